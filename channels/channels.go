@@ -1,0 +1,96 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ChatType is the kind of conversation a message came from.
+type ChatType string
+
+// Chat types. They match routing.PeerKind's spelling.
+const (
+	Direct  ChatType = "direct"
+	Group   ChatType = "group"
+	Channel ChatType = "channel"
+)
+
+// Inbound is one accepted chat message, normalised across channels.
+type Inbound struct {
+	Channel   string // adapter name: "telegram", "discord", "web"
+	AccountID string // bot account within the channel ("default")
+	// MessageID is unique per Channel+AccountID+ChatID; it is the dedupe key
+	// for redeliveries.
+	MessageID string
+	ChatID    string   // where replies go: Telegram chat id, Discord channel id
+	ChatType  ChatType // direct, group or channel
+	GuildID   string   // Discord guild, if any
+	// ThreadID is a thread or forum-topic id below ChatID; IsTopic marks a
+	// Telegram forum topic (routed as :topic:), else a thread (:thread:).
+	ThreadID string
+	IsTopic  bool
+	// ParentChatID is a Discord thread's parent channel, if known.
+	ParentChatID string
+	SenderID     string
+	SenderName   string
+	// CaseSensitive says peer ids of this channel keep their case.
+	CaseSensitive bool
+	// Mentioned is true when the bot was mentioned or replied to, or in a DM.
+	Mentioned bool
+	// Text is the message text with the bot mention stripped; media become
+	// placeholders such as "[photo] caption".
+	Text string
+	// ReplyToID is the platform message id this message answers, if any.
+	ReplyToID string
+	Time      time.Time
+}
+
+// Outbound is a reply to deliver.
+type Outbound struct {
+	Channel   string
+	AccountID string
+	ChatID    string
+	ThreadID  string
+	IsTopic   bool
+	// ReplyToID asks the platform to show the reply as an answer to that message.
+	ReplyToID string
+	// Text is Markdown; adapters convert it to the platform's format and split it.
+	Text string
+}
+
+// Handler accepts one inbound message. A nil error means the message is
+// durably accepted and the adapter may acknowledge it to the platform; an
+// error means it was not, and the adapter must not acknowledge it (it will
+// be redelivered). ErrRejected means "refused on purpose, acknowledge anyway".
+type Handler func(ctx context.Context, in Inbound) error
+
+// ErrRejected is returned by a Handler for a message that is refused on
+// purpose (access policy, duplicate): acknowledge it and do not retry.
+var ErrRejected = errors.New("message rejected")
+
+// Adapter is one channel account.
+type Adapter interface {
+	// Name is the channel name, e.g. "telegram".
+	Name() string
+	// AccountID is the account this adapter serves.
+	AccountID() string
+	// Run receives messages and calls h for each until ctx ends; it must
+	// return when ctx is cancelled.
+	Run(ctx context.Context, h Handler) error
+	// Send delivers a reply. It may be called concurrently with Run and
+	// with itself.
+	Send(ctx context.Context, out Outbound) error
+}
+
+// Typer is implemented by adapters that can show a typing indicator.
+type Typer interface {
+	// Typing shows the indicator once; callers repeat it while a turn runs.
+	Typing(ctx context.Context, out Outbound) error
+}
+
+// Notifier is implemented by adapters that can reply to a sender outside the
+// agent flow (pairing codes, refusals), without going through a session.
+type Notifier interface {
+	Notify(ctx context.Context, out Outbound) error
+}

@@ -1,0 +1,13 @@
+// Package channels defines the normalised message types and the adapter
+// contract shared by every chat channel (SPEC §6).
+//
+// An Adapter turns a platform's updates into Inbound values and hands each to
+// a Handler; it acknowledges the platform (advances the Telegram offset, for
+// example) only after the Handler returned nil, which means the message was
+// durably accepted. Replies travel back as Outbound values through Send.
+// Optional capabilities (typing indicator, editing) are small interfaces
+// found by type assertion.
+//
+// channels and its sub-packages never import sessions, agents or lanes, and
+// adapters never import each other.
+package channels

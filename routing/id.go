@@ -1,0 +1,134 @@
+package routing
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxIDLen is the longest agent, account, channel or main-key id.
+const MaxIDLen = 64
+
+// MaxPeerLen is the longest peer or thread id accepted, in bytes, before escaping.
+const MaxPeerLen = 256
+
+var idRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ErrEmptyID is returned when an id that must be present is empty.
+var ErrEmptyID = errors.New("empty id")
+
+// ValidID reports whether s is already a normalised agent/account/channel id.
+func ValidID(s string) bool { return idRe.MatchString(s) }
+
+// NormalizeID lower-cases s, turns every run of characters outside
+// [a-z0-9_-] into '-', trims leading '-'/'_' and cuts the result to 64
+// characters. It fails when nothing usable is left.
+func NormalizeID(s string) (string, error) {
+	if s == "" {
+		return "", ErrEmptyID
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '_' || r == '-'
+		if !ok {
+			if !dash {
+				b.WriteByte('-')
+				dash = true
+			}
+			continue
+		}
+		dash = r == '-'
+		b.WriteRune(r)
+	}
+	out := strings.Trim(b.String(), "-_")
+	if len(out) > MaxIDLen {
+		out = strings.TrimRight(out[:MaxIDLen], "-_")
+	}
+	if out == "" || !idRe.MatchString(out) {
+		return "", fmt.Errorf("id %q: nothing usable after normalising", truncate(s))
+	}
+	return out, nil
+}
+
+// escapePeer makes an opaque peer/thread id safe as one key component.
+// It percent-encodes '%', ':', '/', '\\', control bytes and every '.' that
+// follows a '.', so the output never holds a separator, a path separator,
+// NUL or "..". Decoding is exact, so two distinct ids never collide.
+func escapePeer(s string) string {
+	var b strings.Builder
+	prevDot := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' || c == ':' || c == '/' || c == '\\' || c < 0x20 || c == 0x7f || (c == '.' && prevDot):
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+		prevDot = c == '.'
+	}
+	return b.String()
+}
+
+func unescapePeer(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("bad escape at byte %d", i)
+		}
+		var v byte
+		for _, h := range []byte{s[i+1], s[i+2]} {
+			v <<= 4
+			switch {
+			case h >= '0' && h <= '9':
+				v |= h - '0'
+			case h >= 'A' && h <= 'F':
+				v |= h - 'A' + 10
+			default:
+				return "", fmt.Errorf("bad escape at byte %d", i)
+			}
+		}
+		b.WriteByte(v)
+		i += 2
+	}
+	return b.String(), nil
+}
+
+// checkPeer validates a raw (unescaped) peer or thread id.
+func checkPeer(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s: %w", what, ErrEmptyID)
+	}
+	if len(s) > MaxPeerLen {
+		return fmt.Errorf("%s: %d bytes, longer than %d", what, len(s), MaxPeerLen)
+	}
+	return nil
+}
+
+// checkComponent validates an escaped component as it appears in a key.
+func checkComponent(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%s: %w", what, ErrEmptyID)
+	}
+	if strings.ContainsAny(s, ":/\\\x00") || strings.Contains(s, "..") {
+		return fmt.Errorf("%s %q: contains a forbidden character", what, truncate(s))
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

@@ -1,0 +1,10 @@
+// Package sessions keeps conversations durable: the per-agent sessions.json
+// index, the append-only JSONL transcripts (pi-coding-agent format v3),
+// reset policies, file locks and the durable ingress journal (SPEC §3).
+//
+// Concurrency: a Manager and the Stores, Transcripts and Journal it hands out
+// are safe for concurrent use by many goroutines and, through flock-based
+// file locks, by several processes on one state directory. No lock is held
+// across an LLM call: callers append to a transcript only when a message is
+// complete. sessions imports only routing.
+package sessions

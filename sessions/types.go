@@ -1,0 +1,122 @@
+package sessions
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Entry is one row of sessions.json (SPEC §3.2). It never holds message bodies.
+type Entry struct {
+	SessionKey        string    `json:"sessionKey"`
+	SessionID         string    `json:"sessionId"`
+	CreatedAt         time.Time `json:"createdAt"`
+	SessionStartedAt  time.Time `json:"sessionStartedAt"`
+	LastInteractionAt time.Time `json:"lastInteractionAt"`
+	UpdatedAt         time.Time `json:"updatedAt"`
+	Title             string    `json:"title,omitempty"`
+	Channel           string    `json:"channel,omitempty"`
+	ChatType          string    `json:"chatType,omitempty"`
+	LastChannel       string    `json:"lastChannel,omitempty"`
+	LastTo            string    `json:"lastTo,omitempty"`
+	LastAccountID     string    `json:"lastAccountId,omitempty"`
+	LastThreadID      string    `json:"lastThreadId,omitempty"`
+	LastFrom          string    `json:"lastFrom,omitempty"`
+	DisplayName       string    `json:"displayName,omitempty"`
+	Model             string    `json:"model,omitempty"`
+	Provider          string    `json:"provider,omitempty"`
+	ModelOverride     string    `json:"modelOverride,omitempty"`
+	QueueMode         string    `json:"queueMode,omitempty"`
+	InputTokens       int64     `json:"inputTokens,omitempty"`
+	OutputTokens      int64     `json:"outputTokens,omitempty"`
+	TotalTokens       int64     `json:"totalTokens,omitempty"`
+	ContextTokens     int64     `json:"contextTokens,omitempty"`
+	CompactionCount   int       `json:"compactionCount,omitempty"`
+	MessageCount      int       `json:"messageCount,omitempty"`
+	SpawnedBy         string    `json:"spawnedBy,omitempty"`
+	ParentSessionKey  string    `json:"parentSessionKey,omitempty"`
+	Label             string    `json:"label,omitempty"`
+	// CompactionOffset is the byte offset of the latest compaction entry in
+	// the transcript, so loading need not parse what precedes it.
+	CompactionOffset int64 `json:"compactionOffset,omitempty"`
+}
+
+// Roles of a transcript message.
+const (
+	RoleUser       = "user"
+	RoleAssistant  = "assistant"
+	RoleToolResult = "toolResult"
+)
+
+// Content block types.
+const (
+	BlockText     = "text"
+	BlockToolCall = "toolCall"
+	BlockThinking = "thinking"
+	BlockImage    = "image"
+)
+
+// Content is one block of a message (pi-coding-agent's content parts).
+type Content struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Data      string          `json:"data,omitempty"`
+	MimeType  string          `json:"mimeType,omitempty"`
+}
+
+// Usage is what a provider reported for one assistant message.
+type Usage struct {
+	Input       int64 `json:"input"`
+	Output      int64 `json:"output"`
+	CacheRead   int64 `json:"cacheRead"`
+	CacheWrite  int64 `json:"cacheWrite"`
+	TotalTokens int64 `json:"totalTokens"`
+}
+
+// Message is one model-facing message as stored in a transcript entry.
+type Message struct {
+	Role       string    `json:"role"`
+	Content    []Content `json:"content"`
+	ToolCallID string    `json:"toolCallId,omitempty"`
+	ToolName   string    `json:"toolName,omitempty"`
+	IsError    bool      `json:"isError,omitempty"`
+	Provider   string    `json:"provider,omitempty"`
+	Model      string    `json:"model,omitempty"`
+	Usage      *Usage    `json:"usage,omitempty"`
+	StopReason string    `json:"stopReason,omitempty"`
+	Timestamp  int64     `json:"timestamp"` // unix milliseconds
+}
+
+// Text joins the message's text blocks.
+func (m Message) Text() string {
+	var s string
+	for _, c := range m.Content {
+		if c.Type == BlockText {
+			s += c.Text
+		}
+	}
+	return s
+}
+
+// UserText builds a user message with one text block.
+func UserText(text string, at time.Time) Message {
+	return Message{Role: RoleUser, Content: []Content{{Type: BlockText, Text: text}}, Timestamp: at.UnixMilli()}
+}
+
+// Context is what the model is sent for a session, rebuilt from the
+// transcript (SPEC §3.4).
+type Context struct {
+	// Messages are in order; when the chain holds a compaction, the first is
+	// a synthetic user message wrapping the latest summary.
+	Messages []Message
+	// EntryIDs[i] is the transcript entry id Messages[i] came from ("" for
+	// synthetic messages such as the summary or a synthetic tool result).
+	EntryIDs []string
+	// Summary is the latest compaction summary ("" if none).
+	Summary string
+	// LeafID is the id of the last entry of the chain ("" for an empty transcript).
+	LeafID string
+}
