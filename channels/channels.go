@@ -20,6 +20,9 @@ const (
 type Inbound struct {
 	Channel   string // adapter name: "telegram", "discord", "web"
 	AccountID string // bot account within the channel ("default")
+	// Agent is set by channels that address an agent explicitly (the web
+	// API's /api/agents/{id}/chat); it overrides the bindings.
+	Agent string
 	// MessageID is unique per Channel+AccountID+ChatID; it is the dedupe key
 	// for redeliveries.
 	MessageID string
@@ -57,6 +60,12 @@ type Outbound struct {
 	ReplyToID string
 	// Text is Markdown; adapters convert it to the platform's format and split it.
 	Text string
+	// SessionID and TokenEstimate describe the session the reply belongs to
+	// (the web channel reports them in its done event).
+	SessionID     string
+	TokenEstimate int64
+	// Failed marks a user-safe error notice rather than an agent reply.
+	Failed bool
 }
 
 // Handler accepts one inbound message. A nil error means the message is
@@ -93,4 +102,11 @@ type Typer interface {
 // agent flow (pairing codes, refusals), without going through a session.
 type Notifier interface {
 	Notify(ctx context.Context, out Outbound) error
+}
+
+// Streamer is implemented by adapters that show a reply while it is being
+// generated (the web channel's SSE stream). ReplyToID identifies the inbound
+// message the deltas answer.
+type Streamer interface {
+	Delta(ctx context.Context, out Outbound, text string)
 }

@@ -26,6 +26,9 @@ type Entry struct {
 	Provider          string    `json:"provider,omitempty"`
 	ModelOverride     string    `json:"modelOverride,omitempty"`
 	QueueMode         string    `json:"queueMode,omitempty"`
+	QueueDebounceMs   int64     `json:"queueDebounceMs,omitempty"`
+	QueueCap          int       `json:"queueCap,omitempty"`
+	QueueDrop         string    `json:"queueDrop,omitempty"`
 	InputTokens       int64     `json:"inputTokens,omitempty"`
 	OutputTokens      int64     `json:"outputTokens,omitempty"`
 	TotalTokens       int64     `json:"totalTokens,omitempty"`

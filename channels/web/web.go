@@ -1,0 +1,243 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// Name is the channel name of this adapter.
+const Name = "web"
+
+// MaxBody is the largest accepted chat request body.
+const MaxBody = 1 << 20
+
+// Options configures the adapter.
+type Options struct {
+	Logger *zap.Logger
+	// Lookup maps an existing session id of an agent to the conversation
+	// (peer) id it belongs to; nil disables continuing by session id.
+	Lookup func(agentID, sessionID string) (peer string, ok bool)
+}
+
+// Adapter is the web channel. Create it with New.
+type Adapter struct {
+	opts Options
+	log  *zap.Logger
+
+	mu      sync.Mutex
+	handler channels.Handler                  // guarded by mu; set while Run runs
+	waiters map[string]chan channels.Outbound // guarded by mu; by inbound message id
+	deltas  map[string]chan string            // guarded by mu
+}
+
+var (
+	_ channels.Adapter  = (*Adapter)(nil)
+	_ channels.Streamer = (*Adapter)(nil)
+)
+
+// New returns a web adapter.
+func New(opts Options) *Adapter {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &Adapter{opts: opts, log: opts.Logger.With(zap.String("channel", Name)),
+		waiters: map[string]chan channels.Outbound{}, deltas: map[string]chan string{}}
+}
+
+// Name implements channels.Adapter.
+func (a *Adapter) Name() string { return Name }
+
+// AccountID implements channels.Adapter.
+func (a *Adapter) AccountID() string { return "default" }
+
+// Run makes the chat endpoint accept requests until ctx ends.
+func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
+	a.mu.Lock()
+	a.handler = h
+	a.mu.Unlock()
+	<-ctx.Done()
+	a.mu.Lock()
+	a.handler = nil
+	a.mu.Unlock()
+	return nil
+}
+
+// Send delivers the final reply to the waiting request, if it still waits.
+func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	a.mu.Lock()
+	ch := a.waiters[out.ReplyToID]
+	a.mu.Unlock()
+	if ch == nil {
+		return nil // the client went away; the reply is in the transcript
+	}
+	select {
+	case ch <- out:
+	default:
+	}
+	return nil
+}
+
+// Delta streams a piece of the reply to the waiting request.
+func (a *Adapter) Delta(ctx context.Context, out channels.Outbound, text string) {
+	a.mu.Lock()
+	ch := a.deltas[out.ReplyToID]
+	a.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- text:
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second): // a stalled client must not stall the run
+	}
+}
+
+// ChatRequest is the body of POST /api/agents/{id}/chat.
+type ChatRequest struct {
+	Message   string   `json:"message"`
+	SessionID string   `json:"sessionId,omitempty"`
+	Context   string   `json:"context,omitempty"`
+	Images    []string `json:"images,omitempty"`
+}
+
+// ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
+func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
+	agent := r.PathValue("id")
+	var req ChatRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody))
+			return
+		}
+		WriteError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		WriteError(w, http.StatusBadRequest, "message: must not be empty")
+		return
+	}
+	peer := uuid.NewString()
+	if req.SessionID != "" {
+		if a.opts.Lookup == nil {
+			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
+			return
+		}
+		p, ok := a.opts.Lookup(agent, req.SessionID)
+		if !ok {
+			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
+			return
+		}
+		peer = p
+	}
+	a.mu.Lock()
+	h := a.handler
+	a.mu.Unlock()
+	if h == nil {
+		WriteError(w, http.StatusServiceUnavailable, "not ready")
+		return
+	}
+	text := req.Message
+	if req.Context != "" {
+		text = req.Context + "\n\n" + text
+	}
+	for range req.Images {
+		text += "\n[image]"
+	}
+	in := channels.Inbound{
+		Channel: Name, AccountID: "default", Agent: agent, MessageID: uuid.NewString(),
+		ChatID: peer, ChatType: channels.Direct, SenderID: peer, SenderName: "web",
+		CaseSensitive: true, Mentioned: true, Text: text, Time: time.Now(),
+	}
+	done := make(chan channels.Outbound, 1)
+	deltas := make(chan string, 64)
+	a.mu.Lock()
+	a.waiters[in.MessageID], a.deltas[in.MessageID] = done, deltas
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.waiters, in.MessageID)
+		delete(a.deltas, in.MessageID)
+		a.mu.Unlock()
+	}()
+	if err := h(r.Context(), in); err != nil {
+		if errors.Is(err, channels.ErrRejected) {
+			WriteError(w, http.StatusForbidden, "message refused")
+			return
+		}
+		a.log.Warn("chat not accepted", zap.Error(err))
+		WriteError(w, http.StatusServiceUnavailable, "message not accepted, try again")
+		return
+	}
+	a.stream(w, r, deltas, done)
+}
+
+func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, deltas chan string, done chan channels.Outbound) {
+	fl, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	streamed := false
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case t := <-deltas:
+			streamed = true
+			writeEvent(w, "delta", map[string]string{"text": t})
+			if fl != nil {
+				fl.Flush()
+			}
+		case out := <-done:
+			for drained := false; !drained; {
+				select {
+				case t := <-deltas:
+					streamed = true
+					writeEvent(w, "delta", map[string]string{"text": t})
+				default:
+					drained = true
+				}
+			}
+			if out.Failed {
+				writeEvent(w, "error", map[string]string{"message": out.Text})
+			} else if !streamed && out.Text != "" {
+				writeEvent(w, "delta", map[string]string{"text": out.Text})
+			}
+			writeEvent(w, "done", map[string]any{"sessionId": out.SessionID, "tokenEstimate": out.TokenEstimate})
+			if fl != nil {
+				fl.Flush()
+			}
+			return
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+}
+
+// WriteError writes a JSON error body {"error": msg} with status code.
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
