@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	gateway  string
+	mode     string
+	n        int
+	chats    int
+	rate     int
+	duration time.Duration
+	timeout  time.Duration
+	keep     bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.gateway, "gateway", "", "path to the built gateway binary (required)")
+	flag.StringVar(&o.mode, "mode", "burst", "burst or sustained")
+	flag.IntVar(&o.n, "n", 1000, "burst: number of messages")
+	flag.IntVar(&o.chats, "chats", 100, "number of chats the messages are spread over")
+	flag.IntVar(&o.rate, "rate", 200, "sustained: messages per second")
+	flag.DurationVar(&o.duration, "duration", 20*time.Second, "sustained: how long to send")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the last reply")
+	flag.BoolVar(&o.keep, "keep", false, "keep the state directory")
+	flag.Parse()
+	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained") || o.chats < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func listen() (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	return ln, ln.Addr().String(), nil
+}
+
+func run(ctx context.Context, o options) error {
+	tg := newFakeTelegram()
+	tgLn, tgAddr, err := listen()
+	if err != nil {
+		return err
+	}
+	modelLn, modelAddr, err := listen()
+	if err != nil {
+		return err
+	}
+	go func() { _ = http.Serve(tgLn, tg) }()
+	go func() { _ = http.Serve(modelLn, fakeModel{}) }()
+	httpLn, httpAddr, err := listen()
+	if err != nil {
+		return err
+	}
+	httpLn.Close()
+
+	dir, err := os.MkdirTemp("", "gateway-bench-")
+	if err != nil {
+		return err
+	}
+	if !o.keep {
+		defer os.RemoveAll(dir)
+	}
+	cfg := fmt.Sprintf(`stateDir: %s
+http: {listen: "%s"}
+log: {level: warn, format: json}
+channels:
+  telegram:
+    accounts:
+      default:
+        token: "123:bench"
+        apiRoot: "http://%s"
+        dmPolicy: open
+        allowFrom: ["*"]
+providers:
+  fake: {type: openai, baseURL: "http://%s/v1", apiKey: "bench"}
+agents:
+  defaults: {model: fake/bench, maxConcurrent: 8}
+  list: [{id: main}]
+messages:
+  queue: {mode: followup, cap: 1000}
+`, filepath.Join(dir, "state"), httpAddr, tgAddr, modelAddr)
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(dir, "gateway.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+
+	start := time.Now()
+	cmd := exec.Command(o.gateway, "run", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start gateway: %w", err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}()
+	ready, err := waitReady(ctx, "http://"+httpAddr+"/readyz", 30*time.Second)
+	if err != nil {
+		return err
+	}
+	startup := ready.Sub(start)
+
+	res := newResults()
+	tg.onReply = res.onReply
+	var total int
+	sendStart := time.Now()
+	switch o.mode {
+	case "burst":
+		total = o.n
+		for i := 0; i < o.n; i++ {
+			res.sent(i)
+			tg.inject(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
+		}
+	case "sustained":
+		total = int(float64(o.rate) * o.duration.Seconds())
+		interval := time.Second / time.Duration(o.rate)
+		next := time.Now()
+		for i := 0; i < total; i++ {
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			next = next.Add(interval)
+			res.sent(i)
+			tg.inject(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	sendEnd := time.Now()
+	deadline := time.Now().Add(o.timeout)
+	for res.count() < total && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	lastReply := res.last()
+	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
+	rss := peakRSS(cmd.Process.Pid)
+
+	tg.mu.Lock()
+	avail := append([]time.Time(nil), tg.avail...)
+	tg.mu.Unlock()
+	lat, lost, dups := res.latencies(avail, total)
+	elapsed := lastReply.Sub(sendStart)
+	fmt.Printf("mode=%s messages=%d chats=%d\n", o.mode, total, o.chats)
+	fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
+	if o.mode == "burst" {
+		fmt.Printf("drain_time=%s throughput=%.0f msgs/s\n", elapsed.Round(time.Millisecond), float64(total-lost)/elapsed.Seconds())
+	} else {
+		fmt.Printf("send_rate=%.0f msgs/s achieved_throughput=%.0f msgs/s\n",
+			float64(total)/sendEnd.Sub(sendStart).Seconds(), float64(total-lost)/elapsed.Seconds())
+	}
+	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 100))
+	fmt.Printf("peak_rss=%.1f MB\n", float64(rss)/1024)
+	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
+	if lost > 0 || dups > 0 {
+		return fmt.Errorf("%d lost, %d duplicated replies (log: %s)", lost, dups, logf.Name())
+	}
+	return nil
+}
+
+func waitReady(ctx context.Context, url string, limit time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(limit)
+	client := &http.Client{Timeout: time.Second}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Now(), nil
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return time.Time{}, fmt.Errorf("gateway not ready after %s", limit)
+}
+
+// peakRSS reads VmHWM (kB) of pid.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				v, _ := strconv.ParseInt(f[1], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+type results struct {
+	mu      sync.Mutex
+	got     map[int][]time.Time
+	n       int
+	lastAt  time.Time
+	sentIdx map[int]bool
+}
+
+func newResults() *results {
+	return &results{got: map[int][]time.Time{}, sentIdx: map[int]bool{}}
+}
+
+func (r *results) sent(i int) {
+	r.mu.Lock()
+	r.sentIdx[i] = true
+	r.mu.Unlock()
+}
+
+func (r *results) onReply(chat int64, text string, at time.Time) {
+	i := strings.Index(text, "ack m")
+	if i < 0 {
+		return
+	}
+	s := text[i+len("ack m"):]
+	j := 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	idx, err := strconv.Atoi(s[:j])
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	if len(r.got[idx]) == 0 {
+		r.n++
+	}
+	r.got[idx] = append(r.got[idx], at)
+	if at.After(r.lastAt) {
+		r.lastAt = at
+	}
+	r.mu.Unlock()
+}
+
+func (r *results) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+func (r *results) last() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastAt
+}
+
+// latencies pairs message i (update i+1) with its first reply.
+func (r *results) latencies(avail []time.Time, total int) (lat []time.Duration, lost, dups int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := 0; i < total; i++ {
+		ts := r.got[i]
+		if len(ts) == 0 {
+			lost++
+			continue
+		}
+		if len(ts) > 1 {
+			dups += len(ts) - 1
+		}
+		if i < len(avail) {
+			lat = append(lat, ts[0].Sub(avail[i]))
+		}
+	}
+	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+	return lat, lost, dups
+}
+
+func pct(lat []time.Duration, p int) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	i := (len(lat)*p + 99) / 100
+	if i < 1 {
+		i = 1
+	}
+	if i > len(lat) {
+		i = len(lat)
+	}
+	return lat[i-1].Round(10 * time.Microsecond)
+}
