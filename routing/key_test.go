@@ -1,0 +1,172 @@
+package routing
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mustPeer(t *testing.T, agent, channel, account string, kind PeerKind, peer string) Key {
+	t.Helper()
+	k, err := PeerKey(agent, channel, account, kind, peer)
+	if err != nil {
+		t.Fatalf("PeerKey: %v", err)
+	}
+	return k
+}
+
+func TestKeyForms(t *testing.T) {
+	thread := func(k Key, kind ThreadKind, id string) Key {
+		t.Helper()
+		k, err := k.WithThread(kind, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	main, _ := MainKey("Main", "main")
+	sub, _ := SubagentKey("main", "0b7e3c2a-1f7e-4b1e-9f55-2d4f1c7a9e01")
+	tests := []struct {
+		name string
+		key  Key
+		want string
+		rt   ResetType
+	}{
+		{"main", main, "agent:main:main", ResetDirect},
+		{"per-peer dm", mustPeer(t, "main", "", "", Direct, "42"), "agent:main:direct:42", ResetDirect},
+		{"per-channel-peer dm", mustPeer(t, "main", "telegram", "", Direct, "42"), "agent:main:telegram:direct:42", ResetDirect},
+		{"per-account dm", mustPeer(t, "main", "telegram", "bot2", Direct, "42"), "agent:main:telegram:bot2:direct:42", ResetDirect},
+		{"group", mustPeer(t, "main", "telegram", "", Group, "-100123"), "agent:main:telegram:group:-100123", ResetGroup},
+		{"channel", mustPeer(t, "ops", "discord", "", Channel, "987"), "agent:ops:discord:channel:987", ResetGroup},
+		{"topic", thread(mustPeer(t, "main", "telegram", "", Group, "-100123"), Topic, "77"), "agent:main:telegram:group:-100123:topic:77", ResetThread},
+		{"thread", thread(mustPeer(t, "main", "discord", "", Channel, "987"), Thread, "555"), "agent:main:discord:channel:987:thread:555", ResetThread},
+		{"subagent", sub, "agent:main:subagent:0b7e3c2a-1f7e-4b1e-9f55-2d4f1c7a9e01", ResetDirect},
+		{"case-sensitive peer", mustPeer(t, "main", "web", "", Direct, "AbC"), "agent:main:web:direct:AbC", ResetDirect},
+		{"hostile peer", mustPeer(t, "main", "web", "", Direct, "../a:b/c\\d\x00%"), "agent:main:web:direct:.%2E%2Fa%3Ab%2Fc%5Cd%00%25", ResetDirect},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.key.String(); got != tt.want {
+				t.Fatalf("String() = %q, want %q", got, tt.want)
+			}
+			back, err := Parse(tt.want)
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.want, err)
+			}
+			if back != tt.key {
+				t.Fatalf("Parse(String()) = %#v, want %#v", back, tt.key)
+			}
+			if got := back.ResetType(); got != tt.rt {
+				t.Errorf("ResetType = %s, want %s", got, tt.rt)
+			}
+		})
+	}
+}
+
+func TestParseLegacyAndCase(t *testing.T) {
+	k, err := Parse("AGENT:Main:Telegram:DM:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Kind != Direct || k.Channel != "telegram" || k.Agent != "main" || k.Peer != "42" {
+		t.Fatalf("got %#v", k)
+	}
+	if got := k.String(); got != "agent:main:telegram:direct:42" {
+		t.Fatalf("String() = %q", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	bad := []struct{ in, want string }{
+		{"", "want agent"},
+		{"agent:main", "want agent"},
+		{"session:main:main", "want agent"},
+		{"agent::main", "component 2"},
+		{"agent:main:telegram:group:", "component 5"},
+		{"agent:main:direct", "needs an id"},
+		{"agent:main:subagent:x:y", "extra components"},
+		{"agent:main:telegram:group:1:thread", "want <peerId>"},
+		{"agent:main:telegram:group:1:branch:2", "want thread or topic"},
+		{"agent:main:telegram:bot:group:1", "only allowed in a direct key"},
+		{"agent:ma in:main", "not a valid id"},
+		{"agent:main:telegram:direct:a%zz", "bad escape"},
+		{"agent:main:telegram:direct:..", "forbidden"},
+		{"agent:main:telegram:direct:" + strings.Repeat("x", 300), "longer than"},
+		{"agent:main:thread:1", "reserved word"},
+	}
+	for _, tt := range bad {
+		_, err := Parse(tt.in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded, want error", tt.in)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Parse(%q) error %v does not wrap ErrInvalidKey", tt.in, err)
+		}
+		if !strings.Contains(err.Error(), tt.want) && !(tt.want == "reserved word" && strings.Contains(err.Error(), "unexpected")) {
+			t.Errorf("Parse(%q) = %v, want it to mention %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestConstructorErrors(t *testing.T) {
+	if _, err := PeerKey("main", "telegram", "", Group, ""); !errors.Is(err, ErrEmptyID) {
+		t.Errorf("empty peer: %v, want ErrEmptyID", err)
+	}
+	if _, err := PeerKey("", "telegram", "", Group, "1"); !errors.Is(err, ErrEmptyID) {
+		t.Errorf("empty agent: %v, want ErrEmptyID", err)
+	}
+	if _, err := PeerKey("main", "", "", Group, "1"); err == nil {
+		t.Error("group without channel accepted")
+	}
+	if _, err := PeerKey("main", "telegram", "acct", Group, "1"); err == nil {
+		t.Error("account on a group key accepted")
+	}
+	if _, err := PeerKey("main", "direct", "", Direct, "1"); err == nil {
+		t.Error("reserved channel name accepted")
+	}
+	if _, err := MainKey("main", "subagent"); err == nil {
+		t.Error("reserved main key accepted")
+	}
+	if _, err := PeerKey("main", "telegram", "", "dm", "1"); err == nil {
+		t.Error("kind dm accepted by the constructor")
+	}
+}
+
+func TestNormalizeID(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Main", "main"},
+		{"My Agent!", "my-agent"},
+		{"--x--", "x"},
+		{"a..b", "a-b"},
+		{"ünïcode", "n-code"},
+		{strings.Repeat("a", 100), strings.Repeat("a", 64)},
+	}
+	for _, tt := range tests {
+		got, err := NormalizeID(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("NormalizeID(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, in := range []string{"", "!!!", "..", "/"} {
+		if got, err := NormalizeID(in); err == nil {
+			t.Errorf("NormalizeID(%q) = %q, want error", in, got)
+		}
+	}
+}
+
+func TestDistinctPeersNeverCollide(t *testing.T) {
+	peers := []string{"a", "A", "a.", "a..", "a%2E.", "a:b", "a%3Ab", "a/b", "a%2Fb", "..", ".", "%", "%25"}
+	seen := map[string]string{}
+	for _, p := range peers {
+		k := mustPeer(t, "main", "web", "", Direct, p)
+		s := k.String()
+		if prev, ok := seen[s]; ok {
+			t.Fatalf("peers %q and %q collide as %q", prev, p, s)
+		}
+		seen[s] = p
+		if strings.Contains(s, "..") || strings.ContainsAny(s, "/\\\x00") {
+			t.Fatalf("key %q holds a path-unsafe sequence", s)
+		}
+	}
+}
