@@ -1,0 +1,269 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	_ "time/tzdata" // IANA zones must resolve on hosts without /usr/share/zoneinfo
+
+	"github.com/gateway/gateway/routing"
+)
+
+// Reset policy defaults (SPEC §3.6). A config that says nothing never resets:
+// a silent 4 am rollover surprised users of the reference system.
+const (
+	DefaultResetMode   = ResetOff
+	DefaultResetAtHour = 4
+	DefaultTimezone    = "Local"
+)
+
+// DefaultResetTriggers are the triggers used when ResetTriggers is nil.
+var DefaultResetTriggers = []string{"/new", "/reset"}
+
+// Reset reasons returned by Evaluate.
+const (
+	ReasonDaily = "daily"
+	ReasonIdle  = "idle"
+)
+
+// WithDefaults fills what the configuration leaves unset: the global policy
+// gets mode off, atHour 4, idleMinutes 0 and timezone Local, and a nil
+// trigger list becomes /new and /reset. Per-type and per-channel policies
+// are left as written: their unset fields inherit at Resolve time.
+func (c ResetConfig) WithDefaults() ResetConfig {
+	c.Reset = c.Reset.fill(ResetPolicy{})
+	if c.ResetTriggers == nil {
+		c.ResetTriggers = append([]string(nil), DefaultResetTriggers...)
+	}
+	return c
+}
+
+// fill returns p with unset fields taken from parent, then from the
+// built-in defaults, so every field of the result is set.
+func (p ResetPolicy) fill(parent ResetPolicy) ResetPolicy {
+	if p.Mode == "" {
+		p.Mode = parent.Mode
+	}
+	if p.Mode == "" {
+		p.Mode = DefaultResetMode
+	}
+	if p.AtHour == nil {
+		p.AtHour = parent.AtHour
+	}
+	if p.AtHour == nil {
+		h := DefaultResetAtHour
+		p.AtHour = &h
+	}
+	if p.IdleMinutes == nil {
+		p.IdleMinutes = parent.IdleMinutes
+	}
+	if p.IdleMinutes == nil {
+		z := 0
+		p.IdleMinutes = &z
+	}
+	if p.Timezone == "" {
+		p.Timezone = parent.Timezone
+	}
+	if p.Timezone == "" {
+		p.Timezone = DefaultTimezone
+	}
+	return p
+}
+
+// Resolve returns the effective policy for a session: resetByChannel[channel]
+// replaces everything else; otherwise each field comes from
+// resetByType[key.ResetType()], then from reset, then from the defaults.
+// Every field of the result is set.
+func (c ResetConfig) Resolve(key routing.Key, channel string) ResetPolicy {
+	if channel != "" {
+		if p, ok := c.ResetByChannel[channel]; ok {
+			return p.fill(ResetPolicy{})
+		}
+	}
+	p := c.ResetByType[string(key.ResetType())]
+	return p.fill(c.Reset.fill(ResetPolicy{}))
+}
+
+// Validate reports the first problem of the configuration; the error names
+// the offending key (e.g. "session.resetByType.group.idleMinutes: must be > 0").
+func (c ResetConfig) Validate() error {
+	var errs []error
+	check := func(path string, p ResetPolicy) {
+		if err := p.validate(path); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	check("session.reset", c.Reset)
+	for _, t := range sortedKeys(c.ResetByType) {
+		path := "session.resetByType." + t
+		switch routing.ResetType(t) {
+		case routing.ResetDirect, routing.ResetGroup, routing.ResetThread:
+		default:
+			errs = append(errs, fmt.Errorf("%s: unknown session type (want direct, group or thread)", path))
+			continue
+		}
+		check(path, c.ResetByType[t])
+	}
+	for _, ch := range sortedKeys(c.ResetByChannel) {
+		path := "session.resetByChannel." + ch
+		if ch == "" {
+			errs = append(errs, fmt.Errorf("%s: empty channel name", path))
+			continue
+		}
+		check(path, c.ResetByChannel[ch])
+	}
+	// An idle policy needs an idle time once inheritance is applied; name
+	// the policy that asked for idle.
+	global := c.Reset.fill(ResetPolicy{})
+	if global.Mode == ResetIdle && *global.IdleMinutes <= 0 {
+		errs = append(errs, errors.New("session.reset.idleMinutes: must be > 0 when mode is idle"))
+	}
+	for _, t := range sortedKeys(c.ResetByType) {
+		p := c.ResetByType[t].fill(global)
+		if p.Mode == ResetIdle && *p.IdleMinutes <= 0 && (c.ResetByType[t].Mode == ResetIdle || c.ResetByType[t].IdleMinutes != nil) {
+			errs = append(errs, fmt.Errorf("session.resetByType.%s.idleMinutes: must be > 0 when mode is idle", t))
+		}
+	}
+	for _, ch := range sortedKeys(c.ResetByChannel) {
+		p := c.ResetByChannel[ch].fill(ResetPolicy{})
+		if p.Mode == ResetIdle && *p.IdleMinutes <= 0 {
+			errs = append(errs, fmt.Errorf("session.resetByChannel.%s.idleMinutes: must be > 0 when mode is idle", ch))
+		}
+	}
+	for i, tr := range c.ResetTriggers {
+		if strings.TrimSpace(tr) == "" || strings.ContainsAny(tr, " \t\r\n") {
+			errs = append(errs, fmt.Errorf("session.resetTriggers[%d]: %q must be one non-empty word", i, tr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p ResetPolicy) validate(path string) error {
+	var errs []error
+	switch p.Mode {
+	case "", ResetOff, ResetDaily, ResetIdle:
+	default:
+		errs = append(errs, fmt.Errorf("%s.mode: %q (want off, daily or idle)", path, p.Mode))
+	}
+	if p.AtHour != nil && (*p.AtHour < 0 || *p.AtHour > 23) {
+		errs = append(errs, fmt.Errorf("%s.atHour: %d (want 0..23)", path, *p.AtHour))
+	}
+	if p.IdleMinutes != nil && *p.IdleMinutes < 0 {
+		errs = append(errs, fmt.Errorf("%s.idleMinutes: %d must be >= 0", path, *p.IdleMinutes))
+	}
+	if p.Timezone != "" {
+		if _, err := loadZone(p.Timezone); err != nil {
+			errs = append(errs, fmt.Errorf("%s.timezone: %w", path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func loadZone(name string) (*time.Location, error) {
+	switch name {
+	case "", "Local", "local":
+		return time.Local, nil
+	case "UTC", "utc":
+		return time.UTC, nil
+	}
+	return time.LoadLocation(name)
+}
+
+func sortedKeys(m map[string]ResetPolicy) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Evaluate reports whether the session e of key must be rolled over before
+// the message arriving at now is handled, and why ("daily" or "idle"). The
+// policy is resolved for the key's channel, falling back to e.LastChannel
+// and then e.Channel for keys without one (the main session).
+//
+// Daily compares sessionStartedAt with the most recent atHour:00 in the
+// policy's zone; idle compares lastInteractionAt plus idleMinutes with now.
+// updatedAt is never consulted, so writes that are not user input (counter
+// flushes, heartbeats) do not keep a session fresh. Mode daily with
+// idleMinutes > 0 applies both rules and reports the one that expired first.
+func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale bool, reason string) {
+	channel := key.Channel
+	if channel == "" {
+		channel = e.LastChannel
+	}
+	if channel == "" {
+		channel = e.Channel
+	}
+	return evaluatePolicy(cfg.Resolve(key, channel), e, now)
+}
+
+func evaluatePolicy(p ResetPolicy, e Entry, now time.Time) (bool, string) {
+	started := firstSet(e.SessionStartedAt, e.CreatedAt)
+	last := firstSet(e.LastInteractionAt, started)
+
+	var dailyAt, idleAt time.Time // instants at which each rule expired
+	switch p.Mode {
+	case ResetDaily:
+		if !started.IsZero() {
+			loc, err := loadZone(p.Timezone)
+			if err != nil {
+				loc = time.Local // Validate rejects this; keep evaluating
+			}
+			if b := lastBoundary(now, *p.AtHour, loc); started.Before(b) {
+				dailyAt = nextBoundary(started, *p.AtHour, loc)
+			}
+		}
+		fallthrough
+	case ResetIdle:
+		if n := *p.IdleMinutes; n > 0 && !last.IsZero() {
+			if exp := last.Add(time.Duration(n) * time.Minute); now.After(exp) {
+				idleAt = exp
+			}
+		}
+	default:
+		return false, ""
+	}
+	switch {
+	case !dailyAt.IsZero() && (idleAt.IsZero() || !idleAt.Before(dailyAt)):
+		return true, ReasonDaily
+	case !idleAt.IsZero():
+		return true, ReasonIdle
+	}
+	return false, ""
+}
+
+// lastBoundary is the most recent hour:00 in loc at or before now. It uses
+// time.Date per calendar day so days of 23 or 25 hours are handled.
+func lastBoundary(now time.Time, hour int, loc *time.Location) time.Time {
+	l := now.In(loc)
+	y, m, d := l.Date()
+	b := time.Date(y, m, d, hour, 0, 0, 0, loc)
+	if b.After(now) {
+		b = time.Date(y, m, d-1, hour, 0, 0, 0, loc)
+	}
+	return b
+}
+
+// nextBoundary is the first hour:00 in loc strictly after t.
+func nextBoundary(t time.Time, hour int, loc *time.Location) time.Time {
+	l := t.In(loc)
+	y, m, d := l.Date()
+	b := time.Date(y, m, d, hour, 0, 0, 0, loc)
+	if !b.After(t) {
+		b = time.Date(y, m, d+1, hour, 0, 0, 0, loc)
+	}
+	return b
+}
+
+func firstSet(ts ...time.Time) time.Time {
+	for _, t := range ts {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
