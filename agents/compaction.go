@@ -1,0 +1,170 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// ErrNothingToCompact is returned by Compact when the session holds nothing
+// before its last user message.
+var ErrNothingToCompact = &UserError{Msg: "Nothing to compact yet."}
+
+// Compact compacts key's session now (/compact [instructions]).
+func (r *Runner) Compact(ctx context.Context, agentID string, key routing.Key, instructions string) error {
+	s, err := r.open(agentID, key)
+	if err != nil {
+		return err
+	}
+	_, err = r.compact(ctx, s, instructions)
+	return err
+}
+
+// compactLogged runs an automatic compaction; a failure is logged and the
+// turn goes on (pruning still bounds what is sent). It reports whether a
+// compaction entry was written.
+func (r *Runner) compactLogged(ctx context.Context, s *session, instructions, reason string, tokens int64) bool {
+	start := time.Now()
+	res, err := r.compact(ctx, s, instructions)
+	switch {
+	case errors.Is(err, ErrNothingToCompact):
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Error("compaction failed; continuing without it", zap.String("reason", reason), zap.Error(err))
+		}
+		return false
+	}
+	s.log.Info("session compacted", zap.String("reason", reason), zap.Int64("context_tokens", tokens),
+		zap.Int64("tokens_before", res.TokensBefore), zap.Int64("tokens_after", res.TokensAfter),
+		zap.Bool("summary_fallback", res.fallback), zap.Duration("took", time.Since(start)))
+	return true
+}
+
+type compactResult struct {
+	sessions.Compaction
+	fallback bool
+}
+
+// compact summarises the part of the context before the kept tail and
+// appends a compaction entry. The summary is bounded by the compaction
+// timeout; when the model fails or times out the entry holds a plain note,
+// so the session always shrinks.
+func (r *Runner) compact(ctx context.Context, s *session, instructions string) (compactResult, error) {
+	c, err := s.tr.Context(ctx)
+	if err != nil {
+		return compactResult{}, fmt.Errorf("agents: compact: load context: %w", err)
+	}
+	p, ok := planCompaction(c, int64(r.defaults.Compaction.KeepRecentTokens))
+	if !ok {
+		p, ok = planCompaction(c, 0)
+	}
+	if !ok {
+		return compactResult{}, ErrNothingToCompact
+	}
+	sctx, cancel := context.WithTimeout(ctx, r.defaults.compactionTimeout())
+	summary, fallback := summarize(sctx, r.summarizer(s), p.summarize, s.window, instructions)
+	cancel()
+	if ctx.Err() != nil {
+		return compactResult{}, fmt.Errorf("agents: compact: %w", ctx.Err())
+	}
+	before := llm.EstimateMessages(c.Messages)
+	after := llm.EstimateMessage(summaryMessage(summary)) + llm.EstimateMessages(c.Messages[p.firstKept:])
+	comp := sessions.Compaction{Summary: summary, FirstKeptEntryID: p.firstKeptID, TokensBefore: before, TokensAfter: after}
+	if _, err := s.tr.AppendCompaction(ctx, comp); err != nil {
+		return compactResult{}, fmt.Errorf("agents: compact: append: %w", err)
+	}
+	if _, err := s.st.Patch(ctx, s.key, func(e *sessions.Entry) error {
+		e.CompactionCount++
+		e.ContextTokens = after
+		return nil
+	}); err != nil {
+		return compactResult{}, fmt.Errorf("agents: compact: update entry: %w", err)
+	}
+	return compactResult{Compaction: comp, fallback: fallback}, nil
+}
+
+// summaryMessage approximates how the session context presents a summary
+// (for token accounting only).
+func summaryMessage(summary string) sessions.Message {
+	return sessions.UserText("The conversation history before this point was compacted into the following summary:\n<summary>\n"+
+		summary+"\n</summary>", time.Time{})
+}
+
+// compactionPlan says what to summarise and where the kept tail starts.
+type compactionPlan struct {
+	summarize   []sessions.Message
+	firstKept   int // index into the context's messages
+	firstKeptID string
+}
+
+// planCompaction keeps the last user message and everything after it plus
+// up to keepRecent tokens of the turns before it, and summarises the rest
+// (the previous summary included, so it is folded into the new one). The
+// cut never falls between a tool call and its result, and the first kept
+// message is a real transcript entry. ok is false when nothing would be
+// summarised.
+func planCompaction(c sessions.Context, keepRecent int64) (compactionPlan, bool) {
+	msgs := c.Messages
+	start := 0
+	if c.Summary != "" {
+		start = 1 // summarising only the old summary gains nothing
+	}
+	lastUser := -1
+	for i := len(msgs) - 1; i >= start; i-- {
+		if msgs[i].Role == sessions.RoleUser && entryID(c, i) != "" {
+			lastUser = i
+			break
+		}
+	}
+	if lastUser <= start {
+		return compactionPlan{}, false
+	}
+	cut := lastUser
+	var acc int64
+	for i := lastUser - 1; i >= start; i-- {
+		acc += llm.EstimateMessage(msgs[i])
+		if acc > keepRecent {
+			break
+		}
+		cut = i
+	}
+	for cut < lastUser && (msgs[cut].Role == sessions.RoleToolResult || entryID(c, cut) == "") {
+		cut++
+	}
+	if cut <= start {
+		return compactionPlan{}, false
+	}
+	return compactionPlan{summarize: msgs[:cut], firstKept: cut, firstKeptID: entryID(c, cut)}, true
+}
+
+func entryID(c sessions.Context, i int) string {
+	if i < len(c.EntryIDs) {
+		return c.EntryIDs[i]
+	}
+	return ""
+}
+
+// summarizer returns a function making one summary model call.
+func (r *Runner) summarizer(s *session) summarizeFunc {
+	return func(ctx context.Context, prompt string) (string, error) {
+		req := llm.Request{Model: s.model, System: summarySystemPrompt,
+			Messages: []sessions.Message{sessions.UserText(prompt, r.now())}}
+		m, err := s.provider.Stream(ctx, req, nil)
+		if err != nil {
+			return "", err
+		}
+		if m.Usage != nil {
+			s.st.AddCounters(s.key, sessions.Counters{InputTokens: m.Usage.Input, OutputTokens: m.Usage.Output,
+				TotalTokens: m.Usage.Input + m.Usage.Output})
+		}
+		return m.Text(), nil
+	}
+}

@@ -1,0 +1,417 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Options configures a Runner.
+type Options struct {
+	Sessions  *sessions.Manager
+	Providers map[string]llm.Provider // by provider name
+	Defaults  Defaults
+	Agents    []Agent
+	Logger    *zap.Logger
+	// Dispatch queues work on a lane (see Dispatch); nil disables subagents.
+	Dispatch func(ctx context.Context, d Dispatch) error
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Dispatch asks the daemon to queue a message for a session's lane; the
+// dispatcher provides it (agents cannot import lanes). Subagent runs use it
+// with Subagent=true; announcements of a finished child into its parent use
+// it with Subagent=false. Deliver says whether the resulting reply goes to
+// the session's chat. The dispatcher journals it, so it survives a restart.
+type Dispatch struct {
+	AgentID  string
+	Key      routing.Key
+	Subagent bool
+	Message  sessions.Message
+	Deliver  bool
+}
+
+// Runner runs turns. It is safe for concurrent use; callers run at most one
+// turn (or Compact) at a time per session key.
+type Runner struct {
+	opts     Options
+	defaults Defaults
+	agents   map[string]Agent
+	log      *zap.Logger
+	now      func() time.Time
+	stores   func(agentID string) (store, error)
+	newID    func() string
+
+	mu     sync.Mutex           // guards spawns
+	spawns map[string]spawnInfo // child session key -> options not kept in the entry
+}
+
+// NewRunner validates opts and returns a Runner.
+func NewRunner(opts Options) (*Runner, error) {
+	if opts.Sessions == nil {
+		return nil, errors.New("agents: options: Sessions missing")
+	}
+	r, err := newRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	r.stores = managerStores(opts.Sessions)
+	return r, nil
+}
+
+func newRunner(opts Options) (*Runner, error) {
+	d := opts.Defaults.WithDefaults()
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("agents: defaults: %w", err)
+	}
+	r := &Runner{opts: opts, defaults: d, agents: map[string]Agent{}, log: opts.Logger, now: opts.Now,
+		spawns: map[string]spawnInfo{}, newID: newUUID}
+	if r.log == nil {
+		r.log = zap.NewNop()
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if len(opts.Agents) == 0 {
+		return nil, errors.New("agents: list: at least one agent is needed")
+	}
+	for i, a := range opts.Agents {
+		if err := a.Validate(); err != nil {
+			return nil, fmt.Errorf("agents: list[%d]: %w", i, err)
+		}
+		if _, dup := r.agents[a.ID]; dup {
+			return nil, fmt.Errorf("agents: list[%d]: duplicate id %q", i, a.ID)
+		}
+		if _, _, err := r.provider(r.modelName(a, sessions.Entry{})); err != nil {
+			return nil, fmt.Errorf("agents: list[%d] (%s): %w", i, a.ID, err)
+		}
+		r.agents[a.ID] = a
+	}
+	for _, a := range d.Subagents.AllowAgents {
+		if _, ok := r.agents[a]; !ok && a != "*" {
+			return nil, fmt.Errorf("agents: defaults.subagents.allowAgents: unknown agent %q", a)
+		}
+	}
+	return r, nil
+}
+
+// Turn is one agent turn for a session whose entry exists (sessions.Store.Begin).
+type Turn struct {
+	AgentID string
+	Key     routing.Key
+	// Inputs are new user messages; the runner appends them to the
+	// transcript first (then calls OnInputsAppended).
+	Inputs           []sessions.Message
+	OnInputsAppended func()
+	// Steer returns messages that arrived during the run (steer mode).
+	Steer   func() []sessions.Message
+	OnDelta func(text string)
+	OnTool  func(name string, args json.RawMessage)
+}
+
+// Result is the outcome of a turn.
+type Result struct {
+	SessionID     string
+	Text          string // final assistant text
+	TokenEstimate int64  // context tokens after the turn
+}
+
+// modelName is the "provider/model" a session uses.
+func (r *Runner) modelName(a Agent, e sessions.Entry) string {
+	switch {
+	case e.ModelOverride != "":
+		return e.ModelOverride
+	case a.Model != "":
+		return a.Model
+	}
+	return r.defaults.Model
+}
+
+// provider splits "provider/model" and finds the provider.
+func (r *Runner) provider(name string) (llm.Provider, string, error) {
+	pname, model, ok := strings.Cut(name, "/")
+	if !ok || pname == "" || model == "" {
+		return nil, "", fmt.Errorf("model %q: want provider/model", name)
+	}
+	p, ok := r.opts.Providers[pname]
+	if !ok {
+		return nil, "", fmt.Errorf("model %q: no provider named %q", name, pname)
+	}
+	return p, model, nil
+}
+
+// Model returns the "provider/model" key's session of agentID uses (for /status).
+func (r *Runner) Model(agentID string, e sessions.Entry) string {
+	return r.modelName(r.agents[agentID], e)
+}
+
+// HasModel reports whether name ("provider/model") names a configured provider.
+func (r *Runner) HasModel(name string) bool {
+	_, _, err := r.provider(name)
+	return err == nil
+}
+
+func (r *Runner) window(a Agent) int64 {
+	if a.ContextWindow > 0 {
+		return int64(a.ContextWindow)
+	}
+	return int64(r.defaults.ContextWindow)
+}
+
+// session is what one Run or Compact works on.
+type session struct {
+	agent    Agent
+	key      routing.Key
+	st       store
+	tr       transcript
+	entry    sessions.Entry
+	provider llm.Provider
+	model    string // without the provider prefix
+	window   int64
+	log      *zap.Logger
+}
+
+func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
+	a, ok := r.agents[agentID]
+	if !ok {
+		return nil, userErr("This agent is not configured.", fmt.Errorf("unknown agent %q", agentID))
+	}
+	st, err := r.stores(agentID)
+	if err != nil {
+		return nil, fmt.Errorf("agents: open store %s: %w", agentID, err)
+	}
+	e, ok, err := st.Get(key)
+	if err != nil {
+		return nil, fmt.Errorf("agents: get session %s: %w", key, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("agents: session %s: %w", key, sessions.ErrNotFound)
+	}
+	name := r.modelName(a, e)
+	p, model, err := r.provider(name)
+	if err != nil {
+		return nil, userErr("The model "+name+" is not configured. Use /new provider/model to pick another.", err)
+	}
+	tr, err := st.transcript(e.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("agents: open transcript %s: %w", e.SessionID, err)
+	}
+	s := &session{agent: a, key: key, st: st, tr: tr, entry: e, provider: p, model: model, window: r.window(a),
+		log: r.log.With(zap.String("agent_id", agentID), zap.String("session_key", key.String()))}
+	if s.window < MinContextWindow {
+		return nil, userErr(fmt.Sprintf("This agent's context window (%d tokens) is too small; at least %d tokens are needed. Ask the operator to raise contextWindow.",
+			s.window, MinContextWindow), fmt.Errorf("context window %d below %d", s.window, MinContextWindow))
+	}
+	if s.window < WarnContextWindow {
+		s.log.Warn("small context window", zap.Int64("context_window", s.window), zap.Int("recommended", WarnContextWindow))
+	}
+	return s, nil
+}
+
+// Run runs one turn to completion (tool loop included). Errors carry a
+// UserError message where one can be shown in the chat.
+func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
+	s, err := r.open(t.AgentID, t.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	if t.Key.Subagent != "" {
+		return r.runChild(ctx, s, t)
+	}
+	return r.run(ctx, s, t)
+}
+
+func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
+	res := Result{SessionID: s.entry.SessionID}
+	if len(t.Inputs) > 0 {
+		if err := r.appendMessages(ctx, s, t.Inputs); err != nil {
+			return res, err
+		}
+	}
+	if t.OnInputsAppended != nil {
+		t.OnInputsAppended()
+	}
+	tools := r.tools(s)
+	overflowRetried := false
+	var last sessions.Message
+	for iter := 0; ; {
+		if t.Steer != nil {
+			if msgs := t.Steer(); len(msgs) > 0 {
+				if err := r.appendMessages(ctx, s, msgs); err != nil {
+					return res, err
+				}
+			}
+		}
+		c, err := s.tr.Context(ctx)
+		if err != nil {
+			return res, fmt.Errorf("agents: load context: %w", err)
+		}
+		if iter == 0 && len(t.Inputs) == 0 && finished(c.Messages) {
+			// A resumed turn whose reply is already in the transcript (a
+			// restart after the reply was written): answer with it.
+			last = c.Messages[len(c.Messages)-1]
+			break
+		}
+		system := r.systemPrompt(s)
+		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
+			if ok := r.compactLogged(ctx, s, "", "threshold", est); ok {
+				if c, err = s.tr.Context(ctx); err != nil {
+					return res, fmt.Errorf("agents: load context: %w", err)
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("agents: run: %w", ctx.Err())
+		}
+		msgs := pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-llm.EstimateText(system))
+		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools)}
+		msg, err := s.provider.Stream(ctx, req, func(e llm.Event) {
+			if e.TextDelta != "" && t.OnDelta != nil {
+				t.OnDelta(e.TextDelta)
+			}
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("agents: model call: %w", ctx.Err())
+			}
+			if errors.Is(err, llm.ErrContextOverflow) && !overflowRetried {
+				overflowRetried = true
+				s.log.Warn("model reported a context overflow; compacting and retrying once")
+				r.compactLogged(ctx, s, "", "overflow", llm.EstimateRequest(req))
+				continue
+			}
+			s.log.Error("model call failed", zap.Error(err))
+			if errors.Is(err, llm.ErrContextOverflow) {
+				return res, userErr("This conversation is too long for the model even after compacting. Start a new session with /new.", err)
+			}
+			return res, userErr("The model could not answer right now. Please try again in a moment.", err)
+		}
+		iter++
+		msg = r.stamp(s, msg, req)
+		if err := r.appendAssistant(ctx, s, msg); err != nil {
+			return res, err
+		}
+		last = msg
+		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
+		calls := toolCalls(msg)
+		if len(calls) == 0 {
+			break
+		}
+		for _, call := range calls {
+			if t.OnTool != nil {
+				t.OnTool(call.Name, call.Arguments)
+			}
+			result := r.runTool(ctx, s, tools, call)
+			if err := r.appendMessages(ctx, s, []sessions.Message{result}); err != nil {
+				return res, err
+			}
+		}
+		if iter >= r.defaults.MaxToolIterations {
+			s.log.Warn("tool loop stopped at the iteration limit", zap.Int("iterations", iter))
+			res.Text = strings.TrimSpace(last.Text() + fmt.Sprintf("\n\n(Stopped after %d tool steps.)", iter))
+			return res, nil
+		}
+	}
+	res.Text = last.Text()
+	if res.TokenEstimate == 0 {
+		if c, err := s.tr.Context(ctx); err == nil {
+			res.TokenEstimate = llm.EstimateMessages(c.Messages)
+		}
+	}
+	return res, nil
+}
+
+// finished reports whether msgs end with a complete assistant answer.
+func finished(msgs []sessions.Message) bool {
+	if len(msgs) == 0 {
+		return false
+	}
+	m := msgs[len(msgs)-1]
+	return m.Role == sessions.RoleAssistant && len(toolCalls(m)) == 0
+}
+
+func (r *Runner) systemPrompt(s *session) string {
+	if s.key.Subagent == "" {
+		return s.agent.SystemPrompt
+	}
+	note := "You are a subagent working on one task for another session. Do the task and reply with the result; " +
+		"your final reply is reported back to the session that started you. You cannot start subagents."
+	if s.agent.SystemPrompt == "" {
+		return note
+	}
+	return s.agent.SystemPrompt + "\n\n" + note
+}
+
+// stamp fills what the provider may leave out; usage is estimated only
+// when none was reported.
+func (r *Runner) stamp(s *session, m sessions.Message, req llm.Request) sessions.Message {
+	m.Role = sessions.RoleAssistant
+	if m.Provider == "" {
+		m.Provider = s.provider.Name()
+	}
+	if m.Model == "" {
+		m.Model = s.model
+	}
+	if m.Timestamp == 0 {
+		m.Timestamp = r.now().UnixMilli()
+	}
+	if m.StopReason == "" {
+		m.StopReason = llm.StopEnd
+		if len(toolCalls(m)) > 0 {
+			m.StopReason = llm.StopToolUse
+		}
+	}
+	if m.Usage == nil {
+		in, out := llm.EstimateRequest(req), llm.EstimateMessage(m)
+		m.Usage = &sessions.Usage{Input: in, Output: out, TotalTokens: in + out}
+	} else if m.Usage.TotalTokens == 0 {
+		m.Usage.TotalTokens = m.Usage.Input + m.Usage.Output + m.Usage.CacheRead + m.Usage.CacheWrite
+	}
+	return m
+}
+
+func (r *Runner) appendMessages(ctx context.Context, s *session, msgs []sessions.Message) error {
+	for i := range msgs {
+		if msgs[i].Timestamp == 0 {
+			msgs[i].Timestamp = r.now().UnixMilli()
+		}
+	}
+	if _, err := s.tr.Append(ctx, msgs...); err != nil {
+		return fmt.Errorf("agents: append to transcript: %w", err)
+	}
+	s.st.AddCounters(s.key, sessions.Counters{Messages: len(msgs)})
+	return nil
+}
+
+func (r *Runner) appendAssistant(ctx context.Context, s *session, m sessions.Message) error {
+	if _, err := s.tr.Append(ctx, m); err != nil {
+		return fmt.Errorf("agents: append to transcript: %w", err)
+	}
+	u := m.Usage
+	s.st.AddCounters(s.key, sessions.Counters{
+		InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.TotalTokens,
+		ContextTokens: u.Input + u.Output, Messages: 1, Model: m.Model, Provider: m.Provider,
+	})
+	return nil
+}
+
+func toolCalls(m sessions.Message) []sessions.Content {
+	var out []sessions.Content
+	for _, c := range m.Content {
+		if c.Type == sessions.BlockToolCall {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+package agents
+
+import (
+	"context"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// store is the part of *sessions.Store the runner uses; tests substitute
+// an in-memory one.
+type store interface {
+	Get(key routing.Key) (sessions.Entry, bool, error)
+	List() ([]sessions.Entry, error)
+	Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error)
+	Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error)
+	AddCounters(key routing.Key, c sessions.Counters)
+	Delete(ctx context.Context, key routing.Key) error
+	transcript(sessionID string) (transcript, error)
+}
+
+// transcript is the part of *sessions.Transcript the runner uses.
+type transcript interface {
+	Append(ctx context.Context, msgs ...sessions.Message) ([]string, error)
+	AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error)
+	Context(ctx context.Context) (sessions.Context, error)
+	History(ctx context.Context) ([]sessions.Message, error)
+}
+
+type sessionStore struct{ *sessions.Store }
+
+func (s sessionStore) transcript(id string) (transcript, error) { return s.Transcript(id) }
+
+func managerStores(m *sessions.Manager) func(string) (store, error) {
+	return func(agentID string) (store, error) {
+		st, err := m.Store(agentID)
+		if err != nil {
+			return nil, err
+		}
+		return sessionStore{st}, nil
+	}
+}

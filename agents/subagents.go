@@ -1,0 +1,243 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+const spawnToolName = "sessions_spawn"
+
+// Spawn statuses returned to the model.
+const (
+	SpawnAccepted  = "accepted"
+	SpawnForbidden = "forbidden"
+	SpawnError     = "error"
+)
+
+// Subagent end states announced to the parent.
+const (
+	ChildDone     = "done"
+	ChildFailed   = "failed"
+	ChildTimedOut = "timed out"
+)
+
+// spawnInfo holds the spawn options the session entry has no field for. It
+// lives in memory: after a restart a child runs with the default timeout
+// and is kept (subagent sessions are disposable and pruned by maintenance).
+// The announcement itself does not depend on it: the entry's spawnedBy is
+// durable.
+type spawnInfo struct {
+	timeout time.Duration
+	cleanup string // keep | delete
+}
+
+type spawnArgs struct {
+	Task              string `json:"task"`
+	Label             string `json:"label"`
+	AgentID           string `json:"agentId"`
+	Model             string `json:"model"`
+	RunTimeoutSeconds int    `json:"runTimeoutSeconds"`
+	Cleanup           string `json:"cleanup"`
+}
+
+// SpawnResult is the sessions_spawn tool result.
+type SpawnResult struct {
+	Status          string `json:"status"`
+	ChildSessionKey string `json:"childSessionKey,omitempty"`
+	RunID           string `json:"runId,omitempty"`
+	Error           string `json:"error,omitempty"`
+}
+
+func newUUID() string { return uuid.NewString() }
+
+func (r *Runner) spawnTool() tool {
+	return tool{
+		def: llm.Tool{
+			Name: spawnToolName,
+			Description: "Start a subagent that works on a task in its own session, in the background. " +
+				"Returns at once; the subagent's result arrives later as a message in this session.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{` +
+				`"task":{"type":"string","description":"what the subagent should do, self-contained"},` +
+				`"label":{"type":"string","description":"short name for the run"},` +
+				`"agentId":{"type":"string","description":"agent to run (default: this agent)"},` +
+				`"model":{"type":"string","description":"provider/model override"},` +
+				`"runTimeoutSeconds":{"type":"integer","minimum":1},` +
+				`"cleanup":{"type":"string","enum":["keep","delete"],"description":"delete archives the child session once it has reported"}` +
+				`},"required":["task"]}`),
+		},
+		run: func(ctx context.Context, s *session, raw json.RawMessage) (any, error) {
+			return r.spawn(ctx, s, raw)
+		},
+	}
+}
+
+func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (SpawnResult, error) {
+	var a spawnArgs
+	if err := decodeArgs(raw, &a); err != nil {
+		return SpawnResult{Status: SpawnError, Error: err.Error()}, nil
+	}
+	if s.key.Subagent != "" {
+		return SpawnResult{Status: SpawnForbidden, Error: "a subagent cannot start subagents"}, nil
+	}
+	if r.opts.Dispatch == nil {
+		return SpawnResult{Status: SpawnForbidden, Error: "subagents are disabled"}, nil
+	}
+	a.Task = strings.TrimSpace(a.Task)
+	if a.Task == "" {
+		return SpawnResult{Status: SpawnError, Error: "task is required"}, nil
+	}
+	target := s.agent.ID
+	if a.AgentID != "" {
+		id, err := routing.NormalizeID(a.AgentID)
+		if err != nil {
+			return SpawnResult{Status: SpawnError, Error: "agentId is not an agent id"}, nil
+		}
+		target = id
+	}
+	if _, ok := r.agents[target]; !ok {
+		return SpawnResult{Status: SpawnError, Error: fmt.Sprintf("unknown agent %q", target)}, nil
+	}
+	if target != s.agent.ID && !r.defaults.allows(target) {
+		return SpawnResult{Status: SpawnForbidden, Error: fmt.Sprintf("agent %q is not in subagents.allowAgents", target)}, nil
+	}
+	if a.Model != "" && !r.HasModel(a.Model) {
+		return SpawnResult{Status: SpawnError, Error: fmt.Sprintf("model %q is not configured", a.Model)}, nil
+	}
+	switch a.Cleanup {
+	case "", "keep", "delete":
+	default:
+		return SpawnResult{Status: SpawnError, Error: "cleanup must be keep or delete"}, nil
+	}
+	if a.RunTimeoutSeconds < 0 {
+		return SpawnResult{Status: SpawnError, Error: "runTimeoutSeconds must be positive"}, nil
+	}
+	runID := r.newID()
+	child, err := routing.SubagentKey(target, runID)
+	if err != nil {
+		return SpawnResult{}, err
+	}
+	st, err := r.stores(target)
+	if err != nil {
+		return SpawnResult{}, err
+	}
+	label := strings.TrimSpace(a.Label)
+	title := label
+	if title == "" {
+		title = a.Task
+	}
+	parent := s.key.String()
+	if _, _, err := st.Begin(ctx, child, sessions.Origin{ParentKey: parent, Title: title, At: r.now()}); err != nil {
+		return SpawnResult{}, fmt.Errorf("create child session: %w", err)
+	}
+	if _, err := st.Patch(ctx, child, func(e *sessions.Entry) error {
+		e.SpawnedBy, e.ParentSessionKey, e.Label = parent, parent, label
+		e.ModelOverride = a.Model
+		return nil
+	}); err != nil {
+		return SpawnResult{}, fmt.Errorf("record spawn: %w", err)
+	}
+	info := spawnInfo{timeout: r.defaults.turnTimeout(), cleanup: a.Cleanup}
+	if a.RunTimeoutSeconds > 0 {
+		info.timeout = time.Duration(a.RunTimeoutSeconds) * time.Second
+	}
+	r.mu.Lock()
+	r.spawns[child.String()] = info
+	r.mu.Unlock()
+	if err := r.opts.Dispatch(ctx, Dispatch{AgentID: target, Key: child, Subagent: true,
+		Message: sessions.UserText(a.Task, r.now()), Deliver: false}); err != nil {
+		r.mu.Lock()
+		delete(r.spawns, child.String())
+		r.mu.Unlock()
+		s.log.Error("subagent dispatch failed", zap.String("child_session_key", child.String()), zap.Error(err))
+		if derr := st.Delete(ctx, child); derr != nil {
+			s.log.Warn("removing the unstarted child failed", zap.Error(derr))
+		}
+		return SpawnResult{Status: SpawnError, Error: "the subagent could not be queued"}, nil
+	}
+	s.log.Info("subagent spawned", zap.String("child_session_key", child.String()), zap.String("target_agent", target))
+	return SpawnResult{Status: SpawnAccepted, ChildSessionKey: child.String(), RunID: runID}, nil
+}
+
+// runChild runs a subagent turn under its run timeout and, when it ends
+// (done, failed or timed out, but not when the daemon stops it), announces
+// the result into the parent session through Dispatch. The parent is read
+// from the entry's spawnedBy, so a child resumed after a restart still
+// reports.
+func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, error) {
+	key := s.key.String()
+	r.mu.Lock()
+	info, ok := r.spawns[key]
+	r.mu.Unlock()
+	if !ok {
+		info = spawnInfo{timeout: r.defaults.turnTimeout(), cleanup: "keep"}
+	}
+	rctx, cancel := context.WithTimeout(ctx, info.timeout)
+	res, err := r.run(rctx, s, t)
+	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if ctx.Err() != nil {
+		return res, err // stopped or shutting down: no end state yet
+	}
+	status, text := ChildDone, res.Text
+	switch {
+	case err != nil && timedOut:
+		status, text = ChildTimedOut, fmt.Sprintf("The subagent did not finish within %s.", info.timeout)
+	case err != nil:
+		status, text = ChildFailed, UserMessage(err)
+	}
+	if s.entry.SpawnedBy != "" {
+		if aerr := r.announce(ctx, s, status, text); aerr != nil {
+			s.log.Error("subagent announcement failed", zap.Error(aerr))
+			if err == nil {
+				err = aerr
+			}
+		}
+	}
+	if info.cleanup == "delete" {
+		if derr := s.st.Delete(ctx, s.key); derr != nil {
+			s.log.Warn("archiving the finished subagent failed", zap.Error(derr))
+		}
+	}
+	r.mu.Lock()
+	delete(r.spawns, key)
+	r.mu.Unlock()
+	return res, err
+}
+
+func (r *Runner) announce(ctx context.Context, s *session, status, text string) error {
+	if r.opts.Dispatch == nil {
+		return errors.New("agents: announce: no dispatcher")
+	}
+	parent, err := routing.Parse(s.entry.SpawnedBy)
+	if err != nil {
+		return fmt.Errorf("agents: announce: parent key: %w", err)
+	}
+	if strings.TrimSpace(text) == "" {
+		text = "(no reply)"
+	}
+	var b strings.Builder
+	b.WriteString("[subagent result]\n")
+	if s.entry.Label != "" {
+		fmt.Fprintf(&b, "label: %s\n", s.entry.Label)
+	}
+	fmt.Fprintf(&b, "status: %s\nchildSessionKey: %s\nrunId: %s\n\n%s\n\n", status, s.key, s.key.Subagent, text)
+	b.WriteString("This is the result of a subagent this session started. Tell the user what matters from it.")
+	err = r.opts.Dispatch(ctx, Dispatch{AgentID: parent.Agent, Key: parent, Subagent: false,
+		Message: sessions.UserText(b.String(), r.now()), Deliver: true})
+	if err != nil {
+		return fmt.Errorf("agents: announce: %w", err)
+	}
+	s.log.Info("subagent result announced", zap.String("status", status), zap.String("parent_session_key", parent.String()))
+	return nil
+}
