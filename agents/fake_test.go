@@ -296,7 +296,7 @@ func lastUserText(msgs []sessions.Message) string {
 
 // harness is a runner over memStores with a fake provider.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	r      *Runner
 	p      *fakeProvider
 	stores map[string]*memStore
@@ -304,7 +304,12 @@ type harness struct {
 	disp   []Dispatch
 }
 
-func newHarness(t *testing.T, d Defaults, agentsList []Agent, dispatch func(h *harness, d Dispatch) error) *harness {
+func newHarness(t testing.TB, d Defaults, agentsList []Agent, dispatch func(h *harness, d Dispatch) error) *harness {
+	t.Helper()
+	return newHarnessWith(t, d, agentsList, dispatch, nil)
+}
+
+func newHarnessWith(t testing.TB, d Defaults, agentsList []Agent, dispatch func(h *harness, d Dispatch) error, extra map[string]llm.Provider) *harness {
 	t.Helper()
 	h := &harness{t: t, p: &fakeProvider{name: "fake"}, stores: map[string]*memStore{}}
 	for _, a := range agentsList {
@@ -313,7 +318,11 @@ func newHarness(t *testing.T, d Defaults, agentsList []Agent, dispatch func(h *h
 	if d.Model == "" {
 		d.Model = "fake/model-1"
 	}
-	opts := Options{Providers: map[string]llm.Provider{"fake": h.p}, Defaults: d, Agents: agentsList,
+	providers := map[string]llm.Provider{"fake": h.p}
+	for n, p := range extra {
+		providers[n] = p
+	}
+	opts := Options{Providers: providers, Defaults: d, Agents: agentsList,
 		Now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	if dispatch != nil {
 		opts.Dispatch = func(_ context.Context, d Dispatch) error {
