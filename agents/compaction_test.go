@@ -124,7 +124,10 @@ func TestCompactCommand(t *testing.T) {
 		}
 	}
 	var prompt string
-	h.p.summary = func(req llm.Request) (string, error) { prompt = req.Messages[0].Text(); return "they said one, two", nil }
+	h.p.summary = func(req llm.Request) (string, error) {
+		prompt = req.Messages[0].Text()
+		return "they said one, two", nil
+	}
 	if err := h.r.Compact(ctx, "main", k, "mention numbers"); err != nil {
 		t.Fatal(err)
 	}
