@@ -1,0 +1,36 @@
+// Package access decides whether an inbound chat message may reach an agent
+// (SPEC §6): per channel account a DM policy (pairing, allowlist, open,
+// disabled), an allowFrom list, a group policy (allowlist, open, disabled),
+// per-group rules and mention gating.
+//
+// A Policy is built from typed Config values, one per channel account, and
+// is immutable: hot reload builds a new Policy and swaps it. Policy.Check
+// returns a Decision: Allow, Deny with a snake_case reason, or Pair with a
+// one-time code to send back to an unknown DM sender.
+//
+// Pairing state lives in a PairingStore: one JSON file per channel under
+// <stateDir>/pairing/ (0600, written atomically under a flock so that the
+// CLI's `gateway pairing approve` and the daemon never lose each other's
+// updates). A Policy consults the store's approved senders on every message
+// from a sender that is not in the static allowFrom list; the store notices
+// changes made by another process by the file's mtime and size.
+//
+// Decisions made here where the SPEC is silent:
+//   - allowFrom entries are sender ids, optionally written "<channel>:<id>"
+//     (or "<@id>" for Discord); "*" admits anyone. Approved pairings count as
+//     allowFrom entries of their channel account.
+//   - Group rules are looked up by thread id, chat id, parent chat id, guild
+//     id and finally "*"; each field comes from the most specific rule that
+//     sets it. A rule with allow:false blocks the group under any policy.
+//   - Under groupPolicy allowlist a group is admitted only when a rule
+//     matches it; the account's allowFrom does not open unlisted groups.
+//     A rule's allowFrom, when set, limits who may talk in that group.
+//   - Mention gating (requireMention, default true) applies to groups only;
+//     adapters set Inbound.Mentioned and may pre-filter with
+//     Policy.MentionRequired.
+//   - Privileged commands (/new /reset /switch /delete): in DMs any admitted
+//     sender; in groups only senders listed in allowFrom (including "*"),
+//     approved pairings, or the group rule's allowFrom.
+//
+// access imports only the channels package of this project.
+package access
