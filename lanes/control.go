@@ -1,0 +1,122 @@
+package lanes
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Cancel cancels key's active run (its ctx) and drops its queued items,
+// returning them. It does not wait for the run to return.
+func (q *Queue) Cancel(key string) []Item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.keys[key]
+	if l == nil {
+		return nil
+	}
+	if l.cancel != nil {
+		l.cancel()
+	}
+	items := l.items
+	l.items, l.dropped, l.behind = nil, nil, false
+	q.stopTimerLocked(l)
+	q.forgetIfIdleLocked(l)
+	return items
+}
+
+// Do runs fn on the caller's goroutine, serialised with key's runs: it
+// waits for the active run (and earlier Do calls) to end, then runs before
+// the items already queued, which keep their order after it. Do takes no
+// class slot. It returns ErrClosed after Shutdown began and ctx's error if
+// ctx ends while waiting; fn then does not run.
+func (q *Queue) Do(ctx context.Context, key string, fn func(ctx context.Context)) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return fmt.Errorf("lanes: do: %w", ErrClosed)
+	}
+	l := q.laneLocked(key)
+	if l.running || l.doing || len(l.doers) > 0 {
+		ch := make(chan struct{})
+		l.doers = append(l.doers, ch)
+		q.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			q.mu.Lock()
+			if i := slices.Index(l.doers, ch); i >= 0 {
+				l.doers = slices.Delete(l.doers, i, i+1)
+				q.forgetIfIdleLocked(l)
+				q.mu.Unlock()
+				return fmt.Errorf("lanes: do: %w", ctx.Err())
+			}
+			// Granted meanwhile: give the turn back.
+			l.doing = false
+			q.kickLocked(l, time.Now())
+			q.mu.Unlock()
+			return fmt.Errorf("lanes: do: %w", ctx.Err())
+		}
+	} else {
+		l.doing = true
+		q.mu.Unlock()
+	}
+	defer func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		l.doing = false
+		now := time.Now()
+		q.kickLocked(l, now)
+		if l.inWait {
+			q.pumpLocked(l.class, now)
+		}
+	}()
+	fn(ctx)
+	return nil
+}
+
+// grantDoLocked lets the first waiting Do call run.
+func (q *Queue) grantDoLocked(l *lane) {
+	ch := l.doers[0]
+	l.doers = slices.Delete(l.doers, 0, 1)
+	if len(l.doers) == 0 {
+		l.doers = nil
+	}
+	l.doing = true
+	close(ch)
+}
+
+// Shutdown stops accepting work (Enqueue and Do return ErrClosed), lets the
+// active runs finish until ctx ends, then cancels their contexts and waits
+// for them to return. The items still queued are returned, oldest first
+// (their durable copies live elsewhere). Do calls already waiting still run.
+func (q *Queue) Shutdown(ctx context.Context) []Item {
+	q.mu.Lock()
+	var left []Item
+	if !q.closed {
+		q.closed = true
+		for _, l := range q.keys {
+			q.stopTimerLocked(l)
+			left = append(left, l.items...)
+			l.items, l.dropped, l.behind = nil, nil, false
+			q.forgetIfIdleLocked(l)
+		}
+	}
+	q.mu.Unlock()
+	slices.SortStableFunc(left, func(a, b Item) int { return a.At.Compare(b.At) })
+
+	done := make(chan struct{})
+	go func() {
+		q.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		q.baseCancel()
+		<-done
+	}
+	q.baseCancel()
+	return left
+}

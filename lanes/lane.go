@@ -1,0 +1,148 @@
+package lanes
+
+import (
+	"context"
+	"time"
+)
+
+// lane is the state of one non-idle key. All fields are guarded by
+// Queue.mu. A lane is removed from Queue.keys as soon as it is idle; a
+// removed lane may linger in a waitList until popped, where it is skipped.
+type lane struct {
+	key   string
+	class Class
+	set   Settings // latest settings, fetched by Enqueue
+
+	items   []Item   // queued, in arrival order
+	dropped []string // summaries for the next batch
+	last    time.Time
+	// behind is set when items queued while the key was busy, so the
+	// collect debounce applies to them.
+	behind bool
+
+	running  bool               // a batch run holds a class slot
+	runClass Class              // class whose slot the run holds
+	cancel   context.CancelFunc // cancels the active run
+	seq      uint64             // run number, for Steer
+	group    string             // Group of the active batch
+
+	doing bool            // a Do fn runs
+	doers []chan struct{} // Do calls waiting, closed to grant
+
+	inWait    bool // in the class waitList
+	waitSince time.Time
+	timer     *time.Timer // debounce timer, counted in Queue.wg
+}
+
+// laneLocked returns key's lane, creating it.
+func (q *Queue) laneLocked(key string) *lane {
+	l := q.keys[key]
+	if l == nil {
+		l = &lane{key: key}
+		q.keys[key] = l
+	}
+	return l
+}
+
+// dropOldestLocked removes the n oldest queued items, recording their
+// summaries for the next batch when summarize is set.
+func (l *lane) dropOldestLocked(n int, summarize bool) []Item {
+	if n <= 0 {
+		return nil
+	}
+	out := make([]Item, n)
+	copy(out, l.items[:n])
+	if summarize {
+		for _, it := range out {
+			l.dropped = append(l.dropped, it.Summary)
+		}
+	}
+	l.shiftLocked(n)
+	return out
+}
+
+// shiftLocked removes the n oldest queued items without keeping references
+// to them in the backing array.
+func (l *lane) shiftLocked(n int) {
+	m := copy(l.items, l.items[n:])
+	clear(l.items[m:])
+	l.items = l.items[:m]
+	if m == 0 {
+		l.items = nil
+	}
+}
+
+// readyAt is when the queued items may start: after the quiet window in
+// collect mode for items that queued behind a run, at once otherwise.
+func (l *lane) readyAt(now time.Time) time.Time {
+	if l.set.Mode == Collect && l.behind && l.set.Debounce > 0 {
+		return l.last.Add(l.set.Debounce)
+	}
+	return now
+}
+
+// idle reports whether the lane holds nothing and can be forgotten.
+func (l *lane) idle() bool {
+	return !l.running && !l.doing && len(l.items) == 0 && len(l.doers) == 0 && l.timer == nil
+}
+
+// takeBatchLocked removes the next batch's items from the queue according
+// to the mode.
+func (l *lane) takeBatchLocked() (items []Item, dropped []Item) {
+	switch l.set.Mode {
+	case Followup:
+		items = []Item{l.items[0]}
+		l.shiftLocked(1)
+	case Interrupt:
+		dropped = l.dropOldestLocked(len(l.items)-1, true)
+		items, l.items = l.items, nil
+	default: // Collect, Steer: every queued item of the oldest item's Group.
+		items = l.takeGroupLocked(l.items[0].Group)
+	}
+	l.behind = len(l.items) > 0
+	return items, dropped
+}
+
+// takeGroupLocked removes and returns the queued items of group, keeping
+// the others in order.
+func (l *lane) takeGroupLocked(group string) []Item {
+	var out []Item
+	rest := l.items[:0]
+	for _, it := range l.items {
+		if it.Group == group {
+			out = append(out, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	clear(l.items[len(rest):])
+	l.items = rest
+	if len(l.items) == 0 {
+		l.items = nil
+	}
+	return out
+}
+
+// waitList is a FIFO of lanes waiting for a class slot.
+type waitList struct {
+	lanes []*lane
+	head  int
+}
+
+func (w *waitList) push(l *lane) { w.lanes = append(w.lanes, l) }
+
+func (w *waitList) len() int { return len(w.lanes) - w.head }
+
+func (w *waitList) pop() *lane {
+	l := w.lanes[w.head]
+	w.lanes[w.head] = nil
+	w.head++
+	if w.head == len(w.lanes) {
+		w.lanes, w.head = w.lanes[:0], 0
+	} else if w.head > 64 && w.head*2 > len(w.lanes) {
+		n := copy(w.lanes, w.lanes[w.head:])
+		clear(w.lanes[n:])
+		w.lanes, w.head = w.lanes[:n], 0
+	}
+	return l
+}

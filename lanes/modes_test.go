@@ -1,0 +1,269 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const ms = time.Millisecond
+
+func TestCollect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Collect, Debounce: time.Second})})
+		r.gate("a")
+		mustEnqueue(t, q, "k", item("a", "g1"))
+		time.Sleep(100 * ms)
+		mustEnqueue(t, q, "k", item("b", "g1"))
+		time.Sleep(100 * ms)
+		mustEnqueue(t, q, "k", item("c", "g2"))
+		time.Sleep(100 * ms)
+		mustEnqueue(t, q, "k", item("d", "g1")) // last arrival at 300ms
+		time.Sleep(200 * ms)
+		r.release("a") // run ends at 500ms, quiet window ends at 1300ms
+		time.Sleep(500 * ms)
+		synctest.Wait()
+		if n := len(r.got()); n != 1 {
+			t.Fatalf("%d batches before the quiet window ended, want 1", n)
+		}
+		time.Sleep(time.Second)
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}, At: 0}, // idle key: no debounce
+			{Key: "k", IDs: []string{"b", "d"}, At: 1300 * ms},
+			{Key: "k", IDs: []string{"c"}, At: 1300 * ms}, // other thread, never merged
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		if left := shutdown(t, q); len(left) != 0 {
+			t.Errorf("Shutdown returned %d items, want 0", len(left))
+		}
+		assertForgotten(t, q)
+	})
+}
+
+func TestCollectQuietWindowMovesWithArrivals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options{Run: r.run}) // default settings: collect, 1 s
+		r.gate("a")
+		mustEnqueue(t, q, "k", item("a", ""))
+		mustEnqueue(t, q, "k", item("b", ""))
+		r.release("a")
+		time.Sleep(800 * ms)
+		mustEnqueue(t, q, "k", item("c", "")) // arrives inside the window: it moves
+		time.Sleep(3 * time.Second)
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}, At: 0},
+			{Key: "k", IDs: []string{"b", "c"}, At: 1800 * ms},
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+	})
+}
+
+func TestFollowup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Followup})})
+		r.gate("a")
+		mustEnqueue(t, q, "k", item("a", "g1"))
+		mustEnqueue(t, q, "k", item("b", "g1"))
+		mustEnqueue(t, q, "k", item("c", "g2"))
+		mustEnqueue(t, q, "k", item("d", "g1"))
+		time.Sleep(100 * ms)
+		r.release("a")
+		synctest.Wait()
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}},
+			{Key: "k", IDs: []string{"b"}, At: 100 * ms},
+			{Key: "k", IDs: []string{"c"}, At: 100 * ms},
+			{Key: "k", IDs: []string{"d"}, At: 100 * ms},
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		assertForgotten(t, q)
+	})
+}
+
+func TestSteer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Steer})})
+		var steered [][]string
+		var after []Item
+		var steerA func() []Item
+		step := make(chan struct{})
+		r.hook = func(ctx context.Context, b Batch) {
+			if b.Items[0].ID != "a" {
+				return
+			}
+			if b.Steer == nil {
+				t.Error("steer batch without Steer")
+				return
+			}
+			steerA = b.Steer
+			for range 2 {
+				<-step // "before each model call"
+				var ids []string
+				for _, it := range b.Steer() {
+					ids = append(ids, it.ID)
+				}
+				steered = append(steered, ids)
+			}
+		}
+		mustEnqueue(t, q, "k", item("a", "g1"))
+		mustEnqueue(t, q, "k", item("b", "g1"))
+		mustEnqueue(t, q, "k", item("x", "g2"))
+		mustEnqueue(t, q, "k", item("c", "g1"))
+		step <- struct{}{}
+		synctest.Wait()
+		mustEnqueue(t, q, "k", item("d", "g1"))
+		if got := q.Depth("k"); got != 2 {
+			t.Errorf("Depth = %d, want 2 (x, d)", got)
+		}
+		step <- struct{}{}
+		synctest.Wait()
+		mustEnqueue(t, q, "k", item("e", "g1")) // after the last model call
+		after = steerA()                        // run a has ended
+		synctest.Wait()
+		if diff := cmp.Diff([][]string{{"b", "c"}, {"d"}}, steered); diff != "" {
+			t.Errorf("steered (-want +got):\n%s", diff)
+		}
+		if len(after) != 0 {
+			t.Errorf("Steer after the run ended returned %v", after)
+		}
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}},
+			{Key: "k", IDs: []string{"x"}},
+			{Key: "k", IDs: []string{"e"}},
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		assertForgotten(t, q)
+	})
+}
+
+func TestInterrupt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options{Run: r.run, OnDrop: r.onDrop, Settings: fixed(Settings{Mode: Interrupt})})
+		var seen error
+		r.hook = func(ctx context.Context, b Batch) {
+			if b.Items[0].ID == "a" {
+				<-ctx.Done() // a model call observing cancellation
+				seen = ctx.Err()
+			}
+		}
+		mustEnqueue(t, q, "k", item("a", ""))
+		synctest.Wait()
+		mustEnqueue(t, q, "k", item("b", ""))
+		mustEnqueue(t, q, "k", item("c", ""))
+		synctest.Wait()
+		if !errors.Is(seen, context.Canceled) {
+			t.Errorf("interrupted run saw ctx error %v, want context.Canceled", seen)
+		}
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}},
+			{Key: "k", IDs: []string{"c"}, Dropped: []string{"sum b"}},
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"b"}, r.gotDropped()); diff != "" {
+			t.Errorf("OnDrop (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		assertForgotten(t, q)
+	})
+}
+
+func TestCapDrop(t *testing.T) {
+	tests := []struct {
+		name        string
+		drop        Drop
+		wantErr     error
+		wantBatch   batchRec
+		wantOnDrop  []string
+		wantDepthAt int
+	}{
+		{
+			name:       "summarize",
+			drop:       DropSummarize,
+			wantBatch:  batchRec{Key: "k", IDs: []string{"c", "d"}, Dropped: []string{"sum b"}},
+			wantOnDrop: []string{"b"},
+		},
+		{
+			name:       "old",
+			drop:       DropOld,
+			wantBatch:  batchRec{Key: "k", IDs: []string{"c", "d"}},
+			wantOnDrop: []string{"b"},
+		},
+		{
+			name:      "new",
+			drop:      DropNew,
+			wantErr:   ErrFull,
+			wantBatch: batchRec{Key: "k", IDs: []string{"b", "c"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRecorder()
+				q := New(Options{Run: r.run, OnDrop: r.onDrop,
+					Settings: fixed(Settings{Mode: Collect, Debounce: -1, Cap: 2, Drop: tc.drop})})
+				r.gate("a")
+				mustEnqueue(t, q, "k", item("a", ""))
+				mustEnqueue(t, q, "k", item("b", ""))
+				mustEnqueue(t, q, "k", item("c", ""))
+				if err := q.Enqueue("k", ClassMain, item("d", "")); !errors.Is(err, tc.wantErr) {
+					t.Errorf("Enqueue(d) = %v, want %v", err, tc.wantErr)
+				}
+				if got := q.Depth("k"); got != 2 {
+					t.Errorf("Depth = %d, want the cap 2", got)
+				}
+				r.release("a")
+				synctest.Wait()
+				want := []batchRec{{Key: "k", IDs: []string{"a"}}, tc.wantBatch}
+				if diff := cmp.Diff(want, r.got()); diff != "" {
+					t.Errorf("batches (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.wantOnDrop, r.gotDropped()); diff != "" {
+					t.Errorf("OnDrop (-want +got):\n%s", diff)
+				}
+				shutdown(t, q)
+			})
+		})
+	}
+}
+
+func TestSettingsReadPerEnqueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		mode := Followup
+		q := New(Options{Run: r.run, Settings: func(string) Settings { return Settings{Mode: mode, Debounce: -1} }})
+		r.gate("a")
+		mustEnqueue(t, q, "k", item("a", ""))
+		mustEnqueue(t, q, "k", item("b", ""))
+		mode = Collect // e.g. a /queue override or a config reload
+		mustEnqueue(t, q, "k", item("c", ""))
+		r.release("a")
+		synctest.Wait()
+		want := []batchRec{{Key: "k", IDs: []string{"a"}}, {Key: "k", IDs: []string{"b", "c"}}}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+	})
+}

@@ -1,0 +1,210 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Class is a concurrency class with its own cap on concurrent runs.
+type Class string
+
+// Classes.
+const (
+	ClassMain     Class = "main"
+	ClassSubagent Class = "subagent"
+)
+
+// Default caps per class; a class without a cap uses DefaultMainCap.
+const (
+	DefaultMainCap     = 4
+	DefaultSubagentCap = 8
+)
+
+// SlowWait is the slot wait past which a batch is logged.
+const SlowWait = 2 * time.Second
+
+// ErrFull is returned by Enqueue when drop=new rejects an item.
+var ErrFull = errors.New("lanes: queue full")
+
+// ErrClosed is returned by Enqueue and Do after Shutdown began.
+var ErrClosed = errors.New("lanes: queue closed")
+
+// Item is one unit of work for a key.
+type Item struct {
+	ID string
+	// Group separates items that must never be merged into one batch
+	// (different threads).
+	Group   string
+	Payload any
+	// At is the arrival time; Enqueue sets it when zero.
+	At time.Time
+	// Summary is a one-line description used when the item is dropped
+	// with a summary (drop=summarize, interrupt).
+	Summary string
+}
+
+// Batch is what one run receives.
+type Batch struct {
+	Key   string
+	Class Class
+	// Items are the items of this run, all of one Group, in arrival order.
+	Items []Item
+	// Dropped holds one-line summaries of items dropped since the previous
+	// batch (drop=summarize, interrupt).
+	Dropped []string
+	// Steer is set in steer mode only. It returns the items of the batch's
+	// Group that arrived while the run is active and removes them from the
+	// queue (the runner calls it before each model call). After the run
+	// ends it returns nil. It is safe for concurrent use.
+	Steer func() []Item
+}
+
+// RunFunc runs one batch. ctx is cancelled by Cancel, by interrupt mode and
+// at the end of the shutdown grace period; RunFunc must return soon after.
+type RunFunc func(ctx context.Context, b Batch)
+
+// Options configures a Queue.
+type Options struct {
+	// Caps are the concurrent-run caps per class (default main 4,
+	// subagent 8; values <= 0 take the default).
+	Caps map[Class]int
+	// Settings returns a key's settings; it is called on each Enqueue
+	// (never with the Queue's lock held), so changes apply to the next item.
+	// Nil means DefaultSettings.
+	Settings func(key string) Settings
+	// Run runs batches. Required.
+	Run    RunFunc
+	Logger *zap.Logger
+	// OnWait is called once per batch with the time it waited for a class
+	// slot (zero when a slot was free). Optional.
+	OnWait func(class Class, d time.Duration)
+	// OnDrop is called for each item dropped by the drop policy or by
+	// interrupt mode (not for items returned by Cancel or Shutdown), so
+	// the owner can retire durable copies. Optional.
+	OnDrop func(key string, it Item)
+}
+
+// Queue is the lane scheduler: one run at a time per key, a cap on
+// concurrent runs per class. All methods are safe for concurrent use.
+type Queue struct {
+	opts Options
+	log  *zap.Logger
+	caps map[Class]int
+
+	// base is the parent of every run's context; Shutdown cancels it at
+	// the end of the grace period.
+	base       context.Context
+	baseCancel context.CancelFunc
+
+	// wg counts run goroutines and armed debounce timers.
+	wg sync.WaitGroup
+
+	mu sync.Mutex // guards the fields below and every lane's fields
+	// keys holds state only for keys that are queued, running, inside Do
+	// or waiting for a debounce window; idle keys are removed.
+	keys   map[string]*lane
+	active map[Class]int
+	waits  map[Class]*waitList
+	closed bool
+}
+
+// New returns a Queue ready for Enqueue. opts.Run must not be nil.
+func New(opts Options) *Queue {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Run == nil {
+		opts.Run = func(context.Context, Batch) {}
+	}
+	caps := map[Class]int{ClassMain: DefaultMainCap, ClassSubagent: DefaultSubagentCap}
+	for c, n := range opts.Caps {
+		if n > 0 {
+			caps[c] = n
+		}
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Queue{
+		opts:       opts,
+		log:        opts.Logger,
+		caps:       caps,
+		base:       base,
+		baseCancel: cancel,
+		keys:       map[string]*lane{},
+		active:     map[Class]int{},
+		waits:      map[Class]*waitList{},
+	}
+}
+
+func (q *Queue) settings(key string) Settings {
+	if q.opts.Settings == nil {
+		return DefaultSettings()
+	}
+	return q.opts.Settings(key).normalized()
+}
+
+func (q *Queue) capOf(c Class) int {
+	if n, ok := q.caps[c]; ok {
+		return n
+	}
+	return DefaultMainCap
+}
+
+// Enqueue adds an item for key. It never blocks on a run. It returns
+// ErrFull when the key's queue is at its cap with drop=new, and ErrClosed
+// after Shutdown began.
+func (q *Queue) Enqueue(key string, class Class, it Item) error {
+	s := q.settings(key)
+	now := time.Now()
+	if it.At.IsZero() {
+		it.At = now
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	l := q.laneLocked(key)
+	l.set, l.class = s, class
+	var dropped []Item
+	switch {
+	case s.Mode == Interrupt:
+		// Interrupt supersedes everything older, whatever the cap.
+		dropped = l.dropOldestLocked(len(l.items), true)
+		if l.cancel != nil {
+			l.cancel()
+		}
+	case len(l.items) >= s.Cap:
+		if s.Drop == DropNew {
+			q.mu.Unlock()
+			return ErrFull
+		}
+		dropped = l.dropOldestLocked(len(l.items)-s.Cap+1, s.Drop == DropSummarize)
+	}
+	l.items = append(l.items, it)
+	l.last = now
+	if l.running || l.doing {
+		l.behind = true
+	}
+	q.kickLocked(l, now)
+	q.mu.Unlock()
+	if q.opts.OnDrop != nil {
+		for _, d := range dropped {
+			q.opts.OnDrop(key, d)
+		}
+	}
+	return nil
+}
+
+// Depth returns how many items wait for key (not counting the active run's).
+func (q *Queue) Depth(key string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l := q.keys[key]; l != nil {
+		return len(l.items)
+	}
+	return 0
+}

@@ -1,0 +1,176 @@
+package lanes
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// kickLocked moves a lane that is neither running nor inside Do to its
+// next state: grant a waiting Do, forget it when idle, arm the debounce
+// timer, or put it in line for a class slot.
+func (q *Queue) kickLocked(l *lane, now time.Time) {
+	if l.running || l.doing {
+		return
+	}
+	if len(l.doers) > 0 {
+		q.grantDoLocked(l)
+		return
+	}
+	if len(l.items) == 0 || q.closed {
+		q.forgetIfIdleLocked(l)
+		return
+	}
+	if l.inWait || l.timer != nil {
+		// Already in line, or the timer will kick again (and re-read the
+		// last arrival, which may have moved).
+		return
+	}
+	if at := l.readyAt(now); at.After(now) {
+		q.armLocked(l, at.Sub(now))
+		return
+	}
+	l.inWait, l.waitSince = true, now
+	w := q.waits[l.class]
+	if w == nil {
+		w = &waitList{}
+		q.waits[l.class] = w
+	}
+	w.push(l)
+	q.pumpLocked(l.class, now)
+}
+
+// pumpLocked starts waiting lanes of class while slots are free.
+func (q *Queue) pumpLocked(class Class, now time.Time) {
+	w := q.waits[class]
+	if w == nil {
+		return
+	}
+	for w.len() > 0 && q.active[class] < q.capOf(class) {
+		l := w.pop()
+		l.inWait = false
+		if q.keys[l.key] != l {
+			continue // forgotten while in line
+		}
+		if l.running || l.doing || len(l.items) == 0 || q.closed || len(l.doers) > 0 {
+			// Not runnable now; whoever changes that kicks it again.
+			if !l.running && !l.doing {
+				q.kickLocked(l, now)
+			}
+			continue
+		}
+		q.startLocked(l, class, now)
+	}
+	if w.len() == 0 && q.active[class] == 0 {
+		delete(q.waits, class)
+	}
+}
+
+// armLocked starts the debounce timer. The timer is counted in q.wg until
+// it is stopped or its callback returns.
+func (q *Queue) armLocked(l *lane, d time.Duration) {
+	q.wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer q.wg.Done()
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if l.timer != t {
+			return // stopped after it fired
+		}
+		l.timer = nil
+		if q.keys[l.key] == l {
+			q.kickLocked(l, time.Now())
+		}
+	})
+	l.timer = t
+}
+
+// stopTimerLocked disarms the debounce timer, if any.
+func (q *Queue) stopTimerLocked(l *lane) {
+	if l.timer == nil {
+		return
+	}
+	if l.timer.Stop() {
+		q.wg.Done()
+	}
+	l.timer = nil
+}
+
+func (q *Queue) forgetIfIdleLocked(l *lane) {
+	if l.idle() && q.keys[l.key] == l {
+		delete(q.keys, l.key)
+	}
+}
+
+// startLocked takes a class slot and runs l's next batch in a goroutine
+// owned by q.wg.
+func (q *Queue) startLocked(l *lane, class Class, now time.Time) {
+	items, dropped := l.takeBatchLocked()
+	b := Batch{Key: l.key, Class: class, Items: items, Dropped: l.dropped}
+	l.dropped = nil
+	l.running, l.runClass = true, class
+	l.seq++
+	l.group = items[0].Group
+	q.active[class]++
+	ctx, cancel := context.WithCancel(q.base)
+	l.cancel = cancel
+	if l.set.Mode == Steer {
+		seq := l.seq
+		b.Steer = func() []Item { return q.steer(l, seq) }
+	}
+	wait := now.Sub(l.waitSince)
+	q.wg.Add(1)
+	go q.run(ctx, l, b, wait, dropped)
+}
+
+// run executes one batch and hands the lane and the slot on.
+func (q *Queue) run(ctx context.Context, l *lane, b Batch, wait time.Duration, dropped []Item) {
+	defer q.wg.Done()
+	defer q.finish(l)
+	if q.opts.OnDrop != nil {
+		for _, it := range dropped {
+			q.opts.OnDrop(b.Key, it)
+		}
+	}
+	if q.opts.OnWait != nil {
+		q.opts.OnWait(b.Class, wait)
+	}
+	if wait > SlowWait {
+		q.log.Warn("lane wait", zap.String("session_key", b.Key), zap.String("lane_class", string(b.Class)),
+			zap.Int64("lane_wait_ms", wait.Milliseconds()), zap.Int("batch_items", len(b.Items)))
+	}
+	defer func() {
+		// A panicking runner must not wedge the lane or the daemon.
+		if r := recover(); r != nil {
+			q.log.Error("lane run panicked", zap.String("session_key", b.Key), zap.Any("panic", r), zap.Stack("stack"))
+		}
+	}()
+	q.opts.Run(ctx, b)
+}
+
+// finish releases the run's slot and moves the lane on.
+func (q *Queue) finish(l *lane) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l.cancel()
+	l.cancel = nil
+	l.running = false
+	q.active[l.runClass]--
+	now := time.Now()
+	q.kickLocked(l, now)
+	q.pumpLocked(l.runClass, now)
+}
+
+// steer hands the active run the queued items of its Group.
+func (q *Queue) steer(l *lane, seq uint64) []Item {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !l.running || l.seq != seq || len(l.items) == 0 {
+		return nil
+	}
+	out := l.takeGroupLocked(l.group)
+	l.behind = len(l.items) > 0
+	return out
+}
