@@ -1,0 +1,166 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap"
+)
+
+// missingToolResult is the text of the synthetic result given to a tool call
+// whose result never reached the transcript (crash or cancel mid-turn).
+const missingToolResult = "tool result missing (interrupted)"
+
+// buildContext turns a resolved chain into what the model is sent: the
+// latest compaction summary first, then the kept and later entries, with
+// every tool call followed by its result and consecutive user messages
+// merged (SPEC §3.4).
+func buildContext(v *chainView, leaf string) Context {
+	n := len(v.entries) + 1
+	msgs := make([]Message, 0, n)
+	ids := make([]string, 0, n)
+	c := Context{LeafID: leaf}
+	if v.comp != nil {
+		c.Summary = v.comp.comp.Summary
+		msgs = append(msgs, Message{
+			Role:      RoleUser,
+			Content:   []Content{{Type: BlockText, Text: compactionSummaryPrefix + c.Summary + compactionSummarySuffix}},
+			Timestamp: v.comp.comp.at.UnixMilli(),
+		})
+		ids = append(ids, "")
+	}
+	for _, e := range v.entries {
+		msgs = append(msgs, *e.msg)
+		ids = append(ids, e.id)
+	}
+	msgs, ids = pairToolCalls(msgs, ids)
+	c.Messages, c.EntryIDs = mergeUsers(msgs, ids)
+	return c
+}
+
+// pairToolCalls puts right after each assistant message the results of its
+// tool calls, in call order, taking them from anywhere before the next
+// assistant message. A call without a result gets a synthetic error result;
+// a result that answers no call of the preceding assistant is dropped.
+// Other messages found among the results keep their order after them.
+func pairToolCalls(msgs []Message, ids []string) ([]Message, []string) {
+	out := make([]Message, 0, len(msgs))
+	outIDs := make([]string, 0, len(ids))
+	for i := 0; i < len(msgs); {
+		m := msgs[i]
+		switch {
+		case m.Role == RoleToolResult:
+			i++ // orphan
+			continue
+		case m.Role != RoleAssistant || !hasToolCall(m):
+			out, outIDs = append(out, m), append(outIDs, ids[i])
+			i++
+			continue
+		}
+		out, outIDs = append(out, m), append(outIDs, ids[i])
+		j := i + 1
+		for j < len(msgs) && msgs[j].Role != RoleAssistant {
+			j++
+		}
+		// msgs[i+1:j] holds this call's results and any interleaved messages.
+		used := make([]bool, j-i-1)
+		for _, call := range m.Content {
+			if call.Type != BlockToolCall {
+				continue
+			}
+			k := -1
+			for x := i + 1; x < j; x++ {
+				if !used[x-i-1] && msgs[x].Role == RoleToolResult && msgs[x].ToolCallID == call.ID {
+					k = x
+					break
+				}
+			}
+			if k < 0 {
+				out = append(out, Message{
+					Role: RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: true,
+					Content:   []Content{{Type: BlockText, Text: missingToolResult}},
+					Timestamp: m.Timestamp,
+				})
+				outIDs = append(outIDs, "")
+				continue
+			}
+			used[k-i-1] = true
+			out, outIDs = append(out, msgs[k]), append(outIDs, ids[k])
+		}
+		for x := i + 1; x < j; x++ {
+			if msgs[x].Role != RoleToolResult {
+				out, outIDs = append(out, msgs[x]), append(outIDs, ids[x])
+			}
+		}
+		i = j
+	}
+	return out, outIDs
+}
+
+func hasToolCall(m Message) bool {
+	for _, c := range m.Content {
+		if c.Type == BlockToolCall {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeUsers merges runs of user messages into one (content blocks
+// concatenated, first timestamp kept). The merged message's entry id is the
+// first non-empty id of the run, so keeping from it keeps the whole run.
+func mergeUsers(msgs []Message, ids []string) ([]Message, []string) {
+	out := msgs[:0:0]
+	outIDs := ids[:0:0]
+	for i, m := range msgs {
+		last := len(out) - 1
+		if last >= 0 && m.Role == RoleUser && out[last].Role == RoleUser {
+			merged := make([]Content, 0, len(out[last].Content)+len(m.Content))
+			merged = append(append(merged, out[last].Content...), m.Content...)
+			out[last].Content = merged // a fresh slice: cached entries stay intact
+			if outIDs[last] == "" {
+				outIDs[last] = ids[i]
+			}
+			continue
+		}
+		out, outIDs = append(out, m), append(outIDs, ids[i])
+	}
+	return out, outIDs
+}
+
+// copyContext returns c with its own Messages and EntryIDs slices. The
+// content blocks stay shared with the cache and must not be modified.
+func copyContext(c *Context) Context {
+	out := *c
+	out.Messages = append([]Message(nil), c.Messages...)
+	out.EntryIDs = append([]string(nil), c.EntryIDs...)
+	return out
+}
+
+// LoadFile rebuilds the context of the transcript at path without locking
+// or writing anything (doctor, CLI). A torn last line is ignored with a
+// warning; any other bad line is an error naming its line number.
+func LoadFile(path string, log *zap.Logger) (Context, error) {
+	if _, err := os.Stat(path); err != nil {
+		return Context{}, fmt.Errorf("transcript: load: %w", err)
+	}
+	t, err := openTranscript(path, "", Header{}, nil, log)
+	if err != nil {
+		return Context{}, err
+	}
+	return t.Context(context.Background())
+}
+
+// ReadHistory returns every message of the transcript's chain at path,
+// compactions ignored, without locking or writing anything.
+func ReadHistory(path string) ([]Message, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("transcript: history: %w", err)
+	}
+	t, err := openTranscript(path, "", Header{}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.History(context.Background())
+}

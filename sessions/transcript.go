@@ -1,0 +1,513 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// locker is the transcript write lock (S1's flock-based lock in the daemon).
+type locker interface {
+	Lock(ctx context.Context) (unlock func(), err error)
+}
+
+// Transcript is one append-only JSONL file in pi-coding-agent's session
+// format, version 3 (SPEC §3.4). It is safe for concurrent use. It keeps the
+// parsed tail of the file and the rebuilt context in memory, extends them on
+// Append, and re-reads only when another process changed the file. The
+// write lock is held only while bytes are written, never across fsync or
+// an LLM call.
+type Transcript struct {
+	path      string
+	sessionID string
+	hdr       Header
+	lock      locker // nil: read-only use (LoadFile, ReadHistory)
+	log       *zap.Logger
+	now       func() time.Time
+	rand      func() uint32
+	noSync    bool
+	hint      int64 // compaction offset known from the index entry
+
+	written atomic.Uint64 // sequence of the last completed write
+	sync    syncGroup
+
+	mu         sync.Mutex // guards the fields below
+	st         *fileState // nil until first loaded
+	prefixIDs  map[string]struct{}
+	prefixLo   int64 // prefixIDs and prefixMsgs cover [headerEnd, prefixLo)
+	prefixMsgs int
+}
+
+// Compaction is a compaction entry to append: the summary replaces every
+// entry of the chain before FirstKeptEntryID.
+type Compaction struct {
+	Summary          string
+	FirstKeptEntryID string
+	TokensBefore     int64
+	TokensAfter      int64
+}
+
+// transcriptOption tunes openTranscript.
+type transcriptOption func(*Transcript)
+
+// withCompactionHint passes Entry.CompactionOffset so the first load starts
+// at the latest compaction.
+func withCompactionHint(off int64) transcriptOption {
+	return func(t *Transcript) { t.hint = off }
+}
+
+// withoutSync skips fsync (tests, benchmarks of the non-durable path).
+func withoutSync() transcriptOption { return func(t *Transcript) { t.noSync = true } }
+
+// withClock and withRand make written timestamps and ids deterministic.
+func withClock(now func() time.Time) transcriptOption { return func(t *Transcript) { t.now = now } }
+func withRand(r func() uint32) transcriptOption       { return func(t *Transcript) { t.rand = r } }
+
+// openTranscript returns the transcript at path; it does no I/O. The header
+// (session id, hdr) is written with the first append. lock guards writes
+// across goroutines and processes; nil makes the transcript read-only.
+func openTranscript(path, sessionID string, hdr Header, lock locker, log *zap.Logger, opts ...transcriptOption) (*Transcript, error) {
+	if path == "" {
+		return nil, errors.New("transcript: open: empty path")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	t := &Transcript{
+		path: path, sessionID: sessionID, hdr: hdr, lock: lock,
+		log: log.With(zap.String("session_id", sessionID)), now: time.Now, rand: rand.Uint32,
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t, nil
+}
+
+// Path is the transcript file.
+func (t *Transcript) Path() string { return t.path }
+
+// stateLocked brings t.st up to date with the file f (nil: the file does
+// not exist) and resolves the chain.
+func (t *Transcript) stateLocked(f *os.File) (*fileState, error) {
+	if f == nil {
+		if t.st == nil || t.st.fi != nil {
+			t.st = newFileState(nil)
+			t.st.view = &chainView{}
+			t.prefixIDs, t.prefixLo, t.prefixMsgs = nil, 0, 0
+		}
+		return t.st, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("transcript: stat: %w", err)
+	}
+	if t.st != nil && t.st.same(fi) {
+		err := t.st.ensureView(f)
+		if err == nil {
+			return t.st, nil
+		}
+		if !errors.Is(err, errFallback) {
+			return nil, err
+		}
+	} else {
+		hint := t.hint
+		if t.st != nil && t.st.view != nil && t.st.view.comp != nil {
+			hint = t.st.view.comp.off
+		}
+		t.prefixIDs, t.prefixLo, t.prefixMsgs = nil, 0, 0
+		st, err := loadTail(f, fi, hint, t.log)
+		if err == nil {
+			t.st = st
+			return st, nil
+		}
+		if !errors.Is(err, errFallback) {
+			t.st = nil
+			return nil, fmt.Errorf("transcript: load %s: %w", t.path, err)
+		}
+	}
+	st, err := loadForward(f, fi, t.log)
+	if err != nil {
+		t.st = nil
+		return nil, fmt.Errorf("transcript: load %s: %w", t.path, err)
+	}
+	t.st = st
+	return st, nil
+}
+
+// openRead opens the file for reading; nil with no error if it is missing.
+func (t *Transcript) openRead() (*os.File, error) {
+	f, err := os.Open(t.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transcript: open: %w", err)
+	}
+	return f, nil
+}
+
+// Context rebuilds what the model is sent (SPEC §3.4). The result has its
+// own slices; its content blocks are shared with the cache and must not be
+// modified. A missing file is an empty context.
+func (t *Transcript) Context(ctx context.Context) (Context, error) {
+	if err := ctx.Err(); err != nil {
+		return Context{}, err
+	}
+	f, err := t.openRead()
+	if err != nil {
+		return Context{}, err
+	}
+	if f != nil {
+		defer f.Close()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return Context{}, err
+	}
+	if st.ctx == nil {
+		c := buildContext(st.view, st.leaf)
+		st.ctx = &c
+	}
+	return copyContext(st.ctx), nil
+}
+
+// History returns every message of the chain, compactions ignored (for the
+// operator view and GET history). It reads the whole chain.
+func (t *Transcript) History(ctx context.Context) ([]Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := t.openRead()
+	if err != nil || f == nil {
+		return nil, err
+	}
+	defer f.Close()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.loadAll(f); err != nil {
+		if !errors.Is(err, errFallback) {
+			return nil, err
+		}
+		t.st = nil
+		if st, err = loadForward(f, st.fi, t.log); err != nil {
+			return nil, fmt.Errorf("transcript: load %s: %w", t.path, err)
+		}
+		t.st = st
+	}
+	return st.history(), nil
+}
+
+// Stats reports the number of message entries in the file and the byte
+// offset of the latest compaction in the chain (0 if none), for the index
+// entry (messageCount, compactionOffset). It reads the part of the file
+// not loaded yet without decoding messages.
+func (t *Transcript) Stats(ctx context.Context) (messages int, lastCompactionOffset int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	f, err := t.openRead()
+	if err != nil || f == nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return 0, 0, err
+	}
+	if t.prefixIDs == nil || t.prefixLo != st.lo {
+		if err := t.scanPrefixLocked(f, st); err != nil {
+			return 0, 0, err
+		}
+	}
+	if st.view.comp != nil {
+		lastCompactionOffset = st.view.comp.off
+	}
+	return st.msgs + t.prefixMsgs, lastCompactionOffset, nil
+}
+
+// scanPrefixLocked makes prefixIDs and prefixMsgs cover what precedes
+// st.lo. Once scanned, prefixIDs stays a valid superset as lo moves back.
+func (t *Transcript) scanPrefixLocked(f *os.File, st *fileState) error {
+	msgs, ids, err := scanPrefix(f, st.headerEnd, st.lo)
+	if err != nil {
+		return err
+	}
+	t.prefixIDs, t.prefixLo, t.prefixMsgs = ids, st.lo, msgs
+	return nil
+}
+
+// Append writes complete messages durably, as a chain continuing the
+// current leaf, and returns their entry ids. A message without a timestamp
+// gets the current time.
+func (t *Transcript) Append(ctx context.Context, msgs ...Message) ([]string, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return t.append(ctx, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*node, error) {
+		nodes := make([]*node, 0, len(msgs))
+		parent := st.leaf
+		now := t.now()
+		for _, m := range msgs {
+			m, err := normalizeForWrite(m, now)
+			if err != nil {
+				return nil, fmt.Errorf("transcript: append: %w", err)
+			}
+			id := t.newIDLocked(st, nodes)
+			if err := appendJSONLine(buf, outMessageEntry{
+				Type: entryMessage, ID: id, ParentID: nullable(parent), Timestamp: formatTimestamp(now), Message: toOutMessage(m),
+			}); err != nil {
+				return nil, fmt.Errorf("transcript: encode message: %w", err)
+			}
+			msg := m
+			nodes = append(nodes, &node{id: id, parent: parent, kind: kindMessage, isMessage: true, msg: &msg})
+			parent = id
+		}
+		return nodes, nil
+	})
+}
+
+// AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
+// entry of the current chain ("" keeps nothing before the compaction).
+func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string, error) {
+	ids, err := t.append(ctx, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*node, error) {
+		if c.FirstKeptEntryID != "" {
+			in, err := st.inChain(f, c.FirstKeptEntryID)
+			if err != nil {
+				return nil, fmt.Errorf("transcript: compaction: %w", err)
+			}
+			if !in {
+				return nil, fmt.Errorf("transcript: compaction: first kept entry %q is not in the chain", c.FirstKeptEntryID)
+			}
+		}
+		now := t.now()
+		id := t.newIDLocked(st, nil)
+		if err := appendJSONLine(buf, outCompactionEntry{
+			Type: entryCompaction, ID: id, ParentID: nullable(st.leaf), Timestamp: formatTimestamp(now),
+			Summary: c.Summary, FirstKeptEntryID: c.FirstKeptEntryID, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
+		}); err != nil {
+			return nil, fmt.Errorf("transcript: encode compaction: %w", err)
+		}
+		return []*node{{id: id, parent: st.leaf, kind: kindCompaction, comp: &compactionInfo{Compaction: c, at: now.UTC().Truncate(time.Millisecond)}}}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// newIDLocked returns 8 hex characters unused in the file and in pending.
+func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
+	for {
+		id := fmt.Sprintf("%08x", t.rand())
+		if _, ok := st.nodes[id]; ok {
+			continue
+		}
+		if _, ok := t.prefixIDs[id]; ok {
+			continue
+		}
+		dup := false
+		for _, n := range pending {
+			dup = dup || n.id == id
+		}
+		if !dup && id != t.sessionID {
+			return id
+		}
+	}
+}
+
+// append runs one locked write: it brings the state up to date, cuts a torn
+// tail, writes the header when the file has none, then the lines enc
+// produces, and records the new entries. fsync happens after the lock is
+// released, grouped with concurrent appends.
+func (t *Transcript) append(ctx context.Context, enc func(*fileState, *os.File, *bytes.Buffer) ([]*node, error)) ([]string, error) {
+	if t.lock == nil {
+		return nil, errors.New("transcript: append: opened read-only")
+	}
+	unlock, err := t.lock.Lock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	defer f.Close()
+
+	t.mu.Lock()
+	seq, nodes, err := t.writeLocked(f, enc)
+	t.mu.Unlock()
+	unlock()
+	locked = false
+	if err != nil {
+		return nil, err
+	}
+	if !t.noSync {
+		if err := t.sync.wait(f, seq, t.written.Load); err != nil {
+			return nil, fmt.Errorf("transcript: append: fsync: %w", err)
+		}
+	}
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.id
+	}
+	return ids, nil
+}
+
+func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*node, error)) (uint64, []*node, error) {
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	if st.lo > st.headerEnd && t.prefixIDs == nil {
+		if err := t.scanPrefixLocked(f, st); err != nil {
+			return 0, nil, err
+		}
+	}
+	var buf bytes.Buffer
+	writeHeader := st.hdr == nil
+	if writeHeader {
+		h := outHeader{Type: entrySession, Version: TranscriptVersion, ID: t.sessionID,
+			Timestamp: formatTimestamp(t.now()), Cwd: t.hdr.Cwd, SessionKey: t.hdr.SessionKey, AgentID: t.hdr.AgentID}
+		if err := appendJSONLine(&buf, h); err != nil {
+			return 0, nil, fmt.Errorf("transcript: encode header: %w", err)
+		}
+	} else if st.needNL {
+		buf.WriteByte('\n')
+	}
+	headerLen := int64(buf.Len())
+	nodes, err := enc(st, f, &buf)
+	if err != nil {
+		return 0, nil, err
+	}
+	at := st.end
+	if writeHeader {
+		at = 0
+	}
+	if st.tornAt >= 0 || writeHeader {
+		if err := f.Truncate(at); err != nil {
+			return 0, nil, fmt.Errorf("transcript: append: cut torn line: %w", err)
+		}
+		if st.tornAt >= 0 {
+			t.log.Warn("transcript: cut torn last line", zap.Int64("offset", st.tornAt))
+		}
+	}
+	if _, err := f.WriteAt(buf.Bytes(), at); err != nil {
+		t.st = nil // re-read: the tail may hold a partial line now
+		_ = f.Truncate(at)
+		return 0, nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	seq := t.written.Add(1)
+	fi, err := f.Stat()
+	if err != nil {
+		t.st = nil
+		return 0, nil, fmt.Errorf("transcript: append: stat: %w", err)
+	}
+
+	if writeHeader {
+		st.hdr = &header{id: t.sessionID, version: TranscriptVersion, Header: t.hdr}
+		st.headerEnd, st.lo = headerLen, headerLen
+		t.prefixIDs, t.prefixLo, t.prefixMsgs = map[string]struct{}{}, headerLen, 0
+	}
+	off := at + headerLen
+	lines := bytes.SplitAfter(buf.Bytes()[headerLen:], []byte{'\n'})
+	for i, n := range nodes {
+		n.off = off
+		off += int64(len(lines[i]))
+		st.add(n)
+	}
+	st.fi, st.end, st.tornAt, st.needNL = fi, at+int64(buf.Len()), -1, false
+	t.extendViewLocked(st, nodes)
+	return seq, nodes, nil
+}
+
+// extendViewLocked updates the cached chain after an append: messages
+// extend it; a compaction re-resolves it (on the next read).
+func (t *Transcript) extendViewLocked(st *fileState, nodes []*node) {
+	st.ctx = nil
+	for _, n := range nodes {
+		if n.kind == kindCompaction {
+			st.view = nil
+			return
+		}
+	}
+	if st.view == nil {
+		return
+	}
+	for _, n := range nodes {
+		if n.kind == kindMessage {
+			st.view.entries = append(st.view.entries, n)
+		}
+	}
+}
+
+// syncGroup coalesces fsyncs: an appender whose write is already covered
+// by a finished fsync returns at once; one running fsync serves every write
+// completed before it started.
+type syncGroup struct {
+	mu       sync.Mutex    // guards the fields below
+	durable  uint64        // highest write sequence known to be on disk
+	inflight chan struct{} // closed when the running fsync ends; nil if none
+}
+
+func (g *syncGroup) wait(f *os.File, seq uint64, written func() uint64) error {
+	for {
+		g.mu.Lock()
+		if g.durable >= seq {
+			g.mu.Unlock()
+			return nil
+		}
+		if ch := g.inflight; ch != nil {
+			g.mu.Unlock()
+			<-ch
+			continue
+		}
+		ch := make(chan struct{})
+		g.inflight = ch
+		target := written()
+		g.mu.Unlock()
+
+		err := f.Sync()
+
+		g.mu.Lock()
+		g.inflight = nil
+		if err == nil && target > g.durable {
+			g.durable = target
+		}
+		g.mu.Unlock()
+		close(ch)
+		if err != nil {
+			return err
+		}
+	}
+}

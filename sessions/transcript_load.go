@@ -1,0 +1,490 @@
+package sessions
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.uber.org/zap"
+)
+
+// Loading a transcript reads it from the end: the leaf is the last line, and
+// the chain is walked back through parsed entries, reading earlier blocks
+// only while the walk needs an entry not read yet. It stops at the latest
+// compaction's firstKeptEntryId, so a session compacted near the end of a
+// huge file costs only the kept tail. Lines never need a size limit: blocks
+// grow until they hold a line start. Any anomaly on this path (a bad line,
+// whose number is unknown when reading backwards) falls back to a full
+// forward read, which reports the line number.
+
+// errFallback asks for the forward loader.
+var errFallback = errors.New("transcript: reread forward")
+
+const (
+	firstBlock = 32 << 10
+	maxBlock   = 4 << 20
+)
+
+// fileState is what is known about a transcript file. Entries at offsets
+// in [lo, end) are all in nodes.
+type fileState struct {
+	fi        os.FileInfo // identity, size and mtime when last seen; nil for a missing file
+	hdr       *header     // nil when the file holds no header yet
+	headerEnd int64       // offset just past the header line
+	end       int64       // where the next append goes
+	tornAt    int64       // start of a torn last line to cut before appending, -1 if none
+	needNL    bool        // the last entry line lacks its '\n'
+	lo        int64
+	block     int64
+	nodes     map[string]*node
+	leaf      string
+	leafOff   int64
+	msgs      int // message entries parsed in [lo, end)
+	parsed    int // lines parsed since load (observability and tests)
+
+	view *chainView // chain ending at leaf; nil until resolved
+	ctx  *Context   // normalised context of view; nil until built
+}
+
+func newFileState(fi os.FileInfo) *fileState {
+	return &fileState{fi: fi, tornAt: -1, leafOff: -1, block: firstBlock, nodes: make(map[string]*node)}
+}
+
+// same reports whether fi is the file st describes, unchanged.
+func (st *fileState) same(fi os.FileInfo) bool {
+	if st.fi == nil || fi == nil {
+		return st.fi == nil && fi == nil
+	}
+	return os.SameFile(st.fi, fi) && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
+}
+
+func (st *fileState) add(n *node) {
+	if n.isMessage {
+		st.msgs++
+	}
+	if old, ok := st.nodes[n.id]; ok && old.off > n.off {
+		return // a later line with the same id wins, as in pi
+	}
+	st.nodes[n.id] = n
+	if n.off > st.leafOff {
+		st.leaf, st.leafOff = n.id, n.off
+	}
+}
+
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
+
+// loadTail reads the header, the last line and then as little as the chain
+// needs. hint is the offset of a compaction entry (0 for none).
+func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*fileState, error) {
+	st := newFileState(fi)
+	size := fi.Size()
+	if size == 0 {
+		st.view = &chainView{}
+		return st, nil
+	}
+	first, err := readLineAt(f, 0, size)
+	if err != nil {
+		return nil, err
+	}
+	if first[len(first)-1] != '\n' { // the whole file is one unterminated line
+		if h, err := parseHeader(first); err == nil {
+			st.hdr, st.headerEnd, st.end, st.lo, st.needNL = &h, size, size, size, true
+		} else {
+			log.Warn("transcript: ignoring torn last line", zap.Int("line", 1), zap.Int64("bytes", size))
+			st.tornAt = 0
+		}
+		return st, st.ensureView(f)
+	}
+	h, err := parseHeader(first)
+	if err != nil {
+		return nil, &lineError{1, err}
+	}
+	st.hdr, st.headerEnd = &h, int64(len(first))
+
+	nl, err := lastNewline(f, st.headerEnd, size)
+	if err != nil {
+		return nil, err
+	}
+	st.end, st.lo = nl+1, nl+1
+	if st.end < size { // unterminated last line
+		frag := make([]byte, size-st.end)
+		if _, err := f.ReadAt(frag, st.end); err != nil {
+			return nil, fmt.Errorf("transcript: read: %w", err)
+		}
+		st.parsed++
+		if n, err := parseEntry(frag, st.end); err == nil {
+			if n != nil {
+				st.add(n)
+			}
+			st.end, st.needNL = size, true
+		} else {
+			log.Warn("transcript: ignoring torn last line", zap.Int64("offset", st.end), zap.Int64("bytes", size-st.end))
+			st.tornAt = st.end
+		}
+	}
+	if hint > st.headerEnd && hint < st.lo {
+		st.tryHint(f, hint)
+	}
+	if err := st.ensureView(f); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// tryHint reads [hint, lo) forward if hint is the start of a compaction line.
+func (st *fileState) tryHint(f io.ReaderAt, hint int64) {
+	var prev [1]byte
+	if _, err := f.ReadAt(prev[:], hint-1); err != nil || prev[0] != '\n' {
+		return
+	}
+	buf := make([]byte, st.lo-hint)
+	if _, err := f.ReadAt(buf, hint); err != nil {
+		return
+	}
+	var parsed []*node
+	for b, off := buf, hint; len(b) > 0; {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return
+		}
+		n, err := parseEntry(b[:i], off)
+		if err != nil || (len(parsed) == 0 && (n == nil || n.kind != kindCompaction)) {
+			return // not a compaction line, or a bad line the backward walk will report
+		}
+		if n != nil {
+			parsed = append(parsed, n)
+		}
+		b, off = b[i+1:], off+int64(i)+1
+	}
+	st.parsed += len(parsed)
+	for _, n := range parsed {
+		st.add(n)
+	}
+	st.lo = hint
+}
+
+// ensureView resolves the chain, reading backwards while it needs entries.
+func (st *fileState) ensureView(f io.ReaderAt) error {
+	for st.view == nil {
+		v, more := st.resolve()
+		if !more {
+			st.view = v
+			return nil
+		}
+		if err := st.extendBackward(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inChain reports whether id is on the chain ending at the leaf, reading
+// earlier blocks only as far as the walk needs.
+func (st *fileState) inChain(f io.ReaderAt, id string) (bool, error) {
+	for cur, steps := st.leaf, 0; cur != "" && steps <= len(st.nodes); {
+		if cur == id {
+			return true, nil
+		}
+		n, ok := st.nodes[cur]
+		if !ok {
+			if st.lo <= st.headerEnd {
+				return false, nil
+			}
+			if err := st.extendBackward(f); err != nil {
+				return false, err
+			}
+			continue
+		}
+		steps++
+		cur = n.parent
+	}
+	return false, nil
+}
+
+// loadAll reads whatever precedes lo.
+func (st *fileState) loadAll(f io.ReaderAt) error {
+	for st.lo > st.headerEnd {
+		if err := st.extendBackward(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// extendBackward parses the complete lines of the block before lo.
+func (st *fileState) extendBackward(f io.ReaderAt) error {
+	for {
+		s := max(st.headerEnd, st.lo-st.block)
+		buf := make([]byte, st.lo-s)
+		if _, err := f.ReadAt(buf, s); err != nil {
+			return fmt.Errorf("transcript: read: %w", err)
+		}
+		start := 0
+		if s > st.headerEnd {
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 { // one line longer than the block
+				st.block *= 2
+				continue
+			}
+			start = i + 1
+		}
+		if st.block < maxBlock {
+			st.block *= 2
+		}
+		if err := st.parseBlock(buf[start:], s+int64(start)); err != nil {
+			return err
+		}
+		st.lo = s + int64(start)
+		return nil
+	}
+}
+
+// parseBlock parses '\n'-terminated lines starting at offset off.
+func (st *fileState) parseBlock(b []byte, off int64) error {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return errFallback
+		}
+		st.parsed++
+		n, err := parseEntry(b[:i], off)
+		if err != nil {
+			return errFallback
+		}
+		if n != nil {
+			st.add(n)
+		}
+		b, off = b[i+1:], off+int64(i)+1
+	}
+	return nil
+}
+
+// loadForward reads the whole file from the start, numbering lines.
+func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, error) {
+	st := newFileState(fi)
+	size := fi.Size()
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10)
+	var (
+		buf  []byte
+		off  int64
+		line int
+	)
+	for off < size {
+		var err error
+		buf, err = readLine(r, buf[:0])
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("transcript: read: %w", err)
+		}
+		line++
+		complete := len(buf) > 0 && buf[len(buf)-1] == '\n'
+		if line == 1 {
+			h, err := parseHeader(buf)
+			switch {
+			case err == nil:
+				st.hdr, st.headerEnd = &h, int64(len(buf))
+				st.needNL = !complete
+			case !complete:
+				log.Warn("transcript: ignoring torn last line", zap.Int("line", line), zap.Int("bytes", len(buf)))
+				st.tornAt = 0
+				return st, st.ensureView(f)
+			default:
+				return nil, &lineError{line, err}
+			}
+		} else {
+			st.parsed++
+			n, err := parseEntry(buf, off)
+			switch {
+			case err == nil:
+				if n != nil {
+					st.add(n)
+				}
+				st.needNL = !complete
+			case !complete:
+				log.Warn("transcript: ignoring torn last line", zap.Int("line", line), zap.Int("bytes", len(buf)))
+				st.tornAt = off
+				st.end = off
+				st.lo = st.headerEnd
+				return st, st.ensureView(f)
+			default:
+				return nil, &lineError{line, err}
+			}
+		}
+		off += int64(len(buf))
+	}
+	st.end = off
+	st.lo = st.headerEnd
+	return st, st.ensureView(f)
+}
+
+// readLine appends one line (with its '\n' if any) to buf; no length limit.
+func readLine(r *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		frag, err := r.ReadSlice('\n')
+		buf = append(buf, frag...)
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
+	}
+}
+
+// readLineAt reads the line starting at off.
+func readLineAt(f io.ReaderAt, off, size int64) ([]byte, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 4<<10)
+	b, err := readLine(r, nil)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("transcript: read: %w", err)
+	}
+	return b, nil
+}
+
+// lastNewline returns the offset of the last '\n' in [from-1, size); the
+// header's own '\n' at from-1 guarantees one.
+func lastNewline(f io.ReaderAt, from, size int64) (int64, error) {
+	hi := size
+	for hi > from-1 {
+		lo := max(from-1, hi-firstBlock)
+		buf := make([]byte, hi-lo)
+		if _, err := f.ReadAt(buf, lo); err != nil {
+			return 0, fmt.Errorf("transcript: read: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return lo + int64(i), nil
+		}
+		hi = lo
+	}
+	return from - 1, nil
+}
+
+// chainView is the chain ending at the leaf, cut at the latest compaction.
+type chainView struct {
+	comp    *node   // latest compaction in the chain, nil if none
+	entries []*node // entries sent to the model, in order (kept, then after comp)
+}
+
+// resolve walks from the leaf. more is true when the walk needs an entry
+// that precedes lo.
+func (st *fileState) resolve() (v *chainView, more bool) {
+	if st.leaf == "" {
+		return &chainView{}, st.lo > st.headerEnd
+	}
+	var (
+		after, kept []*node // reverse order
+		comp        *node
+		found       bool
+	)
+	cur, steps := st.leaf, 0
+	for cur != "" && steps <= len(st.nodes) {
+		n, ok := st.nodes[cur]
+		if !ok {
+			if st.lo > st.headerEnd {
+				return nil, true
+			}
+			break // dangling parent: the chain starts here, as in pi
+		}
+		steps++
+		switch {
+		case comp == nil && n.kind == kindCompaction:
+			comp = n
+			if n.comp.FirstKeptEntryID == "" {
+				cur = ""
+				continue
+			}
+		case comp == nil:
+			after = append(after, n)
+		default:
+			kept = append(kept, n)
+			if n.id == comp.comp.FirstKeptEntryID {
+				found = true
+				cur = ""
+				continue
+			}
+		}
+		cur = n.parent
+	}
+	v = &chainView{comp: comp}
+	if found {
+		v.entries = appendReversed(v.entries, kept)
+	}
+	v.entries = appendReversed(v.entries, after)
+	return v, false
+}
+
+func appendReversed(dst, src []*node) []*node {
+	for i := len(src) - 1; i >= 0; i-- {
+		if src[i].kind == kindMessage {
+			dst = append(dst, src[i])
+		}
+	}
+	return dst
+}
+
+// history returns the message entries of the whole chain, compactions
+// ignored. The caller has loaded everything.
+func (st *fileState) history() []Message {
+	var rev []*node
+	cur, steps := st.leaf, 0
+	for cur != "" && steps <= len(st.nodes) {
+		n, ok := st.nodes[cur]
+		if !ok {
+			break
+		}
+		steps++
+		if n.kind == kindMessage {
+			rev = append(rev, n)
+		}
+		cur = n.parent
+	}
+	out := make([]Message, 0, len(rev))
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, *rev[i].msg)
+	}
+	return out
+}
+
+// scanPrefix reads [from, to) without decoding messages: it counts message
+// entries and collects every 8-character "id" value (a superset of the
+// entry ids, which is what uniqueness needs).
+func scanPrefix(f io.ReaderAt, from, to int64) (msgs int, ids map[string]struct{}, err error) {
+	ids = make(map[string]struct{})
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, to-from), 64<<10)
+	var buf []byte
+	idKey := []byte(`"id":"`)
+	msgType := []byte(`"type":"message"`)
+	for {
+		buf, err = readLine(r, buf[:0])
+		if len(buf) > 0 {
+			if bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{`+string(msgType))) {
+				msgs++
+			} else if !bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{"type":`)) && bytes.Contains(buf, msgType) {
+				if n, perr := parseEntry(buf, 0); perr == nil && n != nil && n.isMessage {
+					msgs++
+				}
+			}
+			for b := buf; ; {
+				i := bytes.Index(b, idKey)
+				if i < 0 {
+					break
+				}
+				b = b[i+len(idKey):]
+				if j := bytes.IndexByte(b, '"'); j == 8 {
+					ids[string(b[:8])] = struct{}{}
+				}
+			}
+		}
+		if err == io.EOF {
+			return msgs, ids, nil
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("transcript: read: %w", err)
+		}
+	}
+}

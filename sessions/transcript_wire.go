@@ -1,0 +1,438 @@
+package sessions
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// This file maps transcript lines (pi-coding-agent SessionManager, version 3)
+// to and from memory. Reading is lenient about what pi may write (string
+// content, custom roles, entry types we do not model); writing produces
+// lines pi reads without migration.
+
+// TranscriptVersion is the version written in new transcript headers.
+const TranscriptVersion = 3
+
+// Entry types of a transcript line.
+const (
+	entrySession       = "session"
+	entryMessage       = "message"
+	entryCompaction    = "compaction"
+	entryCustomMessage = "custom_message"
+	entryBranchSummary = "branch_summary"
+)
+
+// Texts wrapping summaries for the model; identical to pi's so a session
+// continued by either program sends the same prompt.
+const (
+	compactionSummaryPrefix = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+	compactionSummarySuffix = "\n</summary>"
+	branchSummaryPrefix     = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+	branchSummarySuffix     = "</summary>"
+)
+
+// timestampLayout is JavaScript's Date.toISOString, as pi writes it.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+// Header is what the session line records about who owns a transcript.
+type Header struct {
+	SessionKey string
+	AgentID    string
+	Cwd        string
+}
+
+// wireLine is every field of every line type we read. Unknown fields are
+// ignored; unknown types only link the chain.
+type wireLine struct {
+	Type      string  `json:"type"`
+	ID        *string `json:"id"`
+	ParentID  *string `json:"parentId"`
+	Timestamp string  `json:"timestamp"`
+
+	// session header
+	Version    *int   `json:"version"`
+	Cwd        string `json:"cwd"`
+	SessionKey string `json:"sessionKey"`
+	AgentID    string `json:"agentId"`
+
+	// message
+	Message json.RawMessage `json:"message"`
+
+	// compaction, branch_summary
+	Summary          string  `json:"summary"`
+	FirstKeptEntryID string  `json:"firstKeptEntryId"`
+	TokensBefore     float64 `json:"tokensBefore"`
+	TokensAfter      float64 `json:"tokensAfter"`
+	FromID           string  `json:"fromId"`
+
+	// custom_message
+	Content json.RawMessage `json:"content"`
+}
+
+// wireMessage is a message as pi stores it: content may be a string, and
+// the roles custom and bashExecution are sent to the model as user text.
+type wireMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	IsError    bool            `json:"isError"`
+	Provider   string          `json:"provider"`
+	Model      string          `json:"model"`
+	Usage      *Usage          `json:"usage"`
+	StopReason string          `json:"stopReason"`
+	Timestamp  float64         `json:"timestamp"`
+
+	// bashExecution
+	Command            string   `json:"command"`
+	Output             string   `json:"output"`
+	ExitCode           *float64 `json:"exitCode"`
+	Cancelled          bool     `json:"cancelled"`
+	Truncated          bool     `json:"truncated"`
+	FullOutputPath     string   `json:"fullOutputPath"`
+	ExcludeFromContext bool     `json:"excludeFromContext"`
+
+	// branchSummary / compactionSummary (never written by pi as entries,
+	// accepted anyway)
+	Summary string `json:"summary"`
+}
+
+// nodeKind says what an entry contributes to the context.
+type nodeKind uint8
+
+const (
+	kindLink       nodeKind = iota // links the chain only
+	kindMessage                    // contributes msg
+	kindCompaction                 // compaction entry
+)
+
+// node is one parsed entry.
+type node struct {
+	id, parent string
+	off        int64 // byte offset of the line
+	kind       nodeKind
+	isMessage  bool     // a "message" entry (counted by Stats)
+	msg        *Message // kindMessage
+	comp       *compactionInfo
+}
+
+type compactionInfo struct {
+	Compaction
+	at time.Time
+}
+
+// header is a parsed session line.
+type header struct {
+	id      string
+	version int
+	Header
+}
+
+var errNotHeader = errors.New("not a session header")
+
+func parseHeader(line []byte) (header, error) {
+	var w wireLine
+	if err := json.Unmarshal(line, &w); err != nil {
+		return header{}, err
+	}
+	if w.Type != entrySession || w.ID == nil {
+		return header{}, errNotHeader
+	}
+	h := header{id: *w.ID, version: 1, Header: Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
+	if w.Version != nil {
+		h.version = *w.Version
+	}
+	if h.version < 2 {
+		return header{}, fmt.Errorf("transcript version %d is not supported (open it once with pi to migrate it)", h.version)
+	}
+	return h, nil
+}
+
+// parseEntry parses one non-header line. It returns nil for a line that is
+// not an entry (a blank line or a repeated session line).
+func parseEntry(line []byte, off int64) (*node, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, nil
+	}
+	var w wireLine
+	if err := json.Unmarshal(line, &w); err != nil {
+		return nil, err
+	}
+	if w.Type == entrySession {
+		return nil, nil
+	}
+	if w.Type == "" {
+		return nil, errors.New("entry without type")
+	}
+	if w.ID == nil || *w.ID == "" {
+		return nil, fmt.Errorf("%s entry without id", w.Type)
+	}
+	n := &node{id: *w.ID, off: off}
+	if w.ParentID != nil && *w.ParentID != n.id {
+		n.parent = *w.ParentID
+	}
+	at := parseTimestamp(w.Timestamp)
+	switch w.Type {
+	case entryMessage:
+		n.isMessage = true
+		if len(w.Message) == 0 || bytes.Equal(w.Message, []byte("null")) {
+			return nil, errors.New("message entry without message")
+		}
+		m, ok, err := decodeMessage(w.Message)
+		if err != nil {
+			return nil, fmt.Errorf("message: %w", err)
+		}
+		if ok {
+			n.kind, n.msg = kindMessage, &m
+		}
+	case entryCompaction:
+		n.kind = kindCompaction
+		n.comp = &compactionInfo{at: at, Compaction: Compaction{
+			Summary:          w.Summary,
+			FirstKeptEntryID: w.FirstKeptEntryID,
+			TokensBefore:     int64(w.TokensBefore),
+			TokensAfter:      int64(w.TokensAfter),
+		}}
+	case entryCustomMessage:
+		content, err := decodeContent(w.Content)
+		if err != nil {
+			return nil, fmt.Errorf("custom_message content: %w", err)
+		}
+		n.kind = kindMessage
+		n.msg = &Message{Role: RoleUser, Content: content, Timestamp: at.UnixMilli()}
+	case entryBranchSummary:
+		if w.Summary != "" {
+			n.kind = kindMessage
+			n.msg = &Message{Role: RoleUser, Timestamp: at.UnixMilli(),
+				Content: []Content{{Type: BlockText, Text: branchSummaryPrefix + w.Summary + branchSummarySuffix}}}
+		}
+	}
+	return n, nil
+}
+
+// decodeMessage converts a stored message into what the model is sent; ok
+// is false for messages that are not sent (excluded bash runs, roles we do
+// not know).
+func decodeMessage(raw json.RawMessage) (Message, bool, error) {
+	var w wireMessage
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Message{}, false, err
+	}
+	m := Message{
+		Role: w.Role, ToolCallID: w.ToolCallID, ToolName: w.ToolName, IsError: w.IsError,
+		Provider: w.Provider, Model: w.Model, Usage: w.Usage, StopReason: w.StopReason,
+		Timestamp: int64(w.Timestamp),
+	}
+	text := func(s string) []Content { return []Content{{Type: BlockText, Text: s}} }
+	switch w.Role {
+	case RoleUser, RoleAssistant, RoleToolResult:
+		c, err := decodeContent(w.Content)
+		if err != nil {
+			return Message{}, false, fmt.Errorf("content: %w", err)
+		}
+		m.Content = c
+	case "custom", "hookMessage": // hookMessage is the v2 name
+		c, err := decodeContent(w.Content)
+		if err != nil {
+			return Message{}, false, fmt.Errorf("content: %w", err)
+		}
+		m = Message{Role: RoleUser, Content: c, Timestamp: m.Timestamp}
+	case "bashExecution":
+		if w.ExcludeFromContext {
+			return Message{}, false, nil
+		}
+		m = Message{Role: RoleUser, Content: text(bashText(w)), Timestamp: m.Timestamp}
+	case "branchSummary":
+		m = Message{Role: RoleUser, Content: text(branchSummaryPrefix + w.Summary + branchSummarySuffix), Timestamp: m.Timestamp}
+	case "compactionSummary":
+		m = Message{Role: RoleUser, Content: text(compactionSummaryPrefix + w.Summary + compactionSummarySuffix), Timestamp: m.Timestamp}
+	default:
+		return Message{}, false, nil
+	}
+	return m, true, nil
+}
+
+// decodeContent accepts pi's two content shapes: a string or a block array.
+func decodeContent(raw json.RawMessage) ([]Content, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return []Content{}, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []Content{{Type: BlockText, Text: s}}, nil
+	}
+	var c []Content
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = []Content{}
+	}
+	return c, nil
+}
+
+// bashText renders a bash run as pi's bashExecutionToText does.
+func bashText(w wireMessage) string {
+	s := "Ran `" + w.Command + "`\n"
+	if w.Output != "" {
+		s += "```\n" + w.Output + "\n```"
+	} else {
+		s += "(no output)"
+	}
+	if w.Cancelled {
+		s += "\n\n(command cancelled)"
+	} else if w.ExitCode != nil && *w.ExitCode != 0 {
+		s += fmt.Sprintf("\n\nCommand exited with code %d", int64(*w.ExitCode))
+	}
+	if w.Truncated && w.FullOutputPath != "" {
+		s += "\n\n[Output truncated. Full output: " + w.FullOutputPath + "]"
+	}
+	return s
+}
+
+func parseTimestamp(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// Output shapes. Field order follows pi's so files diff cleanly.
+
+type outHeader struct {
+	Type       string `json:"type"`
+	Version    int    `json:"version"`
+	ID         string `json:"id"`
+	Timestamp  string `json:"timestamp"`
+	Cwd        string `json:"cwd"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	AgentID    string `json:"agentId,omitempty"`
+}
+
+type outMessageEntry struct {
+	Type      string     `json:"type"`
+	ID        string     `json:"id"`
+	ParentID  *string    `json:"parentId"`
+	Timestamp string     `json:"timestamp"`
+	Message   outMessage `json:"message"`
+}
+
+type outCompactionEntry struct {
+	Type             string  `json:"type"`
+	ID               string  `json:"id"`
+	ParentID         *string `json:"parentId"`
+	Timestamp        string  `json:"timestamp"`
+	Summary          string  `json:"summary"`
+	FirstKeptEntryID string  `json:"firstKeptEntryId"`
+	TokensBefore     int64   `json:"tokensBefore"`
+	TokensAfter      int64   `json:"tokensAfter,omitempty"`
+}
+
+// outMessage is Message as pi expects it: assistant messages always carry
+// usage (with a zero cost block pi's totals read) and a stop reason, and
+// tool results always say isError.
+type outMessage struct {
+	Role       string    `json:"role"`
+	Content    []Content `json:"content"`
+	ToolCallID string    `json:"toolCallId,omitempty"`
+	ToolName   string    `json:"toolName,omitempty"`
+	IsError    *bool     `json:"isError,omitempty"`
+	Provider   string    `json:"provider,omitempty"`
+	Model      string    `json:"model,omitempty"`
+	Usage      *outUsage `json:"usage,omitempty"`
+	StopReason string    `json:"stopReason,omitempty"`
+	Timestamp  int64     `json:"timestamp"`
+}
+
+type outUsage struct {
+	Usage
+	Cost outCost `json:"cost"`
+}
+
+type outCost struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
+	Total      float64 `json:"total"`
+}
+
+// normalizeForWrite applies what a written line will say, so the message
+// kept in memory equals the one a reload reads: a timestamp, non-nil
+// content, compact tool arguments ({} when empty), and for assistant
+// messages a usage block and a stop reason.
+func normalizeForWrite(m Message, now time.Time) (Message, error) {
+	if m.Timestamp == 0 {
+		m.Timestamp = now.UnixMilli()
+	}
+	if m.Content == nil {
+		m.Content = []Content{}
+	}
+	copied := false
+	for i, c := range m.Content {
+		if c.Type != BlockToolCall {
+			continue
+		}
+		if !copied {
+			m.Content, copied = append([]Content(nil), m.Content...), true
+		}
+		if len(bytes.TrimSpace(c.Arguments)) == 0 {
+			m.Content[i].Arguments = json.RawMessage("{}")
+			continue
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, c.Arguments); err != nil {
+			return Message{}, fmt.Errorf("tool call %q arguments: %w", c.ID, err)
+		}
+		m.Content[i].Arguments = b.Bytes()
+	}
+	if m.Role == RoleAssistant {
+		if m.Usage == nil {
+			m.Usage = &Usage{}
+		}
+		if m.StopReason == "" {
+			m.StopReason = "stop"
+			if hasToolCall(m) {
+				m.StopReason = "toolUse"
+			}
+		}
+	}
+	return m, nil
+}
+
+// toOutMessage maps a normalised message to its line shape: tool results
+// always say isError, assistant usage carries the zero cost block pi sums.
+func toOutMessage(m Message) outMessage {
+	o := outMessage{
+		Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName,
+		Provider: m.Provider, Model: m.Model, StopReason: m.StopReason, Timestamp: m.Timestamp,
+	}
+	switch m.Role {
+	case RoleToolResult:
+		isErr := m.IsError
+		o.IsError = &isErr
+	case RoleAssistant:
+		if m.Usage != nil {
+			o.Usage = &outUsage{Usage: *m.Usage}
+		}
+	}
+	return o
+}
+
+// appendJSONLine encodes v without HTML escaping and appends it plus '\n'.
+func appendJSONLine(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v) // Encode appends '\n'
+}
