@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/agents/anthropic"
 	"github.com/gateway/gateway/agents/echo"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/openai"
@@ -48,6 +49,8 @@ func newProvider(name string, c llm.ProviderConfig, log *zap.Logger) (llm.Provid
 		return echo.New(echo.Config{Name: name, Provider: c})
 	case llm.TypeOpenAI:
 		return openai.New(openai.Config{Name: name, Provider: c, Logger: log})
+	case llm.TypeAnthropic:
+		return anthropic.New(anthropic.Config{Name: name, Provider: c, Logger: log})
 	}
 	return nil, fmt.Errorf("type %q: not supported", c.Type)
 }

@@ -1,0 +1,165 @@
+// Package anthropic is the provider for the Anthropic Messages API, built on
+// github.com/anthropics/anthropic-sdk-go. It streams (Messages.NewStreaming
+// with Message.Accumulate), maps tool calls to tool_use/tool_result blocks,
+// retries 429/5xx with backoff honouring Retry-After (the SDK's own retries
+// are off so both providers behave alike) and reports "prompt is too long"
+// as llm.ErrContextOverflow. The SDK's ANTHROPIC_* environment defaults are
+// not used: the key comes from the provider config (apiKeyEnv defaults to
+// ANTHROPIC_API_KEY).
+//
+// A Provider is safe for concurrent use.
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/sessions"
+)
+
+// DefaultMaxTokens is the answer budget when the request sets none (the
+// Messages API requires one).
+const DefaultMaxTokens = 8192
+
+// Config configures a Provider.
+type Config struct {
+	Name     string // configured provider name, e.g. "anthropic"
+	Provider llm.ProviderConfig
+	Logger   *zap.Logger
+	Getenv   func(string) string // nil: os.Getenv
+	// HTTPClient carries the requests (nil: a plain http.Client); retries
+	// are layered on top of it.
+	HTTPClient     llm.HTTPDoer
+	RetryBaseDelay time.Duration // first backoff (0: 500ms)
+	Now            func() time.Time
+}
+
+// Validate checks c.
+func (c Config) Validate() error {
+	if c.Name == "" {
+		return errors.New("anthropic: name: missing")
+	}
+	if c.Provider.Type != llm.TypeAnthropic {
+		return fmt.Errorf("anthropic: type %q: want anthropic", c.Provider.Type)
+	}
+	if err := c.Provider.Validate(); err != nil {
+		return fmt.Errorf("anthropic: %w", err)
+	}
+	return nil
+}
+
+// Provider calls the Anthropic Messages API.
+type Provider struct {
+	name    string
+	client  sdk.Client
+	timeout time.Duration
+	now     func() time.Time
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New builds a Provider; it resolves the API key but makes no request.
+func New(c Config) (*Provider, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	key, err := c.Provider.ResolveAPIKey("ANTHROPIC_API_KEY", c.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	log := c.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.With(zap.String("provider", c.Name))
+	base := c.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(&llm.RetryClient{Base: base, MaxRetries: c.Provider.Retries(), BaseDelay: c.RetryBaseDelay, Logger: log}),
+	}
+	if key != "" {
+		opts = append(opts, option.WithAPIKey(key))
+	}
+	if c.Provider.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(c.Provider.BaseURL))
+	}
+	for k, v := range c.Provider.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Provider{name: c.Name, client: sdk.NewClient(opts...), timeout: c.Provider.Timeout(), now: now}, nil
+}
+
+// Name returns the configured provider name.
+func (p *Provider) Name() string { return p.name }
+
+// Stream runs one streaming Messages call.
+func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Event)) (sessions.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	params := sdk.MessageNewParams{
+		Model:     sdk.Model(req.Model),
+		MaxTokens: int64(req.MaxTokens),
+		Messages:  toMessages(req.Messages),
+		Tools:     toTools(req.Tools),
+	}
+	if params.MaxTokens <= 0 {
+		params.MaxTokens = DefaultMaxTokens
+	}
+	if req.System != "" {
+		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	stream := p.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc sdk.Message
+	for stream.Next() {
+		ev := stream.Current()
+		if err := acc.Accumulate(ev); err != nil {
+			return sessions.Message{}, fmt.Errorf("anthropic: messages stream: %w", err)
+		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" && fn != nil {
+			fn(llm.Event{TextDelta: ev.Delta.Text})
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return sessions.Message{}, wrapErr(err)
+	}
+	msg := fromMessage(acc)
+	if fn != nil {
+		for i := range msg.Content {
+			if msg.Content[i].Type == sessions.BlockToolCall {
+				fn(llm.Event{ToolCall: &msg.Content[i]})
+			}
+		}
+	}
+	msg.Provider = p.name
+	if msg.Model == "" {
+		msg.Model = req.Model
+	}
+	msg.Timestamp = p.now().UnixMilli()
+	return msg, nil
+}
+
+func wrapErr(err error) error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusRequestEntityTooLarge) &&
+		llm.IsContextOverflowText(apiErr.RawJSON()+" "+apiErr.Error()) {
+		return fmt.Errorf("anthropic: messages: %w: %w", llm.ErrContextOverflow, err)
+	}
+	return fmt.Errorf("anthropic: messages: %w", err)
+}
