@@ -1,0 +1,183 @@
+package telegram
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Modes of receiving updates.
+const (
+	ModePolling = "polling"
+	ModeWebhook = "webhook"
+)
+
+// DefaultAPIRoot is the public Bot API server.
+const DefaultAPIRoot = "https://api.telegram.org"
+
+// DefaultPollTimeoutSeconds is the long-poll timeout sent with getUpdates.
+const DefaultPollTimeoutSeconds = 30
+
+// Config is one Telegram bot account (channels.telegram.accounts.<id>).
+// The access-policy fields (DMPolicy, AllowFrom, GroupPolicy, Groups) are
+// carried for the access package; the adapter itself only reads Groups'
+// RequireMention.
+type Config struct {
+	Token     string `mapstructure:"token"`
+	TokenFile string `mapstructure:"tokenFile"`
+	// APIRoot is the Bot API server, e.g. a self-hosted telegram-bot-api.
+	APIRoot string `mapstructure:"apiRoot"`
+	// Mode is polling (default) or webhook.
+	Mode    string  `mapstructure:"mode"`
+	Webhook Webhook `mapstructure:"webhook"`
+
+	DMPolicy    string           `mapstructure:"dmPolicy"`
+	AllowFrom   []string         `mapstructure:"allowFrom"`
+	GroupPolicy string           `mapstructure:"groupPolicy"`
+	Groups      map[string]Group `mapstructure:"groups"`
+	// RequireMention gates group messages on a mention or a reply to the
+	// bot; nil means true. Read it with MentionRequired.
+	RequireMention *bool `mapstructure:"requireMention"`
+	// PollTimeoutSeconds is the getUpdates long-poll timeout (1–50, default 30).
+	PollTimeoutSeconds int `mapstructure:"pollTimeoutSeconds"`
+}
+
+// Webhook configures webhook mode.
+type Webhook struct {
+	// URL is the public HTTPS address Telegram posts updates to.
+	URL string `mapstructure:"url"`
+	// Listen, if set, is the address the adapter serves the webhook on
+	// itself; empty means the daemon mounts WebhookHandler on its server.
+	Listen string `mapstructure:"listen"`
+	// SecretToken is sent by Telegram in X-Telegram-Bot-Api-Secret-Token.
+	SecretToken string `mapstructure:"secretToken"`
+	// Path is where the handler is mounted; default the URL's path.
+	Path string `mapstructure:"path"`
+}
+
+// Group is the per-group configuration under groups.<chatId>.
+type Group struct {
+	// RequireMention overrides the account's requireMention for this group.
+	RequireMention *bool    `mapstructure:"requireMention"`
+	AllowFrom      []string `mapstructure:"allowFrom"`
+}
+
+// DefaultConfig returns an account config with every default filled in.
+func DefaultConfig() Config { return Config{}.WithDefaults() }
+
+// WithDefaults returns c with empty fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.APIRoot == "" {
+		c.APIRoot = DefaultAPIRoot
+	}
+	c.APIRoot = strings.TrimRight(c.APIRoot, "/")
+	if c.Mode == "" {
+		c.Mode = ModePolling
+	}
+	if c.DMPolicy == "" {
+		c.DMPolicy = "pairing"
+	}
+	if c.GroupPolicy == "" {
+		c.GroupPolicy = "allowlist"
+	}
+	if c.RequireMention == nil {
+		t := true
+		c.RequireMention = &t
+	}
+	if c.PollTimeoutSeconds == 0 {
+		c.PollTimeoutSeconds = DefaultPollTimeoutSeconds
+	}
+	if c.Webhook.Path == "" {
+		c.Webhook.Path = "/telegram/webhook"
+		if u, err := url.Parse(c.Webhook.URL); err == nil && u.Path != "" && u.Path != "/" {
+			c.Webhook.Path = u.Path
+		}
+	}
+	return c
+}
+
+// MentionRequired reports whether messages in group chatID need a mention.
+func (c Config) MentionRequired(chatID string) bool {
+	if g, ok := c.Groups[chatID]; ok && g.RequireMention != nil {
+		return *g.RequireMention
+	}
+	return c.RequireMention == nil || *c.RequireMention
+}
+
+// Validate checks c (after defaults); errors start with the key they name,
+// relative to the account ("webhook.secretToken: ...").
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if c.Token == "" && c.TokenFile == "" {
+		return fmt.Errorf("token: required (or tokenFile)")
+	}
+	if strings.ContainsAny(c.Token, " \t\r\n/") {
+		return fmt.Errorf("token: must not contain spaces or '/'")
+	}
+	u, err := url.Parse(c.APIRoot)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("apiRoot: %q is not an http(s) URL", c.APIRoot)
+	}
+	switch c.Mode {
+	case ModePolling:
+	case ModeWebhook:
+		if err := c.Webhook.validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("mode: %q is not polling or webhook", c.Mode)
+	}
+	switch c.DMPolicy {
+	case "pairing", "allowlist", "open", "disabled":
+	default:
+		return fmt.Errorf("dmPolicy: %q is not pairing, allowlist, open or disabled", c.DMPolicy)
+	}
+	switch c.GroupPolicy {
+	case "allowlist", "open", "disabled":
+	default:
+		return fmt.Errorf("groupPolicy: %q is not allowlist, open or disabled", c.GroupPolicy)
+	}
+	if c.PollTimeoutSeconds < 1 || c.PollTimeoutSeconds > 50 {
+		return fmt.Errorf("pollTimeoutSeconds: %d is not between 1 and 50", c.PollTimeoutSeconds)
+	}
+	return nil
+}
+
+func (w Webhook) validate() error {
+	u, err := url.Parse(w.URL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("webhook.url: %q is not an https URL (required in webhook mode)", w.URL)
+	}
+	if n := len(w.SecretToken); n < 1 || n > 256 {
+		return fmt.Errorf("webhook.secretToken: required in webhook mode (1-256 characters)")
+	}
+	for _, r := range w.SecretToken {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("webhook.secretToken: only A-Z, a-z, 0-9, _ and - are allowed")
+		}
+	}
+	if !strings.HasPrefix(w.Path, "/") {
+		return fmt.Errorf("webhook.path: %q must start with /", w.Path)
+	}
+	return nil
+}
+
+// ResolveToken returns the bot token, reading tokenFile when token is empty.
+func (c Config) ResolveToken() (string, error) {
+	if c.Token != "" {
+		return c.Token, nil
+	}
+	if c.TokenFile == "" {
+		return "", fmt.Errorf("token: required (or tokenFile)")
+	}
+	b, err := os.ReadFile(c.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("tokenFile: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("tokenFile: %s is empty", c.TokenFile)
+	}
+	return t, nil
+}

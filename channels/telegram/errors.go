@@ -1,0 +1,57 @@
+package telegram
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// APIError is an error answer of the Bot API ({"ok":false,...}).
+type APIError struct {
+	Method      string
+	Code        int    // error_code: 400, 401, 403, 409, 429...
+	Description string // Telegram's description; never contains the token
+	// RetryAfter is parameters.retry_after (flood control), zero if absent.
+	RetryAfter time.Duration
+	// MigrateToChatID is parameters.migrate_to_chat_id, zero if absent.
+	MigrateToChatID int64
+}
+
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("telegram: %s: %d %s", e.Method, e.Code, e.Description)
+	if e.RetryAfter > 0 {
+		s += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	return s
+}
+
+// Conflict reports a 409: another getUpdates consumer or an active webhook.
+func (e *APIError) Conflict() bool { return e.Code == 409 }
+
+// EntitiesRejected reports a 400 "can't parse entities" answer.
+func (e *APIError) EntitiesRejected() bool {
+	return e.Code == 400 && strings.Contains(strings.ToLower(e.Description), "can't parse entities")
+}
+
+// wrapErr converts the library's error into *APIError and names the method.
+// Transport errors are wrapped as they are.
+func wrapErr(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *tgbotapi.Error
+	if errors.As(err, &te) {
+		return &APIError{Method: method, Code: te.Code, Description: te.Message,
+			RetryAfter: time.Duration(te.RetryAfter) * time.Second, MigrateToChatID: te.MigrateToChatID}
+	}
+	// A transport error's URL holds the token: keep only the method.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = method
+	}
+	return fmt.Errorf("telegram: %s: %w", method, err)
+}

@@ -1,0 +1,183 @@
+package telegram_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+)
+
+const (
+	alice = int64(111)
+	bob   = int64(222)
+	group = int64(-100500)
+	forum = int64(-100777)
+)
+
+func id(n int) string { return strconv.Itoa(n) }
+
+func TestDirectMessage(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	u, mid := srv.AddMessage(telegramtest.Message{ChatID: alice, FromName: "Alice", Text: "hello there"})
+	waitConfirmed(t, srv, u)
+	want := []channels.Inbound{{
+		Channel: "telegram", AccountID: "default", MessageID: id(mid), ChatID: "111", ChatType: channels.Direct,
+		SenderID: "111", SenderName: "Alice", CaseSensitive: true, Mentioned: true, Text: "hello there",
+	}}
+	if diff := cmp.Diff(want, rec.accepted()); diff != "" {
+		t.Errorf("inbound (-want +got):\n%s", diff)
+	}
+}
+
+func TestGroupMentionGating(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	bot := srv.BotUserName()
+	g := func(text string) telegramtest.Message {
+		return telegramtest.Message{ChatID: group, FromID: bob, FromName: "Bob", Text: text}
+	}
+	type tc struct {
+		name string
+		msg  telegramtest.Message
+		text string // "" = dropped
+	}
+	replyToBot := g("what do you mean?")
+	replyToBot.ReplyTo = &telegramtest.Reply{MessageID: 5, FromID: srv.BotID(), Text: "an answer"}
+	replyToOther := g("me too")
+	replyToOther.ReplyTo = &telegramtest.Reply{MessageID: 6, FromID: alice, Text: "I agree"}
+	tests := []tc{
+		{"no mention", g("just chatting"), ""},
+		{"mention stripped", g("@" + bot + " what is 2+2?"), "what is 2+2?"},
+		{"mention in the middle", g("hey @" + bot + ", summarise"), "hey summarise"},
+		{"mention case-insensitive", g("@GATEWAY_TEST_BOT hi"), "hi"},
+		{"other user mentioned", g("@someone_else look"), ""},
+		{"reply to the bot", replyToBot, "what do you mean?"},
+		{"reply to someone else", replyToOther, ""},
+		{"command for this bot", g("/status@" + bot), "/status"},
+		{"command with args", g("/new@" + bot + " gpt-4"), "/new gpt-4"},
+		{"command for every bot", g("/help"), "/help"},
+		{"command for another bot", g("/status@other_bot"), ""},
+	}
+	var last int
+	wantMsgs := map[string]string{}
+	for _, tt := range tests {
+		u, mid := srv.AddMessage(tt.msg)
+		last = u
+		if tt.text != "" {
+			wantMsgs[id(mid)] = tt.name
+		}
+		_ = u
+	}
+	waitConfirmed(t, srv, last)
+	got := rec.accepted()
+	i := 0
+	for _, tt := range tests {
+		if tt.text == "" {
+			continue
+		}
+		if i >= len(got) {
+			t.Errorf("%s: not delivered", tt.name)
+			continue
+		}
+		in := got[i]
+		i++
+		if in.Text != tt.text || !in.Mentioned || in.ChatType != channels.Group || in.ChatID != id(int(group)) ||
+			in.SenderID != "222" || wantMsgs[in.MessageID] != tt.name {
+			t.Errorf("%s: got %+v, want text %q mentioned group chat", tt.name, in, tt.text)
+		}
+	}
+	if len(got) != i {
+		t.Errorf("delivered %d messages, want %d: %+v", len(got), i, got)
+	}
+	if got := rec.callCount(); got != i {
+		t.Errorf("handler called %d times, want %d (unmentioned messages must not reach it)", got, i)
+	}
+}
+
+func TestGroupWithoutRequireMention(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	cfg := baseConfig(srv)
+	off := false
+	cfg.RequireMention = &off
+	_, rec := startPolling(t, srv, cfg)
+	u := srv.Group(group, bob, "plain chatter")
+	waitConfirmed(t, srv, u)
+	got := rec.accepted()
+	if len(got) != 1 || got[0].Mentioned || got[0].Text != "plain chatter" {
+		t.Fatalf("got %+v, want one unmentioned message", got)
+	}
+}
+
+func TestForumTopics(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	mention := "@" + srv.BotUserName() + " "
+	inTopic := telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 77, FromID: bob, Text: mention + "topic question"}
+	_, m1 := srv.AddMessage(inTopic)
+	_, m2 := srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, FromID: bob, Text: mention + "general question"})
+	// The bot created topic 88: its root message is not a reply to the bot.
+	u3, _ := srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 88, TopicCreatorID: srv.BotID(),
+		FromID: bob, Text: "no mention in the bot's topic"})
+	reply := telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 88, FromID: bob, Text: "answering the bot",
+		ReplyTo: &telegramtest.Reply{MessageID: 4000, FromID: srv.BotID(), Text: "bot said"}}
+	u4, m4 := srv.AddMessage(reply)
+	waitConfirmed(t, srv, u4)
+	_ = u3
+	base := channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: id(int(forum)), ChatType: channels.Group,
+		IsTopic: true, SenderID: "222", SenderName: "User 222", CaseSensitive: true, Mentioned: true}
+	want := []channels.Inbound{base, base, base}
+	want[0].MessageID, want[0].ThreadID, want[0].Text = id(m1), "77", "topic question"
+	want[1].MessageID, want[1].ThreadID, want[1].Text = id(m2), "1", "general question"
+	want[2].MessageID, want[2].ThreadID, want[2].Text, want[2].ReplyToID = id(m4), "88", "answering the bot", "4000"
+	if diff := cmp.Diff(want, rec.accepted()); diff != "" {
+		t.Errorf("inbound (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlaceholdersAndEdits(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	msgs := []struct {
+		msg  telegramtest.Message
+		want string
+	}{
+		{telegramtest.Message{ChatID: alice, Media: "photo", Caption: "look at this"}, "[photo] look at this"},
+		{telegramtest.Message{ChatID: alice, Media: "sticker", StickerEmoji: "😀"}, "[sticker 😀]"},
+		{telegramtest.Message{ChatID: alice, Media: "voice"}, "[voice message]"},
+		{telegramtest.Message{ChatID: alice, Media: "document", Caption: "the report"}, "[document report.pdf] the report"},
+		{telegramtest.Message{ChatID: alice, Media: "video"}, "[video]"},
+		{telegramtest.Message{ChatID: alice, Text: "fixed typo", Edited: true}, ""},
+	}
+	var last int
+	var want []string
+	for _, m := range msgs {
+		last, _ = srv.AddMessage(m.msg)
+		if m.want != "" {
+			want = append(want, m.want)
+		}
+	}
+	waitConfirmed(t, srv, last)
+	var got []string
+	for _, in := range rec.accepted() {
+		got = append(got, in.Text)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("texts (-want +got):\n%s", diff)
+	}
+}
+
+func TestMentionInCaptionOfGroupPhoto(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	u, _ := srv.AddMessage(telegramtest.Message{ChatID: group, FromID: bob, Media: "photo",
+		Caption: "@" + srv.BotUserName() + " what is this?"})
+	waitConfirmed(t, srv, u)
+	got := rec.accepted()
+	if len(got) != 1 || got[0].Text != "[photo] what is this?" || !got[0].Mentioned {
+		t.Fatalf("got %+v", got)
+	}
+}

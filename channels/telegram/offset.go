@@ -1,0 +1,293 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// OffsetStore persists the getUpdates offset of each account: the id of
+// the first update not yet accepted. Save is called only with offsets whose
+// every earlier update was accepted, so a restart never skips one.
+type OffsetStore interface {
+	Load(ctx context.Context, account string) (int, error)
+	Save(ctx context.Context, account string, offset int) error
+}
+
+// MigrationStore is implemented by offset stores that also persist group →
+// supergroup migrations (old chat id → new chat id) of an account.
+type MigrationStore interface {
+	LoadMigrations(ctx context.Context, account string) (map[int64]int64, error)
+	SaveMigration(ctx context.Context, account string, oldID, newID int64) error
+}
+
+// MemoryOffsetStore keeps offsets and migrations in memory (tests, or a
+// deployment that relies on Telegram's own offset only).
+type MemoryOffsetStore struct {
+	mu         sync.Mutex
+	offsets    map[string]int             // guarded by mu
+	migrations map[string]map[int64]int64 // guarded by mu
+}
+
+var (
+	_ OffsetStore    = (*MemoryOffsetStore)(nil)
+	_ MigrationStore = (*MemoryOffsetStore)(nil)
+	_ OffsetStore    = (*FileStore)(nil)
+	_ MigrationStore = (*FileStore)(nil)
+)
+
+// Load implements OffsetStore.
+func (s *MemoryOffsetStore) Load(_ context.Context, account string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offsets[account], nil
+}
+
+// Save implements OffsetStore.
+func (s *MemoryOffsetStore) Save(_ context.Context, account string, offset int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.offsets == nil {
+		s.offsets = map[string]int{}
+	}
+	s.offsets[account] = offset
+	return nil
+}
+
+// LoadMigrations implements MigrationStore.
+func (s *MemoryOffsetStore) LoadMigrations(_ context.Context, account string) (map[int64]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int64]int64{}
+	for k, v := range s.migrations[account] {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// SaveMigration implements MigrationStore.
+func (s *MemoryOffsetStore) SaveMigration(_ context.Context, account string, oldID, newID int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.migrations == nil {
+		s.migrations = map[string]map[int64]int64{}
+	}
+	if s.migrations[account] == nil {
+		s.migrations[account] = map[int64]int64{}
+	}
+	s.migrations[account][oldID] = newID
+	return nil
+}
+
+// FileStore keeps each account's offset in <dir>/<account>.offset and its
+// migrations in <dir>/<account>.migrations.json, written atomically
+// (temporary file, fsync, rename, directory fsync; files 0600, dir 0700).
+type FileStore struct {
+	dir string
+	mu  sync.Mutex // serialises read-modify-write of the migrations file
+}
+
+// FileOffsetStore returns a FileStore in dir (created on first write).
+func FileOffsetStore(dir string) *FileStore { return &FileStore{dir: dir} }
+
+func (s *FileStore) path(account, suffix string) (string, error) {
+	if account == "" || strings.ContainsAny(account, `/\:`) || strings.Contains(account, "..") {
+		return "", fmt.Errorf("telegram: offset store: invalid account id %q", account)
+	}
+	return filepath.Join(s.dir, account+suffix), nil
+}
+
+// Load implements OffsetStore; a missing file is offset 0.
+func (s *FileStore) Load(_ context.Context, account string) (int, error) {
+	p, err := s.path(account, ".offset")
+	if err != nil {
+		return 0, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("telegram: load offset: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("telegram: load offset %s: %w", p, err)
+	}
+	return n, nil
+}
+
+// Save implements OffsetStore.
+func (s *FileStore) Save(_ context.Context, account string, offset int) error {
+	p, err := s.path(account, ".offset")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(p, []byte(strconv.Itoa(offset)+"\n")); err != nil {
+		return fmt.Errorf("telegram: save offset: %w", err)
+	}
+	return nil
+}
+
+// LoadMigrations implements MigrationStore.
+func (s *FileStore) LoadMigrations(_ context.Context, account string) (map[int64]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loadMigrationsLocked(account)
+}
+
+func (s *FileStore) loadMigrationsLocked(account string) (map[int64]int64, error) {
+	p, err := s.path(account, ".migrations.json")
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]int64{}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telegram: load migrations: %w", err)
+	}
+	var raw map[string]int64
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("telegram: load migrations %s: %w", p, err)
+	}
+	for k, v := range raw {
+		id, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("telegram: load migrations %s: key %q: %w", p, k, err)
+		}
+		out[id] = v
+	}
+	return out, nil
+}
+
+// SaveMigration implements MigrationStore.
+func (s *FileStore) SaveMigration(_ context.Context, account string, oldID, newID int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.loadMigrationsLocked(account)
+	if err != nil {
+		return err
+	}
+	if m[oldID] == newID {
+		return nil
+	}
+	m[oldID] = newID
+	raw := make(map[string]int64, len(m))
+	for k, v := range m {
+		raw[strconv.FormatInt(k, 10)] = v
+	}
+	b, err := json.MarshalIndent(raw, "", "  ")
+	if err != nil {
+		return fmt.Errorf("telegram: save migration: %w", err)
+	}
+	p, _ := s.path(account, ".migrations.json")
+	if err := writeAtomic(p, append(b, '\n')); err != nil {
+		return fmt.Errorf("telegram: save migration: %w", err)
+	}
+	return nil
+}
+
+// writeAtomic replaces path with data so a crash leaves the old or the new
+// content, never a torn file.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// loadMigrations fills the migration maps from the store, if it keeps them.
+func (a *Adapter) loadMigrations(ctx context.Context) error {
+	ms, ok := a.opts.OffsetStore.(MigrationStore)
+	if !ok {
+		return nil
+	}
+	m, err := ms.LoadMigrations(ctx, a.account)
+	if err != nil {
+		return err
+	}
+	a.migMu.Lock()
+	defer a.migMu.Unlock()
+	for o, n := range m {
+		a.toNew[o], a.toOld[n] = n, o
+	}
+	return nil
+}
+
+// recordMigration notes that group oldID became supergroup newID. The
+// first (oldest) id stays the reported one, also across repeated events.
+func (a *Adapter) recordMigration(oldID, newID int64) {
+	a.migMu.Lock()
+	if a.toNew[oldID] == newID {
+		a.migMu.Unlock()
+		return
+	}
+	a.toNew[oldID], a.toOld[newID] = newID, oldID
+	a.migMu.Unlock()
+	a.log.Info("telegram group migrated to supergroup", zap.Int64("chat_id", oldID), zap.Int64("new_chat_id", newID))
+	if ms, ok := a.opts.OffsetStore.(MigrationStore); ok {
+		if err := ms.SaveMigration(context.Background(), a.account, oldID, newID); err != nil {
+			a.log.Error("saving group migration failed", zap.Error(err))
+		}
+	}
+}
+
+// migratedFrom returns the old group id a supergroup replaced, if any.
+func (a *Adapter) migratedFrom(newID int64) (int64, bool) {
+	a.migMu.Lock()
+	defer a.migMu.Unlock()
+	old, ok := a.toOld[newID]
+	return old, ok
+}
+
+// liveChatID maps a reported (possibly migrated) chat id to the live one.
+func (a *Adapter) liveChatID(id int64) int64 {
+	a.migMu.Lock()
+	defer a.migMu.Unlock()
+	if n, ok := a.toNew[id]; ok {
+		return n
+	}
+	return id
+}

@@ -1,0 +1,131 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// maxSendAttempts bounds retries of one message on 429 and migrations.
+const maxSendAttempts = 4
+
+// Send implements channels.Adapter: it converts out.Text (Markdown) to
+// Telegram HTML, splits it into messages of at most 4096 characters and
+// sends them in order to out's chat and topic, the first one as a reply to
+// out.ReplyToID. A chunk whose entities Telegram rejects is sent again as
+// plain text. On error, chunks already sent stay sent.
+func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	return a.deliver(ctx, out)
+}
+
+// Notify implements channels.Notifier (pairing codes, refusals); it
+// delivers like Send.
+func (a *Adapter) Notify(ctx context.Context, out channels.Outbound) error {
+	return a.deliver(ctx, out)
+}
+
+// Typing implements channels.Typer with sendChatAction "typing" in out's
+// chat and topic. Telegram shows it for about 5 s.
+func (a *Adapter) Typing(ctx context.Context, out channels.Outbound) error {
+	params, err := a.target(out)
+	if err != nil {
+		return err
+	}
+	params["action"] = "typing"
+	_, err = a.call(ctx, "sendChatAction", params)
+	return err
+}
+
+func (a *Adapter) deliver(ctx context.Context, out channels.Outbound) error {
+	base, err := a.target(out)
+	if err != nil {
+		return err
+	}
+	for i, chunk := range SplitMarkdown(out.Text, MaxMessageLength) {
+		params := make(tgbotapi.Params, len(base)+4)
+		for k, v := range base {
+			params[k] = v
+		}
+		if i == 0 && out.ReplyToID != "" {
+			params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
+			params["allow_sending_without_reply"] = "true"
+		}
+		if err := a.sendChunk(ctx, params, chunk); err != nil {
+			return err
+		}
+		base["chat_id"] = params["chat_id"] // a migration found on the way sticks
+	}
+	return nil
+}
+
+// target returns chat_id and message_thread_id for out. Topic 1 (General)
+// is addressed without a thread id: Telegram rejects message_thread_id=1.
+func (a *Adapter) target(out channels.Outbound) (tgbotapi.Params, error) {
+	if out.ChatID == "" {
+		return nil, errors.New("telegram: send: empty chat id")
+	}
+	chat := out.ChatID
+	if id, err := strconv.ParseInt(chat, 10, 64); err == nil {
+		chat = strconv.FormatInt(a.liveChatID(id), 10)
+	}
+	p := tgbotapi.Params{"chat_id": chat}
+	if out.ThreadID != "" && out.ThreadID != generalTopic {
+		if _, err := strconv.Atoi(out.ThreadID); err != nil {
+			return nil, fmt.Errorf("telegram: send: thread id %q is not a number", out.ThreadID)
+		}
+		p["message_thread_id"] = out.ThreadID
+	}
+	return p, nil
+}
+
+// sendChunk sends one chunk as HTML, falling back to plain text.
+func (a *Adapter) sendChunk(ctx context.Context, params tgbotapi.Params, md string) error {
+	params["text"] = FormatHTML(md)
+	params["parse_mode"] = "HTML"
+	err := a.sendRetrying(ctx, "sendMessage", params)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.EntitiesRejected() {
+		a.log.Warn("telegram rejected formatted message, resending as plain text", zap.String("chat_id", params["chat_id"]),
+			zap.String("reason", ae.Description))
+		delete(params, "parse_mode")
+		params["text"] = md
+		err = a.sendRetrying(ctx, "sendMessage", params)
+	}
+	return err
+}
+
+// sendRetrying calls method, waiting out 429 retry_after (up to
+// Options.MaxRetryAfter) and following a group's migration to a supergroup.
+func (a *Adapter) sendRetrying(ctx context.Context, method string, params tgbotapi.Params) error {
+	var err error
+	for attempt := 0; attempt < maxSendAttempts; attempt++ {
+		_, err = a.call(ctx, method, params)
+		var ae *APIError
+		if !errors.As(err, &ae) {
+			return err // nil or a transport error: the caller retries
+		}
+		switch {
+		case ae.RetryAfter > 0 && ae.RetryAfter <= a.opts.MaxRetryAfter:
+			a.log.Warn("telegram rate limited, waiting", zap.String("method", method),
+				zap.String("chat_id", params["chat_id"]), zap.Duration("retry_after", ae.RetryAfter))
+			if !sleep(ctx, ae.RetryAfter) {
+				return fmt.Errorf("telegram: %s: %w", method, ctx.Err())
+			}
+		case ae.MigrateToChatID != 0:
+			if old, err := strconv.ParseInt(params["chat_id"], 10, 64); err == nil {
+				a.recordMigration(old, ae.MigrateToChatID)
+			}
+			params["chat_id"] = strconv.FormatInt(ae.MigrateToChatID, 10)
+		default:
+			return err
+		}
+	}
+	return err
+}

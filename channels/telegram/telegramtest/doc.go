@@ -1,0 +1,18 @@
+// Package telegramtest is a fake Telegram Bot API server for tests and load
+// generators: it speaks the real HTTP protocol (form-encoded POSTs to
+// /bot<token>/<method>, {"ok":...} answers), so the real tgbotapi client and
+// the telegram adapter talk to it unchanged.
+//
+// It implements getMe, getUpdates (long poll with offsets and timeout;
+// updates below the offset are confirmed and forgotten; a newer poll ends
+// an older one with 409), sendMessage (validates Telegram HTML and the
+// 4096-character limit, rejects message_thread_id 1 and messages to
+// migrated groups), sendChatAction, editMessageText, setWebhook and
+// deleteWebhook (getUpdates answers 409 while a webhook is set). Failures
+// (409, 429 with retry_after, entity rejection) are injected with FailNext.
+//
+// Tests inject updates with AddMessage and its helpers (DM, Group, Topic)
+// and wait for the bot's output with WaitSent, WaitActions and
+// WaitConfirmed. Every method is safe for concurrent use; Close ends
+// pending long polls at once.
+package telegramtest

@@ -1,0 +1,535 @@
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Defaults of a Server's bot.
+const (
+	DefaultToken       = "123456:TEST-token"
+	DefaultBotID       = 4242
+	DefaultBotUserName = "gateway_test_bot"
+)
+
+// Options configure a Server; zero fields take the defaults.
+type Options struct {
+	Token       string
+	BotID       int64
+	BotUserName string
+}
+
+// Sent is one message the bot sent or edited.
+type Sent struct {
+	Method    string // sendMessage or editMessageText
+	MessageID int
+	ChatID    int64
+	ThreadID  int // message_thread_id, 0 if absent
+	Text      string
+	ParseMode string // "HTML", or "" for plain text
+	ReplyTo   int    // reply_to_message_id, 0 if absent
+}
+
+// Action is one sendChatAction call.
+type Action struct {
+	ChatID   int64
+	ThreadID int
+	Action   string
+}
+
+// Failure is an error answer injected with FailNext.
+type Failure struct {
+	Code        int    // error_code, e.g. 400, 409, 429
+	Description string // default from Code
+	RetryAfter  int    // parameters.retry_after (seconds)
+	MigrateTo   int64  // parameters.migrate_to_chat_id
+}
+
+// Webhook is the registered webhook.
+type Webhook struct {
+	URL         string
+	SecretToken string
+}
+
+// Server is a fake Bot API. Create it with NewServer or Start.
+type Server struct {
+	// URL is the API root to configure (apiRoot), e.g. http://127.0.0.1:port.
+	URL  string
+	opts Options
+	srv  *httptest.Server
+	done chan struct{}
+
+	mu sync.Mutex // guards everything below
+	// updates holds unconfirmed updates in id order; nextUpdate is the next id.
+	updates    []pending
+	nextUpdate int
+	confirmed  int // highest offset a getUpdates asked for
+	pollGen    int // incremented by each getUpdates; older polls end with 409
+	nextMsg    int
+	sent       []Sent
+	actions    []Action
+	calls      map[string]int
+	failures   map[string][]Failure
+	webhook    *Webhook
+	migrated   map[int64]int64
+	changed    chan struct{} // closed and replaced on every change
+}
+
+type pending struct {
+	id  int
+	raw json.RawMessage
+}
+
+// NewServer starts a fake server; call Close when done.
+func NewServer(opts Options) *Server {
+	if opts.Token == "" {
+		opts.Token = DefaultToken
+	}
+	if opts.BotID == 0 {
+		opts.BotID = DefaultBotID
+	}
+	if opts.BotUserName == "" {
+		opts.BotUserName = DefaultBotUserName
+	}
+	s := &Server{opts: opts, done: make(chan struct{}), nextUpdate: 1, nextMsg: 1000,
+		calls: map[string]int{}, failures: map[string][]Failure{}, migrated: map[int64]int64{},
+		changed: make(chan struct{})}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Start is NewServer with Close registered as t's cleanup.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := NewServer(opts)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close ends pending long polls and stops the server. It is idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		return
+	default:
+	}
+	close(s.done)
+	s.mu.Unlock()
+	s.srv.Close()
+}
+
+// Token is the bot token the server accepts.
+func (s *Server) Token() string { return s.opts.Token }
+
+// BotID is the bot's user id.
+func (s *Server) BotID() int64 { return s.opts.BotID }
+
+// BotUserName is the bot's username without "@".
+func (s *Server) BotUserName() string { return s.opts.BotUserName }
+
+// Client returns an HTTP client for the server.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// notifyLocked wakes every waiter; s.mu must be held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// wait blocks until cond (called with s.mu held) is true or ctx ends.
+func (s *Server) wait(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		if cond() {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return http.ErrServerClosed
+		case <-ch:
+		}
+	}
+}
+
+// FailNext makes the next calls of method fail with f, in order (one
+// failure per call).
+func (s *Server) FailNext(method string, f ...Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[method] = append(s.failures[method], f...)
+}
+
+// Migrate makes group oldID a supergroup newID: sends to oldID fail with
+// migrate_to_chat_id, and the migration service messages are queued.
+func (s *Server) Migrate(oldID, newID int64) {
+	s.mu.Lock()
+	s.migrated[oldID] = newID
+	s.mu.Unlock()
+	s.AddUpdate(map[string]any{"message": map[string]any{
+		"message_id": s.msgID(), "date": time.Now().Unix(),
+		"chat":               map[string]any{"id": oldID, "type": "group", "title": "group"},
+		"from":               map[string]any{"id": 1, "is_bot": false, "first_name": "Admin"},
+		"migrate_to_chat_id": newID,
+	}})
+	s.AddUpdate(map[string]any{"message": map[string]any{
+		"message_id": s.msgID(), "date": time.Now().Unix(),
+		"chat":                 map[string]any{"id": newID, "type": "supergroup", "title": "group"},
+		"from":                 map[string]any{"id": 1, "is_bot": false, "first_name": "Admin"},
+		"migrate_from_chat_id": oldID,
+	}})
+}
+
+// Sent returns a copy of every message sent or edited so far.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sent(nil), s.sent...)
+}
+
+// WaitSent waits until at least n messages were sent and returns them all.
+func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
+	err := s.wait(ctx, func() bool { return len(s.sent) >= n })
+	return s.Sent(), err
+}
+
+// Actions returns a copy of every chat action so far.
+func (s *Server) Actions() []Action {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Action(nil), s.actions...)
+}
+
+// WaitActions waits until at least n chat actions were sent.
+func (s *Server) WaitActions(ctx context.Context, n int) ([]Action, error) {
+	err := s.wait(ctx, func() bool { return len(s.actions) >= n })
+	return s.Actions(), err
+}
+
+// Calls reports how many times method was called (failed calls included).
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
+
+// WaitCalls waits until method was called at least n times.
+func (s *Server) WaitCalls(ctx context.Context, method string, n int) error {
+	return s.wait(ctx, func() bool { return s.calls[method] >= n })
+}
+
+// Confirmed is the highest offset a getUpdates call sent: every update
+// below it is acknowledged.
+func (s *Server) Confirmed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmed
+}
+
+// WaitConfirmed waits until update updateID is acknowledged (a getUpdates
+// call asked for a higher offset).
+func (s *Server) WaitConfirmed(ctx context.Context, updateID int) error {
+	return s.wait(ctx, func() bool { return s.confirmed > updateID })
+}
+
+// Pending is the number of updates not yet acknowledged.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.updates)
+}
+
+// Webhook returns the registered webhook, if any.
+func (s *Server) Webhook() (Webhook, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.webhook == nil {
+		return Webhook{}, false
+	}
+	return *s.webhook, true
+}
+
+func (s *Server) msgID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextMsg++
+	return s.nextMsg
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	tokenPart, method, ok := strings.Cut(path, "/")
+	if !ok || tokenPart != "bot"+s.opts.Token {
+		writeErr(w, Failure{Code: 401})
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: " + err.Error()})
+		return
+	}
+	s.mu.Lock()
+	s.calls[method]++
+	var fail *Failure
+	if q := s.failures[method]; len(q) > 0 {
+		fail = &q[0]
+		s.failures[method] = q[1:]
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	if fail != nil {
+		writeErr(w, *fail)
+		return
+	}
+	switch method {
+	case "getMe":
+		writeOK(w, s.botUser())
+	case "getUpdates":
+		s.getUpdates(w, r)
+	case "sendMessage":
+		s.sendMessage(w, r)
+	case "editMessageText":
+		s.editMessageText(w, r)
+	case "sendChatAction":
+		s.sendChatAction(w, r)
+	case "setWebhook":
+		s.mu.Lock()
+		s.webhook = &Webhook{URL: r.Form.Get("url"), SecretToken: r.Form.Get("secret_token")}
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeOK(w, true)
+	case "deleteWebhook":
+		s.mu.Lock()
+		s.webhook = nil
+		if r.Form.Get("drop_pending_updates") == "true" {
+			s.updates = nil
+		}
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeOK(w, true)
+	case "setMyCommands", "deleteMessage", "setMessageReaction":
+		writeOK(w, true)
+	default:
+		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
+	}
+}
+
+func (s *Server) botUser() map[string]any {
+	return map[string]any{"id": s.opts.BotID, "is_bot": true, "first_name": "Test Bot",
+		"username": s.opts.BotUserName, "can_join_groups": true}
+}
+
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
+	offset, _ := strconv.Atoi(r.Form.Get("offset"))
+	timeout, _ := strconv.Atoi(r.Form.Get("timeout"))
+	limit, _ := strconv.Atoi(r.Form.Get("limit"))
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	s.mu.Lock()
+	if s.webhook != nil {
+		s.mu.Unlock()
+		writeErr(w, Failure{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
+		return
+	}
+	if offset > 0 {
+		// Updates below offset are confirmed and forgotten.
+		i := 0
+		for i < len(s.updates) && s.updates[i].id < offset {
+			i++
+		}
+		s.updates = s.updates[i:]
+		s.confirmed = max(s.confirmed, offset)
+	}
+	s.pollGen++
+	gen := s.pollGen
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if s.pollGen != gen {
+			s.mu.Unlock()
+			writeErr(w, Failure{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"})
+			return
+		}
+		var batch []json.RawMessage
+		for _, u := range s.updates {
+			if u.id >= offset && len(batch) < limit {
+				batch = append(batch, u.raw)
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if len(batch) > 0 || timeout <= 0 {
+			if batch == nil {
+				batch = []json.RawMessage{}
+			}
+			writeOK(w, batch)
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			writeOK(w, []json.RawMessage{})
+			return
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			writeOK(w, []json.RawMessage{})
+			return
+		}
+	}
+}
+
+func formInt(r *http.Request, key string) int64 {
+	n, _ := strconv.ParseInt(r.Form.Get(key), 10, 64)
+	return n
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	chat := formInt(r, "chat_id")
+	thread := int(formInt(r, "message_thread_id"))
+	text, mode := r.Form.Get("text"), r.Form.Get("parse_mode")
+	if f, bad := s.checkSend(chat, thread, text, mode); bad {
+		writeErr(w, f)
+		return
+	}
+	s.mu.Lock()
+	s.nextMsg++
+	sent := Sent{Method: "sendMessage", MessageID: s.nextMsg, ChatID: chat, ThreadID: thread, Text: text,
+		ParseMode: mode, ReplyTo: int(formInt(r, "reply_to_message_id"))}
+	s.sent = append(s.sent, sent)
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeOK(w, s.messageJSON(sent))
+}
+
+// checkSend applies Telegram's checks to an outgoing text.
+func (s *Server) checkSend(chat int64, thread int, text, mode string) (Failure, bool) {
+	s.mu.Lock()
+	newID, migrated := s.migrated[chat]
+	s.mu.Unlock()
+	switch {
+	case chat == 0:
+		return Failure{Code: 400, Description: "Bad Request: chat not found"}, true
+	case migrated:
+		return Failure{Code: 400, Description: "Bad Request: group chat was upgraded to a supergroup chat", MigrateTo: newID}, true
+	case thread == 1:
+		return Failure{Code: 400, Description: "Bad Request: message thread not found"}, true
+	case strings.TrimSpace(text) == "":
+		return Failure{Code: 400, Description: "Bad Request: message text is empty"}, true
+	}
+	visible := text
+	if strings.EqualFold(mode, "HTML") {
+		v, err := ParseHTML(text)
+		if err != nil {
+			return Failure{Code: 400, Description: "Bad Request: can't parse entities: " + err.Error()}, true
+		}
+		visible = v
+	}
+	if utf16Len(visible) > 4096 {
+		return Failure{Code: 400, Description: "Bad Request: message is too long"}, true
+	}
+	return Failure{}, false
+}
+
+func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
+	chat := formInt(r, "chat_id")
+	id := int(formInt(r, "message_id"))
+	text, mode := r.Form.Get("text"), r.Form.Get("parse_mode")
+	if f, bad := s.checkSend(chat, 0, text, mode); bad {
+		writeErr(w, f)
+		return
+	}
+	s.mu.Lock()
+	var orig *Sent
+	for i := range s.sent {
+		if s.sent[i].MessageID == id && s.sent[i].ChatID == chat {
+			orig = &s.sent[i]
+		}
+	}
+	if orig == nil {
+		s.mu.Unlock()
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: message to edit not found"})
+		return
+	}
+	ed := Sent{Method: "editMessageText", MessageID: id, ChatID: chat, ThreadID: orig.ThreadID, Text: text, ParseMode: mode}
+	s.sent = append(s.sent, ed)
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeOK(w, s.messageJSON(ed))
+}
+
+func (s *Server) sendChatAction(w http.ResponseWriter, r *http.Request) {
+	chat := formInt(r, "chat_id")
+	thread := int(formInt(r, "message_thread_id"))
+	if thread == 1 {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: message thread not found"})
+		return
+	}
+	s.mu.Lock()
+	s.actions = append(s.actions, Action{ChatID: chat, ThreadID: thread, Action: r.Form.Get("action")})
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeOK(w, true)
+}
+
+func (s *Server) messageJSON(m Sent) map[string]any {
+	chatType := "private"
+	if m.ChatID < 0 {
+		chatType = "supergroup"
+	}
+	out := map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "text": m.Text,
+		"chat": map[string]any{"id": m.ChatID, "type": chatType}, "from": s.botUser()}
+	if m.ThreadID != 0 {
+		out["message_thread_id"] = m.ThreadID
+		out["is_topic_message"] = true
+	}
+	return out
+}
+
+func writeOK(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+func writeErr(w http.ResponseWriter, f Failure) {
+	if f.Description == "" {
+		f.Description = map[int]string{
+			400: "Bad Request", 401: "Unauthorized", 403: "Forbidden: bot was blocked by the user",
+			404: "Not Found", 409: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+			429: "Too Many Requests: retry after " + strconv.Itoa(f.RetryAfter),
+		}[f.Code]
+	}
+	body := map[string]any{"ok": false, "error_code": f.Code, "description": f.Description}
+	params := map[string]any{}
+	if f.RetryAfter > 0 {
+		params["retry_after"] = f.RetryAfter
+	}
+	if f.MigrateTo != 0 {
+		params["migrate_to_chat_id"] = f.MigrateTo
+	}
+	if len(params) > 0 {
+		body["parameters"] = params
+	}
+	w.Header().Set("Content-Type", "application/json")
+	// Telegram answers errors with the same HTTP status as error_code.
+	w.WriteHeader(f.Code)
+	_ = json.NewEncoder(w).Encode(body)
+}
