@@ -1,0 +1,199 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+)
+
+func openTestJournal(t *testing.T, dir string, now func() time.Time) *Journal {
+	t.Helper()
+	if now == nil {
+		now = time.Now
+	}
+	j := openJournal(dir, now, zap.NewNop())
+	if j.openErr != nil {
+		t.Fatal(j.openErr)
+	}
+	t.Cleanup(func() { _ = j.close() })
+	return j
+}
+
+func pendingIDs(t *testing.T, j *Journal) []string {
+	t.Helper()
+	recs, err := j.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, fmt.Sprintf("%s/%d/%v", r.ID, r.Attempts, r.Consumed))
+	}
+	return ids
+}
+
+func TestJournalLifecycleAndReplay(t *testing.T) {
+	verifyNoLeaks(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	j := openTestJournal(t, dir, nil)
+	for _, id := range []string{"tg:a:1:1", "tg:a:1:2", "tg:a:1:3"} {
+		dup, err := j.Accept(ctx, Record{ID: id, AgentID: "main", Payload: json.RawMessage(`{"text":"x"}`)})
+		if err != nil || dup {
+			t.Fatalf("Accept(%s) = %v, %v", id, dup, err)
+		}
+	}
+	if dup, _ := j.Accept(ctx, Record{ID: "tg:a:1:2"}); !dup {
+		t.Error("duplicate of a pending record accepted")
+	}
+	if err := j.Consumed("tg:a:1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := j.Attempt("tg:a:1:1"); err != nil || n != 1 {
+		t.Fatalf("Attempt = %d, %v", n, err)
+	}
+	if n, _ := j.Attempt("tg:a:1:1"); n != 2 {
+		t.Fatalf("second Attempt = %d", n)
+	}
+	if err := j.Done("tg:a:1:2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Done("tg:a:1:2"); err != nil {
+		t.Errorf("second Done: %v", err)
+	}
+	if dup, _ := j.Accept(ctx, Record{ID: "tg:a:1:2"}); !dup {
+		t.Error("duplicate of a done record accepted")
+	}
+	if err := j.Consumed("nope"); err == nil {
+		t.Error("Consumed of an unknown id succeeded")
+	}
+	want := []string{"tg:a:1:1/2/true", "tg:a:1:3/0/false"}
+	if diff := cmp.Diff(want, pendingIDs(t, j)); diff != "" {
+		t.Errorf("pending (-want +got):\n%s", diff)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	// A torn last line (crash mid-append) is ignored and cut off.
+	f, _ := os.OpenFile(filepath.Join(dir, "journal.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	_, _ = f.WriteString(`{"op":"accept","rec":{"id":"torn`)
+	_ = f.Close()
+
+	j2 := openTestJournal(t, dir, nil)
+	if diff := cmp.Diff(want, pendingIDs(t, j2)); diff != "" {
+		t.Errorf("pending after replay (-want +got):\n%s", diff)
+	}
+	if dup, _ := j2.Accept(ctx, Record{ID: "tg:a:1:2"}); !dup {
+		t.Error("done id forgotten across restart")
+	}
+	if dup, err := j2.Accept(ctx, Record{ID: "tg:a:1:4"}); dup || err != nil {
+		t.Fatalf("Accept after torn line: %v %v", dup, err)
+	}
+	_ = j2.close()
+	j3 := openTestJournal(t, dir, nil)
+	want = append(want, "tg:a:1:4/0/false")
+	if diff := cmp.Diff(want, pendingIDs(t, j3)); diff != "" {
+		t.Errorf("append after a torn line glued to it (-want +got):\n%s", diff)
+	}
+}
+
+func TestJournalSecondOpenerRefused(t *testing.T) {
+	dir := t.TempDir()
+	openTestJournal(t, dir, nil)
+	j := openJournal(dir, time.Now, zap.NewNop())
+	if j.openErr == nil || !strings.Contains(j.openErr.Error(), fmt.Sprint(os.Getpid())) {
+		t.Fatalf("second opener: %v", j.openErr)
+	}
+	if _, err := j.Accept(context.Background(), Record{ID: "x"}); err == nil {
+		t.Error("Accept on an unopened journal succeeded")
+	}
+}
+
+func TestJournalCompactsWhenDrained(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	j := openTestJournal(t, dir, nil)
+	j.compactMin = 16 << 10
+	payload := json.RawMessage(`"` + strings.Repeat("p", 1000) + `"`)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				id := fmt.Sprintf("c:%d:%d", g, i)
+				if _, err := j.Accept(ctx, Record{ID: id, Payload: payload}); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := j.Done(id); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	fi, _ := os.Stat(filepath.Join(dir, "journal.jsonl"))
+	// Uncompacted: ~900 KB. Compacted: 800 done ids (~50 KB) plus at most
+	// compactMin written since the last rewrite.
+	if fi.Size() > 100<<10 {
+		t.Errorf("journal is %d bytes after draining 800 records of 1 KB: not compacted", fi.Size())
+	}
+	_ = j.close()
+	j2 := openTestJournal(t, dir, nil)
+	if dup, _ := j2.Accept(ctx, Record{ID: "c:3:99"}); !dup {
+		t.Error("compaction forgot done ids")
+	}
+	if p, _ := j2.Pending(); len(p) != 0 {
+		t.Errorf("%d pending after compaction", len(p))
+	}
+}
+
+func TestJournalForgetsOldDoneIDs(t *testing.T) {
+	clk := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	j := openTestJournal(t, t.TempDir(), clk.Now)
+	j.doneKeep = 10
+	ctx := context.Background()
+	for i := range 20 {
+		id := fmt.Sprint(i)
+		if _, err := j.Accept(ctx, Record{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Done(id); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			clk.Advance(DoneRetention + time.Hour)
+		}
+	}
+	// id 0 is older than the retention and beyond the last doneKeep: forgotten;
+	// ids 1..9 are beyond the last 10 but younger than the retention: kept.
+	if dup, _ := j.Accept(ctx, Record{ID: "0"}); dup {
+		t.Error("id older than retention and outside the last 10k still remembered")
+	}
+	if dup, _ := j.Accept(ctx, Record{ID: "5"}); !dup {
+		t.Error("recent done id forgotten")
+	}
+}
+
+func TestManagerJournalIsShared(t *testing.T) {
+	verifyNoLeaks(t)
+	m := openTestManager(t, "", Options{})
+	if m.Journal() != m.Journal() {
+		t.Error("Journal() returned two journals")
+	}
+	if _, err := m.Journal().Accept(context.Background(), Record{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if !fileExists(filepath.Join(m.StateDir(), "ingress", "journal.jsonl")) {
+		t.Error("journal not under <stateDir>/ingress")
+	}
+}

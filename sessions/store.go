@@ -1,0 +1,292 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/routing"
+)
+
+// Store is one agent's sessions.json plus its transcripts. It is safe for
+// concurrent use; several processes may share the files (SPEC §3.3).
+//
+// The index is cached in memory. Reads are served from the cache for up to
+// the cache TTL, then re-validated against the file's inode, size and mtime.
+// Durable changes (create, reset, delete, Patch, Switch) run as a
+// read-modify-write under the store lock and are batched across concurrent
+// callers into one atomic file write. Routine updates (counters, the
+// origin of each message, lastInteractionAt) are applied to the cache at once
+// and kept in a dirty set that the Manager flushes every FlushInterval.
+type Store struct {
+	m           *Manager
+	agentID     string
+	dir         string
+	indexPath   string
+	archivePath string
+	lock        *fileLock
+	log         *zap.Logger
+
+	mu      sync.Mutex        // guards the fields below
+	slots   map[string]*slot  // cache: disk state with pending applied
+	keys    []string          // sorted keys of slots; nil when stale
+	stamp   fileStamp         // the index file as last read or written here
+	checked time.Time         // when stamp was last validated
+	loaded  bool              // slots reflect the file at stamp
+	pending map[string]*delta // coalesced updates not yet on disk
+	dirty   bool              // slots differ from the file (a write is due)
+	repair  sync.Once         // counter repair from transcripts, at first use
+	tcache  transcriptCache   // open transcripts, shared
+
+	cmu        sync.Mutex  // guards queue, committing
+	queue      []*commitOp // durable changes waiting for the next batch
+	committing bool        // a leader goroutine is writing batches
+}
+
+// slot is one cached entry and its encoded form.
+type slot struct {
+	e   Entry
+	raw []byte // compact JSON of e; nil after a change
+}
+
+// fileStamp identifies one version of a file written by atomic rename.
+type fileStamp struct {
+	exists bool
+	ino    uint64
+	size   int64
+	mtime  time.Time
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	st := fileStamp{exists: true, size: fi.Size(), mtime: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st
+}
+
+func newStore(m *Manager, agentID string) (*Store, error) {
+	dir, err := agentSessionsDir(m.opts.StateDir, agentID)
+	if err != nil {
+		return nil, err
+	}
+	if err := mkdirPrivate(dir); err != nil {
+		return nil, fmt.Errorf("sessions: store %s: %w", agentID, err)
+	}
+	idx := filepath.Join(dir, indexName)
+	return &Store{
+		m: m, agentID: agentID, dir: dir, indexPath: idx,
+		archivePath: filepath.Join(dir, archiveName),
+		lock:        m.locks.get(idx + lockExt),
+		log:         m.log.With(zap.String("agent_id", agentID)),
+		pending:     map[string]*delta{},
+	}, nil
+}
+
+// AgentID is the agent whose sessions this store holds.
+func (s *Store) AgentID() string { return s.agentID }
+
+// Dir is the directory holding sessions.json and the transcripts.
+func (s *Store) Dir() string { return s.dir }
+
+// Lock takes the store lock for a sequence of operations. Pass the returned
+// context to Store methods: they see the lock as held and do not wait for it.
+// unlock must be called; the max-hold watchdog releases a forgotten lock.
+func (s *Store) Lock(ctx context.Context) (context.Context, func(), error) {
+	return s.lock.Acquire(ctx)
+}
+
+// viewLocked makes the cache current enough for a read: within the TTL it is
+// used as is, after it the file is re-validated and reloaded if it changed.
+func (s *Store) viewLocked() error {
+	now := time.Now()
+	ttl := s.m.cacheTTL
+	if s.loaded && ttl > 0 && now.Sub(s.checked) < ttl {
+		return nil
+	}
+	return s.revalidateLocked(now)
+}
+
+// revalidateLocked reloads the index if the file is not the one last seen.
+func (s *Store) revalidateLocked(now time.Time) error {
+	fi, err := os.Stat(s.indexPath)
+	var st fileStamp
+	switch {
+	case err == nil:
+		st = stampOf(fi)
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return fmt.Errorf("sessions: stat index: %w", err)
+	}
+	if s.loaded && st == s.stamp {
+		s.checked = now
+		return nil
+	}
+	if err := s.reloadLocked(); err != nil {
+		return err
+	}
+	s.checked = now
+	return nil
+}
+
+// reloadLocked reads the index file and re-applies the pending updates.
+func (s *Store) reloadLocked() error {
+	slots := map[string]*slot{}
+	var st fileStamp
+	f, err := os.Open(s.indexPath)
+	switch {
+	case err == nil:
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("sessions: load index: %w", err)
+		}
+		st = stampOf(fi)
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return fmt.Errorf("sessions: load index: %w", err)
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			var raw map[string]json.RawMessage
+			if err := json.Unmarshal(b, &raw); err != nil {
+				return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
+			}
+			for k, r := range raw {
+				var e Entry
+				if err := json.Unmarshal(r, &e); err != nil {
+					return fmt.Errorf("sessions: load index %s: entry %q: %w", s.indexPath, clip(k), err)
+				}
+				slots[k] = &slot{e: e}
+			}
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return fmt.Errorf("sessions: load index: %w", err)
+	}
+	s.dirty = false
+	for k, d := range s.pending {
+		if sl, ok := slots[k]; ok && d.apply(&sl.e) {
+			s.dirty = true
+		}
+	}
+	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
+	return nil
+}
+
+// keyString validates that key belongs to this store's agent.
+func (s *Store) keyString(key routing.Key) (string, error) {
+	if key.IsZero() {
+		return "", fmt.Errorf("sessions: empty session key")
+	}
+	if key.Agent != s.agentID {
+		return "", fmt.Errorf("sessions: key %q belongs to agent %q, not %q", clip(key.String()), clip(key.Agent), s.agentID)
+	}
+	return key.String(), nil
+}
+
+// Get returns the entry for key.
+func (s *Store) Get(key routing.Key) (Entry, bool, error) {
+	k, err := s.keyString(key)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	s.ensureRepaired()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.viewLocked(); err != nil {
+		return Entry{}, false, err
+	}
+	sl, ok := s.slots[k]
+	if !ok {
+		return Entry{}, false, nil
+	}
+	return sl.e, true, nil
+}
+
+// GetByID returns the current entry whose session id is id.
+func (s *Store) GetByID(id string) (Entry, bool, error) {
+	s.ensureRepaired()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.viewLocked(); err != nil {
+		return Entry{}, false, err
+	}
+	for _, sl := range s.slots {
+		if sl.e.SessionID == id {
+			return sl.e, true, nil
+		}
+	}
+	return Entry{}, false, nil
+}
+
+// List returns every entry, most recently updated first.
+func (s *Store) List() ([]Entry, error) {
+	s.ensureRepaired()
+	s.mu.Lock()
+	if err := s.viewLocked(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	out := make([]Entry, 0, len(s.slots))
+	for _, sl := range s.slots {
+		out = append(out, sl.e)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].SessionKey < out[j].SessionKey
+	})
+	return out, nil
+}
+
+// encodeLocked renders the index: one entry per line, keys sorted, so the
+// file is stable (identical state, identical bytes) and diffable.
+func (s *Store) encodeLocked() ([]byte, error) {
+	if s.keys == nil {
+		s.keys = make([]string, 0, len(s.slots))
+		for k := range s.slots {
+			s.keys = append(s.keys, k)
+		}
+		slices.Sort(s.keys)
+	}
+	size := 4
+	for _, k := range s.keys {
+		sl := s.slots[k]
+		if sl.raw == nil {
+			b, err := json.Marshal(sl.e)
+			if err != nil {
+				return nil, fmt.Errorf("sessions: encode entry %q: %w", clip(k), err)
+			}
+			sl.raw = b
+		}
+		size += len(k) + len(sl.raw) + 8
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString("{")
+	for i, k := range s.keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString("\n")
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteString(": ")
+		buf.Write(s.slots[k].raw)
+	}
+	buf.WriteString("\n}\n")
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,334 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/gateway/gateway/routing"
+)
+
+// ErrNotFound is returned when a session key or id is unknown.
+var ErrNotFound = errors.New("session not found")
+
+// Origin describes the inbound message that touches a session.
+type Origin struct {
+	Channel   string
+	ChatType  string
+	AccountID string
+	To        string // chat id replies go to
+	ThreadID  string
+	From      string // sender id
+	Name      string // display name
+	Title     string // first message text (first 30 chars become the title)
+	ParentKey string
+	At        time.Time
+}
+
+// BeginInfo says what Begin did.
+type BeginInfo struct {
+	Created bool
+	// ResetReason is "daily", "idle" or "" when the previous session was kept.
+	ResetReason string
+	Previous    string // archived session id on reset
+}
+
+// ResetOptions tunes a manual or timed reset.
+type ResetOptions struct {
+	Manual bool   // /new, /reset: keeps model and queue overrides
+	Model  string // /new <model>
+	Reason string
+}
+
+// Begin returns the session an inbound message belongs to: it creates it on
+// the first message, rolls it over when the reset policy says it is stale,
+// moves lastInteractionAt and records the origin. Creation and reset are
+// durable before Begin returns; touching a fresh session is a routine update
+// (flushed within FlushInterval).
+func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, BeginInfo, error) {
+	k, err := s.keyString(key)
+	if err != nil {
+		return Entry{}, BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
+	}
+	now := s.m.now()
+	if o.At.IsZero() {
+		o.At = now
+	}
+	cfg := s.m.resetConfig()
+	s.ensureRepaired()
+
+	s.mu.Lock()
+	if err := s.viewLocked(); err != nil {
+		s.mu.Unlock()
+		return Entry{}, BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
+	}
+	if sl, ok := s.slots[k]; ok {
+		if stale, _ := Evaluate(cfg, key, sl.e, now); !stale {
+			s.addDeltaLocked(k, touchDelta(sl.e.SessionID, o, now))
+			e := sl.e
+			s.mu.Unlock()
+			return e, BeginInfo{}, nil
+		}
+	}
+	s.mu.Unlock()
+
+	var (
+		e    Entry
+		info BeginInfo
+	)
+	err = s.commit(ctx, func(tx *opTx) error {
+		cur, ok := tx.get(k)
+		info = BeginInfo{}
+		switch {
+		case !ok:
+			e = newEntry(k, key, o, tx.now())
+			info.Created = true
+		default:
+			stale, reason := Evaluate(cfg, key, cur, now)
+			if !stale { // another goroutine or process got here first
+				e = cur
+				touchDelta(cur.SessionID, o, tx.now()).apply(&e)
+				break
+			}
+			if _, err := tx.archiveSession(k, cur, reason, false); err != nil {
+				return err
+			}
+			e = rolledOver(cur, false, "", tx.now())
+			e.LastInteractionAt = o.At
+			applyOrigin(&e, o)
+			info = BeginInfo{ResetReason: reason, Previous: cur.SessionID}
+		}
+		tx.put(k, e)
+		return nil
+	})
+	if err != nil {
+		return Entry{}, BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
+	}
+	return e, info, nil
+}
+
+func touchDelta(sessionID string, o Origin, now time.Time) *delta {
+	return &delta{sessionID: sessionID, lastInteraction: o.At, updatedAt: now, origin: &o}
+}
+
+func newEntry(k string, key routing.Key, o Origin, now time.Time) Entry {
+	e := Entry{
+		SessionKey: k, SessionID: uuid.NewString(),
+		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
+	}
+	if key.IsSubagent() {
+		e.SpawnedBy = o.ParentKey
+	}
+	applyOrigin(&e, o)
+	return e
+}
+
+// rolledOver starts a new session for old's key (SPEC §3.6): counters,
+// compactions and the title are cleared; label, display name, lineage and
+// where replies go are kept; model and queue overrides only on a manual reset.
+func rolledOver(old Entry, manual bool, model string, now time.Time) Entry {
+	n := Entry{
+		SessionKey: old.SessionKey, SessionID: uuid.NewString(),
+		CreatedAt: old.CreatedAt, SessionStartedAt: now, LastInteractionAt: now, UpdatedAt: now,
+		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
+		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
+		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
+		Label: old.Label,
+	}
+	if manual {
+		n.ModelOverride = old.ModelOverride
+		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
+	}
+	if model != "" {
+		n.ModelOverride = model
+	}
+	return n
+}
+
+// Reset starts a new session id for key and archives the old transcript as
+// <id>.jsonl.reset.<ts>. A key without a session gets a new one. The result
+// is durable when Reset returns.
+func (s *Store) Reset(ctx context.Context, key routing.Key, o ResetOptions) (Entry, error) {
+	k, err := s.keyString(key)
+	if err != nil {
+		return Entry{}, fmt.Errorf("sessions: reset: %w", err)
+	}
+	reason := o.Reason
+	if reason == "" {
+		reason = "reset"
+		if o.Manual {
+			reason = "manual"
+		}
+	}
+	s.ensureRepaired()
+	var e Entry
+	err = s.commit(ctx, func(tx *opTx) error {
+		cur, ok := tx.get(k)
+		if !ok {
+			e = newEntry(k, key, Origin{At: tx.now()}, tx.now())
+			e.ModelOverride = o.Model
+			tx.put(k, e)
+			return nil
+		}
+		if _, err := tx.archiveSession(k, cur, reason, false); err != nil {
+			return err
+		}
+		e = rolledOver(cur, o.Manual, o.Model, tx.now())
+		tx.put(k, e)
+		return nil
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("sessions: reset: %w", err)
+	}
+	return e, nil
+}
+
+// Patch changes an entry durably under the store lock. fn gets a copy; it
+// runs while the store is locked and must not call Store methods. The
+// session key and id cannot be changed (use Reset or Switch), and Patch
+// moves updatedAt but not lastInteractionAt.
+func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*Entry) error) (Entry, error) {
+	k, err := s.keyString(key)
+	if err != nil {
+		return Entry{}, fmt.Errorf("sessions: patch: %w", err)
+	}
+	s.ensureRepaired()
+	var e Entry
+	err = s.commit(ctx, func(tx *opTx) error {
+		cur, ok := tx.get(k)
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNotFound, k)
+		}
+		c := cur
+		if err := fn(&c); err != nil {
+			return err
+		}
+		c.SessionKey, c.SessionID = cur.SessionKey, cur.SessionID
+		c.UpdatedAt = tx.now()
+		tx.put(k, c)
+		e = c
+		return nil
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("sessions: patch: %w", err)
+	}
+	return e, nil
+}
+
+// Delete archives the session's transcript as <id>.jsonl.deleted.<ts>,
+// removes the entry and its lock file. The session stays in Archived(key)
+// and can be brought back with Switch.
+func (s *Store) Delete(ctx context.Context, key routing.Key) error {
+	k, err := s.keyString(key)
+	if err != nil {
+		return fmt.Errorf("sessions: delete: %w", err)
+	}
+	err = s.commit(ctx, func(tx *opTx) error {
+		cur, ok := tx.get(k)
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNotFound, k)
+		}
+		if _, err := tx.archiveSession(k, cur, "deleted", true); err != nil {
+			return err
+		}
+		tx.del(k)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sessions: delete: %w", err)
+	}
+	return nil
+}
+
+// Archived returns the sessions of key that were reset, deleted or switched
+// away from, newest first (at most MaxArchivedPerKey).
+func (s *Store) Archived(key routing.Key) ([]Archived, error) {
+	k, err := s.keyString(key)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: archived: %w", err)
+	}
+	m, err := readArchiveFile(s.archivePath)
+	if err != nil {
+		return nil, err
+	}
+	cur, ok, err := s.Get(key)
+	if err != nil {
+		return nil, err
+	}
+	var out []Archived
+	for _, a := range m[k] {
+		if ok && a.SessionID == cur.SessionID {
+			continue // a crash between the archive list and the index
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Switch makes the archived session sessionID of key current again; the
+// current session (if any) is archived in its place. It is durable when it
+// returns.
+func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (Entry, error) {
+	k, err := s.keyString(key)
+	if err != nil {
+		return Entry{}, fmt.Errorf("sessions: switch: %w", err)
+	}
+	if err := checkSessionID(sessionID); err != nil {
+		return Entry{}, fmt.Errorf("sessions: switch: %w", err)
+	}
+	var e Entry
+	err = s.commit(ctx, func(tx *opTx) error {
+		cur, ok := tx.get(k)
+		if ok && cur.SessionID == sessionID {
+			e = cur
+			return nil
+		}
+		list, err := tx.archived(k)
+		if err != nil {
+			return err
+		}
+		i := -1
+		for j, a := range list {
+			if a.SessionID == sessionID {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return fmt.Errorf("%w: %s has no archived session %s", ErrNotFound, k, sessionID)
+		}
+		rec := list[i]
+		tx.setArchived(k, append(list[:i:i], list[i+1:]...))
+		if ok {
+			if _, err := tx.archiveSession(k, cur, "switch", false); err != nil {
+				return err
+			}
+			e = rolledOver(cur, true, "", tx.now())
+		} else {
+			e = newEntry(k, key, Origin{At: tx.now()}, tx.now())
+		}
+		e.SessionID, e.Title = rec.SessionID, rec.Title
+		e.MessageCount, e.TotalTokens = rec.MessageCount, rec.TotalTokens
+		dir := tx.tx.s.dir
+		src, dst := filepath.Join(dir, filepath.Base(rec.File)), filepath.Join(dir, sessionID+transcriptExt)
+		tx.pre = append(tx.pre, func() error {
+			if fileExists(dst) || !fileExists(src) {
+				return nil
+			}
+			if err := renameDurable(src, dst); err != nil {
+				return fmt.Errorf("restore transcript %s: %w", sessionID, err)
+			}
+			return nil
+		})
+		tx.put(k, e)
+		return nil
+	})
+	if err != nil {
+		return Entry{}, fmt.Errorf("sessions: switch: %w", err)
+	}
+	return e, nil
+}

@@ -1,0 +1,273 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readIndexFile(t *testing.T, s *Store) map[string]Entry {
+	t.Helper()
+	b, err := os.ReadFile(s.indexPath)
+	if err != nil {
+		t.Fatalf("read index: %v", err)
+	}
+	var m map[string]Entry
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("index does not parse: %v\n%s", err, b)
+	}
+	return m
+}
+
+func TestBeginCreatesDurableEntry(t *testing.T) {
+	verifyNoLeaks(t)
+	m := openTestManager(t, "", Options{})
+	s := mustStore(t, m, "main")
+	k := dmKey(t, "main", "42")
+	at := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	e, info := mustBegin(t, s, k, Origin{Channel: "telegram", ChatType: "direct", To: "42", From: "42", Name: "Ann",
+		Title: "  hello\n\tthere, this is a fairly long first message", At: at})
+	if !info.Created || info.ResetReason != "" {
+		t.Fatalf("info = %+v, want Created", info)
+	}
+	if err := checkSessionID(e.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.Title, "hello there, this is a fairly"; got != want {
+		t.Errorf("title = %q, want %q", got, want)
+	}
+	if !e.LastInteractionAt.Equal(at) || e.LastTo != "42" || e.DisplayName != "Ann" || e.Channel != "telegram" {
+		t.Errorf("entry = %+v", e)
+	}
+	disk := readIndexFile(t, s)
+	if diff := cmp.Diff(e, disk[k.String()]); diff != "" {
+		t.Errorf("on disk (-mem +disk):\n%s", diff)
+	}
+	for _, p := range []string{filepath.Join(m.StateDir(), "agents"), filepath.Join(m.StateDir(), "agents", "main"), s.Dir()} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v, err %v; want 0700", p, fi.Mode().Perm(), err)
+		}
+	}
+	if fi, _ := os.Stat(s.indexPath); fi.Mode().Perm() != 0o600 {
+		t.Errorf("index mode %v, want 0600", fi.Mode().Perm())
+	}
+	got, ok, err := s.GetByID(e.SessionID)
+	if err != nil || !ok || got.SessionKey != k.String() {
+		t.Errorf("GetByID = %+v %v %v", got, ok, err)
+	}
+}
+
+func TestRoutineUpdatesAreCoalesced(t *testing.T) {
+	verifyNoLeaks(t)
+	dir := t.TempDir()
+	m := openTestManager(t, dir, Options{FlushInterval: time.Hour})
+	s := mustStore(t, m, "main")
+	k := dmKey(t, "main", "42")
+	e0, _ := mustBegin(t, s, k, Origin{Channel: "telegram", To: "42", Title: "hi"})
+	before, _ := os.ReadFile(s.indexPath)
+	fi0, _ := os.Stat(s.indexPath)
+
+	later := e0.LastInteractionAt.Add(time.Minute)
+	e1, info := mustBegin(t, s, k, Origin{Channel: "telegram", To: "43", Title: "second", At: later})
+	if info.Created || e1.SessionID != e0.SessionID {
+		t.Fatalf("second Begin made a new session: %+v", info)
+	}
+	for range 100 {
+		s.AddCounters(k, Counters{InputTokens: 10, OutputTokens: 5, TotalTokens: 15, Messages: 2, ContextTokens: 99, Model: "m"})
+	}
+	after, _ := os.ReadFile(s.indexPath)
+	fi1, _ := os.Stat(s.indexPath)
+	if string(before) != string(after) || !os.SameFile(fi0, fi1) {
+		t.Fatalf("routine updates rewrote sessions.json synchronously")
+	}
+	got, _, _ := s.Get(k)
+	if got.InputTokens != 1000 || got.TotalTokens != 1500 || got.MessageCount != 200 || got.ContextTokens != 99 ||
+		got.LastTo != "43" || !got.LastInteractionAt.Equal(later) || got.Title != "hi" {
+		t.Errorf("cached entry = %+v", got)
+	}
+	if !got.LastInteractionAt.Equal(later) {
+		t.Errorf("lastInteractionAt = %v, want %v", got.LastInteractionAt, later)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	disk := readIndexFile(t, s)
+	if diff := cmp.Diff(got, disk[k.String()]); diff != "" {
+		t.Errorf("after Close (-mem +disk):\n%s", diff)
+	}
+}
+
+func TestCountersDoNotMoveLastInteraction(t *testing.T) {
+	verifyNoLeaks(t)
+	clk := newFakeClock(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC))
+	m := openTestManager(t, "", Options{Now: clk.Now})
+	s := mustStore(t, m, "main")
+	k := dmKey(t, "main", "1")
+	e0, _ := mustBegin(t, s, k, Origin{})
+	clk.Advance(time.Hour)
+	s.AddCounters(k, Counters{Messages: 1})
+	if _, err := s.Patch(context.Background(), k, func(e *Entry) error { e.Label = "x"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := s.Get(k)
+	if !got.LastInteractionAt.Equal(e0.LastInteractionAt) {
+		t.Errorf("lastInteractionAt moved: %v -> %v", e0.LastInteractionAt, got.LastInteractionAt)
+	}
+	if !got.UpdatedAt.Equal(clk.Now()) {
+		t.Errorf("updatedAt = %v, want %v", got.UpdatedAt, clk.Now())
+	}
+}
+
+func TestFlusherWritesCounters(t *testing.T) {
+	verifyNoLeaks(t)
+	m := openTestManager(t, "", Options{FlushInterval: 10 * time.Millisecond})
+	s := mustStore(t, m, "main")
+	k := dmKey(t, "main", "1")
+	mustBegin(t, s, k, Origin{})
+	s.AddCounters(k, Counters{TotalTokens: 7})
+	deadline := time.Now().Add(10 * time.Second)
+	for readIndexFile(t, s)[k.String()].TotalTokens != 7 {
+		if time.Now().After(deadline) {
+			t.Fatal("counters never reached sessions.json")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestIdenticalBytesNotRewritten(t *testing.T) {
+	verifyNoLeaks(t)
+	clk := newFakeClock(time.Now())
+	m := openTestManager(t, "", Options{Now: clk.Now})
+	s := mustStore(t, m, "main")
+	k := dmKey(t, "main", "1")
+	mustBegin(t, s, k, Origin{})
+	if _, err := s.Patch(context.Background(), k, func(e *Entry) error { e.Label = "a"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	fi0, _ := os.Stat(s.indexPath)
+	// With a frozen clock, a patch that sets what is already there changes
+	// no byte and must not rewrite the file.
+	if _, err := s.Patch(context.Background(), k, func(e *Entry) error { e.Label = "b"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	fi1, _ := os.Stat(s.indexPath)
+	if _, err := s.Patch(context.Background(), k, func(e *Entry) error { e.Label = "b"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	fi2, _ := os.Stat(s.indexPath)
+	if os.SameFile(fi0, fi1) {
+		t.Error("a real change was not written")
+	}
+	if !os.SameFile(fi1, fi2) {
+		t.Error("identical bytes were rewritten")
+	}
+}
+
+func TestCacheRevalidatesAgainstOtherWriter(t *testing.T) {
+	verifyNoLeaks(t)
+	dir := t.TempDir()
+	a := openTestManager(t, dir, Options{CacheTTL: time.Hour})
+	b := openTestManager(t, dir, Options{CacheTTL: 0})
+	sa, sb := mustStore(t, a, "main"), mustStore(t, b, "main")
+	k := dmKey(t, "main", "1")
+	if _, ok, _ := sa.Get(k); ok { // loads a's cache (empty)
+		t.Fatal("unexpected entry")
+	}
+	if _, ok, _ := sb.Get(k); ok {
+		t.Fatal("unexpected entry")
+	}
+	e, _ := mustBegin(t, sa, k, Origin{})
+	if got, ok, _ := sb.Get(k); !ok || got.SessionID != e.SessionID {
+		t.Errorf("TTL 0: other process's write not seen: %v %+v", ok, got)
+	}
+	if _, err := sb.Patch(context.Background(), k, func(e *Entry) error { e.Label = "from-b"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := sa.Get(k); got.Label != "" {
+		t.Errorf("TTL 1h: read was not served from the cache (label %q)", got.Label)
+	}
+	// A durable change re-reads under the lock and so never loses b's write.
+	if _, err := sa.Patch(context.Background(), k, func(e *Entry) error { e.QueueMode = "steer"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := sa.Get(k)
+	if got.Label != "from-b" || got.QueueMode != "steer" {
+		t.Errorf("merged entry = %+v", got)
+	}
+}
+
+func TestCacheTTLFromEnv(t *testing.T) {
+	t.Setenv(CacheTTLEnv, "1500")
+	m := openTestManager(t, "", Options{CacheTTL: -1})
+	if m.cacheTTL != 1500*time.Millisecond {
+		t.Errorf("cacheTTL = %v", m.cacheTTL)
+	}
+	t.Setenv(CacheTTLEnv, "x")
+	if _, err := Open(Options{StateDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), CacheTTLEnv) {
+		t.Errorf("bad env: err = %v", err)
+	}
+}
+
+func TestConcurrentGoroutinesTwoManagersLoseNothing(t *testing.T) {
+	verifyNoLeaks(t)
+	dir := t.TempDir()
+	ms := []*Manager{openTestManager(t, dir, Options{CacheTTL: -1}), openTestManager(t, dir, Options{CacheTTL: 0})}
+	k := dmKey(t, "main", "shared")
+	mustBegin(t, mustStore(t, ms[0], "main"), k, Origin{})
+	const G, N = 8, 15
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		s := mustStore(t, m, "main")
+		for g := range G {
+			wg.Go(func() {
+				for n := range N {
+					if _, err := s.Patch(context.Background(), k, func(e *Entry) error { e.QueueCap++; return nil }); err != nil {
+						t.Error(err)
+						return
+					}
+					own := dmKey(t, "main", strings.Repeat("p", i+1)+string(rune('a'+g))+string(rune('a'+n)))
+					if _, _, err := s.Begin(context.Background(), own, Origin{}); err != nil {
+						t.Error(err)
+						return
+					}
+					s.AddCounters(k, Counters{InputTokens: 1})
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, m := range ms {
+		if err := m.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustStore(t, ms[1], "main")
+	disk := readIndexFile(t, s)
+	if got := disk[k.String()]; got.QueueCap != 2*G*N || got.InputTokens != 2*G*N {
+		t.Errorf("queueCap %d inputTokens %d, want %d each", got.QueueCap, got.InputTokens, 2*G*N)
+	}
+	if len(disk) != 1+2*G*N {
+		t.Errorf("%d entries, want %d", len(disk), 1+2*G*N)
+	}
+}
+
+func TestWrongAgentKeyRejected(t *testing.T) {
+	m := openTestManager(t, "", Options{})
+	s := mustStore(t, m, "main")
+	_, _, err := s.Begin(context.Background(), dmKey(t, "other", "1"), Origin{})
+	if err == nil {
+		t.Fatal("key of another agent accepted")
+	}
+	if _, err := s.Patch(context.Background(), dmKey(t, "main", "nobody"), func(*Entry) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Patch unknown: %v", err)
+	}
+}
