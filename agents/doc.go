@@ -4,6 +4,36 @@
 // (SPEC §5).
 //
 // A Runner is safe for concurrent use; callers (the lanes) guarantee one turn
-// at a time per session key. No transcript lock is held across a model call.
-// agents never imports channels or lanes.
+// at a time per session key. No transcript lock is held across a model call:
+// the sessions store locks only for appends. agents never imports channels or
+// lanes; work for other sessions (subagent runs, announcements) goes through
+// Options.Dispatch.
+//
+// Choices where the SPEC is silent:
+//
+//   - Model: Entry.ModelOverride, else Agent.Model, else defaults.model, as
+//     "provider/model". Turn time limit: defaults.timeoutSeconds.
+//   - Token counts: provider usage when reported, else chars/4 × 1.2 (bytes).
+//     Compaction triggers on the estimated size of the whole context (system
+//     prompt included) exceeding window − reserveTokens, checked before every
+//     model call of a turn.
+//   - History pruning (maxHistoryShare) only shapes what is sent: whole turns
+//     (from a user message on) are left out oldest first, the compaction
+//     summary and the last turn are always sent, the transcript is untouched.
+//   - Compaction keeps the last user message and what follows plus up to
+//     keepRecentTokens of earlier messages, cut never between a tool call and
+//     its result; the previous summary is folded into the new one. A failed or
+//     timed-out summary (compaction.timeoutSeconds, default 120) becomes a
+//     plain note, so the session still shrinks and the turn goes on.
+//   - A resumed turn (no new inputs) whose reply is already in the transcript
+//     returns that reply without calling the model.
+//   - Tools: sessions_list and sessions_history see only the calling session
+//     and the subagent sessions it spawned; chats never see each other.
+//     sessions_spawn is not offered to subagents and refuses them if called.
+//   - Subagents: runId is the uuid of the child key; the child entry records
+//     spawnedBy (the parent key) and label durably, so a child replayed after
+//     a restart still announces (at least once). runTimeoutSeconds and
+//     cleanup live in memory: after a restart the child runs with the default
+//     time limit and is kept (subagent sessions are pruned by maintenance).
+//     A child stopped by /stop or shutdown announces nothing.
 package agents

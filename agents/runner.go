@@ -229,7 +229,15 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Key.Subagent != "" {
 		return r.runChild(ctx, s, t)
 	}
-	return r.run(ctx, s, t)
+	limit := r.defaults.turnTimeout()
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	res, err := r.run(rctx, s, t)
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		s.log.Warn("turn stopped at the time limit", zap.Duration("limit", limit))
+		err = userErr(fmt.Sprintf("The answer took longer than %s and was stopped. Please try again.", limit), err)
+	}
+	return res, err
 }
 
 func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {

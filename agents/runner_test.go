@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -280,4 +281,32 @@ func TestNewRunnerValidates(t *testing.T) {
 	if _, err := NewRunner(Options{Providers: p, Agents: []Agent{{ID: "a"}}}); err == nil {
 		t.Error("NewRunner without Sessions: want an error")
 	}
+}
+
+func TestTurnTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Defaults{TimeoutSeconds: 30}, []Agent{{ID: "main"}}, nil)
+		h.r.opts.Providers["fake"] = blockAll{}
+		_, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: h.key("main", "1"), Inputs: []sessions.Message{user("x")}})
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(UserMessage(err), "longer than 30s") {
+			t.Fatalf("err = %v (%q)", err, UserMessage(err))
+		}
+		// A cancelled caller is not a timeout.
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Second); cancel() }()
+		_, err = h.r.Run(ctx, Turn{AgentID: "main", Key: h.key("main", "2"), Inputs: []sessions.Message{user("x")}})
+		var ue *UserError
+		if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
+			t.Fatalf("cancelled turn: err = %v", err)
+		}
+	})
+}
+
+type blockAll struct{}
+
+func (blockAll) Name() string { return "fake" }
+
+func (blockAll) Stream(ctx context.Context, _ llm.Request, _ func(llm.Event)) (sessions.Message, error) {
+	<-ctx.Done()
+	return sessions.Message{}, ctx.Err()
 }
