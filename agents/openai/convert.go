@@ -43,7 +43,7 @@ func toMessages(system string, msgs []sessions.Message) []goopenai.ChatCompletio
 			if text == "" {
 				text = "(no output)"
 			}
-			out = append(out, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleTool, ToolCallID: m.ToolCallID, Name: m.ToolName, Content: text})
+			out = append(out, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleTool, ToolCallID: m.ToolCallID, Content: text})
 		}
 	}
 	return out

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/gateway/gateway/agents/llm"
 )
 
 // Request is one recorded request.
@@ -91,6 +93,11 @@ func NewServer(t testing.TB) *Server {
 
 // BaseURL is what to configure as the provider's baseURL.
 func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+// ProviderConfig is an openai provider configuration pointing at the fake.
+func (s *Server) ProviderConfig() llm.ProviderConfig {
+	return llm.ProviderConfig{Type: llm.TypeOpenAI, BaseURL: s.BaseURL(), APIKey: "sk-fake"}
+}
 
 // SetReply replaces the script.
 func (s *Server) SetReply(fn ReplyFunc) {
