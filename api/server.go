@@ -1,0 +1,189 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/channels/web"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// MaxBody is the largest request body any route accepts (1 MiB); larger
+// bodies are answered with 413.
+const MaxBody = 1 << 20
+
+// Options wires the API.
+type Options struct {
+	Sessions *sessions.Manager
+	Runner   *agents.Runner // nil: compact answers 503
+	Web      *web.Adapter   // nil disables chat and the page
+	Gatherer prometheus.Gatherer
+	Logger   *zap.Logger
+	// Token is required as "Authorization: Bearer <token>" when non-empty.
+	Token string
+	// Agents are the configured agent ids.
+	Agents []string
+	// Providers are the configured provider names; when set, PATCH model
+	// must name one of them.
+	Providers []string
+	// Serialise runs fn on the session's lane (nil: run directly).
+	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
+}
+
+// Server is the HTTP handler. Create it with New.
+type Server struct {
+	opts  Options
+	log   *zap.Logger
+	mux   *http.ServeMux
+	ready atomic.Bool
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds the handler with every route.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	if opts.Gatherer != nil {
+		s.mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
+	}
+	if opts.Web != nil {
+		s.handle("POST /api/agents/{id}/chat", opts.Web.ServeChat)
+		s.mux.Handle("/", pageHandler())
+	}
+	s.routes()
+	// Anything else below /api/ is a JSON 404 (after auth, so an
+	// unauthenticated caller learns nothing about the routes).
+	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
+	})))
+	return s
+}
+
+// SetReady flips /readyz (/healthz stays 200 while the process lives).
+func (s *Server) SetReady(v bool) { s.ready.Store(v) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// handle registers an authenticated, agent-scoped, size-limited route.
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.mux.Handle(pattern, s.auth(limitBody(s.agentOnly(h))))
+}
+
+// allow answers 405 with an Allow header for the other methods of path.
+func (s *Server) allow(path string, methods ...string) {
+	allowed := strings.Join(methods, ", ")
+	s.mux.Handle(path, s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allowed)
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+allowed)
+	})))
+}
+
+func (s *Server) auth(h http.Handler) http.Handler {
+	if s.opts.Token == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// limitBody refuses bodies larger than MaxBody: at once when
+// Content-Length says so, else when reading passes the limit.
+func limitBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBody {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// agentOnly answers 404 for an agent id that is not configured.
+func (s *Server) agentOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.ToLower(r.PathValue("id"))
+		for _, a := range s.opts.Agents {
+			if a == id {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		writeError(w, http.StatusNotFound, "agent "+r.PathValue("id")+" not found")
+	})
+}
+
+// decodeJSON reads one JSON object into v strictly (unknown fields are
+// errors). An empty body leaves v unchanged when allowEmpty. It writes the
+// 400 or 413 answer itself and reports whether decoding succeeded.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if dec.More() {
+			writeError(w, http.StatusBadRequest, "bad JSON: trailing data after the object")
+			return false
+		}
+		return true
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody))
+	case errors.Is(err, io.EOF) && allowEmpty:
+		return true
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "bad JSON: empty body")
+	default:
+		writeError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes {"error": msg} with code.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}

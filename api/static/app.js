@@ -1,0 +1,391 @@
+// The gateway web page: a session sidebar and a chat with streamed replies.
+// Plain JS, no build step. Everything shown is set with textContent, never
+// as HTML.
+"use strict";
+
+const TOKEN_KEY = "gateway.token";
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  agent: "",
+  sessionId: "", // "" = a new chat
+  sessions: [],
+  busy: false,
+};
+
+// ---- HTTP -----------------------------------------------------------------
+
+class AuthError extends Error {}
+
+function headers(extra) {
+  const h = Object.assign({}, extra || {});
+  const tok = localStorage.getItem(TOKEN_KEY);
+  if (tok) h["Authorization"] = "Bearer " + tok;
+  return h;
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: headers(body !== undefined ? { "Content-Type": "application/json" } : {}) };
+  if (body !== undefined) opts.body = JSON.stringify(body);
+  const res = await fetch(path, opts);
+  if (res.status === 401) {
+    askToken();
+    throw new AuthError("the API token is missing or wrong");
+  }
+  let data = null;
+  try { data = await res.json(); } catch (e) { /* no JSON body */ }
+  if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
+  return data;
+}
+
+function agentPath(rest) {
+  return "/api/agents/" + encodeURIComponent(state.agent) + rest;
+}
+
+// ---- token ----------------------------------------------------------------
+
+function askToken() {
+  $("token").value = localStorage.getItem(TOKEN_KEY) || "";
+  $("auth").hidden = false;
+  $("token").focus();
+}
+
+$("auth-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const v = $("token").value.trim();
+  if (v) localStorage.setItem(TOKEN_KEY, v); else localStorage.removeItem(TOKEN_KEY);
+  $("auth").hidden = true;
+  start();
+});
+$("change-token").addEventListener("click", askToken);
+
+// ---- status line -----------------------------------------------------------
+
+function setStatus(text) { $("status").textContent = text || ""; }
+
+function report(err) {
+  if (err instanceof AuthError) { setStatus("Enter the API token to continue."); return; }
+  setStatus(String(err && err.message ? err.message : err));
+}
+
+// ---- location: #<agent>/<sessionId> keeps the open session over a reload --
+
+function readHash() {
+  const h = decodeURIComponent(location.hash.replace(/^#/, ""));
+  const i = h.indexOf("/");
+  if (i < 0) return { agent: h, sessionId: "" };
+  return { agent: h.slice(0, i), sessionId: h.slice(i + 1) };
+}
+
+function writeHash() {
+  const h = "#" + encodeURIComponent(state.agent) + (state.sessionId ? "/" + encodeURIComponent(state.sessionId) : "");
+  if (location.hash !== h) history.replaceState(null, "", h);
+}
+
+// ---- messages --------------------------------------------------------------
+
+function addBubble(kind, text) {
+  const div = document.createElement("div");
+  div.className = "msg " + kind;
+  div.textContent = text;
+  $("messages").appendChild(div);
+  div.scrollIntoView({ block: "end" });
+  return div;
+}
+
+function renderMessage(m) {
+  const texts = [];
+  const tools = [];
+  for (const c of m.content || []) {
+    if (c.type === "text" && c.text) texts.push(c.text);
+    if (c.type === "toolCall") tools.push(c.name);
+    if (c.type === "image") texts.push("[image]");
+  }
+  if (m.role === "user") {
+    addBubble("user", texts.join(""));
+  } else if (m.role === "assistant") {
+    if (texts.length) addBubble("assistant", texts.join(""));
+    for (const t of tools) addBubble("tool", "tool call: " + t);
+  } else if (m.role === "toolResult") {
+    addBubble("tool", (m.toolName || "tool") + (m.isError ? " failed: " : " → ") + texts.join("").slice(0, 500));
+  }
+}
+
+function currentView() {
+  return state.sessions.find((s) => s.sessionId === state.sessionId);
+}
+
+function renderInfo() {
+  const s = currentView();
+  const info = $("session-info");
+  const input = $("input");
+  if (!state.sessionId) {
+    info.textContent = "New chat";
+  } else if (s) {
+    info.textContent = [s.sessionKey, s.model ? "model " + s.model : "", s.messageCount + " messages",
+      s.contextTokens ? "~" + s.contextTokens + " context tokens" : ""].filter(Boolean).join(" · ");
+  } else {
+    info.textContent = state.sessionId;
+  }
+  const readOnly = s && s.channel && s.channel !== "web";
+  input.disabled = !!readOnly;
+  $("send").disabled = !!readOnly || state.busy;
+  input.placeholder = readOnly ? "This session belongs to " + s.channel + "; it can be read here, not continued."
+    : "Message (Enter sends, Shift+Enter adds a line)";
+}
+
+async function loadHistory() {
+  $("messages").textContent = "";
+  if (!state.sessionId) { renderInfo(); return; }
+  try {
+    const data = await api("GET", agentPath("/sessions/" + encodeURIComponent(state.sessionId)));
+    for (const m of data.messages) renderMessage(m);
+    setStatus("");
+  } catch (err) {
+    report(err);
+    state.sessionId = "";
+    writeHash();
+  }
+  renderInfo();
+}
+
+// ---- sidebar ---------------------------------------------------------------
+
+function sessionTitle(s) {
+  return s.title || s.label || s.sessionKey;
+}
+
+function renderSessions() {
+  const ul = $("sessions");
+  ul.textContent = "";
+  for (const s of state.sessions) {
+    const li = document.createElement("li");
+    li.dataset.sessionId = s.sessionId;
+    if (s.sessionId === state.sessionId) li.classList.add("active");
+
+    const title = document.createElement("button");
+    title.type = "button";
+    title.className = "title";
+    title.textContent = sessionTitle(s);
+    title.title = s.sessionKey + (s.updatedAt ? "\nupdated " + new Date(s.updatedAt).toLocaleString() : "");
+    title.addEventListener("click", () => switchTo(s.sessionId));
+
+    const rename = actionButton("rename", "✎", "Rename", () => startRename(li, s));
+    const reset = actionButton("reset", "↺", "Start this conversation over (the old one is archived)", () => resetSession(s));
+    const del = actionButton("delete", "🗑", "Delete (archived, recoverable by an operator)", () => deleteSession(s));
+    li.append(title, rename, reset, del);
+    ul.appendChild(li);
+  }
+}
+
+function actionButton(cls, label, tip, fn) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "act " + cls;
+  b.textContent = label;
+  b.title = tip;
+  b.setAttribute("aria-label", tip);
+  b.addEventListener("click", (ev) => { ev.stopPropagation(); fn(); });
+  return b;
+}
+
+function startRename(li, s) {
+  const input = document.createElement("input");
+  input.className = "rename";
+  input.value = s.title || "";
+  input.maxLength = 200;
+  li.textContent = "";
+  li.appendChild(input);
+  input.focus();
+  input.select();
+  let done = false;
+  const finish = async (save) => {
+    if (done) return;
+    done = true;
+    const title = input.value.trim();
+    if (save && title && title !== s.title) {
+      try {
+        await api("PATCH", agentPath("/sessions/" + encodeURIComponent(s.sessionId)), { title });
+        setStatus("");
+      } catch (err) { report(err); }
+    }
+    await loadSessions();
+  };
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") { ev.preventDefault(); finish(true); }
+    if (ev.key === "Escape") { ev.preventDefault(); finish(false); }
+  });
+  input.addEventListener("blur", () => finish(true));
+}
+
+async function resetSession(s) {
+  try {
+    const data = await api("POST", agentPath("/sessions/" + encodeURIComponent(s.sessionId) + "/reset"));
+    if (state.sessionId === s.sessionId) state.sessionId = data.session.sessionId;
+    setStatus("Started over; the previous conversation is archived.");
+  } catch (err) { report(err); }
+  await loadSessions();
+  await loadHistory();
+  writeHash();
+}
+
+async function deleteSession(s) {
+  try {
+    await api("DELETE", agentPath("/sessions/" + encodeURIComponent(s.sessionId)));
+    if (state.sessionId === s.sessionId) {
+      state.sessionId = "";
+      await loadHistory();
+    }
+    setStatus("Session deleted (archived).");
+  } catch (err) { report(err); }
+  writeHash();
+  await loadSessions();
+}
+
+async function loadSessions() {
+  try {
+    const data = await api("GET", agentPath("/sessions"));
+    state.sessions = data.sessions;
+  } catch (err) {
+    report(err);
+    state.sessions = [];
+  }
+  renderSessions();
+  renderInfo();
+}
+
+async function switchTo(sessionId) {
+  if (state.busy) return;
+  state.sessionId = sessionId;
+  writeHash();
+  renderSessions();
+  await loadHistory();
+}
+
+$("new-chat").addEventListener("click", () => switchTo(""));
+
+// ---- chat with a streamed reply -------------------------------------------
+
+// readEvents parses a text/event-stream body and calls onEvent(name, data)
+// for each event.
+async function readEvents(body, onEvent) {
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith(":")) continue;
+        const c = line.indexOf(":");
+        const field = c < 0 ? line : line.slice(0, c);
+        let val = c < 0 ? "" : line.slice(c + 1);
+        if (val.startsWith(" ")) val = val.slice(1);
+        if (field === "event") name = val;
+        if (field === "data") data.push(val);
+      }
+      if (data.length) {
+        let parsed = null;
+        try { parsed = JSON.parse(data.join("\n")); } catch (e) { parsed = { text: data.join("\n") }; }
+        onEvent(name, parsed);
+      }
+    }
+  }
+}
+
+async function send(text) {
+  state.busy = true;
+  renderInfo();
+  setStatus("");
+  addBubble("user", text);
+  const bubble = addBubble("assistant", "");
+  bubble.classList.add("streaming");
+  const body = { message: text };
+  if (state.sessionId) body.sessionId = state.sessionId;
+  try {
+    const res = await fetch(agentPath("/chat"), {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
+      body: JSON.stringify(body),
+    });
+    if (res.status === 401) { askToken(); throw new AuthError("token"); }
+    if (!res.ok) {
+      let msg = res.status + " " + res.statusText;
+      try { msg = (await res.json()).error || msg; } catch (e) { /* keep status */ }
+      throw new Error(msg);
+    }
+    await readEvents(res.body, (name, data) => {
+      if (name === "delta") { bubble.textContent += data.text || ""; bubble.scrollIntoView({ block: "end" }); }
+      if (name === "tool") addBubble("tool", "tool call: " + (data.name || "?"));
+      if (name === "error") addBubble("error", data.message || "the reply failed");
+      if (name === "done" && data.sessionId) state.sessionId = data.sessionId;
+    });
+  } catch (err) {
+    report(err);
+  } finally {
+    bubble.classList.remove("streaming");
+    if (!bubble.textContent) bubble.remove();
+    state.busy = false;
+    writeHash();
+    await loadSessions();
+  }
+}
+
+$("composer").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const input = $("input");
+  const text = input.value.trim();
+  if (!text || state.busy) return;
+  input.value = "";
+  send(text);
+});
+
+$("input").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+
+// ---- agents and start ------------------------------------------------------
+
+$("agent").addEventListener("change", async () => {
+  state.agent = $("agent").value;
+  state.sessionId = "";
+  writeHash();
+  await loadSessions();
+  await loadHistory();
+});
+
+async function start() {
+  let agents;
+  try {
+    agents = (await api("GET", "/api/agents")).agents;
+  } catch (err) { report(err); return; }
+  const want = readHash();
+  const sel = $("agent");
+  sel.textContent = "";
+  for (const a of agents) {
+    const o = document.createElement("option");
+    o.value = a;
+    o.textContent = a;
+    sel.appendChild(o);
+  }
+  $("agent-picker").hidden = agents.length < 2;
+  state.agent = agents.includes(want.agent) ? want.agent : agents[0];
+  sel.value = state.agent;
+  state.sessionId = state.agent === want.agent ? want.sessionId : "";
+  await loadSessions();
+  await loadHistory();
+  writeHash();
+  document.body.dataset.ready = "true";
+}
+
+start();

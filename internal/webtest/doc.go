@@ -1,0 +1,10 @@
+// Package webtest starts the gateway's real HTTP surface in-process for
+// tests: the api handler, the web channel adapter, the dispatcher with its
+// lanes, a sessions manager on a temporary state directory and the offline
+// echo provider, wired the way cmd/gateway's daemon wires them.
+//
+// Start is used by the api package's handler tests and by this package's
+// browser test, which drives Debian's headless chromium through chromedp
+// against the embedded web page. Everything started by Start stops in the
+// test's Cleanup.
+package webtest
