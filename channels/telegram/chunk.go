@@ -55,9 +55,14 @@ func cutChunk(s string, limit int) (chunk, rest string) {
 		if strings.HasSuffix(s[:cut], "\n") {
 			closing = marker
 		}
-		if utf16Len(s[:cut])+len(closing) > limit && window > len(opening)+len(closing)+2 {
-			window = limit - len(closing) - 1
-			continue
+		if utf16Len(s[:cut])+len(closing) > limit {
+			if window == limit && limit-len(closing)-1 > 0 {
+				window = limit - len(closing) - 1
+				continue
+			}
+			// The fence line alone nearly fills a chunk (tiny limits only).
+			end := prefixBytes(s, limit)
+			return s[:end], s[end:]
 		}
 		// Reopen the block; its first line continues where the cut was.
 		r := s[cut:]

@@ -49,12 +49,19 @@ func writeCodeBlock(b *strings.Builder, lines []string, from int, marker, lang s
 	} else {
 		b.WriteString("<pre>")
 	}
-	end := len(lines) - 1
+	end, last := len(lines)-1, len(lines)
 	for j := from; j < len(lines); j++ {
 		if fenceClose(lines[j], marker) {
-			end = j
+			end, last = j, j
 			break
 		}
+	}
+	if last == len(lines) { // unclosed: the block runs to the end, minus trailing blank lines
+		for last > from && strings.TrimSpace(lines[last-1]) == "" {
+			last--
+		}
+	}
+	for j := from; j < last; j++ {
 		if j > from {
 			b.WriteByte('\n')
 		}
@@ -229,15 +236,17 @@ func emphasis(b *strings.Builder, s string, i int) int {
 		}
 		return 0
 	}
+	// Single markers never open or close inside a word: snake_case,
+	// 2*3*4 and file*.go stay literal.
 	open := i + 1
-	if open >= len(s) || s[open] == ' ' || (c == '_' && i > 0 && isWord(s[i-1])) {
+	if open >= len(s) || s[open] == ' ' || (i > 0 && isWord(s[i-1])) {
 		return 0
 	}
 	for j := open + 1; j < len(s); j++ {
 		if s[j] != c || s[j-1] == ' ' || s[j-1] == c || (j+1 < len(s) && s[j+1] == c) {
 			continue
 		}
-		if c == '_' && j+1 < len(s) && isWord(s[j+1]) {
+		if j+1 < len(s) && isWord(s[j+1]) {
 			continue
 		}
 		writeTag(b, "i", s[open:j])
