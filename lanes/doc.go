@@ -1,10 +1,34 @@
 // Package lanes serialises work per session key and caps concurrency
-// (SPEC §4).
+// (SPEC §4). It imports no other package of this project.
 //
-// A Queue runs at most one batch at a time per key ("session:<key>" lane) and
-// at most MaxConcurrent batches at once per class (main, subagent). Messages
-// that arrive while a key is busy wait in that key's queue and are handed to
-// the RunFunc according to the key's queue mode (collect, followup, steer,
-// interrupt). Idle keys hold no goroutine and no memory beyond a map entry
-// removed when the key drains. lanes imports no other package of this project.
+// A Queue runs at most one batch at a time per key (the "session:<key>"
+// lane) and at most a capped number of batches at once per Class (main 4,
+// subagent 8 by default). Items that arrive while a key is busy wait in that
+// key's queue and reach the RunFunc according to the key's Mode:
+//
+//   - collect (default): after the active run ends and a quiet window of
+//     Debounce since the last arrival, all queued items of one Group run as
+//     one batch; other Groups run as separate batches, in arrival order.
+//   - followup: one batch per item, in arrival order.
+//   - steer: the active run takes the items of its Group through
+//     Batch.Steer; leftovers run afterwards like collect without the quiet
+//     window (one batch per Group).
+//   - interrupt: the active run's context is cancelled and the newest item
+//     runs next; the older queued items are dropped, their Summary lines
+//     passed in Batch.Dropped.
+//
+// An item reaching an idle key runs at once in every mode: the quiet window
+// applies only to items that queued behind a run (or a Do). Settings are
+// read through Options.Settings on every Enqueue, so reloads and per-session
+// overrides apply to the next item. Cap bounds the queued items per key;
+// Drop picks what happens past it (summarize, old, new → ErrFull).
+//
+// Concurrency: all state is guarded by one mutex, never held while calling
+// Options callbacks or the RunFunc. Idle keys hold no goroutine and no
+// state: a key's entry exists only while it has queued items, an active
+// run, a Do call or a pending quiet-window timer. A key waiting for a class
+// slot holds no goroutine either (it sits in a FIFO per class); each batch
+// runs on a goroutine started for it. Every run goroutine and timer is
+// counted and waited for by Shutdown, which cancels the runs' contexts when
+// its grace period ends; a RunFunc must then return promptly.
 package lanes

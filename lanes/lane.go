@@ -97,19 +97,24 @@ func (l *lane) takeBatchLocked() (items []Item, dropped []Item) {
 		dropped = l.dropOldestLocked(len(l.items)-1, true)
 		items, l.items = l.items, nil
 	default: // Collect, Steer: every queued item of the oldest item's Group.
-		items = l.takeGroupLocked(l.items[0].Group)
+		items = l.takeGroupLocked(l.items[0].Group, false)
 	}
 	l.behind = len(l.items) > 0
 	return items, dropped
 }
 
 // takeGroupLocked removes and returns the queued items of group, keeping
-// the others in order.
-func (l *lane) takeGroupLocked(group string) []Item {
+// the others in order. With steering set it stops at the group's first
+// NoSteer item, which stays queued with everything of the group after it.
+func (l *lane) takeGroupLocked(group string, steering bool) []Item {
 	var out []Item
 	rest := l.items[:0]
+	stopped := false
 	for _, it := range l.items {
-		if it.Group == group {
+		if it.Group == group && steering && it.NoSteer {
+			stopped = true
+		}
+		if it.Group == group && !stopped {
 			out = append(out, it)
 		} else {
 			rest = append(rest, it)

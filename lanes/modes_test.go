@@ -155,6 +155,41 @@ func TestSteer(t *testing.T) {
 	})
 }
 
+func TestSteerStopsAtNoSteer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Steer})})
+		var steered []string
+		r.hook = func(ctx context.Context, b Batch) {
+			if b.Items[0].ID != "a" {
+				return
+			}
+			time.Sleep(time.Second)
+			for _, it := range b.Steer() {
+				steered = append(steered, it.ID)
+			}
+		}
+		mustEnqueue(t, q, "k", item("a", ""))
+		mustEnqueue(t, q, "k", item("b", ""))
+		cmd := item("cmd", "")
+		cmd.NoSteer = true
+		mustEnqueue(t, q, "k", cmd)
+		mustEnqueue(t, q, "k", item("c", ""))
+		time.Sleep(2 * time.Second)
+		shutdown(t, q) // waits for the runs: steered is safe to read
+		if diff := cmp.Diff([]string{"b"}, steered); diff != "" {
+			t.Errorf("steered (-want +got):\n%s", diff)
+		}
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}},
+			{Key: "k", IDs: []string{"cmd", "c"}, At: time.Second},
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestInterrupt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()

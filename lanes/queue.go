@@ -45,6 +45,10 @@ type Item struct {
 	// Summary is a one-line description used when the item is dropped
 	// with a summary (drop=summarize, interrupt).
 	Summary string
+	// NoSteer keeps the item from being handed to an active run by
+	// Batch.Steer (e.g. a chat command); Steer stops before it, so the
+	// items of its Group after it keep their order and run later.
+	NoSteer bool
 }
 
 // Batch is what one run receives.
@@ -57,9 +61,10 @@ type Batch struct {
 	// batch (drop=summarize, interrupt).
 	Dropped []string
 	// Steer is set in steer mode only. It returns the items of the batch's
-	// Group that arrived while the run is active and removes them from the
-	// queue (the runner calls it before each model call). After the run
-	// ends it returns nil. It is safe for concurrent use.
+	// Group that arrived while the run is active, up to the first NoSteer
+	// one, and removes them from the queue (the runner calls it before each
+	// model call). After the run ends it returns nil. It is safe for
+	// concurrent use.
 	Steer func() []Item
 }
 

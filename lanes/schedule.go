@@ -170,7 +170,7 @@ func (q *Queue) steer(l *lane, seq uint64) []Item {
 	if !l.running || l.seq != seq || len(l.items) == 0 {
 		return nil
 	}
-	out := l.takeGroupLocked(l.group)
+	out := l.takeGroupLocked(l.group, true)
 	l.behind = len(l.items) > 0
 	return out
 }
