@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/telegram"
+	"github.com/gateway/gateway/channels/web"
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/dispatch"
+)
+
+// telegramAccess maps a Telegram account's access keys onto access.Config.
+func telegramAccess(c telegram.Config) access.Config {
+	groups := make(map[string]access.GroupRule, len(c.Groups))
+	for id, g := range c.Groups {
+		groups[id] = access.GroupRule{RequireMention: g.RequireMention, AllowFrom: g.AllowFrom}
+	}
+	return access.Config{DMPolicy: access.DMPolicy(c.DMPolicy), AllowFrom: c.AllowFrom,
+		GroupPolicy: access.GroupPolicy(c.GroupPolicy), Groups: groups, RequireMention: c.RequireMention}
+}
+
+// openPairing opens the pairing store shared by every policy generation.
+func openPairingStore(cfg *configs.Config, log *zap.Logger) (*access.PairingStore, error) {
+	st, err := access.OpenPairingStore(filepath.Join(cfg.StateDir, "pairing"), access.StoreOptions{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: pairing store: %w", err)
+	}
+	return st, nil
+}
+
+// accessPolicy builds the access policy of every channel account in cfg.
+func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logger) (*access.Policy, error) {
+	accounts := map[access.Account]access.Config{}
+	for name, a := range cfg.Channels.Telegram.Accounts {
+		accounts[access.Account{Channel: "telegram", AccountID: name}] = telegramAccess(a)
+	}
+	for name, a := range cfg.Channels.Discord.Accounts {
+		ac := a.Access()
+		ac.GroupsKey = "guilds"
+		accounts[access.Account{Channel: "discord", AccountID: name}] = ac
+	}
+	return access.New(accounts, access.Options{Store: store, Logger: log})
+}
+
+// accessFunc adapts a policy to the dispatcher. The web channel is reached
+// only through the (token-protected when public) HTTP API: it is allowed.
+func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
+	return func(in channels.Inbound) dispatch.Verdict {
+		if in.Channel == web.Name {
+			return dispatch.Verdict{Allow: true, Privileged: true}
+		}
+		d := p.Check(in)
+		if !d.Allowed() {
+			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason}
+		}
+		return dispatch.Verdict{Allow: true, Privileged: p.Privileged(in)}
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/configs"
+)
+
+func openPairing(cfg *configs.Config) (*access.PairingStore, error) {
+	return access.OpenPairingStore(filepath.Join(cfg.StateDir, "pairing"), access.StoreOptions{
+		LockTimeout: cfg.Session.LockTimeout,
+	})
+}
+
+func pairingCmd(cfgPath *string) *cobra.Command {
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list [CHANNEL]",
+		Short: "List pending pairing codes and approved senders (of CHANNEL, or every channel)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usage("%s: at most one argument (CHANNEL)", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			channel := ""
+			if len(args) == 1 {
+				channel = args[0]
+			}
+			cfg, err := loadConfig(*cfgPath)
+			if err != nil {
+				return err
+			}
+			ps, err := openPairing(cfg)
+			if err != nil {
+				return err
+			}
+			pending, err := ps.List(channel)
+			if err != nil {
+				return err
+			}
+			approved, err := ps.Approved(channel)
+			if err != nil {
+				return err
+			}
+			if pending == nil {
+				pending = []access.Request{}
+			}
+			if approved == nil {
+				approved = []access.Approval{}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, map[string]any{"pending": pending, "approved": approved})
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PENDING\tCHANNEL\tACCOUNT\tSENDER\tNAME\tEXPIRES")
+			for _, r := range pending {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Code, r.Channel, r.AccountID, r.SenderID,
+					orDash(r.SenderName), r.ExpiresAt.Local().Format(time.DateTime))
+			}
+			_ = tw.Flush()
+			fmt.Fprintln(out)
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "APPROVED\tCHANNEL\tACCOUNT\tSENDER\tNAME")
+			for _, a := range approved {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ApprovedAt.Local().Format(time.DateTime), a.Channel,
+					a.AccountID, a.SenderID, orDash(a.SenderName))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	approve := &cobra.Command{
+		Use:   "approve CHANNEL CODE",
+		Short: "Admit the sender who was given CODE (the running daemon sees it on their next message)",
+		Args:  exactArgs("CHANNEL", "CODE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(*cfgPath)
+			if err != nil {
+				return err
+			}
+			ps, err := openPairing(cfg)
+			if err != nil {
+				return err
+			}
+			a, err := ps.Approve(args[0], args[1])
+			switch {
+			case errors.Is(err, access.ErrCodeNotFound):
+				return fmt.Errorf("pairing approve: no pending code %s on %s (see `gateway pairing list`)", args[1], args[0])
+			case errors.Is(err, access.ErrCodeExpired):
+				return fmt.Errorf("pairing approve: code %s expired; ask the sender to write again for a new one", args[1])
+			case err != nil:
+				return fmt.Errorf("pairing approve: %w", err)
+			}
+			name := a.SenderName
+			if name != "" {
+				name = " (" + name + ")"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "approved %s sender %s%s on account %s\n", a.Channel, a.SenderID, name, a.AccountID)
+			return nil
+		},
+	}
+
+	revoke := &cobra.Command{
+		Use:   "revoke CHANNEL ACCOUNT SENDER",
+		Short: "Withdraw an approved sender",
+		Args:  exactArgs("CHANNEL", "ACCOUNT", "SENDER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(*cfgPath)
+			if err != nil {
+				return err
+			}
+			ps, err := openPairing(cfg)
+			if err != nil {
+				return err
+			}
+			ok, err := ps.Revoke(args[0], args[1], args[2])
+			if err != nil {
+				return fmt.Errorf("pairing revoke: %w", err)
+			}
+			if !ok {
+				return fmt.Errorf("pairing revoke: %s sender %s on account %s was not approved", args[0], args[2], args[1])
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s sender %s on account %s\n", args[0], args[2], args[1])
+			return nil
+		},
+	}
+	return group("pairing", "List and approve pairing codes of unknown DM senders (dmPolicy: pairing)", list, approve, revoke)
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/configs"
+)
+
+// reloadDebounce lets an editor finish a save (write, rename, chmod) before
+// the file is read.
+const reloadDebounce = 200 * time.Millisecond
+
+var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_config_reloads_total", Help: "Config reloads by result (applied, rejected, unchanged).",
+	}, []string{"result"})
+	reg.MustRegister(c)
+	return c
+}
+
+// watchConfig reloads the config file when it changes (any save style: in
+// place, rename over, vim's backup dance, delete and recreate) or on SIGHUP,
+// until ctx ends. It watches the directory, not the file, so it survives the
+// file being replaced.
+func (d *daemon) watchConfig(ctx context.Context) {
+	metric := reloadsTotal(d.reg)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if d.cfgPath != "" {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
+		} else {
+			defer w.Close()
+			if err := w.Add(filepath.Dir(d.cfgPath)); err != nil {
+				d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
+			} else {
+				events, errs = w.Events, w.Errors
+			}
+		}
+	}
+	base := filepath.Base(d.cfgPath)
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-hup:
+			d.reload(metric)
+		case ev := <-events:
+			if filepath.Base(ev.Name) != base {
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(reloadDebounce)
+			} else {
+				timer.Reset(reloadDebounce)
+			}
+			fire = timer.C
+		case err := <-errs:
+			d.log.Warn("config watcher error", zap.Error(err))
+		case <-fire:
+			fire = nil
+			if _, err := os.Stat(d.cfgPath); err != nil {
+				continue // removed; a recreate will fire again
+			}
+			d.reload(metric)
+		}
+	}
+}
+
+// reload loads and applies the config file; an invalid file is rejected and
+// the running config stays.
+func (d *daemon) reload(metric *prometheus.CounterVec) {
+	if d.cfgPath == "" {
+		return
+	}
+	cfg, err := configs.Load(d.cfgPath)
+	if err != nil {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.cfgPath), zap.Error(err))
+		return
+	}
+	d.mu.Lock()
+	old := d.cfg
+	d.mu.Unlock()
+	if reflect.DeepEqual(old, cfg) {
+		metric.WithLabelValues("unchanged").Inc()
+		return
+	}
+	rt, err := d.runtime(cfg)
+	if err != nil {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
+		return
+	}
+	d.disp.SetRuntime(rt)
+	d.mu.Lock()
+	d.cfg = cfg
+	d.mu.Unlock()
+	metric.WithLabelValues("applied").Inc()
+	for _, k := range restartOnly(old, cfg) {
+		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
+	}
+	d.log.Info("config reloaded", zap.String("path", d.cfgPath))
+}
+
+// restartOnly lists changed keys that hot reload does not apply.
+func restartOnly(a, b *configs.Config) []string {
+	var out []string
+	if a.StateDir != b.StateDir {
+		out = append(out, "stateDir")
+	}
+	if !reflect.DeepEqual(a.HTTP, b.HTTP) {
+		out = append(out, "http")
+	}
+	if !reflect.DeepEqual(a.Log, b.Log) {
+		out = append(out, "log")
+	}
+	if !reflect.DeepEqual(a.Providers, b.Providers) {
+		out = append(out, "providers")
+	}
+	if !reflect.DeepEqual(a.Agents, b.Agents) {
+		out = append(out, "agents")
+	}
+	return out
+}

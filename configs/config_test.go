@@ -1,0 +1,139 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEveryConfigFileLoads(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("want at least the example and quick-start configs, found %v", files)
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := LoadBytes(data, nil); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := LoadBytes(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Listen != "127.0.0.1:8787" || c.Agents.Defaults.Model != "local/echo" ||
+		c.Agents.Defaults.MaxConcurrent != 4 || c.Session.Reset.Mode != "off" ||
+		c.Messages.Queue.Debounce != time.Second || c.Session.Maintenance.PruneAfter != 720*time.Hour {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if got := c.Session.ResetTriggers; len(got) != 2 || got[0] != "/new" {
+		t.Fatalf("reset triggers = %v", got)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	env := []string{
+		"GATEWAY_STATE_DIR=/tmp/gw-state",
+		"GATEWAY_HTTP_LISTEN=127.0.0.1:9999",
+		"GATEWAY_AGENTS_DEFAULTS_MAX_CONCURRENT=7",
+		"GATEWAY_MESSAGES_QUEUE_DEBOUNCE=250ms",
+		"GATEWAY_SESSION_RESET_TRIGGERS=/new,/fresh",
+		"UNRELATED=1",
+	}
+	c, err := LoadBytes(nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StateDir != "/tmp/gw-state" || c.HTTP.Listen != "127.0.0.1:9999" || c.Agents.Defaults.MaxConcurrent != 7 ||
+		c.Messages.Queue.Debounce != 250*time.Millisecond {
+		t.Fatalf("env not applied: %+v", c)
+	}
+	if got := strings.Join(c.Session.ResetTriggers, " "); got != "/new /fresh" {
+		t.Fatalf("triggers = %q", got)
+	}
+}
+
+func TestEnvAccountToken(t *testing.T) {
+	c, err := LoadBytes(nil, []string{"GATEWAY_CHANNELS_TELEGRAM_TOKEN=123:abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Channels.Telegram.Accounts["default"].Token != "123:abc" {
+		t.Fatalf("token not applied: %+v", c.Channels.Telegram.Accounts)
+	}
+	c, err = LoadBytes(nil, []string{"GATEWAY_CHANNELS_TELEGRAM_ACCOUNTS_SECOND_BOT_TOKEN=9:x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Channels.Telegram.Accounts["second_bot"].Token != "9:x" {
+		t.Fatalf("account token not applied: %+v", c.Channels.Telegram.Accounts)
+	}
+}
+
+func TestErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top key", "bogus: 1\n", "bogus"},
+		{"unknown nested key", "http: {listen: '127.0.0.1:1', colour: red}\n", "colour"},
+		{"bad duration", "messages: {queue: {debounce: soon}}\n", "debounce"},
+		{"bad queue mode", "messages: {queue: {mode: shout}}\n", "messages.queue.mode"},
+		{"bad dmScope", "session: {dmScope: all}\n", "session.dmScope"},
+		{"bad model", "agents: {defaults: {model: nowhere/x}}\n", "agents.defaults.model"},
+		{"public without token", "http: {listen: '0.0.0.0:8787'}\n", "http.token"},
+		{"binding to unknown agent", "bindings: [{agentId: ghost, match: {channel: telegram}}]\n", "bindings[0].agentId"},
+		{"bad yaml", "http: [\n", "parse YAML"},
+		{"bad log format", "log: {format: xml}\n", "log.format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadBytes([]byte(tt.yaml), nil)
+			if err == nil {
+				t.Fatalf("accepted %q", tt.yaml)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not name %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestListsReplaceDefaults(t *testing.T) {
+	c, err := LoadBytes([]byte("agents: {list: [{id: ops}, {id: main}]}\nsession: {resetTriggers: ['/fresh']}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Agents.List) != 2 || c.Agents.List[0].ID != "ops" {
+		t.Fatalf("agents.list = %+v", c.Agents.List)
+	}
+	if len(c.Session.ResetTriggers) != 1 {
+		t.Fatalf("triggers = %v", c.Session.ResetTriggers)
+	}
+}
+
+func TestTokenFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(f, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadBytes([]byte("http: {listen: '0.0.0.0:1', tokenFile: '"+f+"'}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Token != "s3cret" {
+		t.Fatalf("token = %q", c.HTTP.Token)
+	}
+}

@@ -1,0 +1,217 @@
+package configs
+
+import (
+	"bytes"
+	"encoding"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix prefixes every environment override.
+const EnvPrefix = "GATEWAY_"
+
+// Load reads the YAML file at path (empty: defaults only), applies
+// GATEWAY_* environment overrides, decodes strictly over the defaults,
+// reads *File secrets and validates. Errors name the offending key.
+func Load(path string) (*Config, error) {
+	var data []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: read %s: %w", path, err)
+		}
+		data = b
+	}
+	return LoadBytes(data, os.Environ())
+}
+
+// LoadBytes is Load over YAML bytes and an explicit environment.
+func LoadBytes(data []byte, environ []string) (*Config, error) {
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	v.SetConfigType("yaml")
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("config: parse YAML: %w", err)
+		}
+	}
+	if err := applyEnv(v, environ); err != nil {
+		return nil, err
+	}
+	cfg := Default()
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		Result:           cfg,
+		ErrorUnused:      true,
+		WeaklyTypedInput: true,
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+			mapstructure.TextUnmarshallerHookFunc(),
+		),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("config: decoder: %w", err)
+	}
+	if err := dec.Decode(v.AllSettings()); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.readSecrets(); err != nil {
+		return nil, err
+	}
+	cfg.StateDir = expandHome(cfg.StateDir)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+func (c *Config) readSecrets() error {
+	if c.HTTP.TokenFile != "" && c.HTTP.Token == "" {
+		b, err := os.ReadFile(c.HTTP.TokenFile)
+		if err != nil {
+			return fmt.Errorf("config: http.tokenFile: %w", err)
+		}
+		c.HTTP.Token = strings.TrimSpace(string(b))
+	}
+	return nil
+}
+
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return home + p[1:]
+		}
+	}
+	return p
+}
+
+// envAliases are documented shortcuts for the default account.
+var envAliases = map[string]string{
+	"CHANNELS_TELEGRAM_TOKEN": "channels::telegram::accounts::default::token",
+	"CHANNELS_DISCORD_TOKEN":  "channels::discord::accounts::default::token",
+}
+
+// applyEnv maps GATEWAY_<PATH> variables onto config keys. PATH is the key's
+// camelCase segments in SNAKE_CASE joined by '_' (stateDir -> STATE_DIR,
+// channels.telegram.accounts.default.token -> CHANNELS_TELEGRAM_ACCOUNTS_DEFAULT_TOKEN).
+func applyEnv(v *viper.Viper, environ []string) error {
+	patterns := keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{})
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, EnvPrefix) {
+			continue
+		}
+		suffix := strings.TrimPrefix(name, EnvPrefix)
+		if key, ok := envAliases[suffix]; ok {
+			v.Set(key, val)
+			continue
+		}
+		for _, p := range patterns {
+			if key, ok := matchEnv(p, strings.Split(suffix, "_")); ok {
+				v.Set(key, val)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// keyPatterns lists every leaf key path of t; "*" stands for a map key.
+// onPath breaks recursive types (messages.queue.byChannel holds queues).
+func keyPatterns(t reflect.Type, prefix []string, onPath map[reflect.Type]bool) [][]string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct {
+		if onPath[t] {
+			return nil
+		}
+		onPath[t] = true
+		defer delete(onPath, t)
+	}
+	if t.Implements(reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()) ||
+		reflect.PointerTo(t).Implements(reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()) ||
+		t == reflect.TypeOf(time.Duration(0)) {
+		return [][]string{prefix}
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		var out [][]string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("mapstructure"), ",")[0]
+			if tag == "-" || !f.IsExported() {
+				continue
+			}
+			if tag == "" {
+				tag = f.Name
+			}
+			out = append(out, keyPatterns(f.Type, append(append([]string{}, prefix...), tag), onPath)...)
+		}
+		return out
+	case reflect.Map:
+		return keyPatterns(t.Elem(), append(append([]string{}, prefix...), "*"), onPath)
+	default:
+		return [][]string{prefix}
+	}
+}
+
+// snake turns a camelCase segment into SNAKE tokens: stateDir -> [STATE DIR].
+func snake(seg string) []string {
+	var toks []string
+	var cur strings.Builder
+	for i, r := range seg {
+		if unicode.IsUpper(r) && i > 0 {
+			toks = append(toks, cur.String())
+			cur.Reset()
+		}
+		cur.WriteRune(unicode.ToUpper(r))
+	}
+	return append(toks, cur.String())
+}
+
+// matchEnv matches env tokens against a key pattern; a "*" segment takes one
+// or more tokens (lower-cased, joined with '_') as the map key.
+func matchEnv(pattern []string, toks []string) (string, bool) {
+	if len(pattern) == 0 {
+		return "", len(toks) == 0
+	}
+	seg := pattern[0]
+	if seg == "*" {
+		for n := 1; n < len(toks); n++ {
+			rest, ok := matchEnv(pattern[1:], toks[n:])
+			if ok {
+				key := strings.ToLower(strings.Join(toks[:n], "_"))
+				return joinKey(key, rest), true
+			}
+		}
+		return "", false
+	}
+	want := snake(seg)
+	if len(toks) < len(want) {
+		return "", false
+	}
+	for i, w := range want {
+		if toks[i] != w {
+			return "", false
+		}
+	}
+	rest, ok := matchEnv(pattern[1:], toks[len(want):])
+	if !ok {
+		return "", false
+	}
+	return joinKey(strings.ToLower(seg), rest), true
+}
+
+func joinKey(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "::" + b
+}

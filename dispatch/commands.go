@@ -1,0 +1,251 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/sessions"
+)
+
+var knownCommands = map[string]bool{
+	"new": true, "reset": true, "compact": true, "status": true, "queue": true, "stop": true,
+	"sessions": true, "switch": true, "history": true, "delete": true, "help": true,
+}
+
+func privilegedCommand(c string) bool {
+	return c == "new" || c == "reset" || c == "switch" || c == "delete"
+}
+
+// parseCommand recognises reset triggers and chat commands (SPEC §3.6, §6.1).
+func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
+	t := strings.TrimSpace(text)
+	if trig, rest, ok := sessions.MatchTrigger(rc, t); ok {
+		name := strings.ToLower(strings.TrimPrefix(trig, "/"))
+		if name != "new" {
+			name = "reset"
+		}
+		return name, strings.TrimSpace(rest)
+	}
+	if !strings.HasPrefix(t, "/") {
+		return "", ""
+	}
+	word, rest, _ := strings.Cut(t[1:], " ")
+	word = strings.ToLower(word)
+	if !knownCommands[word] {
+		return "", ""
+	}
+	return word, strings.TrimSpace(rest)
+}
+
+const helpText = `Commands:
+/new [model] – start a new session (optionally with a model)
+/reset – start a new session
+/compact [instructions] – summarise older history now
+/status – session key, id, model, tokens, compactions, queue mode
+/queue <collect|followup|steer|interrupt> [debounce:1s cap:20 drop:summarize|old|new] | /queue reset
+/stop – cancel the running reply and queued messages
+/sessions – this chat's current and archived sessions
+/switch <n|sessionId> – make an archived session current again
+/history [n] – the last n messages (default 10)
+/delete [n] – archive a session of this chat
+/help – this text`
+
+// command runs one chat command on the session's lane.
+func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {
+	defer d.finish(w.RecordID)
+	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
+	store, err := d.opts.Sessions.Store(w.AgentID)
+	if err != nil {
+		log.Error("session store unavailable", zap.Error(err))
+		d.reply(ctx, w, "Sorry, the session store is unavailable.")
+		return
+	}
+	switch w.Command {
+	case "new", "reset":
+		d.cmdReset(ctx, w, b, store)
+	case "compact":
+		d.opts.Metrics.Compactions.Inc()
+		if err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args); err != nil {
+			log.Warn("compaction failed", zap.Error(err))
+			d.reply(ctx, w, "Compaction failed: "+userSafe(err))
+			return
+		}
+		d.reply(ctx, w, "Compacted the conversation history.")
+	case "status":
+		d.reply(ctx, w, d.status(store, w))
+	case "queue":
+		d.reply(ctx, w, d.cmdQueue(ctx, store, w))
+	case "help":
+		d.reply(ctx, w, helpText)
+	case "sessions", "switch", "history", "delete":
+		d.reply(ctx, w, d.archiveCommand(ctx, store, w))
+	default:
+		d.reply(ctx, w, "Unknown command. /help lists them.")
+	}
+}
+
+func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
+	a := d.adapter(w.In.Channel, w.In.AccountID)
+	if a == nil {
+		return
+	}
+	out := outboundFor(w.In)
+	out.Text = text
+	if st, err := d.opts.Sessions.Store(w.AgentID); err == nil {
+		if e, ok, _ := st.Get(w.Key); ok {
+			out.SessionID = e.SessionID
+		}
+	}
+	d.send(ctx, a, out)
+}
+
+func (d *Dispatcher) isModel(s string) bool {
+	if strings.ContainsAny(s, " \n") {
+		return false
+	}
+	p, _, ok := strings.Cut(s, "/")
+	if !ok {
+		return false
+	}
+	for _, name := range d.opts.Providers {
+		if strings.EqualFold(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store *sessions.Store) {
+	model, rest := "", w.Args
+	if w.Command == "new" && rest != "" {
+		first, tail, _ := strings.Cut(rest, " ")
+		if d.isModel(first) {
+			model, rest = first, strings.TrimSpace(tail)
+		}
+	}
+	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
+	if err != nil {
+		d.log.Error("manual reset failed", zap.String("session_key", w.Key.String()), zap.Error(err))
+		d.reply(ctx, w, "Sorry, the session could not be reset.")
+		return
+	}
+	d.opts.Metrics.Resets.WithLabelValues("manual").Inc()
+	msg := "Started a new session."
+	if model != "" {
+		msg = "Started a new session with model " + model + "."
+	}
+	if rest == "" {
+		d.reply(ctx, w, msg)
+		return
+	}
+	_ = e
+	next := *w
+	next.Command, next.Args = "", ""
+	next.RecordID = "" // the record is finished by command()
+	next.In.Text = rest
+	d.turn(ctx, []*work{&next}, lanes.Batch{Key: b.Key, Class: b.Class})
+}
+
+func (d *Dispatcher) status(store *sessions.Store, w *work) string {
+	e, ok, err := store.Get(w.Key)
+	if err != nil || !ok {
+		return fmt.Sprintf("Session %s has no messages yet.", w.Key)
+	}
+	model := e.ModelOverride
+	if model == "" {
+		model = e.Model
+	}
+	s := d.laneSettings(w.Key.String())
+	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
+		e.SessionKey, e.SessionID, orDash(model), e.InputTokens, e.OutputTokens, e.ContextTokens,
+		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (d *Dispatcher) cmdQueue(ctx context.Context, store *sessions.Store, w *work) string {
+	fields := strings.Fields(w.Args)
+	if len(fields) == 0 {
+		s := d.laneSettings(w.Key.String())
+		return fmt.Sprintf("Queue: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
+	}
+	var mode, drop string
+	var debounce time.Duration
+	capN := 0
+	reset := false
+	for _, f := range fields {
+		k, v, hasColon := strings.Cut(strings.ToLower(f), ":")
+		switch {
+		case !hasColon && (k == "collect" || k == "followup" || k == "steer" || k == "interrupt"):
+			mode = k
+		case !hasColon && k == "reset":
+			reset = true
+		case k == "debounce":
+			dv, err := time.ParseDuration(v)
+			if err != nil || dv < 0 {
+				return "debounce: want a duration such as 1s or 500ms"
+			}
+			debounce = dv
+		case k == "cap":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1000 {
+				return "cap: want a number from 1 to 1000"
+			}
+			capN = n
+		case k == "drop":
+			if v != "summarize" && v != "old" && v != "new" {
+				return "drop: want summarize, old or new"
+			}
+			drop = v
+		default:
+			return "Usage: /queue <collect|followup|steer|interrupt> [debounce:1s cap:20 drop:summarize|old|new] | /queue reset"
+		}
+	}
+	_, err := store.Patch(ctx, w.Key, func(e *sessions.Entry) error {
+		if reset {
+			e.QueueMode, e.QueueDebounceMs, e.QueueCap, e.QueueDrop = "", 0, 0, ""
+			return nil
+		}
+		if mode != "" {
+			e.QueueMode = mode
+		}
+		if debounce > 0 {
+			e.QueueDebounceMs = debounce.Milliseconds()
+		}
+		if capN > 0 {
+			e.QueueCap = capN
+		}
+		if drop != "" {
+			e.QueueDrop = drop
+		}
+		return nil
+	})
+	if err != nil {
+		return "Sorry, the queue setting could not be saved."
+	}
+	s := d.laneSettings(w.Key.String())
+	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
+}
+
+// stop cancels the session's active run and queued work (it does not wait
+// for the lane: that is the point).
+func (d *Dispatcher) stop(ctx context.Context, w *work) {
+	dropped := d.queue.Cancel(w.Key.String())
+	for _, it := range dropped {
+		if x, ok := it.Payload.(*work); ok {
+			d.finish(x.RecordID)
+		}
+	}
+	d.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
+}

@@ -1,0 +1,323 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Options wires a Dispatcher.
+type Options struct {
+	Sessions *sessions.Manager
+	Runner   *agents.Runner
+	Caps     map[lanes.Class]int
+	Logger   *zap.Logger
+	Metrics  *Metrics
+	// Providers are the configured provider names, used to tell
+	// "/new openai/gpt-4o" (a model) from "/new hello" (a first message).
+	Providers []string
+	Now       func() time.Time
+	// MaxAttempts bounds replays of one journaled message (default 3).
+	MaxAttempts int
+}
+
+// Dispatcher routes inbound messages to agent turns and replies back.
+type Dispatcher struct {
+	opts    Options
+	log     *zap.Logger
+	rt      atomic.Pointer[Runtime]
+	queue   *lanes.Queue
+	journal *sessions.Journal
+	closing atomic.Bool
+
+	mu       sync.RWMutex
+	adapters map[string]channels.Adapter // guarded by mu; key "channel/account"
+}
+
+// New builds a Dispatcher; call Register for each adapter, then Resume.
+func New(opts Options, rt *Runtime) (*Dispatcher, error) {
+	if opts.Sessions == nil || opts.Runner == nil {
+		return nil, errors.New("dispatch: new: Sessions and Runner are required")
+	}
+	if rt == nil || rt.Resolver == nil {
+		return nil, errors.New("dispatch: new: a Runtime with a Resolver is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 3
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	d := &Dispatcher{
+		opts:     opts,
+		log:      opts.Logger,
+		journal:  opts.Sessions.Journal(),
+		adapters: map[string]channels.Adapter{},
+	}
+	d.SetRuntime(rt)
+	d.queue = lanes.New(lanes.Options{
+		Caps:     opts.Caps,
+		Settings: d.laneSettings,
+		Run:      d.runBatch,
+		Logger:   opts.Logger,
+		OnWait: func(c lanes.Class, w time.Duration) {
+			d.opts.Metrics.LaneWait.WithLabelValues(string(c)).Observe(w.Seconds())
+		},
+	})
+	return d, nil
+}
+
+// SetRuntime swaps the hot-reloadable settings; the next message uses them.
+func (d *Dispatcher) SetRuntime(rt *Runtime) {
+	d.rt.Store(rt)
+	d.opts.Sessions.SetReset(rt.Reset)
+}
+
+// Runtime returns the settings in force.
+func (d *Dispatcher) Runtime() *Runtime { return d.rt.Load() }
+
+// Register makes an adapter's Send reachable for replies.
+func (d *Dispatcher) Register(a channels.Adapter) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.adapters[a.Name()+"/"+a.AccountID()] = a
+}
+
+func (d *Dispatcher) adapter(channel, account string) channels.Adapter {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.adapters[channel+"/"+account]
+}
+
+// work is the payload of one lane item.
+type work struct {
+	RecordID string
+	In       channels.Inbound
+	AgentID  string
+	Key      routing.Key
+	Command  string // chat command name without '/', "" for a message
+	Args     string // command arguments
+	Consumed bool   // the user message is already in the transcript
+	// Agent is set for internal work (subagent runs, announcements).
+	Agent *agentWork
+}
+
+// agentWork is an internal message from the agent runtime.
+type agentWork struct {
+	AgentID  string           `json:"agentId"`
+	Key      string           `json:"key"`
+	Subagent bool             `json:"subagent"`
+	Message  sessions.Message `json:"message"`
+	Deliver  bool             `json:"deliver"`
+}
+
+// envelope is the journal payload.
+type envelope struct {
+	Inbound *channels.Inbound `json:"inbound,omitempty"`
+	Agent   *agentWork        `json:"agent,omitempty"`
+}
+
+// RecordID is the journal and dedupe id of an inbound message.
+func RecordID(in channels.Inbound) string {
+	return strings.Join([]string{in.Channel, in.AccountID, in.ChatID, in.MessageID}, ":")
+}
+
+// Route resolves where in goes (exported for `gateway route` and tests).
+func (d *Dispatcher) Route(in channels.Inbound) (routing.Route, error) {
+	return Resolve(d.rt.Load().Resolver, in)
+}
+
+// Resolve maps an inbound message to its route with r.
+func Resolve(r *routing.Resolver, in channels.Inbound) (routing.Route, error) {
+	ri := routing.Input{
+		Channel:       in.Channel,
+		AccountID:     in.AccountID,
+		Kind:          routing.PeerKind(in.ChatType),
+		PeerID:        in.ChatID,
+		GuildID:       in.GuildID,
+		ThreadID:      in.ThreadID,
+		CaseSensitive: in.CaseSensitive,
+	}
+	if in.ChatType == channels.Direct {
+		ri.PeerID = in.SenderID
+	}
+	if in.ThreadID != "" {
+		ri.ThreadKind = routing.Thread
+		if in.IsTopic {
+			ri.ThreadKind = routing.Topic
+		}
+	}
+	route, err := r.Resolve(ri)
+	if err != nil || in.Agent == "" {
+		return route, err
+	}
+	agent, err := routing.NormalizeID(in.Agent)
+	if err != nil {
+		return routing.Route{}, fmt.Errorf("routing: agent %q: %w", in.Agent, err)
+	}
+	route.AgentID, route.Key.Agent, route.ParentKey.Agent = agent, agent, agent
+	route.Binding = "explicit"
+	return route, nil
+}
+
+// Handle is the channels.Handler: it returns nil once in is durably
+// accepted, channels.ErrRejected when it is refused on purpose.
+func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
+	m := d.opts.Metrics
+	m.Inbound.WithLabelValues(in.Channel).Inc()
+	if d.closing.Load() {
+		return errors.New("dispatch: shutting down")
+	}
+	rt := d.rt.Load()
+	verdict := Verdict{Allow: true, Privileged: true}
+	if rt.Access != nil {
+		verdict = rt.Access(in)
+	}
+	if !verdict.Allow {
+		m.Refused.WithLabelValues(in.Channel).Inc()
+		d.log.Info("message refused", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+			zap.String("sender_id", in.SenderID), zap.String("reason", verdict.Reason))
+		if verdict.Reply != "" {
+			d.notify(ctx, in, verdict.Reply)
+		}
+		return channels.ErrRejected
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return channels.ErrRejected
+	}
+	route, err := Resolve(rt.Resolver, in)
+	if err != nil {
+		d.log.Warn("message not routable", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
+		return channels.ErrRejected
+	}
+	w := &work{In: in, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(in)}
+	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
+	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged {
+		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
+		return channels.ErrRejected
+	}
+	if w.Command == "stop" {
+		d.stop(ctx, w)
+		return nil
+	}
+	payload, err := json.Marshal(envelope{Inbound: &in})
+	if err != nil {
+		return fmt.Errorf("dispatch: encode inbound: %w", err)
+	}
+	dup, err := d.journal.Accept(ctx, sessions.Record{
+		ID: w.RecordID, AgentID: route.AgentID, SessionKey: route.Key.String(),
+		Payload: payload, AcceptedAt: d.opts.Now(),
+	})
+	if err != nil {
+		return fmt.Errorf("dispatch: journal: %w", err)
+	}
+	if dup {
+		m.Duplicates.WithLabelValues(in.Channel).Inc()
+		return channels.ErrRejected
+	}
+	d.enqueue(ctx, w)
+	return nil
+}
+
+func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
+	class := lanes.ClassMain
+	if w.Key.IsSubagent() {
+		class = lanes.ClassSubagent
+	}
+	summary := w.In.SenderName + ": " + firstLine(w.In.Text, 80)
+	err := d.queue.Enqueue(w.Key.String(), class, lanes.Item{
+		ID: w.RecordID, Group: w.Key.String(), Payload: w, At: d.opts.Now(), Summary: summary,
+	})
+	switch {
+	case errors.Is(err, lanes.ErrFull):
+		d.finish(w.RecordID)
+		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
+	case err != nil:
+		// Closed: the record stays pending in the journal and runs at next start.
+		d.log.Info("message left for the next start", zap.String("session_key", w.Key.String()), zap.Error(err))
+	}
+	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key.String())))
+}
+
+// finish marks a journal record done, logging failures.
+func (d *Dispatcher) finish(id string) {
+	if id == "" {
+		return
+	}
+	if err := d.journal.Done(id); err != nil {
+		d.log.Error("journal done failed", zap.String("record_id", id), zap.Error(err))
+	}
+}
+
+func (d *Dispatcher) laneSettings(key string) lanes.Settings {
+	rt := d.rt.Load()
+	k, err := routing.Parse(key)
+	if err != nil {
+		return rt.Queue.settings("", sessionQueue{})
+	}
+	var sq sessionQueue
+	if st, err := d.opts.Sessions.Store(k.Agent); err == nil {
+		if e, ok, _ := st.Get(k); ok {
+			sq = sessionQueue{Mode: e.QueueMode, Debounce: time.Duration(e.QueueDebounceMs) * time.Millisecond,
+				Cap: e.QueueCap, Drop: e.QueueDrop}
+		}
+	}
+	return rt.Queue.settings(k.Channel, sq)
+}
+
+// notify sends a short notice outside any session.
+func (d *Dispatcher) notify(ctx context.Context, in channels.Inbound, text string) {
+	a := d.adapter(in.Channel, in.AccountID)
+	if a == nil {
+		return
+	}
+	out := outboundFor(in)
+	out.Text = text
+	out.Failed = true
+	var err error
+	if n, ok := a.(channels.Notifier); ok {
+		err = n.Notify(ctx, out)
+	} else {
+		err = a.Send(ctx, out)
+	}
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("notice not delivered", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
+	}
+}
+
+func outboundFor(in channels.Inbound) channels.Outbound {
+	return channels.Outbound{
+		Channel: in.Channel, AccountID: in.AccountID, ChatID: in.ChatID,
+		ThreadID: in.ThreadID, IsTopic: in.IsTopic, ReplyToID: in.MessageID,
+	}
+}
+
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,11 @@
+// Package dispatch is the gateway's switchboard (SPEC §1): it takes the
+// normalised messages channel adapters hand it, applies the access policy,
+// resolves the agent and session key, journals each accepted message before
+// the adapter acknowledges it, queues it on the session's lane and, when the
+// lane runs it, executes chat commands or an agent turn and delivers the
+// reply through the adapter it came from.
+//
+// A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
+// in an atomic pointer (SetRuntime); the lanes serialise all work of one
+// session, so no dispatcher lock is held across I/O.
+package dispatch

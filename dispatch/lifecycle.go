@@ -1,0 +1,106 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Resume queues every journaled record whose turn did not complete (a crash
+// or a shutdown with work queued). Call it once at start, after Register.
+func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
+	recs, err := d.journal.Pending()
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: resume: %w", err)
+	}
+	n := 0
+	for _, rec := range recs {
+		w, err := d.workFromRecord(rec)
+		if err != nil {
+			d.log.Error("journal record unreadable; giving it up", zap.String("record_id", rec.ID), zap.Error(err))
+			d.finish(rec.ID)
+			continue
+		}
+		if rec.Attempts >= d.opts.MaxAttempts {
+			d.log.Error("message given up after repeated failures", zap.String("record_id", rec.ID),
+				zap.Int("attempts", rec.Attempts))
+			d.finish(rec.ID)
+			continue
+		}
+		d.enqueue(ctx, w)
+		d.opts.Metrics.Replayed.Inc()
+		n++
+	}
+	if n > 0 {
+		d.log.Info("resumed journaled messages", zap.Int("count", n))
+	}
+	return n, nil
+}
+
+func (d *Dispatcher) workFromRecord(rec sessions.Record) (*work, error) {
+	var env envelope
+	if err := json.Unmarshal(rec.Payload, &env); err != nil {
+		return nil, fmt.Errorf("decode payload: %w", err)
+	}
+	key, err := routing.Parse(rec.SessionKey)
+	if err != nil {
+		return nil, err
+	}
+	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key, Consumed: rec.Consumed}
+	switch {
+	case env.Inbound != nil:
+		w.In = *env.Inbound
+		w.Command, w.Args = parseCommand(w.In.Text, d.rt.Load().Reset)
+	case env.Agent != nil:
+		w.Agent = env.Agent
+	default:
+		return nil, fmt.Errorf("empty payload")
+	}
+	return w, nil
+}
+
+// Dispatch is agents.Options.Dispatch: it journals internal work (subagent
+// runs, announcements into a parent session) and queues it on its lane, so it
+// survives a restart like any inbound message.
+func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
+	aw := &agentWork{AgentID: a.AgentID, Key: a.Key.String(), Subagent: a.Subagent, Message: a.Message, Deliver: a.Deliver}
+	payload, err := json.Marshal(envelope{Agent: aw})
+	if err != nil {
+		return fmt.Errorf("dispatch: encode agent work: %w", err)
+	}
+	id := "agent:" + uuid.NewString()
+	if _, err := d.journal.Accept(ctx, sessions.Record{
+		ID: id, AgentID: a.AgentID, SessionKey: aw.Key, Payload: payload, AcceptedAt: d.opts.Now(),
+	}); err != nil {
+		return fmt.Errorf("dispatch: journal agent work: %w", err)
+	}
+	d.enqueue(ctx, &work{RecordID: id, AgentID: a.AgentID, Key: a.Key, Agent: aw})
+	return nil
+}
+
+// Shutdown stops accepting messages and drains in-flight turns until ctx
+// ends; queued and interrupted work stays pending in the journal.
+func (d *Dispatcher) Shutdown(ctx context.Context) {
+	d.closing.Store(true)
+	left := d.queue.Shutdown(ctx)
+	if len(left) > 0 {
+		d.log.Info("queued messages left for the next start", zap.Int("count", len(left)))
+	}
+}
+
+// Serialise runs fn on key's lane, after its active run, so operator actions
+// (API reset, delete, compact) never race a turn.
+func (d *Dispatcher) Serialise(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error {
+	var ferr error
+	if err := d.queue.Do(ctx, key.String(), func(ctx context.Context) { ferr = fn(ctx) }); err != nil {
+		return fmt.Errorf("dispatch: serialise %s: %w", key, err)
+	}
+	return ferr
+}

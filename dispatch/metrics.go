@@ -1,0 +1,64 @@
+package dispatch
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the dispatcher's Prometheus collectors (SPEC §10).
+type Metrics struct {
+	Inbound     *prometheus.CounterVec
+	Outbound    *prometheus.CounterVec
+	SendErrors  *prometheus.CounterVec
+	Refused     *prometheus.CounterVec
+	Duplicates  *prometheus.CounterVec
+	RunLatency  *prometheus.HistogramVec
+	LaneWait    *prometheus.HistogramVec
+	QueueDepth  prometheus.Gauge
+	Resets      *prometheus.CounterVec
+	Compactions prometheus.Counter
+	Replayed    prometheus.Counter
+}
+
+// NewMetrics creates the collectors and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_inbound_messages_total", Help: "Inbound messages by channel.",
+		}, []string{"channel"}),
+		Outbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_outbound_messages_total", Help: "Replies delivered by channel.",
+		}, []string{"channel"}),
+		SendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_outbound_errors_total", Help: "Replies that could not be delivered.",
+		}, []string{"channel"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_inbound_refused_total", Help: "Inbound messages refused by the access policy.",
+		}, []string{"channel"}),
+		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_inbound_duplicates_total", Help: "Redelivered inbound messages dropped.",
+		}, []string{"channel"}),
+		RunLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_run_seconds", Help: "Agent turn latency.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"agent"}),
+		LaneWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gateway_lane_wait_seconds", Help: "Time a batch waited for a lane slot.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 2, 5, 10, 30},
+		}, []string{"class"}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gateway_queue_depth_last", Help: "Queue depth of the last session that received a message.",
+		}),
+		Resets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_session_resets_total", Help: "Session resets by reason.",
+		}, []string{"reason"}),
+		Compactions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_compactions_requested_total", Help: "Compactions requested with /compact.",
+		}),
+		Replayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_ingress_replayed_total", Help: "Journaled messages resumed at start.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
+			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed)
+	}
+	return m
+}
