@@ -146,6 +146,13 @@ func (st *fileState) tryHint(f io.ReaderAt, hint int64) {
 	if _, err := f.ReadAt(prev[:], hint-1); err != nil || prev[0] != '\n' {
 		return
 	}
+	first, err := readLineAt(f, hint, st.lo)
+	if err != nil || len(first) == 0 || first[len(first)-1] != '\n' {
+		return
+	}
+	if n, err := parseEntry(first, hint); err != nil || n == nil || n.kind != kindCompaction {
+		return
+	}
 	buf := make([]byte, st.lo-hint)
 	if _, err := f.ReadAt(buf, hint); err != nil {
 		return
@@ -230,7 +237,9 @@ func (st *fileState) extendBackward(f io.ReaderAt) error {
 		}
 		start := 0
 		if s > st.headerEnd {
-			i := bytes.IndexByte(buf, '\n')
+			// buf ends with the '\n' of the line before lo; a line start
+			// needs another '\n' before it.
+			i := bytes.IndexByte(buf[:len(buf)-1], '\n')
 			if i < 0 { // one line longer than the block
 				st.block *= 2
 				continue

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
 )
 
 var idRe = regexp.MustCompile(`^[0-9a-f]{8}$`)
@@ -412,7 +413,7 @@ func forwardContext(t testing.TB, path string) (Context, error) {
 	if err != nil {
 		return Context{}, err
 	}
-	st, err := loadForward(f, fi, nil)
+	st, err := loadForward(f, fi, zap.NewNop())
 	if err != nil {
 		return Context{}, err
 	}
@@ -725,5 +726,141 @@ func TestAppendHonoursLockContext(t *testing.T) {
 	tr := newTestTranscript(t, tempPath(t), lock, nil)
 	if _, err := tr.Append(ctx, user("x")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Append with a held lock and a cancelled context: %v", err)
+	}
+}
+
+// writeCompactedSession writes n messages (user/assistant pairs with tool
+// calls every tenth turn), then a compaction keeping the last keep of them,
+// then tail messages after it. It returns the compaction's byte offset.
+func writeCompactedSession(t testing.TB, path string, n, keep, tail int) int64 {
+	t.Helper()
+	ctx := context.Background()
+	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
+	msgs := make([]Message, 0, n)
+	for i := 0; len(msgs) < n; i++ {
+		msgs = append(msgs, user(fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum ", 20))))
+		if i%10 == 9 {
+			msgs = append(msgs, assistantCalls(fmt.Sprintf("call_%d", i)), toolResult(fmt.Sprintf("call_%d", i), "result"))
+		}
+		msgs = append(msgs, assistantText(fmt.Sprintf("answer %d: %s", i, strings.Repeat("dolor sit amet ", 20))))
+	}
+	msgs = msgs[:n]
+	ids, err := tr.Append(ctx, msgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "long talk", FirstKeptEntryID: ids[n-keep], TokensBefore: 80000, TokensAfter: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tail {
+		if _, err := tr.Append(ctx, user(fmt.Sprintf("after %d", i)), assistantText("ok")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, off, err := tr.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+func TestLoadCompactedReadsOnlyTheTail(t *testing.T) {
+	ctx := context.Background()
+	src := tempPath(t)
+	off := writeCompactedSession(t, src, 10000, 50, 3)
+	fi, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := forwardContext(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Messages) < 50 || full.Summary != "long talk" {
+		t.Fatalf("forward load: %d messages, summary %q", len(full.Messages), full.Summary)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []transcriptOption
+	}{
+		{"from the end", nil},
+		{"with offset hint", []transcriptOption{withCompactionHint(off)}},
+		{"with a stale hint", []transcriptOption{withCompactionHint(off / 2)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "copy.jsonl")
+			copyFile(t, src, path)
+			tr := newTestTranscript(t, path, newMemLocker(), nil, tc.opts...)
+			c, err := tr.Context(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(full, c); d != "" {
+				t.Errorf("tail load differs from the full load (-full +tail):\n%s", d)
+			}
+			tr.mu.Lock()
+			parsed, lo := tr.st.parsed, tr.st.lo
+			tr.mu.Unlock()
+			// 50 kept + compaction + 6 after, plus at most one block of extra lines.
+			if parsed > 400 || lo < fi.Size()/2 {
+				t.Errorf("parsed %d of 10,000+ lines, read from offset %d of %d", parsed, lo, fi.Size())
+			}
+			// An append extends the cached context without reparsing.
+			if _, err := tr.Append(ctx, user("one more")); err != nil {
+				t.Fatal(err)
+			}
+			c2, err := tr.Context(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.mu.Lock()
+			parsed2 := tr.st.parsed
+			tr.mu.Unlock()
+			if parsed2 != parsed || c2.Messages[len(c2.Messages)-1].Text() != "one more" {
+				t.Errorf("append reparsed (%d -> %d lines) or lost the message", parsed, parsed2)
+			}
+		})
+	}
+}
+
+func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
+	var first []string
+	for i := range 300 {
+		ids, err := tr.Append(ctx, user(fmt.Sprintf("u%d %s", i, strings.Repeat("z", 500))), assistantText(fmt.Sprintf("a%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 20 {
+			first = ids
+		}
+	}
+	// Keeps almost everything: the loader must walk back many blocks.
+	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "s", FirstKeptEntryID: first[0]}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := forwardContext(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(full, c); d != "" {
+		t.Errorf("(-full +tail):\n%s", d)
+	}
+	if len(c.Messages) != 1+2*280-1 { // summary merged with u20
+		t.Errorf("%d messages", len(c.Messages))
+	}
+	// A second compaction that keeps nothing.
+	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = tr.Context(ctx)
+	if err != nil || len(c.Messages) != 1 || c.Summary != "t" {
+		t.Errorf("after keep-nothing compaction: %v, %v", summarize(c.Messages), err)
 	}
 }

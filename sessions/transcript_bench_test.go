@@ -1,0 +1,111 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkTranscriptAppend appends one user message durably (write under
+// the lock, fsync after it). "parallel-one-session" shows fsync grouping
+// across concurrent appends to one file; "parallel-sessions" appends to a
+// separate transcript per goroutine.
+func BenchmarkTranscriptAppend(b *testing.B) {
+	ctx := context.Background()
+	msg := user("a typical chat message of a few dozen characters, nothing more")
+	b.Run("serial", func(b *testing.B) {
+		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := tr.Append(ctx, msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("serial-nosync", func(b *testing.B) {
+		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil, withoutSync())
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := tr.Append(ctx, msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel-one-session", func(b *testing.B) {
+		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil)
+		b.ReportAllocs()
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := tr.Append(ctx, msg); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("parallel-sessions", func(b *testing.B) {
+		dir := b.TempDir()
+		var n atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			tr := newTestTranscript(b, filepath.Join(dir, fmt.Sprintf("%d.jsonl", n.Add(1))), newMemLocker(), nil)
+			for pb.Next() {
+				if _, err := tr.Append(ctx, msg); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkLoadCompacted opens a 10,000-message transcript whose latest
+// compaction keeps the last 50 messages and rebuilds its context, as the
+// first turn after a restart does.
+func BenchmarkLoadCompacted(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "big.jsonl")
+	off := writeCompactedSession(b, path, 10000, 50, 0)
+	for _, bc := range []struct {
+		name string
+		opts []transcriptOption
+	}{
+		{"from-end", nil},
+		{"with-hint", []transcriptOption{withCompactionHint(off)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tr := newTestTranscript(b, path, nil, nil, bc.opts...)
+				c, err := tr.Context(ctx)
+				if err != nil || len(c.Messages) < 50 {
+					b.Fatal(len(c.Messages), err)
+				}
+			}
+		})
+	}
+	b.Run("full-forward", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := forwardContext(b, path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		tr := newTestTranscript(b, path, nil, nil)
+		if _, err := tr.Context(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := tr.Context(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,61 @@
+package sessions
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzLoadTranscript feeds arbitrary bytes to every reader: none may panic,
+// and a file that loads must accept an append that then reads back as the
+// leaf.
+func FuzzLoadTranscript(f *testing.F) {
+	for _, name := range []string{"testdata/pi_session.jsonl", "testdata/written.golden.jsonl"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, int64(0))
+		f.Add(b[:len(b)/2], int64(len(b)/3))
+	}
+	hdr := `{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}` + "\n"
+	f.Add([]byte(hdr+`{"type":"x","id":"a","parentId":"a"}`+"\n"+`{"type":"compaction","id":"b","parentId":"c","firstKeptEntryId":"a"}`+"\n"), int64(len(hdr)))
+	f.Add([]byte(hdr+`{"type":"message","id":"a","parentId":"b","message":{"role":"user","content":"x"}}`+"\n"+
+		`{"type":"message","id":"b","parentId":"a","message":{"role":"assistant","content":[{"type":"toolCall","id":"1"}]}}`), int64(0))
+	f.Add([]byte{}, int64(0))
+	f.Add([]byte("\n\n\n"), int64(1))
+
+	f.Fuzz(func(t *testing.T, data []byte, hint int64) {
+		path := filepath.Join(t.TempDir(), "f.jsonl")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		_, loadErr := LoadFile(path, nil)
+		_, _ = ReadHistory(path)
+		if _, err := forwardContext(t, path); (err == nil) != (loadErr == nil) {
+			// The tail reader may skip a bad line before the kept part; it
+			// must never fail where the full reader succeeds.
+			if loadErr != nil {
+				t.Fatalf("tail load failed (%v) where the forward load succeeded", loadErr)
+			}
+		}
+		tr := newTestTranscript(t, path, newMemLocker(), nil, withCompactionHint(hint), withoutSync())
+		if _, err := tr.Context(ctx); err != nil {
+			return
+		}
+		_, _, _ = tr.Stats(ctx)
+		ids, err := tr.Append(ctx, user("fuzz"))
+		if err != nil {
+			t.Fatalf("Append after a successful load: %v", err)
+		}
+		c, err := LoadFile(path, nil)
+		if err != nil {
+			t.Fatalf("reload after append: %v", err)
+		}
+		if c.LeafID != ids[0] {
+			t.Fatalf("leaf %q after appending %q", c.LeafID, ids[0])
+		}
+	})
+}
