@@ -54,6 +54,7 @@ func TestGroupMentionGating(t *testing.T) {
 		{"mention stripped", g("@" + bot + " what is 2+2?"), "what is 2+2?"},
 		{"mention in the middle", g("hey @" + bot + ", summarise"), "hey summarise"},
 		{"mention case-insensitive", g("@GATEWAY_TEST_BOT hi"), "hi"},
+		{"mention after emoji (UTF-16 offsets)", g("😀🎉 @" + bot + " party?"), "😀🎉 party?"},
 		{"other user mentioned", g("@someone_else look"), ""},
 		{"reply to the bot", replyToBot, "what do you mean?"},
 		{"reply to someone else", replyToOther, ""},
