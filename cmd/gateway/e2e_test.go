@@ -249,7 +249,7 @@ func checkDiskFormat(t *testing.T, stateDir string) {
 			t.Errorf("entry lacks %q: %v", k, e)
 		}
 	}
-	if strings.Contains(string(b), "hello one") {
+	if strings.Contains(string(b), "second message") || strings.Contains(string(b), "reply: hello") {
 		t.Error("sessions.json holds a message body")
 	}
 	sid, _ := e["sessionId"].(string)
