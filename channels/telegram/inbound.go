@@ -171,7 +171,10 @@ func stripAddressing(text string, entities []tgbotapi.MessageEntity, self *botId
 		return strings.TrimSpace(text), false, false, false
 	}
 	units := utf16.Encode([]rune(text))
-	type cut struct{ from, to int; repl string }
+	type cut struct {
+		from, to int
+		repl     string
+	}
 	var cuts []cut
 	for _, e := range entities {
 		from, to := e.Offset, e.Offset+e.Length

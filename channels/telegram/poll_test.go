@@ -153,7 +153,6 @@ func TestRunRefusedToken(t *testing.T) {
 	}
 }
 
-
 func TestTransportErrorHidesToken(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	cfg := baseConfig(srv)
