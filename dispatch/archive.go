@@ -2,11 +2,128 @@ package dispatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/sessions"
 )
 
-// archiveCommand handles /sessions, /switch, /history and /delete.
+// archiveCommand handles /sessions, /switch, /history and /delete. They act
+// only on sessions of this chat's key, so one chat never reaches another's.
 func (d *Dispatcher) archiveCommand(ctx context.Context, store *sessions.Store, w *work) string {
-	return "This command is not available yet."
+	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
+	cur, hasCur, err := store.Get(w.Key)
+	if err != nil {
+		log.Error("session lookup failed", zap.Error(err))
+		return "Sorry, the session store is unavailable."
+	}
+	archived, err := store.Archived(w.Key)
+	if err != nil {
+		log.Error("archive lookup failed", zap.Error(err))
+		return "Sorry, the session archive is unavailable."
+	}
+	switch w.Command {
+	case "sessions":
+		return listSessions(cur, hasCur, archived)
+	case "switch":
+		if w.Args == "" {
+			return "Usage: /switch <n|sessionId> (see /sessions)"
+		}
+		id := w.Args
+		if n, err := strconv.Atoi(w.Args); err == nil {
+			if n < 1 || n > len(archived) {
+				return fmt.Sprintf("No archived session %d; /sessions lists %d.", n, len(archived))
+			}
+			id = archived[n-1].SessionID
+		}
+		e, err := store.Switch(ctx, w.Key, id)
+		if errors.Is(err, sessions.ErrNotFound) {
+			return "This chat has no archived session " + id + "."
+		}
+		if err != nil {
+			log.Error("switch failed", zap.Error(err))
+			return "Sorry, the session could not be switched."
+		}
+		return fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title))
+	case "history":
+		n := 10
+		if w.Args != "" {
+			v, err := strconv.Atoi(w.Args)
+			if err != nil || v < 1 || v > 100 {
+				return "Usage: /history [n] with n from 1 to 100"
+			}
+			n = v
+		}
+		if !hasCur {
+			return "This chat has no messages yet."
+		}
+		return d.history(ctx, store, cur, n)
+	case "delete":
+		if w.Args != "" && w.Args != "0" {
+			return "Archived sessions are kept for the operator; /delete archives the current session."
+		}
+		if !hasCur {
+			return "This chat has no session to delete."
+		}
+		if err := store.Delete(ctx, w.Key); err != nil {
+			log.Error("delete failed", zap.Error(err))
+			return "Sorry, the session could not be deleted."
+		}
+		return "Deleted the current session (archived; an operator can recover it). The next message starts a new one."
+	}
+	return "Unknown command. /help lists them."
+}
+
+func listSessions(cur sessions.Entry, hasCur bool, archived []sessions.Archived) string {
+	var b strings.Builder
+	if hasCur {
+		fmt.Fprintf(&b, "Current: %s %q, %d messages, started %s\n", cur.SessionID, cur.Title,
+			cur.MessageCount, cur.SessionStartedAt.Format("2006-01-02 15:04"))
+	} else {
+		b.WriteString("No current session.\n")
+	}
+	if len(archived) == 0 {
+		b.WriteString("No archived sessions.")
+		return b.String()
+	}
+	b.WriteString("Archived (use /switch <n>):\n")
+	for i, a := range archived {
+		fmt.Fprintf(&b, "%d. %s %q, %d messages, %s %s\n", i+1, a.SessionID, a.Title, a.MessageCount,
+			a.Reason, a.ArchivedAt.Format("2006-01-02 15:04"))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (d *Dispatcher) history(ctx context.Context, store *sessions.Store, e sessions.Entry, n int) string {
+	t, err := store.Transcript(e.SessionID)
+	if err != nil {
+		return "Sorry, the transcript is unavailable."
+	}
+	msgs, err := t.History(ctx)
+	if err != nil {
+		d.log.Error("read history failed", zap.String("session_id", e.SessionID), zap.Error(err))
+		return "Sorry, the transcript could not be read."
+	}
+	var lines []string
+	for _, m := range msgs {
+		if m.Role != sessions.RoleUser && m.Role != sessions.RoleAssistant {
+			continue
+		}
+		txt := firstLine(m.Text(), 200)
+		if txt == "" {
+			continue
+		}
+		lines = append(lines, m.Role+": "+txt)
+	}
+	if len(lines) == 0 {
+		return "No messages yet."
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

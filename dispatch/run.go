@@ -229,22 +229,17 @@ func (d *Dispatcher) send(ctx context.Context, a channels.Adapter, out channels.
 	if a == nil {
 		return
 	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = a.Send(ctx, out); err == nil {
-			d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
-			return
+	// One attempt: adapters retry what is safe to retry themselves (429,
+	// transient errors per chunk); resending a whole multi-chunk reply here
+	// would duplicate the chunks already delivered.
+	if err := a.Send(ctx, out); err != nil {
+		d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
+		if ctx.Err() == nil {
+			d.log.Error("reply not delivered", zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.Error(err))
 		}
-		if ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
-		}
+		return
 	}
-	d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
-	d.log.Error("reply not delivered", zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.Error(err))
+	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
 }
 
 func (d *Dispatcher) startTyping(ctx context.Context, a channels.Adapter, out channels.Outbound) func() {

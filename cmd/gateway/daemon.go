@@ -161,6 +161,12 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 		Sessions: mgr, Runner: runner, Web: webAdapter, Gatherer: d.reg, Logger: log.Named("api"),
 		Token: cfg.HTTP.Token, Agents: agentIDs, Serialise: disp.Serialise,
 	})
+	for _, a := range d.adapters {
+		if tg, ok := a.(*telegram.Adapter); ok && tg.Config().Mode == telegram.ModeWebhook && tg.Config().Webhook.Listen == "" {
+			d.server.Mount(tg.WebhookPath(), tg.WebhookHandler())
+			log.Info("telegram webhook mounted", zap.String("account_id", tg.AccountID()), zap.String("path", tg.WebhookPath()))
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("gateway: listen %s: %w", cfg.HTTP.Listen, err)

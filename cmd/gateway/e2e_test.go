@@ -211,6 +211,26 @@ func TestEndToEndTelegram(t *testing.T) {
 		t.Errorf("after restart %d messages were sent, want 1 (nothing answered twice)", got)
 	}
 	checkDiskFormat(t, stateDir)
+
+	// Chat commands act on this chat's sessions, serialised with its turns.
+	tg.DM(alice, "/history 2")
+	waitReply(t, tg, "user: after restart")
+	tg.DM(alice, "/new fresh start") // the rest becomes the new session's first message
+	waitReply(t, tg, "reply: fresh start")
+	req, _ = lastRequestFor(model, "fresh start")
+	if got := convo(req); len(got) != 1 {
+		t.Errorf("after /new the model saw %q, want only the new message", got)
+	}
+	tg.DM(alice, "/sessions")
+	waitReply(t, tg, "Archived (use /switch")
+	tg.DM(alice, "/switch 1")
+	waitReply(t, tg, "Switched to session")
+	tg.DM(alice, "back again")
+	waitReply(t, tg, "reply: back again")
+	req, _ = lastRequestFor(model, "back again")
+	if got := convo(req); len(got) < 6 || got[0] != "user: hello one" {
+		t.Errorf("after /switch the model saw %q, want the old history", got)
+	}
 }
 
 var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
