@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -239,17 +239,27 @@ func (s *Store) List() ([]Entry, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	out := make([]Entry, 0, len(s.slots))
+	all := make([]Entry, 0, len(s.slots))
 	for _, sl := range s.slots {
-		out = append(out, sl.e)
+		all = append(all, sl.e)
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+	// Sort indexes, not the (large) entries themselves.
+	idx := make([]int32, len(all))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		ea, eb := &all[a], &all[b]
+		if c := eb.UpdatedAt.Compare(ea.UpdatedAt); c != 0 {
+			return c
 		}
-		return out[i].SessionKey < out[j].SessionKey
+		return strings.Compare(ea.SessionKey, eb.SessionKey)
 	})
+	out := make([]Entry, len(all))
+	for i, j := range idx {
+		out[i] = all[j]
+	}
 	return out, nil
 }
 
