@@ -1,0 +1,312 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+)
+
+// Name is the channel name of this adapter.
+const Name = "discord"
+
+// Intents are the gateway intents the adapter asks for. Message content is
+// a privileged intent: enable it for the bot in the developer portal.
+const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
+	discordgo.IntentsDirectMessages | discordgo.IntentMessageContent
+
+// Options configures an Adapter.
+type Options struct {
+	Logger *zap.Logger
+	// HTTPClient carries REST calls (gateway discovery included); nil keeps
+	// discordgo's client (20 s timeout). Tests pass discordtest's client.
+	HTTPClient *http.Client
+	// MentionRequired decides whether a guild message needs a mention; nil
+	// uses this account's static configuration. The daemon may pass a
+	// function that reads the current (hot-reloaded) access policy.
+	MentionRequired func(channels.Inbound) bool
+	// OpenTimeout bounds one gateway connect (30 s when zero).
+	OpenTimeout time.Duration
+	// MaxBackoff caps the wait between failed connects (2 min when zero).
+	MaxBackoff time.Duration
+}
+
+// Adapter is one Discord bot account. Create it with New.
+type Adapter struct {
+	id   string
+	cfg  Config
+	opts Options
+	log  *zap.Logger
+	s    *discordgo.Session
+
+	mention func(channels.Inbound) bool
+	running atomic.Bool
+
+	mu      sync.Mutex
+	botID   string   // guarded by mu; from READY
+	lastNet net.Conn // guarded by mu; the gateway's current TCP connection
+}
+
+var (
+	_ channels.Adapter  = (*Adapter)(nil)
+	_ channels.Typer    = (*Adapter)(nil)
+	_ channels.Notifier = (*Adapter)(nil)
+)
+
+// New validates cfg and returns an adapter for account accountID. It does
+// not connect; Run does.
+func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	tok, err := cfg.token()
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = 30 * time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 2 * time.Minute
+	}
+	if !strings.HasPrefix(tok, "Bot ") {
+		tok = "Bot " + tok
+	}
+	s, err := discordgo.New(tok)
+	if err != nil {
+		return nil, fmt.Errorf("discord: new session: %w", err)
+	}
+	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s,
+		log: opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
+	// Run owns reconnection (discordgo's loop cannot be stopped and leaks).
+	s.ShouldReconnectOnError = false
+	s.ShouldReconnectVoiceOnSessionError = false
+	s.ShouldRetryOnRateLimit = true
+	// Handlers run on discordgo's read goroutine, in gateway order; ours
+	// only queue events.
+	s.SyncEvents = true
+	// discordgo logs through the standard logger; errors reach us anyway.
+	s.LogLevel = -1
+	s.Identify.Intents = Intents
+	s.State.TrackPresences = false
+	s.State.TrackVoice = false
+	s.State.TrackEmojis = false
+	s.State.TrackStickers = false
+	s.State.MaxMessageCount = 0
+	if opts.HTTPClient != nil {
+		s.Client = opts.HTTPClient
+	}
+	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: opts.OpenTimeout,
+		NetDialContext: a.dial}
+	a.mention = opts.MentionRequired
+	if a.mention == nil {
+		pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: accountID}: cfg.Access()}, access.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("discord: %w", err)
+		}
+		a.mention = pol.MentionRequired
+	}
+	return a, nil
+}
+
+// Name implements channels.Adapter.
+func (a *Adapter) Name() string { return Name }
+
+// AccountID implements channels.Adapter.
+func (a *Adapter) AccountID() string { return a.id }
+
+// Config returns the account's configuration.
+func (a *Adapter) Config() Config { return a.cfg }
+
+// dial connects the gateway's TCP connection with a deadline covering the
+// handshake; connect clears it once the session is open, or moves it to
+// now to abort a connect when Run's context ends.
+func (a *Adapter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: a.opts.OpenTimeout, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Now().Add(a.opts.OpenTimeout))
+	a.mu.Lock()
+	a.lastNet = c
+	a.mu.Unlock()
+	return c, nil
+}
+
+func (a *Adapter) setNetDeadline(t time.Time) {
+	a.mu.Lock()
+	c := a.lastNet
+	a.mu.Unlock()
+	if c != nil {
+		_ = c.SetDeadline(t)
+	}
+}
+
+func (a *Adapter) bot() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botID
+}
+
+// Run connects to the gateway and hands every accepted message to h, one at
+// a time, until ctx ends; then it closes the session and returns nil. It
+// returns an error only for a failure retrying cannot fix (bad token,
+// disallowed intents). Run must not be called twice at once.
+func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return errors.New("discord: Run already running")
+	}
+	defer a.running.Store(false)
+
+	q := newQueue(maxQueued)
+	disconnected := make(chan struct{}, 1)
+	removes := []func(){
+		a.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+			if r.User != nil {
+				a.mu.Lock()
+				a.botID = r.User.ID
+				a.mu.Unlock()
+			}
+		}),
+		a.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+			if !q.push(m) {
+				a.log.Warn("inbound queue full, message dropped", zap.String("message_id", m.ID))
+			}
+		}),
+		a.s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+			select {
+			case disconnected <- struct{}{}:
+			default:
+			}
+		}),
+		a.s.AddHandler(func(_ *discordgo.Session, rl *discordgo.RateLimit) {
+			a.log.Info("rate limited", zap.String("url", rl.URL), zap.Duration("retry_after", rl.RetryAfter))
+		}),
+	}
+	defer func() {
+		// Close sleeps a second waiting for the close handshake.
+		if err := a.s.Close(); err != nil {
+			a.log.Debug("close gateway", zap.Error(err))
+		}
+		for _, rm := range removes {
+			rm()
+		}
+	}()
+
+	if err := a.connect(ctx); err != nil || ctx.Err() != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-q.ready():
+			for _, m := range q.take() {
+				a.handle(ctx, h, m)
+			}
+		case <-disconnected:
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.log.Info("gateway disconnected, resuming")
+			if err := a.connect(ctx); err != nil || ctx.Err() != nil {
+				return err
+			}
+		}
+	}
+}
+
+// connect opens (or resumes) the gateway session, retrying with backoff
+// until it succeeds, ctx ends (nil) or the failure is permanent.
+func (a *Adapter) connect(ctx context.Context) error {
+	backoff := time.Duration(0)
+	for {
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+		stop := context.AfterFunc(ctx, func() { a.setNetDeadline(time.Now()) })
+		err := a.s.Open()
+		stop()
+		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			a.setNetDeadline(time.Time{})
+			if ctx.Err() == nil {
+				a.log.Info("gateway connected")
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if permanent(err) {
+			return fmt.Errorf("discord: open gateway: %w", err)
+		}
+		backoff = min(max(2*backoff, time.Second), a.opts.MaxBackoff)
+		a.log.Warn("gateway connect failed", zap.Error(err), zap.Duration("retry_in", backoff))
+	}
+}
+
+// permanent reports close codes that retrying will not fix.
+func permanent(err error) bool {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Code {
+	case 4004, 4010, 4011, 4012, 4013, 4014:
+		return true
+	}
+	return false
+}
+
+// handle normalises one message and hands it to h. Discord cannot
+// redeliver, so a handler error is retried a few times before the message
+// is given up (and logged).
+func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) {
+	in, ok := a.inbound(ctx, m.Message)
+	if !ok {
+		return
+	}
+	delay := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := h(ctx, in)
+		if err == nil || errors.Is(err, channels.ErrRejected) || ctx.Err() != nil {
+			return
+		}
+		if attempt == 3 {
+			a.log.Error("message not accepted, dropped", zap.String("chat_id", in.ChatID),
+				zap.String("message_id", in.MessageID), zap.Error(err))
+			return
+		}
+		a.log.Warn("message not accepted, retrying", zap.String("message_id", in.MessageID), zap.Error(err))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay *= 2
+	}
+}

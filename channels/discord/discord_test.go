@@ -1,0 +1,433 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord/discordtest"
+)
+
+type accessRule = access.GroupRule
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	guildID   = "500"
+	channelID = "600"
+	threadID  = "700"
+	dmID      = "900"
+	botRole   = "800"
+)
+
+var alice = &discordgo.User{ID: "42", Username: "alice", GlobalName: "Alice"}
+
+func fakeOptions() discordtest.Options {
+	return discordtest.Options{
+		Token:    "tok",
+		BotRoles: []string{botRole},
+		Guilds: []*discordgo.Guild{{
+			ID: guildID, Name: "g",
+			Channels: []*discordgo.Channel{{ID: channelID, Name: "general", Type: discordgo.ChannelTypeGuildText}},
+			Threads:  []*discordgo.Channel{{ID: threadID, Name: "t", Type: discordgo.ChannelTypeGuildPublicThread, ParentID: channelID}},
+		}},
+	}
+}
+
+type harness struct {
+	fake *discordtest.Server
+	a    *Adapter
+	got  chan channels.Inbound
+	done chan error
+	stop context.CancelFunc
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// start runs an adapter against a fake Discord until the test ends.
+func start(t *testing.T, cfg Config, fo discordtest.Options) *harness {
+	t.Helper()
+	fake := discordtest.New(fo)
+	cfg.Token = "tok"
+	a, err := New("default", cfg, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		fake.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{fake: fake, a: a, got: make(chan channels.Inbound, 64), done: make(chan error, 1), stop: cancel}
+	go func() {
+		h.done <- a.Run(ctx, func(_ context.Context, in channels.Inbound) error {
+			h.got <- in
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-h.done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		fake.Close()
+	})
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// next returns the next delivered message.
+func (h *harness) next(t *testing.T) channels.Inbound {
+	t.Helper()
+	select {
+	case in := <-h.got:
+		return in
+	case <-time.After(15 * time.Second):
+		t.Fatal("no message delivered")
+	}
+	return channels.Inbound{}
+}
+
+func (h *harness) post(m *discordgo.Message) string {
+	if m.Author == nil {
+		m.Author = alice
+	}
+	return h.fake.SendMessageCreate(m)
+}
+
+// marker posts a mentioned message and returns once it is delivered,
+// proving that everything posted before it was handled (events are handled
+// in order).
+func (h *harness) marker(t *testing.T) []channels.Inbound {
+	t.Helper()
+	bot := h.fake.BotUser()
+	id := h.post(&discordgo.Message{ChannelID: channelID, Content: "<@" + bot.ID + "> marker", Mentions: []*discordgo.User{bot}})
+	var before []channels.Inbound
+	for {
+		in := h.next(t)
+		if in.MessageID == id {
+			return before
+		}
+		before = append(before, in)
+	}
+}
+
+func TestGuildChannelMentionGating(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	bot := h.fake.BotUser()
+
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "no mention here"})
+	if got := h.marker(t); len(got) != 0 {
+		t.Fatalf("unmentioned message delivered: %+v", got)
+	}
+
+	id := h.post(&discordgo.Message{ChannelID: channelID, Content: "<@" + bot.ID + "> hello there",
+		Mentions: []*discordgo.User{bot}, Member: &discordgo.Member{Nick: "Al"}})
+	in := h.next(t)
+	want := channels.Inbound{Channel: "discord", AccountID: "default", MessageID: id, ChatID: channelID,
+		ChatType: channels.Channel, GuildID: guildID, SenderID: alice.ID, SenderName: "Al", CaseSensitive: true,
+		Mentioned: true, Text: "hello there"}
+	in.Time = time.Time{}
+	if in != want {
+		t.Fatalf("got  %+v\nwant %+v", in, want)
+	}
+
+	// A role mention of the bot's role counts; another role does not.
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "<@&999> not us", MentionRoles: []string{"999"}})
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "<@&" + botRole + "> via role", MentionRoles: []string{botRole}})
+	if in := h.next(t); in.Text != "via role" || !in.Mentioned {
+		t.Fatalf("role mention: %+v", in)
+	}
+	// A reply to the bot counts.
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "and a reply", Type: discordgo.MessageTypeReply,
+		MessageReference:  &discordgo.MessageReference{MessageID: "77"},
+		ReferencedMessage: &discordgo.Message{ID: "77", Author: bot}})
+	if in := h.next(t); in.Text != "and a reply" || in.ReplyToID != "77" || !in.Mentioned {
+		t.Fatalf("reply to bot: %+v", in)
+	}
+}
+
+func TestGuildChannelWithoutRequireMention(t *testing.T) {
+	off := false
+	h := start(t, Config{RequireMention: &off}, fakeOptions())
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "plain"})
+	if in := h.next(t); in.Text != "plain" || in.Mentioned {
+		t.Fatalf("got %+v", in)
+	}
+}
+
+func TestGuildRuleOverridesMention(t *testing.T) {
+	off := false
+	h := start(t, Config{Guilds: map[string]accessRule{threadID: {RequireMention: &off}}}, fakeOptions())
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "parent, unmentioned"})
+	h.post(&discordgo.Message{ChannelID: threadID, Content: "thread, unmentioned"})
+	if in := h.next(t); in.Text != "thread, unmentioned" {
+		t.Fatalf("got %+v", in)
+	}
+}
+
+func TestThread(t *testing.T) {
+	fo := fakeOptions()
+	h := start(t, Config{}, fo)
+	bot := h.fake.BotUser()
+	mention := "<@!" + bot.ID + ">"
+
+	// A thread announced in GUILD_CREATE.
+	h.post(&discordgo.Message{ChannelID: threadID, Content: mention + " in thread", Mentions: []*discordgo.User{bot}})
+	in := h.next(t)
+	if in.ChatID != channelID || in.ThreadID != threadID || in.ParentChatID != channelID || in.ChatType != channels.Channel || in.Text != "in thread" {
+		t.Fatalf("thread message: %+v", in)
+	}
+	// A thread the gateway never announced is looked up over REST.
+	h.fake.AddChannel(&discordgo.Channel{ID: "701", GuildID: guildID, Type: discordgo.ChannelTypeGuildPrivateThread, ParentID: channelID})
+	h.post(&discordgo.Message{ChannelID: "701", GuildID: guildID, Content: mention + " hidden", Mentions: []*discordgo.User{bot}})
+	if in := h.next(t); in.ChatID != channelID || in.ThreadID != "701" {
+		t.Fatalf("REST thread: %+v", in)
+	}
+	// A thread created later arrives as THREAD_CREATE.
+	h.fake.Dispatch("THREAD_CREATE", &discordgo.Channel{ID: "702", GuildID: guildID, Type: discordgo.ChannelTypeGuildPublicThread, ParentID: channelID})
+	h.post(&discordgo.Message{ChannelID: "702", Content: mention + " new", Mentions: []*discordgo.User{bot}})
+	if in := h.next(t); in.ChatID != channelID || in.ThreadID != "702" {
+		t.Fatalf("new thread: %+v", in)
+	}
+
+	// Replies go to the thread, the first part as a reply.
+	err := h.a.Send(ctxT(t), channels.Outbound{Channel: "discord", ChatID: channelID, ThreadID: threadID, ReplyToID: in.MessageID, Text: "answer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := h.fake.WaitSent(ctxT(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent[0].ChannelID != threadID || sent[0].Reference == nil || sent[0].Reference.MessageID != in.MessageID {
+		t.Fatalf("sent %+v", sent[0])
+	}
+}
+
+func TestDirectMessage(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	id := h.post(&discordgo.Message{ChannelID: dmID, Content: "hi bot", Attachments: []*discordgo.MessageAttachment{{Filename: "cat.png"}}})
+	in := h.next(t)
+	if in.ChatType != channels.Direct || in.ChatID != dmID || in.SenderID != alice.ID || !in.Mentioned ||
+		in.GuildID != "" || in.MessageID != id || in.Text != "hi bot\n[attachment: cat.png]" || in.SenderName != "Alice" {
+		t.Fatalf("dm: %+v", in)
+	}
+}
+
+func TestOwnAndBotMessagesIgnored(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	// The fake echoes the bot's posts back as MESSAGE_CREATE, like Discord.
+	if err := h.a.Send(ctxT(t), channels.Outbound{ChatID: dmID, Text: "echo me"}); err != nil {
+		t.Fatal(err)
+	}
+	h.post(&discordgo.Message{ChannelID: dmID, Content: "from another bot", Author: &discordgo.User{ID: "43", Bot: true}})
+	h.post(&discordgo.Message{ChannelID: dmID, Content: "system", Type: discordgo.MessageTypeChannelPinnedMessage})
+	h.post(&discordgo.Message{ChannelID: dmID, Content: "<@" + h.fake.BotUser().ID + ">"}) // empty after stripping
+	if got := h.marker(t); len(got) != 0 {
+		t.Fatalf("ignored messages delivered: %+v", got)
+	}
+}
+
+func TestReconnectResumeLosesNothing(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	// op 7: messages dispatched while the bot is away are replayed on resume.
+	if err := h.fake.Reconnect(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{
+		h.post(&discordgo.Message{ChannelID: dmID, Content: "while away 1"}),
+		h.post(&discordgo.Message{ChannelID: dmID, Content: "while away 2"}),
+	}
+	if err := h.fake.WaitReady(ctxT(t), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, h.post(&discordgo.Message{ChannelID: dmID, Content: "after resume"}))
+	// A dropped connection resumes too.
+	if err := h.fake.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, h.post(&discordgo.Message{ChannelID: dmID, Content: "while dropped"}))
+	if err := h.fake.WaitReady(ctxT(t), 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range ids {
+		if in := h.next(t); in.MessageID != want {
+			t.Fatalf("message %d: got %s (%q), want %s", i, in.MessageID, in.Text, want)
+		}
+	}
+	if identified, resumed := h.fake.Sessions(); identified != 1 || resumed != 2 {
+		t.Fatalf("sessions: identified %d, resumed %d; want 1 and 2", identified, resumed)
+	}
+	select {
+	case in := <-h.got:
+		t.Fatalf("message delivered twice: %+v", in)
+	default:
+	}
+}
+
+func TestSendSplitsLongReplies(t *testing.T) {
+	fo := fakeOptions()
+	fo.NoEcho = true
+	h := start(t, Config{}, fo)
+	text := "intro\n```go\n" + strings.Repeat("fmt.Println(\"a fairly long line of code\")\n", 120) + "```\n" + strings.Repeat("tail ", 500)
+	h.fake.RateLimitNext(1) // the first post gets a 429 that discordgo retries
+	err := h.a.Send(ctxT(t), channels.Outbound{ChatID: channelID, ReplyToID: "123", Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := Split(text, MaxMessageLen)
+	if len(parts) < 3 {
+		t.Fatalf("only %d parts", len(parts))
+	}
+	sent := h.fake.Sent()
+	if len(sent) != len(parts) {
+		t.Fatalf("sent %d messages, want %d", len(sent), len(parts))
+	}
+	for i, s := range sent {
+		if s.Content != parts[i] || s.ChannelID != channelID {
+			t.Fatalf("part %d: %+v", i, s)
+		}
+		if (s.Reference != nil) != (i == 0) {
+			t.Fatalf("part %d reference = %+v; only the first part replies", i, s.Reference)
+		}
+		if am := s.AllowedMentions; am == nil || len(am.Parse) != 1 || am.Parse[0] != discordgo.AllowedMentionTypeUsers {
+			t.Fatalf("part %d allowed mentions = %+v", i, am)
+		}
+	}
+	if sent[0].Reference.MessageID != "123" {
+		t.Fatalf("reference = %+v", sent[0].Reference)
+	}
+}
+
+func TestTyping(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	if err := h.a.Typing(ctxT(t), channels.Outbound{ChatID: channelID, ThreadID: threadID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.fake.Typing(); len(got) != 1 || got[0] != threadID {
+		t.Fatalf("typing in %v", got)
+	}
+	if err := h.a.Typing(ctxT(t), channels.Outbound{}); err == nil {
+		t.Fatal("typing without a chat succeeded")
+	}
+}
+
+func TestIntents(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	got := h.fake.Intents()
+	for _, want := range []discordgo.Intent{discordgo.IntentsGuilds, discordgo.IntentsGuildMessages,
+		discordgo.IntentsDirectMessages, discordgo.IntentMessageContent} {
+		if got&want == 0 {
+			t.Fatalf("intents %b lack %b", got, want)
+		}
+	}
+}
+
+func TestRunFailsOnBadToken(t *testing.T) {
+	fake := discordtest.New(discordtest.Options{Token: "right"})
+	defer fake.Close()
+	a, err := New("default", Config{Token: "wrong"}, Options{HTTPClient: fake.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run(ctxT(t), func(context.Context, channels.Inbound) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "open gateway") {
+		t.Fatalf("Run = %v, want an authentication error", err)
+	}
+}
+
+func TestRunReturnsOnCancelWhileUnreachable(t *testing.T) {
+	fake := discordtest.New(discordtest.Options{Token: "tok"})
+	client := fake.Client()
+	fake.Close() // nothing listens any more
+	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(context.Context, channels.Inbound) error { return nil }) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestRunTwice(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	err := h.a.Run(ctxT(t), func(context.Context, channels.Inbound) error { return nil })
+	if err == nil {
+		t.Fatal("second Run succeeded")
+	}
+}
+
+func TestHandlerErrorRetried(t *testing.T) {
+	fake := discordtest.New(fakeOptions())
+	defer fake.Close()
+	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: fake.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	calls := make(chan string, 8)
+	n := 0
+	go func() {
+		done <- a.Run(ctx, func(_ context.Context, in channels.Inbound) error {
+			calls <- in.Text
+			if n++; n == 1 {
+				return errors.New("journal busy")
+			}
+			return nil
+		})
+	}()
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "retry me"})
+	for range 2 {
+		if got := <-calls; got != "retry me" {
+			t.Fatalf("handler got %q", got)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"ok", Config{Token: "x"}, ""},
+		{"token file", Config{TokenFile: "/run/secrets/discord"}, ""},
+		{"no token", Config{}, "token:"},
+		{"both", Config{Token: "x", TokenFile: "y"}, "tokenFile:"},
+		{"bad dm policy", Config{Token: "x", DMPolicy: "maybe"}, "dmPolicy:"},
+		{"bad guild rule", Config{Token: "x", Guilds: map[string]accessRule{"1": {AllowFrom: []string{""}}}}, "guilds.1.allowFrom[0]:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if (tt.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), tt.want)) {
+				t.Fatalf("Validate = %v, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,319 @@
+// Package discordtest is a fake Discord for tests: a websocket gateway
+// that speaks the real protocol (Hello, Identify, Resume, READY,
+// GUILD_CREATE, heartbeats and ACKs, op 7 reconnect, dispatches with
+// sequence numbers and replay on resume) and the REST endpoints a bot
+// uses (gateway discovery, channel messages, typing, channel lookup).
+//
+// Point discordgo at it with Server.Client (an *http.Client that sends
+// every request to the fake, whatever its host); the gateway URL the fake
+// advertises is a plain ws:// URL on the same listener.
+//
+// A Server is safe for concurrent use. Close it when done: it closes open
+// gateway connections and the listener, and every goroutine it started ends.
+package discordtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+// Options configures a Server.
+type Options struct {
+	// Token is the bot token the fake accepts, without "Bot ".
+	Token string
+	// BotUser is the bot's user (id "1000" and name "gatewaybot" when nil).
+	BotUser *discordgo.User
+	// BotRoles are the role ids of the bot's member in every guild.
+	BotRoles []string
+	// Guilds are sent as GUILD_CREATE after READY, with their Channels and
+	// Threads.
+	Guilds []*discordgo.Guild
+	// HeartbeatInterval is sent in Hello (45 s when zero).
+	HeartbeatInterval time.Duration
+	// NoEcho disables dispatching the bot's own sent messages back as
+	// MESSAGE_CREATE (real Discord echoes them).
+	NoEcho bool
+}
+
+// Sent is one message the bot posted.
+type Sent struct {
+	ChannelID string
+	Content   string
+	// Reference is the message the post replies to, if any.
+	Reference *discordgo.MessageReference
+	// AllowedMentions is what the bot allowed to ping.
+	AllowedMentions *discordgo.MessageAllowedMentions
+	MessageID       string
+}
+
+// Server is a fake Discord. Create it with New.
+type Server struct {
+	opts   Options
+	srv    *httptest.Server
+	client *http.Client
+	up     websocket.Upgrader
+
+	mu         sync.Mutex
+	changed    chan struct{}      // closed and replaced on every state change
+	seq        int64              // last dispatched sequence number
+	events     []dispatch         // every dispatch of the current session, for resume
+	sessionID  string             // current gateway session
+	sessions   int                // sessions started (READY)
+	resumes    int                // successful resumes (RESUMED)
+	current    *conn              // connection dispatches go to; nil while disconnected
+	conns      map[*conn]struct{} // every open connection
+	intents    discordgo.Intent   // from the last Identify
+	channels   map[string]*discordgo.Channel
+	sent       []Sent
+	typing     []string
+	nextID     int64
+	rateLimits int // next message POSTs to answer with 429
+}
+
+type dispatch struct {
+	seq int64
+	raw []byte
+}
+
+type conn struct {
+	ws *websocket.Conn
+	wm sync.Mutex // serialises writes
+}
+
+// New starts a fake Discord.
+func New(opts Options) *Server {
+	if opts.BotUser == nil {
+		opts.BotUser = &discordgo.User{ID: "1000", Username: "gatewaybot", Bot: true}
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = 45 * time.Second
+	}
+	s := &Server{opts: opts, changed: make(chan struct{}), conns: map[*conn]struct{}{},
+		channels: map[string]*discordgo.Channel{}, nextID: 900000}
+	for _, g := range opts.Guilds {
+		for _, c := range g.Channels {
+			c.GuildID = g.ID
+			s.channels[c.ID] = c
+		}
+		for _, c := range g.Threads {
+			c.GuildID = g.ID
+			s.channels[c.ID] = c
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /gateway/", s.serveGateway) // discordgo adds the slash
+	mux.HandleFunc("GET /api/v9/gateway", s.serveGatewayURL)
+	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)
+	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
+	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
+	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
+	s.srv = httptest.NewServer(mux)
+	target, _ := url.Parse(s.srv.URL)
+	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}
+	return s
+}
+
+// rewrite sends every request to the fake server.
+type rewrite struct {
+	host string
+	base *http.Transport
+}
+
+func (r *rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host, req.Host = "http", r.host, r.host
+	return r.base.RoundTrip(req)
+}
+
+// Client returns an HTTP client that sends discord.com requests to the
+// fake; assign it to discordgo.Session.Client.
+func (s *Server) Client() *http.Client { return s.client }
+
+// GatewayURL is the websocket URL the fake advertises.
+func (s *Server) GatewayURL() string { return "ws" + s.srv.URL[len("http"):] + "/gateway" }
+
+// BotUser is the bot's user.
+func (s *Server) BotUser() *discordgo.User { return s.opts.BotUser }
+
+// Close closes every gateway connection and the server.
+func (s *Server) Close() {
+	s.mu.Lock()
+	for c := range s.conns {
+		_ = c.ws.Close()
+	}
+	s.current = nil
+	s.mu.Unlock()
+	s.srv.Close()
+	s.client.Transport.(*rewrite).base.CloseIdleConnections()
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// wait blocks until cond (called with s.mu held) is true or ctx ends.
+func (s *Server) wait(ctx context.Context, cond func() bool) error {
+	for {
+		s.mu.Lock()
+		ok, ch := cond(), s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("discordtest: wait: %w", ctx.Err())
+		}
+	}
+}
+
+func (s *Server) serveGatewayURL(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"url": s.GatewayURL(), "shards": 1,
+		"session_start_limit": map[string]int{"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}})
+}
+
+func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bot "+s.opts.Token {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	c, ok := s.channels[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Channel", "code": 10003})
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) serveTyping(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.typing = append(s.typing, r.PathValue("id"))
+	s.notifyLocked()
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
+	var body discordgo.MessageSend
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035})
+		return
+	}
+	if body.Content == "" || len([]rune(body.Content)) > 2000 {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: content", "code": 50035})
+		return
+	}
+	s.mu.Lock()
+	if s.rateLimits > 0 {
+		s.rateLimits--
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "0")
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"message": "You are being rate limited.",
+			"retry_after": 0.01, "global": false})
+		return
+	}
+	channelID := r.PathValue("id")
+	s.nextID++
+	id := strconv.FormatInt(s.nextID, 10)
+	msg := &discordgo.Message{ID: id, ChannelID: channelID, Content: body.Content, Author: s.opts.BotUser,
+		Timestamp: time.Now().UTC(), MessageReference: body.Reference}
+	if c, ok := s.channels[channelID]; ok {
+		msg.GuildID = c.GuildID
+	}
+	s.sent = append(s.sent, Sent{ChannelID: channelID, Content: body.Content, Reference: body.Reference,
+		AllowedMentions: body.AllowedMentions, MessageID: id})
+	if !s.opts.NoEcho {
+		s.dispatchLocked("MESSAGE_CREATE", msg)
+	}
+	s.notifyLocked()
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, msg)
+}
+
+// RateLimitNext makes the next n message posts fail with 429 and a short
+// retry_after.
+func (s *Server) RateLimitNext(n int) {
+	s.mu.Lock()
+	s.rateLimits = n
+	s.mu.Unlock()
+}
+
+// AddChannel makes a channel (or thread) known to GET /channels/{id}
+// without announcing it on the gateway.
+func (s *Server) AddChannel(c *discordgo.Channel) {
+	s.mu.Lock()
+	s.channels[c.ID] = c
+	s.mu.Unlock()
+}
+
+// Sent returns the messages posted so far.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sent(nil), s.sent...)
+}
+
+// WaitSent waits until at least n messages were posted and returns them.
+func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
+	if err := s.wait(ctx, func() bool { return len(s.sent) >= n }); err != nil {
+		return s.Sent(), err
+	}
+	return s.Sent(), nil
+}
+
+// Typing returns the channel ids typing was triggered in.
+func (s *Server) Typing() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.typing...)
+}
+
+// WaitReady waits until n gateway sessions were established (READY) and
+// r resumes completed (RESUMED), and a connection is live.
+func (s *Server) WaitReady(ctx context.Context, n, r int) error {
+	return s.wait(ctx, func() bool { return s.sessions >= n && s.resumes >= r && s.current != nil })
+}
+
+// Sessions returns how many sessions were identified and resumed.
+func (s *Server) Sessions() (identified, resumed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions, s.resumes
+}
+
+// Intents returns the intents of the last Identify.
+func (s *Server) Intents() discordgo.Intent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.intents
+}
+
+// errClosed reports a dispatch to a connection that is gone.
+var errClosed = errors.New("discordtest: no live connection")

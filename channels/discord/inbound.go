@@ -1,0 +1,196 @@
+package discord
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// maxQueued bounds events waiting for Run's goroutine; beyond it new
+// messages are dropped (and logged) rather than stalling the gateway.
+const maxQueued = 10000
+
+// queue hands events from discordgo's read goroutine to Run without ever
+// blocking the reader.
+type queue struct {
+	max    int
+	signal chan struct{} // one pending wake-up
+
+	mu    sync.Mutex
+	items []*discordgo.MessageCreate // guarded by mu
+}
+
+func newQueue(max int) *queue { return &queue{max: max, signal: make(chan struct{}, 1)} }
+
+func (q *queue) push(m *discordgo.MessageCreate) bool {
+	q.mu.Lock()
+	if len(q.items) >= q.max {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (q *queue) ready() <-chan struct{} { return q.signal }
+
+func (q *queue) take() []*discordgo.MessageCreate {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+// inbound turns a message into a channels.Inbound; ok is false for
+// messages the bot ignores (its own, other bots, system messages, empty
+// ones, unmentioned guild messages where a mention is required).
+func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.Inbound, bool) {
+	bot := a.bot()
+	if m == nil || m.Author == nil || m.Author.ID == bot || m.Author.Bot || m.WebhookID != "" {
+		return channels.Inbound{}, false
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return channels.Inbound{}, false
+	}
+	in := channels.Inbound{
+		Channel: Name, AccountID: a.id, MessageID: m.ID, ChatID: m.ChannelID,
+		SenderID: m.Author.ID, SenderName: displayName(m), CaseSensitive: true, Time: m.Timestamp,
+	}
+	if m.MessageReference != nil {
+		in.ReplyToID = m.MessageReference.MessageID
+	}
+	text := m.Content
+	if m.GuildID == "" {
+		in.ChatType, in.Mentioned = channels.Direct, true
+		text = stripMentions(text, bot, nil)
+	} else {
+		in.ChatType, in.GuildID = channels.Channel, m.GuildID
+		if ch := a.channel(ctx, m.ChannelID); ch != nil && ch.IsThread() && ch.ParentID != "" {
+			in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, m.ChannelID, ch.ParentID
+		}
+		roles := a.botRoles(m.GuildID, bot)
+		in.Mentioned = mentioned(m, bot, roles)
+		text = stripMentions(text, bot, roles)
+	}
+	in.Text = strings.TrimSpace(withAttachments(text, m))
+	if in.Text == "" {
+		return channels.Inbound{}, false
+	}
+	if in.ChatType != channels.Direct && !in.Mentioned && a.mention(in) {
+		a.log.Debug("unmentioned guild message ignored", zap.String("chat_id", in.ChatID))
+		return channels.Inbound{}, false
+	}
+	return in, true
+}
+
+func displayName(m *discordgo.Message) string {
+	switch {
+	case m.Member != nil && m.Member.Nick != "":
+		return m.Member.Nick
+	case m.Author.GlobalName != "":
+		return m.Author.GlobalName
+	}
+	return m.Author.Username
+}
+
+// channel finds a channel in the state (filled by GUILD_CREATE and
+// THREAD_CREATE) or, failing that, over REST, caching the answer.
+func (a *Adapter) channel(ctx context.Context, id string) *discordgo.Channel {
+	if ch, err := a.s.State.Channel(id); err == nil {
+		return ch
+	}
+	ch, err := a.s.Channel(id, discordgo.WithContext(ctx))
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("channel lookup failed", zap.String("chat_id", id), zap.Error(err))
+		}
+		return nil
+	}
+	_ = a.s.State.ChannelAdd(ch)
+	return ch
+}
+
+// botRoles returns the bot member's roles in a guild, if the state has them.
+func (a *Adapter) botRoles(guildID, bot string) []string {
+	if bot == "" {
+		return nil
+	}
+	mem, err := a.s.State.Member(guildID, bot)
+	if err != nil {
+		return nil
+	}
+	return mem.Roles
+}
+
+// mentioned reports a mention of the bot user or one of its roles, or a
+// reply to one of the bot's messages.
+func mentioned(m *discordgo.Message, bot string, roles []string) bool {
+	if bot == "" {
+		return false
+	}
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == bot {
+			return true
+		}
+	}
+	for _, r := range m.MentionRoles {
+		if slices.Contains(roles, r) {
+			return true
+		}
+	}
+	if ref := m.ReferencedMessage; ref != nil && ref.Author != nil && ref.Author.ID == bot {
+		return true
+	}
+	return false
+}
+
+// stripMentions removes mentions of the bot and its roles.
+func stripMentions(text, bot string, roles []string) string {
+	if bot == "" {
+		return text
+	}
+	tokens := []string{"<@" + bot + ">", "<@!" + bot + ">"}
+	for _, r := range roles {
+		tokens = append(tokens, "<@&"+r+">")
+	}
+	for _, t := range tokens {
+		text = strings.ReplaceAll(text, t+" ", "")
+		text = strings.ReplaceAll(text, t, "")
+	}
+	return strings.TrimSpace(text)
+}
+
+// withAttachments appends placeholders for attachments and stickers.
+func withAttachments(text string, m *discordgo.Message) string {
+	var b strings.Builder
+	b.WriteString(text)
+	add := func(s string) {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(s)
+	}
+	for _, at := range m.Attachments {
+		if at != nil {
+			add("[attachment: " + at.Filename + "]")
+		}
+	}
+	for _, st := range m.StickerItems {
+		if st != nil {
+			add("[sticker: " + st.Name + "]")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,73 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// MaxMessageLen is Discord's limit on a message's content.
+const MaxMessageLen = 2000
+
+// target is the channel a reply goes to: the thread when there is one.
+func target(out channels.Outbound) (string, error) {
+	if out.ThreadID != "" {
+		return out.ThreadID, nil
+	}
+	if out.ChatID == "" {
+		return "", errors.New("no chat id")
+	}
+	return out.ChatID, nil
+}
+
+// Send posts out.Text, split at MaxMessageLen without breaking code blocks;
+// the first part replies to out.ReplyToID. Replies may ping users but never
+// roles or @everyone. It stops at the first failed part.
+func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	to, err := target(out)
+	if err != nil {
+		return fmt.Errorf("discord: send: %w", err)
+	}
+	if strings.TrimSpace(out.Text) == "" {
+		return nil
+	}
+	for i, part := range Split(out.Text, MaxMessageLen) {
+		msg := &discordgo.MessageSend{
+			Content: part,
+			AllowedMentions: &discordgo.MessageAllowedMentions{
+				Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers},
+			},
+		}
+		if i == 0 && out.ReplyToID != "" {
+			no := false
+			msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
+		}
+		if _, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx)); err != nil {
+			return fmt.Errorf("discord: send message (part %d): %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// Notify sends a notice outside the agent flow (pairing codes, refusals).
+func (a *Adapter) Notify(ctx context.Context, out channels.Outbound) error {
+	return a.Send(ctx, out)
+}
+
+// Typing shows the typing indicator once (Discord shows it for about 10 s
+// or until the bot posts).
+func (a *Adapter) Typing(ctx context.Context, out channels.Outbound) error {
+	to, err := target(out)
+	if err != nil {
+		return fmt.Errorf("discord: typing: %w", err)
+	}
+	if err := a.s.ChannelTyping(to, discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("discord: typing: %w", err)
+	}
+	return nil
+}
