@@ -111,6 +111,11 @@ func (d *daemon) reload(metric *prometheus.CounterVec) {
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
 		return
 	}
+	if err := d.mgr.SetMaintenance(cfg.Session.Maintenance); err != nil {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
+		return
+	}
 	d.disp.SetRuntime(rt)
 	d.mu.Lock()
 	d.cfg = cfg
