@@ -39,6 +39,8 @@ type deps struct {
 	HTTPClient *http.Client // for channel adapters (fake servers in tests)
 	// OnReady is called with the HTTP address once the daemon accepts messages.
 	OnReady func(addr string)
+	// Now replaces the session clock (reset-policy tests).
+	Now func() time.Time
 }
 
 // daemon is one running gateway.
@@ -89,6 +91,7 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 		Maintenance: cfg.Session.Maintenance,
 		Reset:       cfg.Session.ResetConfig(),
 		Logger:      log.Named("sessions"),
+		Now:         dp.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: open sessions: %w", err)

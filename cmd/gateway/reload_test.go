@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+// fakeClock is a settable clock for the session store.
+type fakeClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+func reloadYAML(stateDir, extra string) string {
+	return "stateDir: " + stateDir + "\nhttp: {listen: \"127.0.0.1:0\"}\nlog: {level: debug, format: console}\n" + extra
+}
+
+// startFromFile runs serve with a config file path (so it is watched).
+func startFromFile(t *testing.T, path string, clock *fakeClock) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runDaemon(ctx, path, &deps{Logger: zaptest.NewLogger(t), Now: clock.now,
+			OnReady: func(a string) { ready <- a }})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("daemon exited: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("not ready")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("daemon did not stop")
+		}
+	})
+	return addr
+}
+
+// chat posts one web chat message and returns the reply text and session id.
+func chat(t *testing.T, addr, sessionID, text string) (reply, sid string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"message": text, "sessionId": sessionID})
+	resp, err := http.Post("http://"+addr+"/api/agents/main/chat", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("chat status %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			var d map[string]any
+			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d)
+			switch event {
+			case "delta":
+				reply += d["text"].(string)
+			case "error":
+				t.Fatalf("chat error event: %v", d)
+			case "done":
+				sid, _ = d["sessionId"].(string)
+				return reply, sid
+			}
+		}
+	}
+	t.Fatalf("stream ended without done: %v", sc.Err())
+	return "", ""
+}
+
+// waitQueueMode polls the session status until /queue reports mode.
+func waitStatus(t *testing.T, addr, sid, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		last, _ = chat(t, addr, sid, "/status")
+		if strings.Contains(last, want) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("status never showed %q; last: %s", want, last)
+}
+
+func TestHotReloadSaveStyles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(mode string) string {
+		return reloadYAML(state, "messages: {queue: {mode: "+mode+"}}\n")
+	}
+	if err := os.WriteFile(path, []byte(write("collect")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startFromFile(t, path, &fakeClock{})
+	_, sid := chat(t, addr, "", "hello")
+	waitStatus(t, addr, sid, "Queue: collect")
+
+	styles := []struct {
+		name string
+		save func(content string) error
+		mode string
+	}{
+		{"in place", func(c string) error { return os.WriteFile(path, []byte(c), 0o600) }, "followup"},
+		{"rename over", func(c string) error {
+			tmp := path + ".tmp"
+			if err := os.WriteFile(tmp, []byte(c), 0o600); err != nil {
+				return err
+			}
+			return os.Rename(tmp, path)
+		}, "steer"},
+		{"vim style", func(c string) error {
+			if err := os.Rename(path, path+"~"); err != nil {
+				return err
+			}
+			if err := os.WriteFile(path, []byte(c), 0o600); err != nil {
+				return err
+			}
+			return os.Remove(path + "~")
+		}, "interrupt"},
+		{"delete and recreate", func(c string) error {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond)
+			return os.WriteFile(path, []byte(c), 0o600)
+		}, "collect"},
+	}
+	for _, s := range styles {
+		if err := s.save(write(s.mode)); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		waitStatus(t, addr, sid, "Queue: "+s.mode)
+	}
+
+	// An invalid edit is rejected: the running config stays, messages flow.
+	if err := os.WriteFile(path, []byte(write("shout")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	waitStatus(t, addr, sid, "Queue: collect")
+	if reply, _ := chat(t, addr, sid, "still there?"); !strings.Contains(reply, "still there?") {
+		t.Fatalf("reply after invalid edit = %q", reply)
+	}
+	if err := os.WriteFile(path, []byte("{{{ not yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	waitStatus(t, addr, sid, "Queue: collect")
+}
+
+func TestHotReloadResetPolicyAppliesToNextMessage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	if err := os.WriteFile(path, []byte(reloadYAML(state, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{}
+	addr := startFromFile(t, path, clock)
+	_, sid := chat(t, addr, "", "first")
+	clock.advance(3 * time.Hour)
+	_, sid2 := chat(t, addr, sid, "after three idle hours, policy off")
+	if sid2 != sid {
+		t.Fatalf("reset with policy off: %s -> %s", sid, sid2)
+	}
+	policy := "session: {resetByChannel: {web: {mode: idle, idleMinutes: 60}}}\n"
+	if err := os.WriteFile(path, []byte(reloadYAML(state, policy)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the reload is applied (the next idle gap decides).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clock.advance(2 * time.Hour)
+		_, sid3 := chat(t, addr, sid, "after two more idle hours")
+		if sid3 != sid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("idle reset policy never applied after reload")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
