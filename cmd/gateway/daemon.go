@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,7 @@ type daemon struct {
 	adapters []channels.Adapter
 	reg      *prometheus.Registry
 	pairing  *access.PairingStore
+	policy   atomic.Pointer[access.Policy] // the access policy in force
 
 	mu  sync.Mutex
 	cfg *configs.Config // guarded by mu; swapped by hot reload
@@ -123,10 +125,11 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	if err != nil {
 		return fmt.Errorf("gateway: agents: %w", err)
 	}
-	rt, err := d.runtime(cfg)
+	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		return err
 	}
+	d.policy.Store(policy)
 	names := make([]string, 0, len(cfg.Providers))
 	for n := range cfg.Providers {
 		names = append(names, n)
@@ -230,17 +233,17 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 }
 
 // runtime builds the hot-reloadable part of cfg.
-func (d *daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, error) {
+func (d *daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy, error) {
 	resolver, err := routing.NewResolver(cfg.RoutingConfig())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	policy, err := accessPolicy(cfg, d.pairing, d.log.Named("access"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
-		Reset: cfg.Session.ResetConfig()}, nil
+		Reset: cfg.Session.ResetConfig()}, policy, nil
 }
 
 func (d *daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
@@ -272,7 +275,9 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 		d.adapters = append(d.adapters, a)
 	}
 	for name, acct := range cfg.Channels.Discord.Accounts {
-		a, err := discord.New(name, acct, discord.Options{Logger: d.log.Named("discord"), HTTPClient: dp.HTTPClient})
+		a, err := discord.New(name, acct, discord.Options{Logger: d.log.Named("discord"), HTTPClient: dp.HTTPClient,
+			// Mention gating follows the hot-reloaded access policy.
+			MentionRequired: func(in channels.Inbound) bool { return d.policy.Load().MentionRequired(in) }})
 		if err != nil {
 			return fmt.Errorf("gateway: channels.discord.accounts.%s: %w", name, err)
 		}

@@ -105,7 +105,7 @@ func (d *daemon) reload(metric *prometheus.CounterVec) {
 		metric.WithLabelValues("unchanged").Inc()
 		return
 	}
-	rt, err := d.runtime(cfg)
+	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		metric.WithLabelValues("rejected").Inc()
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
@@ -117,6 +117,7 @@ func (d *daemon) reload(metric *prometheus.CounterVec) {
 		return
 	}
 	d.disp.SetRuntime(rt)
+	d.policy.Store(policy)
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
