@@ -138,13 +138,22 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		}
 	}
 	in.Text = text
-	if in.ChatType == channels.Group && !in.Mentioned && a.mentionRequired(m.Chat.ID, in.ChatID) {
+	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(m.Chat.ID, in) {
 		return channels.Inbound{}, dropNoMention
 	}
 	if strings.TrimSpace(in.Text) == "" {
 		return channels.Inbound{}, dropEmpty
 	}
 	return in, ""
+}
+
+// needsMention asks Options.MentionRequired (the live, hot-reloadable
+// policy) when set, else this account's static configuration.
+func (a *Adapter) needsMention(live int64, in channels.Inbound) bool {
+	if a.opts.MentionRequired != nil {
+		return a.opts.MentionRequired(in)
+	}
+	return a.mentionRequired(live, in.ChatID)
 }
 
 func (a *Adapter) mentionRequired(live int64, reported string) bool {

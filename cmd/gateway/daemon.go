@@ -268,6 +268,9 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 			Logger:      d.log.Named("telegram"),
 			HTTPClient:  dp.HTTPClient,
 			OffsetStore: telegram.FileOffsetStore(filepath.Join(cfg.StateDir, "telegram")),
+			MentionRequired: func(in channels.Inbound) bool {
+				return d.policy.Load().MentionRequired(in)
+			},
 		})
 		if err != nil {
 			return fmt.Errorf("gateway: channels.telegram.accounts.%s: %w", name, err)
