@@ -347,6 +347,9 @@ func fileHash(t *testing.T, path string) [32]byte {
 // lost.
 func TestDoctorDetectsAndRepairs(t *testing.T) {
 	state := t.TempDir()
+	if err := os.Chmod(state, 0o700); err != nil { // t.TempDir is 0755; doctor rightly flags that
+		t.Fatal(err)
+	}
 	at := time.Now().Add(-time.Hour)
 	keys := seed(t, state, at, []string{"alpha one", "alpha two"}, []string{"beta"}, []string{"gamma"})
 	cfg := writeConfig(t, state, "", "")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +36,7 @@ func newRootCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, args []string) {
-			cmd.Println("gateway", version)
+			fmt.Fprintln(cmd.OutOrStdout(), "gateway", version)
 		},
 	})
 	addOperatorCommands(root, &cfgPath)
