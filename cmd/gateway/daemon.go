@@ -42,6 +42,8 @@ type deps struct {
 	OnReady func(addr string)
 	// Now replaces the session clock (reset-policy tests).
 	Now func() time.Time
+	// Grace replaces shutdownGrace (crash/restart tests).
+	Grace time.Duration
 }
 
 // daemon is one running gateway.
@@ -219,7 +221,11 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	d.server.SetReady(false)
 	stopAdapters()
 	wg.Wait()
-	graceCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	grace := shutdownGrace
+	if dp.Grace > 0 {
+		grace = dp.Grace
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	disp.Shutdown(graceCtx)
 	shCtx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
