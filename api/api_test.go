@@ -29,12 +29,12 @@ func TestMain(m *testing.M) {
 
 // client calls one Env with an optional token.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	base  string
 	token string
 }
 
-func newClient(t *testing.T, env *webtest.Env, token string) *client {
+func newClient(t testing.TB, env *webtest.Env, token string) *client {
 	return &client{t: t, base: env.URL, token: token}
 }
 
@@ -145,7 +145,7 @@ func (c *client) chat(agent, message, sessionID string) chatResult {
 	return out
 }
 
-func mustJSON(t *testing.T, s string, v any) {
+func mustJSON(t testing.TB, s string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("event data %q: %v", s, err)
