@@ -114,6 +114,10 @@ type Turn struct {
 	// transcript first (then calls OnInputsAppended).
 	Inputs           []sessions.Message
 	OnInputsAppended func()
+	// Reuse says the caller found this turn's complete reply already in the
+	// transcript (a restart after it was written, SPEC §3.7): the runner
+	// returns it instead of calling the model again. Only with no Inputs.
+	Reuse bool
 	// Steer returns messages that arrived during the run (steer mode).
 	Steer   func() []sessions.Message
 	OnDelta func(text string)
@@ -125,6 +129,8 @@ type Result struct {
 	SessionID     string
 	Text          string // final assistant text
 	TokenEstimate int64  // context tokens after the turn
+	// EntryID is the transcript entry of the final assistant message.
+	EntryID string
 }
 
 // modelName is the "provider/model" a session uses.
@@ -265,9 +271,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("agents: load context: %w", err)
 		}
-		if iter == 0 && len(t.Inputs) == 0 && finished(c.Messages) {
-			// A resumed turn whose reply is already in the transcript (a
-			// restart after the reply was written): answer with it.
+		if iter == 0 && t.Reuse && len(t.Inputs) == 0 && finished(c.Messages) {
 			last = c.Messages[len(c.Messages)-1]
 			break
 		}
@@ -307,9 +311,11 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		iter++
 		msg = r.stamp(s, msg, req)
-		if err := r.appendAssistant(ctx, s, msg); err != nil {
+		id, err := r.appendAssistant(ctx, s, msg)
+		if err != nil {
 			return res, err
 		}
+		res.EntryID = id
 		last = msg
 		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
 		calls := toolCalls(msg)
@@ -402,16 +408,17 @@ func (r *Runner) appendMessages(ctx context.Context, s *session, msgs []sessions
 	return nil
 }
 
-func (r *Runner) appendAssistant(ctx context.Context, s *session, m sessions.Message) error {
-	if _, err := s.tr.Append(ctx, m); err != nil {
-		return fmt.Errorf("agents: append to transcript: %w", err)
+func (r *Runner) appendAssistant(ctx context.Context, s *session, m sessions.Message) (string, error) {
+	ids, err := s.tr.Append(ctx, m)
+	if err != nil {
+		return "", fmt.Errorf("agents: append to transcript: %w", err)
 	}
 	u := m.Usage
 	s.st.AddCounters(s.key, sessions.Counters{
 		InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.TotalTokens,
 		ContextTokens: u.Input + u.Output, Messages: 1, Model: m.Model, Provider: m.Provider,
 	})
-	return nil
+	return ids[0], nil
 }
 
 func toolCalls(m sessions.Message) []sessions.Content {

@@ -213,7 +213,7 @@ func TestResumedTurnReusesWrittenReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k})
+	again, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Reuse: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestResumedTurnReusesWrittenReply(t *testing.T) {
 	}
 	// A resumed turn whose reply is missing calls the model.
 	h.transcript("main", k).Append(context.Background(), user("unanswered"))
-	res, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k})
+	res, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Reuse: true})
 	if err != nil || res.Text != "ok: unanswered" {
 		t.Fatalf("res %+v err %v", res, err)
 	}

@@ -224,7 +224,7 @@ func TestDiskSpawnAnnounceAcrossRestart(t *testing.T) {
 	// Restart: the dispatcher replays the consumed child record (no inputs).
 	k2 := openDisk(t, dir, Defaults{}, []Agent{{ID: "main"}}, p)
 	calls := len(p.requests())
-	if _, err := k2.r.Run(context.Background(), Turn{AgentID: "main", Key: d.Key}); err != nil {
+	if _, err := k2.r.Run(context.Background(), Turn{AgentID: "main", Key: d.Key, Reuse: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.requests()) != calls {

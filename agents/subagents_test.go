@@ -252,7 +252,7 @@ func TestAnnouncementAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted.stores = h.r.stores
-	if _, err := restarted.Run(context.Background(), Turn{AgentID: "main", Key: d.Key}); err != nil {
+	if _, err := restarted.Run(context.Background(), Turn{AgentID: "main", Key: d.Key, Reuse: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.p.requests()) != calls {

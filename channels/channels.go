@@ -58,6 +58,10 @@ type Outbound struct {
 	IsTopic   bool
 	// ReplyToID asks the platform to show the reply as an answer to that message.
 	ReplyToID string
+	// Answers are the inbound message ids the reply answers (a merged turn
+	// answers several); ReplyToID is one of them. Channels whose requests
+	// wait for their reply (web) deliver it to each.
+	Answers []string `json:",omitempty"`
 	// Text is Markdown; adapters convert it to the platform's format and split it.
 	Text string
 	// SessionID and TokenEstimate describe the session the reply belongs to
@@ -77,6 +81,11 @@ type Handler func(ctx context.Context, in Inbound) error
 // ErrRejected is returned by a Handler for a message that is refused on
 // purpose (access policy, duplicate): acknowledge it and do not retry.
 var ErrRejected = errors.New("message rejected")
+
+// ErrUnavailable is wrapped by a Handler's error when the gateway cannot
+// accept messages for now (its storage is full or failing): the message was
+// not accepted; the platform or the client should retry later.
+var ErrUnavailable = errors.New("gateway unavailable")
 
 // Adapter is one channel account.
 type Adapter interface {
@@ -109,4 +118,17 @@ type Notifier interface {
 // message the deltas answer.
 type Streamer interface {
 	Delta(ctx context.Context, out Outbound, text string)
+}
+
+// Chunker is implemented by adapters that deliver a long reply as several
+// platform messages. The dispatcher stores the chunks durably before the
+// first is sent and marks each once the platform accepted it, so a restart
+// sends only the chunks not yet delivered (SPEC §3.7). Adapters without it
+// get the whole text in one Send.
+type Chunker interface {
+	// Chunks splits out.Text into the messages SendChunk sends.
+	Chunks(out Outbound) []string
+	// SendChunk delivers chunk i of out (only chunk 0 replies to
+	// out.ReplyToID). It retries what is safe to retry itself.
+	SendChunk(ctx context.Context, out Outbound, i int, chunk string) error
 }

@@ -90,19 +90,22 @@ func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {
 	}
 }
 
+// reply answers a command through the outbox (the command's record
+// finishes with it).
 func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
-	a := d.adapter(w.In.Channel, w.In.AccountID)
-	if a == nil {
-		return
-	}
 	out := outboundFor(w.In)
 	out.Text = text
+	out.Answers = answers([]*work{w})
 	if st, err := d.opts.Sessions.Store(w.AgentID); err == nil {
 		if e, ok, _ := st.Get(w.Key); ok {
 			out.SessionID = e.SessionID
 		}
 	}
-	d.send(ctx, a, out)
+	var ids []string
+	if w.RecordID != "" {
+		ids = []string{w.RecordID}
+	}
+	d.deliver(ctx, w.Key.String(), w.AgentID, ids, out, "")
 }
 
 func (d *Dispatcher) isModel(s string) bool {
@@ -147,7 +150,7 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store
 	_ = e
 	next := *w
 	next.Command, next.Args = "", ""
-	next.RecordID = "" // the record is finished by command()
+	// The turn's reply answers the command's record.
 	next.In.Text = rest
 	d.turn(ctx, []*work{&next}, lanes.Batch{Key: b.Key, Class: b.Class})
 }
@@ -243,8 +246,14 @@ func (d *Dispatcher) cmdQueue(ctx context.Context, store *sessions.Store, w *wor
 func (d *Dispatcher) stop(ctx context.Context, w *work) {
 	dropped := d.queue.Cancel(w.Key.String())
 	for _, it := range dropped {
-		if x, ok := it.Payload.(*work); ok {
+		x, ok := it.Payload.(*work)
+		switch {
+		case !ok:
+		case x.Reply != nil:
+			go d.resend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
+		default:
 			d.finish(x.RecordID)
+			d.release(ctx, []*work{x}, "Stopped before an answer was ready.")
 		}
 	}
 	d.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))

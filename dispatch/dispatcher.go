@@ -30,8 +30,11 @@ type Options struct {
 	// "/new openai/gpt-4o" (a model) from "/new hello" (a first message).
 	Providers []string
 	Now       func() time.Time
-	// MaxAttempts bounds replays of one journaled message (default 3).
-	MaxAttempts int
+	// MaxFailures gives a message up after that many failed turns
+	// (default 3); MaxDeaths after that many process deaths while its turn
+	// ran (default 5). Either way its chat gets a short notice.
+	MaxFailures int
+	MaxDeaths   int
 }
 
 // Dispatcher routes inbound messages to agent turns and replies back.
@@ -61,8 +64,11 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = 3
+	if opts.MaxFailures <= 0 {
+		opts.MaxFailures = 3
+	}
+	if opts.MaxDeaths <= 0 {
+		opts.MaxDeaths = 5
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
@@ -79,6 +85,7 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 		Settings: d.laneSettings,
 		Run:      d.runBatch,
 		Logger:   opts.Logger,
+		OnDrop:   d.onDrop,
 		OnWait: func(c lanes.Class, w time.Duration) {
 			d.opts.Metrics.LaneWait.WithLabelValues(string(c)).Observe(w.Seconds())
 		},
@@ -117,6 +124,15 @@ type work struct {
 	Command  string // chat command name without '/', "" for a message
 	Args     string // command arguments
 	Consumed bool   // the user message is already in the transcript
+	// Replayed is set for work journaled before a restart (or requeued
+	// after a failure): the transcript may already hold part of its turn.
+	Replayed   bool
+	Reuse      bool      // its turn's reply is in the transcript (agents.Turn.Reuse)
+	Failures   int       // failed turns so far
+	AcceptedAt time.Time // when the journal accepted it
+	// Reply is set for an outbox reply resumed at start: it is sent on
+	// the session's lane, before the work queued after it.
+	Reply *sessions.Reply
 	// Agent is set for internal work (subagent runs, announcements).
 	Agent *agentWork
 }
@@ -228,6 +244,12 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		Payload: payload, AcceptedAt: d.opts.Now(),
 	})
 	if err != nil {
+		if isStorage(err) {
+			d.opts.Metrics.StorageErrors.Inc()
+			d.log.Error("message refused: storage unavailable", zap.String("channel", in.Channel),
+				zap.String("chat_id", in.ChatID), zap.Error(err))
+			return fmt.Errorf("dispatch: journal: %w: %w", channels.ErrUnavailable, err)
+		}
 		return fmt.Errorf("dispatch: journal: %w", err)
 	}
 	if dup {
@@ -244,10 +266,17 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		class = lanes.ClassSubagent
 	}
 	summary := w.In.SenderName + ": " + firstLine(w.In.Text, 80)
+	id := w.RecordID
+	if w.Reply != nil {
+		id = "reply:" + w.Reply.ID
+	}
 	err := d.queue.Enqueue(w.Key.String(), class, lanes.Item{
-		ID: w.RecordID, Group: w.Key.String(), Payload: w, At: d.opts.Now(), Summary: summary,
+		ID: id, Group: w.Key.String(), Payload: w, At: d.opts.Now(), Summary: summary,
+		NoSteer: w.Command != "" || w.Reply != nil,
 	})
 	switch {
+	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:
+		go d.resend(ctx, *w.Reply) // never dropped: it answers messages already run
 	case errors.Is(err, lanes.ErrFull):
 		d.finish(w.RecordID)
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
@@ -258,14 +287,30 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key.String())))
 }
 
-// finish marks a journal record done, logging failures.
-func (d *Dispatcher) finish(id string) {
-	if id == "" {
+// finish marks journal records done (no reply), logging failures.
+func (d *Dispatcher) finish(ids ...string) {
+	if len(ids) == 0 {
 		return
 	}
-	if err := d.journal.Done(id); err != nil {
-		d.log.Error("journal done failed", zap.String("record_id", id), zap.Error(err))
+	if err := d.journal.Done(ids...); err != nil {
+		d.log.Error("journal done failed", zap.Strings("record_ids", ids), zap.Error(err))
 	}
+}
+
+// onDrop is the lanes drop hook: a message dropped by the queue policy
+// (or by interrupt mode) is finished, never run after a restart; a web
+// request waiting for it is told.
+func (d *Dispatcher) onDrop(key string, it lanes.Item) {
+	w, ok := it.Payload.(*work)
+	if !ok {
+		return
+	}
+	if w.Reply != nil {
+		go d.resend(context.Background(), *w.Reply)
+		return
+	}
+	d.finish(w.RecordID)
+	d.release(context.Background(), []*work{w}, "Dropped: newer messages in this conversation replaced it.")
 }
 
 func (d *Dispatcher) laneSettings(key string) lanes.Settings {

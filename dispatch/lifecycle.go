@@ -13,9 +13,25 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// Resume queues every journaled record whose turn did not complete (a crash
-// or a shutdown with work queued). Call it once at start, after Register.
+// Resume picks up what a previous run left (SPEC §3.7); call it once at
+// start, after Register. Replies in the outbox are sent first (only their
+// chunks not yet delivered, on their session's lane); then every record
+// without an outcome is queued again, except one that failed or was in
+// flight at too many process deaths: that is given up with a notice.
 func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
+	replies, err := d.journal.Replies()
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: resume: %w", err)
+	}
+	for i := range replies {
+		rp := replies[i]
+		key, err := routing.Parse(rp.SessionKey)
+		if err != nil {
+			go d.resend(ctx, rp) // a notice outside any session
+			continue
+		}
+		d.enqueue(ctx, &work{Key: key, AgentID: rp.AgentID, Reply: &rp})
+	}
 	recs, err := d.journal.Pending()
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: resume: %w", err)
@@ -25,21 +41,24 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 		w, err := d.workFromRecord(rec)
 		if err != nil {
 			d.log.Error("journal record unreadable; giving it up", zap.String("record_id", rec.ID), zap.Error(err))
+			d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
 			d.finish(rec.ID)
 			continue
 		}
-		if rec.Attempts >= d.opts.MaxAttempts {
-			d.log.Error("message given up after repeated failures", zap.String("record_id", rec.ID),
-				zap.Int("attempts", rec.Attempts))
-			d.finish(rec.ID)
+		switch {
+		case rec.Deaths() >= d.opts.MaxDeaths:
+			d.giveUp(ctx, w, fmt.Sprintf("the process stopped %d times while it ran", rec.Deaths()))
+			continue
+		case rec.Failures >= d.opts.MaxFailures:
+			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", rec.Failures))
 			continue
 		}
 		d.enqueue(ctx, w)
 		d.opts.Metrics.Replayed.Inc()
 		n++
 	}
-	if n > 0 {
-		d.log.Info("resumed journaled messages", zap.Int("count", n))
+	if n > 0 || len(replies) > 0 {
+		d.log.Info("resumed journaled work", zap.Int("messages", n), zap.Int("replies", len(replies)))
 	}
 	return n, nil
 }
@@ -53,7 +72,8 @@ func (d *Dispatcher) workFromRecord(rec sessions.Record) (*work, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key, Consumed: rec.Consumed}
+	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key, Replayed: true,
+		Failures: rec.Failures, AcceptedAt: rec.AcceptedAt}
 	switch {
 	case env.Inbound != nil:
 		w.In = *env.Inbound

@@ -15,6 +15,12 @@ type Metrics struct {
 	Resets      *prometheus.CounterVec
 	Compactions prometheus.Counter
 	Replayed    prometheus.Counter
+	// Resent counts outbox replies resumed at start; GivenUp messages and
+	// replies given up (by reason); StorageErrors turns and messages
+	// refused or parked because the disk failed.
+	Resent        prometheus.Counter
+	GivenUp       *prometheus.CounterVec
+	StorageErrors prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -55,10 +61,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Replayed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_ingress_replayed_total", Help: "Journaled messages resumed at start.",
 		}),
+		Resent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_outbox_resumed_total", Help: "Outbox replies resumed at start.",
+		}),
+		GivenUp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_messages_given_up_total", Help: "Messages or replies given up, by reason.",
+		}, []string{"reason"}),
+		StorageErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_storage_errors_total", Help: "Messages refused and turns parked because storage failed.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
-			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed)
+			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
+			m.Resent, m.GivenUp, m.StorageErrors)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,11 @@ func (d *Dispatcher) runBatch(ctx context.Context, b lanes.Batch) {
 	for _, it := range b.Items {
 		w, ok := it.Payload.(*work)
 		if !ok {
+			continue
+		}
+		if w.Reply != nil {
+			flush()
+			d.resend(ctx, *w.Reply)
 			continue
 		}
 		if w.Command != "" {
@@ -64,34 +70,20 @@ func originFor(in channels.Inbound, k string) sessions.Origin {
 
 // turn runs one agent turn for the messages ws (all of one session).
 func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
-	live := ws[:0:0]
-	for _, w := range ws {
-		if w.RecordID == "" {
-			live = append(live, w)
-			continue
-		}
-		n, err := d.journal.Attempt(w.RecordID)
-		if err != nil {
-			d.log.Error("journal attempt failed", zap.String("record_id", w.RecordID), zap.Error(err))
-		}
-		if n > d.opts.MaxAttempts {
-			d.log.Error("message given up after repeated failures", zap.String("record_id", w.RecordID),
-				zap.Int("attempts", n))
-			d.finish(w.RecordID)
-			continue
-		}
-		live = append(live, w)
-	}
-	if len(live) == 0 {
-		return
-	}
-	first, last := live[0], live[len(live)-1]
+	first := ws[0]
 	log := d.log.With(zap.String("session_key", first.Key.String()), zap.String("agent_id", first.AgentID))
 	store, err := d.opts.Sessions.Store(first.AgentID)
 	if err != nil {
-		log.Error("session store unavailable", zap.Error(err))
-		d.failTurn(ctx, live, last)
+		d.failed(ctx, ws, log, fmt.Errorf("session store: %w", err))
 		return
+	}
+	if ws = d.recover(ctx, store, ws, log); len(ws) == 0 {
+		return
+	}
+	first, last := ws[0], ws[len(ws)-1]
+	ids := recordIDs(ws)
+	if err := d.journal.Start(ids...); err != nil {
+		log.Error("journal start failed", zap.Error(err))
 	}
 	origin := originFor(last.In, first.Key.String())
 	if last.Agent != nil {
@@ -102,8 +94,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	}
 	_, info, err := store.Begin(ctx, first.Key, origin)
 	if err != nil {
-		log.Error("session begin failed", zap.Error(err))
-		d.failTurn(ctx, live, last)
+		d.failed(ctx, ws, log, fmt.Errorf("session begin: %w", err))
 		return
 	}
 	if info.ResetReason != "" {
@@ -115,69 +106,111 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		inputs = append(inputs, sessions.UserText("[queue overflow: "+fmt.Sprint(len(b.Dropped))+
 			" earlier messages were dropped]\n"+strings.Join(b.Dropped, "\n"), d.opts.Now()))
 	}
-	for _, w := range live {
+	for _, w := range ws {
 		switch {
 		case w.Consumed:
 		case w.Agent != nil:
-			inputs = append(inputs, w.Agent.Message)
+			m := w.Agent.Message
+			m.RecordIDs = recordIDs([]*work{w})
+			inputs = append(inputs, m)
 		default:
-			at := w.In.Time
-			if at.IsZero() {
-				at = d.opts.Now()
-			}
-			inputs = append(inputs, sessions.UserText(inputText(w.In), at))
+			inputs = append(inputs, d.userMessage(w))
 		}
 	}
 	deliver := last.Agent == nil || last.Agent.Deliver
 	out, adapter := d.replyTarget(store, last)
+	out.Answers = answers(ws)
 	if !deliver {
 		adapter = nil
 	}
+	steered := &steerState{}
 	stopTyping := d.startTyping(ctx, adapter, out)
 	start := time.Now()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
 		AgentID: first.AgentID,
 		Key:     first.Key,
 		Inputs:  inputs,
-		OnInputsAppended: func() {
-			for _, w := range live {
-				if w.RecordID != "" && !w.Consumed {
-					w.Consumed = true
-					if err := d.journal.Consumed(w.RecordID); err != nil {
-						log.Error("journal consumed failed", zap.String("record_id", w.RecordID), zap.Error(err))
-					}
-				}
-			}
-		},
-		Steer:   d.steerFunc(b),
-		OnDelta: d.deltaFunc(ctx, adapter, out),
+		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
+		Steer:   d.steerFunc(b, steered),
+		OnDelta: d.deltaFunc(ctx, adapter, &out, steered),
 	})
 	stopTyping()
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
+	all := slices.Concat(ws, steered.all())
+	ids = recordIDs(all)
+	out.Answers = answers(all)
 	if err != nil {
-		if ctx.Err() != nil && d.closing.Load() {
-			// Shutdown: the records stay pending and run again at next start.
+		var ue interface{ UserMessage() string }
+		switch {
+		case ctx.Err() != nil && d.closing.Load():
+			// Shutdown: not a failure; the records run again at next start.
 			log.Info("turn interrupted by shutdown; will resume at next start")
-			return
-		}
-		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			_ = d.journal.Abort(ids...)
+		case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 			log.Info("turn cancelled")
-			d.finishAll(live)
-			return
+			d.finish(ids...)
+			d.release(ctx, all, "Stopped before an answer was ready.")
+		case errors.As(err, &ue) && !isStorage(err):
+			// The model could not answer: the person is told, and that
+			// notice is the turn's outcome.
+			log.Error("turn failed", zap.Error(err))
+			out.Text, out.Failed = ue.UserMessage(), true
+			if !deliver {
+				d.finish(ids...)
+				return
+			}
+			d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, "")
+		default:
+			d.failed(ctx, all, log, err)
 		}
-		log.Error("turn failed", zap.Error(err))
-		out.Text = userSafe(err)
-		out.Failed = true
-		d.send(ctx, adapter, out)
-		d.finishAll(live)
 		return
 	}
 	out.SessionID, out.TokenEstimate = res.SessionID, res.TokenEstimate
 	out.Text = res.Text
-	if adapter != nil && (strings.TrimSpace(out.Text) != "" || isStreamer(adapter)) {
-		d.send(ctx, adapter, out)
+	if adapter == nil {
+		d.finish(ids...)
+		return
 	}
-	d.finishAll(live)
+	if strings.TrimSpace(out.Text) == "" && !isStreamer(adapter) {
+		d.finish(ids...)
+		return
+	}
+	d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID)
+}
+
+// userMessage is the transcript message of an inbound message; it carries
+// the record id so recovery can tell it was appended.
+func (d *Dispatcher) userMessage(w *work) sessions.Message {
+	at := w.In.Time
+	if at.IsZero() {
+		at = d.opts.Now()
+	}
+	m := sessions.UserText(inputText(w.In), at)
+	if w.RecordID != "" {
+		m.RecordIDs = []string{w.RecordID}
+	}
+	return m
+}
+
+func recordIDs(ws []*work) []string {
+	ids := make([]string, 0, len(ws))
+	for _, w := range ws {
+		if w.RecordID != "" {
+			ids = append(ids, w.RecordID)
+		}
+	}
+	return ids
+}
+
+// answers are the inbound message ids a reply to ws answers.
+func answers(ws []*work) []string {
+	var ids []string
+	for _, w := range ws {
+		if w.Agent == nil && w.In.MessageID != "" {
+			ids = append(ids, w.In.MessageID)
+		}
+	}
+	return ids
 }
 
 func isStreamer(a channels.Adapter) bool {
@@ -192,19 +225,6 @@ func userSafe(err error) string {
 		return se.UserMessage()
 	}
 	return "Sorry, something went wrong while answering. Please try again."
-}
-
-func (d *Dispatcher) finishAll(ws []*work) {
-	for _, w := range ws {
-		d.finish(w.RecordID)
-	}
-}
-
-func (d *Dispatcher) failTurn(ctx context.Context, ws []*work, last *work) {
-	// Leave records pending: they are retried at next start up to MaxAttempts.
-	if last.Agent == nil {
-		d.notify(ctx, last.In, "Sorry, this message could not be processed right now.")
-	}
 }
 
 // replyTarget picks where a turn's reply goes: the inbound message's chat,
@@ -223,23 +243,6 @@ func (d *Dispatcher) replyTarget(store *sessions.Store, w *work) (channels.Outbo
 		out.IsTopic = true
 	}
 	return out, d.adapter(out.Channel, out.AccountID)
-}
-
-func (d *Dispatcher) send(ctx context.Context, a channels.Adapter, out channels.Outbound) {
-	if a == nil {
-		return
-	}
-	// One attempt: adapters retry what is safe to retry themselves (429,
-	// transient errors per chunk); resending a whole multi-chunk reply here
-	// would duplicate the chunks already delivered.
-	if err := a.Send(ctx, out); err != nil {
-		d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
-		if ctx.Err() == nil {
-			d.log.Error("reply not delivered", zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.Error(err))
-		}
-		return
-	}
-	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
 }
 
 func (d *Dispatcher) startTyping(ctx context.Context, a channels.Adapter, out channels.Outbound) func() {
@@ -268,15 +271,38 @@ func (d *Dispatcher) startTyping(ctx context.Context, a channels.Adapter, out ch
 	return func() { cancel(); wg.Wait() }
 }
 
-func (d *Dispatcher) deltaFunc(ctx context.Context, a channels.Adapter, out channels.Outbound) func(string) {
+// steerState collects the messages a run took while it was active (steer
+// mode): they finish with the run's reply.
+type steerState struct {
+	mu    sync.Mutex
+	works []*work // guarded by mu
+}
+
+func (st *steerState) add(w *work) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.works = append(st.works, w)
+}
+
+func (st *steerState) all() []*work {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return slices.Clone(st.works)
+}
+
+func (d *Dispatcher) deltaFunc(ctx context.Context, a channels.Adapter, out *channels.Outbound, st *steerState) func(string) {
 	s, ok := a.(channels.Streamer)
 	if a == nil || !ok {
 		return nil
 	}
-	return func(text string) { s.Delta(ctx, out, text) }
+	return func(text string) {
+		o := *out
+		o.Answers = append(answers(st.all()), out.Answers...)
+		s.Delta(ctx, o, text)
+	}
 }
 
-func (d *Dispatcher) steerFunc(b lanes.Batch) func() []sessions.Message {
+func (d *Dispatcher) steerFunc(b lanes.Batch, st *steerState) func() []sessions.Message {
 	if b.Steer == nil {
 		return nil
 	}
@@ -284,14 +310,13 @@ func (d *Dispatcher) steerFunc(b lanes.Batch) func() []sessions.Message {
 		var msgs []sessions.Message
 		for _, it := range b.Steer() {
 			w, ok := it.Payload.(*work)
-			if !ok || w.Command != "" {
+			if !ok || w.Command != "" || w.Reply != nil {
 				continue
 			}
-			msgs = append(msgs, sessions.UserText(inputText(w.In), d.opts.Now()))
-			if w.RecordID != "" {
-				// Steered messages are appended by the runner with the next call.
-				_ = d.journal.Consumed(w.RecordID)
-				d.finish(w.RecordID)
+			msgs = append(msgs, d.userMessage(w))
+			st.add(w)
+			if err := d.journal.Start(w.RecordID); err != nil {
+				d.log.Error("journal start failed", zap.String("record_id", w.RecordID), zap.Error(err))
 			}
 		}
 		return msgs

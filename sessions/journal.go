@@ -3,16 +3,13 @@ package sessions
 import (
 	"bufio"
 	"bytes"
-	"cmp"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -38,17 +35,50 @@ type Record struct {
 	AgentID    string          `json:"agentId"`
 	SessionKey string          `json:"sessionKey"`
 	Payload    json.RawMessage `json:"payload"` // the channel's Inbound, opaque here
-	Attempts   int             `json:"attempts"`
-	Consumed   bool            `json:"consumed"` // user message is in the transcript
-	AcceptedAt time.Time       `json:"acceptedAt"`
+	// Starts counts turns begun for the record; Failures those that ended
+	// in a failure that leaves it pending. Starts-Failures is how many
+	// times the process died (or lost its storage) while it was in flight.
+	Starts   int `json:"starts,omitempty"`
+	Failures int `json:"failures,omitempty"`
+	// Attempts and Consumed are read from journals of earlier releases.
+	Attempts   int       `json:"attempts,omitempty"`
+	Consumed   bool      `json:"consumed,omitempty"`
+	AcceptedAt time.Time `json:"acceptedAt"`
 }
 
-// Journal is the durable ingress journal (SPEC §3.7): an append-only JSONL
-// log in <stateDir>/ingress/journal.jsonl of accept, consumed, attempt and
-// done records. Every call returns after its line is fsynced; concurrent
-// callers share one fsync. When every record is done the log is rewritten
-// to the ids still remembered for duplicate detection. One process holds the
-// journal (a flock on journal.jsonl.lock) while it is open.
+// Deaths is how many turns of the record began and never ended (the
+// process died, or its storage failed, while it ran).
+func (r Record) Deaths() int { return max(r.Starts+r.Attempts-r.Failures, 0) }
+
+// Reply is one outbox entry: a turn's outcome ready to deliver. It is
+// written once before the first chunk is sent; Sent counts the chunks the
+// platform accepted. When Sent reaches len(Chunks) the reply and every one of
+// its Records are done, in that one write.
+type Reply struct {
+	ID         string   `json:"id"`
+	Records    []string `json:"records,omitempty"`
+	AgentID    string   `json:"agentId,omitempty"`
+	SessionKey string   `json:"sessionKey,omitempty"`
+	// Target is where the reply goes, owned by the caller (opaque here).
+	Target json.RawMessage `json:"target"`
+	Chunks []string        `json:"chunks"`
+	Sent   int             `json:"sent,omitempty"`
+	// EntryID is the transcript entry of the reply ("" for notices).
+	EntryID   string    `json:"entryId,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Journal is the durable ingress journal and reply outbox (SPEC §3.7): an
+// append-only JSONL log in <stateDir>/ingress/journal.jsonl.
+//
+// Accept returns after its line is fsynced (concurrent callers share one
+// fsync). Every other mark returns once its line reached the kernel, which
+// survives the death of the process; a background loop fsyncs it shortly
+// after. A write that fails is cut back to the last whole line; a mark that
+// cannot be written is kept in memory (its record stays in flight, never
+// run twice) and retried every second, and Health reports the failure
+// until the log accepts writes again. One process holds the journal (a
+// flock on journal.jsonl.lock) while it is open.
 //
 // It is safe for concurrent use.
 type Journal struct {
@@ -59,34 +89,67 @@ type Journal struct {
 	doneKeep   int   // DoneKeep; smaller in tests
 	compactMin int64 // journalCompactMin; smaller in tests
 	fl         *flock.Flock
+	// openFile opens the log for appending; tests inject faults with it.
+	openFile func(path string) (journalFile, error)
+	stop     chan struct{}
+	loopDone chan struct{}
 
 	mu        sync.Mutex // guards the fields below
-	f         *os.File
-	size      int64
+	f         journalFile
+	size      int64 // bytes of whole lines in the file
 	compacted int64 // size after the last rewrite
 	seq       uint64
 	written   uint64 // sequence number of the last line written
 	recs      map[string]*jrec
+	replies   map[string]*jreply
 	done      map[string]time.Time
 	doneOrder []string // done ids, oldest first
+	backlog   [][]byte // marks not yet written, in order
+	fault     error    // the last write failure; nil when healthy
 	closed    bool
 
 	syncMu sync.Mutex // serialises fsyncs; guards synced
 	synced uint64     // every line up to this sequence number is durable
+
+	lines, fsyncs, failures atomic.Int64
+}
+
+// journalFile is the part of *os.File the journal writes through.
+type journalFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Stat() (os.FileInfo, error)
+	Close() error
 }
 
 type jrec struct {
 	Record
-	seq  uint64 // accept order
-	wseq uint64 // line that made it known (for a duplicate's wait)
+	seq   uint64 // accept order
+	wseq  uint64 // line that made it known (for a duplicate's wait)
+	reply string // outstanding reply that answers it
+}
+
+type jreply struct {
+	Reply
+	seq uint64
 }
 
 // journalLine is one line of the log.
 type journalLine struct {
-	Op  string    `json:"op"` // accept, consumed, attempt, done
-	ID  string    `json:"id,omitempty"`
-	At  time.Time `json:"at,omitzero"`
-	Rec *Record   `json:"rec,omitempty"`
+	Op    string    `json:"op"` // accept, start, fail, abort, ready, sent, done
+	ID    string    `json:"id,omitempty"`
+	IDs   []string  `json:"ids,omitempty"`
+	N     int       `json:"n,omitempty"`
+	At    time.Time `json:"at,omitzero"`
+	Rec   *Record   `json:"rec,omitempty"`
+	Reply *Reply    `json:"reply,omitempty"`
+}
+
+// JournalStats counts the journal's work since it was opened.
+type JournalStats struct {
+	Lines, Fsyncs, WriteFailures int64
+	Pending, Replies             int
 }
 
 // Journal returns the durable ingress journal, opening it on first use. If
@@ -102,12 +165,25 @@ func (m *Manager) Journal() *Journal {
 }
 
 func openJournal(dir string, now func() time.Time, log *zap.Logger) *Journal {
-	j := &Journal{path: filepath.Join(dir, "journal.jsonl"), log: log, now: now,
-		recs: map[string]*jrec{}, done: map[string]time.Time{}, doneKeep: DoneKeep, compactMin: journalCompactMin}
+	return openJournalWith(dir, now, log, nil)
+}
+
+func openJournalWith(dir string, now func() time.Time, log *zap.Logger, open func(string) (journalFile, error)) *Journal {
+	if open == nil {
+		open = func(p string) (journalFile, error) {
+			return os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		}
+	}
+	j := &Journal{path: filepath.Join(dir, "journal.jsonl"), log: log, now: now, openFile: open,
+		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: map[string]time.Time{},
+		doneKeep: DoneKeep, compactMin: journalCompactMin}
 	if err := j.open(dir); err != nil {
 		j.openErr = fmt.Errorf("sessions: journal: %w", err)
 		log.Error("ingress journal unavailable", zap.Error(err))
+		return j
 	}
+	j.stop, j.loopDone = make(chan struct{}), make(chan struct{})
+	go j.loop()
 	return j
 }
 
@@ -131,7 +207,7 @@ func (j *Journal) open(dir string) error {
 		_ = j.fl.Unlock()
 		return err
 	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := j.openFile(j.path)
 	if err != nil {
 		_ = j.fl.Unlock()
 		return err
@@ -142,7 +218,8 @@ func (j *Journal) open(dir string) error {
 
 // replay rebuilds the state from the log. A torn last line (crash while
 // appending) is cut off so the next append starts on a fresh line; other
-// bad lines are skipped with a warning.
+// bad lines are skipped with a warning (the writer cuts failed writes back,
+// so only outside damage produces them).
 func (j *Journal) replay() error {
 	f, err := os.OpenFile(j.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -191,6 +268,10 @@ func (j *Journal) replay() error {
 
 // applyLocked applies one log line to the in-memory state.
 func (j *Journal) applyLocked(l journalLine) {
+	ids := l.IDs
+	if l.ID != "" && l.Op != "sent" {
+		ids = append(ids, l.ID) // single-id lines of earlier releases
+	}
 	switch l.Op {
 	case "accept":
 		if l.Rec == nil {
@@ -201,17 +282,65 @@ func (j *Journal) applyLocked(l journalLine) {
 		}
 		j.seq++
 		j.recs[l.Rec.ID] = &jrec{Record: *l.Rec, seq: j.seq}
+	case "start", "attempt":
+		j.eachRec(ids, func(r *jrec) { r.Starts++ })
+	case "fail":
+		j.eachRec(ids, func(r *jrec) { r.Failures++ })
+	case "abort":
+		j.eachRec(ids, func(r *jrec) { r.Starts = max(r.Starts-1, 0) })
 	case "consumed":
-		if r, ok := j.recs[l.ID]; ok {
-			r.Consumed = true
+		j.eachRec(ids, func(r *jrec) { r.Consumed = true })
+	case "ready":
+		if l.Reply == nil || l.Reply.ID == "" {
+			return
 		}
-	case "attempt":
-		if r, ok := j.recs[l.ID]; ok {
-			r.Attempts++
+		j.seq++
+		rp := &jreply{Reply: *l.Reply, seq: j.seq}
+		j.replies[rp.ID] = rp
+		j.eachRec(rp.Records, func(r *jrec) { r.reply = rp.ID })
+		if rp.Sent >= len(rp.Chunks) {
+			j.completeLocked(rp, l.At)
+		}
+	case "sent":
+		rp, ok := j.replies[l.ID]
+		if !ok {
+			return
+		}
+		rp.Sent = max(rp.Sent, l.N)
+		if rp.Sent >= len(rp.Chunks) {
+			j.completeLocked(rp, l.At)
 		}
 	case "done":
-		delete(j.recs, l.ID)
-		j.rememberDoneLocked(l.ID, l.At)
+		at := l.At
+		if at.IsZero() {
+			at = j.now()
+		}
+		for _, id := range ids {
+			delete(j.recs, id)
+			j.rememberDoneLocked(id, at)
+		}
+	}
+}
+
+func (j *Journal) eachRec(ids []string, fn func(*jrec)) {
+	for _, id := range ids {
+		if r, ok := j.recs[id]; ok {
+			fn(r)
+		}
+	}
+}
+
+// completeLocked retires a fully delivered reply and finishes its records.
+func (j *Journal) completeLocked(rp *jreply, at time.Time) {
+	if at.IsZero() {
+		at = j.now()
+	}
+	delete(j.replies, rp.ID)
+	for _, id := range rp.Records {
+		if r, ok := j.recs[id]; ok && r.reply == rp.ID {
+			delete(j.recs, id)
+			j.rememberDoneLocked(id, at)
+		}
 	}
 }
 
@@ -229,239 +358,4 @@ func (j *Journal) rememberDoneLocked(id string, at time.Time) {
 		delete(j.done, oldest)
 		j.doneOrder = j.doneOrder[1:]
 	}
-}
-
-// writeLocked appends one line and returns its sequence number.
-func (j *Journal) writeLocked(l journalLine) (uint64, error) {
-	if j.closed {
-		return 0, fmt.Errorf("journal closed")
-	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return 0, err
-	}
-	b = append(b, '\n')
-	n, err := j.f.Write(b)
-	j.size += int64(n)
-	if err != nil {
-		return 0, err
-	}
-	j.written++
-	return j.written, nil
-}
-
-// syncTo returns once line seq is durable. Callers arriving while an fsync
-// runs wait for it and then share the next one.
-func (j *Journal) syncTo(seq uint64) error {
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
-	if j.synced >= seq {
-		return nil
-	}
-	j.mu.Lock()
-	target, f := j.written, j.f
-	j.mu.Unlock()
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	j.synced = target
-	return nil
-}
-
-// Accept journals rec durably. dup is true (and nothing is written) when the
-// same id was accepted before (pending, or done within the retention).
-func (j *Journal) Accept(ctx context.Context, rec Record) (dup bool, err error) {
-	if j.openErr != nil {
-		return false, j.openErr
-	}
-	if rec.ID == "" {
-		return false, fmt.Errorf("sessions: journal accept: empty id")
-	}
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
-	}
-	j.mu.Lock()
-	if r, ok := j.recs[rec.ID]; ok {
-		w := r.wseq
-		j.mu.Unlock()
-		// The first Accept may still be syncing: a duplicate is only safe to
-		// acknowledge once the original is durable.
-		if err := j.syncTo(w); err != nil {
-			return false, fmt.Errorf("sessions: journal accept: %w", err)
-		}
-		return true, nil
-	}
-	if _, ok := j.done[rec.ID]; ok {
-		j.mu.Unlock()
-		return true, nil
-	}
-	if rec.AcceptedAt.IsZero() {
-		rec.AcceptedAt = j.now()
-	}
-	w, err := j.writeLocked(journalLine{Op: "accept", Rec: &rec})
-	if err != nil {
-		j.mu.Unlock()
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
-	}
-	j.seq++
-	r := &jrec{Record: rec, seq: j.seq, wseq: w}
-	j.recs[rec.ID] = r
-	j.mu.Unlock()
-	if err := j.syncTo(w); err != nil {
-		j.mu.Lock()
-		if j.recs[rec.ID] == r {
-			delete(j.recs, rec.ID)
-		}
-		j.mu.Unlock()
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
-	}
-	return false, nil
-}
-
-// update writes op for a pending id after mutating its record.
-func (j *Journal) update(op, id string, fn func(*jrec)) (int, error) {
-	if j.openErr != nil {
-		return 0, j.openErr
-	}
-	j.mu.Lock()
-	r, ok := j.recs[id]
-	if !ok {
-		_, done := j.done[id]
-		j.mu.Unlock()
-		if done {
-			return 0, nil
-		}
-		return 0, fmt.Errorf("sessions: journal %s %q: %w", op, clip(id), ErrNotFound)
-	}
-	l := journalLine{Op: op, ID: id}
-	if op == "done" {
-		l.At = j.now()
-	}
-	w, err := j.writeLocked(l)
-	if err != nil {
-		j.mu.Unlock()
-		return 0, fmt.Errorf("sessions: journal %s: %w", op, err)
-	}
-	fn(r)
-	if op == "done" {
-		delete(j.recs, id)
-		j.rememberDoneLocked(id, l.At)
-	}
-	attempts := r.Attempts
-	j.mu.Unlock()
-	if err := j.syncTo(w); err != nil {
-		return 0, fmt.Errorf("sessions: journal %s: %w", op, err)
-	}
-	if op == "done" {
-		j.maybeCompact()
-	}
-	return attempts, nil
-}
-
-// Consumed marks that the record's message is in the transcript.
-func (j *Journal) Consumed(id string) error {
-	_, err := j.update("consumed", id, func(r *jrec) { r.Consumed = true })
-	return err
-}
-
-// Attempt counts one more attempt and returns the count.
-func (j *Journal) Attempt(id string) (int, error) {
-	return j.update("attempt", id, func(r *jrec) { r.Attempts++ })
-}
-
-// Done marks the record's turn complete (reply delivered or given up).
-func (j *Journal) Done(id string) error {
-	_, err := j.update("done", id, func(*jrec) {})
-	return err
-}
-
-// Pending returns accepted records not yet Done, oldest first.
-func (j *Journal) Pending() ([]Record, error) {
-	if j.openErr != nil {
-		return nil, j.openErr
-	}
-	j.mu.Lock()
-	rs := make([]*jrec, 0, len(j.recs))
-	for _, r := range j.recs {
-		rs = append(rs, r)
-	}
-	j.mu.Unlock()
-	slices.SortFunc(rs, func(a, b *jrec) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]Record, len(rs))
-	for i, r := range rs {
-		out[i] = r.Record
-	}
-	return out, nil
-}
-
-// maybeCompact rewrites the log to the current state when it has grown:
-// the pending records and the remembered done ids.
-func (j *Journal) maybeCompact() {
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	grown := j.size-j.compacted > j.compactMin
-	if j.closed || !(grown && len(j.recs) == 0) && j.size < journalCompactMax {
-		return
-	}
-	if err := j.compactLocked(); err != nil {
-		j.log.Warn("journal compaction failed", zap.Error(err))
-	}
-}
-
-func (j *Journal) compactLocked() error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for _, id := range j.doneOrder {
-		if err := enc.Encode(journalLine{Op: "done", ID: id, At: j.done[id]}); err != nil {
-			return err
-		}
-	}
-	rs := make([]*jrec, 0, len(j.recs))
-	for _, r := range j.recs {
-		rs = append(rs, r)
-	}
-	slices.SortFunc(rs, func(a, b *jrec) int { return cmp.Compare(a.seq, b.seq) })
-	for _, r := range rs {
-		rec := r.Record
-		if err := enc.Encode(journalLine{Op: "accept", Rec: &rec}); err != nil {
-			return err
-		}
-	}
-	if err := writeFileAtomic(j.path, buf.Bytes()); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		j.closed = true // nothing can be appended safely any more
-		return err
-	}
-	_ = j.f.Close()
-	j.f = f
-	j.size, j.compacted = int64(buf.Len()), int64(buf.Len())
-	j.synced = j.written
-	j.log.Debug("journal compacted", zap.Int("pending", len(rs)), zap.Int("done_ids", len(j.doneOrder)))
-	return nil
-}
-
-func (j *Journal) close() error {
-	if j.openErr != nil {
-		return nil
-	}
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.closed && j.f == nil {
-		return nil
-	}
-	j.closed = true
-	var err error
-	if j.f != nil {
-		err = errors.Join(j.f.Sync(), j.f.Close())
-		j.f = nil
-	}
-	_ = os.Truncate(j.path+lockExt, 0)
-	return errors.Join(err, j.fl.Unlock())
 }

@@ -36,7 +36,7 @@ func pendingIDs(t *testing.T, j *Journal) []string {
 	}
 	var ids []string
 	for _, r := range recs {
-		ids = append(ids, fmt.Sprintf("%s/%d/%v", r.ID, r.Attempts, r.Consumed))
+		ids = append(ids, fmt.Sprintf("%s/%d/%d", r.ID, r.Starts, r.Failures))
 	}
 	return ids
 }
@@ -55,14 +55,14 @@ func TestJournalLifecycleAndReplay(t *testing.T) {
 	if dup, _ := j.Accept(ctx, Record{ID: "tg:a:1:2"}); !dup {
 		t.Error("duplicate of a pending record accepted")
 	}
-	if err := j.Consumed("tg:a:1:1"); err != nil {
+	if err := j.Start("tg:a:1:1"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := j.Attempt("tg:a:1:1"); err != nil || n != 1 {
-		t.Fatalf("Attempt = %d, %v", n, err)
+	if err := j.Fail("tg:a:1:1"); err != nil {
+		t.Fatal(err)
 	}
-	if n, _ := j.Attempt("tg:a:1:1"); n != 2 {
-		t.Fatalf("second Attempt = %d", n)
+	if err := j.Start("tg:a:1:1", "unknown"); err != nil {
+		t.Fatal(err)
 	}
 	if err := j.Done("tg:a:1:2"); err != nil {
 		t.Fatal(err)
@@ -73,10 +73,7 @@ func TestJournalLifecycleAndReplay(t *testing.T) {
 	if dup, _ := j.Accept(ctx, Record{ID: "tg:a:1:2"}); !dup {
 		t.Error("duplicate of a done record accepted")
 	}
-	if err := j.Consumed("nope"); err == nil {
-		t.Error("Consumed of an unknown id succeeded")
-	}
-	want := []string{"tg:a:1:1/2/true", "tg:a:1:3/0/false"}
+	want := []string{"tg:a:1:1/2/1", "tg:a:1:3/0/0"}
 	if diff := cmp.Diff(want, pendingIDs(t, j)); diff != "" {
 		t.Errorf("pending (-want +got):\n%s", diff)
 	}
@@ -100,7 +97,7 @@ func TestJournalLifecycleAndReplay(t *testing.T) {
 	}
 	_ = j2.close()
 	j3 := openTestJournal(t, dir, nil)
-	want = append(want, "tg:a:1:4/0/false")
+	want = append(want, "tg:a:1:4/0/0")
 	if diff := cmp.Diff(want, pendingIDs(t, j3)); diff != "" {
 		t.Errorf("append after a torn line glued to it (-want +got):\n%s", diff)
 	}

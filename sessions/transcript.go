@@ -272,6 +272,7 @@ func (t *Transcript) Append(ctx context.Context, msgs ...Message) ([]string, err
 			id := t.newIDLocked(st, nodes)
 			if err := appendJSONLine(buf, outMessageEntry{
 				Type: entryMessage, ID: id, ParentID: nullable(parent), Timestamp: formatTimestamp(now), Message: toOutMessage(m),
+				RecordIDs: m.RecordIDs,
 			}); err != nil {
 				return nil, fmt.Errorf("transcript: encode message: %w", err)
 			}
@@ -311,7 +312,6 @@ func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string
 	}
 	return ids[0], nil
 }
-
 
 func nullable(s string) *string {
 	if s == "" {

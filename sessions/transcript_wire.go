@@ -59,7 +59,8 @@ type wireLine struct {
 	AgentID    string `json:"agentId"`
 
 	// message
-	Message json.RawMessage `json:"message"`
+	Message   json.RawMessage `json:"message"`
+	RecordIDs []string        `json:"recordIds"` // gateway extension
 
 	// compaction, branch_summary
 	Summary          string  `json:"summary"`
@@ -187,6 +188,7 @@ func parseEntry(line []byte, off int64) (*node, error) {
 			return nil, fmt.Errorf("message: %w", err)
 		}
 		if ok {
+			m.RecordIDs = w.RecordIDs
 			n.kind, n.msg = kindMessage, &m
 		}
 	case entryCompaction:
@@ -326,6 +328,8 @@ type outMessageEntry struct {
 	ParentID  *string    `json:"parentId"`
 	Timestamp string     `json:"timestamp"`
 	Message   outMessage `json:"message"`
+	// RecordIDs is a gateway extension pi ignores (Message.RecordIDs).
+	RecordIDs []string `json:"recordIds,omitempty"`
 }
 
 type outCompactionEntry struct {

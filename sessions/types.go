@@ -91,6 +91,10 @@ type Message struct {
 	Usage      *Usage    `json:"usage,omitempty"`
 	StopReason string    `json:"stopReason,omitempty"`
 	Timestamp  int64     `json:"timestamp"` // unix milliseconds
+	// RecordIDs are the journal records a user message carries (stored on
+	// its transcript entry as recordIds): recovery reads them to tell an
+	// input already appended from one still to append.
+	RecordIDs []string `json:"-"`
 }
 
 // Text joins the message's text blocks.

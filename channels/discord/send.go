@@ -29,27 +29,44 @@ func target(out channels.Outbound) (string, error) {
 // the first part replies to out.ReplyToID. Replies may ping users but never
 // roles or @everyone. It stops at the first failed part.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	if _, err := target(out); err != nil {
+		return fmt.Errorf("discord: send: %w", err)
+	}
+	for i, part := range a.Chunks(out) {
+		if err := a.SendChunk(ctx, out, i, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Chunks implements channels.Chunker: out.Text split at MaxMessageLen
+// without breaking code blocks; none for blank text.
+func (a *Adapter) Chunks(out channels.Outbound) []string {
+	if strings.TrimSpace(out.Text) == "" {
+		return nil
+	}
+	return Split(out.Text, MaxMessageLen)
+}
+
+// SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
+func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
 	to, err := target(out)
 	if err != nil {
 		return fmt.Errorf("discord: send: %w", err)
 	}
-	if strings.TrimSpace(out.Text) == "" {
-		return nil
+	msg := &discordgo.MessageSend{
+		Content: part,
+		AllowedMentions: &discordgo.MessageAllowedMentions{
+			Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers},
+		},
 	}
-	for i, part := range Split(out.Text, MaxMessageLen) {
-		msg := &discordgo.MessageSend{
-			Content: part,
-			AllowedMentions: &discordgo.MessageAllowedMentions{
-				Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers},
-			},
-		}
-		if i == 0 && out.ReplyToID != "" {
-			no := false
-			msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
-		}
-		if _, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx)); err != nil {
-			return fmt.Errorf("discord: send message (part %d): %w", i+1, err)
-		}
+	if i == 0 && out.ReplyToID != "" {
+		no := false
+		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
+	}
+	if _, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("discord: send message (part %d): %w", i+1, err)
 	}
 	return nil
 }

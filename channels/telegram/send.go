@@ -44,25 +44,32 @@ func (a *Adapter) Typing(ctx context.Context, out channels.Outbound) error {
 }
 
 func (a *Adapter) deliver(ctx context.Context, out channels.Outbound) error {
-	base, err := a.target(out)
+	for i, chunk := range a.Chunks(out) {
+		if err := a.SendChunk(ctx, out, i, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Chunks implements channels.Chunker: out.Text split into messages of at
+// most MaxMessageLength characters without breaking code blocks.
+func (a *Adapter) Chunks(out channels.Outbound) []string {
+	return SplitMarkdown(out.Text, MaxMessageLength)
+}
+
+// SendChunk implements channels.Chunker. A migration to a supergroup found
+// while sending sticks for the following chunks (liveChatID).
+func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, chunk string) error {
+	params, err := a.target(out)
 	if err != nil {
 		return err
 	}
-	for i, chunk := range SplitMarkdown(out.Text, MaxMessageLength) {
-		params := make(tgbotapi.Params, len(base)+4)
-		for k, v := range base {
-			params[k] = v
-		}
-		if i == 0 && out.ReplyToID != "" {
-			params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
-			params["allow_sending_without_reply"] = "true"
-		}
-		if err := a.sendChunk(ctx, params, chunk); err != nil {
-			return err
-		}
-		base["chat_id"] = params["chat_id"] // a migration found on the way sticks
+	if i == 0 && out.ReplyToID != "" {
+		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
+		params["allow_sending_without_reply"] = "true"
 	}
-	return nil
+	return a.sendChunk(ctx, params, chunk)
 }
 
 // target returns chat_id and message_thread_id for out. Topic 1 (General)

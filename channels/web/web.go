@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,33 +74,50 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 	return nil
 }
 
-// Send delivers the final reply to the waiting request, if it still waits.
-func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
-	a.mu.Lock()
-	ch := a.waiters[out.ReplyToID]
-	a.mu.Unlock()
-	if ch == nil {
-		return nil // the client went away; the reply is in the transcript
+// answered lists the request ids out answers: out.Answers (a merged turn
+// answers every request merged into it) and out.ReplyToID.
+func answered(out channels.Outbound) []string {
+	ids := out.Answers
+	if out.ReplyToID != "" && !slices.Contains(ids, out.ReplyToID) {
+		ids = append(slices.Clip(ids), out.ReplyToID)
 	}
-	select {
-	case ch <- out:
-	default:
+	return ids
+}
+
+// Send delivers the final reply to every request it answers that still
+// waits. A request whose client went away is not an error: the reply is in
+// the session's transcript.
+func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	for _, id := range answered(out) {
+		a.mu.Lock()
+		ch := a.waiters[id]
+		a.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case ch <- out:
+		default:
+		}
 	}
 	return nil
 }
 
-// Delta streams a piece of the reply to the waiting request.
+// Delta streams a piece of the reply to every request it answers.
 func (a *Adapter) Delta(ctx context.Context, out channels.Outbound, text string) {
-	a.mu.Lock()
-	ch := a.deltas[out.ReplyToID]
-	a.mu.Unlock()
-	if ch == nil {
-		return
-	}
-	select {
-	case ch <- text:
-	case <-ctx.Done():
-	case <-time.After(5 * time.Second): // a stalled client must not stall the run
+	for _, id := range answered(out) {
+		a.mu.Lock()
+		ch := a.deltas[id]
+		a.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		select {
+		case ch <- text:
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second): // a stalled client must not stall the run
+		}
 	}
 }
 
@@ -179,6 +197,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.log.Warn("chat not accepted", zap.Error(err))
+		if errors.Is(err, channels.ErrUnavailable) {
+			WriteError(w, http.StatusServiceUnavailable, "message not accepted: storage unavailable ("+err.Error()+"); try again later")
+			return
+		}
 		WriteError(w, http.StatusServiceUnavailable, "message not accepted, try again")
 		return
 	}

@@ -1,0 +1,133 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/sessions"
+)
+
+// sendRetries are the waits before each new attempt at a chunk the adapter
+// could not deliver (adapters already wait out rate limits themselves).
+var sendRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// chunksFor is how a's reply will be sent: the adapter's own split, or the
+// whole text in one Send for adapters without one (web: even an empty text
+// ends the waiting request).
+func chunksFor(a channels.Adapter, out channels.Outbound) []string {
+	if c, ok := a.(channels.Chunker); ok {
+		return c.Chunks(out)
+	}
+	return []string{out.Text}
+}
+
+// deliver is the outbox (SPEC §3.7): it stores out, split into the chunks
+// the adapter sends, as a reply answering records (one journal write, before
+// anything is sent), then sends the chunks, marking each once the platform
+// accepted it. The records finish with the last mark. With no adapter (or
+// nothing to send) the records just finish.
+func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records []string, out channels.Outbound, entryID string) {
+	a := d.adapter(out.Channel, out.AccountID)
+	var chunks []string
+	if a != nil && out.Channel != "" {
+		chunks = chunksFor(a, out)
+	}
+	if len(chunks) == 0 {
+		d.finish(records...)
+		return
+	}
+	text := out.Text
+	out.Text = ""
+	target, err := json.Marshal(out)
+	if err != nil {
+		d.log.Error("reply target not encodable; reply dropped", zap.Error(err))
+		d.finish(records...)
+		return
+	}
+	out.Text = text
+	rp := sessions.Reply{
+		ID: uuid.NewString(), Records: records, AgentID: agentID, SessionKey: key,
+		Target: target, Chunks: chunks, EntryID: entryID, CreatedAt: d.opts.Now(),
+	}
+	if err := d.journal.Ready(rp); err != nil {
+		// Only a closed journal refuses (shutdown): send anyway, the
+		// records stay pending and the transcript holds the reply.
+		d.log.Error("outbox write failed", zap.String("session_key", key), zap.Error(err))
+	}
+	d.sendReply(ctx, a, rp, out)
+}
+
+// sendReply sends rp's chunks from the first not yet sent.
+func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound) {
+	c, chunked := a.(channels.Chunker)
+	for i := rp.Sent; i < len(rp.Chunks); i++ {
+		send := func() error {
+			if chunked {
+				return c.SendChunk(ctx, out, i, rp.Chunks[i])
+			}
+			o := out
+			o.Text = rp.Chunks[i]
+			return a.Send(ctx, o)
+		}
+		err := send()
+		for r := 0; err != nil && r < len(sendRetries) && ctx.Err() == nil; r++ {
+			d.log.Warn("reply chunk not delivered; retrying", zap.String("channel", out.Channel),
+				zap.String("chat_id", out.ChatID), zap.Int("chunk", i), zap.Error(err))
+			select {
+			case <-ctx.Done():
+			case <-time.After(sendRetries[r]):
+				err = send()
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil && d.closing.Load() {
+				// Shutdown: the reply stays in the outbox for the next start.
+				return
+			}
+			d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
+			d.opts.Metrics.GivenUp.WithLabelValues("send").Inc()
+			d.log.Error("reply not delivered; given up", zap.String("channel", out.Channel),
+				zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID),
+				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)), zap.Error(err))
+			d.sent(rp.ID, len(rp.Chunks))
+			return
+		}
+		d.sent(rp.ID, i+1)
+	}
+	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
+}
+
+func (d *Dispatcher) sent(id string, n int) {
+	if err := d.journal.Sent(id, n); err != nil {
+		d.log.Error("outbox mark failed", zap.String("reply_id", id), zap.Error(err))
+	}
+}
+
+// resend finishes a reply found in the outbox at start: only the chunks
+// not yet marked are sent; the model is not run again.
+func (d *Dispatcher) resend(ctx context.Context, rp sessions.Reply) {
+	var out channels.Outbound
+	if err := json.Unmarshal(rp.Target, &out); err != nil {
+		d.log.Error("outbox reply target unreadable; given up", zap.String("reply_id", rp.ID), zap.Error(err))
+		d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
+		d.sent(rp.ID, len(rp.Chunks))
+		return
+	}
+	a := d.adapter(out.Channel, out.AccountID)
+	if a == nil {
+		d.log.Error("outbox reply for a channel not configured; given up", zap.String("reply_id", rp.ID),
+			zap.String("channel", out.Channel), zap.String("account_id", out.AccountID))
+		d.opts.Metrics.GivenUp.WithLabelValues("no_channel").Inc()
+		d.sent(rp.ID, len(rp.Chunks))
+		return
+	}
+	d.opts.Metrics.Resent.Inc()
+	d.log.Info("resuming reply from the outbox", zap.String("reply_id", rp.ID), zap.String("session_key", rp.SessionKey),
+		zap.Int("sent", rp.Sent), zap.Int("chunks", len(rp.Chunks)))
+	d.sendReply(ctx, a, rp, out)
+}

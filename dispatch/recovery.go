@@ -1,0 +1,194 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Waits before a failed turn runs again (failures beyond it give up), and
+// before work parked on a storage failure is tried again.
+var (
+	failureBackoff = []time.Duration{time.Second, 4 * time.Second, 15 * time.Second}
+	storageRetry   = 2 * time.Second
+)
+
+// recover handles the replayed messages of ws (journaled before a restart)
+// from what the session's transcript holds of them (SPEC §3.7): one whose
+// turn finished gets that reply, never a second one; one already appended
+// is not appended again; one the session moved past finishes. It returns
+// the work still to run.
+func (d *Dispatcher) recover(ctx context.Context, store *sessions.Store, ws []*work, log *zap.Logger) []*work {
+	var ids []string
+	for _, w := range ws {
+		if w.Replayed && w.RecordID != "" {
+			ids = append(ids, w.RecordID)
+		}
+	}
+	if len(ids) == 0 {
+		return ws
+	}
+	e, ok, err := store.Get(ws[0].Key)
+	if err != nil || !ok || e.SessionID == "" {
+		return ws
+	}
+	tr, err := store.Transcript(e.SessionID)
+	if err != nil {
+		return ws
+	}
+	rs, err := tr.Records(ctx, ids)
+	if err != nil {
+		log.Warn("transcript unreadable during recovery; running the turn again", zap.Error(err))
+		return ws
+	}
+	if len(rs.Consumed) == 0 {
+		return ws
+	}
+	var rest, answered []*work
+	for _, w := range ws {
+		switch {
+		case !rs.Consumed[w.RecordID]:
+			rest = append(rest, w)
+		case rs.Answered && w.Agent != nil && w.Agent.Subagent:
+			// A child's finished run: the runner reuses its reply and
+			// announces it to the parent without calling the model.
+			w.Consumed, w.Reuse = true, true
+			rest = append(rest, w)
+		case rs.Answered || rs.Superseded:
+			answered = append(answered, w)
+		default:
+			w.Consumed = true
+			rest = append(rest, w)
+		}
+	}
+	if len(answered) == 0 {
+		return rest
+	}
+	done := recordIDs(answered)
+	if rs.Superseded {
+		log.Info("replayed messages already taken into a later turn; finished", zap.Strings("record_ids", done))
+		d.finish(done...)
+		d.release(ctx, answered, "This message was answered together with a later one.")
+		return rest
+	}
+	last := answered[len(answered)-1]
+	out, adapter := d.replyTarget(store, last)
+	if adapter == nil || (last.Agent != nil && !last.Agent.Deliver) {
+		d.finish(done...)
+		return rest
+	}
+	out.Answers = answers(answered)
+	out.Text, out.SessionID = rs.Answer, e.SessionID
+	log.Info("replayed messages were answered before the restart; delivering the stored reply",
+		zap.Strings("record_ids", done), zap.String("entry_id", rs.EntryID))
+	d.deliver(ctx, ws[0].Key.String(), ws[0].AgentID, done, out, rs.EntryID)
+	return rest
+}
+
+// isStorage reports whether err is the local storage failing (disk full,
+// I/O error): the work waits for it instead of counting as a failure.
+func isStorage(err error) bool {
+	return errors.Is(err, sessions.ErrStorage) || errors.Is(err, syscall.ENOSPC) ||
+		errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
+}
+
+// failed handles a turn that could not run to an outcome. A storage failure
+// parks the work until the journal writes again; another failure is
+// counted and the work runs again after a backoff, until MaxFailures.
+func (d *Dispatcher) failed(ctx context.Context, ws []*work, log *zap.Logger, err error) {
+	ids := recordIDs(ws)
+	if isStorage(err) {
+		d.opts.Metrics.StorageErrors.Inc()
+		log.Error("turn failed on storage; will run again when it recovers", zap.Error(err))
+		_ = d.journal.Abort(ids...)
+		d.park(ws)
+		return
+	}
+	log.Error("turn failed", zap.Error(err))
+	_ = d.journal.Fail(ids...)
+	var retry []*work
+	for _, w := range ws {
+		if w.RecordID == "" {
+			continue
+		}
+		w.Failures++
+		if w.Failures >= d.opts.MaxFailures {
+			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", w.Failures))
+			continue
+		}
+		retry = append(retry, w)
+	}
+	if len(retry) == 0 {
+		return
+	}
+	wait := failureBackoff[min(retry[0].Failures, len(failureBackoff))-1]
+	time.AfterFunc(wait, func() { d.requeue(retry) })
+}
+
+// park queues ws again once the journal takes writes (checked every
+// storageRetry). Parked work is not a failure: it waits for the disk.
+func (d *Dispatcher) park(ws []*work) {
+	var check func()
+	check = func() {
+		if d.closing.Load() {
+			return
+		}
+		if d.journal.Health() != nil {
+			time.AfterFunc(storageRetry, check)
+			return
+		}
+		d.requeue(ws)
+	}
+	time.AfterFunc(storageRetry, check)
+}
+
+func (d *Dispatcher) requeue(ws []*work) {
+	if d.closing.Load() {
+		return // pending in the journal: the next start runs them
+	}
+	for _, w := range ws {
+		w.Replayed = true // the transcript may hold part of it
+		d.enqueue(context.Background(), w)
+	}
+}
+
+// giveUp finishes w after repeated failures or process deaths, with a short
+// notice in its chat (never silently), a metric and a log line.
+func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
+	d.opts.Metrics.GivenUp.WithLabelValues("failures").Inc()
+	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.String("session_key", w.Key.String()),
+		zap.String("reason", why))
+	if w.Agent != nil {
+		d.finish(w.RecordID)
+		return
+	}
+	at := w.In.Time
+	if at.IsZero() {
+		at = w.AcceptedAt
+	}
+	out := outboundFor(w.In)
+	out.Failed = true
+	out.Answers = answers([]*work{w})
+	out.Text = fmt.Sprintf("Sorry — I could not answer your message from %s: %q.", at.Local().Format("15:04"), firstLine(w.In.Text, 40))
+	d.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
+}
+
+// release ends the wait of web requests among ws that get no reply of
+// their own (stopped, dropped): their clients see a clear final event.
+func (d *Dispatcher) release(ctx context.Context, ws []*work, text string) {
+	for _, w := range ws {
+		if w.Agent != nil || w.In.Channel == "" {
+			continue
+		}
+		if _, ok := d.adapter(w.In.Channel, w.In.AccountID).(channels.Streamer); ok {
+			d.notify(ctx, w.In, text)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// recordsLookback bounds how many entries Records walks back from the leaf.
+// Recovery asks about the records of the last turn of a session, which sit
+// at the end of its chain.
+const recordsLookback = 4096
+
+// RecordsState is what a transcript holds of some journal records.
+type RecordsState struct {
+	// Consumed holds the ids whose user message is in the transcript.
+	Consumed map[string]bool
+	// Answered is true when a complete assistant reply follows the latest
+	// of those user messages (the turn finished before the process died);
+	// Answer is its text and EntryID its entry.
+	Answered bool
+	Answer   string
+	EntryID  string
+	// Superseded is true when a user message of other records follows them
+	// without a reply to them in between: the session moved on.
+	Superseded bool
+}
+
+// Records reports which of ids were appended as user messages and whether
+// the turn that took them finished with an assistant reply (SPEC §3.7,
+// recovery). It looks at the current chain's last recordsLookback entries.
+func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, error) {
+	rs := RecordsState{Consumed: map[string]bool{}}
+	if err := ctx.Err(); err != nil {
+		return rs, err
+	}
+	f, err := t.openRead()
+	if err != nil || f == nil {
+		return rs, err
+	}
+	defer f.Close()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return rs, fmt.Errorf("transcript: records: %w", err)
+	}
+	// Walk back from the leaf over the loaded nodes; after is the part of
+	// the chain that follows the latest matching user message.
+	var after []*node
+	anchored := false
+	cur := st.leaf
+	for steps := 0; cur != "" && steps < recordsLookback && len(rs.Consumed) < len(ids); steps++ {
+		n, ok := st.nodes[cur]
+		if !ok {
+			break
+		}
+		cur = n.parent
+		if n.kind != kindMessage || n.msg == nil {
+			continue
+		}
+		hit := false
+		for _, id := range n.msg.RecordIDs {
+			if slices.Contains(ids, id) {
+				rs.Consumed[id], hit = true, true
+			}
+		}
+		if hit {
+			anchored = true
+		}
+		if !anchored {
+			after = append(after, n)
+		}
+	}
+	if !anchored {
+		return rs, nil
+	}
+	slices.Reverse(after)
+	for _, n := range after {
+		m := n.msg
+		switch {
+		case m.Role == RoleUser && len(m.RecordIDs) > 0:
+			if !rs.Answered {
+				rs.Superseded = true
+			}
+			return rs, nil
+		case m.Role == RoleAssistant && len(toolCallsOf(*m)) == 0:
+			rs.Answered, rs.Answer, rs.EntryID = true, m.Text(), n.id
+		case m.Role == RoleAssistant:
+			rs.Answered, rs.Answer, rs.EntryID = false, "", "" // a tool step: the turn went on
+		}
+	}
+	return rs, nil
+}
+
+func toolCallsOf(m Message) []Content {
+	var out []Content
+	for _, c := range m.Content {
+		if c.Type == BlockToolCall {
+			out = append(out, c)
+		}
+	}
+	return out
+}
