@@ -108,7 +108,8 @@ func hasToolCall(m Message) bool {
 }
 
 // mergeUsers merges runs of user messages into one (content blocks
-// concatenated, first timestamp kept). The merged message's entry id is the
+// concatenated, adjacent text blocks joined with a blank line so the
+// messages stay apart, first timestamp kept). The merged message's entry id is the
 // first non-empty id of the run, so keeping from it keeps the whole run.
 func mergeUsers(msgs []Message, ids []string) ([]Message, []string) {
 	out := msgs[:0:0]
@@ -117,7 +118,14 @@ func mergeUsers(msgs []Message, ids []string) ([]Message, []string) {
 		last := len(out) - 1
 		if last >= 0 && m.Role == RoleUser && out[last].Role == RoleUser {
 			merged := make([]Content, 0, len(out[last].Content)+len(m.Content))
-			merged = append(append(merged, out[last].Content...), m.Content...)
+			merged = append(merged, out[last].Content...)
+			next := m.Content
+			if n := len(merged); n > 0 && len(next) > 0 && merged[n-1].Type == BlockText && next[0].Type == BlockText {
+				joined := merged[n-1] // a copy: cached blocks stay intact
+				joined.Text += "\n\n" + next[0].Text
+				merged[n-1], next = joined, next[1:]
+			}
+			merged = append(merged, next...)
 			out[last].Content = merged // a fresh slice: cached entries stay intact
 			if outIDs[last] == "" {
 				outIDs[last] = ids[i]

@@ -395,7 +395,7 @@ func TestLongLines(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(c.Messages) != 3 || c.Messages[0].Text() != "first"+big || len(c.Messages[1].Text()) != 1<<20+7 || c.Messages[2].Text() != "after" {
+		if len(c.Messages) != 3 || c.Messages[0].Text() != "first\n\n"+big || len(c.Messages[1].Text()) != 1<<20+7 || c.Messages[2].Text() != "after" {
 			t.Errorf("%s: long lines not read back intact (%d messages)", name, len(c.Messages))
 		}
 	}
@@ -463,10 +463,10 @@ func TestContextRebuildRules(t *testing.T) {
 			[]string{"user:go", "assistant:call(c1)", "result(c1)=a"}},
 		{"consecutive users merged",
 			[]Message{user("a"), user("b"), user("c"), assistantText("x"), user("d"), user("e")},
-			[]string{"user:a+b+c", "assistant:x", "user:d+e"}},
+			[]string{"user:a\n\nb\n\nc", "assistant:x", "user:d\n\ne"}},
 		{"users merged across a dropped orphan",
 			[]Message{user("a"), toolResult("zz", "orphan"), user("b")},
-			[]string{"user:a+b"}},
+			[]string{"user:a\n\nb"}},
 		{"empty", nil, []string{}},
 	}
 	for _, tt := range tests {
@@ -512,7 +512,7 @@ func TestMergedSummaryKeepsEntryID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"user:" + compactionSummaryPrefix + "S" + compactionSummarySuffix + "+c", "assistant:d"}
+	want := []string{"user:" + compactionSummaryPrefix + "S" + compactionSummarySuffix + "\n\nc", "assistant:d"}
 	if d := cmp.Diff(want, summarize(c.Messages)); d != "" {
 		t.Errorf("context (-want +got):\n%s", d)
 	}
