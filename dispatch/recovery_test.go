@@ -235,4 +235,3 @@ func TestShutdownMidTurnResumesWithoutDoubleAppend(t *testing.T) {
 		t.Errorf("transcript %+v", hist)
 	}
 }
-
