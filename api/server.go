@@ -39,6 +39,9 @@ type Options struct {
 	// Providers are the configured provider names; when set, PATCH model
 	// must name one of them.
 	Providers []string
+	// Health reports a failure that keeps the daemon from accepting work
+	// (the journal's storage); /readyz answers 503 while it is non-nil.
+	Health func() error
 	// Serialise runs fn on the session's lane (nil: run directly).
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
 }
@@ -66,6 +69,12 @@ func New(opts Options) *Server {
 		if !s.ready.Load() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 			return
+		}
+		if s.opts.Health != nil {
+			if err := s.opts.Health(); err != nil {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "degraded", "error": err.Error()})
+				return
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})

@@ -459,3 +459,35 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestDoctorChecksStorageAndJournal: doctor reports low free space and a
+// journal line damaged outside the gateway, and changes nothing.
+func TestDoctorChecksStorageAndJournal(t *testing.T) {
+	state := t.TempDir()
+	must(t, os.Chmod(state, 0o700))
+	cfg := writeConfig(t, state, "", "")
+	ingress := filepath.Join(state, "ingress")
+	must(t, os.MkdirAll(ingress, 0o700))
+	journal := filepath.Join(ingress, "journal.jsonl")
+	lines := `{"op":"accept","rec":{"id":"tg:default:1:1","agentId":"main","sessionKey":"agent:main:tg:direct:1","payload":{},"acceptedAt":"2026-01-01T00:00:00Z"}}
+{"op":"acc garbage
+{"op":"done","ids":["tg:default:1:1"]}
+`
+	must(t, os.WriteFile(journal, []byte(lines), 0o600))
+	r := gw(t, cfg, "doctor", "--json").want(t, 1)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, r.Stdout)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != kindJournalDamage || !strings.Contains(rep.Problems[0].Detail, "line 2") {
+		t.Fatalf("report %s", r.Stdout)
+	}
+	t.Setenv("GATEWAY_DOCTOR_MIN_FREE_MB", "1000000000")
+	r = gw(t, cfg, "doctor").want(t, 1)
+	if !strings.Contains(r.Stdout, kindLowDisk) {
+		t.Errorf("low free space not reported:\n%s", r.Stdout)
+	}
+	if b, _ := os.ReadFile(journal); string(b) != lines {
+		t.Error("doctor changed the journal")
+	}
+}

@@ -168,7 +168,9 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	d.server = api.New(api.Options{
 		Sessions: mgr, Runner: runner, Web: webAdapter, Gatherer: d.reg, Logger: log.Named("api"),
 		Token: cfg.HTTP.Token, Agents: agentIDs, Serialise: disp.Serialise,
+		Health: mgr.Journal().Health,
 	})
+	registerJournalMetrics(d.reg, mgr.Journal())
 	for _, a := range d.adapters {
 		if tg, ok := a.(*telegram.Adapter); ok && tg.Config().Mode == telegram.ModeWebhook && tg.Config().Webhook.Listen == "" {
 			d.server.Mount(tg.WebhookPath(), tg.WebhookHandler())
