@@ -1,0 +1,81 @@
+package dispatch
+
+import (
+	"strings"
+	"testing"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord"
+	"github.com/gateway/gateway/channels/discord/discordtest"
+)
+
+// startDiscord registers a real Discord adapter whose REST calls go to a
+// fake Discord (only Send is used: inbound messages are handed in directly).
+func startDiscord(t *testing.T, h *harness, fake *discordtest.Server) {
+	t.Helper()
+	a, err := discord.New("default", discord.Config{Token: "tok"}, discord.Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d.Register(a)
+}
+
+// TestDiscordLongReplyAndRecovery: a long reply goes out as parts of at
+// most 2,000 characters, each once; a reply left partly sent by a crash
+// is finished after the restart with only the parts not yet delivered.
+func TestDiscordLongReplyAndRecovery(t *testing.T) {
+	long := strings.Repeat("word ", 900) // 4,500 characters: three parts
+	m := &model{reply: func(llm.Request) (string, error) { return long, nil }}
+	fake := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
+	t.Cleanup(fake.Close)
+	h := newHarness(t, "", m)
+	startDiscord(t, h, fake)
+	msg := in("discord", "777", "tell me a lot")
+	h.handle(msg)
+	h.drained()
+	sent := fake.Sent()
+	if len(sent) != 3 {
+		t.Fatalf("%d parts posted, want 3", len(sent))
+	}
+	var joined string
+	for i, s := range sent {
+		if n := len([]rune(s.Content)); n > discord.MaxMessageLen {
+			t.Errorf("part %d has %d characters", i, n)
+		}
+		if (i == 0) != (s.Reference != nil) {
+			t.Errorf("part %d reference %+v", i, s.Reference)
+		}
+		joined += s.Content
+	}
+	if strings.Join(strings.Fields(joined), " ") != strings.TrimSpace(long) {
+		t.Error("the parts do not add up to the reply")
+	}
+
+	// A crash after the first part of the next reply: its record and the
+	// reply are in the journal, one part marked sent.
+	w := acceptOnly(t, h, in("discord", "777", "again"))
+	appendTurn(t, h, w, long)
+	chunks := h.d.adapter("discord", "default").(channels.Chunker).Chunks(channels.Outbound{Text: long})
+	storeReply(t, h, w, chunks, 1)
+	h.restart()
+	startDiscord(t, h, fake)
+	if _, err := h.d.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	sent = fake.Sent()[3:]
+	if len(sent) != len(chunks)-1 {
+		t.Fatalf("%d parts posted after the restart, want %d", len(sent), len(chunks)-1)
+	}
+	for i, s := range sent {
+		if s.Content != chunks[i+1] || s.Reference != nil || s.ChannelID != "777" {
+			t.Errorf("resumed part %d: %+v", i, s)
+		}
+	}
+	if n := len(m.requests()); n != 1 {
+		t.Errorf("%d model calls, want 1 (the resumed reply is not generated again)", n)
+	}
+}
