@@ -80,9 +80,22 @@ type Session struct {
 	LockTimeout    time.Duration                   `mapstructure:"lockTimeout"`
 }
 
+// Delivery is messages.delivery.
+type Delivery struct {
+	// MaxFailures counts turns that failed (store or transcript errors;
+	// a model error is answered with a notice at once). Default 3.
+	MaxFailures int `mapstructure:"maxFailures"`
+	// MaxCrashes counts process deaths while the message's turn ran.
+	// Default 5.
+	MaxCrashes int `mapstructure:"maxCrashes"`
+}
+
 // Messages is the messages section.
 type Messages struct {
 	Queue dispatch.QueueConfig `mapstructure:"queue"`
+	// Delivery bounds how often an accepted message is retried before it
+	// is given up with a notice to its chat (SPEC §3.7).
+	Delivery Delivery `mapstructure:"delivery"`
 }
 
 // ResetConfig returns the sessions package's view of the reset settings.
@@ -134,7 +147,7 @@ func Default() *Config {
 				ArchiveRetention: 720 * time.Hour},
 			LockTimeout: 10 * time.Second,
 		},
-		Messages: Messages{Queue: dispatch.DefaultQueue()},
+		Messages: Messages{Queue: dispatch.DefaultQueue(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5}},
 	}
 }
 
@@ -200,6 +213,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Session.LockTimeout <= 0 {
 		return fmt.Errorf("session.lockTimeout: must be positive")
+	}
+	if d := c.Messages.Delivery; d.MaxFailures < 1 || d.MaxFailures > 100 {
+		return fmt.Errorf("messages.delivery.maxFailures: %d is not between 1 and 100", d.MaxFailures)
+	} else if d.MaxCrashes < 1 || d.MaxCrashes > 100 {
+		return fmt.Errorf("messages.delivery.maxCrashes: %d is not between 1 and 100", d.MaxCrashes)
 	}
 	return c.Messages.Queue.Validate()
 }

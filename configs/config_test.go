@@ -97,6 +97,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"binding to unknown agent", "bindings: [{agentId: ghost, match: {channel: telegram}}]\n", "bindings[0].agentId"},
 		{"bad yaml", "http: [\n", "parse YAML"},
 		{"bad log format", "log: {format: xml}\n", "log.format"},
+		{"zero delivery failures", "messages: {delivery: {maxFailures: 0}}\n", "messages.delivery.maxFailures"},
+		{"huge delivery crashes", "messages: {delivery: {maxCrashes: 1000}}\n", "messages.delivery.maxCrashes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -138,7 +138,8 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	}
 	disp, err = dispatch.New(dispatch.Options{
 		Sessions: mgr, Runner: runner, Logger: log.Named("dispatch"), Providers: names,
-		Metrics: dispatch.NewMetrics(d.reg),
+		Metrics:     dispatch.NewMetrics(d.reg),
+		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		Caps: map[lanes.Class]int{
 			lanes.ClassMain:     cfg.Agents.Defaults.MaxConcurrent,
 			lanes.ClassSubagent: cfg.Agents.Defaults.Subagents.MaxConcurrent,
