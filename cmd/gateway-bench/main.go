@@ -138,6 +138,9 @@ messages:
 
 	res := newResults()
 	tg.onReply = res.onReply
+	journalCounters := []string{"gateway_journal_lines_total", "gateway_journal_fsyncs_total"}
+	countersBefore := scrape("http://"+httpAddr, journalCounters...)
+	cpuBefore := cpuTime(cmd.Process.Pid)
 	var total int
 	sendStart := time.Now()
 	switch o.mode {
@@ -169,6 +172,8 @@ messages:
 		time.Sleep(5 * time.Millisecond)
 	}
 	lastReply := res.last()
+	cpuUsed := cpuTime(cmd.Process.Pid) - cpuBefore
+	countersAfter := scrape("http://"+httpAddr, journalCounters...)
 	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
 	rss := peakRSS(cmd.Process.Pid)
 
@@ -187,6 +192,10 @@ messages:
 	}
 	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 100))
 	fmt.Printf("peak_rss=%.1f MB\n", float64(rss)/1024)
+	fmt.Printf("cpu=%s cpu_per_msg=%.3f ms\n", cpuUsed, float64(cpuUsed.Microseconds())/1000/float64(max(total, 1)))
+	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
+		perMessage(countersBefore, countersAfter, journalCounters[0], total),
+		perMessage(countersBefore, countersAfter, journalCounters[1], total))
 	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
 	if lost > 0 || dups > 0 {
 		return fmt.Errorf("%d lost, %d duplicated replies (log: %s)", lost, dups, logf.Name())
