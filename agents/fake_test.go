@@ -128,6 +128,10 @@ type memTranscript struct {
 	lines []memLine
 }
 
+func (t *memTranscript) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
+	return t.Append(ctx, msgs...)
+}
+
 func (t *memTranscript) Append(_ context.Context, msgs ...sessions.Message) ([]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -401,7 +401,7 @@ func (r *Runner) appendMessages(ctx context.Context, s *session, msgs []sessions
 			msgs[i].Timestamp = r.now().UnixMilli()
 		}
 	}
-	if _, err := s.tr.Append(ctx, msgs...); err != nil {
+	if _, err := s.tr.AppendLazy(ctx, msgs...); err != nil {
 		return fmt.Errorf("agents: append to transcript: %w", err)
 	}
 	s.st.AddCounters(s.key, sessions.Counters{Messages: len(msgs)})

@@ -22,6 +22,7 @@ type store interface {
 // transcript is the part of *sessions.Transcript the runner uses.
 type transcript interface {
 	Append(ctx context.Context, msgs ...sessions.Message) ([]string, error)
+	AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error)
 	AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error)
 	Context(ctx context.Context) (sessions.Context, error)
 	History(ctx context.Context) ([]sessions.Message, error)

@@ -257,10 +257,23 @@ func (t *Transcript) scanPrefixLocked(f *os.File, st *fileState) error {
 // current leaf, and returns their entry ids. A message without a timestamp
 // gets the current time.
 func (t *Transcript) Append(ctx context.Context, msgs ...Message) ([]string, error) {
+	return t.appendMessages(ctx, true, msgs)
+}
+
+// AppendLazy is Append without waiting for the fsync: it returns once the
+// lines reached the kernel, which survives the death of the process; the
+// next Append (or any fsync of the file) makes them durable against power
+// loss too. The runner uses it for a turn's inputs, which the ingress
+// journal already holds durably, and which the turn's reply fsyncs.
+func (t *Transcript) AppendLazy(ctx context.Context, msgs ...Message) ([]string, error) {
+	return t.appendMessages(ctx, false, msgs)
+}
+
+func (t *Transcript) appendMessages(ctx context.Context, sync bool, msgs []Message) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.append(ctx, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*node, error) {
+	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*node, error) {
 		nodes := make([]*node, 0, len(msgs))
 		parent := st.leaf
 		now := t.now()
@@ -287,7 +300,7 @@ func (t *Transcript) Append(ctx context.Context, msgs ...Message) ([]string, err
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
 // entry of the current chain ("" keeps nothing before the compaction).
 func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string, error) {
-	ids, err := t.append(ctx, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*node, error) {
+	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*node, error) {
 		if c.FirstKeptEntryID != "" {
 			in, err := st.inChain(f, c.FirstKeptEntryID)
 			if err != nil {
@@ -344,7 +357,7 @@ func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
 // tail, writes the header when the file has none, then the lines enc
 // produces, and records the new entries. fsync happens after the lock is
 // released, grouped with concurrent appends.
-func (t *Transcript) append(ctx context.Context, enc func(*fileState, *os.File, *bytes.Buffer) ([]*node, error)) ([]string, error) {
+func (t *Transcript) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*node, error)) ([]string, error) {
 	if t.lock == nil {
 		return nil, errors.New("transcript: append: opened read-only")
 	}
@@ -372,7 +385,7 @@ func (t *Transcript) append(ctx context.Context, enc func(*fileState, *os.File, 
 	if err != nil {
 		return nil, err
 	}
-	if !t.noSync {
+	if sync && !t.noSync {
 		if err := t.sync.wait(f, seq, t.written.Load); err != nil {
 			return nil, fmt.Errorf("transcript: append: fsync: %w", err)
 		}

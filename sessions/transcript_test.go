@@ -864,3 +864,29 @@ func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 		t.Errorf("after keep-nothing compaction: %v, %v", summarize(c.Messages), err)
 	}
 }
+
+// TestAppendLazyIsReadAndChainedLikeAppend: lazily appended inputs are in
+// the file at once (a reader in another process sees them) and the next
+// Append chains after them.
+func TestAppendLazyIsReadAndChainedLikeAppend(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	tr := newTestTranscript(t, path, newMemLocker(), nil)
+	in := user("input")
+	in.RecordIDs = []string{"tg:default:1:1"}
+	if _, err := tr.AppendLazy(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadFile(path, nil)
+	if err != nil || len(c.Messages) != 1 || c.Messages[0].Text() != "input" {
+		t.Fatalf("lazy append not in the file: %+v %v", c.Messages, err)
+	}
+	if _, err := tr.Append(ctx, assistantText("reply")); err != nil {
+		t.Fatal(err)
+	}
+	other := newTestTranscript(t, path, newMemLocker(), nil)
+	rs, err := other.Records(ctx, []string{"tg:default:1:1"})
+	if err != nil || !rs.Consumed["tg:default:1:1"] || !rs.Answered || rs.Answer != "reply" {
+		t.Fatalf("records after reopen %+v %v", rs, err)
+	}
+}

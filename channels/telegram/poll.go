@@ -14,6 +14,9 @@ import (
 	"github.com/gateway/gateway/channels"
 )
 
+// offsetSaveEvery bounds how often the polled offset is persisted.
+const offsetSaveEvery = time.Second
+
 // runPolling is the long-poll loop. The offset sent to Telegram (which
 // confirms every earlier update) and the persisted offset only move past an
 // update once the Handler accepted or rejected it.
@@ -28,7 +31,21 @@ func (a *Adapter) runPolling(ctx context.Context, h channels.Handler) error {
 		a.log.Error("loading telegram offset failed, starting from Telegram's", zap.Error(err))
 		offset = 0
 	}
-	saved := offset
+	saved, savedAt := offset, time.Time{}
+	save := func(ctx context.Context) {
+		if offset == saved {
+			return
+		}
+		if err := a.opts.OffsetStore.Save(ctx, a.account, offset); err != nil {
+			a.log.Error("saving telegram offset failed", zap.Error(err))
+			return
+		}
+		saved, savedAt = offset, time.Now()
+	}
+	// The saved offset only spares redeliveries at the next start (the
+	// journal drops those as duplicates anyway): it is written at most
+	// every offsetSaveEvery, and when polling stops.
+	defer save(context.WithoutCancel(ctx))
 	bo := a.newBackoff()
 	for ctx.Err() == nil {
 		batch, err := a.getUpdates(ctx, offset)
@@ -53,12 +70,8 @@ func (a *Adapter) runPolling(ctx context.Context, h channels.Handler) error {
 		}
 		next, herr := a.processBatch(ctx, h, batch, offset)
 		offset = next
-		if offset != saved {
-			if err := a.opts.OffsetStore.Save(ctx, a.account, offset); err != nil {
-				a.log.Error("saving telegram offset failed", zap.Error(err))
-			} else {
-				saved = offset
-			}
+		if time.Since(savedAt) >= offsetSaveEvery {
+			save(ctx)
 		}
 		if herr != nil {
 			if ctx.Err() != nil {

@@ -178,6 +178,9 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 			log.Info("telegram webhook mounted", zap.String("account_id", tg.AccountID()), zap.String("path", tg.WebhookPath()))
 		}
 	}
+	if err := startPprof(ctx, log); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("gateway: listen %s: %w", cfg.HTTP.Listen, err)
