@@ -116,11 +116,19 @@ type fileLock struct {
 	sem  chan struct{} // holds one token while some goroutine owns the lock
 	fl   *flock.Flock  // used only by the sem holder
 
-	mu    sync.Mutex // guards gen, held, timer
+	mu    sync.Mutex // guards gen, held, timer, meta
 	gen   uint64
 	held  bool
 	timer *time.Timer
+	meta  bool // holder metadata written for this hold
 }
+
+// lockMetaAfter is how long a lock is held before its holder's metadata
+// is written into the lock file (for lock-timeout errors and `gateway
+// doctor`). Most holds are far shorter: they cost no file writes at all, and
+// a holder that dies that fast leaves nothing stale (the kernel drops its
+// flock).
+const lockMetaAfter = 50 * time.Millisecond
 
 type heldKey struct{}
 
@@ -201,17 +209,16 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 			delay *= 2
 		}
 	}
-	li := LockInfo{PID: os.Getpid(), StartTime: l.set.start, CreatedAt: time.Now().UTC(), Host: l.set.host}
-	b, _ := json.Marshal(li)
-	// Metadata is written in place: the file is never replaced while in use.
-	if err := os.WriteFile(l.path, b, 0o600); err != nil {
-		l.set.log.Warn("lock metadata not written", zap.String("path", l.path), zap.Error(err))
-	}
+	acquired := time.Now().UTC()
 	l.mu.Lock()
 	l.gen++
 	gen := l.gen
-	l.held = true
-	l.timer = time.AfterFunc(l.set.maxHold, func() { l.expire(gen) })
+	l.held, l.meta = true, false
+	if l.set.maxHold <= lockMetaAfter {
+		l.timer = time.AfterFunc(l.set.maxHold, func() { l.expire(gen) })
+	} else {
+		l.timer = time.AfterFunc(lockMetaAfter, func() { l.writeMeta(gen, acquired) })
+	}
 	l.mu.Unlock()
 	var once sync.Once
 	unlock := func() { once.Do(func() { l.release(gen) }) }
@@ -231,6 +238,24 @@ func (l *fileLock) expire(gen uint64) {
 	l.release(gen)
 }
 
+// writeMeta records the holder in the lock file once a hold lasts
+// lockMetaAfter, then arms the max-hold watchdog for the rest.
+func (l *fileLock) writeMeta(gen uint64, acquired time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.held || l.gen != gen {
+		return
+	}
+	li := LockInfo{PID: os.Getpid(), StartTime: l.set.start, CreatedAt: acquired, Host: l.set.host}
+	b, _ := json.Marshal(li)
+	// Metadata is written in place: the file is never replaced while in use.
+	if err := os.WriteFile(l.path, b, 0o600); err != nil {
+		l.set.log.Warn("lock metadata not written", zap.String("path", l.path), zap.Error(err))
+	}
+	l.meta = true
+	l.timer = time.AfterFunc(l.set.maxHold-time.Since(acquired), func() { l.expire(gen) })
+}
+
 func (l *fileLock) release(gen uint64) {
 	l.mu.Lock()
 	if !l.held || l.gen != gen {
@@ -239,10 +264,13 @@ func (l *fileLock) release(gen uint64) {
 	}
 	l.held = false
 	l.timer.Stop()
+	meta := l.meta
 	l.mu.Unlock()
 	// Truncate rather than delete: a waiter may already have the file open.
-	if err := os.Truncate(l.path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
-		l.set.log.Warn("lock metadata not cleared", zap.String("path", l.path), zap.Error(err))
+	if meta {
+		if err := os.Truncate(l.path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.set.log.Warn("lock metadata not cleared", zap.String("path", l.path), zap.Error(err))
+		}
 	}
 	if err := l.fl.Unlock(); err != nil {
 		l.set.log.Error("unlock failed", zap.String("path", l.path), zap.Error(err))

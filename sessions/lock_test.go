@@ -38,12 +38,25 @@ func waitLocked(t *testing.T, cmd interface{ Wait() error }, r interface {
 	}
 }
 
+// waitLockInfo reads path's metadata until it names pid (or 5 s pass).
+func waitLockInfo(path string, pid int) LockInfo {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		li, _ := ReadLockInfo(path)
+		if li.PID == pid || time.Now().After(deadline) {
+			return li
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestKilledHolderNeverBlocks(t *testing.T) {
 	verifyNoLeaks(t)
 	path := filepath.Join(t.TempDir(), "x.lock")
 	cmd, out := startChild(t, "hold", "", path)
 	waitLocked(t, cmd, out)
-	if li, _ := ReadLockInfo(path); li.PID != cmd.Process.Pid {
+	// Metadata is written once a hold lasts lockMetaAfter.
+	if li := waitLockInfo(path, cmd.Process.Pid); li.PID != cmd.Process.Pid {
 		t.Errorf("lock info pid %d, want holder %d", li.PID, cmd.Process.Pid)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -53,7 +66,7 @@ func TestKilledHolderNeverBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire after holder was killed: %v", err)
 	}
-	if li, _ := ReadLockInfo(path); li.PID != os.Getpid() {
+	if li := waitLockInfo(path, os.Getpid()); li.PID != os.Getpid() {
 		t.Errorf("dead holder's metadata not overwritten: %+v", li)
 	}
 	unlock()
