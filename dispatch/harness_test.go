@@ -157,6 +157,7 @@ type harness struct {
 	d     *Dispatcher
 	tg    *chat
 	queue QueueConfig
+	open  func(path string) (sessions.JournalFile, error) // journal file layer; nil: the file
 	grace time.Duration // shutdown grace in close (default 5 s)
 	ctx   context.Context
 	stop  context.CancelFunc
@@ -187,7 +188,7 @@ func newHarness(t *testing.T, dir string, m *model, opts ...harnessOpt) *harness
 func (h *harness) start() {
 	t := h.t
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	mgr, err := sessions.Open(sessions.Options{StateDir: h.dir, CacheTTL: -1, Logger: log})
+	mgr, err := sessions.Open(sessions.Options{StateDir: h.dir, CacheTTL: -1, Logger: log, JournalOpen: h.open})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,14 +114,17 @@ type Journal struct {
 	lines, fsyncs, failures atomic.Int64
 }
 
-// journalFile is the part of *os.File the journal writes through.
-type journalFile interface {
+// JournalFile is the part of *os.File the journal appends through
+// (Options.JournalOpen injects storage faults in tests).
+type JournalFile interface {
 	io.Writer
 	Sync() error
 	Truncate(size int64) error
 	Stat() (os.FileInfo, error)
 	Close() error
 }
+
+type journalFile = JournalFile
 
 type jrec struct {
 	Record
@@ -159,7 +162,7 @@ func (m *Manager) Journal() *Journal {
 	m.jmu.Lock()
 	defer m.jmu.Unlock()
 	if m.journal == nil {
-		m.journal = openJournal(filepath.Join(m.opts.StateDir, "ingress"), m.opts.Now, m.log.Named("journal"))
+		m.journal = openJournalWith(filepath.Join(m.opts.StateDir, "ingress"), m.opts.Now, m.log.Named("journal"), m.opts.JournalOpen)
 	}
 	return m.journal
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -75,7 +76,12 @@ func (j *Journal) appendLocked(b []byte) error {
 		if j.fault == nil {
 			j.log.Error("journal write failed; marks kept in memory and retried", zap.Error(err))
 		}
-		j.fault = fmt.Errorf("%w: write %s: %w", ErrStorage, j.path, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			j.fault = fmt.Errorf("%w: %w", ErrStorage, err) // names the file already
+		} else {
+			j.fault = fmt.Errorf("%w: write %s: %w", ErrStorage, j.path, err)
+		}
 		return j.fault
 	}
 	j.size += int64(n)

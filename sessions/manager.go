@@ -40,6 +40,9 @@ type Options struct {
 	Reset         ResetConfig
 	Logger        *zap.Logger
 	Now           func() time.Time
+	// JournalOpen opens the ingress journal for appending (nil: the file,
+	// O_APPEND). Tests inject storage faults (ENOSPC, short writes) with it.
+	JournalOpen func(path string) (JournalFile, error)
 }
 
 // Manager owns every agent's store below StateDir and the ingress journal.
