@@ -74,6 +74,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	log := d.log.With(zap.String("session_key", first.Key.String()), zap.String("agent_id", first.AgentID))
 	store, err := d.opts.Sessions.Store(first.AgentID)
 	if err != nil {
+		_ = d.journal.Start(recordIDs(ws)...) // a failure counts against a started turn
 		d.failed(ctx, ws, log, fmt.Errorf("session store: %w", err))
 		return
 	}
