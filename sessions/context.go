@@ -109,32 +109,60 @@ func hasToolCall(m Message) bool {
 
 // mergeUsers merges runs of user messages into one (content blocks
 // concatenated, adjacent text blocks joined with a blank line so the
-// messages stay apart, first timestamp kept). The merged message's entry id is the
-// first non-empty id of the run, so keeping from it keeps the whole run.
+// messages stay apart, first timestamp kept). The merged message's entry id
+// is the first non-empty id of the run, so keeping from it keeps the whole
+// run.
 func mergeUsers(msgs []Message, ids []string) ([]Message, []string) {
 	out := msgs[:0:0]
 	outIDs := ids[:0:0]
 	for i, m := range msgs {
-		last := len(out) - 1
-		if last >= 0 && m.Role == RoleUser && out[last].Role == RoleUser {
-			merged := make([]Content, 0, len(out[last].Content)+len(m.Content))
-			merged = append(merged, out[last].Content...)
-			next := m.Content
-			if n := len(merged); n > 0 && len(next) > 0 && merged[n-1].Type == BlockText && next[0].Type == BlockText {
-				joined := merged[n-1] // a copy: cached blocks stay intact
-				joined.Text += "\n\n" + next[0].Text
-				merged[n-1], next = joined, next[1:]
-			}
-			merged = append(merged, next...)
-			out[last].Content = merged // a fresh slice: cached entries stay intact
-			if outIDs[last] == "" {
-				outIDs[last] = ids[i]
-			}
-			continue
-		}
-		out, outIDs = append(out, m), append(outIDs, ids[i])
+		out, outIDs = appendMerged(out, outIDs, m, ids[i])
 	}
 	return out, outIDs
+}
+
+// appendMerged appends m (entry id) to out, merging it into the last
+// message when both are user messages (see mergeUsers).
+func appendMerged(out []Message, outIDs []string, m Message, id string) ([]Message, []string) {
+	last := len(out) - 1
+	if last < 0 || m.Role != RoleUser || out[last].Role != RoleUser {
+		return append(out, m), append(outIDs, id)
+	}
+	merged := make([]Content, 0, len(out[last].Content)+len(m.Content))
+	merged = append(merged, out[last].Content...)
+	next := m.Content
+	if n := len(merged); n > 0 && len(next) > 0 && merged[n-1].Type == BlockText && next[0].Type == BlockText {
+		joined := merged[n-1] // a copy: cached blocks stay intact
+		joined.Text += "\n\n" + next[0].Text
+		merged[n-1], next = joined, next[1:]
+	}
+	merged = append(merged, next...)
+	out[last].Content = merged // a fresh slice: cached entries stay intact
+	if outIDs[last] == "" {
+		outIDs[last] = id
+	}
+	return out, outIDs
+}
+
+// extendContext brings a cached context up to date with appended message
+// entries without rebuilding it, when that gives what buildContext would:
+// plain user and assistant messages after a context that does not end in
+// tool calls. It reports false when the context must be rebuilt.
+func extendContext(c *Context, nodes []*node) bool {
+	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == RoleAssistant && hasToolCall(c.Messages[n-1]) {
+		return false
+	}
+	for _, n := range nodes {
+		if n.kind != kindMessage || (n.msg.Role != RoleUser && n.msg.Role != RoleAssistant) ||
+			(n.msg.Role == RoleAssistant && hasToolCall(*n.msg)) {
+			return false
+		}
+	}
+	for _, n := range nodes {
+		c.Messages, c.EntryIDs = appendMerged(c.Messages, c.EntryIDs, *n.msg, n.id)
+		c.LeafID = n.id
+	}
+	return true
 }
 
 // copyContext returns c with its own Messages and EntryIDs slices. The

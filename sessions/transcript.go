@@ -467,15 +467,18 @@ func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *byt
 // extendViewLocked updates the cached chain after an append: messages
 // extend it; a compaction re-resolves it (on the next read).
 func (t *Transcript) extendViewLocked(st *fileState, nodes []*node) {
-	st.ctx = nil
 	for _, n := range nodes {
 		if n.kind == kindCompaction {
-			st.view = nil
+			st.view, st.ctx = nil, nil
 			return
 		}
 	}
 	if st.view == nil {
+		st.ctx = nil
 		return
+	}
+	if st.ctx != nil && !extendContext(st.ctx, nodes) {
+		st.ctx = nil
 	}
 	for _, n := range nodes {
 		if n.kind == kindMessage {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -828,7 +829,7 @@ func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 	path := tempPath(t)
 	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
 	var first []string
-	for i := range 300 {
+	for i := range 150 {
 		ids, err := tr.Append(ctx, user(fmt.Sprintf("u%d %s", i, strings.Repeat("z", 500))), assistantText(fmt.Sprintf("a%d", i)))
 		if err != nil {
 			t.Fatal(err)
@@ -888,5 +889,45 @@ func TestAppendLazyIsReadAndChainedLikeAppend(t *testing.T) {
 	rs, err := other.Records(ctx, []string{"tg:default:1:1"})
 	if err != nil || !rs.Consumed["tg:default:1:1"] || !rs.Answered || rs.Answer != "reply" {
 		t.Fatalf("records after reopen %+v %v", rs, err)
+	}
+}
+
+// TestIncrementalContextMatchesRebuild: after every append of a random
+// turn shape, the cached (incrementally extended) context equals a context
+// rebuilt from the file.
+func TestIncrementalContextMatchesRebuild(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 9))
+	path := tempPath(t)
+	tr := newTestTranscript(t, path, newMemLocker(), nil)
+	for i := range 150 {
+		var msgs []Message
+		switch rng.IntN(6) {
+		case 0, 1:
+			msgs = []Message{user(fmt.Sprint("u", i))}
+		case 2:
+			msgs = []Message{user(fmt.Sprint("u", i)), user(fmt.Sprint("v", i))}
+		case 3:
+			msgs = []Message{assistantText(fmt.Sprint("a", i))}
+		case 4:
+			id := fmt.Sprint("c", i)
+			msgs = []Message{assistantCalls(id), toolResult(id, "r")}
+		case 5:
+			msgs = []Message{assistantCalls(fmt.Sprint("d", i))} // result never comes
+		}
+		if _, err := tr.Append(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Context(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := LoadFile(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("after append %d, cached context differs from a rebuild (-want +got):\n%s", i, d)
+		}
 	}
 }
