@@ -829,7 +829,7 @@ func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 	path := tempPath(t)
 	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
 	var first []string
-	for i := range 150 {
+	for i := range 300 {
 		ids, err := tr.Append(ctx, user(fmt.Sprintf("u%d %s", i, strings.Repeat("z", 500))), assistantText(fmt.Sprintf("a%d", i)))
 		if err != nil {
 			t.Fatal(err)
