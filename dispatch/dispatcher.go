@@ -45,6 +45,10 @@ type Dispatcher struct {
 	queue   *lanes.Queue
 	journal *sessions.Journal
 	closing atomic.Bool
+	// life ends when the shutdown grace period does: it bounds deliveries,
+	// which a lane's cancellation (/stop, interrupt) must not cut short.
+	life context.Context
+	kill context.CancelFunc
 
 	mu       sync.RWMutex
 	adapters map[string]channels.Adapter // guarded by mu; key "channel/account"
@@ -73,7 +77,9 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
 	}
+	life, kill := context.WithCancel(context.Background())
 	d := &Dispatcher{
+		life: life, kill: kill,
 		opts:     opts,
 		log:      opts.Logger,
 		journal:  opts.Sessions.Journal(),

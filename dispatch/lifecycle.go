@@ -109,6 +109,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
 // ends; queued and interrupted work stays pending in the journal.
 func (d *Dispatcher) Shutdown(ctx context.Context) {
 	d.closing.Store(true)
+	stop := context.AfterFunc(ctx, d.kill)
+	defer stop()
 	left := d.queue.Shutdown(ctx)
 	if len(left) > 0 {
 		d.log.Info("queued messages left for the next start", zap.Int("count", len(left)))

@@ -62,8 +62,14 @@ func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records [
 	d.sendReply(ctx, a, rp, out)
 }
 
-// sendReply sends rp's chunks from the first not yet sent.
+// sendReply sends rp's chunks from the first not yet sent. A stored reply
+// is delivered even when its lane's run is cancelled (/stop, interrupt):
+// only the end of the shutdown grace period cuts it short, leaving the
+// rest in the outbox for the next start.
 func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(d.life, cancel)()
 	c, chunked := a.(channels.Chunker)
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
 		send := func() error {
