@@ -131,6 +131,7 @@ type jrec struct {
 	seq   uint64 // accept order
 	wseq  uint64 // line that made it known (for a duplicate's wait)
 	reply string // outstanding reply that answers it
+	fresh bool   // accepted by this process (not left from an earlier one)
 }
 
 type jreply struct {
@@ -216,6 +217,17 @@ func (j *Journal) open(dir string) error {
 		return err
 	}
 	j.f = f
+	// A log that grew under steady traffic (never drained) is rewritten to
+	// its state now, so each start replays only what is still live.
+	if j.size > j.compactMin {
+		if err := j.compactLocked(); err != nil {
+			j.log.Warn("journal compaction at start failed", zap.Error(err))
+			if j.closed {
+				_ = j.fl.Unlock()
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -45,7 +45,7 @@ func (j *Journal) Accept(ctx context.Context, rec Record) (dup bool, err error) 
 		return false, fmt.Errorf("sessions: journal accept: %w", err)
 	}
 	j.seq++
-	r := &jrec{Record: rec, seq: j.seq, wseq: w}
+	r := &jrec{Record: rec, seq: j.seq, wseq: w, fresh: true}
 	j.recs[rec.ID] = r
 	j.mu.Unlock()
 	if err := j.syncTo(w); err != nil {
@@ -162,8 +162,11 @@ func (j *Journal) Sent(id string, n int) error {
 	return nil
 }
 
-// Pending returns accepted records not yet done and not answered by an
-// outstanding reply, oldest first.
+// Pending returns the records an earlier process left without an outcome
+// (accepted, not done, not answered by an outstanding reply), oldest first:
+// what a start resumes. Records accepted since the journal was opened are
+// in the caller's hands already and are not returned, so a channel that
+// starts before Resume cannot get a message queued twice.
 func (j *Journal) Pending() ([]Record, error) {
 	if j.openErr != nil {
 		return nil, j.openErr
@@ -171,7 +174,7 @@ func (j *Journal) Pending() ([]Record, error) {
 	j.mu.Lock()
 	rs := make([]*jrec, 0, len(j.recs))
 	for _, r := range j.recs {
-		if r.reply == "" {
+		if r.reply == "" && !r.fresh {
 			rs = append(rs, r)
 		}
 	}

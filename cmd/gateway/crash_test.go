@@ -1,0 +1,458 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+)
+
+// The crash test's traffic: chats spread over the four queue modes, about
+// rate messages a second, one in longEvery asking for a reply long enough
+// for three Telegram messages.
+const (
+	crashChats     = 20
+	crashRate      = 50
+	crashLongEvery = 7
+	crashLongLines = 110 // × ~85 characters: three chunks of at most 4096
+)
+
+var markerRE = regexp.MustCompile(`m\d+`)
+
+// crashModel answers every request after 20–150 ms with lines naming the
+// markers of the user messages since the last assistant message: each line
+// is unique, so the fake Telegram's record tells which input a delivered
+// chunk answers and whether it was delivered twice.
+func crashModel(n int, r openaitest.Request) openaitest.Reply {
+	var markers []string
+	long := false
+	for i := len(r.Body.Messages) - 1; i >= 0; i-- {
+		m := r.Body.Messages[i]
+		if m.Role == goopenai.ChatMessageRoleAssistant {
+			break
+		}
+		if m.Role != goopenai.ChatMessageRoleUser {
+			continue
+		}
+		text := m.Content
+		for _, p := range m.MultiContent {
+			text += p.Text
+		}
+		markers = append(markers, markerRE.FindAllString(text, -1)...)
+		long = long || strings.Contains(text, "long")
+	}
+	slices.Sort(markers)
+	markers = slices.Compact(markers)
+	lines := 1
+	if long {
+		lines = crashLongLines
+	}
+	var b strings.Builder
+	head := "[" + strings.Join(markers, " ") + "]"
+	for k := range lines {
+		fmt.Fprintf(&b, "%s line %03d %s\n", head, k, strings.Repeat("x", 60))
+	}
+	hold := make(chan struct{})
+	time.AfterFunc(time.Duration(20+rand.IntN(130))*time.Millisecond, func() { close(hold) })
+	return openaitest.Reply{Text: strings.TrimRight(b.String(), "\n"), Hold: hold}
+}
+
+// crashDaemon is the built gateway run as a child process on one state dir.
+type crashDaemon struct {
+	t       *testing.T
+	cfg     string
+	addr    string
+	logs    string
+	cmd     *exec.Cmd
+	runs    int
+	readies []time.Duration
+}
+
+func (d *crashDaemon) start() {
+	d.t.Helper()
+	d.runs++
+	logf, err := os.Create(filepath.Join(d.logs, fmt.Sprintf("run-%03d.log", d.runs)))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(gatewayBin, "run", "--config", d.cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "HOME="+d.logs)
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.cmd = cmd
+	client := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		res, err := client.Get("http://" + d.addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("restart %d not ready after 10 s (log %s)", d.runs, logf.Name())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	d.readies = append(d.readies, time.Since(begin))
+}
+
+func (d *crashDaemon) kill() {
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	_ = d.cmd.Wait()
+}
+
+func (d *crashDaemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		d.kill()
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func crashSeed(t *testing.T) uint64 {
+	if s := os.Getenv("GATEWAY_CRASH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("GATEWAY_CRASH_SEED: %v", err)
+		}
+		return v
+	}
+	if os.Getenv("CI") == "true" {
+		return 20261125
+	}
+	return rand.Uint64()
+}
+
+// TestCrashLosesNothingRepeatsNothing runs the built daemon against the
+// fake Telegram Bot API and a fake model under steady traffic in all four
+// queue modes, with replies of one and of three Telegram messages, and
+// SIGKILLs it at random moments (at least 50 times), restarting it on the
+// same state dir each time. Counted from the fake's own record of what the
+// bot sent: no input goes unanswered, no reply chunk is delivered twice
+// beyond the documented window (the instant between Telegram accepting a
+// chunk and the write of its mark), and each transcript holds one reply
+// per input. GATEWAY_CRASH_KILLS raises the number of kills,
+// GATEWAY_CRASH_SEED replays a run.
+func TestCrashLosesNothingRepeatsNothing(t *testing.T) {
+	seed := crashSeed(t)
+	t.Logf("seed %d (GATEWAY_CRASH_SEED=%d replays this run)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	kills := 50
+	if s := os.Getenv("GATEWAY_CRASH_KILLS"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v > kills {
+			kills = v
+		}
+	}
+
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	model.SetReply(crashModel)
+	base := t.TempDir()
+	if keep := os.Getenv("GATEWAY_CRASH_KEEP"); keep != "" {
+		base = keep // state and logs stay for inspection
+	}
+	state := filepath.Join(base, "state")
+	d := &crashDaemon{t: t, addr: freeAddr(t), logs: filepath.Join(base, "logs")}
+	if err := os.MkdirAll(d.logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.cfg = filepath.Join(d.logs, "gateway.yaml")
+	yaml := fmt.Sprintf(`stateDir: %s
+http: {listen: %q}
+log: {level: info, format: console}
+channels:
+  telegram:
+    accounts:
+      default: {token: %q, apiRoot: %q, dmPolicy: open, pollTimeoutSeconds: 1}
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model, maxConcurrent: 8}
+  list: [{id: main}]
+messages:
+  queue: {mode: collect, debounce: 50ms, cap: 50}
+`, state, d.addr, tg.Token(), tg.URL, model.BaseURL())
+	if err := os.WriteFile(d.cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.start()
+	defer d.stop()
+
+	// Chats 0-4 keep collect; the others switch their session's mode.
+	modes := []string{"collect", "followup", "steer", "interrupt"}
+	chatID := func(c int) int64 { return int64(5000 + c) }
+	for c := 5; c < crashChats; c++ {
+		tg.DM(chatID(c), "hello") // /queue needs the session to exist
+		tg.DM(chatID(c), "/queue "+modes[c/5])
+	}
+	waitFor(t, 20*time.Second, "the /queue replies", func() bool {
+		n := 0
+		for _, s := range tg.Sent() {
+			if strings.HasPrefix(s.Text, "Queue set:") {
+				n++
+			}
+		}
+		return n == crashChats-5
+	})
+
+	// Steady traffic from a goroutine while the daemon is killed and
+	// restarted; Telegram keeps updates while it is down.
+	var sent atomic.Int64
+	long := map[int]bool{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	trafficDone := make(chan struct{})
+	go func() {
+		defer close(trafficDone)
+		tick := time.NewTicker(time.Second / crashRate)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			text := fmt.Sprintf("msg m%d", i)
+			mu.Lock()
+			if i%crashLongEvery == 3 {
+				text += " long"
+				long[i] = true
+			}
+			mu.Unlock()
+			tg.DM(chatID(i%crashChats), text)
+			sent.Add(1)
+		}
+	}()
+	// boundaries[r] is how many messages the fake had recorded when run r
+	// was killed (a request it was already handling lands within ms).
+	var boundaries []int
+	for k := range kills {
+		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		d.kill()
+		time.Sleep(20 * time.Millisecond)
+		boundaries = append(boundaries, len(tg.Sent()))
+		if k%10 == 9 {
+			t.Logf("%d kills, %d messages sent", k+1, sent.Load())
+		}
+		d.start()
+	}
+	close(stop)
+	<-trafficDone
+	total := int(sent.Load())
+
+	// Wait until every input is answered (or a minute passes).
+	var rep crashReport
+	waitFor(t, 60*time.Second, "every message to be answered", func() bool {
+		rep = countReplies(tg.Sent(), total)
+		return len(rep.unanswered) == 0
+	})
+	time.Sleep(500 * time.Millisecond) // late duplicates
+	d.stop()
+	rep = countReplies(tg.Sent(), total)
+	outside := outsideWindow(tg.Sent(), boundaries)
+
+	slices.Sort(d.readies)
+	t.Logf("%d kills, %d messages (%d long), %d chunks delivered, %d chunks twice (the documented window), restart to ready: median %s, max %s",
+		kills, total, len(long), rep.chunks, rep.dupChunks, d.readies[len(d.readies)/2].Round(time.Millisecond),
+		d.readies[len(d.readies)-1].Round(time.Millisecond))
+	if len(rep.unanswered) > 0 {
+		t.Errorf("%d messages never answered: %v", len(rep.unanswered), firstN(rep.unanswered, 20))
+	}
+	if len(outside) > 0 {
+		t.Errorf("%d reply chunks delivered twice outside the documented window (the first copy was not the last thing its run sent to that chat before the kill): %v",
+			len(outside), firstN(outside, 5))
+	}
+	if rep.dupChunks > kills/20 {
+		// All in the window (checked above); at this rate the window is
+		// about one per 20 kills: more says the window grew.
+		t.Logf("note: %d chunks twice in %d kills is more than the expected 1 per 20 kills", rep.dupChunks, kills)
+	}
+	if rep.dupChunks > kills/5 {
+		t.Errorf("%d reply chunks delivered twice in %d kills: the duplicate window is far wider than documented", rep.dupChunks, kills)
+	}
+	checkCrashTranscripts(t, filepath.Join(state, "agents", "main", "sessions"))
+}
+
+// outsideWindow returns the duplicated chunks that the documented window
+// does not explain: a chunk may reach the chat twice only if the process
+// died right after delivering it, so its first copy is the last message
+// its run sent to that chat, and the second copy comes from a later run.
+func outsideWindow(sent []telegramtest.Sent, boundaries []int) []string {
+	run := func(i int) int {
+		r, _ := slices.BinarySearchFunc(boundaries, i, func(b, i int) int {
+			if b <= i {
+				return -1
+			}
+			return 1
+		})
+		return r
+	}
+	first := map[string]int{}
+	var out []string
+	for i, s := range sent {
+		if s.Method != "sendMessage" || !strings.HasPrefix(s.Text, "[") {
+			continue
+		}
+		key := strconv.FormatInt(s.ChatID, 10) + "|" + s.Text
+		j, dup := first[key]
+		if !dup {
+			first[key] = i
+			continue
+		}
+		ok := run(i) > run(j)
+		for k := j + 1; ok && k < len(sent) && run(k) == run(j); k++ {
+			if sent[k].ChatID == s.ChatID && sent[k].Method == "sendMessage" {
+				ok = false // the run went on sending to that chat: not a death right after j
+			}
+		}
+		if !ok {
+			out = append(out, fmt.Sprintf("chat %d message %d (first %d): %s", s.ChatID, i, j, strings.SplitN(s.Text, "\n", 2)[0]))
+		}
+	}
+	return out
+}
+
+type crashReport struct {
+	unanswered []int
+	chunks     int
+	dupChunks  int
+	dupLines   []string
+}
+
+// countReplies attributes every delivered chunk to the markers its lines
+// name; a chunk whose lines were all delivered before is a duplicate.
+func countReplies(sent []telegramtest.Sent, total int) crashReport {
+	var rep crashReport
+	seen := map[string]bool{}
+	answered := map[string]bool{}
+	for _, s := range sent {
+		if s.Method != "sendMessage" || !strings.HasPrefix(s.Text, "[") {
+			continue
+		}
+		rep.chunks++
+		allSeen := true
+		for _, line := range strings.Split(s.Text, "\n") {
+			if line == "" {
+				continue
+			}
+			key := strconv.FormatInt(s.ChatID, 10) + "|" + line
+			if !seen[key] {
+				allSeen = false
+			}
+			seen[key] = true
+			head, _, _ := strings.Cut(line, "]")
+			for _, m := range markerRE.FindAllString(head, -1) {
+				answered[m] = true
+			}
+		}
+		if allSeen {
+			rep.dupChunks++
+			rep.dupLines = append(rep.dupLines, strings.SplitN(s.Text, "\n", 2)[0])
+		}
+	}
+	for i := range total {
+		if !answered["m"+strconv.Itoa(i)] {
+			rep.unanswered = append(rep.unanswered, i)
+		}
+	}
+	return rep
+}
+
+// checkCrashTranscripts: every journal record is appended once as a user
+// entry, and no input gets two assistant replies (two replies without a
+// user message between them).
+func checkCrashTranscripts(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts in %s (%v)", dir, err)
+	}
+	records := map[string]int{}
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		prev := ""
+		for n := 1; sc.Scan(); n++ {
+			var e struct {
+				Type      string   `json:"type"`
+				RecordIDs []string `json:"recordIds"`
+				Message   struct {
+					Role string `json:"role"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Errorf("%s:%d: %v", p, n, err)
+				continue
+			}
+			if e.Type != "message" {
+				continue
+			}
+			for _, id := range e.RecordIDs {
+				records[id]++
+			}
+			if e.Message.Role == "assistant" && prev == "assistant" {
+				t.Errorf("%s:%d: a second assistant reply to the same input", filepath.Base(p), n)
+			}
+			prev = e.Message.Role
+		}
+		f.Close()
+	}
+	for id, n := range records {
+		if n > 1 {
+			t.Errorf("record %s appended %d times", id, n)
+		}
+	}
+}
+
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func firstN[T any](s []T, n int) []T { return s[:min(n, len(s))] }
