@@ -139,10 +139,10 @@ func Default() *Config {
 		},
 		Session: Session{
 			DMScope: routing.ScopePerChannelPeer, MainKey: "main", IdentityLinks: map[string][]string{},
-			Reset:         sessions.ResetPolicy{Mode: sessions.ResetOff},
-			ResetByType:   map[string]sessions.ResetPolicy{},
+			Reset:          sessions.ResetPolicy{Mode: sessions.ResetOff},
+			ResetByType:    map[string]sessions.ResetPolicy{},
 			ResetByChannel: map[string]sessions.ResetPolicy{},
-			ResetTriggers: []string{"/new", "/reset"},
+			ResetTriggers:  []string{"/new", "/reset"},
 			Maintenance: sessions.Maintenance{Mode: "enforce", PruneAfter: 720 * time.Hour, MaxEntries: 5000,
 				ArchiveRetention: 720 * time.Hour},
 			LockTimeout: 10 * time.Second,

@@ -158,7 +158,7 @@ type harness struct {
 	tg    *chat
 	queue QueueConfig
 	open  func(path string) (sessions.JournalFile, error) // journal file layer; nil: the file
-	grace time.Duration // shutdown grace in close (default 5 s)
+	grace time.Duration                                   // shutdown grace in close (default 5 s)
 	ctx   context.Context
 	stop  context.CancelFunc
 }
