@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,9 +84,14 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	started := time.Now()
 	d := &daemon{cfgPath: cfgPath, log: log, cfg: cfg, reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("gateway: state dir: %w", err)
+	if err := secureStateDir(cfg.StateDir, log); err != nil {
+		return err
 	}
+	release, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	mgr, err := sessions.Open(sessions.Options{
 		StateDir:    cfg.StateDir,
 		CacheTTL:    -1,
@@ -101,6 +105,10 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 		return fmt.Errorf("gateway: open sessions: %w", err)
 	}
 	d.mgr = mgr
+	if err := mgr.Journal().Health(); err != nil {
+		_ = mgr.Close()
+		return fmt.Errorf("gateway: ingress journal: %w", err)
+	}
 	if d.pairing, err = openPairingStore(cfg, log.Named("pairing")); err != nil {
 		return err
 	}
