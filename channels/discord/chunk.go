@@ -77,8 +77,20 @@ func (s *splitter) line(l string) {
 			s.flush()
 			continue
 		}
-		// The line alone does not fit: cut it.
-		head, tail := cut(l, s.limit-s.n-sep-reserve)
+		if l == "" {
+			return // an empty line at a part boundary: the split replaces it
+		}
+		// The line alone does not fit: cut it. The part ends inside the code
+		// block the line is in (or opens), so room for closing it is kept.
+		if s.fence != "" {
+			reserve = len(closeFence)
+		}
+		room := s.limit - s.n - sep - reserve
+		if room < 1 && s.n > 0 {
+			s.flush() // only blank lines after a reopened fence: start afresh
+			continue
+		}
+		head, tail := cut(l, room)
 		s.add(head, sep)
 		s.flush()
 		l = tail
@@ -100,9 +112,12 @@ func (s *splitter) add(l string, sep int) {
 // next one (reopening it).
 func (s *splitter) flush() {
 	part, closing := s.buf.String(), s.fence != ""
-	if closing && s.openPos >= 0 && !s.code {
-		// The block opened here has no code yet: move its fence line to
-		// the next part instead of sending an empty block.
+	carry := ""
+	if closing && s.openPos > 0 && !s.code {
+		// The block opened here has no code yet: move the line that opened
+		// it (with any text before its fence) to the next part instead of
+		// sending an empty block. At the start of a part it stays.
+		carry = strings.TrimPrefix(part[s.openPos:], "\n")
 		part, closing = part[:s.openPos], false
 	}
 	if strings.TrimSpace(part) != "" {
@@ -114,9 +129,17 @@ func (s *splitter) flush() {
 	}
 	s.buf.Reset()
 	s.n, s.body, s.openPos, s.code = 0, false, -1, false
-	if s.fence != "" {
-		s.buf.WriteString(s.fence)
-		s.n = textLen(s.fence)
+	switch {
+	case carry != "":
+		s.buf.WriteString(carry)
+		s.n, s.openPos, s.body = textLen(carry), 0, strings.TrimSpace(carry) != ""
+	case s.fence != "":
+		reopen := s.fence
+		if textLen(reopen)+len(closeFence)+2 > s.limit {
+			reopen = fenceMark // no room for the language word and some code
+		}
+		s.buf.WriteString(reopen)
+		s.n = textLen(reopen)
 	}
 }
 

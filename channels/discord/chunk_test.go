@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -127,15 +128,48 @@ func FuzzSplit(f *testing.F) {
 	f.Add("hello\n```go\ncode\n```\nmore", 20)
 	f.Add(strings.Repeat("ab ", 50), 7)
 	f.Add("```\n```\n```x", 5)
+	f.Add("```\n"+strings.Repeat("0", 1996)+"```0", MaxMessageLen) // a 2,004-character part before the fix
 	f.Fuzz(func(t *testing.T, text string, limit int) {
-		if limit < 10 || limit > 500 || strings.ToValidUTF8(text, "") != text {
+		if limit < 10 || limit > MaxMessageLen || strings.ToValidUTF8(text, "") != text {
 			return
 		}
 		parts := Split(text, limit)
+		got := 0
 		for i, p := range parts {
 			if n := textLen(p); n > limit {
 				t.Fatalf("part %d is %d long, limit %d", i, n, limit)
 			}
+			got += visible(p)
+		}
+		// Nothing is dropped (reopened fences may add a language word).
+		if want := visible(text); got < want {
+			t.Fatalf("parts keep %d visible characters of %d", got, want)
 		}
 	})
+}
+
+// visible counts the runes of s that are neither white space nor backticks.
+func visible(s string) int {
+	n := 0
+	for _, r := range s {
+		if r != '`' && !unicode.IsSpace(r) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSplitFenceThenLongLineStaysWithinLimit(t *testing.T) {
+	text := "```\n" + strings.Repeat("0", 1996) + "```0"
+	parts := Split(text, MaxMessageLen)
+	total := 0
+	for i, p := range parts {
+		if n := textLen(p); n > MaxMessageLen {
+			t.Errorf("part %d is %d characters", i, n)
+		}
+		total += strings.Count(p, "0")
+	}
+	if total != 1997 {
+		t.Errorf("parts hold %d zeros of 1997", total)
+	}
 }
