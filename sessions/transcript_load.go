@@ -44,6 +44,7 @@ type fileState struct {
 	leafOff   int64
 	msgs      int // message entries parsed in [lo, end)
 	parsed    int // lines parsed since load (observability and tests)
+	badLines  int // whole lines skipped as unreadable (forward load)
 
 	view *chainView // chain ending at leaf; nil until resolved
 	ctx  *Context   // normalised context of view; nil until built
@@ -324,7 +325,11 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 				st.lo = st.headerEnd
 				return st, st.ensureView(f)
 			default:
-				return nil, &lineError{line, err}
+				// Outside damage (the writer never leaves a bad whole line):
+				// skip it so the session stays usable; `gateway doctor` finds
+				// it and --fix quarantines it.
+				log.Warn("transcript: skipping a bad line", zap.Int("line", line), zap.Int64("offset", off), zap.Error(err))
+				st.badLines++
 			}
 		}
 		off += int64(len(buf))

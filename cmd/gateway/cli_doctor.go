@@ -167,6 +167,11 @@ func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorRepor
 		return nil, err
 	}
 	rep.Problems = append(rep.Problems, ps...)
+	ps, err = d.checkTranscriptLines()
+	if err != nil {
+		return nil, err
+	}
+	rep.Problems = append(rep.Problems, ps...)
 
 	if fix {
 		defer d.close()

@@ -491,3 +491,42 @@ func TestDoctorChecksStorageAndJournal(t *testing.T) {
 		t.Error("doctor changed the journal")
 	}
 }
+
+// TestDoctorQuarantinesBadTranscriptLine: a line damaged in the middle of a
+// transcript is found by doctor and moved aside by --fix, nothing lost.
+func TestDoctorQuarantinesBadTranscriptLine(t *testing.T) {
+	state := t.TempDir()
+	must(t, os.Chmod(state, 0o700))
+	keys := seed(t, state, time.Now().Add(-time.Hour), []string{"one", "two", "three"})
+	cfg := writeConfig(t, state, "", "")
+	dir := filepath.Join(state, "agents", "main", "sessions")
+	idx, err := readIndex(filepath.Join(dir, "sessions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, idx[keys[0].String()].SessionID+".jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	damaged := strings.Join(lines[:2], "") + "{garbage in the middle\n" + strings.Join(lines[2:], "")
+	must(t, os.WriteFile(path, []byte(damaged), 0o600))
+
+	r := gw(t, cfg, "doctor", "--json").want(t, 1)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, r.Stdout)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Kind != kindBadLine || !strings.Contains(rep.Problems[0].Detail, "line 3") {
+		t.Fatalf("report %s", r.Stdout)
+	}
+	gw(t, cfg, "doctor", "--fix").want(t, 0)
+	gw(t, cfg, "doctor").want(t, 0)
+	if got, _ := os.ReadFile(path); string(got) != string(b) {
+		t.Error("the transcript without the bad line differs from the original")
+	}
+	if q, _ := os.ReadFile(path + ".quarantine"); string(q) != "{garbage in the middle\n" {
+		t.Errorf("quarantine holds %q", q)
+	}
+}
