@@ -22,7 +22,7 @@ func TestReadyzFailsWhileStorageFails(t *testing.T) {
 	s.SetReady(true)
 	get := func() (int, string) {
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8787/readyz", nil))
 		return rec.Code, rec.Body.String()
 	}
 	if code, _ := get(); code != http.StatusOK {

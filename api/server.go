@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,16 +41,25 @@ type Options struct {
 	// Health reports a failure that keeps the daemon from accepting work
 	// (the journal's storage); /readyz answers 503 while it is non-nil.
 	Health func() error
+	// AllowedHosts and AllowedOrigins extend the Host and Origin checks
+	// (http.allowedHosts, http.allowedOrigins); PublicListener says the API
+	// listens beyond loopback (any Host is then accepted unless
+	// AllowedHosts is set).
+	AllowedHosts   []string
+	AllowedOrigins []string
+	PublicListener bool
 	// Serialise runs fn on the session's lane (nil: run directly).
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
 }
 
 // Server is the HTTP handler. Create it with New.
 type Server struct {
-	opts  Options
-	log   *zap.Logger
-	mux   *http.ServeMux
-	ready atomic.Bool
+	opts    Options
+	log     *zap.Logger
+	mux     *http.ServeMux
+	guarded http.Handler    // mux behind guard
+	mounted map[string]bool // paths served by Mount, outside guard
+	ready   atomic.Bool
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -61,7 +69,7 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(), mounted: map[string]bool{}}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -91,6 +99,7 @@ func New(opts Options) *Server {
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such route: "+r.Method+" "+r.URL.Path)
 	})))
+	s.guarded = s.guard(s.mux)
 	return s
 }
 
@@ -98,7 +107,13 @@ func New(opts Options) *Server {
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && s.mounted[r.URL.Path] {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	s.guarded.ServeHTTP(w, r)
+}
 
 // handle registers an authenticated, agent-scoped, size-limited route.
 func (s *Server) handle(pattern string, h http.HandlerFunc) {
@@ -118,10 +133,10 @@ func (s *Server) auth(h http.Handler) http.Handler {
 	if s.opts.Token == "" {
 		return h
 	}
-	want := []byte("Bearer " + s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		if !s.authorized(r) {
+			// Answer before any body is read, and do not wait for one.
+			w.Header().Set("Connection", "close")
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gateway"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return

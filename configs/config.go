@@ -37,6 +37,13 @@ type HTTP struct {
 	TokenFile string `mapstructure:"tokenFile"`
 	// Web enables the web channel's chat endpoint and page.
 	Web bool `mapstructure:"web"`
+	// AllowedHosts are the Host header values accepted besides the loopback
+	// names (DNS-rebinding defence); AllowedOrigins the browser Origins
+	// accepted besides the API's own (CSRF defence). "*" allows any.
+	AllowedHosts   []string `mapstructure:"allowedHosts"`
+	AllowedOrigins []string `mapstructure:"allowedOrigins"`
+	// MaxConnections caps concurrent client connections (default 512).
+	MaxConnections int `mapstructure:"maxConnections"`
 }
 
 // Log configures zap.
@@ -122,7 +129,7 @@ func Default() *Config {
 	}
 	return &Config{
 		StateDir: filepath.Join(home, ".gateway"),
-		HTTP:     HTTP{Listen: "127.0.0.1:8787", Web: true},
+		HTTP:     HTTP{Listen: "127.0.0.1:8787", Web: true, MaxConnections: 512},
 		Log:      Log{Level: "info", Format: "json"},
 		Channels: Channels{
 			Telegram: TelegramChannel{Accounts: map[string]telegram.Config{}},
@@ -162,6 +169,22 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.Listen != "" && !IsLoopback(host) && c.HTTP.Token == "" {
 		return fmt.Errorf("http.token: required when http.listen (%s) is not a loopback address", c.HTTP.Listen)
+	}
+	if c.HTTP.Token != "" && strings.TrimSpace(c.HTTP.Token) != c.HTTP.Token {
+		return fmt.Errorf("http.token: must not be blank or start or end with white space")
+	}
+	if c.HTTP.MaxConnections < 1 || c.HTTP.MaxConnections > 100000 {
+		return fmt.Errorf("http.maxConnections: %d is not between 1 and 100000", c.HTTP.MaxConnections)
+	}
+	for i, h := range c.HTTP.AllowedHosts {
+		if strings.TrimSpace(h) == "" || strings.ContainsAny(h, "/ ") {
+			return fmt.Errorf("http.allowedHosts[%d]: %q is not a host name", i, h)
+		}
+	}
+	for i, o := range c.HTTP.AllowedOrigins {
+		if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			return fmt.Errorf("http.allowedOrigins[%d]: %q is not an origin such as https://example.com", i, o)
+		}
 	}
 	switch c.Log.Format {
 	case "json", "console":

@@ -97,6 +97,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"binding to unknown agent", "bindings: [{agentId: ghost, match: {channel: telegram}}]\n", "bindings[0].agentId"},
 		{"bad yaml", "http: [\n", "parse YAML"},
 		{"bad log format", "log: {format: xml}\n", "log.format"},
+		{"blank token", "http: {token: '   '}\n", "http.token"},
+		{"bad allowed origin", "http: {allowedOrigins: [evil.example]}\n", "http.allowedOrigins[0]"},
+		{"zero connections", "http: {maxConnections: 0}\n", "http.maxConnections"},
 		{"zero delivery failures", "messages: {delivery: {maxFailures: 0}}\n", "messages.delivery.maxFailures"},
 		{"huge delivery crashes", "messages: {delivery: {maxCrashes: 1000}}\n", "messages.delivery.maxCrashes"},
 	}

@@ -144,6 +144,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
 		return
 	}
+	if dec.More() {
+		WriteError(w, http.StatusBadRequest, "bad JSON: trailing data after the object")
+		return
+	}
 	if strings.TrimSpace(req.Message) == "" {
 		WriteError(w, http.StatusBadRequest, "message: must not be empty")
 		return
@@ -207,21 +211,40 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	a.stream(w, r, deltas, done)
 }
 
+// The chat stream outlives the server's write timeout: each write gets
+// sseWriteWindow, and a comment line every sseKeepAlive keeps proxies and
+// the deadline alive while the model thinks.
+const (
+	sseWriteWindow = time.Minute
+	sseKeepAlive   = 15 * time.Second
+)
+
 func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, deltas chan string, done chan channels.Outbound) {
 	fl, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(sseWriteWindow)) }
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	extend()
 	w.WriteHeader(http.StatusOK)
 	if fl != nil {
 		fl.Flush()
 	}
+	keepAlive := time.NewTicker(sseKeepAlive)
+	defer keepAlive.Stop()
 	streamed := false
 	for {
+		extend()
 		select {
 		case <-r.Context().Done():
 			return
+		case <-keepAlive.C:
+			fmt.Fprint(w, ": ping\n\n")
+			if fl != nil {
+				fl.Flush()
+			}
 		case t := <-deltas:
 			streamed = true
 			writeEvent(w, "delta", map[string]string{"text": t})

@@ -177,7 +177,9 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	d.server = api.New(api.Options{
 		Sessions: mgr, Runner: runner, Web: webAdapter, Gatherer: d.reg, Logger: log.Named("api"),
 		Token: cfg.HTTP.Token, Agents: agentIDs, Serialise: disp.Serialise,
-		Health: mgr.Journal().Health,
+		Health:       mgr.Journal().Health,
+		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
+		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 	})
 	registerJournalMetrics(d.reg, mgr.Journal())
 	for _, a := range d.adapters {
@@ -193,7 +195,8 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	if err != nil {
 		return fmt.Errorf("gateway: listen %s: %w", cfg.HTTP.Listen, err)
 	}
-	httpSrv := &http.Server{Handler: d.server, ReadHeaderTimeout: 10 * time.Second}
+	ln = limitListener(ln, cfg.HTTP.MaxConnections)
+	httpSrv := newHTTPServer(d.server, defaultHTTPLimits)
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Serve(ln) }()
 

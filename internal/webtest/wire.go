@@ -30,6 +30,8 @@ type Config struct {
 	Agents []string
 	// Logger receives every component's logs (nil: discarded).
 	Logger *zap.Logger
+	// AllowedOrigins are passed to api.Options.
+	AllowedOrigins []string
 }
 
 // Env is a running in-process gateway HTTP surface.
@@ -113,7 +115,8 @@ func Start(t testing.TB, c Config) *Env {
 	}})
 	disp.Register(wa)
 	srv := api.New(api.Options{Sessions: mgr, Runner: runner, Web: wa, Gatherer: reg, Logger: log.Named("api"),
-		Token: c.Token, Agents: c.Agents, Providers: []string{"local"}, Serialise: disp.Serialise})
+		Token: c.Token, Agents: c.Agents, Providers: []string{"local"}, Serialise: disp.Serialise,
+		AllowedOrigins: c.AllowedOrigins})
 	hs := httptest.NewServer(srv)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,6 +169,7 @@ func waitAccepting(t testing.TB, base, agent, token string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
