@@ -8,6 +8,10 @@ import (
 
 const fenceMark = "```"
 
+// maxRuneLen is the widest rune in UTF-16 units: a cut always has room
+// for one.
+const maxRuneLen = 2
+
 // closeFence ends a chunk that stops inside a code block.
 const closeFence = "\n" + fenceMark
 
@@ -86,7 +90,7 @@ func (s *splitter) line(l string) {
 			reserve = len(closeFence)
 		}
 		room := s.limit - s.n - sep - reserve
-		if room < 1 && s.n > 0 {
+		if room < maxRuneLen && s.n > 0 {
 			s.flush() // only blank lines after a reopened fence: start afresh
 			continue
 		}
@@ -135,7 +139,7 @@ func (s *splitter) flush() {
 		s.n, s.openPos, s.body = textLen(carry), 0, strings.TrimSpace(carry) != ""
 	case s.fence != "":
 		reopen := s.fence
-		if textLen(reopen)+len(closeFence)+2 > s.limit {
+		if textLen(reopen)+len(closeFence)+1+maxRuneLen > s.limit {
 			reopen = fenceMark // no room for the language word and some code
 		}
 		s.buf.WriteString(reopen)
