@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,6 +168,12 @@ func (c *Config) Validate() error {
 	if c.HTTP.Listen != "" && err != nil {
 		return fmt.Errorf("http.listen: %q: %w", c.HTTP.Listen, err)
 	}
+	if c.HTTP.Listen != "" {
+		_, port, _ := net.SplitHostPort(c.HTTP.Listen)
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("http.listen: port %q is not a number from 0 to 65535", port)
+		}
+	}
 	if c.HTTP.Listen != "" && !IsLoopback(host) && c.HTTP.Token == "" {
 		return fmt.Errorf("http.token: required when http.listen (%s) is not a loopback address", c.HTTP.Listen)
 	}
@@ -231,6 +238,9 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("session.maintenance.mode: %q is not enforce or warn", c.Session.Maintenance.Mode)
 	}
+	if c.Session.Maintenance.PruneAfter < 0 {
+		return fmt.Errorf("session.maintenance.pruneAfter: %s must not be negative", c.Session.Maintenance.PruneAfter)
+	}
 	if c.Session.Maintenance.MaxEntries < 1 {
 		return fmt.Errorf("session.maintenance.maxEntries: must be at least 1")
 	}
@@ -247,6 +257,10 @@ func (c *Config) Validate() error {
 
 func (c *Config) validateAgents() error {
 	d := c.Agents.Defaults
+	// The runner's own check, so validate and reload refuse what run would.
+	if err := d.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("agents.defaults: %w", err)
+	}
 	if err := c.checkModel("agents.defaults.model", d.Model); err != nil {
 		return err
 	}

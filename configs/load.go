@@ -1,7 +1,6 @@
 package configs
 
 import (
-	"bytes"
 	"encoding"
 	"fmt"
 	"os"
@@ -32,24 +31,31 @@ func Load(path string) (*Config, error) {
 	return LoadBytes(data, os.Environ())
 }
 
-// LoadBytes is Load over YAML bytes and an explicit environment.
+// LoadBytes is Load over YAML bytes and an explicit environment. The file
+// is parsed keeping keys as typed and empty maps (allow-list entries such as
+// `groups: {"-100123": {}}`); unknown keys are reported with their line,
+// column and the nearest valid key; values must have the key's type (a
+// number may fill a text field: ids are often written as numbers).
+// `config validate`, `run` and hot reload all load through here.
 func LoadBytes(data []byte, environ []string) (*Config, error) {
-	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-	v.SetConfigType("yaml")
-	if len(bytes.TrimSpace(data)) > 0 {
-		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("config: parse YAML: %w", err)
-		}
+	m, root, err := parseYAML(data)
+	if err != nil {
+		return nil, err
 	}
+	if err := checkKeys(root, reflect.TypeOf(Config{}), ""); err != nil {
+		return nil, err
+	}
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
 	if err := applyEnv(v, environ); err != nil {
 		return nil, err
 	}
+	mergeEnv(m, v.AllSettings(), nil)
 	cfg := Default()
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		Result:           cfg,
-		ErrorUnused:      true,
-		WeaklyTypedInput: true,
+		Result:      cfg,
+		ErrorUnused: true,
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			numberToString,
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
 			mapstructure.TextUnmarshallerHookFunc(),
@@ -58,7 +64,7 @@ func LoadBytes(data []byte, environ []string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: decoder: %w", err)
 	}
-	if err := dec.Decode(v.AllSettings()); err != nil {
+	if err := dec.Decode(m); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := cfg.readSecrets(); err != nil {
@@ -69,6 +75,22 @@ func LoadBytes(data []byte, environ []string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// mergeEnv lays the environment overrides (viper's settings, string
+// leaves) over the file's map, typing each value as YAML would.
+func mergeEnv(m map[string]any, env map[string]any, path []string) {
+	for k, v := range env {
+		p := append(append([]string{}, path...), k)
+		switch x := v.(type) {
+		case map[string]any:
+			mergeEnv(m, x, p)
+		case string:
+			setPath(m, p, envValue(x))
+		default:
+			setPath(m, p, x)
+		}
+	}
 }
 
 func (c *Config) readSecrets() error {

@@ -44,9 +44,18 @@ func (d *Dispatcher) recover(ctx context.Context, store *sessions.Store, ws []*w
 		return ws
 	}
 	rs, err := tr.Records(ctx, ids)
-	if err != nil {
-		log.Warn("transcript unreadable during recovery; running the turn again", zap.Error(err))
-		return ws
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Cancelled (interrupt, /stop) before recovery could look: what the
+		// transcript holds is unknown, so nothing is appended or run.
+		log.Info("recovery cancelled")
+		d.finish(recordIDs(ws)...)
+		d.release(ctx, ws, "Stopped before an answer was ready.")
+		return nil
+	case err != nil:
+		// Running the turn blind could append the inputs twice: retry later.
+		d.failed(ctx, ws, log, fmt.Errorf("recovery: read transcript: %w", err))
+		return nil
 	}
 	if len(rs.Consumed) == 0 {
 		return ws

@@ -371,6 +371,10 @@ func (t *Transcript) append(ctx context.Context, sync bool, enc func(*fileState,
 			unlock()
 		}
 	}()
+	if err := ctx.Err(); err != nil {
+		// Cancelled while waiting for the lock: a cancelled turn writes nothing.
+		return nil, fmt.Errorf("transcript: append: %w", err)
+	}
 	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: append: %w", err)

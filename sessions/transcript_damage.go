@@ -129,4 +129,3 @@ func eachLine(r io.Reader, fn func(line int, off int64, b []byte, complete bool)
 		}
 	}
 }
-
