@@ -33,6 +33,9 @@ func Split(text string, limit int) []string {
 		s.line(l)
 	}
 	s.flush()
+	if s.carried {
+		s.flush() // the last part's code block moved on whole: send it
+	}
 	return s.out
 }
 
@@ -48,6 +51,7 @@ type splitter struct {
 	// of code followed it. A part must not end with an empty block.
 	openPos, openN int
 	code           bool
+	carried        bool // buf starts with a line moved on by flush
 }
 
 func (s *splitter) line(l string) {
@@ -132,11 +136,11 @@ func (s *splitter) flush() {
 		s.out = append(s.out, part)
 	}
 	s.buf.Reset()
-	s.n, s.body, s.openPos, s.code = 0, false, -1, false
+	s.n, s.body, s.openPos, s.code, s.carried = 0, false, -1, false, false
 	switch {
 	case carry != "":
 		s.buf.WriteString(carry)
-		s.n, s.openPos, s.body = textLen(carry), 0, strings.TrimSpace(carry) != ""
+		s.n, s.openPos, s.body, s.carried = textLen(carry), 0, strings.TrimSpace(carry) != "", true
 	case s.fence != "":
 		reopen := s.fence
 		if textLen(reopen)+len(closeFence)+1+maxRuneLen > s.limit {
