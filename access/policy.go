@@ -78,6 +78,10 @@ type Options struct {
 	// senders under dmPolicy pairing without a code.
 	Store  *PairingStore
 	Logger *zap.Logger
+	// Owners may run privileged commands (/new, /reset, /switch, /delete)
+	// in any group the bot admits them in (commands.owners): "channel:id",
+	// or a bare id for every channel.
+	Owners []string
 }
 
 // Policy decides on inbound messages. It is immutable after New and safe
@@ -86,6 +90,7 @@ type Policy struct {
 	accounts map[Account]*compiled
 	fallback *compiled // for accounts without config
 	store    *PairingStore
+	owners   []string // commands.owners, as configured
 	log      *zap.Logger
 }
 
@@ -107,7 +112,8 @@ func New(accounts map[Account]Config, opts Options) (*Policy, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	p := &Policy{accounts: map[Account]*compiled{}, fallback: compile("", Config{}), store: opts.Store, log: opts.Logger}
+	p := &Policy{accounts: map[Account]*compiled{}, fallback: compile("", Config{}), store: opts.Store, log: opts.Logger,
+		owners: opts.Owners}
 	keys := make([]Account, 0, len(accounts))
 	for k := range accounts {
 		keys = append(keys, k)
@@ -274,9 +280,10 @@ func (c *compiled) mentionRequired(in channels.Inbound) bool {
 }
 
 // Privileged reports whether the sender of in may run /new, /reset,
-// /switch and /delete. In DMs any admitted sender may; in groups only
-// senders in allowFrom, approved senders, or senders in the group rule's
-// allowFrom. It has no side effects.
+// /switch and /delete. In DMs any admitted sender may. In groups the
+// session is shared: only senders listed in that group's own rule
+// (allowFrom) or in commands.owners may; approval for DMs (pairing or the
+// account's allowFrom) grants nothing there. It has no side effects.
 func (p *Policy) Privileged(in channels.Inbound) bool {
 	c := p.account(in)
 	if in.SenderID == "" {
@@ -297,7 +304,7 @@ func (p *Policy) Privileged(in channels.Inbound) bool {
 	if g := c.group(in); !g.allowFrom.empty() && g.allowFrom.has(in.SenderID, in.CaseSensitive) {
 		return true
 	}
-	return p.listed(c, in)
+	return len(p.owners) > 0 && newIDSet(in.Channel, p.owners).has(in.SenderID, in.CaseSensitive)
 }
 
 func withMention(in channels.Inbound) channels.Inbound {

@@ -159,11 +159,12 @@ func TestPrivileged(t *testing.T) {
 		{"dm pairing: unknown", Config{}, dm("u9"), false},
 		{"dm disabled", Config{DMPolicy: DMDisabled, AllowFrom: []string{"u1"}}, dm("u1"), false},
 		{"group open: member not listed", Config{GroupPolicy: GroupOpen}, group("c1", "u9", true), false},
-		{"group open: account allowFrom", Config{GroupPolicy: GroupOpen, AllowFrom: []string{"u1"}}, group("c1", "u1", true), true},
+		{"group open: the DM allow list grants nothing", Config{GroupPolicy: GroupOpen, AllowFrom: []string{"u1"}}, group("c1", "u1", true), false},
 		{"group: rule allowFrom", Config{Groups: map[string]GroupRule{"c1": {AllowFrom: []string{"u2"}}}}, group("c1", "u2", true), true},
-		{"group: allowFrom wildcard", Config{GroupPolicy: GroupOpen, AllowFrom: []string{"*"}}, group("c1", "u7", true), true},
+		{"group: DM wildcard grants nothing", Config{GroupPolicy: GroupOpen, AllowFrom: []string{"*"}}, group("c1", "u7", true), false},
+		{"group: rule wildcard", Config{Groups: map[string]GroupRule{"c1": {AllowFrom: []string{"*"}}}}, group("c1", "u7", true), true},
 		{"group: listed sender in refused group", Config{AllowFrom: []string{"u1"}}, group("c1", "u1", true), false},
-		{"group: privileged without mention", Config{GroupPolicy: GroupOpen, AllowFrom: []string{"u1"}}, group("c1", "u1", false), true},
+		{"group: privileged without mention", Config{GroupPolicy: GroupOpen, Groups: map[string]GroupRule{"c1": {AllowFrom: []string{"u1"}}}}, group("c1", "u1", false), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,7 +180,10 @@ func TestPrivileged(t *testing.T) {
 	}
 }
 
-func TestPrivilegedApprovedSenderInGroup(t *testing.T) {
+// TestDMApprovalGrantsNoGroupAuthority: a sender approved for DMs by
+// pairing may reset their own DM session, not a group's shared one; a
+// commands.owners entry (for this channel or bare) may, in any admitted group.
+func TestDMApprovalGrantsNoGroupAuthority(t *testing.T) {
 	clk := newClock()
 	store := newStore(t, clk)
 	p := mustPolicy(t, Config{GroupPolicy: GroupOpen}, store)
@@ -187,8 +191,21 @@ func TestPrivilegedApprovedSenderInGroup(t *testing.T) {
 	if _, err := store.Approve("discord", d.Code); err != nil {
 		t.Fatal(err)
 	}
-	if !p.Privileged(group("c1", "u5", true)) {
-		t.Fatal("approved sender is not privileged in a group")
+	if !p.Privileged(dm("u5")) {
+		t.Fatal("approved sender is not privileged in their DM")
+	}
+	if p.Privileged(group("c1", "u5", true)) {
+		t.Fatal("DM approval granted authority over a group's session")
+	}
+	owners, err := New(map[Account]Config{{Channel: "discord", AccountID: "default"}: {GroupPolicy: GroupOpen}},
+		Options{Store: store, Owners: []string{"discord:u5", "telegram:u6", "u7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"u5": true, "u6": false, "u7": true, "u8": false} {
+		if got := owners.Privileged(group("c1", id, true)); got != want {
+			t.Errorf("owner check for %s in a discord group: %v, want %v", id, got, want)
+		}
 	}
 }
 

@@ -29,6 +29,16 @@ type Config struct {
 	Bindings  []routing.Binding             `mapstructure:"bindings"`
 	Session   Session                       `mapstructure:"session"`
 	Messages  Messages                      `mapstructure:"messages"`
+	Commands  Commands                      `mapstructure:"commands"`
+}
+
+// Commands is the commands section.
+type Commands struct {
+	// Owners may run /new, /reset, /switch and /delete in any group the
+	// bot admits them in ("telegram:123", "discord:456", or a bare id for
+	// every channel). In groups nobody else may, except senders listed in
+	// that group's own allowFrom.
+	Owners []string `mapstructure:"owners"`
 }
 
 // HTTP is the operator API listener (SPEC §7).
@@ -251,6 +261,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("messages.delivery.maxFailures: %d is not between 1 and 100", d.MaxFailures)
 	} else if d.MaxCrashes < 1 || d.MaxCrashes > 100 {
 		return fmt.Errorf("messages.delivery.maxCrashes: %d is not between 1 and 100", d.MaxCrashes)
+	}
+	for i, o := range c.Commands.Owners {
+		if strings.TrimSpace(o) == "" || strings.ContainsAny(strings.TrimSpace(o), " \t") {
+			return fmt.Errorf("commands.owners[%d]: %q is not a sender id", i, o)
+		}
 	}
 	return c.Messages.Queue.Validate()
 }

@@ -44,7 +44,7 @@ func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logg
 		ac.GroupsKey = "guilds"
 		accounts[access.Account{Channel: "discord", AccountID: name}] = ac
 	}
-	return access.New(accounts, access.Options{Store: store, Logger: log})
+	return access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners})
 }
 
 // accessFunc adapts a policy to the dispatcher. The web channel is reached
