@@ -88,7 +88,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	}
 	origin := originFor(last.In, first.Key.String())
 	if last.Agent != nil {
-		origin = sessions.Origin{At: d.opts.Now()}
+		origin = sessions.Origin{At: d.opts.Now(), Internal: true}
 	}
 	if origin.At.IsZero() {
 		origin.At = d.opts.Now()

@@ -27,6 +27,10 @@ type Origin struct {
 	Title     string // first message text (first 30 chars become the title)
 	ParentKey string
 	At        time.Time
+	// Internal marks work of the agent runtime (a subagent's announcement):
+	// it is not user or channel input, so it does not move
+	// lastInteractionAt (the idle reset's clock, SPEC §3.2).
+	Internal bool
 }
 
 // BeginInfo says what Begin did.
@@ -112,7 +116,11 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 }
 
 func touchDelta(sessionID string, o Origin, now time.Time) *delta {
-	return &delta{sessionID: sessionID, lastInteraction: o.At, updatedAt: now, origin: &o}
+	d := &delta{sessionID: sessionID, lastInteraction: o.At, updatedAt: now, origin: &o}
+	if o.Internal {
+		d.lastInteraction = time.Time{}
+	}
+	return d
 }
 
 func newEntry(k string, key routing.Key, o Origin, now time.Time) Entry {

@@ -271,3 +271,25 @@ func TestWrongAgentKeyRejected(t *testing.T) {
 		t.Errorf("Patch unknown: %v", err)
 	}
 }
+
+// TestInternalWorkDoesNotMoveIdleClock: a subagent's announcement into its
+// parent is not user input; it must not postpone the parent's idle reset.
+func TestInternalWorkDoesNotMoveIdleClock(t *testing.T) {
+	clk := newFakeClock(time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC))
+	m := openTestManager(t, "", Options{Now: clk.Now, Reset: ResetConfig{Reset: ResetPolicy{Mode: ResetIdle, IdleMinutes: intp(10)}}})
+	s := mustStore(t, m, "main")
+	k := dmKey(t, "main", "42")
+	first, _ := mustBegin(t, s, k, Origin{Channel: "telegram", To: "42", At: clk.Now()})
+	clk.Advance(8 * time.Minute)
+	e, info := mustBegin(t, s, k, Origin{At: clk.Now(), Internal: true})
+	if info.ResetReason != "" || !e.LastInteractionAt.Equal(first.LastInteractionAt) {
+		t.Fatalf("announcement moved the idle clock: %+v %+v", info, e)
+	}
+	if got, _, _ := s.Get(k); !got.LastInteractionAt.Equal(first.LastInteractionAt) {
+		t.Fatalf("stored lastInteractionAt %v, want %v", got.LastInteractionAt, first.LastInteractionAt)
+	}
+	clk.Advance(4 * time.Minute) // 12 minutes after the last real input
+	if _, info := mustBegin(t, s, k, Origin{Channel: "telegram", To: "42", At: clk.Now()}); info.ResetReason != "idle" {
+		t.Fatalf("user message 12 minutes after the last input: %+v, want an idle reset", info)
+	}
+}
