@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,5 +73,30 @@ func TestOneValidationPathRefusesWhatRunRefuses(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestReloadNamesChannelAccountChangesNeedingRestart: allow-list edits
+// apply at once and are not reported; a new bot or a changed token is
+// named as needing a restart.
+func TestReloadNamesChannelAccountChangesNeedingRestart(t *testing.T) {
+	load := func(y string) *configs.Config {
+		t.Helper()
+		c, err := configs.LoadBytes([]byte("stateDir: /tmp/x\n"+y), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	base := load(`channels: {telegram: {accounts: {default: {token: "1:a", allowFrom: ["1"]}}}}`)
+	if got := restartOnly(base, load(`channels: {telegram: {accounts: {default: {token: "1:a", allowFrom: ["1", "2"], groups: {"*": {}}}}}}`)); len(got) != 0 {
+		t.Errorf("access edits reported as needing a restart: %v", got)
+	}
+	got := restartOnly(base, load(`channels: {telegram: {accounts: {default: {token: "1:b"}, second: {token: "2:c"}}}, discord: {accounts: {default: {token: "d"}}}}`))
+	want := []string{"channels.telegram.accounts.default", "channels.telegram.accounts.second (added)", "channels.discord.accounts.default (added)"}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("restartOnly = %v, missing %q", got, w)
+		}
 	}
 }

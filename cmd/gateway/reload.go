@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"syscall"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/channels/discord"
+	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/configs"
 )
 
@@ -146,5 +149,40 @@ func restartOnly(a, b *configs.Config) []string {
 	if !reflect.DeepEqual(a.Agents, b.Agents) {
 		out = append(out, "agents")
 	}
+	// Access lists apply at once (the policy); the accounts themselves (a
+	// new bot, a changed token, mode or endpoint) need their adapters
+	// restarted.
+	tg := func(c telegram.Config) telegram.Config {
+		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Groups, c.RequireMention = "", nil, "", nil, nil
+		return c
+	}
+	out = append(out, changedAccounts("channels.telegram.accounts", a.Channels.Telegram.Accounts, b.Channels.Telegram.Accounts, tg)...)
+	dc := func(c discord.Config) discord.Config {
+		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Guilds, c.RequireMention = "", nil, "", nil, nil
+		return c
+	}
+	out = append(out, changedAccounts("channels.discord.accounts", a.Channels.Discord.Accounts, b.Channels.Discord.Accounts, dc)...)
+	return out
+}
+
+// changedAccounts names the accounts added, removed or changed beyond what
+// strip removes (the access fields hot reload applies).
+func changedAccounts[C any](prefix string, a, b map[string]C, strip func(C) C) []string {
+	var out []string
+	for name, ca := range a {
+		cb, ok := b[name]
+		switch {
+		case !ok:
+			out = append(out, prefix+"."+name+" (removed)")
+		case !reflect.DeepEqual(strip(ca), strip(cb)):
+			out = append(out, prefix+"."+name)
+		}
+	}
+	for name := range b {
+		if _, ok := a[name]; !ok {
+			out = append(out, prefix+"."+name+" (added)")
+		}
+	}
+	slices.Sort(out)
 	return out
 }
