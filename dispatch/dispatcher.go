@@ -278,7 +278,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	}
 	err := d.queue.Enqueue(w.Key.String(), class, lanes.Item{
 		ID: id, Group: w.Key.String(), Payload: w, At: d.opts.Now(), Summary: summary,
-		NoSteer: w.Command != "" || w.Reply != nil,
+		// A replayed message is never steered into a running turn: its own
+		// turn first checks what the transcript already holds of it.
+		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
 	})
 	switch {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:

@@ -311,8 +311,8 @@ func (d *Dispatcher) steerFunc(b lanes.Batch, st *steerState) func() []sessions.
 		var msgs []sessions.Message
 		for _, it := range b.Steer() {
 			w, ok := it.Payload.(*work)
-			if !ok || w.Command != "" || w.Reply != nil {
-				continue
+			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
+				continue // NoSteer items: lanes does not hand them out
 			}
 			msgs = append(msgs, d.userMessage(w))
 			st.add(w)

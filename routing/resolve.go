@@ -79,9 +79,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("session.identityLinks.%s: %w", canon, err)
 		}
 		for _, a := range aliases {
-			ch, id, ok := strings.Cut(a, ":")
-			if !ok || ch == "" || id == "" {
-				return fmt.Errorf("session.identityLinks.%s: %q is not channel:peerId", canon, a)
+			ch, id, ok := strings.Cut(strings.TrimSpace(a), ":")
+			if !ok {
+				ch, id = "*", ch // a bare id: that peer on any channel
+			}
+			if ch == "" || strings.TrimSpace(id) == "" {
+				return fmt.Errorf("session.identityLinks.%s: %q is not channel:peerId or a bare peer id", canon, a)
 			}
 		}
 	}
@@ -95,7 +98,7 @@ func (c Config) Validate() error {
 			default:
 				return fmt.Errorf("bindings[%d].match.peer.kind: %q is not direct, group or channel", i, b.Match.Peer.Kind)
 			}
-			if b.Match.Peer.ID == "" {
+			if strings.TrimSpace(b.Match.Peer.ID) == "" {
 				return fmt.Errorf("bindings[%d].match.peer.id: empty", i)
 			}
 		}
@@ -127,11 +130,34 @@ func NewResolver(cfg Config) (*Resolver, error) {
 	r := &Resolver{cfg: cfg, links: map[string]string{}}
 	for canon, aliases := range cfg.IdentityLinks {
 		for _, a := range aliases {
-			ch, id, _ := strings.Cut(a, ":")
-			r.links[strings.ToLower(ch)+":"+id] = canon
+			ch, id, ok := strings.Cut(strings.TrimSpace(a), ":")
+			if !ok {
+				ch, id = "*", ch
+			}
+			r.links[strings.ToLower(ch)+":"+strings.TrimSpace(id)] = strings.TrimSpace(canon)
+		}
+	}
+	for i := range r.cfg.Bindings {
+		m := &r.cfg.Bindings[i].Match
+		m.Channel = strings.ToLower(strings.TrimSpace(m.Channel))
+		m.AccountID = canonicalAccount(m.AccountID)
+		m.GuildID = strings.TrimSpace(m.GuildID)
+		if m.Peer != nil {
+			p := *m.Peer
+			p.ID = strings.TrimSpace(p.ID)
+			m.Peer = &p
 		}
 	}
 	return r, nil
+}
+
+// defaultAccount is the account id a binding without accountId matches.
+const defaultAccount = "default"
+
+// canonicalAccount trims and lower-cases an account id ("" stays "", the
+// binding's "default account only").
+func canonicalAccount(id string) string {
+	return strings.ToLower(strings.TrimSpace(id))
 }
 
 // Route is where a message goes.
@@ -144,33 +170,53 @@ type Route struct {
 	Binding string
 }
 
-// Agent picks the agent for in: the most specific binding wins (peer, then
-// guild, then account, then channel), else the default agent.
+// Agent picks the agent for in: the most specific binding wins (exact
+// peer, then a peer wildcard of the kind, then guild, then account, then
+// channel), else the default agent. A binding without accountId matches
+// the default account only; "*" matches every account.
 func (r *Resolver) Agent(in Input) (string, string) {
 	best, bestScore, bestDesc := "", 0, "default"
+	acct := canonicalAccount(in.AccountID)
+	if acct == "" {
+		acct = defaultAccount
+	}
+	peerID := strings.TrimSpace(in.PeerID)
 	for i, b := range r.cfg.Bindings {
 		m := b.Match
-		if m.Channel != "" && !strings.EqualFold(m.Channel, in.Channel) {
+		if m.Channel != "" && m.Channel != strings.ToLower(in.Channel) {
 			continue
 		}
 		score := 1
-		if m.AccountID != "" && m.AccountID != "*" {
-			if !strings.EqualFold(m.AccountID, in.AccountID) {
+		switch m.AccountID {
+		case "*":
+		case "":
+			if acct != defaultAccount {
+				continue
+			}
+		default:
+			if m.AccountID != acct {
 				continue
 			}
 			score = 2
 		}
 		if m.GuildID != "" {
-			if m.GuildID != in.GuildID {
+			if m.GuildID != strings.TrimSpace(in.GuildID) {
 				continue
 			}
 			score = 3
 		}
 		if m.Peer != nil {
-			if m.Peer.Kind != in.Kind || !peerEqual(m.Peer.ID, in.PeerID, in.CaseSensitive) {
+			if m.Peer.Kind != in.Kind {
 				continue
 			}
-			score = 4
+			switch {
+			case m.Peer.ID == "*":
+				score = 4
+			case peerEqual(m.Peer.ID, peerID, in.CaseSensitive):
+				score = 5
+			default:
+				continue
+			}
 		}
 		if m.Channel == "" && score == 1 {
 			score = 0 // a catch-all binding is as weak as the default, but still counts
@@ -197,6 +243,7 @@ func (r *Resolver) Resolve(in Input) (Route, error) {
 	if in.Channel == "" {
 		return Route{}, fmt.Errorf("routing: resolve: %w: channel", ErrEmptyID)
 	}
+	in.PeerID, in.ThreadID, in.GuildID = strings.TrimSpace(in.PeerID), strings.TrimSpace(in.ThreadID), strings.TrimSpace(in.GuildID)
 	if in.PeerID == "" {
 		return Route{}, fmt.Errorf("routing: resolve: %w: peer id", ErrEmptyID)
 	}
@@ -212,6 +259,8 @@ func (r *Resolver) Resolve(in Input) (Route, error) {
 	switch in.Kind {
 	case Direct:
 		if canon, ok := r.links[strings.ToLower(in.Channel)+":"+in.PeerID]; ok {
+			peer = canon
+		} else if canon, ok := r.links["*:"+in.PeerID]; ok {
 			peer = canon
 		}
 		switch r.cfg.DMScope {

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -87,7 +88,9 @@ func TestBindingsMostSpecificWins(t *testing.T) {
 	}{
 		{Input{Channel: "telegram", AccountID: "bot2", Kind: Group, PeerID: "-100"}, "peer"},
 		{Input{Channel: "telegram", AccountID: "bot2", Kind: Group, PeerID: "-200"}, "acct"},
-		{Input{Channel: "telegram", AccountID: "bot1", Kind: Direct, PeerID: "1"}, "chan"},
+		{Input{Channel: "telegram", AccountID: "bot1", Kind: Direct, PeerID: "1"}, "main"}, // no accountId: default account only
+		{Input{Channel: "telegram", AccountID: "default", Kind: Direct, PeerID: "1"}, "chan"},
+		{Input{Channel: "telegram", Kind: Direct, PeerID: "1"}, "chan"},
 		{Input{Channel: "discord", GuildID: "g1", Kind: Channel, PeerID: "5"}, "guild"},
 		{Input{Channel: "discord", GuildID: "g2", Kind: Channel, PeerID: "5"}, "main"},
 	}
@@ -106,7 +109,9 @@ func TestConfigValidate(t *testing.T) {
 	bad := []Config{
 		{DMScope: "everyone"},
 		{MainKey: "!!!"},
-		{IdentityLinks: map[string][]string{"a": {"nocolon"}}},
+		{IdentityLinks: map[string][]string{"a": {":555"}}},
+		{IdentityLinks: map[string][]string{"a": {"telegram:  "}}},
+		{Bindings: []Binding{{AgentID: "a", Match: Match{Peer: &PeerMatch{Kind: Direct, ID: "   "}}}}},
 		{Bindings: []Binding{{AgentID: "Bad Agent!"}}},
 		{Bindings: []Binding{{AgentID: "a", Match: Match{Peer: &PeerMatch{Kind: "dm", ID: "1"}}}}},
 	}
@@ -134,5 +139,65 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse("agent:main:telegram:group:-100123:topic:7"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRoutingEdgeCases settles the edge cases checked against the
+// reference system's vectors (SPEC §2).
+func TestRoutingEdgeCases(t *testing.T) {
+	r, err := NewResolver(Config{DefaultAgent: "main",
+		IdentityLinks: map[string][]string{"ann": {"telegram:111", "555"}},
+		Bindings: []Binding{
+			{AgentID: "ops", Match: Match{Channel: "Telegram", AccountID: " Bot2 "}},
+			{AgentID: "dms", Match: Match{Channel: "discord", AccountID: "*", Peer: &PeerMatch{Kind: Direct, ID: "*"}}},
+			{AgentID: "vip", Match: Match{Channel: "discord", AccountID: "*", Peer: &PeerMatch{Kind: Direct, ID: " 42 "}}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(in Input) Route {
+		t.Helper()
+		rt, err := r.Resolve(in)
+		if err != nil {
+			t.Fatalf("%+v: %v", in, err)
+		}
+		return rt
+	}
+	// Ids are trimmed; a blank id is an error, not a key.
+	if a, b := key(Input{Channel: "telegram", Kind: Group, PeerID: " -100 "}), key(Input{Channel: "telegram", Kind: Group, PeerID: "-100"}); a.Key != b.Key {
+		t.Errorf("padded id gave %s, want %s", a.Key, b.Key)
+	}
+	if _, err := r.Resolve(Input{Channel: "telegram", Kind: Direct, PeerID: "   "}); !errors.Is(err, ErrEmptyID) {
+		t.Errorf("blank peer id: %v, want ErrEmptyID", err)
+	}
+	// Binding account ids are canonicalised.
+	if got := key(Input{Channel: "telegram", AccountID: "bot2", Kind: Direct, PeerID: "1"}); got.AgentID != "ops" {
+		t.Errorf("account bot2 -> %s, want ops", got.AgentID)
+	}
+	// Wildcard peers match every peer of the kind, below an exact peer.
+	if got := key(Input{Channel: "discord", AccountID: "x", Kind: Direct, PeerID: "7"}); got.AgentID != "dms" {
+		t.Errorf("discord DM -> %s, want dms", got.AgentID)
+	}
+	if got := key(Input{Channel: "discord", AccountID: "x", Kind: Direct, PeerID: "42"}); got.AgentID != "vip" {
+		t.Errorf("discord DM 42 -> %s, want vip", got.AgentID)
+	}
+	if got := key(Input{Channel: "discord", AccountID: "x", Kind: Channel, PeerID: "7"}); got.AgentID != "main" {
+		t.Errorf("discord channel -> %s, want main (the wildcard is for DMs)", got.AgentID)
+	}
+	// Identity links: channel-qualified and bare ids.
+	for _, in := range []Input{{Channel: "telegram", Kind: Direct, PeerID: "111"}, {Channel: "web", Kind: Direct, PeerID: "555"}} {
+		if got := key(in); got.Key.String() != "agent:main:"+in.Channel+":direct:ann" {
+			t.Errorf("%+v -> %s, want the linked identity ann", in, got.Key)
+		}
+	}
+	// A thread in a private chat (Telegram DM topics) and a Discord thread:
+	// their own key with :thread:, the route naming the parent.
+	dmThread := key(Input{Channel: "telegram", Kind: Direct, PeerID: "9", ThreadKind: Thread, ThreadID: "77"})
+	if dmThread.Key.String() != "agent:main:telegram:direct:9:thread:77" || dmThread.ParentKey.String() != "agent:main:telegram:direct:9" {
+		t.Errorf("telegram DM thread -> %s (parent %s)", dmThread.Key, dmThread.ParentKey)
+	}
+	dThread := key(Input{Channel: "discord", AccountID: "x", Kind: Channel, PeerID: "300", ThreadKind: Thread, ThreadID: "301"})
+	if dThread.Key.String() != "agent:main:discord:channel:300:thread:301" || dThread.ParentKey.String() != "agent:main:discord:channel:300" {
+		t.Errorf("discord thread -> %s (parent %s)", dThread.Key, dThread.ParentKey)
 	}
 }

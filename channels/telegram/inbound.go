@@ -96,12 +96,17 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		in.SenderName = m.SenderChat.Title
 	}
 	isTopic := m.IsTopicMessage || m.Chat.IsForum
-	if isTopic && in.ChatType == channels.Group {
+	switch {
+	case isTopic && in.ChatType == channels.Group:
 		in.IsTopic = true
 		in.ThreadID = generalTopic
 		if m.IsTopicMessage && m.MessageThreadID != 0 {
 			in.ThreadID = strconv.Itoa(m.MessageThreadID)
 		}
+	case in.ChatType == channels.Direct && m.MessageThreadID != 0:
+		// A private chat with topics: each thread is its own conversation
+		// (:thread:<id>), replies go back into it.
+		in.ThreadID = strconv.Itoa(m.MessageThreadID)
 	}
 	// In a topic every message "replies" to the topic's root message; that
 	// is neither a reply nor a reply to the bot.

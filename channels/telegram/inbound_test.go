@@ -139,6 +139,21 @@ func TestForumTopics(t *testing.T) {
 	}
 }
 
+// TestPrivateChatTopics: a thread in a private chat with topics is its own
+// conversation (ThreadID set, not a forum topic); the plain DM stays apart.
+func TestPrivateChatTopics(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	_, m1 := srv.AddMessage(telegramtest.Message{ChatID: alice, ThreadID: 5, Text: "in a thread"})
+	u2, m2 := srv.AddMessage(telegramtest.Message{ChatID: alice, Text: "plain"})
+	waitConfirmed(t, srv, u2)
+	got := rec.accepted()
+	if len(got) != 2 || got[0].MessageID != id(m1) || got[0].ThreadID != "5" || got[0].IsTopic ||
+		got[1].MessageID != id(m2) || got[1].ThreadID != "" {
+		t.Fatalf("inbound %+v", got)
+	}
+}
+
 func TestPlaceholdersAndEdits(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	_, rec := startPolling(t, srv, baseConfig(srv))

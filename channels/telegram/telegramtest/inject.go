@@ -18,6 +18,7 @@ type Message struct {
 	ChatID   int64
 	ChatType string // private, group, supergroup
 	// Forum marks the chat as a forum; ThreadID is the topic (0 = General).
+	// ThreadID without Forum in a private chat is a private-chat topic.
 	Forum    bool
 	ThreadID int
 	// TopicCreatorID sends the topic's root message (default FromID); set
@@ -184,6 +185,11 @@ func (s *Server) MessageObject(m Message, messageID int) map[string]any {
 			"message_thread_id":   m.ThreadID,
 			"forum_topic_created": map[string]any{"name": fmt.Sprintf("Topic %d", m.ThreadID), "icon_color": 7322096},
 		}
+	}
+	if !m.Forum && m.ThreadID != 0 && m.ChatType == "private" {
+		// A private chat with topics (Bot API 9.3): a thread id, no forum.
+		msg["message_thread_id"] = m.ThreadID
+		msg["is_topic_message"] = true
 	}
 	if r := m.ReplyTo; r != nil {
 		rfrom := map[string]any{"id": r.FromID, "is_bot": r.IsBot || r.FromID == s.opts.BotID, "first_name": "Someone"}
