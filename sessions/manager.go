@@ -40,6 +40,10 @@ type Options struct {
 	Reset         ResetConfig
 	Logger        *zap.Logger
 	Now           func() time.Time
+	// Passive is for short-lived tools (the CLI) beside a running daemon:
+	// no counter repair and no maintenance, which would write the index
+	// from a second process and race the daemon's coalesced counters.
+	Passive bool
 	// JournalOpen opens the ingress journal for appending (nil: the file,
 	// O_APPEND). Tests inject storage faults (ENOSPC, short writes) with it.
 	JournalOpen func(path string) (JournalFile, error)
@@ -241,6 +245,9 @@ func (m *Manager) run(ctx context.Context) {
 				m.log.Error("flushing sessions failed", zap.Error(err))
 			}
 		case <-maint.C:
+			if m.opts.Passive {
+				continue
+			}
 			m.repairAll()
 			if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error("session maintenance failed", zap.Error(err))

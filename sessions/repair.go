@@ -14,6 +14,9 @@ const mtimeSlack = 2 * time.Second
 // ensureRepaired runs the counter repair once, before the store's first
 // public use (and from the Manager's start-up pass, whichever comes first).
 func (s *Store) ensureRepaired() {
+	if s.m.opts.Passive {
+		return
+	}
 	s.repair.Do(func() {
 		n, err := s.repairCounters(context.Background())
 		if err != nil {

@@ -293,3 +293,38 @@ func TestInternalWorkDoesNotMoveIdleClock(t *testing.T) {
 		t.Fatalf("user message 12 minutes after the last input: %+v, want an idle reset", info)
 	}
 }
+
+// TestPassiveReaderDoesNotDoubleCounters: a CLI listing sessions right
+// after a turn (the daemon's counters not flushed yet) must not repair them
+// from the transcript and write the index: the daemon's flush would then
+// count the same messages twice.
+func TestPassiveReaderDoesNotDoubleCounters(t *testing.T) {
+	dir := t.TempDir()
+	daemon := openTestManager(t, dir, Options{})
+	ds := mustStore(t, daemon, "main")
+	k := dmKey(t, "main", "42")
+	e, _ := mustBegin(t, ds, k, Origin{Channel: "telegram", To: "42"})
+	tr, err := ds.Transcript(e.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(context.Background(), user("hi"), assistantText("hello")); err != nil {
+		t.Fatal(err)
+	}
+	ds.AddCounters(k, Counters{Messages: 2}) // coalesced, not flushed yet
+
+	cli := openTestManager(t, dir, Options{Passive: true})
+	cs := mustStore(t, cli, "main")
+	if got, ok, err := cs.Get(k); err != nil || !ok || got.MessageCount != 0 {
+		t.Fatalf("CLI view %+v %v %v", got, ok, err)
+	}
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readIndexFile(t, ds)[k.String()]; got.MessageCount != 2 {
+		t.Fatalf("messageCount %d after the flush, want 2", got.MessageCount)
+	}
+}

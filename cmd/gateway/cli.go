@@ -102,6 +102,9 @@ func openSessions(cfg *configs.Config) (*sessions.Manager, error) {
 		Maintenance: cfg.Session.Maintenance,
 		Reset:       cfg.Session.ResetConfig(),
 		Logger:      zap.NewNop(),
+		// The CLI reads beside a running daemon; its writes go through the
+		// daemon's API when it runs, or are explicit (doctor --fix, --no-daemon).
+		Passive: true,
 	})
 }
 
