@@ -3,6 +3,7 @@ package discord
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -24,6 +25,11 @@ type Config struct {
 	// means true.
 	RequireMention *bool        `mapstructure:"requireMention"`
 	Thread         ThreadConfig `mapstructure:"thread"`
+	// APIBase sends this account's REST calls (gateway discovery included,
+	// which names the websocket gateway) to another origin, such as an
+	// operator's proxy or a test fake: https://discord.com/api/... becomes
+	// <apiBase>/api/.... Empty: Discord itself.
+	APIBase string `mapstructure:"apiBase"`
 }
 
 // ThreadConfig configures Discord threads.
@@ -46,6 +52,12 @@ func (c Config) Validate() error {
 	}
 	if c.Token != "" && c.TokenFile != "" {
 		return errors.New("tokenFile: set either token or tokenFile, not both")
+	}
+	if c.APIBase != "" {
+		u, err := url.Parse(c.APIBase)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase)
+		}
 	}
 	return c.Access().Validate()
 }

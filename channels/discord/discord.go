@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,8 +109,12 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 	s.State.TrackEmojis = false
 	s.State.TrackStickers = false
 	s.State.MaxMessageCount = 0
-	if opts.HTTPClient != nil {
+	switch {
+	case opts.HTTPClient != nil:
 		s.Client = opts.HTTPClient
+	case cfg.APIBase != "":
+		base, _ := url.Parse(cfg.APIBase) // checked by Validate
+		s.Client = &http.Client{Timeout: 20 * time.Second, Transport: &endpointRewrite{base: base, next: http.DefaultTransport}}
 	}
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: opts.OpenTimeout,
 		NetDialContext: a.dial}
@@ -309,4 +314,21 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		}
 		delay *= 2
 	}
+}
+
+// endpointRewrite sends requests for discord.com to base (Config.APIBase),
+// keeping their path below base's.
+type endpointRewrite struct {
+	base *url.URL
+	next http.RoundTripper
+}
+
+func (r *endpointRewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != "discord.com" {
+		return r.next.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host, req.Host = r.base.Scheme, r.base.Host, r.base.Host
+	req.URL.Path = strings.TrimSuffix(r.base.Path, "/") + req.URL.Path
+	return r.next.RoundTrip(req)
 }

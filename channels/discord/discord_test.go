@@ -431,3 +431,31 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIBaseFromConfig: with apiBase set (an operator's proxy, or this
+// fake end to end) and no injected client, REST and the gateway discovered
+// through it reach that origin, and replies are posted there.
+func TestAPIBaseFromConfig(t *testing.T) {
+	fake := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
+	defer fake.Close()
+	a, err := New("default", Config{Token: "tok", APIBase: fake.URL()}, Options{Logger: zaptest.NewLogger(t), OpenTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(context.Context, channels.Inbound) error { return nil }) }()
+	defer func() { cancel(); <-done }()
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatalf("gateway not reached through apiBase: %v", err)
+	}
+	if err := a.Send(ctxT(t), channels.Outbound{ChatID: "42", Text: "through the proxy"}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := fake.Sent(); len(sent) != 1 || sent[0].Content != "through the proxy" {
+		t.Fatalf("sent %+v", sent)
+	}
+	if err := (Config{Token: "x", APIBase: "discord.example"}).Validate(); err == nil {
+		t.Error("apiBase without a scheme accepted")
+	}
+}

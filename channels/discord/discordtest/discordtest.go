@@ -140,6 +140,9 @@ func (r *rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
 // fake; assign it to discordgo.Session.Client.
 func (s *Server) Client() *http.Client { return s.client }
 
+// URL is the fake's HTTP origin (an account's apiBase in end-to-end tests).
+func (s *Server) URL() string { return s.srv.URL }
+
 // GatewayURL is the websocket URL the fake advertises.
 func (s *Server) GatewayURL() string { return "ws" + s.srv.URL[len("http"):] + "/gateway" }
 
