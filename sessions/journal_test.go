@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,5 +198,47 @@ func TestManagerJournalIsShared(t *testing.T) {
 	}
 	if !fileExists(filepath.Join(m.StateDir(), "ingress", "journal.jsonl")) {
 		t.Error("journal not under <stateDir>/ingress")
+	}
+}
+
+// TestJournalDeletedWhileRunningIsRewritten: a journal file deleted (or
+// replaced) under the running daemon is noticed and rewritten from memory,
+// so durability does not silently stop until the next restart.
+func TestJournalDeletedWhileRunningIsRewritten(t *testing.T) {
+	verifyNoLeaks(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	j := openTestJournal(t, dir, nil)
+	for _, id := range []string{"a", "b"} {
+		if _, err := j.Accept(ctx, Record{ID: id, Payload: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Done("a"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "journal.jsonl")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !fileExists(path) {
+		if time.Now().After(deadline) {
+			t.Fatal("deleted journal not rewritten")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := j.Accept(ctx, Record{ID: "c", Payload: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.close(); err != nil {
+		t.Fatal(err)
+	}
+	j2 := openTestJournal(t, dir, nil)
+	if got := pendingIDs(t, j2); !slices.Equal(got, []string{"b/0/0", "c/0/0"}) {
+		t.Errorf("pending after the rewrite %v, want b and c", got)
+	}
+	if dup, _ := j2.Accept(ctx, Record{ID: "a"}); !dup {
+		t.Error("done id forgotten by the rewrite")
 	}
 }
