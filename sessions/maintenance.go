@@ -179,7 +179,8 @@ func (s *Store) Maintain(ctx context.Context) (MaintenanceReport, error) {
 			msg = "session maintenance would archive sessions (mode warn)"
 		}
 		s.log.Info(msg, zap.Int("pruned", len(rep.Pruned)), zap.Int("capped", len(rep.Capped)),
-			zap.Int("archives_expired", len(rep.ArchivesRemoved)))
+			zap.Int("archives_expired", len(rep.ArchivesRemoved)), zap.Int("max_entries", cfg.MaxEntries),
+			zap.Strings("pruned_keys", firstKeys(rep.Pruned)), zap.Strings("capped_keys", firstKeys(rep.Capped)))
 	}
 	return rep, nil
 }
@@ -264,4 +265,9 @@ func (s *Store) sweepFiles(ctx context.Context, cfg Maintenance, now time.Time, 
 		}
 		return nil
 	})
+}
+
+// firstKeys is a sample of keys for a log line (all of them up to 20).
+func firstKeys(keys []string) []string {
+	return keys[:min(len(keys), 20)]
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gateway/gateway/routing"
 )
@@ -18,8 +20,10 @@ func TestMaintenancePrunesAndCaps(t *testing.T) {
 	clk := newFakeClock(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	for _, mode := range []string{MaintenanceEnforce, MaintenanceWarn} {
 		t.Run(mode, func(t *testing.T) {
-			m := openTestManager(t, "", Options{Now: clk.Now, Maintenance: Maintenance{
-				Mode: mode, PruneAfter: 10 * 24 * time.Hour, MaxEntries: 3, ArchiveRetention: 20 * 24 * time.Hour}})
+			// Created under a large cap (creation past the cap would trigger
+			// it at once); the cap is lowered before the explicit pass.
+			cfg := Maintenance{Mode: mode, PruneAfter: 10 * 24 * time.Hour, MaxEntries: 100, ArchiveRetention: 20 * 24 * time.Hour}
+			m := openTestManager(t, "", Options{Now: clk.Now, Maintenance: cfg})
 			s := mustStore(t, m, "main")
 			ctx := context.Background()
 			start := clk.Now()
@@ -38,6 +42,10 @@ func TestMaintenancePrunesAndCaps(t *testing.T) {
 			clk.Advance(6 * 24 * time.Hour)
 			mustBegin(t, s, dmKey(t, "main", "active"), Origin{}) // active now: never capped
 
+			cfg.MaxEntries = 3
+			if err := m.SetMaintenance(cfg); err != nil {
+				t.Fatal(err)
+			}
 			rep, err := s.Maintain(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -196,5 +204,55 @@ func TestAgentsAndHostileIDs(t *testing.T) {
 	agents, err := m.Agents()
 	if err != nil || !cmp.Equal(agents, []string{"main"}) {
 		t.Errorf("Agents = %v, %v", agents, err)
+	}
+}
+
+// TestCapEnforcedAsSessionsAreCreated: passing maxEntries by creating
+// sessions caps the store at once (not at the next hourly pass), oldest
+// first, and the log line names what was archived.
+func TestCapEnforcedAsSessionsAreCreated(t *testing.T) {
+	clk := newFakeClock(time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC))
+	core, logs := observer.New(zap.InfoLevel)
+	m := openTestManager(t, "", Options{Now: clk.Now, Logger: zap.New(core),
+		Maintenance: Maintenance{Mode: MaintenanceEnforce, MaxEntries: 3}})
+	s := mustStore(t, m, "main")
+	for i := range 3 {
+		mustBegin(t, s, dmKey(t, "main", fmt.Sprint("old", i)), Origin{Channel: "telegram", At: clk.Now()})
+		clk.Advance(time.Second)
+	}
+	clk.Advance(10 * time.Minute)
+	for i := range 2 {
+		mustBegin(t, s, dmKey(t, "main", fmt.Sprint("new", i)), Origin{Channel: "telegram", At: clk.Now()})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		es, err := s.List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) <= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries, cap 3 not enforced as sessions were added; logs %+v", len(es), logs.All())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := range 2 {
+		if _, ok, _ := s.Get(dmKey(t, "main", fmt.Sprint("new", i))); !ok {
+			t.Errorf("new session %d archived instead of an old one", i)
+		}
+	}
+	// The log lines (one per cap pass) name every archived session.
+	capped := map[string]bool{}
+	for _, e := range logs.FilterMessage("session maintenance archived sessions").All() {
+		if keys, ok := e.ContextMap()["capped_keys"].([]interface{}); ok {
+			for _, k := range keys {
+				capped[fmt.Sprint(k)] = true
+			}
+		}
+	}
+	if !capped["agent:main:telegram:direct:old0"] || !capped["agent:main:telegram:direct:old1"] || len(capped) != 2 {
+		t.Errorf("log lines name %v as capped, want old0 and old1", capped)
 	}
 }

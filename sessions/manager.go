@@ -69,6 +69,9 @@ type Manager struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// overCap receives stores whose entry count passed maintenance.maxEntries
+	// as sessions were created; the background loop caps them at once.
+	overCap chan *Store
 }
 
 // Open opens (creating if needed) the state directory and starts the
@@ -115,7 +118,7 @@ func Open(opts Options) (*Manager, error) {
 	m := &Manager{
 		opts: opts, log: opts.Logger, cacheTTL: ttl,
 		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger),
-		stores: map[string]*Store{}, done: make(chan struct{}),
+		stores: map[string]*Store{}, done: make(chan struct{}), overCap: make(chan *Store, 8),
 	}
 	rc := opts.Reset
 	m.reset.Store(&rc)
@@ -244,6 +247,10 @@ func (m *Manager) run(ctx context.Context) {
 			if err := m.Flush(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error("flushing sessions failed", zap.Error(err))
 			}
+		case st := <-m.overCap:
+			if _, err := st.Maintain(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("session cap enforcement failed", zap.String("agent_id", st.agentID), zap.Error(err))
+			}
 		case <-maint.C:
 			if m.opts.Passive {
 				continue
@@ -289,4 +296,17 @@ func (m *Manager) Close() error {
 	}
 	m.jmu.Unlock()
 	return err
+}
+
+// noteCreated asks the background loop to cap st when a creation took it
+// past maintenance.maxEntries (enforced as entries are added, not only at
+// start and hourly). It never blocks.
+func (m *Manager) noteCreated(st *Store, entries int) {
+	if m.opts.Passive || entries <= m.maint.Load().MaxEntries {
+		return
+	}
+	select {
+	case m.overCap <- st:
+	default: // a cap run is already queued
+	}
 }

@@ -112,6 +112,12 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 	if err != nil {
 		return Entry{}, BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
 	}
+	if info.Created {
+		s.mu.Lock()
+		n := len(s.slots)
+		s.mu.Unlock()
+		s.m.noteCreated(s, n)
+	}
 	return e, info, nil
 }
 
