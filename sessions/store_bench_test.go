@@ -205,3 +205,26 @@ func BenchmarkJournalAccept(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStoreCreateByIndexSize: one durable session creation at a time
+// as the index grows, to show how its cost depends on the index size (the
+// whole sessions.json is rewritten per creation today: issue 10 item 11).
+func BenchmarkStoreCreateByIndexSize(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			m, s, _ := benchManager(b, n)
+			if err := m.SetMaintenance(Maintenance{MaxEntries: 10 * n}); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				k, _ := routing.PeerKey("main", "web", "", routing.Direct, fmt.Sprint("new", i))
+				if _, _, err := s.Begin(ctx, k, Origin{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
