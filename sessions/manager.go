@@ -290,6 +290,17 @@ func (m *Manager) Close() error {
 	m.cancel()
 	<-m.done
 	err := m.Flush(context.Background())
+	if !m.opts.Passive {
+		m.mu.Lock()
+		stores := make([]*Store, 0, len(m.stores))
+		for _, st := range m.stores {
+			stores = append(stores, st)
+		}
+		m.mu.Unlock()
+		for _, st := range stores {
+			err = errors.Join(err, st.fold())
+		}
+	}
 	m.jmu.Lock()
 	if m.journal != nil {
 		err = errors.Join(err, m.journal.close())

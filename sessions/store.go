@@ -35,20 +35,25 @@ type Store struct {
 	agentID     string
 	dir         string
 	indexPath   string
+	deltaPath   string // the change log beside the index (store_delta.go)
 	archivePath string
 	lock        *fileLock
 	log         *zap.Logger
 
-	mu      sync.Mutex        // guards the fields below
-	slots   map[string]*slot  // cache: disk state with pending applied
-	keys    []string          // sorted keys of slots; nil when stale
-	stamp   fileStamp         // the index file as last read or written here
-	checked time.Time         // when stamp was last validated
-	loaded  bool              // slots reflect the file at stamp
-	pending map[string]*delta // coalesced updates not yet on disk
-	dirty   bool              // slots differ from the file (a write is due)
-	repair  sync.Once         // counter repair from transcripts, at first use
-	tcache  transcriptCache   // open transcripts, shared
+	mu      sync.Mutex          // guards the fields below
+	slots   map[string]*slot    // cache: disk state with pending applied
+	keys    []string            // sorted keys of slots; nil when stale
+	stamp   fileStamp           // the index file as last read or written here
+	checked time.Time           // when stamp was last validated
+	loaded  bool                // slots reflect the file at stamp
+	pending map[string]*delta   // coalesced updates not yet on disk
+	dirty   bool                // slots differ from the file (a write is due)
+	changed map[string]struct{} // keys changed since the last write
+	dstamp  fileStamp           // the change log as last read or written here
+	// deltaGood is the change log's length in whole lines.
+	deltaGood int64
+	repair    sync.Once       // counter repair from transcripts, at first use
+	tcache    transcriptCache // open transcripts, shared
 
 	cmu        sync.Mutex  // guards queue, committing
 	queue      []*commitOp // durable changes waiting for the next batch
@@ -89,6 +94,8 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 	return &Store{
 		m: m, agentID: agentID, dir: dir, indexPath: idx,
 		archivePath: filepath.Join(dir, archiveName),
+		deltaPath:   filepath.Join(dir, deltaName),
+		changed:     map[string]struct{}{},
 		lock:        m.locks.get(idx + lockExt),
 		log:         m.log.With(zap.String("agent_id", agentID)),
 		pending:     map[string]*delta{},
@@ -130,7 +137,15 @@ func (s *Store) revalidateLocked(now time.Time) error {
 	default:
 		return fmt.Errorf("sessions: stat index: %w", err)
 	}
-	if s.loaded && st == s.stamp {
+	var dst fileStamp
+	switch fi, err := os.Stat(s.deltaPath); {
+	case err == nil:
+		dst = stampOf(fi)
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return fmt.Errorf("sessions: stat change log: %w", err)
+	}
+	if s.loaded && st == s.stamp && dst == s.dstamp {
 		s.checked = now
 		return nil
 	}
@@ -175,13 +190,27 @@ func (s *Store) reloadLocked() error {
 	default:
 		return fmt.Errorf("sessions: load index: %w", err)
 	}
+	dst, good, err := readDelta(s.deltaPath, func(l deltaLine) {
+		switch {
+		case l.D:
+			delete(slots, l.K)
+		case l.E != nil:
+			slots[l.K] = &slot{e: *l.E}
+		}
+	})
+	if err != nil {
+		return err
+	}
 	s.dirty = false
+	s.changed = map[string]struct{}{}
 	for k, d := range s.pending {
 		if sl, ok := slots[k]; ok && d.apply(&sl.e) {
 			s.dirty = true
+			s.changed[k] = struct{}{}
 		}
 	}
 	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
+	s.dstamp, s.deltaGood = dst, good
 	return nil
 }
 

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -102,9 +103,15 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 		finish(nil)
 		return
 	}
-	var data []byte
+	// A routine batch appends the changed entries to the change log; the
+	// whole snapshot is written only when the log is due for a fold.
+	var data, lines []byte
 	if s.dirty {
-		if data, err = s.encodeLocked(); err != nil {
+		if lines, err = s.encodeChangesLocked(); err == nil && s.foldDueLocked(len(lines)) {
+			lines = nil
+			data, err = s.encodeLocked()
+		}
+		if err != nil {
 			s.mu.Unlock()
 			finish(err)
 			return
@@ -112,26 +119,45 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 	}
 	flushed := s.pending
 	s.pending = map[string]*delta{}
+	changed := s.changed
+	s.changed = map[string]struct{}{}
 	s.dirty = false
+	good := s.deltaGood
 	s.mu.Unlock()
 
-	err = tx.write(data)
+	err = tx.write(data, lines, good)
 
 	s.mu.Lock()
 	if err != nil {
-		// The file is as it was: put the coalesced updates back and make the
-		// next access reload, dropping the failed ops' in-memory changes.
+		// The files are as they were: put the coalesced updates back and
+		// make the next access reload, dropping the failed ops' changes.
 		for k, d := range flushed {
 			if newer, ok := s.pending[k]; ok {
 				d.merge(newer)
 			}
 			s.pending[k] = d
 		}
+		for k := range changed {
+			s.changed[k] = struct{}{}
+		}
 		s.loaded = false
-	} else if data != nil {
-		if fi, serr := os.Stat(s.indexPath); serr == nil {
-			s.stamp = stampOf(fi)
+	} else if data != nil || lines != nil {
+		if data != nil {
+			if fi, serr := os.Stat(s.indexPath); serr == nil {
+				s.stamp = stampOf(fi)
+			} else {
+				s.loaded = false
+			}
+			s.deltaGood = 0
 		} else {
+			s.deltaGood = good + int64(len(lines))
+		}
+		switch fi, serr := os.Stat(s.deltaPath); {
+		case serr == nil:
+			s.dstamp = stampOf(fi)
+		case errors.Is(serr, os.ErrNotExist):
+			s.dstamp = fileStamp{}
+		default:
 			s.loaded = false
 		}
 		s.checked = time.Now()
@@ -148,7 +174,7 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 // (pre), the archive list, the index, then archiving renames and lock file
 // removals (post). A crash between steps leaves at worst an orphan file that
 // maintenance or doctor finds; the index is never torn.
-func (tx *txn) write(index []byte) error {
+func (tx *txn) write(index, lines []byte, good int64) error {
 	for _, f := range tx.pre {
 		if err := f(); err != nil {
 			return fmt.Errorf("sessions: %w", err)
@@ -166,6 +192,15 @@ func (tx *txn) write(index []byte) error {
 	if index != nil {
 		if err := writeFileAtomic(tx.s.indexPath, index); err != nil {
 			return fmt.Errorf("sessions: %w", err)
+		}
+		// The snapshot holds every change: the log starts over.
+		if err := truncateDelta(tx.s.deltaPath); err != nil {
+			return err
+		}
+	}
+	if lines != nil {
+		if err := appendDelta(tx.s.deltaPath, good, lines); err != nil {
+			return err
 		}
 	}
 	for _, f := range tx.post {

@@ -107,6 +107,7 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 	}
 	sl.raw = nil
 	s.dirty = true
+	s.changed[k] = struct{}{}
 	if p, ok := s.pending[k]; ok {
 		p.merge(d)
 	} else {

@@ -194,6 +194,7 @@ func (o *opTx) applyLocked() error {
 				delete(s.slots, k)
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
+				s.changed[k] = struct{}{}
 			}
 			continue
 		}
@@ -216,6 +217,7 @@ func (o *opTx) applyLocked() error {
 		}
 		s.slots[k] = &slot{e: *e, raw: raw}
 		s.dirty = true
+		s.changed[k] = struct{}{}
 	}
 	if len(o.arch) > 0 {
 		if err := o.tx.loadArchive(); err != nil {

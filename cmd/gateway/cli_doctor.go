@@ -300,21 +300,8 @@ func (ti *transcriptInfo) scanLine(line []byte, first, complete bool) {
 
 // readIndex reads sessions.json as written by the sessions package.
 func readIndex(path string) (map[string]sessions.Entry, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]sessions.Entry{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	idx := map[string]sessions.Entry{}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return idx, nil
-	}
-	if err := json.Unmarshal(b, &idx); err != nil {
-		return nil, err
-	}
-	return idx, nil
+	// sessions.json with its change log applied: the index as the store sees it.
+	return sessions.ReadIndex(filepath.Dir(path))
 }
 
 // isTranscriptName matches "<canonical uuid>.jsonl".

@@ -63,7 +63,14 @@ func (d *doctor) editIndex(ctx context.Context, agent, indexPath string, fn func
 	if bytes.Equal(before, after) {
 		return nil
 	}
-	return writeAtomic(indexPath, after)
+	if err := writeAtomic(indexPath, after); err != nil {
+		return err
+	}
+	// The written index holds the change log's entries: empty the log.
+	if err := os.Truncate(filepath.Join(filepath.Dir(indexPath), sessions.ChangeLogName), 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("empty the change log: %w", err)
+	}
+	return nil
 }
 
 // quarantineIndex keeps an unreadable index as sessions.json.corrupt.<ts>;

@@ -1,0 +1,76 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestChangeLogCrashStatesLoad: creations go to the change log (the
+// snapshot is not rewritten); another process sees them; a torn last line
+// is ignored and cut before the next append; a crash after a fold's
+// snapshot but before the log was emptied re-applies only what the
+// snapshot holds; Close folds everything into sessions.json.
+func TestChangeLogCrashStatesLoad(t *testing.T) {
+	dir := t.TempDir()
+	m := openTestManager(t, dir, Options{})
+	s := mustStore(t, m, "main")
+	for i := range 3 {
+		mustBegin(t, s, dmKey(t, "main", fmt.Sprint(i)), Origin{Channel: "telegram"})
+	}
+	snap, _ := os.ReadFile(s.indexPath)
+	log, _ := os.ReadFile(s.deltaPath)
+	if len(log) == 0 {
+		t.Fatal("creations did not go to the change log")
+	}
+	// Another process (the CLI) sees them.
+	other := openTestManager(t, dir, Options{Passive: true})
+	if es, err := mustStore(t, other, "main").List(); err != nil || len(es) != 3 {
+		t.Fatalf("second process sees %d entries (%v), want 3", len(es), err)
+	}
+	_ = other.Close()
+
+	// A torn last line (a crash mid-append) is ignored, then cut.
+	f, _ := os.OpenFile(s.deltaPath, os.O_WRONLY|os.O_APPEND, 0)
+	_, _ = f.WriteString(`{"k":"agent:main:telegram:direct:torn","e":{"sessionKey":`)
+	_ = f.Close()
+	if idx, err := ReadIndex(s.dir); err != nil || len(idx) != 3 {
+		t.Fatalf("index with a torn log line: %d entries, %v", len(idx), err)
+	}
+	mustBegin(t, s, dmKey(t, "main", "after"), Origin{Channel: "telegram"})
+	if idx, err := ReadIndex(s.dir); err != nil || len(idx) != 4 {
+		t.Fatalf("append after a torn line: %d entries, %v (glued?)", len(idx), err)
+	}
+
+	// Fold, then put the old log back: as if the process died between the
+	// snapshot's rename and the log's truncation.
+	if err := s.fold(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(s.deltaPath); len(b) != 0 {
+		t.Fatalf("log not emptied by the fold: %d bytes", len(b))
+	}
+	if err := os.WriteFile(s.deltaPath, log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := ReadIndex(s.dir); err != nil || len(idx) != 4 {
+		t.Fatalf("snapshot + stale log: %d entries, %v", len(idx), err)
+	}
+	if _, err := s.Patch(context.Background(), dmKey(t, "main", "1"), func(e *Entry) error { e.Label = "x"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(s.deltaPath); len(b) != 0 {
+		t.Errorf("Close left %d bytes in the change log", len(b))
+	}
+	idx, err := ReadIndex(s.dir)
+	if err != nil || len(idx) != 4 || idx[dmKey(t, "main", "1").String()].Label != "x" {
+		t.Fatalf("after Close: %d entries, %v", len(idx), err)
+	}
+	if after, _ := os.ReadFile(s.indexPath); string(after) == string(snap) {
+		t.Error("Close did not write the folded snapshot")
+	}
+}
