@@ -143,3 +143,29 @@ func TestTrailingDataAfterJSONRefused(t *testing.T) {
 		t.Errorf("chat with trailing data: %d %s", code, body)
 	}
 }
+
+// TestListLimitReturnsTheMostRecent: ?limit=n returns the n most recently
+// updated sessions (without copying a large index); a bad limit is a 400.
+func TestListLimitReturnsTheMostRecent(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{})
+	c := newClient(t, env, "")
+	var sids []string
+	for _, m := range []string{"one", "two", "three"} {
+		sids = append(sids, c.chat("main", m, "").SessionID)
+	}
+	code, body := c.do("GET", "/api/agents/main/sessions?limit=2", nil)
+	list, _ := body["sessions"].([]any)
+	if code != 200 || len(list) != 2 {
+		t.Fatalf("limit=2: %d %v", code, body)
+	}
+	got := map[string]bool{}
+	for _, s := range list {
+		got[s.(map[string]any)["sessionId"].(string)] = true
+	}
+	if !got[sids[2]] || !got[sids[1]] {
+		t.Errorf("limit=2 returned %v, want the two newest of %v", got, sids)
+	}
+	if code, _ := c.do("GET", "/api/agents/main/sessions?limit=zero", nil); code != 400 {
+		t.Errorf("bad limit: %d, want 400", code)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -110,7 +111,20 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := st.List()
+	var (
+		list []sessions.Entry
+		err  error
+	)
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 || n > 10000 {
+			writeError(w, http.StatusBadRequest, "limit: want a number from 1 to 10000")
+			return
+		}
+		list, err = st.Recent(n) // the n most recent without copying the whole index
+	} else {
+		list, err = st.List()
+	}
 	if err != nil {
 		s.log.Error("list sessions failed", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "could not list sessions")

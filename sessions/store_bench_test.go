@@ -227,3 +227,52 @@ func BenchmarkStoreCreateByIndexSize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStoreAt100k: listing (sorted, most recent first) and loading
+// an index of 100,000 sessions (start-up reads it once).
+func BenchmarkStoreAt100k(b *testing.B) {
+	b.Run("List", func(b *testing.B) {
+		_, s, _ := benchManager(b, 100000)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			es, err := s.List()
+			if err != nil || len(es) < 50 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Recent50", func(b *testing.B) {
+		_, s, _ := benchManager(b, 100000)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if es, err := s.Recent(50); err != nil || len(es) != 50 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Load", func(b *testing.B) {
+		dir := b.TempDir()
+		seedIndex(b, dir, 100000)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			m, err := Open(Options{StateDir: dir, CacheTTL: -1, Passive: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := m.Store("main")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := s.Get(routing.Key{}); err == nil {
+				b.Fatal("zero key accepted")
+			}
+			if _, err := s.Recent(50); err != nil {
+				b.Fatal(err)
+			}
+			_ = m.Close()
+		}
+	})
+}

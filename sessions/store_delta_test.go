@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 // TestChangeLogCrashStatesLoad: creations go to the change log (the
@@ -72,5 +73,37 @@ func TestChangeLogCrashStatesLoad(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(s.indexPath); string(after) == string(snap) {
 		t.Error("Close did not write the folded snapshot")
+	}
+}
+
+// TestRecentMatchesList: Recent(n) is the first n of List.
+func TestRecentMatchesList(t *testing.T) {
+	clk := newFakeClock(time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC))
+	m := openTestManager(t, "", Options{Now: clk.Now})
+	s := mustStore(t, m, "main")
+	for i := range 40 {
+		mustBegin(t, s, dmKey(t, "main", fmt.Sprint(i%7, "-", i)), Origin{})
+		if i%3 != 0 {
+			clk.Advance(time.Second) // some share an updatedAt: the key breaks ties
+		}
+	}
+	all, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 5, 40, 100} {
+		got, err := s.Recent(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := all[:min(n, len(all))]
+		if len(got) != len(want) {
+			t.Fatalf("Recent(%d) returned %d", n, len(got))
+		}
+		for i := range want {
+			if got[i].SessionKey != want[i].SessionKey {
+				t.Fatalf("Recent(%d)[%d] = %s, want %s", n, i, got[i].SessionKey, want[i].SessionKey)
+			}
+		}
 	}
 }

@@ -1,0 +1,69 @@
+package sessions
+
+import (
+	"container/heap"
+	"slices"
+	"strings"
+)
+
+// Recent returns the n most recently updated entries, most recent first
+// (List's order), without copying the whole index: O(entries · log n).
+func (s *Store) Recent(n int) ([]Entry, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	s.ensureRepaired()
+	s.mu.Lock()
+	if err := s.viewLocked(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	h := make(recentHeap, 0, n+1)
+	for _, sl := range s.slots {
+		if len(h) < n {
+			heap.Push(&h, &sl.e)
+			continue
+		}
+		if newer(&sl.e, h[0]) {
+			h[0] = &sl.e
+			heap.Fix(&h, 0)
+		}
+	}
+	out := make([]Entry, len(h))
+	for i, e := range h {
+		out[i] = *e
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b Entry) int {
+		if newer(&a, &b) {
+			return -1
+		}
+		if newer(&b, &a) {
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// newer orders entries as List does: later updatedAt first, then key.
+func newer(a, b *Entry) bool {
+	if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
+		return c > 0
+	}
+	return strings.Compare(a.SessionKey, b.SessionKey) < 0
+}
+
+// recentHeap is a min-heap by recency: its root is the oldest kept.
+type recentHeap []*Entry
+
+func (h recentHeap) Len() int           { return len(h) }
+func (h recentHeap) Less(i, j int) bool { return newer(h[j], h[i]) }
+func (h recentHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *recentHeap) Push(x any)        { *h = append(*h, x.(*Entry)) }
+func (h *recentHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
