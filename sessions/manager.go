@@ -313,7 +313,16 @@ func (m *Manager) Close() error {
 // past maintenance.maxEntries (enforced as entries are added, not only at
 // start and hourly). It never blocks.
 func (m *Manager) noteCreated(st *Store, entries int) {
-	if m.opts.Passive || entries <= m.maint.Load().MaxEntries {
+	limit := m.maint.Load().MaxEntries
+	if m.opts.Passive || entries <= limit+capSlack(limit) {
+		return
+	}
+	// At most one cap pass per capEvery: sessions created within the last
+	// minute are never capped, so a burst of new chats must not make every
+	// creation rescan the index.
+	now := time.Now().UnixNano()
+	last := st.capAt.Load()
+	if now-last < int64(capEvery) || !st.capAt.CompareAndSwap(last, now) {
 		return
 	}
 	select {
@@ -321,3 +330,10 @@ func (m *Manager) noteCreated(st *Store, entries int) {
 	default: // a cap run is already queued
 	}
 }
+
+// capEvery spaces the cap passes triggered by creations.
+const capEvery = 5 * time.Second
+
+// capSlack is how far creations may pass maxEntries before a cap pass
+// runs (5 %, at least 1): a pass archives down to the cap.
+func capSlack(limit int) int { return max(limit/20, 1) }

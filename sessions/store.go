@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +54,7 @@ type Store struct {
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
 	repair    sync.Once       // counter repair from transcripts, at first use
+	capAt     atomic.Int64    // unix ns of the last cap pass creations asked for
 	tcache    transcriptCache // open transcripts, shared
 
 	cmu        sync.Mutex  // guards queue, committing

@@ -27,12 +27,16 @@ type options struct {
 	duration time.Duration
 	timeout  time.Duration
 	keep     bool
+	// webrounds: rounds of n new web chats, concurrency in flight.
+	rounds, concurrency int
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "path to the built gateway binary (required)")
-	flag.StringVar(&o.mode, "mode", "burst", "burst or sustained")
+	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained or webrounds")
+	flag.IntVar(&o.rounds, "rounds", 10, "webrounds: rounds of new web chats")
+	flag.IntVar(&o.concurrency, "concurrency", 200, "webrounds: chats in flight")
 	flag.IntVar(&o.n, "n", 1000, "burst: number of messages")
 	flag.IntVar(&o.chats, "chats", 100, "number of chats the messages are spread over")
 	flag.IntVar(&o.rate, "rate", 200, "sustained: messages per second")
@@ -40,7 +44,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the last reply")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory")
 	flag.Parse()
-	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained") || o.chats < 1 {
+	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained" && o.mode != "webrounds") || o.chats < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -135,6 +139,12 @@ messages:
 		return err
 	}
 	startup := ready.Sub(start)
+	if o.mode == "webrounds" {
+		fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
+		err := webRounds(ctx, "http://"+httpAddr, o.rounds, o.n, o.concurrency)
+		fmt.Printf("peak_rss=%.1f MB\n", float64(peakRSS(cmd.Process.Pid))/1024)
+		return err
+	}
 
 	res := newResults()
 	tg.onReply = res.onReply
