@@ -176,15 +176,13 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
-			var raw map[string]json.RawMessage
-			if err := json.Unmarshal(b, &raw); err != nil {
-				return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
+			// One pass over the file; only a failure is decoded again, entry
+			// by entry, to name the bad one.
+			var all map[string]Entry
+			if err := json.Unmarshal(b, &all); err != nil {
+				return s.indexError(b, err)
 			}
-			for k, r := range raw {
-				var e Entry
-				if err := json.Unmarshal(r, &e); err != nil {
-					return fmt.Errorf("sessions: load index %s: entry %q: %w", s.indexPath, clip(k), err)
-				}
+			for k, e := range all {
 				slots[k] = &slot{e: e}
 			}
 		}
@@ -330,4 +328,20 @@ func (s *Store) encodeLocked() ([]byte, error) {
 	}
 	buf.WriteString("\n}\n")
 	return buf.Bytes(), nil
+}
+
+// indexError names what is wrong with an index that does not decode: the
+// entry when one is bad, else the file.
+func (s *Store) indexError(b []byte, err error) error {
+	var raw map[string]json.RawMessage
+	if rerr := json.Unmarshal(b, &raw); rerr != nil {
+		return fmt.Errorf("sessions: load index %s: %w", s.indexPath, rerr)
+	}
+	for k, r := range raw {
+		var e Entry
+		if eerr := json.Unmarshal(r, &e); eerr != nil {
+			return fmt.Errorf("sessions: load index %s: entry %q: %w", s.indexPath, clip(k), eerr)
+		}
+	}
+	return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 }
