@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -171,20 +172,8 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		st = stampOf(fi)
-		b, err := io.ReadAll(f)
-		if err != nil {
-			return fmt.Errorf("sessions: load index: %w", err)
-		}
-		if len(bytes.TrimSpace(b)) > 0 {
-			// One pass over the file; only a failure is decoded again, entry
-			// by entry, to name the bad one.
-			var all map[string]Entry
-			if err := json.Unmarshal(b, &all); err != nil {
-				return s.indexError(b, err)
-			}
-			for k, e := range all {
-				slots[k] = &slot{e: e}
-			}
+		if err := decodeIndex(bufio.NewReaderSize(f, 256<<10), slots); err != nil {
+			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
 	default:
@@ -330,18 +319,38 @@ func (s *Store) encodeLocked() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// indexError names what is wrong with an index that does not decode: the
-// entry when one is bad, else the file.
-func (s *Store) indexError(b []byte, err error) error {
-	var raw map[string]json.RawMessage
-	if rerr := json.Unmarshal(b, &raw); rerr != nil {
-		return fmt.Errorf("sessions: load index %s: %w", s.indexPath, rerr)
+// decodeIndex streams the index object into slots, one entry at a time
+// (no copy of the file or of the whole map in memory); errors name the
+// entry.
+func decodeIndex(r io.Reader, slots map[string]*slot) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if errors.Is(err, io.EOF) {
+		return nil // an empty file is an empty index
 	}
-	for k, r := range raw {
-		var e Entry
-		if eerr := json.Unmarshal(r, &e); eerr != nil {
-			return fmt.Errorf("sessions: load index %s: entry %q: %w", s.indexPath, clip(k), eerr)
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
 		}
+		k, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("unexpected %v", tok)
+		}
+		sl := &slot{}
+		if err := dec.Decode(&sl.e); err != nil {
+			return fmt.Errorf("entry %q: %w", clip(k), err)
+		}
+		slots[k] = sl
 	}
-	return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	return nil
 }
