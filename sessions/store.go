@@ -51,6 +51,9 @@ type Store struct {
 	pending map[string]*delta   // coalesced updates not yet on disk
 	dirty   bool                // slots differ from the file (a write is due)
 	changed map[string]struct{} // keys changed since the last write
+	// recency holds each entry's updatedAt (unix ns), kept with slots, so
+	// Recent scans compact map buckets instead of every entry.
+	recency map[string]int64
 	dstamp  fileStamp           // the change log as last read or written here
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
@@ -197,6 +200,10 @@ func (s *Store) reloadLocked() error {
 			s.dirty = true
 			s.changed[k] = struct{}{}
 		}
+	}
+	s.recency = make(map[string]int64, len(slots))
+	for k, sl := range slots {
+		s.recency[k] = sl.e.UpdatedAt.UnixNano()
 	}
 	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
 	s.dstamp, s.deltaGood = dst, good

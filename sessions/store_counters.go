@@ -108,6 +108,7 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 	sl.raw = nil
 	s.dirty = true
 	s.changed[k] = struct{}{}
+	s.recency[k] = sl.e.UpdatedAt.UnixNano()
 	if p, ok := s.pending[k]; ok {
 		p.merge(d)
 	} else {

@@ -18,20 +18,24 @@ func (s *Store) Recent(n int) ([]Entry, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
+	// Select on the compact recency map, then copy only the n entries.
 	h := make(recentHeap, 0, n+1)
-	for _, sl := range s.slots {
+	for k, t := range s.recency {
+		c := recentKey{t: t, k: k}
 		if len(h) < n {
-			heap.Push(&h, &sl.e)
+			heap.Push(&h, c)
 			continue
 		}
-		if newer(&sl.e, h[0]) {
-			h[0] = &sl.e
+		if c.newer(h[0]) {
+			h[0] = c
 			heap.Fix(&h, 0)
 		}
 	}
-	out := make([]Entry, len(h))
-	for i, e := range h {
-		out[i] = *e
+	out := make([]Entry, 0, len(h))
+	for _, c := range h {
+		if sl, ok := s.slots[c.k]; ok {
+			out = append(out, sl.e)
+		}
 	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int {
@@ -54,13 +58,27 @@ func newer(a, b *Entry) bool {
 	return strings.Compare(a.SessionKey, b.SessionKey) < 0
 }
 
+// recentKey is one entry's place in the recency order.
+type recentKey struct {
+	t int64 // updatedAt, unix ns
+	k string
+}
+
+// newer orders as List does: later updatedAt first, then key.
+func (a recentKey) newer(b recentKey) bool {
+	if a.t != b.t {
+		return a.t > b.t
+	}
+	return a.k < b.k
+}
+
 // recentHeap is a min-heap by recency: its root is the oldest kept.
-type recentHeap []*Entry
+type recentHeap []recentKey
 
 func (h recentHeap) Len() int           { return len(h) }
-func (h recentHeap) Less(i, j int) bool { return newer(h[j], h[i]) }
+func (h recentHeap) Less(i, j int) bool { return h[j].newer(h[i]) }
 func (h recentHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *recentHeap) Push(x any)        { *h = append(*h, x.(*Entry)) }
+func (h *recentHeap) Push(x any)        { *h = append(*h, x.(recentKey)) }
 func (h *recentHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]

@@ -192,6 +192,7 @@ func (o *opTx) applyLocked() error {
 		if e == nil {
 			if exists {
 				delete(s.slots, k)
+				delete(s.recency, k)
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
 				s.changed[k] = struct{}{}
@@ -216,6 +217,7 @@ func (o *opTx) applyLocked() error {
 			s.keys = nil
 		}
 		s.slots[k] = &slot{e: *e, raw: raw}
+		s.recency[k] = e.UpdatedAt.UnixNano()
 		s.dirty = true
 		s.changed[k] = struct{}{}
 	}
