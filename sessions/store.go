@@ -235,7 +235,12 @@ func (s *Store) Get(key routing.Key) (Entry, bool, error) {
 	}
 	sl, ok := s.slots[k]
 	if !ok {
-		return Entry{}, false, nil
+		if err := s.recheckLocked(); err != nil {
+			return Entry{}, false, err
+		}
+		if sl, ok = s.slots[k]; !ok {
+			return Entry{}, false, nil
+		}
 	}
 	return sl.e, true, nil
 }
@@ -248,12 +253,26 @@ func (s *Store) GetByID(id string) (Entry, bool, error) {
 	if err := s.viewLocked(); err != nil {
 		return Entry{}, false, err
 	}
-	for _, sl := range s.slots {
-		if sl.e.SessionID == id {
-			return sl.e, true, nil
+	for try := 0; ; try++ {
+		for _, sl := range s.slots {
+			if sl.e.SessionID == id {
+				return sl.e, true, nil
+			}
+		}
+		if try > 0 {
+			return Entry{}, false, nil
+		}
+		if err := s.recheckLocked(); err != nil {
+			return Entry{}, false, err
 		}
 	}
-	return Entry{}, false, nil
+}
+
+// recheckLocked re-validates a cache that has just missed: within the TTL a
+// miss may only mean another process added or reset the session since the
+// files were last checked, and "not found" is not answered from stale data.
+func (s *Store) recheckLocked() error {
+	return s.revalidateLocked(time.Now())
 }
 
 // List returns every entry, most recently updated first.

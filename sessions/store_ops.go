@@ -66,7 +66,10 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 	s.ensureRepaired()
 
 	s.mu.Lock()
-	if err := s.viewLocked(); err != nil {
+	// A turn is about to write: the files are re-checked (two stats) rather
+	// than trusted for the cache TTL, so a reset another process made — the
+	// CLI with --no-daemon, a second tool — is seen before the turn starts.
+	if err := s.revalidateLocked(time.Now()); err != nil {
 		s.mu.Unlock()
 		return Entry{}, BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
 	}

@@ -336,3 +336,38 @@ func TestPassiveReaderDoesNotDoubleCounters(t *testing.T) {
 		t.Fatalf("messageCount %d after the flush, want 2", got.MessageCount)
 	}
 }
+
+// TestBeginSeesResetByAnotherProcess: within the cache TTL, a reset made
+// by another process (the CLI with --no-daemon) is seen by the next Begin,
+// and a session another process created is found by id, instead of the
+// cached entry winning and the turn landing in an orphan transcript.
+func TestBeginSeesResetByAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	daemon := mustStore(t, openTestManager(t, dir, Options{CacheTTL: time.Hour}), "main")
+	cli := mustStore(t, openTestManager(t, dir, Options{CacheTTL: time.Hour, Passive: true}), "main")
+	ctx := context.Background()
+	k := dmKey(t, "main", "42")
+	first, _ := mustBegin(t, daemon, k, Origin{Channel: "telegram"})
+
+	reset, err := cli.Reset(ctx, k, ResetOptions{Manual: true, Reason: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reset.SessionID == first.SessionID {
+		t.Fatal("reset kept the session id")
+	}
+	next, _ := mustBegin(t, daemon, k, Origin{Channel: "telegram"})
+	if next.SessionID != reset.SessionID {
+		t.Fatalf("Begin after another process's reset returned %s, want the new session %s (old %s)",
+			next.SessionID, reset.SessionID, first.SessionID)
+	}
+
+	other := dmKey(t, "main", "43")
+	made, _ := mustBegin(t, cli, other, Origin{Channel: "telegram"})
+	if e, ok, err := daemon.GetByID(made.SessionID); err != nil || !ok || e.SessionKey != other.String() {
+		t.Fatalf("GetByID of a session another process made: %v %v %+v", ok, err, e)
+	}
+	if _, ok, err := daemon.Get(other); err != nil || !ok {
+		t.Fatalf("Get of a session another process made: %v %v", ok, err)
+	}
+}

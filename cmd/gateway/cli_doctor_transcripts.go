@@ -31,6 +31,9 @@ func (d *doctor) checkTranscriptLines() ([]*problem, error) {
 			return nil, fmt.Errorf("doctor: transcripts: %w", err)
 		}
 		for _, path := range files {
+			if _, ok := isTranscriptName(filepath.Base(path)); !ok {
+				continue // sessions.delta.jsonl (the index's change log) and strays
+			}
 			bad, err := sessions.ScanTranscript(path)
 			if err != nil {
 				return nil, fmt.Errorf("doctor: %w", err)
