@@ -92,10 +92,10 @@ func TestEvaluate(t *testing.T) {
 		{name: "idle ignores a day change", cfg: idle60, key: dm,
 			e: Entry{SessionStartedAt: at(2026, 5, 1, 8, 0), LastInteractionAt: at(2026, 5, 2, 10, 0)}, now: at(2026, 5, 2, 10, 30)},
 		{name: "heartbeat updatedAt does not extend idle", cfg: idle60, key: dm,
-			e: Entry{SessionStartedAt: at(2026, 5, 1, 8, 0), LastInteractionAt: at(2026, 5, 1, 10, 0), UpdatedAt: at(2026, 5, 1, 11, 59)},
+			e:   Entry{SessionStartedAt: at(2026, 5, 1, 8, 0), LastInteractionAt: at(2026, 5, 1, 10, 0), UpdatedAt: at(2026, 5, 1, 11, 59)},
 			now: at(2026, 5, 1, 12, 0), wantStale: true, wantReason: "idle"},
 		{name: "heartbeat updatedAt does not extend daily", cfg: daily4, key: dm,
-			e: Entry{SessionStartedAt: at(2026, 5, 1, 10, 0), LastInteractionAt: at(2026, 5, 1, 10, 0), UpdatedAt: at(2026, 5, 2, 4, 30)},
+			e:   Entry{SessionStartedAt: at(2026, 5, 1, 10, 0), LastInteractionAt: at(2026, 5, 1, 10, 0), UpdatedAt: at(2026, 5, 2, 4, 30)},
 			now: at(2026, 5, 2, 5, 0), wantStale: true, wantReason: "daily"},
 
 		{name: "both: idle expires first", cfg: both, key: dm,

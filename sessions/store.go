@@ -54,7 +54,7 @@ type Store struct {
 	// recency holds each entry's updatedAt (unix ns), kept with slots, so
 	// Recent scans compact map buckets instead of every entry.
 	recency map[string]int64
-	dstamp  fileStamp           // the change log as last read or written here
+	dstamp  fileStamp // the change log as last read or written here
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
 	repair    sync.Once       // counter repair from transcripts, at first use

@@ -88,7 +88,9 @@ func toolResult(id, text string) Message {
 	return Message{Role: RoleToolResult, ToolCallID: id, ToolName: "bash", Content: []Content{{Type: BlockText, Text: text}}, Timestamp: 1}
 }
 
-func user(text string) Message { return Message{Role: RoleUser, Content: []Content{{Type: BlockText, Text: text}}, Timestamp: 1} }
+func user(text string) Message {
+	return Message{Role: RoleUser, Content: []Content{{Type: BlockText, Text: text}}, Timestamp: 1}
+}
 
 // summarize renders messages compactly for comparisons: "role:text" with
 // tool calls as "call(id)" and results as "result(id)=text".

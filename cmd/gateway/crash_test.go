@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -261,12 +262,18 @@ messages:
 		}
 	}()
 	// boundaries[r] is how many messages the fake had recorded when run r
-	// was killed (a request it was already handling lands within ms).
+	// was killed and all its connections were closed.
 	var boundaries []int
 	for k := range kills {
 		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
 		d.kill()
-		time.Sleep(20 * time.Millisecond)
+		// Requests the dead process had written are still handled: the
+		// boundary is taken once the fake has closed all its connections.
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := tg.WaitNoConns(wctx); err != nil {
+			t.Fatalf("kill %d: the fake still has open connections from the killed daemon: %v", k+1, err)
+		}
+		cancel()
 		boundaries = append(boundaries, len(tg.Sent()))
 		if k%10 == 9 {
 			t.Logf("%d kills, %d messages sent", k+1, sent.Load())

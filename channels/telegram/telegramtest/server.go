@@ -3,6 +3,7 @@ package telegramtest
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -80,6 +81,7 @@ type Server struct {
 	webhook    *Webhook
 	migrated   map[int64]int64
 	changed    chan struct{} // closed and replaced on every change
+	conns      int           // client connections not yet closed
 }
 
 type pending struct {
@@ -101,7 +103,9 @@ func NewServer(opts Options) *Server {
 	s := &Server{opts: opts, done: make(chan struct{}), nextUpdate: 1, nextMsg: 1000,
 		calls: map[string]int{}, failures: map[string][]Failure{}, migrated: map[int64]int64{},
 		changed: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.ConnState = s.connState
+	s.srv.Start()
 	s.URL = s.srv.URL
 	return s
 }
@@ -192,6 +196,30 @@ func (s *Server) Migrate(oldID, newID int64) {
 		"from":                 map[string]any{"id": 1, "is_bot": false, "first_name": "Admin"},
 		"migrate_from_chat_id": oldID,
 	}})
+}
+
+// connState counts the client connections that are open: a request a
+// client wrote before it died is still handled (and recorded) until its
+// connection closes.
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		s.conns++
+	case http.StateClosed, http.StateHijacked:
+		s.conns--
+	default:
+		return
+	}
+	s.notifyLocked()
+}
+
+// WaitNoConns waits until no client connection is open: after a client
+// process is killed, every request it had written has then been handled,
+// so Sent holds all it will ever send.
+func (s *Server) WaitNoConns(ctx context.Context) error {
+	return s.wait(ctx, func() bool { return s.conns == 0 })
 }
 
 // Sent returns a copy of every message sent or edited so far.
