@@ -126,4 +126,16 @@ type Runtime struct {
 	Access func(in channels.Inbound) Verdict
 	Queue  QueueConfig
 	Reset  sessions.ResetConfig
+	// Room resolves the configured behaviour of the room a message came
+	// from (history, streaming, error policy, ...). nil gives every room
+	// channels.DefaultRoom.
+	Room func(in channels.Inbound) channels.Room
+}
+
+// RoomFor returns the behaviour of in's room under rt.
+func (rt *Runtime) RoomFor(in channels.Inbound) channels.Room {
+	if rt == nil || rt.Room == nil {
+		return channels.DefaultRoom(in.Channel)
+	}
+	return rt.Room(in)
 }
