@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // DMPolicy says who may talk to the bot in direct messages.
@@ -48,6 +50,32 @@ type GroupRule struct {
 	RequireMention *bool `mapstructure:"requireMention" json:"requireMention,omitempty"`
 	// AllowFrom, when not empty, lists the only senders admitted here.
 	AllowFrom []string `mapstructure:"allowFrom" json:"allowFrom,omitempty"`
+	// Enabled false silences the bot here (nothing reaches an agent, no
+	// history is kept); it is the same switch as Allow, under the name
+	// the room settings use.
+	Enabled *bool `mapstructure:"enabled" json:"enabled,omitempty"`
+	// RoomConfig is how the bot behaves here (agent, prompt, history,
+	// streaming, errors, reply threading, ack reaction); read by
+	// Policy.Room.
+	channels.RoomConfig `mapstructure:",squash"`
+	// Topics holds Telegram forum topics of this group by topic id; their
+	// rules refine the group's.
+	Topics map[string]GroupRule `mapstructure:"topics" json:"topics,omitempty"`
+	// Channels holds Discord channels (and threads) of this guild by id;
+	// their rules refine the guild's.
+	Channels map[string]GroupRule `mapstructure:"channels" json:"channels,omitempty"`
+}
+
+// allowed merges Allow and Enabled: nil when neither is set.
+func (r GroupRule) allowed() *bool {
+	if r.Enabled != nil && r.Allow != nil {
+		v := *r.Enabled && *r.Allow
+		return &v
+	}
+	if r.Enabled != nil {
+		return r.Enabled
+	}
+	return r.Allow
 }
 
 // Config is the access configuration of one channel account. The zero
@@ -61,6 +89,13 @@ type Config struct {
 	// RequireMention gates group messages on a mention of the bot (or a
 	// reply to it); nil means true.
 	RequireMention *bool `mapstructure:"requireMention" json:"requireMention,omitempty"`
+	// Room holds the account's defaults for every room (historyLimit,
+	// streaming, errorPolicy, replyToMode, ackReaction); groups, topics
+	// and channels refine them.
+	Room channels.RoomDefaults `mapstructure:"-" json:"room,omitempty"`
+	// InheritParent seeds a new thread's or topic's session with the
+	// parent's recent context (Discord thread.inheritParent).
+	InheritParent bool `mapstructure:"-" json:"inheritParent,omitempty"`
 	// GroupsKey names the Groups field in error messages ("groups" when
 	// empty; Discord calls it "guilds").
 	GroupsKey string `mapstructure:"-" json:"-"`
@@ -102,12 +137,64 @@ func (c Config) Validate() error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	if err := c.Room.Validate(""); err != nil {
+		return err
+	}
+	seen := map[string]string{}
 	for _, id := range ids {
 		if strings.TrimSpace(id) == "" {
 			return fmt.Errorf("%s: empty group id", c.GroupsKey)
 		}
-		if err := validateList(c.GroupsKey+"."+id+".allowFrom", c.Groups[id].AllowFrom); err != nil {
+		r := c.Groups[id]
+		if c.GroupsKey == "guilds" && len(r.Topics) > 0 {
+			return fmt.Errorf("guilds.%s.topics: Discord has no topics (threads are channels: use channels)", id)
+		}
+		if c.GroupsKey != "guilds" && len(r.Channels) > 0 {
+			return fmt.Errorf("%s.%s.channels: Telegram groups have topics, not channels", c.GroupsKey, id)
+		}
+		if err := validateRule(c.GroupsKey+"."+id, id, r, 0, seen); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validateRule checks one group/topic/channel rule at path and the rules
+// nested in it. seen catches a Discord channel id configured twice (as a
+// key of guilds and under a guild's channels, or under two guilds).
+func validateRule(path, id string, r GroupRule, depth int, seen map[string]string) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%s: empty id", path)
+	}
+	if err := validateList(path+".allowFrom", r.AllowFrom); err != nil {
+		return err
+	}
+	if err := r.RoomConfig.Validate(path + "."); err != nil {
+		return err
+	}
+	if depth > 0 && (len(r.Topics) > 0 || len(r.Channels) > 0) {
+		return fmt.Errorf("%s: topics and channels nest one level only", path)
+	}
+	for _, sub := range []struct {
+		key   string
+		rules map[string]GroupRule
+	}{{"topics", r.Topics}, {"channels", r.Channels}} {
+		keys := make([]string, 0, len(sub.rules))
+		for k := range sub.rules {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := path + "." + sub.key + "." + k
+			if sub.key == "channels" {
+				if prev, dup := seen[k]; dup {
+					return fmt.Errorf("%s: channel %s is already configured at %s", p, k, prev)
+				}
+				seen[k] = p
+			}
+			if err := validateRule(p, k, sub.rules[k], depth+1, seen); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -204,10 +291,23 @@ func sameSender(a, b string, caseSensitive bool) bool {
 	return strings.EqualFold(a, b)
 }
 
-// groupKeys lists the rule keys that apply to a message, most specific first.
-func groupKeys(threadID, chatID, parentID, guildID string) []string {
+// topicKey is the compiled key of a Telegram forum topic's rule.
+func topicKey(chatID, topicID string) string { return chatID + "/topic/" + topicID }
+
+// groupKeys lists the rule keys that apply to a message, most specific
+// first. Telegram topic ids are small numbers reused by every forum, so a
+// topic matches only under its own group (groups.<chat>.topics.<id>);
+// Discord ids are unique across guilds, channels and threads.
+func groupKeys(in channels.Inbound) []string {
+	if in.Channel == "telegram" {
+		keys := make([]string, 0, 4)
+		if in.ThreadID != "" {
+			keys = append(keys, topicKey(in.ChatID, in.ThreadID), topicKey(Wildcard, in.ThreadID))
+		}
+		return append(keys, in.ChatID, Wildcard)
+	}
 	keys := make([]string, 0, 5)
-	for _, k := range []string{threadID, chatID, parentID, guildID, Wildcard} {
+	for _, k := range []string{in.ThreadID, in.ChatID, in.ParentChatID, in.GuildID, Wildcard} {
 		if k != "" && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}

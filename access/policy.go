@@ -138,7 +138,14 @@ func compile(channel string, cfg Config) *compiled {
 	cfg = cfg.WithDefaults()
 	c := &compiled{cfg: cfg, allowFrom: newIDSet(channel, cfg.AllowFrom), groups: map[string]compiledRule{}}
 	for id, r := range cfg.Groups {
-		c.groups[normalizeEntry("", id)] = compiledRule{rule: r, allowFrom: newIDSet(channel, r.AllowFrom)}
+		id = normalizeEntry("", id)
+		c.groups[id] = compiledRule{rule: r, allowFrom: newIDSet(channel, r.AllowFrom)}
+		for tid, t := range r.Topics {
+			c.groups[topicKey(id, normalizeEntry("", tid))] = compiledRule{rule: t, allowFrom: newIDSet(channel, t.AllowFrom)}
+		}
+		for cid, ch := range r.Channels {
+			c.groups[normalizeEntry("", cid)] = compiledRule{rule: ch, allowFrom: newIDSet(channel, ch.AllowFrom)}
+		}
 	}
 	return c
 }
@@ -164,14 +171,14 @@ func (c *compiled) group(in channels.Inbound) resolved {
 		r.requireMention = *c.cfg.RequireMention
 	}
 	var allowSet, mentionSet, fromSet bool
-	for _, k := range groupKeys(in.ThreadID, in.ChatID, in.ParentChatID, in.GuildID) {
+	for _, k := range groupKeys(in) {
 		cr, ok := c.groups[k]
 		if !ok {
 			continue
 		}
 		r.matched = true
-		if !allowSet && cr.rule.Allow != nil {
-			r.allow, allowSet = *cr.rule.Allow, true
+		if a := cr.rule.allowed(); !allowSet && a != nil {
+			r.allow, allowSet = *a, true
 		}
 		if !mentionSet && cr.rule.RequireMention != nil {
 			r.requireMention, mentionSet = *cr.rule.RequireMention, true

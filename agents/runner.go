@@ -119,9 +119,12 @@ type Turn struct {
 	// returns it instead of calling the model again. Only with no Inputs.
 	Reuse bool
 	// Steer returns messages that arrived during the run (steer mode).
-	Steer   func() []sessions.Message
-	OnDelta func(text string)
-	OnTool  func(name string, args json.RawMessage)
+	Steer func() []sessions.Message
+	// SystemPrompt is added after the agent's own system prompt for this
+	// turn (a room's systemPrompt).
+	SystemPrompt string
+	OnDelta      func(text string)
+	OnTool       func(name string, args json.RawMessage)
 }
 
 // Result is the outcome of a turn.
@@ -275,7 +278,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			last = c.Messages[len(c.Messages)-1]
 			break
 		}
-		system := r.systemPrompt(s)
+		system := withRoomPrompt(r.systemPrompt(s), t.SystemPrompt)
 		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
 			if ok := r.compactLogged(ctx, s, "", "threshold", est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
@@ -353,6 +356,17 @@ func finished(msgs []sessions.Message) bool {
 	}
 	m := msgs[len(msgs)-1]
 	return m.Role == sessions.RoleAssistant && len(toolCalls(m)) == 0
+}
+
+// withRoomPrompt appends a room's prompt to the agent's.
+func withRoomPrompt(system, room string) string {
+	switch {
+	case room == "":
+		return system
+	case system == "":
+		return room
+	}
+	return system + "\n\n" + room
 }
 
 func (r *Runner) systemPrompt(s *session) string {

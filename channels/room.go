@@ -1,5 +1,10 @@
 package channels
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Streaming modes of a room's replies (streaming.mode).
 const (
 	StreamOff      = "off"      // the reply is sent when the turn ends
@@ -78,6 +83,115 @@ func DefaultRoom(channel string) Room {
 		r.HistoryLimit = 50
 	case "discord":
 		r.HistoryLimit = 20
+	}
+	return r
+}
+
+// RoomConfig is what an operator may set for a room (a group, topic,
+// guild, channel or thread entry); unset fields inherit from the enclosing
+// level. It is decoded from YAML.
+type RoomConfig struct {
+	// AgentID sends the room's messages to this agent, above bindings.
+	AgentID string `mapstructure:"agentId" json:"agentId,omitempty"`
+	// SystemPrompt is added to the agent's system prompt in this room.
+	SystemPrompt string `mapstructure:"systemPrompt" json:"systemPrompt,omitempty"`
+	// RoomDefaults may also be set on the account, for all its rooms.
+	RoomDefaults `mapstructure:",squash"`
+	// AutoThread (Discord channels): a mention opens a thread.
+	AutoThread *bool `mapstructure:"autoThread" json:"autoThread,omitempty"`
+}
+
+// RoomDefaults are the room settings an account may set for all its rooms.
+type RoomDefaults struct {
+	// HistoryLimit is how many unmentioned messages are kept for the next
+	// turn (0 disables, at most MaxHistoryLimit).
+	HistoryLimit *int `mapstructure:"historyLimit" json:"historyLimit,omitempty"`
+	// Streaming sets how replies show progress.
+	Streaming *StreamingConfig `mapstructure:"streaming" json:"streaming,omitempty"`
+	// ErrorPolicy is always, once or silent.
+	ErrorPolicy string `mapstructure:"errorPolicy" json:"errorPolicy,omitempty"`
+	// ReplyToMode is first, all or off.
+	ReplyToMode string `mapstructure:"replyToMode" json:"replyToMode,omitempty"`
+	// AckReaction is an emoji put on an addressed message while its turn
+	// runs ("" inherits; "off" disables an inherited one).
+	AckReaction string `mapstructure:"ackReaction" json:"ackReaction,omitempty"`
+}
+
+// StreamingConfig is streaming: {mode: off|progress|partial}.
+type StreamingConfig struct {
+	Mode string `mapstructure:"mode" json:"mode,omitempty"`
+}
+
+// Validate names the first bad key, prefixed with path ("groups.-100.").
+func (c RoomConfig) Validate(path string) error {
+	if c.AgentID != "" && strings.TrimSpace(c.AgentID) == "" {
+		return fmt.Errorf("%sagentId: blank", path)
+	}
+	return c.RoomDefaults.Validate(path)
+}
+
+// Validate names the first bad key, prefixed with path.
+func (c RoomDefaults) Validate(path string) error {
+	if c.HistoryLimit != nil && (*c.HistoryLimit < 0 || *c.HistoryLimit > MaxHistoryLimit) {
+		return fmt.Errorf("%shistoryLimit: %d is outside 0..%d", path, *c.HistoryLimit, MaxHistoryLimit)
+	}
+	if c.Streaming != nil {
+		switch c.Streaming.Mode {
+		case "", StreamOff, StreamProgress, StreamPartial:
+		default:
+			return fmt.Errorf("%sstreaming.mode: %q is not off, progress or partial", path, c.Streaming.Mode)
+		}
+	}
+	switch c.ErrorPolicy {
+	case "", ErrorsAlways, ErrorsOnce, ErrorsSilent:
+	default:
+		return fmt.Errorf("%serrorPolicy: %q is not always, once or silent", path, c.ErrorPolicy)
+	}
+	switch c.ReplyToMode {
+	case "", ReplyToFirst, ReplyToAll, ReplyToOff:
+	default:
+		return fmt.Errorf("%sreplyToMode: %q is not first, all or off", path, c.ReplyToMode)
+	}
+	if len(c.AckReaction) > 32 || strings.ContainsAny(c.AckReaction, " \t\r\n") {
+		return fmt.Errorf("%sackReaction: %q is not a single emoji", path, c.AckReaction)
+	}
+	return nil
+}
+
+// Apply returns r with the fields c sets.
+func (c RoomConfig) Apply(r Room) Room {
+	if c.AgentID != "" {
+		r.AgentID = strings.TrimSpace(c.AgentID)
+	}
+	if c.SystemPrompt != "" {
+		r.SystemPrompt = c.SystemPrompt
+	}
+	if c.AutoThread != nil {
+		r.AutoThread = *c.AutoThread
+	}
+	return c.RoomDefaults.Apply(r)
+}
+
+// Apply returns r with the fields c sets.
+func (c RoomDefaults) Apply(r Room) Room {
+	if c.HistoryLimit != nil {
+		r.HistoryLimit = *c.HistoryLimit
+	}
+	if c.Streaming != nil && c.Streaming.Mode != "" {
+		r.Streaming = c.Streaming.Mode
+	}
+	if c.ErrorPolicy != "" {
+		r.ErrorPolicy = c.ErrorPolicy
+	}
+	if c.ReplyToMode != "" {
+		r.ReplyToMode = c.ReplyToMode
+	}
+	switch c.AckReaction {
+	case "":
+	case "off":
+		r.AckReaction = ""
+	default:
+		r.AckReaction = c.AckReaction
 	}
 	return r
 }

@@ -237,6 +237,9 @@ func (c *Config) Validate() error {
 	if err := c.validateAgents(); err != nil {
 		return err
 	}
+	if err := c.validateRoomAgents(); err != nil {
+		return err
+	}
 	if err := c.RoutingConfig().Validate(); err != nil {
 		return err
 	}

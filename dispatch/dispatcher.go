@@ -165,7 +165,7 @@ func RecordID(in channels.Inbound) string {
 
 // Route resolves where in goes (exported for `gateway route` and tests).
 func (d *Dispatcher) Route(in channels.Inbound) (routing.Route, error) {
-	return Resolve(d.rt.Load().Resolver, in)
+	return d.rt.Load().Route(in)
 }
 
 // Resolve maps an inbound message to its route with r.
@@ -226,7 +226,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if strings.TrimSpace(in.Text) == "" {
 		return channels.ErrRejected
 	}
-	route, err := Resolve(rt.Resolver, in)
+	route, err := rt.Route(in)
 	if err != nil {
 		d.log.Warn("message not routable", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
 		return channels.ErrRejected

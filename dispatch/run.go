@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -59,13 +60,18 @@ func inputText(in channels.Inbound) string {
 	return in.Text
 }
 
-func originFor(in channels.Inbound, k string) sessions.Origin {
-	to := in.ChatID
-	return sessions.Origin{
-		Channel: in.Channel, ChatType: string(in.ChatType), AccountID: in.AccountID, To: to,
+// originFor describes where in came from; a thread's or topic's session
+// records its parent's key (parentSessionKey).
+func originFor(in channels.Inbound, key routing.Key) sessions.Origin {
+	o := sessions.Origin{
+		Channel: in.Channel, ChatType: string(in.ChatType), AccountID: in.AccountID, To: in.ChatID,
 		ThreadID: in.ThreadID, From: in.SenderID, Name: in.SenderName, Title: in.Text,
 		At: in.Time,
 	}
+	if p := key.Parent(); p != key && !key.IsSubagent() {
+		o.ParentKey = p.String()
+	}
+	return o
 }
 
 // turn runs one agent turn for the messages ws (all of one session).
@@ -86,7 +92,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	if err := d.journal.Start(ids...); err != nil {
 		log.Error("journal start failed", zap.Error(err))
 	}
-	origin := originFor(last.In, first.Key.String())
+	origin := originFor(last.In, first.Key)
 	if last.Agent != nil {
 		origin = sessions.Origin{At: d.opts.Now(), Internal: true}
 	}
@@ -103,6 +109,11 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		log.Info("session rolled over", zap.String("reason", info.ResetReason), zap.String("previous_session_id", info.Previous))
 	}
 	var inputs []sessions.Message
+	if info.Created {
+		if m, ok := d.parentContext(ctx, store, first, origin.At); ok {
+			inputs = append(inputs, m)
+		}
+	}
 	if len(b.Dropped) > 0 {
 		inputs = append(inputs, sessions.UserText("[queue overflow: "+fmt.Sprint(len(b.Dropped))+
 			" earlier messages were dropped]\n"+strings.Join(b.Dropped, "\n"), d.opts.Now()))
@@ -133,7 +144,9 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		Inputs:  inputs,
 		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
 		Steer:   d.steerFunc(b, steered),
-		OnDelta: d.deltaFunc(ctx, adapter, &out, steered),
+		// The room's own prompt (groups.<id>.systemPrompt and the like).
+		SystemPrompt: d.roomPrompt(last),
+		OnDelta:      d.deltaFunc(ctx, adapter, &out, steered),
 	})
 	stopTyping()
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
 )
 
 // Config is one Discord account (channels.discord.accounts.<id>).
@@ -25,6 +26,9 @@ type Config struct {
 	// means true.
 	RequireMention *bool        `mapstructure:"requireMention"`
 	Thread         ThreadConfig `mapstructure:"thread"`
+	// RoomDefaults are this account's settings for all its rooms
+	// (historyLimit, streaming, errorPolicy, replyToMode, ackReaction).
+	channels.RoomDefaults `mapstructure:",squash"`
 	// APIBase sends this account's REST calls (gateway discovery included,
 	// which names the websocket gateway) to another origin, such as an
 	// operator's proxy or a test fake: https://discord.com/api/... becomes
@@ -34,15 +38,16 @@ type Config struct {
 
 // ThreadConfig configures Discord threads.
 type ThreadConfig struct {
-	// InheritParent copies the parent channel's transcript into a new
-	// thread's session (off by default; done by the dispatcher).
+	// InheritParent seeds a new thread's session with the parent
+	// channel's recent messages (off by default; done by the dispatcher).
 	InheritParent bool `mapstructure:"inheritParent"`
 }
 
 // Access returns the account's access configuration.
 func (c Config) Access() access.Config {
 	return access.Config{DMPolicy: c.DMPolicy, AllowFrom: c.AllowFrom, GroupPolicy: c.GroupPolicy,
-		Groups: c.Guilds, RequireMention: c.RequireMention, GroupsKey: "guilds"}
+		Groups: c.Guilds, RequireMention: c.RequireMention, GroupsKey: "guilds",
+		Room: c.RoomDefaults, InheritParent: c.Thread.InheritParent}
 }
 
 // Validate checks c and names the offending key ("token: ...").

@@ -38,6 +38,9 @@ type Options struct {
 	// uses this account's static configuration. The daemon may pass a
 	// function that reads the current (hot-reloaded) access policy.
 	MentionRequired func(channels.Inbound) bool
+	// Room returns the room settings in force (hot-reloaded) for a
+	// message; the adapter reads autoThread from it. nil: no auto threads.
+	Room func(channels.Inbound) channels.Room
 	// OpenTimeout bounds one gateway connect (30 s when zero).
 	OpenTimeout time.Duration
 	// MaxBackoff caps the wait between failed connects (2 min when zero).

@@ -60,9 +60,16 @@ func ctxT(t *testing.T) context.Context {
 // start runs an adapter against a fake Discord until the test ends.
 func start(t *testing.T, cfg Config, fo discordtest.Options) *harness {
 	t.Helper()
+	return startWith(t, cfg, fo, Options{})
+}
+
+// startWith is start with adapter options (HTTPClient and Logger are set).
+func startWith(t *testing.T, cfg Config, fo discordtest.Options, opts Options) *harness {
+	t.Helper()
 	fake := discordtest.New(fo)
 	cfg.Token = "tok"
-	a, err := New("default", cfg, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	opts.HTTPClient, opts.Logger = fake.Client(), zaptest.NewLogger(t)
+	a, err := New("default", cfg, opts)
 	if err != nil {
 		fake.Close()
 		t.Fatal(err)

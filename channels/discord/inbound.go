@@ -92,7 +92,7 @@ func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.I
 		a.log.Debug("unmentioned guild message ignored", zap.String("chat_id", in.ChatID))
 		return channels.Inbound{}, false
 	}
-	return in, true
+	return a.autoThread(ctx, m, in), true
 }
 
 func displayName(m *discordgo.Message) string {

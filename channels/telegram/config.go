@@ -2,6 +2,9 @@ package telegram
 
 import (
 	"fmt"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
 	"net/url"
 	"os"
 	"strings"
@@ -39,6 +42,9 @@ type Config struct {
 	// RequireMention gates group messages on a mention or a reply to the
 	// bot; nil means true. Read it with MentionRequired.
 	RequireMention *bool `mapstructure:"requireMention"`
+	// RoomDefaults are this account's settings for all its rooms
+	// (historyLimit, streaming, errorPolicy, replyToMode, ackReaction).
+	channels.RoomDefaults `mapstructure:",squash"`
 	// PollTimeoutSeconds is the getUpdates long-poll timeout (1–50, default 30).
 	PollTimeoutSeconds int `mapstructure:"pollTimeoutSeconds"`
 }
@@ -56,12 +62,11 @@ type Webhook struct {
 	Path string `mapstructure:"path"`
 }
 
-// Group is the per-group configuration under groups.<chatId>.
-type Group struct {
-	// RequireMention overrides the account's requireMention for this group.
-	RequireMention *bool    `mapstructure:"requireMention"`
-	AllowFrom      []string `mapstructure:"allowFrom"`
-}
+// Group is the configuration under groups.<chatId> (or "*"): access
+// (allowFrom, requireMention, enabled), room behaviour (agentId,
+// systemPrompt, historyLimit, streaming, errorPolicy, replyToMode,
+// ackReaction) and forum topics (topics.<topicId>, the same keys).
+type Group = access.GroupRule
 
 // DefaultConfig returns an account config with every default filled in.
 func DefaultConfig() Config { return Config{}.WithDefaults() }
@@ -141,7 +146,14 @@ func (c Config) Validate() error {
 	if c.PollTimeoutSeconds < 1 || c.PollTimeoutSeconds > 50 {
 		return fmt.Errorf("pollTimeoutSeconds: %d is not between 1 and 50", c.PollTimeoutSeconds)
 	}
-	return nil
+	return c.Access().Validate()
+}
+
+// Access returns the account's access and room configuration.
+func (c Config) Access() access.Config {
+	return access.Config{DMPolicy: access.DMPolicy(c.DMPolicy), AllowFrom: c.AllowFrom,
+		GroupPolicy: access.GroupPolicy(c.GroupPolicy), Groups: c.Groups, RequireMention: c.RequireMention,
+		Room: c.RoomDefaults}
 }
 
 func (w Webhook) validate() error {

@@ -8,21 +8,10 @@ import (
 
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
 )
-
-// telegramAccess maps a Telegram account's access keys onto access.Config.
-func telegramAccess(c telegram.Config) access.Config {
-	groups := make(map[string]access.GroupRule, len(c.Groups))
-	for id, g := range c.Groups {
-		groups[id] = access.GroupRule{RequireMention: g.RequireMention, AllowFrom: g.AllowFrom}
-	}
-	return access.Config{DMPolicy: access.DMPolicy(c.DMPolicy), AllowFrom: c.AllowFrom,
-		GroupPolicy: access.GroupPolicy(c.GroupPolicy), Groups: groups, RequireMention: c.RequireMention}
-}
 
 // openPairing opens the pairing store shared by every policy generation.
 func openPairingStore(cfg *configs.Config, log *zap.Logger) (*access.PairingStore, error) {
@@ -37,7 +26,7 @@ func openPairingStore(cfg *configs.Config, log *zap.Logger) (*access.PairingStor
 func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logger) (*access.Policy, error) {
 	accounts := map[access.Account]access.Config{}
 	for name, a := range cfg.Channels.Telegram.Accounts {
-		accounts[access.Account{Channel: "telegram", AccountID: name}] = telegramAccess(a)
+		accounts[access.Account{Channel: "telegram", AccountID: name}] = a.Access()
 	}
 	for name, a := range cfg.Channels.Discord.Accounts {
 		ac := a.Access()
@@ -59,5 +48,16 @@ func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason}
 		}
 		return dispatch.Verdict{Allow: true, Privileged: p.Privileged(in)}
+	}
+}
+
+// roomFunc adapts a policy's room settings to the dispatcher. Web chats
+// have no room configuration.
+func roomFunc(p *access.Policy) func(in channels.Inbound) channels.Room {
+	return func(in channels.Inbound) channels.Room {
+		if in.Channel == web.Name {
+			return channels.DefaultRoom(in.Channel)
+		}
+		return p.Room(in)
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"go.uber.org/zap"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -174,7 +176,12 @@ func routeCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := dispatch.Resolve(resolver, in)
+			policy, err := accessPolicy(cfg, nil, zap.NewNop())
+			if err != nil {
+				return err
+			}
+			rt := &dispatch.Runtime{Resolver: resolver, Room: roomFunc(policy)}
+			r, err := rt.Route(in)
 			if err != nil {
 				return fmt.Errorf("route: %w", err)
 			}

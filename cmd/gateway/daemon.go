@@ -266,7 +266,7 @@ func (d *daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 		return nil, nil, err
 	}
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
-		Reset: cfg.Session.ResetConfig()}, policy, nil
+		Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy)}, policy, nil
 }
 
 func (d *daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
@@ -303,7 +303,8 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 	for name, acct := range cfg.Channels.Discord.Accounts {
 		a, err := discord.New(name, acct, discord.Options{Logger: d.log.Named("discord"), HTTPClient: dp.HTTPClient,
 			// Mention gating follows the hot-reloaded access policy.
-			MentionRequired: func(in channels.Inbound) bool { return d.policy.Load().MentionRequired(in) }})
+			MentionRequired: func(in channels.Inbound) bool { return d.policy.Load().MentionRequired(in) },
+			Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) }})
 		if err != nil {
 			return fmt.Errorf("gateway: channels.discord.accounts.%s: %w", name, err)
 		}

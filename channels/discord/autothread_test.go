@@ -1,0 +1,78 @@
+package discord
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// TestAutoThread: in a channel whose room has autoThread, a mention opens
+// a thread named from the message's first line and the message moves into
+// it (thread id, parent recorded); a reply lands in the thread; a message
+// already in a thread, an unmentioned one and another channel open none.
+func TestAutoThread(t *testing.T) {
+	room := func(in channels.Inbound) channels.Room {
+		r := channels.DefaultRoom(in.Channel)
+		r.AutoThread = in.ChatID == channelID
+		return r
+	}
+	fo := fakeOptions()
+	fo.NoEcho = true
+	fo.Guilds[0].Channels = append(fo.Guilds[0].Channels, &discordgo.Channel{ID: "778", Name: "other", Type: discordgo.ChannelTypeGuildText})
+	h := startWith(t, Config{RequireMention: boolPtr(false)}, fo, Options{Room: room})
+	bot := h.fake.BotUser()
+	long := strings.Repeat("x", 150)
+	id := h.post(&discordgo.Message{ChannelID: channelID, GuildID: guildID,
+		Content: "<@" + bot.ID + "> " + long + "\nsecond line", Mentions: []*discordgo.User{bot}})
+	in := h.next(t)
+	if in.MessageID != id {
+		t.Fatalf("got %s, want %s", in.MessageID, id)
+	}
+	threads := h.fake.Threads()
+	if len(threads) != 1 {
+		t.Fatalf("threads started: %+v", threads)
+	}
+	th := threads[0]
+	if th.ParentID != channelID || th.MessageID != id || len([]rune(th.Name)) != maxThreadName || strings.Contains(th.Name, "second") {
+		t.Fatalf("thread %+v", th)
+	}
+	if in.ThreadID != th.ThreadID || in.ParentChatID != channelID || in.ChatID != channelID {
+		t.Fatalf("inbound not moved into the thread: %+v", in)
+	}
+	if err := h.a.Send(ctxT(t), channels.Outbound{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "answer"}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := h.fake.Sent(); len(sent) != 1 || sent[0].ChannelID != th.ThreadID {
+		t.Fatalf("reply went to %+v, want thread %s", sent, th.ThreadID)
+	}
+
+	// In the thread, unmentioned, and in a channel without autoThread: no new thread.
+	h.post(&discordgo.Message{ChannelID: th.ThreadID, GuildID: guildID, Content: "<@" + bot.ID + "> follow-up", Mentions: []*discordgo.User{bot}})
+	if got := h.next(t); got.ThreadID != th.ThreadID {
+		t.Fatalf("follow-up in the thread: %+v", got)
+	}
+	h.post(&discordgo.Message{ChannelID: channelID, GuildID: guildID, Content: "just chatting"})
+	if got := h.next(t); got.ThreadID != "" {
+		t.Fatalf("unmentioned message moved to a thread: %+v", got)
+	}
+	h.post(&discordgo.Message{ChannelID: "778", GuildID: guildID, Content: "<@" + bot.ID + "> hi", Mentions: []*discordgo.User{bot}})
+	if got := h.next(t); got.ThreadID != "" {
+		t.Fatalf("a channel without autoThread opened a thread: %+v", got)
+	}
+	if n := len(h.fake.Threads()); n != 1 {
+		t.Fatalf("%d threads started, want 1", n)
+	}
+}
+
+func TestThreadName(t *testing.T) {
+	for in, want := range map[string]string{"": "Conversation", "  \n  ": "Conversation", "hello\nworld": "hello",
+		strings.Repeat("é", 120): strings.Repeat("é", 99) + "…"} {
+		if got := threadName(in); got != want {
+			t.Errorf("threadName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+func boolPtr(v bool) *bool { return &v }

@@ -1,0 +1,117 @@
+package dispatch
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// withRoom swaps the harness's runtime for one whose rooms are room(in).
+func (h *harness) withRoom(room func(in channels.Inbound) channels.Room) {
+	rt := *h.d.Runtime()
+	rt.Room = room
+	h.d.SetRuntime(&rt)
+}
+
+func topicMsg(chat, topic, text string) channels.Inbound {
+	m := in("tg", chat, text)
+	m.ChatType, m.SenderID, m.SenderName = channels.Group, "41", "Ann"
+	if topic != "" {
+		m.ThreadID, m.IsTopic = topic, true
+	}
+	return m
+}
+
+// TestRoomPromptAndParentKey: a room's systemPrompt follows the agent's
+// into the model request; a topic's session records its group's key as
+// parentSessionKey; the group's own session has none.
+func TestRoomPromptAndParentKey(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.withRoom(func(in channels.Inbound) channels.Room {
+		r := channels.DefaultRoom(in.Channel)
+		if in.ThreadID == "7" {
+			r.SystemPrompt = "Topic 7 is about billing."
+		}
+		return r
+	})
+	h.handle(topicMsg("-100", "7", "hello topic"))
+	h.handle(topicMsg("-100", "", "hello group"))
+	h.drained()
+	var sawPrompt, sawBare bool
+	for _, req := range h.m.requests() {
+		last := lastUserTexts(req.Messages)
+		switch {
+		case len(last) > 0 && strings.Contains(last[0], "hello topic"):
+			sawPrompt = strings.Contains(req.System, "Topic 7 is about billing.")
+		case len(last) > 0 && strings.Contains(last[0], "hello group"):
+			sawBare = !strings.Contains(req.System, "billing")
+		}
+	}
+	if !sawPrompt || !sawBare {
+		t.Fatalf("room prompt in the topic's request %v, absent from the group's %v", sawPrompt, sawBare)
+	}
+	st, err := h.mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicKey := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Group, Peer: "-100"}
+	topicKey, err = topicKey.WithThread(routing.Topic, "7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := st.Get(topicKey)
+	if err != nil || !ok {
+		t.Fatalf("topic session: %v %v", ok, err)
+	}
+	if e.ParentSessionKey != "agent:main:tg:group:-100" {
+		t.Fatalf("parentSessionKey = %q", e.ParentSessionKey)
+	}
+	g, ok, err := st.Get(topicKey.Parent())
+	if err != nil || !ok || g.ParentSessionKey != "" {
+		t.Fatalf("group session: %v %v parent %q", ok, err, g.ParentSessionKey)
+	}
+}
+
+// TestInheritParentSeedsNewThread: with inheritParent a new thread's
+// first turn carries its parent's recent conversation, framed as context,
+// once; without it the thread starts empty.
+func TestInheritParentSeedsNewThread(t *testing.T) {
+	h := newHarness(t, "", nil)
+	inherit := true
+	h.withRoom(func(in channels.Inbound) channels.Room {
+		r := channels.DefaultRoom(in.Channel)
+		r.InheritParent = inherit
+		return r
+	})
+	h.handle(topicMsg("-100", "", "the deploy is on friday"))
+	h.drained()
+	h.handle(topicMsg("-100", "3", "when is the deploy?"))
+	h.drained()
+	h.handle(topicMsg("-100", "3", "and the rollback?"))
+	h.drained()
+	inherit = false
+	h.handle(topicMsg("-100", "4", "fresh topic"))
+	h.drained()
+
+	hist := h.history("agent:main:tg:group:-100:topic:3")
+	var seeds int
+	for _, m := range hist {
+		if m.Role == sessions.RoleUser && strings.Contains(m.Text(), "continues a conversation from its parent channel") {
+			seeds++
+			if !strings.Contains(m.Text(), "the deploy is on friday") || !strings.Contains(m.Text(), "re: [Ann] the deploy is on friday") {
+				t.Errorf("seed lacks the parent's messages:\n%s", m.Text())
+			}
+		}
+	}
+	if seeds != 1 {
+		t.Fatalf("%d parent seeds in the thread's transcript, want 1", seeds)
+	}
+	for _, m := range h.history("agent:main:tg:group:-100:topic:4") {
+		if strings.Contains(m.Text(), "parent channel") {
+			t.Fatal("a thread without inheritParent was seeded")
+		}
+	}
+}
