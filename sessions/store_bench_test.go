@@ -228,6 +228,27 @@ func BenchmarkStoreCreateByIndexSize(b *testing.B) {
 	}
 }
 
+// BenchmarkStoreUpdateByIndexSize: a counter update made durable at once
+// (AddCounters then Flush, which appends the changed entry to the change
+// log) as the index grows: its cost must not depend on the index size.
+// The daemon flushes at most once a second, so this is the worst case.
+func BenchmarkStoreUpdateByIndexSize(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			_, s, keys := benchManager(b, n)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				s.AddCounters(keys[i%len(keys)], Counters{InputTokens: 1, OutputTokens: 2, TotalTokens: 3, Messages: 1})
+				if err := s.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkStoreAt100k: listing (sorted, most recent first) and loading
 // an index of 100,000 sessions (start-up reads it once).
 func BenchmarkStoreAt100k(b *testing.B) {
