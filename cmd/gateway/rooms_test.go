@@ -2,12 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/configs"
 )
 
@@ -122,5 +128,82 @@ func TestRouteRoomAgent(t *testing.T) {
 		"--thread", "8", "--topic", "--sender", "42", "--json").want(t, 0)
 	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || got.AgentID != "main" {
 		t.Fatalf("topic 8 should stay with main: %+v %v", got, err)
+	}
+}
+
+// TestRoomSettingsHotReload: a forum topic's systemPrompt and agentId
+// reach the model, and an edit of them applies to the next message
+// without a restart (the topic moves to the other agent's session).
+func TestRoomSettingsHotReload(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	path := filepath.Join(dir, "gateway.yaml")
+	write := func(topic string) {
+		t.Helper()
+		y := fmt.Sprintf(`stateDir: %s
+http: {listen: "127.0.0.1:0"}
+log: {level: debug, format: console}
+channels:
+  telegram:
+    accounts:
+      default:
+        token: %q
+        apiRoot: %q
+        groupPolicy: allowlist
+        pollTimeoutSeconds: 1
+        groups:
+          "-100123":
+            topics:
+              "7": %s
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model}
+  list: [{id: main, systemPrompt: "MAIN-PROMPT"}, {id: helper, systemPrompt: "HELPER-PROMPT"}]
+`, state, tg.Token(), tg.URL, topic, model.BaseURL())
+		must(t, os.WriteFile(path, []byte(y), 0o600))
+	}
+	write(`{systemPrompt: "TOPIC-SEVEN", requireMention: false}`)
+	startFromFile(t, path, &fakeClock{})
+
+	system := func(text string) string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if r, ok := lastRequestFor(model, text); ok && len(r.Body.Messages) > 0 {
+				return r.Body.Messages[0].Content
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("no model request for %q", text)
+		return ""
+	}
+	tg.Topic(-100123, 7, 42, "first question")
+	if s := system("first question"); !strings.Contains(s, "MAIN-PROMPT") || !strings.Contains(s, "TOPIC-SEVEN") {
+		t.Fatalf("system prompt %q: want the agent's and the topic's", s)
+	}
+	write(`{agentId: helper, systemPrompt: "RELOADED", requireMention: false}`)
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; ; i++ {
+		text := fmt.Sprintf("after the edit %d", i)
+		tg.Topic(-100123, 7, 42, text)
+		s := system(text)
+		if strings.Contains(s, "HELPER-PROMPT") && strings.Contains(s, "RELOADED") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the edit never applied: system prompt %q", s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	idx, err := os.ReadFile(filepath.Join(state, "agents", "helper", "sessions", "sessions.json"))
+	if err != nil {
+		// The entry may still be only in the change log.
+		idx, err = os.ReadFile(filepath.Join(state, "agents", "helper", "sessions", "sessions.delta.jsonl"))
+	}
+	if err != nil || !strings.Contains(string(idx), "agent:helper:telegram:group:-100123:topic:7") {
+		t.Fatalf("the helper agent has no session for topic 7: %v\n%s", err, idx)
 	}
 }
