@@ -175,7 +175,18 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		st = stampOf(fi)
-		if err := decodeIndex(bufio.NewReaderSize(f, 256<<10), slots); err != nil {
+		err = decodeIndex(bufio.NewReaderSize(f, 256<<10), slots, false)
+		if err != nil {
+			// Perhaps an index with epoch-millisecond times (the reference
+			// system's JSON-era format): read it again, leniently.
+			if _, serr := f.Seek(0, io.SeekStart); serr == nil {
+				clear(slots)
+				if lerr := decodeIndex(bufio.NewReaderSize(f, 256<<10), slots, true); lerr == nil {
+					err = nil
+				}
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
@@ -348,7 +359,7 @@ func (s *Store) encodeLocked() ([]byte, error) {
 // decodeIndex streams the index object into slots, one entry at a time
 // (no copy of the file or of the whole map in memory); errors name the
 // entry.
-func decodeIndex(r io.Reader, slots map[string]*slot) error {
+func decodeIndex(r io.Reader, slots map[string]*slot, lenient bool) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if errors.Is(err, io.EOF) {
@@ -370,7 +381,11 @@ func decodeIndex(r io.Reader, slots map[string]*slot) error {
 			return fmt.Errorf("unexpected %v", tok)
 		}
 		sl := &slot{}
-		if err := dec.Decode(&sl.e); err != nil {
+		var dst any = &sl.e
+		if lenient {
+			dst = (*legacyEntry)(&sl.e)
+		}
+		if err := dec.Decode(dst); err != nil {
 			return fmt.Errorf("entry %q: %w", clip(k), err)
 		}
 		slots[k] = sl

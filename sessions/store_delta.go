@@ -162,7 +162,13 @@ func ReadIndex(dir string) (map[string]Entry, error) {
 		return nil, fmt.Errorf("sessions: read index: %w", err)
 	case len(bytes.TrimSpace(b)) > 0:
 		if err := json.Unmarshal(b, &idx); err != nil {
-			return nil, fmt.Errorf("sessions: read index %s: %w", filepath.Join(dir, indexName), err)
+			legacy := map[string]legacyEntry{}
+			if json.Unmarshal(b, &legacy) != nil {
+				return nil, fmt.Errorf("sessions: read index %s: %w", filepath.Join(dir, indexName), err)
+			}
+			for k, e := range legacy {
+				idx[k] = Entry(e)
+			}
 		}
 	}
 	if _, _, err := readDelta(filepath.Join(dir, deltaName), func(l deltaLine) { applyDeltaLine(idx, l) }); err != nil {
