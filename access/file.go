@@ -1,19 +1,17 @@
 package access
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/gateway/gateway/internal/atomicfile"
 )
 
 // pairingFile is the on-disk form of one channel's pairing state.
@@ -114,36 +112,11 @@ func clonePairing(d pairingFile) pairingFile {
 		Pending: append([]Request(nil), d.Pending...), Allowed: append([]Approval(nil), d.Allowed...)}
 }
 
-// writeAtomic writes b to path through a 0600 temporary file, fsync and
-// rename, then fsyncs the directory; a crash leaves the old or the new file.
+// writeAtomic writes b to path (0600) unless it already holds b; a crash
+// leaves the old or the new file (internal/atomicfile).
 func writeAtomic(path string, b []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return nil
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := fmt.Sprintf("%s.%d.%s.tmp", path, os.Getpid(), hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if _, err := atomicfile.WriteFileIfChanged(path, b, 0o600); err != nil {
 		return fmt.Errorf("access: write %s: %w", path, err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("access: write %s: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"github.com/gateway/gateway/internal/atomicfile"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,43 +201,13 @@ func (s *FileStore) SaveMigration(_ context.Context, account string, oldID, newI
 	return nil
 }
 
-// writeAtomic replaces path with data so a crash leaves the old or the new
-// content, never a torn file.
+// writeAtomic replaces path with data (0600, its directory created 0700)
+// so a crash leaves the old or the new content, never a torn file.
 func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // loadMigrations fills the migration maps from the store, if it keeps them.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/gateway/gateway/internal/atomicfile"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -123,30 +123,10 @@ func encodeIndex(idx map[string]sessions.Entry) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeAtomic writes path via a synced temp file and a rename, then syncs
-// the directory: a crash leaves the old or the new file, never a torn one.
+// writeAtomic replaces path (0600) so a crash leaves the old or the new
+// file, never a torn one (internal/atomicfile).
 func writeAtomic(path string, data []byte) error {
-	tmp := fmt.Sprintf("%s.%d.%08x.tmp", path, os.Getpid(), rand.Uint32())
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return werr
-	}
-	if err := renameSync(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // checkLocks finds lock files whose metadata outlived their holder and
