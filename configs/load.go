@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+
+	"github.com/gateway/gateway/internal/secret"
 )
 
 // EnvPrefix prefixes every environment override.
@@ -95,11 +97,11 @@ func mergeEnv(m map[string]any, env map[string]any, path []string) {
 
 func (c *Config) readSecrets() error {
 	if c.HTTP.TokenFile != "" && c.HTTP.Token == "" {
-		b, err := os.ReadFile(c.HTTP.TokenFile)
+		t, err := secret.ReadFile(c.HTTP.TokenFile)
 		if err != nil {
 			return fmt.Errorf("config: http.tokenFile: %w", err)
 		}
-		c.HTTP.Token = strings.TrimSpace(string(b))
+		c.HTTP.Token = t
 	}
 	return nil
 }

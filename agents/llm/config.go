@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gateway/gateway/internal/secret"
 )
 
 // Provider types understood by agents.NewProviders.
@@ -91,11 +93,11 @@ func (c ProviderConfig) ResolveAPIKey(defaultEnv string, getenv func(string) str
 	case c.APIKey != "":
 		return c.APIKey, nil
 	case c.APIKeyFile != "":
-		b, err := os.ReadFile(c.APIKeyFile)
+		k, err := secret.ReadFile(c.APIKeyFile)
 		if err != nil {
 			return "", fmt.Errorf("apiKeyFile: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
+		return k, nil
 	case c.APIKeyEnv != "":
 		return getenv(c.APIKeyEnv), nil
 	case defaultEnv != "":

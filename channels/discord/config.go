@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/secret"
 )
 
 // Config is one Discord account (channels.discord.accounts.<id>).
@@ -72,13 +72,9 @@ func (c Config) token() (string, error) {
 	if c.Token != "" {
 		return strings.TrimSpace(c.Token), nil
 	}
-	b, err := os.ReadFile(c.TokenFile)
+	t, err := secret.ReadFile(c.TokenFile)
 	if err != nil {
 		return "", fmt.Errorf("tokenFile: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("tokenFile: %s is empty", c.TokenFile)
 	}
 	return t, nil
 }

@@ -3,11 +3,12 @@ package telegram
 import (
 	"fmt"
 
+	"net/url"
+	"strings"
+
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
-	"net/url"
-	"os"
-	"strings"
+	"github.com/gateway/gateway/internal/secret"
 )
 
 // Modes of receiving updates.
@@ -183,13 +184,9 @@ func (c Config) ResolveToken() (string, error) {
 	if c.TokenFile == "" {
 		return "", fmt.Errorf("token: required (or tokenFile)")
 	}
-	b, err := os.ReadFile(c.TokenFile)
+	t, err := secret.ReadFile(c.TokenFile)
 	if err != nil {
 		return "", fmt.Errorf("tokenFile: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("tokenFile: %s is empty", c.TokenFile)
 	}
 	return t, nil
 }
