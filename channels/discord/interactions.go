@@ -75,20 +75,19 @@ func (x *interactions) state(id string, expires time.Time, fresh bool) *ixState 
 
 // startInteractions registers the handlers for slash commands (READY's
 // application id, GUILD_CREATE registrations, INTERACTION_CREATE) and
-// starts the worker that serves them; the returned function removes the
-// handlers and waits for the worker. Interactions are served apart from
-// messages so that a backlog of messages never delays their 3-second
-// acknowledgement.
+// starts their two workers; the returned function removes the handlers
+// and waits for the workers. Interactions are served apart from messages
+// and from registrations (which a rate limit may hold up) so that nothing
+// delays their 3-second acknowledgement.
 func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	type registration struct{ guild string }
-	jobs := make(chan any, maxInteractionsQueued)
-	push := func(job any) bool {
+	regs := make(chan string, maxInteractionsQueued) // guild ids, "" for global
+	ixs := make(chan *discordgo.Interaction, maxInteractionsQueued)
+	register := func(guild string) {
 		select {
-		case jobs <- job:
-			return true
+		case regs <- guild:
 		default:
-			return false
+			a.log.Warn("registration queue full", zap.String("guild_id", guild))
 		}
 	}
 	mode := a.cfg.slashMode()
@@ -101,16 +100,21 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 				a.ix.setApp(r.User.ID)
 			}
 			if mode == SlashGlobal {
-				push(registration{})
+				register("")
 			}
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
 			if a.slashGuild(g.Guild) {
-				push(registration{guild: g.ID})
+				register(g.ID)
 			}
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
-			if i.Interaction != nil && i.Type == discordgo.InteractionApplicationCommand && !push(i.Interaction) {
+			if i.Interaction == nil || i.Type != discordgo.InteractionApplicationCommand {
+				return
+			}
+			select {
+			case ixs <- i.Interaction:
+			default:
 				a.log.Warn("interaction queue full, command dropped", zap.String("interaction_id", i.ID))
 			}
 		}),
@@ -122,16 +126,21 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 			select {
 			case <-ctx.Done():
 				return
-			case job := <-jobs:
-				switch j := job.(type) {
-				case registration:
-					if !done[j.guild] {
-						done[j.guild] = true
-						a.register(ctx, a.ix.app(), j.guild)
-					}
-				case *discordgo.Interaction:
-					a.interaction(ctx, h, j)
+			case guild := <-regs:
+				if !done[guild] {
+					done[guild] = true
+					a.register(ctx, a.ix.app(), guild)
 				}
+			}
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case i := <-ixs:
+				a.interaction(ctx, h, i)
 			}
 		}
 	})
@@ -197,9 +206,6 @@ func (a *Adapter) interactionInbound(ctx context.Context, i *discordgo.Interacti
 		Mentioned: true, Text: commandText(cmd.Name, data.Options), Time: now,
 		Interaction: &channels.Interaction{ID: i.ID, AppID: i.AppID, Token: i.Token, Private: cmd.Private,
 			Expires: now.Add(interactionTTL)},
-	}
-	if t, err := discordgo.SnowflakeTimestamp(i.ID); err == nil && t.Unix() > 0 {
-		in.Time = t
 	}
 	switch {
 	case i.Member != nil && i.Member.Nick != "":

@@ -69,12 +69,13 @@ func multiGuildOptions() discordtest.Options {
 		&discordgo.Guild{ID: "502", Name: "configured by channel",
 			Channels: []*discordgo.Channel{{ID: "602", Type: discordgo.ChannelTypeGuildText}}},
 		&discordgo.Guild{ID: "503", Name: "blocked",
-			Channels: []*discordgo.Channel{{ID: "603", Type: discordgo.ChannelTypeGuildText}}})
+			Channels: []*discordgo.Channel{{ID: "603", Type: discordgo.ChannelTypeGuildText}}},
+		&discordgo.Guild{ID: "504", Name: "configured last"})
 	return fo
 }
 
-// barrier sends /help and waits for its deferral: the interaction worker
-// handles its jobs in order, so every registration queued before it is done.
+// barrier sends /help and waits for its deferral: events are handled in
+// gateway order, so every registration was queued (or not) before it.
 func barrier(t *testing.T, fake *discordtest.Server, got <-chan channels.Inbound, replies int) {
 	t.Helper()
 	fake.SendInteraction(fake.SlashCommand(channelID, alice, "help", nil))
@@ -89,13 +90,17 @@ func barrier(t *testing.T, fake *discordtest.Server, got <-chan channels.Inbound
 // TestSlashCommandsRegisteredPerConfiguredGuild: in guild mode the
 // catalogue is registered once in each guild the account's guilds admit
 // (by guild id or by one of its channels), never in others or globally.
+// Registrations run in gateway order and the last guild is admitted, so
+// one for a guild in between would be among the first three.
 func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 	no := false
-	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "602": {}, "503": {Allow: &no}}}
+	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "602": {}, "503": {Allow: &no}, "504": {}}}
 	got := make(chan channels.Inbound, 8)
 	fake, _ := startWith(t, cfg, multiGuildOptions(), accept(got))
-	barrier(t, fake, got, 0)
-	regs := fake.Registrations()
+	regs, err := fake.WaitRegistrations(ctxT(t), 3)
+	if err != nil {
+		t.Fatalf("registrations %+v: %v", regs, err)
+	}
 	var guilds []string
 	for _, r := range regs {
 		guilds = append(guilds, r.GuildID)
@@ -103,7 +108,7 @@ func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 			t.Errorf("registered for application %q, want READY's %q", r.AppID, discordtest.DefaultApplicationID)
 		}
 	}
-	if diff := cmp.Diff([]string{guildID, "502"}, guilds); diff != "" {
+	if diff := cmp.Diff([]string{guildID, "502", "504"}, guilds); diff != "" {
 		t.Fatalf("registered guilds (-want +got):\n%s", diff)
 	}
 	cat := channels.Commands()
@@ -123,25 +128,63 @@ func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 	}
 }
 
-func TestSlashCommandsGlobalAndOff(t *testing.T) {
-	for _, mode := range []string{SlashGlobal, SlashOff} {
-		t.Run(mode, func(t *testing.T) {
-			got := make(chan channels.Inbound, 8)
-			fake, _ := startWith(t, Config{SlashCommands: mode, Guilds: map[string]access.GroupRule{guildID: {}}},
-				multiGuildOptions(), accept(got))
-			barrier(t, fake, got, 0)
-			var want []string
-			if mode == SlashGlobal {
-				want = []string{""}
-			}
-			var guilds []string
-			for _, r := range fake.Registrations() {
-				guilds = append(guilds, r.GuildID)
-			}
-			if diff := cmp.Diff(want, guilds); diff != "" {
-				t.Errorf("registrations (-want +got):\n%s", diff)
+// TestSlashCommandsGlobal: global mode registers the catalogue once for
+// the application, with no guild.
+func TestSlashCommandsGlobal(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, _ := startWith(t, Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{guildID: {}}},
+		multiGuildOptions(), accept(got))
+	regs, err := fake.WaitRegistrations(ctxT(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	barrier(t, fake, got, 0)
+	if len(regs) != 1 || regs[0].GuildID != "" || len(regs[0].Commands) != len(channels.Commands()) {
+		t.Errorf("registrations %+v, want one global", regs)
+	}
+}
+
+// TestSlashGuildSelection: which guilds get the commands, by mode and
+// access configuration.
+func TestSlashGuildSelection(t *testing.T) {
+	no := false
+	g := &discordgo.Guild{ID: "1", Channels: []*discordgo.Channel{{ID: "10"}}, Threads: []*discordgo.Channel{{ID: "11"}}}
+	tests := []struct {
+		name string
+		cfg  Config
+		want bool
+	}{
+		{"guild listed", Config{Guilds: map[string]access.GroupRule{"1": {}}}, true},
+		{"channel listed", Config{Guilds: map[string]access.GroupRule{"10": {}}}, true},
+		{"thread listed", Config{Guilds: map[string]access.GroupRule{"11": {}}}, true},
+		{"wildcard", Config{Guilds: map[string]access.GroupRule{"*": {}}}, true},
+		{"guild blocked", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {}}}, false},
+		{"other guild", Config{Guilds: map[string]access.GroupRule{"2": {}}}, false},
+		{"nothing configured", Config{}, false},
+		{"open policy", Config{GroupPolicy: access.GroupOpen}, true},
+		{"disabled policy", Config{GroupPolicy: access.GroupDisabled, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+		{"global mode", Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+		{"off", Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &Adapter{cfg: tt.cfg}
+			if got := a.slashGuild(g); got != tt.want {
+				t.Errorf("slashGuild = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSlashCommandsOff: with slashCommands off nothing is registered, and
+// interactions are still served (commands registered earlier stay usable).
+func TestSlashCommandsOff(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, _ := startWith(t, Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{guildID: {}}},
+		multiGuildOptions(), accept(got))
+	barrier(t, fake, got, 0)
+	if regs := fake.Registrations(); len(regs) != 0 {
+		t.Errorf("registrations %+v, want none", regs)
 	}
 }
 
