@@ -82,10 +82,10 @@ type Server struct {
 	intents    discordgo.Intent   // from the last Identify
 	channels   map[string]*discordgo.Channel
 	sent       []Sent
+	inter      interactionsFake
 	typing     []string
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
-	inter      interactionsFake
 }
 
 type dispatch struct {
@@ -119,13 +119,13 @@ func New(opts Options) *Server {
 		}
 	}
 	mux := http.NewServeMux()
+	s.interactionRoutes(mux)
 	mux.HandleFunc("GET /gateway/", s.serveGateway) // discordgo adds the slash
 	mux.HandleFunc("GET /api/v9/gateway", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
-	s.interactionRoutes(mux)
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}
