@@ -16,9 +16,9 @@ import (
 	"github.com/gateway/gateway/channels/discord/discordtest"
 )
 
-// startWith runs an adapter with handler h against a fake Discord until
+// startSlashAdapter runs an adapter with handler h against a fake Discord until
 // the test ends.
-func startWith(t *testing.T, cfg Config, fo discordtest.Options, h channels.Handler) (*discordtest.Server, *Adapter) {
+func startSlashAdapter(t *testing.T, cfg Config, fo discordtest.Options, h channels.Handler) (*discordtest.Server, *Adapter) {
 	t.Helper()
 	fake := discordtest.New(fo)
 	cfg.Token = "tok"
@@ -96,7 +96,7 @@ func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 	no := false
 	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "602": {}, "503": {Allow: &no}, "504": {}}}
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startWith(t, cfg, multiGuildOptions(), accept(got))
+	fake, _ := startSlashAdapter(t, cfg, multiGuildOptions(), accept(got))
 	regs, err := fake.WaitRegistrations(ctxT(t), 3)
 	if err != nil {
 		t.Fatalf("registrations %+v: %v", regs, err)
@@ -132,7 +132,7 @@ func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 // the application, with no guild.
 func TestSlashCommandsGlobal(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startWith(t, Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{guildID: {}}},
+	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{guildID: {}}},
 		multiGuildOptions(), accept(got))
 	regs, err := fake.WaitRegistrations(ctxT(t), 1)
 	if err != nil {
@@ -180,7 +180,7 @@ func TestSlashGuildSelection(t *testing.T) {
 // interactions are still served (commands registered earlier stay usable).
 func TestSlashCommandsOff(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startWith(t, Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{guildID: {}}},
+	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{guildID: {}}},
 		multiGuildOptions(), accept(got))
 	barrier(t, fake, got, 0)
 	if regs := fake.Registrations(); len(regs) != 0 {
@@ -193,7 +193,7 @@ func TestSlashCommandsOff(t *testing.T) {
 // is acknowledged with a deferred response, ephemeral for /history.
 func TestSlashCommandBecomesChatCommand(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startWith(t, Config{}, multiGuildOptions(), accept(got))
+	fake, _ := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
 	i := fake.SlashCommand(threadID, alice, "history", map[string]any{"n": "5"})
 	i.Member.Nick = "Al"
 	id := fake.SendInteraction(i)
@@ -227,7 +227,7 @@ func TestSlashCommandBecomesChatCommand(t *testing.T) {
 // most 2,000 characters; nothing is posted to the channel.
 func TestSlashReplyThroughInteraction(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, a := startWith(t, Config{}, multiGuildOptions(), accept(got))
+	fake, a := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
 	fake.SendInteraction(fake.SlashCommand(channelID, alice, "status", nil))
 	in := <-got
 	waitReplies(t, fake, 1)
@@ -264,7 +264,7 @@ func TestSlashReplyThroughInteraction(t *testing.T) {
 // (by the clock, or refused by Discord) the reply is a channel message.
 func TestSlashReplyAfterTokenExpiry(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, a := startWith(t, Config{}, multiGuildOptions(), accept(got))
+	fake, a := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
 	fake.SendInteraction(fake.SlashCommand(channelID, alice, "new", nil))
 	in := <-got
 	waitReplies(t, fake, 1)
