@@ -147,8 +147,8 @@ func TestSlashCommandsGlobal(t *testing.T) {
 // TestSlashGuildSelection: which guilds get the commands, by mode and
 // access configuration.
 func TestSlashGuildSelection(t *testing.T) {
-	no := false
-	g := &discordgo.Guild{ID: "1", Channels: []*discordgo.Channel{{ID: "10"}}, Threads: []*discordgo.Channel{{ID: "11"}}}
+	no, yes := false, true
+	g := &discordgo.Guild{ID: "1", Channels: []*discordgo.Channel{{ID: "10"}}, Threads: []*discordgo.Channel{{ID: "11", ParentID: "10"}}}
 	tests := []struct {
 		name string
 		cfg  Config
@@ -158,7 +158,11 @@ func TestSlashGuildSelection(t *testing.T) {
 		{"channel listed", Config{Guilds: map[string]access.GroupRule{"10": {}}}, true},
 		{"thread listed", Config{Guilds: map[string]access.GroupRule{"11": {}}}, true},
 		{"wildcard", Config{Guilds: map[string]access.GroupRule{"*": {}}}, true},
-		{"guild blocked", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {}}}, false},
+		{"guild blocked", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
+		{"guild blocked, a channel listed", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {}}}, false},
+		{"guild blocked, a channel allowed", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {Allow: &yes}}}, true},
+		{"open, guild blocked", Config{GroupPolicy: access.GroupOpen, Guilds: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
+		{"senders listed", Config{Guilds: map[string]access.GroupRule{"1": {AllowFrom: []string{"42"}}}}, true},
 		{"other guild", Config{Guilds: map[string]access.GroupRule{"2": {}}}, false},
 		{"nothing configured", Config{}, false},
 		{"open policy", Config{GroupPolicy: access.GroupOpen}, true},
@@ -168,7 +172,7 @@ func TestSlashGuildSelection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &Adapter{cfg: tt.cfg}
+			a := &Adapter{id: "default", cfg: tt.cfg}
 			if got := a.slashGuild(g); got != tt.want {
 				t.Errorf("slashGuild = %v, want %v", got, tt.want)
 			}

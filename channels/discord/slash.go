@@ -68,33 +68,39 @@ func applicationCommands(cmds []channels.Command) []*discordgo.ApplicationComman
 	return out
 }
 
-// slashGuild reports whether the account's configuration admits guild g,
-// so that its commands are registered there.
+// slashGuild reports whether the account's access policy admits guild g
+// or one of its channels or threads (to a sender its rules list), so that
+// its commands are registered there. The policy decides, so every rule
+// form it knows (a guild, channel or thread key, "*", enabled/allow,
+// groupPolicy) counts as it does for messages.
 func (a *Adapter) slashGuild(g *discordgo.Guild) bool {
 	if a.cfg.slashMode() != SlashGuild || g == nil || g.Unavailable {
 		return false
 	}
-	switch a.cfg.GroupPolicy {
-	case access.GroupDisabled:
+	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: a.id}: a.cfg.Access()}, access.Options{})
+	if err != nil {
 		return false
-	case access.GroupOpen:
+	}
+	admits := func(chat, thread string) bool {
+		in := channels.Inbound{Channel: Name, AccountID: a.id, ChatType: channels.Channel, GuildID: g.ID,
+			ChatID: chat, ThreadID: thread, CaseSensitive: true, Mentioned: true}
+		if thread != "" {
+			in.ParentChatID = chat
+		}
+		d := pol.Check(in)
+		return d.Allowed() || d.Reason == access.ReasonSenderNotListed
+	}
+	if admits(g.ID, "") {
 		return true
 	}
-	allowed := func(id string) (bool, bool) {
-		r, ok := a.cfg.Guilds[id]
-		return ok && (r.Allow == nil || *r.Allow), ok
+	for _, c := range g.Channels {
+		if c != nil && admits(c.ID, "") {
+			return true
+		}
 	}
-	if ok, listed := allowed(g.ID); listed {
-		return ok
-	}
-	if ok, _ := allowed("*"); ok {
-		return true
-	}
-	for _, list := range [][]*discordgo.Channel{g.Channels, g.Threads} {
-		for _, c := range list {
-			if ok, _ := allowed(c.ID); ok {
-				return true
-			}
+	for _, c := range g.Threads {
+		if c != nil && admits(c.ParentID, c.ID) {
+			return true
 		}
 	}
 	return false
