@@ -178,6 +178,8 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 	case errors.Is(err, channels.ErrRejected):
 		// Refused by the access policy or a duplicate: like a message that
 		// is not let through, it gets no answer.
+	case ctx.Err() != nil:
+		// Shutting down: nothing can answer it now.
 	default:
 		a.log.Warn("command not accepted", zap.String("interaction_id", i.ID), zap.Error(err))
 		a.respondNotice(ctx, i, "The gateway cannot take commands right now; please try again shortly.")
