@@ -47,6 +47,9 @@ type Inbound struct {
 	// ReplyToID is the platform message id this message answers, if any.
 	ReplyToID string
 	Time      time.Time
+	// Interaction is set for a native command (Discord slash command): the
+	// reply goes back through it.
+	Interaction *Interaction `json:",omitempty"`
 }
 
 // Outbound is a reply to deliver.
@@ -70,6 +73,9 @@ type Outbound struct {
 	TokenEstimate int64
 	// Failed marks a user-safe error notice rather than an agent reply.
 	Failed bool
+	// Interaction, copied from the inbound message, sends the reply through
+	// the platform interaction it came from.
+	Interaction *Interaction `json:",omitempty"`
 }
 
 // Handler accepts one inbound message. A nil error means the message is

@@ -8,6 +8,11 @@
 // Optional capabilities (typing indicator, editing) are small interfaces
 // found by type assertion.
 //
+// Commands is the chat command catalogue: the dispatcher recognises and
+// documents (/help) the same commands that adapters publish as native menus
+// or slash commands; an Inbound that came through a platform interaction
+// carries it in Interaction, and so does its reply's Outbound.
+//
 // channels and its sub-packages never import sessions, agents or lanes, and
 // adapters never import each other.
 package channels

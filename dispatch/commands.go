@@ -9,17 +9,21 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
 
-var knownCommands = map[string]bool{
-	"new": true, "reset": true, "compact": true, "status": true, "queue": true, "stop": true,
-	"sessions": true, "switch": true, "history": true, "delete": true, "help": true,
+// knownCommand reports a command of the catalogue (channels.Commands).
+func knownCommand(c string) bool {
+	_, ok := channels.LookupCommand(c)
+	return ok
 }
 
+// privilegedCommand reports a command only allowed senders may run in groups.
 func privilegedCommand(c string) bool {
-	return c == "new" || c == "reset" || c == "switch" || c == "delete"
+	cmd, ok := channels.LookupCommand(c)
+	return ok && cmd.Privileged
 }
 
 // parseCommand recognises reset triggers and chat commands (SPEC §3.6, §6.1).
@@ -37,24 +41,14 @@ func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
 	}
 	word, rest, _ := strings.Cut(t[1:], " ")
 	word = strings.ToLower(word)
-	if !knownCommands[word] {
+	if !knownCommand(word) {
 		return "", ""
 	}
 	return word, strings.TrimSpace(rest)
 }
 
-const helpText = `Commands:
-/new [model] – start a new session (optionally with a model)
-/reset – start a new session
-/compact [instructions] – summarise older history now
-/status – session key, id, model, tokens, compactions, queue mode
-/queue <collect|followup|steer|interrupt> [debounce:1s cap:20 drop:summarize|old|new] | /queue reset
-/stop – cancel the running reply and queued messages
-/sessions – this chat's current and archived sessions
-/switch <n|sessionId> – make an archived session current again
-/history [n] – the last n messages (default 10)
-/delete [n] – archive a session of this chat
-/help – this text`
+// helpText is /help's answer, from the same catalogue adapters register.
+var helpText = channels.HelpText(channels.Commands())
 
 // command runs one chat command on the session's lane.
 func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {

@@ -361,6 +361,7 @@ func outboundFor(in channels.Inbound) channels.Outbound {
 	return channels.Outbound{
 		Channel: in.Channel, AccountID: in.AccountID, ChatID: in.ChatID,
 		ThreadID: in.ThreadID, IsTopic: in.IsTopic, ReplyToID: in.MessageID,
+		Interaction: in.Interaction,
 	}
 }
 

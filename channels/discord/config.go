@@ -34,6 +34,9 @@ type Config struct {
 	// operator's proxy or a test fake: https://discord.com/api/... becomes
 	// <apiBase>/api/.... Empty: Discord itself.
 	APIBase string `mapstructure:"apiBase"`
+	// SlashCommands is where the command catalogue is registered as slash
+	// commands at start: guild (default), global or off (SlashGuild...).
+	SlashCommands string `mapstructure:"slashCommands"`
 }
 
 // ThreadConfig configures Discord threads.
@@ -63,6 +66,11 @@ func (c Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase)
 		}
+	}
+	switch c.SlashCommands {
+	case "", SlashGuild, SlashGlobal, SlashOff:
+	default:
+		return fmt.Errorf("slashCommands: %q is not guild, global or off", c.SlashCommands)
 	}
 	return c.Access().Validate()
 }

@@ -45,6 +45,9 @@ type Options struct {
 	OpenTimeout time.Duration
 	// MaxBackoff caps the wait between failed connects (2 min when zero).
 	MaxBackoff time.Duration
+	// Commands is the command catalogue registered as slash commands and
+	// accepted from interactions; nil means channels.Commands().
+	Commands []channels.Command
 }
 
 // Adapter is one Discord bot account. Create it with New.
@@ -61,6 +64,8 @@ type Adapter struct {
 	mu      sync.Mutex
 	botID   string   // guarded by mu; from READY
 	lastNet net.Conn // guarded by mu; the gateway's current TCP connection
+
+	ix interactions // slash command acknowledgements (own lock)
 }
 
 var (
@@ -181,6 +186,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		return errors.New("discord: Run already running")
 	}
 	defer a.running.Store(false)
+	defer a.startInteractions(ctx, h)()
 
 	q := newQueue(maxQueued)
 	disconnected := make(chan struct{}, 1)

@@ -24,4 +24,21 @@
 // Outbound.ReplyToID, to the thread when Outbound.ThreadID is set. 429
 // answers are retried by discordgo. Send, Notify and Typing use REST only
 // and are safe for concurrent use, also while Run is not running.
+//
+// Slash commands: at start the command catalogue (channels.Commands) is
+// registered by bulk overwrite in each guild the account's guilds admit
+// (slashCommands: guild, the default), once globally (global) or not at all
+// (off). An INTERACTION_CREATE for an application command becomes the
+// Inbound of the typed command ("/history 5": the option values follow the
+// name), addressed to the bot and subject to the access policy like a
+// message, carrying a channels.Interaction. Interactions are served on
+// their own goroutine, apart from messages and registrations. Once the
+// Handler accepts the command the interaction is acknowledged with a
+// deferred response, ephemeral (flag 64) for private commands (/status,
+// /sessions, /history, /help); the reply's first part then fills the
+// original response and later parts are followups. A notice sent while the
+// Handler runs (a refusal) is the interaction's ephemeral response; a
+// command refused without a notice (a guild not admitted) gets no answer.
+// After the token's 15 minutes, or when Discord refuses it, replies go to
+// the channel as ordinary messages.
 package discord

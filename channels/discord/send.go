@@ -50,7 +50,15 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 }
 
 // SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
+// A reply to a slash command goes through its interaction while the token
+// is valid, else to the channel.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
+	if out.Interaction != nil {
+		if handled, err := a.sendInteraction(ctx, out, i, part); handled {
+			return err
+		}
+		out.ReplyToID = "" // the interaction is not a message to reply to
+	}
 	to, err := target(out)
 	if err != nil {
 		return fmt.Errorf("discord: send: %w", err)
@@ -73,6 +81,12 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, p
 
 // Notify sends a notice outside the agent flow (pairing codes, refusals).
 func (a *Adapter) Notify(ctx context.Context, out channels.Outbound) error {
+	if out.Interaction != nil {
+		if handled, err := a.notifyInteraction(ctx, out); handled {
+			return err
+		}
+		out.ReplyToID = ""
+	}
 	return a.Send(ctx, out)
 }
 

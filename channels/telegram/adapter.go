@@ -49,6 +49,9 @@ type Options struct {
 	// MaxRetryAfter caps how long Send waits on a 429 before giving up
 	// (default 60 s).
 	MaxRetryAfter time.Duration
+	// Commands is the command catalogue published as the bot's command
+	// menu at start; nil means channels.Commands(), empty publishes none.
+	Commands []channels.Command
 }
 
 // Adapter is one Telegram bot account. Create it with New.
@@ -152,6 +155,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		}
 		return err
 	}
+	defer a.startCommandMenu(ctx)()
 	if a.cfg.Mode == ModeWebhook {
 		return a.runWebhook(ctx, h)
 	}

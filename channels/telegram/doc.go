@@ -28,6 +28,11 @@
 // breaking code blocks, replies into the same chat and topic (General is
 // never addressed with message_thread_id 1) and honours 429 retry_after.
 //
+// At start Run publishes the command catalogue (Options.Commands) as the
+// bot's command menu with setMyCommands: every command in private chats,
+// the catalogue's group commands in groups; a failure is logged, not
+// retried.
+//
 // Concurrency: Run is called once; Send, Typing and Notify may be called
 // concurrently with Run and with each other, also before Run has started.
 // Every request carries the caller's context.

@@ -2,7 +2,10 @@
 // that speaks the real protocol (Hello, Identify, Resume, READY,
 // GUILD_CREATE, heartbeats and ACKs, op 7 reconnect, dispatches with
 // sequence numbers and replay on resume) and the REST endpoints a bot
-// uses (gateway discovery, channel messages, typing, channel lookup).
+// uses (gateway discovery, channel messages, typing, channel lookup), plus
+// slash commands: application command registration, INTERACTION_CREATE
+// (SendInteraction), the interaction callback and the interaction
+// webhook's edit of @original and followups, all recorded with their flags.
 //
 // Point discordgo at it with Server.Client (an *http.Client that sends
 // every request to the fake, whatever its host); the gateway URL the fake
@@ -44,6 +47,9 @@ type Options struct {
 	// NoEcho disables dispatching the bot's own sent messages back as
 	// MESSAGE_CREATE (real Discord echoes them).
 	NoEcho bool
+	// ApplicationID is the bot's application, announced in READY
+	// (DefaultApplicationID when empty).
+	ApplicationID string
 }
 
 // Sent is one message the bot posted.
@@ -76,6 +82,7 @@ type Server struct {
 	intents    discordgo.Intent   // from the last Identify
 	channels   map[string]*discordgo.Channel
 	sent       []Sent
+	inter      interactionsFake
 	typing     []string
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
@@ -113,6 +120,7 @@ func New(opts Options) *Server {
 		}
 	}
 	mux := http.NewServeMux()
+	s.interactionRoutes(mux)
 	mux.HandleFunc("GET /gateway/", s.serveGateway) // discordgo adds the slash
 	mux.HandleFunc("GET /api/v9/gateway", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)

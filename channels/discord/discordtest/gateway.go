@@ -128,7 +128,8 @@ func (s *Server) identify(c *conn, d json.RawMessage) bool {
 		unavailable = append(unavailable, map[string]any{"id": g.ID, "unavailable": true})
 	}
 	s.dispatchLocked("READY", map[string]any{"v": 9, "session_id": s.sessionID, "user": s.opts.BotUser,
-		"guilds": unavailable, "resume_gateway_url": s.GatewayURL()})
+		"guilds": unavailable, "resume_gateway_url": s.GatewayURL(),
+		"application": map[string]any{"id": s.appID(), "flags": 0}})
 	for _, g := range s.opts.Guilds {
 		gc := *g
 		gc.Members = append(append([]*discordgo.Member(nil), g.Members...),

@@ -82,6 +82,7 @@ type Server struct {
 	migrated   map[int64]int64
 	changed    chan struct{} // closed and replaced on every change
 	conns      int           // client connections not yet closed
+	commands   []MyCommands  // setMyCommands calls, in order
 }
 
 type pending struct {
@@ -348,7 +349,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.notifyLocked()
 		s.mu.Unlock()
 		writeOK(w, true)
-	case "setMyCommands", "deleteMessage", "setMessageReaction":
+	case "setMyCommands", "getMyCommands", "deleteMyCommands":
+		s.myCommands(w, r, method)
+	case "deleteMessage", "setMessageReaction":
 		writeOK(w, true)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})

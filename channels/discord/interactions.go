@@ -1,0 +1,275 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// interactionTTL is how long replies go through an interaction: Discord
+// accepts its token for 15 minutes; the margin covers a slow send.
+const interactionTTL = 15*time.Minute - 30*time.Second
+
+// maxInteractionsQueued bounds interactions waiting for the worker.
+const maxInteractionsQueued = 256
+
+// interactions tracks whether each recent interaction has been
+// acknowledged (its one callback spent), so that the first reply, a
+// refusal and the deferral never race for it.
+type interactions struct {
+	mu    sync.Mutex
+	appID string              // guarded by mu; from READY
+	m     map[string]*ixState // guarded by mu; by interaction id
+}
+
+// ixState is one interaction's acknowledgement; mu is held across the
+// callback so only one answer spends it.
+type ixState struct {
+	mu      sync.Mutex
+	acked   bool // guarded by mu
+	expires time.Time
+}
+
+func (x *interactions) setApp(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.appID = id
+}
+
+func (x *interactions) app() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.appID
+}
+
+// state returns interaction id's state, creating it (acknowledged unless
+// fresh) and forgetting expired ones. An interaction this process has not
+// seen (a reply resumed after a restart) was acknowledged before.
+func (x *interactions) state(id string, expires time.Time, fresh bool) *ixState {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if st, ok := x.m[id]; ok {
+		return st
+	}
+	if x.m == nil {
+		x.m = map[string]*ixState{}
+	}
+	now := time.Now()
+	for k, st := range x.m {
+		if now.After(st.expires) {
+			delete(x.m, k)
+		}
+	}
+	st := &ixState{acked: !fresh, expires: expires}
+	x.m[id] = st
+	return st
+}
+
+// startInteractions registers the handlers for slash commands (READY's
+// application id, GUILD_CREATE registrations, INTERACTION_CREATE) and
+// starts their two workers; the returned function removes the handlers
+// and waits for the workers. Interactions are served apart from messages
+// and from registrations (which a rate limit may hold up) so that nothing
+// delays their 3-second acknowledgement.
+func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	regs := make(chan string, maxInteractionsQueued) // guild ids, "" for global
+	ixs := make(chan *discordgo.Interaction, maxInteractionsQueued)
+	register := func(guild string) {
+		select {
+		case regs <- guild:
+		default:
+			a.log.Warn("registration queue full", zap.String("guild_id", guild))
+		}
+	}
+	mode := a.cfg.slashMode()
+	removes := []func(){
+		a.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+			switch {
+			case r.Application != nil && r.Application.ID != "":
+				a.ix.setApp(r.Application.ID)
+			case r.User != nil:
+				a.ix.setApp(r.User.ID)
+			}
+			if mode == SlashGlobal {
+				register("")
+			}
+		}),
+		a.s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
+			if a.slashGuild(g.Guild) {
+				register(g.ID)
+			}
+		}),
+		a.s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
+			if i.Interaction == nil || i.Type != discordgo.InteractionApplicationCommand {
+				return
+			}
+			select {
+			case ixs <- i.Interaction:
+			default:
+				a.log.Warn("interaction queue full, command dropped", zap.String("interaction_id", i.ID))
+			}
+		}),
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		done := map[string]bool{} // registered scopes: once per Run, not per reconnect
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case guild := <-regs:
+				if !done[guild] {
+					done[guild] = true
+					a.register(ctx, a.ix.app(), guild)
+				}
+			}
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case i := <-ixs:
+				a.interaction(ctx, h, i)
+			}
+		}
+	})
+	return func() {
+		for _, rm := range removes {
+			rm()
+		}
+		cancel()
+		wg.Wait()
+	}
+}
+
+// interaction hands a slash command to h as a chat command and
+// acknowledges it: deferred (ephemeral for private commands) once the
+// command is accepted, unless a reply or a refusal already answered it.
+func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discordgo.Interaction) {
+	in, ok := a.interactionInbound(ctx, i)
+	if !ok {
+		a.respondNotice(ctx, i, "Unknown command. /help lists them.")
+		return
+	}
+	st := a.ix.state(i.ID, in.Interaction.Expires, true)
+	err := h(ctx, in)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked {
+		return
+	}
+	switch {
+	case err == nil:
+		if err := a.deferReply(ctx, in.Interaction); err != nil && ctx.Err() == nil {
+			a.log.Warn("interaction not acknowledged", zap.String("interaction_id", i.ID), zap.Error(err))
+		}
+		st.acked = true
+	case errors.Is(err, channels.ErrRejected):
+		// Refused by the access policy or a duplicate: like a message that
+		// is not let through, it gets no answer.
+	case ctx.Err() != nil:
+		// Shutting down: nothing can answer it now.
+	default:
+		a.log.Warn("command not accepted", zap.String("interaction_id", i.ID), zap.Error(err))
+		a.respondNotice(ctx, i, "The gateway cannot take commands right now; please try again shortly.")
+		st.acked = true
+	}
+}
+
+// interactionInbound turns an application command interaction into the
+// chat command it stands for; ok is false for a command not in the
+// catalogue.
+func (a *Adapter) interactionInbound(ctx context.Context, i *discordgo.Interaction) (channels.Inbound, bool) {
+	data := i.ApplicationCommandData()
+	cmd, ok := a.command(data.Name)
+	user := i.User
+	if i.Member != nil && i.Member.User != nil {
+		user = i.Member.User
+	}
+	if !ok || user == nil {
+		return channels.Inbound{}, false
+	}
+	now := time.Now()
+	in := channels.Inbound{
+		Channel: Name, AccountID: a.id, MessageID: i.ID, ChatID: i.ChannelID,
+		SenderID: user.ID, SenderName: user.Username, CaseSensitive: true,
+		// A slash command is addressed to the bot.
+		Mentioned: true, Text: commandText(cmd.Name, data.Options), Time: now,
+		Interaction: &channels.Interaction{ID: i.ID, AppID: i.AppID, Token: i.Token, Private: cmd.Private,
+			Expires: now.Add(interactionTTL)},
+	}
+	switch {
+	case i.Member != nil && i.Member.Nick != "":
+		in.SenderName = i.Member.Nick
+	case user.GlobalName != "":
+		in.SenderName = user.GlobalName
+	}
+	if i.GuildID == "" {
+		in.ChatType = channels.Direct
+		return in, true
+	}
+	in.ChatType, in.GuildID = channels.Channel, i.GuildID
+	if ch := a.channel(ctx, i.ChannelID); ch != nil && ch.IsThread() && ch.ParentID != "" {
+		in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, i.ChannelID, ch.ParentID
+	}
+	return in, true
+}
+
+func ephemeral(private bool) discordgo.MessageFlags {
+	if private {
+		return discordgo.MessageFlagsEphemeral
+	}
+	return 0
+}
+
+// deferReply acknowledges ix with a deferred response ("thinking…"), shown to
+// the caller only for private commands.
+func (a *Adapter) deferReply(ctx context.Context, ix *channels.Interaction) error {
+	di := &discordgo.Interaction{ID: ix.ID, AppID: ix.AppID, Token: ix.Token}
+	err := a.s.InteractionRespond(di, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Flags: ephemeral(ix.Private)},
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("discord: interaction defer: %w", err)
+	}
+	return nil
+}
+
+// respondNotice answers an unacknowledged interaction with a short
+// message only its caller sees.
+func (a *Adapter) respondNotice(ctx context.Context, i *discordgo.Interaction, text string) {
+	err := a.s.InteractionRespond(i, &discordgo.InteractionResponse{
+		Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral,
+			AllowedMentions: &discordgo.MessageAllowedMentions{}},
+	}, discordgo.WithContext(ctx))
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("interaction notice not delivered", zap.String("interaction_id", i.ID), zap.Error(err))
+	}
+}
+
+// tokenGone reports Discord refusing an interaction token that expired or
+// that it does not know: the reply must go to the channel instead.
+func tokenGone(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return false
+	}
+	switch re.Response.StatusCode {
+	case http.StatusUnauthorized, http.StatusNotFound:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,358 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord/discordtest"
+)
+
+// startSlashAdapter runs an adapter with handler h against a fake Discord until
+// the test ends.
+func startSlashAdapter(t *testing.T, cfg Config, fo discordtest.Options, h channels.Handler) (*discordtest.Server, *Adapter) {
+	t.Helper()
+	fake := discordtest.New(fo)
+	cfg.Token = "tok"
+	a, err := New("default", cfg, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		fake.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		fake.Close()
+	})
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	return fake, a
+}
+
+// accept is a handler that accepts every command and passes it on.
+func accept(got chan<- channels.Inbound) channels.Handler {
+	return func(_ context.Context, in channels.Inbound) error {
+		got <- in
+		return nil
+	}
+}
+
+func waitReplies(t *testing.T, fake *discordtest.Server, n int) []discordtest.InteractionReply {
+	t.Helper()
+	got, err := fake.WaitInteractionReplies(ctxT(t), n)
+	if err != nil {
+		t.Fatalf("waiting for %d interaction replies, have %+v: %v", n, got, err)
+	}
+	return got
+}
+
+func multiGuildOptions() discordtest.Options {
+	fo := fakeOptions() // guild 500 with channel 600 and thread 700
+	fo.NoEcho = true
+	fo.Guilds = append(fo.Guilds,
+		&discordgo.Guild{ID: "501", Name: "not configured",
+			Channels: []*discordgo.Channel{{ID: "601", Type: discordgo.ChannelTypeGuildText}}},
+		&discordgo.Guild{ID: "502", Name: "configured by channel",
+			Channels: []*discordgo.Channel{{ID: "602", Type: discordgo.ChannelTypeGuildText}}},
+		&discordgo.Guild{ID: "503", Name: "blocked",
+			Channels: []*discordgo.Channel{{ID: "603", Type: discordgo.ChannelTypeGuildText}}},
+		&discordgo.Guild{ID: "504", Name: "configured last"})
+	return fo
+}
+
+// barrier sends /help and waits for its deferral: events are handled in
+// gateway order, so every registration was queued (or not) before it.
+func barrier(t *testing.T, fake *discordtest.Server, got <-chan channels.Inbound, replies int) {
+	t.Helper()
+	fake.SendInteraction(fake.SlashCommand(channelID, alice, "help", nil))
+	select {
+	case <-got:
+	case <-ctxT(t).Done():
+		t.Fatal("barrier command not handled")
+	}
+	waitReplies(t, fake, replies+1)
+}
+
+// TestSlashCommandsRegisteredPerConfiguredGuild: in guild mode the
+// catalogue is registered once in each guild the account's guilds admit
+// (by guild id or by one of its channels), never in others or globally.
+// Registrations run in gateway order and the last guild is admitted, so
+// one for a guild in between would be among the first three.
+func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
+	no := false
+	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "602": {}, "503": {Allow: &no}, "504": {}}}
+	got := make(chan channels.Inbound, 8)
+	fake, _ := startSlashAdapter(t, cfg, multiGuildOptions(), accept(got))
+	regs, err := fake.WaitRegistrations(ctxT(t), 3)
+	if err != nil {
+		t.Fatalf("registrations %+v: %v", regs, err)
+	}
+	var guilds []string
+	for _, r := range regs {
+		guilds = append(guilds, r.GuildID)
+		if r.AppID != discordtest.DefaultApplicationID {
+			t.Errorf("registered for application %q, want READY's %q", r.AppID, discordtest.DefaultApplicationID)
+		}
+	}
+	if diff := cmp.Diff([]string{guildID, "502", "504"}, guilds); diff != "" {
+		t.Fatalf("registered guilds (-want +got):\n%s", diff)
+	}
+	cat := channels.Commands()
+	if len(regs[0].Commands) != len(cat) {
+		t.Fatalf("%d commands registered, want %d", len(regs[0].Commands), len(cat))
+	}
+	for i, c := range regs[0].Commands {
+		want := cat[i]
+		if c.Name != want.Name || c.Description != want.Description {
+			t.Errorf("command %d = %s %q, want %s %q", i, c.Name, c.Description, want.Name, want.Description)
+		}
+		if (want.Arg != "") != (len(c.Options) == 1) {
+			t.Errorf("/%s options %+v, want argument %q", c.Name, c.Options, want.Arg)
+		} else if want.Arg != "" && (c.Options[0].Name != want.Arg || c.Options[0].Required != want.ArgRequired) {
+			t.Errorf("/%s option %+v, want %q required=%v", c.Name, c.Options[0], want.Arg, want.ArgRequired)
+		}
+	}
+}
+
+// TestSlashCommandsGlobal: global mode registers the catalogue once for
+// the application, with no guild.
+func TestSlashCommandsGlobal(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{guildID: {}}},
+		multiGuildOptions(), accept(got))
+	regs, err := fake.WaitRegistrations(ctxT(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	barrier(t, fake, got, 0)
+	if len(regs) != 1 || regs[0].GuildID != "" || len(regs[0].Commands) != len(channels.Commands()) {
+		t.Errorf("registrations %+v, want one global", regs)
+	}
+}
+
+// TestSlashGuildSelection: which guilds get the commands, by mode and
+// access configuration.
+func TestSlashGuildSelection(t *testing.T) {
+	no, yes := false, true
+	g := &discordgo.Guild{ID: "1", Channels: []*discordgo.Channel{{ID: "10"}}, Threads: []*discordgo.Channel{{ID: "11", ParentID: "10"}}}
+	tests := []struct {
+		name string
+		cfg  Config
+		want bool
+	}{
+		{"guild listed", Config{Guilds: map[string]access.GroupRule{"1": {}}}, true},
+		{"channel listed", Config{Guilds: map[string]access.GroupRule{"10": {}}}, true},
+		{"thread listed", Config{Guilds: map[string]access.GroupRule{"11": {}}}, true},
+		{"wildcard", Config{Guilds: map[string]access.GroupRule{"*": {}}}, true},
+		{"guild blocked", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
+		{"guild blocked, a channel listed", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {}}}, false},
+		{"guild blocked, a channel allowed", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {Allow: &yes}}}, true},
+		{"open, guild blocked", Config{GroupPolicy: access.GroupOpen, Guilds: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
+		{"senders listed", Config{Guilds: map[string]access.GroupRule{"1": {AllowFrom: []string{"42"}}}}, true},
+		{"other guild", Config{Guilds: map[string]access.GroupRule{"2": {}}}, false},
+		{"nothing configured", Config{}, false},
+		{"open policy", Config{GroupPolicy: access.GroupOpen}, true},
+		{"disabled policy", Config{GroupPolicy: access.GroupDisabled, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+		{"global mode", Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+		{"off", Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &Adapter{id: "default", cfg: tt.cfg}
+			if got := a.slashGuild(g); got != tt.want {
+				t.Errorf("slashGuild = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSlashCommandsOff: with slashCommands off nothing is registered, and
+// interactions are still served (commands registered earlier stay usable).
+func TestSlashCommandsOff(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{guildID: {}}},
+		multiGuildOptions(), accept(got))
+	barrier(t, fake, got, 0)
+	if regs := fake.Registrations(); len(regs) != 0 {
+		t.Errorf("registrations %+v, want none", regs)
+	}
+}
+
+// TestSlashCommandBecomesChatCommand: an interaction reaches the handler as
+// the typed command with its option, from the thread it was used in, and
+// is acknowledged with a deferred response, ephemeral for /history.
+func TestSlashCommandBecomesChatCommand(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, _ := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
+	i := fake.SlashCommand(threadID, alice, "history", map[string]any{"n": "5"})
+	i.Member.Nick = "Al"
+	id := fake.SendInteraction(i)
+	var in channels.Inbound
+	select {
+	case in = <-got:
+	case <-ctxT(t).Done():
+		t.Fatal("command not handled")
+	}
+	if in.Interaction == nil || in.Interaction.ID != id || in.Interaction.Token == "" || !in.Interaction.Private ||
+		in.Interaction.AppID != discordtest.DefaultApplicationID || !in.Interaction.Valid(time.Now()) {
+		t.Fatalf("interaction %+v", in.Interaction)
+	}
+	in.Interaction, in.Time = nil, time.Time{}
+	want := channels.Inbound{Channel: Name, AccountID: "default", MessageID: id, ChatID: channelID,
+		ChatType: channels.Channel, GuildID: guildID, ThreadID: threadID, ParentChatID: channelID,
+		SenderID: alice.ID, SenderName: "Al", CaseSensitive: true, Mentioned: true, Text: "/history 5"}
+	if diff := cmp.Diff(want, in); diff != "" {
+		t.Fatalf("inbound (-want +got):\n%s", diff)
+	}
+	reps := waitReplies(t, fake, 1)
+	wantRep := discordtest.InteractionReply{Kind: discordtest.ReplyCallback, InteractionID: id,
+		Type: discordgo.InteractionResponseDeferredChannelMessageWithSource, Flags: discordgo.MessageFlagsEphemeral}
+	if diff := cmp.Diff([]discordtest.InteractionReply{wantRep}, reps); diff != "" {
+		t.Fatalf("replies (-want +got):\n%s", diff)
+	}
+}
+
+// TestSlashReplyThroughInteraction: a long reply to a private command
+// fills the deferred response and continues in ephemeral followups of at
+// most 2,000 characters; nothing is posted to the channel.
+func TestSlashReplyThroughInteraction(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, a := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
+	fake.SendInteraction(fake.SlashCommand(channelID, alice, "status", nil))
+	in := <-got
+	waitReplies(t, fake, 1)
+	long := strings.Repeat("status line\n", 350) // 4,200 characters: three parts
+	out := channels.Outbound{Channel: Name, AccountID: "default", ChatID: in.ChatID, ReplyToID: in.MessageID,
+		Text: long, Interaction: in.Interaction}
+	if err := a.Send(ctxT(t), out); err != nil {
+		t.Fatal(err)
+	}
+	reps := fake.InteractionReplies()[1:]
+	if len(reps) != 3 {
+		t.Fatalf("replies %+v, want an edit and two followups", reps)
+	}
+	var joined string
+	for k, r := range reps {
+		wantKind, wantFlags := discordtest.ReplyFollowup, discordgo.MessageFlagsEphemeral
+		if k == 0 {
+			wantKind, wantFlags = discordtest.ReplyEdit, 0
+		}
+		if r.Kind != wantKind || r.Flags != wantFlags || len([]rune(r.Content)) > MaxMessageLen {
+			t.Errorf("reply %d: %s flags %d, %d characters", k, r.Kind, r.Flags, len([]rune(r.Content)))
+		}
+		joined += r.Content + "\n"
+	}
+	if strings.Join(strings.Fields(joined), " ") != strings.Join(strings.Fields(long), " ") {
+		t.Error("the parts do not add up to the reply")
+	}
+	if s := fake.Sent(); len(s) != 0 {
+		t.Errorf("posted to the channel: %+v", s)
+	}
+}
+
+// TestSlashReplyAfterTokenExpiry: once the token is past its 15 minutes
+// (by the clock, or refused by Discord) the reply is a channel message.
+func TestSlashReplyAfterTokenExpiry(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, a := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
+	fake.SendInteraction(fake.SlashCommand(channelID, alice, "new", nil))
+	in := <-got
+	waitReplies(t, fake, 1)
+	late := *in.Interaction
+	late.Expires = time.Now().Add(-time.Second)
+	out := channels.Outbound{Channel: Name, AccountID: "default", ChatID: in.ChatID, ReplyToID: in.MessageID,
+		Text: "late by the clock", Interaction: &late}
+	if err := a.Send(ctxT(t), out); err != nil {
+		t.Fatal(err)
+	}
+	fake.ExpireInteraction(in.MessageID)
+	out.Text, out.Interaction = "refused by Discord", in.Interaction
+	if err := a.Send(ctxT(t), out); err != nil {
+		t.Fatal(err)
+	}
+	sent := fake.Sent()
+	if len(sent) != 2 || sent[0].Content != "late by the clock" || sent[1].Content != "refused by Discord" {
+		t.Fatalf("channel messages %+v", sent)
+	}
+	for _, s := range sent {
+		if s.ChannelID != channelID || s.Reference != nil {
+			t.Errorf("fallback %+v: want channel %s, no reference", s, channelID)
+		}
+	}
+	if n := len(fake.InteractionReplies()); n != 1 {
+		t.Errorf("%d interaction replies, want only the deferral", n)
+	}
+}
+
+// TestSlashRefusalAndFailures: a notice sent while the command is handled
+// (a refusal) is the interaction's ephemeral response and nothing else
+// answers it; a handler failure and an unknown command get short
+// ephemeral notices.
+func TestSlashRefusalAndFailures(t *testing.T) {
+	handled := make(chan channels.Inbound, 8)
+	var a *Adapter
+	h := func(ctx context.Context, in channels.Inbound) error {
+		defer func() { handled <- in }()
+		switch in.Text {
+		case "/reset":
+			out := channels.Outbound{Channel: Name, AccountID: "default", ChatID: in.ChatID, Text: "Only allowed members can use /reset here.",
+				Failed: true, Interaction: in.Interaction}
+			if err := a.Notify(ctx, out); err != nil {
+				t.Error(err)
+			}
+			return channels.ErrRejected
+		case "/stop":
+			return errors.New("disk on fire")
+		}
+		return channels.ErrRejected
+	}
+	fake := discordtest.New(multiGuildOptions())
+	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	defer func() {
+		cancel()
+		<-done
+		fake.Close()
+	}()
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := fake.SendInteraction(fake.SlashCommand(channelID, alice, "reset", nil))
+	<-handled
+	s := fake.SendInteraction(fake.SlashCommand(channelID, alice, "stop", nil))
+	<-handled
+	u := fake.SendInteraction(fake.SlashCommand(channelID, alice, "frobnicate", nil))
+	reps := waitReplies(t, fake, 3)
+	eph := discordgo.MessageFlagsEphemeral
+	msg := discordgo.InteractionResponseChannelMessageWithSource
+	want := []discordtest.InteractionReply{
+		{Kind: discordtest.ReplyCallback, InteractionID: r, Type: msg, Content: "Only allowed members can use /reset here.", Flags: eph},
+		{Kind: discordtest.ReplyCallback, InteractionID: s, Type: msg, Content: "The gateway cannot take commands right now; please try again shortly.", Flags: eph},
+		{Kind: discordtest.ReplyCallback, InteractionID: u, Type: msg, Content: "Unknown command. /help lists them.", Flags: eph},
+	}
+	if diff := cmp.Diff(want, reps); diff != "" {
+		t.Fatalf("replies (-want +got):\n%s", diff)
+	}
+	if len(handled) != 0 {
+		t.Error("the unknown command reached the handler")
+	}
+}

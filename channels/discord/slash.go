@@ -1,0 +1,153 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+)
+
+// Where an account registers the command catalogue as slash commands
+// (Config.SlashCommands).
+const (
+	// SlashGuild registers them in each guild the bot is in that the
+	// account's guilds configure (every guild under groupPolicy open);
+	// they appear at once. The default.
+	SlashGuild = "guild"
+	// SlashGlobal registers them once for the application: every guild and
+	// DMs (Discord may take a while to show changes).
+	SlashGlobal = "global"
+	// SlashOff registers nothing (commands registered earlier stay).
+	SlashOff = "off"
+)
+
+// slashMode is c.SlashCommands with its default.
+func (c Config) slashMode() string {
+	if c.SlashCommands == "" {
+		return SlashGuild
+	}
+	return c.SlashCommands
+}
+
+// commands is the catalogue this adapter registers and accepts.
+func (a *Adapter) commands() []channels.Command {
+	if a.opts.Commands != nil {
+		return a.opts.Commands
+	}
+	return channels.Commands()
+}
+
+// command finds name in the adapter's catalogue.
+func (a *Adapter) command(name string) (channels.Command, bool) {
+	for _, c := range a.commands() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return channels.Command{}, false
+}
+
+// applicationCommands turns the catalogue into slash commands: one
+// optional (or required) free-text option for commands with arguments.
+func applicationCommands(cmds []channels.Command) []*discordgo.ApplicationCommand {
+	out := make([]*discordgo.ApplicationCommand, 0, len(cmds))
+	for _, c := range cmds {
+		ac := &discordgo.ApplicationCommand{Type: discordgo.ChatApplicationCommand, Name: c.Name, Description: c.Description}
+		if c.Arg != "" {
+			ac.Options = []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString,
+				Name: c.Arg, Description: c.ArgDescription, Required: c.ArgRequired}}
+		}
+		out = append(out, ac)
+	}
+	return out
+}
+
+// slashGuild reports whether the account's access policy admits guild g
+// or one of its channels or threads (to a sender its rules list), so that
+// its commands are registered there. The policy decides, so every rule
+// form it knows (a guild, channel or thread key, "*", enabled/allow,
+// groupPolicy) counts as it does for messages.
+func (a *Adapter) slashGuild(g *discordgo.Guild) bool {
+	if a.cfg.slashMode() != SlashGuild || g == nil || g.Unavailable {
+		return false
+	}
+	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: a.id}: a.cfg.Access()}, access.Options{})
+	if err != nil {
+		return false
+	}
+	admits := func(chat, thread string) bool {
+		in := channels.Inbound{Channel: Name, AccountID: a.id, ChatType: channels.Channel, GuildID: g.ID,
+			ChatID: chat, ThreadID: thread, CaseSensitive: true, Mentioned: true}
+		if thread != "" {
+			in.ParentChatID = chat
+		}
+		d := pol.Check(in)
+		return d.Allowed() || d.Reason == access.ReasonSenderNotListed
+	}
+	if admits(g.ID, "") {
+		return true
+	}
+	for _, c := range g.Channels {
+		if c != nil && admits(c.ID, "") {
+			return true
+		}
+	}
+	for _, c := range g.Threads {
+		if c != nil && admits(c.ParentID, c.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// register overwrites the application's commands in guildID ("" for
+// global) with the catalogue. Failures are logged: typed commands keep
+// working without the menu.
+func (a *Adapter) register(ctx context.Context, appID, guildID string) {
+	if appID == "" {
+		a.log.Warn("slash commands not registered: no application id", zap.String("guild_id", guildID))
+		return
+	}
+	cmds := applicationCommands(a.commands())
+	_, err := a.s.ApplicationCommandBulkOverwrite(appID, guildID, cmds, discordgo.WithContext(ctx))
+	scope := guildID
+	if scope == "" {
+		scope = "global"
+	}
+	switch {
+	case err != nil && ctx.Err() == nil:
+		a.log.Warn("slash commands not registered", zap.String("scope", scope), zap.Error(err))
+	case err == nil:
+		a.log.Info("slash commands registered", zap.String("scope", scope), zap.Int("commands", len(cmds)))
+	}
+}
+
+// commandText is the chat command an interaction stands for: "/name" and
+// its option values, as a person would type it.
+func commandText(name string, opts []*discordgo.ApplicationCommandInteractionDataOption) string {
+	parts := []string{"/" + name}
+	for _, o := range opts {
+		if o == nil || o.Value == nil {
+			continue
+		}
+		var v string
+		switch x := o.Value.(type) {
+		case string:
+			v = x
+		case float64:
+			v = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			v = fmt.Sprint(x)
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			parts = append(parts, v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
