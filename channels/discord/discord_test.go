@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestGuildChannelMentionGating(t *testing.T) {
 		ChatType: channels.Channel, GuildID: guildID, SenderID: alice.ID, SenderName: "Al", CaseSensitive: true,
 		Mentioned: true, Text: "hello there"}
 	in.Time = time.Time{}
-	if in != want {
+	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("got  %+v\nwant %+v", in, want)
 	}
 

@@ -82,6 +82,8 @@ type Server struct {
 	migrated   map[int64]int64
 	changed    chan struct{} // closed and replaced on every change
 	conns      int           // client connections not yet closed
+
+	files fileStore // getFile and downloads (files.go)
 }
 
 type pending struct {
@@ -299,6 +301,10 @@ func (s *Server) msgID() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/") {
+		s.serveFile(w, r)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	tokenPart, method, ok := strings.Cut(path, "/")
 	if !ok || tokenPart != "bot"+s.opts.Token {
@@ -348,6 +354,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.notifyLocked()
 		s.mu.Unlock()
 		writeOK(w, true)
+	case "getFile":
+		s.getFileMethod(w, r)
 	case "setMyCommands", "deleteMessage", "setMessageReaction":
 		writeOK(w, true)
 	default:
