@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
 )
 
 // Config is one Discord account (channels.discord.accounts.<id>).
@@ -30,6 +31,8 @@ type Config struct {
 	// operator's proxy or a test fake: https://discord.com/api/... becomes
 	// <apiBase>/api/.... Empty: Discord itself.
 	APIBase string `mapstructure:"apiBase"`
+	// MediaMaxMb caps one attachment's download (0: 20; at most 2000).
+	MediaMaxMb int `mapstructure:"mediaMaxMb"`
 }
 
 // ThreadConfig configures Discord threads.
@@ -58,6 +61,9 @@ func (c Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase)
 		}
+	}
+	if c.MediaMaxMb < 0 || c.MediaMaxMb > channels.MaxMediaMaxMB {
+		return fmt.Errorf("mediaMaxMb: %d is not between 1 and %d", c.MediaMaxMb, channels.MaxMediaMaxMB)
 	}
 	return c.Access().Validate()
 }
