@@ -79,6 +79,8 @@ type Server struct {
 	typing     []string
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
+
+	files fileStore // attachments served as the CDN (files.go)
 }
 
 type dispatch struct {
@@ -118,6 +120,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
+	mux.HandleFunc("GET /attachments/{ch}/{id}/{name}", s.serveAttachment)
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}
