@@ -142,3 +142,27 @@ func journalOnly(t *testing.T, d *Dispatcher, msg channels.Inbound) {
 		t.Fatal(err)
 	}
 }
+
+// TestMediaUnavailableReasons: without media.audio a voice note is not
+// fetched and the model is told why; a file the platform cannot serve
+// becomes "[media unavailable: download failed ...]".
+func TestMediaUnavailableReasons(t *testing.T) {
+	r := newMediaRig(t, "oa/gpt-4o")
+	rt := *r.d.Runtime()
+	rt.Media.Transcribe = nil
+	r.d.SetRuntime(&rt)
+	r.tg.AddMessage(telegramtest.Message{ChatID: 111, Extra: map[string]any{
+		"voice": map[string]any{"file_id": "v-1", "file_unique_id": "uv", "duration": 2, "mime_type": "audio/ogg", "file_size": 10}}})
+	got := r.lastUserOpenAI(1)
+	if want := "text:[media unavailable: voice transcription is not configured (media.audio): voice message]"; len(got) != 1 || got[0] != want {
+		t.Fatalf("user message %q, want %q", got, want)
+	}
+	if n := len(r.tg.GetFileCalls()); n != 0 {
+		t.Errorf("%d getFile calls, want none", n)
+	}
+	r.tg.AddMessage(photoMessage("gone", 10, "")) // getFile answers 400
+	got = r.lastUserOpenAI(2)
+	if want := "text:[media unavailable: download failed: photo.jpg]"; len(got) != 1 || got[0] != want {
+		t.Fatalf("user message %q, want %q", got, want)
+	}
+}

@@ -200,11 +200,24 @@ func TestTelegramPhotoReachesOpenAIAsImage(t *testing.T) {
 	if _, err := st.Reset(context.Background(), key, sessions.ResetOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	r.tg.AddMessage(photoMessage(id, len(pngBytes), "again"))
+	r.lastUserOpenAI(2)
+	fresh := filepath.Join(r.dir, "media", "main", r.session().SessionID)
 	if n, err := r.d.PruneMedia(); err != nil || n != 1 {
 		t.Fatalf("PruneMedia = %d, %v; want 1 session removed", n, err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("media of the reset session still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil || fresh == dir {
+		t.Fatalf("media of the current session: %v", err)
+	}
+	// Deleting the session removes the rest.
+	if err := st.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.d.PruneMedia(); err != nil || n != 1 {
+		t.Fatalf("PruneMedia after delete = %d, %v", n, err)
 	}
 }
 
