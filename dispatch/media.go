@@ -160,8 +160,10 @@ func unavailable(err error, att channels.Attachment, log *zap.Logger) string {
 	var tl *channels.MediaTooLargeError
 	reason := "download failed"
 	switch {
-	case errors.As(err, &tl):
+	case errors.As(err, &tl) && tl.Size > tl.Max+1:
 		reason = fmt.Sprintf("too large (%s, limit %s)", sizeText(tl.Size), sizeText(tl.Max))
+	case errors.As(err, &tl): // cut during the download: the size is unknown
+		reason = fmt.Sprintf("too large (over the %s limit)", sizeText(tl.Max))
 	case errors.Is(err, errNoFetcher):
 		reason = errNoFetcher.Error()
 	default:

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,27 @@ func TestMediaUnavailableReasons(t *testing.T) {
 	got = r.lastUserOpenAI(2)
 	if want := "text:[media unavailable: download failed: photo.jpg]"; len(got) != 1 || got[0] != want {
 		t.Fatalf("user message %q, want %q", got, want)
+	}
+}
+
+// TestOversizeDownloadCut: a file whose announced size lies is cut as the
+// download passes mediaMaxMb; nothing of it is kept.
+func TestOversizeDownloadCut(t *testing.T) {
+	r := newMediaRig(t, "oa/gpt-4o")
+	id := r.tg.AddFile(telegramtest.File{Data: bytes.Repeat([]byte("a,b\n"), 8<<20), Size: 40, Chunked: true})
+	r.tg.AddMessage(telegramtest.Message{ChatID: 111, Extra: map[string]any{
+		"document": map[string]any{"file_id": id, "file_unique_id": "ul", "file_name": "rows.csv", "mime_type": "text/csv", "file_size": 40}}})
+	got := r.lastUserOpenAI(1)
+	if want := "text:[media unavailable: too large (over the 1.0 MB limit): rows.csv]"; len(got) != 1 || got[0] != want {
+		t.Fatalf("user message %q, want %q", got, want)
+	}
+	d, err := r.tg.WaitDownloads(t.Context(), 1)
+	if err != nil || len(d) != 1 || d[0].Bytes >= 32<<20 {
+		t.Fatalf("downloads %+v (%v), want one cut short", d, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(r.dir, "media", "main", "*", "*"))
+	hidden, _ := filepath.Glob(filepath.Join(r.dir, "media", "main", "*", ".*"))
+	if len(left)+len(hidden) != 0 {
+		t.Fatalf("files left behind: %v %v", left, hidden)
 	}
 }
