@@ -165,6 +165,13 @@ func (r *Runner) Model(agentID string, e sessions.Entry) string {
 	return r.modelName(r.agents[agentID], e)
 }
 
+// TakesImages reports whether the model a session of agentID uses takes
+// image input (providers.<name>.visionModels).
+func (r *Runner) TakesImages(agentID string, e sessions.Entry) bool {
+	p, model, err := r.provider(r.modelName(r.agents[agentID], e))
+	return err == nil && llm.Images(p, model)
+}
+
 // HasModel reports whether name ("provider/model") names a configured provider.
 func (r *Runner) HasModel(name string) bool {
 	_, _, err := r.provider(name)
@@ -290,6 +297,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
 		msgs := pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-llm.EstimateText(system))
+		if !llm.Images(s.provider, s.model) {
+			msgs = llm.WithoutImages(msgs)
+		}
 		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools)}
 		msg, err := s.provider.Stream(ctx, req, func(e llm.Event) {
 			if e.TextDelta != "" && t.OnDelta != nil {

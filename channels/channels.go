@@ -41,9 +41,13 @@ type Inbound struct {
 	CaseSensitive bool
 	// Mentioned is true when the bot was mentioned or replied to, or in a DM.
 	Mentioned bool
-	// Text is the message text with the bot mention stripped; media become
-	// placeholders such as "[photo] caption".
+	// Text is the message text with the bot mention stripped (a caption
+	// for media); media that cannot be fetched become placeholders such
+	// as "[location ...]".
 	Text string
+	// Attachments are the message's files (photos, voice notes,
+	// documents); the dispatcher fetches and turns them into model input.
+	Attachments []Attachment `json:",omitempty"`
 	// ReplyToID is the platform message id this message answers, if any.
 	ReplyToID string
 	Time      time.Time

@@ -30,6 +30,7 @@ type Config struct {
 	Session   Session                       `mapstructure:"session"`
 	Messages  Messages                      `mapstructure:"messages"`
 	Commands  Commands                      `mapstructure:"commands"`
+	Media     dispatch.MediaConfig          `mapstructure:"media"`
 }
 
 // Commands is the commands section.
@@ -140,6 +141,7 @@ func Default() *Config {
 	}
 	return &Config{
 		StateDir: filepath.Join(home, ".gateway"),
+		Media:    dispatch.DefaultMedia(),
 		HTTP:     HTTP{Listen: "127.0.0.1:8787", Web: true, MaxConnections: 512},
 		Log:      Log{Level: "info", Format: "json"},
 		Channels: Channels{
@@ -269,6 +271,9 @@ func (c *Config) Validate() error {
 		if strings.TrimSpace(o) == "" || strings.ContainsAny(strings.TrimSpace(o), " \t") {
 			return fmt.Errorf("commands.owners[%d]: %q is not a sender id", i, o)
 		}
+	}
+	if err := c.Media.Validate(func(name string) string { return c.Providers[name].Type }); err != nil {
+		return err
 	}
 	return c.Messages.Queue.Validate()
 }

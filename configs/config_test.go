@@ -102,6 +102,13 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"zero connections", "http: {maxConnections: 0}\n", "http.maxConnections"},
 		{"zero delivery failures", "messages: {delivery: {maxFailures: 0}}\n", "messages.delivery.maxFailures"},
 		{"huge delivery crashes", "messages: {delivery: {maxCrashes: 1000}}\n", "messages.delivery.maxCrashes"},
+		{"media text cap zero", "media: {maxTextKb: 0}\n", "media.maxTextKb"},
+		{"transcription provider unknown", "media: {audio: {provider: ghost}}\n", "media.audio.provider"},
+		{"transcription provider not openai", "media: {audio: {provider: local}}\n", "media.audio.provider"},
+		{"transcription model alone", "media: {audio: {model: whisper-1}}\n", "media.audio.model"},
+		{"bad vision pattern", "providers: {local: {type: echo}, oa: {type: openai, visionModels: ['gpt-[4']}}\n", "providers.oa.visionModels"},
+		{"telegram media cap", "channels: {telegram: {accounts: {default: {token: 'x:y', mediaMaxMb: 5000}}}}\n", "channels.telegram.accounts.default.mediaMaxMb"},
+		{"discord media cap", "channels: {discord: {accounts: {default: {token: t, mediaMaxMb: -1}}}}\n", "channels.discord.accounts.default.mediaMaxMb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +120,17 @@ func TestErrorsNameTheKey(t *testing.T) {
 				t.Fatalf("error %q does not name %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestMediaConfig(t *testing.T) {
+	c, err := LoadBytes([]byte("providers: {local: {type: echo}, oa: {type: openai, visionModels: ['gpt-4o*']}}\n"+
+		"media: {audio: {provider: oa, model: whisper-1}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Media.Audio.Provider != "oa" || c.Media.MaxTextKB != 32 || !c.Providers["oa"].TakesImages("gpt-4o-mini") {
+		t.Fatalf("media %+v, providers %+v", c.Media, c.Providers)
 	}
 }
 

@@ -223,7 +223,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		}
 		return channels.ErrRejected
 	}
-	if strings.TrimSpace(in.Text) == "" {
+	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
 		return channels.ErrRejected
 	}
 	route, err := rt.Route(in)

@@ -47,7 +47,7 @@ func appendTurn(t *testing.T, h *harness, w *work, reply string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := []sessions.Message{h.d.userMessage(w)}
+	msgs := []sessions.Message{h.d.userMessage(h.ctx, w, mediaTurn{})}
 	if reply != "" {
 		msgs = append(msgs, sessions.Message{Role: sessions.RoleAssistant, StopReason: "stop",
 			Content: []sessions.Content{{Type: sessions.BlockText, Text: reply}}})

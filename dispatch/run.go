@@ -99,7 +99,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	if origin.At.IsZero() {
 		origin.At = d.opts.Now()
 	}
-	_, info, err := store.Begin(ctx, first.Key, origin)
+	entry, info, err := store.Begin(ctx, first.Key, origin)
 	if err != nil {
 		d.failed(ctx, ws, log, fmt.Errorf("session begin: %w", err))
 		return
@@ -108,6 +108,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.opts.Metrics.Resets.WithLabelValues(info.ResetReason).Inc()
 		log.Info("session rolled over", zap.String("reason", info.ResetReason), zap.String("previous_session_id", info.Previous))
 	}
+	mt := mediaTurn{agentID: first.AgentID, sessionID: entry.SessionID, vision: d.opts.Runner.TakesImages(first.AgentID, entry)}
 	var inputs []sessions.Message
 	if info.Created {
 		if m, ok := d.parentContext(ctx, store, first, origin.At); ok {
@@ -126,7 +127,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			m.RecordIDs = recordIDs([]*work{w})
 			inputs = append(inputs, m)
 		default:
-			inputs = append(inputs, d.userMessage(w))
+			inputs = append(inputs, d.userMessage(ctx, w, mt))
 		}
 	}
 	deliver := last.Agent == nil || last.Agent.Deliver
@@ -143,7 +144,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		Key:     first.Key,
 		Inputs:  inputs,
 		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
-		Steer:   d.steerFunc(b, steered),
+		Steer:   d.steerFunc(ctx, b, steered, mt),
 		// The room's own prompt (groups.<id>.systemPrompt and the like).
 		SystemPrompt: d.roomPrompt(last),
 		OnDelta:      d.deltaFunc(ctx, adapter, &out, steered),
@@ -192,14 +193,23 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID)
 }
 
-// userMessage is the transcript message of an inbound message; it carries
-// the record id so recovery can tell it was appended.
-func (d *Dispatcher) userMessage(w *work) sessions.Message {
+// userMessage is the transcript message of an inbound message (its
+// attachments fetched and resolved, media.go); it carries the record id so
+// recovery can tell it was appended.
+func (d *Dispatcher) userMessage(ctx context.Context, w *work, mt mediaTurn) sessions.Message {
 	at := w.In.Time
 	if at.IsZero() {
 		at = d.opts.Now()
 	}
-	m := sessions.UserText(inputText(w.In), at)
+	in, images := w.In, []sessions.Content(nil)
+	if len(in.Attachments) > 0 {
+		in, images = d.withMedia(ctx, in, mt)
+	}
+	m := sessions.UserText(inputText(in), at)
+	if strings.TrimSpace(inputText(in)) == "" && len(images) > 0 {
+		m.Content = nil // an image alone: no empty text block
+	}
+	m.Content = append(m.Content, images...)
 	if w.RecordID != "" {
 		m.RecordIDs = []string{w.RecordID}
 	}
@@ -316,7 +326,7 @@ func (d *Dispatcher) deltaFunc(ctx context.Context, a channels.Adapter, out *cha
 	}
 }
 
-func (d *Dispatcher) steerFunc(b lanes.Batch, st *steerState) func() []sessions.Message {
+func (d *Dispatcher) steerFunc(ctx context.Context, b lanes.Batch, st *steerState, mt mediaTurn) func() []sessions.Message {
 	if b.Steer == nil {
 		return nil
 	}
@@ -327,7 +337,7 @@ func (d *Dispatcher) steerFunc(b lanes.Batch, st *steerState) func() []sessions.
 			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
 				continue // NoSteer items: lanes does not hand them out
 			}
-			msgs = append(msgs, d.userMessage(w))
+			msgs = append(msgs, d.userMessage(ctx, w, mt))
 			st.add(w)
 			if err := d.journal.Start(w.RecordID); err != nil {
 				d.log.Error("journal start failed", zap.String("record_id", w.RecordID), zap.Error(err))

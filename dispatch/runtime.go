@@ -130,6 +130,8 @@ type Runtime struct {
 	// from (history, streaming, error policy, ...). nil gives every room
 	// channels.DefaultRoom.
 	Room func(in channels.Inbound) channels.Room
+	// Media turns attachments into model input (media.go).
+	Media Media
 }
 
 // RoomFor returns the behaviour of in's room under rt.

@@ -61,6 +61,7 @@ type Provider struct {
 	name    string
 	client  sdk.Client
 	timeout time.Duration
+	vision  []string // ProviderConfig.VisionModels
 	now     func() time.Time
 }
 
@@ -102,7 +103,12 @@ func New(c Config) (*Provider, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{name: c.Name, client: sdk.NewClient(opts...), timeout: c.Provider.Timeout(), now: now}, nil
+	return &Provider{name: c.Name, client: sdk.NewClient(opts...), timeout: c.Provider.Timeout(), now: now, vision: c.Provider.VisionModels}, nil
+}
+
+// TakesImages implements llm.ImageTaker (providers.<name>.visionModels).
+func (p *Provider) TakesImages(model string) bool {
+	return llm.ProviderConfig{VisionModels: p.vision}.TakesImages(model)
 }
 
 // Name returns the configured provider name.

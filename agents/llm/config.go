@@ -40,6 +40,10 @@ type ProviderConfig struct {
 	// 3, negative = never.
 	MaxRetries int               `mapstructure:"maxRetries"`
 	Headers    map[string]string `mapstructure:"headers"` // extra request headers
+	// VisionModels are the models of this provider that take images
+	// (patterns as path.Match reads them, "*" for all). Images sent to any
+	// other model become a text note.
+	VisionModels []string `mapstructure:"visionModels"`
 }
 
 // Validate checks the fields that do not depend on the environment.
@@ -60,7 +64,7 @@ func (c ProviderConfig) Validate() error {
 	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
 		return fmt.Errorf("baseURL %q: want an http:// or https:// URL", c.BaseURL)
 	}
-	return nil
+	return validateVisionModels(c.VisionModels)
 }
 
 // Timeout is the per-call timeout.

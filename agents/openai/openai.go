@@ -59,6 +59,7 @@ type Provider struct {
 	name    string
 	client  *goopenai.Client
 	timeout time.Duration
+	vision  []string // ProviderConfig.VisionModels
 	log     *zap.Logger
 	now     func() time.Time
 }
@@ -96,7 +97,12 @@ func New(c Config) (*Provider, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{name: c.Name, client: goopenai.NewClientWithConfig(cfg), timeout: c.Provider.Timeout(), log: log, now: now}, nil
+	return &Provider{name: c.Name, client: goopenai.NewClientWithConfig(cfg), timeout: c.Provider.Timeout(), log: log, now: now, vision: c.Provider.VisionModels}, nil
+}
+
+// TakesImages implements llm.ImageTaker (providers.<name>.visionModels).
+func (p *Provider) TakesImages(model string) bool {
+	return llm.ProviderConfig{VisionModels: p.vision}.TakesImages(model)
 }
 
 // Name returns the configured provider name.

@@ -37,6 +37,8 @@ type Config struct {
 	// SlashCommands is where the command catalogue is registered as slash
 	// commands at start: guild (default), global or off (SlashGuild...).
 	SlashCommands string `mapstructure:"slashCommands"`
+	// MediaMaxMb caps one attachment's download (0: 20; at most 2000).
+	MediaMaxMb int `mapstructure:"mediaMaxMb"`
 }
 
 // ThreadConfig configures Discord threads.
@@ -71,6 +73,9 @@ func (c Config) Validate() error {
 	case "", SlashGuild, SlashGlobal, SlashOff:
 	default:
 		return fmt.Errorf("slashCommands: %q is not guild, global or off", c.SlashCommands)
+	}
+	if c.MediaMaxMb < 0 || c.MediaMaxMb > channels.MaxMediaMaxMB {
+		return fmt.Errorf("mediaMaxMb: %d is not between 1 and %d", c.MediaMaxMb, channels.MaxMediaMaxMB)
 	}
 	return c.Access().Validate()
 }

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ func TestGuildChannelMentionGating(t *testing.T) {
 		ChatType: channels.Channel, GuildID: guildID, SenderID: alice.ID, SenderName: "Al", CaseSensitive: true,
 		Mentioned: true, Text: "hello there"}
 	in.Time = time.Time{}
-	if in != want {
+	if !reflect.DeepEqual(in, want) {
 		t.Fatalf("got  %+v\nwant %+v", in, want)
 	}
 
@@ -226,11 +227,16 @@ func TestThread(t *testing.T) {
 
 func TestDirectMessage(t *testing.T) {
 	h := start(t, Config{}, fakeOptions())
-	id := h.post(&discordgo.Message{ChannelID: dmID, Content: "hi bot", Attachments: []*discordgo.MessageAttachment{{Filename: "cat.png"}}})
+	cat := "https://cdn.discordapp.com/attachments/900/1/cat.png"
+	id := h.post(&discordgo.Message{ChannelID: dmID, Content: "hi bot", Attachments: []*discordgo.MessageAttachment{
+		{Filename: "cat.png", URL: cat, ContentType: "image/png", Size: 10}}})
 	in := h.next(t)
 	if in.ChatType != channels.Direct || in.ChatID != dmID || in.SenderID != alice.ID || !in.Mentioned ||
-		in.GuildID != "" || in.MessageID != id || in.Text != "hi bot\n[attachment: cat.png]" || in.SenderName != "Alice" {
+		in.GuildID != "" || in.MessageID != id || in.Text != "hi bot" || in.SenderName != "Alice" {
 		t.Fatalf("dm: %+v", in)
+	}
+	if want := []channels.Attachment{{Kind: channels.MediaImage, MimeType: "image/png", Size: 10, FileName: "cat.png", Ref: cat}}; !reflect.DeepEqual(in.Attachments, want) {
+		t.Fatalf("attachments %+v, want %+v", in.Attachments, want)
 	}
 }
 

@@ -84,8 +84,9 @@ func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.I
 		in.Mentioned = mentioned(m, bot, roles)
 		text = stripMentions(text, bot, roles)
 	}
-	in.Text = strings.TrimSpace(withAttachments(text, m))
-	if in.Text == "" {
+	in.Attachments = attachments(m)
+	in.Text = strings.TrimSpace(strings.TrimSpace(text) + "\n" + stickers(m))
+	if in.Text == "" && len(in.Attachments) == 0 {
 		return channels.Inbound{}, false
 	}
 	if in.ChatType != channels.Direct && !in.Mentioned && a.mention(in) {
@@ -170,27 +171,4 @@ func stripMentions(text, bot string, roles []string) string {
 		text = strings.ReplaceAll(text, t, "")
 	}
 	return strings.TrimSpace(text)
-}
-
-// withAttachments appends placeholders for attachments and stickers.
-func withAttachments(text string, m *discordgo.Message) string {
-	var b strings.Builder
-	b.WriteString(text)
-	add := func(s string) {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(s)
-	}
-	for _, at := range m.Attachments {
-		if at != nil {
-			add("[attachment: " + at.Filename + "]")
-		}
-	}
-	for _, st := range m.StickerItems {
-		if st != nil {
-			add("[sticker: " + st.Name + "]")
-		}
-	}
-	return b.String()
 }

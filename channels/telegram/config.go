@@ -48,6 +48,9 @@ type Config struct {
 	channels.RoomDefaults `mapstructure:",squash"`
 	// PollTimeoutSeconds is the getUpdates long-poll timeout (1–50, default 30).
 	PollTimeoutSeconds int `mapstructure:"pollTimeoutSeconds"`
+	// MediaMaxMb caps one attachment's download (default 20, max 2000;
+	// the public Bot API serves at most 20 MB).
+	MediaMaxMb int `mapstructure:"mediaMaxMb"`
 }
 
 // Webhook configures webhook mode.
@@ -93,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PollTimeoutSeconds == 0 {
 		c.PollTimeoutSeconds = DefaultPollTimeoutSeconds
+	}
+	if c.MediaMaxMb == 0 {
+		c.MediaMaxMb = channels.DefaultMediaMaxMB
 	}
 	if c.Webhook.Path == "" {
 		c.Webhook.Path = "/telegram/webhook"
@@ -146,6 +152,9 @@ func (c Config) Validate() error {
 	}
 	if c.PollTimeoutSeconds < 1 || c.PollTimeoutSeconds > 50 {
 		return fmt.Errorf("pollTimeoutSeconds: %d is not between 1 and 50", c.PollTimeoutSeconds)
+	}
+	if c.MediaMaxMb < 1 || c.MediaMaxMb > channels.MaxMediaMaxMB {
+		return fmt.Errorf("mediaMaxMb: %d is not between 1 and %d", c.MediaMaxMb, channels.MaxMediaMaxMB)
 	}
 	return c.Access().Validate()
 }

@@ -135,7 +135,8 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 	if mentioned || command {
 		in.Mentioned = true
 	}
-	if p := placeholder(&m.Message); p != "" {
+	in.Attachments = a.attachments(&m.Message)
+	if p := placeholder(&m.Message); p != "" && len(in.Attachments) == 0 {
 		if text != "" {
 			text = p + " " + text
 		} else {
@@ -146,7 +147,7 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(m.Chat.ID, in) {
 		return channels.Inbound{}, dropNoMention
 	}
-	if strings.TrimSpace(in.Text) == "" {
+	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
 		return channels.Inbound{}, dropEmpty
 	}
 	return in, ""

@@ -154,18 +154,18 @@ func TestPrivateChatTopics(t *testing.T) {
 	}
 }
 
-func TestPlaceholdersAndEdits(t *testing.T) {
+func TestPlaceholdersAttachmentsAndEdits(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	_, rec := startPolling(t, srv, baseConfig(srv))
 	msgs := []struct {
 		msg  telegramtest.Message
-		want string
+		want string // text, then the attachment's kind:ref:name
 	}{
-		{telegramtest.Message{ChatID: alice, Media: "photo", Caption: "look at this"}, "[photo] look at this"},
-		{telegramtest.Message{ChatID: alice, Media: "sticker", StickerEmoji: "😀"}, "[sticker 😀]"},
-		{telegramtest.Message{ChatID: alice, Media: "voice"}, "[voice message]"},
-		{telegramtest.Message{ChatID: alice, Media: "document", Caption: "the report"}, "[document report.pdf] the report"},
-		{telegramtest.Message{ChatID: alice, Media: "video"}, "[video]"},
+		{telegramtest.Message{ChatID: alice, Media: "photo", Caption: "look at this"}, "look at this|image:p1:photo.jpg"},
+		{telegramtest.Message{ChatID: alice, Media: "sticker", StickerEmoji: "😀"}, "[sticker 😀]|"},
+		{telegramtest.Message{ChatID: alice, Media: "voice"}, "|voice:v1:voice.ogg"},
+		{telegramtest.Message{ChatID: alice, Media: "document", Caption: "the report"}, "the report|document:d1:report.pdf"},
+		{telegramtest.Message{ChatID: alice, Media: "video"}, "|video:f1:video"},
 		{telegramtest.Message{ChatID: alice, Text: "fixed typo", Edited: true}, ""},
 	}
 	var last int
@@ -179,7 +179,11 @@ func TestPlaceholdersAndEdits(t *testing.T) {
 	waitConfirmed(t, srv, last)
 	var got []string
 	for _, in := range rec.accepted() {
-		got = append(got, in.Text)
+		s := in.Text + "|"
+		for _, a := range in.Attachments {
+			s += string(a.Kind) + ":" + a.Ref + ":" + a.FileName
+		}
+		got = append(got, s)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("texts (-want +got):\n%s", diff)
@@ -193,7 +197,7 @@ func TestMentionInCaptionOfGroupPhoto(t *testing.T) {
 		Caption: "@" + srv.BotUserName() + " what is this?"})
 	waitConfirmed(t, srv, u)
 	got := rec.accepted()
-	if len(got) != 1 || got[0].Text != "[photo] what is this?" || !got[0].Mentioned {
+	if len(got) != 1 || got[0].Text != "what is this?" || len(got[0].Attachments) != 1 || !got[0].Mentioned {
 		t.Fatalf("got %+v", got)
 	}
 }

@@ -123,10 +123,10 @@ func (a *Adapter) Delta(ctx context.Context, out channels.Outbound, text string)
 
 // ChatRequest is the body of POST /api/agents/{id}/chat.
 type ChatRequest struct {
-	Message   string   `json:"message"`
-	SessionID string   `json:"sessionId,omitempty"`
-	Context   string   `json:"context,omitempty"`
-	Images    []string `json:"images,omitempty"`
+	Message   string      `json:"message"`
+	SessionID string      `json:"sessionId,omitempty"`
+	Context   string      `json:"context,omitempty"`
+	Images    []ChatImage `json:"images,omitempty"`
 }
 
 // ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
@@ -148,8 +148,13 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "bad JSON: trailing data after the object")
 		return
 	}
-	if strings.TrimSpace(req.Message) == "" {
+	if strings.TrimSpace(req.Message) == "" && len(req.Images) == 0 {
 		WriteError(w, http.StatusBadRequest, "message: must not be empty")
+		return
+	}
+	atts, err := imageAttachments(req.Images)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	peer := uuid.NewString()
@@ -176,13 +181,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	if req.Context != "" {
 		text = req.Context + "\n\n" + text
 	}
-	for range req.Images {
-		text += "\n[image]"
-	}
 	in := channels.Inbound{
 		Channel: Name, AccountID: "default", Agent: agent, MessageID: uuid.NewString(),
 		ChatID: peer, ChatType: channels.Direct, SenderID: peer, SenderName: "web",
-		CaseSensitive: true, Mentioned: true, Text: text, Time: time.Now(),
+		CaseSensitive: true, Mentioned: true, Text: text, Attachments: atts, Time: time.Now(),
 	}
 	done := make(chan channels.Outbound, 1)
 	deltas := make(chan string, 64)

@@ -221,6 +221,11 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 		defer close(reloadDone)
 		d.watchConfig(ctx)
 	}()
+	pruneDone := make(chan struct{})
+	go func() {
+		defer close(pruneDone)
+		disp.RunMediaPrune(ctx, mediaPruneEvery)
+	}()
 	d.server.SetReady(true)
 	log.Info("gateway ready", zap.String("http_listen", ln.Addr().String()),
 		zap.Int("adapters", len(d.adapters)), zap.Duration("startup", time.Since(started)))
@@ -251,6 +256,7 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 		log.Warn("http shutdown", zap.Error(err))
 	}
 	<-reloadDone
+	<-pruneDone
 	log.Info("stopped")
 	return runErr
 }
@@ -265,8 +271,12 @@ func (d *daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 	if err != nil {
 		return nil, nil, err
 	}
+	media, err := mediaRuntime(cfg, d.log.Named("media"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: media.audio: %w", err)
+	}
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
-		Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy)}, policy, nil
+		Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media}, policy, nil
 }
 
 func (d *daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {

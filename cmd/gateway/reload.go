@@ -154,11 +154,13 @@ func restartOnly(a, b *configs.Config) []string {
 	// restarted.
 	tg := func(c telegram.Config) telegram.Config {
 		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Groups, c.RequireMention = "", nil, "", nil, nil
+		c.MediaMaxMb = 0 // the dispatcher's cap (dispatch.Media) is hot
 		return c
 	}
 	out = append(out, changedAccounts("channels.telegram.accounts", a.Channels.Telegram.Accounts, b.Channels.Telegram.Accounts, tg)...)
 	dc := func(c discord.Config) discord.Config {
 		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Guilds, c.RequireMention = "", nil, "", nil, nil
+		c.MediaMaxMb = 0
 		return c
 	}
 	out = append(out, changedAccounts("channels.discord.accounts", a.Channels.Discord.Accounts, b.Channels.Discord.Accounts, dc)...)

@@ -78,6 +78,8 @@ type Server struct {
 	requests  []Request
 	reply     ReplyFunc
 	cancelled int
+
+	audio audioState // /audio/transcriptions (audio.go)
 }
 
 // DefaultReply answers "reply: <last user text>".
@@ -131,6 +133,10 @@ func (s *Server) Cancelled() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/audio/transcriptions") {
+		s.transcribe(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.NotFound(w, r)
 		return

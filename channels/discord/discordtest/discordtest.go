@@ -87,6 +87,8 @@ type Server struct {
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
 	threads    []StartedThread
+
+	files fileStore // attachments served as the CDN (files.go)
 }
 
 type dispatch struct {
@@ -128,6 +130,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.serveStartThread))
+	mux.HandleFunc("GET /attachments/{ch}/{id}/{name}", s.serveAttachment)
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}

@@ -83,6 +83,8 @@ type Server struct {
 	changed    chan struct{} // closed and replaced on every change
 	conns      int           // client connections not yet closed
 	commands   []MyCommands  // setMyCommands calls, in order
+
+	files fileStore // getFile and downloads (files.go)
 }
 
 type pending struct {
@@ -300,6 +302,10 @@ func (s *Server) msgID() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/") {
+		s.serveFile(w, r)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	tokenPart, method, ok := strings.Cut(path, "/")
 	if !ok || tokenPart != "bot"+s.opts.Token {
@@ -351,6 +357,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeOK(w, true)
 	case "setMyCommands", "getMyCommands", "deleteMyCommands":
 		s.myCommands(w, r, method)
+	case "getFile":
+		s.getFileMethod(w, r)
 	case "deleteMessage", "setMessageReaction":
 		writeOK(w, true)
 	default:
