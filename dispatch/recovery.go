@@ -159,13 +159,14 @@ func (d *Dispatcher) park(ws []*work) {
 }
 
 func (d *Dispatcher) requeue(ws []*work) {
-	if d.closing.Load() {
+	if d.closing.Load() || len(ws) == 0 {
 		return // pending in the journal: the next start runs them
 	}
 	for _, w := range ws {
 		w.Replayed = true // the transcript may hold part of it
-		d.enqueue(context.Background(), w)
 	}
+	// One item again: parts joined in one transcript entry stay together.
+	d.enqueue(context.Background(), bundle(ws))
 }
 
 // giveUp finishes w after repeated failures or process deaths, with a short

@@ -45,7 +45,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b lanes.Batch) {
 			d.command(ctx, w, b)
 			continue
 		}
-		pending = append(pending, w)
+		pending = append(pending, expand(w)...)
 	}
 	flush()
 }
@@ -115,7 +115,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			m.RecordIDs = recordIDs([]*work{w})
 			inputs = append(inputs, m)
 		default:
-			inputs = append(inputs, d.userMessage(w))
+			inputs = d.appendUser(inputs, w)
 		}
 	}
 	deliver := last.Agent == nil || last.Agent.Deliver
@@ -314,10 +314,12 @@ func (d *Dispatcher) steerFunc(b lanes.Batch, st *steerState) func() []sessions.
 			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
 				continue // NoSteer items: lanes does not hand them out
 			}
-			msgs = append(msgs, d.userMessage(w))
-			st.add(w)
-			if err := d.journal.Start(w.RecordID); err != nil {
-				d.log.Error("journal start failed", zap.String("record_id", w.RecordID), zap.Error(err))
+			for _, p := range expand(w) {
+				msgs = d.appendUser(msgs, p)
+				st.add(p)
+				if err := d.journal.Start(p.RecordID); err != nil {
+					d.log.Error("journal start failed", zap.String("record_id", p.RecordID), zap.Error(err))
+				}
 			}
 		}
 		return msgs
