@@ -125,6 +125,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		adapter = nil
 	}
 	steered := &steerState{}
+	defer d.ackReaction(ctx, adapter, last)() // taken off once the answer is out
 	stopTyping := d.startTyping(ctx, adapter, out)
 	start := time.Now()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{

@@ -76,6 +76,7 @@ type Server struct {
 	nextMsg    int
 	sent       []Sent
 	actions    []Action
+	reactions  []Reaction
 	calls      map[string]int
 	failures   map[string][]Failure
 	webhook    *Webhook
@@ -348,7 +349,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.notifyLocked()
 		s.mu.Unlock()
 		writeOK(w, true)
-	case "setMyCommands", "deleteMessage", "setMessageReaction":
+	case "setMessageReaction":
+		s.setMessageReaction(w, r)
+	case "setMyCommands", "deleteMessage":
 		writeOK(w, true)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
