@@ -45,7 +45,8 @@ type Dispatcher struct {
 	queue   *lanes.Queue
 	journal *sessions.Journal
 	closing atomic.Bool
-	hold    holder // inbound bursts being assembled (burst.go)
+	hold    holder  // inbound bursts being assembled (burst.go)
+	streaks streaks // rooms in a failure streak (errpolicy.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context

@@ -187,6 +187,9 @@ func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	out.Failed = true
 	out.Answers = answers([]*work{w})
 	out.Text = fmt.Sprintf("Sorry — I could not answer your message from %s: %q.", at.Local().Format("15:04"), firstLine(w.In.Text, 40))
+	if d.withholdGiveUp(ctx, w, out.Text) {
+		return
+	}
 	d.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
 }
 

@@ -161,12 +161,16 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 				d.finish(ids...)
 				return
 			}
+			if d.withholdNotice(ctx, last, all, ids, out.Text) {
+				return
+			}
 			d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, "")
 		default:
 			d.failed(ctx, all, log, err)
 		}
 		return
 	}
+	d.streaks.end(first.Key.String())
 	out.SessionID, out.TokenEstimate = res.SessionID, res.TokenEstimate
 	out.Text = res.Text
 	if adapter == nil {
