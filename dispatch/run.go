@@ -121,6 +121,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	deliver := last.Agent == nil || last.Agent.Deliver
 	out, adapter := d.replyTarget(store, last)
 	out.Answers = answers(ws)
+	out.ReplyToMode = d.rt.Load().RoomFor(last.In).ReplyToMode
 	if !deliver {
 		adapter = nil
 	}

@@ -49,7 +49,8 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 	return Split(out.Text, MaxMessageLen)
 }
 
-// SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
+// SendChunk implements channels.Chunker; the chunks out.Quotes reply to
+// out.ReplyToID.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
 	to, err := target(out)
 	if err != nil {
@@ -61,7 +62,7 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, p
 			Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers},
 		},
 	}
-	if i == 0 && out.ReplyToID != "" {
+	if out.Quotes(i) {
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
