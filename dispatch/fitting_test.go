@@ -72,7 +72,11 @@ func TestAckReactionOnWhileTurnRuns(t *testing.T) {
 	}
 	close(m.block)
 	h.drained()
-	got = srv.Reactions()
+	// The records finish with the last chunk's mark; the reaction comes off
+	// right after.
+	if got, err = srv.WaitReactions(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
 	if len(got) != 2 || len(got[1].Emoji) != 0 || got[1].MessageID != got[0].MessageID {
 		t.Fatalf("after the answer: reactions %+v, want the 👀 then its removal", got)
 	}
@@ -85,12 +89,17 @@ func TestAckReactionOnWhileTurnRuns(t *testing.T) {
 	h.drained()
 	// Telegram refuses the reaction: the turn is answered anyway.
 	srv.FailNext("setMessageReaction", telegramtest.Failure{Code: 400, Description: "Bad Request: REACTION_INVALID"})
-	h.handle(tgMsg(-100777, "again"))
+	again := tgMsg(-100777, "again")
+	h.handle(again)
 	h.drained()
 	if n := len(srv.Sent()); n != 3 {
 		t.Errorf("%d messages sent, want 3 answers", n)
 	}
-	if got := srv.Reactions(); len(got) != 3 || len(got[2].Emoji) != 0 {
-		t.Errorf("reactions %+v: want only the removal after the refused one", got)
+	got, err = srv.WaitReactions(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := got[2]; len(got) != 3 || len(last.Emoji) != 0 || fmt.Sprint(last.MessageID) != again.MessageID {
+		t.Errorf("reactions %+v: want no reaction in the DM, only the removal after the refused one", got)
 	}
 }
