@@ -49,8 +49,7 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 	return Split(out.Text, MaxMessageLen)
 }
 
-// SendChunk implements channels.Chunker; the chunks out.Quotes reply to
-// out.ReplyToID.
+// SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
 	to, err := target(out)
 	if err != nil {
@@ -62,7 +61,7 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, p
 			Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers},
 		},
 	}
-	if out.Quotes(i) {
+	if out.Quotes(i) { // replyToMode: first, all or off
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}

@@ -2,8 +2,7 @@
 // that speaks the real protocol (Hello, Identify, Resume, READY,
 // GUILD_CREATE, heartbeats and ACKs, op 7 reconnect, dispatches with
 // sequence numbers and replay on resume) and the REST endpoints a bot
-// uses (gateway discovery, channel messages, typing, channel lookup,
-// reactions: recorded by Reactions).
+// uses (gateway discovery, channel messages, typing, channel lookup).
 //
 // Point discordgo at it with Server.Client (an *http.Client that sends
 // every request to the fake, whatever its host); the gateway URL the fake
@@ -114,14 +113,13 @@ func New(opts Options) *Server {
 		}
 	}
 	mux := http.NewServeMux()
+	s.handleReactions(mux)
 	mux.HandleFunc("GET /gateway/", s.serveGateway) // discordgo adds the slash
 	mux.HandleFunc("GET /api/v9/gateway", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
-	mux.HandleFunc("PUT /api/v9/channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.auth(s.serveReaction))
-	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.auth(s.serveReaction))
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}

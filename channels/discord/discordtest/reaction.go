@@ -5,6 +5,13 @@ import (
 	"net/http"
 )
 
+// handleReactions adds the reaction endpoints (PUT and DELETE
+// …/reactions/{emoji}/@me), recorded by Reactions.
+func (s *Server) handleReactions(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /api/v9/channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.auth(s.serveReaction))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}/reactions/{emoji}/@me", s.auth(s.serveReaction))
+}
+
 // Reaction is one reaction call of the bot.
 type Reaction struct {
 	ChannelID, MessageID, Emoji string
