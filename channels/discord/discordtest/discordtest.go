@@ -113,10 +113,10 @@ func New(opts Options) *Server {
 		}
 	}
 	mux := http.NewServeMux()
-	s.handleReactions(mux)
 	mux.HandleFunc("GET /gateway/", s.serveGateway) // discordgo adds the slash
 	mux.HandleFunc("GET /api/v9/gateway", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)
+	s.handleReactions(mux)
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
