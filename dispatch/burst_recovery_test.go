@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -70,18 +71,33 @@ func TestBurstCrashReplayLosesNothingAnswersNothingTwice(t *testing.T) {
 		want      []string // delivered after the restart
 		modelRuns int
 		users     int // user entries in the transcript at the end
+		resumed   int // records queued again (a stored reply resumes instead)
 	}{
-		{"held, never run", nil, true, []string{"re: p1\np2\np3"}, 1, 1},
-		{"journaled, never run", func(*testing.T, *harness, []*work) {}, false, []string{"re: p1\np2\np3"}, 1, 1},
+		{"held, never run", nil, true, []string{"re: p1\np2\np3"}, 1, 1, 3},
+		{"journaled, never run", func(*testing.T, *harness, []*work) {}, false, []string{"re: p1\np2\np3"}, 1, 1, 3},
 		{"joined entry appended, no reply", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws, "")
-		}, false, []string{"re: p1\np2\np3"}, 1, 1},
+		}, false, []string{"re: p1\np2\np3"}, 1, 1, 3},
 		{"joined entry answered, reply never stored", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws, "stored answer")
-		}, false, []string{"stored answer"}, 0, 1},
+		}, false, []string{"stored answer"}, 0, 1, 3},
+		{"joined reply stored, one chunk of two sent", func(t *testing.T, h *harness, ws []*work) {
+			appendBurstTurn(t, h, ws, "first§second")
+			out := outboundFor(ws[2].In)
+			out.Answers = answers(ws)
+			target, _ := json.Marshal(out)
+			rp := sessions.Reply{ID: "r-burst", Records: recordIDs(ws), AgentID: ws[0].AgentID,
+				SessionKey: ws[0].Key.String(), Target: target, Chunks: []string{"first", "second"}}
+			if err := h.journal().Ready(rp); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.journal().Sent(rp.ID, 1); err != nil {
+				t.Fatal(err)
+			}
+		}, false, []string{"second"}, 0, 1, 0},
 		{"joined entry appended, a later part pending", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws[:2], "")
-		}, false, []string{"re: p1\np2\n\np3"}, 1, 2}, // consecutive user entries reach the model merged
+		}, false, []string{"re: p1\np2\n\np3"}, 1, 2, 3}, // consecutive user entries reach the model merged
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,8 +114,8 @@ func TestBurstCrashReplayLosesNothingAnswersNothingTwice(t *testing.T) {
 				}
 				h.restart()
 				setInbound(h, burstCfg(time.Second, 0))
-				if n, err := h.d.Resume(h.ctx); err != nil || n != 3 {
-					t.Fatalf("resumed %d (%v), want the 3 parts", n, err)
+				if n, err := h.d.Resume(h.ctx); err != nil || n != tc.resumed {
+					t.Fatalf("resumed %d (%v), want %d", n, err, tc.resumed)
 				}
 				h.drained()
 				if got := h.tg.texts(); !slices.Equal(got, tc.want) {
