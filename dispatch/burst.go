@@ -31,7 +31,9 @@ import (
 // queueing them, without the caps: a replayed group is then always a
 // superset of any burst that ran, so recovery (recover) finds each joined
 // transcript entry's records together and never answers one part twice.
-// A failed turn is queued again as one item for the same reason (bundle).
+// Messages whose turn had started are joined even where assembly is now
+// off (it may have been on when they ran). A failed turn is queued again
+// as one item for the same reason (bundle).
 
 // holder keeps the bursts being assembled. Its lock is never held across
 // I/O or while calling into lanes.
@@ -216,9 +218,11 @@ func (d *Dispatcher) appendUser(inputs []sessions.Message, w *work) []sessions.M
 
 // regroupReplayed joins the replayed messages of each sender again, in
 // journal order, where their channel assembles bursts; a command of the
-// sender ends the group. Groups are not capped (see the package notes
-// above: a replayed group must cover any burst that ran).
-func regroupReplayed(ws []*work, in InboundConfig) []*work {
+// sender ends the group. Groups are not capped (see the notes at the top
+// of this file: a replayed group must cover any burst that ran). Where
+// assembly is off now, messages whose turn had started (started) are still
+// joined: assembly may have been on when they ran.
+func regroupReplayed(ws []*work, in InboundConfig, started map[string]bool) []*work {
 	var out []*work
 	open := map[string]*work{}
 	last := map[string]*work{}
@@ -230,7 +234,8 @@ func regroupReplayed(ws []*work, in InboundConfig) []*work {
 			continue
 		}
 		r := in.rule(w.In.Channel)
-		if !r.on() {
+		if !r.on() && !started[w.RecordID] {
+			delete(open, k)
 			out = append(out, w)
 			continue
 		}

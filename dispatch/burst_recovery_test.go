@@ -70,17 +70,18 @@ func TestBurstCrashReplayLosesNothingAnswersNothingTwice(t *testing.T) {
 		held      bool     // the parts were held by the holder when the process stopped
 		want      []string // delivered after the restart
 		modelRuns int
-		users     int // user entries in the transcript at the end
-		resumed   int // records queued again (a stored reply resumes instead)
+		users     int  // user entries in the transcript at the end
+		resumed   int  // records queued again (a stored reply resumes instead)
+		off       bool // assembly is turned off for the restart
 	}{
-		{"held, never run", nil, true, []string{"re: p1\np2\np3"}, 1, 1, 3},
-		{"journaled, never run", func(*testing.T, *harness, []*work) {}, false, []string{"re: p1\np2\np3"}, 1, 1, 3},
+		{"held, never run", nil, true, []string{"re: p1\np2\np3"}, 1, 1, 3, false},
+		{"journaled, never run", func(*testing.T, *harness, []*work) {}, false, []string{"re: p1\np2\np3"}, 1, 1, 3, false},
 		{"joined entry appended, no reply", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws, "")
-		}, false, []string{"re: p1\np2\np3"}, 1, 1, 3},
+		}, false, []string{"re: p1\np2\np3"}, 1, 1, 3, false},
 		{"joined entry answered, reply never stored", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws, "stored answer")
-		}, false, []string{"stored answer"}, 0, 1, 3},
+		}, false, []string{"stored answer"}, 0, 1, 3, false},
 		{"joined reply stored, one chunk of two sent", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws, "first§second")
 			out := outboundFor(ws[2].In)
@@ -94,10 +95,16 @@ func TestBurstCrashReplayLosesNothingAnswersNothingTwice(t *testing.T) {
 			if err := h.journal().Sent(rp.ID, 1); err != nil {
 				t.Fatal(err)
 			}
-		}, false, []string{"second"}, 0, 1, 0},
+		}, false, []string{"second"}, 0, 1, 0, false},
 		{"joined entry appended, a later part pending", func(t *testing.T, h *harness, ws []*work) {
 			appendBurstTurn(t, h, ws[:2], "")
-		}, false, []string{"re: p1\np2\n\np3"}, 1, 2, 3}, // consecutive user entries reach the model merged
+		}, false, []string{"re: p1\np2\n\np3"}, 1, 2, 3, false}, // consecutive user entries reach the model merged
+		{"joined entry appended, assembly turned off before the restart", func(t *testing.T, h *harness, ws []*work) {
+			if err := h.journal().Start(recordIDs(ws)...); err != nil {
+				t.Fatal(err)
+			}
+			appendBurstTurn(t, h, ws, "")
+		}, false, []string{"re: p1\np2\np3"}, 1, 1, 3, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +120,11 @@ func TestBurstCrashReplayLosesNothingAnswersNothingTwice(t *testing.T) {
 					tc.setup(t, h, acceptBurst(t, h, msgs))
 				}
 				h.restart()
-				setInbound(h, burstCfg(time.Second, 0))
+				if tc.off {
+					setInbound(h, InboundConfig{})
+				} else {
+					setInbound(h, burstCfg(time.Second, 0))
+				}
 				if n, err := h.d.Resume(h.ctx); err != nil || n != tc.resumed {
 					t.Fatalf("resumed %d (%v), want %d", n, err, tc.resumed)
 				}

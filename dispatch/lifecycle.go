@@ -38,6 +38,7 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 	}
 	n := 0
 	var ws []*work
+	started := map[string]bool{}
 	for _, rec := range recs {
 		w, err := d.workFromRecord(rec)
 		if err != nil {
@@ -55,10 +56,11 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 			continue
 		}
 		ws = append(ws, w)
+		started[rec.ID] = rec.Starts+rec.Attempts > 0
 		d.opts.Metrics.Replayed.Inc()
 		n++
 	}
-	for _, w := range regroupReplayed(ws, d.rt.Load().Inbound) {
+	for _, w := range regroupReplayed(ws, d.rt.Load().Inbound, started) {
 		d.enqueue(ctx, w)
 	}
 	if n > 0 || len(replies) > 0 {
