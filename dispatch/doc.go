@@ -3,7 +3,10 @@
 // resolves the agent and session key, journals each accepted message before
 // the adapter acknowledges it, queues it on the session's lane and, when the
 // lane runs it, executes chat commands or an agent turn and delivers the
-// reply through the adapter it came from.
+// reply through the adapter it came from. Between the journal and the lane
+// a sender's quick messages may be held and joined into one input
+// (burst.go); rooms decide the ack reaction, error notices and reply
+// threading (ack.go, errpolicy.go, channels.Room).
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one
