@@ -34,6 +34,15 @@ func TestInboundBursts(t *testing.T) {
 	if c.Debounce != time.Second || c.ByChannel["telegram"] != (dispatch.InboundChannel{}) {
 		t.Errorf("telegram turned off: %+v", c)
 	}
+	env, err := LoadBytes(nil, []string{"GATEWAY_MESSAGES_INBOUND_BY_CHANNEL_DISCORD_DEBOUNCE=750ms",
+		"GATEWAY_MESSAGES_INBOUND_MAX_PARTS=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := env.Messages.Inbound; c.ByChannel["discord"].Debounce != 750*time.Millisecond || c.MaxParts != 5 ||
+		c.ByChannel["telegram"].Debounce != 300*time.Millisecond {
+		t.Errorf("environment overrides: %+v", c)
+	}
 	for yaml, key := range map[string]string{
 		"messages: {inbound: {debounce: -1s}}":                            "messages.inbound.debounce",
 		"messages: {inbound: {maxParts: 0}}":                              "messages.inbound.maxParts",
