@@ -84,3 +84,34 @@ func TestInboundSettingsReachTheDispatcher(t *testing.T) {
 		t.Errorf("runtime inbound %+v, want %+v", rt.Inbound, cfg.Messages.Inbound)
 	}
 }
+
+// TestTelegramQuickMessagesAreOneTurn: "hi", "how are you", "?" from one
+// person are one turn whose input keeps them on three lines, and one
+// reply; a command sent among them is answered on its own.
+func TestTelegramQuickMessagesAreOneTurn(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	yaml := e2eConfig(filepath.Join(t.TempDir(), "state"), tg, model) +
+		"  inbound: {maxParts: 3, byChannel: {telegram: {debounce: 1m}}}\n"
+	_, stop := startDaemon(t, yaml)
+	const bob = int64(5150)
+	tg.DM(bob, "hi")
+	tg.DM(bob, "how are you")
+	tg.DM(bob, "/help")
+	tg.DM(bob, "?")
+	tg.DM(bob, "still")
+	tg.DM(bob, "there")
+	waitReply(t, tg, "reply: ?\nstill\nthere")
+	waitReply(t, tg, "reply: hi\nhow are you") // flushed by the command
+	stop()
+	var inputs []string
+	for _, r := range model.Requests() {
+		inputs = append(inputs, r.LastUserText())
+	}
+	if want := []string{"hi\nhow are you", "?\nstill\nthere"}; strings.Join(inputs, "|") != strings.Join(want, "|") {
+		t.Errorf("model inputs %q, want %q", inputs, want)
+	}
+	if got := sentTo(tg, bob); len(got) != 3 || !strings.Contains(got[1].Text, "/new") {
+		t.Errorf("sent %+v: want the first reply, /help's answer, the second reply", got)
+	}
+}
