@@ -65,6 +65,9 @@ type Outbound struct {
 	IsTopic   bool
 	// ReplyToID asks the platform to show the reply as an answer to that message.
 	ReplyToID string
+	// ReplyToMode is the room's replyToMode (ReplyToFirst when empty): which
+	// chunks of the reply quote ReplyToID (Outbound.Quotes).
+	ReplyToMode string `json:",omitempty"`
 	// Answers are the inbound message ids the reply answers (a merged turn
 	// answers several); ReplyToID is one of them. Channels whose requests
 	// wait for their reply (web) deliver it to each.
@@ -138,7 +141,7 @@ type Streamer interface {
 type Chunker interface {
 	// Chunks splits out.Text into the messages SendChunk sends.
 	Chunks(out Outbound) []string
-	// SendChunk delivers chunk i of out (only chunk 0 replies to
-	// out.ReplyToID). It retries what is safe to retry itself.
+	// SendChunk delivers chunk i of out, quoting out.ReplyToID when
+	// out.Quotes(i). It retries what is safe to retry itself.
 	SendChunk(ctx context.Context, out Outbound, i int, chunk string) error
 }

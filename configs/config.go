@@ -112,6 +112,9 @@ type Delivery struct {
 // Messages is the messages section.
 type Messages struct {
 	Queue dispatch.QueueConfig `mapstructure:"queue"`
+	// Inbound joins a sender's quick messages (and Telegram's split of a
+	// long paste) into one input before the turn.
+	Inbound dispatch.InboundConfig `mapstructure:"inbound"`
 	// Delivery bounds how often an accepted message is retried before it
 	// is given up with a notice to its chat (SPEC §3.7).
 	Delivery Delivery `mapstructure:"delivery"`
@@ -167,7 +170,7 @@ func Default() *Config {
 				ArchiveRetention: 720 * time.Hour},
 			LockTimeout: 10 * time.Second,
 		},
-		Messages: Messages{Queue: dispatch.DefaultQueue(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5}},
+		Messages: Messages{Queue: dispatch.DefaultQueue(), Inbound: dispatch.DefaultInbound(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5}},
 	}
 }
 
@@ -273,6 +276,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.Media.Validate(func(name string) string { return c.Providers[name].Type }); err != nil {
+		return err
+	}
+	if err := c.Messages.Inbound.Validate(); err != nil {
 		return err
 	}
 	return c.Messages.Queue.Validate()

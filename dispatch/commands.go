@@ -239,6 +239,9 @@ func (d *Dispatcher) cmdQueue(ctx context.Context, store *sessions.Store, w *wor
 // for the lane: that is the point).
 func (d *Dispatcher) stop(ctx context.Context, w *work) {
 	dropped := d.queue.Cancel(w.Key.String())
+	for _, lead := range d.hold.drop(w.Key.String()) {
+		dropped = append(dropped, lanes.Item{Payload: lead})
+	}
 	for _, it := range dropped {
 		x, ok := it.Payload.(*work)
 		switch {
@@ -246,8 +249,8 @@ func (d *Dispatcher) stop(ctx context.Context, w *work) {
 		case x.Reply != nil:
 			go d.resend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
 		default:
-			d.finish(x.RecordID)
-			d.release(ctx, []*work{x}, "Stopped before an answer was ready.")
+			d.finish(recordIDs(expand(x))...)
+			d.release(ctx, expand(x), "Stopped before an answer was ready.")
 		}
 	}
 	d.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))

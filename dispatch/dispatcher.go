@@ -45,6 +45,8 @@ type Dispatcher struct {
 	queue   *lanes.Queue
 	journal *sessions.Journal
 	closing atomic.Bool
+	hold    holder  // inbound bursts being assembled (burst.go)
+	streaks streaks // rooms in a failure streak (errpolicy.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
@@ -141,6 +143,12 @@ type work struct {
 	Reply *sessions.Reply
 	// Agent is set for internal work (subagent runs, announcements).
 	Agent *agentWork
+	// Joined are the next parts of a burst this work leads (burst.go);
+	// Prev is the previous part's record id and Glue what joins this
+	// part's text to it.
+	Joined []*work
+	Prev   string
+	Glue   string
 }
 
 // agentWork is an internal message from the agent runtime.
@@ -231,7 +239,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		d.log.Warn("message not routable", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
 		return channels.ErrRejected
 	}
-	w := &work{In: in, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(in)}
+	w := &work{In: in, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(in), AcceptedAt: d.opts.Now()}
 	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
 	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
@@ -247,7 +255,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	}
 	dup, err := d.journal.Accept(ctx, sessions.Record{
 		ID: w.RecordID, AgentID: route.AgentID, SessionKey: route.Key.String(),
-		Payload: payload, AcceptedAt: d.opts.Now(),
+		Payload: payload, AcceptedAt: w.AcceptedAt,
 	})
 	if err != nil {
 		if isStorage(err) {
@@ -262,7 +270,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		m.Duplicates.WithLabelValues(in.Channel).Inc()
 		return channels.ErrRejected
 	}
-	d.enqueue(ctx, w)
+	d.admit(ctx, w)
 	return nil
 }
 
@@ -286,7 +294,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:
 		go d.resend(ctx, *w.Reply) // never dropped: it answers messages already run
 	case errors.Is(err, lanes.ErrFull):
-		d.finish(w.RecordID)
+		d.finish(recordIDs(expand(w))...)
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
 	case err != nil:
 		// Closed: the record stays pending in the journal and runs at next start.
@@ -317,8 +325,8 @@ func (d *Dispatcher) onDrop(key string, it lanes.Item) {
 		go d.resend(context.Background(), *w.Reply)
 		return
 	}
-	d.finish(w.RecordID)
-	d.release(context.Background(), []*work{w}, "Dropped: newer messages in this conversation replaced it.")
+	d.finish(recordIDs(expand(w))...)
+	d.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }
 
 func (d *Dispatcher) laneSettings(key string) lanes.Settings {

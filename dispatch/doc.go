@@ -3,9 +3,12 @@
 // resolves the agent and session key, journals each accepted message before
 // the adapter acknowledges it, queues it on the session's lane and, when the
 // lane runs it, executes chat commands or an agent turn and delivers the
-// reply through the adapter it came from. Attachments are fetched and
-// turned into model input when their turn runs (media.go), and downloads
-// of sessions that ended are pruned (media_store.go).
+// reply through the adapter it came from. Between the journal and the lane
+// a sender's quick messages may be held and joined into one input
+// (burst.go); rooms decide the ack reaction, error notices and reply
+// threading (ack.go, errpolicy.go, channels.Room). Attachments are fetched
+// and turned into model input when their turn runs (media.go), and
+// downloads of sessions that ended are pruned (media_store.go).
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one

@@ -37,6 +37,8 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("dispatch: resume: %w", err)
 	}
 	n := 0
+	var ws []*work
+	started := map[string]bool{}
 	for _, rec := range recs {
 		w, err := d.workFromRecord(rec)
 		if err != nil {
@@ -53,9 +55,13 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", rec.Failures))
 			continue
 		}
-		d.enqueue(ctx, w)
+		ws = append(ws, w)
+		started[rec.ID] = rec.Starts+rec.Attempts > 0
 		d.opts.Metrics.Replayed.Inc()
 		n++
+	}
+	for _, w := range regroupReplayed(ws, d.rt.Load().Inbound, started) {
+		d.enqueue(ctx, w)
 	}
 	if n > 0 || len(replies) > 0 {
 		d.log.Info("resumed journaled work", zap.Int("messages", n), zap.Int("replies", len(replies)))
@@ -109,6 +115,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
 // ends; queued and interrupted work stays pending in the journal.
 func (d *Dispatcher) Shutdown(ctx context.Context) {
 	d.closing.Store(true)
+	if n := d.hold.close(); n > 0 {
+		d.log.Info("held burst messages left for the next start", zap.Int("count", n))
+	}
 	stop := context.AfterFunc(ctx, d.kill)
 	defer stop()
 	left := d.queue.Shutdown(ctx)

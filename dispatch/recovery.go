@@ -159,13 +159,14 @@ func (d *Dispatcher) park(ws []*work) {
 }
 
 func (d *Dispatcher) requeue(ws []*work) {
-	if d.closing.Load() {
+	if d.closing.Load() || len(ws) == 0 {
 		return // pending in the journal: the next start runs them
 	}
 	for _, w := range ws {
 		w.Replayed = true // the transcript may hold part of it
-		d.enqueue(context.Background(), w)
 	}
+	// One item again: parts joined in one transcript entry stay together.
+	d.enqueue(context.Background(), bundle(ws))
 }
 
 // giveUp finishes w after repeated failures or process deaths, with a short
@@ -186,6 +187,9 @@ func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	out.Failed = true
 	out.Answers = answers([]*work{w})
 	out.Text = fmt.Sprintf("Sorry — I could not answer your message from %s: %q.", at.Local().Format("15:04"), firstLine(w.In.Text, 40))
+	if d.withholdGiveUp(ctx, w, out.Text) {
+		return
+	}
 	d.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
 }
 

@@ -46,7 +46,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b lanes.Batch) {
 			d.command(ctx, w, b)
 			continue
 		}
-		pending = append(pending, w)
+		pending = append(pending, expand(w)...)
 	}
 	flush()
 }
@@ -127,16 +127,18 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			m.RecordIDs = recordIDs([]*work{w})
 			inputs = append(inputs, m)
 		default:
-			inputs = append(inputs, d.userMessage(ctx, w, mt))
+			inputs = d.appendUser(ctx, inputs, w, mt)
 		}
 	}
 	deliver := last.Agent == nil || last.Agent.Deliver
 	out, adapter := d.replyTarget(store, last)
 	out.Answers = answers(ws)
+	out.ReplyToMode = d.rt.Load().RoomFor(last.In).ReplyToMode
 	if !deliver {
 		adapter = nil
 	}
 	steered := &steerState{}
+	defer d.ackReaction(ctx, adapter, last)() // taken off once the answer is out
 	stopTyping := d.startTyping(ctx, adapter, out)
 	start := time.Now()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
@@ -174,12 +176,16 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 				d.finish(ids...)
 				return
 			}
+			if d.withholdNotice(ctx, last, all, ids, out.Text) {
+				return
+			}
 			d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, "")
 		default:
 			d.failed(ctx, all, log, err)
 		}
 		return
 	}
+	d.streaks.end(first.Key.String())
 	out.SessionID, out.TokenEstimate = res.SessionID, res.TokenEstimate
 	out.Text = res.Text
 	if adapter == nil {
@@ -337,10 +343,12 @@ func (d *Dispatcher) steerFunc(ctx context.Context, b lanes.Batch, st *steerStat
 			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
 				continue // NoSteer items: lanes does not hand them out
 			}
-			msgs = append(msgs, d.userMessage(ctx, w, mt))
-			st.add(w)
-			if err := d.journal.Start(w.RecordID); err != nil {
-				d.log.Error("journal start failed", zap.String("record_id", w.RecordID), zap.Error(err))
+			for _, p := range expand(w) {
+				msgs = d.appendUser(ctx, msgs, p, mt)
+				st.add(p)
+				if err := d.journal.Start(p.RecordID); err != nil {
+					d.log.Error("journal start failed", zap.String("record_id", p.RecordID), zap.Error(err))
+				}
 			}
 		}
 		return msgs

@@ -126,6 +126,9 @@ type Runtime struct {
 	Access func(in channels.Inbound) Verdict
 	Queue  QueueConfig
 	Reset  sessions.ResetConfig
+	// Inbound joins a sender's quick messages into one input (burst.go);
+	// the zero value joins nothing.
+	Inbound InboundConfig
 	// Room resolves the configured behaviour of the room a message came
 	// from (history, streaming, error policy, ...). nil gives every room
 	// channels.DefaultRoom.

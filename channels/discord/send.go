@@ -69,7 +69,7 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, p
 			Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers},
 		},
 	}
-	if i == 0 && out.ReplyToID != "" {
+	if out.Quotes(i) { // replyToMode: first, all or off
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}

@@ -66,6 +66,7 @@ type Adapter struct {
 	bot tgbotapi.BotAPI
 
 	self    atomic.Pointer[botIdentity] // set by Run after getMe
+	pastes  pasteFollow                 // fragments of an addressed paste (paste.go)
 	handler atomic.Pointer[channels.Handler]
 
 	migMu sync.Mutex

@@ -144,6 +144,9 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		}
 	}
 	in.Text = text
+	if in.ChatType == channels.Group && a.pastes.follow(in) {
+		in.Mentioned = true
+	}
 	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(m.Chat.ID, in) {
 		return channels.Inbound{}, dropNoMention
 	}

@@ -65,7 +65,7 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, c
 	if err != nil {
 		return err
 	}
-	if i == 0 && out.ReplyToID != "" {
+	if out.Quotes(i) {
 		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
 		params["allow_sending_without_reply"] = "true"
 	}

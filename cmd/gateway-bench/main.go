@@ -107,6 +107,7 @@ agents:
   list: [{id: main}]
 messages:
   queue: {mode: followup, cap: 1000}
+  inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
 `, filepath.Join(dir, "state"), httpAddr, tgAddr, modelAddr)
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

@@ -276,7 +276,7 @@ func (d *daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 		return nil, nil, fmt.Errorf("gateway: media.audio: %w", err)
 	}
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
-		Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media}, policy, nil
+		Inbound: cfg.Messages.Inbound, Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media}, policy, nil
 }
 
 func (d *daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {

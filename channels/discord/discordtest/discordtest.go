@@ -84,6 +84,7 @@ type Server struct {
 	sent       []Sent
 	inter      interactionsFake
 	typing     []string
+	reactions  []Reaction
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
 	threads    []StartedThread
@@ -126,6 +127,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /gateway/", s.serveGateway) // discordgo adds the slash
 	mux.HandleFunc("GET /api/v9/gateway", s.serveGatewayURL)
 	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)
+	s.handleReactions(mux)
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))

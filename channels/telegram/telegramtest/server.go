@@ -76,6 +76,7 @@ type Server struct {
 	nextMsg    int
 	sent       []Sent
 	actions    []Action
+	reactions  []Reaction
 	calls      map[string]int
 	failures   map[string][]Failure
 	webhook    *Webhook
@@ -359,7 +360,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.myCommands(w, r, method)
 	case "getFile":
 		s.getFileMethod(w, r)
-	case "deleteMessage", "setMessageReaction":
+	case "setMessageReaction":
+		s.setMessageReaction(w, r)
+	case "deleteMessage":
 		writeOK(w, true)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})

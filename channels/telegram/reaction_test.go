@@ -1,0 +1,42 @@
+package telegram_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+)
+
+// TestReactSetsAndRemoves: React puts the emoji on the message with
+// setMessageReaction (in a forum topic too: the message id names it) and
+// Remove sends the empty list; a migrated group's message id loses its
+// marker.
+func TestReactSetsAndRemoves(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a := newSender(t, srv)
+	var _ channels.Reactor = a
+	ctx := testCtx(t)
+	topic := channels.Outbound{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}
+	for _, r := range []channels.Reaction{
+		{Target: topic, MessageID: "501", Emoji: "👀"},
+		{Target: topic, MessageID: "501", Emoji: "👀", Remove: true},
+		{Target: channels.Outbound{ChatID: "-100900"}, MessageID: "m42", Emoji: "👍"},
+	} {
+		if err := a.React(ctx, r); err != nil {
+			t.Fatalf("React(%+v): %v", r, err)
+		}
+	}
+	want := []telegramtest.Reaction{
+		{ChatID: forum, MessageID: 501, Emoji: []string{"👀"}},
+		{ChatID: forum, MessageID: 501},
+		{ChatID: -100900, MessageID: 42, Emoji: []string{"👍"}},
+	}
+	if diff := cmp.Diff(want, srv.Reactions()); diff != "" {
+		t.Errorf("reactions (-want +got):\n%s", diff)
+	}
+	if err := a.React(ctx, channels.Reaction{Target: topic, Emoji: "👀"}); err == nil {
+		t.Error("a reaction without a message id was sent")
+	}
+}
