@@ -125,20 +125,23 @@ func Check(ctx context.Context, stateDir string, opts CheckOptions) ([]Problem, 
 func Repair(ctx context.Context, stateDir string, problems []Problem, opts CheckOptions) []error {
 	r := &repairer{stateDir: stateDir, opts: opts.withDefaults(), touched: map[string]*Store{}}
 	errs := make([]error, len(problems))
+	edited := make([]bool, len(problems)) // the repair changed an index
 	for i, p := range problems {
 		if !p.Fixable || p.repair == nil {
 			errs[i] = ErrNotFixable
 			continue
 		}
+		before := r.edits
 		if err := p.repair(ctx, r); err != nil {
 			errs[i] = fmt.Errorf("sessions: repair %s: %w", p.Code, err)
 		}
+		edited[i] = r.edits != before
 	}
 	if err := r.close(); err != nil {
-		// The changes are durable in the change log; say why the fold failed
-		// on the problems that changed the index.
+		// The changes are durable in the change log, but the index is not
+		// whole in sessions.json: say so on the repairs that changed it.
 		for i, p := range problems {
-			if errs[i] == nil && p.Agent != "" && r.touched[p.Agent] != nil {
+			if errs[i] == nil && edited[i] {
 				errs[i] = fmt.Errorf("sessions: repair %s: %w", p.Code, err)
 			}
 		}
@@ -153,6 +156,7 @@ type repairer struct {
 	opts     CheckOptions
 	m        *Manager
 	touched  map[string]*Store // stores whose index a repair changed, by agent
+	edits    int               // index changes made so far
 }
 
 func (r *repairer) store(agent string) (*Store, error) {
@@ -175,6 +179,7 @@ func (r *repairer) editIndex(ctx context.Context, agent string, fn func(o *opTx)
 		return err
 	}
 	r.touched[agent] = st
+	r.edits++
 	return st.commit(ctx, func(o *opTx) error { fn(o); return nil })
 }
 

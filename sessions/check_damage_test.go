@@ -192,6 +192,10 @@ func TestCheckJournal(t *testing.T) {
 	if b, _ := os.ReadFile(journal); string(b) != lines {
 		t.Error("the journal changed")
 	}
+	// A problem Check did not plan (say, decoded from JSON) is not guessed at.
+	if errs := Repair(context.Background(), state, []Problem{{Code: CodeCounterLag, Fixable: true}}, CheckOptions{}); !errors.Is(errs[0], ErrNotFixable) {
+		t.Errorf("repair of an unplanned problem: %v", errs[0])
+	}
 }
 
 // TestRepairRereadsUnderLock: a problem fixed between Check and Repair (the

@@ -263,5 +263,6 @@ func (r *repairer) quarantineIndex(ctx context.Context, agent string) error {
 		return nil // repaired meanwhile
 	}
 	r.touched[agent] = st
+	r.edits++
 	return renameDurable(st.indexPath, st.indexPath+".corrupt."+archiveTS(r.opts.Now))
 }
