@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents"
-	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -28,7 +27,7 @@ const MaxBody = 1 << 20
 type Options struct {
 	Sessions *sessions.Manager
 	Runner   *agents.Runner // nil: compact answers 503
-	Web      *web.Adapter   // nil disables chat and the page
+	Web      ChatHandler    // nil disables chat and the page
 	Gatherer prometheus.Gatherer
 	Logger   *zap.Logger
 	// Token is required as "Authorization: Bearer <token>" when non-empty.
@@ -50,6 +49,12 @@ type Options struct {
 	PublicListener bool
 	// Serialise runs fn on the session's lane (nil: run directly).
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
+}
+
+// ChatHandler serves the web chat's SSE endpoint (channels/web's Adapter):
+// api mounts it without importing a channel adapter (internal/archtest).
+type ChatHandler interface {
+	ServeChat(w http.ResponseWriter, r *http.Request)
 }
 
 // Server is the HTTP handler. Create it with New.

@@ -7,4 +7,9 @@
 // file locks, by several processes on one state directory. No lock is held
 // across an LLM call: callers append to a transcript only when a message is
 // complete. sessions imports only routing.
+//
+// The package also knows how its durable state goes wrong: Check finds
+// problems (each with a stable code) without changing anything, and Repair
+// fixes the fixable ones under the same locks the daemon takes; `gateway
+// doctor` only prints them.
 package sessions

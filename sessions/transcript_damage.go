@@ -26,30 +26,8 @@ type BadLine struct {
 // ScanTranscript lists the bad whole lines of the transcript at path
 // (read-only; a torn last line is not counted: the next append cuts it).
 func ScanTranscript(path string) ([]BadLine, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("transcript: scan: %w", err)
-	}
-	defer f.Close()
-	var bad []BadLine
-	err = eachLine(f, func(line int, off int64, b []byte, complete bool) {
-		if !complete {
-			return
-		}
-		var perr error
-		if line == 1 {
-			_, perr = parseHeader(b)
-		} else {
-			_, perr = parseEntry(b, off)
-		}
-		if perr != nil {
-			bad = append(bad, BadLine{Line: line, Offset: off, Err: perr.Error()})
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("transcript: scan %s: %w", path, err)
-	}
-	return bad, nil
+	s, err := summarizeTranscript(path)
+	return s.bad, err
 }
 
 // QuarantineTranscript moves the bad whole lines of the transcript at path

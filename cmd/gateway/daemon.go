@@ -158,10 +158,11 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 	}
 	d.disp = disp
 
-	var webAdapter *web.Adapter
+	var chat api.ChatHandler // an interface: never a nil *web.Adapter in it
 	if cfg.HTTP.Web {
-		webAdapter = web.New(web.Options{Logger: log.Named("web"), Lookup: d.lookupWebPeer})
+		webAdapter := web.New(web.Options{Logger: log.Named("web"), Lookup: d.lookupWebPeer})
 		d.adapters = append(d.adapters, webAdapter)
+		chat = webAdapter
 	}
 	if err := d.buildAdapters(cfg, dp); err != nil {
 		return err
@@ -175,7 +176,7 @@ func serve(ctx context.Context, cfg *configs.Config, cfgPath string, log *zap.Lo
 		agentIDs = append(agentIDs, strings.ToLower(a.ID))
 	}
 	d.server = api.New(api.Options{
-		Sessions: mgr, Runner: runner, Web: webAdapter, Gatherer: d.reg, Logger: log.Named("api"),
+		Sessions: mgr, Runner: runner, Web: chat, Gatherer: d.reg, Logger: log.Named("api"),
 		Token: cfg.HTTP.Token, Agents: agentIDs, Serialise: disp.Serialise,
 		Health:       mgr.Journal().Health,
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,

@@ -1,0 +1,192 @@
+package archtest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// graph maps a package (repo-relative dir) to its direct project imports.
+type graph map[string][]string
+
+// graphOf turns the loaded packages into a graph.
+func graphOf(pkgs map[string]*pkgInfo) graph {
+	g := graph{}
+	for d, p := range pkgs {
+		g[d] = []string{} // every package is a node, importing or not
+		for imp := range p.imports {
+			g[d] = append(g[d], imp)
+		}
+		slices.Sort(g[d])
+	}
+	return g
+}
+
+// reach returns every package from reaches, each with the import chain
+// that gets there first (breadth-first, so the chain is a shortest one).
+func (g graph) reach(from string) map[string][]string {
+	via := map[string][]string{from: {from}}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, q := range g[p] {
+			if _, seen := via[q]; seen {
+				continue
+			}
+			via[q] = append(slices.Clone(via[p]), q)
+			queue = append(queue, q)
+		}
+	}
+	delete(via, from)
+	return via
+}
+
+// violations lists, sorted, every (package, reached package) pair that a
+// rule forbids, with the chain and the reason.
+func violations(g graph, rule func(from, to string) string) []string {
+	var out []string
+	for from := range g {
+		for to, chain := range g.reach(from) {
+			why := rule(from, to)
+			if why == "" {
+				continue
+			}
+			how := "imports"
+			if len(chain) > 2 {
+				how = "reaches (" + strings.Join(chain, " -> ") + ")"
+			}
+			out = append(out, fmt.Sprintf("%s %s %s: %s", from, how, to, why))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestImportRules checks every rule over the transitive production import
+// graph of the repository (test files excluded: tests may use fakes and
+// reach across layers).
+func TestImportRules(t *testing.T) {
+	g := graphOf(loadPackages(t))
+	for _, v := range violations(g, rule) {
+		t.Error(v)
+	}
+	// The rules must see the packages they name: a rename would silently
+	// turn a rule off.
+	for _, p := range []string{"routing", "lanes", "sessions", "channels", "channels/telegram", "channels/discord",
+		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg} {
+		if _, ok := g[p]; !ok {
+			t.Errorf("package %s not found: update the rules in rules_test.go", p)
+		}
+	}
+}
+
+func TestRuleTable(t *testing.T) {
+	tests := []struct {
+		from, to string
+		bad      bool
+	}{
+		{"routing", "sessions", true},
+		{"lanes", "routing", true},
+		{"sessions", "routing", false},
+		{"sessions", "lanes", true},
+		{"channels/telegram", "channels", false},
+		{"channels/telegram", "sessions", true},
+		{"channels/telegram", "channels/discord", true},
+		{"channels/telegram/telegramtest", "channels/telegram", false},
+		{"channels/telegram", "access", false},
+		{"agents", "channels", true},
+		{"agents/openai", "agents/llm", false},
+		{"agents", "lanes", true},
+		{"dispatch", "lanes", false},
+		{"dispatch", "api", true},
+		{"dispatch", "configs", true},
+		{"dispatch", "cmd/gateway", true},
+		{"sessions", "internal/atomicfile", false},
+		{"routing", "internal/atomicfile", false},
+		{"internal/atomicfile", "routing", true},
+		{"access", "channels", false},
+		{"access", "routing", false},
+		{"access", "internal/secret", false},
+		{"access", "sessions", true},
+		{"access", "channels/telegram", true},
+		{"access", "dispatch", true},
+		{"api", "channels/web", true},
+		{"api", "channels/telegram", true},
+		{"api", "channels", false},
+		{"api", "sessions", false},
+		{"cmd/gateway", "configs", false},
+		{"configs", "sessions", false},
+		{"internal/webtest", "configs", true},
+		{"dispatch", "configs", true},
+		{"cmd/gateway", "channels/telegram/telegramtest", true},
+		{"dispatch", "agents/openai/openaitest", true},
+		{"channels/telegram", "internal/webtest", true},
+		{benchPkg, "channels/telegram/telegramtest", false},
+		{benchPkg, "agents/openai/openaitest", false},
+		{"internal/webtest", "channels/telegram/telegramtest", false},
+	}
+	for _, tt := range tests {
+		if got := rule(tt.from, tt.to) != ""; got != tt.bad {
+			t.Errorf("rule(%s -> %s) forbidden=%v, want %v (%s)", tt.from, tt.to, got, tt.bad, rule(tt.from, tt.to))
+		}
+	}
+}
+
+// TestViolationsTransitive runs the rules over synthetic graphs: a
+// forbidden package reached through an allowed one is still a violation,
+// and the message names the chain and the reason.
+func TestViolationsTransitive(t *testing.T) {
+	tests := []struct {
+		name string
+		g    graph
+		want []string // substrings, one per expected violation, in sorted order
+	}{
+		{"clean", graph{
+			"channels/telegram": {"access", "channels"}, "access": {"channels", "internal/atomicfile"},
+			"dispatch": {"sessions", "lanes"}, "sessions": {"routing"}, "api": {"agents"}, "agents": {"sessions"},
+		}, nil},
+		{"channel reaches sessions through access", graph{
+			"channels/telegram": {"access"}, "access": {"routing", "sessions"}, "sessions": {"routing"},
+		}, []string{
+			"access imports sessions: access:",
+			"channels/telegram reaches (channels/telegram -> access -> sessions) sessions: channels:",
+		}},
+		{"agents reach lanes through a helper", graph{
+			"agents": {"agents/llm"}, "agents/llm": {"internal/util"}, "internal/util": {"lanes"},
+		}, []string{
+			"agents reaches (agents -> agents/llm -> internal/util -> lanes) lanes: agents:",
+			"agents/llm reaches (agents/llm -> internal/util -> lanes) lanes: agents:",
+		}},
+		{"production reaches a fake through a library", graph{
+			"dispatch": {"internal/helper"}, "internal/helper": {"channels/telegram/telegramtest"},
+			benchPkg: {"channels/telegram/telegramtest"},
+		}, []string{
+			"dispatch reaches (dispatch -> internal/helper -> channels/telegram/telegramtest) channels/telegram/telegramtest: no-fakes:",
+			"internal/helper imports channels/telegram/telegramtest: no-fakes:",
+		}},
+		{"configs below cmd", graph{
+			"cmd/gateway": {"configs", "dispatch"}, "dispatch": {"internal/x"}, "internal/x": {"configs"},
+		}, []string{
+			"dispatch reaches (dispatch -> internal/x -> configs) configs: dispatch:",
+			"internal/x imports configs: configs:",
+		}},
+		{"cycle terminates", graph{"routing": {"lanes"}, "lanes": {"routing"}}, []string{
+			"lanes imports routing: lanes:", "routing imports lanes: routing:",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := violations(tt.g, rule)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d violations, want %d:\n%s", len(got), len(tt.want), strings.Join(got, "\n"))
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("violation %d = %q, want it to contain %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package archtest
+
+import "strings"
+
+// A depRule forbids the packages it applies to from reaching some others,
+// directly or through any chain of production imports (tailscale
+// tstest/deptest). Every rule carries the reason printed when it fails.
+type depRule struct {
+	name   string
+	from   func(pkg string) bool
+	forbid func(from, to string) bool
+	reason string
+}
+
+// leaf lists the internal utility packages any package may import: each
+// imports no other project package (its own rule). One copy of a routine
+// every layer needs (issue 12: the atomic file write existed four times)
+// bends no layering rule because it depends on nothing.
+var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true}
+
+func under(dir, prefix string) bool { return dir == prefix || strings.HasPrefix(dir, prefix+"/") }
+
+// adapter names the channel adapter a package belongs to ("telegram" for
+// channels/telegram/telegramtest), or "" outside channels/<adapter>.
+func adapter(pkg string) string {
+	rest, ok := strings.CutPrefix(pkg, "channels/")
+	if !ok {
+		return ""
+	}
+	return strings.SplitN(rest, "/", 2)[0]
+}
+
+// isTestPkg reports a package that exists to serve tests: fakes and
+// harnesses (telegramtest, openaitest, webtest) whose last path element
+// ends in "test".
+func isTestPkg(pkg string) bool {
+	return strings.HasSuffix(pkg[strings.LastIndexByte(pkg, '/')+1:], "test")
+}
+
+// only returns a forbid function admitting just the leaf packages and the
+// given trees.
+func only(allowed ...string) func(from, to string) bool {
+	return func(from, to string) bool {
+		if leaf[to] || under(to, from) {
+			return false
+		}
+		for _, a := range allowed {
+			if under(to, a) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func pkgIs(prefix string) func(string) bool {
+	return func(pkg string) bool { return under(pkg, prefix) }
+}
+
+func reaches(prefixes ...string) func(from, to string) bool {
+	return func(from, to string) bool {
+		for _, p := range prefixes {
+			if under(to, p) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// benchPkg is the load generator: it drives the daemon with the fake
+// Telegram and LLM servers, so it may import *test packages (issue 12:
+// it reuses telegramtest and openaitest instead of its own fakes). It is a
+// main package: nothing can import it, so the fakes never reach the daemon.
+const benchPkg = "cmd/gateway-bench"
+
+// rules are SPEC §1 (held transitively: a package may not reach through
+// another what it may not import) plus the rules of issue 12.
+var rules = []depRule{
+	{"leaf", func(p string) bool { return leaf[p] }, only(),
+		"a leaf utility package imports no other project package, so every layer may use it"},
+	{"routing", pkgIs("routing"), only(),
+		"routing imports no other project package (SPEC §1): keys are built and parsed in one place"},
+	{"lanes", pkgIs("lanes"), only(),
+		"lanes imports no other project package (SPEC §1): a generic per-key scheduler"},
+	{"sessions", pkgIs("sessions"), only("routing"),
+		"sessions imports only routing (SPEC §1): durable state knows keys, not channels or agents"},
+	{"channels", pkgIs("channels"), reaches("sessions", "agents", "lanes"),
+		"channels never import sessions, agents or lanes (SPEC §1): adapters only move messages"},
+	{"adapters", func(p string) bool { return adapter(p) != "" },
+		func(from, to string) bool { return adapter(to) != "" && adapter(to) != adapter(from) },
+		"channel adapters never import each other (SPEC §1)"},
+	{"agents", pkgIs("agents"), reaches("channels", "lanes"),
+		"agents never imports channels or lanes (SPEC §1): a run is channel-agnostic"},
+	{"access", pkgIs("access"), func(from, to string) bool { return to != "channels" && only("routing")(from, to) },
+		"access imports only channels (not an adapter), routing and leaf packages: adapters use it, so it stays below them"},
+	{"dispatch", pkgIs("dispatch"), reaches("api", "configs", "cmd"),
+		"dispatch never imports api, configs or cmd/*: it gets its settings as typed options from main"},
+	{"api", pkgIs("api"), func(from, to string) bool { return adapter(to) != "" },
+		"api never imports a channel adapter: the web chat is handed in as an api.ChatHandler"},
+	{"configs", func(p string) bool { return !under(p, "cmd") && !under(p, "configs") }, reaches("configs"),
+		"nothing but cmd/* imports configs: each package owns its typed config, main translates (STYLE 5)"},
+	{"no-fakes", func(p string) bool { return !isTestPkg(p) && p != benchPkg },
+		func(from, to string) bool { return isTestPkg(to) },
+		"production code never imports a *test package (fakes and harnesses); only tests and " + benchPkg + " do"},
+}
+
+// rule returns the reasons a production package from may not reach to
+// (directly or transitively), joined by "; ", or "" when it may.
+func rule(from, to string) string {
+	var why []string
+	for _, r := range rules {
+		if from != to && r.from(from) && r.forbid(from, to) {
+			why = append(why, r.name+": "+r.reason)
+		}
+	}
+	return strings.Join(why, "; ")
+}
