@@ -102,6 +102,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.opts.Metrics.Resets.WithLabelValues(info.ResetReason).Inc()
 		log.Info("session rolled over", zap.String("reason", info.ResetReason), zap.String("previous_session_id", info.Previous))
 	}
+	hist := d.takeHistory(ws, first.Key, info.ResetReason != "", log)
 	var inputs []sessions.Message
 	if len(b.Dropped) > 0 {
 		inputs = append(inputs, sessions.UserText("[queue overflow: "+fmt.Sprint(len(b.Dropped))+
@@ -115,7 +116,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			m.RecordIDs = recordIDs([]*work{w})
 			inputs = append(inputs, m)
 		default:
-			inputs = append(inputs, d.userMessage(w))
+			inputs = append(inputs, hist.attach(d.userMessage(w)))
 		}
 	}
 	deliver := last.Agent == nil || last.Agent.Deliver
@@ -131,9 +132,11 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		AgentID: first.AgentID,
 		Key:     first.Key,
 		Inputs:  inputs,
-		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
-		Steer:   d.steerFunc(b, steered),
-		OnDelta: d.deltaFunc(ctx, adapter, &out, steered),
+		// The room history the inputs took is cut once they are durable.
+		OnInputsAppended: hist.cut,
+		Reuse:            len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
+		Steer:            d.steerFunc(b, steered),
+		OnDelta:          d.deltaFunc(ctx, adapter, &out, steered),
 	})
 	stopTyping()
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())

@@ -292,7 +292,7 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 			HTTPClient:  dp.HTTPClient,
 			OffsetStore: telegram.FileOffsetStore(filepath.Join(cfg.StateDir, "telegram")),
 			MentionRequired: func(in channels.Inbound) bool {
-				return d.policy.Load().MentionRequired(in)
+				return d.dropUnmentioned(in)
 			},
 		})
 		if err != nil {
@@ -303,13 +303,24 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 	for name, acct := range cfg.Channels.Discord.Accounts {
 		a, err := discord.New(name, acct, discord.Options{Logger: d.log.Named("discord"), HTTPClient: dp.HTTPClient,
 			// Mention gating follows the hot-reloaded access policy.
-			MentionRequired: func(in channels.Inbound) bool { return d.policy.Load().MentionRequired(in) }})
+			MentionRequired: d.dropUnmentioned})
 		if err != nil {
 			return fmt.Errorf("gateway: channels.discord.accounts.%s: %w", name, err)
 		}
 		d.adapters = append(d.adapters, a)
 	}
 	return nil
+}
+
+// dropUnmentioned is the adapters' early filter: an unmentioned group
+// message is dropped before the dispatcher only when the hot-reloaded policy
+// requires a mention and its room keeps no history (else the dispatcher
+// keeps it as room history).
+func (d *daemon) dropUnmentioned(in channels.Inbound) bool {
+	if !d.policy.Load().MentionRequired(in) {
+		return false
+	}
+	return d.disp == nil || !d.disp.KeepsHistory(in)
 }
 
 var errNoConfigFile = errors.New("no config file to watch")
