@@ -91,7 +91,10 @@ func (d *Dispatcher) keepUnaddressed(ctx context.Context, rt *Runtime, in channe
 			zap.String("chat_id", in.ChatID), zap.Error(err))
 		return true, fmt.Errorf("dispatch: room history: %w: %w", channels.ErrUnavailable, err)
 	case err != nil:
-		return true, fmt.Errorf("dispatch: room history: %w", err)
+		// The history store is unusable (not the disk): the message is let
+		// go as before room history existed, rather than held forever.
+		d.log.Error("room message not kept", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
+		return true, channels.ErrRejected
 	case dup:
 		d.opts.Metrics.Duplicates.WithLabelValues(in.Channel).Inc()
 		return true, channels.ErrRejected
@@ -123,8 +126,9 @@ type roomContext struct {
 
 // takeHistory builds the turn's room context from the kept messages of
 // ws's room up to the newest mark among its new inbound messages. After an
-// automatic reset (reset) the room's history is cleared first.
-func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, reset bool, log *zap.Logger) *roomContext {
+// automatic reset (info) the history kept before the old session expired
+// is cleared first: it belonged to the session that ended.
+func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, info sessions.BeginInfo, log *zap.Logger) *roomContext {
 	rc := &roomContext{d: d, key: key.String(), log: log}
 	var addressed *work
 	var mark uint64
@@ -138,7 +142,12 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, reset bool, log *z
 		mark = max(mark, w.HistoryMark)
 	}
 	h := d.opts.Sessions.History()
-	if reset {
+	switch {
+	case info.ResetReason != "" && !info.ExpiredAt.IsZero():
+		if err := h.ClearBefore(rc.key, info.ExpiredAt); err != nil {
+			log.Error("room history clear failed", zap.Error(err))
+		}
+	case info.ResetReason != "":
 		d.clearHistory(key, log)
 	}
 	if addressed == nil || mark == 0 {

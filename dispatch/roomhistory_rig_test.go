@@ -36,6 +36,8 @@ type roomRig struct {
 	access map[access.Account]access.Config
 	room   channels.Room
 	queue  QueueConfig
+	reset  sessions.ResetConfig
+	now    func() time.Time // nil: time.Now
 
 	mgr    *sessions.Manager
 	d      *Dispatcher
@@ -47,7 +49,7 @@ type roomRig struct {
 func (r *roomRig) start() {
 	t := r.t
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	mgr, err := sessions.Open(sessions.Options{StateDir: r.dir, CacheTTL: -1, Logger: log})
+	mgr, err := sessions.Open(sessions.Options{StateDir: r.dir, CacheTTL: -1, Logger: log, Now: r.now, Reset: r.reset})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func (r *roomRig) start() {
 	if q.Mode == "" {
 		q = QueueConfig{Mode: "followup", Cap: 20, Drop: "summarize"}
 	}
-	d, err := New(Options{Sessions: mgr, Runner: runner, Logger: log}, &Runtime{Resolver: resolver, Queue: q,
+	d, err := New(Options{Sessions: mgr, Runner: runner, Logger: log, Now: r.now}, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
 		Access: policyVerdict(policy), Room: func(channels.Inbound) channels.Room { return room }})
 	if err != nil {
 		t.Fatal(err)

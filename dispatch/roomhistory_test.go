@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
-
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -242,53 +239,6 @@ func TestRoomHistoryDisabledKeepsNothing(t *testing.T) {
 	}
 }
 
-// TestRoomHistoryDiscordChannelAndThread: a Discord channel keeps its
-// unmentioned messages, a thread below it keeps its own.
-func TestRoomHistoryDiscordChannelAndThread(t *testing.T) {
-	dc := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
-	t.Cleanup(dc.Close)
-	dc.AddChannel(&discordgo.Channel{ID: "900", GuildID: "50", Type: discordgo.ChannelTypeGuildText})
-	dc.AddChannel(&discordgo.Channel{ID: "901", GuildID: "50", Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "900"})
-	model := openaitest.NewServer(t)
-	r := newRoomRig(t, &roomRig{model: model, dc: dc, room: channels.DefaultRoom("discord"),
-		access: map[access.Account]access.Config{{Channel: "discord", AccountID: "default"}: {GroupPolicy: access.GroupOpen}}})
-	ctx := rigCtx(t)
-	if err := dc.WaitReady(ctx, 1, 0); err != nil {
-		t.Fatal(err)
-	}
-	carol := &discordgo.User{ID: "7", Username: "carol"}
-	chanKey, threadKey := "agent:main:discord:channel:900", "agent:main:discord:channel:900:thread:901"
-	post := func(ch, text string, mention bool) {
-		m := &discordgo.Message{ChannelID: ch, GuildID: "50", Author: carol, Content: text}
-		if mention {
-			m.Content = "<@" + dc.BotUser().ID + "> " + text
-			m.Mentions = []*discordgo.User{dc.BotUser()}
-		}
-		dc.SendMessageCreate(m)
-	}
-	for i, text := range []string{"alpha", "beta", "gamma"} {
-		post("900", text, false)
-		eventually(t, "kept", func() bool { return r.mgr.History().Len(chanKey) == i+1 })
-	}
-	post("901", "in the thread", false)
-	eventually(t, "kept in thread", func() bool { return r.mgr.History().Len(threadKey) == 1 })
-
-	post("900", "thoughts?", true)
-	got := lastUser(waitModel(t, model, 1))
-	if !inOrder(got, historyHeader, "carol: alpha\n", "carol: beta\n", "carol: gamma\n", historyFooter, "[carol] thoughts?") ||
-		strings.Contains(got, "in the thread") {
-		t.Errorf("channel turn got:\n%s", got)
-	}
-	if _, err := dc.WaitSent(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	post("901", "and here?", true)
-	got = lastUser(waitModel(t, model, 2))
-	if !inOrder(got, historyHeader, "carol: in the thread\n", historyFooter, "[carol] and here?") || strings.Contains(got, "alpha") {
-		t.Errorf("thread turn got:\n%s", got)
-	}
-}
-
 // TestRoomHistoryCrashBeforeCut: the process died after a turn appended its
 // user message (with the history it took) and before the history was cut.
 // After the restart the turn is finished without taking the history again,
@@ -359,49 +309,5 @@ func TestRoomHistoryCrashBeforeCut(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(userTexts(req), "\n"), "Bob: second"); n != 1 {
 		t.Errorf("a kept message is in the request %d times, want once", n)
-	}
-}
-
-// TestRoomHistoryCollectTurn: mentions merged into one collect turn carry
-// the history block once, with what was said before them.
-func TestRoomHistoryCollectTurn(t *testing.T) {
-	tg := telegramtest.Start(t, telegramtest.Options{})
-	model := openaitest.NewServer(t)
-	newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram"),
-		queue: QueueConfig{Mode: "collect", Debounce: time.Millisecond, Cap: 20, Drop: "summarize"}})
-	ctx := rigCtx(t)
-	hold := make(chan struct{})
-	model.SetReply(func(n int, _ openaitest.Request) openaitest.Reply {
-		if n == 0 {
-			return openaitest.Reply{Text: "first answer", Hold: hold}
-		}
-		return openaitest.Reply{Text: "answer"}
-	})
-	bot := "@" + tg.BotUserName() + " "
-	say(tg, bob, "Bob", "early")
-	say(tg, alice, "Alice", bot+"one")
-	waitModel(t, model, 1) // the first turn runs (held)
-	say(tg, bob, "Bob", "while you think 1")
-	say(tg, bob, "Bob", "while you think 2")
-	say(tg, alice, "Alice", bot+"two")
-	last := say(tg, bob, "Bob", bot+"three")
-	if err := tg.WaitConfirmed(ctx, last); err != nil {
-		t.Fatal(err)
-	}
-	close(hold)
-	req := waitModel(t, model, 2)
-	if _, err := tg.WaitSent(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
-	all := strings.Join(userTexts(req), "\n")
-	if n := strings.Count(all, historyHeader); n != 2 {
-		t.Errorf("%d history blocks in the follow-up request, want 2 (one per turn):\n%s", n, all)
-	}
-	if !inOrder(all, "Bob: early\n", "[Alice] one", historyHeader, "Bob: while you think 1\n", "Bob: while you think 2\n",
-		historyFooter, "[Alice] two", "[Bob] three") {
-		t.Errorf("follow-up request:\n%s", all)
-	}
-	if len(model.Requests()) != 2 {
-		t.Errorf("%d model calls, want 2 (the two mentions merged)", len(model.Requests()))
 	}
 }

@@ -102,7 +102,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.opts.Metrics.Resets.WithLabelValues(info.ResetReason).Inc()
 		log.Info("session rolled over", zap.String("reason", info.ResetReason), zap.String("previous_session_id", info.Previous))
 	}
-	hist := d.takeHistory(ws, first.Key, info.ResetReason != "", log)
+	hist := d.takeHistory(ws, first.Key, info, log)
 	var inputs []sessions.Message
 	if len(b.Dropped) > 0 {
 		inputs = append(inputs, sessions.UserText("[queue overflow: "+fmt.Sprint(len(b.Dropped))+

@@ -82,7 +82,7 @@ func (h *RoomHistory) applyLine(line []byte, off int64, lineNo int) {
 		if n := len(r.refs); n > 0 && r.refs[n-1].seq >= l.Seq {
 			return // out of order: never written so; ignore
 		}
-		ref := histRef{seq: l.Seq, off: off, n: uint32(len(line)), text: uint32(len(l.Text)), id: hashID(l.Room, l.ID)}
+		ref := histRef{seq: l.Seq, off: off, n: uint32(len(line)), text: uint32(len(l.Text)), id: hashID(l.Room, l.ID), at: l.At.UnixMilli()}
 		r.refs = append(r.refs, ref)
 		r.bytes += int(ref.text)
 		h.live += int64(ref.n)

@@ -299,3 +299,36 @@ func TestRoomHistoryCrashBetweenConsumeSteps(t *testing.T) {
 		t.Errorf("after recovery cut: %q, want m3", got)
 	}
 }
+
+// TestRoomHistoryClearBefore: an automatic reset drops what was said
+// before the old session expired, by message time, and keeps the rest.
+func TestRoomHistoryClearBefore(t *testing.T) {
+	h := openTestHistory(t, t.TempDir())
+	lim := HistoryLimits{Count: 50, MaxBytes: 1 << 10}
+	addN(t, h, testRoom, 0, 5, lim) // at 1000..1004 s
+	if err := h.ClearBefore(testRoom, time.Unix(1003, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(texts(t, h, testRoom, h.Seq(), lim), " "); got != "m3 m4" {
+		t.Errorf("after ClearBefore: %q, want m3 m4", got)
+	}
+	_ = h.Close()
+	h = openTestHistory(t, filepath.Dir(h.path))
+	if got := strings.Join(texts(t, h, testRoom, h.Seq(), lim), " "); got != "m3 m4" {
+		t.Errorf("after reopen: %q, want m3 m4", got)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	idle := 60
+	cfg := ResetConfig{Reset: ResetPolicy{Mode: ResetIdle, IdleMinutes: &idle}}
+	key, _ := routing.Parse(testRoom)
+	last := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	e := Entry{SessionStartedAt: last, LastInteractionAt: last}
+	if at, reason := Expiry(cfg, key, e, last.Add(30*time.Minute)); !at.IsZero() || reason != "" {
+		t.Errorf("fresh session: expiry %v %q", at, reason)
+	}
+	if at, reason := Expiry(cfg, key, e, last.Add(3*time.Hour)); !at.Equal(last.Add(time.Hour)) || reason != ReasonIdle {
+		t.Errorf("idle session: expiry %v %q, want %v idle", at, reason, last.Add(time.Hour))
+	}
+}
