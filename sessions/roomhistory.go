@@ -61,6 +61,8 @@ type RoomHistory struct {
 	fl      *flock.Flock
 	// compactMin is historyCompactMin; smaller in tests.
 	compactMin int64
+	// write appends to the log ((*os.File).Write); tests inject faults.
+	write func(f *os.File, b []byte) (int, error)
 
 	mu      sync.Mutex // guards the fields below
 	f       *os.File
@@ -134,7 +136,7 @@ func OpenRoomHistory(dir string, log *zap.Logger) *RoomHistory {
 		log = zap.NewNop()
 	}
 	h := &RoomHistory{path: filepath.Join(dir, historyFile), log: log, rooms: map[string]*histRoom{},
-		gone: map[uint64]struct{}{}, compactMin: historyCompactMin}
+		gone: map[uint64]struct{}{}, compactMin: historyCompactMin, write: (*os.File).Write}
 	if err := h.open(dir); err != nil {
 		h.openErr = fmt.Errorf("sessions: room history: %w", err)
 		log.Error("room history unavailable", zap.Error(err))

@@ -155,7 +155,7 @@ func (h *RoomHistory) writeLocked(b []byte) error {
 	if h.closed {
 		return errors.New("room history closed")
 	}
-	n, err := h.f.Write(b)
+	n, err := h.write(h.f, b)
 	if err == nil && n < len(b) {
 		err = fmt.Errorf("short write (%d of %d bytes)", n, len(b))
 	}

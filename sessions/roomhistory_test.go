@@ -2,10 +2,12 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,5 +332,39 @@ func TestExpiry(t *testing.T) {
 	}
 	if at, reason := Expiry(cfg, key, e, last.Add(3*time.Hour)); !at.Equal(last.Add(time.Hour)) || reason != ReasonIdle {
 		t.Errorf("idle session: expiry %v %q, want %v idle", at, reason, last.Add(time.Hour))
+	}
+}
+
+// TestRoomHistoryFailedWrite: a write the disk refuses half way is cut back
+// to the last whole line, the caller gets a storage error (the adapter does
+// not acknowledge the message), and the log takes appends again after.
+func TestRoomHistoryFailedWrite(t *testing.T) {
+	dir := t.TempDir()
+	h := openTestHistory(t, dir)
+	lim := HistoryLimits{Count: 50, MaxBytes: 1 << 10}
+	addN(t, h, testRoom, 0, 2, lim)
+	h.write = func(f *os.File, b []byte) (int, error) {
+		n, _ := f.Write(b[:len(b)/2])
+		return n, syscall.ENOSPC
+	}
+	_, err := h.Append(context.Background(), testRoom, HistoryEntry{MessageID: "x", Text: "lost"}, lim)
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk: %v, want ErrStorage wrapping ENOSPC", err)
+	}
+	h.write = (*os.File).Write
+	addN(t, h, testRoom, 2, 1, lim)
+	if got := strings.Join(texts(t, h, testRoom, h.Seq(), lim), " "); got != "m0 m1 m2" {
+		t.Errorf("after the failed write: %q", got)
+	}
+	_ = h.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, historyFile))
+	for i, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if !strings.HasPrefix(l, "{") || !strings.HasSuffix(l, "}") {
+			t.Errorf("line %d is not whole: %q", i+1, l)
+		}
+	}
+	h = openTestHistory(t, dir)
+	if got := strings.Join(texts(t, h, testRoom, h.Seq(), lim), " "); got != "m0 m1 m2" {
+		t.Errorf("after reopen: %q", got)
 	}
 }
