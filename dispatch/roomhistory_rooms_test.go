@@ -183,3 +183,46 @@ func TestRoomHistoryForumTopics(t *testing.T) {
 		t.Errorf("topic 78 keeps %d, want its 1 untouched", n)
 	}
 }
+
+// TestRoomHistorySteer: a mention steered into a running turn carries no
+// second history block; what was said meanwhile waits for the next turn.
+func TestRoomHistorySteer(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram"),
+		queue: QueueConfig{Mode: "steer", Debounce: time.Millisecond, Cap: 20, Drop: "summarize"}})
+	ctx := rigCtx(t)
+	hold := make(chan struct{})
+	model.SetReply(func(n int, _ openaitest.Request) openaitest.Reply {
+		if n == 0 { // a tool step, so the run calls the model again
+			return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "sessions_list", Arguments: "{}"}}, Hold: hold}
+		}
+		return openaitest.Reply{Text: "answer"}
+	})
+	bot := "@" + tg.BotUserName() + " "
+	say(tg, bob, "Bob", "before")
+	say(tg, alice, "Alice", bot+"one")
+	waitModel(t, model, 1)
+	say(tg, bob, "Bob", "meanwhile")
+	last := say(tg, alice, "Alice", bot+"also this")
+	if err := tg.WaitConfirmed(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	req := waitModel(t, model, 2)
+	u := userTexts(req)
+	if len(u) != 2 || !inOrder(u[0], historyHeader, "Bob: before\n", historyFooter, "[Alice] one") || u[1] != "[Alice] also this" {
+		t.Fatalf("steered run's second request: %q", u)
+	}
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	say(tg, alice, "Alice", bot+"next")
+	req = waitModel(t, model, 3)
+	if got := lastUser(req); !inOrder(got, historyHeader, "Bob: meanwhile\n", historyFooter, "[Alice] next") {
+		t.Errorf("next turn: %q", got)
+	}
+	if n := strings.Count(strings.Join(userTexts(req), "\n"), historyHeader); n != 2 {
+		t.Errorf("%d history blocks, want one per turn (2)", n)
+	}
+}
