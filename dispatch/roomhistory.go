@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -125,11 +126,16 @@ type roomContext struct {
 }
 
 // takeHistory builds the turn's room context from the kept messages of
-// ws's room up to the newest mark among its new inbound messages. After an
-// automatic reset (info) the history kept before the old session expired
-// is cleared first: it belonged to the session that ended.
-func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, info sessions.BeginInfo, log *zap.Logger) *roomContext {
+// ws's room up to the newest mark among its new inbound messages. First the
+// history that belongs to an ended session is dropped: after an automatic
+// reset (info) what was kept before the old session expired; otherwise
+// what was sent before the session e started (a reset through the API or
+// the CLI, which cannot reach the daemon's history; /new clears at once).
+func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
 	rc := &roomContext{d: d, key: key.String(), log: log}
+	if key.Kind != routing.Group && key.Kind != routing.Channel {
+		return rc // DMs and main sessions keep no room history
+	}
 	var addressed *work
 	var mark uint64
 	for _, w := range ws {
@@ -142,13 +148,21 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, info sessions.Begi
 		mark = max(mark, w.HistoryMark)
 	}
 	h := d.opts.Sessions.History()
+	var before time.Time
 	switch {
 	case info.ResetReason != "" && !info.ExpiredAt.IsZero():
-		if err := h.ClearBefore(rc.key, info.ExpiredAt); err != nil {
-			log.Error("room history clear failed", zap.Error(err))
-		}
+		before = info.ExpiredAt
 	case info.ResetReason != "":
 		d.clearHistory(key, log)
+	case !info.Created:
+		// Platform times have whole seconds: a message of the reset's own
+		// second is kept rather than lost.
+		before = e.SessionStartedAt.Truncate(time.Second)
+	}
+	if !before.IsZero() {
+		if err := h.ClearBefore(rc.key, before); err != nil {
+			log.Error("room history clear failed", zap.Error(err))
+		}
 	}
 	if addressed == nil || mark == 0 {
 		return rc

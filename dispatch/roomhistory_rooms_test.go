@@ -12,6 +12,7 @@ import (
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -224,5 +225,41 @@ func TestRoomHistorySteer(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(userTexts(req), "\n"), historyHeader); n != 2 {
 		t.Errorf("%d history blocks, want one per turn (2)", n)
+	}
+}
+
+// TestRoomHistoryResetElsewhere: a reset through the API or the CLI (which
+// cannot reach the daemon's history) still drops what was said before it.
+func TestRoomHistoryResetElsewhere(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram")})
+	ctx := rigCtx(t)
+	bot := "@" + tg.BotUserName() + " "
+	dated := func(from int64, name, text string, shift time.Duration) int {
+		u, _ := tg.AddMessage(telegramtest.Message{ChatID: tgGroup, FromID: from, FromName: name, Text: text,
+			Extra: map[string]any{"date": time.Now().Add(shift).Unix()}})
+		return u
+	}
+	say(tg, alice, "Alice", bot+"hi")
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.drained()
+	if err := tg.WaitConfirmed(ctx, dated(bob, "Bob", "before the reset", -5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := routing.Parse(tgKey)
+	st, _ := r.mgr.Store("main")
+	if _, err := st.Reset(ctx, key, sessions.ResetOptions{Manual: true, Reason: "api"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.WaitConfirmed(ctx, dated(bob, "Bob", "after the reset", 2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	dated(alice, "Alice", bot+"so?", 3*time.Second)
+	got := lastUser(waitModel(t, model, 2))
+	if !inOrder(got, historyHeader, "Bob: after the reset\n", historyFooter, "[Alice] so?") || strings.Contains(got, "before the reset") {
+		t.Errorf("after a reset elsewhere the model got:\n%s", got)
 	}
 }

@@ -93,7 +93,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	if origin.At.IsZero() {
 		origin.At = d.opts.Now()
 	}
-	_, info, err := store.Begin(ctx, first.Key, origin)
+	entry, info, err := store.Begin(ctx, first.Key, origin)
 	if err != nil {
 		d.failed(ctx, ws, log, fmt.Errorf("session begin: %w", err))
 		return
@@ -102,7 +102,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.opts.Metrics.Resets.WithLabelValues(info.ResetReason).Inc()
 		log.Info("session rolled over", zap.String("reason", info.ResetReason), zap.String("previous_session_id", info.Previous))
 	}
-	hist := d.takeHistory(ws, first.Key, info, log)
+	hist := d.takeHistory(ws, first.Key, entry, info, log)
 	var inputs []sessions.Message
 	if len(b.Dropped) > 0 {
 		inputs = append(inputs, sessions.UserText("[queue overflow: "+fmt.Sprint(len(b.Dropped))+
