@@ -225,7 +225,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	}
 	if !verdict.Allow {
 		m.Refused.WithLabelValues(in.Channel).Inc()
-		d.log.Info("message refused", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+		d.log.Log(refusedLevel(in), "message refused", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
 			zap.String("sender_id", in.SenderID), zap.String("reason", verdict.Reason))
 		if verdict.Reply != "" {
 			d.notify(ctx, in, verdict.Reply)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/routing"
@@ -102,6 +103,16 @@ func (d *Dispatcher) keepUnaddressed(ctx context.Context, rt *Runtime, in channe
 	}
 	d.log.Debug("room message kept", zap.String("channel", in.Channel), zap.String("session_key", route.Key.String()))
 	return true, nil
+}
+
+// refusedLevel is the log level of a refusal: group chatter that does not
+// address the bot reaches the dispatcher when its room keeps history, and
+// refusing it (a sender the room does not admit) is routine.
+func refusedLevel(in channels.Inbound) zapcore.Level {
+	if in.ChatType != channels.Direct && !in.Mentioned {
+		return zap.DebugLevel
+	}
+	return zap.InfoLevel
 }
 
 // historyMark is the room history sequence a message accepted now may see

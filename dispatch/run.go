@@ -132,11 +132,12 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		AgentID: first.AgentID,
 		Key:     first.Key,
 		Inputs:  inputs,
+		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
+		Steer:   d.steerFunc(b, steered),
+		OnDelta: d.deltaFunc(ctx, adapter, &out, steered),
+
 		// The room history the inputs took is cut once they are durable.
 		OnInputsAppended: hist.cut,
-		Reuse:            len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
-		Steer:            d.steerFunc(b, steered),
-		OnDelta:          d.deltaFunc(ctx, adapter, &out, steered),
 	})
 	stopTyping()
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
