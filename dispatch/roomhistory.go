@@ -19,9 +19,9 @@ import (
 // not address the bot is kept in the session layer's room history (durable
 // before the adapter acknowledges it); the next turn of that room takes the
 // ones kept before its message, framed as context, into its first user
-// message, and the history is cut after them once that message is in the
-// transcript. The transcript entry records the sequence it took
-// (historySeq), so recovery repeats a cut the process died before.
+// message, and the history is cut after them when the turn ends with that
+// message in the transcript. The transcript entry records the sequence it
+// took (historySeq), so recovery repeats a cut the process died before.
 
 // Framing of the kept messages in a turn. The block says plainly that what
 // follows is what other people wrote, not instructions; continuation lines
@@ -132,7 +132,8 @@ type roomContext struct {
 	key  string
 	text string
 	seq  uint64
-	used bool
+	used bool // attached to an input
+	in   bool // that input is in the transcript
 	log  *zap.Logger
 }
 
@@ -210,10 +211,23 @@ func (rc *roomContext) attach(m sessions.Message) sessions.Message {
 	return m
 }
 
-// cut is the runner's OnInputsAppended: the taken entries are in the
-// transcript now, so the room's history drops them.
+// appended is the runner's OnInputsAppended: the input holding the taken
+// entries is in the transcript (written, not yet fsynced: the runner
+// appends inputs lazily).
+func (rc *roomContext) appended() {
+	if rc != nil {
+		rc.in = rc.used
+	}
+}
+
+// cut drops the taken entries from the room's history once the run ended
+// with its input in the transcript. It runs after the run, not at append:
+// the reply's append fsyncs the transcript, so the cut is never durable
+// while the entry holding the messages could still be lost to a power
+// failure. A process that dies before it leaves the cut to recovery (the
+// entry's historySeq).
 func (rc *roomContext) cut() {
-	if rc == nil || !rc.used {
+	if rc == nil || !rc.in {
 		return
 	}
 	rc.d.cutHistory(rc.key, rc.seq, rc.log)

@@ -263,3 +263,34 @@ func TestRoomHistoryResetElsewhere(t *testing.T) {
 		t.Errorf("after a reset elsewhere the model got:\n%s", got)
 	}
 }
+
+// TestRoomHistoryFailedTurnConsumes: a turn whose model call fails after
+// its input (with the history) reached the transcript still consumes the
+// history: the next mention does not repeat it.
+func TestRoomHistoryFailedTurnConsumes(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram")})
+	ctx := rigCtx(t)
+	model.SetReply(func(n int, _ openaitest.Request) openaitest.Reply {
+		if n == 0 {
+			return openaitest.Reply{Status: 400, ErrorMessage: "bad request"}
+		}
+		return openaitest.Reply{Text: "answer"}
+	})
+	bot := "@" + tg.BotUserName() + " "
+	say(tg, bob, "Bob", "said once")
+	say(tg, alice, "Alice", bot+"first")
+	if _, err := tg.WaitSent(ctx, 1); err != nil { // the error notice
+		t.Fatal(err)
+	}
+	r.drained()
+	if n := r.mgr.History().Len(tgKey); n != 0 {
+		t.Errorf("%d kept after the failed turn, want 0 (its input holds them)", n)
+	}
+	say(tg, alice, "Alice", bot+"second")
+	req := waitModel(t, model, 2)
+	if n := strings.Count(strings.Join(userTexts(req), "\n"), "Bob: said once"); n != 1 {
+		t.Errorf("the kept message is in the next request %d times, want once", n)
+	}
+}

@@ -136,10 +136,10 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		Steer:   d.steerFunc(b, steered),
 		OnDelta: d.deltaFunc(ctx, adapter, &out, steered),
 
-		// The room history the inputs took is cut once they are durable.
-		OnInputsAppended: hist.cut,
+		OnInputsAppended: hist.appended,
 	})
 	stopTyping()
+	hist.cut() // the reply's fsync made the inputs durable: drop the history they took
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
 	all := slices.Concat(ws, steered.all())
 	ids = recordIDs(all)
