@@ -154,8 +154,12 @@ func (h *RoomHistory) open(dir string) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s is held by another process", h.path+lockExt)
+		li, _ := ReadLockInfo(h.path + lockExt)
+		return fmt.Errorf("%s is held by pid %d on host %q", h.path+lockExt, li.PID, li.Host)
 	}
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(LockInfo{PID: os.Getpid(), StartTime: processStart(), CreatedAt: time.Now().UTC(), Host: host})
+	_ = os.WriteFile(h.path+lockExt, b, 0o600)
 	f, err := os.OpenFile(h.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		_ = h.fl.Unlock()

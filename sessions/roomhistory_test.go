@@ -368,3 +368,19 @@ func TestRoomHistoryFailedWrite(t *testing.T) {
 		t.Errorf("after reopen: %q", got)
 	}
 }
+
+// TestRoomHistoryOneHolder: a second opener is refused, naming the holder;
+// once the first closes, the log opens again.
+func TestRoomHistoryOneHolder(t *testing.T) {
+	dir := t.TempDir()
+	h := openTestHistory(t, dir)
+	second := OpenRoomHistory(dir, zaptest.NewLogger(t))
+	if second.openErr == nil || !strings.Contains(second.openErr.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("second open: %v, want refused naming this pid", second.openErr)
+	}
+	if _, err := second.Append(context.Background(), testRoom, HistoryEntry{Text: "x"}, HistoryLimits{Count: 1}); err == nil {
+		t.Error("append through a refused open succeeded")
+	}
+	_ = h.Close()
+	openTestHistory(t, dir)
+}
