@@ -145,6 +145,10 @@ func TestRoomHistoryAutomaticReset(t *testing.T) {
 		strings.Contains(u[0], "before the session expired") {
 		t.Errorf("after the idle reset the model got:\n%s", u[0])
 	}
+	if _, err := tg.WaitSent(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	r.drained()
 	if n := r.mgr.History().Len(tgKey); n != 0 {
 		t.Errorf("%d messages kept after the turn", n)
 	}
