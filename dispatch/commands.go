@@ -133,6 +133,7 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store
 		return
 	}
 	d.opts.Metrics.Resets.WithLabelValues("manual").Inc()
+	d.clearHistory(w.Key, d.log)
 	msg := "Started a new session."
 	if model != "" {
 		msg = "Started a new session with model " + model + "."

@@ -149,6 +149,9 @@ type work struct {
 	Joined []*work
 	Prev   string
 	Glue   string
+	// HistoryMark is the room history sequence when it was accepted: its
+	// turn takes the room's kept messages up to it (roomhistory.go).
+	HistoryMark uint64
 }
 
 // agentWork is an internal message from the agent runtime.
@@ -164,6 +167,7 @@ type agentWork struct {
 type envelope struct {
 	Inbound *channels.Inbound `json:"inbound,omitempty"`
 	Agent   *agentWork        `json:"agent,omitempty"`
+	History uint64            `json:"history,omitempty"` // work.HistoryMark
 }
 
 // RecordID is the journal and dedupe id of an inbound message.
@@ -222,9 +226,14 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if rt.Access != nil {
 		verdict = rt.Access(in)
 	}
+	if !verdict.Allow && verdict.Unaddressed {
+		if handled, err := d.keepUnaddressed(ctx, rt, in); handled {
+			return err
+		}
+	}
 	if !verdict.Allow {
 		m.Refused.WithLabelValues(in.Channel).Inc()
-		d.log.Info("message refused", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+		d.log.Log(refusedLevel(in), "message refused", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
 			zap.String("sender_id", in.SenderID), zap.String("reason", verdict.Reason))
 		if verdict.Reply != "" {
 			d.notify(ctx, in, verdict.Reply)
@@ -249,7 +258,8 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		d.stop(ctx, w)
 		return nil
 	}
-	payload, err := json.Marshal(envelope{Inbound: &in})
+	w.HistoryMark = d.historyMark(in)
+	payload, err := json.Marshal(envelope{Inbound: &in, History: w.HistoryMark})
 	if err != nil {
 		return fmt.Errorf("dispatch: encode inbound: %w", err)
 	}

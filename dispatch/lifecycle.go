@@ -82,7 +82,7 @@ func (d *Dispatcher) workFromRecord(rec sessions.Record) (*work, error) {
 		Failures: rec.Failures, AcceptedAt: rec.AcceptedAt}
 	switch {
 	case env.Inbound != nil:
-		w.In = *env.Inbound
+		w.In, w.HistoryMark = *env.Inbound, env.History
 		w.Command, w.Args = parseCommand(w.In.Text, d.rt.Load().Reset)
 	case env.Agent != nil:
 		w.Agent = env.Agent

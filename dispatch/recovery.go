@@ -57,6 +57,8 @@ func (d *Dispatcher) recover(ctx context.Context, store *sessions.Store, ws []*w
 		d.failed(ctx, ws, log, fmt.Errorf("recovery: read transcript: %w", err))
 		return nil
 	}
+	// A turn that took room history may have died before cutting it.
+	d.cutHistory(ws[0].Key.String(), rs.HistorySeq, log)
 	if len(rs.Consumed) == 0 {
 		return ws
 	}

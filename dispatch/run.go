@@ -109,6 +109,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		log.Info("session rolled over", zap.String("reason", info.ResetReason), zap.String("previous_session_id", info.Previous))
 	}
 	mt := mediaTurn{agentID: first.AgentID, sessionID: entry.SessionID, vision: d.opts.Runner.TakesImages(first.AgentID, entry)}
+	hist := d.takeHistory(ws, first.Key, entry, info, log)
 	var inputs []sessions.Message
 	if info.Created {
 		if m, ok := d.parentContext(ctx, store, first, origin.At); ok {
@@ -127,7 +128,10 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			m.RecordIDs = recordIDs([]*work{w})
 			inputs = append(inputs, m)
 		default:
-			inputs = d.appendUser(ctx, inputs, w, mt)
+			n := len(inputs)
+			if inputs = d.appendUser(ctx, inputs, w, mt); len(inputs) > n {
+				inputs[n] = hist.attach(inputs[n]) // the room's kept messages go before the first new input
+			}
 		}
 	}
 	deliver := last.Agent == nil || last.Agent.Deliver
@@ -148,10 +152,12 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
 		Steer:   d.steerFunc(ctx, b, steered, mt),
 		// The room's own prompt (groups.<id>.systemPrompt and the like).
-		SystemPrompt: d.roomPrompt(last),
-		OnDelta:      d.deltaFunc(ctx, adapter, &out, steered),
+		SystemPrompt:     d.roomPrompt(last),
+		OnDelta:          d.deltaFunc(ctx, adapter, &out, steered),
+		OnInputsAppended: hist.appended,
 	})
 	stopTyping()
+	hist.cut() // the reply's fsync made the inputs durable: drop the history they took
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
 	all := slices.Concat(ws, steered.all())
 	ids = recordIDs(all)

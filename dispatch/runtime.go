@@ -117,6 +117,9 @@ type Verdict struct {
 	// Privileged says the sender may run /new, /reset, /switch, /delete.
 	Privileged bool
 	Reason     string
+	// Unaddressed marks a refusal only for want of a mention: the sender
+	// and the room are allowed, so the room may keep it as history.
+	Unaddressed bool
 }
 
 // Runtime is the hot-reloadable part of the dispatcher's configuration.

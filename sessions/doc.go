@@ -1,6 +1,7 @@
 // Package sessions keeps conversations durable: the per-agent sessions.json
 // index, the append-only JSONL transcripts (pi-coding-agent format v3),
-// reset policies, file locks and the durable ingress journal (SPEC §3).
+// reset policies, file locks, the durable ingress journal (SPEC §3) and the
+// room history of group messages not addressed to the bot (RoomHistory).
 //
 // Concurrency: a Manager and the Stores, Transcripts and Journal it hands out
 // are safe for concurrent use by many goroutines and, through flock-based

@@ -67,6 +67,9 @@ type Manager struct {
 	jmu     sync.Mutex // guards journal
 	journal *Journal
 
+	hmu     sync.Mutex // guards history
+	history *RoomHistory
+
 	cancel context.CancelFunc
 	done   chan struct{}
 	// overCap receives stores whose entry count passed maintenance.maxEntries
@@ -306,6 +309,11 @@ func (m *Manager) Close() error {
 		err = errors.Join(err, m.journal.close())
 	}
 	m.jmu.Unlock()
+	m.hmu.Lock()
+	if m.history != nil {
+		err = errors.Join(err, m.history.Close())
+	}
+	m.hmu.Unlock()
 	return err
 }
 

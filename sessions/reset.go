@@ -204,6 +204,14 @@ func sortedKeys(m map[string]ResetPolicy) []string {
 // flushes, heartbeats) do not keep a session fresh. Mode daily with
 // idleMinutes > 0 applies both rules and reports the one that expired first.
 func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale bool, reason string) {
+	at, reason := Expiry(cfg, key, e, now)
+	return !at.IsZero(), reason
+}
+
+// Expiry is Evaluate that also tells when the session expired (zero when
+// it is fresh): the room history kept before that instant belongs to the
+// session the reset ends.
+func Expiry(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (at time.Time, reason string) {
 	channel := key.Channel
 	if channel == "" {
 		channel = e.LastChannel
@@ -214,7 +222,7 @@ func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale b
 	return evaluatePolicy(cfg.Resolve(key, channel), e, now)
 }
 
-func evaluatePolicy(p ResetPolicy, e Entry, now time.Time) (bool, string) {
+func evaluatePolicy(p ResetPolicy, e Entry, now time.Time) (time.Time, string) {
 	started := firstSet(e.SessionStartedAt, e.CreatedAt)
 	last := firstSet(e.LastInteractionAt, started)
 
@@ -238,15 +246,15 @@ func evaluatePolicy(p ResetPolicy, e Entry, now time.Time) (bool, string) {
 			}
 		}
 	default:
-		return false, ""
+		return time.Time{}, ""
 	}
 	switch {
 	case !dailyAt.IsZero() && (idleAt.IsZero() || !idleAt.Before(dailyAt)):
-		return true, ReasonDaily
+		return dailyAt, ReasonDaily
 	case !idleAt.IsZero():
-		return true, ReasonIdle
+		return idleAt, ReasonIdle
 	}
-	return false, ""
+	return time.Time{}, ""
 }
 
 // lastBoundary is the most recent hour:00 in loc at or before now. It uses

@@ -39,6 +39,8 @@ type BeginInfo struct {
 	// ResetReason is "daily", "idle" or "" when the previous session was kept.
 	ResetReason string
 	Previous    string // archived session id on reset
+	// ExpiredAt is when the previous session expired (on an automatic reset).
+	ExpiredAt time.Time
 }
 
 // ResetOptions tunes a manual or timed reset.
@@ -95,8 +97,8 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 			e = newEntry(k, key, o, tx.now())
 			info.Created = true
 		default:
-			stale, reason := Evaluate(cfg, key, cur, now)
-			if !stale { // another goroutine or process got here first
+			expired, reason := Expiry(cfg, key, cur, now)
+			if expired.IsZero() { // another goroutine or process got here first
 				e = cur
 				touchDelta(cur.SessionID, o, tx.now()).apply(&e)
 				break
@@ -107,7 +109,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 			e = rolledOver(cur, false, "", tx.now())
 			e.LastInteractionAt = o.At
 			applyOrigin(&e, o)
-			info = BeginInfo{ResetReason: reason, Previous: cur.SessionID}
+			info = BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		}
 		tx.put(k, e)
 		return nil

@@ -285,7 +285,7 @@ func (t *Transcript) appendMessages(ctx context.Context, sync bool, msgs []Messa
 			id := t.newIDLocked(st, nodes)
 			if err := appendJSONLine(buf, outMessageEntry{
 				Type: entryMessage, ID: id, ParentID: nullable(parent), Timestamp: formatTimestamp(now), Message: toOutMessage(m),
-				RecordIDs: m.RecordIDs,
+				RecordIDs: m.RecordIDs, HistorySeq: m.HistorySeq,
 			}); err != nil {
 				return nil, fmt.Errorf("transcript: encode message: %w", err)
 			}

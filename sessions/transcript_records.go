@@ -24,6 +24,9 @@ type RecordsState struct {
 	// Superseded is true when a user message of other records follows them
 	// without a reply to them in between: the session moved on.
 	Superseded bool
+	// HistorySeq is the highest room history sequence those user messages
+	// took (0: none): the caller cuts the room's history after it.
+	HistorySeq uint64
 }
 
 // Records reports which of ids were appended as user messages and whether
@@ -67,6 +70,7 @@ func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, e
 		}
 		if hit {
 			anchored = true
+			rs.HistorySeq = max(rs.HistorySeq, n.msg.HistorySeq)
 		}
 		if !anchored {
 			after = append(after, n)

@@ -59,8 +59,9 @@ type wireLine struct {
 	AgentID    string `json:"agentId"`
 
 	// message
-	Message   json.RawMessage `json:"message"`
-	RecordIDs []string        `json:"recordIds"` // gateway extension
+	Message    json.RawMessage `json:"message"`
+	RecordIDs  []string        `json:"recordIds"`  // gateway extension
+	HistorySeq uint64          `json:"historySeq"` // gateway extension
 
 	// compaction, branch_summary
 	Summary          string  `json:"summary"`
@@ -188,7 +189,7 @@ func parseEntry(line []byte, off int64) (*node, error) {
 			return nil, fmt.Errorf("message: %w", err)
 		}
 		if ok {
-			m.RecordIDs = w.RecordIDs
+			m.RecordIDs, m.HistorySeq = w.RecordIDs, w.HistorySeq
 			n.kind, n.msg = kindMessage, &m
 		}
 	case entryCompaction:
@@ -330,6 +331,8 @@ type outMessageEntry struct {
 	Message   outMessage `json:"message"`
 	// RecordIDs is a gateway extension pi ignores (Message.RecordIDs).
 	RecordIDs []string `json:"recordIds,omitempty"`
+	// HistorySeq is a gateway extension pi ignores (Message.HistorySeq).
+	HistorySeq uint64 `json:"historySeq,omitempty"`
 }
 
 type outCompactionEntry struct {

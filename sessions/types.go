@@ -95,6 +95,10 @@ type Message struct {
 	// its transcript entry as recordIds): recovery reads them to tell an
 	// input already appended from one still to append.
 	RecordIDs []string `json:"-"`
+	// HistorySeq is the room history sequence a user message took up to
+	// (stored as historySeq): the history is cut after it, and recovery
+	// repeats the cut if the process died before it.
+	HistorySeq uint64 `json:"-"`
 }
 
 // Text joins the message's text blocks.

@@ -113,8 +113,16 @@ func (a *Adapter) getUpdates(ctx context.Context, offset int) ([]json.RawMessage
 // processBatch hands each update from offset on to h, in order, and returns
 // the new offset: one past the last update acknowledged. It stops at the
 // first update h failed on (returning h's error): that update and the
-// rest of the batch are fetched again.
-func (a *Adapter) processBatch(ctx context.Context, h channels.Handler, batch []json.RawMessage, offset int) (int, error) {
+// rest of the batch are fetched again. Handlers may defer their durability
+// wait to the end of the batch (channels.Batch): the offset moves on only
+// once it is done.
+func (a *Adapter) processBatch(ctx context.Context, h channels.Handler, batch []json.RawMessage, offset int) (next int, err error) {
+	ctx, acks := channels.WithBatch(ctx)
+	defer func(start int) {
+		if werr := acks.Wait(); werr != nil {
+			next, err = start, werr
+		}
+	}(offset)
 	for _, raw := range batch {
 		var u update
 		if err := json.Unmarshal(raw, &u); err != nil {

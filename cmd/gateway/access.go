@@ -45,7 +45,7 @@ func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 		}
 		d := p.Check(in)
 		if !d.Allowed() {
-			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason}
+			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason, Unaddressed: d.Reason == access.ReasonNotMentioned}
 		}
 		return dispatch.Verdict{Allow: true, Privileged: p.Privileged(in)}
 	}

@@ -303,7 +303,7 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 			HTTPClient:  dp.HTTPClient,
 			OffsetStore: telegram.FileOffsetStore(filepath.Join(cfg.StateDir, "telegram")),
 			MentionRequired: func(in channels.Inbound) bool {
-				return d.policy.Load().MentionRequired(in)
+				return d.dropUnmentioned(in)
 			},
 		})
 		if err != nil {
@@ -314,7 +314,7 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 	for name, acct := range cfg.Channels.Discord.Accounts {
 		a, err := discord.New(name, acct, discord.Options{Logger: d.log.Named("discord"), HTTPClient: dp.HTTPClient,
 			// Mention gating follows the hot-reloaded access policy.
-			MentionRequired: func(in channels.Inbound) bool { return d.policy.Load().MentionRequired(in) },
+			MentionRequired: d.dropUnmentioned,
 			Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) }})
 		if err != nil {
 			return fmt.Errorf("gateway: channels.discord.accounts.%s: %w", name, err)
@@ -322,6 +322,17 @@ func (d *daemon) buildAdapters(cfg *configs.Config, dp *deps) error {
 		d.adapters = append(d.adapters, a)
 	}
 	return nil
+}
+
+// dropUnmentioned is the adapters' early filter: an unmentioned group
+// message is dropped before the dispatcher only when the hot-reloaded policy
+// requires a mention and its room keeps no history (else the dispatcher
+// keeps it as room history).
+func (d *daemon) dropUnmentioned(in channels.Inbound) bool {
+	if !d.policy.Load().MentionRequired(in) {
+		return false
+	}
+	return d.disp == nil || !d.disp.KeepsHistory(in)
 }
 
 var errNoConfigFile = errors.New("no config file to watch")
