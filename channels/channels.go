@@ -70,6 +70,9 @@ type Outbound struct {
 	TokenEstimate int64
 	// Failed marks a user-safe error notice rather than an agent reply.
 	Failed bool
+	// Draft is the platform id of a draft (Drafter) that chunk 0 of the
+	// reply replaces by an edit; empty sends every chunk as a new message.
+	Draft string `json:",omitempty"`
 }
 
 // Handler accepts one inbound message. A nil error means the message is
