@@ -126,6 +126,8 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	}
 	steered := &steerState{}
 	stopTyping := d.startTyping(ctx, adapter, out)
+	stream := d.startStream(ctx, adapter, out, d.roomOf(last, out), first.Key.String())
+	defer stream.finish()
 	start := time.Now()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
 		AgentID: first.AgentID,
@@ -133,9 +135,13 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		Inputs:  inputs,
 		Reuse:   len(inputs) == 0 && slices.ContainsFunc(ws, func(w *work) bool { return w.Reuse }),
 		Steer:   d.steerFunc(b, steered),
-		OnDelta: d.deltaFunc(ctx, adapter, &out, steered),
+		OnDelta: joinDelta(d.deltaFunc(ctx, adapter, &out, steered), stream),
+		OnTool:  d.toolFunc(ctx, adapter, &out, steered),
+		OnStep:  stream.stepFunc(),
 	})
 	stopTyping()
+	stream.stop()
+	out = stream.handOver(ctx, out)
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
 	all := slices.Concat(ws, steered.all())
 	ids = recordIDs(all)

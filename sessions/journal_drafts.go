@@ -16,6 +16,8 @@ import (
 // same line, and DraftDone retires it once it was deleted.
 type Draft struct {
 	ID string `json:"id"` // the caller's id, unique per draft message
+	// SessionKey is the session whose turn showed it.
+	SessionKey string `json:"sessionKey,omitempty"`
 	// Target is where the draft is (channel, account, chat), owned by the
 	// caller (opaque here); MessageID is the platform's id of the message.
 	Target    json.RawMessage `json:"target"`
@@ -115,4 +117,12 @@ func (j *Journal) encodeDraftsLocked(enc *json.Encoder) error {
 		}
 	}
 	return nil
+}
+
+// DraftLive reports whether draft id is recorded and not yet retired.
+func (j *Journal) DraftLive(id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, ok := j.drafts[id]
+	return ok
 }

@@ -130,3 +130,17 @@ func (s *Server) WaitDeleted(ctx context.Context, n int) ([]Deleted, error) {
 	err := s.wait(ctx, func() bool { return len(s.deleted) >= n })
 	return s.Deletions(), err
 }
+
+func (s *Server) recordCallLocked(method string) {
+	if s.callAt == nil {
+		s.callAt = map[string][]time.Time{}
+	}
+	s.callAt[method] = append(s.callAt[method], time.Now())
+}
+
+// CallTimes returns when each call of method arrived (failed ones included).
+func (s *Server) CallTimes(method string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.callAt[method])
+}

@@ -34,9 +34,8 @@ type Sent struct {
 	ChatID    int64
 	ThreadID  int // message_thread_id, 0 if absent
 	Text      string
-	ParseMode string    // "HTML", or "" for plain text
-	ReplyTo   int       // reply_to_message_id, 0 if absent
-	At        time.Time // when the server recorded it
+	ParseMode string // "HTML", or "" for plain text
+	ReplyTo   int    // reply_to_message_id, 0 if absent
 }
 
 // Action is one sendChatAction call.
@@ -80,6 +79,7 @@ type Server struct {
 	deleted    []Deleted
 	actions    []Action
 	calls      map[string]int
+	callAt     map[string][]time.Time // when each call arrived, failed ones included
 	failures   map[string][]Failure
 	webhook    *Webhook
 	migrated   map[int64]int64
@@ -314,6 +314,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[method]++
+	s.recordCallLocked(method)
 	var fail *Failure
 	if q := s.failures[method]; len(q) > 0 {
 		fail = &q[0]
