@@ -79,6 +79,8 @@ type Server struct {
 	typing     []string
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
+	edits      []Edit
+	deleted    []Deleted
 }
 
 type dispatch struct {
@@ -118,6 +120,8 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
+	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveEdit))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveDelete))
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}
