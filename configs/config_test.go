@@ -102,6 +102,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"zero connections", "http: {maxConnections: 0}\n", "http.maxConnections"},
 		{"zero delivery failures", "messages: {delivery: {maxFailures: 0}}\n", "messages.delivery.maxFailures"},
 		{"huge delivery crashes", "messages: {delivery: {maxCrashes: 1000}}\n", "messages.delivery.maxCrashes"},
+		{"bad streaming mode", "channels: {telegram: {accounts: {default: {token: '1:x', streaming: {mode: loud}}}}}\n", "channels.telegram.accounts.default.streaming.mode"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

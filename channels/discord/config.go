@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
 )
 
 // Config is one Discord account (channels.discord.accounts.<id>).
@@ -30,6 +31,8 @@ type Config struct {
 	// operator's proxy or a test fake: https://discord.com/api/... becomes
 	// <apiBase>/api/.... Empty: Discord itself.
 	APIBase string `mapstructure:"apiBase"`
+	// Streaming is how replies show progress (off, progress, partial).
+	Streaming channels.StreamingConfig `mapstructure:"streaming"`
 }
 
 // ThreadConfig configures Discord threads.
@@ -58,6 +61,9 @@ func (c Config) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("apiBase: %q is not an http(s) URL", c.APIBase)
 		}
+	}
+	if err := c.Streaming.Validate(); err != nil {
+		return err
 	}
 	return c.Access().Validate()
 }

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // Modes of receiving updates.
@@ -41,6 +43,8 @@ type Config struct {
 	RequireMention *bool `mapstructure:"requireMention"`
 	// PollTimeoutSeconds is the getUpdates long-poll timeout (1–50, default 30).
 	PollTimeoutSeconds int `mapstructure:"pollTimeoutSeconds"`
+	// Streaming is how replies show progress (off, progress, partial).
+	Streaming channels.StreamingConfig `mapstructure:"streaming"`
 }
 
 // Webhook configures webhook mode.
@@ -140,6 +144,9 @@ func (c Config) Validate() error {
 	}
 	if c.PollTimeoutSeconds < 1 || c.PollTimeoutSeconds > 50 {
 		return fmt.Errorf("pollTimeoutSeconds: %d is not between 1 and 50", c.PollTimeoutSeconds)
+	}
+	if err := c.Streaming.Validate(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -266,7 +266,7 @@ func (d *daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 		return nil, nil, err
 	}
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
-		Reset: cfg.Session.ResetConfig()}, policy, nil
+		Reset: cfg.Session.ResetConfig(), Room: roomFunc(cfg)}, policy, nil
 }
 
 func (d *daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
