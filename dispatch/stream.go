@@ -18,8 +18,9 @@ import (
 
 // Streaming replies (issue 11, Room.Streaming):
 //
-//   - progress: when a turn starts one status message ("Thinking…") is
-//     posted and edited as the turn advances (each model call, each tool by
+//   - progress: once a turn has run for progressDelay (1 s; quicker
+//     answers show no status at all) one status message is posted
+//     ("Thinking…", or the step reached by then) and edited as the turn advances (each model call, each tool by
 //     name, compaction). The answer goes through the outbox as new
 //     messages, so the notification carries it; then the status message is
 //     deleted (edited to "Done." if it cannot be deleted).
@@ -39,6 +40,7 @@ import (
 // record (microseconds) can leave one stray status line.
 const (
 	editEvery      = time.Second
+	progressDelay  = time.Second
 	draftCallLimit = 10 * time.Second
 	// draftKeep is how old a leftover draft may be and still be retried at
 	// a later start when it could not be cleared (platforms stop allowing
@@ -229,6 +231,18 @@ func (s *draftStream) onDelta(text string) {
 // loop posts the draft and lands the latest wanted text, one edit at a time.
 func (s *draftStream) loop(ctx context.Context) {
 	defer close(s.done)
+	if s.mode == channels.StreamProgress {
+		// A turn answered within progressDelay shows no status at all
+		// (the typing indicator covers it): no flash of "Thinking…", no
+		// extra calls for quick answers.
+		t := time.NewTimer(progressDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():

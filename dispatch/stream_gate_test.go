@@ -67,7 +67,7 @@ func (f *fakeDrafter) DeleteDraft(ctx context.Context, out channels.Outbound, id
 }
 
 // TestStreamEditsSpacedLatestWins runs a progress stream in fake time: a
-// tool step every 100 ms for 5 s. Edits are at least a second apart (and
+// tool step every 100 ms for 8 s. Edits are at least a second apart (and
 // a second after the post), the one after a 429 waits its retry_after,
 // each shows the latest step at its time, and the draft is deleted.
 func TestStreamEditsSpacedLatestWins(t *testing.T) {
@@ -91,7 +91,7 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 		}
 		var steps []step
 		time.Sleep(50 * time.Millisecond) // steps fall between the edits' whole seconds
-		for i := range 50 {
+		for i := range 80 {
 			name := fmt.Sprintf("tool%02d", i)
 			s.onStep(agents.Step{Kind: agents.StepTool, Tool: name})
 			steps = append(steps, step{time.Since(start), "Using " + name + "…"})
@@ -110,7 +110,7 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 		s.finish()
 
 		calls := fd.calls
-		if calls[0].Op != "post" || calls[0].Text != statusThinking {
+		if calls[0].Op != "post" || calls[0].Text != latest(calls[0].At.Sub(start)) || calls[0].At.Sub(start) != progressDelay {
 			t.Fatalf("first call %+v", calls[0])
 		}
 		last := calls[0].At
@@ -133,8 +133,8 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 				last = c.At
 			}
 		}
-		if n := len(edits); n < 2 || n > 5 {
-			t.Errorf("%d edits in 5 s with a 2.5 s retry_after", n)
+		if n := len(edits); n < 3 || n > 6 {
+			t.Errorf("%d edits in 8 s with a 2.5 s retry_after", n)
 		}
 		if end := calls[len(calls)-1]; end.Op != "delete" {
 			t.Errorf("last call %+v, want the delete", end)
