@@ -27,8 +27,10 @@ type options struct {
 	duration time.Duration
 	timeout  time.Duration
 	keep     bool
-	// streaming is the Telegram account's streaming.mode.
+	// streaming is the Telegram account's streaming.mode; think how long
+	// the fake model takes per answer.
 	streaming string
+	think     time.Duration
 	// webrounds: rounds of n new web chats, concurrency in flight.
 	rounds, concurrency int
 }
@@ -45,6 +47,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "sustained: how long to send")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the last reply")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory")
+	flag.DurationVar(&o.think, "think", 0, "how long the fake model takes per answer (turns past 1 s show a progress status)")
 	flag.StringVar(&o.streaming, "streaming", "off", "streaming.mode of the Telegram account: off, progress or partial")
 	flag.Parse()
 	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained" && o.mode != "webrounds") || o.chats < 1 {
@@ -78,7 +81,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	go func() { _ = http.Serve(tgLn, tg) }()
-	go func() { _ = http.Serve(modelLn, fakeModel{}) }()
+	go func() { _ = http.Serve(modelLn, fakeModel{think: o.think}) }()
 	httpLn, httpAddr, err := listen()
 	if err != nil {
 		return err
