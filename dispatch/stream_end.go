@@ -99,12 +99,16 @@ func transient(err error) bool {
 // their turns ran): each is deleted, or edited to say the answer follows;
 // the turn itself runs again or its stored reply is sent. A draft that
 // could not be cleared (platform unreachable) is kept for the next start
-// until it is draftKeep old. It returns within draftCallLimit per draft.
+// until it is draftKeep old. It returns within draftCallLimit in all (it
+// runs before the daemon is ready; there are at most as many drafts as
+// turns that ran at once).
 func (d *Dispatcher) clearLeftDrafts(ctx context.Context) {
 	drafts, err := d.journal.Drafts()
 	if err != nil || len(drafts) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, draftCallLimit)
+	defer cancel()
 	cleared := 0
 	for _, dr := range drafts {
 		var out channels.Outbound
@@ -116,9 +120,7 @@ func (d *Dispatcher) clearLeftDrafts(ctx context.Context) {
 		drafter, can := a.(channels.Drafter)
 		keep := false
 		if ok && a != nil && can {
-			cctx, cancel := context.WithTimeout(ctx, draftCallLimit)
-			err := d.clearDraft(cctx, drafter, out, statusFollows, d.log.With(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID)))
-			cancel()
+			err := d.clearDraft(ctx, drafter, out, statusFollows, d.log.With(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID)))
 			keep = err != nil && transient(err) && d.opts.Now().Sub(dr.CreatedAt) < draftKeep
 			if err == nil {
 				cleared++
