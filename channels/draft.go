@@ -16,7 +16,8 @@ import (
 // partial answer ends as the final one.
 type Drafter interface {
 	// SendDraft posts text (Markdown, cut to one message) in out's chat and
-	// topic and returns the platform's message id.
+	// topic, as a reply to out.ReplyToID if set, and returns the platform's
+	// message id.
 	SendDraft(ctx context.Context, out Outbound, text string) (id string, err error)
 	// EditDraft replaces draft id's text (cut to one message). An edit to
 	// the text already shown is not an error. A rate-limit answer is

@@ -154,6 +154,9 @@ func (d *Dispatcher) startStream(ctx context.Context, a channels.Adapter, out ch
 	if a == nil || !ok || (room.Streaming != channels.StreamProgress && room.Streaming != channels.StreamPartial) {
 		return nil
 	}
+	if room.Streaming == channels.StreamProgress {
+		out.ReplyToID = "" // the answer quotes the message, not the status line
+	}
 	lctx, halt := context.WithCancel(ctx)
 	s := &draftStream{d: d, mode: room.Streaming, dr: dr, out: out, key: key, life: d.life,
 		log:  d.log.With(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.String("session_key", key)),

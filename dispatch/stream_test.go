@@ -132,6 +132,9 @@ func TestProgressOneStatusEditedOneFinal(t *testing.T) {
 	if len(posts) != 2 || !isStatus(posts[0].Text) || posts[1].Text != "the answer" {
 		t.Fatalf("messages posted = %+v, want the status then the answer", posts)
 	}
+	if posts[0].ReplyTo != 0 || posts[1].ReplyTo == 0 {
+		t.Errorf("reply threading %d, %d: want the answer, not the status, to quote the message", posts[0].ReplyTo, posts[1].ReplyTo)
+	}
 	status := posts[0].MessageID
 	edits := tg.Edits(111, status)
 	if len(edits) == 0 {
@@ -203,8 +206,8 @@ func TestPartialDraftEndsAsTheAnswer(t *testing.T) {
 	if vis[0].Text != chunks[0] || vis[1].Text != chunks[1] {
 		t.Errorf("the chat shows %q… / %q, want the answer's two chunks", vis[0].Text[:20], vis[1].Text)
 	}
-	if vis[0].ReplyTo == 0 && vis[1].ReplyTo != 0 {
-		t.Errorf("reply threading: %+v", vis)
+	if vis[0].ReplyTo == 0 || vis[1].ReplyTo != 0 {
+		t.Errorf("reply threading %d, %d: want the draft (chunk 0) to quote the message", vis[0].ReplyTo, vis[1].ReplyTo)
 	}
 	posts := 0
 	for _, s := range tg.Sent() {

@@ -25,15 +25,20 @@ func cutDraft(text string) string {
 	return Split(text, MaxMessageLen-2)[0] + " …"
 }
 
-// SendDraft implements channels.Drafter: a plain post (no reply reference,
-// no pings) whose id is returned. discordgo waits out rate limits.
+// SendDraft implements channels.Drafter: a post that pings no one (a reply
+// to out.ReplyToID if set) whose id is returned. discordgo waits out rate
+// limits.
 func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text string) (string, error) {
 	to, err := target(out)
 	if err != nil {
 		return "", fmt.Errorf("discord: send draft: %w", err)
 	}
-	m, err := a.s.ChannelMessageSendComplex(to, &discordgo.MessageSend{Content: cutDraft(text),
-		AllowedMentions: &discordgo.MessageAllowedMentions{}}, discordgo.WithContext(ctx))
+	msg := &discordgo.MessageSend{Content: cutDraft(text), AllowedMentions: &discordgo.MessageAllowedMentions{}}
+	if out.ReplyToID != "" {
+		no := false
+		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
+	}
+	m, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
 	if err != nil {
 		return "", fmt.Errorf("discord: send draft: %w", err)
 	}

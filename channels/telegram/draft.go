@@ -35,12 +35,17 @@ func cutDraft(md string) string {
 	return SplitMarkdown(md, MaxMessageLength-2)[0] + " …"
 }
 
-// SendDraft implements channels.Drafter with sendMessage; a 429 is
-// returned at once (channels.RetryAfter tells the wait).
+// SendDraft implements channels.Drafter with sendMessage (a reply to
+// out.ReplyToID if set); a 429 is returned at once (channels.RetryAfter
+// tells the wait).
 func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text string) (string, error) {
 	params, err := a.target(out)
 	if err != nil {
 		return "", err
+	}
+	if out.ReplyToID != "" {
+		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
+		params["allow_sending_without_reply"] = "true"
 	}
 	resp, err := a.draftCall(ctx, "sendMessage", params, cutDraft(text))
 	if err != nil {
