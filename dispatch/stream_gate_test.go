@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -140,5 +141,66 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 			t.Errorf("last call %+v, want the delete", end)
 		}
 		t.Logf("calls: %+v", calls)
+	})
+}
+
+// TestStreamEditsSpacedPerChatAcrossTurns: two turns streaming into one
+// chat at once (two forum topics of a group) share its edit spacing; a
+// turn in another chat does not wait for them.
+func TestStreamEditsSpacedPerChatAcrossTurns(t *testing.T) {
+	mgr, err := sessions.Open(sessions.Options{StateDir: t.TempDir(), Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close()
+	journal := mgr.Journal()
+	synctest.Test(t, func(t *testing.T) {
+		d := &Dispatcher{log: zap.NewNop(), life: context.Background(), journal: journal,
+			opts: Options{Metrics: NewMetrics(nil), Now: time.Now}}
+		room := channels.Room{Streaming: channels.StreamProgress}
+		group := channels.Outbound{Channel: "telegram", AccountID: "default", ChatID: "-100"}
+		a, b, other := &fakeDrafter{}, &fakeDrafter{}, &fakeDrafter{}
+		ta, tb := group, group
+		ta.ThreadID, tb.ThreadID = "3", "4"
+		streams := []*draftStream{
+			d.startStream(context.Background(), a, ta, room, "k1"),
+			d.startStream(context.Background(), b, tb, room, "k2"),
+			d.startStream(context.Background(), other, channels.Outbound{Channel: "telegram", AccountID: "default", ChatID: "7"}, room, "k3"),
+		}
+		for i := range 60 {
+			for _, s := range streams {
+				s.onStep(agents.Step{Kind: agents.StepTool, Tool: fmt.Sprintf("t%d", i)})
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, s := range streams {
+			s.stop()
+		}
+		var shared []time.Time
+		for _, c := range append(a.calls, b.calls...) {
+			if c.Op == "edit" {
+				shared = append(shared, c.At)
+			}
+		}
+		slices.SortFunc(shared, func(x, y time.Time) int { return x.Compare(y) })
+		for i := 1; i < len(shared); i++ {
+			if gap := shared[i].Sub(shared[i-1]); gap < editEvery {
+				t.Errorf("the group got two edits %v apart", gap)
+			}
+		}
+		otherEdits := 0
+		for _, c := range other.calls {
+			if c.Op == "edit" {
+				otherEdits++
+			}
+		}
+		// 6 s: posts at 1 s, then about one edit a second, shared or not.
+		if len(shared) < 3 || len(shared) > 6 || otherEdits < 3 {
+			t.Errorf("%d edits in the shared chat, %d in the other: want both to advance at 1/s", len(shared), otherEdits)
+		}
+		t.Logf("%d edits in the shared chat, %d in the other", len(shared), otherEdits)
+		for _, s := range streams {
+			s.finish()
+		}
 	})
 }

@@ -35,3 +35,23 @@ channels:
 		}
 	}
 }
+
+// TestStreamingModeReloadsWithoutRestart: a changed streaming.mode is not
+// a restart-only change; the reloaded runtime's rooms carry it.
+func TestStreamingModeReloadsWithoutRestart(t *testing.T) {
+	load := func(mode string) *configs.Config {
+		cfg, err := configs.LoadBytes([]byte(`channels: {telegram: {accounts: {default: {token: "1:a", streaming: {mode: `+mode+`}}}}}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	before, after := load("off"), load("partial")
+	if got := restartOnly(before, after); len(got) != 0 {
+		t.Errorf("restartOnly = %v, want none", got)
+	}
+	in := channels.Inbound{Channel: "telegram", AccountID: "default"}
+	if got := roomFunc(after)(in).Streaming; got != channels.StreamPartial {
+		t.Errorf("reloaded rooms stream %q", got)
+	}
+}
