@@ -3,7 +3,9 @@
 // resolves the agent and session key, journals each accepted message before
 // the adapter acknowledges it, queues it on the session's lane and, when the
 // lane runs it, executes chat commands or an agent turn and delivers the
-// reply through the adapter it came from.
+// reply through the adapter it came from. Rooms with streaming on show the
+// turn's progress or its partial answer in a draft message while it runs
+// (stream.go); the reply itself always goes through the outbox.
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one

@@ -290,3 +290,50 @@ func TestDraftsLeftByACrashAreCleared(t *testing.T) {
 		t.Errorf("draft records back after a restart: %+v", d)
 	}
 }
+
+// TestPartialReplyResumedEditsTheDraft: a crash after a partial turn's
+// reply was stored (its first chunk replaces the draft), before or after
+// that edit reached Telegram: the restart edits the draft (again) and
+// sends only the chunks not marked; the draft is not deleted as a leftover
+// and nothing shows twice.
+func TestPartialReplyResumedEditsTheDraft(t *testing.T) {
+	for _, edited := range []bool{false, true} {
+		h, tg := streamHarness(t, &stepModel{answer: []string{"x"}}, channels.StreamPartial)
+		a := h.d.adapter("telegram", "default").(channels.Drafter)
+		w := acceptOnly(t, h, in("telegram", "111", "question"))
+		out := outboundFor(w.In)
+		id, err := a.SendDraft(h.ctx, out, "the first half of")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Draft = id
+		target, _ := json.Marshal(out)
+		if err := h.journal().Draft(sessions.Draft{ID: draftRecord(out), Target: target, MessageID: id}); err != nil {
+			t.Fatal(err)
+		}
+		chunks := []string{"the first half of the answer", "and the second"}
+		appendTurn(t, h, w, strings.Join(chunks, "\n\n"))
+		if err := h.journal().Ready(sessions.Reply{ID: "r1", Records: []string{w.RecordID}, AgentID: w.AgentID,
+			SessionKey: w.Key.String(), Target: target, Chunks: chunks, Draft: draftRecord(out)}); err != nil {
+			t.Fatal(err)
+		}
+		if edited {
+			if err := a.EditDraft(h.ctx, out, id, chunks[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.restart()
+		useTelegram(t, h, tg, channels.StreamPartial)
+		if _, err := h.d.Resume(h.ctx); err != nil {
+			t.Fatal(err)
+		}
+		h.drained()
+		vis := tg.Visible(111)
+		if len(vis) != 2 || vis[0].Text != chunks[0] || vis[1].Text != chunks[1] || len(tg.Deletions()) != 0 {
+			t.Errorf("edited=%v: the chat shows %+v (deleted %+v), want the two chunks once", edited, vis, tg.Deletions())
+		}
+		if d, _ := h.journal().Drafts(); len(d) != 0 {
+			t.Errorf("edited=%v: draft records left: %+v", edited, d)
+		}
+	}
+}

@@ -72,7 +72,9 @@ type Reply struct {
 }
 
 // Journal is the durable ingress journal and reply outbox (SPEC §3.7): an
-// append-only JSONL log in <stateDir>/ingress/journal.jsonl.
+// append-only JSONL log in <stateDir>/ingress/journal.jsonl. It also keeps
+// the streaming drafts that are on screen (Draft), so a start after a crash
+// can clear them.
 //
 // Accept returns after its line is fsynced (concurrent callers share one
 // fsync). Every other mark returns once its line reached the kernel, which
