@@ -263,9 +263,9 @@ func (s *draftStream) flush(ctx context.Context) bool {
 	if strings.TrimSpace(text) == "" || text == s.shown {
 		return false
 	}
-	cctx, cancel := context.WithTimeout(s.life, draftCallLimit)
-	defer cancel()
 	if s.msgID == "" {
+		cctx, cancel := context.WithTimeout(s.life, draftCallLimit)
+		defer cancel()
 		// Never cut short: a draft posted without its record would be a
 		// stray after a crash.
 		id, err := s.dr.SendDraft(cctx, s.out, text)
@@ -288,6 +288,8 @@ func (s *draftStream) flush(ctx context.Context) bool {
 		return false
 	}
 	text = s.wanted() // the latest, after the wait
+	cctx, cancel := context.WithTimeout(s.life, draftCallLimit)
+	defer cancel()
 	if err := s.dr.EditDraft(cctx, s.out, s.msgID, text); err != nil {
 		return s.failed(ctx, "edit", err)
 	}

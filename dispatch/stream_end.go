@@ -25,13 +25,16 @@ func (s *draftStream) stop() {
 
 // handOver prepares out, the turn's reply, after stop: in partial mode the
 // reply's first chunk replaces the draft (out.Draft), after the chat's
-// edit spacing. Safe on nil.
+// edit spacing (at most editEvery: a longer retry_after is waited out by
+// the adapter's send, which retries a 429 like any chunk). Safe on nil.
 func (s *draftStream) handOver(ctx context.Context, out channels.Outbound) channels.Outbound {
 	if s == nil || s.mode != channels.StreamPartial || s.msgID == "" || s.dropped {
 		return out
 	}
 	out.Draft = s.msgID
-	_ = s.d.gate.wait(ctx, chatKey(out))
+	wctx, cancel := context.WithTimeout(ctx, editEvery)
+	defer cancel()
+	_ = s.d.gate.wait(wctx, chatKey(out))
 	return out
 }
 
