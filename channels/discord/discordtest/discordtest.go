@@ -80,6 +80,7 @@ type Server struct {
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
 	edits      []Edit
+	editLimits int // next message PATCHes to answer with 429
 	deleted    []Deleted
 }
 
