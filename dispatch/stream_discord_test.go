@@ -32,8 +32,9 @@ func discordStreaming(t *testing.T, mode string, m *stepModel) (*harness, *disco
 // a progress status is posted, edited at most once a second, and deleted
 // once the answer is posted.
 func TestDiscordPartialAndProgress(t *testing.T) {
-	piece := strings.Repeat("word ", 100) // five of them: 2,500 characters, two parts or more
-	m := &stepModel{tools: 1, pause: 400 * time.Millisecond, answer: []string{"Hi", " there\n\n", piece, piece, piece, piece, piece}}
+	piece := strings.Repeat("word ", 50) // ten of them: 2,500 characters, two parts or more
+	m := &stepModel{tools: 1, pause: 400 * time.Millisecond, answer: []string{"Hi", " there\n\n",
+		piece, piece, piece, piece, piece, piece, piece, piece, piece, piece}}
 	h, fake := discordStreaming(t, channels.StreamPartial, m)
 	h.handle(in("discord", "777", "tell me"))
 	h.drained()
@@ -54,7 +55,7 @@ func TestDiscordPartialAndProgress(t *testing.T) {
 		t.Errorf("draft edited %d times, want it to follow the stream and end as the answer", len(fake.Edits()))
 	}
 
-	m2 := &stepModel{tools: 5, pause: 400 * time.Millisecond, answer: []string{"done"}}
+	m2 := &stepModel{tools: 7, pause: 400 * time.Millisecond, answer: []string{"done"}}
 	h2, fake2 := discordStreaming(t, channels.StreamProgress, m2)
 	h2.handle(in("discord", "888", "work"))
 	h2.drained()

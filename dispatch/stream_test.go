@@ -108,12 +108,12 @@ func useTelegram(t *testing.T, h *harness, tg *telegramtest.Server, mode string)
 	h.d.SetRuntime(&rt)
 }
 
-// TestProgressOneStatusEditedOneFinal: in progress mode a turn with five
-// tool calls shows one status message, edited (never twice within a
+// TestProgressOneStatusEditedOneFinal: in progress mode a turn with seven
+// tool calls (3.2 s) shows one status message, edited (never twice within a
 // second of the chat's previous edit or the post) to name the tools, then
 // the answer arrives as a new message and the status is deleted.
 func TestProgressOneStatusEditedOneFinal(t *testing.T) {
-	m := &stepModel{tools: 5, pause: 400 * time.Millisecond, answer: []string{"the ", "answer"}}
+	m := &stepModel{tools: 7, pause: 400 * time.Millisecond, answer: []string{"the ", "answer"}}
 	h, tg := streamHarness(t, m, channels.StreamProgress)
 	h.handle(in("telegram", "111", "look around"))
 	h.drained()
