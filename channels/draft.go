@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -43,28 +42,4 @@ func RetryAfter(err error) time.Duration {
 		return ra.RetryDelay()
 	}
 	return 0
-}
-
-// StreamingConfig is an account's streaming key: how replies show
-// progress in its rooms (Room.Streaming).
-type StreamingConfig struct {
-	// Mode is off (default), progress or partial.
-	Mode string `mapstructure:"mode"`
-}
-
-// ModeOrDefault is Mode, or StreamOff when unset.
-func (c StreamingConfig) ModeOrDefault() string {
-	if c.Mode == "" {
-		return StreamOff
-	}
-	return c.Mode
-}
-
-// Validate names a bad mode.
-func (c StreamingConfig) Validate() error {
-	switch c.Mode {
-	case "", StreamOff, StreamProgress, StreamPartial:
-		return nil
-	}
-	return fmt.Errorf("streaming.mode: %q is not off, progress or partial", c.Mode)
 }

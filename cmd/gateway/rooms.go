@@ -1,5 +1,9 @@
 package main
 
+// roomFunc reads the account-level streaming key of this branch; the
+// per-room configuration (roomFunc(policy)) supersedes it: on merging,
+// delete this file (see channels/streaming_config.go).
+
 import (
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
