@@ -125,6 +125,8 @@ type Turn struct {
 	SystemPrompt string
 	OnDelta      func(text string)
 	OnTool       func(name string, args json.RawMessage)
+	// OnStep, if set, is told each model call, tool call and compaction.
+	OnStep func(Step)
 }
 
 // Result is the outcome of a turn.
@@ -287,6 +289,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		system := withRoomPrompt(r.systemPrompt(s), t.SystemPrompt)
 		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
+			t.step(Step{Kind: StepCompaction})
 			if ok := r.compactLogged(ctx, s, "", "threshold", est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
 					return res, fmt.Errorf("agents: load context: %w", err)
@@ -301,6 +304,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			msgs = llm.WithoutImages(msgs)
 		}
 		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools)}
+		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := s.provider.Stream(ctx, req, func(e llm.Event) {
 			if e.TextDelta != "" && t.OnDelta != nil {
 				t.OnDelta(e.TextDelta)
@@ -313,6 +317,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			if errors.Is(err, llm.ErrContextOverflow) && !overflowRetried {
 				overflowRetried = true
 				s.log.Warn("model reported a context overflow; compacting and retrying once")
+				t.step(Step{Kind: StepCompaction})
 				r.compactLogged(ctx, s, "", "overflow", llm.EstimateRequest(req))
 				continue
 			}
@@ -339,6 +344,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			if t.OnTool != nil {
 				t.OnTool(call.Name, call.Arguments)
 			}
+			t.step(Step{Kind: StepTool, Tool: call.Name})
 			result := r.runTool(ctx, s, tools, call)
 			if err := r.appendMessages(ctx, s, []sessions.Message{result}); err != nil {
 				return res, err

@@ -83,6 +83,9 @@ type Outbound struct {
 	// Interaction, copied from the inbound message, sends the reply through
 	// the platform interaction it came from.
 	Interaction *Interaction `json:",omitempty"`
+	// Draft is the platform id of a draft (Drafter) that chunk 0 of the
+	// reply replaces by an edit; empty sends every chunk as a new message.
+	Draft string `json:",omitempty"`
 }
 
 // Handler accepts one inbound message. A nil error means the message is

@@ -51,6 +51,7 @@ type Dispatcher struct {
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
 	kill context.CancelFunc
+	gate editGate // spaces streaming edits per chat
 
 	mu       sync.RWMutex
 	adapters map[string]channels.Adapter // guarded by mu; key "channel/account"

@@ -9,6 +9,9 @@
 // threading (ack.go, errpolicy.go, channels.Room). Attachments are fetched
 // and turned into model input when their turn runs (media.go), and
 // downloads of sessions that ended are pruned (media_store.go).
+// Rooms with streaming on show the
+// turn's progress or its partial answer in a draft message while it runs
+// (stream.go); the reply itself always goes through the outbox.
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one

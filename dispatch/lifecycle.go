@@ -14,11 +14,13 @@ import (
 )
 
 // Resume picks up what a previous run left (SPEC §3.7); call it once at
-// start, after Register. Replies in the outbox are sent first (only their
+// start, after Register. Streaming drafts left by a crash are cleared first
+// (see stream.go). Replies in the outbox are sent first (only their
 // chunks not yet delivered, on their session's lane); then every record
 // without an outcome is queued again, except one that failed or was in
 // flight at too many process deaths: that is given up with a notice.
 func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
+	d.clearLeftDrafts(ctx)
 	replies, err := d.journal.Replies()
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: resume: %w", err)

@@ -21,6 +21,8 @@ type Metrics struct {
 	Resent        prometheus.Counter
 	GivenUp       *prometheus.CounterVec
 	StorageErrors prometheus.Counter
+	// DraftCalls counts streaming draft calls (post, edit, delete) by channel.
+	DraftCalls *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -70,11 +72,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		StorageErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_storage_errors_total", Help: "Messages refused and turns parked because storage failed.",
 		}),
+		DraftCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_draft_calls_total", Help: "Streaming draft calls (post, edit, delete) by channel.",
+		}, []string{"channel", "op"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
-			m.Resent, m.GivenUp, m.StorageErrors)
+			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls)
 	}
 	return m
 }

@@ -53,11 +53,13 @@ func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records [
 	rp := sessions.Reply{
 		ID: uuid.NewString(), Records: records, AgentID: agentID, SessionKey: key,
 		Target: target, Chunks: chunks, EntryID: entryID, CreatedAt: d.opts.Now(),
+		Draft: draftRecord(out), // chunk 0 edits a streamed draft: its record ends here
 	}
 	if err := d.journal.Ready(rp); err != nil {
 		// Only a closed journal refuses (shutdown): send anyway, the
 		// records stay pending and the transcript holds the reply.
 		d.log.Error("outbox write failed", zap.String("session_key", key), zap.Error(err))
+		out.Draft = "" // the draft stays recorded and is removed: send anew
 	}
 	d.sendReply(ctx, a, rp, out)
 }

@@ -144,6 +144,8 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	steered := &steerState{}
 	defer d.ackReaction(ctx, adapter, last)() // taken off once the answer is out
 	stopTyping := d.startTyping(ctx, adapter, out)
+	stream := d.startStream(ctx, adapter, out, d.roomOf(last, out), first.Key.String())
+	defer stream.finish()
 	start := time.Now()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
 		AgentID: first.AgentID,
@@ -153,11 +155,15 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		Steer:   d.steerFunc(ctx, b, steered, mt),
 		// The room's own prompt (groups.<id>.systemPrompt and the like).
 		SystemPrompt:     d.roomPrompt(last),
-		OnDelta:          d.deltaFunc(ctx, adapter, &out, steered),
+		OnDelta:          joinDelta(d.deltaFunc(ctx, adapter, &out, steered), stream),
+		OnTool:           d.toolFunc(ctx, adapter, &out, steered),
+		OnStep:           stream.stepFunc(),
 		OnInputsAppended: hist.appended,
 	})
 	stopTyping()
+	stream.stop()
 	hist.cut() // the reply's fsync made the inputs durable: drop the history they took
+	out = stream.handOver(ctx, out)
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
 	all := slices.Concat(ws, steered.all())
 	ids = recordIDs(all)

@@ -64,12 +64,17 @@ type Reply struct {
 	Chunks []string        `json:"chunks"`
 	Sent   int             `json:"sent,omitempty"`
 	// EntryID is the transcript entry of the reply ("" for notices).
-	EntryID   string    `json:"entryId,omitempty"`
+	EntryID string `json:"entryId,omitempty"`
+	// Draft is the id of a Draft the reply's first chunk replaces; the
+	// draft's record is retired by this reply's ready line.
+	Draft     string    `json:"draft,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
 // Journal is the durable ingress journal and reply outbox (SPEC §3.7): an
-// append-only JSONL log in <stateDir>/ingress/journal.jsonl.
+// append-only JSONL log in <stateDir>/ingress/journal.jsonl. It also keeps
+// the streaming drafts that are on screen (Draft), so a start after a crash
+// can clear them.
 //
 // Accept returns after its line is fsynced (concurrent callers share one
 // fsync). Every other mark returns once its line reached the kernel, which
@@ -102,6 +107,7 @@ type Journal struct {
 	written   uint64 // sequence number of the last line written
 	recs      map[string]*jrec
 	replies   map[string]*jreply
+	drafts    map[string]*jdraft // made on first use
 	done      map[string]time.Time
 	doneOrder []string // done ids, oldest first
 	backlog   [][]byte // marks not yet written, in order
@@ -141,13 +147,14 @@ type jreply struct {
 
 // journalLine is one line of the log.
 type journalLine struct {
-	Op    string    `json:"op"` // accept, start, fail, abort, ready, sent, done
+	Op    string    `json:"op"` // accept, start, fail, abort, ready, sent, done, draft, undraft
 	ID    string    `json:"id,omitempty"`
 	IDs   []string  `json:"ids,omitempty"`
 	N     int       `json:"n,omitempty"`
 	At    time.Time `json:"at,omitzero"`
 	Rec   *Record   `json:"rec,omitempty"`
 	Reply *Reply    `json:"reply,omitempty"`
+	Draft *Draft    `json:"draft,omitempty"`
 }
 
 // JournalStats counts the journal's work since it was opened.
@@ -305,10 +312,13 @@ func (j *Journal) applyLocked(l journalLine) {
 		j.eachRec(ids, func(r *jrec) { r.Starts = max(r.Starts-1, 0) })
 	case "consumed":
 		j.eachRec(ids, func(r *jrec) { r.Consumed = true })
+	case "draft", "undraft":
+		j.applyDraftLocked(l)
 	case "ready":
 		if l.Reply == nil || l.Reply.ID == "" {
 			return
 		}
+		j.applyDraftLocked(l)
 		j.seq++
 		rp := &jreply{Reply: *l.Reply, seq: j.seq}
 		j.replies[rp.ID] = rp

@@ -291,6 +291,9 @@ func (j *Journal) compactLocked() error {
 			return err
 		}
 	}
+	if err := j.encodeDraftsLocked(enc); err != nil {
+		return err
+	}
 	if err := writeFileAtomic(j.path, buf.Bytes()); err != nil {
 		return err
 	}

@@ -63,6 +63,11 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, p
 	if err != nil {
 		return fmt.Errorf("discord: send: %w", err)
 	}
+	if i == 0 && out.Draft != "" {
+		if done, err := a.replaceDraft(ctx, out, part); done {
+			return err
+		}
+	}
 	msg := &discordgo.MessageSend{
 		Content: part,
 		AllowedMentions: &discordgo.MessageAllowedMentions{

@@ -65,6 +65,11 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, c
 	if err != nil {
 		return err
 	}
+	if i == 0 && out.Draft != "" {
+		if done, err := a.replaceDraft(ctx, out, chunk); done {
+			return err
+		}
+	}
 	if out.Quotes(i) {
 		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
 		params["allow_sending_without_reply"] = "true"
@@ -94,16 +99,22 @@ func (a *Adapter) target(out channels.Outbound) (tgbotapi.Params, error) {
 
 // sendChunk sends one chunk as HTML, falling back to plain text.
 func (a *Adapter) sendChunk(ctx context.Context, params tgbotapi.Params, md string) error {
+	return a.sendChunkWith(ctx, "sendMessage", params, md)
+}
+
+// sendChunkWith calls method (sendMessage or editMessageText) with md as
+// HTML, falling back to plain text.
+func (a *Adapter) sendChunkWith(ctx context.Context, method string, params tgbotapi.Params, md string) error {
 	params["text"] = FormatHTML(md)
 	params["parse_mode"] = "HTML"
-	err := a.sendRetrying(ctx, "sendMessage", params)
+	err := a.sendRetrying(ctx, method, params)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.EntitiesRejected() {
 		a.log.Warn("telegram rejected formatted message, resending as plain text", zap.String("chat_id", params["chat_id"]),
 			zap.String("reason", ae.Description))
 		delete(params, "parse_mode")
 		params["text"] = md
-		err = a.sendRetrying(ctx, "sendMessage", params)
+		err = a.sendRetrying(ctx, method, params)
 	}
 	return err
 }

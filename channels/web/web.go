@@ -39,12 +39,13 @@ type Adapter struct {
 	mu      sync.Mutex
 	handler channels.Handler                  // guarded by mu; set while Run runs
 	waiters map[string]chan channels.Outbound // guarded by mu; by inbound message id
-	deltas  map[string]chan string            // guarded by mu
+	deltas  map[string]chan sseEvent          // guarded by mu; deltas and tool calls
 }
 
 var (
-	_ channels.Adapter  = (*Adapter)(nil)
-	_ channels.Streamer = (*Adapter)(nil)
+	_ channels.Adapter      = (*Adapter)(nil)
+	_ channels.Streamer     = (*Adapter)(nil)
+	_ channels.ToolStreamer = (*Adapter)(nil)
 )
 
 // New returns a web adapter.
@@ -53,7 +54,7 @@ func New(opts Options) *Adapter {
 		opts.Logger = zap.NewNop()
 	}
 	return &Adapter{opts: opts, log: opts.Logger.With(zap.String("channel", Name)),
-		waiters: map[string]chan channels.Outbound{}, deltas: map[string]chan string{}}
+		waiters: map[string]chan channels.Outbound{}, deltas: map[string]chan sseEvent{}}
 }
 
 // Name implements channels.Adapter.
@@ -105,6 +106,11 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 
 // Delta streams a piece of the reply to every request it answers.
 func (a *Adapter) Delta(ctx context.Context, out channels.Outbound, text string) {
+	a.push(ctx, out, sseEvent{name: "delta", data: map[string]string{"text": text}, text: true})
+}
+
+// push hands ev to the stream of every request out answers.
+func (a *Adapter) push(ctx context.Context, out channels.Outbound, ev sseEvent) {
 	for _, id := range answered(out) {
 		a.mu.Lock()
 		ch := a.deltas[id]
@@ -113,7 +119,7 @@ func (a *Adapter) Delta(ctx context.Context, out channels.Outbound, text string)
 			continue
 		}
 		select {
-		case ch <- text:
+		case ch <- ev:
 		case <-ctx.Done():
 			return
 		case <-time.After(5 * time.Second): // a stalled client must not stall the run
@@ -187,7 +193,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		CaseSensitive: true, Mentioned: true, Text: text, Attachments: atts, Time: time.Now(),
 	}
 	done := make(chan channels.Outbound, 1)
-	deltas := make(chan string, 64)
+	deltas := make(chan sseEvent, 64)
 	a.mu.Lock()
 	a.waiters[in.MessageID], a.deltas[in.MessageID] = done, deltas
 	a.mu.Unlock()
@@ -221,7 +227,7 @@ const (
 	sseKeepAlive   = 15 * time.Second
 )
 
-func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, deltas chan string, done chan channels.Outbound) {
+func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, deltas chan sseEvent, done chan channels.Outbound) {
 	fl, _ := w.(http.Flusher)
 	rc := http.NewResponseController(w)
 	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(sseWriteWindow)) }
@@ -247,18 +253,18 @@ func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, deltas chan str
 			if fl != nil {
 				fl.Flush()
 			}
-		case t := <-deltas:
-			streamed = true
-			writeEvent(w, "delta", map[string]string{"text": t})
+		case ev := <-deltas:
+			streamed = streamed || ev.text
+			writeEvent(w, ev.name, ev.data)
 			if fl != nil {
 				fl.Flush()
 			}
 		case out := <-done:
 			for drained := false; !drained; {
 				select {
-				case t := <-deltas:
-					streamed = true
-					writeEvent(w, "delta", map[string]string{"text": t})
+				case ev := <-deltas:
+					streamed = streamed || ev.text
+					writeEvent(w, ev.name, ev.data)
 				default:
 					drained = true
 				}

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
-// fakeModel answers OpenAI-compatible streaming chat completions at once,
-// echoing the last user message.
-type fakeModel struct{}
+// fakeModel answers OpenAI-compatible streaming chat completions after
+// think (at once when zero), echoing the last user message.
+type fakeModel struct{ think time.Duration }
 
-func (fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Messages []struct {
 			Role    string `json:"role"`
@@ -35,6 +36,13 @@ func (fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	text := "ack " + last
+	if m.think > 0 {
+		select {
+		case <-time.After(m.think):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{

@@ -19,6 +19,9 @@ type fakeTelegram struct {
 	replies map[int64][]reply // by chat id
 	nextMsg int64
 	onReply func(chatID int64, text string, at time.Time)
+	// Streaming calls, counted apart from replies: status/draft posts
+	// (sendMessage without an "ack" answer), edits and deletes.
+	drafts, edits, deletes int
 }
 
 type reply struct {
@@ -69,6 +72,9 @@ func (f *fakeTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.nextMsg++
 		id := f.nextMsg
 		f.replies[chat] = append(f.replies[chat], reply{text: r.Form.Get("text"), at: now})
+		if !strings.Contains(r.Form.Get("text"), "ack ") {
+			f.drafts++
+		}
 		cb := f.onReply
 		f.mu.Unlock()
 		if cb != nil {
@@ -76,6 +82,15 @@ func (f *fakeTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		ok(w, map[string]any{"message_id": id, "date": now.Unix(), "chat": map[string]any{"id": chat, "type": "private"},
 			"text": r.Form.Get("text")})
+	case "editMessageText", "deleteMessage":
+		f.mu.Lock()
+		if method == "deleteMessage" {
+			f.deletes++
+		} else {
+			f.edits++
+		}
+		f.mu.Unlock()
+		ok(w, true)
 	default: // sendChatAction, deleteWebhook, setMyCommands...
 		ok(w, true)
 	}

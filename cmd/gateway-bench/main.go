@@ -27,6 +27,10 @@ type options struct {
 	duration time.Duration
 	timeout  time.Duration
 	keep     bool
+	// streaming is the Telegram account's streaming.mode; think how long
+	// the fake model takes per answer.
+	streaming string
+	think     time.Duration
 	// webrounds: rounds of n new web chats, concurrency in flight.
 	rounds, concurrency int
 }
@@ -43,6 +47,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "sustained: how long to send")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the last reply")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory")
+	flag.DurationVar(&o.think, "think", 0, "how long the fake model takes per answer (turns past 1 s show a progress status)")
+	flag.StringVar(&o.streaming, "streaming", "off", "streaming.mode of the Telegram account: off, progress or partial")
 	flag.Parse()
 	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained" && o.mode != "webrounds") || o.chats < 1 {
 		flag.Usage()
@@ -75,7 +81,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	go func() { _ = http.Serve(tgLn, tg) }()
-	go func() { _ = http.Serve(modelLn, fakeModel{}) }()
+	go func() { _ = http.Serve(modelLn, fakeModel{think: o.think}) }()
 	httpLn, httpAddr, err := listen()
 	if err != nil {
 		return err
@@ -100,6 +106,7 @@ channels:
         apiRoot: "http://%s"
         dmPolicy: open
         allowFrom: ["*"]
+        streaming: {mode: %s}
 providers:
   fake: {type: openai, baseURL: "http://%s/v1", apiKey: "bench"}
 agents:
@@ -108,7 +115,7 @@ agents:
 messages:
   queue: {mode: followup, cap: 1000}
   inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
-`, filepath.Join(dir, "state"), httpAddr, tgAddr, modelAddr)
+`, filepath.Join(dir, "state"), httpAddr, tgAddr, o.streaming, modelAddr)
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
@@ -207,6 +214,9 @@ messages:
 	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
 		perMessage(countersBefore, countersAfter, journalCounters[0], total),
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
+	tg.mu.Lock()
+	fmt.Printf("streaming=%s draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming, tg.drafts, tg.edits, tg.deletes)
+	tg.mu.Unlock()
 	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
 	if lost > 0 || dups > 0 {
 		return fmt.Errorf("%d lost, %d duplicated replies (log: %s)", lost, dups, logf.Name())

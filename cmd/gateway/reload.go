@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/discord"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/configs"
@@ -154,13 +155,15 @@ func restartOnly(a, b *configs.Config) []string {
 	// restarted.
 	tg := func(c telegram.Config) telegram.Config {
 		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Groups, c.RequireMention = "", nil, "", nil, nil
-		c.MediaMaxMb = 0 // the dispatcher's cap (dispatch.Media) is hot
+		c.MediaMaxMb = 0                         // the dispatcher's cap (dispatch.Media) is hot
+		c.RoomDefaults = channels.RoomDefaults{} // room settings apply through the policy
 		return c
 	}
 	out = append(out, changedAccounts("channels.telegram.accounts", a.Channels.Telegram.Accounts, b.Channels.Telegram.Accounts, tg)...)
 	dc := func(c discord.Config) discord.Config {
 		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Guilds, c.RequireMention = "", nil, "", nil, nil
 		c.MediaMaxMb = 0
+		c.RoomDefaults, c.Thread = channels.RoomDefaults{}, discord.ThreadConfig{}
 		return c
 	}
 	out = append(out, changedAccounts("channels.discord.accounts", a.Channels.Discord.Accounts, b.Channels.Discord.Accounts, dc)...)

@@ -207,3 +207,65 @@ agents:
 		t.Fatalf("the helper agent has no session for topic 7: %v\n%s", err, idx)
 	}
 }
+
+// TestRoomStreamingFromAccount: an account's streaming.mode reaches its
+// rooms; other accounts and channels keep the default (off).
+func TestRoomStreamingFromAccount(t *testing.T) {
+	cfg, err := configs.LoadBytes([]byte(`
+channels:
+  telegram:
+    accounts:
+      default: {token: "1:x", streaming: {mode: progress}}
+      quiet: {token: "2:y"}
+  discord:
+    accounts:
+      default: {token: "d", streaming: {mode: partial}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := accessPolicy(cfg, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := roomFunc(p)
+	for _, tt := range []struct{ channel, account, want string }{
+		{"telegram", "default", channels.StreamProgress},
+		{"telegram", "quiet", channels.StreamOff},
+		{"discord", "default", channels.StreamPartial},
+		{"web", "default", channels.StreamOff},
+	} {
+		if got := room(channels.Inbound{Channel: tt.channel, AccountID: tt.account, ChatType: channels.Direct}).Streaming; got != tt.want {
+			t.Errorf("%s/%s: streaming %q, want %q", tt.channel, tt.account, got, tt.want)
+		}
+	}
+}
+
+// TestRoomSettingsReloadWithoutRestart: account-level room settings
+// (streaming, historyLimit, errorPolicy, replyToMode, ackReaction) and
+// Discord's thread.inheritParent are not restart-only changes.
+func TestRoomSettingsReloadWithoutRestart(t *testing.T) {
+	load := func(tg, dc string) *configs.Config {
+		cfg, err := configs.LoadBytes([]byte(`channels: {telegram: {accounts: {default: {token: "1:a", `+tg+`}}}, discord: {accounts: {default: {token: d, `+dc+`}}}}`), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	before := load(`streaming: {mode: "off"}`, `historyLimit: 5`)
+	after := load(`streaming: {mode: partial}, errorPolicy: once, replyToMode: all, ackReaction: "👀", historyLimit: 9`,
+		`historyLimit: 0, thread: {inheritParent: true}`)
+	if got := restartOnly(before, after); len(got) != 0 {
+		t.Errorf("restartOnly = %v, want none", got)
+	}
+	if got := restartOnly(before, load(`streaming: {mode: "off"}, pollTimeoutSeconds: 5`, `historyLimit: 5`)); len(got) != 1 {
+		t.Errorf("a changed poll timeout should need a restart: %v", got)
+	}
+	p, err := accessPolicy(after, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := roomFunc(p)(channels.Inbound{Channel: "telegram", AccountID: "default", ChatType: channels.Direct}).Streaming; got != channels.StreamPartial {
+		t.Errorf("reloaded rooms stream %q", got)
+	}
+}

@@ -89,7 +89,10 @@ type Server struct {
 	rateLimits int // next message POSTs to answer with 429
 	threads    []StartedThread
 
-	files fileStore // attachments served as the CDN (files.go)
+	files      fileStore // attachments served as the CDN (files.go)
+	edits      []Edit
+	editLimits int // next message PATCHes to answer with 429
+	deleted    []Deleted
 }
 
 type dispatch struct {
@@ -133,6 +136,8 @@ func New(opts Options) *Server {
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.serveStartThread))
 	mux.HandleFunc("GET /attachments/{ch}/{id}/{name}", s.serveAttachment)
+	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveEdit))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveDelete))
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}

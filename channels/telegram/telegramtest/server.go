@@ -75,9 +75,12 @@ type Server struct {
 	pollGen    int // incremented by each getUpdates; older polls end with 409
 	nextMsg    int
 	sent       []Sent
+	sentAt     []time.Time // when each of sent was recorded
+	deleted    []Deleted
 	actions    []Action
 	reactions  []Reaction
 	calls      map[string]int
+	callAt     map[string][]time.Time // when each call arrived, failed ones included
 	failures   map[string][]Failure
 	webhook    *Webhook
 	migrated   map[int64]int64
@@ -319,6 +322,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[method]++
+	s.recordCallLocked(method)
 	var fail *Failure
 	if q := s.failures[method]; len(q) > 0 {
 		fail = &q[0]
@@ -363,7 +367,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "setMessageReaction":
 		s.setMessageReaction(w, r)
 	case "deleteMessage":
-		writeOK(w, true)
+		s.deleteMessage(w, r)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
@@ -456,7 +460,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	s.nextMsg++
 	sent := Sent{Method: "sendMessage", MessageID: s.nextMsg, ChatID: chat, ThreadID: thread, Text: text,
 		ParseMode: mode, ReplyTo: int(formInt(r, "reply_to_message_id"))}
-	s.sent = append(s.sent, sent)
+	s.sent, s.sentAt = append(s.sent, sent), append(s.sentAt, time.Now())
 	s.notifyLocked()
 	s.mu.Unlock()
 	writeOK(w, s.messageJSON(sent))
@@ -489,33 +493,6 @@ func (s *Server) checkSend(chat int64, thread int, text, mode string) (Failure, 
 		return Failure{Code: 400, Description: "Bad Request: message is too long"}, true
 	}
 	return Failure{}, false
-}
-
-func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
-	chat := formInt(r, "chat_id")
-	id := int(formInt(r, "message_id"))
-	text, mode := r.Form.Get("text"), r.Form.Get("parse_mode")
-	if f, bad := s.checkSend(chat, 0, text, mode); bad {
-		writeErr(w, f)
-		return
-	}
-	s.mu.Lock()
-	var orig *Sent
-	for i := range s.sent {
-		if s.sent[i].MessageID == id && s.sent[i].ChatID == chat {
-			orig = &s.sent[i]
-		}
-	}
-	if orig == nil {
-		s.mu.Unlock()
-		writeErr(w, Failure{Code: 400, Description: "Bad Request: message to edit not found"})
-		return
-	}
-	ed := Sent{Method: "editMessageText", MessageID: id, ChatID: chat, ThreadID: orig.ThreadID, Text: text, ParseMode: mode}
-	s.sent = append(s.sent, ed)
-	s.notifyLocked()
-	s.mu.Unlock()
-	writeOK(w, s.messageJSON(ed))
 }
 
 func (s *Server) sendChatAction(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,92 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+)
+
+var _ channels.Drafter = (*Adapter)(nil)
+
+// cutDraft fits text into one message: longer text keeps its first part
+// (code blocks closed) and ends in "…".
+func cutDraft(text string) string {
+	text = strings.TrimSpace(text)
+	if len([]rune(text)) <= MaxMessageLen {
+		return text
+	}
+	return Split(text, MaxMessageLen-2)[0] + " …"
+}
+
+// SendDraft implements channels.Drafter: a post that pings no one (a reply
+// to out.ReplyToID if set) whose id is returned. discordgo waits out rate
+// limits.
+func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text string) (string, error) {
+	to, err := target(out)
+	if err != nil {
+		return "", fmt.Errorf("discord: send draft: %w", err)
+	}
+	msg := &discordgo.MessageSend{Content: cutDraft(text), AllowedMentions: &discordgo.MessageAllowedMentions{}}
+	if out.Quotes(0) {
+		no := false
+		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
+	}
+	m, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("discord: send draft: %w", err)
+	}
+	return m.ID, nil
+}
+
+// EditDraft implements channels.Drafter with a message edit.
+func (a *Adapter) EditDraft(ctx context.Context, out channels.Outbound, id, text string) error {
+	to, err := target(out)
+	if err != nil {
+		return fmt.Errorf("discord: edit draft: %w", err)
+	}
+	if _, err := a.s.ChannelMessageEdit(to, id, cutDraft(text), discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("discord: edit draft: %w", err)
+	}
+	return nil
+}
+
+// DeleteDraft implements channels.Drafter.
+func (a *Adapter) DeleteDraft(ctx context.Context, out channels.Outbound, id string) error {
+	to, err := target(out)
+	if err != nil {
+		return fmt.Errorf("discord: delete draft: %w", err)
+	}
+	if err := a.s.ChannelMessageDelete(to, id, discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("discord: delete draft: %w", err)
+	}
+	return nil
+}
+
+// replaceDraft edits out.Draft into part, a reply's first part. done is
+// false when the draft is gone (deleted by someone): the caller posts the
+// part instead.
+func (a *Adapter) replaceDraft(ctx context.Context, out channels.Outbound, part string) (done bool, err error) {
+	to, err := target(out)
+	if err != nil {
+		return true, fmt.Errorf("discord: send: %w", err)
+	}
+	edit := discordgo.NewMessageEdit(to, out.Draft).SetContent(part)
+	edit.AllowedMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}}
+	_, err = a.s.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx))
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
+		a.log.Info("draft gone; reply part posted as a new message", zap.String("chat_id", out.ChatID))
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("discord: edit draft into the reply: %w", err)
+	}
+	return true, nil
+}
