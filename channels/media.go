@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 )
 
 // MediaKind is what an attachment is, as far as the gateway cares.
@@ -122,4 +123,25 @@ func (l *limited) Read(p []byte) (int, error) {
 		return n, &MediaTooLargeError{Size: l.read, Max: l.max}
 	}
 	return n, err
+}
+
+// MediaFromResponse turns a download's HTTP response into Media capped at
+// maxBytes: a non-200 status is an error, an announced size over the cap
+// is a *MediaTooLargeError before any byte is read, and the body stops
+// with one past the cap while it is read. The body is closed on error;
+// otherwise closing the Media's Body closes it.
+func MediaFromResponse(res *http.Response, maxBytes int64) (Media, error) {
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		return Media{}, fmt.Errorf("HTTP %d", res.StatusCode)
+	}
+	if res.ContentLength > maxBytes {
+		res.Body.Close()
+		return Media{}, &MediaTooLargeError{Size: res.ContentLength, Max: maxBytes}
+	}
+	body := struct {
+		io.Reader
+		io.Closer
+	}{LimitedReader(res.Body, maxBytes), res.Body}
+	return Media{Body: body, MimeType: res.Header.Get("Content-Type"), Size: res.ContentLength}, nil
 }

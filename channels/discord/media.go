@@ -3,7 +3,6 @@ package discord
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -75,19 +74,11 @@ func (a *Adapter) FetchMedia(ctx context.Context, att channels.Attachment, maxBy
 	if err != nil {
 		return channels.Media{}, fmt.Errorf("discord: fetch media: %w", err)
 	}
-	if res.StatusCode != http.StatusOK {
-		res.Body.Close()
-		return channels.Media{}, fmt.Errorf("discord: fetch media: HTTP %d", res.StatusCode)
+	m, err := channels.MediaFromResponse(res, maxBytes)
+	if err != nil {
+		return channels.Media{}, fmt.Errorf("discord: fetch media: %w", err)
 	}
-	if res.ContentLength > maxBytes {
-		res.Body.Close()
-		return channels.Media{}, &channels.MediaTooLargeError{Size: res.ContentLength, Max: maxBytes}
-	}
-	body := struct {
-		io.Reader
-		io.Closer
-	}{channels.LimitedReader(res.Body, maxBytes), res.Body}
-	return channels.Media{Body: body, MimeType: res.Header.Get("Content-Type"), Size: res.ContentLength}, nil
+	return m, nil
 }
 
 // mediaHost reports whether u may be fetched: https on Discord's CDN, or

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -123,19 +122,11 @@ func (a *Adapter) FetchMedia(ctx context.Context, att channels.Attachment, maxBy
 		}
 		return channels.Media{}, fmt.Errorf("telegram: download: %w", err)
 	}
-	if res.StatusCode != http.StatusOK {
-		res.Body.Close()
-		return channels.Media{}, fmt.Errorf("telegram: download: HTTP %d", res.StatusCode)
+	m, err := channels.MediaFromResponse(res, maxBytes)
+	if err != nil {
+		return channels.Media{}, fmt.Errorf("telegram: download: %w", err)
 	}
-	if res.ContentLength > maxBytes {
-		res.Body.Close()
-		return channels.Media{}, &channels.MediaTooLargeError{Size: res.ContentLength, Max: maxBytes}
-	}
-	body := struct {
-		io.Reader
-		io.Closer
-	}{channels.LimitedReader(res.Body, maxBytes), res.Body}
-	return channels.Media{Body: body, MimeType: res.Header.Get("Content-Type"), Size: res.ContentLength}, nil
+	return m, nil
 }
 
 // filePath checks a getFile file_path (segments of safe characters, no
