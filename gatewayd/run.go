@@ -102,33 +102,11 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Serve(ln) }()
 
-	// Adapters run until adapterCtx ends; they stop first at shutdown.
-	adapterCtx, stopAdapters := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopAdapters()
-	var adapters sync.WaitGroup
-	for _, a := range d.adapters {
-		adapters.Add(1)
-		go func(a channels.Adapter) {
-			defer adapters.Done()
-			if err := a.Run(adapterCtx, d.disp.Handle); err != nil && adapterCtx.Err() == nil {
-				log.Error("channel adapter stopped", zap.String("channel", a.Name()),
-					zap.String("account_id", a.AccountID()), zap.Error(err))
-			}
-		}(a)
-	}
+	stopAdapters := d.runAdapters(ctx)
 	if _, err := d.disp.Resume(ctx); err != nil {
 		log.Error("resuming journaled messages failed", zap.Error(err))
 	}
-	var loops sync.WaitGroup
-	loops.Add(2)
-	go func() {
-		defer loops.Done()
-		d.watchConfig(ctx)
-	}()
-	go func() {
-		defer loops.Done()
-		d.disp.RunMediaPrune(ctx, mediaPruneEvery)
-	}()
+	waitLoops := d.runLoops(ctx)
 	d.waitAccepting(ctx)
 	d.server.SetReady(true)
 	addr := ln.Addr().String()
@@ -149,14 +127,52 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	log.Info("shutting down")
 	d.server.SetReady(false)
 	stopAdapters()
-	adapters.Wait()
 	d.shutdown(httpSrv)
 	if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) && runErr == nil {
 		log.Warn("http server", zap.Error(err))
 	}
-	loops.Wait()
+	waitLoops()
 	log.Info("stopped")
 	return runErr
+}
+
+// runAdapters starts every channel adapter; stop ends them and waits for
+// them. They outlive ctx until stop: at shutdown they stop first, so no new
+// message arrives while in-flight turns finish.
+func (d *Daemon) runAdapters(ctx context.Context) (stop func()) {
+	adapterCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	for _, a := range d.adapters {
+		wg.Add(1)
+		go func(a channels.Adapter) {
+			defer wg.Done()
+			if err := a.Run(adapterCtx, d.disp.Handle); err != nil && adapterCtx.Err() == nil {
+				d.log.Error("channel adapter stopped", zap.String("channel", a.Name()),
+					zap.String("account_id", a.AccountID()), zap.Error(err))
+			}
+		}(a)
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// runLoops starts the background loops that run until ctx ends: the config
+// watcher (hot reload) and the pruning of downloaded media; wait waits for
+// them.
+func (d *Daemon) runLoops(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		d.watchConfig(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		d.disp.RunMediaPrune(ctx, mediaPruneEvery)
+	}()
+	return wg.Wait
 }
 
 // waitAccepting returns once the web chat (when enabled) takes messages,

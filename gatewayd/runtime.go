@@ -22,7 +22,7 @@ import (
 func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy, error) {
 	resolver, err := routing.NewResolver(cfg.RoutingConfig())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("gateway: routing: %w", err)
 	}
 	policy, err := accessPolicy(cfg, d.pairing, d.log.Named("access"))
 	if err != nil {
@@ -42,7 +42,7 @@ func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 func RouteRuntime(cfg *configs.Config) (*dispatch.Runtime, error) {
 	resolver, err := routing.NewResolver(cfg.RoutingConfig())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gateway: routing: %w", err)
 	}
 	policy, err := accessPolicy(cfg, nil, zap.NewNop())
 	if err != nil {
@@ -51,7 +51,7 @@ func RouteRuntime(cfg *configs.Config) (*dispatch.Runtime, error) {
 	return &dispatch.Runtime{Resolver: resolver, Room: roomFunc(policy)}, nil
 }
 
-// openPairing opens the pairing store shared by every policy generation.
+// openPairingStore opens the pairing store shared by every policy generation.
 func openPairingStore(cfg *configs.Config, log *zap.Logger) (*access.PairingStore, error) {
 	st, err := access.OpenPairingStore(filepath.Join(cfg.StateDir, "pairing"), access.StoreOptions{Logger: log})
 	if err != nil {
@@ -71,7 +71,11 @@ func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logg
 		ac.GroupsKey = "guilds"
 		accounts[access.Account{Channel: "discord", AccountID: name}] = ac
 	}
-	return access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners})
+	p, err := access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: access policy: %w", err)
+	}
+	return p, nil
 }
 
 // accessFunc adapts a policy to the dispatcher. The web channel is reached
