@@ -40,6 +40,9 @@ type Adapter struct {
 	handler channels.Handler                  // guarded by mu; set while Run runs
 	waiters map[string]chan channels.Outbound // guarded by mu; by inbound message id
 	deltas  map[string]chan sseEvent          // guarded by mu; deltas and tool calls
+
+	accepting     chan struct{} // closed once Run has installed the handler
+	acceptingOnce sync.Once
 }
 
 var (
@@ -54,8 +57,14 @@ func New(opts Options) *Adapter {
 		opts.Logger = zap.NewNop()
 	}
 	return &Adapter{opts: opts, log: opts.Logger.With(zap.String("channel", Name)),
-		waiters: map[string]chan channels.Outbound{}, deltas: map[string]chan sseEvent{}}
+		waiters: map[string]chan channels.Outbound{}, deltas: map[string]chan sseEvent{},
+		accepting: make(chan struct{})}
 }
+
+// Accepting is closed once Run has installed its handler: from then on a
+// chat request is taken instead of answered 503 "not ready". The daemon
+// waits for it before it reports ready.
+func (a *Adapter) Accepting() <-chan struct{} { return a.accepting }
 
 // Name implements channels.Adapter.
 func (a *Adapter) Name() string { return Name }
@@ -68,6 +77,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 	a.mu.Lock()
 	a.handler = h
 	a.mu.Unlock()
+	a.acceptingOnce.Do(func() { close(a.accepting) })
 	<-ctx.Done()
 	a.mu.Lock()
 	a.handler = nil

@@ -3,16 +3,11 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
-	"github.com/gateway/gateway/configs"
 )
 
 // TestTelegramSplitPasteIsOneTurn: a 9,000-character paste that the
@@ -63,25 +58,6 @@ func TestTelegramSplitPasteIsOneTurn(t *testing.T) {
 				t.Errorf("%d messages sent to the chat, want one reply: %+v", len(got), got)
 			}
 		})
-	}
-}
-
-// TestInboundSettingsReachTheDispatcher: messages.inbound is part of the
-// runtime that start and every hot reload hand the dispatcher.
-func TestInboundSettingsReachTheDispatcher(t *testing.T) {
-	cfg, err := configs.LoadBytes([]byte("stateDir: "+t.TempDir()+
-		"\nmessages: {inbound: {debounce: 700ms, maxParts: 4, byChannel: {discord: {debounce: 2s}}}}\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{log: zap.NewNop(), cfg: cfg}
-	rt, _, err := d.runtime(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(rt.Inbound, cfg.Messages.Inbound) || rt.Inbound.Debounce != 700*time.Millisecond ||
-		rt.Inbound.ByChannel["discord"].Debounce != 2*time.Second {
-		t.Errorf("runtime inbound %+v, want %+v", rt.Inbound, cfg.Messages.Inbound)
 	}
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"go.uber.org/zap"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -15,8 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/dispatch"
-	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/gatewayd"
 )
 
 func configCmd(cfgPath *string) *cobra.Command {
@@ -172,15 +169,10 @@ func routeCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			resolver, err := routing.NewResolver(cfg.RoutingConfig())
+			rt, err := gatewayd.RouteRuntime(cfg)
 			if err != nil {
 				return err
 			}
-			policy, err := accessPolicy(cfg, nil, zap.NewNop())
-			if err != nil {
-				return err
-			}
-			rt := &dispatch.Runtime{Resolver: resolver, Room: roomFunc(policy)}
 			r, err := rt.Route(in)
 			if err != nil {
 				return fmt.Errorf("route: %w", err)

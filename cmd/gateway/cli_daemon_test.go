@@ -26,7 +26,7 @@ func TestCLIResetWhileDaemonRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			state := t.TempDir()
 			must(t, os.Chmod(state, 0o700))
-			addr := startFromFile(t, writeYAML(t, reloadYAML(state, "")), &fakeClock{})
+			addr := startFromFile(t, writeYAML(t, reloadYAML(state, "")))
 			cfg := writeConfig(t, state, addr, "")
 
 			_, sid := chat(t, addr, "", "first message")

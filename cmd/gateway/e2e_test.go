@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
-	"github.com/gateway/gateway/configs"
 )
 
 // e2eConfig is the YAML of an end-to-end daemon against fake servers.
@@ -41,48 +37,6 @@ agents:
 messages:
   queue: {mode: collect, debounce: 20ms}
 `, stateDir, tg.Token(), tg.URL, model.BaseURL())
-}
-
-// startDaemon runs serve until the returned stop function is called.
-func startDaemon(t *testing.T, yaml string) (addr string, stop func()) {
-	t.Helper()
-	cfg, err := configs.LoadBytes([]byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, "", zaptest.NewLogger(t), &deps{OnReady: func(a string) { ready <- a }})
-	}()
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("daemon exited before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("daemon not ready after 30s")
-	}
-	var stopped bool
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("daemon returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("daemon did not stop within 30s")
-		}
-	}
-	t.Cleanup(stop)
-	return addr, stop
 }
 
 // waitReply waits for a sent message whose text contains want.

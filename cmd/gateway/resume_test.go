@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
 )
 
 // TestAcceptedMessageSurvivesStopMidTurn stops the daemon while the model
@@ -33,18 +32,7 @@ func TestAcceptedMessageSurvivesStopMidTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, cfg, "", zaptest.NewLogger(t), &deps{Grace: 200 * time.Millisecond,
-			OnReady: func(a string) { ready <- a }})
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("not ready")
-	}
+	_, stop := runDaemonUntilReady(t, cfg, gatewayd.Options{Grace: 200 * time.Millisecond})
 	id := tg.DM(111, "do not lose me")
 	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer wcancel()
@@ -57,15 +45,7 @@ func TestAcceptedMessageSurvivesStopMidTurn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel() // SIGTERM while the model is still answering
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("daemon did not stop")
-	}
+	stop() // SIGTERM while the model is still answering; Run must return nil
 	if n := len(tg.Sent()); n != 0 {
 		t.Fatalf("%d replies before restart, want 0", n)
 	}

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/gateway/gateway/agents/openai/openaitest"
-	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/configs"
 )
@@ -48,47 +45,6 @@ channels:
             channels:
               "777": {autoThread: true, streaming: {mode: partial}, agentId: helper}
 `
-
-// TestRoomSettingsFromConfig: per-room keys load through the strict
-// loader and reach both the access decision and the room behaviour, at
-// each level (account, group, topic; account, guild, channel).
-func TestRoomSettingsFromConfig(t *testing.T) {
-	cfg, err := configs.LoadBytes([]byte("stateDir: /tmp/x\n"+roomsYAML), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := accessPolicy(cfg, nil, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	room := roomFunc(p)
-	topic := func(id string) channels.Inbound {
-		return channels.Inbound{Channel: "telegram", AccountID: "default", ChatType: channels.Group, ChatID: "-100123",
-			ThreadID: id, IsTopic: id != "", SenderID: "5", Text: "hi"}
-	}
-	g := room(topic(""))
-	if g.HistoryLimit != 30 || g.SystemPrompt != "Answer briefly." || g.Streaming != channels.StreamProgress ||
-		g.ErrorPolicy != channels.ErrorsOnce || g.AckReaction != "👀" || g.AgentID != "" || !g.RequireMention {
-		t.Errorf("group room = %+v", g)
-	}
-	t7 := room(topic("7"))
-	if t7.AgentID != "helper" || t7.ReplyToMode != channels.ReplyToAll || t7.RequireMention || t7.HistoryLimit != 30 {
-		t.Errorf("topic 7 room = %+v", t7)
-	}
-	if d := p.Check(topic("7")); !d.Allowed() {
-		t.Errorf("topic 7 needs no mention: %+v", d)
-	}
-	if d := p.Check(topic("9")); d.Allowed() || room(topic("9")).Enabled {
-		t.Errorf("topic 9 is disabled: %+v", d)
-	}
-	ch := room(channels.Inbound{Channel: "discord", AccountID: "default", ChatType: channels.Channel, GuildID: "555", ChatID: "777"})
-	if !ch.AutoThread || ch.Streaming != channels.StreamPartial || ch.HistoryLimit != 10 || !ch.InheritParent || ch.AgentID != "helper" {
-		t.Errorf("discord channel room = %+v", ch)
-	}
-	if w := room(channels.Inbound{Channel: "web", ChatType: channels.Direct}); w.Streaming != channels.StreamOff || w.HistoryLimit != 0 {
-		t.Errorf("web room = %+v", w)
-	}
-}
 
 // TestRoomConfigRefused: bad room keys are refused by the loader with the
 // key's path.
@@ -166,7 +122,7 @@ agents:
 		must(t, os.WriteFile(path, []byte(y), 0o600))
 	}
 	write(`{systemPrompt: "TOPIC-SEVEN", requireMention: false}`)
-	startFromFile(t, path, &fakeClock{})
+	startFromFile(t, path)
 
 	system := func(text string) string {
 		t.Helper()
@@ -205,67 +161,5 @@ agents:
 	}
 	if err != nil || !strings.Contains(string(idx), "agent:helper:telegram:group:-100123:topic:7") {
 		t.Fatalf("the helper agent has no session for topic 7: %v\n%s", err, idx)
-	}
-}
-
-// TestRoomStreamingFromAccount: an account's streaming.mode reaches its
-// rooms; other accounts and channels keep the default (off).
-func TestRoomStreamingFromAccount(t *testing.T) {
-	cfg, err := configs.LoadBytes([]byte(`
-channels:
-  telegram:
-    accounts:
-      default: {token: "1:x", streaming: {mode: progress}}
-      quiet: {token: "2:y"}
-  discord:
-    accounts:
-      default: {token: "d", streaming: {mode: partial}}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := accessPolicy(cfg, nil, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	room := roomFunc(p)
-	for _, tt := range []struct{ channel, account, want string }{
-		{"telegram", "default", channels.StreamProgress},
-		{"telegram", "quiet", channels.StreamOff},
-		{"discord", "default", channels.StreamPartial},
-		{"web", "default", channels.StreamOff},
-	} {
-		if got := room(channels.Inbound{Channel: tt.channel, AccountID: tt.account, ChatType: channels.Direct}).Streaming; got != tt.want {
-			t.Errorf("%s/%s: streaming %q, want %q", tt.channel, tt.account, got, tt.want)
-		}
-	}
-}
-
-// TestRoomSettingsReloadWithoutRestart: account-level room settings
-// (streaming, historyLimit, errorPolicy, replyToMode, ackReaction) and
-// Discord's thread.inheritParent are not restart-only changes.
-func TestRoomSettingsReloadWithoutRestart(t *testing.T) {
-	load := func(tg, dc string) *configs.Config {
-		cfg, err := configs.LoadBytes([]byte(`channels: {telegram: {accounts: {default: {token: "1:a", `+tg+`}}}, discord: {accounts: {default: {token: d, `+dc+`}}}}`), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	before := load(`streaming: {mode: "off"}`, `historyLimit: 5`)
-	after := load(`streaming: {mode: partial}, errorPolicy: once, replyToMode: all, ackReaction: "👀", historyLimit: 9`,
-		`historyLimit: 0, thread: {inheritParent: true}`)
-	if got := restartOnly(before, after); len(got) != 0 {
-		t.Errorf("restartOnly = %v, want none", got)
-	}
-	if got := restartOnly(before, load(`streaming: {mode: "off"}, pollTimeoutSeconds: 5`, `historyLimit: 5`)); len(got) != 1 {
-		t.Errorf("a changed poll timeout should need a restart: %v", got)
-	}
-	p, err := accessPolicy(after, nil, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := roomFunc(p)(channels.Inbound{Channel: "telegram", AccountID: "default", ChatType: channels.Direct}).Streaming; got != channels.StreamPartial {
-		t.Errorf("reloaded rooms stream %q", got)
 	}
 }

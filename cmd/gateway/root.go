@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -17,7 +22,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDaemon(cmd.Context(), cfgPath, nil)
+			return runDaemon(cmd.Context(), cfgPath)
 		},
 	}
 	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", envOr("GATEWAY_CONFIG", ""),
@@ -28,7 +33,7 @@ func newRootCmd() *cobra.Command {
 		Short: "Run the gateway daemon (the default)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDaemon(cmd.Context(), cfgPath, nil)
+			return runDaemon(cmd.Context(), cfgPath)
 		},
 	})
 	root.AddCommand(&cobra.Command{
@@ -41,4 +46,25 @@ func newRootCmd() *cobra.Command {
 	})
 	addOperatorCommands(root, &cfgPath)
 	return root
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// runDaemon loads the config file and runs the daemon until ctx ends; the
+// file is watched for hot reload.
+func runDaemon(ctx context.Context, cfgPath string) error {
+	cfg, err := configs.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	d, err := gatewayd.New(cfg, gatewayd.Options{ConfigPath: cfgPath})
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
 }

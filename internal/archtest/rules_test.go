@@ -74,6 +74,15 @@ func reaches(prefixes ...string) func(from, to string) bool {
 // main package: nothing can import it, so the fakes never reach the daemon.
 const benchPkg = "cmd/gateway-bench"
 
+// assembler is the package that builds the daemon from the config (issue
+// 12: one place assembles the process for main, the end-to-end tests and
+// webtest).
+const assembler = "gatewayd"
+
+// daemonHarness starts the whole daemon in-process for the browser and API
+// tests: it builds it through the assembler from a config, as main does.
+const daemonHarness = "internal/webtest"
+
 // rules are SPEC §1 (held transitively: a package may not reach through
 // another what it may not import) plus the rules of issue 12.
 var rules = []depRule{
@@ -98,8 +107,21 @@ var rules = []depRule{
 		"dispatch never imports api, configs or cmd/*: it gets its settings as typed options from main"},
 	{"api", pkgIs("api"), func(from, to string) bool { return adapter(to) != "" },
 		"api never imports a channel adapter: the web chat is handed in as an api.ChatHandler"},
-	{"configs", func(p string) bool { return !under(p, "cmd") && !under(p, "configs") }, reaches("configs"),
-		"nothing but cmd/* imports configs: each package owns its typed config, main translates (STYLE 5)"},
+	{"configs", func(p string) bool {
+		return !under(p, "cmd") && !under(p, "configs") && !under(p, assembler) && p != daemonHarness
+	}, reaches("configs"),
+		"nothing but cmd/*, " + assembler + " and " + daemonHarness + " imports configs: each package owns its typed config; " +
+			assembler + " translates it into the parts' options, and the harness that starts the whole daemon " +
+			"configures it as an operator does (STYLE 5)"},
+	{"assembly", func(p string) bool {
+		for _, part := range []string{"dispatch", "sessions", "channels", "agents", "api", "access", "routing", "lanes"} {
+			if under(p, part) {
+				return true
+			}
+		}
+		return false
+	}, reaches(assembler),
+		"the parts never import " + assembler + ": it assembles them, and each gets what it needs handed in as options"},
 	{"no-fakes", func(p string) bool { return !isTestPkg(p) && p != benchPkg },
 		func(from, to string) bool { return isTestPkg(to) },
 		"production code never imports a *test package (fakes and harnesses); only tests and " + benchPkg + " do"},

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
 )
 
 // TestSecondDaemonOnStateDirRefused: a second daemon on the same state dir
@@ -32,7 +31,12 @@ func TestSecondDaemonOnStateDirRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = serve(ctx, cfg, "", zaptest.NewLogger(t), &deps{OnReady: func(string) { t.Error("second daemon became ready") }})
+	d, err := gatewayd.New(cfg, gatewayd.Options{Logger: zaptest.NewLogger(t),
+		OnReady: func(string) { t.Error("second daemon became ready") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Run(ctx)
 	if err == nil || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) ||
 		!strings.Contains(err.Error(), "another gateway") {
 		t.Fatalf("second daemon: %v, want an error naming pid %d", err, os.Getpid())
@@ -45,24 +49,5 @@ func TestSecondDaemonOnStateDirRefused(t *testing.T) {
 	r := gw(t, cfgPath, "run").want(t, 1)
 	if !strings.Contains(r.Stderr, "another gateway (pid "+strconv.Itoa(os.Getpid())+")") {
 		t.Errorf("stderr of the second daemon:\n%s", r.Stderr)
-	}
-}
-
-// TestWorldWritableStateDirRestricted: a state dir open to others is
-// warned about and restricted to its owner at start.
-func TestWorldWritableStateDirRestricted(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	must(t, os.Mkdir(dir, 0o700))
-	must(t, os.Chmod(dir, 0o777))
-	core, logs := observer.New(zap.WarnLevel)
-	if err := secureStateDir(dir, zap.New(core)); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("mode after start %v (%v), want 0700", fi.Mode().Perm(), err)
-	}
-	if logs.FilterMessageSnippet("accessible to other users").Len() != 1 {
-		t.Errorf("no warning: %+v", logs.All())
 	}
 }

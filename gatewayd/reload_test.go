@@ -1,4 +1,4 @@
-package main
+package gatewayd
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/configs"
 )
 
 // fakeClock is a settable clock for the session store.
@@ -37,16 +39,23 @@ func reloadYAML(stateDir, extra string) string {
 	return "stateDir: " + stateDir + "\nhttp: {listen: \"127.0.0.1:0\"}\nlog: {level: debug, format: console}\n" + extra
 }
 
-// startFromFile runs serve with a config file path (so it is watched).
+// startFromFile runs a daemon with a config file path (so it is watched),
+// as `gateway run --config path` does.
 func startFromFile(t *testing.T, path string, clock *fakeClock) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
 	ready := make(chan string, 1)
+	d, err := New(cfg, Options{ConfigPath: path, Logger: zaptest.NewLogger(t), Now: clock.now,
+		OnReady: func(a string) { ready <- a }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- runDaemon(ctx, path, &deps{Logger: zaptest.NewLogger(t), Now: clock.now,
-			OnReady: func(a string) { ready <- a }})
-	}()
+	go func() { done <- d.Run(ctx) }()
 	var addr string
 	select {
 	case addr = <-ready:

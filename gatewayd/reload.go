@@ -1,4 +1,4 @@
-package main
+package gatewayd
 
 import (
 	"context"
@@ -36,27 +36,27 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 // place, rename over, vim's backup dance, delete and recreate) or on SIGHUP,
 // until ctx ends. It watches the directory, not the file, so it survives the
 // file being replaced.
-func (d *daemon) watchConfig(ctx context.Context) {
+func (d *Daemon) watchConfig(ctx context.Context) {
 	metric := reloadsTotal(d.reg)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
-	if d.cfgPath != "" {
+	if d.opts.ConfigPath != "" {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
 			d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 		} else {
 			defer w.Close()
-			if err := w.Add(filepath.Dir(d.cfgPath)); err != nil {
+			if err := w.Add(filepath.Dir(d.opts.ConfigPath)); err != nil {
 				d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 			} else {
 				events, errs = w.Events, w.Errors
 			}
 		}
 	}
-	base := filepath.Base(d.cfgPath)
+	base := filepath.Base(d.opts.ConfigPath)
 	var timer *time.Timer
 	var fire <-chan time.Time
 	for {
@@ -82,7 +82,7 @@ func (d *daemon) watchConfig(ctx context.Context) {
 			d.log.Warn("config watcher error", zap.Error(err))
 		case <-fire:
 			fire = nil
-			if _, err := os.Stat(d.cfgPath); err != nil {
+			if _, err := os.Stat(d.opts.ConfigPath); err != nil {
 				continue // removed; a recreate will fire again
 			}
 			d.reload(metric)
@@ -92,14 +92,14 @@ func (d *daemon) watchConfig(ctx context.Context) {
 
 // reload loads and applies the config file; an invalid file is rejected and
 // the running config stays.
-func (d *daemon) reload(metric *prometheus.CounterVec) {
-	if d.cfgPath == "" {
+func (d *Daemon) reload(metric *prometheus.CounterVec) {
+	if d.opts.ConfigPath == "" {
 		return
 	}
-	cfg, err := configs.Load(d.cfgPath)
+	cfg, err := configs.Load(d.opts.ConfigPath)
 	if err != nil {
 		metric.WithLabelValues("rejected").Inc()
-		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.cfgPath), zap.Error(err))
+		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
 		return
 	}
 	d.mu.Lock()
@@ -129,7 +129,7 @@ func (d *daemon) reload(metric *prometheus.CounterVec) {
 	for _, k := range restartOnly(old, cfg) {
 		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
 	}
-	d.log.Info("config reloaded", zap.String("path", d.cfgPath))
+	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
 }
 
 // restartOnly lists changed keys that hot reload does not apply.

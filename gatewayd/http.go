@@ -1,10 +1,16 @@
-package main
+package gatewayd
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"os"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
 )
@@ -67,4 +73,43 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// startPprof serves Go's profiler on GATEWAY_PPROF_LISTEN (a loopback
+// address such as 127.0.0.1:6060) until stop is called; unset, it does
+// nothing. It is for measuring the daemon under load (cmd/gateway-bench),
+// never exposed on the API's listener.
+func startPprof(log *zap.Logger) (stop func(), err error) {
+	addr := os.Getenv("GATEWAY_PPROF_LISTEN")
+	if addr == "" {
+		return func() {}, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: GATEWAY_PPROF_LISTEN: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("gateway: GATEWAY_PPROF_LISTEN: %q is not a loopback address", addr)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: pprof listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("profiler stopped", zap.Error(err))
+		}
+	}()
+	log.Info("profiler listening", zap.String("addr", addr))
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
 }

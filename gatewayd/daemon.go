@@ -1,0 +1,171 @@
+package gatewayd
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/api"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/sessions"
+)
+
+// DefaultGrace bounds how long in-flight turns may finish after SIGTERM.
+const DefaultGrace = 20 * time.Second
+
+// Backend names the storage backend durable state lives on. Only
+// BackendFiles exists today (the state-dir layout of SPEC §3.1); the
+// storage seam of issue 12 adds its backends here, so main, the
+// end-to-end tests and webtest choose one the same way.
+type Backend string
+
+// BackendFiles keeps everything under the config's stateDir.
+const BackendFiles Backend = "files"
+
+// Options are what a caller injects instead of what the daemon makes
+// itself; the zero value runs the daemon as `gateway run` does.
+type Options struct {
+	// ConfigPath is the file the config was loaded from. When set, Run
+	// watches it (and SIGHUP) and hot-reloads; empty, SIGHUP does nothing.
+	ConfigPath string
+	// Logger receives every component's logs; nil builds one from the
+	// config's log section (synced when Run returns).
+	Logger *zap.Logger
+	// HTTPClient is handed to the channel adapters (fake servers in
+	// tests); nil uses their default client.
+	HTTPClient *http.Client
+	// OnReady is called with the HTTP address once the daemon accepts
+	// messages.
+	OnReady func(addr string)
+	// Now replaces the session clock (reset-policy tests).
+	Now func() time.Time
+	// Grace replaces DefaultGrace (crash/restart tests).
+	Grace time.Duration
+	// Backend selects the storage backend; empty means BackendFiles.
+	Backend Backend
+}
+
+// Daemon is one gateway process: its parts are built by Run and live
+// until Run returns.
+type Daemon struct {
+	opts    Options
+	log     *zap.Logger
+	ownLog  bool // log was built by New: Run syncs it
+	reg     *prometheus.Registry
+	started atomic.Bool
+	addr    atomic.Pointer[string]
+
+	// Set by Run before any adapter, the API or the watcher starts.
+	mgr      *sessions.Manager
+	disp     *dispatch.Dispatcher
+	server   *api.Server
+	adapters []channels.Adapter
+	pairing  *access.PairingStore
+	policy   atomic.Pointer[access.Policy] // the access policy in force
+
+	mu  sync.Mutex
+	cfg *configs.Config // guarded by mu; swapped by hot reload
+}
+
+// New returns a daemon for cfg (loaded by configs.Load or LoadBytes). It
+// opens nothing: Run does.
+func New(cfg *configs.Config, opts Options) (*Daemon, error) {
+	if cfg == nil {
+		return nil, errors.New("gateway: new daemon: no config")
+	}
+	switch opts.Backend {
+	case "", BackendFiles:
+	default:
+		return nil, fmt.Errorf("gateway: new daemon: storage backend %q is not available (only %q)", opts.Backend, BackendFiles)
+	}
+	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry()}
+	if d.log == nil {
+		log, err := newLogger(cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		d.log, d.ownLog = log, true
+	}
+	return d, nil
+}
+
+// Addr returns the HTTP API's address once the daemon is ready, else "".
+func (d *Daemon) Addr() string {
+	if a := d.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// API returns the HTTP API handler, or nil before Run has built it (it is
+// built before OnReady is called). Tests use it to flip readiness or to
+// serve requests without the network.
+func (d *Daemon) API() *api.Server {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.server
+}
+
+// config returns the config in force.
+func (d *Daemon) config() *configs.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+// newLogger builds zap from log.level and log.format (json in production,
+// console for development).
+func newLogger(c configs.Log) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	var zc zap.Config
+	if c.Format == "console" {
+		zc = zap.NewDevelopmentConfig()
+	} else {
+		zc = zap.NewProductionConfig()
+		zc.Sampling = nil
+	}
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.OutputPaths = []string{"stderr"}
+	return zc.Build()
+}
+
+// registerJournalMetrics exposes the ingress journal's counters (SPEC §10):
+// lines and fsyncs (per message: divide by gateway_inbound_messages_total),
+// write failures, what waits, and whether its storage takes writes.
+func registerJournalMetrics(reg prometheus.Registerer, j *sessions.Journal) {
+	stat := func(f func(sessions.JournalStats) float64) func() float64 {
+		return func() float64 { return f(j.Stats()) }
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gateway_journal_lines_total",
+			Help: "Lines written to the ingress journal."}, stat(func(s sessions.JournalStats) float64 { return float64(s.Lines) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gateway_journal_fsyncs_total",
+			Help: "fsyncs of the ingress journal."}, stat(func(s sessions.JournalStats) float64 { return float64(s.Fsyncs) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gateway_journal_write_failures_total",
+			Help: "Journal writes that failed (disk full, I/O error)."}, stat(func(s sessions.JournalStats) float64 { return float64(s.WriteFailures) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_journal_pending",
+			Help: "Accepted messages without an outcome yet."}, stat(func(s sessions.JournalStats) float64 { return float64(s.Pending) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_outbox_replies",
+			Help: "Replies stored and not yet completely delivered."}, stat(func(s sessions.JournalStats) float64 { return float64(s.Replies) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_storage_healthy",
+			Help: "1 while the journal takes writes, 0 while its storage fails."}, func() float64 {
+			if j.Health() != nil {
+				return 0
+			}
+			return 1
+		}),
+	)
+}

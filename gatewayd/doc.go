@@ -1,0 +1,18 @@
+// Package gatewayd owns process assembly, lifecycle and hot reload of the
+// gateway daemon: New builds one Daemon from a loaded config and Options,
+// and Run wires the state directory (secured and locked), the session
+// store and ingress journal, the providers and agent runner, the
+// dispatcher with its lanes, the access policy, the channel adapters and
+// the HTTP API, serves until its context ends and shuts down gracefully.
+//
+// It is the one place the daemon is assembled: cmd/gateway's `run`, the
+// end-to-end tests and internal/webtest all build the process through it
+// (the benchmark, cmd/gateway-bench, runs the built binary). Nothing it
+// wires imports it; each part gets its settings as typed options.
+//
+// Concurrency: Run owns every goroutine it starts (adapters, HTTP server,
+// config watcher, media pruning, profiler) and waits for all of them before
+// it returns. Hot reload (a change of the config file or SIGHUP) swaps the
+// hot-reloadable runtime while messages flow; keys that need a restart are
+// logged by name. A Daemon runs once.
+package gatewayd

@@ -1,0 +1,207 @@
+package gatewayd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/web"
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/sessions"
+)
+
+// errAlreadyRan refuses a second Run: a Daemon's parts live once.
+var errAlreadyRan = errors.New("gateway: run: the daemon already ran")
+
+// Run assembles the daemon, serves until ctx ends, then shuts down
+// gracefully (adapters first, in-flight turns within Grace, then the HTTP
+// server) and returns. It returns early with an error when a part cannot
+// start or the HTTP server fails. Run may be called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	if !d.started.CompareAndSwap(false, true) {
+		return errAlreadyRan
+	}
+	if d.ownLog {
+		defer func() { _ = d.log.Sync() }()
+	}
+	started := time.Now()
+	cfg := d.config()
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := secureStateDir(cfg.StateDir, d.log); err != nil {
+		return err
+	}
+	release, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := d.openState(cfg); err != nil {
+		return err
+	}
+	defer func() {
+		if err := d.mgr.Close(); err != nil {
+			d.log.Error("closing sessions failed", zap.Error(err))
+		}
+	}()
+	if err := d.assemble(cfg); err != nil {
+		return err
+	}
+	return d.serve(ctx, cfg, started)
+}
+
+// openState opens the session store, checks that the ingress journal takes
+// writes, and opens the pairing store shared by every policy generation.
+func (d *Daemon) openState(cfg *configs.Config) error {
+	mgr, err := sessions.Open(sessions.Options{
+		StateDir:    cfg.StateDir,
+		CacheTTL:    -1,
+		LockTimeout: cfg.Session.LockTimeout,
+		Maintenance: cfg.Session.Maintenance,
+		Reset:       cfg.Session.ResetConfig(),
+		Logger:      d.log.Named("sessions"),
+		Now:         d.opts.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: open sessions: %w", err)
+	}
+	if err := mgr.Journal().Health(); err != nil {
+		_ = mgr.Close()
+		return fmt.Errorf("gateway: ingress journal: %w", err)
+	}
+	if d.pairing, err = openPairingStore(cfg, d.log.Named("pairing")); err != nil {
+		_ = mgr.Close()
+		return err
+	}
+	d.mgr = mgr
+	return nil
+}
+
+// serve starts the listener, the adapters and the background loops, reports
+// ready, and on ctx's end (or an HTTP server failure) shuts down in order.
+func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Time) error {
+	log := d.log
+	stopPprof, err := startPprof(log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen %s: %w", cfg.HTTP.Listen, err)
+	}
+	ln = limitListener(ln, cfg.HTTP.MaxConnections)
+	httpSrv := newHTTPServer(d.server, defaultHTTPLimits)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- httpSrv.Serve(ln) }()
+
+	stopAdapters := d.runAdapters(ctx)
+	if _, err := d.disp.Resume(ctx); err != nil {
+		log.Error("resuming journaled messages failed", zap.Error(err))
+	}
+	waitLoops := d.runLoops(ctx)
+	d.waitAccepting(ctx)
+	d.server.SetReady(true)
+	addr := ln.Addr().String()
+	d.addr.Store(&addr)
+	log.Info("gateway ready", zap.String("http_listen", addr),
+		zap.Int("adapters", len(d.adapters)), zap.Duration("startup", time.Since(started)))
+	if d.opts.OnReady != nil {
+		d.opts.OnReady(addr)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-httpDone:
+		httpDone <- err // for the wait below
+		runErr = fmt.Errorf("gateway: http server: %w", err)
+	}
+	log.Info("shutting down")
+	d.server.SetReady(false)
+	stopAdapters()
+	d.shutdown(httpSrv)
+	if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) && runErr == nil {
+		log.Warn("http server", zap.Error(err))
+	}
+	waitLoops()
+	log.Info("stopped")
+	return runErr
+}
+
+// runAdapters starts every channel adapter; stop ends them and waits for
+// them. They outlive ctx until stop: at shutdown they stop first, so no new
+// message arrives while in-flight turns finish.
+func (d *Daemon) runAdapters(ctx context.Context) (stop func()) {
+	adapterCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	for _, a := range d.adapters {
+		wg.Add(1)
+		go func(a channels.Adapter) {
+			defer wg.Done()
+			if err := a.Run(adapterCtx, d.disp.Handle); err != nil && adapterCtx.Err() == nil {
+				d.log.Error("channel adapter stopped", zap.String("channel", a.Name()),
+					zap.String("account_id", a.AccountID()), zap.Error(err))
+			}
+		}(a)
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// runLoops starts the background loops that run until ctx ends: the config
+// watcher (hot reload) and the pruning of downloaded media; wait waits for
+// them.
+func (d *Daemon) runLoops(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		d.watchConfig(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		d.disp.RunMediaPrune(ctx, mediaPruneEvery)
+	}()
+	return wg.Wait
+}
+
+// waitAccepting returns once the web chat (when enabled) takes messages,
+// so that ready means a chat request is not answered "not ready", or when
+// ctx ends.
+func (d *Daemon) waitAccepting(ctx context.Context) {
+	for _, a := range d.adapters {
+		if w, ok := a.(*web.Adapter); ok {
+			select {
+			case <-w.Accepting():
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// shutdown lets in-flight turns finish within the grace period, then
+// closes the HTTP server.
+func (d *Daemon) shutdown(httpSrv *http.Server) {
+	grace := DefaultGrace
+	if d.opts.Grace > 0 {
+		grace = d.opts.Grace
+	}
+	graceCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	d.disp.Shutdown(graceCtx)
+	shCtx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := httpSrv.Shutdown(shCtx); err != nil {
+		d.log.Warn("http shutdown", zap.Error(err))
+	}
+}

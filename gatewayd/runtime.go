@@ -1,0 +1,136 @@
+package gatewayd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/agents/openai"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/web"
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/routing"
+)
+
+// runtime builds the hot-reloadable part of cfg.
+func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy, error) {
+	resolver, err := routing.NewResolver(cfg.RoutingConfig())
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: routing: %w", err)
+	}
+	policy, err := accessPolicy(cfg, d.pairing, d.log.Named("access"))
+	if err != nil {
+		return nil, nil, err
+	}
+	media, err := mediaRuntime(cfg, d.log.Named("media"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: media.audio: %w", err)
+	}
+	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
+		Inbound: cfg.Messages.Inbound, Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media}, policy, nil
+}
+
+// RouteRuntime is the routing part of the runtime a daemon would run with
+// cfg (bindings, dmScope, identity links and room settings): what
+// `gateway route` explains without starting one.
+func RouteRuntime(cfg *configs.Config) (*dispatch.Runtime, error) {
+	resolver, err := routing.NewResolver(cfg.RoutingConfig())
+	if err != nil {
+		return nil, fmt.Errorf("gateway: routing: %w", err)
+	}
+	policy, err := accessPolicy(cfg, nil, zap.NewNop())
+	if err != nil {
+		return nil, err
+	}
+	return &dispatch.Runtime{Resolver: resolver, Room: roomFunc(policy)}, nil
+}
+
+// openPairingStore opens the pairing store shared by every policy generation.
+func openPairingStore(cfg *configs.Config, log *zap.Logger) (*access.PairingStore, error) {
+	st, err := access.OpenPairingStore(filepath.Join(cfg.StateDir, "pairing"), access.StoreOptions{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: pairing store: %w", err)
+	}
+	return st, nil
+}
+
+// accessPolicy builds the access policy of every channel account in cfg.
+func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logger) (*access.Policy, error) {
+	accounts := map[access.Account]access.Config{}
+	for name, a := range cfg.Channels.Telegram.Accounts {
+		accounts[access.Account{Channel: "telegram", AccountID: name}] = a.Access()
+	}
+	for name, a := range cfg.Channels.Discord.Accounts {
+		ac := a.Access()
+		ac.GroupsKey = "guilds"
+		accounts[access.Account{Channel: "discord", AccountID: name}] = ac
+	}
+	p, err := access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: access policy: %w", err)
+	}
+	return p, nil
+}
+
+// accessFunc adapts a policy to the dispatcher. The web channel is reached
+// only through the (token-protected when public) HTTP API: it is allowed.
+func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
+	return func(in channels.Inbound) dispatch.Verdict {
+		if in.Channel == web.Name {
+			return dispatch.Verdict{Allow: true, Privileged: true}
+		}
+		d := p.Check(in)
+		if !d.Allowed() {
+			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason, Unaddressed: d.Reason == access.ReasonNotMentioned}
+		}
+		return dispatch.Verdict{Allow: true, Privileged: p.Privileged(in)}
+	}
+}
+
+// roomFunc adapts a policy's room settings to the dispatcher. Web chats
+// have no room configuration.
+func roomFunc(p *access.Policy) func(in channels.Inbound) channels.Room {
+	return func(in channels.Inbound) channels.Room {
+		if in.Channel == web.Name {
+			return channels.DefaultRoom(in.Channel)
+		}
+		return p.Room(in)
+	}
+}
+
+// mediaPruneEvery is how often downloads of ended sessions are removed.
+const mediaPruneEvery = 10 * time.Minute
+
+// mediaRuntime builds the hot-reloadable media settings: per-account size
+// caps (mediaMaxMb) and the transcriber of media.audio.
+func mediaRuntime(cfg *configs.Config, log *zap.Logger) (dispatch.Media, error) {
+	caps := map[string]int64{}
+	for id, a := range cfg.Channels.Telegram.Accounts {
+		caps["telegram/"+id] = channels.MediaMaxBytes(a.MediaMaxMb)
+	}
+	for id, a := range cfg.Channels.Discord.Accounts {
+		caps["discord/"+id] = channels.MediaMaxBytes(a.MediaMaxMb)
+	}
+	m := dispatch.Media{
+		MaxBytes:     func(channel, account string) int64 { return caps[channel+"/"+account] },
+		MaxTextBytes: cfg.Media.MaxTextKB << 10,
+	}
+	audio := cfg.Media.Audio
+	if audio.Provider == "" {
+		return m, nil
+	}
+	p, err := openai.New(openai.Config{Name: audio.Provider, Provider: cfg.Providers[audio.Provider], Logger: log})
+	if err != nil {
+		return m, err
+	}
+	m.Transcribe = func(ctx context.Context, r io.Reader, name string) (string, error) {
+		return p.Transcribe(ctx, audio.Model, r, name)
+	}
+	return m, nil
+}
