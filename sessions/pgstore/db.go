@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
@@ -41,6 +42,9 @@ type DB struct {
 	log    *zap.Logger
 	now    func() time.Time
 	target string // host/socket, port, database and user: never the password
+	// afterArchive, set only by tests, runs inside a transaction that has
+	// archived a session and not yet written its successor.
+	afterArchive func(ctx context.Context, tx pgx.Tx)
 }
 
 // Open connects, checks that the server answers, and applies the embedded

@@ -175,6 +175,9 @@ func (x *Index) archive(ctx context.Context, tx pgx.Tx, k string, e sessions.Ent
 	if err != nil {
 		return fmt.Errorf("archive %s: %w", e.SessionID, err)
 	}
+	if x.db.afterArchive != nil {
+		x.db.afterArchive(ctx, tx)
+	}
 	return nil
 }
 
