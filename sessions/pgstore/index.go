@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -71,9 +70,8 @@ func scanEntry(row pgx.Row) (sessions.Entry, error) {
 		&e.DisplayName, &e.Model, &e.Provider, &e.ModelOverride, &e.QueueMode, &e.QueueDebounceMs, &e.QueueCap, &e.QueueDrop,
 		&e.InputTokens, &e.OutputTokens, &e.TotalTokens, &e.ContextTokens, &e.CompactionCount, &e.MessageCount,
 		&e.SpawnedBy, &e.ParentSessionKey, &e.Label, &e.CompactionOffset)
-	for _, t := range []*time.Time{&e.CreatedAt, &e.SessionStartedAt, &e.LastInteractionAt, &e.UpdatedAt} {
-		*t = t.UTC()
-	}
+	e.CreatedAt, e.SessionStartedAt = e.CreatedAt.UTC(), e.SessionStartedAt.UTC()
+	e.LastInteractionAt, e.UpdatedAt = e.LastInteractionAt.UTC(), e.UpdatedAt.UTC()
 	return e, err
 }
 
@@ -163,11 +161,16 @@ func (x *Index) list(ctx context.Context, sql string, args ...any) ([]sessions.E
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.Entry, error) { return scanEntry(r) })
-	if err != nil {
-		return nil, err
+	defer rows.Close()
+	var out []sessions.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // Archived returns the sessions of key that were reset, deleted or

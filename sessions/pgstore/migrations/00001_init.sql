@@ -1,11 +1,13 @@
 -- +goose Up
 -- The session index: one row per (agent, session key), the current session.
+-- Keys and ids collate as bytes ("C"): the order of the files backend
+-- (Go string comparison), independent of the server's locale.
 -- Clocks and counters are columns (the reset policies and listings read
 -- them); text fields are NOT NULL DEFAULT '' like the Go zero values.
 CREATE TABLE entries (
-    agent_id            text        NOT NULL,
-    session_key         text        NOT NULL,
-    session_id          text        NOT NULL UNIQUE,
+    agent_id            text        COLLATE "C" NOT NULL,
+    session_key         text        COLLATE "C" NOT NULL,
+    session_id          text        COLLATE "C" NOT NULL UNIQUE,
     created_at          timestamptz NOT NULL,
     session_started_at  timestamptz NOT NULL,
     last_interaction_at timestamptz NOT NULL,
@@ -47,9 +49,9 @@ CREATE INDEX entries_recent ON entries (agent_id, updated_at DESC, session_key);
 -- Sessions of a key that were reset, deleted or switched away from.
 CREATE TABLE archived (
     id                 bigserial   PRIMARY KEY,
-    agent_id           text        NOT NULL,
-    session_key        text        NOT NULL,
-    session_id         text        NOT NULL,
+    agent_id           text        COLLATE "C" NOT NULL,
+    session_key        text        COLLATE "C" NOT NULL,
+    session_id         text        COLLATE "C" NOT NULL,
     reason             text        NOT NULL,
     archived_at        timestamptz NOT NULL,
     title              text        NOT NULL DEFAULT '',
@@ -66,10 +68,10 @@ CREATE INDEX archived_by_session ON archived (session_id);
 -- body is json (not jsonb): it keeps the entry's bytes exactly, which the
 -- pi-coding-agent format round trip needs, and costs no parse tree on write.
 CREATE TABLE transcript_entries (
-    session_id text        NOT NULL,
+    session_id text        COLLATE "C" NOT NULL,
     seq        bigint      NOT NULL,
-    id         text        NOT NULL,
-    parent_id  text,
+    id         text        COLLATE "C" NOT NULL,
+    parent_id  text        COLLATE "C",
     type       text        NOT NULL,
     body       json        NOT NULL,
     created_at timestamptz NOT NULL,
@@ -84,7 +86,7 @@ CREATE INDEX transcript_compactions ON transcript_entries (session_id, seq DESC)
 -- The next sequence number of each transcript. Appends update this row
 -- first, so concurrent appends to one session queue on its row lock.
 CREATE TABLE transcript_heads (
-    session_id text   PRIMARY KEY,
+    session_id text   COLLATE "C" PRIMARY KEY,
     last_seq   bigint NOT NULL
 );
 
