@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,35 @@ func TestHostileKeysAreParameters(t *testing.T) {
 		if _, ok, err := x.GetByID(ctx, id); ok || err != nil {
 			t.Errorf("GetByID(%.20q): ok=%v err=%v", id, ok, err)
 		}
+	}
+}
+
+// Ties on updatedAt are ordered by key bytes, as the files backend's List
+// (Go string comparison) does, whatever the server's locale.
+func TestListTiesInByteOrder(t *testing.T) {
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	db.now = func() time.Time { return at }
+	x := db.Index("main", nil)
+	var want []string
+	for _, p := range []string{"apple", "Zed", "_x", "éa", "Ab"} {
+		k := mustKey(t, "main", "telegram", p)
+		if _, _, err := x.Begin(ctx, k, sessions.Origin{}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, k.String())
+	}
+	slices.Sort(want)
+	all, err := x.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range all {
+		got = append(got, e.SessionKey)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("List order of ties (-want +got):\n%s", d)
 	}
 }

@@ -60,13 +60,20 @@ func NewDatabase(t testing.TB) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := exec(ctx, admin, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("pgtest: create database %s: %v", name, err)
+	// Production servers sort text by a locale (en_US and the like), not by
+	// bytes: so do the test databases, where the server can (ICU), so that
+	// code relying on a C-locale server's order fails here first.
+	ident := pgx.Identifier{name}.Sanitize()
+	if err := exec(ctx, admin, "CREATE DATABASE "+ident+" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"); err != nil {
+		t.Logf("pgtest: database %s without an ICU collation (%v)", name, err)
+		if err := exec(ctx, admin, "CREATE DATABASE "+ident); err != nil {
+			t.Fatalf("pgtest: create database %s: %v", name, err)
+		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := exec(ctx, admin, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
 			t.Errorf("pgtest: drop database %s: %v", name, err)
 		}
 	})
