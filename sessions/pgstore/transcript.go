@@ -49,6 +49,16 @@ RETURNING seq`
 // serialised; appends to different sessions do not wait for each other.
 // It returns the assigned sequence numbers.
 func (db *DB) Append(ctx context.Context, sessionID string, entries ...TranscriptEntry) ([]int64, error) {
+	args, err := db.appendArgs(sessionID, entries)
+	if err != nil || args == nil {
+		return nil, err
+	}
+	return db.appendOne(ctx, sessionID, args)
+}
+
+// appendArgs checks entries and returns appendSQL's arguments (nil for no
+// entries).
+func (db *DB) appendArgs(sessionID string, entries []TranscriptEntry) ([]any, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -71,7 +81,11 @@ func (db *DB) Append(ctx context.Context, sessionID string, entries ...Transcrip
 			times[i] = now
 		}
 	}
-	rows, err := db.pool.Query(ctx, appendSQL, sessionID, n, ids, parents, types, bodies, times)
+	return []any{sessionID, n, ids, parents, types, bodies, times}, nil
+}
+
+func (db *DB) appendOne(ctx context.Context, sessionID string, args []any) ([]int64, error) {
+	rows, err := db.pool.Query(ctx, appendSQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: append %s: %w", sessionID, err)
 	}
