@@ -11,6 +11,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 )
 
 const workers = 50
@@ -212,5 +213,49 @@ func TestResetKilledMidTransactionIsAtomic(t *testing.T) {
 	}
 	if arch, _ := x.Archived(ctx, key); len(arch) != 1 || arch[0].SessionID != before.SessionID {
 		t.Errorf("archive after a good reset: %+v", arch)
+	}
+}
+
+// A statement that times out (here: waiting for a row another transaction
+// holds) fails cleanly and leaves nothing locked: the next call works.
+func TestStatementTimeoutDoesNotWedge(t *testing.T) {
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	key := mustKey(t, "main", "telegram", "slow")
+	if _, _, err := db.Index("main", nil).Begin(ctx, key, sessions.Origin{}); err != nil {
+		t.Fatal(err)
+	}
+	short, err := Open(ctx, Options{URL: pgtest.WithParam(t, url, "statement_timeout", "200")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	x := short.Index("main", nil)
+
+	holder, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM entries WHERE session_key = $1 FOR UPDATE`, key.String()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = x.Reset(ctx, key, sessions.ResetOptions{Manual: true})
+	if err == nil || !strings.Contains(err.Error(), "statement timeout") {
+		t.Fatalf("reset behind a held row lock: %v, want a statement timeout", err)
+	}
+	if err := x.AddCounters(ctx, key, sessions.Counters{Messages: 1}); err == nil {
+		t.Fatal("AddCounters behind a held row lock succeeded")
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.Reset(ctx, key, sessions.ResetOptions{Manual: true}); err != nil {
+		t.Fatalf("reset after the lock was released: %v", err)
+	}
+	if err := x.AddCounters(ctx, key, sessions.Counters{Messages: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if arch, _ := x.Archived(ctx, key); len(arch) != 1 {
+		t.Errorf("%d archived sessions, want 1 (the timed-out reset left none)", len(arch))
 	}
 }
