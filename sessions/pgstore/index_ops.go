@@ -115,11 +115,13 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			e = cur
 			return true, nil
 		}
-		var rec sessions.Archived
-		err := tx.QueryRow(ctx, `DELETE FROM archived WHERE id = (SELECT id FROM archived
-			WHERE agent_id = $1 AND session_key = $2 AND session_id = $3 ORDER BY id DESC LIMIT 1)
-			RETURNING title, message_count, total_tokens`, x.agentID, k, sessionID).
-			Scan(&rec.Title, &rec.MessageCount, &rec.TotalTokens)
+		var (
+			rec   sessions.Archived
+			recID int64
+		)
+		err := tx.QueryRow(ctx, `SELECT id, title, message_count, total_tokens FROM archived
+			WHERE agent_id = $1 AND session_key = $2 AND session_id = $3 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
+			x.agentID, k, sessionID).Scan(&recID, &rec.Title, &rec.MessageCount, &rec.TotalTokens)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, fmt.Errorf("%w: %s has no archived session %s", sessions.ErrNotFound, k, sessionID)
 		}
@@ -127,18 +129,24 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			return false, err
 		}
 		if ok {
-			if err := x.archive(ctx, tx, k, cur, "switch", false, now); err != nil {
-				return false, err
-			}
 			e = rolledOver(cur, true, "", now)
 		} else {
 			e = newEntry(k, key, sessions.Origin{At: now}, now)
 		}
 		e.SessionID, e.Title, e.MessageCount, e.TotalTokens = sessionID, rec.Title, rec.MessageCount, rec.TotalTokens
 		if ok {
-			return true, x.update(ctx, tx, &e)
+			if err := x.archive(ctx, tx, k, cur, "switch", false, now); err != nil {
+				return false, err
+			}
+			if err := x.update(ctx, tx, &e); err != nil {
+				return false, err
+			}
+		} else if created, err := x.insert(ctx, tx, &e); err != nil || !created {
+			// Another caller created the key meanwhile: run again on its row.
+			return false, err
 		}
-		return x.insert(ctx, tx, &e)
+		_, err = tx.Exec(ctx, `DELETE FROM archived WHERE id = $1`, recID)
+		return true, err
 	})
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w", err)

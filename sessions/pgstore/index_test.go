@@ -196,6 +196,23 @@ func TestResetPatchDeleteSwitch(t *testing.T) {
 	if len(arch) == 0 || arch[0].Reason != "deleted" || !arch[0].Deleted || arch[0].SessionID != e0.SessionID {
 		t.Errorf("archive after delete: %+v", arch)
 	}
+	// A deleted session comes back with Switch; it leaves the archive.
+	back, err := x.Switch(ctx, key, e0.SessionID)
+	if err != nil || back.SessionID != e0.SessionID || back.Title != e0.Title {
+		t.Fatalf("switch to a deleted session: %+v %v", back, err)
+	}
+	if got, ok, _ := x.Get(ctx, key); !ok || got.SessionID != e0.SessionID {
+		t.Errorf("Get after restoring: %+v %v", got, ok)
+	}
+	after, _ := x.Archived(ctx, key)
+	if len(after) != len(arch)-1 {
+		t.Errorf("archive holds %d sessions after restoring one of %d", len(after), len(arch))
+	}
+	for _, a := range after {
+		if a.SessionID == e0.SessionID {
+			t.Errorf("restored session still archived: %+v", a)
+		}
+	}
 }
 
 func TestListRecentCounters(t *testing.T) {
