@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -23,8 +22,8 @@ import (
 // DefaultMaxConns is the pool size when Options.MaxConns is 0.
 const DefaultMaxConns = 10
 
-// DefaultConnectTimeout bounds Open's first connection when the context
-// has no earlier deadline: an unreachable server fails fast and clearly.
+// DefaultConnectTimeout bounds each connection attempt unless the URL sets
+// connect_timeout: an unreachable server fails fast and clearly.
 const DefaultConnectTimeout = 10 * time.Second
 
 // Options configure Open.
@@ -136,15 +135,9 @@ type redacted struct {
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
 
-// now is the store's clock, cut to PostgreSQL's microsecond resolution so
+// clock is the store's time, cut to PostgreSQL's microsecond resolution so
 // what a method returns equals what a later read returns.
 func (db *DB) clock() time.Time { return db.now().UTC().Truncate(time.Microsecond) }
-
-// isUniqueViolation reports a unique or primary key conflict.
-func isUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
-}
 
 // The schema lives in versioned SQL files run by goose (pressly/goose):
 // its Provider takes an fs.FS and a context, needs no global state, and
