@@ -20,4 +20,11 @@
 // PostgreSQL row locks, so no update is lost; concurrent appends to one
 // transcript are serialised by the row of transcript_heads that hands out
 // sequence numbers, so none is lost and seq order is commit order.
+//
+// Tests and benchmarks run against a real server, each test on a database
+// of its own (package pgtest): ./scripts/test starts one, or
+//
+//	export GATEWAY_TEST_POSTGRES_URL=$(./scripts/postgres)
+//	go test -race ./sessions/pgstore/...
+//	go test -run '^$' -bench . ./sessions/pgstore
 package pgstore
