@@ -114,7 +114,8 @@ func benchParallel(b *testing.B, start func(*DB) (appendFunc, func())) {
 }
 
 // BenchmarkLoadAfterCompaction loads a 10,000-entry session whose latest
-// compaction is near the end: only the tail is read.
+// compaction is near the end, among 100 other sessions: only the tail is
+// read.
 func BenchmarkLoadAfterCompaction(b *testing.B) {
 	db := openBench(b, 4)
 	ctx := context.Background()
@@ -134,6 +135,16 @@ func BenchmarkLoadAfterCompaction(b *testing.B) {
 				b.Fatal(err)
 			}
 			batch = batch[:0]
+		}
+	}
+	// Other sessions share the table, as in production (100 x 100 entries).
+	for s := range 100 {
+		var other []TranscriptEntry
+		for i := range 100 {
+			other = append(other, msg(fmt.Sprint("o", i), "", "x"))
+		}
+		if _, err := db.Append(ctx, fmt.Sprint("other-", s), other...); err != nil {
+			b.Fatal(err)
 		}
 	}
 	if _, err := db.pool.Exec(ctx, `ANALYZE transcript_entries`); err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func msg(id, parent, text string) TranscriptEntry {
@@ -156,5 +158,61 @@ func TestConcurrentAppendsSerialised(t *testing.T) {
 	}
 	if total != workers*per*2 {
 		t.Errorf("%d entries in all, want %d", total, workers*per*2)
+	}
+}
+
+// Loading a long session among many finds its latest compaction through
+// the partial index and reads rows from there on: the plan never scans
+// the table.
+func TestLoadPlanUsesCompactionIndex(t *testing.T) {
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	const sid, n = "long", 5000
+	var batch []TranscriptEntry
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprint("e", i)
+		if i%1000 == 0 {
+			batch = append(batch, compaction(id, "", fmt.Sprint("e", i-5)))
+		} else {
+			batch = append(batch, msg(id, "", "text"))
+		}
+		if len(batch) == 500 {
+			if _, err := db.Append(ctx, sid, batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	// Other sessions share the table, as in production.
+	for s := range 100 {
+		var other []TranscriptEntry
+		for i := range 100 {
+			other = append(other, msg(fmt.Sprint("o", i), "", "x"))
+		}
+		if _, err := db.Append(ctx, fmt.Sprint("other-", s), other...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.pool.Exec(ctx, `ANALYZE transcript_entries`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.pool.Query(ctx, `EXPLAIN `+loadTailSQL, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "transcript_compactions") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("load plan does not start from the compaction index:\n%s", plan)
+	}
+	tail, err := db.LoadFromLatestCompaction(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tail.Entries) != 6 || tail.Entries[0].ID != "e4995" || tail.Compaction != 5 {
+		t.Errorf("tail %v (compaction at %d), want e4995..e5000 (at 5)", ids(tail.Entries), tail.Compaction)
 	}
 }
