@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/routing"
@@ -49,3 +50,7 @@ func idle() sessions.ResetConfig {
 	n := 10
 	return sessions.ResetConfig{Reset: sessions.ResetPolicy{Mode: sessions.ResetIdle, IdleMinutes: &n}}
 }
+
+// TestMain fails the package if a test leaves a goroutine behind (a pool
+// not closed, an Appender not stopped).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
