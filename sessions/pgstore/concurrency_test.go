@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -257,5 +258,47 @@ func TestStatementTimeoutDoesNotWedge(t *testing.T) {
 	}
 	if arch, _ := x.Archived(ctx, key); len(arch) != 1 {
 		t.Errorf("%d archived sessions, want 1 (the timed-out reset left none)", len(arch))
+	}
+}
+
+// Many messages arriving at once for a stale session roll it over once:
+// every caller gets the same new session and one archive row is written.
+func TestConcurrentBeginOfStaleSessionRollsOverOnce(t *testing.T) {
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := start
+	db.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	x := db.Index("main", idle)
+	key := mustKey(t, "main", "telegram", "stale")
+	old, _, err := x.Begin(ctx, key, sessions.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = start.Add(time.Hour)
+	mu.Unlock()
+	got := make([]string, workers)
+	resets := make([]bool, workers)
+	run(t, workers, func(i int) error {
+		e, info, err := x.Begin(ctx, key, sessions.Origin{From: fmt.Sprint(i)})
+		got[i], resets[i] = e.SessionID, info.ResetReason == sessions.ReasonIdle
+		return err
+	})
+	n := 0
+	for i, id := range got {
+		if id != got[0] || id == old.SessionID {
+			t.Errorf("goroutine %d got session %s (first got %s, old %s)", i, id, got[0], old.SessionID)
+		}
+		if resets[i] {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d Begins report the rollover, want 1", n)
+	}
+	if arch, _ := x.Archived(ctx, key); len(arch) != 1 || arch[0].SessionID != old.SessionID {
+		t.Errorf("archive after concurrent rollover: %+v", arch)
 	}
 }
