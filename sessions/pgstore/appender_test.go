@@ -24,6 +24,7 @@ func startAppender(t *testing.T, db *DB) (*Appender, func()) {
 }
 
 func TestAppenderGroupsConcurrentAppends(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	a, stop := startAppender(t, db)
@@ -71,6 +72,7 @@ func TestAppenderGroupsConcurrentAppends(t *testing.T) {
 // A bad append in a group fails alone: the group's transaction is rolled
 // back whole and the others are retried, each committed exactly once.
 func TestAppenderFailureIsolated(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	if _, err := db.Append(ctx, "s", msg("taken", "", "first")); err != nil {

@@ -37,6 +37,7 @@ func run(t *testing.T, n int, fn func(i int) error) {
 }
 
 func TestConcurrentBeginOneEntryPerKey(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	x := db.Index("main", nil)
@@ -84,6 +85,7 @@ func TestConcurrentBeginOneEntryPerKey(t *testing.T) {
 }
 
 func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	x := db.Index("main", nil)
@@ -124,6 +126,7 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 }
 
 func TestConcurrentResetsArchiveEachSession(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	x := db.Index("main", nil)
@@ -166,6 +169,7 @@ func TestConcurrentResetsArchiveEachSession(t *testing.T) {
 // A reset whose connection dies between archiving the old session and
 // writing the new one leaves nothing half-done.
 func TestResetKilledMidTransactionIsAtomic(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	x := db.Index("main", nil)
@@ -220,6 +224,7 @@ func TestResetKilledMidTransactionIsAtomic(t *testing.T) {
 // A statement that times out (here: waiting for a row another transaction
 // holds) fails cleanly and leaves nothing locked: the next call works.
 func TestStatementTimeoutDoesNotWedge(t *testing.T) {
+	t.Parallel()
 	db, url := openTest(t)
 	ctx := ctxT(t)
 	key := mustKey(t, "main", "telegram", "slow")
@@ -264,6 +269,7 @@ func TestStatementTimeoutDoesNotWedge(t *testing.T) {
 // Many messages arriving at once for a stale session roll it over once:
 // every caller gets the same new session and one archive row is written.
 func TestConcurrentBeginOfStaleSessionRollsOverOnce(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

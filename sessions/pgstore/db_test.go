@@ -14,6 +14,7 @@ import (
 )
 
 func TestMigrationsIdempotentAndVersioned(t *testing.T) {
+	t.Parallel()
 	db, url := openTest(t)
 	ctx := ctxT(t)
 	v, err := db.SchemaVersion(ctx)
@@ -47,6 +48,7 @@ func TestMigrationsIdempotentAndVersioned(t *testing.T) {
 
 // Replicas starting together: the advisory lock lets exactly one migrate.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := ctxT(t)
 	core, logs := observer.New(zap.InfoLevel)
@@ -73,6 +75,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 }
 
 func TestOpenUnreachableNamesServerNotPassword(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tests := []struct {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestBeginCreatesThenTouches(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
@@ -78,6 +79,7 @@ func TestBeginCreatesThenTouches(t *testing.T) {
 }
 
 func TestBeginRollsOverStaleSession(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
@@ -118,6 +120,7 @@ func TestBeginRollsOverStaleSession(t *testing.T) {
 }
 
 func TestResetPatchDeleteSwitch(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	x := db.Index("main", nil)
@@ -216,6 +219,7 @@ func TestResetPatchDeleteSwitch(t *testing.T) {
 }
 
 func TestListRecentCounters(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	clk := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
@@ -274,6 +278,7 @@ func TestListRecentCounters(t *testing.T) {
 }
 
 func TestHostileKeysAreParameters(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	x := db.Index("main", nil)
@@ -310,6 +315,7 @@ func TestHostileKeysAreParameters(t *testing.T) {
 // Ties on updatedAt are ordered by key bytes, as the files backend's List
 // (Go string comparison) does, whatever the server's locale.
 func TestListTiesInByteOrder(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

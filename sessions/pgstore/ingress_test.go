@@ -9,6 +9,7 @@ import (
 )
 
 func TestCursors(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	if _, ok, err := db.GetCursor(ctx, "telegram", "bot1", "offset"); ok || err != nil {
@@ -28,6 +29,7 @@ func TestCursors(t *testing.T) {
 }
 
 func TestJournalAcceptAndClaimSkipLocked(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	const n = 40

@@ -31,6 +31,7 @@ func ids(es []TranscriptEntry) []string {
 }
 
 func TestAppendAndLoadFromLatestCompaction(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	const sid = "4f7c2a9e-0000-4000-8000-000000000001"
@@ -115,6 +116,7 @@ func TestAppendAndLoadFromLatestCompaction(t *testing.T) {
 }
 
 func TestConcurrentAppendsSerialised(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	sessions := []string{"s-one", "s-'two'", "s-三"}
@@ -165,6 +167,7 @@ func TestConcurrentAppendsSerialised(t *testing.T) {
 // the partial index and reads rows from there on: the plan never scans
 // the table.
 func TestLoadPlanUsesCompactionIndex(t *testing.T) {
+	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
 	const sid, n = "long", 5000
