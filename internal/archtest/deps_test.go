@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/pgstore", "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -104,6 +104,15 @@ func TestRuleTable(t *testing.T) {
 		{"dispatch", "configs", true},
 		{"dispatch", "cmd/gateway", true},
 		{"sessions", "internal/atomicfile", false},
+		{"sessions/pgstore", "sessions", false},
+		{"sessions/pgstore", "routing", false},
+		{"sessions/pgstore", "internal/secret", false},
+		{"sessions/pgstore/pgtest", "sessions", false},
+		{"sessions", "sessions/pgstore", true},
+		{"sessions", "sessions/pgstore/pgtest", true},
+		{"sessions/pgstore", "dispatch", true},
+		{"sessions/pgstore", "agents", true},
+		{"dispatch", "sessions/pgstore/pgtest", true},
 		{"routing", "internal/atomicfile", false},
 		{"internal/atomicfile", "routing", true},
 		{"access", "channels", false},

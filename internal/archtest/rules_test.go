@@ -18,6 +18,19 @@ type depRule struct {
 // bends no layering rule because it depends on nothing.
 var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true}
 
+// backends are the storage backends below the seam (SPEC §3.8) that live
+// in their own packages; the files backend is package sessions itself.
+var backends = []string{"sessions/pgstore"}
+
+func isBackend(pkg string) bool {
+	for _, b := range backends {
+		if under(pkg, b) {
+			return true
+		}
+	}
+	return false
+}
+
 func under(dir, prefix string) bool { return dir == prefix || strings.HasPrefix(dir, prefix+"/") }
 
 // adapter names the channel adapter a package belongs to ("telegram" for
@@ -92,8 +105,12 @@ var rules = []depRule{
 		"routing imports no other project package (SPEC §1): keys are built and parsed in one place"},
 	{"lanes", pkgIs("lanes"), only(),
 		"lanes imports no other project package (SPEC §1): a generic per-key scheduler"},
-	{"sessions", pkgIs("sessions"), only("routing"),
+	{"sessions", func(p string) bool { return under(p, "sessions") && !isBackend(p) }, only("routing"),
 		"sessions imports only routing (SPEC §1): durable state knows keys, not channels or agents"},
+	{"seam", func(p string) bool { return under(p, "sessions") && !isBackend(p) }, func(from, to string) bool { return isBackend(to) },
+		"sessions owns the storage seam (SPEC §3.8) and never imports a backend: backends import sessions, not the reverse"},
+	{"backends", isBackend, only("sessions", "routing"),
+		"a storage backend implements the seam sessions owns: it imports sessions, routing and leaf packages, never a layer above the seam"},
 	{"channels", pkgIs("channels"), reaches("sessions", "agents", "lanes"),
 		"channels never import sessions, agents or lanes (SPEC §1): adapters only move messages"},
 	{"adapters", func(p string) bool { return adapter(p) != "" },

@@ -1,0 +1,156 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DefaultCommitters is how many groups an Appender commits at once.
+const DefaultCommitters = 4
+
+// DefaultMaxGroup caps how many appends an Appender commits together.
+const DefaultMaxGroup = 64
+
+// Appender groups transcript appends of many callers, across sessions, into
+// shared commits: each group is one pipelined batch, so it costs one round
+// trip and one WAL flush, and N concurrent appends hold at most
+// DefaultCommitters connections instead of N (what matters when several
+// replicas share a server's max_connections). PostgreSQL already shares WAL
+// flushes between concurrent commits of separate connections, so on a
+// server with connections to spare DB.Append is as fast; see the
+// benchmarks. A lone append costs what DB.Append does.
+//
+// Run owns the goroutines that commit; Append must not be called after
+// Run returns (it then fails with ErrAppenderStopped).
+type Appender struct {
+	db         *DB
+	reqs       chan *appendReq
+	stopped    chan struct{}
+	maxGroup   int
+	committers int
+	grouped    atomic.Int64 // groups of more than one append committed together
+}
+
+// ErrAppenderStopped is returned by Append once Run has returned.
+var ErrAppenderStopped = errors.New("pgstore: appender stopped")
+
+type appendReq struct {
+	sessionID string
+	args      []any
+	seqs      []int64
+	err       error
+	done      chan struct{}
+}
+
+// NewAppender returns an appender committing up to maxGroup appends
+// together (DefaultMaxGroup when <= 0). Start it with Run.
+func (db *DB) NewAppender(maxGroup int) *Appender {
+	if maxGroup <= 0 {
+		maxGroup = DefaultMaxGroup
+	}
+	return &Appender{db: db, reqs: make(chan *appendReq), stopped: make(chan struct{}), maxGroup: maxGroup,
+		committers: DefaultCommitters}
+}
+
+// Append is DB.Append through the group commit: it returns once the
+// entries are committed (durable) or failed. A failed append in a group
+// never fails the others: the group is then retried one append at a time.
+func (a *Appender) Append(ctx context.Context, sessionID string, entries ...TranscriptEntry) ([]int64, error) {
+	args, err := a.db.appendArgs(sessionID, entries)
+	if err != nil || args == nil {
+		return nil, err
+	}
+	r := &appendReq{sessionID: sessionID, args: args, done: make(chan struct{})}
+	select {
+	case a.reqs <- r:
+	case <-a.stopped:
+		return nil, ErrAppenderStopped
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pgstore: append %s: %w", sessionID, ctx.Err())
+	}
+	// Once handed over, the request is committed or failed by Run even if
+	// ctx ends: the caller must learn which, so it waits.
+	<-r.done
+	return r.seqs, r.err
+}
+
+// Run commits groups until ctx is done, with up to committers groups in
+// flight at once (each on its own connection), so a slow flush does not
+// stall the appends gathering behind it. Appends handed over before ctx
+// ends are finished first.
+func (a *Appender) Run(ctx context.Context) error {
+	defer close(a.stopped)
+	var wg sync.WaitGroup
+	for range a.committers {
+		wg.Go(func() { a.loop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (a *Appender) loop(ctx context.Context) {
+	for {
+		var first *appendReq
+		select {
+		case first = <-a.reqs:
+		case <-ctx.Done():
+			return
+		}
+		group := []*appendReq{first}
+	gather:
+		for len(group) < a.maxGroup {
+			select {
+			case r := <-a.reqs:
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		// The commit is not cut short by ctx: callers are waiting for it.
+		a.commit(context.WithoutCancel(ctx), group)
+	}
+}
+
+// commit sends a group as one pipelined batch: PostgreSQL runs a batch's
+// statements in one implicit transaction, so it costs one round trip and
+// one commit. If it fails, each append is retried alone.
+func (a *Appender) commit(ctx context.Context, group []*appendReq) {
+	defer func() {
+		for _, r := range group {
+			close(r.done)
+		}
+	}()
+	if len(group) > 1 {
+		b := &pgx.Batch{}
+		for _, r := range group {
+			b.Queue(appendSQL, r.args...)
+		}
+		res := a.db.pool.SendBatch(ctx, b)
+		var err error
+		for _, r := range group {
+			var rows pgx.Rows
+			if rows, err = res.Query(); err == nil {
+				r.seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			}
+			if err != nil {
+				break
+			}
+		}
+		if cerr := res.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			a.grouped.Add(1)
+			return
+		}
+		a.db.log.Debug("group append failed, retrying one by one")
+	}
+	for _, r := range group {
+		r.seqs, r.err = a.db.appendOne(ctx, r.sessionID, r.args)
+	}
+}

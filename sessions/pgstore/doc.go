@@ -1,0 +1,30 @@
+// Package pgstore is the PostgreSQL backend of the session layer (SPEC §3.8,
+// issue 12): the session index (entries keyed by agent and session key, with
+// their archive), append-only transcripts with a per-session sequence,
+// channel cursors such as the Telegram offset, and the schema of the ingress
+// journal and reply outbox. It owns its schema: versioned SQL migrations
+// embedded in the binary and applied by Open under a PostgreSQL advisory
+// lock, so several replicas starting at once migrate exactly once.
+//
+// pgstore implements the semantics of the files backend in package sessions
+// (it imports sessions for Entry, Origin, Counters and the reset rules);
+// sessions never imports pgstore. Keys and ids reach PostgreSQL only as
+// query parameters, never as SQL text.
+//
+// Concurrency: a DB and the Index values it hands out are safe for
+// concurrent use by many goroutines and by many processes sharing one
+// database. Every operation is one statement or one short transaction; no
+// transaction is held across a call into the caller (Patch runs its
+// function inside the transaction, so that function must be quick and must
+// not call the DB). Concurrent writers of one entry are serialised by
+// PostgreSQL row locks, so no update is lost; concurrent appends to one
+// transcript are serialised by the row of transcript_heads that hands out
+// sequence numbers, so none is lost and seq order is commit order.
+//
+// Tests and benchmarks run against a real server, each test on a database
+// of its own (package pgtest): ./scripts/test starts one, or
+//
+//	export GATEWAY_TEST_POSTGRES_URL=$(./scripts/postgres)
+//	go test -race ./sessions/pgstore/...
+//	go test -run '^$' -bench . ./sessions/pgstore
+package pgstore

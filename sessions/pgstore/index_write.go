@@ -1,0 +1,248 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// maxCreateRaces bounds how often a transaction retries after losing the
+// race to create a key; each retry finds the winner's row, so two are plenty.
+const maxCreateRaces = 3
+
+func (x *Index) resetConfig() sessions.ResetConfig {
+	if x.reset == nil {
+		return sessions.ResetConfig{}
+	}
+	return x.reset()
+}
+
+// Begin returns the session an inbound message belongs to, as
+// sessions.Store.Begin does: it creates the entry on the first message,
+// rolls it over (archiving the old session id) when the reset policy says
+// it is stale, moves lastInteractionAt unless o.Internal, and records the
+// origin. Two callers beginning a new key at once get the same entry.
+func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
+	k, err := x.keyString(key)
+	if err != nil {
+		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+	}
+	now := x.db.clock()
+	if o.At.IsZero() {
+		o.At = now
+	}
+	o.At = o.At.UTC().Truncate(time.Microsecond)
+	cfg := x.resetConfig()
+
+	// Fast path: a fresh session is touched by one conditional UPDATE. It
+	// applies only if the session id is still the one judged fresh.
+	cur, ok, err := x.get(ctx, x.db.pool, k, false)
+	if err != nil {
+		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+	}
+	if ok {
+		if stale, _ := sessions.Evaluate(cfg, key, cur, now); !stale {
+			e, ok, err := x.touch(ctx, x.db.pool, k, cur.SessionID, o, now)
+			if err != nil {
+				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+			}
+			if ok {
+				return e, sessions.BeginInfo{}, nil
+			}
+		}
+	}
+
+	var (
+		e    sessions.Entry
+		info sessions.BeginInfo
+	)
+	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
+		info = sessions.BeginInfo{}
+		if !ok {
+			e = newEntry(k, key, o, now)
+			info.Created = true
+			return x.insert(ctx, tx, &e)
+		}
+		stale, reason := sessions.Evaluate(cfg, key, cur, now)
+		if !stale { // another caller got here first
+			var err error
+			e, _, err = x.touch(ctx, tx, k, cur.SessionID, o, now)
+			return true, err
+		}
+		if err := x.archive(ctx, tx, k, cur, reason, false, now); err != nil {
+			return false, err
+		}
+		e = rolledOver(cur, false, "", now)
+		e.LastInteractionAt = o.At
+		applyOrigin(&e, o)
+		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID}
+		return true, x.update(ctx, tx, &e)
+	})
+	if err != nil {
+		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+	}
+	return e, info, nil
+}
+
+// touchSQL records an inbound message on a fresh session in one statement:
+// applyOrigin's rules written in SQL, so concurrent touches never lose one
+// another's fields. $4 is NULL for internal work (lastInteractionAt stays).
+const touchSQL = `UPDATE entries SET
+	last_interaction_at = GREATEST(last_interaction_at, $4::timestamptz),
+	updated_at = GREATEST(updated_at, $5::timestamptz),
+	last_channel = CASE WHEN $6::text <> '' THEN $6 ELSE last_channel END,
+	last_thread_id = CASE WHEN $6::text <> '' THEN $7::text ELSE last_thread_id END,
+	channel = CASE WHEN channel = '' THEN $6 ELSE channel END,
+	chat_type = CASE WHEN chat_type = '' THEN $8::text ELSE chat_type END,
+	last_to = COALESCE(NULLIF($9::text, ''), last_to),
+	last_account_id = COALESCE(NULLIF($10::text, ''), last_account_id),
+	last_from = COALESCE(NULLIF($11::text, ''), last_from),
+	display_name = COALESCE(NULLIF($12::text, ''), display_name),
+	parent_session_key = CASE WHEN parent_session_key = '' THEN $13::text ELSE parent_session_key END,
+	title = CASE WHEN title = '' THEN $14::text ELSE title END
+	WHERE agent_id = $1 AND session_key = $2 AND session_id = $3
+	RETURNING ` + entryColumns
+
+func (x *Index) touch(ctx context.Context, q queryer, k, sessionID string, o sessions.Origin, now time.Time) (sessions.Entry, bool, error) {
+	var last *time.Time
+	if !o.Internal {
+		last = &o.At
+	}
+	e, err := scanEntry(q.QueryRow(ctx, touchSQL, x.agentID, k, sessionID, last, now,
+		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sessions.Entry{}, false, nil
+	}
+	if err != nil {
+		return sessions.Entry{}, false, fmt.Errorf("touch: %w", err)
+	}
+	return e, true, nil
+}
+
+// locked runs fn in a transaction holding the row lock of key k (or, for
+// a key without a row, with ok false). fn returns false when it lost the
+// race to create the row; it is then run again on the winner's row.
+func (x *Index) locked(ctx context.Context, k string, fn func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error)) error {
+	return pgx.BeginFunc(ctx, x.db.pool, func(tx pgx.Tx) error {
+		for range maxCreateRaces {
+			cur, ok, err := x.get(ctx, tx, k, true)
+			if err != nil {
+				return err
+			}
+			done, err := fn(tx, cur, ok)
+			if err != nil || done {
+				return err
+			}
+		}
+		return fmt.Errorf("%s: lost the race to create it %d times", k, maxCreateRaces)
+	})
+}
+
+// insert creates e's row; false means another transaction created the key
+// first (ON CONFLICT waits for it, so the retry sees its committed row).
+func (x *Index) insert(ctx context.Context, tx pgx.Tx, e *sessions.Entry) (bool, error) {
+	tag, err := tx.Exec(ctx, insertEntry+` ON CONFLICT (agent_id, session_key) DO NOTHING`, entryArgs(x.agentID, e)...)
+	if err != nil {
+		return false, fmt.Errorf("insert: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (x *Index) update(ctx context.Context, tx pgx.Tx, e *sessions.Entry) error {
+	tag, err := tx.Exec(ctx, updateEntry, entryArgs(x.agentID, e)...)
+	if err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("update: %w: %s", sessions.ErrNotFound, e.SessionKey)
+	}
+	return nil
+}
+
+// archive records e, the current session of k, in the archived table.
+func (x *Index) archive(ctx context.Context, tx pgx.Tx, k string, e sessions.Entry, reason string, deleted bool, now time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO archived (agent_id, session_key, session_id, reason, archived_at, title,
+		session_started_at, updated_at, message_count, total_tokens, deleted)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		x.agentID, k, e.SessionID, reason, now, e.Title, e.SessionStartedAt, e.UpdatedAt, e.MessageCount, e.TotalTokens, deleted)
+	if err != nil {
+		return fmt.Errorf("archive %s: %w", e.SessionID, err)
+	}
+	if x.db.afterArchive != nil {
+		x.db.afterArchive(ctx, tx)
+	}
+	return nil
+}
+
+// newEntry and rolledOver mirror the files backend's (sessions/store_ops.go)
+// until the storage seam moves them into sessions for both backends.
+func newEntry(k string, key routing.Key, o sessions.Origin, now time.Time) sessions.Entry {
+	e := sessions.Entry{
+		SessionKey: k, SessionID: uuid.NewString(),
+		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
+	}
+	if key.IsSubagent() {
+		e.SpawnedBy = o.ParentKey
+	}
+	applyOrigin(&e, o)
+	return e
+}
+
+// rolledOver starts a new session for old's key (SPEC §3.6): counters,
+// compactions and the title are cleared; label, display name, lineage and
+// where replies go are kept; model and queue overrides only on a manual reset.
+func rolledOver(old sessions.Entry, manual bool, model string, now time.Time) sessions.Entry {
+	n := sessions.Entry{
+		SessionKey: old.SessionKey, SessionID: uuid.NewString(),
+		CreatedAt: old.CreatedAt, SessionStartedAt: now, LastInteractionAt: now, UpdatedAt: now,
+		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
+		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
+		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
+		Label: old.Label,
+	}
+	if manual {
+		n.ModelOverride = old.ModelOverride
+		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
+	}
+	if model != "" {
+		n.ModelOverride = model
+	}
+	return n
+}
+
+// applyOrigin records where the latest inbound message came from (the
+// same rules as touchSQL, for entries built in Go).
+func applyOrigin(e *sessions.Entry, o sessions.Origin) {
+	if o.Channel != "" {
+		e.LastChannel, e.LastThreadID = o.Channel, o.ThreadID
+		if e.Channel == "" {
+			e.Channel = o.Channel
+		}
+	}
+	if o.ChatType != "" && e.ChatType == "" {
+		e.ChatType = o.ChatType
+	}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&e.LastTo, o.To}, {&e.LastAccountID, o.AccountID}, {&e.LastFrom, o.From}, {&e.DisplayName, o.Name},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	if o.ParentKey != "" && e.ParentSessionKey == "" {
+		e.ParentSessionKey = o.ParentKey
+	}
+	if e.Title == "" {
+		e.Title = sessions.MakeTitle(o.Title)
+	}
+}
