@@ -55,6 +55,12 @@ type Store struct {
 	// Recent scans compact map buckets instead of every entry.
 	recency map[string]int64
 	dstamp  fileStamp // the change log as last read or written here
+	// writing is set while this store's commit writes its files, holding
+	// the cross-process store lock: a change of the files seen meanwhile
+	// is that write (its stamps are taken when it ends), not a reason to
+	// reload the whole index.
+	writing bool
+	reloads int // full reads of the index (tests: own writes cause none)
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
 	repair    sync.Once       // counter repair from transcripts, at first use
@@ -134,6 +140,12 @@ func (s *Store) viewLocked() error {
 
 // revalidateLocked reloads the index if the file is not the one last seen.
 func (s *Store) revalidateLocked(now time.Time) error {
+	if s.loaded && s.writing {
+		// Our own commit holds the store lock and is writing: nobody else
+		// can have changed the files, and the cache already holds what it
+		// writes.
+		return nil
+	}
 	fi, err := os.Stat(s.indexPath)
 	var st fileStamp
 	switch {
@@ -164,6 +176,7 @@ func (s *Store) revalidateLocked(now time.Time) error {
 
 // reloadLocked reads the index file and re-applies the pending updates.
 func (s *Store) reloadLocked() error {
+	s.reloads++
 	slots := map[string]*slot{}
 	var st fileStamp
 	f, err := os.Open(s.indexPath)
