@@ -60,6 +60,18 @@ func (s fenceState) isFence(l string) bool {
 	return ClosesFence(l, s.marker)
 }
 
+// fenceAhead is isFence for the first line of text. It reads the whole
+// line only when it starts like a fence, so a cut in a long line stays
+// cheap.
+func (s fenceState) fenceAhead(text string) bool {
+	t := text[spaceRun(text):]
+	if !strings.HasPrefix(t, "```") && !strings.HasPrefix(t, "~~~") {
+		return false
+	}
+	l, _, _ := strings.Cut(text, "\n")
+	return s.isFence(l)
+}
+
 // line advances s past the line l.
 func (s *fenceState) line(l string) {
 	if s.marker == "" {

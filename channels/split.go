@@ -13,7 +13,7 @@ const MinSplitLimit = 10
 
 // maxCandidates bounds the cut positions tried for one part before the
 // splitter cuts hard (only pathological text gets there).
-const maxCandidates = 256
+const maxCandidates = 64
 
 // SplitMarkdown splits Markdown text into parts of at most limit UTF-16
 // code units (the unit Telegram and Discord count), for channels whose
@@ -121,7 +121,7 @@ func cutPart(rest string, st fenceState, limit int) (part, int, fenceState) {
 		}
 	}
 	// Indentation that takes half a part is dropped, not cut around.
-	skip := len(rest) - len(strings.TrimLeft(rest, " \t"))
+	skip := spaceRun(rest)
 	if 2*skip >= c.room {
 		c.rest = rest[skip:]
 	} else {
@@ -132,7 +132,7 @@ func cutPart(rest string, st fenceState, limit int) (part, int, fenceState) {
 }
 
 func (c *cutter) cut() (part, int, fenceState) {
-	if UTF16Len(c.rest) <= c.room {
+	if len(c.rest) <= 3*c.room && UTF16Len(c.rest) <= c.room { // a UTF-16 unit is at most 3 bytes
 		if p, next, after, ok := c.try(len(c.rest), false); ok {
 			return p, next, after
 		}
@@ -165,37 +165,34 @@ type cutter struct {
 func (c *cutter) try(pos int, strict bool) (p part, next int, after fenceState, ok bool) {
 	rest := c.rest
 	lineStart := strings.LastIndexByte(rest[:pos], '\n') + 1
-	lineEnd := len(rest)
-	if i := strings.IndexByte(rest[pos:], '\n'); i >= 0 {
-		lineEnd = pos + i
-	}
+	tail := pos + spaceRun(rest[pos:]) // the rest of the line after the cut
+	atEOL := tail == len(rest) || rest[tail] == '\n'
 	if isBlank(rest[lineStart:pos]) {
 		pos = lineStart
-	} else if isBlank(rest[pos:lineEnd]) {
-		pos = lineEnd
+	} else if atEOL {
+		pos = tail
 	}
 	head := strings.TrimRightFunc(rest[:pos], unicode.IsSpace)
 	if head == "" {
 		return part{}, 0, fenceState{}, false
 	}
 	s := c.start
-	if pos != lineStart && pos != lineEnd {
+	if pos != lineStart && !atEOL {
 		// A cut inside a line: neither the line nor what the cut makes of
 		// it may be a fence line.
 		s.scan(rest[:lineStart])
 		headLine := head[lineStart:]
-		tailLine := strings.TrimLeftFunc(rest[pos:lineEnd], unicode.IsSpace)
-		if s.isFence(rest[lineStart:lineEnd]) || s.isFence(headLine) || s.isFence(tailLine) {
+		if s.fenceAhead(rest[lineStart:]) || s.isFence(headLine) || s.fenceAhead(rest[tail:]) {
 			return part{}, 0, fenceState{}, false
 		}
 		s.line(headLine)
-		next = lineEnd - len(tailLine)
+		next = tail
 	} else {
 		s.scan(head)
 		next = skipBlank(rest, pos)
 	}
 	p = part{reopen: c.reopen, body: head}
-	if s.marker != "" && next < len(rest) && ClosesFence(firstLine(rest[next:]), s.marker) {
+	if s.marker != "" && s.fenceAhead(rest[next:]) {
 		// The block ends right after the cut: its closing line comes along
 		// rather than a reopened, empty block in the next part.
 		e := next + len(firstLine(rest[next:]))
@@ -274,6 +271,11 @@ func candidates(s string, end int) func(yield func(int) bool) {
 			}
 		}
 	}
+}
+
+// spaceRun is the length of the white space s starts with, up to a newline.
+func spaceRun(s string) int {
+	return len(s) - len(strings.TrimLeftFunc(s, func(r rune) bool { return r != '\n' && unicode.IsSpace(r) }))
 }
 
 // skipBlank returns the start of the first non-blank line of s at or after
