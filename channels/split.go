@@ -32,10 +32,10 @@ const maxCandidates = 64
 // line moves on to the next part. A cut never falls inside a fence line,
 // nor where the rest of a line would become one.
 //
-// Only a fence line longer than about half the limit (or a block of blank
-// lines longer than the limit) leaves no room for that: such a part is cut
-// hard and may leave its block open. Nothing is ever dropped but white
-// space at cuts, and no part is over the limit.
+// Only a line with a fence marker ("```", "~~~") in it that is longer than
+// about half the limit can leave no room for that: such a part is cut hard
+// and may leave its block open. Nothing is ever dropped but white space at
+// cuts, and no part is over the limit.
 func SplitMarkdown(text string, limit int) []string {
 	parts := splitParts(text, limit)
 	if len(parts) == 0 {
@@ -194,10 +194,14 @@ func (c *cutter) try(pos int, strict bool) (p part, next int, after fenceState, 
 	p = part{reopen: c.reopen, body: head}
 	if s.marker != "" && s.fenceAhead(rest[next:]) {
 		// The block ends right after the cut: its closing line comes along
-		// rather than a reopened, empty block in the next part.
+		// rather than a reopened, empty block in the next part, if it fits
+		// (blank lines may stand between).
 		e := next + len(firstLine(rest[next:]))
-		p.body = strings.TrimRightFunc(rest[:e], unicode.IsSpace)
-		s, next = fenceState{}, skipBlank(rest, e)
+		if body := strings.TrimRightFunc(rest[:e], unicode.IsSpace); UTF16Len(body) <= c.room {
+			p.body, s, next = body, fenceState{}, skipBlank(rest, e)
+		} else if strict {
+			return part{}, 0, fenceState{}, false
+		}
 	}
 	if s.marker != "" {
 		if strict && !s.code {

@@ -75,12 +75,16 @@ func checkSplit(t *testing.T, text string, limit int, parts []part) {
 
 func leadingSpace(s string) int { return len(s) - len(strings.TrimLeftFunc(s, unicode.IsSpace)) }
 
-// roomyFences reports whether every fence line of text leaves room in a
-// part for its closing fence and some code, so that no part is cut hard.
+// roomyFences reports whether every line of text with a fence marker in it
+// ("```", "~~~") leaves room in a part for a closing fence and some code,
+// so that no part is cut hard: it is a fence line, or may become one
+// where a cut leaves its marker at the start of a part.
 func roomyFences(text string, limit int) bool {
 	for _, l := range strings.Split(text, "\n") {
-		if _, _, ok := ParseFence(l); ok && 2*UTF16Len(strings.TrimSpace(l))+6 > max(limit, MinSplitLimit) {
-			return false
+		if strings.Contains(l, "```") || strings.Contains(l, "~~~") {
+			if 2*UTF16Len(strings.TrimSpace(l))+6 > max(limit, MinSplitLimit) {
+				return false
+			}
 		}
 	}
 	return true
