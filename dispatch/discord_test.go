@@ -48,7 +48,7 @@ func TestDiscordLongReplyAndRecovery(t *testing.T) {
 		if (i == 0) != (s.Reference != nil) {
 			t.Errorf("part %d reference %+v", i, s.Reference)
 		}
-		joined += s.Content
+		joined += s.Content + "\n" // separate messages: the white space at a cut is dropped
 	}
 	if strings.Join(strings.Fields(joined), " ") != strings.TrimSpace(long) {
 		t.Error("the parts do not add up to the reply")

@@ -38,7 +38,7 @@ func TestDiscordPartialAndProgress(t *testing.T) {
 	h, fake := discordStreaming(t, channels.StreamPartial, m)
 	h.handle(in("discord", "777", "tell me"))
 	h.drained()
-	parts := discord.Split(strings.Join(m.answer, ""), discord.MaxMessageLen)
+	parts := channels.SplitMarkdown(strings.Join(m.answer, ""), discord.MaxMessageLen)
 	vis := fake.Visible("777")
 	if len(vis) != len(parts) || len(parts) < 2 {
 		t.Fatalf("channel shows %d messages, want the %d parts", len(vis), len(parts))

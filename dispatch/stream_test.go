@@ -197,7 +197,7 @@ func TestPartialDraftEndsAsTheAnswer(t *testing.T) {
 	h.handle(in("telegram", "111", "write"))
 	h.drained()
 	final := strings.Join(m.answer, "")
-	chunks := telegram.SplitMarkdown(final, telegram.MaxMessageLength)
+	chunks := channels.SplitMarkdown(final, telegram.MaxMessageLength)
 	vis := tg.Visible(111)
 	if len(vis) != 2 || len(chunks) != 2 {
 		t.Fatalf("the chat shows %d messages (%d chunks), want 2", len(vis), len(chunks))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/gateway/gateway/channels"
 )
 
 func BenchmarkSplit(b *testing.B) {
@@ -13,7 +14,7 @@ func BenchmarkSplit(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(Split(text, MaxMessageLen)) < 2 {
+		if len(channels.SplitMarkdown(text, MaxMessageLen)) < 2 {
 			b.Fatal("not split")
 		}
 	}

@@ -6,18 +6,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/channels"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
+
+// The splitter itself is channels.SplitMarkdown, tested and fuzzed there;
+// these tests pin what Discord gets from it.
+
+const fenceMark = "```"
 
 // checkParts verifies the invariants every split must keep.
 func checkParts(t *testing.T, text string, limit int, parts []string) {
 	t.Helper()
 	for i, p := range parts {
-		if n := textLen(p); n > limit {
+		if n := channels.UTF16Len(p); n > limit {
 			t.Fatalf("part %d is %d long, limit %d", i, n, limit)
 		}
 		if strings.TrimSpace(p) == "" {
@@ -49,16 +55,23 @@ func squash(s string) string {
 	return b.String()
 }
 
-func TestSplitShort(t *testing.T) {
-	if got := Split("hello", 2000); !cmp.Equal(got, []string{"hello"}) {
+func TestChunksShort(t *testing.T) {
+	a := &Adapter{}
+	if got := a.Chunks(channels.Outbound{Text: "hello"}); !cmp.Equal(got, []string{"hello"}) {
 		t.Fatalf("got %q", got)
 	}
-	if got := Split("\n \n", 2000); got != nil {
+	if got := a.Chunks(channels.Outbound{Text: "\n \n"}); got != nil {
 		t.Fatalf("blank text gave %q", got)
 	}
-	exact := strings.Repeat("a", 2000)
-	if got := Split(exact, 2000); len(got) != 1 {
-		t.Fatalf("2000 chars gave %d parts", len(got))
+	exact := strings.Repeat("a", MaxMessageLen)
+	if got := a.Chunks(channels.Outbound{Text: exact}); len(got) != 1 {
+		t.Fatalf("%d chars gave %d parts", MaxMessageLen, len(got))
+	}
+	emoji := strings.Repeat("😀", MaxMessageLen/2+1) // counted as two each
+	got := a.Chunks(channels.Outbound{Text: emoji})
+	checkParts(t, emoji, MaxMessageLen, got)
+	if len(got) != 2 {
+		t.Fatalf("%d wide runes gave %d parts", MaxMessageLen/2+1, len(got))
 	}
 }
 
@@ -74,7 +87,7 @@ func TestSplitGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			const limit = 120
-			parts := Split(string(b), limit)
+			parts := channels.SplitMarkdown(string(b), limit)
 			checkParts(t, string(b), limit, parts)
 			got := strings.Join(parts, "\n=====\n") + "\n"
 			golden := strings.TrimSuffix(in, ".md") + ".golden"
@@ -91,85 +104,5 @@ func TestSplitGolden(t *testing.T) {
 				t.Fatalf("split (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestSplitLongLineAndWideRunes(t *testing.T) {
-	tests := []struct {
-		name string
-		text string
-	}{
-		{"one long word", strings.Repeat("x", 4500)},
-		{"words", strings.Repeat("lorem ipsum ", 400)},
-		{"emoji count twice", strings.Repeat("😀", 1500)},
-		{"long code block", "```go\n" + strings.Repeat("fmt.Println(\"hello\")\n", 300) + "```\ndone"},
-		{"long line in code", "```\n" + strings.Repeat("y", 5000) + "\n```"},
-		{"unterminated code", "intro\n```py\n" + strings.Repeat("print(1)\n", 400)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			parts := Split(tt.text, MaxMessageLen)
-			if len(parts) < 2 {
-				t.Fatalf("got %d parts", len(parts))
-			}
-			checkParts(t, tt.text, MaxMessageLen, parts)
-			if strings.Contains(tt.text, "```go") {
-				for i, p := range parts[:len(parts)-1] {
-					if !strings.HasPrefix(p, "```go") {
-						t.Fatalf("part %d does not reopen the go block: %.20q", i, p)
-					}
-				}
-			}
-		})
-	}
-}
-
-func FuzzSplit(f *testing.F) {
-	f.Add("hello\n```go\ncode\n```\nmore", 20)
-	f.Add(strings.Repeat("ab ", 50), 7)
-	f.Add("```\n```\n```x", 5)
-	f.Add("```\n"+strings.Repeat("0", 1996)+"```0", MaxMessageLen) // a 2,004-character part before the fix
-	f.Fuzz(func(t *testing.T, text string, limit int) {
-		if limit < 10 || limit > MaxMessageLen || strings.ToValidUTF8(text, "") != text {
-			return
-		}
-		parts := Split(text, limit)
-		got := 0
-		for i, p := range parts {
-			if n := textLen(p); n > limit {
-				t.Fatalf("part %d is %d long, limit %d", i, n, limit)
-			}
-			got += visible(p)
-		}
-		// Nothing is dropped (reopened fences may add a language word).
-		if want := visible(text); got < want {
-			t.Fatalf("parts keep %d visible characters of %d", got, want)
-		}
-	})
-}
-
-// visible counts the runes of s that are neither white space nor backticks.
-func visible(s string) int {
-	n := 0
-	for _, r := range s {
-		if r != '`' && !unicode.IsSpace(r) {
-			n++
-		}
-	}
-	return n
-}
-
-func TestSplitFenceThenLongLineStaysWithinLimit(t *testing.T) {
-	text := "```\n" + strings.Repeat("0", 1996) + "```0"
-	parts := Split(text, MaxMessageLen)
-	total := 0
-	for i, p := range parts {
-		if n := textLen(p); n > MaxMessageLen {
-			t.Errorf("part %d is %d characters", i, n)
-		}
-		total += strings.Count(p, "0")
-	}
-	if total != 1997 {
-		t.Errorf("parts hold %d zeros of 1997", total)
 	}
 }

@@ -301,7 +301,7 @@ func TestSendSplitsLongReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := Split(text, MaxMessageLen)
+	parts := channels.SplitMarkdown(text, MaxMessageLen)
 	if len(parts) < 3 {
 		t.Fatalf("only %d parts", len(parts))
 	}

@@ -19,10 +19,10 @@ var _ channels.Drafter = (*Adapter)(nil)
 // (code blocks closed) and ends in "…".
 func cutDraft(text string) string {
 	text = strings.TrimSpace(text)
-	if len([]rune(text)) <= MaxMessageLen {
+	if channels.UTF16Len(text) <= MaxMessageLen {
 		return text
 	}
-	return Split(text, MaxMessageLen-2)[0] + " …"
+	return channels.SplitMarkdown(text, MaxMessageLen-2)[0] + " …"
 }
 
 // SendDraft implements channels.Drafter: a post that pings no one (a reply

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -43,10 +42,7 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 // Chunks implements channels.Chunker: out.Text split at MaxMessageLen
 // without breaking code blocks; none for blank text.
 func (a *Adapter) Chunks(out channels.Outbound) []string {
-	if strings.TrimSpace(out.Text) == "" {
-		return nil
-	}
-	return Split(out.Text, MaxMessageLen)
+	return channels.SplitMarkdown(out.Text, MaxMessageLen)
 }
 
 // SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.

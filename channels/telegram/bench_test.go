@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gateway/gateway/channels"
 	"go.uber.org/zap"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkFormat(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchReply)))
 	for b.Loop() {
-		for _, c := range SplitMarkdown(benchReply, MaxMessageLength) {
+		for _, c := range channels.SplitMarkdown(benchReply, MaxMessageLength) {
 			_ = FormatHTML(c)
 		}
 	}

@@ -29,10 +29,10 @@ func (e *APIError) NotModified() bool {
 // (code blocks closed) and ends in "…".
 func cutDraft(md string) string {
 	md = strings.TrimSpace(md)
-	if utf16Len(md) <= MaxMessageLength {
+	if channels.UTF16Len(md) <= MaxMessageLength {
 		return md
 	}
-	return SplitMarkdown(md, MaxMessageLength-2)[0] + " …"
+	return channels.SplitMarkdown(md, MaxMessageLength-2)[0] + " …"
 }
 
 // SendDraft implements channels.Drafter with sendMessage (a reply to

@@ -2,6 +2,8 @@ package telegram
 
 import (
 	"strings"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // FormatHTML converts the Markdown agents write into Telegram's HTML
@@ -18,7 +20,7 @@ func FormatHTML(md string) string {
 			b.WriteByte('\n')
 		}
 		line := lines[i]
-		if marker, lang, ok := fenceOpen(line); ok {
+		if marker, lang, ok := channels.ParseFence(line); ok {
 			i = writeCodeBlock(&b, lines, i+1, marker, lang)
 			continue
 		}
@@ -51,7 +53,7 @@ func writeCodeBlock(b *strings.Builder, lines []string, from int, marker, lang s
 	}
 	end, last := len(lines)-1, len(lines)
 	for j := from; j < len(lines); j++ {
-		if fenceClose(lines[j], marker) {
+		if channels.ClosesFence(lines[j], marker) {
 			end, last = j, j
 			break
 		}
@@ -72,38 +74,6 @@ func writeCodeBlock(b *strings.Builder, lines []string, from int, marker, lang s
 	}
 	b.WriteString("</pre>")
 	return end
-}
-
-// fenceOpen recognises "```lang" or "~~~lang" (up to 3 spaces indent).
-func fenceOpen(line string) (marker, lang string, ok bool) {
-	t := strings.TrimLeft(line, " ")
-	if len(line)-len(t) > 3 || len(t) < 3 {
-		return "", "", false
-	}
-	c := t[0]
-	if c != '`' && c != '~' {
-		return "", "", false
-	}
-	n := 0
-	for n < len(t) && t[n] == c {
-		n++
-	}
-	if n < 3 {
-		return "", "", false
-	}
-	rest := strings.TrimSpace(t[n:])
-	if c == '`' && strings.Contains(rest, "`") {
-		return "", "", false // inline code such as ```x```
-	}
-	if f := strings.Fields(rest); len(f) > 0 {
-		lang = f[0]
-	}
-	return t[:n], lang, true
-}
-
-func fenceClose(line, marker string) bool {
-	t := strings.TrimSpace(line)
-	return strings.HasPrefix(t, marker) && strings.Trim(t, marker[:1]) == ""
 }
 
 func isQuote(line string) bool { return strings.HasPrefix(strings.TrimLeft(line, " "), ">") }

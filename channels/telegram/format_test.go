@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
@@ -68,7 +69,7 @@ func TestSplitMarkdownGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			chunks := telegram.SplitMarkdown(string(md), chunkLimit)
+			chunks := channels.SplitMarkdown(string(md), chunkLimit)
 			var rendered []string
 			for i, c := range chunks {
 				if n := len(utf16(c)); n > chunkLimit {
@@ -93,10 +94,10 @@ func TestSplitMarkdownGolden(t *testing.T) {
 }
 
 func TestSplitMarkdownShortAndEmpty(t *testing.T) {
-	if got := telegram.SplitMarkdown("  \n ", 4096); got != nil {
+	if got := channels.SplitMarkdown("  \n ", 4096); got != nil {
 		t.Errorf("blank text split into %q", got)
 	}
-	if got := telegram.SplitMarkdown("short", 4096); len(got) != 1 || got[0] != "short" {
+	if got := channels.SplitMarkdown("short", 4096); len(got) != 1 || got[0] != "short" {
 		t.Errorf("short text split into %q", got)
 	}
 }
@@ -124,7 +125,7 @@ func FuzzFormatAndSplit(f *testing.F) {
 		if _, err := telegramtest.ParseHTML(telegram.FormatHTML(md)); err != nil {
 			t.Fatalf("FormatHTML(%q) invalid: %v", md, err)
 		}
-		for i, c := range telegram.SplitMarkdown(md, limit) {
+		for i, c := range channels.SplitMarkdown(md, limit) {
 			if n := len(utf16(c)); n > limit {
 				t.Fatalf("chunk %d of %q: %d units > %d", i, md, n, limit)
 			}

@@ -13,6 +13,10 @@ import (
 	"github.com/gateway/gateway/channels"
 )
 
+// MaxMessageLength is Telegram's limit for one message's text, in UTF-16
+// code units after entity parsing.
+const MaxMessageLength = 4096
+
 // maxSendAttempts bounds retries of one message on 429 and migrations.
 const maxSendAttempts = 4
 
@@ -55,7 +59,7 @@ func (a *Adapter) deliver(ctx context.Context, out channels.Outbound) error {
 // Chunks implements channels.Chunker: out.Text split into messages of at
 // most MaxMessageLength characters without breaking code blocks.
 func (a *Adapter) Chunks(out channels.Outbound) []string {
-	return SplitMarkdown(out.Text, MaxMessageLength)
+	return channels.SplitMarkdown(out.Text, MaxMessageLength)
 }
 
 // SendChunk implements channels.Chunker. A migration to a supergroup found

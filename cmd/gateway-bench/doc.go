@@ -1,6 +1,7 @@
 // Command gateway-bench is the load generator for the whole daemon. It starts
-// a fake Telegram Bot API and a fake OpenAI-compatible model (instant
-// replies) on loopback, runs the gateway binary against them with a fresh
+// the project's fakes on loopback, a Bot API (channels/telegram/telegramtest)
+// and an OpenAI-compatible model (agents/openai/openaitest, instant replies
+// unless -think), runs the gateway binary against them with a fresh
 // state directory, injects messages and reports throughput, latency
 // percentiles (message available to the bot → reply received), start-to-ready
 // time, peak RSS and lost or duplicated replies.

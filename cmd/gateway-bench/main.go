@@ -14,8 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
 type options struct {
@@ -65,32 +69,40 @@ func main() {
 func listen() (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("listen: %w", err)
 	}
 	return ln, ln.Addr().String(), nil
 }
 
 func run(ctx context.Context, o options) error {
-	tg := newFakeTelegram()
-	tgLn, tgAddr, err := listen()
-	if err != nil {
-		return err
-	}
-	modelLn, modelAddr, err := listen()
-	if err != nil {
-		return err
-	}
-	go func() { _ = http.Serve(tgLn, tg) }()
-	go func() { _ = http.Serve(modelLn, fakeModel{think: o.think}) }()
+	res := newResults()
+	var drafts atomic.Int64 // status/draft posts: sendMessage without an answer
+	tg := telegramtest.NewServer(telegramtest.Options{OnSent: func(m telegramtest.Sent, at time.Time) {
+		if m.Method != "sendMessage" {
+			return
+		}
+		if !strings.Contains(m.Text, "ack ") {
+			drafts.Add(1)
+		}
+		res.onReply(m.ChatID, m.Text, at)
+	}})
+	defer tg.Close()
+	model := openaitest.New()
+	defer model.Close()
+	model.SetReply(func(_ int, r openaitest.Request) openaitest.Reply {
+		// The whole answer in one delta: a streamed draft never shows a
+		// prefix of it that would parse as another message's reply.
+		return openaitest.Reply{Text: "ack " + r.LastUserText(), Deltas: 1, Delay: o.think}
+	})
 	httpLn, httpAddr, err := listen()
 	if err != nil {
-		return err
+		return fmt.Errorf("pick the http address: %w", err)
 	}
 	httpLn.Close()
 
 	dir, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
-		return err
+		return fmt.Errorf("state dir: %w", err)
 	}
 	if !o.keep {
 		defer os.RemoveAll(dir)
@@ -102,27 +114,27 @@ channels:
   telegram:
     accounts:
       default:
-        token: "123:bench"
-        apiRoot: "http://%s"
+        token: "%s"
+        apiRoot: "%s"
         dmPolicy: open
         allowFrom: ["*"]
         streaming: {mode: %s}
 providers:
-  fake: {type: openai, baseURL: "http://%s/v1", apiKey: "bench"}
+  fake: {type: openai, baseURL: "%s", apiKey: "bench"}
 agents:
   defaults: {model: fake/bench, maxConcurrent: 8}
   list: [{id: main}]
 messages:
   queue: {mode: followup, cap: 1000}
   inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
-`, filepath.Join(dir, "state"), httpAddr, tgAddr, o.streaming, modelAddr)
+`, filepath.Join(dir, "state"), httpAddr, tg.Token(), tg.URL, o.streaming, model.BaseURL())
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
+		return fmt.Errorf("write config: %w", err)
 	}
 	logf, err := os.Create(filepath.Join(dir, "gateway.log"))
 	if err != nil {
-		return err
+		return fmt.Errorf("gateway log: %w", err)
 	}
 	defer logf.Close()
 
@@ -154,19 +166,22 @@ messages:
 		return err
 	}
 
-	res := newResults()
-	tg.onReply = res.onReply
 	journalCounters := []string{"gateway_journal_lines_total", "gateway_journal_fsyncs_total"}
 	countersBefore := scrape("http://"+httpAddr, journalCounters...)
 	cpuBefore := cpuTime(cmd.Process.Pid)
 	var total int
+	var avail []time.Time // when message i became available to the bot
+	inject := func(i int) {
+		res.sent(i)
+		tg.DM(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
+		avail = append(avail, time.Now())
+	}
 	sendStart := time.Now()
 	switch o.mode {
 	case "burst":
 		total = o.n
 		for i := 0; i < o.n; i++ {
-			res.sent(i)
-			tg.inject(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
+			inject(i)
 		}
 	case "sustained":
 		total = int(float64(o.rate) * o.duration.Seconds())
@@ -177,8 +192,7 @@ messages:
 				time.Sleep(d)
 			}
 			next = next.Add(interval)
-			res.sent(i)
-			tg.inject(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
+			inject(i)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -195,9 +209,6 @@ messages:
 	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
 	rss := peakRSS(cmd.Process.Pid)
 
-	tg.mu.Lock()
-	avail := append([]time.Time(nil), tg.avail...)
-	tg.mu.Unlock()
 	lat, lost, dups := res.latencies(avail, total)
 	elapsed := lastReply.Sub(sendStart)
 	fmt.Printf("mode=%s messages=%d chats=%d\n", o.mode, total, o.chats)
@@ -214,9 +225,8 @@ messages:
 	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
 		perMessage(countersBefore, countersAfter, journalCounters[0], total),
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
-	tg.mu.Lock()
-	fmt.Printf("streaming=%s draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming, tg.drafts, tg.edits, tg.deletes)
-	tg.mu.Unlock()
+	fmt.Printf("streaming=%s draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming, drafts.Load(),
+		tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
 	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
 	if lost > 0 || dups > 0 {
 		return fmt.Errorf("%d lost, %d duplicated replies (log: %s)", lost, dups, logf.Name())

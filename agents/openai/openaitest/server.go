@@ -2,7 +2,8 @@
 // for tests: it speaks the real streaming protocol (SSE chunks ending in
 // "data: [DONE]"), records every request and answers with a scripted reply.
 //
-// A Server is safe for concurrent use; it is closed by t.Cleanup.
+// A Server is safe for concurrent use; NewServer closes it by t.Cleanup,
+// New leaves closing to the caller (cmd/gateway-bench).
 package openaitest
 
 import (
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -55,7 +57,8 @@ type Reply struct {
 	RetryAfter   string // Retry-After header of an error answer
 	ErrorCode    string // e.g. "context_length_exceeded"
 	ErrorMessage string
-	Text         string // streamed in a few deltas
+	Text         string // streamed in Deltas deltas (0: 3)
+	Deltas       int
 	ToolCalls    []ToolCall
 	// Usage is reported in the final chunk when the client asked for it;
 	// nil reports estimates (prompt chars/4, completion chars/4).
@@ -65,6 +68,9 @@ type Reply struct {
 	// Hold, when set, delays the answer until it is closed or the client
 	// goes away (counted by Cancelled).
 	Hold <-chan struct{}
+	// Delay is how long the model "thinks" before it answers (after Hold);
+	// a client that goes away meanwhile is counted by Cancelled.
+	Delay time.Duration
 }
 
 // ReplyFunc scripts the answer to the n-th request (n counts from 0).
@@ -85,11 +91,17 @@ type Server struct {
 // DefaultReply answers "reply: <last user text>".
 func DefaultReply(_ int, r Request) Reply { return Reply{Text: "reply: " + r.LastUserText()} }
 
-// NewServer starts a fake answering with DefaultReply.
+// NewServer starts a fake answering with DefaultReply, closed when t ends.
 func NewServer(t testing.TB) *Server {
+	s := New()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a fake answering with DefaultReply; the caller must Close it.
+func New() *Server {
 	s := &Server{reply: DefaultReply}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	return s
 }
 
@@ -153,15 +165,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	fn := s.reply
 	s.mu.Unlock()
 	rep := fn(n, req)
-	if rep.Hold != nil {
-		select {
-		case <-rep.Hold:
-		case <-r.Context().Done():
-			s.mu.Lock()
-			s.cancelled++
-			s.mu.Unlock()
-			return
-		}
+	if !s.hold(r, rep) {
+		return
 	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		if rep.RetryAfter != "" {
@@ -179,6 +184,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, body, rep)
+}
+
+// hold waits out rep.Hold, then rep.Delay; false means the client went
+// away meanwhile (counted by Cancelled).
+func (s *Server) hold(r *http.Request, rep Reply) bool {
+	if rep.Hold != nil {
+		select {
+		case <-rep.Hold:
+		case <-r.Context().Done():
+			s.cancel()
+			return false
+		}
+	}
+	if rep.Delay > 0 {
+		t := time.NewTimer(rep.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			s.cancel()
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) cancel() {
+	s.mu.Lock()
+	s.cancelled++
+	s.mu.Unlock()
 }
 
 func writeError(w http.ResponseWriter, status int, code, typ, msg string) {
@@ -209,7 +244,11 @@ func (s *Server) stream(w http.ResponseWriter, body goopenai.ChatCompletionReque
 		}
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	for _, part := range pieces(rep.Text, 3) {
+	deltas := rep.Deltas
+	if deltas <= 0 {
+		deltas = 3
+	}
+	for _, part := range pieces(rep.Text, deltas) {
 		send(chunk(map[string]any{"content": part}, nil))
 	}
 	for i, tc := range rep.ToolCalls {

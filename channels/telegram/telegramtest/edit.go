@@ -38,9 +38,9 @@ func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ed := Sent{Method: "editMessageText", MessageID: id, ChatID: chat, ThreadID: cur.ThreadID, Text: text, ParseMode: mode}
-	s.sent, s.sentAt = append(s.sent, ed), append(s.sentAt, time.Now())
-	s.notifyLocked()
+	at := s.recordLocked(ed)
 	s.mu.Unlock()
+	s.onSent(ed, at)
 	writeOK(w, s.messageJSON(ed))
 }
 

@@ -3,7 +3,6 @@ package telegramtest
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -25,6 +24,10 @@ type Options struct {
 	Token       string
 	BotID       int64
 	BotUserName string
+	// OnSent, if set, is called with each message sent or edited once it is
+	// recorded (outside the server's lock, on the request's goroutine):
+	// a load generator sees replies as they arrive without copying Sent.
+	OnSent func(m Sent, at time.Time)
 }
 
 // Sent is one message the bot sent or edited.
@@ -205,99 +208,6 @@ func (s *Server) Migrate(oldID, newID int64) {
 	}})
 }
 
-// connState counts the client connections that are open: a request a
-// client wrote before it died is still handled (and recorded) until its
-// connection closes.
-func (s *Server) connState(_ net.Conn, st http.ConnState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch st {
-	case http.StateNew:
-		s.conns++
-	case http.StateClosed, http.StateHijacked:
-		s.conns--
-	default:
-		return
-	}
-	s.notifyLocked()
-}
-
-// WaitNoConns waits until no client connection is open: after a client
-// process is killed, every request it had written has then been handled,
-// so Sent holds all it will ever send.
-func (s *Server) WaitNoConns(ctx context.Context) error {
-	return s.wait(ctx, func() bool { return s.conns == 0 })
-}
-
-// Sent returns a copy of every message sent or edited so far.
-func (s *Server) Sent() []Sent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Sent(nil), s.sent...)
-}
-
-// WaitSent waits until at least n messages were sent and returns them all.
-func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
-	err := s.wait(ctx, func() bool { return len(s.sent) >= n })
-	return s.Sent(), err
-}
-
-// Actions returns a copy of every chat action so far.
-func (s *Server) Actions() []Action {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Action(nil), s.actions...)
-}
-
-// WaitActions waits until at least n chat actions were sent.
-func (s *Server) WaitActions(ctx context.Context, n int) ([]Action, error) {
-	err := s.wait(ctx, func() bool { return len(s.actions) >= n })
-	return s.Actions(), err
-}
-
-// Calls reports how many times method was called (failed calls included).
-func (s *Server) Calls(method string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[method]
-}
-
-// WaitCalls waits until method was called at least n times.
-func (s *Server) WaitCalls(ctx context.Context, method string, n int) error {
-	return s.wait(ctx, func() bool { return s.calls[method] >= n })
-}
-
-// Confirmed is the highest offset a getUpdates call sent: every update
-// below it is acknowledged.
-func (s *Server) Confirmed() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.confirmed
-}
-
-// WaitConfirmed waits until update updateID is acknowledged (a getUpdates
-// call asked for a higher offset).
-func (s *Server) WaitConfirmed(ctx context.Context, updateID int) error {
-	return s.wait(ctx, func() bool { return s.confirmed > updateID })
-}
-
-// Pending is the number of updates not yet acknowledged.
-func (s *Server) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.updates)
-}
-
-// Webhook returns the registered webhook, if any.
-func (s *Server) Webhook() (Webhook, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.webhook == nil {
-		return Webhook{}, false
-	}
-	return *s.webhook, true
-}
-
 func (s *Server) msgID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -441,86 +351,6 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-}
-
-func formInt(r *http.Request, key string) int64 {
-	n, _ := strconv.ParseInt(r.Form.Get(key), 10, 64)
-	return n
-}
-
-func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
-	chat := formInt(r, "chat_id")
-	thread := int(formInt(r, "message_thread_id"))
-	text, mode := r.Form.Get("text"), r.Form.Get("parse_mode")
-	if f, bad := s.checkSend(chat, thread, text, mode); bad {
-		writeErr(w, f)
-		return
-	}
-	s.mu.Lock()
-	s.nextMsg++
-	sent := Sent{Method: "sendMessage", MessageID: s.nextMsg, ChatID: chat, ThreadID: thread, Text: text,
-		ParseMode: mode, ReplyTo: int(formInt(r, "reply_to_message_id"))}
-	s.sent, s.sentAt = append(s.sent, sent), append(s.sentAt, time.Now())
-	s.notifyLocked()
-	s.mu.Unlock()
-	writeOK(w, s.messageJSON(sent))
-}
-
-// checkSend applies Telegram's checks to an outgoing text.
-func (s *Server) checkSend(chat int64, thread int, text, mode string) (Failure, bool) {
-	s.mu.Lock()
-	newID, migrated := s.migrated[chat]
-	s.mu.Unlock()
-	switch {
-	case chat == 0:
-		return Failure{Code: 400, Description: "Bad Request: chat not found"}, true
-	case migrated:
-		return Failure{Code: 400, Description: "Bad Request: group chat was upgraded to a supergroup chat", MigrateTo: newID}, true
-	case thread == 1:
-		return Failure{Code: 400, Description: "Bad Request: message thread not found"}, true
-	case strings.TrimSpace(text) == "":
-		return Failure{Code: 400, Description: "Bad Request: message text is empty"}, true
-	}
-	visible := text
-	if strings.EqualFold(mode, "HTML") {
-		v, err := ParseHTML(text)
-		if err != nil {
-			return Failure{Code: 400, Description: "Bad Request: can't parse entities: " + err.Error()}, true
-		}
-		visible = v
-	}
-	if utf16Len(visible) > 4096 {
-		return Failure{Code: 400, Description: "Bad Request: message is too long"}, true
-	}
-	return Failure{}, false
-}
-
-func (s *Server) sendChatAction(w http.ResponseWriter, r *http.Request) {
-	chat := formInt(r, "chat_id")
-	thread := int(formInt(r, "message_thread_id"))
-	if thread == 1 {
-		writeErr(w, Failure{Code: 400, Description: "Bad Request: message thread not found"})
-		return
-	}
-	s.mu.Lock()
-	s.actions = append(s.actions, Action{ChatID: chat, ThreadID: thread, Action: r.Form.Get("action")})
-	s.notifyLocked()
-	s.mu.Unlock()
-	writeOK(w, true)
-}
-
-func (s *Server) messageJSON(m Sent) map[string]any {
-	chatType := "private"
-	if m.ChatID < 0 {
-		chatType = "supergroup"
-	}
-	out := map[string]any{"message_id": m.MessageID, "date": time.Now().Unix(), "text": m.Text,
-		"chat": map[string]any{"id": m.ChatID, "type": chatType}, "from": s.botUser()}
-	if m.ThreadID != 0 {
-		out["message_thread_id"] = m.ThreadID
-		out["is_topic_message"] = true
-	}
-	return out
 }
 
 func writeOK(w http.ResponseWriter, result any) {

@@ -135,3 +135,29 @@ func TestFailuresAndWebhookConflict(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestOnSentAndSentCount(t *testing.T) {
+	type seen struct {
+		method, text string
+	}
+	got := make(chan seen, 4)
+	s := Start(t, Options{OnSent: func(m Sent, at time.Time) {
+		if at.IsZero() {
+			t.Error("OnSent without a time")
+		}
+		got <- seen{m.Method, m.Text}
+	}})
+	r := post(t, s, "sendMessage", url.Values{"chat_id": {"7"}, "text": {"hello"}})
+	id := strconv.Itoa(int(r["result"].(map[string]any)["message_id"].(float64)))
+	post(t, s, "editMessageText", url.Values{"chat_id": {"7"}, "message_id": {id}, "text": {"hello again"}})
+	post(t, s, "sendMessage", url.Values{"chat_id": {"7"}, "text": {" "}}) // refused: not recorded
+	want := []seen{{"sendMessage", "hello"}, {"editMessageText", "hello again"}}
+	for i, w := range want {
+		if g := <-got; g != w {
+			t.Fatalf("OnSent call %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if n := s.SentCount(); n != 2 {
+		t.Fatalf("SentCount = %d, want 2", n)
+	}
+}
