@@ -174,7 +174,8 @@ func (x *Index) list(ctx context.Context, sql string, args ...any) ([]sessions.E
 }
 
 // Archived returns the sessions of key that were reset, deleted or
-// switched away from, newest first.
+// switched away from, newest first: at most sessions.MaxArchivedPerKey, as
+// the files backend keeps.
 func (x *Index) Archived(ctx context.Context, key routing.Key) ([]sessions.Archived, error) {
 	k, err := x.keyString(key)
 	if err != nil {
@@ -182,7 +183,7 @@ func (x *Index) Archived(ctx context.Context, key routing.Key) ([]sessions.Archi
 	}
 	rows, err := x.db.pool.Query(ctx, `SELECT session_id, reason, archived_at, title, session_started_at, updated_at,
 		message_count, total_tokens, deleted FROM archived WHERE agent_id = $1 AND session_key = $2
-		ORDER BY archived_at DESC, id DESC`, x.agentID, k)
+		ORDER BY archived_at DESC, id DESC LIMIT $3`, x.agentID, k, sessions.MaxArchivedPerKey)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: archived: %w", err)
 	}

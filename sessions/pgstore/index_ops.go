@@ -30,14 +30,14 @@ func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 	var e sessions.Entry
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
 		if !ok {
-			e = newEntry(k, key, sessions.Origin{At: now}, now)
+			e = sessions.NewEntry(key, sessions.Origin{At: now}, now)
 			e.ModelOverride = o.Model
 			return x.insert(ctx, tx, &e)
 		}
 		if err := x.archive(ctx, tx, k, cur, reason, false, now); err != nil {
 			return false, err
 		}
-		e = rolledOver(cur, o.Manual, o.Model, now)
+		e = sessions.RolledOver(cur, o.Manual, o.Model, now)
 		return true, x.update(ctx, tx, &e)
 	})
 	if err != nil {
@@ -129,9 +129,9 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			return false, err
 		}
 		if ok {
-			e = rolledOver(cur, true, "", now)
+			e = sessions.RolledOver(cur, true, "", now)
 		} else {
-			e = newEntry(k, key, sessions.Origin{At: now}, now)
+			e = sessions.NewEntry(key, sessions.Origin{At: now}, now)
 		}
 		e.SessionID, e.Title, e.MessageCount, e.TotalTokens = sessionID, rec.Title, rec.MessageCount, rec.TotalTokens
 		if ok {
