@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/routing"
@@ -121,6 +122,9 @@ func (x *Index) Get(ctx context.Context, key routing.Key) (sessions.Entry, bool,
 
 // GetByID returns the current entry of this agent whose session id is id.
 func (x *Index) GetByID(ctx context.Context, id string) (sessions.Entry, bool, error) {
+	if !isSessionID(id) {
+		return sessions.Entry{}, false, nil
+	}
 	e, err := scanEntry(x.db.pool.QueryRow(ctx,
 		`SELECT `+entryColumns+` FROM entries WHERE session_id = $1 AND agent_id = $2`, id, x.agentID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -130,6 +134,14 @@ func (x *Index) GetByID(ctx context.Context, id string) (sessions.Entry, bool, e
 		return sessions.Entry{}, false, fmt.Errorf("pgstore: get by id: %w", err)
 	}
 	return e, true, nil
+}
+
+// isSessionID reports whether id can name a session: both backends only
+// ever make canonical UUIDs. Anything else (text PostgreSQL would refuse,
+// such as a NUL byte) is simply no session, answered without a query.
+func isSessionID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
 }
 
 // List returns every entry of the agent, most recently updated first (ties

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -108,6 +109,9 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w", err)
 	}
+	if !isSessionID(sessionID) {
+		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w: %s has no archived session %q", sessions.ErrNotFound, k, clip(sessionID))
+	}
 	now := x.db.clock()
 	var e sessions.Entry
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
@@ -178,4 +182,12 @@ func (x *Index) AddCounters(ctx context.Context, key routing.Key, c sessions.Cou
 		return fmt.Errorf("pgstore: add counters: %w: %s", sessions.ErrNotFound, k)
 	}
 	return nil
+}
+
+// clip shortens an id from a chat for an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return strings.ToValidUTF8(s[:40], "") + "…"
+	}
+	return s
 }
