@@ -2,6 +2,11 @@ package sessions
 
 import (
 	"context"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
 
 	"github.com/gateway/gateway/routing"
 )
@@ -64,3 +69,116 @@ type Index interface {
 }
 
 var _ Index = (*Store)(nil)
+
+// The rules below build and update entries. Every backend of Index uses
+// them, so a session created, rolled over or touched looks the same in
+// sessions.json and in a database row (SPEC §3.2, §3.6).
+
+// NewEntry is the entry of key's first session, created for the inbound
+// message o at now: a fresh session id, the three clocks at now (the idle
+// clock at o.At), the origin recorded and, for a subagent key, the parent
+// that spawned it.
+func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
+	e := Entry{
+		SessionKey: key.String(), SessionID: uuid.NewString(),
+		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
+	}
+	if key.IsSubagent() {
+		e.SpawnedBy = o.ParentKey
+	}
+	ApplyOrigin(&e, o)
+	return e
+}
+
+// RolledOver is the entry that replaces old when its key starts a new
+// session at now (SPEC §3.6): a fresh session id; counters, compactions and
+// the title cleared; label, display name, lineage and where replies go
+// kept; model and queue overrides kept only on a manual reset (/new,
+// /reset, a switch). A model, when given, becomes the model override.
+func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
+	n := Entry{
+		SessionKey: old.SessionKey, SessionID: uuid.NewString(),
+		CreatedAt: old.CreatedAt, SessionStartedAt: now, LastInteractionAt: now, UpdatedAt: now,
+		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
+		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
+		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
+		Label: old.Label,
+	}
+	if manual {
+		n.ModelOverride = old.ModelOverride
+		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
+	}
+	if model != "" {
+		n.ModelOverride = model
+	}
+	return n
+}
+
+// ApplyOrigin records in e where the latest inbound message came from:
+// the last channel, thread, chat, account, sender and display name follow
+// the message; the first channel and chat type, the parent key and the
+// title (from the first message) are set once. Empty fields of o leave e
+// as it is. The clocks are the caller's.
+func ApplyOrigin(e *Entry, o Origin) {
+	if o.Channel != "" {
+		e.LastChannel = o.Channel
+		e.LastThreadID = o.ThreadID
+		if e.Channel == "" {
+			e.Channel = o.Channel
+		}
+	}
+	if o.ChatType != "" && e.ChatType == "" {
+		e.ChatType = o.ChatType
+	}
+	if o.To != "" {
+		e.LastTo = o.To
+	}
+	if o.AccountID != "" {
+		e.LastAccountID = o.AccountID
+	}
+	if o.From != "" {
+		e.LastFrom = o.From
+	}
+	if o.Name != "" {
+		e.DisplayName = o.Name
+	}
+	if o.ParentKey != "" && e.ParentSessionKey == "" {
+		e.ParentSessionKey = o.ParentKey
+	}
+	if e.Title == "" {
+		e.Title = MakeTitle(o.Title)
+	}
+}
+
+// TitleRunes is how many characters of the first message become the title.
+const TitleRunes = 30
+
+// MakeTitle turns a first message into a session title: whitespace runs
+// become one space, and the first 30 characters are kept.
+func MakeTitle(text string) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range strings.TrimSpace(text) {
+		if n >= TitleRunes {
+			break
+		}
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if space && n > 0 {
+			b.WriteByte(' ')
+			n++
+			if n >= TitleRunes {
+				break
+			}
+		}
+		space = false
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}
