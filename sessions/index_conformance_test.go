@@ -1,6 +1,7 @@
 package sessions_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -11,12 +12,23 @@ import (
 )
 
 // TestIndexConformance runs the seam's conformance suite against the files
-// backend: each case gets a Manager on a state directory of its own. The
-// flusher runs every 20 ms, so coalesced counters are written while the
-// cases race them (Flush is still called where a case needs durability).
+// backend: each case gets a Manager on a state directory of its own (a
+// second handle is a second Manager on the same directory, as a second
+// process would open it). The flusher runs every 20 ms, so coalesced
+// counters are written while the cases race them.
 func TestIndexConformance(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		dirs = map[sessions.Index]string{}
+	)
 	sessionstest.TestIndex(t, func(t *testing.T, o sessionstest.Options) sessions.Index {
-		m, err := sessions.Open(sessions.Options{StateDir: t.TempDir(), Now: o.Now, Reset: o.Reset,
+		dir := t.TempDir()
+		if o.Share != nil {
+			mu.Lock()
+			dir = dirs[o.Share]
+			mu.Unlock()
+		}
+		m, err := sessions.Open(sessions.Options{StateDir: dir, Now: o.Now, Reset: o.Reset,
 			FlushInterval: 20 * time.Millisecond, Logger: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatalf("sessions.Open: %v", err)
@@ -30,6 +42,9 @@ func TestIndexConformance(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Store: %v", err)
 		}
+		mu.Lock()
+		dirs[st] = dir
+		mu.Unlock()
 		return st
 	})
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,6 +49,7 @@ type Store struct {
 	loaded  bool                // slots reflect the file at stamp
 	pending map[string]*delta   // coalesced updates not yet on disk
 	dirty   bool                // slots differ from the file (a write is due)
+	writing bool                // runBatch is writing: the cache is ahead of the files
 	changed map[string]struct{} // keys changed since the last write
 	// recency holds each entry's updatedAt (unix ns), kept with slots, so
 	// Recent scans compact map buckets instead of every entry.
@@ -70,22 +70,6 @@ type Store struct {
 type slot struct {
 	e   Entry
 	raw []byte // compact JSON of e; nil after a change
-}
-
-// fileStamp identifies one version of a file written by atomic rename.
-type fileStamp struct {
-	exists bool
-	ino    uint64
-	size   int64
-	mtime  time.Time
-}
-
-func stampOf(fi os.FileInfo) fileStamp {
-	st := fileStamp{exists: true, size: fi.Size(), mtime: fi.ModTime()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-	}
-	return st
 }
 
 func newStore(m *Manager, agentID string) (*Store, error) {
@@ -134,6 +118,11 @@ func (s *Store) viewLocked() error {
 
 // revalidateLocked reloads the index if the file is not the one last seen.
 func (s *Store) revalidateLocked(now time.Time) error {
+	if s.writing && s.loaded {
+		// Our own batch is half on disk (the store lock keeps others out):
+		// a reload now would replace the cache with a torn state.
+		return nil
+	}
 	fi, err := os.Stat(s.indexPath)
 	var st fileStamp
 	switch {

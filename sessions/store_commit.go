@@ -123,11 +123,13 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 	s.changed = map[string]struct{}{}
 	s.dirty = false
 	good := s.deltaGood
+	s.writing = true
 	s.mu.Unlock()
 
 	err = tx.write(data, lines, good)
 
 	s.mu.Lock()
+	s.writing = false
 	if err != nil {
 		// The files are as they were: put the coalesced updates back and
 		// make the next access reload, dropping the failed ops' changes.

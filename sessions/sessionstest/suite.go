@@ -28,10 +28,16 @@ type Options struct {
 	Now func() time.Time
 	// Reset is the reset policy Begin evaluates.
 	Reset sessions.ResetConfig
+	// Share, when set, is an index this Opener returned earlier: the new
+	// one is a second handle on the same storage, as another process
+	// would open it (a second Manager on the state directory, a second
+	// pool on the database), not a copy of Share in memory.
+	Share sessions.Index
 }
 
-// Opener returns a new, empty index whose clock and reset policies are o's.
-// It releases what it opened when t ends (t.Cleanup).
+// Opener returns a new, empty index (or, with o.Share, a second handle on
+// Share's storage) whose clock and reset policies are o's. It releases
+// what it opened when t ends (t.Cleanup).
 type Opener func(t *testing.T, o Options) sessions.Index
 
 // TestIndex runs the conformance suite against the indexes open returns.
@@ -63,6 +69,8 @@ func TestIndex(t *testing.T, open Opener) {
 		{"ConcurrentBeginCreatesOnce", testConcurrentCreate},
 		{"ConcurrentBeginRollsOverOnce", testConcurrentRollover},
 		{"ConcurrentBeginManyKeys", testConcurrentKeys},
+		{"DurableAcrossHandles", testDurable},
+		{"TwoHandlesLoseNothing", testTwoHandles},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,10 +109,12 @@ func (c *clock) Set(t time.Time) {
 
 // fixture is one case's index and clock.
 type fixture struct {
-	t   *testing.T
-	idx sessions.Index
-	clk *clock
-	ctx context.Context
+	t     *testing.T
+	open  Opener
+	reset sessions.ResetConfig
+	idx   sessions.Index
+	clk   *clock
+	ctx   context.Context
 }
 
 func newFixture(t *testing.T, open Opener, reset sessions.ResetConfig) *fixture {
@@ -113,7 +123,7 @@ func newFixture(t *testing.T, open Opener, reset sessions.ResetConfig) *fixture 
 	idx := open(t, Options{Now: clk.Now, Reset: reset})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return &fixture{t: t, idx: idx, clk: clk, ctx: ctx}
+	return &fixture{t: t, open: open, reset: reset, idx: idx, clk: clk, ctx: ctx}
 }
 
 // key is a group conversation key of the index's agent on telegram.
