@@ -123,9 +123,13 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			rec   sessions.Archived
 			recID int64
 		)
+		// Only the sessions Archived lists (the newest MaxArchivedPerKey)
+		// can be switched to, as in the files backend, which forgets older ones.
 		err := tx.QueryRow(ctx, `SELECT id, title, message_count, total_tokens FROM archived
-			WHERE agent_id = $1 AND session_key = $2 AND session_id = $3 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
-			x.agentID, k, sessionID).Scan(&recID, &rec.Title, &rec.MessageCount, &rec.TotalTokens)
+			WHERE session_id = $3 AND id IN (SELECT id FROM archived WHERE agent_id = $1 AND session_key = $2
+				ORDER BY archived_at DESC, id DESC LIMIT $4)
+			ORDER BY id DESC LIMIT 1 FOR UPDATE`,
+			x.agentID, k, sessionID, sessions.MaxArchivedPerKey).Scan(&recID, &rec.Title, &rec.MessageCount, &rec.TotalTokens)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, fmt.Errorf("%w: %s has no archived session %s", sessions.ErrNotFound, k, sessionID)
 		}

@@ -230,4 +230,11 @@ func testArchivedCap(t *testing.T, open Opener) {
 	if got, want := ids(f.archived(k)), replaced[:sessions.MaxArchivedPerKey]; !slices.Equal(got, want) {
 		t.Errorf("Archived after %d resets:\n got %v\nwant the newest %d, newest first: %v", len(replaced), got, len(want), want)
 	}
+	// What Archived no longer lists cannot be switched to; what it lists can.
+	_, err := f.idx.Switch(f.ctx, k, replaced[len(replaced)-1])
+	wantNotFound(t, "Switch to a session past the archive cap", err)
+	oldest := replaced[sessions.MaxArchivedPerKey-1]
+	if e, err := f.idx.Switch(f.ctx, k, oldest); err != nil || e.SessionID != oldest {
+		t.Errorf("Switch to the oldest listed session = %s, %v; want %s", e.SessionID, err, oldest)
+	}
 }
