@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -79,6 +80,7 @@ var _ Index = (*Store)(nil)
 // clock at o.At), the origin recorded and, for a subagent key, the parent
 // that spawned it.
 func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
+	o = o.Clean()
 	e := Entry{
 		SessionKey: key.String(), SessionID: uuid.NewString(),
 		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
@@ -120,6 +122,7 @@ func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
 // title (from the first message) are set once. Empty fields of o leave e
 // as it is. The clocks are the caller's.
 func ApplyOrigin(e *Entry, o Origin) {
+	o = o.Clean()
 	if o.Channel != "" {
 		e.LastChannel = o.Channel
 		e.LastThreadID = o.ThreadID
@@ -148,6 +151,24 @@ func ApplyOrigin(e *Entry, o Origin) {
 	if e.Title == "" {
 		e.Title = MakeTitle(o.Title)
 	}
+}
+
+// Clean returns o with its text made storable by every backend: invalid
+// UTF-8 becomes U+FFFD (as sessions.json's JSON encoding writes it) and NUL
+// bytes, which PostgreSQL text cannot hold, are dropped. A display name
+// from a chat is data, never a reason to fail a message.
+func (o Origin) Clean() Origin {
+	for _, f := range []*string{&o.Channel, &o.ChatType, &o.AccountID, &o.To, &o.ThreadID, &o.From, &o.Name, &o.Title, &o.ParentKey} {
+		*f = cleanText(*f)
+	}
+	return o
+}
+
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 // TitleRunes is how many characters of the first message become the title.

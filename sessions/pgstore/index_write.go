@@ -38,6 +38,7 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		o.At = now
 	}
 	o.At = o.At.UTC().Truncate(time.Microsecond)
+	o = o.Clean() // touchSQL takes its fields as they are
 	cfg := x.resetConfig()
 
 	// Fast path: a fresh session is touched by one conditional UPDATE. It

@@ -112,11 +112,15 @@ func testHostile(t *testing.T, open Opener) {
 	keys := map[string]sessions.Entry{}
 	for i, peer := range hostilePeers {
 		k := f.key(peer)
-		label := strings.ToValidUTF8(strings.ReplaceAll(peer, "\x00", ""), "")
-		o := sessions.Origin{Channel: "telegram", From: label, Name: label, To: label, Title: peer}
+		// Text from a chat is stored cleaned (Origin.Clean), never refused.
+		o := sessions.Origin{Channel: "telegram", From: peer + "\xff", Name: "\x00" + peer, To: peer, Title: peer}
+		label := o.Clean().Name
 		e, info := f.begin(k, o)
-		if !info.Created || e.SessionKey != k.String() || e.LastFrom != label || e.DisplayName != label || e.Title != sessions.MakeTitle(peer) {
-			t.Errorf("peer %d: Begin gave %+v %+v", i, e, info)
+		if e.LastFrom != o.Clean().From || e.LastTo != o.Clean().To {
+			t.Errorf("peer %d: sender %q chat %q, want them cleaned: %q %q", i, e.LastFrom, e.LastTo, o.Clean().From, o.Clean().To)
+		}
+		if !info.Created || e.SessionKey != k.String() || e.DisplayName != label || e.Title != sessions.MakeTitle(peer) {
+			t.Errorf("peer %d: Begin gave key %q name %q title %q, created %v", i, e.SessionKey, e.DisplayName, e.Title, info.Created)
 		}
 		if back, err := routing.Parse(e.SessionKey); err != nil || back != k {
 			t.Errorf("peer %d: stored key %q parses to %+v, %v; want %+v", i, e.SessionKey, back, err, k)
