@@ -102,6 +102,7 @@ var hostilePeers = []string{
 	"../../etc/passwd",
 	"tab\tnew\nline\x00nul\x7f",
 	"日本語 🙂 ñ Ελληνικά עברית",
+	"not utf-8: \xff\xfe é\xc3",
 	"$(rm -rf /) ${HOME} `id`",
 	strings.Repeat("é", routing.MaxPeerLen/2),
 	strings.Repeat("x", routing.MaxPeerLen),
@@ -119,7 +120,7 @@ func testHostile(t *testing.T, open Opener) {
 		if e.LastFrom != o.Clean().From || e.LastTo != o.Clean().To {
 			t.Errorf("peer %d: sender %q chat %q, want them cleaned: %q %q", i, e.LastFrom, e.LastTo, o.Clean().From, o.Clean().To)
 		}
-		if !info.Created || e.SessionKey != k.String() || e.DisplayName != label || e.Title != sessions.MakeTitle(peer) {
+		if !info.Created || e.SessionKey != k.String() || e.DisplayName != label || e.Title != sessions.MakeTitle(o.Clean().Title) {
 			t.Errorf("peer %d: Begin gave key %q name %q title %q, created %v", i, e.SessionKey, e.DisplayName, e.Title, info.Created)
 		}
 		if back, err := routing.Parse(e.SessionKey); err != nil || back != k {
