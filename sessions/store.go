@@ -49,12 +49,17 @@ type Store struct {
 	loaded  bool                // slots reflect the file at stamp
 	pending map[string]*delta   // coalesced updates not yet on disk
 	dirty   bool                // slots differ from the file (a write is due)
-	writing bool                // runBatch is writing: the cache is ahead of the files
 	changed map[string]struct{} // keys changed since the last write
 	// recency holds each entry's updatedAt (unix ns), kept with slots, so
 	// Recent scans compact map buckets instead of every entry.
 	recency map[string]int64
 	dstamp  fileStamp // the change log as last read or written here
+	// writing is set while this store's commit writes its files, holding
+	// the cross-process store lock: a change of the files seen meanwhile
+	// is that write (its stamps are taken when it ends), not a reason to
+	// reload the whole index.
+	writing bool
+	reloads int // full reads of the index (tests: own writes cause none)
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
 	repair    sync.Once       // counter repair from transcripts, at first use
@@ -118,9 +123,10 @@ func (s *Store) viewLocked() error {
 
 // revalidateLocked reloads the index if the file is not the one last seen.
 func (s *Store) revalidateLocked(now time.Time) error {
-	if s.writing && s.loaded {
-		// Our own batch is half on disk (the store lock keeps others out):
-		// a reload now would replace the cache with a torn state.
+	if s.loaded && s.writing {
+		// Our own commit holds the store lock and is writing: nobody else
+		// can have changed the files, and the cache already holds what it
+		// writes.
 		return nil
 	}
 	fi, err := os.Stat(s.indexPath)
@@ -153,6 +159,7 @@ func (s *Store) revalidateLocked(now time.Time) error {
 
 // reloadLocked reads the index file and re-applies the pending updates.
 func (s *Store) reloadLocked() error {
+	s.reloads++
 	slots := map[string]*slot{}
 	var st fileStamp
 	f, err := os.Open(s.indexPath)
