@@ -3,6 +3,7 @@ package routing
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParse checks that Parse never panics and that whatever it accepts
@@ -37,7 +38,7 @@ func FuzzParse(f *testing.F) {
 
 // FuzzPeerKey checks that any peer id builds a key that round-trips.
 func FuzzPeerKey(f *testing.F) {
-	for _, s := range []string{"42", "../..", "a:b", "%", "ü", "\x00"} {
+	for _, s := range []string{"42", "../..", "a:b", "%", "ü", "\x00", "\xff\xfe", "é\xc3"} {
 		f.Add(s, "thread")
 	}
 	f.Fuzz(func(t *testing.T, peer, thread string) {
@@ -51,6 +52,9 @@ func FuzzPeerKey(f *testing.F) {
 		back, err := Parse(k.String())
 		if err != nil || back != k {
 			t.Fatalf("PeerKey(%q) round trip: %v %#v != %#v", peer, err, back, k)
+		}
+		if !utf8.ValidString(k.String()) {
+			t.Fatalf("PeerKey(%q).String() = %q is not valid UTF-8", peer, k.String())
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxIDLen is the longest agent, account, channel or main-key id.
@@ -53,9 +54,11 @@ func NormalizeID(s string) (string, error) {
 }
 
 // escapePeer makes an opaque peer/thread id safe as one key component.
-// It percent-encodes '%', ':', '/', '\\', control bytes and every '.' that
-// follows a '.', so the output never holds a separator, a path separator,
-// NUL or "..". Decoding is exact, so two distinct ids never collide.
+// It percent-encodes '%', ':', '/', '\\', control bytes, bytes that are not
+// part of valid UTF-8 and every '.' that follows a '.', so the output never
+// holds a separator, a path separator, NUL or "..", and is valid UTF-8 (a
+// JSON index or a PostgreSQL text column stores it unchanged). Decoding is
+// exact, so two distinct ids never collide.
 func escapePeer(s string) string {
 	var b strings.Builder
 	prevDot := false
@@ -64,6 +67,13 @@ func escapePeer(s string) string {
 		switch {
 		case c == '%' || c == ':' || c == '/' || c == '\\' || c < 0x20 || c == 0x7f || (c == '.' && prevDot):
 			fmt.Fprintf(&b, "%%%02X", c)
+		case c >= utf8.RuneSelf:
+			if r, n := utf8.DecodeRuneInString(s[i:]); r == utf8.RuneError && n == 1 {
+				fmt.Fprintf(&b, "%%%02X", c)
+			} else {
+				b.WriteString(s[i : i+n])
+				i += n - 1
+			}
 		default:
 			b.WriteByte(c)
 		}

@@ -9,6 +9,11 @@
 // across an LLM call: callers append to a transcript only when a message is
 // complete. sessions imports only routing.
 //
+// Index is the seam of the session index (SPEC §3.8): Store is its files
+// backend, sessions/pgstore its PostgreSQL one, and both build entries with
+// the same rules (NewEntry, RolledOver, ApplyOrigin) and pass the same
+// conformance suite (sessions/sessionstest).
+//
 // The package also knows how its durable state goes wrong: Check finds
 // problems (each with a stable code) without changing anything, and Repair
 // fixes the fixable ones under the same locks the daemon takes; `gateway

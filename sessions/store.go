@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -76,22 +75,6 @@ type Store struct {
 type slot struct {
 	e   Entry
 	raw []byte // compact JSON of e; nil after a change
-}
-
-// fileStamp identifies one version of a file written by atomic rename.
-type fileStamp struct {
-	exists bool
-	ino    uint64
-	size   int64
-	mtime  time.Time
-}
-
-func stampOf(fi os.FileInfo) fileStamp {
-	st := fileStamp{exists: true, size: fi.Size(), mtime: fi.ModTime()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-	}
-	return st
 }
 
 func newStore(m *Manager, agentID string) (*Store, error) {

@@ -1,9 +1,7 @@
 package sessions
 
 import (
-	"strings"
 	"time"
-	"unicode"
 
 	"go.uber.org/zap"
 
@@ -57,7 +55,7 @@ func (d *delta) apply(e *Entry) bool {
 		e.UpdatedAt = d.updatedAt
 	}
 	if d.origin != nil {
-		applyOrigin(e, *d.origin)
+		ApplyOrigin(e, *d.origin)
 	}
 	return true
 }
@@ -147,69 +145,4 @@ func (s *Store) hasPending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dirty || len(s.pending) > 0
-}
-
-// applyOrigin records where the latest inbound message came from.
-func applyOrigin(e *Entry, o Origin) {
-	if o.Channel != "" {
-		e.LastChannel = o.Channel
-		e.LastThreadID = o.ThreadID
-		if e.Channel == "" {
-			e.Channel = o.Channel
-		}
-	}
-	if o.ChatType != "" && e.ChatType == "" {
-		e.ChatType = o.ChatType
-	}
-	if o.To != "" {
-		e.LastTo = o.To
-	}
-	if o.AccountID != "" {
-		e.LastAccountID = o.AccountID
-	}
-	if o.From != "" {
-		e.LastFrom = o.From
-	}
-	if o.Name != "" {
-		e.DisplayName = o.Name
-	}
-	if o.ParentKey != "" && e.ParentSessionKey == "" {
-		e.ParentSessionKey = o.ParentKey
-	}
-	if e.Title == "" {
-		e.Title = MakeTitle(o.Title)
-	}
-}
-
-// TitleRunes is how many characters of the first message become the title.
-const TitleRunes = 30
-
-// MakeTitle turns a first message into a session title: whitespace runs
-// become one space, and the first 30 characters are kept.
-func MakeTitle(text string) string {
-	var b strings.Builder
-	n, space := 0, false
-	for _, r := range strings.TrimSpace(text) {
-		if n >= TitleRunes {
-			break
-		}
-		if unicode.IsSpace(r) {
-			space = true
-			continue
-		}
-		if !unicode.IsPrint(r) {
-			continue
-		}
-		if space && n > 0 {
-			b.WriteByte(' ')
-			n++
-			if n >= TitleRunes {
-				break
-			}
-		}
-		space = false
-		b.WriteRune(r)
-		n++
-	}
-	return strings.TrimSpace(b.String())
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -209,4 +210,20 @@ func (s *Store) fold() error {
 	}
 	s.loaded = false // re-stat both files on next use
 	return nil
+}
+
+// fileStamp identifies one version of a file written by atomic rename.
+type fileStamp struct {
+	exists bool
+	ino    uint64
+	size   int64
+	mtime  time.Time
+}
+
+func stampOf(fi os.FileInfo) fileStamp {
+	st := fileStamp{exists: true, size: fi.Size(), mtime: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st
 }

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/gateway/gateway/routing"
 )
 
@@ -94,7 +92,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 		info = BeginInfo{}
 		switch {
 		case !ok:
-			e = newEntry(k, key, o, tx.now())
+			e = NewEntry(key, o, tx.now())
 			info.Created = true
 		default:
 			expired, reason := Expiry(cfg, key, cur, now)
@@ -106,9 +104,9 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o Origin) (Entry, Be
 			if _, err := tx.archiveSession(k, cur, reason, false); err != nil {
 				return err
 			}
-			e = rolledOver(cur, false, "", tx.now())
+			e = RolledOver(cur, false, "", tx.now())
 			e.LastInteractionAt = o.At
-			applyOrigin(&e, o)
+			ApplyOrigin(&e, o)
 			info = BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		}
 		tx.put(k, e)
@@ -134,40 +132,6 @@ func touchDelta(sessionID string, o Origin, now time.Time) *delta {
 	return d
 }
 
-func newEntry(k string, key routing.Key, o Origin, now time.Time) Entry {
-	e := Entry{
-		SessionKey: k, SessionID: uuid.NewString(),
-		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
-	}
-	if key.IsSubagent() {
-		e.SpawnedBy = o.ParentKey
-	}
-	applyOrigin(&e, o)
-	return e
-}
-
-// rolledOver starts a new session for old's key (SPEC §3.6): counters,
-// compactions and the title are cleared; label, display name, lineage and
-// where replies go are kept; model and queue overrides only on a manual reset.
-func rolledOver(old Entry, manual bool, model string, now time.Time) Entry {
-	n := Entry{
-		SessionKey: old.SessionKey, SessionID: uuid.NewString(),
-		CreatedAt: old.CreatedAt, SessionStartedAt: now, LastInteractionAt: now, UpdatedAt: now,
-		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
-		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
-		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
-		Label: old.Label,
-	}
-	if manual {
-		n.ModelOverride = old.ModelOverride
-		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
-	}
-	if model != "" {
-		n.ModelOverride = model
-	}
-	return n
-}
-
 // Reset starts a new session id for key and archives the old transcript as
 // <id>.jsonl.reset.<ts>. A key without a session gets a new one. The result
 // is durable when Reset returns.
@@ -188,7 +152,7 @@ func (s *Store) Reset(ctx context.Context, key routing.Key, o ResetOptions) (Ent
 	err = s.commit(ctx, func(tx *opTx) error {
 		cur, ok := tx.get(k)
 		if !ok {
-			e = newEntry(k, key, Origin{At: tx.now()}, tx.now())
+			e = NewEntry(key, Origin{At: tx.now()}, tx.now())
 			e.ModelOverride = o.Model
 			tx.put(k, e)
 			return nil
@@ -196,7 +160,7 @@ func (s *Store) Reset(ctx context.Context, key routing.Key, o ResetOptions) (Ent
 		if _, err := tx.archiveSession(k, cur, reason, false); err != nil {
 			return err
 		}
-		e = rolledOver(cur, o.Manual, o.Model, tx.now())
+		e = RolledOver(cur, o.Manual, o.Model, tx.now())
 		tx.put(k, e)
 		return nil
 	})
@@ -297,7 +261,9 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 		return Entry{}, fmt.Errorf("sessions: switch: %w", err)
 	}
 	if err := checkSessionID(sessionID); err != nil {
-		return Entry{}, fmt.Errorf("sessions: switch: %w", err)
+		// Not a session id at all, so no archived session of key: the
+		// caller's "no such session" (as every backend answers it).
+		return Entry{}, fmt.Errorf("sessions: switch: %w: %w", ErrNotFound, err)
 	}
 	var e Entry
 	err = s.commit(ctx, func(tx *opTx) error {
@@ -326,9 +292,9 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			if _, err := tx.archiveSession(k, cur, "switch", false); err != nil {
 				return err
 			}
-			e = rolledOver(cur, true, "", tx.now())
+			e = RolledOver(cur, true, "", tx.now())
 		} else {
-			e = newEntry(k, key, Origin{At: tx.now()}, tx.now())
+			e = NewEntry(key, Origin{At: tx.now()}, tx.now())
 		}
 		e.SessionID, e.Title = rec.SessionID, rec.Title
 		e.MessageCount, e.TotalTokens = rec.MessageCount, rec.TotalTokens

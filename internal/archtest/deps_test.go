@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/pgstore", "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/pgstore", conformance, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -110,6 +110,15 @@ func TestRuleTable(t *testing.T) {
 		{"sessions/pgstore/pgtest", "sessions", false},
 		{"sessions", "sessions/pgstore", true},
 		{"sessions", "sessions/pgstore/pgtest", true},
+		{conformance, "sessions", false},
+		{conformance, "routing", false},
+		{conformance, "sessions/pgstore", true},
+		{conformance, "sessions/pgstore/pgtest", true},
+		{conformance, "dispatch", true},
+		{"sessions", conformance, true},
+		{"sessions/pgstore", conformance, true},
+		{"dispatch", conformance, true},
+		{assembler, conformance, true},
 		{"sessions/pgstore", "dispatch", true},
 		{"sessions/pgstore", "agents", true},
 		{"dispatch", "sessions/pgstore/pgtest", true},

@@ -18,6 +18,11 @@ type depRule struct {
 // bends no layering rule because it depends on nothing.
 var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true}
 
+// conformance is the suite every backend of the storage seam passes
+// (STYLE 17): test-only code, so production may not import it (rule
+// no-fakes), and it reaches sessions' interfaces, never a backend.
+const conformance = "sessions/sessionstest"
+
 // backends are the storage backends below the seam (SPEC §3.8) that live
 // in their own packages; the files backend is package sessions itself.
 var backends = []string{"sessions/pgstore"}
@@ -105,8 +110,10 @@ var rules = []depRule{
 		"routing imports no other project package (SPEC §1): keys are built and parsed in one place"},
 	{"lanes", pkgIs("lanes"), only(),
 		"lanes imports no other project package (SPEC §1): a generic per-key scheduler"},
-	{"sessions", func(p string) bool { return under(p, "sessions") && !isBackend(p) }, only("routing"),
+	{"sessions", func(p string) bool { return under(p, "sessions") && !isBackend(p) && p != conformance }, only("routing"),
 		"sessions imports only routing (SPEC §1): durable state knows keys, not channels or agents"},
+	{"conformance", func(p string) bool { return p == conformance }, only("sessions", "routing"),
+		"the seam's conformance suite tests sessions' interfaces and nothing above them; each backend's tests hand it an opener, so it never imports a backend (rule seam)"},
 	{"seam", func(p string) bool { return under(p, "sessions") && !isBackend(p) }, func(from, to string) bool { return isBackend(to) },
 		"sessions owns the storage seam (SPEC §3.8) and never imports a backend: backends import sessions, not the reverse"},
 	{"backends", isBackend, only("sessions", "routing"),

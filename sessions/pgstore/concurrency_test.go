@@ -141,7 +141,17 @@ func TestConcurrentResetsArchiveEachSession(t *testing.T) {
 		ids[i] = e.SessionID
 		return err
 	})
-	arch, err := x.Archived(ctx, key)
+	// Archived lists the newest sessions.MaxArchivedPerKey; the table
+	// holds every one.
+	if arch, err := x.Archived(ctx, key); err != nil || len(arch) != sessions.MaxArchivedPerKey {
+		t.Fatalf("Archived: %d sessions (%v), want the newest %d", len(arch), err, sessions.MaxArchivedPerKey)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT session_id FROM archived WHERE agent_id = $1 AND session_key = $2`,
+		"main", key.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +160,11 @@ func TestConcurrentResetsArchiveEachSession(t *testing.T) {
 	}
 	cur, _, _ := x.Get(ctx, key)
 	seen := map[string]bool{cur.SessionID: true}
-	for _, a := range arch {
-		if seen[a.SessionID] {
-			t.Errorf("session %s archived twice or still current", a.SessionID)
+	for _, id := range arch {
+		if seen[id] {
+			t.Errorf("session %s archived twice or still current", id)
 		}
-		seen[a.SessionID] = true
+		seen[id] = true
 	}
 	if !seen[first.SessionID] {
 		t.Error("the first session was never archived")

@@ -7,8 +7,11 @@
 // lock, so several replicas starting at once migrate exactly once.
 //
 // pgstore implements the semantics of the files backend in package sessions
-// (it imports sessions for Entry, Origin, Counters and the reset rules);
-// sessions never imports pgstore. Keys and ids reach PostgreSQL only as
+// (it imports sessions for Entry, Origin, Counters, the reset rules and
+// the entry rules NewEntry, RolledOver and ApplyOrigin); sessions never
+// imports pgstore. Store adapts an agent's Index to sessions.Index, the
+// seam the daemon's consumers use, and passes the seam's conformance suite
+// (sessions/sessionstest). Keys and ids reach PostgreSQL only as
 // query parameters, never as SQL text.
 //
 // Concurrency: a DB and the Index values it hands out are safe for

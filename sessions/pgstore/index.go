@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/routing"
@@ -121,6 +122,9 @@ func (x *Index) Get(ctx context.Context, key routing.Key) (sessions.Entry, bool,
 
 // GetByID returns the current entry of this agent whose session id is id.
 func (x *Index) GetByID(ctx context.Context, id string) (sessions.Entry, bool, error) {
+	if !isSessionID(id) {
+		return sessions.Entry{}, false, nil
+	}
 	e, err := scanEntry(x.db.pool.QueryRow(ctx,
 		`SELECT `+entryColumns+` FROM entries WHERE session_id = $1 AND agent_id = $2`, id, x.agentID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -130,6 +134,14 @@ func (x *Index) GetByID(ctx context.Context, id string) (sessions.Entry, bool, e
 		return sessions.Entry{}, false, fmt.Errorf("pgstore: get by id: %w", err)
 	}
 	return e, true, nil
+}
+
+// isSessionID reports whether id can name a session: both backends only
+// ever make canonical UUIDs. Anything else (text PostgreSQL would refuse,
+// such as a NUL byte) is simply no session, answered without a query.
+func isSessionID(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && u.String() == id
 }
 
 // List returns every entry of the agent, most recently updated first (ties
@@ -174,7 +186,8 @@ func (x *Index) list(ctx context.Context, sql string, args ...any) ([]sessions.E
 }
 
 // Archived returns the sessions of key that were reset, deleted or
-// switched away from, newest first.
+// switched away from, newest first: at most sessions.MaxArchivedPerKey, as
+// the files backend keeps.
 func (x *Index) Archived(ctx context.Context, key routing.Key) ([]sessions.Archived, error) {
 	k, err := x.keyString(key)
 	if err != nil {
@@ -182,7 +195,7 @@ func (x *Index) Archived(ctx context.Context, key routing.Key) ([]sessions.Archi
 	}
 	rows, err := x.db.pool.Query(ctx, `SELECT session_id, reason, archived_at, title, session_started_at, updated_at,
 		message_count, total_tokens, deleted FROM archived WHERE agent_id = $1 AND session_key = $2
-		ORDER BY archived_at DESC, id DESC`, x.agentID, k)
+		ORDER BY archived_at DESC, id DESC LIMIT $3`, x.agentID, k, sessions.MaxArchivedPerKey)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: archived: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,14 +31,14 @@ func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 	var e sessions.Entry
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
 		if !ok {
-			e = newEntry(k, key, sessions.Origin{At: now}, now)
+			e = sessions.NewEntry(key, sessions.Origin{At: now}, now)
 			e.ModelOverride = o.Model
 			return x.insert(ctx, tx, &e)
 		}
 		if err := x.archive(ctx, tx, k, cur, reason, false, now); err != nil {
 			return false, err
 		}
-		e = rolledOver(cur, o.Manual, o.Model, now)
+		e = sessions.RolledOver(cur, o.Manual, o.Model, now)
 		return true, x.update(ctx, tx, &e)
 	})
 	if err != nil {
@@ -108,6 +109,9 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w", err)
 	}
+	if !isSessionID(sessionID) {
+		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w: %s has no archived session %q", sessions.ErrNotFound, k, clip(sessionID))
+	}
 	now := x.db.clock()
 	var e sessions.Entry
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
@@ -119,9 +123,13 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			rec   sessions.Archived
 			recID int64
 		)
+		// Only the sessions Archived lists (the newest MaxArchivedPerKey)
+		// can be switched to, as in the files backend, which forgets older ones.
 		err := tx.QueryRow(ctx, `SELECT id, title, message_count, total_tokens FROM archived
-			WHERE agent_id = $1 AND session_key = $2 AND session_id = $3 ORDER BY id DESC LIMIT 1 FOR UPDATE`,
-			x.agentID, k, sessionID).Scan(&recID, &rec.Title, &rec.MessageCount, &rec.TotalTokens)
+			WHERE session_id = $3 AND id IN (SELECT id FROM archived WHERE agent_id = $1 AND session_key = $2
+				ORDER BY archived_at DESC, id DESC LIMIT $4)
+			ORDER BY id DESC LIMIT 1 FOR UPDATE`,
+			x.agentID, k, sessionID, sessions.MaxArchivedPerKey).Scan(&recID, &rec.Title, &rec.MessageCount, &rec.TotalTokens)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, fmt.Errorf("%w: %s has no archived session %s", sessions.ErrNotFound, k, sessionID)
 		}
@@ -129,9 +137,9 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			return false, err
 		}
 		if ok {
-			e = rolledOver(cur, true, "", now)
+			e = sessions.RolledOver(cur, true, "", now)
 		} else {
-			e = newEntry(k, key, sessions.Origin{At: now}, now)
+			e = sessions.NewEntry(key, sessions.Origin{At: now}, now)
 		}
 		e.SessionID, e.Title, e.MessageCount, e.TotalTokens = sessionID, rec.Title, rec.MessageCount, rec.TotalTokens
 		if ok {
@@ -178,4 +186,12 @@ func (x *Index) AddCounters(ctx context.Context, key routing.Key, c sessions.Cou
 		return fmt.Errorf("pgstore: add counters: %w: %s", sessions.ErrNotFound, k)
 	}
 	return nil
+}
+
+// clip shortens an id from a chat for an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return strings.ToValidUTF8(s[:40], "") + "…"
+	}
+	return s
 }

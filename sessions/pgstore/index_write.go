@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/routing"
@@ -39,6 +38,7 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		o.At = now
 	}
 	o.At = o.At.UTC().Truncate(time.Microsecond)
+	o = o.Clean() // touchSQL takes its fields as they are
 	cfg := x.resetConfig()
 
 	// Fast path: a fresh session is touched by one conditional UPDATE. It
@@ -66,12 +66,12 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
 		info = sessions.BeginInfo{}
 		if !ok {
-			e = newEntry(k, key, o, now)
+			e = sessions.NewEntry(key, o, now)
 			info.Created = true
 			return x.insert(ctx, tx, &e)
 		}
-		stale, reason := sessions.Evaluate(cfg, key, cur, now)
-		if !stale { // another caller got here first
+		expired, reason := sessions.Expiry(cfg, key, cur, now)
+		if expired.IsZero() { // another caller got here first
 			var err error
 			e, _, err = x.touch(ctx, tx, k, cur.SessionID, o, now)
 			return true, err
@@ -79,10 +79,10 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		if err := x.archive(ctx, tx, k, cur, reason, false, now); err != nil {
 			return false, err
 		}
-		e = rolledOver(cur, false, "", now)
+		e = sessions.RolledOver(cur, false, "", now)
 		e.LastInteractionAt = o.At
-		applyOrigin(&e, o)
-		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID}
+		sessions.ApplyOrigin(&e, o)
+		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		return true, x.update(ctx, tx, &e)
 	})
 	if err != nil {
@@ -92,7 +92,7 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 }
 
 // touchSQL records an inbound message on a fresh session in one statement:
-// applyOrigin's rules written in SQL, so concurrent touches never lose one
+// sessions.ApplyOrigin's rules written in SQL, so concurrent touches never lose one
 // another's fields. $4 is NULL for internal work (lastInteractionAt stays).
 const touchSQL = `UPDATE entries SET
 	last_interaction_at = GREATEST(last_interaction_at, $4::timestamptz),
@@ -179,70 +179,4 @@ func (x *Index) archive(ctx context.Context, tx pgx.Tx, k string, e sessions.Ent
 		x.db.afterArchive(ctx, tx)
 	}
 	return nil
-}
-
-// newEntry and rolledOver mirror the files backend's (sessions/store_ops.go)
-// until the storage seam moves them into sessions for both backends.
-func newEntry(k string, key routing.Key, o sessions.Origin, now time.Time) sessions.Entry {
-	e := sessions.Entry{
-		SessionKey: k, SessionID: uuid.NewString(),
-		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
-	}
-	if key.IsSubagent() {
-		e.SpawnedBy = o.ParentKey
-	}
-	applyOrigin(&e, o)
-	return e
-}
-
-// rolledOver starts a new session for old's key (SPEC §3.6): counters,
-// compactions and the title are cleared; label, display name, lineage and
-// where replies go are kept; model and queue overrides only on a manual reset.
-func rolledOver(old sessions.Entry, manual bool, model string, now time.Time) sessions.Entry {
-	n := sessions.Entry{
-		SessionKey: old.SessionKey, SessionID: uuid.NewString(),
-		CreatedAt: old.CreatedAt, SessionStartedAt: now, LastInteractionAt: now, UpdatedAt: now,
-		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
-		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
-		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
-		Label: old.Label,
-	}
-	if manual {
-		n.ModelOverride = old.ModelOverride
-		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
-	}
-	if model != "" {
-		n.ModelOverride = model
-	}
-	return n
-}
-
-// applyOrigin records where the latest inbound message came from (the
-// same rules as touchSQL, for entries built in Go).
-func applyOrigin(e *sessions.Entry, o sessions.Origin) {
-	if o.Channel != "" {
-		e.LastChannel, e.LastThreadID = o.Channel, o.ThreadID
-		if e.Channel == "" {
-			e.Channel = o.Channel
-		}
-	}
-	if o.ChatType != "" && e.ChatType == "" {
-		e.ChatType = o.ChatType
-	}
-	for _, f := range []struct {
-		dst *string
-		v   string
-	}{
-		{&e.LastTo, o.To}, {&e.LastAccountID, o.AccountID}, {&e.LastFrom, o.From}, {&e.DisplayName, o.Name},
-	} {
-		if f.v != "" {
-			*f.dst = f.v
-		}
-	}
-	if o.ParentKey != "" && e.ParentSessionKey == "" {
-		e.ParentSessionKey = o.ParentKey
-	}
-	if e.Title == "" {
-		e.Title = sessions.MakeTitle(o.Title)
-	}
 }

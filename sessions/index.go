@@ -1,0 +1,205 @@
+package sessions
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/gateway/gateway/routing"
+)
+
+// Index is one agent's session index: each session key's current Entry,
+// and the sessions of a key that were reset, deleted or switched away from
+// (SPEC §3.2, §3.3, §3.6). It is the storage seam of the index (SPEC
+// §3.8): the files backend (*Store, sessions.json) and the PostgreSQL
+// backend (pgstore.Store) implement it, and package sessionstest holds the
+// conformance suite both pass. An Index is safe for concurrent use.
+//
+// Begin, Reset, Patch, Delete and Switch are durable when they return.
+// AddCounters is routine: its effect is visible to readers at once and
+// durable after the next Flush (a backend may write it at once, and then
+// Flush has nothing to do). Methods name their key's agent; a key of
+// another agent is an error. ErrNotFound (with errors.Is) means the key or
+// session id is unknown.
+type Index interface {
+	// AgentID is the agent whose sessions the index holds.
+	AgentID() string
+
+	// Get returns the entry of key; false when key has no session.
+	Get(key routing.Key) (Entry, bool, error)
+	// GetByID returns the current entry whose session id is id.
+	GetByID(id string) (Entry, bool, error)
+	// List returns every entry, most recently updated first, ties by key.
+	List() ([]Entry, error)
+	// Recent returns the n most recently updated entries in List's order.
+	Recent(n int) ([]Entry, error)
+	// Archived returns the sessions of key that were reset, deleted or
+	// switched away from, newest first, at most MaxArchivedPerKey.
+	Archived(key routing.Key) ([]Archived, error)
+
+	// Begin returns the session an inbound message belongs to: created on
+	// the first message, rolled over (the old one archived, the reason in
+	// BeginInfo) when the reset policy says it is stale, else touched
+	// (lastInteractionAt moves unless o.Internal; the origin is recorded).
+	// Callers beginning the same key at once get the same session.
+	Begin(ctx context.Context, key routing.Key, o Origin) (Entry, BeginInfo, error)
+	// Reset archives key's session and starts a new one (RolledOver); a
+	// key without a session gets a new one.
+	Reset(ctx context.Context, key routing.Key, o ResetOptions) (Entry, error)
+	// Patch changes key's entry with fn, which gets a copy, must be quick
+	// and must not call the index. The key and session id cannot change;
+	// updatedAt moves, lastInteractionAt does not.
+	Patch(ctx context.Context, key routing.Key, fn func(*Entry) error) (Entry, error)
+	// Delete archives key's session (reason "deleted") and removes the
+	// entry; Switch can bring it back.
+	Delete(ctx context.Context, key routing.Key) error
+	// Switch makes the archived session sessionID of key current again,
+	// archiving the current one (reason "switch") in its place.
+	Switch(ctx context.Context, key routing.Key, sessionID string) (Entry, error)
+
+	// AddCounters adds usage to key's current session without moving
+	// lastInteractionAt. It never fails the caller: a key without a
+	// session, or a store that cannot be written, is logged and skipped.
+	AddCounters(key routing.Key, c Counters)
+	// Flush makes the routine updates made so far durable.
+	Flush(ctx context.Context) error
+}
+
+var _ Index = (*Store)(nil)
+
+// The rules below build and update entries. Every backend of Index uses
+// them, so a session created, rolled over or touched looks the same in
+// sessions.json and in a database row (SPEC §3.2, §3.6).
+
+// NewEntry is the entry of key's first session, created for the inbound
+// message o at now: a fresh session id, the three clocks at now (the idle
+// clock at o.At), the origin recorded and, for a subagent key, the parent
+// that spawned it.
+func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
+	o = o.Clean()
+	e := Entry{
+		SessionKey: key.String(), SessionID: uuid.NewString(),
+		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
+	}
+	if key.IsSubagent() {
+		e.SpawnedBy = o.ParentKey
+	}
+	ApplyOrigin(&e, o)
+	return e
+}
+
+// RolledOver is the entry that replaces old when its key starts a new
+// session at now (SPEC §3.6): a fresh session id; counters, compactions and
+// the title cleared; label, display name, lineage and where replies go
+// kept; model and queue overrides kept only on a manual reset (/new,
+// /reset, a switch). A model, when given, becomes the model override.
+func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
+	n := Entry{
+		SessionKey: old.SessionKey, SessionID: uuid.NewString(),
+		CreatedAt: old.CreatedAt, SessionStartedAt: now, LastInteractionAt: now, UpdatedAt: now,
+		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
+		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
+		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
+		Label: old.Label,
+	}
+	if manual {
+		n.ModelOverride = old.ModelOverride
+		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
+	}
+	if model != "" {
+		n.ModelOverride = model
+	}
+	return n
+}
+
+// ApplyOrigin records in e where the latest inbound message came from:
+// the last channel, thread, chat, account, sender and display name follow
+// the message; the first channel and chat type, the parent key and the
+// title (from the first message) are set once. Empty fields of o leave e
+// as it is. The clocks are the caller's.
+func ApplyOrigin(e *Entry, o Origin) {
+	o = o.Clean()
+	if o.Channel != "" {
+		e.LastChannel = o.Channel
+		e.LastThreadID = o.ThreadID
+		if e.Channel == "" {
+			e.Channel = o.Channel
+		}
+	}
+	if o.ChatType != "" && e.ChatType == "" {
+		e.ChatType = o.ChatType
+	}
+	if o.To != "" {
+		e.LastTo = o.To
+	}
+	if o.AccountID != "" {
+		e.LastAccountID = o.AccountID
+	}
+	if o.From != "" {
+		e.LastFrom = o.From
+	}
+	if o.Name != "" {
+		e.DisplayName = o.Name
+	}
+	if o.ParentKey != "" && e.ParentSessionKey == "" {
+		e.ParentSessionKey = o.ParentKey
+	}
+	if e.Title == "" {
+		e.Title = MakeTitle(o.Title)
+	}
+}
+
+// Clean returns o with its text made storable by every backend: invalid
+// UTF-8 becomes U+FFFD (as sessions.json's JSON encoding writes it) and NUL
+// bytes, which PostgreSQL text cannot hold, are dropped. A display name
+// from a chat is data, never a reason to fail a message.
+func (o Origin) Clean() Origin {
+	for _, f := range []*string{&o.Channel, &o.ChatType, &o.AccountID, &o.To, &o.ThreadID, &o.From, &o.Name, &o.Title, &o.ParentKey} {
+		*f = cleanText(*f)
+	}
+	return o
+}
+
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// TitleRunes is how many characters of the first message become the title.
+const TitleRunes = 30
+
+// MakeTitle turns a first message into a session title: whitespace runs
+// become one space, and the first 30 characters are kept.
+func MakeTitle(text string) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range strings.TrimSpace(text) {
+		if n >= TitleRunes {
+			break
+		}
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if space && n > 0 {
+			b.WriteByte(' ')
+			n++
+			if n >= TitleRunes {
+				break
+			}
+		}
+		space = false
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,124 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// CallTimeout bounds each statement of the Store methods whose signature
+// (the files backend's, kept by sessions.Index) carries no context: reads
+// and AddCounters. A server that does not answer fails them instead of
+// blocking a turn forever.
+const CallTimeout = 30 * time.Second
+
+// Store is an agent's Index seen through sessions.Index, the seam the
+// daemon's consumers use: the methods of sessions.Store with their
+// signatures. The methods that take a context pass it on; the others run
+// under CallTimeout. Every write is durable when it returns, so Flush has
+// nothing to do. A Store is safe for concurrent use.
+type Store struct {
+	x   *Index
+	log *zap.Logger
+}
+
+var _ sessions.Index = (*Store)(nil)
+
+// Store returns agentID's session index as a sessions.Index; reset is as
+// for DB.Index.
+func (db *DB) Store(agentID string, reset func() sessions.ResetConfig) *Store {
+	return &Store{x: db.Index(agentID, reset), log: db.log.With(zap.String("agent_id", agentID))}
+}
+
+// Index is the Index behind s, whose methods all take a context.
+func (s *Store) Index() *Index { return s.x }
+
+// AgentID is the agent whose sessions s holds.
+func (s *Store) AgentID() string { return s.x.AgentID() }
+
+func call() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), CallTimeout)
+}
+
+// Get returns the entry for key.
+func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
+	ctx, cancel := call()
+	defer cancel()
+	return s.x.Get(ctx, key)
+}
+
+// GetByID returns the current entry whose session id is id.
+func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
+	ctx, cancel := call()
+	defer cancel()
+	return s.x.GetByID(ctx, id)
+}
+
+// List returns every entry, most recently updated first (ties by key).
+func (s *Store) List() ([]sessions.Entry, error) {
+	ctx, cancel := call()
+	defer cancel()
+	return s.x.List(ctx)
+}
+
+// Recent returns the n most recently updated entries, in List's order.
+func (s *Store) Recent(n int) ([]sessions.Entry, error) {
+	ctx, cancel := call()
+	defer cancel()
+	return s.x.Recent(ctx, n)
+}
+
+// Archived returns the sessions of key that were reset, deleted or
+// switched away from, newest first.
+func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
+	ctx, cancel := call()
+	defer cancel()
+	return s.x.Archived(ctx, key)
+}
+
+// Begin is Index.Begin.
+func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
+	return s.x.Begin(ctx, key, o)
+}
+
+// Reset is Index.Reset.
+func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
+	return s.x.Reset(ctx, key, o)
+}
+
+// Patch is Index.Patch.
+func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error) {
+	return s.x.Patch(ctx, key, fn)
+}
+
+// Delete is Index.Delete.
+func (s *Store) Delete(ctx context.Context, key routing.Key) error { return s.x.Delete(ctx, key) }
+
+// Switch is Index.Switch.
+func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
+	return s.x.Switch(ctx, key, sessionID)
+}
+
+// AddCounters adds usage to key's current session at once (one atomic
+// UPDATE). Failures are logged, as the files backend logs counters it
+// drops: usage is bookkeeping, never a reason to fail a turn.
+func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
+	ctx, cancel := call()
+	defer cancel()
+	err := s.x.AddCounters(ctx, key, c)
+	switch {
+	case err == nil:
+	case errors.Is(err, sessions.ErrNotFound):
+		s.log.Debug("counters for an unknown session dropped", zap.String("session_key", key.String()))
+	default:
+		s.log.Warn("counters dropped", zap.String("session_key", key.String()), zap.Error(err))
+	}
+}
+
+// Flush returns nil at once: every write of a Store is durable already.
+func (s *Store) Flush(context.Context) error { return nil }
