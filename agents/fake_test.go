@@ -107,7 +107,8 @@ func (m *memStore) Delete(_ context.Context, key routing.Key) error {
 	return nil
 }
 
-func (m *memStore) transcript(id string) (transcript, error) {
+func (m *memStore) transcript(e sessions.Entry) (transcript, error) {
+	id := e.SessionID
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.transcripts[id]

@@ -221,7 +221,7 @@ func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
 	if err != nil {
 		return nil, userErr("The model "+name+" is not configured. Use /new provider/model to pick another.", err)
 	}
-	tr, err := st.transcript(e.SessionID)
+	tr, err := st.transcript(e)
 	if err != nil {
 		return nil, fmt.Errorf("agents: open transcript %s: %w", e.SessionID, err)
 	}

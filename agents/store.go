@@ -16,7 +16,8 @@ type store interface {
 	Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error)
 	AddCounters(key routing.Key, c sessions.Counters)
 	Delete(ctx context.Context, key routing.Key) error
-	transcript(sessionID string) (transcript, error)
+	// transcript opens the transcript of the session e describes.
+	transcript(e sessions.Entry) (transcript, error)
 }
 
 // transcript is the part of *sessions.Transcript the runner uses.
@@ -30,7 +31,7 @@ type transcript interface {
 
 type sessionStore struct{ *sessions.Store }
 
-func (s sessionStore) transcript(id string) (transcript, error) { return s.Transcript(id) }
+func (s sessionStore) transcript(e sessions.Entry) (transcript, error) { return s.TranscriptOf(e) }
 
 func managerStores(m *sessions.Manager) func(string) (store, error) {
 	return func(agentID string) (store, error) {

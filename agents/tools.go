@@ -205,7 +205,7 @@ func (r *Runner) historyTool() tool {
 			if !ok || !visible(s.key, e) {
 				return nil, toolErrorf("session not found")
 			}
-			tr, err := st.transcript(e.SessionID)
+			tr, err := st.transcript(e)
 			if err != nil {
 				return nil, err
 			}

@@ -168,7 +168,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, err := st.Transcript(e.SessionID)
+	t, err := st.TranscriptOf(e)
 	if err != nil {
 		s.log.Error("open transcript failed", zap.String("session_id", e.SessionID), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "transcript unavailable")

@@ -99,7 +99,7 @@ func listSessions(cur sessions.Entry, hasCur bool, archived []sessions.Archived)
 }
 
 func (d *Dispatcher) history(ctx context.Context, store *sessions.Store, e sessions.Entry, n int) string {
-	t, err := store.Transcript(e.SessionID)
+	t, err := store.TranscriptOf(e)
 	if err != nil {
 		return "Sorry, the transcript is unavailable."
 	}

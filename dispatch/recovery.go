@@ -39,7 +39,7 @@ func (d *Dispatcher) recover(ctx context.Context, store *sessions.Store, ws []*w
 	if err != nil || !ok || e.SessionID == "" {
 		return ws
 	}
-	tr, err := store.Transcript(e.SessionID)
+	tr, err := store.TranscriptOf(e)
 	if err != nil {
 		return ws
 	}

@@ -58,7 +58,7 @@ func (d *Dispatcher) parentContext(ctx context.Context, store *sessions.Store, w
 	if err != nil || !ok {
 		return sessions.Message{}, false
 	}
-	tr, err := store.Transcript(e.SessionID)
+	tr, err := store.TranscriptOf(e)
 	var c sessions.Context
 	if err == nil {
 		c, err = tr.Context(ctx)

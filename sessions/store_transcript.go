@@ -53,6 +53,25 @@ func (c *transcriptCache) drop(id string) {
 	}
 }
 
+// TranscriptOf is Transcript for a session whose index entry the caller
+// holds: the header's key and the compaction hint come from e, so opening
+// costs nothing that grows with the index (Transcript(id) finds them by
+// scanning every entry).
+func (s *Store) TranscriptOf(e Entry) (*Transcript, error) {
+	path, err := transcriptPath(s.dir, e.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.tcache.get(e.SessionID, func() (*Transcript, error) {
+		hdr := Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
+		var opts []transcriptOption
+		if e.CompactionOffset > 0 {
+			opts = append(opts, withCompactionHint(e.CompactionOffset))
+		}
+		return openTranscript(path, e.SessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+	})
+}
+
 // Transcript returns the transcript of session id (of this agent): the file
 // <dir>/<sessionID>.jsonl, written under the flock on <file>.lock. sessionID
 // must be a canonical UUID. Values are cached and shared; an archived
