@@ -82,7 +82,8 @@ func leadingSpace(s string) int { return len(s) - len(strings.TrimLeftFunc(s, un
 func roomyFences(text string, limit int) bool {
 	for _, l := range strings.Split(text, "\n") {
 		if strings.Contains(l, "```") || strings.Contains(l, "~~~") {
-			if 2*UTF16Len(strings.TrimSpace(l))+6 > max(limit, MinSplitLimit) {
+			// Indentation counts: the first line of a part keeps it.
+			if 2*UTF16Len(strings.TrimRightFunc(l, unicode.IsSpace))+6 > max(limit, MinSplitLimit) {
 				return false
 			}
 		}
