@@ -149,6 +149,17 @@ func (c *cutter) cut() (part, int, fenceState) {
 			}
 		}
 	}
+	// A long fence marker needs more room for the closing line than the
+	// candidates step back: try the cut that leaves exactly that room.
+	s := c.start
+	s.scan(c.rest[:strings.LastIndexByte(c.rest[:end], '\n')+1])
+	if s.marker != "" {
+		if room := c.room - 1 - len(s.marker); room > 0 {
+			if p, next, after, ok := c.try(utf16Prefix(c.rest, room), false); ok {
+				return p, next, after
+			}
+		}
+	}
 	return c.hard(end)
 }
 
