@@ -120,7 +120,7 @@ func FuzzFormatAndSplit(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, md string, limit int) {
 		if !utf8.ValidString(md) || limit < 16 || limit > 5000 {
-			t.Skip()
+			return // outside the contract: nothing to check
 		}
 		if _, err := telegramtest.ParseHTML(telegram.FormatHTML(md)); err != nil {
 			t.Fatalf("FormatHTML(%q) invalid: %v", md, err)
