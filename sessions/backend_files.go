@@ -1,0 +1,83 @@
+package sessions
+
+import (
+	"context"
+	"time"
+)
+
+// Backend returns m as the storage seam's files backend.
+func (m *Manager) Backend() Backend { return filesBackend{m} }
+
+// filesBackend is the files implementation of Backend: the Manager's
+// stores, journal and room history under the state dir.
+type filesBackend struct{ m *Manager }
+
+// filesStore adapts *Store to AgentStore (its transcripts are *Transcript).
+type filesStore struct{ *Store }
+
+func (s filesStore) TranscriptOf(e Entry) (TranscriptLog, error) {
+	t, err := s.Store.TranscriptOf(e)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (s filesStore) Transcript(sessionID string) (TranscriptLog, error) {
+	t, err := s.Store.Transcript(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// FilesStore returns the files store behind an AgentStore of the files
+// backend (nil for another backend): the doctor and tests reach file paths
+// through it.
+func FilesStore(s AgentStore) *Store {
+	if fs, ok := s.(filesStore); ok {
+		return fs.Store
+	}
+	return nil
+}
+
+// FilesManager returns the Manager behind the files backend (nil for
+// another backend).
+func FilesManager(b Backend) *Manager {
+	if fb, ok := b.(filesBackend); ok {
+		return fb.m
+	}
+	return nil
+}
+
+func (b filesBackend) Kind() string { return "files" }
+
+func (b filesBackend) Store(agentID string) (AgentStore, error) {
+	st, err := b.m.Store(agentID)
+	if err != nil {
+		return nil, err
+	}
+	return filesStore{st}, nil
+}
+
+func (b filesBackend) Agents() ([]string, error)          { return b.m.Agents() }
+func (b filesBackend) Journal() Delivery                  { return b.m.Journal() }
+func (b filesBackend) History() RoomLog                   { return b.m.History() }
+func (b filesBackend) SetReset(c ResetConfig)             { b.m.SetReset(c) }
+func (b filesBackend) ResetConfig() ResetConfig           { return b.m.ResetConfig() }
+func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMaintenance(c) }
+func (b filesBackend) Flush(ctx context.Context) error    { return b.m.Flush(ctx) }
+func (b filesBackend) Close() error                       { return b.m.Close() }
+
+// Status probes the state dir: the journal must be writable.
+func (b filesBackend) Status(context.Context) BackendStatus {
+	start := time.Now()
+	st := BackendStatus{Kind: "files", Location: b.m.StateDir()}
+	if err := b.m.Journal().Health(); err != nil {
+		st.Err = err.Error()
+	}
+	st.Latency = time.Since(start)
+	return st
+}
+
+var _ AgentStore = filesStore{}

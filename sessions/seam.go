@@ -1,0 +1,185 @@
+package sessions
+
+import (
+	"context"
+	"time"
+)
+
+// The storage seam (SPEC §3.8, issue 12): dispatch, agents, api and the
+// CLI reach durable state only through the interfaces below. Two backends
+// implement them: files (Manager.Backend: sessions.json, JSONL transcripts,
+// the ingress journal and room history logs under the state dir — the
+// default) and postgres (package sessions/pgstore). Package sessionstest
+// holds the conformance suites both pass.
+
+// Backend is the daemon's durable state. It is safe for concurrent use.
+type Backend interface {
+	// Kind names the backend: "files" or "postgres".
+	Kind() string
+	// Store returns agentID's sessions (index and transcripts).
+	Store(agentID string) (AgentStore, error)
+	// Agents lists the agents that have stored sessions, sorted.
+	Agents() ([]string, error)
+	// Journal is the ingress journal, the reply outbox and the drafts.
+	Journal() Delivery
+	// History is the room history of group rooms.
+	History() RoomLog
+
+	// SetReset and SetMaintenance apply a reloaded configuration.
+	SetReset(ResetConfig)
+	ResetConfig() ResetConfig
+	SetMaintenance(Maintenance) error
+
+	// Flush makes routine updates (counters) durable.
+	Flush(ctx context.Context) error
+	// Status reports the backend for the doctor and /healthz: kind,
+	// location, schema version, whether it answers.
+	Status(ctx context.Context) BackendStatus
+	// Close flushes and releases everything.
+	Close() error
+}
+
+// BackendStatus is what Backend.Status reports.
+type BackendStatus struct {
+	Kind string `json:"kind"`
+	// Location is where the state is: the state dir, or the database's
+	// host/port/name (never a password).
+	Location string `json:"location"`
+	// SchemaVersion is the applied migration version (0 for files).
+	SchemaVersion int64 `json:"schemaVersion,omitempty"`
+	// Err is why the backend does not answer ("" when it does).
+	Err string `json:"error,omitempty"`
+	// Latency is how long the probe took.
+	Latency time.Duration `json:"latencyNs,omitempty"`
+}
+
+// AgentStore is one agent's sessions: the index and the transcripts.
+type AgentStore interface {
+	Index
+	// TranscriptOf opens the transcript of the session e describes (the
+	// caller holds its entry, so opening costs nothing that grows with the
+	// index).
+	TranscriptOf(e Entry) (TranscriptLog, error)
+	// Transcript opens the transcript of session id, current or archived.
+	Transcript(sessionID string) (TranscriptLog, error)
+}
+
+// TranscriptLog is one session's append-only transcript (SPEC §3.4): pi
+// messages chained by parent ids, compactions replacing what precedes their
+// first kept entry. Appends are durable when they return (AppendLazy: once
+// the process may die, see Transcript.AppendLazy).
+type TranscriptLog interface {
+	Append(ctx context.Context, msgs ...Message) ([]string, error)
+	AppendLazy(ctx context.Context, msgs ...Message) ([]string, error)
+	AppendCompaction(ctx context.Context, c Compaction) (string, error)
+	// Context rebuilds what the model is sent: the latest compaction's
+	// summary and the messages after it.
+	Context(ctx context.Context) (Context, error)
+	// History is every message of the chain, compactions ignored.
+	History(ctx context.Context) ([]Message, error)
+	// Records reports what the transcript holds of some journal records
+	// (recovery, SPEC §3.7).
+	Records(ctx context.Context, ids []string) (RecordsState, error)
+	// Stats is the number of message entries and a backend-specific
+	// position of the latest compaction (0 if none).
+	Stats(ctx context.Context) (messages int, lastCompaction int64, err error)
+}
+
+// Delivery is the ingress journal and the reply outbox (SPEC §3.7): every
+// accepted message is recorded before it is acknowledged and gets exactly
+// one outcome; every reply is stored before it is sent and sent until
+// delivered. Drafts are best-effort progress messages to clean up after a
+// crash.
+type Delivery interface {
+	Accept(ctx context.Context, rec Record) (dup bool, err error)
+	Start(ids ...string) error
+	Fail(ids ...string) error
+	Abort(ids ...string) error
+	Done(ids ...string) error
+	Ready(r Reply) error
+	Sent(id string, n int) error
+	Pending() ([]Record, error)
+	Replies() ([]Reply, error)
+
+	Draft(d Draft) error
+	DraftDone(id string) error
+	Drafts() ([]Draft, error)
+	DraftLive(id string) bool
+
+	// Health is nil while records can be written.
+	Health() error
+	Stats() JournalStats
+}
+
+// RoomLog is the room history of group rooms, keyed by the room's session
+// key (see RoomHistory).
+type RoomLog interface {
+	Append(ctx context.Context, room string, e HistoryEntry, lim HistoryLimits) (dup bool, err error)
+	Add(ctx context.Context, room string, e HistoryEntry, lim HistoryLimits) (dup bool, wait func() error, err error)
+	Take(room string, upTo uint64, lim HistoryLimits) ([]HistoryEntry, error)
+	Cut(room string, upTo uint64) error
+	Clear(room string) error
+	ClearBefore(room string, t time.Time) error
+	Len(room string) int
+	Seq() uint64
+	Stats() HistoryStats
+}
+
+// PairingState stores the pairing data of each channel (pending requests
+// and approved senders); package access owns the rules (codes, expiry,
+// caps) and calls it.
+type PairingState interface {
+	// LoadPairing returns channel's data (empty when none is stored).
+	LoadPairing(ctx context.Context, channel string) (PairingData, error)
+	// UpdatePairing runs fn on channel's data, serialised with every other
+	// update of channel (across processes), and stores the result when fn
+	// reports a change.
+	UpdatePairing(ctx context.Context, channel string, fn func(*PairingData) (changed bool, err error)) error
+	// PairingChannels lists the channels with stored data, sorted.
+	PairingChannels(ctx context.Context) ([]string, error)
+}
+
+// PairingData is one channel's pairing state.
+type PairingData struct {
+	Pending []PairingRequest  `json:"pending"`
+	Allowed []PairingApproval `json:"allowed"`
+}
+
+// PairingRequest is a pending pairing request: an unknown DM sender and
+// the code it was given.
+type PairingRequest struct {
+	Channel    string    `json:"channel"`
+	AccountID  string    `json:"accountId"`
+	Code       string    `json:"code"`
+	SenderID   string    `json:"senderId"`
+	SenderName string    `json:"senderName,omitempty"`
+	ChatID     string    `json:"chatId,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// PairingApproval is a sender admitted by an operator.
+type PairingApproval struct {
+	Channel    string    `json:"channel"`
+	AccountID  string    `json:"accountId"`
+	SenderID   string    `json:"senderId"`
+	SenderName string    `json:"senderName,omitempty"`
+	Code       string    `json:"code,omitempty"`
+	ApprovedAt time.Time `json:"approvedAt"`
+}
+
+// Cursors holds small named values per scope (a channel account): the
+// Telegram polling offset, chat migrations. Set is durable when it returns.
+type Cursors interface {
+	// Cursor returns scope's value of name; false when unset.
+	Cursor(ctx context.Context, scope, name string) (string, bool, error)
+	// CursorsOf returns every name → value of scope.
+	CursorsOf(ctx context.Context, scope string) (map[string]string, error)
+	SetCursor(ctx context.Context, scope, name, value string) error
+}
+
+var (
+	_ Delivery      = (*Journal)(nil)
+	_ RoomLog       = (*RoomHistory)(nil)
+	_ TranscriptLog = (*Transcript)(nil)
+)
