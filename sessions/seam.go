@@ -24,6 +24,11 @@ type Backend interface {
 	Journal() Delivery
 	// History is the room history of group rooms.
 	History() RoomLog
+	// Pairing is the pairing state of every channel (package access
+	// keeps the rules).
+	Pairing() PairingState
+	// Cursors holds channel cursors such as the Telegram offset.
+	Cursors() Cursors
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)
@@ -127,13 +132,19 @@ type RoomLog interface {
 
 // PairingState stores the pairing data of each channel (pending requests
 // and approved senders); package access owns the rules (codes, expiry,
-// caps) and calls it.
+// caps) and calls it. A channel must pass CheckPairingChannel and the data
+// stored CheckPairingData (every entry of the channel, no NUL): anything
+// else is refused with an error naming it. Times are kept to the
+// microsecond at least. Implementations are safe for concurrent use by
+// goroutines and processes (PairingFiles, pgstore.DB.Pairing).
 type PairingState interface {
-	// LoadPairing returns channel's data (empty when none is stored).
+	// LoadPairing returns channel's data (empty when none is stored); the
+	// caller owns the slices.
 	LoadPairing(ctx context.Context, channel string) (PairingData, error)
 	// UpdatePairing runs fn on channel's data, serialised with every other
 	// update of channel (across processes), and stores the result when fn
-	// reports a change.
+	// reports a change. fn's error is returned as it is and stores
+	// nothing; fn must be quick and must not call the PairingState.
 	UpdatePairing(ctx context.Context, channel string, fn func(*PairingData) (changed bool, err error)) error
 	// PairingChannels lists the channels with stored data, sorted.
 	PairingChannels(ctx context.Context) ([]string, error)
@@ -169,7 +180,11 @@ type PairingApproval struct {
 }
 
 // Cursors holds small named values per scope (a channel account): the
-// Telegram polling offset, chat migrations. Set is durable when it returns.
+// Telegram polling offset, chat migrations. SetCursor is durable when it
+// returns; the last writer of a name wins. Scopes, names and values must
+// pass CheckCursor (no NUL, bounded lengths): anything else is refused with
+// an error naming it. Implementations are safe for concurrent use by
+// goroutines and processes (CursorFiles, pgstore.DB.Cursors).
 type Cursors interface {
 	// Cursor returns scope's value of name; false when unset.
 	Cursor(ctx context.Context, scope, name string) (string, bool, error)
