@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"time"
+
+	"github.com/gateway/gateway/internal/pairstate"
 )
 
 // The storage seam (SPEC §3.8, issue 12): dispatch, agents, api and the
@@ -132,52 +134,24 @@ type RoomLog interface {
 
 // PairingState stores the pairing data of each channel (pending requests
 // and approved senders); package access owns the rules (codes, expiry,
-// caps) and calls it. A channel must pass CheckPairingChannel and the data
-// stored CheckPairingData (every entry of the channel, no NUL): anything
-// else is refused with an error naming it. Times are kept to the
-// microsecond at least. Implementations are safe for concurrent use by
-// goroutines and processes (PairingFiles, pgstore.DB.Pairing).
-type PairingState interface {
-	// LoadPairing returns channel's data (empty when none is stored); the
-	// caller owns the slices.
-	LoadPairing(ctx context.Context, channel string) (PairingData, error)
-	// UpdatePairing runs fn on channel's data, serialised with every other
-	// update of channel (across processes), and stores the result when fn
-	// reports a change. fn's error is returned as it is and stores
-	// nothing; fn must be quick and must not call the PairingState.
-	UpdatePairing(ctx context.Context, channel string, fn func(*PairingData) (changed bool, err error)) error
-	// PairingChannels lists the channels with stored data, sorted.
-	PairingChannels(ctx context.Context) ([]string, error)
-}
+// caps) and calls it. The interface and its data types are declared in
+// internal/pairstate, below both sessions and access: channel adapters
+// import access and must not reach sessions (SPEC §1). A channel must pass
+// CheckPairingChannel and the data stored CheckPairingData; anything else
+// is refused with an error naming it. Implementations (PairingFiles,
+// pgstore.DB.Pairing) are safe for concurrent use by goroutines and
+// processes; UpdatePairing serialises the updates of one channel.
+type PairingState = pairstate.State
 
 // PairingData is one channel's pairing state.
-type PairingData struct {
-	Pending []PairingRequest  `json:"pending"`
-	Allowed []PairingApproval `json:"allowed"`
-}
+type PairingData = pairstate.Data
 
 // PairingRequest is a pending pairing request: an unknown DM sender and
 // the code it was given.
-type PairingRequest struct {
-	Channel    string    `json:"channel"`
-	AccountID  string    `json:"accountId"`
-	Code       string    `json:"code"`
-	SenderID   string    `json:"senderId"`
-	SenderName string    `json:"senderName,omitempty"`
-	ChatID     string    `json:"chatId,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
+type PairingRequest = pairstate.Request
 
 // PairingApproval is a sender admitted by an operator.
-type PairingApproval struct {
-	Channel    string    `json:"channel"`
-	AccountID  string    `json:"accountId"`
-	SenderID   string    `json:"senderId"`
-	SenderName string    `json:"senderName,omitempty"`
-	Code       string    `json:"code,omitempty"`
-	ApprovedAt time.Time `json:"approvedAt"`
-}
+type PairingApproval = pairstate.Approval
 
 // Cursors holds small named values per scope (a channel account): the
 // Telegram polling offset, chat migrations. SetCursor is durable when it
