@@ -76,7 +76,7 @@ func (d *Daemon) openState(cfg *configs.Config) error {
 		_ = mgr.Close()
 		return fmt.Errorf("gateway: ingress journal: %w", err)
 	}
-	if d.pairing, err = openPairingStore(cfg, d.log.Named("pairing")); err != nil {
+	if d.pairing, err = openPairingStore(mgr.Backend(), cfg, d.log.Named("pairing")); err != nil {
 		_ = mgr.Close()
 		return err
 	}
