@@ -184,3 +184,13 @@ func TestCursorFilesLayout(t *testing.T) {
 		t.Errorf("telegram%%3Abot1.json = %s (%v)", b, err)
 	}
 }
+
+// BenchmarkPairing: go test -run '^$' -bench Pairing ./sessions ./sessions/pgstore
+func BenchmarkPairing(b *testing.B) {
+	m, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), Passive: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	sessionstest.BenchPairing(b, m.Backend().Pairing())
+}

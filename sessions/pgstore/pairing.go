@@ -31,13 +31,7 @@ func (p pairingState) LoadPairing(ctx context.Context, channel string) (sessions
 	if err := sessions.CheckPairingChannel(channel); err != nil {
 		return sessions.PairingData{}, err
 	}
-	var d sessions.PairingData
-	err := pgx.BeginTxFunc(ctx, p.db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error {
-			var err error
-			d, err = loadPairing(ctx, tx, channel)
-			return err
-		})
+	d, err := loadPairing(ctx, p.db.pool, channel)
 	if err != nil {
 		return sessions.PairingData{}, fmt.Errorf("pgstore: load pairing %s: %w", channel, err)
 	}
@@ -57,7 +51,7 @@ func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func
 		}
 		d, err := loadPairing(ctx, tx, channel)
 		if err != nil {
-			return err
+			return fmt.Errorf("load: %w", err)
 		}
 		changed, err := fn(&d)
 		if err != nil {
@@ -95,42 +89,45 @@ func (p pairingState) PairingChannels(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func loadPairing(ctx context.Context, tx pgx.Tx, channel string) (sessions.PairingData, error) {
-	rows, err := tx.Query(ctx, `SELECT account_id, code, sender_id, sender_name, chat_id, created_at, expires_at
-		FROM pairing_requests WHERE channel = $1 ORDER BY pos`, channel)
+// rowsQueryer is a pool or a transaction.
+type rowsQueryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// loadPairingSQL reads both lists of a channel in one statement, so in one
+// snapshot: a concurrent approval (a request moving to the approvals) is
+// seen whole or not at all. kind 0 rows are requests, kind 1 approvals.
+const loadPairingSQL = `SELECT 0 AS kind, pos, account_id, code, sender_id, sender_name, chat_id, created_at, expires_at
+	FROM pairing_requests WHERE channel = $1
+UNION ALL
+SELECT 1, pos, account_id, code, sender_id, sender_name, '', approved_at, approved_at
+	FROM pairing_approvals WHERE channel = $1
+ORDER BY kind, pos`
+
+func loadPairing(ctx context.Context, q rowsQueryer, channel string) (sessions.PairingData, error) {
+	rows, err := q.Query(ctx, loadPairingSQL, channel)
 	if err != nil {
-		return sessions.PairingData{}, fmt.Errorf("requests: %w", err)
+		return sessions.PairingData{}, err
 	}
-	pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.PairingRequest, error) {
-		q := sessions.PairingRequest{Channel: channel}
-		err := r.Scan(&q.AccountID, &q.Code, &q.SenderID, &q.SenderName, &q.ChatID, &q.CreatedAt, &q.ExpiresAt)
-		q.CreatedAt, q.ExpiresAt = q.CreatedAt.UTC(), q.ExpiresAt.UTC()
-		return q, err
+	var (
+		d          sessions.PairingData
+		kind, pos  int32
+		acct, code string
+		sender     string
+		name, chat string
+		t1, t2     time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&kind, &pos, &acct, &code, &sender, &name, &chat, &t1, &t2}, func() error {
+		if kind == 0 {
+			d.Pending = append(d.Pending, sessions.PairingRequest{Channel: channel, AccountID: acct, Code: code,
+				SenderID: sender, SenderName: name, ChatID: chat, CreatedAt: t1.UTC(), ExpiresAt: t2.UTC()})
+		} else {
+			d.Allowed = append(d.Allowed, sessions.PairingApproval{Channel: channel, AccountID: acct, SenderID: sender,
+				SenderName: name, Code: code, ApprovedAt: t1.UTC()})
+		}
+		return nil
 	})
-	if err != nil {
-		return sessions.PairingData{}, fmt.Errorf("requests: %w", err)
-	}
-	rows, err = tx.Query(ctx, `SELECT account_id, sender_id, sender_name, code, approved_at
-		FROM pairing_approvals WHERE channel = $1 ORDER BY pos`, channel)
-	if err != nil {
-		return sessions.PairingData{}, fmt.Errorf("approvals: %w", err)
-	}
-	allowed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sessions.PairingApproval, error) {
-		a := sessions.PairingApproval{Channel: channel}
-		err := r.Scan(&a.AccountID, &a.SenderID, &a.SenderName, &a.Code, &a.ApprovedAt)
-		a.ApprovedAt = a.ApprovedAt.UTC()
-		return a, err
-	})
-	if err != nil {
-		return sessions.PairingData{}, fmt.Errorf("approvals: %w", err)
-	}
-	if len(pending) == 0 {
-		pending = nil
-	}
-	if len(allowed) == 0 {
-		allowed = nil
-	}
-	return sessions.PairingData{Pending: pending, Allowed: allowed}, nil
+	return d, err
 }
 
 // storePairing replaces channel's rows with d, in one round trip.

@@ -68,3 +68,9 @@ func TestCursorsConformance(t *testing.T) {
 		return c
 	})
 }
+
+// BenchmarkPairing is sessionstest.BenchPairing on PostgreSQL (the files
+// figures: BenchmarkPairing in package sessions).
+func BenchmarkPairing(b *testing.B) {
+	sessionstest.BenchPairing(b, openBench(b, 4).Pairing())
+}
