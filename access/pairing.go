@@ -62,10 +62,10 @@ type StoreOptions struct {
 }
 
 // PairingStore keeps the pairing rules (codes, expiry, caps, case
-// sensitivity) over a pairing state (sessions.PairingState, declared in
-// internal/pairstate so that access does not reach sessions), which stores each channel's
-// pending requests and approved senders (files under <stateDir>/pairing,
-// or PostgreSQL). It is safe for concurrent use by goroutines and by
+// sensitivity) over a pairing state, which stores each channel's pending
+// requests and approved senders (files under <stateDir>/pairing, or
+// PostgreSQL). The state is the storage seam's sessions.PairingState,
+// declared in internal/pairstate so that access does not reach sessions. It is safe for concurrent use by goroutines and by
 // processes: every change is one UpdatePairing, serialised by the state.
 type PairingStore struct {
 	state pairstate.State
@@ -93,8 +93,8 @@ func NewPairingStore(state pairstate.State, opts StoreOptions) *PairingStore {
 
 // OpenPairingStore opens (creating with 0700) the pairing directory dir,
 // normally <stateDir>/pairing, as a files pairing state (pairstate.Files,
-// the files backend's sessions.PairingFiles): the convenience of tests and tools that have a
-// directory, not a backend.
+// the files backend's sessions.PairingFiles): the convenience of tests and
+// tools that have a directory, not a backend.
 func OpenPairingStore(dir string, opts StoreOptions) (*PairingStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("access: open pairing store: %w", err)

@@ -18,8 +18,8 @@ import (
 // (duplicates dropped) and claiming work with FOR UPDATE SKIP LOCKED, so
 // several workers or replicas share the queue without taking a row twice.
 // Consuming, replies and recovery come with the seam. Channel cursors (the
-// Telegram offset, which advances only after the journal write) are in
-// cursors.go.
+// Telegram offset, which advances only after the journal write) live here
+// too.
 
 // Record is one accepted inbound message in the journal.
 type Record struct {
