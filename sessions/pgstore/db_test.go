@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pressly/goose/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -112,16 +111,4 @@ func TestOpenUnreachableNamesServerNotPassword(t *testing.T) {
 		strings.Contains(err.Error(), "s3cretpw") {
 		t.Errorf("malformed URL: %v", err)
 	}
-}
-
-// migrationSources are the embedded migrations, oldest first.
-func migrationSources(t *testing.T) []*goose.Source {
-	t.Helper()
-	db, _ := openTest(t)
-	p, done, err := db.provider()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done()
-	return p.ListSources()
 }
