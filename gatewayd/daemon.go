@@ -66,7 +66,7 @@ type Daemon struct {
 	addr    atomic.Pointer[string]
 
 	// Set by Run before any adapter, the API or the watcher starts.
-	mgr      *sessions.Manager
+	backend  sessions.Backend
 	disp     *dispatch.Dispatcher
 	server   *api.Server
 	adapters []channels.Adapter
@@ -145,7 +145,7 @@ func newLogger(c configs.Log) (*zap.Logger, error) {
 // registerJournalMetrics exposes the ingress journal's counters (SPEC §10):
 // lines and fsyncs (per message: divide by gateway_inbound_messages_total),
 // write failures, what waits, and whether its storage takes writes.
-func registerJournalMetrics(reg prometheus.Registerer, j *sessions.Journal) {
+func registerJournalMetrics(reg prometheus.Registerer, j sessions.Delivery) {
 	stat := func(f func(sessions.JournalStats) float64) func() float64 {
 		return func() float64 { return f(j.Stats()) }
 	}

@@ -115,7 +115,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec) {
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
 		return
 	}
-	if err := d.mgr.SetMaintenance(cfg.Session.Maintenance); err != nil {
+	if err := d.backend.SetMaintenance(cfg.Session.Maintenance); err != nil {
 		metric.WithLabelValues("rejected").Inc()
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
 		return

@@ -47,7 +47,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() {
-		if err := d.mgr.Close(); err != nil {
+		if err := d.backend.Close(); err != nil {
 			d.log.Error("closing sessions failed", zap.Error(err))
 		}
 	}()
@@ -80,7 +80,7 @@ func (d *Daemon) openState(cfg *configs.Config) error {
 		_ = mgr.Close()
 		return err
 	}
-	d.mgr = mgr
+	d.backend = mgr.Backend()
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
-	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -91,11 +89,11 @@ func loadConfig(cfgPath string) (*configs.Config, error) {
 
 // openSessions opens the state directory for an operator command. The store
 // is multi-process safe, so this works while the daemon runs.
-func openSessions(cfg *configs.Config) (*sessions.Manager, error) {
+func openSessions(cfg *configs.Config) (sessions.Backend, error) {
 	if _, err := os.Stat(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", cfg.StateDir, err)
 	}
-	return sessions.Open(sessions.Options{
+	mgr, err := sessions.Open(sessions.Options{
 		StateDir:    cfg.StateDir,
 		CacheTTL:    0,
 		LockTimeout: cfg.Session.LockTimeout,
@@ -106,23 +104,29 @@ func openSessions(cfg *configs.Config) (*sessions.Manager, error) {
 		// daemon's API when it runs, or are explicit (doctor --fix, --no-daemon).
 		Passive: true,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return mgr.Backend(), nil
 }
 
-// agentIDs lists the configured agents plus any agent directory found in
-// the state directory (sessions of an agent removed from the config stay
-// visible).
-func agentIDs(cfg *configs.Config) []string {
+// agentIDs lists the configured agents plus any agent with stored sessions
+// (sessions of an agent removed from the config stay visible).
+func agentIDs(cfg *configs.Config, b sessions.Backend) ([]string, error) {
 	var ids []string
 	for _, a := range cfg.Agents.List {
 		ids = append(ids, strings.ToLower(a.ID))
 	}
-	ents, _ := os.ReadDir(filepath.Join(cfg.StateDir, "agents"))
-	for _, e := range ents {
-		if e.IsDir() && routing.ValidID(e.Name()) && !slices.Contains(ids, e.Name()) {
-			ids = append(ids, e.Name())
+	stored, err := b.Agents()
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	for _, id := range stored {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
-	return ids
+	return ids, nil
 }
 
 func printJSON(w io.Writer, v any) error {
