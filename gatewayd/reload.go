@@ -138,6 +138,10 @@ func restartOnly(a, b *configs.Config) []string {
 	if a.StateDir != b.StateDir {
 		out = append(out, "stateDir")
 	}
+	// The backend is opened once, at start: a reload keeps the open one.
+	if !reflect.DeepEqual(a.Storage, b.Storage) {
+		out = append(out, "storage")
+	}
 	if !reflect.DeepEqual(a.HTTP, b.HTTP) {
 		out = append(out, "http")
 	}

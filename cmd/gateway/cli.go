@@ -1,11 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -87,27 +88,12 @@ func loadConfig(cfgPath string) (*configs.Config, error) {
 	return configs.Load(cfgPath)
 }
 
-// openSessions opens the state directory for an operator command. The store
-// is multi-process safe, so this works while the daemon runs.
-func openSessions(cfg *configs.Config) (sessions.Backend, error) {
-	if _, err := os.Stat(cfg.StateDir); err != nil {
-		return nil, fmt.Errorf("state directory %s: %w", cfg.StateDir, err)
-	}
-	mgr, err := sessions.Open(sessions.Options{
-		StateDir:    cfg.StateDir,
-		CacheTTL:    0,
-		LockTimeout: cfg.Session.LockTimeout,
-		Maintenance: cfg.Session.Maintenance,
-		Reset:       cfg.Session.ResetConfig(),
-		Logger:      zap.NewNop(),
-		// The CLI reads beside a running daemon; its writes go through the
-		// daemon's API when it runs, or are explicit (doctor --fix, --no-daemon).
-		Passive: true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return mgr.Backend(), nil
+// openSessions opens the configured storage for an operator command,
+// passively: the store is multi-process safe, so this works while the
+// daemon runs; its writes go through the daemon's API when it runs, or are
+// explicit (doctor --fix, --no-daemon).
+func openSessions(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+	return gatewayd.OpenBackend(ctx, cfg, gatewayd.BackendOptions{Logger: zap.NewNop(), Passive: true})
 }
 
 // agentIDs lists the configured agents plus any agent with stored sessions

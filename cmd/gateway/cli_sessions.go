@@ -57,7 +57,7 @@ func sessionsListCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			state, err := openSessions(cfg)
+			state, err := openSessions(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,7 @@ func sessionsShowCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			state, err := openSessions(cfg)
+			state, err := openSessions(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -327,7 +327,7 @@ func sessionsMutateCmd(cfgPath *string, op, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			state, err := openSessions(cfg)
+			state, err := openSessions(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
