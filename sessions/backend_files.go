@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"time"
 )
 
@@ -69,11 +71,17 @@ func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMainte
 func (b filesBackend) Flush(ctx context.Context) error    { return b.m.Flush(ctx) }
 func (b filesBackend) Close() error                       { return b.m.Close() }
 
-// Status probes the state dir: the journal must be writable.
+// Status probes the state dir: the journal must be writable. A passive
+// Manager (the CLI beside a running daemon, which holds the journal) only
+// checks that the state dir can be read: it never takes the journal.
 func (b filesBackend) Status(context.Context) BackendStatus {
 	start := time.Now()
 	st := BackendStatus{Kind: "files", Location: b.m.StateDir()}
-	if err := b.m.Journal().Health(); err != nil {
+	if b.m.opts.Passive {
+		if _, err := os.ReadDir(b.m.StateDir()); err != nil {
+			st.Err = fmt.Sprintf("sessions: state dir: %v", err)
+		}
+	} else if err := b.m.Journal().Health(); err != nil {
 		st.Err = err.Error()
 	}
 	st.Latency = time.Since(start)
