@@ -2,8 +2,6 @@ package sessions
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 )
 
@@ -71,17 +69,12 @@ func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMainte
 func (b filesBackend) Flush(ctx context.Context) error    { return b.m.Flush(ctx) }
 func (b filesBackend) Close() error                       { return b.m.Close() }
 
-// Status probes the state dir: the journal must be writable. A passive
-// Manager (the CLI beside a running daemon, which holds the journal) only
-// checks that the state dir can be read: it never takes the journal.
+// Status probes the state dir: the journal must be writable (a passive
+// Manager only reads the state dir, see probeStatus).
 func (b filesBackend) Status(context.Context) BackendStatus {
 	start := time.Now()
 	st := BackendStatus{Kind: "files", Location: b.m.StateDir()}
-	if b.m.opts.Passive {
-		if _, err := os.ReadDir(b.m.StateDir()); err != nil {
-			st.Err = fmt.Sprintf("sessions: state dir: %v", err)
-		}
-	} else if err := b.m.Journal().Health(); err != nil {
+	if err := b.m.probeStatus(); err != nil {
 		st.Err = err.Error()
 	}
 	st.Latency = time.Since(start)
