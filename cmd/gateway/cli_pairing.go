@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -14,12 +15,11 @@ import (
 
 // openPairing opens the pairing store over the configured storage; done
 // closes the storage.
-func openPairing(cfg *configs.Config) (ps *access.PairingStore, done func(), err error) {
-	m, err := openSessions(cfg)
+func openPairing(ctx context.Context, cfg *configs.Config) (ps *access.PairingStore, done func(), err error) {
+	b, err := openSessions(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	b := m.Backend()
 	ps = access.NewPairingStore(b.Pairing(), access.StoreOptions{LockTimeout: cfg.Session.LockTimeout})
 	return ps, func() { _ = b.Close() }, nil
 }
@@ -44,7 +44,7 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, done, err := openPairing(cfg)
+			ps, done, err := openPairing(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, done, err := openPairing(cfg)
+			ps, done, err := openPairing(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, done, err := openPairing(cfg)
+			ps, done, err := openPairing(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

@@ -2,11 +2,13 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -110,5 +112,43 @@ func TestOpenUnreachableNamesServerNotPassword(t *testing.T) {
 	if _, err := Open(ctx, Options{URL: "postgres://gw:s3cretpw@host:notaport/db"}); err == nil ||
 		strings.Contains(err.Error(), "s3cretpw") {
 		t.Errorf("malformed URL: %v", err)
+	}
+}
+
+// Options.StatementTimeout reaches the server: a statement running longer
+// is cancelled by PostgreSQL itself (SQLSTATE 57014), and a URL's own
+// statement_timeout wins over it.
+func TestStatementTimeoutOption(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx := ctxT(t)
+	db, err := Open(ctx, Options{URL: url, StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var shown string
+	if err := db.pool.QueryRow(ctx, `SHOW statement_timeout`).Scan(&shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown != "200ms" {
+		t.Errorf("statement_timeout %q, want 200ms", shown)
+	}
+	_, err = db.pool.Exec(ctx, `SELECT pg_sleep(5)`)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+		t.Fatalf("pg_sleep(5) under a 200ms statement timeout: %v, want SQLSTATE 57014", err)
+	}
+
+	db2, err := Open(ctx, Options{URL: pgtest.WithParam(t, url, "statement_timeout", "1500"), StatementTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if err := db2.pool.QueryRow(ctx, `SHOW statement_timeout`).Scan(&shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown != "1500ms" {
+		t.Errorf("statement_timeout with the URL's own: %q, want 1500ms", shown)
 	}
 }
