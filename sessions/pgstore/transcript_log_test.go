@@ -190,3 +190,45 @@ func TestFilesLinesAsRows(t *testing.T) {
 		t.Errorf("the appended entry's parent is %+v (%v), want the file's leaf %q", last, err, want.LeafID)
 	}
 }
+
+// Context reads from the latest compaction on: an unreadable entry before
+// the first kept one is never read (History, which reads everything,
+// reports it).
+func TestContextSkipsWhatPrecedesTheCompaction(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	tr, err := db.Transcript(sidA, sessions.Header{AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 40 {
+		m := text(sessions.RoleUser, "question")
+		if i%2 == 1 {
+			m = text(sessions.RoleAssistant, "answer")
+		}
+		got, err := tr.Append(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "s", FirstKeptEntryID: ids[35]}); err != nil {
+		t.Fatal(err)
+	}
+	// Damage an early entry (seq 3: the header is seq 1).
+	if _, err := db.pool.Exec(ctx, `UPDATE transcript_entries SET body = '{"type":"message"}' WHERE session_id = $1 AND seq = 3`, sidA); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.Context(ctx)
+	if err != nil {
+		t.Fatalf("Context read the damaged entry before the compaction: %v", err)
+	}
+	if len(c.Messages) != 1+5 || c.EntryIDs[1] != ids[35] {
+		t.Errorf("Context: %d messages from %v, want the summary and 5 from %s", len(c.Messages), c.EntryIDs, ids[35])
+	}
+	if _, err := tr.History(ctx); err == nil || !strings.Contains(err.Error(), "entry at 3") {
+		t.Errorf("History of a damaged transcript: %v, want the bad entry named", err)
+	}
+}
