@@ -1,6 +1,7 @@
 package sessionstest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,24 @@ func testAppendChain(t *testing.T, open StoreOpener) {
 	}
 	if n, comp := f.stats(tr); n != 5 || comp != 0 {
 		t.Errorf("Stats = %d messages, compaction %d; want 5, 0", n, comp)
+	}
+}
+
+func testCancelledAppend(t *testing.T, open StoreOpener) {
+	f := newTFix(t, open)
+	_, tr := f.session("cancelled")
+	f.append(tr, userMsg(1, "kept"))
+	ctx, cancel := context.WithCancel(f.ctx)
+	cancel()
+	if ids, err := tr.Append(ctx, replyMsg(2, "lost")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Append with a cancelled context = %v, %v; want context.Canceled", ids, err)
+	}
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "lost"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("AppendCompaction with a cancelled context: %v, want context.Canceled", err)
+	}
+	f.wantTexts("after cancelled appends", f.context(tr).Messages, "user: kept")
+	if n, pos := f.stats(tr); n != 1 || pos != 0 {
+		t.Errorf("Stats after cancelled appends = %d, %d; want 1, 0", n, pos)
 	}
 }
 

@@ -30,6 +30,7 @@ func TestTranscripts(t *testing.T, open StoreOpener) {
 	}{
 		{"Empty", testTranscriptEmpty},
 		{"AppendContinuesChain", testAppendChain},
+		{"CancelledAppendWritesNothing", testCancelledAppend},
 		{"ToolCallsAndMergedUsers", testToolCalls},
 		{"DurableAcrossHandles", testTranscriptHandles},
 		{"ContextAfterCompaction", testCompaction},
