@@ -3,10 +3,12 @@ package pgstore
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
@@ -230,5 +232,85 @@ func TestContextSkipsWhatPrecedesTheCompaction(t *testing.T) {
 	}
 	if _, err := tr.History(ctx); err == nil || !strings.Contains(err.Error(), "entry at 3") {
 		t.Errorf("History of a damaged transcript: %v, want the bad entry named", err)
+	}
+}
+
+// Each body is the line the files backend writes for the same entry: the
+// encoder's bytes with the parent spliced in, nothing re-encoded.
+func TestBodiesAreTheFilesBytes(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	tr, err := db.Transcript(sidA, sessions.Header{AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []sessions.Message{text(sessions.RoleUser, "one <&> \u2028 \x00 \xff"), text(sessions.RoleAssistant, "two")}
+	msgs[0].RecordIDs, msgs[0].HistorySeq = []string{"r1", "r2"}, 7
+	if _, err := tr.Append(ctx, msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(ctx, msgs[1]); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Load(ctx, sidA, 2)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("Load: %d rows, %v", len(rows), err)
+	}
+	for i, r := range rows {
+		var stamp struct {
+			Timestamp string `json:"timestamp"`
+		}
+		if err := json.Unmarshal(r.Body, &stamp); err != nil {
+			t.Fatal(err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, stamp.Timestamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := sessions.EncodeMessage(r.ID, r.ParentID, msgs[i], at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Body, want) {
+			t.Errorf("row %d:\n got %s\nwant %s", i, r.Body, want)
+		}
+	}
+	if rows[1].ParentID != rows[0].ID {
+		t.Errorf("second entry's parent %q, want %q", rows[1].ParentID, rows[0].ID)
+	}
+}
+
+// Transcript(id) of another agent's session is refused, as the files
+// backend (a directory per agent) never finds it.
+func TestTranscriptOfAnotherAgent(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	mine, theirs := db.Store("main", nil), db.Store("other", nil)
+	k := mustKey(t, "main", "telegram", "-100")
+	e, _, err := mine.Begin(ctx, k, sessions.Origin{Channel: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := mine.TranscriptOf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(ctx, text(sessions.RoleUser, "private")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := theirs.Transcript(e.SessionID); !errors.Is(err, sessions.ErrNotFound) {
+		t.Errorf("another agent's Transcript(%s): %v, want ErrNotFound", e.SessionID, err)
+	}
+	if _, err := mine.Reset(ctx, k, sessions.ResetOptions{Manual: true}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := mine.Transcript(e.SessionID)
+	if err != nil {
+		t.Fatalf("own archived transcript: %v", err)
+	}
+	if h, err := old.History(ctx); err != nil || len(h) != 1 {
+		t.Errorf("own archived history: %d messages, %v", len(h), err)
 	}
 }
