@@ -24,8 +24,10 @@ func (s filesStore) TranscriptOf(e Entry) (TranscriptLog, error) {
 	return t, nil
 }
 
+// Transcript opens session sessionID's transcript, current or archived
+// (an archived one read-only).
 func (s filesStore) Transcript(sessionID string) (TranscriptLog, error) {
-	t, err := s.Store.Transcript(sessionID)
+	t, err := s.transcriptOrArchive(sessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,13 @@
 // (sessions/sessionstest). Keys and ids reach PostgreSQL only as
 // query parameters, never as SQL text.
 //
+// Store is also a sessions.AgentStore: its TranscriptLog keeps the files
+// backend's transcripts (SPEC §3.4) as rows, one per JSONL line, the body
+// holding the line's bytes, and rebuilds contexts with the same code
+// (sessions.Chain), reading from the latest compaction. Its appends go
+// through the DB's own group commit (Appender), which Open starts and
+// Close stops.
+//
 // Concurrency: a DB and the Index values it hands out are safe for
 // concurrent use by many goroutines and by many processes sharing one
 // database. Every operation is one statement or one short transaction; no

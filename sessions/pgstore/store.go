@@ -3,8 +3,10 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/routing"
@@ -27,7 +29,7 @@ type Store struct {
 	log *zap.Logger
 }
 
-var _ sessions.Index = (*Store)(nil)
+var _ sessions.AgentStore = (*Store)(nil)
 
 // Store returns agentID's session index as a sessions.Index; reset is as
 // for DB.Index.
@@ -122,3 +124,62 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 
 // Flush returns nil at once: every write of a Store is durable already.
 func (s *Store) Flush(context.Context) error { return nil }
+
+// TranscriptOf returns the transcript of the session e describes; its
+// header (written by the first append) records e's key and this agent.
+func (s *Store) TranscriptOf(e sessions.Entry) (sessions.TranscriptLog, error) {
+	return s.open(e.SessionID, sessions.Header{SessionKey: e.SessionKey, AgentID: s.AgentID()})
+}
+
+// open avoids returning a nil *TranscriptLog as a non-nil interface.
+func (s *Store) open(sessionID string, hdr sessions.Header) (sessions.TranscriptLog, error) {
+	t, err := s.x.db.Transcript(sessionID, hdr)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Transcript returns the transcript of session sessionID, current or
+// archived: its rows outlive a reset, a delete or a switch. sessionID must
+// be a canonical UUID; the header of a transcript still empty records the
+// key of the current session with that id, if any.
+func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
+	if err := sessions.CheckSessionID(sessionID); err != nil {
+		return nil, fmt.Errorf("pgstore: transcript: %w", err)
+	}
+	hdr := sessions.Header{AgentID: s.AgentID()}
+	e, ok, err := s.GetByID(sessionID)
+	switch {
+	case err != nil && !errors.Is(err, sessions.ErrNotFound):
+		return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+	case ok:
+		hdr.SessionKey = e.SessionKey
+	default:
+		// Not a current session of this agent: refuse another agent's
+		// transcript (the files backend keeps them in separate dirs).
+		owner, err := s.owner(sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+		}
+		if owner != "" && owner != s.AgentID() {
+			return nil, fmt.Errorf("pgstore: transcript %s: %w: it belongs to agent %q, not %q",
+				sessionID, sessions.ErrNotFound, owner, s.AgentID())
+		}
+	}
+	return s.open(sessionID, hdr)
+}
+
+// owner is the agent a transcript's session header names ("" when the
+// transcript has no header yet).
+func (s *Store) owner(sessionID string) (string, error) {
+	ctx, cancel := call()
+	defer cancel()
+	var agent string
+	err := s.x.db.pool.QueryRow(ctx, `SELECT COALESCE(body->>'agentId', '') FROM transcript_entries
+		WHERE session_id = $1 AND seq = 1 AND type = 'session'`, sessionID).Scan(&agent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return agent, err
+}
