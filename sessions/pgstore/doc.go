@@ -1,8 +1,9 @@
 // Package pgstore is the PostgreSQL backend of the session layer (SPEC §3.8,
 // issue 12): the session index (entries keyed by agent and session key, with
 // their archive), append-only transcripts with a per-session sequence,
-// channel cursors such as the Telegram offset, and the schema of the ingress
-// journal and reply outbox. It owns its schema: versioned SQL migrations
+// channel cursors such as the Telegram offset, the ingress journal, reply
+// outbox and drafts (Delivery), and the room history of group rooms
+// (RoomLog). It owns its schema: versioned SQL migrations
 // embedded in the binary and applied by Open under a PostgreSQL advisory
 // lock, so several replicas starting at once migrate exactly once.
 //
