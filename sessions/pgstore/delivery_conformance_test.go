@@ -48,4 +48,3 @@ func TestDeliveryConformance(t *testing.T) {
 		return d, closeOnce
 	})
 }
-
