@@ -42,6 +42,14 @@ type DeliveryOptions struct {
 	// its own without a renewal (DefaultLease when 0); the loop renews
 	// them every Lease/3 while the handle is open.
 	Lease time.Duration
+	// SyncMarks makes every mark wait for its WAL flush, as Accept does.
+	// By default marks commit with synchronous_commit off: committed and
+	// visible at once, surviving the death of this process, flushed by the
+	// server's WAL writer within a few hundred milliseconds; only a crash
+	// of the database server in that window loses them. That is the files
+	// journal's guarantee for its marks (written to the kernel, fsynced
+	// shortly after), at a fraction of the latency.
+	SyncMarks bool
 }
 
 // DefaultLease is DeliveryOptions.Lease when unset: SPEC §3.8's failover
@@ -55,7 +63,8 @@ const DefaultLease = 15 * time.Second
 //     reports a duplicate for an id that is pending or was completed
 //     within sessions.DoneRetention or among the last DoneKeep completions.
 //   - Start, Fail, Abort, Done, Ready, Sent, Draft and DraftDone are marks:
-//     each is one transaction. A mark that cannot be written (the server
+//     each is one transaction, committed without waiting for its WAL flush
+//     unless DeliveryOptions.SyncMarks (see there). A mark that cannot be written (the server
 //     is gone, the disk is full) is kept in memory, in order with the marks
 //     after it, and retried every second; the caller goes on as if it was
 //     written. Health reports the failure until the marks are written
@@ -84,6 +93,7 @@ type Delivery struct {
 	owner    string
 	doneKeep int
 	lease    time.Duration
+	syncMark bool
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 
@@ -100,10 +110,11 @@ type Delivery struct {
 	writes, failures atomic.Int64
 }
 
-// mark is one write of a Delivery: run inside a transaction.
+// mark is one write of a Delivery: statements queued into one batch that
+// runs them in one transaction, in one round trip.
 type mark struct {
-	op  string
-	run func(ctx context.Context, tx pgx.Tx) error
+	op    string
+	queue func(b *pgx.Batch)
 }
 
 var _ sessions.Delivery = (*Delivery)(nil)
@@ -127,7 +138,7 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease,
+	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease, syncMark: o.SyncMarks,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go d.loop()
 	return d
@@ -178,7 +189,17 @@ func (d *Delivery) write(m mark) error {
 			return err
 		}
 	}
-	err := pgx.BeginFunc(ctx, d.db.pool, func(tx pgx.Tx) error { return m.run(ctx, tx) })
+	// BEGIN and COMMIT travel in the batch: one round trip. A failing
+	// statement aborts the transaction (COMMIT then rolls back) and Close
+	// reports its error.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	if !d.syncMark {
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+	}
+	m.queue(b)
+	b.Queue(`COMMIT`)
+	err := d.db.pool.SendBatch(ctx, b).Close()
 	if err != nil {
 		d.failures.Add(1)
 		return err
@@ -296,10 +317,7 @@ func (d *Delivery) recover() {
 		d.flushLocked()
 		return
 	}
-	probe := mark{op: "probe", run: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `SELECT nextval('delivery_seq')`)
-		return err
-	}}
+	probe := mark{op: "probe", queue: func(b *pgx.Batch) { b.Queue(`SELECT nextval('delivery_seq')`) }}
 	if err := d.write(probe); err != nil {
 		d.failLocked("probe", err)
 		return

@@ -120,10 +120,7 @@ func (d *Delivery) count(op, set string, ids []string) error {
 		return nil
 	}
 	q := `UPDATE delivery_records SET ` + set + ` WHERE id = ANY($1) AND state = 'pending'`
-	return d.apply(mark{op: op, run: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, q, ids)
-		return err
-	}})
+	return d.apply(mark{op: op, queue: func(b *pgx.Batch) { b.Queue(q, ids) }})
 }
 
 // doneSQL finishes records: their id is remembered as done, their payload
@@ -137,20 +134,17 @@ func (d *Delivery) Done(ids ...string) error {
 		return nil
 	}
 	at := d.clock()
-	return d.apply(mark{op: "done", run: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending'`, ids, at)
-		return err
+	return d.apply(mark{op: "done", queue: func(b *pgx.Batch) {
+		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending'`, ids, at)
 	}})
 }
 
-// complete retires a fully delivered reply and finishes the records it
-// still answers.
-func complete(ctx context.Context, tx pgx.Tx, id string, at time.Time) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM delivery_replies WHERE id = $1`, id); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `UPDATE delivery_records SET `+doneSet+` WHERE reply = $1 AND state = 'pending'`, id, at)
-	return err
+// queueComplete retires reply id if all its chunks are sent, finishing
+// the records it still answers.
+func queueComplete(b *pgx.Batch, id string, at time.Time) {
+	b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE reply = $1 AND state = 'pending'
+		AND EXISTS (SELECT 1 FROM delivery_replies WHERE id = $1 AND sent >= n_chunks)`, id, at)
+	b.Queue(`DELETE FROM delivery_replies WHERE id = $1 AND sent >= n_chunks`, id)
 }
 
 // Ready stores a reply before its first chunk is sent, in one transaction:
@@ -177,13 +171,11 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 	if records == nil {
 		records = []string{}
 	}
-	return d.apply(mark{op: "ready", run: func(ctx context.Context, tx pgx.Tx) error {
+	return d.apply(mark{op: "ready", queue: func(b *pgx.Batch) {
 		if r.Draft != "" {
-			if _, err := tx.Exec(ctx, `DELETE FROM delivery_drafts WHERE id = $1`, r.Draft); err != nil {
-				return err
-			}
+			b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, r.Draft)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO delivery_replies
+		b.Queue(`INSERT INTO delivery_replies
 			(id, seq, records, agent_id, session_key, target, chunks, n_chunks, sent, entry_id, draft, created_at, owner)
 			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, records = excluded.records,
@@ -193,19 +185,12 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 				owner = excluded.owner`,
 			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
 			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner)
-		if err != nil {
-			return err
-		}
 		if len(records) > 0 {
-			if _, err := tx.Exec(ctx, `UPDATE delivery_records SET reply = $1
-				WHERE id = ANY($2) AND state = 'pending'`, r.ID, records); err != nil {
-				return err
-			}
+			b.Queue(`UPDATE delivery_records SET reply = $1 WHERE id = ANY($2) AND state = 'pending'`, r.ID, records)
 		}
 		if r.Sent >= len(r.Chunks) {
-			return complete(ctx, tx, r.ID, now)
+			queueComplete(b, r.ID, now)
 		}
-		return nil
 	}})
 }
 
@@ -217,17 +202,9 @@ func (d *Delivery) Sent(id string, n int) error {
 		return nil
 	}
 	at := d.clock()
-	return d.apply(mark{op: "sent", run: func(ctx context.Context, tx pgx.Tx) error {
-		var whole bool
-		err := tx.QueryRow(ctx, `UPDATE delivery_replies SET sent = GREATEST(sent, $2)
-			WHERE id = $1 RETURNING sent >= n_chunks`, id, n).Scan(&whole)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil || !whole {
-			return err
-		}
-		return complete(ctx, tx, id, at)
+	return d.apply(mark{op: "sent", queue: func(b *pgx.Batch) {
+		b.Queue(`UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1`, id, n)
+		queueComplete(b, id, at)
 	}})
 }
 

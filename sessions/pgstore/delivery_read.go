@@ -112,14 +112,13 @@ func (d *Delivery) Draft(dr sessions.Draft) error {
 	if dr.CreatedAt.IsZero() {
 		dr.CreatedAt = d.clock()
 	}
-	return d.apply(mark{op: "draft", run: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO delivery_drafts (id, seq, session_key, target, message_id, created_at, owner)
+	return d.apply(mark{op: "draft", queue: func(b *pgx.Batch) {
+		b.Queue(`INSERT INTO delivery_drafts (id, seq, session_key, target, message_id, created_at, owner)
 			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, session_key = excluded.session_key,
 				target = excluded.target, message_id = excluded.message_id,
 				created_at = excluded.created_at, owner = excluded.owner`,
 			dr.ID, dr.SessionKey, target, dr.MessageID, dr.CreatedAt.UTC(), d.owner)
-		return err
 	}})
 }
 
@@ -128,9 +127,8 @@ func (d *Delivery) DraftDone(id string) error {
 	if sessions.CheckID("draft", id) != nil {
 		return nil
 	}
-	return d.apply(mark{op: "undraft", run: func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM delivery_drafts WHERE id = $1`, id)
-		return err
+	return d.apply(mark{op: "undraft", queue: func(b *pgx.Batch) {
+		b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, id)
 	}})
 }
 
