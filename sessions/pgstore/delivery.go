@@ -286,7 +286,7 @@ func (d *Delivery) loop() {
 	defer retry.Stop()
 	prune := time.NewTicker(deliveryPruneEvery)
 	defer prune.Stop()
-	renew := time.NewTicker(d.lease / 3)
+	renew := time.NewTicker(max(d.lease/3, time.Millisecond))
 	defer renew.Stop()
 	for {
 		select {

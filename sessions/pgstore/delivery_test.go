@@ -307,3 +307,40 @@ func TestDeliveryClaimSkipLocked(t *testing.T) {
 		t.Errorf("Pending of the claimer = %d, %v; claimed records are its own", len(ps), err)
 	}
 }
+
+// TestDeliveryRefusesWhatTextCannotHold: besides ids (the conformance
+// suite), the text fields and JSON of records, replies and drafts are
+// checked before anything is written, with errors naming the field.
+func TestDeliveryRefusesWhatTextCannotHold(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	d := newDelivery(t, db, DeliveryOptions{})
+	ctx := ctxT(t)
+	r := rec("a")
+	r.SessionKey = "agent:main:\x00"
+	if _, err := d.Accept(ctx, r); err == nil || !strings.Contains(err.Error(), "session key") {
+		t.Errorf("Accept with a NUL session key = %v, want an error naming the session key", err)
+	}
+	r = rec("a")
+	r.AgentID = "m\xffain"
+	if _, err := d.Accept(ctx, r); err == nil || !strings.Contains(err.Error(), "agent id") {
+		t.Errorf("Accept with an invalid UTF-8 agent = %v, want an error naming the agent id", err)
+	}
+	rp := sessions.Reply{ID: "rp", Target: json.RawMessage(`{"chat":`), Chunks: []string{"x"}}
+	if err := d.Ready(rp); err == nil || !strings.Contains(err.Error(), "target is not valid JSON") {
+		t.Errorf("Ready with a broken target = %v", err)
+	}
+	rp = sessions.Reply{ID: "rp", EntryID: "e\x00", Chunks: []string{"x"}}
+	if err := d.Ready(rp); err == nil || !strings.Contains(err.Error(), "entry id") {
+		t.Errorf("Ready with a NUL entry id = %v", err)
+	}
+	if err := d.Draft(sessions.Draft{ID: "d", MessageID: "\x00"}); err == nil || !strings.Contains(err.Error(), "message id") {
+		t.Errorf("Draft with a NUL message id = %v", err)
+	}
+	if st := d.Stats(); st.Lines != 0 || st.Pending != 0 || st.Replies != 0 {
+		t.Errorf("something was written: %+v", st)
+	}
+	if err := d.Health(); err != nil {
+		t.Errorf("refused input made the journal unhealthy: %v", err)
+	}
+}

@@ -23,7 +23,11 @@
 // not call the DB). Concurrent writers of one entry are serialised by
 // PostgreSQL row locks, so no update is lost; concurrent appends to one
 // transcript are serialised by the row of transcript_heads that hands out
-// sequence numbers, so none is lost and seq order is commit order.
+// sequence numbers, so none is lost and seq order is commit order. A
+// Delivery runs one goroutine (retrying marks after a failed write,
+// renewing its leases, forgetting old completed ids) until Close; a
+// RoomLog runs none, and its writes to one room queue on that room's
+// advisory lock.
 //
 // Tests and benchmarks run against a real server, each test on a database
 // of its own (package pgtest): ./scripts/test starts one, or
