@@ -104,39 +104,55 @@ func (h *RoomLog) Add(ctx context.Context, room string, e sessions.HistoryEntry,
 	if e.MessageID != "" {
 		msgID = []byte(e.MessageID)
 	}
-	dup := false
-	err = h.inRoom(ctx, room, func(tx pgx.Tx) error {
-		var seq int64
-		err := tx.QueryRow(ctx, `INSERT INTO room_history (seq, room, message_id, at_ms, text_bytes, body)
-			VALUES (nextval('room_history_seq'), $1, $2, $3, $4, $5)
-			ON CONFLICT (room, message_id) WHERE message_id IS NOT NULL DO NOTHING RETURNING seq`,
-			[]byte(room), msgID, e.At.UnixMilli(), len(e.Text), string(body)).Scan(&seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			dup = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		// The eviction this add causes commits with it.
-		var cut *int64
-		err = tx.QueryRow(ctx, `SELECT max(seq) FROM (
-				SELECT seq, row_number() OVER w AS n, sum(text_bytes) OVER w AS b
-				FROM room_history WHERE room = $1 AND gone_seq IS NULL
-				WINDOW w AS (ORDER BY seq DESC)) k
-			WHERE n > $2 OR ($3 > 0 AND b > $3)`, []byte(room), lim.Count, lim.MaxBytes).Scan(&cut)
-		if err != nil || cut == nil {
-			return err
-		}
-		return h.cutRows(ctx, tx, room, *cut)
-	})
+	// One round trip: the transaction, the room's lock, the insert and the
+	// eviction it causes travel as one batch.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(roomLockSQL, int32(roomLockSpace), roomLockKey(room))
+	b.Queue(`INSERT INTO room_history (seq, room, message_id, at_ms, text_bytes, body)
+		VALUES (nextval('room_history_seq'), $1, $2, $3, $4, $5)
+		ON CONFLICT (room, message_id) WHERE message_id IS NOT NULL DO NOTHING RETURNING seq`,
+		[]byte(room), msgID, e.At.UnixMilli(), len(e.Text), string(body))
+	b.Queue(evictSQL, []byte(room), lim.Count, lim.MaxBytes)
+	b.Queue(`COMMIT`)
+	dup, cut, err := h.sendAdd(ctx, b)
 	if err != nil {
 		return false, nil, fmt.Errorf("pgstore: history append: %w", err)
 	}
+	h.commits.Add(1)
 	if !dup {
 		h.appends.Add(1)
 	}
+	if cut {
+		h.cutDone(ctx)
+	}
 	return dup, noWait, nil
+}
+
+// sendAdd runs Add's batch: dup when the insert found the message id
+// kept or remembered; cut when the eviction removed entries.
+func (h *RoomLog) sendAdd(ctx context.Context, b *pgx.Batch) (dup, cut bool, err error) {
+	br := h.db.pool.SendBatch(ctx, b)
+	defer func() { err = errors.Join(err, br.Close()) }()
+	for range 2 { // BEGIN, lock
+		if _, err := br.Exec(); err != nil {
+			return false, false, err
+		}
+	}
+	var seq int64
+	if err := br.QueryRow().Scan(&seq); errors.Is(err, pgx.ErrNoRows) {
+		dup = true
+	} else if err != nil {
+		return false, false, err
+	}
+	var evicted int64
+	if err := br.QueryRow().Scan(&evicted); err != nil {
+		return false, false, err
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		return false, false, err
+	}
+	return dup, evicted > 0, nil
 }
 
 func noWait() error { return nil }
@@ -144,7 +160,7 @@ func noWait() error { return nil }
 // inRoom runs fn in a transaction holding room's advisory lock.
 func (h *RoomLog) inRoom(ctx context.Context, room string, fn func(tx pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, h.db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, int32(roomLockSpace), roomLockKey(room)); err != nil {
+		if _, err := tx.Exec(ctx, roomLockSQL, int32(roomLockSpace), roomLockKey(room)); err != nil {
 			return err
 		}
 		return fn(tx)
@@ -163,27 +179,55 @@ func roomLockKey(room string) int32 {
 	return int32(f.Sum32())
 }
 
-// cutRows removes room's kept entries up to seq upTo: entries without a
+// roomLockSQL takes a room's advisory lock until the transaction ends.
+const roomLockSQL = `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`
+
+// cutSQL removes room $1's kept entries up to seq $2: entries without a
 // message id go; the others stay as removed (gone_seq), for redelivery
-// detection, until they are pruned.
-func (h *RoomLog) cutRows(ctx context.Context, tx pgx.Tx, room string, upTo int64) error {
-	r := []byte(room)
-	if _, err := tx.Exec(ctx, `DELETE FROM room_history
-		WHERE room = $1 AND gone_seq IS NULL AND seq <= $2 AND message_id IS NULL`, r, upTo); err != nil {
-		return err
-	}
-	tag, err := tx.Exec(ctx, `UPDATE room_history SET gone_seq = nextval('room_history_gone_seq'), body = '{}'
-		WHERE room = $1 AND gone_seq IS NULL AND seq <= $2`, r, upTo)
-	if err != nil || tag.RowsAffected() == 0 {
-		return err
-	}
+// detection, until they are pruned. The two sets are disjoint, so one
+// statement does both.
+const cutSQL = `WITH del AS (DELETE FROM room_history
+		WHERE room = $1 AND gone_seq IS NULL AND seq <= $2 AND message_id IS NULL RETURNING 1),
+	upd AS (UPDATE room_history SET gone_seq = nextval('room_history_gone_seq'), body = '{}'
+		WHERE room = $1 AND gone_seq IS NULL AND seq <= $2 AND message_id IS NOT NULL RETURNING 1)
+	SELECT (SELECT count(*) FROM del) + (SELECT count(*) FROM upd)`
+
+// evictSQL is cutSQL up to the newest entry of room $1 beyond the limits
+// (count $2, bytes $3 when > 0), counted from the newest: the oldest
+// entries go first. It evicts only after an insert of this session's
+// transaction (currval is the sequence number just drawn; on a duplicate
+// no row has it), so a redelivery changes nothing.
+const evictSQL = `WITH lim AS (
+		SELECT max(seq) AS upto FROM (
+			SELECT seq, row_number() OVER w AS n, sum(text_bytes) OVER w AS b
+			FROM room_history WHERE room = $1 AND gone_seq IS NULL
+			WINDOW w AS (ORDER BY seq DESC)) k
+		WHERE (n > $2 OR ($3 > 0 AND b > $3))
+			AND EXISTS (SELECT 1 FROM room_history WHERE seq = currval('room_history_seq'))),
+	del AS (DELETE FROM room_history
+		WHERE room = $1 AND gone_seq IS NULL AND message_id IS NULL AND seq <= (SELECT upto FROM lim) RETURNING 1),
+	upd AS (UPDATE room_history SET gone_seq = nextval('room_history_gone_seq'), body = '{}'
+		WHERE room = $1 AND gone_seq IS NULL AND message_id IS NOT NULL AND seq <= (SELECT upto FROM lim) RETURNING 1)
+	SELECT (SELECT count(*) FROM del) + (SELECT count(*) FROM upd)`
+
+// cutRows runs cutSQL in tx and returns how many entries it removed.
+func cutRows(ctx context.Context, tx pgx.Tx, room string, upTo int64) (int64, error) {
+	var n int64
+	err := tx.QueryRow(ctx, cutSQL, []byte(room), upTo).Scan(&n)
+	return n, err
+}
+
+// cutDone counts a cut and every roomPruneEvery cuts forgets removed
+// entries beyond the newest RoomGoneKeep.
+func (h *RoomLog) cutDone(ctx context.Context) {
 	if h.cuts.Add(1)%roomPruneEvery != 0 {
-		return nil
+		return
 	}
-	_, err = tx.Exec(ctx, `DELETE FROM room_history WHERE gone_seq <= (
+	if _, err := h.db.pool.Exec(ctx, `DELETE FROM room_history WHERE gone_seq <= (
 		SELECT gone_seq FROM room_history WHERE gone_seq IS NOT NULL
-		ORDER BY gone_seq DESC OFFSET $1 LIMIT 1)`, RoomGoneKeep)
-	return err
+		ORDER BY gone_seq DESC OFFSET $1 LIMIT 1)`, RoomGoneKeep); err != nil {
+		h.log.Warn("history prune failed", zap.Error(err))
+	}
 }
 
 // truncUTF8 cuts s to at most n bytes on a rune boundary.

@@ -90,10 +90,15 @@ var errFull = errors.New("byte limit reached")
 func (h *RoomLog) Cut(room string, upTo uint64) error {
 	ctx, cancel := roomCall()
 	defer cancel()
-	if err := h.inRoom(ctx, room, func(tx pgx.Tx) error {
-		return h.cutRows(ctx, tx, room, seqParam(upTo))
+	var n int64
+	if err := h.inRoom(ctx, room, func(tx pgx.Tx) (err error) {
+		n, err = cutRows(ctx, tx, room, seqParam(upTo))
+		return err
 	}); err != nil {
 		return fmt.Errorf("pgstore: history cut: %w", err)
+	}
+	if n > 0 {
+		h.cutDone(ctx)
 	}
 	return nil
 }
@@ -113,16 +118,22 @@ func (h *RoomLog) Clear(room string) error {
 func (h *RoomLog) ClearBefore(room string, t time.Time) error {
 	ctx, cancel := roomCall()
 	defer cancel()
+	var n int64
 	err := h.inRoom(ctx, room, func(tx pgx.Tx) error {
 		var upTo *int64
 		if err := tx.QueryRow(ctx, `SELECT max(seq) FROM room_history
 			WHERE room = $1 AND gone_seq IS NULL AND at_ms < $2`, []byte(room), t.UnixMilli()).Scan(&upTo); err != nil || upTo == nil {
 			return err
 		}
-		return h.cutRows(ctx, tx, room, *upTo)
+		var err error
+		n, err = cutRows(ctx, tx, room, *upTo)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("pgstore: history clear before: %w", err)
+	}
+	if n > 0 {
+		h.cutDone(ctx)
 	}
 	return nil
 }
