@@ -344,3 +344,59 @@ func TestDeliveryRefusesWhatTextCannotHold(t *testing.T) {
 		t.Errorf("refused input made the journal unhealthy: %v", err)
 	}
 }
+
+// TestDeliveryCrashRecovery: a process that dies closes nothing. The next
+// one (a new pool) finds what it left: the records without an outcome, the
+// reply from its first unmarked chunk (marks committed without waiting for
+// the WAL flush are visible at once), the draft on screen. A replica's
+// Claim leaves the records alone while the dead process's lease runs.
+func TestDeliveryCrashRecovery(t *testing.T) {
+	t.Parallel()
+	_, url := openTest(t)
+	ctx := ctxT(t)
+	deadDB, err := Open(ctx, Options{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := deadDB.Delivery(DeliveryOptions{})
+	mustAccept(t, dead, "r1", "r2", "r3")
+	for _, err := range []error{
+		dead.Start("r1", "r2"),
+		dead.Ready(sessions.Reply{ID: "rp", Records: []string{"r1"}, Target: json.RawMessage(`{}`), Chunks: []string{"a", "b"}}),
+		dead.Sent("rp", 1),
+		dead.Draft(sessions.Draft{ID: "d1", Target: json.RawMessage(`{}`), MessageID: "77"}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = dead.Close(); deadDB.Close() })
+
+	nextDB, err := Open(ctx, Options{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nextDB.Close)
+	next := newDelivery(t, nextDB, DeliveryOptions{})
+	ps, err := next.Pending()
+	if err != nil || len(ps) != 2 || ps[0].ID != "r2" || ps[0].Starts != 1 || ps[1].ID != "r3" {
+		t.Errorf("pending = %+v, %v; want r2 (one start), r3", ps, err)
+	}
+	rs, err := next.Replies()
+	if err != nil || len(rs) != 1 || rs[0].Sent != 1 || rs[0].Chunks[1] != "b" {
+		t.Errorf("replies = %+v, %v; want rp from chunk 1", rs, err)
+	}
+	ds, err := next.Drafts()
+	if err != nil || len(ds) != 1 || ds[0].MessageID != "77" {
+		t.Errorf("drafts = %+v, %v; want d1", ds, err)
+	}
+	if got, err := next.Claim(ctx, 10); err != nil || len(got) != 0 {
+		t.Errorf("Claim under the dead process's live lease = %d, %v; want none", len(got), err)
+	}
+	if err := next.Sent("rp", 2); err != nil {
+		t.Fatal(err)
+	}
+	if !isDup(t, next, "r1") {
+		t.Error("r1 not done after its reply was delivered")
+	}
+}
