@@ -83,9 +83,10 @@ const DefaultLease = 15 * time.Second
 // stored compacted as the files journal writes them; chunks are stored as
 // a JSON array, so any text survives.
 //
-// Each handle has an owner id; Claim hands pending records to a handle
-// with a lease, FOR UPDATE SKIP LOCKED, for the replicas of the next
-// issue. A Delivery is safe for concurrent use; Close stops its loop.
+// Each handle has an owner id; what it accepts or stores is leased to it
+// (DeliveryOptions.Lease, renewed by its loop, released by Close). Claim
+// and ClaimReplies hand records and replies whose lease ran out to another
+// handle, FOR UPDATE SKIP LOCKED, for the replicas of the next issue. A Delivery is safe for concurrent use; Close stops its loop.
 type Delivery struct {
 	db       *DB
 	log      *zap.Logger
@@ -172,8 +173,10 @@ func (d *Delivery) Close() error {
 	// What this handle held is claimable at once.
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	defer cancel()
-	if _, err := d.db.pool.Exec(ctx, `UPDATE delivery_records SET lease_until = $2
-		WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock()); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock())
+	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE owner = $1`, d.owner, d.clock())
+	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("pgstore: delivery close: release leases: %w", err)
 	}
 	return nil

@@ -176,15 +176,15 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 			b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, r.Draft)
 		}
 		b.Queue(`INSERT INTO delivery_replies
-			(id, seq, records, agent_id, session_key, target, chunks, n_chunks, sent, entry_id, draft, created_at, owner)
-			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			(id, seq, records, agent_id, session_key, target, chunks, n_chunks, sent, entry_id, draft, created_at, owner, lease_until)
+			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, records = excluded.records,
 				agent_id = excluded.agent_id, session_key = excluded.session_key, target = excluded.target,
 				chunks = excluded.chunks, n_chunks = excluded.n_chunks, sent = excluded.sent,
 				entry_id = excluded.entry_id, draft = excluded.draft, created_at = excluded.created_at,
-				owner = excluded.owner`,
+				owner = excluded.owner, lease_until = excluded.lease_until`,
 			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
-			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner)
+			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease))
 		if len(records) > 0 {
 			b.Queue(`UPDATE delivery_records SET reply = $1 WHERE id = ANY($2) AND state = 'pending'`, r.ID, records)
 		}

@@ -50,32 +50,57 @@ func (d *Delivery) Pending() ([]sessions.Record, error) {
 func (d *Delivery) Replies() ([]sessions.Reply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	defer cancel()
-	rows, err := d.db.pool.Query(ctx, `SELECT id, records, agent_id, session_key, target::text, chunks::text,
-		sent, entry_id, draft, created_at FROM delivery_replies ORDER BY seq`)
+	rows, err := d.db.pool.Query(ctx, `SELECT `+replyCols+` FROM delivery_replies ORDER BY seq`)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery replies: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sessions.Reply, error) {
-		var (
-			r              sessions.Reply
-			target, chunks string
-		)
-		if err := row.Scan(&r.ID, &r.Records, &r.AgentID, &r.SessionKey, &target, &chunks,
-			&r.Sent, &r.EntryID, &r.Draft, &r.CreatedAt); err != nil {
-			return r, err
-		}
-		if len(r.Records) == 0 {
-			r.Records = nil
-		}
-		r.Target = json.RawMessage(target)
-		r.CreatedAt = r.CreatedAt.UTC()
-		if err := json.Unmarshal([]byte(chunks), &r.Chunks); err != nil {
-			return r, fmt.Errorf("reply %q: chunks: %w", r.ID, err)
-		}
-		return r, nil
-	})
+	out, err := pgx.CollectRows(rows, scanReply)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery replies: %w", err)
+	}
+	return out, nil
+}
+
+const replyCols = `id, records, agent_id, session_key, target::text, chunks::text, sent, entry_id, draft, created_at`
+
+func scanReply(row pgx.CollectableRow) (sessions.Reply, error) {
+	var (
+		r              sessions.Reply
+		target, chunks string
+	)
+	if err := row.Scan(&r.ID, &r.Records, &r.AgentID, &r.SessionKey, &target, &chunks,
+		&r.Sent, &r.EntryID, &r.Draft, &r.CreatedAt); err != nil {
+		return r, err
+	}
+	if len(r.Records) == 0 {
+		r.Records = nil
+	}
+	r.Target = json.RawMessage(target)
+	r.CreatedAt = r.CreatedAt.UTC()
+	if err := json.Unmarshal([]byte(chunks), &r.Chunks); err != nil {
+		return r, fmt.Errorf("reply %q: chunks: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// ClaimReplies hands up to n replies not completely delivered to this
+// handle for its lease, oldest first: replies of other handles whose lease
+// ran out. As Claim, with FOR UPDATE SKIP LOCKED.
+func (d *Delivery) ClaimReplies(ctx context.Context, n int) ([]sessions.Reply, error) {
+	now := d.clock()
+	rows, err := d.db.pool.Query(ctx, `WITH c AS (
+			UPDATE delivery_replies r SET owner = $1, lease_until = $3
+			FROM (SELECT id FROM delivery_replies
+				WHERE owner <> $1 AND (lease_until IS NULL OR lease_until <= $4)
+				ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) c
+			WHERE r.id = c.id RETURNING r.*)
+		SELECT `+replyCols+` FROM c ORDER BY seq`, d.owner, n, now.Add(d.lease), now)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery claim replies: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanReply)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery claim replies: %w", err)
 	}
 	return out, nil
 }
@@ -221,12 +246,14 @@ func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) 
 	return out, nil
 }
 
-// Renew extends the lease of the pending records this handle holds. The
-// loop calls it every Lease/3.
+// Renew extends the lease of the pending records and replies this handle
+// holds. The loop calls it every Lease/3.
 func (d *Delivery) Renew(ctx context.Context) error {
-	_, err := d.db.pool.Exec(ctx, `UPDATE delivery_records SET lease_until = $2
-		WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock().Add(d.lease))
-	if err != nil && !errors.Is(err, context.Canceled) {
+	b := &pgx.Batch{}
+	until := d.clock().Add(d.lease)
+	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, until)
+	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE owner = $1`, d.owner, until)
+	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("pgstore: delivery renew: %w", err)
 	}
 	return nil

@@ -393,6 +393,20 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	if got, err := next.Claim(ctx, 10); err != nil || len(got) != 0 {
 		t.Errorf("Claim under the dead process's live lease = %d, %v; want none", len(got), err)
 	}
+	if got, err := next.ClaimReplies(ctx, 10); err != nil || len(got) != 0 {
+		t.Errorf("ClaimReplies under the dead process's live lease = %d, %v; want none", len(got), err)
+	}
+	// Once the lease ran out (a replica's clock past it), both are claimable.
+	later := newDelivery(t, nextDB, DeliveryOptions{Now: func() time.Time { return time.Now().Add(DefaultLease + time.Second) }})
+	if got, err := later.Claim(ctx, 10); err != nil || len(got) != 2 || got[0].ID != "r2" || got[1].ID != "r3" {
+		t.Errorf("Claim after the lease = %+v, %v; want r2, r3", got, err)
+	}
+	if got, err := later.ClaimReplies(ctx, 10); err != nil || len(got) != 1 || got[0].ID != "rp" || got[0].Sent != 1 {
+		t.Errorf("ClaimReplies after the lease = %+v, %v; want rp with 1 sent", got, err)
+	}
+	if got, err := later.ClaimReplies(ctx, 10); err != nil || len(got) != 0 {
+		t.Errorf("second ClaimReplies = %d, %v; want none (its own now)", len(got), err)
+	}
 	if err := next.Sent("rp", 2); err != nil {
 		t.Fatal(err)
 	}
