@@ -241,7 +241,9 @@ func (d *Delivery) apply(m mark) error {
 	if err := d.write(m); err != nil {
 		d.failLocked(m.op, err)
 		d.backlog = append(d.backlog, m)
+		return nil
 	}
+	d.healLocked()
 	return nil
 }
 
@@ -254,9 +256,12 @@ func (d *Delivery) failLocked(op string, err error) {
 	d.faulted.Store(true)
 }
 
-// flushLocked writes waiting marks in order until one fails; when none is
-// left the handle is healthy again.
+// flushLocked writes waiting marks in order until one fails; when it
+// wrote them all the handle is healthy again.
 func (d *Delivery) flushLocked() {
+	if len(d.backlog) == 0 {
+		return
+	}
 	for len(d.backlog) > 0 {
 		if err := d.write(d.backlog[0]); err != nil {
 			d.failLocked(d.backlog[0].op, err)
@@ -264,6 +269,15 @@ func (d *Delivery) flushLocked() {
 		}
 		d.backlog[0] = mark{}
 		d.backlog = d.backlog[1:]
+	}
+	d.healLocked()
+}
+
+// healLocked clears the failure after a successful write, unless marks
+// still wait.
+func (d *Delivery) healLocked() {
+	if len(d.backlog) > 0 {
+		return
 	}
 	if d.failure != nil {
 		d.log.Info("delivery writable again")
@@ -325,7 +339,7 @@ func (d *Delivery) recover() {
 		d.failLocked("probe", err)
 		return
 	}
-	d.flushLocked()
+	d.healLocked()
 }
 
 // Prune forgets completed ids older than sessions.DoneRetention that are

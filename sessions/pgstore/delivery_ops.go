@@ -60,7 +60,7 @@ func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, e
 	}
 	if d.faulted.Load() {
 		d.mu.Lock()
-		d.flushLocked() // a write succeeded: healthy unless marks still fail
+		d.healLocked() // a write succeeded: healthy unless marks wait
 		d.mu.Unlock()
 	}
 	return false, nil
