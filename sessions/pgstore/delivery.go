@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/sessions"
@@ -222,6 +223,9 @@ func (d *Delivery) apply(m mark) error {
 		if err == nil {
 			return nil
 		}
+		if permanent(err) {
+			return fmt.Errorf("pgstore: delivery %s: %w", m.op, err)
+		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.failLocked(m.op, err)
@@ -239,12 +243,33 @@ func (d *Delivery) apply(m mark) error {
 		return nil
 	}
 	if err := d.write(m); err != nil {
+		if permanent(err) {
+			return fmt.Errorf("pgstore: delivery %s: %w", m.op, err)
+		}
 		d.failLocked(m.op, err)
 		d.backlog = append(d.backlog, m)
 		return nil
 	}
 	d.healLocked()
 	return nil
+}
+
+// permanent reports whether the server refused a write for what it holds
+// (data exception, integrity violation, syntax or schema error): retrying
+// cannot succeed, so the write is not kept for a retry and does not make
+// the handle unhealthy; its caller gets the error. Anything else (lost
+// connection, disk full, read-only, shutdown, timeout) is an outage the
+// retries outlast.
+func permanent(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) < 2 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "42":
+		return true
+	}
+	return false
 }
 
 // failLocked records a write failure.
@@ -263,9 +288,11 @@ func (d *Delivery) flushLocked() {
 		return
 	}
 	for len(d.backlog) > 0 {
-		if err := d.write(d.backlog[0]); err != nil {
+		if err := d.write(d.backlog[0]); err != nil && !permanent(err) {
 			d.failLocked(d.backlog[0].op, err)
 			return
+		} else if err != nil {
+			d.log.Error("delivery mark refused by the server; dropped", zap.String("op", d.backlog[0].op), zap.Error(err))
 		}
 		d.backlog[0] = mark{}
 		d.backlog = d.backlog[1:]

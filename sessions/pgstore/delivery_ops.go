@@ -51,10 +51,13 @@ func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, e
 		return true, nil
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !permanent(err) {
 			d.mu.Lock()
 			d.failLocked("accept", err)
 			d.mu.Unlock()
+		}
+		if permanent(err) {
+			return false, fmt.Errorf("pgstore: delivery accept %q: %w", rec.ID, err)
 		}
 		return false, fmt.Errorf("pgstore: delivery accept: %w", d.storageErr(err))
 	}
