@@ -26,4 +26,6 @@ func BenchmarkJournalAcceptDone(b *testing.B) { sessionstest.BenchAcceptDone(b, 
 func BenchmarkJournalReadySent(b *testing.B) { sessionstest.BenchReadySent(b, benchJournal(b)) }
 
 // BenchmarkJournalAcceptParallel: Accept + Done from many goroutines on the files journal.
-func BenchmarkJournalAcceptParallel(b *testing.B) { sessionstest.BenchAcceptParallel(b, benchJournal(b)) }
+func BenchmarkJournalAcceptParallel(b *testing.B) {
+	sessionstest.BenchAcceptParallel(b, benchJournal(b))
+}

@@ -28,4 +28,6 @@ func BenchmarkDeliveryReadySentSync(b *testing.B) {
 }
 
 // BenchmarkDeliveryAcceptParallel: Accept + Done from many goroutines on the PostgreSQL.
-func BenchmarkDeliveryAcceptParallel(b *testing.B) { sessionstest.BenchAcceptParallel(b, benchDelivery(b)) }
+func BenchmarkDeliveryAcceptParallel(b *testing.B) {
+	sessionstest.BenchAcceptParallel(b, benchDelivery(b))
+}
