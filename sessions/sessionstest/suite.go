@@ -1,6 +1,7 @@
-// Package sessionstest is the conformance suite of sessions.Index, the
-// seam of the session index (SPEC §3.8): the behaviour every backend must
-// show, written once as tests over the interface (the pattern of
+// Package sessionstest is the conformance suite of the storage seam (SPEC
+// §3.8): sessions.Index (TestIndex), sessions.Delivery (TestDelivery) and
+// sessions.RoomLog (TestRoomLog), the behaviour every backend must show,
+// written once as tests over the interfaces (the pattern of
 // testing/fstest.TestFS). The files backend runs it from package sessions,
 // the PostgreSQL backend from sessions/pgstore.
 //
