@@ -99,9 +99,12 @@ type Delivery struct {
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 
-	mu      sync.Mutex // guards the fields below
-	backlog []mark     // marks not yet written, in order
-	failure error      // the last write failure; nil when healthy
+	// mu guards the fields below. While marks wait (an outage) it is held
+	// across the writes that retry them, which keeps marks in order; in
+	// normal operation writes run without it.
+	mu      sync.Mutex
+	backlog []mark // marks not yet written, in order
+	failure error  // the last write failure; nil when healthy
 	closed  bool
 
 	faulted  atomic.Bool // failure != nil || len(backlog) > 0
@@ -341,14 +344,19 @@ func (d *Delivery) loop() {
 				d.recover()
 			}
 		case <-renew.C:
-			if err := d.Renew(context.Background()); err != nil {
-				d.log.Warn("delivery lease renewal failed", zap.Error(err))
-			}
+			d.background("lease renewal", d.Renew)
 		case <-prune.C:
-			if err := d.Prune(context.Background()); err != nil {
-				d.log.Warn("delivery prune failed", zap.Error(err))
-			}
+			d.background("prune", d.Prune)
 		}
+	}
+}
+
+// background runs one chore of the loop within deliveryOpTimeout.
+func (d *Delivery) background(what string, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		d.log.Warn("delivery "+what+" failed", zap.Error(err))
 	}
 }
 
