@@ -2,10 +2,11 @@
 // seam (SPEC §3.8): the behaviour every backend must show, written once as
 // tests over the interfaces (the pattern of testing/fstest.TestFS).
 // TestIndex covers sessions.Index, TestTranscripts sessions.TranscriptLog
-// (through sessions.AgentStore), and BenchmarkTranscripts runs the same
-// transcript benchmarks on each backend so their figures compare. The files
-// backend runs them from package sessions, the PostgreSQL backend from
-// sessions/pgstore.
+// (through sessions.AgentStore), TestDelivery sessions.Delivery,
+// TestRoomLog sessions.RoomLog, TestPairing and TestCursors the pairing and
+// cursor state; the benchmarks run the same work on each backend so their
+// figures compare. The files backend runs them from package sessions, the
+// PostgreSQL backend from sessions/pgstore.
 //
 // Only tests import this package. The suites run their cases as parallel
 // subtests, each on a new store from the caller's opener.

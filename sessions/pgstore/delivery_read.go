@@ -1,0 +1,97 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+const recordCols = `id, agent_id, session_key, payload::text, starts, failures, attempts, consumed, accepted_at`
+
+func scanRecord(row pgx.CollectableRow) (sessions.Record, error) {
+	var (
+		r       sessions.Record
+		payload string
+	)
+	err := row.Scan(&r.ID, &r.AgentID, &r.SessionKey, &payload, &r.Starts, &r.Failures, &r.Attempts, &r.Consumed, &r.AcceptedAt)
+	r.Payload = json.RawMessage(payload)
+	r.AcceptedAt = r.AcceptedAt.UTC()
+	return r, err
+}
+
+// Pending returns the records without an outcome (accepted, not done, not
+// answered by an outstanding reply) that another handle accepted, oldest
+// first: what a start resumes. This handle's own records are in its
+// caller's hands already.
+func (d *Delivery) Pending() ([]sessions.Record, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	rows, err := d.db.pool.Query(ctx, `SELECT `+recordCols+` FROM delivery_records
+		WHERE state = 'pending' AND reply IS NULL AND owner <> $1 ORDER BY seq`, d.owner)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery pending: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery pending: %w", err)
+	}
+	return out, nil
+}
+
+// Replies returns the replies not completely delivered, oldest first.
+func (d *Delivery) Replies() ([]sessions.Reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	rows, err := d.db.pool.Query(ctx, `SELECT `+replyCols+` FROM delivery_replies ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery replies: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, scanReply)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery replies: %w", err)
+	}
+	return out, nil
+}
+
+const replyCols = `id, records, agent_id, session_key, target::text, chunks::text, sent, entry_id, draft, created_at`
+
+func scanReply(row pgx.CollectableRow) (sessions.Reply, error) {
+	var (
+		r              sessions.Reply
+		target, chunks string
+	)
+	if err := row.Scan(&r.ID, &r.Records, &r.AgentID, &r.SessionKey, &target, &chunks,
+		&r.Sent, &r.EntryID, &r.Draft, &r.CreatedAt); err != nil {
+		return r, err
+	}
+	if len(r.Records) == 0 {
+		r.Records = nil
+	}
+	r.Target = json.RawMessage(target)
+	r.CreatedAt = r.CreatedAt.UTC()
+	if err := json.Unmarshal([]byte(chunks), &r.Chunks); err != nil {
+		return r, fmt.Errorf("reply %q: chunks: %w", r.ID, err)
+	}
+	return r, nil
+}
+
+// Stats counts this handle's writes and the stored pending records
+// (answered or not) and replies. Every write is one committed transaction,
+// so Lines and Fsyncs both count them.
+func (d *Delivery) Stats() sessions.JournalStats {
+	st := sessions.JournalStats{Lines: d.writes.Load(), Fsyncs: d.writes.Load(), WriteFailures: d.failures.Load()}
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	err := d.db.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM delivery_records WHERE state = 'pending'),
+		(SELECT count(*) FROM delivery_replies)`).Scan(&st.Pending, &st.Replies)
+	if err != nil {
+		d.log.Warn("delivery stats unavailable", zap.Error(err))
+	}
+	return st
+}
