@@ -172,6 +172,39 @@ func crashSeed(t *testing.T) uint64 {
 // per input. GATEWAY_CRASH_KILLS raises the number of kills,
 // GATEWAY_CRASH_SEED replays a run.
 func TestCrashLosesNothingRepeatsNothing(t *testing.T) {
+	runCrash(t, crashBackend{
+		checkTranscripts: func(t *testing.T, _, state string) {
+			checkCrashTranscripts(t, filepath.Join(state, "agents", "main", "sessions"))
+		},
+	})
+}
+
+// crashBackend is what the crash run needs of a storage backend.
+type crashBackend struct {
+	// storage is the YAML storage block ("" for the files default).
+	storage string
+	// checkTranscripts checks the transcripts once the daemon stopped,
+	// given its config file and state dir.
+	checkTranscripts func(t *testing.T, cfgPath, state string)
+}
+
+// crashRun is one crash test's daemon, fakes and traffic.
+type crashRun struct {
+	d     *crashDaemon
+	tg    *telegramtest.Server
+	state string
+
+	sent atomic.Int64
+	mu   sync.Mutex
+	long map[int]bool // guarded by mu
+	// boundaries[r] is how many messages the fake had recorded when run r
+	// was killed and all its connections were closed.
+	boundaries []int
+}
+
+// runCrash is the crash test on backend b (see
+// TestCrashLosesNothingRepeatsNothing).
+func runCrash(t *testing.T, b crashBackend) {
 	seed := crashSeed(t)
 	t.Logf("seed %d (GATEWAY_CRASH_SEED=%d replays this run)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -181,7 +214,48 @@ func TestCrashLosesNothingRepeatsNothing(t *testing.T) {
 			kills = v
 		}
 	}
+	begin := time.Now()
+	r := startCrashRun(t, b.storage)
+	d, tg := r.d, r.tg
+	d.start()
+	defer d.stop()
+	r.setModes()
 
+	// Steady traffic from a goroutine while the daemon is killed and
+	// restarted; Telegram keeps updates while it is down.
+	stop := make(chan struct{})
+	trafficDone := make(chan struct{})
+	go func() {
+		defer close(trafficDone)
+		r.traffic(stop)
+	}()
+	for k := range kills {
+		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		d.kill()
+		// Requests the dead process had written are still handled: the
+		// boundary is taken once the fake has closed all its connections.
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := tg.WaitNoConns(wctx); err != nil {
+			t.Fatalf("kill %d: the fake still has open connections from the killed daemon: %v", k+1, err)
+		}
+		cancel()
+		r.boundaries = append(r.boundaries, len(tg.Sent()))
+		if k%10 == 9 {
+			t.Logf("%d kills, %d messages sent", k+1, r.sent.Load())
+		}
+		d.start()
+	}
+	close(stop)
+	<-trafficDone
+	r.report(t, kills)
+	t.Logf("the crash run took %s", time.Since(begin).Round(time.Second))
+	b.checkTranscripts(t, d.cfg, r.state)
+}
+
+// startCrashRun starts the fakes and writes the daemon's config (storage
+// appended); the daemon is not started yet.
+func startCrashRun(t *testing.T, storage string) *crashRun {
+	t.Helper()
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
 	model.SetReply(crashModel)
@@ -209,19 +283,24 @@ agents:
   list: [{id: main}]
 messages:
   queue: {mode: collect, debounce: 50ms, cap: 50}
-`, state, d.addr, tg.Token(), tg.URL, model.BaseURL())
+`, state, d.addr, tg.Token(), tg.URL, model.BaseURL()) + storage
 	if err := os.WriteFile(d.cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.start()
-	defer d.stop()
+	return &crashRun{d: d, tg: tg, state: state, long: map[int]bool{}}
+}
 
-	// Chats 0-4 keep collect; the others switch their session's mode.
+func crashChatID(c int) int64 { return int64(5000 + c) }
+
+// setModes keeps chats 0-4 on collect and switches the others' sessions to
+// followup, steer and interrupt, five chats each.
+func (r *crashRun) setModes() {
+	t, tg := r.d.t, r.tg
+	t.Helper()
 	modes := []string{"collect", "followup", "steer", "interrupt"}
-	chatID := func(c int) int64 { return int64(5000 + c) }
 	for c := 5; c < crashChats; c++ {
-		tg.DM(chatID(c), "hello") // /queue needs the session to exist
-		tg.DM(chatID(c), "/queue "+modes[c/5])
+		tg.DM(crashChatID(c), "hello") // /queue needs the session to exist
+		tg.DM(crashChatID(c), "/queue "+modes[c/5])
 	}
 	waitFor(t, 20*time.Second, "the /queue replies", func() bool {
 		n := 0
@@ -232,59 +311,36 @@ messages:
 		}
 		return n == crashChats-5
 	})
+}
 
-	// Steady traffic from a goroutine while the daemon is killed and
-	// restarted; Telegram keeps updates while it is down.
-	var sent atomic.Int64
-	long := map[int]bool{}
-	var mu sync.Mutex
-	stop := make(chan struct{})
-	trafficDone := make(chan struct{})
-	go func() {
-		defer close(trafficDone)
-		tick := time.NewTicker(time.Second / crashRate)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			text := fmt.Sprintf("msg m%d", i)
-			mu.Lock()
-			if i%crashLongEvery == 3 {
-				text += " long"
-				long[i] = true
-			}
-			mu.Unlock()
-			tg.DM(chatID(i%crashChats), text)
-			sent.Add(1)
+// traffic sends crashRate messages a second over the chats until stop.
+func (r *crashRun) traffic(stop <-chan struct{}) {
+	tick := time.NewTicker(time.Second / crashRate)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
 		}
-	}()
-	// boundaries[r] is how many messages the fake had recorded when run r
-	// was killed and all its connections were closed.
-	var boundaries []int
-	for k := range kills {
-		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
-		d.kill()
-		// Requests the dead process had written are still handled: the
-		// boundary is taken once the fake has closed all its connections.
-		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := tg.WaitNoConns(wctx); err != nil {
-			t.Fatalf("kill %d: the fake still has open connections from the killed daemon: %v", k+1, err)
+		text := fmt.Sprintf("msg m%d", i)
+		r.mu.Lock()
+		if i%crashLongEvery == 3 {
+			text += " long"
+			r.long[i] = true
 		}
-		cancel()
-		boundaries = append(boundaries, len(tg.Sent()))
-		if k%10 == 9 {
-			t.Logf("%d kills, %d messages sent", k+1, sent.Load())
-		}
-		d.start()
+		r.mu.Unlock()
+		r.tg.DM(crashChatID(i%crashChats), text)
+		r.sent.Add(1)
 	}
-	close(stop)
-	<-trafficDone
-	total := int(sent.Load())
+}
 
-	// Wait until every input is answered (or a minute passes).
+// report waits for every input to be answered (or a minute), stops the
+// daemon and checks the fake's record.
+func (r *crashRun) report(t *testing.T, kills int) {
+	t.Helper()
+	d, tg := r.d, r.tg
+	total := int(r.sent.Load())
 	var rep crashReport
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if rep = countReplies(tg.Sent(), total); len(rep.unanswered) == 0 {
@@ -294,11 +350,14 @@ messages:
 	time.Sleep(500 * time.Millisecond) // late duplicates
 	d.stop()
 	rep = countReplies(tg.Sent(), total)
-	outside := outsideWindow(tg.Sent(), boundaries)
+	outside := outsideWindow(tg.Sent(), r.boundaries)
 
 	slices.Sort(d.readies)
+	r.mu.Lock()
+	long := len(r.long)
+	r.mu.Unlock()
 	t.Logf("%d kills, %d messages (%d long), %d superseded in interrupt mode, %d chunks delivered, %d chunks twice (the documented window), restart to ready: median %s, max %s",
-		kills, total, len(long), rep.superseded, rep.chunks, rep.dupChunks, d.readies[len(d.readies)/2].Round(time.Millisecond),
+		kills, total, long, rep.superseded, rep.chunks, rep.dupChunks, d.readies[len(d.readies)/2].Round(time.Millisecond),
 		d.readies[len(d.readies)-1].Round(time.Millisecond))
 	if len(rep.unanswered) > 0 {
 		t.Errorf("%d messages never answered: %v", len(rep.unanswered), firstN(rep.unanswered, 20))
@@ -312,8 +371,6 @@ messages:
 		// about one per 20 kills: more says the window grew.
 		t.Logf("note: %d chunks twice in %d kills is more than the expected 1 per 20 kills", rep.dupChunks, kills)
 	}
-
-	checkCrashTranscripts(t, filepath.Join(state, "agents", "main", "sessions"))
 }
 
 // outsideWindow returns the duplicated chunks that the documented window
@@ -426,7 +483,7 @@ func checkCrashTranscripts(t *testing.T, dir string) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts in %s (%v)", dir, err)
 	}
-	records := map[string]int{}
+	tally := newCrashTally(t)
 	for _, p := range files {
 		f, err := os.Open(p)
 		if err != nil {
@@ -450,19 +507,43 @@ func checkCrashTranscripts(t *testing.T, dir string) {
 			if e.Type != "message" {
 				continue
 			}
-			for _, id := range e.RecordIDs {
-				records[id]++
-			}
-			if e.Message.Role == "assistant" && prev == "assistant" {
-				t.Errorf("%s:%d: a second assistant reply to the same input", filepath.Base(p), n)
-			}
-			prev = e.Message.Role
+			prev = tally.message(fmt.Sprintf("%s:%d", filepath.Base(p), n), prev, e.Message.Role, e.RecordIDs)
 		}
 		f.Close()
 	}
-	for id, n := range records {
+	tally.check()
+}
+
+// crashTally counts the journal records transcripts carry and reports
+// a second assistant reply to one input.
+type crashTally struct {
+	t       *testing.T
+	records map[string]int
+}
+
+func newCrashTally(t *testing.T) *crashTally {
+	return &crashTally{t: t, records: map[string]int{}}
+}
+
+// message counts one transcript message at where whose predecessor in the
+// transcript had role prev ("" for none); it returns role.
+func (c *crashTally) message(where, prev, role string, recordIDs []string) string {
+	c.t.Helper()
+	for _, id := range recordIDs {
+		c.records[id]++
+	}
+	if role == "assistant" && prev == "assistant" {
+		c.t.Errorf("%s: a second assistant reply to the same input", where)
+	}
+	return role
+}
+
+// check reports every record appended more than once.
+func (c *crashTally) check() {
+	c.t.Helper()
+	for id, n := range c.records {
 		if n > 1 {
-			t.Errorf("record %s appended %d times", id, n)
+			c.t.Errorf("record %s appended %d times", id, n)
 		}
 	}
 }

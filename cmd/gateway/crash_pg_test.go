@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
+)
+
+// TestCrashLosesNothingRepeatsNothingPostgres is the crash test (see
+// TestCrashLosesNothingRepeatsNothing) on the postgres backend: a fresh
+// database, the daemon SIGKILLed under traffic at least 50 times, the
+// fake Telegram's record checked the same way, and the transcripts read
+// back through the storage seam.
+func TestCrashLosesNothingRepeatsNothingPostgres(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	runCrash(t, crashBackend{storage: pgStorage(url), checkTranscripts: checkCrashTranscriptsSeam})
+}
+
+// checkCrashTranscriptsSeam is checkCrashTranscripts through the storage
+// seam: it opens the backend of the config at cfgPath (passive: the daemon
+// has stopped, nothing is repaired) and reads every session of every
+// agent, current and archived.
+func checkCrashTranscriptsSeam(t *testing.T, cfgPath, _ string) {
+	t.Helper()
+	cfg, err := configs.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := gatewayd.OpenBackend(ctx, cfg, gatewayd.BackendOptions{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	agents, err := b.Agents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := newCrashTally(t)
+	sessionsRead := 0
+	for _, agent := range agents {
+		st, err := b.Store(agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := st.List()
+		if err != nil {
+			t.Fatalf("agent %s: list: %v", agent, err)
+		}
+		for _, e := range entries {
+			tr, err := st.TranscriptOf(e)
+			if err != nil {
+				t.Fatalf("session %s: %v", e.SessionID, err)
+			}
+			tallyHistory(ctx, t, tally, agent+"/"+e.SessionID, tr)
+			sessionsRead++
+			key, err := routing.Parse(e.SessionKey)
+			if err != nil {
+				t.Fatalf("session key %q: %v", e.SessionKey, err)
+			}
+			arch, err := st.Archived(key)
+			if err != nil {
+				t.Fatalf("session key %s: archived: %v", e.SessionKey, err)
+			}
+			for _, a := range arch {
+				tr, err := st.Transcript(a.SessionID)
+				if err != nil {
+					t.Fatalf("archived session %s: %v", a.SessionID, err)
+				}
+				tallyHistory(ctx, t, tally, agent+"/"+a.SessionID+" (archived)", tr)
+				sessionsRead++
+			}
+		}
+	}
+	if sessionsRead == 0 {
+		t.Fatalf("no sessions in the %s backend (agents %v)", b.Kind(), agents)
+	}
+	tally.check()
+	t.Logf("%d transcripts read through the %s backend, %d records", sessionsRead, b.Kind(), len(tally.records))
+}
+
+// tallyHistory counts the messages of one transcript's history.
+func tallyHistory(ctx context.Context, t *testing.T, tally *crashTally, name string, tr sessions.TranscriptLog) {
+	t.Helper()
+	h, err := tr.History(ctx)
+	if err != nil {
+		t.Fatalf("transcript %s: history: %v", name, err)
+	}
+	prev := ""
+	for i, m := range h {
+		prev = tally.message(fmt.Sprintf("%s message %d", name, i+1), prev, m.Role, m.RecordIDs)
+	}
+}
