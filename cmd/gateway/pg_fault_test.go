@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
+)
+
+// Fault tests of the built daemon on the postgres backend: a statement
+// that times out behind a lock, and a server restart during a turn.
+
+// startPgBinary writes the config of a daemon on database url (its
+// statement timeout stmt) against the fakes and starts the built binary.
+// The caller stops it.
+func startPgBinary(t *testing.T, tg *telegramtest.Server, model *openaitest.Server, url, stmt string) *crashDaemon {
+	t.Helper()
+	base := t.TempDir()
+	d := &crashDaemon{t: t, addr: freeAddr(t), logs: filepath.Join(base, "logs")}
+	if err := os.MkdirAll(d.logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.cfg = filepath.Join(d.logs, "gateway.yaml")
+	yaml := fmt.Sprintf(`stateDir: %s
+http: {listen: %q}
+log: {level: info, format: console}
+channels:
+  telegram:
+    accounts:
+      default: {token: %q, apiRoot: %q, dmPolicy: open, pollTimeoutSeconds: 1}
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model, maxConcurrent: 8}
+  list: [{id: main}]
+messages:
+  queue: {mode: collect, debounce: 20ms}
+storage: {backend: postgres, postgres: {url: %q, maxConns: 8, statementTimeout: %s}}
+`, filepath.Join(base, "state"), d.addr, tg.Token(), tg.URL, model.BaseURL(), url, stmt)
+	if err := os.WriteFile(d.cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.start()
+	return d
+}
+
+// daemonLog is everything the daemon's runs logged.
+func (d *crashDaemon) daemonLog() string {
+	d.t.Helper()
+	files, err := filepath.Glob(filepath.Join(d.logs, "run-*.log"))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
+
+// repliesTo counts the bot's messages in chat that contain text.
+func repliesTo(tg *telegramtest.Server, chat int64, text string) int {
+	n := 0
+	for _, s := range sentTo(tg, chat) {
+		if strings.Contains(s.Text, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// lockWaiters counts the backends of database name waiting for a lock.
+func lockWaiters(ctx context.Context, conn *pgx.Conn, name string) (int, error) {
+	var n int
+	err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = $1 AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`, name).Scan(&n)
+	return n, err
+}
+
+// TestPostgresStatementTimeoutNeverWedges: with statementTimeout 1s, an
+// operator's transaction holds the row of a session (its index entry, or
+// its transcript head) for 3 s while a message for that session arrives.
+// The turn's statement waits on the lock and times out; other sessions are
+// answered meanwhile; once the lock is gone the message and the next one
+// are each answered exactly once.
+func TestPostgresStatementTimeoutNeverWedges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// lock locks the row of session (key, id) in tx.
+		lock string
+	}{
+		{"entries", `SELECT 1 FROM entries WHERE agent_id = 'main' AND session_key = $1 AND session_id = $2 FOR UPDATE`},
+		{"transcript_heads", `SELECT 1 FROM transcript_heads WHERE session_id = $2 AND $1 <> '' FOR UPDATE`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { statementTimeoutCase(t, tc.lock) })
+	}
+}
+
+func statementTimeoutCase(t *testing.T, lockSQL string) {
+	url := pgtest.NewDatabase(t)
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	d := startPgBinary(t, tg, model, url, "1s")
+	defer d.stop()
+	const locked, other = int64(8100), int64(8200)
+	tg.DM(locked, "hello a1")
+	tg.DM(other, "hello b1")
+	waitFor(t, 20*time.Second, "the first replies", func() bool {
+		return repliesTo(tg, locked, "a1") == 1 && repliesTo(tg, other, "b1") == 1
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	key := fmt.Sprintf("agent:main:telegram:direct:%d", locked)
+	var sessionID string
+	if err := conn.QueryRow(ctx, `SELECT session_id FROM entries WHERE agent_id = 'main' AND session_key = $1`, key).Scan(&sessionID); err != nil {
+		t.Fatalf("the session of %s: %v", key, err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := tx.Exec(ctx, lockSQL, key, sessionID)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("lock the session's row: %v (%d rows)", err, tag.RowsAffected())
+	}
+	lockedAt := time.Now()
+
+	tg.DM(locked, "while locked a2")
+	tg.DM(other, "meanwhile b2")
+	// The turn reaches the locked row and waits for it.
+	watch, err := pgx.Connect(ctx, pgtest.AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	waitFor(t, 3*time.Second, "a statement of the daemon waiting for the locked row", func() bool {
+		n, err := lockWaiters(ctx, watch, pgDatabaseName(t, url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
+	waitFor(t, 3*time.Second, "the other session's reply while the row is locked", func() bool {
+		return repliesTo(tg, other, "b2") == 1
+	})
+	if held := time.Since(lockedAt); held >= 3*time.Second {
+		t.Fatalf("the other session was answered only after %s: the test could not hold the lock meanwhile", held)
+	}
+	time.Sleep(time.Until(lockedAt.Add(3 * time.Second)))
+	if n := repliesTo(tg, locked, "a2"); n != 0 {
+		t.Fatalf("a2 answered %d times while its session's row was locked", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+
+	waitFor(t, 30*time.Second, "the reply to the message that met the lock", func() bool {
+		return repliesTo(tg, locked, "a2") > 0
+	})
+	t.Logf("a2 answered %s after the lock was released", time.Since(released).Round(10*time.Millisecond))
+	tg.DM(locked, "after a3")
+	waitFor(t, 20*time.Second, "the reply to the next message", func() bool { return repliesTo(tg, locked, "a3") > 0 })
+	time.Sleep(500 * time.Millisecond) // late duplicates
+	for _, c := range []struct {
+		chat int64
+		text string
+	}{{locked, "a1"}, {locked, "a2"}, {locked, "a3"}, {other, "b1"}, {other, "b2"}} {
+		if n := repliesTo(tg, c.chat, c.text); n != 1 {
+			t.Errorf("%s in chat %d answered %d times, want 1", c.text, c.chat, n)
+		}
+	}
+	for _, s := range tg.Sent() {
+		if strings.HasPrefix(s.Text, "Sorry") {
+			t.Errorf("a notice went to chat %d: %q", s.ChatID, s.Text)
+		}
+	}
+	d.stop()
+	if log := d.daemonLog(); !strings.Contains(log, "statement timeout") {
+		t.Errorf("the daemon's log does not show the statement that timed out:\n%s", log)
+	}
+}
