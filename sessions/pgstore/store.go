@@ -23,7 +23,10 @@ const CallTimeout = 30 * time.Second
 // daemon's consumers use: the methods of sessions.Store with their
 // signatures. The methods that take a context pass it on; the others run
 // under CallTimeout. Every write is durable when it returns, so Flush has
-// nothing to do. A Store is safe for concurrent use.
+// nothing to do. Errors that say the server could not serve a call (it
+// is restarting or unreachable, a statement timed out) wrap
+// sessions.ErrStorage, for the index and the transcripts it opens alike.
+// A Store is safe for concurrent use.
 type Store struct {
 	x   *Index
 	log *zap.Logger
@@ -51,28 +54,32 @@ func call() (context.Context, context.CancelFunc) {
 func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
-	return s.x.Get(ctx, key)
+	e, ok, err := s.x.Get(ctx, key)
+	return e, ok, s.x.db.storageErr(err)
 }
 
 // GetByID returns the current entry whose session id is id.
 func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
-	return s.x.GetByID(ctx, id)
+	e, ok, err := s.x.GetByID(ctx, id)
+	return e, ok, s.x.db.storageErr(err)
 }
 
 // List returns every entry, most recently updated first (ties by key).
 func (s *Store) List() ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
-	return s.x.List(ctx)
+	l, err := s.x.List(ctx)
+	return l, s.x.db.storageErr(err)
 }
 
 // Recent returns the n most recently updated entries, in List's order.
 func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
-	return s.x.Recent(ctx, n)
+	l, err := s.x.Recent(ctx, n)
+	return l, s.x.db.storageErr(err)
 }
 
 // Archived returns the sessions of key that were reset, deleted or
@@ -80,30 +87,37 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 	ctx, cancel := call()
 	defer cancel()
-	return s.x.Archived(ctx, key)
+	l, err := s.x.Archived(ctx, key)
+	return l, s.x.db.storageErr(err)
 }
 
 // Begin is Index.Begin.
 func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
-	return s.x.Begin(ctx, key, o)
+	e, info, err := s.x.Begin(ctx, key, o)
+	return e, info, s.x.db.storageErr(err)
 }
 
 // Reset is Index.Reset.
 func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
-	return s.x.Reset(ctx, key, o)
+	e, err := s.x.Reset(ctx, key, o)
+	return e, s.x.db.storageErr(err)
 }
 
 // Patch is Index.Patch.
 func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error) {
-	return s.x.Patch(ctx, key, fn)
+	e, err := s.x.Patch(ctx, key, fn)
+	return e, s.x.db.storageErr(err)
 }
 
 // Delete is Index.Delete.
-func (s *Store) Delete(ctx context.Context, key routing.Key) error { return s.x.Delete(ctx, key) }
+func (s *Store) Delete(ctx context.Context, key routing.Key) error {
+	return s.x.db.storageErr(s.x.Delete(ctx, key))
+}
 
 // Switch is Index.Switch.
 func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
-	return s.x.Switch(ctx, key, sessionID)
+	e, err := s.x.Switch(ctx, key, sessionID)
+	return e, s.x.db.storageErr(err)
 }
 
 // AddCounters adds usage to key's current session at once (one atomic
@@ -131,13 +145,14 @@ func (s *Store) TranscriptOf(e sessions.Entry) (sessions.TranscriptLog, error) {
 	return s.open(e.SessionID, sessions.Header{SessionKey: e.SessionKey, AgentID: s.AgentID()})
 }
 
-// open avoids returning a nil *TranscriptLog as a non-nil interface.
+// open avoids returning a nil *TranscriptLog as a non-nil interface; the
+// transcript's errors are wrapped by DB.storageErr.
 func (s *Store) open(sessionID string, hdr sessions.Header) (sessions.TranscriptLog, error) {
 	t, err := s.x.db.Transcript(sessionID, hdr)
 	if err != nil {
 		return nil, err
 	}
-	return t, nil
+	return storeTranscript{t}, nil
 }
 
 // Transcript returns the transcript of session sessionID, current or
@@ -152,7 +167,7 @@ func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
 	e, ok, err := s.GetByID(sessionID)
 	switch {
 	case err != nil && !errors.Is(err, sessions.ErrNotFound):
-		return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+		return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err) // Get wrapped it
 	case ok:
 		hdr.SessionKey = e.SessionKey
 	default:
@@ -160,7 +175,7 @@ func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
 		// transcript (the files backend keeps them in separate dirs).
 		owner, err := s.owner(sessionID)
 		if err != nil {
-			return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+			return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, s.x.db.storageErr(err))
 		}
 		if owner != "" && owner != s.AgentID() {
 			return nil, fmt.Errorf("pgstore: transcript %s: %w: it belongs to agent %q, not %q",
