@@ -159,6 +159,7 @@ type harness struct {
 	queue QueueConfig
 	open  func(path string) (sessions.JournalFile, error) // journal file layer; nil: the file
 	grace time.Duration                                   // shutdown grace in close (default 5 s)
+	wrap  func(sessions.Backend) sessions.Backend         // wraps the backend the dispatcher and runner see; nil: none
 	ctx   context.Context
 	stop  context.CancelFunc
 }
@@ -192,8 +193,12 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	backend := mgr.Backend()
+	if h.wrap != nil {
+		backend = h.wrap(backend)
+	}
 	runner, err := agents.NewRunner(agents.Options{
-		Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": h.m},
+		Sessions: backend, Providers: map[string]llm.Provider{"fake": h.m},
 		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: log,
 	})
 	if err != nil {
@@ -203,7 +208,7 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log}, &Runtime{Resolver: resolver, Queue: h.queue})
+	d, err := New(Options{Sessions: backend, StateDir: mgr.StateDir(), Runner: runner, Logger: log}, &Runtime{Resolver: resolver, Queue: h.queue})
 	if err != nil {
 		t.Fatal(err)
 	}

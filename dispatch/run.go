@@ -100,6 +100,12 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		origin.At = d.opts.Now()
 	}
 	entry, info, err := store.Begin(ctx, first.Key, origin)
+	if err != nil && ctx.Err() != nil {
+		// Cancelled while the session began (a backend that waits on a
+		// database): what a cancelled run does below, not a failure.
+		d.cancelled(ctx, ws, ids, log)
+		return
+	}
 	if err != nil {
 		d.failed(ctx, ws, log, fmt.Errorf("session begin: %w", err))
 		return
@@ -171,14 +177,8 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	if err != nil {
 		var ue interface{ UserMessage() string }
 		switch {
-		case ctx.Err() != nil && d.closing.Load():
-			// Shutdown: not a failure; the records run again at next start.
-			log.Info("turn interrupted by shutdown; will resume at next start")
-			_ = d.journal.Abort(ids...)
 		case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-			log.Info("turn cancelled")
-			d.finish(ids...)
-			d.release(ctx, all, "Stopped before an answer was ready.")
+			d.cancelled(ctx, all, ids, log)
 		case errors.As(err, &ue) && !isStorage(err):
 			// The model could not answer: the person is told, and that
 			// notice is the turn's outcome.
@@ -209,6 +209,20 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		return
 	}
 	d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID)
+}
+
+// cancelled ends a turn whose context was cancelled before its outcome:
+// at shutdown the records stay pending for the next start; otherwise
+// (/stop, interrupt) they are finished and waiting web clients told.
+func (d *Dispatcher) cancelled(ctx context.Context, ws []*work, ids []string, log *zap.Logger) {
+	if ctx.Err() != nil && d.closing.Load() {
+		log.Info("turn interrupted by shutdown; will resume at next start")
+		_ = d.journal.Abort(ids...)
+		return
+	}
+	log.Info("turn cancelled")
+	d.finish(ids...)
+	d.release(ctx, ws, "Stopped before an answer was ready.")
 }
 
 // userMessage is the transcript message of an inbound message (its
