@@ -1,0 +1,94 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DaemonLockKey is the PostgreSQL advisory lock (one bigint key, "gatewayd"
+// in ASCII; the migrations' lock is another) that says a daemon uses the
+// database. Every daemon holds it shared for its whole life (HoldShared),
+// on a connection of its own, so any number of replicas run together;
+// `gateway storage migrate` takes it exclusively (LockExclusive) for the
+// whole copy, so it refuses while a daemon runs and no daemon starts while
+// it copies. The lock is a session lock: it goes away with the connection,
+// also when its process is killed.
+const DaemonLockKey int64 = 0x6761746577617964
+
+// ErrInUse is LockExclusive's refusal (with errors.Is): a daemon holds the
+// database.
+var ErrInUse = errors.New("the database is in use by a running gateway")
+
+// HoldShared takes DaemonLockKey shared, waiting while a migration holds
+// it exclusively, and keeps it until release is called.
+func (db *DB) HoldShared(ctx context.Context) (release func(), err error) {
+	return db.holdLock(ctx, `SELECT pg_advisory_lock_shared($1), true`)
+}
+
+// LockExclusive takes DaemonLockKey exclusively without waiting and keeps
+// it until release is called. While a daemon holds it shared the error
+// wraps ErrInUse and names the holders' client addresses and backend pids.
+func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
+	release, err = db.holdLock(ctx, `SELECT true, pg_try_advisory_lock($1)`)
+	if errors.Is(err, ErrInUse) {
+		if who := db.lockHolders(ctx); who != "" {
+			err = fmt.Errorf("%w (%s)", err, who)
+		}
+	}
+	return release, err
+}
+
+func (db *DB) holdLock(ctx context.Context, sql string) (func(), error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
+	}
+	var done, ok bool
+	if err := conn.QueryRow(ctx, sql, DaemonLockKey).Scan(&done, &ok); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, fmt.Errorf("pgstore: %s: %w", db.target, ErrInUse)
+	}
+	return func() { release(conn) }, nil
+}
+
+// release drops the connection holding the lock: closing it ends the
+// session and with it every advisory lock it held, whatever the state.
+func release(conn *pgxpool.Conn) {
+	pc := conn.Hijack()
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
+	defer cancel()
+	_ = pc.Close(ctx)
+}
+
+// lockHolders describes the sessions holding DaemonLockKey: "pid 123 from
+// 10.0.0.5, pid 456 from local socket". Empty when it cannot tell.
+func (db *DB) lockHolders(ctx context.Context) string {
+	rows, err := db.pool.Query(ctx, `SELECT a.pid, COALESCE(host(a.client_addr), 'local socket')
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1
+		ORDER BY a.pid`, DaemonLockKey)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var who []string
+	for rows.Next() {
+		var (
+			pid  int32
+			from string
+		)
+		if rows.Scan(&pid, &from) == nil {
+			who = append(who, fmt.Sprintf("backend pid %d from %s", pid, from))
+		}
+	}
+	return strings.Join(who, ", ")
+}
