@@ -26,14 +26,14 @@ var ErrInUse = errors.New("the database is in use by a running gateway")
 // HoldShared takes DaemonLockKey shared, waiting while a migration holds
 // it exclusively, and keeps it until release is called.
 func (db *DB) HoldShared(ctx context.Context) (release func(), err error) {
-	return db.holdLock(ctx, `SELECT pg_advisory_lock_shared($1), true`)
+	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`)
 }
 
 // LockExclusive takes DaemonLockKey exclusively without waiting and keeps
 // it until release is called. While a daemon holds it shared the error
 // wraps ErrInUse and names the holders' client addresses and backend pids.
 func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
-	release, err = db.holdLock(ctx, `SELECT true, pg_try_advisory_lock($1)`)
+	release, err = db.holdLock(ctx, `SELECT pg_try_advisory_lock($1)`)
 	if errors.Is(err, ErrInUse) {
 		if who := db.lockHolders(ctx); who != "" {
 			err = fmt.Errorf("%w (%s)", err, who)
@@ -47,8 +47,8 @@ func (db *DB) holdLock(ctx context.Context, sql string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
 	}
-	var done, ok bool
-	if err := conn.QueryRow(ctx, sql, DaemonLockKey).Scan(&done, &ok); err != nil {
+	var ok bool
+	if err := conn.QueryRow(ctx, sql, DaemonLockKey).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
 	}

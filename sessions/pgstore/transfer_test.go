@@ -1,0 +1,182 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/sessionstest"
+)
+
+func openFiles(t testing.TB, dir string) *sessions.Manager {
+	t.Helper()
+	m, err := sessions.Open(sessions.Options{StateDir: dir, CacheTTL: 0, FlushInterval: time.Hour, Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func noDifferences(t *testing.T, what string, c sessions.Comparison, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(c.Differences) > 0 || c.Source != c.Target {
+		t.Fatalf("%s: source %+v, target %+v, differences:\n%s", what, c.Source, c.Target, strings.Join(c.Differences, "\n"))
+	}
+}
+
+// TestTransferFilesPostgresRoundTrip moves a files state into PostgreSQL
+// and from there into a new state dir: every key compares equal at each
+// step (clocks at microseconds), the transcripts come back byte-identical,
+// copying again skips everything, and a changed key is a conflict unless
+// Overwrite.
+func TestTransferFilesPostgresRoundTrip(t *testing.T) {
+	ctx := ctxT(t)
+	srcDir, backDir := t.TempDir(), t.TempDir()
+	src := openFiles(t, srcDir)
+	built := sessionstest.BuildState(t, src.Backend())
+	db, _ := openTest(t)
+	pg := db.Transfer()
+
+	st, err := sessions.Copy(ctx, src.Transfer(), pg, sessions.CopyOptions{})
+	if err != nil {
+		t.Fatalf("files → postgres: %v", err)
+	}
+	if st.Sessions != len(built.Current) || st.Copied != st.Keys || st.Archived == 0 {
+		t.Fatalf("files → postgres: %+v", st)
+	}
+	c, err := sessions.Compare(ctx, src.Transfer(), pg, 0)
+	noDifferences(t, "files vs postgres", c, err)
+
+	// The index reads back through the seam's Index as the files store has it.
+	for _, k := range built.Current {
+		fs, _ := src.Store(k.Agent)
+		want, _, _ := fs.Get(k)
+		got, ok, err := db.Store(k.Agent, nil).Get(k)
+		if err != nil || !ok || got != want.AtMicros() {
+			t.Fatalf("%s: postgres has %+v (%v, %v), files %+v", k, got, ok, err, want)
+		}
+		wa, _ := fs.Archived(k)
+		ga, err := db.Store(k.Agent, nil).Archived(k)
+		if err != nil || len(ga) != len(wa) {
+			t.Fatalf("%s: archived %d in postgres (%v), %d in files", k, len(ga), err, len(wa))
+		}
+	}
+
+	back := openFiles(t, backDir)
+	if _, err := sessions.Copy(ctx, pg, back.Transfer(), sessions.CopyOptions{}); err != nil {
+		t.Fatalf("postgres → files: %v", err)
+	}
+	c, err = sessions.Compare(ctx, pg, back.Transfer(), 0)
+	noDifferences(t, "postgres vs files", c, err)
+	c, err = sessions.Compare(ctx, src.Transfer(), back.Transfer(), 0)
+	noDifferences(t, "original vs round trip", c, err)
+	sameTranscriptFiles(t, srcDir, backDir)
+
+	// Idempotent both ways.
+	for _, tc := range []struct {
+		name     string
+		from, to sessions.Importer
+	}{{"files → postgres", src.Transfer(), pg}, {"postgres → files", pg, back.Transfer()}} {
+		again, err := sessions.Copy(ctx, tc.from, tc.to, sessions.CopyOptions{})
+		if err != nil || again.Copied != 0 || again.Skipped != st.Keys {
+			t.Fatalf("%s again: %+v, %v", tc.name, again, err)
+		}
+	}
+
+	// A key changed in PostgreSQL is a conflict naming it.
+	k := built.Current[1]
+	if _, err := db.Index(k.Agent, nil).Patch(ctx, k, func(e *sessions.Entry) error { e.Title = "other"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sessions.Copy(ctx, src.Transfer(), pg, sessions.CopyOptions{})
+	var ce *sessions.ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), k.String()) {
+		t.Fatalf("copy onto a changed key: %v, want a conflict naming %s", err, k)
+	}
+	if _, err := sessions.Copy(ctx, src.Transfer(), pg, sessions.CopyOptions{Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = sessions.Compare(ctx, src.Transfer(), pg, 0)
+	noDifferences(t, "after overwrite", c, err)
+}
+
+// sameTranscriptFiles checks every transcript (current and archived) of
+// a is in b with the same bytes.
+func sameTranscriptFiles(t *testing.T, a, b string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(a, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".jsonl") || strings.HasSuffix(d.Name(), ".lock") ||
+			strings.HasPrefix(d.Name(), "sessions.") {
+			return err
+		}
+		rel, _ := filepath.Rel(a, path)
+		want, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if got, err := os.ReadFile(filepath.Join(b, rel)); err != nil || string(got) != string(want) {
+			t.Errorf("%s: differs after the round trip (%v)", rel, err)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no transcripts found")
+	}
+}
+
+// TestDaemonLock: while a daemon holds the database (shared), a migration
+// cannot take it and the error names the holder; two daemons share it; a
+// migration holding it keeps daemons waiting.
+func TestDaemonLock(t *testing.T) {
+	ctx := ctxT(t)
+	db, url := openTest(t)
+	other, err := Open(ctx, Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	rel1, err := db.HoldShared(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel2, err := other.HoldShared(ctx)
+	if err != nil {
+		t.Fatalf("second daemon: %v", err)
+	}
+	_, err = other.LockExclusive(ctx)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "backend pid") {
+		t.Fatalf("migration while daemons run: %v", err)
+	}
+	rel1()
+	rel2()
+	release, err := other.LockExclusive(ctx)
+	if err != nil {
+		t.Fatalf("migration after the daemons stopped: %v", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := db.HoldShared(short); err == nil {
+		t.Fatal("a daemon started while a migration holds the database")
+	}
+	release()
+	rel, err := db.HoldShared(ctx)
+	if err != nil {
+		t.Fatalf("daemon after the migration: %v", err)
+	}
+	rel()
+}
