@@ -35,6 +35,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		routeCmd(cfgPath),
 		doctorCmd(cfgPath),
 		healthcheckCmd(cfgPath),
+		storageCmd(cfgPath),
 	)
 }
 
