@@ -18,7 +18,7 @@ import (
 
 // Options configures a Runner.
 type Options struct {
-	Sessions  *sessions.Manager
+	Sessions  sessions.Backend
 	Providers map[string]llm.Provider // by provider name
 	Defaults  Defaults
 	Agents    []Agent
@@ -66,7 +66,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.stores = managerStores(opts.Sessions)
+	r.stores = backendStores(opts.Sessions)
 	return r, nil
 }
 
@@ -106,7 +106,7 @@ func newRunner(opts Options) (*Runner, error) {
 	return r, nil
 }
 
-// Turn is one agent turn for a session whose entry exists (sessions.Store.Begin).
+// Turn is one agent turn for a session whose entry exists (sessions.Index.Begin).
 type Turn struct {
 	AgentID string
 	Key     routing.Key

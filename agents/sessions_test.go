@@ -41,7 +41,7 @@ func openDisk(t *testing.T, dir string, d Defaults, list []Agent, p *fakeProvide
 		d.Model = "fake/model-1"
 	}
 	k := &disk{t: t, dir: dir, mgr: mgr, p: p}
-	k.r, err = NewRunner(Options{Sessions: mgr, Providers: map[string]llm.Provider{"fake": p}, Defaults: d, Agents: list,
+	k.r, err = NewRunner(Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": p}, Defaults: d, Agents: list,
 		Dispatch: func(_ context.Context, d Dispatch) error {
 			k.mu.Lock()
 			defer k.mu.Unlock()

@@ -7,8 +7,8 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// store is the part of *sessions.Store the runner uses; tests substitute
-// an in-memory one.
+// store is the part of sessions.AgentStore the runner uses; tests
+// substitute an in-memory one.
 type store interface {
 	Get(key routing.Key) (sessions.Entry, bool, error)
 	List() ([]sessions.Entry, error)
@@ -20,7 +20,7 @@ type store interface {
 	transcript(e sessions.Entry) (transcript, error)
 }
 
-// transcript is the part of *sessions.Transcript the runner uses.
+// transcript is the part of sessions.TranscriptLog the runner uses.
 type transcript interface {
 	Append(ctx context.Context, msgs ...sessions.Message) ([]string, error)
 	AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error)
@@ -29,13 +29,15 @@ type transcript interface {
 	History(ctx context.Context) ([]sessions.Message, error)
 }
 
-type sessionStore struct{ *sessions.Store }
+// sessionStore is a store over the storage seam.
+type sessionStore struct{ sessions.AgentStore }
 
 func (s sessionStore) transcript(e sessions.Entry) (transcript, error) { return s.TranscriptOf(e) }
 
-func managerStores(m *sessions.Manager) func(string) (store, error) {
+// backendStores opens each agent's store on b.
+func backendStores(b sessions.Backend) func(string) (store, error) {
 	return func(agentID string) (store, error) {
-		st, err := m.Store(agentID)
+		st, err := b.Store(agentID)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,7 @@ const MaxBody = 1 << 20
 
 // Options wires the API.
 type Options struct {
-	Sessions *sessions.Manager
+	Sessions sessions.Backend
 	Runner   *agents.Runner // nil: compact answers 503
 	Web      ChatHandler    // nil disables chat and the page
 	Gatherer prometheus.Gatherer

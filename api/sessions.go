@@ -96,7 +96,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"agents": ids})
 }
 
-func (s *Server) store(w http.ResponseWriter, r *http.Request) (*sessions.Store, bool) {
+func (s *Server) store(w http.ResponseWriter, r *http.Request) (sessions.AgentStore, bool) {
 	st, err := s.opts.Sessions.Store(strings.ToLower(r.PathValue("id")))
 	if err != nil {
 		s.log.Error("session store unavailable", zap.Error(err))
@@ -138,7 +138,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 // entry finds the session named by {sid}, answering 404 itself.
-func (s *Server) entry(w http.ResponseWriter, r *http.Request, st *sessions.Store) (sessions.Entry, routing.Key, bool) {
+func (s *Server) entry(w http.ResponseWriter, r *http.Request, st sessions.AgentStore) (sessions.Entry, routing.Key, bool) {
 	sid := r.PathValue("sid")
 	e, ok, err := st.GetByID(sid)
 	if err != nil && !errors.Is(err, sessions.ErrNotFound) {
@@ -243,7 +243,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.mutate(w, r, "patch", func(ctx context.Context, st *sessions.Store, key routing.Key, sid string) (any, error) {
+	s.mutate(w, r, "patch", func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error) {
 		e, err := st.Patch(ctx, key, func(e *sessions.Entry) error {
 			if e.SessionID != sid {
 				return sessions.ErrNotFound
@@ -270,7 +270,7 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
-	s.mutate(w, r, "delete", func(ctx context.Context, st *sessions.Store, key routing.Key, sid string) (any, error) {
+	s.mutate(w, r, "delete", func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error) {
 		if err := current(st, key, sid); err != nil {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resetSession(w http.ResponseWriter, r *http.Request) {
-	s.mutate(w, r, "reset", func(ctx context.Context, st *sessions.Store, key routing.Key, sid string) (any, error) {
+	s.mutate(w, r, "reset", func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error) {
 		if err := current(st, key, sid); err != nil {
 			return nil, err
 		}
@@ -304,7 +304,7 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	agent := strings.ToLower(r.PathValue("id"))
-	s.mutate(w, r, "compact", func(ctx context.Context, st *sessions.Store, key routing.Key, sid string) (any, error) {
+	s.mutate(w, r, "compact", func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error) {
 		if err := current(st, key, sid); err != nil {
 			return nil, err
 		}
@@ -321,7 +321,7 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) {
 
 // current checks that sid is still key's session (a turn may have rolled it
 // over while the request waited for the lane).
-func current(st *sessions.Store, key routing.Key, sid string) error {
+func current(st sessions.AgentStore, key routing.Key, sid string) error {
 	e, ok, err := st.Get(key)
 	if err != nil {
 		return err
@@ -335,7 +335,7 @@ func current(st *sessions.Store, key routing.Key, sid string) error {
 // mutate looks up {sid} and runs fn on the session's lane, answering with
 // fn's result or a JSON error.
 func (s *Server) mutate(w http.ResponseWriter, r *http.Request, op string,
-	fn func(ctx context.Context, st *sessions.Store, key routing.Key, sid string) (any, error)) {
+	fn func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error)) {
 	st, ok := s.store(w, r)
 	if !ok {
 		return

@@ -21,6 +21,7 @@ import (
 // Config is the whole gateway configuration.
 type Config struct {
 	StateDir  string                        `mapstructure:"stateDir"`
+	Storage   Storage                       `mapstructure:"storage"`
 	HTTP      HTTP                          `mapstructure:"http"`
 	Log       Log                           `mapstructure:"log"`
 	Channels  Channels                      `mapstructure:"channels"`
@@ -144,6 +145,7 @@ func Default() *Config {
 	}
 	return &Config{
 		StateDir: filepath.Join(home, ".gateway"),
+		Storage:  defaultStorage(),
 		Media:    dispatch.DefaultMedia(),
 		HTTP:     HTTP{Listen: "127.0.0.1:8787", Web: true, MaxConnections: 512},
 		Log:      Log{Level: "info", Format: "json"},
@@ -178,6 +180,9 @@ func Default() *Config {
 func (c *Config) Validate() error {
 	if c.StateDir == "" {
 		return fmt.Errorf("stateDir: must not be empty")
+	}
+	if err := c.Storage.Validate(); err != nil {
+		return err
 	}
 	host, _, err := net.SplitHostPort(c.HTTP.Listen)
 	if c.HTTP.Listen != "" && err != nil {

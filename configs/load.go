@@ -103,6 +103,9 @@ func (c *Config) readSecrets() error {
 		}
 		c.HTTP.Token = t
 	}
+	if err := c.Storage.Postgres.readSecret(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 
 // archiveCommand handles /sessions, /switch, /history and /delete. They act
 // only on sessions of this chat's key, so one chat never reaches another's.
-func (d *Dispatcher) archiveCommand(ctx context.Context, store *sessions.Store, w *work) string {
+func (d *Dispatcher) archiveCommand(ctx context.Context, store sessions.AgentStore, w *work) string {
 	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
 	cur, hasCur, err := store.Get(w.Key)
 	if err != nil {
@@ -98,7 +98,7 @@ func listSessions(cur sessions.Entry, hasCur bool, archived []sessions.Archived)
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (d *Dispatcher) history(ctx context.Context, store *sessions.Store, e sessions.Entry, n int) string {
+func (d *Dispatcher) history(ctx context.Context, store sessions.AgentStore, e sessions.Entry, n int) string {
 	t, err := store.TranscriptOf(e)
 	if err != nil {
 		return "Sorry, the transcript is unavailable."

@@ -36,7 +36,7 @@ func BenchmarkBurstSingleMessage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			runner, err := agents.NewRunner(agents.Options{Sessions: mgr, Providers: map[string]llm.Provider{"fake": m},
+			runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": m},
 				Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}})
 			if err != nil {
 				b.Fatal(err)
@@ -45,7 +45,7 @@ func BenchmarkBurstSingleMessage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d, err := New(Options{Sessions: mgr, Runner: runner}, &Runtime{Resolver: resolver,
+			d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner}, &Runtime{Resolver: resolver,
 				Queue: QueueConfig{Mode: "followup"}, Inbound: burstCfg(window, 0)})
 			if err != nil {
 				b.Fatal(err)

@@ -118,7 +118,7 @@ func (d *Dispatcher) isModel(s string) bool {
 	return false
 }
 
-func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store *sessions.Store) {
+func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store sessions.AgentStore) {
 	model, rest := "", w.Args
 	if w.Command == "new" && rest != "" {
 		first, tail, _ := strings.Cut(rest, " ")
@@ -150,7 +150,7 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store
 	d.turn(ctx, []*work{&next}, lanes.Batch{Key: b.Key, Class: b.Class})
 }
 
-func (d *Dispatcher) status(store *sessions.Store, w *work) string {
+func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
 	e, ok, err := store.Get(w.Key)
 	if err != nil || !ok {
 		return fmt.Sprintf("Session %s has no messages yet.", w.Key)
@@ -172,7 +172,7 @@ func orDash(s string) string {
 	return s
 }
 
-func (d *Dispatcher) cmdQueue(ctx context.Context, store *sessions.Store, w *work) string {
+func (d *Dispatcher) cmdQueue(ctx context.Context, store sessions.AgentStore, w *work) string {
 	fields := strings.Fields(w.Args)
 	if len(fields) == 0 {
 		s := d.laneSettings(w.Key.String())

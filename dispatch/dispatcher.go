@@ -21,7 +21,11 @@ import (
 
 // Options wires a Dispatcher.
 type Options struct {
-	Sessions *sessions.Manager
+	// Sessions is the durable state (the storage seam, any backend).
+	Sessions sessions.Backend
+	// StateDir is the daemon's state dir: downloaded media are kept under
+	// <StateDir>/media whatever the storage backend.
+	StateDir string
 	Runner   *agents.Runner
 	Caps     map[lanes.Class]int
 	Logger   *zap.Logger
@@ -43,7 +47,7 @@ type Dispatcher struct {
 	log     *zap.Logger
 	rt      atomic.Pointer[Runtime]
 	queue   *lanes.Queue
-	journal *sessions.Journal
+	journal sessions.Delivery
 	closing atomic.Bool
 	hold    holder  // inbound bursts being assembled (burst.go)
 	streaks streaks // rooms in a failure streak (errpolicy.go)
@@ -61,6 +65,9 @@ type Dispatcher struct {
 func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	if opts.Sessions == nil || opts.Runner == nil {
 		return nil, errors.New("dispatch: new: Sessions and Runner are required")
+	}
+	if opts.StateDir == "" {
+		return nil, errors.New("dispatch: new: StateDir is required (downloaded media are kept under it)")
 	}
 	if rt == nil || rt.Resolver == nil {
 		return nil, errors.New("dispatch: new: a Runtime with a Resolver is required")

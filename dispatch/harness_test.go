@@ -193,7 +193,7 @@ func (h *harness) start() {
 		t.Fatal(err)
 	}
 	runner, err := agents.NewRunner(agents.Options{
-		Sessions: mgr, Providers: map[string]llm.Provider{"fake": h.m},
+		Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": h.m},
 		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: log,
 	})
 	if err != nil {
@@ -203,7 +203,7 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{Sessions: mgr, Runner: runner, Logger: log}, &Runtime{Resolver: resolver, Queue: h.queue})
+	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log}, &Runtime{Resolver: resolver, Queue: h.queue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 
 // mediaRoot is where downloads are kept.
 func (d *Dispatcher) mediaRoot() string {
-	return filepath.Join(d.opts.Sessions.StateDir(), "media")
+	return filepath.Join(d.opts.StateDir, "media")
 }
 
 // safeSegment reports whether s may be one path segment we generated

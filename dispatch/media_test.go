@@ -71,7 +71,7 @@ func (r *mediaRig) start(poll bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := agents.NewRunner(agents.Options{Sessions: mgr, Providers: map[string]llm.Provider{"oa": oa, "an": an},
+	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"oa": oa, "an": an},
 		Defaults: agents.Defaults{Model: r.model}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func (r *mediaRig) start(poll bool) {
 			return oa.Transcribe(ctx, "whisper-1", audio, name)
 		},
 	}}
-	d, err := New(Options{Sessions: mgr, Runner: runner, Logger: log}, rt)
+	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log}, rt)
 	if err != nil {
 		t.Fatal(err)
 	}

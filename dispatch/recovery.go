@@ -25,7 +25,7 @@ var (
 // turn finished gets that reply, never a second one; one already appended
 // is not appended again; one the session moved past finishes. It returns
 // the work still to run.
-func (d *Dispatcher) recover(ctx context.Context, store *sessions.Store, ws []*work, log *zap.Logger) []*work {
+func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws []*work, log *zap.Logger) []*work {
 	var ids []string
 	for _, w := range ws {
 		if w.Replayed && w.RecordID != "" {

@@ -50,7 +50,7 @@ func newBenchDispatcher(b *testing.B) (*Dispatcher, *sessions.Manager) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	runner, err := agents.NewRunner(agents.Options{Sessions: mgr, Providers: map[string]llm.Provider{"fake": &model{}},
+	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": &model{}},
 		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}})
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +59,7 @@ func newBenchDispatcher(b *testing.B) (*Dispatcher, *sessions.Manager) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(Options{Sessions: mgr, Runner: runner}, &Runtime{Resolver: resolver,
+	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner}, &Runtime{Resolver: resolver,
 		Access: func(in channels.Inbound) Verdict {
 			if in.ChatType != channels.Direct && !in.Mentioned {
 				return Verdict{Reason: "not_mentioned", Unaddressed: true}

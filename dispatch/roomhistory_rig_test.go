@@ -57,7 +57,7 @@ func (r *roomRig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := agents.NewRunner(agents.Options{Sessions: mgr, Providers: map[string]llm.Provider{"fake": prov},
+	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": prov},
 		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func (r *roomRig) start() {
 	if q.Mode == "" {
 		q = QueueConfig{Mode: "followup", Cap: 20, Drop: "summarize"}
 	}
-	d, err := New(Options{Sessions: mgr, Runner: runner, Logger: log, Now: r.now}, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
+	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now}, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
 		Access: policyVerdict(policy), Room: func(channels.Inbound) channels.Room { return room }})
 	if err != nil {
 		t.Fatal(err)

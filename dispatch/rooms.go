@@ -46,7 +46,7 @@ const inheritRunes = 2000
 // when the room does not inherit, the key has no parent, or the parent
 // has nothing yet. Tool calls and results are left out; the text is
 // framed as context, not as instructions.
-func (d *Dispatcher) parentContext(ctx context.Context, store *sessions.Store, w *work, at time.Time) (sessions.Message, bool) {
+func (d *Dispatcher) parentContext(ctx context.Context, store sessions.AgentStore, w *work, at time.Time) (sessions.Message, bool) {
 	if w.Agent != nil || !d.rt.Load().RoomFor(w.In).InheritParent {
 		return sessions.Message{}, false
 	}

@@ -271,7 +271,7 @@ func userSafe(err error) string {
 
 // replyTarget picks where a turn's reply goes: the inbound message's chat,
 // or for internal work the session's last known chat.
-func (d *Dispatcher) replyTarget(store *sessions.Store, w *work) (channels.Outbound, channels.Adapter) {
+func (d *Dispatcher) replyTarget(store sessions.AgentStore, w *work) (channels.Outbound, channels.Adapter) {
 	if w.Agent == nil {
 		out := outboundFor(w.In)
 		return out, d.adapter(out.Channel, out.AccountID)

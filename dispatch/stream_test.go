@@ -82,7 +82,7 @@ func streamHarness(t *testing.T, p llm.Provider, mode string) (*harness, *telegr
 func useProvider(t *testing.T, h *harness, p llm.Provider) {
 	t.Helper()
 	r, err := agents.NewRunner(agents.Options{
-		Sessions: h.mgr, Providers: map[string]llm.Provider{"fake": p},
+		Sessions: h.mgr.Backend(), Providers: map[string]llm.Provider{"fake": p},
 		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: zaptest.NewLogger(t),
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		return fmt.Errorf("gateway: providers: %w", err)
 	}
 	runner, err := agents.NewRunner(agents.Options{
-		Sessions:  d.mgr,
+		Sessions:  d.backend,
 		Providers: providers,
 		Defaults:  cfg.Agents.Defaults,
 		Agents:    cfg.Agents.List,
@@ -52,7 +52,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 	}
 	slices.Sort(names)
 	disp, err := dispatch.New(dispatch.Options{
-		Sessions: d.mgr, Runner: runner, Logger: d.log.Named("dispatch"), Providers: names,
+		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: names,
 		Metrics:     dispatch.NewMetrics(d.reg),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		Caps: map[lanes.Class]int{
@@ -89,13 +89,13 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		agentIDs = append(agentIDs, strings.ToLower(a.ID))
 	}
 	server := api.New(api.Options{
-		Sessions: d.mgr, Runner: runner, Web: chat, Gatherer: d.reg, Logger: d.log.Named("api"),
+		Sessions: d.backend, Runner: runner, Web: chat, Gatherer: d.reg, Logger: d.log.Named("api"),
 		Token: cfg.HTTP.Token, Agents: agentIDs, Providers: providers, Serialise: d.disp.Serialise,
-		Health:       d.mgr.Journal().Health,
+		Health:       d.backend.Journal().Health,
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 	})
-	registerJournalMetrics(d.reg, d.mgr.Journal())
+	registerJournalMetrics(d.reg, d.backend.Journal())
 	for _, a := range d.adapters {
 		if tg, ok := a.(*telegram.Adapter); ok && tg.Config().Mode == telegram.ModeWebhook && tg.Config().Webhook.Listen == "" {
 			server.Mount(tg.WebhookPath(), tg.WebhookHandler())
@@ -109,7 +109,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 
 // lookupWebPeer maps a web session id back to its conversation (peer).
 func (d *Daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
-	st, err := d.mgr.Store(strings.ToLower(agentID))
+	st, err := d.backend.Store(strings.ToLower(agentID))
 	if err != nil {
 		return "", false
 	}

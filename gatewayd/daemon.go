@@ -1,6 +1,7 @@
 package gatewayd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,15 +24,6 @@ import (
 // DefaultGrace bounds how long in-flight turns may finish after SIGTERM.
 const DefaultGrace = 20 * time.Second
 
-// Backend names the storage backend durable state lives on. Only
-// BackendFiles exists today (the state-dir layout of SPEC §3.1); the
-// storage seam of issue 12 adds its backends here, so main, the
-// end-to-end tests and webtest choose one the same way.
-type Backend string
-
-// BackendFiles keeps everything under the config's stateDir.
-const BackendFiles Backend = "files"
-
 // Options are what a caller injects instead of what the daemon makes
 // itself; the zero value runs the daemon as `gateway run` does.
 type Options struct {
@@ -51,8 +43,10 @@ type Options struct {
 	Now func() time.Time
 	// Grace replaces DefaultGrace (crash/restart tests).
 	Grace time.Duration
-	// Backend selects the storage backend; empty means BackendFiles.
-	Backend Backend
+	// OpenBackend replaces OpenBackend (tests inject a backend); the
+	// daemon closes what it returns. The config's storage section selects
+	// the backend otherwise.
+	OpenBackend func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error)
 }
 
 // Daemon is one gateway process: its parts are built by Run and live
@@ -66,7 +60,7 @@ type Daemon struct {
 	addr    atomic.Pointer[string]
 
 	// Set by Run before any adapter, the API or the watcher starts.
-	mgr      *sessions.Manager
+	backend  sessions.Backend
 	disp     *dispatch.Dispatcher
 	server   *api.Server
 	adapters []channels.Adapter
@@ -83,10 +77,8 @@ func New(cfg *configs.Config, opts Options) (*Daemon, error) {
 	if cfg == nil {
 		return nil, errors.New("gateway: new daemon: no config")
 	}
-	switch opts.Backend {
-	case "", BackendFiles:
-	default:
-		return nil, fmt.Errorf("gateway: new daemon: storage backend %q is not available (only %q)", opts.Backend, BackendFiles)
+	if err := cfg.Storage.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: new daemon: %w", err)
 	}
 	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry()}
 	if d.log == nil {
@@ -145,7 +137,7 @@ func newLogger(c configs.Log) (*zap.Logger, error) {
 // registerJournalMetrics exposes the ingress journal's counters (SPEC §10):
 // lines and fsyncs (per message: divide by gateway_inbound_messages_total),
 // write failures, what waits, and whether its storage takes writes.
-func registerJournalMetrics(reg prometheus.Registerer, j *sessions.Journal) {
+func registerJournalMetrics(reg prometheus.Registerer, j sessions.Delivery) {
 	stat := func(f func(sessions.JournalStats) float64) func() float64 {
 		return func() float64 { return f(j.Stats()) }
 	}

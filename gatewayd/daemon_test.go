@@ -28,11 +28,13 @@ func TestNewRefusesWhatItCannotRun(t *testing.T) {
 	if _, err := New(nil, Options{}); err == nil {
 		t.Error("New(nil) succeeded")
 	}
-	_, err := New(testConfig(t, ""), Options{Backend: "postgres"})
-	if err == nil || !strings.Contains(err.Error(), `"postgres"`) {
+	bad := testConfig(t, "")
+	bad.Storage.Backend = "sqlite"
+	_, err := New(bad, Options{})
+	if err == nil || !strings.Contains(err.Error(), `storage.backend: "sqlite"`) {
 		t.Errorf("unknown backend: %v", err)
 	}
-	d, err := New(testConfig(t, ""), Options{Backend: BackendFiles, Logger: zaptest.NewLogger(t)})
+	d, err := New(testConfig(t, "storage: {backend: files}\n"), Options{Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec) {
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
 		return
 	}
-	if err := d.mgr.SetMaintenance(cfg.Session.Maintenance); err != nil {
+	if err := d.backend.SetMaintenance(cfg.Session.Maintenance); err != nil {
 		metric.WithLabelValues("rejected").Inc()
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
 		return
@@ -137,6 +137,10 @@ func restartOnly(a, b *configs.Config) []string {
 	var out []string
 	if a.StateDir != b.StateDir {
 		out = append(out, "stateDir")
+	}
+	// The backend is opened once, at start: a reload keeps the open one.
+	if !reflect.DeepEqual(a.Storage, b.Storage) {
+		out = append(out, "storage")
 	}
 	if !reflect.DeepEqual(a.HTTP, b.HTTP) {
 		out = append(out, "http")

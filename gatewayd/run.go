@@ -43,11 +43,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	if err := d.openState(cfg); err != nil {
+	if err := d.openState(ctx, cfg); err != nil {
 		return err
 	}
 	defer func() {
-		if err := d.mgr.Close(); err != nil {
+		if err := d.backend.Close(); err != nil {
 			d.log.Error("closing sessions failed", zap.Error(err))
 		}
 	}()
@@ -57,30 +57,32 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return d.serve(ctx, cfg, started)
 }
 
-// openState opens the session store, checks that the ingress journal takes
-// writes, and opens the pairing store shared by every policy generation.
-func (d *Daemon) openState(cfg *configs.Config) error {
-	mgr, err := sessions.Open(sessions.Options{
-		StateDir:    cfg.StateDir,
-		CacheTTL:    -1,
-		LockTimeout: cfg.Session.LockTimeout,
-		Maintenance: cfg.Session.Maintenance,
-		Reset:       cfg.Session.ResetConfig(),
-		Logger:      d.log.Named("sessions"),
-		Now:         d.opts.Now,
-	})
+// openState opens the configured storage backend, checks that the ingress
+// journal takes writes, and opens the pairing store shared by every policy
+// generation.
+func (d *Daemon) openState(ctx context.Context, cfg *configs.Config) error {
+	open := d.opts.OpenBackend
+	if open == nil {
+		open = func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+			return OpenBackend(ctx, cfg, BackendOptions{Logger: d.log.Named("sessions"), Now: d.opts.Now})
+		}
+	}
+	b, err := open(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("gateway: open sessions: %w", err)
 	}
-	if err := mgr.Journal().Health(); err != nil {
-		_ = mgr.Close()
+	if err := b.Journal().Health(); err != nil {
+		_ = b.Close()
 		return fmt.Errorf("gateway: ingress journal: %w", err)
 	}
 	if d.pairing, err = openPairingStore(cfg, d.log.Named("pairing")); err != nil {
-		_ = mgr.Close()
+		_ = b.Close()
 		return err
 	}
-	d.mgr = mgr
+	st := b.Status(ctx)
+	d.log.Info("storage open", zap.String("backend", st.Kind), zap.String("location", st.Location),
+		zap.Int64("schema_version", st.SchemaVersion))
+	d.backend = b
 	return nil
 }
 

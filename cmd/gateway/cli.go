@@ -1,12 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -14,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
-	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -90,40 +89,31 @@ func loadConfig(cfgPath string) (*configs.Config, error) {
 	return configs.Load(cfgPath)
 }
 
-// openSessions opens the state directory for an operator command. The store
-// is multi-process safe, so this works while the daemon runs.
-func openSessions(cfg *configs.Config) (*sessions.Manager, error) {
-	if _, err := os.Stat(cfg.StateDir); err != nil {
-		return nil, fmt.Errorf("state directory %s: %w", cfg.StateDir, err)
-	}
-	return sessions.Open(sessions.Options{
-		StateDir:    cfg.StateDir,
-		CacheTTL:    0,
-		LockTimeout: cfg.Session.LockTimeout,
-		Maintenance: cfg.Session.Maintenance,
-		Reset:       cfg.Session.ResetConfig(),
-		Logger:      zap.NewNop(),
-		// The CLI reads beside a running daemon; its writes go through the
-		// daemon's API when it runs, or are explicit (doctor --fix, --no-daemon).
-		Passive: true,
-	})
+// openSessions opens the configured storage for an operator command,
+// passively: the store is multi-process safe, so this works while the
+// daemon runs; its writes go through the daemon's API when it runs, or are
+// explicit (doctor --fix, --no-daemon).
+func openSessions(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+	return gatewayd.OpenBackend(ctx, cfg, gatewayd.BackendOptions{Logger: zap.NewNop(), Passive: true})
 }
 
-// agentIDs lists the configured agents plus any agent directory found in
-// the state directory (sessions of an agent removed from the config stay
-// visible).
-func agentIDs(cfg *configs.Config) []string {
+// agentIDs lists the configured agents plus any agent with stored sessions
+// (sessions of an agent removed from the config stay visible).
+func agentIDs(cfg *configs.Config, b sessions.Backend) ([]string, error) {
 	var ids []string
 	for _, a := range cfg.Agents.List {
 		ids = append(ids, strings.ToLower(a.ID))
 	}
-	ents, _ := os.ReadDir(filepath.Join(cfg.StateDir, "agents"))
-	for _, e := range ents {
-		if e.IsDir() && routing.ValidID(e.Name()) && !slices.Contains(ids, e.Name()) {
-			ids = append(ids, e.Name())
+	stored, err := b.Agents()
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	for _, id := range stored {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
 		}
 	}
-	return ids
+	return ids, nil
 }
 
 func printJSON(w io.Writer, v any) error {

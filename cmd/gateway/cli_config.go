@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -74,6 +75,26 @@ func isSecretKey(key string) bool {
 	return false
 }
 
+// redactURL hides the password of a URL value (storage.postgres.url may
+// hold one, in its user info or as a password parameter) as url.Redacted
+// does; anything else is returned as it is.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
+	}
+	_, inUser := u.User.Password()
+	q := u.Query()
+	if !inUser && !q.Has("password") {
+		return s
+	}
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
 // redactedTree turns a config value into maps keyed by the YAML key names
 // (mapstructure tags), with durations as strings and secrets redacted.
 func redactedTree(v reflect.Value, key string) any {
@@ -124,7 +145,7 @@ func redactedTree(v reflect.Value, key string) any {
 		if s := v.String(); s != "" && isSecretKey(key) {
 			return redacted
 		}
-		return v.String()
+		return redactURL(v.String())
 	default:
 		return v.Interface()
 	}

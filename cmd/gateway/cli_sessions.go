@@ -57,12 +57,15 @@ func sessionsListCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := openSessions(cfg)
+			state, err := openSessions(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			defer mgr.Close()
-			ids := agentIDs(cfg)
+			defer state.Close()
+			ids, err := agentIDs(cfg, state)
+			if err != nil {
+				return fmt.Errorf("sessions list: %w", err)
+			}
 			if agent != "" {
 				a, err := routing.NormalizeID(agent)
 				if err != nil {
@@ -74,7 +77,7 @@ func sessionsListCmd(cfgPath *string) *cobra.Command {
 			rc := cfg.Session.ResetConfig()
 			rows := []listRow{}
 			for _, id := range ids {
-				st, err := mgr.Store(id)
+				st, err := state.Store(id)
 				if err != nil {
 					return fmt.Errorf("sessions list: agent %s: %w", id, err)
 				}
@@ -153,14 +156,14 @@ type found struct {
 	AgentID string
 	Key     routing.Key
 	Entry   sessions.Entry
-	Store   *sessions.Store
+	Store   sessions.AgentStore
 }
 
 // findSession resolves arg, a session key or a session id (searched in
 // every agent).
-func findSession(mgr *sessions.Manager, cfg *configs.Config, arg string) (found, error) {
+func findSession(state sessions.Backend, cfg *configs.Config, arg string) (found, error) {
 	if k, err := routing.Parse(arg); err == nil {
-		st, err := mgr.Store(k.Agent)
+		st, err := state.Store(k.Agent)
 		if err != nil {
 			return found{}, err
 		}
@@ -173,8 +176,12 @@ func findSession(mgr *sessions.Manager, cfg *configs.Config, arg string) (found,
 		}
 		return found{AgentID: k.Agent, Key: k, Entry: e, Store: st}, nil
 	}
-	for _, id := range agentIDs(cfg) {
-		st, err := mgr.Store(id)
+	ids, err := agentIDs(cfg, state)
+	if err != nil {
+		return found{}, fmt.Errorf("session %s: %w", arg, err)
+	}
+	for _, id := range ids {
+		st, err := state.Store(id)
 		if err != nil {
 			return found{}, err
 		}
@@ -204,12 +211,12 @@ func sessionsShowCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := openSessions(cfg)
+			state, err := openSessions(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			defer mgr.Close()
-			f, err := findSession(mgr, cfg, args[0])
+			defer state.Close()
+			f, err := findSession(state, cfg, args[0])
 			if err != nil {
 				return err
 			}
@@ -306,12 +313,12 @@ func sessionsMutateCmd(cfgPath *string, op, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := openSessions(cfg)
+			state, err := openSessions(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			defer mgr.Close()
-			f, err := findSession(mgr, cfg, args[0])
+			defer state.Close()
+			f, err := findSession(state, cfg, args[0])
 			if err != nil {
 				return err
 			}
@@ -320,7 +327,7 @@ func sessionsMutateCmd(cfgPath *string, op, short string) *cobra.Command {
 			if dc := newDaemonClient(cfg); !noDaemon && dc.alive(ctx) {
 				return mutateViaDaemon(ctx, dc, out, op, f, instructions)
 			}
-			return mutateDirect(ctx, cfg, mgr, out, op, f, instructions)
+			return mutateDirect(ctx, cfg, state, out, op, f, instructions)
 		},
 	}
 	c.Flags().BoolVar(&noDaemon, "no-daemon", false, "act on the store directly even if the daemon runs")
@@ -351,7 +358,7 @@ func mutateViaDaemon(ctx context.Context, dc *daemonClient, out io.Writer, op st
 	return nil
 }
 
-func mutateDirect(ctx context.Context, cfg *configs.Config, mgr *sessions.Manager, out io.Writer, op string, f found, instructions string) error {
+func mutateDirect(ctx context.Context, cfg *configs.Config, state sessions.Backend, out io.Writer, op string, f found, instructions string) error {
 	switch op {
 	case "delete":
 		if err := f.Store.Delete(ctx, f.Key); err != nil {
@@ -365,7 +372,7 @@ func mutateDirect(ctx context.Context, cfg *configs.Config, mgr *sessions.Manage
 		}
 		reportMutation(out, op, f, e.SessionID, 0, "in the store")
 	case "compact":
-		runner, err := localRunner(cfg, mgr)
+		runner, err := localRunner(cfg, state)
 		if err != nil {
 			return fmt.Errorf("sessions compact needs the daemon (not running) or a usable provider here: %w", err)
 		}
@@ -383,12 +390,12 @@ func mutateDirect(ctx context.Context, cfg *configs.Config, mgr *sessions.Manage
 
 // localRunner builds an agent runner in this process for a compaction while
 // the daemon is down.
-func localRunner(cfg *configs.Config, mgr *sessions.Manager) (*agents.Runner, error) {
+func localRunner(cfg *configs.Config, state sessions.Backend) (*agents.Runner, error) {
 	providers, err := agents.NewProviders(cfg.Providers, zap.NewNop())
 	if err != nil {
 		return nil, err
 	}
-	return agents.NewRunner(agents.Options{Sessions: mgr, Providers: providers, Defaults: cfg.Agents.Defaults,
+	return agents.NewRunner(agents.Options{Sessions: state, Providers: providers, Defaults: cfg.Agents.Defaults,
 		Agents: cfg.Agents.List, Logger: zap.NewNop()})
 }
 

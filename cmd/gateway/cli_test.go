@@ -172,16 +172,18 @@ func TestConfigValidateAndPrintRedacts(t *testing.T) {
 providers:
   local: {type: echo}
   openai: {type: openai, baseURL: "http://127.0.0.1:1/v1", apiKey: sk-very-secret}
+storage:
+  postgres: {url: "postgres://gw:pg-very-secret@db.example:5432/gateway?sslmode=require&password=pg-other-secret"}
 `)
 	r := gw(t, good, "config", "validate").want(t, 0)
 	if !strings.Contains(r.Stdout, "config ok") {
 		t.Errorf("validate: %q", r.Stdout)
 	}
 	r = gw(t, good, "config", "print").want(t, 0)
-	if strings.Contains(r.Stdout, "sk-very-secret") {
-		t.Errorf("print leaks the API key:\n%s", r.Stdout)
+	if strings.Contains(r.Stdout, "sk-very-secret") || strings.Contains(r.Stdout, "pg-very-secret") || strings.Contains(r.Stdout, "pg-other-secret") {
+		t.Errorf("print leaks a secret:\n%s", r.Stdout)
 	}
-	for _, want := range []string{"apiKey: <redacted>", "keepRecentTokens: 20000", "stateDir: " + state, "pruneAfter: 720h0m0s"} {
+	for _, want := range []string{"apiKey: <redacted>", "url: postgres://gw:xxxxx@db.example:5432/gateway?password=xxxxx&sslmode=require", "keepRecentTokens: 20000", "stateDir: " + state, "pruneAfter: 720h0m0s"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("print lacks %q:\n%s", want, r.Stdout)
 		}

@@ -118,6 +118,16 @@ var rules = []depRule{
 		"sessions owns the storage seam (SPEC §3.8) and never imports a backend: backends import sessions, not the reverse"},
 	{"backends", isBackend, only("sessions", "routing"),
 		"a storage backend implements the seam sessions owns: it imports sessions, routing and leaf packages, never a layer above the seam"},
+	{"above-seam", func(p string) bool {
+		for _, part := range []string{"dispatch", "agents", "api", "access", "channels"} {
+			if under(p, part) {
+				return true
+			}
+		}
+		return false
+	}, func(from, to string) bool { return isBackend(to) },
+		"dispatch, agents, api, access and channels reach durable state only through the seam's interfaces (sessions.Backend, SPEC §3.8): " +
+			"the assembler opens the configured backend and hands it in, so no part above the seam depends on one backend"},
 	{"channels", pkgIs("channels"), reaches("sessions", "agents", "lanes"),
 		"channels never import sessions, agents or lanes (SPEC §1): adapters only move messages"},
 	{"adapters", func(p string) bool { return adapter(p) != "" },
