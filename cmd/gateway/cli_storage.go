@@ -99,6 +99,12 @@ type side struct {
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
+	if f.postgresURL == "" {
+		f.postgresURL = configPostgresURL(cfg)
+	}
+	if f.postgresURL == "" {
+		return usage("storage migrate: --postgres-url is required (the config names no PostgreSQL server)")
+	}
 	files, err := openFilesSide(cfg, f, f.to == "files")
 	if err != nil {
 		return err
@@ -166,13 +172,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 // the daemon advisory lock exclusively.
 func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) (*side, error) {
 	url := f.postgresURL
-	if url == "" {
-		url = configPostgresURL(cfg)
-	}
-	if url == "" {
-		return nil, usage("storage migrate: --postgres-url is required (the config names no PostgreSQL server)")
-	}
-	db, err := pgstore.Open(ctx, pgstore.Options{URL: url, Logger: zap.NewNop()})
+	db, err := pgstore.Open(ctx, pgstore.Options{URL: url, MaxConns: int32(max(f.workers+2, cfg.Storage.Postgres.MaxConns)), Logger: zap.NewNop()})
 	if err != nil {
 		return nil, fmt.Errorf("storage migrate: %w", err)
 	}
@@ -181,7 +181,9 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		db.Close()
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
-	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), close: func() {
+	store, closeSeam := postgresSeam(ctx, cfg, url)
+	return &side{Importer: db.Transfer(), where: db.Target(), store: store, close: func() {
+		closeSeam()
 		unlock()
 		db.Close()
 	}}, nil

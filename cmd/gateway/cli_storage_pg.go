@@ -1,19 +1,52 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"sync"
+
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
-	"github.com/gateway/gateway/sessions/pgstore"
 )
 
-// configPostgresURL is the config's PostgreSQL URL ("" when it names none).
-func configPostgresURL(cfg *configs.Config) string { return "" }
+// configPostgresURL is the config's storage.postgres URL (urlFile already
+// read into it); "" when the config names no server.
+func configPostgresURL(cfg *configs.Config) string { return cfg.Storage.Postgres.URL }
 
-// postgresStores opens an agent's sessions on PostgreSQL for `sessions show`.
-func postgresStores(db *pgstore.DB) func(agent string) (sessions.AgentStore, error) {
-	return func(agent string) (sessions.AgentStore, error) {
-		return nil, errors.New("postgres transcripts are not readable through the seam yet")
+// postgresSeam opens, on first use, the postgres backend of url as the CLI
+// opens it for `sessions show` (gatewayd.OpenBackend, passive), so the
+// verification renders exactly what that command prints. close releases
+// it.
+func postgresSeam(ctx context.Context, cfg *configs.Config, url string) (store func(agent string) (sessions.AgentStore, error), release func()) {
+	var (
+		once sync.Once
+		b    sessions.Backend
+		err  error
+	)
+	open := func() {
+		c := *cfg
+		c.Storage.Backend = configs.StoragePostgres
+		c.Storage.Postgres.URL, c.Storage.Postgres.URLFile = url, ""
+		b, err = gatewayd.OpenBackend(ctx, &c, gatewayd.BackendOptions{Logger: zap.NewNop(), Passive: true})
+		if err != nil {
+			err = fmt.Errorf("open the postgres backend: %w", err)
+		}
 	}
+	store = func(agent string) (sessions.AgentStore, error) {
+		once.Do(open)
+		if err != nil {
+			return nil, err
+		}
+		return b.Store(agent)
+	}
+	release = func() {
+		once.Do(func() {})
+		if b != nil {
+			_ = b.Close()
+		}
+	}
+	return store, release
 }
