@@ -278,16 +278,10 @@ func (t *Transcript) appendMessages(ctx context.Context, sync bool, msgs []Messa
 		parent := st.leaf
 		now := t.now()
 		for _, m := range msgs {
-			m, err := normalizeForWrite(m, now)
-			if err != nil {
-				return nil, fmt.Errorf("transcript: append: %w", err)
-			}
 			id := t.newIDLocked(st, nodes)
-			if err := appendJSONLine(buf, outMessageEntry{
-				Type: entryMessage, ID: id, ParentID: nullable(parent), Timestamp: formatTimestamp(now), Message: toOutMessage(m),
-				RecordIDs: m.RecordIDs, HistorySeq: m.HistorySeq,
-			}); err != nil {
-				return nil, fmt.Errorf("transcript: encode message: %w", err)
+			m, err := encodeMessageEntry(buf, id, parent, m, now)
+			if err != nil {
+				return nil, err
 			}
 			msg := m
 			nodes = append(nodes, &node{id: id, parent: parent, kind: kindMessage, isMessage: true, msg: &msg})
@@ -307,16 +301,13 @@ func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string
 				return nil, fmt.Errorf("transcript: compaction: %w", err)
 			}
 			if !in {
-				return nil, fmt.Errorf("transcript: compaction: first kept entry %q is not in the chain", c.FirstKeptEntryID)
+				return nil, errNotInChain(c.FirstKeptEntryID)
 			}
 		}
 		now := t.now()
 		id := t.newIDLocked(st, nil)
-		if err := appendJSONLine(buf, outCompactionEntry{
-			Type: entryCompaction, ID: id, ParentID: nullable(st.leaf), Timestamp: formatTimestamp(now),
-			Summary: c.Summary, FirstKeptEntryID: c.FirstKeptEntryID, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
-		}); err != nil {
-			return nil, fmt.Errorf("transcript: encode compaction: %w", err)
+		if err := encodeCompactionEntry(buf, id, st.leaf, c, now); err != nil {
+			return nil, err
 		}
 		return []*node{{id: id, parent: st.leaf, kind: kindCompaction, comp: &compactionInfo{Compaction: c, at: now.UTC().Truncate(time.Millisecond)}}}, nil
 	})
@@ -336,7 +327,7 @@ func nullable(s string) *string {
 // newIDLocked returns 8 hex characters unused in the file and in pending.
 func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
 	for {
-		id := fmt.Sprintf("%08x", t.rand())
+		id := NewEntryID(t.rand())
 		if _, ok := st.nodes[id]; ok {
 			continue
 		}
@@ -414,10 +405,8 @@ func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *byt
 	var buf bytes.Buffer
 	writeHeader := st.hdr == nil
 	if writeHeader {
-		h := outHeader{Type: entrySession, Version: TranscriptVersion, ID: t.sessionID,
-			Timestamp: formatTimestamp(t.now()), Cwd: t.hdr.Cwd, SessionKey: t.hdr.SessionKey, AgentID: t.hdr.AgentID}
-		if err := appendJSONLine(&buf, h); err != nil {
-			return 0, nil, fmt.Errorf("transcript: encode header: %w", err)
+		if err := encodeHeader(&buf, t.sessionID, t.hdr, t.now()); err != nil {
+			return 0, nil, err
 		}
 	} else if st.needNL {
 		buf.WriteByte('\n')

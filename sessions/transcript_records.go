@@ -48,13 +48,20 @@ func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, e
 	if err != nil {
 		return rs, fmt.Errorf("transcript: records: %w", err)
 	}
+	return recordsOf(st.nodes, st.leaf, ids), nil
+}
+
+// recordsOf walks back from leaf over nodes (at most recordsLookback
+// entries, stopping at one not in nodes) and reports what they hold of ids.
+func recordsOf(nodes map[string]*node, leaf string, ids []string) RecordsState {
+	rs := RecordsState{Consumed: map[string]bool{}}
 	// Walk back from the leaf over the loaded nodes; after is the part of
 	// the chain that follows the latest matching user message.
 	var after []*node
 	anchored := false
-	cur := st.leaf
+	cur := leaf
 	for steps := 0; cur != "" && steps < recordsLookback && len(rs.Consumed) < len(ids); steps++ {
-		n, ok := st.nodes[cur]
+		n, ok := nodes[cur]
 		if !ok {
 			break
 		}
@@ -77,7 +84,7 @@ func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, e
 		}
 	}
 	if !anchored {
-		return rs, nil
+		return rs
 	}
 	slices.Reverse(after)
 	for _, n := range after {
@@ -87,14 +94,14 @@ func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, e
 			if !rs.Answered {
 				rs.Superseded = true
 			}
-			return rs, nil
+			return rs
 		case m.Role == RoleAssistant && len(toolCallsOf(*m)) == 0:
 			rs.Answered, rs.Answer, rs.EntryID = true, m.Text(), n.id
 		case m.Role == RoleAssistant:
 			rs.Answered, rs.Answer, rs.EntryID = false, "", "" // a tool step: the turn went on
 		}
 	}
-	return rs, nil
+	return rs
 }
 
 func toolCallsOf(m Message) []Content {
