@@ -16,8 +16,12 @@ import (
 // transcriptRows are one transcript's lines as the columns of
 // transcript_entries.
 type transcriptRows struct {
-	ids, parents, types, bodies []string
-	times                       []time.Time
+	ids, parents, types, bodies, kept []string
+	times                             []time.Time
+	// leaf is the id of the last entry that is not the session header
+	// ("" when there is none); messages counts the message entries.
+	leaf     string
+	messages int
 }
 
 // lineFields are the fields of a transcript line that have columns.
@@ -26,6 +30,8 @@ type lineFields struct {
 	ID        *string `json:"id"`
 	ParentID  *string `json:"parentId"`
 	Timestamp string  `json:"timestamp"`
+	// FirstKeptEntryID of a compaction has a column of its own.
+	FirstKeptEntryID string `json:"firstKeptEntryId"`
 }
 
 // toRows checks sessionID's lines and splits out their columns. created_at
@@ -34,7 +40,7 @@ type lineFields struct {
 func toRows(sessionID string, lines [][]byte, fallback time.Time) (transcriptRows, error) {
 	n := len(lines)
 	r := transcriptRows{ids: make([]string, n), parents: make([]string, n), types: make([]string, n),
-		bodies: make([]string, n), times: make([]time.Time, n)}
+		bodies: make([]string, n), kept: make([]string, n), times: make([]time.Time, n)}
 	at := fallback.UTC().Truncate(time.Microsecond)
 	for i, l := range lines {
 		if !utf8.Valid(l) {
@@ -54,16 +60,34 @@ func toRows(sessionID string, lines [][]byte, fallback time.Time) (transcriptRow
 		if f.ParentID != nil {
 			r.parents[i] = *f.ParentID
 		}
+		switch f.Type {
+		case TypeCompaction:
+			r.kept[i] = f.FirstKeptEntryID
+		case "message":
+			r.messages++
+		}
+		if f.Type != "session" {
+			r.leaf = *f.ID
+		}
 	}
 	return r, nil
 }
 
 // insertTranscriptSQL writes a whole transcript, numbered from 1 in line
 // order.
-const insertTranscriptSQL = `INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at)
-SELECT $1, u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at
-FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::timestamptz[])
-	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, ord)`
+// A compaction's first_kept_id is its firstKeptEntryId ('' kept: it
+// keeps nothing before it); other entries have none.
+const insertTranscriptSQL = `INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
+SELECT $1, u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at,
+	CASE WHEN u.type = 'compaction' THEN u.kept END
+FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::timestamptz[], $7::text[])
+	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, kept, ord)`
+
+// insertHeadSQL writes the head of an imported transcript as appends
+// leave it: the next seq, the leaf (the last entry that is not the
+// header), no append in flight (prev_leaf_id ''), the message count.
+const insertHeadSQL = `INSERT INTO transcript_heads (session_id, last_seq, leaf_id, prev_leaf_id, messages)
+VALUES ($1, $2, NULLIF($3::text, ''), '', $4)`
 
 // insertArchivedSQL writes a key's archived sessions; the arrays are
 // oldest first, so the newest gets the highest id, as archiving gives it.
@@ -116,8 +140,8 @@ func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.Key
 		if err != nil {
 			return fmt.Errorf("pgstore: import %s: %w", k.Key, err)
 		}
-		b.Queue(insertTranscriptSQL, id, r.ids, r.parents, r.types, r.bodies, r.times)
-		b.Queue(`INSERT INTO transcript_heads (session_id, last_seq) VALUES ($1, $2)`, id, len(lines))
+		b.Queue(insertTranscriptSQL, id, r.ids, r.parents, r.types, r.bodies, r.times, r.kept)
+		b.Queue(insertHeadSQL, id, len(lines), r.leaf, r.messages)
 	}
 	err := pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {
 		return tx.SendBatch(ctx, b).Close()

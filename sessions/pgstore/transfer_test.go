@@ -55,6 +55,7 @@ func TestTransferFilesPostgresRoundTrip(t *testing.T) {
 	}
 	c, err := sessions.Compare(ctx, src.Transfer(), pg, 0)
 	noDifferences(t, "files vs postgres", c, err)
+	checkHeads(t, db)
 
 	// The index reads back through the seam's Index as the files store has it.
 	for _, k := range built.Current {
@@ -179,4 +180,29 @@ func TestDaemonLock(t *testing.T) {
 		t.Fatalf("daemon after the migration: %v", err)
 	}
 	rel()
+}
+
+// checkHeads checks the columns an import derives from the lines as
+// appends keep them: each head's leaf (the last entry but the header),
+// message count and next seq, each compaction's first kept entry.
+func checkHeads(t *testing.T, db *DB) {
+	t.Helper()
+	ctx := ctxT(t)
+	var heads, bad int
+	err := db.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE
+		h.leaf_id IS DISTINCT FROM (SELECT e.id FROM transcript_entries e WHERE e.session_id = h.session_id
+			AND e.type <> 'session' ORDER BY e.seq DESC LIMIT 1)
+		OR h.prev_leaf_id IS DISTINCT FROM ''
+		OR h.messages <> (SELECT count(*) FROM transcript_entries e WHERE e.session_id = h.session_id AND e.type = 'message')
+		OR h.last_seq <> (SELECT max(seq) FROM transcript_entries e WHERE e.session_id = h.session_id))
+		FROM transcript_heads h`).Scan(&heads, &bad)
+	if err != nil || heads == 0 || bad != 0 {
+		t.Fatalf("transcript heads: %d of %d wrong (%v)", bad, heads, err)
+	}
+	var comps int
+	err = db.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE first_kept_id IS DISTINCT FROM
+		substring(body::text FROM '"firstKeptEntryId":"([^"\\]*)"')) FROM transcript_entries WHERE type = 'compaction'`).Scan(&comps, &bad)
+	if err != nil || comps == 0 || bad != 0 {
+		t.Fatalf("compactions: %d of %d without their first kept entry (%v)", bad, comps, err)
+	}
 }
