@@ -75,7 +75,7 @@ func toRows(sessionID string, lines [][]byte, fallback time.Time) (transcriptRow
 
 // insertTranscriptSQL writes a whole transcript, numbered from 1 in line
 // order.
-// A compaction's first_kept_id is its firstKeptEntryId ('' kept: it
+// A compaction's first_kept_id is its firstKeptEntryId (” kept: it
 // keeps nothing before it); other entries have none.
 const insertTranscriptSQL = `INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
 SELECT $1, u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at,
@@ -85,7 +85,7 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::timestamptz[], $
 
 // insertHeadSQL writes the head of an imported transcript as appends
 // leave it: the next seq, the leaf (the last entry that is not the
-// header), no append in flight (prev_leaf_id ''), the message count.
+// header), no append in flight (prev_leaf_id ”), the message count.
 const insertHeadSQL = `INSERT INTO transcript_heads (session_id, last_seq, leaf_id, prev_leaf_id, messages)
 VALUES ($1, $2, NULLIF($3::text, ''), '', $4)`
 
