@@ -93,9 +93,17 @@ type Importer interface {
 	Exporter
 	// ImportKey makes agentID's key k.Key exactly k: the entry replaced
 	// (or removed when k.Entry is nil), the archived sessions replaced,
-	// and each transcript in k.Transcripts replaced line for line. Safe for
-	// concurrent use on different keys.
+	// and each transcript in k.Transcripts replaced line for line,
+	// atomically or in an order where a crash leaves nothing an entry
+	// names missing. It is durable when it returns, or, for a Syncer,
+	// after Sync. Safe for concurrent use on different keys.
 	ImportKey(ctx context.Context, agentID string, k KeyCopy) error
+}
+
+// Syncer is implemented by an Importer whose ImportKey is not durable by
+// itself: Copy calls Sync once after the last key.
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // AtMicros returns e with its clocks in UTC at microsecond resolution,

@@ -138,6 +138,9 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 		mu.Unlock()
 		return nil
 	})
+	if s, ok := to.(Syncer); ok && err == nil {
+		err = s.Sync(ctx)
+	}
 	st.Elapsed = time.Since(start)
 	return st, err
 }

@@ -107,6 +107,10 @@ func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.Key
 		return fmt.Errorf("pgstore: import %s: entry of key %q with session id %q", k.Key, clip(k.Entry.SessionKey), clip(k.Entry.SessionID))
 	}
 	b := &pgx.Batch{}
+	// Each key commits without waiting for the WAL flush; Sync makes them
+	// all durable at once at the end (a crash before that loses only keys
+	// a second run copies again).
+	b.Queue(`SET LOCAL synchronous_commit TO off`)
 	b.Queue(`DELETE FROM entries WHERE agent_id = $1 AND session_key = $2`, agentID, k.Key)
 	if k.Entry != nil {
 		b.Queue(insertEntry, entryArgs(agentID, k.Entry)...)
@@ -167,5 +171,19 @@ func queueArchived(b *pgx.Batch, agentID string, k sessions.KeyCopy) error {
 		msgs[j], tokens[j], deleted[j] = int32(a.MessageCount), a.TotalTokens, a.Deleted
 	}
 	b.Queue(insertArchivedSQL, agentID, k.Key, ids, reasons, at, titles, started, updated, msgs, tokens, deleted)
+	return nil
+}
+
+// Sync makes every import committed so far durable: one synchronous
+// commit flushes the WAL up to it, and with it the asynchronous commits
+// of ImportKey before it.
+func (t *Transfer) Sync(ctx context.Context) error {
+	err := pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO on; SELECT txid_current()`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: sync: %w", err)
+	}
 	return nil
 }
