@@ -93,9 +93,20 @@ type side struct {
 	sessions.Importer
 	// where describes it for the summary (state dir or database).
 	where string
-	// store opens agent's sessions for `sessions show` (verification).
-	store func(agent string) (sessions.AgentStore, error)
-	close func()
+	// work is the seam backend the copy of the delivery state goes
+	// through, closed after it; check is a second handle the verification
+	// reads (a Delivery leaves the records its own handle accepted out of
+	// Pending, and one process holds a files journal at a time). For
+	// files, check is the Manager the Importer uses, whose journal the
+	// copy never opens.
+	work, check *lazyBackend
+	release     func()
+}
+
+func (s *side) close() {
+	s.work.close()
+	s.check.close()
+	s.release()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -125,7 +136,29 @@ func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migra
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	printCopy(out, st)
+	dc, err := copyDelivery(ctx, from, to)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  journal             %d pending records, %d unsent replies, %d drafts copied\n", dc.Pending, dc.Replies, dc.Drafts)
 	return verifyMigration(ctx, out, from, to, f.workers)
+}
+
+// copyDelivery moves the journal's pending work (sessions.CopyDelivery)
+// through the sides' work handles, and closes them: one process holds a
+// files journal at a time, and the verification reads through new handles.
+func copyDelivery(ctx context.Context, from, to *side) (sessions.DeliveryCounts, error) {
+	defer from.work.close()
+	defer to.work.close()
+	a, err := from.work.get()
+	if err != nil {
+		return sessions.DeliveryCounts{}, err
+	}
+	b, err := to.work.get()
+	if err != nil {
+		return sessions.DeliveryCounts{}, err
+	}
+	return sessions.CopyDelivery(ctx, a.Journal(), b.Journal())
 }
 
 // openFilesSide opens the state dir under the daemon's lock. A source must
@@ -161,8 +194,8 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 		unlock()
 		return nil, fmt.Errorf("storage migrate: %w", err)
 	}
-	b := mgr.Backend()
-	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, close: func() {
+	check := &lazyBackend{open: func() (sessions.Backend, error) { return mgr.Backend(), nil }}
+	return &side{Importer: mgr.Transfer(), where: abs, work: filesBackend(cfg, abs), check: check, release: func() {
 		_ = mgr.Close()
 		unlock()
 	}}, nil
@@ -181,12 +214,11 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		db.Close()
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
-	store, closeSeam := postgresSeam(ctx, cfg, url)
-	return &side{Importer: db.Transfer(), where: db.Target(), store: store, close: func() {
-		closeSeam()
-		unlock()
-		db.Close()
-	}}, nil
+	return &side{Importer: db.Transfer(), where: db.Target(), work: postgresBackend(ctx, cfg, url),
+		check: postgresBackend(ctx, cfg, url), release: func() {
+			unlock()
+			db.Close()
+		}}, nil
 }
 
 func printCopy(out io.Writer, st sessions.CopyStats) {

@@ -29,7 +29,30 @@ func buildFilesState(t *testing.T, stateDir string) sessionstest.BuiltState {
 			t.Fatal(err)
 		}
 	}()
-	return sessionstest.BuildState(t, mgr.Backend())
+	built := sessionstest.BuildState(t, mgr.Backend())
+	// Work in flight: two pending records (one retried), a reply with one
+	// of two chunks delivered, a draft on screen.
+	ctx := context.Background()
+	j := mgr.Journal()
+	key := built.Current[0].String()
+	for _, id := range []string{"telegram:default:1:10", "telegram:default:1:11", "telegram:default:1:12"} {
+		if _, err := j.Accept(ctx, sessions.Record{ID: id, AgentID: "main", SessionKey: key,
+			Payload: json.RawMessage(`{"text":"hi \u0000"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, err := range []error{
+		j.Start("telegram:default:1:10"), j.Fail("telegram:default:1:10"),
+		j.Ready(sessions.Reply{ID: "r1", Records: []string{"telegram:default:1:12"}, AgentID: "main", SessionKey: key,
+			Target: json.RawMessage(`{"chat":1}`), Chunks: []string{"a", "b"}}),
+		j.Sent("r1", 1),
+		j.Draft(sessions.Draft{ID: "d1", SessionKey: key, Target: json.RawMessage(`{"chat":1}`), MessageID: "77"}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return built
 }
 
 // TestStorageMigrate moves a state dir into PostgreSQL and back into a new
@@ -49,6 +72,8 @@ func TestStorageMigrate(t *testing.T) {
 		"agents              " + strconv.Itoa(len(built.Agents)) + "\n",
 		"sessions            " + strconv.Itoa(len(built.Current)) + " (session keys " + strconv.Itoa(keys) + ": " + strconv.Itoa(keys) + " copied, 0 already present)",
 		"verified: counts equal", "identical for " + strconv.Itoa(len(built.Current)) + " sessions",
+		"journal             2 pending records, 1 unsent replies, 1 drafts copied",
+		"journal holds the 2 pending records, 1 unsent replies and 1 drafts",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Fatalf("files -> postgres: output lacks %q:\n%s", want, r.Stdout)

@@ -30,6 +30,11 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, showDiffs...)
+	dc, deliveryDiffs, err := compareDelivery(from, to)
+	if err != nil {
+		return fmt.Errorf("storage migrate: verify: %w", err)
+	}
+	diffs = append(diffs, deliveryDiffs...)
 	if len(diffs) > 0 {
 		fmt.Fprintf(out, "verify: %d difference(s) between %s and %s:\n", len(diffs), from.Kind(), to.Kind())
 		for _, d := range diffs {
@@ -37,8 +42,9 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		}
 		return fmt.Errorf("storage migrate: verification failed: %w", errProblems)
 	}
-	fmt.Fprintf(out, "verified: counts equal (%d session keys, %d transcript entries); `sessions show --context --json` identical for %d sessions (%s)\n",
-		c.Source.Keys, c.Source.Lines, shown, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "verified: counts equal (%d session keys, %d transcript entries); `sessions show --context --json` identical for %d sessions; "+
+		"journal holds the %d pending records, %d unsent replies and %d drafts (%s)\n",
+		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, time.Since(start).Round(time.Millisecond))
 	if c.Extra > 0 {
 		fmt.Fprintf(out, "note: the %s target also holds %d session key(s) the source does not have\n", to.Kind(), c.Extra)
 	}
@@ -59,11 +65,11 @@ func compareShows(ctx context.Context, from, to *side) (shown int, diffs []strin
 		if err != nil {
 			return 0, nil, err
 		}
-		sa, err := from.store(agent)
+		sa, err := openStore(from, agent)
 		if err != nil {
 			return 0, nil, err
 		}
-		sb, err := to.store(agent)
+		sb, err := openStore(to, agent)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -117,4 +123,27 @@ func renderShow(ctx context.Context, agent string, st sessions.AgentStore, key s
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// openStore opens agent's sessions on s's verification handle.
+func openStore(s *side, agent string) (sessions.AgentStore, error) {
+	b, err := s.check.get()
+	if err != nil {
+		return nil, err
+	}
+	return b.Store(agent)
+}
+
+// compareDelivery checks the target's fresh handle holds the source's
+// pending work.
+func compareDelivery(from, to *side) (sessions.DeliveryCounts, []string, error) {
+	a, err := from.check.get()
+	if err != nil {
+		return sessions.DeliveryCounts{}, nil, err
+	}
+	b, err := to.check.get()
+	if err != nil {
+		return sessions.DeliveryCounts{}, nil, err
+	}
+	return sessions.CompareDelivery(a.Journal(), b.Journal())
 }
