@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type CopyStats struct {
 // with other content. Nothing was written.
 type ConflictError struct {
 	Keys []string
+	// Shared says some of them use a session id another key of the target
+	// has: --overwrite cannot resolve that.
+	Shared bool
 }
 
 func (e *ConflictError) Error() string {
@@ -65,8 +69,12 @@ func (e *ConflictError) Error() string {
 	if len(e.Keys) > show {
 		more = fmt.Sprintf(" (and %d more)", len(e.Keys)-show)
 	}
-	return fmt.Sprintf("sessions: copy: the target holds %d key(s) with other content: %s%s; use --overwrite to replace them",
-		len(e.Keys), strings.Join(list, "; "), more)
+	hint := "use --overwrite to replace them"
+	if e.Shared {
+		hint = "a session id of one key belongs to another key in the target, which --overwrite does not resolve"
+	}
+	return fmt.Sprintf("sessions: copy: the target holds %d key(s) with other content: %s%s; %s",
+		len(e.Keys), strings.Join(list, "; "), more, hint)
 }
 
 // plan is what Copy decided for one key.
@@ -95,22 +103,28 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 	var (
 		plans     []*plan
 		conflicts []string
-		st        = CopyStats{Counts: Counts{Agents: len(agents)}}
+		shared    bool
+		st        CopyStats
 		mu        sync.Mutex // guards conflicts, st
 	)
 	for _, agent := range agents {
-		ps, err := planAgent(ctx, from, to, agent, workers, func(what string) {
+		ps, err := planAgent(ctx, from, to, agent, workers, func(what string, hard bool) {
 			mu.Lock()
 			conflicts = append(conflicts, agent+"/"+what)
+			shared = shared || hard
 			mu.Unlock()
 		})
 		if err != nil {
 			return CopyStats{}, err
 		}
+		if len(ps) > 0 {
+			st.Agents++ // an agent whose index is empty has nothing to copy
+		}
 		plans = append(plans, ps...)
 	}
-	if len(conflicts) > 0 && !o.Overwrite {
-		return CopyStats{}, &ConflictError{Keys: conflicts}
+	if len(conflicts) > 0 && (!o.Overwrite || shared) {
+		slices.Sort(conflicts)
+		return CopyStats{}, &ConflictError{Keys: conflicts, Shared: shared}
 	}
 	err = parallel(ctx, workers, len(plans), func(i int) error {
 		p := plans[i]
@@ -146,8 +160,9 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 }
 
 // planAgent decides for each key of agent whether it is written; conflict
-// is called for each key the target holds with other content.
-func planAgent(ctx context.Context, from Exporter, to Importer, agent string, workers int, conflict func(string)) ([]*plan, error) {
+// is called for each key the target holds with other content (hard when
+// its session id is another key's there).
+func planAgent(ctx context.Context, from Exporter, to Importer, agent string, workers int, conflict func(what string, hard bool)) ([]*plan, error) {
 	src, err := from.ExportKeys(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -170,7 +185,7 @@ func planAgent(ctx context.Context, from Exporter, to Importer, agent string, wo
 		plans[i] = &plan{agent: agent, src: k, write: true}
 		for _, r := range k.Refs() {
 			if o, ok := owner[r.SessionID]; ok && o != k.Key {
-				conflict(fmt.Sprintf("%s: its session %s is %s's in the target", k.Key, r.SessionID, o))
+				conflict(fmt.Sprintf("%s: its session %s is %s's in the target", k.Key, r.SessionID, o), true)
 				return nil
 			}
 		}
@@ -185,7 +200,7 @@ func planAgent(ctx context.Context, from Exporter, to Importer, agent string, wo
 		if same {
 			plans[i].write = false
 		} else {
-			conflict(k.Key + ": " + why)
+			conflict(k.Key+": "+why, false)
 		}
 		return nil
 	})

@@ -31,7 +31,6 @@ func Compare(ctx context.Context, from, to Exporter, workers int) (Comparison, e
 	if err != nil {
 		return c, err
 	}
-	c.Source.Agents = len(agents)
 	var mu sync.Mutex // guards c
 	for _, agent := range agents {
 		src, err := from.ExportKeys(ctx, agent)
@@ -41,6 +40,9 @@ func Compare(ctx context.Context, from, to Exporter, workers int) (Comparison, e
 		dst, err := to.ExportKeys(ctx, agent)
 		if err != nil {
 			return c, err
+		}
+		if len(src) > 0 {
+			c.Source.Agents++
 		}
 		if len(dst) > 0 {
 			c.Target.Agents++

@@ -26,14 +26,14 @@ var ErrInUse = errors.New("the database is in use by a running gateway")
 // HoldShared takes DaemonLockKey shared, waiting while a migration holds
 // it exclusively, and keeps it until release is called.
 func (db *DB) HoldShared(ctx context.Context) (release func(), err error) {
-	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`)
+	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`)
 }
 
 // LockExclusive takes DaemonLockKey exclusively without waiting and keeps
 // it until release is called. While a daemon holds it shared the error
 // wraps ErrInUse and names the holders' client addresses and backend pids.
 func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
-	release, err = db.holdLock(ctx, `SELECT pg_try_advisory_lock($1)`)
+	release, err = db.holdLock(ctx, `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`)
 	if errors.Is(err, ErrInUse) {
 		if who := db.lockHolders(ctx); who != "" {
 			err = fmt.Errorf("%w (%s)", err, who)
@@ -42,7 +42,7 @@ func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
 	return release, err
 }
 
-func (db *DB) holdLock(ctx context.Context, sql string) (func(), error) {
+func (db *DB) holdLock(ctx context.Context, sql, unlockSQL string) (func(), error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
@@ -56,16 +56,22 @@ func (db *DB) holdLock(ctx context.Context, sql string) (func(), error) {
 		conn.Release()
 		return nil, fmt.Errorf("pgstore: %s: %w", db.target, ErrInUse)
 	}
-	return func() { release(conn) }, nil
+	return func() { release(conn, unlockSQL) }, nil
 }
 
-// release drops the connection holding the lock: closing it ends the
-// session and with it every advisory lock it held, whatever the state.
-func release(conn *pgxpool.Conn) {
-	pc := conn.Hijack()
+// release unlocks and returns the connection to the pool, so the lock is
+// free when it returns. If the unlock fails the connection is closed,
+// which ends its session and every advisory lock it held (the server
+// notices a moment later).
+func release(conn *pgxpool.Conn, unlockSQL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
-	_ = pc.Close(ctx)
+	var ok bool
+	if err := conn.QueryRow(ctx, unlockSQL, DaemonLockKey).Scan(&ok); err != nil || !ok {
+		_ = conn.Hijack().Close(ctx)
+		return
+	}
+	conn.Release()
 }
 
 // lockHolders describes the sessions holding DaemonLockKey: "pid 123 from

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -100,8 +101,12 @@ SELECT $1, $2, u.* FROM unnest($3::text[], $4::text[], $5::timestamptz[], $6::te
 // and archived rows replaced, and every transcript in k.Transcripts
 // replaced row for row (its head set to the number of lines).
 func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.KeyCopy) error {
-	if k.Key == "" {
-		return fmt.Errorf("pgstore: import: empty session key")
+	key, err := routing.Parse(k.Key)
+	if err != nil {
+		return fmt.Errorf("pgstore: import %q: %w", clip(k.Key), err)
+	}
+	if key.Agent != agentID {
+		return fmt.Errorf("pgstore: import %q: key of agent %q, not %q", clip(k.Key), key.Agent, agentID)
 	}
 	if k.Entry != nil && (k.Entry.SessionKey != k.Key || !isSessionID(k.Entry.SessionID)) {
 		return fmt.Errorf("pgstore: import %s: entry of key %q with session id %q", k.Key, clip(k.Entry.SessionKey), clip(k.Entry.SessionID))
@@ -147,7 +152,7 @@ func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.Key
 		b.Queue(insertTranscriptSQL, id, r.ids, r.parents, r.types, r.bodies, r.times, r.kept)
 		b.Queue(insertHeadSQL, id, len(lines), r.leaf, r.messages)
 	}
-	err := pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
