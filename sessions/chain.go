@@ -151,7 +151,8 @@ func (c *Chain) Context() (ctx Context, ok bool) {
 	if more {
 		return Context{}, false
 	}
-	return buildContext(v, c.st.leaf), true
+	built := buildContext(v, c.st.leaf)
+	return copyContext(&built), true // nil slices when empty, as Transcript.Context gives
 }
 
 // History is every message of the chain ending at the leaf, compactions
@@ -164,3 +165,7 @@ func (c *Chain) Records(ids []string) RecordsState { return recordsOf(c.st.nodes
 
 // RecordsLookback is how many entries back from the leaf Records looks.
 const RecordsLookback = recordsLookback
+
+// CheckSessionID accepts only a canonical lower-case UUID, the form of
+// every session id (so a hostile id never reaches a path or a query).
+func CheckSessionID(id string) error { return checkSessionID(id) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +43,7 @@ var ErrAppenderStopped = errors.New("pgstore: appender stopped")
 
 type appendReq struct {
 	sessionID string
+	sql       string // appendSQL or chainSQL
 	args      []any
 	seqs      []int64
 	err       error
@@ -65,7 +68,13 @@ func (a *Appender) Append(ctx context.Context, sessionID string, entries ...Tran
 	if err != nil || args == nil {
 		return nil, err
 	}
-	r := &appendReq{sessionID: sessionID, args: args, done: make(chan struct{})}
+	return a.submit(ctx, sessionID, appendSQL, args)
+}
+
+// submit hands one append statement (returning seq numbers) to the group
+// commit and waits for its outcome.
+func (a *Appender) submit(ctx context.Context, sessionID, sql string, args []any) ([]int64, error) {
+	r := &appendReq{sessionID: sessionID, sql: sql, args: args, done: make(chan struct{})}
 	select {
 	case a.reqs <- r:
 	case <-a.stopped:
@@ -126,13 +135,19 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 		}
 	}()
 	if len(group) > 1 {
+		// Every statement locks its session's head row until the commit:
+		// taking them in session order keeps two groups in flight from
+		// deadlocking. The sort is stable, so one session's appends keep
+		// their order.
+		ordered := slices.Clone(group)
+		slices.SortStableFunc(ordered, func(x, y *appendReq) int { return strings.Compare(x.sessionID, y.sessionID) })
 		b := &pgx.Batch{}
-		for _, r := range group {
-			b.Queue(appendSQL, r.args...)
+		for _, r := range ordered {
+			b.Queue(r.sql, r.args...)
 		}
 		res := a.db.pool.SendBatch(ctx, b)
 		var err error
-		for _, r := range group {
+		for _, r := range ordered {
 			var rows pgx.Rows
 			if rows, err = res.Query(); err == nil {
 				r.seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
@@ -151,6 +166,6 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 		a.db.log.Debug("group append failed, retrying one by one")
 	}
 	for _, r := range group {
-		r.seqs, r.err = a.db.appendOne(ctx, r.sessionID, r.args)
+		r.seqs, r.err = a.db.exec(ctx, r.sessionID, r.sql, r.args)
 	}
 }

@@ -85,7 +85,7 @@ func TestAppenderFailureIsolated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		group = append(group, &appendReq{sessionID: c.sid, args: args, done: make(chan struct{})})
+		group = append(group, &appendReq{sessionID: c.sid, sql: appendSQL, args: args, done: make(chan struct{})})
 	}
 	a.commit(ctx, group)
 	if group[1].err == nil {

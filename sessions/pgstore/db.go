@@ -49,6 +49,10 @@ type DB struct {
 	// afterArchive, set only by tests, runs inside a transaction that has
 	// archived a session and not yet written its successor.
 	afterArchive func(ctx context.Context, tx pgx.Tx)
+	// group commits the appends of every TranscriptLog of this DB; it runs
+	// from Open until Close (see startGroupCommit).
+	group     *Appender
+	stopGroup func()
 }
 
 // Open connects, checks that the server answers, and applies the embedded
@@ -90,11 +94,16 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
+	db.startGroupCommit()
 	return db, nil
 }
 
-// Close waits for the connections in use to be returned and closes the pool.
-func (db *DB) Close() { db.pool.Close() }
+// Close stops the group commit (finishing the appends handed to it), waits
+// for the connections in use to be returned and closes the pool.
+func (db *DB) Close() {
+	db.stopGroup()
+	db.pool.Close()
+}
 
 // Target describes the server for diagnostics (gateway doctor): host or
 // socket directory, port, database and user, without the password.

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,7 +28,7 @@ type Store struct {
 	log *zap.Logger
 }
 
-var _ sessions.Index = (*Store)(nil)
+var _ sessions.AgentStore = (*Store)(nil)
 
 // Store returns agentID's session index as a sessions.Index; reset is as
 // for DB.Index.
@@ -122,3 +123,35 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 
 // Flush returns nil at once: every write of a Store is durable already.
 func (s *Store) Flush(context.Context) error { return nil }
+
+// TranscriptOf returns the transcript of the session e describes; its
+// header (written by the first append) records e's key and this agent.
+func (s *Store) TranscriptOf(e sessions.Entry) (sessions.TranscriptLog, error) {
+	return s.open(e.SessionID, sessions.Header{SessionKey: e.SessionKey, AgentID: s.AgentID()})
+}
+
+// open avoids returning a nil *TranscriptLog as a non-nil interface.
+func (s *Store) open(sessionID string, hdr sessions.Header) (sessions.TranscriptLog, error) {
+	t, err := s.x.db.Transcript(sessionID, hdr)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Transcript returns the transcript of session sessionID, current or
+// archived: its rows outlive a reset, a delete or a switch. sessionID must
+// be a canonical UUID; the header of a transcript still empty records the
+// key of the current session with that id, if any.
+func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
+	if err := sessions.CheckSessionID(sessionID); err != nil {
+		return nil, fmt.Errorf("pgstore: transcript: %w", err)
+	}
+	hdr := sessions.Header{AgentID: s.AgentID()}
+	if e, ok, err := s.GetByID(sessionID); err == nil && ok {
+		hdr.SessionKey = e.SessionKey
+	} else if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+	}
+	return s.open(sessionID, hdr)
+}

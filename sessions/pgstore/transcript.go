@@ -26,21 +26,30 @@ type TranscriptEntry struct {
 	CreatedAt time.Time
 }
 
-// TypeCompaction is the type of a compaction entry.
-const TypeCompaction = "compaction"
+// Entry types the store looks at (the body says the same).
+const (
+	TypeSession    = "session"
+	TypeMessage    = "message"
+	TypeCompaction = "compaction"
+)
 
 // appendSQL appends a batch to one session in one statement: the upsert on
 // transcript_heads reserves seq numbers under the head row's lock (so
 // concurrent appends to one session queue there and none is lost), and the
-// insert numbers the batch from the reserved base in argument order.
+// insert numbers the batch from the reserved base in argument order. The
+// head's leaf becomes the batch's last entry that is not a session header
+// and its message count grows by the batch's message entries.
 const appendSQL = `WITH head AS (
-	INSERT INTO transcript_heads AS h (session_id, last_seq) VALUES ($1, $2::bigint)
-	ON CONFLICT (session_id) DO UPDATE SET last_seq = h.last_seq + excluded.last_seq
+	INSERT INTO transcript_heads AS h (session_id, last_seq, leaf_id, messages)
+	VALUES ($1, $2::bigint, NULLIF($8, ''), $9::bigint)
+	ON CONFLICT (session_id) DO UPDATE SET last_seq = h.last_seq + excluded.last_seq,
+		leaf_id = COALESCE(excluded.leaf_id, h.leaf_id), prev_leaf_id = COALESCE(h.leaf_id, ''),
+		messages = h.messages + excluded.messages
 	RETURNING last_seq - $2::bigint AS base)
-INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at)
-SELECT $1, head.base + u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at
-FROM head, unnest($3::text[], $4::text[], $5::text[], $6::json[], $7::timestamptz[])
-	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, ord)
+INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
+SELECT $1, head.base + u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at, NULLIF(u.kept, '')
+FROM head, unnest($3::text[], $4::text[], $5::text[], $6::json[], $7::timestamptz[], $10::text[])
+	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, kept, ord)
 RETURNING seq`
 
 // Append adds entries to the end of sessionID's transcript, durably and
@@ -67,8 +76,9 @@ func (db *DB) appendArgs(sessionID string, entries []TranscriptEntry) ([]any, er
 	}
 	n := len(entries)
 	ids, parents, types := make([]string, n), make([]string, n), make([]string, n)
-	bodies, times := make([]string, n), make([]time.Time, n)
+	bodies, times, kept := make([]string, n), make([]time.Time, n), make([]string, n)
 	now := db.clock()
+	leaf, messages := "", 0
 	for i, e := range entries {
 		if e.ID == "" || e.Type == "" {
 			return nil, fmt.Errorf("pgstore: append %s: entry %d has no id or type", sessionID, i)
@@ -80,12 +90,32 @@ func (db *DB) appendArgs(sessionID string, entries []TranscriptEntry) ([]any, er
 		if times[i].IsZero() {
 			times[i] = now
 		}
+		switch e.Type {
+		case TypeSession:
+			continue
+		case TypeMessage:
+			messages++
+		case TypeCompaction:
+			var c struct {
+				FirstKept string `json:"firstKeptEntryId"`
+			}
+			if err := json.Unmarshal(e.Body, &c); err != nil {
+				return nil, fmt.Errorf("pgstore: append %s: compaction %s: %w", sessionID, e.ID, err)
+			}
+			kept[i] = c.FirstKept
+		}
+		leaf = e.ID
 	}
-	return []any{sessionID, n, ids, parents, types, bodies, times}, nil
+	return []any{sessionID, n, ids, parents, types, bodies, times, leaf, messages, kept}, nil
 }
 
 func (db *DB) appendOne(ctx context.Context, sessionID string, args []any) ([]int64, error) {
-	rows, err := db.pool.Query(ctx, appendSQL, args...)
+	return db.exec(ctx, sessionID, appendSQL, args)
+}
+
+// exec runs one append statement returning seq numbers.
+func (db *DB) exec(ctx context.Context, sessionID, sql string, args []any) ([]int64, error) {
+	rows, err := db.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: append %s: %w", sessionID, err)
 	}
@@ -110,7 +140,7 @@ type Tail struct {
 // key), and reads from the earlier of the two: the kept entries, the
 // compaction and everything after it, never what precedes them.
 const loadTailSQL = `WITH c AS (
-	SELECT seq, body->>'firstKeptEntryId' AS kept FROM transcript_entries
+	SELECT seq, first_kept_id AS kept FROM transcript_entries
 	WHERE session_id = $1 AND type = 'compaction' ORDER BY seq DESC LIMIT 1),
 start AS (
 	SELECT LEAST(c.seq, COALESCE((SELECT k.seq FROM transcript_entries k

@@ -1,0 +1,224 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// TranscriptLog is one session's transcript in PostgreSQL with the files
+// backend's semantics (sessions.Transcript, SPEC §3.4): pi-coding-agent v3
+// entries whose bodies are the bytes the files backend writes as lines,
+// chained by parent ids, with the context rebuilt from the latest
+// compaction by the same code (sessions.Chain). It keeps nothing in memory:
+// every read asks the database, so replicas sharing it see each other's
+// appends at once. It is safe for concurrent use.
+//
+// Appends go through the DB's group commit (Appender): one statement per
+// append reserves seq numbers under the transcript_heads row lock and reads
+// the leaf there, so concurrent appends to one session (from any process)
+// form one chain, and appends of many sessions share commits.
+type TranscriptLog struct {
+	db        *DB
+	sessionID string
+	hdr       sessions.Header
+	rand      func() uint32
+}
+
+var _ sessions.TranscriptLog = (*TranscriptLog)(nil)
+
+// Transcript returns session sessionID's transcript; hdr is what its
+// session header records when the first append writes it. sessionID must
+// be a canonical UUID. It does no I/O.
+func (db *DB) Transcript(sessionID string, hdr sessions.Header) (*TranscriptLog, error) {
+	if err := sessions.CheckSessionID(sessionID); err != nil {
+		return nil, fmt.Errorf("pgstore: transcript: %w", err)
+	}
+	return &TranscriptLog{db: db, sessionID: sessionID, hdr: hdr, rand: rand.Uint32}, nil
+}
+
+// SessionID is the session whose transcript t is.
+func (t *TranscriptLog) SessionID() string { return t.sessionID }
+
+// chainSQL appends entries that continue the chain: the upsert of the
+// head row takes its lock (concurrent appends to the session queue there),
+// reserves seq numbers, and returns the leaf before this append (prev), the
+// parent of the first entry, which the statement splices into its body
+// between pre and post. The other entries' parents are in the arguments.
+// A new head row (prev NULL) means the transcript is empty: the session
+// header goes first, at seq 1.
+const chainSQL = `WITH head AS (
+	INSERT INTO transcript_heads AS h (session_id, last_seq, leaf_id, messages)
+	VALUES ($1, $2::bigint + 1, $3, $4::bigint)
+	ON CONFLICT (session_id) DO UPDATE SET last_seq = h.last_seq + $2::bigint, leaf_id = excluded.leaf_id,
+		prev_leaf_id = COALESCE(h.leaf_id, ''), messages = h.messages + excluded.messages
+	RETURNING last_seq - $2::bigint AS base, prev_leaf_id AS prev),
+rows AS (
+	SELECT 1::bigint AS seq, $5::text AS id, NULL::text AS parent_id, 'session'::text AS type,
+		$6::text AS body, NULL::text AS kept
+	FROM head WHERE head.prev IS NULL
+	UNION ALL
+	SELECT head.base + u.ord, u.id, CASE WHEN u.ord = 1 THEN NULLIF(head.prev, '') ELSE u.parent END, u.type,
+		u.pre || CASE WHEN u.ord = 1 THEN COALESCE(to_json(NULLIF(head.prev, ''))::text, 'null')
+			ELSE to_json(u.parent)::text END || u.post,
+		NULLIF(u.kept, '')
+	FROM head, unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+		WITH ORDINALITY AS u(id, parent, type, pre, post, kept, ord))
+INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
+SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::timestamptz, rows.kept FROM rows
+RETURNING seq`
+
+// pending is one entry to append: its body without the parent id.
+type pending struct {
+	id, parent, typ string
+	pre, post       []byte
+	kept            string
+}
+
+// idAttempts bounds the retries after a random entry id collided with one
+// already in the transcript (1 in 4 billion per id and entry).
+const idAttempts = 4
+
+// parentNull is where an entry encoded without a parent says so; the
+// entry's type and id come before it, so its first occurrence is the field.
+var parentNull = []byte(`,"parentId":null,`)
+
+// split cuts body around the null of its parentId.
+func split(body []byte) (pre, post []byte, err error) {
+	i := bytes.Index(body, parentNull)
+	if i < 0 {
+		return nil, nil, errors.New("encoded entry has no parentId field")
+	}
+	at := i + len(`,"parentId":`)
+	return body[:at], body[at+len("null"):], nil
+}
+
+// Append writes complete messages as a chain continuing the current leaf
+// and returns their entry ids, once committed (durable). A message without
+// a timestamp gets the current time.
+func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return t.appendChain(ctx, len(msgs), func(now time.Time) ([]pending, error) {
+		out := make([]pending, len(msgs))
+		for i, m := range msgs {
+			out[i] = pending{id: t.newID(out[:i]), typ: TypeMessage}
+			if i > 0 {
+				out[i].parent = out[i-1].id
+			}
+			body, _, err := sessions.EncodeMessage(out[i].id, "", m, now)
+			if err != nil {
+				return nil, err
+			}
+			if out[i].pre, out[i].post, err = split(body); err != nil {
+				return nil, fmt.Errorf("transcript: append: %w", err)
+			}
+		}
+		return out, nil
+	})
+}
+
+// AppendLazy is Append: a PostgreSQL commit is durable when it returns and
+// the group commit already shares it with concurrent appends, so there is
+// no cheaper "survives the process, not the machine" step to stop at.
+func (t *TranscriptLog) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
+	return t.Append(ctx, msgs...)
+}
+
+// AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
+// entry of the current chain ("" keeps nothing before the compaction);
+// otherwise the error wraps sessions.ErrNotInChain. The check and the
+// append are two statements: the chain only grows at its leaf, so an entry
+// on it stays on it.
+func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
+	if c.FirstKeptEntryID != "" {
+		in, err := t.inChain(ctx, c.FirstKeptEntryID)
+		if err != nil {
+			return "", err
+		}
+		if !in {
+			return "", sessions.ErrFirstKeptNotInChain(c.FirstKeptEntryID)
+		}
+	}
+	ids, err := t.appendChain(ctx, 0, func(now time.Time) ([]pending, error) {
+		p := pending{id: t.newID(nil), typ: TypeCompaction, kept: c.FirstKeptEntryID}
+		body, err := sessions.EncodeCompaction(p.id, "", c, now)
+		if err != nil {
+			return nil, err
+		}
+		if p.pre, p.post, err = split(body); err != nil {
+			return nil, fmt.Errorf("transcript: compaction: %w", err)
+		}
+		return []pending{p}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+func (t *TranscriptLog) newID(taken []pending) string {
+	for {
+		id := sessions.NewEntryID(t.rand())
+		dup := false
+		for _, p := range taken {
+			dup = dup || p.id == id
+		}
+		if !dup {
+			return id
+		}
+	}
+}
+
+// appendChain encodes entries with enc and appends them through the group
+// commit, drawing new ids if one collides with an entry of the transcript.
+// messages is how many of them are message entries.
+func (t *TranscriptLog) appendChain(ctx context.Context, messages int, enc func(now time.Time) ([]pending, error)) ([]string, error) {
+	for attempt := 1; ; attempt++ {
+		now := t.db.clock()
+		entries, err := enc(now)
+		if err != nil {
+			return nil, err
+		}
+		args, err := t.chainArgs(entries, messages, now)
+		if err != nil {
+			return nil, err
+		}
+		_, err = t.db.group.submit(ctx, t.sessionID, chainSQL, args)
+		if err == nil {
+			ids := make([]string, len(entries))
+			for i, p := range entries {
+				ids[i] = p.id
+			}
+			return ids, nil
+		}
+		var pe *pgconn.PgError
+		if attempt < idAttempts && errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "transcript_entries" {
+			continue // an entry id is taken: draw others
+		}
+		return nil, fmt.Errorf("transcript: append %s: %w", t.sessionID, err)
+	}
+}
+
+func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time) ([]any, error) {
+	hdr, err := sessions.EncodeHeader(t.sessionID, t.hdr, now)
+	if err != nil {
+		return nil, err
+	}
+	n := len(entries)
+	ids, parents, types := make([]string, n), make([]string, n), make([]string, n)
+	pres, posts, kept := make([]string, n), make([]string, n), make([]string, n)
+	for i, p := range entries {
+		ids[i], parents[i], types[i], pres[i], posts[i], kept[i] = p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept
+	}
+	return []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
+		ids, parents, types, pres, posts, kept, now}, nil
+}
