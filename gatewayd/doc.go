@@ -1,7 +1,10 @@
 // Package gatewayd owns process assembly, lifecycle and hot reload of the
 // gateway daemon: New builds one Daemon from a loaded config and Options,
-// and Run wires the state directory (secured and locked), the session
-// store and ingress journal, the providers and agent runner, the
+// and Run wires the state directory (secured and locked), the storage
+// backend the config's storage section selects (OpenBackend, shared with
+// the CLI: the files backend, or postgres assembled in storage_postgres.go,
+// the one file that reaches a backend package), the providers and agent
+// runner, the
 // dispatcher with its lanes, the access policy, the channel adapters and
 // the HTTP API, serves until its context ends and shuts down gracefully.
 //

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/routing"
@@ -194,5 +196,70 @@ func TestStorageNeedsRestart(t *testing.T) {
 	same := *base
 	if got := restartOnly(base, &same); slices.Contains(got, "storage") {
 		t.Errorf("restartOnly of an unchanged storage = %v", got)
+	}
+}
+
+// TestReloadKeepsStorage: a config file whose storage section changed is
+// reloaded for everything else, and the log says storage needs a restart;
+// the daemon keeps serving on the backend it opened.
+func TestReloadKeepsStorage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(extra string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(reloadYAML(state, extra)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("messages: {queue: {mode: collect}}\n")
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	ready := make(chan string, 1)
+	var opened atomic.Int32
+	d, err := New(cfg, Options{ConfigPath: path, Logger: zap.New(core), OnReady: func(a string) { ready <- a },
+		OpenBackend: func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+			opened.Add(1)
+			return OpenBackend(ctx, cfg, BackendOptions{})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("daemon exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready")
+	}
+	_, sid := chat(t, addr, "", "hello")
+
+	write("messages: {queue: {mode: followup}}\nstorage: {backend: files, postgres: {maxConns: 20}}\n")
+	waitStatus(t, addr, sid, "Queue: followup") // the rest of the file applies
+	deadline := time.Now().Add(10 * time.Second)
+	for logs.FilterMessage("config key changed but needs a restart to apply").FilterField(zap.String("key", "storage")).Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no restart warning for storage; logs: %v", logs.All())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := opened.Load(); n != 1 {
+		t.Errorf("backend opened %d times, want once", n)
+	}
+	if reply, _ := chat(t, addr, sid, "still there?"); !strings.Contains(reply, "still there?") {
+		t.Errorf("reply after the reload = %q", reply)
 	}
 }

@@ -69,11 +69,12 @@ func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMainte
 func (b filesBackend) Flush(ctx context.Context) error    { return b.m.Flush(ctx) }
 func (b filesBackend) Close() error                       { return b.m.Close() }
 
-// Status probes the state dir: the journal must be writable.
+// Status probes the state dir: the journal must be writable (a passive
+// Manager only reads the state dir, see probeStatus).
 func (b filesBackend) Status(context.Context) BackendStatus {
 	start := time.Now()
 	st := BackendStatus{Kind: "files", Location: b.m.StateDir()}
-	if err := b.m.Journal().Health(); err != nil {
+	if err := b.m.probeStatus(); err != nil {
 		st.Err = err.Error()
 	}
 	st.Latency = time.Since(start)

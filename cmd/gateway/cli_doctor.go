@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -45,18 +47,22 @@ type problem struct {
 }
 
 type doctorReport struct {
-	StateDir  string     `json:"stateDir"`
-	Problems  []*problem `json:"problems"`
-	Fixed     int        `json:"fixed"`
-	Remaining int        `json:"remaining"`
+	Storage   storageReport `json:"storage"`
+	StateDir  string        `json:"stateDir"`
+	Problems  []*problem    `json:"problems"`
+	Fixed     int           `json:"fixed"`
+	Remaining int           `json:"remaining"`
 }
 
 func doctorCmd(cfgPath *string) *cobra.Command {
 	var fix, asJSON bool
 	c := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the state directory (index vs transcripts, counters, permissions, lock files); --fix repairs",
-		Long: `doctor compares each agent's sessions.json with its transcripts and reports:
+		Short: "Check the storage backend and the state directory (index vs transcripts, counters, permissions, lock files); --fix repairs",
+		Long: `doctor first reports the storage backend (storage.backend): its kind, where it is, its schema
+version (postgres) and whether it answers (storage-unreachable when not).
+
+With the files backend it then compares each agent's sessions.json with its transcripts and reports:
   missing-transcript  an entry whose transcript is gone (fix: its counters are zeroed to match)
   orphan-transcript   a transcript without an entry (fix: the entry is re-created from the
                       transcript's header; if the key already has a newer session, the orphan is
@@ -72,8 +78,9 @@ func doctorCmd(cfgPath *string) *cobra.Command {
   journal-damaged     ingress journal lines that do not parse (reported only)
   journal-backlog     ingress records waiting for more than a day (reported only)
   low-disk-space      little free space under the state directory (reported only)
-The stored-state checks and repairs are the sessions package's (sessions.Check/Repair);
-permissions and free space are checked here.
+The stored-state checks and repairs are the sessions package's (sessions.Check/Repair) and
+apply to the files backend only; permissions and free space of the state directory are checked
+here for every backend.
 No transcript is ever deleted. Run --fix with the daemon stopped when you can: the store
 lock keeps concurrent writers safe, but counters the daemon has not flushed yet may be
 counted twice.
@@ -108,6 +115,7 @@ Exit code 0: healthy (or everything fixed); 1: problems remain.`,
 }
 
 func printDoctor(w io.Writer, rep *doctorReport, fix bool) {
+	printStorage(w, rep.Storage)
 	if len(rep.Problems) == 0 {
 		fmt.Fprintf(w, "state directory %s: no problems found\n", rep.StateDir)
 		return
@@ -129,22 +137,39 @@ func printDoctor(w io.Writer, rep *doctorReport, fix bool) {
 	fmt.Fprintf(w, "%d problem(s), %d fixed, %d remaining\n", len(rep.Problems), rep.Fixed, rep.Remaining)
 }
 
-// runDoctor inspects (and with fix, repairs) cfg's state directory: the
-// stored state through sessions.Check/Repair, the host (permissions, free
-// space) here.
+// runDoctor inspects (and with fix, repairs) cfg's storage: the backend's
+// status; with the files backend the stored state through
+// sessions.Check/Repair; the host (permissions, free space of the state
+// directory) here.
 func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorReport, error) {
 	rep := &doctorReport{StateDir: cfg.StateDir, Problems: []*problem{}}
-	if _, err := os.Stat(cfg.StateDir); err != nil {
+	files := usesFiles(cfg)
+	_, err := os.Stat(cfg.StateDir)
+	hasStateDir := err == nil
+	// The files backend is the state directory; another backend keeps
+	// only media and channel files there, made at the daemon's start.
+	if err != nil && (files || !errors.Is(err, fs.ErrNotExist)) {
 		return nil, fmt.Errorf("doctor: state directory: %w", err)
 	}
-	opts := sessions.CheckOptions{Now: time.Now(), LockTimeout: cfg.Session.LockTimeout}
-	stored, err := sessions.Check(ctx, cfg.StateDir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("doctor: %w", err)
+	rep.Storage = checkStorage(ctx, cfg)
+	if p := rep.Storage.problem(); p != nil {
+		rep.Problems = append(rep.Problems, p)
 	}
-	host, err := checkHost(cfg.StateDir)
-	if err != nil {
-		return nil, err
+	opts := sessions.CheckOptions{Now: time.Now(), LockTimeout: cfg.Session.LockTimeout}
+	var stored []sessions.Problem
+	if files {
+		if stored, err = sessions.Check(ctx, cfg.StateDir, opts); err != nil {
+			return nil, fmt.Errorf("doctor: %w", err)
+		}
+		rep.Storage.StoredChecks = true
+	} else {
+		rep.Storage.Note = storedChecksNote
+	}
+	var host []*problem
+	if hasStateDir {
+		if host, err = checkHost(cfg.StateDir); err != nil {
+			return nil, err
+		}
 	}
 	// The order doctor has always printed: indexes, transcripts and locks;
 	// then the host; then the journal and bad transcript lines.
@@ -191,8 +216,10 @@ func repair(ctx context.Context, stateDir string, opts sessions.CheckOptions, re
 			owners = append(owners, p)
 		}
 	}
-	for i, err := range sessions.Repair(ctx, stateDir, batch, opts) {
-		settle(owners[i], err)
+	if len(batch) > 0 {
+		for i, err := range sessions.Repair(ctx, stateDir, batch, opts) {
+			settle(owners[i], err)
+		}
 	}
 	for _, p := range rep.Problems {
 		if p.fix != nil {

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/sessions"
+)
+
+// kindStorage is the doctor's finding when the configured backend cannot
+// be opened or does not answer.
+const kindStorage = "storage-unreachable"
+
+// storageProbeTimeout bounds opening the backend and its status probe.
+const storageProbeTimeout = 20 * time.Second
+
+// storedChecksNote says why a postgres backend's report has no
+// stored-state findings.
+const storedChecksNote = "the stored-state checks (sessions.json, transcripts, ingress journal, lock files) apply to the files backend only; " +
+	"with postgres only the backend's connectivity and the state directory's permissions and free space are checked"
+
+// storageReport is the storage section of the doctor's report: the
+// configured backend as its Status reports it.
+type storageReport struct {
+	sessions.BackendStatus
+	// Reachable says the backend opened and answered.
+	Reachable bool `json:"reachable"`
+	// StoredChecks says the stored-state checks ran (files backend only).
+	StoredChecks bool   `json:"storedChecks"`
+	Note         string `json:"note,omitempty"`
+}
+
+// usesFiles reports whether cfg keeps its state in the files backend.
+func usesFiles(cfg *configs.Config) bool {
+	return cfg.Storage.Backend == "" || cfg.Storage.Backend == configs.StorageFiles
+}
+
+// checkStorage opens the configured backend passively (beside a running
+// daemon) and reports its kind, location, schema version and whether it
+// answers.
+func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
+	ctx, cancel := context.WithTimeout(ctx, storageProbeTimeout)
+	defer cancel()
+	b, err := openSessions(ctx, cfg)
+	if err != nil {
+		rep := storageReport{BackendStatus: sessions.BackendStatus{Kind: cfg.Storage.Backend, Err: err.Error()}}
+		rep.Location = cfg.StateDir
+		if !usesFiles(cfg) {
+			rep.Location = redactURL(cfg.Storage.Postgres.URL)
+		}
+		return rep
+	}
+	defer b.Close()
+	st := b.Status(ctx)
+	return storageReport{BackendStatus: st, Reachable: st.Err == ""}
+}
+
+// problem is the finding of an unreachable backend, nil when it answers.
+func (s storageReport) problem() *problem {
+	if s.Reachable {
+		return nil
+	}
+	return &problem{Kind: kindStorage, Path: s.Location, Detail: s.Err}
+}
+
+// printStorage is the first lines of the doctor's text report.
+func printStorage(w io.Writer, s storageReport) {
+	where := s.Kind + " at " + s.Location
+	if s.SchemaVersion > 0 {
+		where += fmt.Sprintf(", schema version %d", s.SchemaVersion)
+	}
+	if s.Reachable {
+		fmt.Fprintf(w, "storage: %s: ok (answered in %s)\n", where, s.Latency.Round(time.Microsecond))
+	} else {
+		fmt.Fprintf(w, "storage: %s: not reachable: %s\n", where, s.Err)
+	}
+	if s.Note != "" {
+		fmt.Fprintf(w, "storage: %s\n", s.Note)
+	}
+}
