@@ -33,8 +33,8 @@ type jdraft struct {
 
 // Draft records a draft message just posted.
 func (j *Journal) Draft(d Draft) error {
-	if d.ID == "" {
-		return fmt.Errorf("sessions: journal draft: empty id")
+	if err := CheckID("draft", d.ID); err != nil {
+		return fmt.Errorf("sessions: journal draft: %w", err)
 	}
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = j.now()

@@ -15,8 +15,8 @@ func (j *Journal) Accept(ctx context.Context, rec Record) (dup bool, err error) 
 	if j.openErr != nil {
 		return false, j.openErr
 	}
-	if rec.ID == "" {
-		return false, fmt.Errorf("sessions: journal accept: empty id")
+	if err := CheckID("record", rec.ID); err != nil {
+		return false, fmt.Errorf("sessions: journal accept: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("sessions: journal accept: %w", err)
@@ -135,8 +135,13 @@ func (j *Journal) Done(ids ...string) error {
 // answered by it from now on: they are no longer Pending, and they are done
 // when the last chunk is marked Sent.
 func (j *Journal) Ready(r Reply) error {
-	if r.ID == "" {
-		return fmt.Errorf("sessions: journal ready: empty reply id")
+	if err := CheckID("reply", r.ID); err != nil {
+		return fmt.Errorf("sessions: journal ready: %w", err)
+	}
+	for _, id := range r.Records {
+		if err := CheckID("record", id); err != nil {
+			return fmt.Errorf("sessions: journal ready: %w", err)
+		}
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = j.now()

@@ -1,8 +1,9 @@
 // Package pgstore is the PostgreSQL backend of the session layer (SPEC §3.8,
 // issue 12): the session index (entries keyed by agent and session key, with
 // their archive), append-only transcripts with a per-session sequence,
-// channel cursors such as the Telegram offset, and the schema of the ingress
-// journal and reply outbox. It owns its schema: versioned SQL migrations
+// channel cursors such as the Telegram offset, the ingress journal, reply
+// outbox and drafts (Delivery), and the room history of group rooms
+// (RoomLog). It owns its schema: versioned SQL migrations
 // embedded in the binary and applied by Open under a PostgreSQL advisory
 // lock, so several replicas starting at once migrate exactly once.
 //
@@ -22,7 +23,11 @@
 // not call the DB). Concurrent writers of one entry are serialised by
 // PostgreSQL row locks, so no update is lost; concurrent appends to one
 // transcript are serialised by the row of transcript_heads that hands out
-// sequence numbers, so none is lost and seq order is commit order.
+// sequence numbers, so none is lost and seq order is commit order. A
+// Delivery runs one goroutine (retrying marks after a failed write,
+// renewing its leases, forgetting old completed ids) until Close; a
+// RoomLog runs none, and its writes to one room queue on that room's
+// advisory lock.
 //
 // Tests and benchmarks run against a real server, each test on a database
 // of its own (package pgtest): ./scripts/test starts one, or

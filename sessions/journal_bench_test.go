@@ -1,0 +1,26 @@
+package sessions_test
+
+import (
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/sessionstest"
+)
+
+func benchJournal(b *testing.B) sessions.Delivery {
+	b.Helper()
+	m, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	return m.Journal()
+}
+
+// BenchmarkJournalAcceptDone: Accept (fsynced) + Done on the files journal.
+func BenchmarkJournalAcceptDone(b *testing.B) { sessionstest.BenchAcceptDone(b, benchJournal(b)) }
+
+// BenchmarkJournalReadySent: Ready + Sent of two chunks on the files journal.
+func BenchmarkJournalReadySent(b *testing.B) { sessionstest.BenchReadySent(b, benchJournal(b)) }

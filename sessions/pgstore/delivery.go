@@ -1,0 +1,347 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// Timings of a Delivery's background loop.
+const (
+	// deliveryRetryEvery is how often marks waiting after a failed write
+	// are retried (the files journal's journalRetryEvery).
+	deliveryRetryEvery = time.Second
+	// deliveryPruneEvery is how often completed ids past the retention
+	// are forgotten.
+	deliveryPruneEvery = time.Minute
+	// deliveryOpTimeout bounds one write or read of a method without a
+	// context.
+	deliveryOpTimeout = 30 * time.Second
+)
+
+// DeliveryOptions configure DB.Delivery.
+type DeliveryOptions struct {
+	// Logger receives write failures and recoveries; nil means the DB's.
+	Logger *zap.Logger
+	// Now is the clock of acceptedAt, createdAt and done times; nil means
+	// the DB's clock.
+	Now func() time.Time
+	// DoneKeep is how many completed ids are remembered whatever their age
+	// (sessions.DoneKeep when 0).
+	DoneKeep int
+	// Lease is how long the records this handle accepts or claims stay
+	// its own without a renewal (DefaultLease when 0); the loop renews
+	// them every Lease/3 while the handle is open.
+	Lease time.Duration
+	// SyncMarks makes every mark wait for its WAL flush, as Accept does.
+	// By default marks commit with synchronous_commit off: committed and
+	// visible at once, surviving the death of this process, flushed by the
+	// server's WAL writer within a few hundred milliseconds; only a crash
+	// of the database server in that window loses them. That is the files
+	// journal's guarantee for its marks (written to the kernel, fsynced
+	// shortly after), at a fraction of the latency.
+	SyncMarks bool
+}
+
+// DefaultLease is DeliveryOptions.Lease when unset: SPEC §3.8's failover
+// bound.
+const DefaultLease = 15 * time.Second
+
+// Delivery is the ingress journal, reply outbox and drafts of SPEC §3.7 on
+// PostgreSQL, with the semantics of the files backend's sessions.Journal:
+//
+//   - Accept is durable when it returns (its transaction committed) and
+//     reports a duplicate for an id that is pending or was completed
+//     within sessions.DoneRetention or among the last DoneKeep completions.
+//   - Start, Fail, Abort, Done, Ready, Sent, Draft and DraftDone are marks:
+//     each is one transaction, committed without waiting for its WAL flush
+//     unless DeliveryOptions.SyncMarks (see there). A mark that cannot be written (the server
+//     is gone, the disk is full) is kept in memory, in order with the marks
+//     after it, and retried every second; the caller goes on as if it was
+//     written. Health reports the failure until the marks are written
+//     again, and Accept refuses new records meanwhile (an error wrapping
+//     sessions.ErrStorage). A retried mark whose first try committed
+//     without its answer arriving is applied twice (a Start counted
+//     twice), the one difference from the files journal.
+//   - Pending and Drafts leave out what this handle accepted or recorded
+//     (the files journal leaves out what its process did): a handle opened
+//     after a crash sees everything the dead one left.
+//
+// Ids must satisfy sessions.CheckID (UTF-8, no NUL): Accept, Ready and
+// Draft refuse others with an error naming the id; the other text fields
+// (agent, session key, entry and message ids) are refused the same way,
+// since PostgreSQL text cannot hold them. Payloads and targets are JSON,
+// stored compacted as the files journal writes them; chunks are stored as
+// a JSON array, so any text survives.
+//
+// Each handle has an owner id; what it accepts or stores is leased to it
+// (DeliveryOptions.Lease, renewed by its loop, released by Close). Claim
+// and ClaimReplies hand records and replies whose lease ran out to another
+// handle, FOR UPDATE SKIP LOCKED, for the replicas of the next issue. A Delivery is safe for concurrent use; Close stops its loop.
+type Delivery struct {
+	db       *DB
+	log      *zap.Logger
+	now      func() time.Time
+	owner    string
+	doneKeep int
+	lease    time.Duration
+	syncMark bool
+	// fault, set only by tests, fails writes before they reach the server.
+	fault func(op string) error
+
+	mu      sync.Mutex // guards the fields below
+	backlog []mark     // marks not yet written, in order
+	failure error      // the last write failure; nil when healthy
+	closed  bool
+
+	faulted  atomic.Bool // failure != nil || len(backlog) > 0
+	isClosed atomic.Bool
+	stop     chan struct{}
+	done     chan struct{}
+
+	writes, failures atomic.Int64
+}
+
+// mark is one write of a Delivery: statements queued into one batch that
+// runs them in one transaction, in one round trip.
+type mark struct {
+	op    string
+	queue func(b *pgx.Batch)
+}
+
+var _ sessions.Delivery = (*Delivery)(nil)
+
+// Delivery returns a new handle on the delivery state and starts its
+// background loop (retries, pruning of completed ids); Close stops it.
+func (db *DB) Delivery(o DeliveryOptions) *Delivery {
+	log := o.Logger
+	if log == nil {
+		log = db.log.Named("delivery")
+	}
+	now := o.Now
+	if now == nil {
+		now = db.now
+	}
+	keep := o.DoneKeep
+	if keep <= 0 {
+		keep = sessions.DoneKeep
+	}
+	lease := o.Lease
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease, syncMark: o.SyncMarks,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go d.loop()
+	return d
+}
+
+// Owner is this handle's id in the owner columns.
+func (d *Delivery) Owner() string { return d.owner }
+
+// clock is d's time at PostgreSQL's resolution, in UTC.
+func (d *Delivery) clock() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
+
+// Close stops the loop and writes the marks still waiting; the error says
+// how many could not be written. The DB stays open.
+func (d *Delivery) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.isClosed.Store(true)
+	d.mu.Unlock()
+	close(d.stop)
+	<-d.done
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushLocked()
+	if n := len(d.backlog); n > 0 {
+		return fmt.Errorf("pgstore: delivery close: %d marks could not be written: %w", n, d.failure)
+	}
+	// What this handle held is claimable at once.
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock())
+	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE owner = $1`, d.owner, d.clock())
+	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("pgstore: delivery close: release leases: %w", err)
+	}
+	return nil
+}
+
+// write runs m in one transaction.
+func (d *Delivery) write(m mark) error {
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	if d.fault != nil {
+		if err := d.fault(m.op); err != nil {
+			d.failures.Add(1)
+			return err
+		}
+	}
+	// BEGIN and COMMIT travel in the batch: one round trip. A failing
+	// statement aborts the transaction (COMMIT then rolls back) and Close
+	// reports its error.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	if !d.syncMark {
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+	}
+	m.queue(b)
+	b.Queue(`COMMIT`)
+	err := d.db.pool.SendBatch(ctx, b).Close()
+	if err != nil {
+		d.failures.Add(1)
+		return err
+	}
+	d.writes.Add(1)
+	return nil
+}
+
+// apply writes m now, or after the marks already waiting. A failed write
+// waits in the backlog (the caller goes on); only a closed handle refuses.
+func (d *Delivery) apply(m mark) error {
+	if d.isClosed.Load() {
+		return fmt.Errorf("pgstore: delivery %s: %w", m.op, errClosed)
+	}
+	if !d.faulted.Load() {
+		err := d.write(m)
+		if err == nil {
+			return nil
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.failLocked(m.op, err)
+		d.backlog = append(d.backlog, m)
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("pgstore: delivery %s: %w", m.op, errClosed)
+	}
+	d.flushLocked()
+	if len(d.backlog) > 0 {
+		d.backlog = append(d.backlog, m)
+		return nil
+	}
+	if err := d.write(m); err != nil {
+		d.failLocked(m.op, err)
+		d.backlog = append(d.backlog, m)
+	}
+	return nil
+}
+
+// failLocked records a write failure.
+func (d *Delivery) failLocked(op string, err error) {
+	if d.failure == nil {
+		d.log.Error("delivery write failed; marks kept in memory and retried", zap.String("op", op), zap.Error(err))
+	}
+	d.failure = fmt.Errorf("%w: pgstore: delivery %s on %s: %w", sessions.ErrStorage, op, d.db.target, err)
+	d.faulted.Store(true)
+}
+
+// flushLocked writes waiting marks in order until one fails; when none is
+// left the handle is healthy again.
+func (d *Delivery) flushLocked() {
+	for len(d.backlog) > 0 {
+		if err := d.write(d.backlog[0]); err != nil {
+			d.failLocked(d.backlog[0].op, err)
+			return
+		}
+		d.backlog[0] = mark{}
+		d.backlog = d.backlog[1:]
+	}
+	if d.failure != nil {
+		d.log.Info("delivery writable again")
+	}
+	d.failure = nil
+	d.faulted.Store(false)
+}
+
+// Health is nil while every write succeeds; otherwise the failure
+// (wrapping sessions.ErrStorage) that keeps marks waiting or refused the
+// last Accept, until a write succeeds again.
+func (d *Delivery) Health() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failure
+}
+
+// loop retries waiting marks (probing the server when none waits) and
+// forgets completed ids past the retention.
+func (d *Delivery) loop() {
+	defer close(d.done)
+	retry := time.NewTicker(deliveryRetryEvery)
+	defer retry.Stop()
+	prune := time.NewTicker(deliveryPruneEvery)
+	defer prune.Stop()
+	renew := time.NewTicker(max(d.lease/3, time.Millisecond))
+	defer renew.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-retry.C:
+			if d.faulted.Load() {
+				d.recover()
+			}
+		case <-renew.C:
+			if err := d.Renew(context.Background()); err != nil {
+				d.log.Warn("delivery lease renewal failed", zap.Error(err))
+			}
+		case <-prune.C:
+			if err := d.Prune(context.Background()); err != nil {
+				d.log.Warn("delivery prune failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// recover writes waiting marks; with none waiting (an Accept failed), a
+// probe write proves the server takes writes again.
+func (d *Delivery) recover() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.backlog) > 0 {
+		d.flushLocked()
+		return
+	}
+	probe := mark{op: "probe", queue: func(b *pgx.Batch) { b.Queue(`SELECT nextval('delivery_seq')`) }}
+	if err := d.write(probe); err != nil {
+		d.failLocked("probe", err)
+		return
+	}
+	d.flushLocked()
+}
+
+// Prune forgets completed ids older than sessions.DoneRetention that are
+// not among the newest DoneKeep completions. The loop runs it every
+// minute.
+func (d *Delivery) Prune(ctx context.Context) error {
+	cutoff := d.clock().Add(-sessions.DoneRetention)
+	_, err := d.db.pool.Exec(ctx, `DELETE FROM delivery_records
+		WHERE state = 'done' AND done_at < $1 AND done_seq <= (
+			SELECT done_seq FROM delivery_records WHERE state = 'done'
+			ORDER BY done_seq DESC OFFSET $2 LIMIT 1)`, cutoff, d.doneKeep)
+	if err != nil {
+		return fmt.Errorf("pgstore: delivery prune: %w", err)
+	}
+	return nil
+}
+
+// errClosed is returned by Accept on a closed handle.
+var errClosed = errors.New("closed")

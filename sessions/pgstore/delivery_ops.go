@@ -1,0 +1,270 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// Accept stores rec durably (committed when it returns). dup is true, and
+// nothing is written, when the id is pending or was completed recently
+// (sessions.DoneRetention, DoneKeep). While marks wait after a failed
+// write, Accept refuses with an error wrapping sessions.ErrStorage.
+func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, err error) {
+	if err := checkRecord(rec); err != nil {
+		return false, fmt.Errorf("pgstore: delivery accept: %w", err)
+	}
+	payload, err := compactJSON("payload", rec.Payload)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: delivery accept %q: %w", rec.ID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("pgstore: delivery accept: %w", err)
+	}
+	if d.isClosed.Load() {
+		return false, fmt.Errorf("pgstore: delivery accept: %w", errClosed)
+	}
+	if d.faulted.Load() {
+		d.mu.Lock()
+		d.flushLocked()
+		n, failure := len(d.backlog), d.failure
+		d.mu.Unlock()
+		if n > 0 {
+			return false, fmt.Errorf("pgstore: delivery accept: %d marks wait: %w", n, failure)
+		}
+	}
+	now := d.clock()
+	at := rec.AcceptedAt
+	if at.IsZero() {
+		at = now
+	}
+	err = d.acceptRow(ctx, rec, payload, at.UTC(), now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			d.mu.Lock()
+			d.failLocked("accept", err)
+			d.mu.Unlock()
+		}
+		return false, fmt.Errorf("pgstore: delivery accept: %w", d.storageErr(err))
+	}
+	if d.faulted.Load() {
+		d.mu.Lock()
+		d.flushLocked() // a write succeeded: healthy unless marks still fail
+		d.mu.Unlock()
+	}
+	return false, nil
+}
+
+// acceptRow inserts the record; pgx.ErrNoRows means the id is known.
+func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload string, at, now time.Time) error {
+	if d.fault != nil {
+		if err := d.fault("accept"); err != nil {
+			d.failures.Add(1)
+			return err
+		}
+	}
+	var seq int64
+	err := d.db.pool.QueryRow(ctx, `INSERT INTO delivery_records
+		(id, seq, agent_id, session_key, payload, starts, failures, attempts, consumed, accepted_at, owner, lease_until)
+		VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (id) DO NOTHING RETURNING seq`,
+		rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
+		at, d.owner, now.Add(d.lease)).Scan(&seq)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		d.failures.Add(1)
+		return err
+	}
+	d.writes.Add(1)
+	return err
+}
+
+// storageErr wraps a failed write in sessions.ErrStorage.
+func (d *Delivery) storageErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", sessions.ErrStorage, d.db.target, err)
+}
+
+// Start records that a turn begins for ids (Starts+1).
+func (d *Delivery) Start(ids ...string) error {
+	return d.count("start", `starts = starts + 1`, ids)
+}
+
+// Fail records that a turn for ids failed and leaves them pending
+// (Failures+1).
+func (d *Delivery) Fail(ids ...string) error {
+	return d.count("fail", `failures = failures + 1`, ids)
+}
+
+// Abort records that a turn for ids stopped for a shutdown: not a death
+// (Starts-1, never below 0).
+func (d *Delivery) Abort(ids ...string) error {
+	return d.count("abort", `starts = GREATEST(starts - 1, 0)`, ids)
+}
+
+// count applies set (a constant of this file) to the pending records ids.
+func (d *Delivery) count(op, set string, ids []string) error {
+	if ids = validIDs(ids); len(ids) == 0 {
+		return nil
+	}
+	q := `UPDATE delivery_records SET ` + set + ` WHERE id = ANY($1) AND state = 'pending'`
+	return d.apply(mark{op: op, queue: func(b *pgx.Batch) { b.Queue(q, ids) }})
+}
+
+// doneSQL finishes records: their id is remembered as done, their payload
+// dropped. $1 selects them (by id or by the reply answering them).
+const doneSet = `state = 'done', done_at = $2, done_seq = nextval('delivery_seq'), payload = NULL,
+	reply = NULL, lease_until = NULL`
+
+// Done finishes ids without a reply (dropped, cancelled, given up).
+func (d *Delivery) Done(ids ...string) error {
+	if ids = validIDs(ids); len(ids) == 0 {
+		return nil
+	}
+	at := d.clock()
+	return d.apply(mark{op: "done", queue: func(b *pgx.Batch) {
+		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending'`, ids, at)
+	}})
+}
+
+// queueComplete retires reply id if all its chunks are sent, finishing
+// the records it still answers.
+func queueComplete(b *pgx.Batch, id string, at time.Time) {
+	b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE reply = $1 AND state = 'pending'
+		AND EXISTS (SELECT 1 FROM delivery_replies WHERE id = $1 AND sent >= n_chunks)`, id, at)
+	b.Queue(`DELETE FROM delivery_replies WHERE id = $1 AND sent >= n_chunks`, id)
+}
+
+// Ready stores a reply before its first chunk is sent, in one transaction:
+// its records are answered by it from now on (no longer Pending, done when
+// the last chunk is marked Sent), and the draft it takes over is retired.
+// A reply with the id of a stored one replaces it.
+func (d *Delivery) Ready(r sessions.Reply) error {
+	if err := checkReply(r); err != nil {
+		return fmt.Errorf("pgstore: delivery ready: %w", err)
+	}
+	target, err := compactJSON("target", r.Target)
+	if err != nil {
+		return fmt.Errorf("pgstore: delivery ready %q: %w", r.ID, err)
+	}
+	chunks, err := json.Marshal(r.Chunks)
+	if err != nil {
+		return fmt.Errorf("pgstore: delivery ready %q: chunks: %w", r.ID, err)
+	}
+	now := d.clock()
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	records := r.Records
+	if records == nil {
+		records = []string{}
+	}
+	return d.apply(mark{op: "ready", queue: func(b *pgx.Batch) {
+		if r.Draft != "" {
+			b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, r.Draft)
+		}
+		b.Queue(`INSERT INTO delivery_replies
+			(id, seq, records, agent_id, session_key, target, chunks, n_chunks, sent, entry_id, draft, created_at, owner, lease_until)
+			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, records = excluded.records,
+				agent_id = excluded.agent_id, session_key = excluded.session_key, target = excluded.target,
+				chunks = excluded.chunks, n_chunks = excluded.n_chunks, sent = excluded.sent,
+				entry_id = excluded.entry_id, draft = excluded.draft, created_at = excluded.created_at,
+				owner = excluded.owner, lease_until = excluded.lease_until`,
+			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
+			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease))
+		if len(records) > 0 {
+			b.Queue(`UPDATE delivery_records SET reply = $1 WHERE id = ANY($2) AND state = 'pending'`, r.ID, records)
+		}
+		if r.Sent >= len(r.Chunks) {
+			queueComplete(b, r.ID, now)
+		}
+	}})
+}
+
+// Sent records that the platform accepted the first n chunks of reply id;
+// when that is all of them the reply and its records are done in the same
+// transaction. An unknown id is ignored.
+func (d *Delivery) Sent(id string, n int) error {
+	if sessions.CheckID("reply", id) != nil {
+		return nil
+	}
+	at := d.clock()
+	return d.apply(mark{op: "sent", queue: func(b *pgx.Batch) {
+		b.Queue(`UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1`, id, n)
+		queueComplete(b, id, at)
+	}})
+}
+
+// checkRecord refuses a record whose id or text fields PostgreSQL text
+// cannot hold unchanged.
+func checkRecord(rec sessions.Record) error {
+	if err := sessions.CheckID("record", rec.ID); err != nil {
+		return err
+	}
+	return checkText(rec.ID, "agent id", rec.AgentID, "session key", rec.SessionKey)
+}
+
+func checkReply(r sessions.Reply) error {
+	if err := sessions.CheckID("reply", r.ID); err != nil {
+		return err
+	}
+	for _, id := range r.Records {
+		if err := sessions.CheckID("record", id); err != nil {
+			return err
+		}
+	}
+	if r.Draft != "" {
+		if err := sessions.CheckID("draft", r.Draft); err != nil {
+			return err
+		}
+	}
+	return checkText(r.ID, "agent id", r.AgentID, "session key", r.SessionKey, "entry id", r.EntryID)
+}
+
+// checkText checks name/value pairs of owner's text fields: valid UTF-8
+// without NUL.
+func checkText(owner string, pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		v := pairs[i+1]
+		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%q: %s %q is not valid UTF-8 without NUL bytes", owner, pairs[i], v)
+		}
+	}
+	return nil
+}
+
+// validIDs keeps the ids that can name a stored record (others were
+// refused by Accept, so they name nothing).
+func validIDs(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if sessions.CheckID("record", id) == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// compactJSON is raw as the files journal stores it (encoding/json's
+// encoding of a RawMessage: compacted, HTML characters escaped, "null" when
+// empty); an error names what is not JSON.
+func compactJSON(what string, raw json.RawMessage) (string, error) {
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return "", fmt.Errorf("%s is not valid JSON: %w", what, err)
+	}
+	return string(b), nil
+}
