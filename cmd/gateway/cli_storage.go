@@ -93,20 +93,14 @@ type side struct {
 	sessions.Importer
 	// where describes it for the summary (state dir or database).
 	where string
-	// work is the seam backend the copy of the delivery state goes
-	// through, closed after it; check is a second handle the verification
-	// reads (a Delivery leaves the records its own handle accepted out of
-	// Pending, and one process holds a files journal at a time). For
-	// files, check is the Manager the Importer uses, whose journal the
-	// copy never opens.
-	work, check *lazyBackend
-	release     func()
-}
-
-func (s *side) close() {
-	s.work.close()
-	s.check.close()
-	s.release()
+	// store opens agent's sessions as the backend serves them (for
+	// `sessions show`).
+	store func(agent string) (sessions.AgentStore, error)
+	// delivery opens a new handle on the journal and outbox; done closes
+	// it. The copy and the verification each use their own: a handle
+	// leaves the records it accepted out of Pending.
+	delivery func() (d sessions.Delivery, done func(), err error)
+	close    func()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -145,20 +139,19 @@ func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migra
 }
 
 // copyDelivery moves the journal's pending work (sessions.CopyDelivery)
-// through the sides' work handles, and closes them: one process holds a
-// files journal at a time, and the verification reads through new handles.
+// through new handles on both sides.
 func copyDelivery(ctx context.Context, from, to *side) (sessions.DeliveryCounts, error) {
-	defer from.work.close()
-	defer to.work.close()
-	a, err := from.work.get()
+	a, doneA, err := from.delivery()
 	if err != nil {
 		return sessions.DeliveryCounts{}, err
 	}
-	b, err := to.work.get()
+	defer doneA()
+	b, doneB, err := to.delivery()
 	if err != nil {
 		return sessions.DeliveryCounts{}, err
 	}
-	return sessions.CopyDelivery(ctx, a.Journal(), b.Journal())
+	defer doneB()
+	return sessions.CopyDelivery(ctx, a, b)
 }
 
 // openFilesSide opens the state dir under the daemon's lock. A source must
@@ -194,8 +187,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 		unlock()
 		return nil, fmt.Errorf("storage migrate: %w", err)
 	}
-	check := &lazyBackend{open: func() (sessions.Backend, error) { return mgr.Backend(), nil }}
-	return &side{Importer: mgr.Transfer(), where: abs, work: filesBackend(cfg, abs), check: check, release: func() {
+	return &side{Importer: mgr.Transfer(), where: abs, store: mgr.Backend().Store, delivery: filesDelivery(cfg, abs), close: func() {
 		_ = mgr.Close()
 		unlock()
 	}}, nil
@@ -214,8 +206,8 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		db.Close()
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
-	return &side{Importer: db.Transfer(), where: db.Target(), work: postgresBackend(ctx, cfg, url),
-		check: postgresBackend(ctx, cfg, url), release: func() {
+	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
+		close: func() {
 			unlock()
 			db.Close()
 		}}, nil

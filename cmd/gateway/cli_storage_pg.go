@@ -1,69 +1,42 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
-	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore"
 )
 
 // configPostgresURL is the config's storage.postgres URL (urlFile already
 // read into it); "" when the config names no server.
 func configPostgresURL(cfg *configs.Config) string { return cfg.Storage.Postgres.URL }
 
-// lazyBackend is a seam backend opened on first use and closed by close.
-type lazyBackend struct {
-	open func() (sessions.Backend, error)
-
-	once sync.Once
-	b    sessions.Backend
-	err  error
-}
-
-func (l *lazyBackend) get() (sessions.Backend, error) {
-	l.once.Do(func() { l.b, l.err = l.open() })
-	return l.b, l.err
-}
-
-// close closes the backend if it was opened; a later get fails.
-func (l *lazyBackend) close() {
-	l.once.Do(func() { l.err = errors.New("backend closed") })
-	if l.b != nil {
-		_ = l.b.Close()
-		l.b, l.err = nil, errors.New("backend closed")
-	}
-}
-
-// postgresBackend opens the postgres backend of url as the CLI opens it
-// for `sessions show` (gatewayd.OpenBackend, passive), so the
-// verification renders exactly what that command prints.
-func postgresBackend(ctx context.Context, cfg *configs.Config, url string) *lazyBackend {
-	return &lazyBackend{open: func() (sessions.Backend, error) {
-		c := *cfg
-		c.Storage.Backend = configs.StoragePostgres
-		c.Storage.Postgres.URL, c.Storage.Postgres.URLFile = url, ""
-		b, err := gatewayd.OpenBackend(ctx, &c, gatewayd.BackendOptions{Logger: zap.NewNop(), Passive: true})
-		if err != nil {
-			return nil, fmt.Errorf("open the postgres backend: %w", err)
-		}
-		return b, nil
-	}}
-}
-
-// filesBackend opens another handle on the state dir (Passive).
-func filesBackend(cfg *configs.Config, dir string) *lazyBackend {
-	return &lazyBackend{open: func() (sessions.Backend, error) {
+// filesDelivery opens a handle on dir's journal through a Manager of its
+// own (one process holds a files journal at a time: each handle is closed
+// before the next opens).
+func filesDelivery(cfg *configs.Config, dir string) func() (sessions.Delivery, func(), error) {
+	return func() (sessions.Delivery, func(), error) {
 		mgr, err := sessions.Open(sessions.Options{StateDir: dir, CacheTTL: 0, LockTimeout: cfg.Session.LockTimeout,
 			Logger: zap.NewNop(), Passive: true})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return mgr.Backend(), nil
-	}}
+		return mgr.Journal(), func() { _ = mgr.Close() }, nil
+	}
+}
+
+// postgresDelivery opens a new Delivery handle on db; closing it makes what
+// it accepted claimable at once.
+func postgresDelivery(db *pgstore.DB) func() (sessions.Delivery, func(), error) {
+	return func() (sessions.Delivery, func(), error) {
+		d := db.Delivery(pgstore.DeliveryOptions{Logger: zap.NewNop(), SyncMarks: true})
+		return d, func() { _ = d.Close() }, nil
+	}
+}
+
+// postgresStores opens an agent's sessions on db as the postgres backend
+// serves them (pgstore.Store: the index and its TranscriptLog).
+func postgresStores(db *pgstore.DB) func(agent string) (sessions.AgentStore, error) {
+	return func(agent string) (sessions.AgentStore, error) { return db.Store(agent, nil), nil }
 }

@@ -65,11 +65,11 @@ func compareShows(ctx context.Context, from, to *side) (shown int, diffs []strin
 		if err != nil {
 			return 0, nil, err
 		}
-		sa, err := openStore(from, agent)
+		sa, err := from.store(agent)
 		if err != nil {
 			return 0, nil, err
 		}
-		sb, err := openStore(to, agent)
+		sb, err := to.store(agent)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -125,25 +125,18 @@ func renderShow(ctx context.Context, agent string, st sessions.AgentStore, key s
 	return buf.Bytes(), nil
 }
 
-// openStore opens agent's sessions on s's verification handle.
-func openStore(s *side, agent string) (sessions.AgentStore, error) {
-	b, err := s.check.get()
-	if err != nil {
-		return nil, err
-	}
-	return b.Store(agent)
-}
-
-// compareDelivery checks the target's fresh handle holds the source's
-// pending work.
+// compareDelivery checks that new handles on the target hold the
+// source's pending work.
 func compareDelivery(from, to *side) (sessions.DeliveryCounts, []string, error) {
-	a, err := from.check.get()
+	a, doneA, err := from.delivery()
 	if err != nil {
 		return sessions.DeliveryCounts{}, nil, err
 	}
-	b, err := to.check.get()
+	defer doneA()
+	b, doneB, err := to.delivery()
 	if err != nil {
 		return sessions.DeliveryCounts{}, nil, err
 	}
-	return sessions.CompareDelivery(a.Journal(), b.Journal())
+	defer doneB()
+	return sessions.CompareDelivery(a, b)
 }
