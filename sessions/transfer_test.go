@@ -32,7 +32,7 @@ func TestTransferFilesToFiles(t *testing.T) {
 	ctx := context.Background()
 	srcDir, dstDir := t.TempDir(), t.TempDir()
 	src := openPassive(t, srcDir)
-	built := sessionstest.BuildState(t, src.Backend())
+	built := sessionstest.BuildState(t, src.Backend().Store)
 	dst := openPassive(t, dstDir)
 
 	st, err := sessions.Copy(ctx, src.Transfer(), dst.Transfer(), sessions.CopyOptions{})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,7 @@ func buildFilesState(t *testing.T, stateDir string) sessionstest.BuiltState {
 			t.Fatal(err)
 		}
 	}()
-	built := sessionstest.BuildState(t, mgr.Backend())
+	built := sessionstest.BuildState(t, mgr.Backend().Store)
 	// Work in flight: two pending records (one retried), a reply with one
 	// of two chunks delivered, a draft on screen.
 	ctx := context.Background()
@@ -223,4 +224,84 @@ func normalizeClocks(t *testing.T, out string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestStorageVerifyFindsDifferences: the verification reports a target
+// that differs from the source after the copy (an entry's field, a
+// transcript line, a pending record gone) and fails with errProblems.
+func TestStorageVerifyFindsDifferences(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	built := buildFilesState(t, stateDir)
+	url := pgtest.NewDatabase(t)
+	cfgPath := writeConfig(t, stateDir, "", "")
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f := migrateFlags{from: "files", to: "postgres", postgresURL: url, workers: 2}
+	files, err := openFilesSide(cfg, f, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.close()
+	pg, err := openPostgresSide(ctx, cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.close()
+	if _, err := sessions.Copy(ctx, files, pg, sessions.CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := copyDelivery(ctx, files, pg); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := verifyMigration(ctx, &out, files, pg, 2); err != nil {
+		t.Fatalf("verify after a clean copy: %v\n%s", err, out.String())
+	}
+
+	db, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	changed, edited := built.Current[1], built.Current[4]
+	if _, err := db.Index(changed.Agent, nil).Patch(ctx, changed, func(e *sessions.Entry) error { e.DisplayName = "x"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := db.Index(edited.Agent, nil).Get(ctx, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := db.Store(edited.Agent, nil).Transcript(e.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(ctx, sessions.UserText("one more", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	d := db.Delivery(pgstore.DeliveryOptions{})
+	if err := d.Done("telegram:default:1:10"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	out.Reset()
+	err = verifyMigration(ctx, &out, files, pg, 2)
+	if !errors.Is(err, errProblems) {
+		t.Fatalf("verify after changes: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		changed.String() + ": index entry or archived sessions differ",
+		edited.String() + ": transcript " + e.SessionID + " differs at line",
+		edited.String() + ": sessions show --context --json differs",
+		`record "telegram:default:1:10": missing in the target`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("verification output lacks %q:\n%s", want, out.String())
+		}
+	}
 }

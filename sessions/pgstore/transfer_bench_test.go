@@ -16,7 +16,7 @@ func BenchmarkMigrate(b *testing.B) {
 	const sessionsN, messages = 1000, 50
 	ctx := context.Background()
 	src := openFiles(b, b.TempDir())
-	sessionstest.BuildBulk(b, src.Backend(), sessionsN, messages)
+	sessionstest.BuildBulk(b, src.Backend().Store, sessionsN, messages)
 	seeded, _ := openTest(b)
 	if _, err := sessions.Copy(ctx, src.Transfer(), seeded.Transfer(), sessions.CopyOptions{}); err != nil {
 		b.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/sessionstest"
 )
@@ -42,7 +44,7 @@ func TestTransferFilesPostgresRoundTrip(t *testing.T) {
 	ctx := ctxT(t)
 	srcDir, backDir := t.TempDir(), t.TempDir()
 	src := openFiles(t, srcDir)
-	built := sessionstest.BuildState(t, src.Backend())
+	built := sessionstest.BuildState(t, src.Backend().Store)
 	db, _ := openTest(t)
 	pg := db.Transfer()
 
@@ -205,4 +207,96 @@ func checkHeads(t *testing.T, db *DB) {
 	if err != nil || comps == 0 || bad != 0 {
 		t.Fatalf("compactions: %d of %d without their first kept entry (%v)", bad, comps, err)
 	}
+}
+
+// TestTransferPostgresNativeRoundTrip builds the state on PostgreSQL
+// itself (its own TranscriptLog writes the headers and chains), moves it
+// to files and into a second database: each step compares equal, the
+// context of every session is the same on all three, and the second
+// database holds the first one's transcript rows byte for byte.
+func TestTransferPostgresNativeRoundTrip(t *testing.T) {
+	ctx := ctxT(t)
+	db, _ := openTest(t)
+	built := sessionstest.BuildState(t, func(agent string) (sessions.AgentStore, error) { return db.Store(agent, nil), nil })
+	files := openFiles(t, t.TempDir())
+	st, err := sessions.Copy(ctx, db.Transfer(), files.Transfer(), sessions.CopyOptions{})
+	if err != nil {
+		t.Fatalf("postgres → files: %v", err)
+	}
+	if st.Sessions != len(built.Current) || st.Archived == 0 {
+		t.Fatalf("postgres → files: %+v", st)
+	}
+	t.Logf("postgres → files: %+v", st)
+	c, err := sessions.Compare(ctx, db.Transfer(), files.Transfer(), 0)
+	noDifferences(t, "postgres vs files", c, err)
+	db2, _ := openTest(t)
+	if _, err := sessions.Copy(ctx, files.Transfer(), db2.Transfer(), sessions.CopyOptions{}); err != nil {
+		t.Fatalf("files → postgres: %v", err)
+	}
+	c, err = sessions.Compare(ctx, db.Transfer(), db2.Transfer(), 0)
+	noDifferences(t, "postgres vs postgres", c, err)
+	checkHeads(t, db2)
+
+	for _, k := range built.Current {
+		var ctxs []sessions.Context
+		for _, st := range []sessions.AgentStore{db.Store(k.Agent, nil), db2.Store(k.Agent, nil), mustStore(t, files, k.Agent)} {
+			e, ok, err := st.Get(k)
+			if err != nil || !ok {
+				t.Fatalf("%s: %v %v", k, ok, err)
+			}
+			tr, err := st.Transcript(e.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cx, err := tr.Context(ctx)
+			if err != nil {
+				t.Fatalf("%s: context: %v", k, err)
+			}
+			ctxs = append(ctxs, cx)
+		}
+		if len(ctxs[0].Messages) == 0 {
+			t.Fatalf("%s: empty context", k)
+		}
+		for i := 1; i < len(ctxs); i++ {
+			if diff := cmp.Diff(ctxs[0], ctxs[i]); diff != "" {
+				t.Fatalf("%s: context differs on copy %d (-postgres +copy):\n%s", k, i, diff)
+			}
+		}
+	}
+	// The rows the appends wrote and the rows the import wrote agree in
+	// every column but the insertion time.
+	rows := func(d *DB) map[string]string {
+		r, err := d.pool.Query(ctx, `SELECT session_id || '/' || seq, id || '|' || COALESCE(parent_id, '') || '|' || type || '|' ||
+			COALESCE(first_kept_id, '~') || '|' || body::text FROM transcript_entries`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for r.Next() {
+			var k, v string
+			if err := r.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			out[k] = v
+		}
+		return out
+	}
+	a, b := rows(db), rows(db2)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("%d rows in the original, %d in the copy", len(a), len(b))
+	}
+	for k, v := range a {
+		if b[k] != v {
+			t.Fatalf("row %s: %q in the original, %q in the copy", k, v, b[k])
+		}
+	}
+}
+
+func mustStore(t *testing.T, m *sessions.Manager, agent string) sessions.AgentStore {
+	t.Helper()
+	st, err := m.Backend().Store(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// Stores opens an agent's sessions on some backend: a Backend's Store
+// method, or a backend package's own opener.
+type Stores func(agent string) (sessions.AgentStore, error)
+
 // BuiltState is what BuildState made.
 type BuiltState struct {
 	Agents []string
@@ -43,12 +47,12 @@ var stressTexts = []string{
 // sessions), a switch back to an archived session, deleted keys (archived
 // only), a subagent, and hostile peer ids. It uses only the seam, so it
 // builds the same state on any backend.
-func BuildState(t testing.TB, b sessions.Backend) BuiltState {
+func BuildState(t testing.TB, open Stores) BuiltState {
 	t.Helper()
 	ctx := context.Background()
 	var out BuiltState
 	for ai, agent := range []string{"main", "ops", "x-agent_2"} {
-		st, err := b.Store(agent)
+		st, err := open(agent)
 		if err != nil {
 			t.Fatalf("store %s: %v", agent, err)
 		}
@@ -107,9 +111,6 @@ func BuildState(t testing.TB, b sessions.Backend) BuiltState {
 		if err := st.Flush(ctx); err != nil {
 			t.Fatalf("flush %s: %v", agent, err)
 		}
-	}
-	if err := b.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v", err)
 	}
 	return out
 }
@@ -188,12 +189,12 @@ func turn(i int, at time.Time) []sessions.Message {
 	}
 }
 
-// BuildBulk fills agent "main" of b with n sessions of m messages each
-// (user and assistant alternating), for migration benchmarks.
-func BuildBulk(t testing.TB, b sessions.Backend, n, m int) {
+// BuildBulk fills agent "main" with n sessions of m messages each (user
+// and assistant alternating), for migration benchmarks.
+func BuildBulk(t testing.TB, open Stores, n, m int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := b.Store("main")
+	st, err := open("main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func BuildBulk(t testing.TB, b sessions.Backend, n, m int) {
 		}
 		st.AddCounters(k, sessions.Counters{Messages: m, TotalTokens: int64(10 * m)})
 	}
-	if err := b.Flush(ctx); err != nil {
+	if err := st.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
