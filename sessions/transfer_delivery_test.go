@@ -18,7 +18,7 @@ func TestCopyDelivery(t *testing.T) {
 	src := openPassive(t, srcDir)
 	j := src.Journal()
 	at := time.Date(2026, 11, 20, 10, 0, 0, 123456789, time.UTC)
-	for i, id := range []string{"telegram:bot:1:100", "telegram:bot:1:101", "discord:x:2:nul\x00id", "web:a:b:c"} {
+	for i, id := range []string{"telegram:bot:1:100", "telegram:bot:1:101", "discord:x:2:ünï'; DROP --", "web:a:b:c"} {
 		payload, _ := json.Marshal(map[string]any{"text": "hello \x00 \xff", "n": i})
 		if _, err := j.Accept(ctx, sessions.Record{ID: id, AgentID: "main", SessionKey: "agent:main:main",
 			Payload: payload, AcceptedAt: at.Add(time.Duration(i) * time.Second)}); err != nil {
