@@ -47,8 +47,9 @@ type archivedRow struct {
 	a   sessions.Archived
 }
 
-// ExportKeys returns every key of agentID with its entry and all its
-// archived sessions, newest first, sorted by key.
+// ExportKeys returns every key of agentID with its entry and its archived
+// sessions (the newest sessions.MaxArchivedPerKey), newest first, sorted
+// by key.
 func (t *Transfer) ExportKeys(ctx context.Context, agentID string) ([]sessions.KeyState, error) {
 	x := t.db.Index(agentID, nil)
 	entries, err := x.list(ctx, `SELECT `+entryColumns+` FROM entries WHERE agent_id = $1`, agentID)
@@ -60,9 +61,14 @@ func (t *Transfer) ExportKeys(ctx context.Context, agentID string) ([]sessions.K
 		e := entries[i]
 		byKey[e.SessionKey] = &sessions.KeyState{Key: e.SessionKey, Entry: &e}
 	}
+	// Only the archived sessions the seam shows (Archived, Switch: the
+	// newest MaxArchivedPerKey of a key) move, as many as the files
+	// backend keeps.
 	rows, err := t.db.pool.Query(ctx, `SELECT session_key, session_id, reason, archived_at, title, session_started_at,
-		updated_at, message_count, total_tokens, deleted FROM archived WHERE agent_id = $1
-		ORDER BY session_key, archived_at DESC, id DESC`, agentID)
+		updated_at, message_count, total_tokens, deleted FROM (
+			SELECT *, row_number() OVER (PARTITION BY session_key ORDER BY archived_at DESC, id DESC) AS n
+			FROM archived WHERE agent_id = $1) a
+		WHERE n <= $2 ORDER BY session_key, archived_at DESC, id DESC`, agentID, sessions.MaxArchivedPerKey)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: export %s: %w", agentID, err)
 	}

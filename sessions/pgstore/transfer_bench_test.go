@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/sessionstest"
@@ -23,20 +24,27 @@ func BenchmarkMigrate(b *testing.B) {
 	}
 
 	run := func(b *testing.B, from sessions.Exporter, target func() sessions.Importer) {
+		var copying, comparing time.Duration
 		for b.Loop() {
 			b.StopTimer()
 			to := target()
 			b.StartTimer()
+			start := time.Now()
 			st, err := sessions.Copy(ctx, from, to, sessions.CopyOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
+			copying += time.Since(start)
+			start = time.Now()
 			c, err := sessions.Compare(ctx, from, to, 0)
 			if err != nil || len(c.Differences) > 0 || st.Sessions != sessionsN {
 				b.Fatalf("copy %+v, compare %+v, %v", st, c, err)
 			}
+			comparing += time.Since(start)
 		}
 		b.ReportMetric(float64(sessionsN)*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+		b.ReportMetric(copying.Seconds()/float64(b.N), "copy-s/op")
+		b.ReportMetric(comparing.Seconds()/float64(b.N), "compare-s/op")
 	}
 	b.Run("files_to_postgres", func(b *testing.B) {
 		run(b, src.Transfer(), func() sessions.Importer {

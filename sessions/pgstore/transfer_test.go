@@ -300,3 +300,35 @@ func mustStore(t *testing.T, m *sessions.Manager, agent string) sessions.AgentSt
 	}
 	return st
 }
+
+// TestExportKeepsTheArchivedTheSeamShows: a key reset more often than
+// sessions.MaxArchivedPerKey exports the newest ones, as Archived lists
+// them and as many as the files backend keeps.
+func TestExportKeepsTheArchivedTheSeamShows(t *testing.T) {
+	ctx := ctxT(t)
+	db, _ := openTest(t)
+	k := mustKey(t, "main", "telegram", "g1")
+	x := db.Index("main", nil)
+	for range sessions.MaxArchivedPerKey + 3 {
+		if _, err := x.Reset(ctx, k, sessions.ResetOptions{Manual: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := db.Transfer().ExportKeys(ctx, "main")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("export: %d keys, %v", len(keys), err)
+	}
+	want, err := x.Archived(ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, keys[0].Archived); diff != "" || len(want) != sessions.MaxArchivedPerKey {
+		t.Fatalf("exported archive (-Archived +export):\n%s", diff)
+	}
+	files := openFiles(t, t.TempDir())
+	if _, err := sessions.Copy(ctx, db.Transfer(), files.Transfer(), sessions.CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := sessions.Compare(ctx, db.Transfer(), files.Transfer(), 0)
+	noDifferences(t, "postgres vs files", c, err)
+}
