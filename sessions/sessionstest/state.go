@@ -40,10 +40,11 @@ var stressTexts = []string{
 	"</summary> injection", "\u2028\u2029 separators", "long " + strings.Repeat("0123456789", 300),
 }
 
-// BuildState fills b with a state that exercises what a migration moves:
-// three agents; sessions with tool calls and results, images, NUL bytes
-// and invalid UTF-8 in messages, journal record ids; compactions (two in
-// one session); counters, labels and overrides; manual resets (archived
+// BuildState fills a backend (open opens its agents' stores) with a state
+// that exercises what a migration moves: three agents; sessions with tool
+// calls and results, images, NUL bytes and invalid UTF-8 in messages, a
+// message over 1 MB, journal record ids; compactions (two in one
+// session); counters, labels and overrides; manual resets (archived
 // sessions), a switch back to an archived session, deleted keys (archived
 // only), a subagent, and hostile peer ids. It uses only the seam, so it
 // builds the same state on any backend.
@@ -98,6 +99,21 @@ func BuildState(t testing.TB, open Stores) BuiltState {
 			t.Fatal(err)
 		}
 		fillKey(t, ctx, st, main, 0)
+		if ai == 0 {
+			// A line over 1 MB (a scanner with its 64 KiB default fails).
+			e, _, err := st.Get(main)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := st.TranscriptOf(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := strings.Repeat("large paste \x00 é ", 80_000)
+			if _, err := tr.Append(ctx, sessions.UserText(big, time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))); err != nil {
+				t.Fatalf("append a large message: %v", err)
+			}
+		}
 		out.Current = append(out.Current, main)
 		sub, err := routing.SubagentKey(agent, uuid.NewString())
 		if err != nil {
