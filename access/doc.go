@@ -8,12 +8,16 @@
 // returns a Decision: Allow, Deny with a snake_case reason, or Pair with a
 // one-time code to send back to an unknown DM sender.
 //
-// Pairing state lives in a PairingStore: one JSON file per channel under
-// <stateDir>/pairing/ (0600, written atomically under a flock so that the
-// CLI's `gateway pairing approve` and the daemon never lose each other's
-// updates). A Policy consults the store's approved senders on every message
-// from a sender that is not in the static allowFrom list; the store notices
-// changes made by another process by the file's mtime and size.
+// Pairing rules live in a PairingStore (codes, expiry, the cap of pending
+// codes, case sensitivity); what it keeps is stored through the storage
+// seam, a sessions.PairingState (declared in internal/pairstate, which
+// access imports instead of sessions: adapters import access and must not
+// reach sessions). It is the backend's: one JSON file per channel
+// under <stateDir>/pairing/ written under a flock, or PostgreSQL rows), so
+// that the CLI's `gateway pairing approve` and the daemon never lose each
+// other's updates. A Policy consults the store's approved senders on every
+// message from a sender that is not in the static allowFrom list; the state
+// shows changes made by another process on the next read.
 //
 // Decisions made here where the SPEC is silent:
 //   - allowFrom entries are sender ids, optionally written "<channel>:<id>"
@@ -32,5 +36,6 @@
 //     sender; in groups only senders listed in allowFrom (including "*"),
 //     approved pairings, or the group rule's allowFrom.
 //
-// access imports only the channels package of this project.
+// access imports only the channels package of this project (and routing
+// and the leaf package internal/pairstate).
 package access

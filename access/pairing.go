@@ -1,20 +1,22 @@
 package access
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/internal/pairstate"
 )
 
 // Pairing limits (SPEC §6).
@@ -40,27 +42,12 @@ var (
 )
 
 // Request is a pending pairing request: an unknown DM sender and the code
-// it was given.
-type Request struct {
-	Channel    string    `json:"channel"`
-	AccountID  string    `json:"accountId"`
-	Code       string    `json:"code"`
-	SenderID   string    `json:"senderId"`
-	SenderName string    `json:"senderName,omitempty"`
-	ChatID     string    `json:"chatId,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
+// it was given. It is the storage seam's sessions.PairingRequest (both
+// name pairstate.Request).
+type Request = pairstate.Request
 
 // Approval is a sender admitted by an operator.
-type Approval struct {
-	Channel    string    `json:"channel"`
-	AccountID  string    `json:"accountId"`
-	SenderID   string    `json:"senderId"`
-	SenderName string    `json:"senderName,omitempty"`
-	Code       string    `json:"code,omitempty"`
-	ApprovedAt time.Time `json:"approvedAt"`
-}
+type Approval = pairstate.Approval
 
 // StoreOptions configures a PairingStore.
 type StoreOptions struct {
@@ -69,28 +56,26 @@ type StoreOptions struct {
 	Now func() time.Time
 	// Rand is the code entropy source (crypto/rand when nil).
 	Rand io.Reader
-	// LockTimeout bounds waiting for another process's file lock (10 s
-	// when zero).
+	// LockTimeout bounds each call to the pairing state, waiting for
+	// another process's lock included (10 s when zero).
 	LockTimeout time.Duration
 }
 
-// PairingStore keeps pending pairing requests and approved senders, one
-// JSON file per channel under its directory. It is safe for concurrent use
-// by goroutines and by processes.
+// PairingStore keeps the pairing rules (codes, expiry, caps, case
+// sensitivity) over a pairing state, which stores each channel's pending
+// requests and approved senders (files under <stateDir>/pairing, or
+// PostgreSQL). The state is the storage seam's sessions.PairingState,
+// declared in internal/pairstate so that access does not reach sessions. It is safe for concurrent use by goroutines and by
+// processes: every change is one UpdatePairing, serialised by the state.
 type PairingStore struct {
-	dir  string
-	opts StoreOptions
-	log  *zap.Logger
-
-	mu    sync.Mutex            // guards files; held across file I/O of this store only
-	files map[string]*fileState // by channel
+	state pairstate.State
+	opts  StoreOptions
+	log   *zap.Logger
 }
 
-var channelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
-// OpenPairingStore opens (creating with 0700) the pairing directory dir,
-// normally <stateDir>/pairing.
-func OpenPairingStore(dir string, opts StoreOptions) (*PairingStore, error) {
+// NewPairingStore returns the store keeping its data in state (normally
+// the storage backend's: sessions.Backend.Pairing).
+func NewPairingStore(state pairstate.State, opts StoreOptions) *PairingStore {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -103,20 +88,45 @@ func OpenPairingStore(dir string, opts StoreOptions) (*PairingStore, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 10 * time.Second
 	}
+	return &PairingStore{state: state, opts: opts, log: opts.Logger}
+}
+
+// OpenPairingStore opens (creating with 0700) the pairing directory dir,
+// normally <stateDir>/pairing, as a files pairing state (pairstate.Files,
+// the files backend's sessions.PairingFiles): the convenience of tests and
+// tools that have a directory, not a backend.
+func OpenPairingStore(dir string, opts StoreOptions) (*PairingStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("access: open pairing store: %w", err)
 	}
-	return &PairingStore{dir: dir, opts: opts, log: opts.Logger, files: map[string]*fileState{}}, nil
+	return NewPairingStore(pairstate.NewFiles(dir, opts.LockTimeout), opts), nil
 }
 
-// Dir is the store's directory.
-func (s *PairingStore) Dir() string { return s.dir }
+// ctx bounds one call to the state.
+func (s *PairingStore) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.opts.LockTimeout)
+}
 
 func checkChannel(channel string) error {
-	if !channelName.MatchString(channel) {
-		return fmt.Errorf("access: %q is not a channel name", channel)
+	if err := pairstate.CheckChannel(channel); err != nil {
+		return fmt.Errorf("access: %w", err)
 	}
 	return nil
+}
+
+// load returns channel's stored data.
+func (s *PairingStore) load(channel string) (pairstate.Data, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.state.LoadPairing(ctx, channel)
+}
+
+// update runs fn on channel's data through the state (serialised across
+// processes), storing the result when fn reports a change.
+func (s *PairingStore) update(channel string, fn func(*pairstate.Data) (bool, error)) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.state.UpdatePairing(ctx, channel, fn)
 }
 
 // IsApproved reports whether sender was admitted on channel/account.
@@ -124,13 +134,11 @@ func (s *PairingStore) IsApproved(channel, accountID, sender string, caseSensiti
 	if err := checkChannel(channel); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, err := s.loadLocked(channel)
+	d, err := s.load(channel)
 	if err != nil {
 		return false, err
 	}
-	for _, a := range f.data.Allowed {
+	for _, a := range d.Allowed {
 		if a.AccountID == accountID && sameSender(a.SenderID, sender, caseSensitive) {
 			return true, nil
 		}
@@ -145,18 +153,17 @@ func (s *PairingStore) Request(channel, accountID, sender, senderName, chatID st
 	if err := checkChannel(channel); err != nil {
 		return Request{}, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.opts.Now()
-	// Fast path without the file lock: an existing live code.
-	f, err := s.loadLocked(channel)
+	senderName = cleanName(senderName)
+	// Fast path without serialising: an existing live code.
+	d, err := s.load(channel)
 	if err != nil {
 		return Request{}, false, err
 	}
-	if r, ok := findPending(f.data.Pending, accountID, sender, caseSensitive, now); ok {
+	if r, ok := findPending(d.Pending, accountID, sender, caseSensitive, now); ok {
 		return r, false, nil
 	}
-	err = s.updateLocked(channel, func(d *pairingFile) (bool, error) {
+	err = s.update(channel, func(d *pairstate.Data) (bool, error) {
 		if r, ok := findPending(d.Pending, accountID, sender, caseSensitive, now); ok {
 			req = r
 			return false, nil
@@ -200,7 +207,7 @@ func findPending(list []Request, accountID, sender string, caseSensitive bool, n
 	return Request{}, false
 }
 
-func (s *PairingStore) newCode(d *pairingFile) (string, error) {
+func (s *PairingStore) newCode(d *pairstate.Data) (string, error) {
 	var buf [CodeLength]byte
 	for range 16 {
 		if _, err := io.ReadFull(s.opts.Rand, buf[:]); err != nil {
@@ -226,16 +233,14 @@ func (s *PairingStore) List(channel string) ([]Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.opts.Now()
 	var out []Request
 	for _, ch := range chans {
-		f, err := s.loadLocked(ch)
+		d, err := s.load(ch)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range f.data.Pending {
+		for _, r := range d.Pending {
 			if now.Before(r.ExpiresAt) {
 				out = append(out, r)
 			}
@@ -251,15 +256,13 @@ func (s *PairingStore) Approved(channel string) ([]Approval, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []Approval
 	for _, ch := range chans {
-		f, err := s.loadLocked(ch)
+		d, err := s.load(ch)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, f.data.Allowed...)
+		out = append(out, d.Allowed...)
 	}
 	return out, nil
 }
@@ -271,16 +274,11 @@ func (s *PairingStore) channels(channel string) ([]string, error) {
 		}
 		return []string{channel}, nil
 	}
-	entries, err := os.ReadDir(s.dir)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	out, err := s.state.PairingChannels(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("access: list pairing files: %w", err)
-	}
-	var out []string
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && e.Type().IsRegular() && channelName.MatchString(name) {
-			out = append(out, name)
-		}
+		return nil, fmt.Errorf("access: list pairing channels: %w", err)
 	}
 	return out, nil
 }
@@ -293,12 +291,10 @@ func (s *PairingStore) Approve(channel, code string) (Approval, error) {
 		return Approval{}, err
 	}
 	code = strings.ToUpper(strings.TrimSpace(code))
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.opts.Now()
 	var out Approval
 	var refuse error
-	err := s.updateLocked(channel, func(d *pairingFile) (bool, error) {
+	err := s.update(channel, func(d *pairstate.Data) (bool, error) {
 		i := slices.IndexFunc(d.Pending, func(r Request) bool { return r.Code == code })
 		if i < 0 {
 			return false, fmt.Errorf("access: approve %s %s: %w", channel, code, ErrCodeNotFound)
@@ -333,10 +329,8 @@ func (s *PairingStore) Revoke(channel, accountID, sender string) (bool, error) {
 	if err := checkChannel(channel); err != nil {
 		return false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	removed := false
-	err := s.updateLocked(channel, func(d *pairingFile) (bool, error) {
+	err := s.update(channel, func(d *pairstate.Data) (bool, error) {
 		n := len(d.Allowed)
 		d.Allowed = slices.DeleteFunc(d.Allowed, func(a Approval) bool {
 			return a.AccountID == accountID && a.SenderID == sender
@@ -347,6 +341,22 @@ func (s *PairingStore) Revoke(channel, accountID, sender string) (bool, error) {
 	return removed, err
 }
 
-func (s *PairingStore) path(channel string) string {
-	return filepath.Join(s.dir, channel+".json")
+// maxNameBytes caps a sender's display name as stored with a request.
+const maxNameBytes = 256
+
+// cleanName makes a display name from a chat storable: valid UTF-8, no
+// control characters, at most maxNameBytes. It is shown to the operator
+// only; the sender id is what admits.
+func cleanName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, "\uFFFD"))
+	for len(name) > maxNameBytes {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
 }

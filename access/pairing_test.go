@@ -206,7 +206,11 @@ func TestPairingPersistsAcrossReload(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode = %v, want 0600", st.Mode().Perm())
 	}
-	var f pairingFile
+	var f struct {
+		Version int        `json:"version"`
+		Pending []Request  `json:"pending"`
+		Allowed []Approval `json:"allowed"`
+	}
 	b, _ := os.ReadFile(path)
 	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
@@ -264,5 +268,30 @@ func TestPairingCorruptFile(t *testing.T) {
 	p := mustPolicy(t, Config{}, s)
 	if got := p.Check(dm("u1")); got.Outcome != Deny || got.Reason != ReasonPairingError {
 		t.Fatalf("corrupt store: %+v, want pairing_error", got)
+	}
+}
+
+func TestPairingOddSenderNameStored(t *testing.T) {
+	// A display name from a chat that a backend cannot store as it is (NUL,
+	// invalid UTF-8, control characters, megabytes) is cleaned, not refused:
+	// the sender still gets a code.
+	clk := newClock()
+	s := newStore(t, clk)
+	name := "Ann\x00\x1b[31m\xff" + strings.Repeat("é", 1000)
+	req, created, err := s.Request("telegram", "default", "42", name, "42", true)
+	if err != nil || !created {
+		t.Fatalf("Request = %+v, %v, %v", req, created, err)
+	}
+	if strings.ContainsAny(req.SenderName, "\x00\x1b") || len(req.SenderName) > maxNameBytes ||
+		!strings.HasPrefix(req.SenderName, "Ann[31m\uFFFDé") {
+		t.Errorf("stored name %q", req.SenderName)
+	}
+	l, err := s.List("telegram")
+	if err != nil || len(l) != 1 || l[0].SenderName != req.SenderName {
+		t.Errorf("List = %+v, %v", l, err)
+	}
+	// A sender id the state cannot store is an error, not a code.
+	if _, _, err := s.Request("telegram", "default", "a\x00b", "", "", true); err == nil {
+		t.Error("Request with a NUL in the sender id succeeded")
 	}
 }

@@ -129,7 +129,7 @@ func (d *Daemon) buildAdapters(cfg *configs.Config) error {
 		a, err := telegram.New(name, acct, telegram.Options{
 			Logger:      d.log.Named("telegram"),
 			HTTPClient:  d.opts.HTTPClient,
-			OffsetStore: telegram.FileOffsetStore(filepath.Join(cfg.StateDir, "telegram")),
+			OffsetStore: newTelegramCursors(d.backend.Cursors(), filepath.Join(cfg.StateDir, "telegram"), d.log.Named("telegram")),
 			MentionRequired: func(in channels.Inbound) bool {
 				return d.dropUnmentioned(in)
 			},

@@ -75,7 +75,7 @@ func (d *Daemon) openState(ctx context.Context, cfg *configs.Config) error {
 		_ = b.Close()
 		return fmt.Errorf("gateway: ingress journal: %w", err)
 	}
-	if d.pairing, err = openPairingStore(cfg, d.log.Named("pairing")); err != nil {
+	if d.pairing, err = openPairingStore(b, cfg, d.log.Named("pairing")); err != nil {
 		_ = b.Close()
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,6 +15,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 )
 
 // runtime builds the hot-reloadable part of cfg.
@@ -51,13 +51,10 @@ func RouteRuntime(cfg *configs.Config) (*dispatch.Runtime, error) {
 	return &dispatch.Runtime{Resolver: resolver, Room: roomFunc(policy)}, nil
 }
 
-// openPairingStore opens the pairing store shared by every policy generation.
-func openPairingStore(cfg *configs.Config, log *zap.Logger) (*access.PairingStore, error) {
-	st, err := access.OpenPairingStore(filepath.Join(cfg.StateDir, "pairing"), access.StoreOptions{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("gateway: pairing store: %w", err)
-	}
-	return st, nil
+// openPairingStore opens the pairing store shared by every policy
+// generation, over the backend's pairing state.
+func openPairingStore(b sessions.Backend, cfg *configs.Config, log *zap.Logger) (*access.PairingStore, error) {
+	return access.NewPairingStore(b.Pairing(), access.StoreOptions{Logger: log, LockTimeout: cfg.Session.LockTimeout}), nil
 }
 
 // accessPolicy builds the access policy of every channel account in cfg.

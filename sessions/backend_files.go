@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 )
 
@@ -23,8 +24,10 @@ func (s filesStore) TranscriptOf(e Entry) (TranscriptLog, error) {
 	return t, nil
 }
 
+// Transcript opens session sessionID's transcript, current or archived
+// (an archived one read-only).
 func (s filesStore) Transcript(sessionID string) (TranscriptLog, error) {
-	t, err := s.Store.Transcript(sessionID)
+	t, err := s.transcriptOrArchive(sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +66,8 @@ func (b filesBackend) Store(agentID string) (AgentStore, error) {
 func (b filesBackend) Agents() ([]string, error)          { return b.m.Agents() }
 func (b filesBackend) Journal() Delivery                  { return b.m.Journal() }
 func (b filesBackend) History() RoomLog                   { return b.m.History() }
+func (b filesBackend) Pairing() PairingState              { return b.m.pairingFiles() }
+func (b filesBackend) Cursors() Cursors                   { return b.m.cursorFiles() }
 func (b filesBackend) SetReset(c ResetConfig)             { b.m.SetReset(c) }
 func (b filesBackend) ResetConfig() ResetConfig           { return b.m.ResetConfig() }
 func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMaintenance(c) }
@@ -81,4 +86,28 @@ func (b filesBackend) Status(context.Context) BackendStatus {
 	return st
 }
 
-var _ AgentStore = filesStore{}
+// pairingFiles is the pairing state under <stateDir>/pairing, made on
+// first use and kept so its cache serves every caller.
+func (m *Manager) pairingFiles() *PairingFiles {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.pairing == nil {
+		m.pairing = NewPairingFiles(filepath.Join(m.opts.StateDir, "pairing"), m.opts.LockTimeout)
+	}
+	return m.pairing
+}
+
+// cursorFiles is the cursor store under <stateDir>/cursors.
+func (m *Manager) cursorFiles() *CursorFiles {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.cursors == nil {
+		m.cursors = NewCursorFiles(filepath.Join(m.opts.StateDir, "cursors"), m.opts.LockTimeout)
+	}
+	return m.cursors
+}
+
+var (
+	_ AgentStore = filesStore{}
+	_ Backend    = filesBackend{}
+)

@@ -14,6 +14,15 @@
 // the same rules (NewEntry, RolledOver, ApplyOrigin) and pass the same
 // conformance suite (sessions/sessionstest).
 //
+// Pairing state and channel cursors are behind the seam too
+// (Backend.Pairing, Backend.Cursors). The files backend keeps pairing in
+// <stateDir>/pairing/<channel>.json (PairingFiles, the format package
+// access wrote before, declared in internal/pairstate so that access
+// reaches it without reaching sessions) and cursors in
+// <stateDir>/cursors/<escaped scope>.json (CursorFiles). Channel names,
+// scopes, names and values are checked (CheckPairingChannel, CheckCursor)
+// before they reach a file name or a query.
+//
 // The package also knows how its durable state goes wrong: Check finds
 // problems (each with a stable code) without changing anything, and Repair
 // fixes the fixable ones under the same locks the daemon takes; `gateway

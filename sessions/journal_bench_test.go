@@ -24,3 +24,8 @@ func BenchmarkJournalAcceptDone(b *testing.B) { sessionstest.BenchAcceptDone(b, 
 
 // BenchmarkJournalReadySent: Ready + Sent of two chunks on the files journal.
 func BenchmarkJournalReadySent(b *testing.B) { sessionstest.BenchReadySent(b, benchJournal(b)) }
+
+// BenchmarkJournalAcceptParallel: Accept + Done from many goroutines on the files journal.
+func BenchmarkJournalAcceptParallel(b *testing.B) {
+	sessionstest.BenchAcceptParallel(b, benchJournal(b))
+}

@@ -27,6 +27,14 @@ const (
 	staleTempAge = time.Hour
 )
 
+// WithDefaults is c with its unset fields filled (every backend applies
+// the same defaults).
+func (c Maintenance) WithDefaults() Maintenance { return c.withDefaults() }
+
+// ActiveWindow protects sessions touched this recently from pruning and
+// maxEntries, in every backend.
+const ActiveWindow = activeWindow
+
 // withDefaults fills unset fields: mode enforce, pruneAfter 720h,
 // maxEntries 5000, archiveRetention = pruneAfter.
 func (c Maintenance) withDefaults() Maintenance {

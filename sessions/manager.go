@@ -70,6 +70,10 @@ type Manager struct {
 	hmu     sync.Mutex // guards history
 	history *RoomHistory
 
+	smu     sync.Mutex // guards pairing, cursors (backend_files.go)
+	pairing *PairingFiles
+	cursors *CursorFiles
+
 	cancel context.CancelFunc
 	done   chan struct{}
 	// overCap receives stores whose entry count passed maintenance.maxEntries

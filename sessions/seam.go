@@ -3,6 +3,8 @@ package sessions
 import (
 	"context"
 	"time"
+
+	"github.com/gateway/gateway/internal/pairstate"
 )
 
 // The storage seam (SPEC §3.8, issue 12): dispatch, agents, api and the
@@ -24,6 +26,11 @@ type Backend interface {
 	Journal() Delivery
 	// History is the room history of group rooms.
 	History() RoomLog
+	// Pairing is the pairing state of every channel (package access
+	// keeps the rules).
+	Pairing() PairingState
+	// Cursors holds channel cursors such as the Telegram offset.
+	Cursors() Cursors
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)
@@ -127,49 +134,31 @@ type RoomLog interface {
 
 // PairingState stores the pairing data of each channel (pending requests
 // and approved senders); package access owns the rules (codes, expiry,
-// caps) and calls it.
-type PairingState interface {
-	// LoadPairing returns channel's data (empty when none is stored).
-	LoadPairing(ctx context.Context, channel string) (PairingData, error)
-	// UpdatePairing runs fn on channel's data, serialised with every other
-	// update of channel (across processes), and stores the result when fn
-	// reports a change.
-	UpdatePairing(ctx context.Context, channel string, fn func(*PairingData) (changed bool, err error)) error
-	// PairingChannels lists the channels with stored data, sorted.
-	PairingChannels(ctx context.Context) ([]string, error)
-}
+// caps) and calls it. The interface and its data types are declared in
+// internal/pairstate, below both sessions and access: channel adapters
+// import access and must not reach sessions (SPEC §1). A channel must pass
+// CheckPairingChannel and the data stored CheckPairingData; anything else
+// is refused with an error naming it. Implementations (PairingFiles,
+// pgstore.DB.Pairing) are safe for concurrent use by goroutines and
+// processes; UpdatePairing serialises the updates of one channel.
+type PairingState = pairstate.State
 
 // PairingData is one channel's pairing state.
-type PairingData struct {
-	Pending []PairingRequest  `json:"pending"`
-	Allowed []PairingApproval `json:"allowed"`
-}
+type PairingData = pairstate.Data
 
 // PairingRequest is a pending pairing request: an unknown DM sender and
 // the code it was given.
-type PairingRequest struct {
-	Channel    string    `json:"channel"`
-	AccountID  string    `json:"accountId"`
-	Code       string    `json:"code"`
-	SenderID   string    `json:"senderId"`
-	SenderName string    `json:"senderName,omitempty"`
-	ChatID     string    `json:"chatId,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
+type PairingRequest = pairstate.Request
 
 // PairingApproval is a sender admitted by an operator.
-type PairingApproval struct {
-	Channel    string    `json:"channel"`
-	AccountID  string    `json:"accountId"`
-	SenderID   string    `json:"senderId"`
-	SenderName string    `json:"senderName,omitempty"`
-	Code       string    `json:"code,omitempty"`
-	ApprovedAt time.Time `json:"approvedAt"`
-}
+type PairingApproval = pairstate.Approval
 
 // Cursors holds small named values per scope (a channel account): the
-// Telegram polling offset, chat migrations. Set is durable when it returns.
+// Telegram polling offset, chat migrations. SetCursor is durable when it
+// returns; the last writer of a name wins. Scopes, names and values must
+// pass CheckCursor (no NUL, bounded lengths): anything else is refused with
+// an error naming it. Implementations are safe for concurrent use by
+// goroutines and processes (CursorFiles, pgstore.DB.Cursors).
 type Cursors interface {
 	// Cursor returns scope's value of name; false when unset.
 	Cursor(ctx context.Context, scope, name string) (string, bool, error)

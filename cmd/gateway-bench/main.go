@@ -37,6 +37,9 @@ type options struct {
 	think     time.Duration
 	// webrounds: rounds of n new web chats, concurrency in flight.
 	rounds, concurrency int
+	// postgres, when set, is an admin URL: the daemon runs on the
+	// postgres storage backend in a fresh database made on that server.
+	postgres string
 }
 
 func main() {
@@ -53,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory")
 	flag.DurationVar(&o.think, "think", 0, "how long the fake model takes per answer (turns past 1 s show a progress status)")
 	flag.StringVar(&o.streaming, "streaming", "off", "streaming.mode of the Telegram account: off, progress or partial")
+	flag.StringVar(&o.postgres, "postgres", "", "run the daemon on the postgres backend: URL of a role that may create databases (a fresh one per run)")
 	flag.Parse()
 	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained" && o.mode != "webrounds") || o.chats < 1 {
 		flag.Usage()
@@ -128,6 +132,14 @@ messages:
   queue: {mode: followup, cap: 1000}
   inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
 `, filepath.Join(dir, "state"), httpAddr, tg.Token(), tg.URL, o.streaming, model.BaseURL())
+	if o.postgres != "" {
+		dbURL, drop, err := benchDatabase(ctx, o.postgres, o.keep)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", dbURL)
+	}
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
@@ -211,7 +223,11 @@ messages:
 
 	lat, lost, dups := res.latencies(avail, total)
 	elapsed := lastReply.Sub(sendStart)
-	fmt.Printf("mode=%s messages=%d chats=%d\n", o.mode, total, o.chats)
+	backend := "files"
+	if o.postgres != "" {
+		backend = "postgres"
+	}
+	fmt.Printf("mode=%s backend=%s messages=%d chats=%d\n", o.mode, backend, total, o.chats)
 	fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
 	if o.mode == "burst" {
 		fmt.Printf("drain_time=%s throughput=%.0f msgs/s\n", elapsed.Round(time.Millisecond), float64(total-lost)/elapsed.Seconds())

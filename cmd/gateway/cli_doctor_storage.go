@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/gateway/gateway/configs"
@@ -46,7 +47,7 @@ func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
 	defer cancel()
 	b, err := openSessions(ctx, cfg)
 	if err != nil {
-		rep := storageReport{BackendStatus: sessions.BackendStatus{Kind: cfg.Storage.Backend, Err: err.Error()}}
+		rep := storageReport{BackendStatus: sessions.BackendStatus{Kind: cfg.Storage.Backend, Err: oneLine(err.Error())}}
 		rep.Location = cfg.StateDir
 		if !usesFiles(cfg) {
 			rep.Location = redactURL(cfg.Storage.Postgres.URL)
@@ -55,7 +56,21 @@ func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
 	}
 	defer b.Close()
 	st := b.Status(ctx)
+	st.Err = oneLine(st.Err)
 	return storageReport{BackendStatus: st, Reachable: st.Err == ""}
+}
+
+// oneLine joins the lines of a driver's error (pgconn lists each address
+// it tried on its own line) so a report line stays one line.
+func oneLine(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // problem is the finding of an unreachable backend, nil when it answers.

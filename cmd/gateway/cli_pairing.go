@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -13,10 +13,15 @@ import (
 	"github.com/gateway/gateway/configs"
 )
 
-func openPairing(cfg *configs.Config) (*access.PairingStore, error) {
-	return access.OpenPairingStore(filepath.Join(cfg.StateDir, "pairing"), access.StoreOptions{
-		LockTimeout: cfg.Session.LockTimeout,
-	})
+// openPairing opens the pairing store over the configured storage; done
+// closes the storage.
+func openPairing(ctx context.Context, cfg *configs.Config) (ps *access.PairingStore, done func(), err error) {
+	b, err := openSessions(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps = access.NewPairingStore(b.Pairing(), access.StoreOptions{LockTimeout: cfg.Session.LockTimeout})
+	return ps, func() { _ = b.Close() }, nil
 }
 
 func pairingCmd(cfgPath *string) *cobra.Command {
@@ -39,10 +44,11 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, err := openPairing(cfg)
+			ps, done, err := openPairing(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
+			defer done()
 			pending, err := ps.List(channel)
 			if err != nil {
 				return err
@@ -89,10 +95,11 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, err := openPairing(cfg)
+			ps, done, err := openPairing(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
+			defer done()
 			a, err := ps.Approve(args[0], args[1])
 			switch {
 			case errors.Is(err, access.ErrCodeNotFound):
@@ -120,10 +127,11 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, err := openPairing(cfg)
+			ps, done, err := openPairing(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
+			defer done()
 			ok, err := ps.Revoke(args[0], args[1], args[2])
 			if err != nil {
 				return fmt.Errorf("pairing revoke: %w", err)

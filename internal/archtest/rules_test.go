@@ -16,7 +16,12 @@ type depRule struct {
 // imports no other project package (its own rule). One copy of a routine
 // every layer needs (issue 12: the atomic file write existed four times)
 // bends no layering rule because it depends on nothing.
-var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true}
+//
+// internal/pairstate is the pairing storage contract (types, the State
+// interface, the files implementation): sessions names it as its seam's
+// PairingState and access keeps the rules over it. It sits below both
+// because adapters import access and must not reach sessions.
+var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true, "internal/pairstate": true}
 
 // conformance is the suite every backend of the storage seam passes
 // (STYLE 17): test-only code, so production may not import it (rule

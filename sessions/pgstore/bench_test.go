@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
+	"github.com/gateway/gateway/sessions/sessionstest"
 )
 
 // openBench opens a store on a fresh database, without test logging.
@@ -216,4 +217,20 @@ func BenchmarkBeginExisting(b *testing.B) {
 		lat = append(lat, time.Since(t0))
 	}
 	reportLatency(b, lat)
+}
+
+// BenchmarkSeamTranscripts runs the backend-neutral transcript benchmarks
+// (sessionstest.BenchmarkTranscripts) on PostgreSQL, beside the files
+// backend's BenchmarkSeamTranscripts in package sessions. Appends go
+// through the DB's group commit; a TranscriptLog caches nothing, so every
+// Context is a cold load (one query from the latest compaction).
+func BenchmarkSeamTranscripts(b *testing.B) {
+	sessionstest.BenchmarkTranscripts(b, func(b *testing.B) sessionstest.BenchStore {
+		db := openBench(b, 20)
+		st := db.Store("main", nil)
+		return sessionstest.BenchStore{Store: st, Cold: func(e sessions.Entry) (sessions.TranscriptLog, func(), error) {
+			tr, err := st.TranscriptOf(e)
+			return tr, func() {}, err
+		}}
+	})
 }

@@ -26,6 +26,9 @@ const DefaultMaxConns = 10
 // connect_timeout: an unreachable server fails fast and clearly.
 const DefaultConnectTimeout = 10 * time.Second
 
+// DefaultStatementTimeout is Options.StatementTimeout's default.
+const DefaultStatementTimeout = 30 * time.Second
+
 // Options configure Open.
 type Options struct {
 	// URL is a libpq connection URL or key=value string, e.g.
@@ -34,6 +37,11 @@ type Options struct {
 	URL string
 	// MaxConns caps the pool (DefaultMaxConns when 0).
 	MaxConns int32
+	// StatementTimeout is the server-side limit of every statement
+	// (DefaultStatementTimeout when 0, none when negative): a statement
+	// stuck behind a lock or a slow disk fails and its transaction rolls
+	// back, so no session stays wedged. A statement_timeout in the URL wins.
+	StatementTimeout time.Duration
 	// Logger receives migration and connection events; nil discards them.
 	Logger *zap.Logger
 	// Now is the clock of the clocks in entries; nil means time.Now.
@@ -73,6 +81,15 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	cfg.MaxConns = o.MaxConns
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		st := o.StatementTimeout
+		if st == 0 {
+			st = DefaultStatementTimeout
+		}
+		if st > 0 {
+			cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(st.Milliseconds(), 1), 10)
+		}
 	}
 	target := describe(cfg.ConnConfig.Config)
 	if cfg.ConnConfig.ConnectTimeout == 0 {

@@ -2,13 +2,13 @@ package pgstore
 
 import (
 	"context"
-	"io/fs"
-	"strconv"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -23,9 +23,9 @@ func TestMigrationsIdempotentAndVersioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, latest := embedded(t)
-	if v != latest {
-		t.Fatalf("schema version %d, want %d", v, latest)
+	files := migrationSources(t)
+	if want := files[len(files)-1].Version; v != want {
+		t.Fatalf("schema version %d, want %d", v, want)
 	}
 	// A second Open finds nothing to do: it logs no migration.
 	core, logs := observer.New(zap.InfoLevel)
@@ -44,26 +44,9 @@ func TestMigrationsIdempotentAndVersioned(t *testing.T) {
 	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM `+versionTable+` WHERE version_id > 0`).Scan(&applied); err != nil {
 		t.Fatal(err)
 	}
-	if applied != files {
-		t.Errorf("%d migration rows, want %d", applied, files)
+	if applied != len(files) {
+		t.Errorf("%d migration rows, want %d", applied, len(files))
 	}
-}
-
-// embedded counts the embedded migrations and returns the latest version.
-func embedded(t *testing.T) (n int, latest int64) {
-	t.Helper()
-	ents, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		v, err := strconv.ParseInt(strings.SplitN(e.Name(), "_", 2)[0], 10, 64)
-		if err != nil {
-			t.Fatalf("migration %s: %v", e.Name(), err)
-		}
-		n, latest = n+1, max(latest, v)
-	}
-	return n, latest
 }
 
 // Replicas starting together: the advisory lock lets exactly one migrate.
@@ -89,9 +72,8 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	files, _ := embedded(t)
-	if n := logs.FilterMessage("schema migration applied").Len(); n != files {
-		t.Errorf("%d migrations applied by 4 concurrent Opens, want each of the %d once", n, files)
+	if n, want := logs.FilterMessage("schema migration applied").Len(), len(migrationSources(t)); n != want {
+		t.Errorf("%d migrations applied by 4 concurrent Opens, want each of the %d once", n, want)
 	}
 }
 
@@ -130,5 +112,43 @@ func TestOpenUnreachableNamesServerNotPassword(t *testing.T) {
 	if _, err := Open(ctx, Options{URL: "postgres://gw:s3cretpw@host:notaport/db"}); err == nil ||
 		strings.Contains(err.Error(), "s3cretpw") {
 		t.Errorf("malformed URL: %v", err)
+	}
+}
+
+// Options.StatementTimeout reaches the server: a statement running longer
+// is cancelled by PostgreSQL itself (SQLSTATE 57014), and a URL's own
+// statement_timeout wins over it.
+func TestStatementTimeoutOption(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx := ctxT(t)
+	db, err := Open(ctx, Options{URL: url, StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var shown string
+	if err := db.pool.QueryRow(ctx, `SHOW statement_timeout`).Scan(&shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown != "200ms" {
+		t.Errorf("statement_timeout %q, want 200ms", shown)
+	}
+	_, err = db.pool.Exec(ctx, `SELECT pg_sleep(5)`)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+		t.Fatalf("pg_sleep(5) under a 200ms statement timeout: %v, want SQLSTATE 57014", err)
+	}
+
+	db2, err := Open(ctx, Options{URL: pgtest.WithParam(t, url, "statement_timeout", "1500"), StatementTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if err := db2.pool.QueryRow(ctx, `SHOW statement_timeout`).Scan(&shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown != "1500ms" {
+		t.Errorf("statement_timeout with the URL's own: %q, want 1500ms", shown)
 	}
 }

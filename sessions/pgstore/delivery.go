@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/sessions"
@@ -98,9 +99,12 @@ type Delivery struct {
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 
-	mu      sync.Mutex // guards the fields below
-	backlog []mark     // marks not yet written, in order
-	failure error      // the last write failure; nil when healthy
+	// mu guards the fields below. While marks wait (an outage) it is held
+	// across the writes that retry them, which keeps marks in order; in
+	// normal operation writes run without it.
+	mu      sync.Mutex
+	backlog []mark // marks not yet written, in order
+	failure error  // the last write failure; nil when healthy
 	closed  bool
 
 	faulted  atomic.Bool // failure != nil || len(backlog) > 0
@@ -222,6 +226,9 @@ func (d *Delivery) apply(m mark) error {
 		if err == nil {
 			return nil
 		}
+		if permanent(err) {
+			return fmt.Errorf("pgstore: delivery %s: %w", m.op, err)
+		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		d.failLocked(m.op, err)
@@ -239,10 +246,33 @@ func (d *Delivery) apply(m mark) error {
 		return nil
 	}
 	if err := d.write(m); err != nil {
+		if permanent(err) {
+			return fmt.Errorf("pgstore: delivery %s: %w", m.op, err)
+		}
 		d.failLocked(m.op, err)
 		d.backlog = append(d.backlog, m)
+		return nil
 	}
+	d.healLocked()
 	return nil
+}
+
+// permanent reports whether the server refused a write for what it holds
+// (data exception, integrity violation, syntax or schema error): retrying
+// cannot succeed, so the write is not kept for a retry and does not make
+// the handle unhealthy; its caller gets the error. Anything else (lost
+// connection, disk full, read-only, shutdown, timeout) is an outage the
+// retries outlast.
+func permanent(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) < 2 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "23", "42":
+		return true
+	}
+	return false
 }
 
 // failLocked records a write failure.
@@ -254,16 +284,30 @@ func (d *Delivery) failLocked(op string, err error) {
 	d.faulted.Store(true)
 }
 
-// flushLocked writes waiting marks in order until one fails; when none is
-// left the handle is healthy again.
+// flushLocked writes waiting marks in order until one fails; when it
+// wrote them all the handle is healthy again.
 func (d *Delivery) flushLocked() {
+	if len(d.backlog) == 0 {
+		return
+	}
 	for len(d.backlog) > 0 {
-		if err := d.write(d.backlog[0]); err != nil {
+		if err := d.write(d.backlog[0]); err != nil && !permanent(err) {
 			d.failLocked(d.backlog[0].op, err)
 			return
+		} else if err != nil {
+			d.log.Error("delivery mark refused by the server; dropped", zap.String("op", d.backlog[0].op), zap.Error(err))
 		}
 		d.backlog[0] = mark{}
 		d.backlog = d.backlog[1:]
+	}
+	d.healLocked()
+}
+
+// healLocked clears the failure after a successful write, unless marks
+// still wait.
+func (d *Delivery) healLocked() {
+	if len(d.backlog) > 0 {
+		return
 	}
 	if d.failure != nil {
 		d.log.Info("delivery writable again")
@@ -300,14 +344,19 @@ func (d *Delivery) loop() {
 				d.recover()
 			}
 		case <-renew.C:
-			if err := d.Renew(context.Background()); err != nil {
-				d.log.Warn("delivery lease renewal failed", zap.Error(err))
-			}
+			d.background("lease renewal", d.Renew)
 		case <-prune.C:
-			if err := d.Prune(context.Background()); err != nil {
-				d.log.Warn("delivery prune failed", zap.Error(err))
-			}
+			d.background("prune", d.Prune)
 		}
+	}
+}
+
+// background runs one chore of the loop within deliveryOpTimeout.
+func (d *Delivery) background(what string, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		d.log.Warn("delivery "+what+" failed", zap.Error(err))
 	}
 }
 
@@ -325,7 +374,7 @@ func (d *Delivery) recover() {
 		d.failLocked("probe", err)
 		return
 	}
-	d.flushLocked()
+	d.healLocked()
 }
 
 // Prune forgets completed ids older than sessions.DoneRetention that are

@@ -8,7 +8,7 @@ import (
 
 func benchDelivery(b *testing.B) *Delivery {
 	b.Helper()
-	d := openBench(b, 4).Delivery(DeliveryOptions{})
+	d := openBench(b, 16).Delivery(DeliveryOptions{})
 	b.Cleanup(func() { _ = d.Close() })
 	return d
 }
@@ -25,4 +25,9 @@ func BenchmarkDeliveryReadySentSync(b *testing.B) {
 	d := openBench(b, 4).Delivery(DeliveryOptions{SyncMarks: true})
 	b.Cleanup(func() { _ = d.Close() })
 	sessionstest.BenchReadySent(b, d)
+}
+
+// BenchmarkDeliveryAcceptParallel: Accept + Done from many goroutines on the PostgreSQL.
+func BenchmarkDeliveryAcceptParallel(b *testing.B) {
+	sessionstest.BenchAcceptParallel(b, benchDelivery(b))
 }

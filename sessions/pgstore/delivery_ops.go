@@ -51,16 +51,19 @@ func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, e
 		return true, nil
 	}
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !permanent(err) {
 			d.mu.Lock()
 			d.failLocked("accept", err)
 			d.mu.Unlock()
+		}
+		if permanent(err) {
+			return false, fmt.Errorf("pgstore: delivery accept %q: %w", rec.ID, err)
 		}
 		return false, fmt.Errorf("pgstore: delivery accept: %w", d.storageErr(err))
 	}
 	if d.faulted.Load() {
 		d.mu.Lock()
-		d.flushLocked() // a write succeeded: healthy unless marks still fail
+		d.healLocked() // a write succeeded: healthy unless marks wait
 		d.mu.Unlock()
 	}
 	return false, nil

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -412,5 +414,37 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	}
 	if !isDup(t, next, "r1") {
 		t.Error("r1 not done after its reply was delivered")
+	}
+}
+
+// TestDeliveryRefusedWriteIsNotAnOutage: a write the server refuses for
+// its content is returned to the caller, not retried forever, and leaves
+// the handle healthy.
+func TestDeliveryRefusedWriteIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	d := newDelivery(t, db, DeliveryOptions{})
+	mustAccept(t, d, "a")
+	d.fault = func(op string) error {
+		if op == "start" || op == "accept" {
+			return &pgconn.PgError{Code: "22P05", Message: "unsupported Unicode escape sequence"}
+		}
+		return nil
+	}
+	if err := d.Start("a"); err == nil || !strings.Contains(err.Error(), "unsupported Unicode") {
+		t.Errorf("Start refused by the server = %v, want its error", err)
+	}
+	if _, err := d.Accept(ctxT(t), rec("b")); err == nil || errors.Is(err, sessions.ErrStorage) {
+		t.Errorf("Accept refused by the server = %v, want its error, not ErrStorage", err)
+	}
+	if err := d.Health(); err != nil {
+		t.Errorf("Health after refused writes = %v, want nil", err)
+	}
+	d.fault = nil
+	if err := d.Done("a"); err != nil {
+		t.Fatal(err)
+	}
+	if !isDup(t, d, "a") {
+		t.Error("a later mark was not written")
 	}
 }

@@ -1,11 +1,12 @@
 // Package pgstore is the PostgreSQL backend of the session layer (SPEC §3.8,
 // issue 12): the session index (entries keyed by agent and session key, with
 // their archive), append-only transcripts with a per-session sequence,
-// channel cursors such as the Telegram offset, the ingress journal, reply
-// outbox and drafts (Delivery), and the room history of group rooms
-// (RoomLog). It owns its schema: versioned SQL migrations
-// embedded in the binary and applied by Open under a PostgreSQL advisory
-// lock, so several replicas starting at once migrate exactly once.
+// channel cursors such as the Telegram offset (Cursors), pairing state
+// (Pairing), the ingress journal, reply outbox and drafts (Delivery), and
+// the room history of group rooms (RoomLog); Backend composes them into a
+// sessions.Backend. It owns its schema: versioned SQL migrations embedded
+// in the binary and applied by Open under a PostgreSQL advisory lock, so
+// several replicas starting at once migrate exactly once.
 //
 // pgstore implements the semantics of the files backend in package sessions
 // (it imports sessions for Entry, Origin, Counters, the reset rules and
@@ -14,6 +15,13 @@
 // seam the daemon's consumers use, and passes the seam's conformance suite
 // (sessions/sessionstest). Keys and ids reach PostgreSQL only as
 // query parameters, never as SQL text.
+//
+// Store is also a sessions.AgentStore: its TranscriptLog keeps the files
+// backend's transcripts (SPEC §3.4) as rows, one per JSONL line, the body
+// holding the line's bytes, and rebuilds contexts with the same code
+// (sessions.Chain), reading from the latest compaction. Its appends go
+// through the DB's own group commit (Appender), which Open starts and
+// Close stops.
 //
 // Concurrency: a DB and the Index values it hands out are safe for
 // concurrent use by many goroutines and by many processes sharing one

@@ -133,7 +133,12 @@ func (h *RoomLog) Add(ctx context.Context, room string, e sessions.HistoryEntry,
 // kept or remembered; cut when the eviction removed entries.
 func (h *RoomLog) sendAdd(ctx context.Context, b *pgx.Batch) (dup, cut bool, err error) {
 	br := h.db.pool.SendBatch(ctx, b)
-	defer func() { err = errors.Join(err, br.Close()) }()
+	defer func() {
+		// Close repeats a statement's error; it adds news only on success.
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	for range 2 { // BEGIN, lock
 		if _, err := br.Exec(); err != nil {
 			return false, false, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/routing"
@@ -148,10 +149,37 @@ func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
 		return nil, fmt.Errorf("pgstore: transcript: %w", err)
 	}
 	hdr := sessions.Header{AgentID: s.AgentID()}
-	if e, ok, err := s.GetByID(sessionID); err == nil && ok {
-		hdr.SessionKey = e.SessionKey
-	} else if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+	e, ok, err := s.GetByID(sessionID)
+	switch {
+	case err != nil && !errors.Is(err, sessions.ErrNotFound):
 		return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+	case ok:
+		hdr.SessionKey = e.SessionKey
+	default:
+		// Not a current session of this agent: refuse another agent's
+		// transcript (the files backend keeps them in separate dirs).
+		owner, err := s.owner(sessionID)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: transcript %s: %w", sessionID, err)
+		}
+		if owner != "" && owner != s.AgentID() {
+			return nil, fmt.Errorf("pgstore: transcript %s: %w: it belongs to agent %q, not %q",
+				sessionID, sessions.ErrNotFound, owner, s.AgentID())
+		}
 	}
 	return s.open(sessionID, hdr)
+}
+
+// owner is the agent a transcript's session header names ("" when the
+// transcript has no header yet).
+func (s *Store) owner(sessionID string) (string, error) {
+	ctx, cancel := call()
+	defer cancel()
+	var agent string
+	err := s.x.db.pool.QueryRow(ctx, `SELECT COALESCE(body->>'agentId', '') FROM transcript_entries
+		WHERE session_id = $1 AND seq = 1 AND type = 'session'`, sessionID).Scan(&agent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return agent, err
 }

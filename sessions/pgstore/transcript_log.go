@@ -182,6 +182,11 @@ func (t *TranscriptLog) newID(taken []pending) string {
 // commit, drawing new ids if one collides with an entry of the transcript.
 // messages is how many of them are message entries.
 func (t *TranscriptLog) appendChain(ctx context.Context, messages int, enc func(now time.Time) ([]pending, error)) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		// A cancelled turn writes nothing (the group commit might still
+		// take a request whose context already ended).
+		return nil, fmt.Errorf("transcript: append %s: %w", t.sessionID, err)
+	}
 	for attempt := 1; ; attempt++ {
 		now := t.db.clock()
 		entries, err := enc(now)

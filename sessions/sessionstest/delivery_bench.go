@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +64,27 @@ func BenchReadySent(b *testing.B, d sessions.Delivery) {
 		i++
 	}
 	reportLatency(b, lat)
+}
+
+// BenchAcceptParallel is BenchAcceptDone from 8 goroutines per CPU at
+// once (many chats): concurrent Accepts share fsyncs or WAL flushes.
+func BenchAcceptParallel(b *testing.B, d sessions.Delivery) {
+	ctx := context.Background()
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := fmt.Sprint("bench:", n.Add(1))
+			if dup, err := d.Accept(ctx, record(id)); err != nil || dup {
+				b.Errorf("Accept(%s) = %v, %v", id, dup, err)
+				return
+			}
+			if err := d.Done(id); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {

@@ -1,11 +1,15 @@
-// Package sessionstest is the conformance suite of sessions.Index, the
-// seam of the session index (SPEC §3.8): the behaviour every backend must
-// show, written once as tests over the interface (the pattern of
-// testing/fstest.TestFS). The files backend runs it from package sessions,
-// the PostgreSQL backend from sessions/pgstore.
+// Package sessionstest is the conformance suite of the session layer's
+// seam (SPEC §3.8): the behaviour every backend must show, written once as
+// tests over the interfaces (the pattern of testing/fstest.TestFS).
+// TestIndex covers sessions.Index, TestTranscripts sessions.TranscriptLog
+// (through sessions.AgentStore), TestDelivery sessions.Delivery,
+// TestRoomLog sessions.RoomLog, TestPairing and TestCursors the pairing and
+// cursor state; the benchmarks run the same work on each backend so their
+// figures compare. The files backend runs them from package sessions, the
+// PostgreSQL backend from sessions/pgstore.
 //
-// Only tests import this package. TestIndex runs its cases as parallel
-// subtests, each on a new index from the caller's Opener.
+// Only tests import this package. The suites run their cases as parallel
+// subtests, each on a new store from the caller's opener.
 package sessionstest
 
 import (

@@ -1,0 +1,222 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// BackendOptions configure OpenBackend.
+type BackendOptions struct {
+	Options
+	// Reset is the reset policy in force at start (SetReset changes it).
+	Reset sessions.ResetConfig
+	// Maintenance is the pruning policy (SetMaintenance changes it).
+	Maintenance sessions.Maintenance
+	// Passive is for short-lived tools (the CLI) beside a running daemon:
+	// no maintenance loop.
+	Passive bool
+}
+
+// Backend is the PostgreSQL implementation of sessions.Backend: every
+// agent's index and transcripts, the ingress journal and outbox, room
+// history, pairing and cursors in one database.
+type Backend struct {
+	db    *DB
+	log   *zap.Logger
+	reset atomic.Pointer[sessions.ResetConfig]
+
+	delivery *Delivery
+	rooms    *RoomLog
+	pairing  sessions.PairingState
+	cursors  sessions.Cursors
+
+	maint atomic.Pointer[sessions.Maintenance]
+	stop  context.CancelFunc
+	done  chan struct{}
+
+	mu     sync.Mutex // guards stores
+	stores map[string]*Store
+}
+
+// maintenanceEvery is how often the backend applies session maintenance
+// (the files backend's interval).
+const maintenanceEvery = time.Hour
+
+var _ sessions.Backend = (*Backend)(nil)
+
+// OpenBackend opens the database (connecting, migrating under a lock) and
+// returns it as a sessions.Backend. An unreachable server is an error that
+// names it.
+func OpenBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
+	db, err := Open(ctx, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	return NewBackend(db, o), nil
+}
+
+// NewBackend returns db as a sessions.Backend (o.Options is not used: db
+// is open); closing the backend closes db. Unless o.Passive it applies
+// session maintenance at once and hourly.
+func NewBackend(db *DB, o BackendOptions) *Backend {
+	b := &Backend{db: db, log: db.log, stores: map[string]*Store{}, done: make(chan struct{})}
+	b.reset.Store(&o.Reset)
+	b.maint.Store(&o.Maintenance)
+	b.delivery = db.Delivery(DeliveryOptions{})
+	b.rooms = db.RoomLog(RoomLogOptions{})
+	b.pairing = db.Pairing()
+	b.cursors = db.Cursors()
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stop = cancel
+	if o.Passive {
+		close(b.done)
+	} else {
+		go b.maintain(ctx)
+	}
+	return b
+}
+
+// maintain applies the maintenance policy to every agent at start and then
+// every maintenanceEvery, until ctx ends.
+func (b *Backend) maintain(ctx context.Context) {
+	defer close(b.done)
+	t := time.NewTicker(maintenanceEvery)
+	defer t.Stop()
+	for {
+		b.MaintainAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// MaintainAll applies the maintenance policy in force to every agent with
+// stored sessions; failures are logged and reported.
+func (b *Backend) MaintainAll(ctx context.Context) ([]sessions.MaintenanceReport, error) {
+	agents, err := b.Agents()
+	if err != nil {
+		b.log.Warn("session maintenance: list agents", zap.Error(err))
+		return nil, err
+	}
+	var (
+		out  []sessions.MaintenanceReport
+		errs []error
+	)
+	cfg := *b.maint.Load()
+	for _, a := range agents {
+		rep, err := b.db.Index(a, b.ResetConfig).Maintain(ctx, cfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			b.log.Warn("session maintenance failed", zap.String("agent_id", a), zap.Error(err))
+			errs = append(errs, err)
+		}
+		out = append(out, rep)
+	}
+	return out, errors.Join(errs...)
+}
+
+// DB is the database behind b.
+func (b *Backend) DB() *DB { return b.db }
+
+func (b *Backend) Kind() string { return "postgres" }
+
+// Store returns agentID's sessions; the same value for the same agent.
+func (b *Backend) Store(agentID string) (sessions.AgentStore, error) {
+	if agentID == "" {
+		return nil, errors.New("pgstore: store: empty agent id")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, ok := b.stores[agentID]
+	if !ok {
+		st = b.db.Store(agentID, b.ResetConfig)
+		b.stores[agentID] = st
+	}
+	return st, nil
+}
+
+// Agents lists the agents with stored sessions, sorted.
+func (b *Backend) Agents() ([]string, error) {
+	ctx, cancel := call()
+	defer cancel()
+	rows, err := b.db.pool.Query(ctx, `SELECT agent_id FROM entries GROUP BY agent_id
+		UNION SELECT agent_id FROM archived GROUP BY agent_id ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: agents: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: agents: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: agents: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func (b *Backend) Journal() sessions.Delivery      { return b.delivery }
+func (b *Backend) History() sessions.RoomLog       { return b.rooms }
+func (b *Backend) Pairing() sessions.PairingState  { return b.pairing }
+func (b *Backend) Cursors() sessions.Cursors       { return b.cursors }
+func (b *Backend) SetReset(c sessions.ResetConfig) { b.reset.Store(&c) }
+func (b *Backend) ResetConfig() sessions.ResetConfig {
+	return *b.reset.Load()
+}
+
+// SetMaintenance changes the maintenance policy the next pass applies.
+func (b *Backend) SetMaintenance(c sessions.Maintenance) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	b.maint.Store(&c)
+	return nil
+}
+
+// Flush has nothing to do: every write is durable when it returns.
+func (b *Backend) Flush(context.Context) error { return nil }
+
+// Status pings the server and reads the schema version.
+func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {
+	start := time.Now()
+	st := sessions.BackendStatus{Kind: "postgres", Location: b.db.Target()}
+	v, err := b.db.SchemaVersion(ctx)
+	if err != nil {
+		st.Err = err.Error()
+	}
+	st.SchemaVersion = v
+	st.Latency = time.Since(start)
+	return st
+}
+
+// Close stops maintenance, writes the delivery marks still waiting and
+// releases the pool; the error says what could not be written.
+func (b *Backend) Close() error {
+	b.stop()
+	<-b.done
+	err := b.delivery.Close()
+	b.db.Close()
+	if err != nil {
+		return fmt.Errorf("pgstore: close: %w", err)
+	}
+	return nil
+}
