@@ -23,17 +23,27 @@ const DaemonLockKey int64 = 0x6761746577617964
 // database.
 var ErrInUse = errors.New("the database is in use by a running gateway")
 
+// ErrMigrating is TryHoldShared's refusal (with errors.Is): a migration
+// holds the database.
+var ErrMigrating = errors.New("a storage migration (gateway storage migrate) holds the database")
+
 // HoldShared takes DaemonLockKey shared, waiting while a migration holds
 // it exclusively, and keeps it until release is called.
 func (db *DB) HoldShared(ctx context.Context) (release func(), err error) {
-	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`)
+	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`, nil)
+}
+
+// TryHoldShared is HoldShared without waiting: while a migration holds
+// the lock the error wraps ErrMigrating. A daemon starts with it.
+func (db *DB) TryHoldShared(ctx context.Context) (release func(), err error) {
+	return db.holdLock(ctx, `SELECT pg_try_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`, ErrMigrating)
 }
 
 // LockExclusive takes DaemonLockKey exclusively without waiting and keeps
 // it until release is called. While a daemon holds it shared the error
 // wraps ErrInUse and names the holders' client addresses and backend pids.
 func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
-	release, err = db.holdLock(ctx, `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`)
+	release, err = db.holdLock(ctx, `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`, ErrInUse)
 	if errors.Is(err, ErrInUse) {
 		if who := db.lockHolders(ctx); who != "" {
 			err = fmt.Errorf("%w (%s)", err, who)
@@ -42,7 +52,10 @@ func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
 	return release, err
 }
 
-func (db *DB) holdLock(ctx context.Context, sql, unlockSQL string) (func(), error) {
+// holdLock runs sql on a connection of its own, which reports whether it
+// got the lock (refused is the error when it did not), and keeps the
+// connection until the returned release runs unlockSQL.
+func (db *DB) holdLock(ctx context.Context, sql, unlockSQL string, refused error) (func(), error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
@@ -54,7 +67,7 @@ func (db *DB) holdLock(ctx context.Context, sql, unlockSQL string) (func(), erro
 	}
 	if !ok {
 		conn.Release()
-		return nil, fmt.Errorf("pgstore: %s: %w", db.target, ErrInUse)
+		return nil, fmt.Errorf("pgstore: %s: %w", db.target, refused)
 	}
 	return func() { release(conn, unlockSQL) }, nil
 }
