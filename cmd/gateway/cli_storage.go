@@ -100,7 +100,11 @@ type side struct {
 	// it. The copy and the verification each use their own: a handle
 	// leaves the records it accepted out of Pending.
 	delivery func() (d sessions.Delivery, done func(), err error)
-	close    func()
+	// pairing and cursors are the backend's (the source's cursors must
+	// list their scopes, sessions.CursorScopes).
+	pairing sessions.PairingState
+	cursors sessions.Cursors
+	close   func()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -125,6 +129,15 @@ func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migra
 		from, to = pg, files
 	}
 	fmt.Fprintf(out, "storage migrate: %s (%s) -> %s (%s)\n", from.Kind(), from.where, to.Kind(), to.where)
+	if err := copyState(ctx, out, from, to, f); err != nil {
+		return err
+	}
+	return verifyMigration(ctx, out, from, to, f.workers)
+}
+
+// copyState copies the sessions, the journal's pending work, pairing and
+// cursors, printing what it did.
+func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlags) error {
 	st, err := sessions.Copy(ctx, from, to, sessions.CopyOptions{Overwrite: f.overwrite, Workers: f.workers})
 	if err != nil {
 		return fmt.Errorf("storage migrate: %w", err)
@@ -135,7 +148,16 @@ func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migra
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  journal             %d pending records, %d unsent replies, %d drafts copied\n", dc.Pending, dc.Replies, dc.Drafts)
-	return verifyMigration(ctx, out, from, to, f.workers)
+	pn, err := sessions.CopyPairing(ctx, from.pairing, to.pairing, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	cn, err := sessions.CopyCursors(ctx, from.cursors, to.cursors, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  pairing, cursors    %d channels, %d cursors copied\n", pn, cn)
+	return nil
 }
 
 // copyDelivery moves the journal's pending work (sessions.CopyDelivery)
@@ -187,7 +209,9 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 		unlock()
 		return nil, fmt.Errorf("storage migrate: %w", err)
 	}
-	return &side{Importer: mgr.Transfer(), where: abs, store: mgr.Backend().Store, delivery: filesDelivery(cfg, abs), close: func() {
+	b := mgr.Backend()
+	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
+		pairing: b.Pairing(), cursors: b.Cursors(), close: func() {
 		_ = mgr.Close()
 		unlock()
 	}}, nil
@@ -207,7 +231,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

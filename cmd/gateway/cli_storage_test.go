@@ -31,6 +31,25 @@ func buildFilesState(t *testing.T, stateDir string) sessionstest.BuiltState {
 		}
 	}()
 	built := sessionstest.BuildState(t, mgr.Backend().Store)
+	// Pairing of two channels and cursors of two scopes.
+	ctx0 := context.Background()
+	at := time.Date(2026, 11, 20, 9, 0, 0, 123456789, time.UTC)
+	for _, ch := range []string{"telegram", "discord"} {
+		if err := mgr.Backend().Pairing().UpdatePairing(ctx0, ch, func(d *sessions.PairingData) (bool, error) {
+			d.Pending = append(d.Pending, sessions.PairingRequest{Channel: ch, AccountID: "default", Code: "QWER5678",
+				SenderID: "1001", SenderName: "Zoë '; --", CreatedAt: at, ExpiresAt: at.Add(time.Hour)})
+			d.Allowed = append(d.Allowed, sessions.PairingApproval{Channel: ch, AccountID: "default", SenderID: "42", ApprovedAt: at})
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range [][3]string{{"telegram:default", "offset", "912345678"}, {"telegram:default", "migration:-100", "-1002"},
+		{"discord:bot/../x", "session", "abc"}} {
+		if err := mgr.Backend().Cursors().SetCursor(ctx0, c[0], c[1], c[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Work in flight: two pending records (one retried), a reply with one
 	// of two chunks delivered, a draft on screen.
 	ctx := context.Background()
@@ -74,6 +93,8 @@ func TestStorageMigrate(t *testing.T) {
 		"sessions            " + strconv.Itoa(len(built.Current)) + " (session keys " + strconv.Itoa(keys) + ": " + strconv.Itoa(keys) + " copied, 0 already present)",
 		"verified: counts equal", "identical for " + strconv.Itoa(len(built.Current)) + " sessions",
 		"journal             2 pending records, 1 unsent replies, 1 drafts copied",
+		"pairing, cursors    2 channels, 3 cursors copied",
+		"pairing of 2 channels and 3 cursors equal",
 		"journal holds the 2 pending records, 1 unsent replies and 1 drafts",
 	} {
 		if !strings.Contains(r.Stdout, want) {
@@ -250,13 +271,10 @@ func TestStorageVerifyFindsDifferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.close()
-	if _, err := sessions.Copy(ctx, files, pg, sessions.CopyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := copyDelivery(ctx, files, pg); err != nil {
-		t.Fatal(err)
-	}
 	var out strings.Builder
+	if err := copyState(ctx, &out, files, pg, f); err != nil {
+		t.Fatal(err)
+	}
 	if err := verifyMigration(ctx, &out, files, pg, 2); err != nil {
 		t.Fatalf("verify after a clean copy: %v\n%s", err, out.String())
 	}
@@ -288,6 +306,9 @@ func TestStorageVerifyFindsDifferences(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.Cursors().SetCursor(ctx, "telegram:default", "offset", "1"); err != nil {
+		t.Fatal(err)
+	}
 
 	out.Reset()
 	err = verifyMigration(ctx, &out, files, pg, 2)
@@ -299,6 +320,7 @@ func TestStorageVerifyFindsDifferences(t *testing.T) {
 		edited.String() + ": transcript " + e.SessionID + " differs at line",
 		edited.String() + ": sessions show --context --json differs",
 		`record "telegram:default:1:10": missing in the target`,
+		`cursor "offset" of "telegram:default" differs in the target`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("verification output lacks %q:\n%s", want, out.String())

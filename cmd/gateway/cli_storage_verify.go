@@ -35,6 +35,16 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, deliveryDiffs...)
+	channels, pairingDiffs, err := sessions.ComparePairing(ctx, from.pairing, to.pairing)
+	if err != nil {
+		return fmt.Errorf("storage migrate: verify: %w", err)
+	}
+	diffs = append(diffs, pairingDiffs...)
+	cursors, cursorDiffs, err := sessions.CompareCursors(ctx, from.cursors, to.cursors)
+	if err != nil {
+		return fmt.Errorf("storage migrate: verify: %w", err)
+	}
+	diffs = append(diffs, cursorDiffs...)
 	if len(diffs) > 0 {
 		fmt.Fprintf(out, "verify: %d difference(s) between %s and %s:\n", len(diffs), from.Kind(), to.Kind())
 		for _, d := range diffs {
@@ -43,8 +53,8 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verification failed: %w", errProblems)
 	}
 	fmt.Fprintf(out, "verified: counts equal (%d session keys, %d transcript entries); `sessions show --context --json` identical for %d sessions; "+
-		"journal holds the %d pending records, %d unsent replies and %d drafts (%s)\n",
-		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, time.Since(start).Round(time.Millisecond))
+		"journal holds the %d pending records, %d unsent replies and %d drafts; pairing of %d channels and %d cursors equal (%s)\n",
+		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, channels, cursors, time.Since(start).Round(time.Millisecond))
 	if c.Extra > 0 {
 		fmt.Fprintf(out, "note: the %s target also holds %d session key(s) the source does not have\n", to.Kind(), c.Extra)
 	}
