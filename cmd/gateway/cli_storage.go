@@ -212,9 +212,9 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
 		pairing: b.Pairing(), cursors: b.Cursors(), close: func() {
-		_ = mgr.Close()
-		unlock()
-	}}, nil
+			_ = mgr.Close()
+			unlock()
+		}}, nil
 }
 
 // openPostgresSide connects (applying the schema migrations) and takes
