@@ -25,11 +25,10 @@ import (
 // nothing reads (the reset rules work in minutes). Transcript timestamps
 // are text inside the lines and move unchanged.
 //
-// The ingress journal's pending records and unsent replies, room history,
-// pairing and channel cursors are not part of these interfaces: each is
-// added as an optional interface an Exporter and an Importer may also
-// implement (found by type assertion, STYLE 2), copied by Copy when both
-// sides implement it, so a backend gains them without changing these.
+// The ingress journal's pending records and unsent replies, pairing and
+// channel cursors are not part of these interfaces: they move through the
+// seam's own interfaces on both sides (CopyDelivery, CopyPairing,
+// CopyCursors). Room history does not move: RoomLog cannot list its rooms.
 
 // KeyState is one session key of an agent as a migration moves it.
 type KeyState struct {

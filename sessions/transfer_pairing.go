@@ -8,10 +8,8 @@ import (
 )
 
 // Pairing (pending requests and approved senders per channel) moves through
-// the seam's PairingState on both sides. Channel cursors (the Telegram
-// offset) do not move yet: Cursors lists no scopes to copy. A channel whose
-// cursor is missing starts from the platform's unconfirmed updates, which
-// the old daemon confirmed as it polled.
+// the seam's PairingState on both sides; channel cursors through Cursors
+// (transfer_cursors.go).
 
 // CopyPairing copies every channel's pairing data of from into to. A
 // channel to holds with the same data is skipped; one it holds with other

@@ -30,21 +30,26 @@ type migrateFlags struct {
 	workers     int
 }
 
-const migrateLong = `Copy the sessions (index entries, archived sessions, transcripts entry by
-entry) from one storage backend to the other, then verify the copy: the
-counts, every key's state and transcript lines, and the output of
-` + "`sessions show KEY --context --json`" + ` for every session, rendered from both.
+const migrateLong = `Copy the state from one storage backend to the other, then verify the copy.
+
+It moves the sessions (index entries, archived sessions, transcripts entry
+by entry), the journal's pending records, unsent replies and drafts,
+pairing and channel cursors. It verifies the counts, every key's state
+and transcript lines, the output of ` + "`sessions show KEY --context --json`" + `
+for every session rendered from both, the journal's pending work, pairing
+and cursors; any difference is printed and the exit code is 1.
 
 It refuses while a daemon holds either side (files: the state dir's
 gateway.pid lock; postgres: the daemon advisory lock), and holds them
-itself until it is done. Running it twice gives the same target: a key the
-target already holds with the same content is skipped; one it holds with
-other content is an error naming the key, unless --overwrite.
+itself until it is done. Running it twice gives the same target: what the
+target already holds with the same content is skipped; a session, pairing
+channel or cursor it holds with other content is an error naming it,
+unless --overwrite.
 
 Clocks: PostgreSQL keeps microseconds, files nanoseconds. The copy cuts the
 clocks of entries and archived sessions to UTC microseconds and the
 verification compares at that resolution; transcript timestamps are text
-and move unchanged.`
+and move unchanged. Room history does not move.`
 
 func storageMigrateCmd(cfgPath *string) *cobra.Command {
 	var f migrateFlags
