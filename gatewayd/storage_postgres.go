@@ -31,5 +31,8 @@ func openPostgres(ctx context.Context, cfg *configs.Config, o BackendOptions) (s
 	if err != nil {
 		return nil, fmt.Errorf("storage postgres: %w", err)
 	}
+	if !o.Passive {
+		return holdDaemonLock(ctx, b)
+	}
 	return b, nil
 }

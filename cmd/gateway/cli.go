@@ -34,6 +34,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		routeCmd(cfgPath),
 		doctorCmd(cfgPath),
 		healthcheckCmd(cfgPath),
+		storageCmd(cfgPath),
 	)
 }
 

@@ -224,31 +224,17 @@ func sessionsShowCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var msgs []sessions.Message
-			summary := ""
-			if withContext {
-				cx, err := t.Context(cmd.Context())
-				if err != nil {
-					return fmt.Errorf("sessions show: context: %w", err)
-				}
-				msgs, summary = cx.Messages, cx.Summary
-			} else if msgs, err = t.History(cmd.Context()); err != nil {
-				return fmt.Errorf("sessions show: history: %w", err)
-			}
-			if msgs == nil {
-				msgs = []sessions.Message{}
+			v, err := showSession(cmd.Context(), f.AgentID, f.Entry, t, withContext)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				v := map[string]any{"agentId": f.AgentID, "session": f.Entry, "messages": msgs}
-				if withContext {
-					v["summary"] = summary
-				}
 				return printJSON(out, v)
 			}
 			printEntry(out, f)
 			fmt.Fprintln(out)
-			for _, m := range msgs {
+			for _, m := range v.Messages {
 				printMessage(out, m)
 			}
 			return nil

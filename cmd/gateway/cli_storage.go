@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/gatewayd"
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore"
+)
+
+func storageCmd(cfgPath *string) *cobra.Command {
+	return group("storage", "Move the durable state between storage backends", storageMigrateCmd(cfgPath))
+}
+
+// migrateFlags are the flags of `storage migrate`.
+type migrateFlags struct {
+	from, to    string
+	stateDir    string
+	postgresURL string
+	overwrite   bool
+	workers     int
+}
+
+const migrateLong = `Copy the state from one storage backend to the other, then verify the copy.
+
+It moves the sessions (index entries, archived sessions, transcripts entry
+by entry), the journal's pending records, unsent replies and drafts,
+pairing and channel cursors. It verifies the counts, every key's state
+and transcript lines, the output of ` + "`sessions show KEY --context --json`" + `
+for every session rendered from both, the journal's pending work, pairing
+and cursors; any difference is printed and the exit code is 1.
+
+It refuses while a daemon holds either side (files: the state dir's
+gateway.pid lock; postgres: the daemon advisory lock), and holds them
+itself until it is done. Running it twice gives the same target: what the
+target already holds with the same content is skipped; a session, pairing
+channel or cursor it holds with other content is an error naming it,
+unless --overwrite.
+
+Clocks: PostgreSQL keeps microseconds, files nanoseconds. The copy cuts the
+clocks of entries and archived sessions to UTC microseconds and the
+verification compares at that resolution; transcript timestamps are text
+and move unchanged. Room history does not move.`
+
+func storageMigrateCmd(cfgPath *string) *cobra.Command {
+	var f migrateFlags
+	c := &cobra.Command{
+		Use:   "migrate --from files|postgres --to postgres|files",
+		Short: "Copy the session state between the files and postgres backends, losslessly, and verify it",
+		Long:  migrateLong,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			cfg, err := loadConfig(*cfgPath)
+			if err != nil {
+				return err
+			}
+			return runMigrate(cmd.Context(), cmd.OutOrStdout(), cfg, f)
+		},
+	}
+	c.Flags().StringVar(&f.from, "from", "", "the backend to read: files or postgres")
+	c.Flags().StringVar(&f.to, "to", "", "the backend to write: postgres or files")
+	c.Flags().StringVar(&f.stateDir, "state-dir", "", "the files side's state dir (default: the config's stateDir)")
+	c.Flags().StringVar(&f.postgresURL, "postgres-url", "", "the postgres side's connection URL (default: the config's storage.postgres)")
+	c.Flags().BoolVar(&f.overwrite, "overwrite", false, "replace keys the target holds with other content")
+	c.Flags().IntVar(&f.workers, "workers", sessions.DefaultCopyWorkers, "keys copied at once")
+	return c
+}
+
+func (f migrateFlags) validate() error {
+	for _, b := range []struct{ flag, v string }{{"--from", f.from}, {"--to", f.to}} {
+		if b.v != "files" && b.v != "postgres" {
+			return usage("storage migrate: %s %q: want files or postgres", b.flag, b.v)
+		}
+	}
+	if f.from == f.to {
+		return usage("storage migrate: --from and --to are both %s", f.from)
+	}
+	if f.workers < 1 {
+		return usage("storage migrate: --workers %d: want at least 1", f.workers)
+	}
+	return nil
+}
+
+// side is one backend of a migration, opened and locked.
+type side struct {
+	sessions.Importer
+	// where describes it for the summary (state dir or database).
+	where string
+	// store opens agent's sessions as the backend serves them (for
+	// `sessions show`).
+	store func(agent string) (sessions.AgentStore, error)
+	// delivery opens a new handle on the journal and outbox; done closes
+	// it. The copy and the verification each use their own: a handle
+	// leaves the records it accepted out of Pending.
+	delivery func() (d sessions.Delivery, done func(), err error)
+	// pairing and cursors are the backend's (the source's cursors must
+	// list their scopes, sessions.CursorScopes).
+	pairing sessions.PairingState
+	cursors sessions.Cursors
+	close   func()
+}
+
+func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
+	if f.postgresURL == "" {
+		f.postgresURL = configPostgresURL(cfg)
+	}
+	if f.postgresURL == "" {
+		return usage("storage migrate: --postgres-url is required (the config names no PostgreSQL server)")
+	}
+	files, err := openFilesSide(cfg, f, f.to == "files")
+	if err != nil {
+		return err
+	}
+	defer files.close()
+	pg, err := openPostgresSide(ctx, cfg, f)
+	if err != nil {
+		return err
+	}
+	defer pg.close()
+	from, to := files, pg
+	if f.from == "postgres" {
+		from, to = pg, files
+	}
+	fmt.Fprintf(out, "storage migrate: %s (%s) -> %s (%s)\n", from.Kind(), from.where, to.Kind(), to.where)
+	if err := copyState(ctx, out, from, to, f); err != nil {
+		return err
+	}
+	return verifyMigration(ctx, out, from, to, f.workers)
+}
+
+// copyState copies the sessions, the journal's pending work, pairing and
+// cursors, printing what it did.
+func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlags) error {
+	st, err := sessions.Copy(ctx, from, to, sessions.CopyOptions{Overwrite: f.overwrite, Workers: f.workers})
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	printCopy(out, st)
+	dc, err := copyDelivery(ctx, from, to)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  journal             %d pending records, %d unsent replies, %d drafts copied\n", dc.Pending, dc.Replies, dc.Drafts)
+	pn, err := sessions.CopyPairing(ctx, from.pairing, to.pairing, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	cn, err := sessions.CopyCursors(ctx, from.cursors, to.cursors, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  pairing, cursors    %d channels, %d cursors copied\n", pn, cn)
+	return nil
+}
+
+// copyDelivery moves the journal's pending work (sessions.CopyDelivery)
+// through new handles on both sides.
+func copyDelivery(ctx context.Context, from, to *side) (sessions.DeliveryCounts, error) {
+	a, doneA, err := from.delivery()
+	if err != nil {
+		return sessions.DeliveryCounts{}, err
+	}
+	defer doneA()
+	b, doneB, err := to.delivery()
+	if err != nil {
+		return sessions.DeliveryCounts{}, err
+	}
+	defer doneB()
+	return sessions.CopyDelivery(ctx, a, b)
+}
+
+// openFilesSide opens the state dir under the daemon's lock. A source must
+// exist; a target is created.
+func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, error) {
+	dir := f.stateDir
+	if dir == "" {
+		dir = cfg.StateDir
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage migrate: state dir: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		if !create {
+			return nil, fmt.Errorf("storage migrate: state dir %s: %w", abs, err)
+		}
+		if err := os.MkdirAll(abs, 0o700); err != nil {
+			return nil, fmt.Errorf("storage migrate: state dir: %w", err)
+		}
+	}
+	unlock, err := gatewayd.LockStateDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("storage migrate: %w", err)
+	}
+	mgr, err := sessions.Open(sessions.Options{
+		StateDir: abs, CacheTTL: 0, LockTimeout: cfg.Session.LockTimeout, Logger: zap.NewNop(),
+		// No maintenance and no counter repair: the copy moves the state
+		// as it is, and nothing else writes it meanwhile.
+		Passive: true,
+	})
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("storage migrate: %w", err)
+	}
+	b := mgr.Backend()
+	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
+		pairing: b.Pairing(), cursors: b.Cursors(), close: func() {
+			_ = mgr.Close()
+			unlock()
+		}}, nil
+}
+
+// openPostgresSide connects (applying the schema migrations) and takes
+// the daemon advisory lock exclusively.
+func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) (*side, error) {
+	url := f.postgresURL
+	db, err := pgstore.Open(ctx, pgstore.Options{URL: url, MaxConns: int32(max(f.workers+2, cfg.Storage.Postgres.MaxConns)), Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("storage migrate: %w", err)
+	}
+	unlock, err := db.LockExclusive(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
+	}
+	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
+		pairing: db.Pairing(), cursors: db.Cursors(), close: func() {
+			unlock()
+			db.Close()
+		}}, nil
+}
+
+func printCopy(out io.Writer, st sessions.CopyStats) {
+	fmt.Fprintf(out, "  agents              %d\n", st.Agents)
+	fmt.Fprintf(out, "  sessions            %d (session keys %d: %d copied, %d already present)\n", st.Sessions, st.Keys, st.Copied, st.Skipped)
+	fmt.Fprintf(out, "  archived            %d\n", st.Archived)
+	fmt.Fprintf(out, "  transcript entries  %d\n", st.Lines)
+	fmt.Fprintf(out, "  elapsed             %s\n", st.Elapsed.Round(time.Millisecond))
+}

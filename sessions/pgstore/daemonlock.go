@@ -1,0 +1,113 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DaemonLockKey is the PostgreSQL advisory lock (one bigint key, "gatewayd"
+// in ASCII; the migrations' lock is another) that says a daemon uses the
+// database. Every daemon holds it shared for its whole life (HoldShared),
+// on a connection of its own, so any number of replicas run together;
+// `gateway storage migrate` takes it exclusively (LockExclusive) for the
+// whole copy, so it refuses while a daemon runs and no daemon starts while
+// it copies. The lock is a session lock: it goes away with the connection,
+// also when its process is killed.
+const DaemonLockKey int64 = 0x6761746577617964
+
+// ErrInUse is LockExclusive's refusal (with errors.Is): a daemon holds the
+// database.
+var ErrInUse = errors.New("the database is in use by a running gateway")
+
+// ErrMigrating is TryHoldShared's refusal (with errors.Is): a migration
+// holds the database.
+var ErrMigrating = errors.New("a storage migration (gateway storage migrate) holds the database")
+
+// HoldShared takes DaemonLockKey shared, waiting while a migration holds
+// it exclusively, and keeps it until release is called.
+func (db *DB) HoldShared(ctx context.Context) (release func(), err error) {
+	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`, nil)
+}
+
+// TryHoldShared is HoldShared without waiting: while a migration holds
+// the lock the error wraps ErrMigrating. A daemon starts with it.
+func (db *DB) TryHoldShared(ctx context.Context) (release func(), err error) {
+	return db.holdLock(ctx, `SELECT pg_try_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`, ErrMigrating)
+}
+
+// LockExclusive takes DaemonLockKey exclusively without waiting and keeps
+// it until release is called. While a daemon holds it shared the error
+// wraps ErrInUse and names the holders' client addresses and backend pids.
+func (db *DB) LockExclusive(ctx context.Context) (release func(), err error) {
+	release, err = db.holdLock(ctx, `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`, ErrInUse)
+	if errors.Is(err, ErrInUse) {
+		if who := db.lockHolders(ctx); who != "" {
+			err = fmt.Errorf("%w (%s)", err, who)
+		}
+	}
+	return release, err
+}
+
+// holdLock runs sql on a connection of its own, which reports whether it
+// got the lock (refused is the error when it did not), and keeps the
+// connection until the returned release runs unlockSQL.
+func (db *DB) holdLock(ctx context.Context, sql, unlockSQL string, refused error) (func(), error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, sql, DaemonLockKey).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, fmt.Errorf("pgstore: %s: %w", db.target, refused)
+	}
+	return func() { release(conn, unlockSQL) }, nil
+}
+
+// release unlocks and returns the connection to the pool, so the lock is
+// free when it returns. If the unlock fails the connection is closed,
+// which ends its session and every advisory lock it held (the server
+// notices a moment later).
+func release(conn *pgxpool.Conn, unlockSQL string) {
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
+	defer cancel()
+	var ok bool
+	if err := conn.QueryRow(ctx, unlockSQL, DaemonLockKey).Scan(&ok); err != nil || !ok {
+		_ = conn.Hijack().Close(ctx)
+		return
+	}
+	conn.Release()
+}
+
+// lockHolders describes the sessions holding DaemonLockKey: "pid 123 from
+// 10.0.0.5, pid 456 from local socket". Empty when it cannot tell.
+func (db *DB) lockHolders(ctx context.Context) string {
+	rows, err := db.pool.Query(ctx, `SELECT a.pid, COALESCE(host(a.client_addr), 'local socket')
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1
+		ORDER BY a.pid`, DaemonLockKey)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var who []string
+	for rows.Next() {
+		var (
+			pid  int32
+			from string
+		)
+		if rows.Scan(&pid, &from) == nil {
+			who = append(who, fmt.Sprintf("backend pid %d from %s", pid, from))
+		}
+	}
+	return strings.Join(who, ", ")
+}

@@ -1,0 +1,142 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// CursorScopes is implemented by a Cursors that can list its scopes
+// (CursorFiles, pgstore's): CopyCursors needs it on the source.
+type CursorScopes interface {
+	CursorScopes(ctx context.Context) ([]string, error)
+}
+
+// CursorScopes lists the scopes with a cursor file, sorted.
+func (c *CursorFiles) CursorScopes(context.Context) ([]string, error) {
+	des, err := os.ReadDir(c.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessions: cursor scopes: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || de.IsDir() {
+			continue
+		}
+		if scope, ok := unescapeScope(name); ok {
+			out = append(out, scope)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// unescapeScope inverts escapeScope; false for a name it never makes.
+func unescapeScope(name string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if name[i] != '%' {
+			b.WriteByte(name[i])
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(name[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	s := b.String()
+	return s, escapeScope(s) == name
+}
+
+// CopyCursors copies every cursor of from (which must implement
+// CursorScopes) into to. A name to holds with the same value is skipped;
+// one it holds with another value is an error naming it unless overwrite.
+// It returns the cursors written.
+func CopyCursors(ctx context.Context, from, to Cursors, overwrite bool) (int, error) {
+	all, err := allCursors(ctx, from)
+	if err != nil {
+		return 0, fmt.Errorf("sessions: copy cursors: %w", err)
+	}
+	n := 0
+	for _, scope := range keysOf(all) {
+		have, err := to.CursorsOf(ctx, scope)
+		if err != nil {
+			return n, fmt.Errorf("sessions: copy cursors %q: %w", clip(scope), err)
+		}
+		for _, name := range keysOf(all[scope]) {
+			v := all[scope][name]
+			if cur, ok := have[name]; ok && (cur == v || !overwrite) {
+				if cur != v {
+					return n, fmt.Errorf("sessions: copy cursors: the target's cursor %q of %q is %q, not %q; use --overwrite to replace it",
+						clip(name), clip(scope), clip(cur), clip(v))
+				}
+				continue
+			}
+			if err := to.SetCursor(ctx, scope, name, v); err != nil {
+				return n, fmt.Errorf("sessions: copy cursors %q %q: %w", clip(scope), clip(name), err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CompareCursors returns how many cursors a holds and the ones b lacks or
+// holds with another value.
+func CompareCursors(ctx context.Context, a, b Cursors) (int, []string, error) {
+	all, err := allCursors(ctx, a)
+	if err != nil {
+		return 0, nil, fmt.Errorf("sessions: compare cursors: %w", err)
+	}
+	n := 0
+	var diffs []string
+	for _, scope := range keysOf(all) {
+		have, err := b.CursorsOf(ctx, scope)
+		if err != nil {
+			return 0, nil, fmt.Errorf("sessions: compare cursors %q: %w", clip(scope), err)
+		}
+		for _, name := range keysOf(all[scope]) {
+			n++
+			if v, ok := have[name]; !ok || v != all[scope][name] {
+				diffs = append(diffs, fmt.Sprintf("cursor %q of %q differs in the target", clip(name), clip(scope)))
+			}
+		}
+	}
+	return n, diffs, nil
+}
+
+func allCursors(ctx context.Context, c Cursors) (map[string]map[string]string, error) {
+	ls, ok := c.(CursorScopes)
+	if !ok {
+		return nil, fmt.Errorf("%T cannot list its scopes", c)
+	}
+	scopes, err := ls.CursorScopes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]string, len(scopes))
+	for _, s := range scopes {
+		if out[s], err = c.CursorsOf(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func keysOf[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
