@@ -109,7 +109,10 @@ type side struct {
 	// list their scopes, sessions.CursorScopes).
 	pairing sessions.PairingState
 	cursors sessions.Cursors
-	close   func()
+	// rooms is the room history (the source's must list its rooms,
+	// sessions.RoomLister).
+	rooms sessions.RoomLog
+	close func()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -162,6 +165,11 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  pairing, cursors    %d channels, %d cursors copied\n", pn, cn)
+	rn, err := sessions.CopyRooms(ctx, from.rooms, to.rooms, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  room history        %d entries copied\n", rn)
 	return nil
 }
 
@@ -216,7 +224,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
-		pairing: b.Pairing(), cursors: b.Cursors(), close: func() {
+		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), close: func() {
 			_ = mgr.Close()
 			unlock()
 		}}, nil
@@ -236,7 +244,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		pairing: db.Pairing(), cursors: db.Cursors(), close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

@@ -50,6 +50,16 @@ func buildFilesState(t *testing.T, stateDir string) sessionstest.BuiltState {
 			t.Fatal(err)
 		}
 	}
+	// Room history of two rooms, one message with a NUL and a long name.
+	for i, room := range []string{"agent:main:telegram:group:-100500", "agent:main:discord:channel:77"} {
+		for k := range 3 {
+			if _, err := mgr.Backend().History().Append(ctx0, room, sessions.HistoryEntry{MessageID: strconv.Itoa(i*10 + k), SenderID: "9",
+				SenderName: strings.Repeat("Zoë", 40), At: at.Add(time.Duration(k) * time.Second), Text: "said \x00 " + strconv.Itoa(k)},
+				sessions.HistoryLimits{Count: 50}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	// Work in flight: two pending records (one retried), a reply with one
 	// of two chunks delivered, a draft on screen.
 	ctx := context.Background()
@@ -95,6 +105,8 @@ func TestStorageMigrate(t *testing.T) {
 		"journal             2 pending records, 1 unsent replies, 1 drafts copied",
 		"pairing, cursors    2 channels, 3 cursors copied",
 		"pairing of 2 channels and 3 cursors equal",
+		"room history        6 entries copied",
+		"6 room history entries equal",
 		"journal holds the 2 pending records, 1 unsent replies and 1 drafts",
 	} {
 		if !strings.Contains(r.Stdout, want) {

@@ -45,6 +45,11 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, cursorDiffs...)
+	roomEntries, roomDiffs, err := sessions.CompareRooms(ctx, from.rooms, to.rooms)
+	if err != nil {
+		return fmt.Errorf("storage migrate: verify: %w", err)
+	}
+	diffs = append(diffs, roomDiffs...)
 	if len(diffs) > 0 {
 		fmt.Fprintf(out, "verify: %d difference(s) between %s and %s:\n", len(diffs), from.Kind(), to.Kind())
 		for _, d := range diffs {
@@ -53,8 +58,8 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verification failed: %w", errProblems)
 	}
 	fmt.Fprintf(out, "verified: counts equal (%d session keys, %d transcript entries); `sessions show --context --json` identical for %d sessions; "+
-		"journal holds the %d pending records, %d unsent replies and %d drafts; pairing of %d channels and %d cursors equal (%s)\n",
-		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, channels, cursors, time.Since(start).Round(time.Millisecond))
+		"journal holds the %d pending records, %d unsent replies and %d drafts; pairing of %d channels and %d cursors equal; %d room history entries equal (%s)\n",
+		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, channels, cursors, roomEntries, time.Since(start).Round(time.Millisecond))
 	if c.Extra > 0 {
 		fmt.Fprintf(out, "note: the %s target also holds %d session key(s) the source does not have\n", to.Kind(), c.Extra)
 	}
