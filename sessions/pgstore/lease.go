@@ -42,6 +42,9 @@ type Lease struct {
 	// local (monotonic) time the statement was sent, plus TTL. The
 	// database's expiry is never earlier.
 	validUntil time.Time
+	// remaining is, for a lease read with Held, how long it had to run by
+	// the database's clock.
+	remaining time.Duration
 }
 
 // ValidUntil is the local time until which the lease is surely held (its
@@ -175,9 +178,11 @@ func (l *Leases) Release(ctx context.Context, lease Lease) error {
 // when nobody does.
 func (l *Leases) Held(ctx context.Context, name string) (Lease, bool, error) {
 	got := Lease{Name: name}
-	err := l.db.pool.QueryRow(ctx, `SELECT holder, token, acquired_at, expires_at FROM leases
-		WHERE name = $1 AND expires_at > clock_timestamp()`, name).
-		Scan(&got.Holder, &got.Token, &got.AcquiredAt, &got.ExpiresAt)
+	var left int64
+	err := l.db.pool.QueryRow(ctx, `SELECT holder, token, acquired_at, expires_at,
+			(extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint
+		FROM leases WHERE name = $1 AND expires_at > clock_timestamp()`, name).
+		Scan(&got.Holder, &got.Token, &got.AcquiredAt, &got.ExpiresAt, &left)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, false, nil
 	}
@@ -185,6 +190,7 @@ func (l *Leases) Held(ctx context.Context, name string) (Lease, bool, error) {
 		return Lease{}, false, fmt.Errorf("pgstore: lease %q: %w", name, err)
 	}
 	got.AcquiredAt, got.ExpiresAt = got.AcquiredAt.UTC(), got.ExpiresAt.UTC()
+	got.remaining = time.Duration(left) * time.Microsecond
 	return got, true, nil
 }
 
