@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
@@ -90,6 +91,13 @@ type replica struct {
 // stop leave its leases to expire, as a killed process does.
 func startReplica(t *testing.T, who, yaml, url string, rec *polls, crashy bool) *replica {
 	t.Helper()
+	client := &http.Client{Transport: &pollRecorder{who: who, base: http.DefaultTransport, rec: rec}}
+	return startReplicaClient(t, who, yaml, url, client, crashy)
+}
+
+// startReplicaClient is startReplica with the adapters' HTTP client.
+func startReplicaClient(t *testing.T, who, yaml, url string, client *http.Client, crashy bool) *replica {
+	t.Helper()
 	cfg, err := configs.LoadBytes([]byte(yaml), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +109,6 @@ func startReplica(t *testing.T, who, yaml, url string, rec *polls, crashy bool) 
 			ReplicaID: "replica-" + who, KeepLeasesOnStop: crashy,
 		})
 	}
-	client := &http.Client{Transport: &pollRecorder{who: who, base: http.DefaultTransport, rec: rec}}
 	ready := make(chan struct{})
 	d, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(who), HTTPClient: client, Grace: 5 * time.Second,
 		OpenBackend: open, OnReady: func(string) { close(ready) }})
@@ -311,5 +318,49 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("%s: not within %s", what, d)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDiscordGatewayUnderLeaderLease: two daemons on one database with one
+// Discord bot open one gateway connection between them; when the leader
+// stops the other connects within 2 s.
+func TestDiscordGatewayUnderLeaderLease(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	fake := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
+	defer fake.Close()
+	model := openaitest.NewServer(t)
+	start := func(who string) *replica {
+		yaml := fmt.Sprintf(`stateDir: %s
+http: {listen: "127.0.0.1:0"}
+channels: {discord: {accounts: {default: {token: tok}}}}
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model}
+  list: [{id: main}]
+`, filepath.Join(t.TempDir(), who), model.BaseURL())
+		return startReplicaClient(t, who, yaml, url, fake.Client(), false)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := start("a")
+	if err := fake.WaitReady(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	start("b")
+	time.Sleep(1500 * time.Millisecond)
+	if n, _ := fake.Sessions(); n != 1 {
+		t.Fatalf("%d gateway sessions identified with two daemons up, want 1", n)
+	}
+	stopped := time.Now()
+	a.stop(t)
+	if err := fake.WaitReady(ctx, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(stopped)
+	t.Logf("discord handover: the stand-by connected %s after the leader's stop began", took)
+	// The old leader's Close waits up to a second for the close handshake.
+	if took > 3*time.Second {
+		t.Errorf("handover took %s", took)
 	}
 }
