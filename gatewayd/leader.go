@@ -2,7 +2,9 @@ package gatewayd
 
 import (
 	"context"
+	"errors"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
@@ -36,13 +38,33 @@ func (d *Daemon) runAdapter(ctx context.Context, a channels.Adapter) error {
 	}
 	log := d.log.With(zap.String("channel", a.Name()), zap.String("account_id", a.AccountID()),
 		zap.String("role", role), zap.String("replica_id", lr.ReplicaID()))
+	leading := d.leaderGauge().WithLabelValues(role, lr.ReplicaID())
+	leading.Set(0)
 	log.Info("channel adapter waits for its leader role")
 	return lr.RunLeader(ctx, role, func(ctx context.Context) error {
 		log.Info("channel adapter leads: starting")
+		leading.Set(1)
+		defer leading.Set(0)
 		err := a.Run(ctx, d.disp.Handle)
 		log.Info("channel adapter stopped leading")
 		return err
 	})
+}
+
+// leaderGauge is gateway_leader_role on the daemon's registry: 1 while
+// this replica leads a role, 0 while it stands by.
+func (d *Daemon) leaderGauge() *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gateway_leader_role",
+		Help: "1 while this replica holds the leader role (one Telegram poller or Discord connection per bot account), 0 while it stands by."},
+		[]string{"role", "replica_id"})
+	if err := d.reg.Register(g); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			return are.ExistingCollector.(*prometheus.GaugeVec)
+		}
+		d.log.Warn("leader metric not registered", zap.Error(err))
+	}
+	return g
 }
 
 // singletonRole is the leader role an adapter needs to run, if any: one

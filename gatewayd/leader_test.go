@@ -3,6 +3,7 @@ package gatewayd
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,7 @@ func (r *pollRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 // replica is one in-process daemon of a multi-replica test.
 type replica struct {
 	who    string
+	addr   string // the HTTP API
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -109,9 +111,9 @@ func startReplicaClient(t *testing.T, who, yaml, url string, client *http.Client
 			ReplicaID: "replica-" + who, KeepLeasesOnStop: crashy,
 		})
 	}
-	ready := make(chan struct{})
+	ready := make(chan string, 1)
 	d, err := New(cfg, Options{Logger: zaptest.NewLogger(t).Named(who), HTTPClient: client, Grace: 5 * time.Second,
-		OpenBackend: open, OnReady: func(string) { close(ready) }})
+		OpenBackend: open, OnReady: func(addr string) { ready <- addr }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func startReplicaClient(t *testing.T, who, yaml, url string, client *http.Client
 	r := &replica{who: who, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- d.Run(ctx) }()
 	select {
-	case <-ready:
+	case r.addr = <-ready:
 	case err := <-r.done:
 		cancel()
 		t.Fatalf("replica %s exited: %v", who, err)
@@ -347,10 +349,19 @@ agents:
 	if err := fake.WaitReady(ctx, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	start("b")
+	b := start("b")
 	time.Sleep(1500 * time.Millisecond)
 	if n, _ := fake.Sessions(); n != 1 {
 		t.Fatalf("%d gateway sessions identified with two daemons up, want 1", n)
+	}
+	for _, c := range []struct {
+		r    *replica
+		want string
+	}{{a, "1"}, {b, "0"}} {
+		line := `gateway_leader_role{replica_id="replica-` + c.r.who + `",role="discord:default"} ` + c.want + "\n"
+		if m := scrape(t, c.r.addr); !strings.Contains(m, line) {
+			t.Errorf("%s's /metrics lacks %q", c.r.who, line)
+		}
 	}
 	stopped := time.Now()
 	a.stop(t)
@@ -363,4 +374,19 @@ agents:
 	if took > 3*time.Second {
 		t.Errorf("handover took %s", took)
 	}
+}
+
+// scrape returns a daemon's /metrics.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
