@@ -390,3 +390,28 @@ func scrape(t *testing.T, addr string) string {
 	}
 	return string(b)
 }
+
+// TestOpenPostgresReplicaID: storage.postgres.replicaId names the replica
+// (the holder of its leases); without it each start gets a new id.
+func TestOpenPostgresReplicaID(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	ids := map[string]bool{}
+	for _, id := range []string{"gw-1", "", ""} {
+		cfg := testConfig(t, fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, replicaId: %q}}\n", url, id))
+		b, err := OpenBackend(ctx, cfg, BackendOptions{Logger: zaptest.NewLogger(t), Passive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr, ok := b.(leaderRunner)
+		if !ok {
+			t.Fatalf("the postgres backend (%T) runs no leader roles", b)
+		}
+		got := lr.ReplicaID()
+		if id != "" && got != id || id == "" && (got == "" || ids[got]) {
+			t.Errorf("replicaId %q: ReplicaID() = %q (seen %v)", id, got, ids)
+		}
+		ids[got] = true
+		_ = b.Close()
+	}
+}
