@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -48,7 +49,13 @@ type PostgresStorage struct {
 	// (default 30s): a statement stuck behind a lock fails and rolls back
 	// instead of wedging a session.
 	StatementTimeout time.Duration `mapstructure:"statementTimeout"`
+	// ReplicaID names this daemon among the replicas sharing the database
+	// (gateway doctor, leases); empty is a new UUID at every start.
+	ReplicaID string `mapstructure:"replicaId"`
 }
+
+// replicaIDPattern is what storage.postgres.replicaId accepts.
+var replicaIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // defaultStorage is the storage section when the file has none.
 func defaultStorage() Storage {
@@ -100,6 +107,9 @@ func (s Storage) Validate() error {
 	}
 	if p.StatementTimeout <= 0 {
 		return fmt.Errorf("storage.postgres.statementTimeout: %s must be positive", p.StatementTimeout)
+	}
+	if p.ReplicaID != "" && !replicaIDPattern.MatchString(p.ReplicaID) {
+		return fmt.Errorf("storage.postgres.replicaId: %q is not 1 to 64 letters, digits, '.', '_' or '-' starting with a letter or digit", p.ReplicaID)
 	}
 	return nil
 }

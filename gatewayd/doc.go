@@ -8,6 +8,10 @@
 // dispatcher with its lanes, the access policy, the channel adapters and
 // the HTTP API, serves until its context ends and shuts down gracefully.
 //
+// On a backend several replicas share (postgres), Telegram long polling and
+// each Discord gateway connection run only while this replica holds the
+// bot account's leader role (leader.go).
+//
 // It is the one place the daemon is assembled: cmd/gateway's `run`, the
 // end-to-end tests and internal/webtest all build the process through it
 // (the benchmark, cmd/gateway-bench, runs the built binary). Nothing it

@@ -138,7 +138,8 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	return runErr
 }
 
-// runAdapters starts every channel adapter; stop ends them and waits for
+// runAdapters starts every channel adapter (a singleton under its leader
+// role on a shared backend: leader.go); stop ends them and waits for
 // them. They outlive ctx until stop: at shutdown they stop first, so no new
 // message arrives while in-flight turns finish.
 func (d *Daemon) runAdapters(ctx context.Context) (stop func()) {
@@ -148,7 +149,7 @@ func (d *Daemon) runAdapters(ctx context.Context) (stop func()) {
 		wg.Add(1)
 		go func(a channels.Adapter) {
 			defer wg.Done()
-			if err := a.Run(adapterCtx, d.disp.Handle); err != nil && adapterCtx.Err() == nil {
+			if err := d.runAdapter(adapterCtx, a); err != nil && adapterCtx.Err() == nil {
 				d.log.Error("channel adapter stopped", zap.String("channel", a.Name()),
 					zap.String("account_id", a.AccountID()), zap.Error(err))
 			}

@@ -27,6 +27,7 @@ func openPostgres(ctx context.Context, cfg *configs.Config, o BackendOptions) (s
 		Reset:       cfg.Session.ResetConfig(),
 		Maintenance: cfg.Session.Maintenance,
 		Passive:     o.Passive,
+		ReplicaID:   p.ReplicaID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage postgres: %w", err)

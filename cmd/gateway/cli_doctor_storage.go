@@ -9,6 +9,7 @@ import (
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore"
 )
 
 // kindStorage is the doctor's finding when the configured backend cannot
@@ -32,6 +33,10 @@ type storageReport struct {
 	// StoredChecks says the stored-state checks ran (files backend only).
 	StoredChecks bool   `json:"storedChecks"`
 	Note         string `json:"note,omitempty"`
+	// Replicas and Leases are the daemons sharing a postgres database and
+	// the leases held now (cli_doctor_replicas.go).
+	Replicas []pgstore.Replica `json:"replicas,omitempty"`
+	Leases   []leaseReport     `json:"leases,omitempty"`
 }
 
 // usesFiles reports whether cfg keeps its state in the files backend.
@@ -57,7 +62,11 @@ func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
 	defer b.Close()
 	st := b.Status(ctx)
 	st.Err = oneLine(st.Err)
-	return storageReport{BackendStatus: st, Reachable: st.Err == ""}
+	rep := storageReport{BackendStatus: st, Reachable: st.Err == ""}
+	if rep.Reachable {
+		rep.addReplicas(ctx, b)
+	}
+	return rep
 }
 
 // oneLine joins the lines of a driver's error (pgconn lists each address
@@ -92,6 +101,7 @@ func printStorage(w io.Writer, s storageReport) {
 	} else {
 		fmt.Fprintf(w, "storage: %s: not reachable: %s\n", where, s.Err)
 	}
+	printReplicas(w, s)
 	if s.Note != "" {
 		fmt.Fprintf(w, "storage: %s\n", s.Note)
 	}

@@ -22,8 +22,15 @@ type BackendOptions struct {
 	// Maintenance is the pruning policy (SetMaintenance changes it).
 	Maintenance sessions.Maintenance
 	// Passive is for short-lived tools (the CLI) beside a running daemon:
-	// no maintenance loop.
+	// no maintenance loop, no replica registration.
 	Passive bool
+	// ReplicaID names this replica (the holder of its leases); empty is a
+	// new UUID. LeaderTTL is its leader roles' lease (DefaultLeaderTTL
+	// when 0). KeepLeasesOnStop leaves leases to expire at stop, as a
+	// crash does (failover tests). See replica.go.
+	ReplicaID        string
+	LeaderTTL        time.Duration
+	KeepLeasesOnStop bool
 }
 
 // Backend is the PostgreSQL implementation of sessions.Backend: every
@@ -38,6 +45,8 @@ type Backend struct {
 	rooms    *RoomLog
 	pairing  sessions.PairingState
 	cursors  sessions.Cursors
+
+	rep *replicaState // this replica's id and heartbeat (replica.go)
 
 	maint atomic.Pointer[sessions.Maintenance]
 	stop  context.CancelFunc
@@ -75,6 +84,7 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	b.rooms = db.RoomLog(RoomLogOptions{})
 	b.pairing = db.Pairing()
 	b.cursors = db.Cursors()
+	b.rep = newReplica(db, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.stop = cancel
 	if o.Passive {
@@ -213,6 +223,7 @@ func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {
 func (b *Backend) Close() error {
 	b.stop()
 	<-b.done
+	b.rep.close(b.db)
 	err := b.delivery.Close()
 	b.db.Close()
 	if err != nil {

@@ -37,6 +37,15 @@
 // RoomLog runs none, and its writes to one room queue on that room's
 // advisory lock.
 //
+// Several replicas share one database (issue 13): Leases hands out named
+// leases with fencing tokens on the database's clock (lease.go; CheckFence
+// refuses, inside a write's transaction, a token that moved on), RunLeader
+// runs a singleton while its replica holds a leader lease (leader.go: one
+// goroutine per call, renewing every ttl/3, giving the role up before the
+// lease can expire, woken by LISTEN/NOTIFY when a leader releases), and a
+// non-passive Backend registers its replica with a heartbeat goroutine
+// until Close (replica.go).
+//
 // Tests and benchmarks run against a real server, each test on a database
 // of its own (package pgtest): ./scripts/test starts one, or
 //

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gateway/gateway/sessions/pgstore"
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
+)
+
+// TestDoctorListsReplicas: with postgres, doctor lists the registered
+// replicas (a live one holding a leader role, a stale one) and a lease
+// whose holder is not registered, in text and JSON.
+func TestDoctorListsReplicas(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	open := func(id string) *pgstore.Backend {
+		b, err := pgstore.OpenBackend(ctx, pgstore.BackendOptions{Options: pgstore.Options{URL: url}, ReplicaID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	a := open("replica-a")
+	lctx, stop := context.WithCancel(ctx)
+	led, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- a.RunLeader(lctx, "telegram:main", func(ctx context.Context) error { close(led); <-ctx.Done(); return nil })
+	}()
+	defer func() { stop(); <-done }()
+	<-led
+	if _, ok, err := a.DB().Leases("ghost").Acquire(ctx, "discord:main", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		reps, err := a.Replicas(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reps) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replicas %+v, want replica-a registered", reps)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// replica-b stopped beating an hour ago (it hangs, or crashed).
+	if _, err := conn.Exec(ctx, `INSERT INTO replicas VALUES ('replica-b', 'elsewhere', 7, 'v0',
+		now() - interval '2 hours', now() - interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+
+	state := t.TempDir()
+	must(t, os.Chmod(state, 0o700))
+	cfg := writeConfig(t, state, "", "storage: {backend: postgres, postgres: {url: \""+url+"\"}}\n")
+	r := gw(t, cfg, "doctor").want(t, 0)
+	for _, want := range []string{
+		"storage: 2 replica(s) registered\n",
+		"replica replica-a: live, host ",
+		"leases: telegram:main (token 1, ",
+		"replica replica-b: STALE, host ",
+		"seen 1h0m",
+		"lease discord:main: held by unregistered replica ghost (token 1, ",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	if !strings.HasPrefix(r.Stdout, "storage: postgres at ") {
+		t.Errorf("first line is not the storage line:\n%s", r.Stdout)
+	}
+
+	r = gw(t, cfg, "doctor", "--json").want(t, 0)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v: %s", err, r.Stdout)
+	}
+	s := rep.Storage
+	if len(s.Replicas) != 2 || len(s.Leases) != 2 || s.Leases[1].Name != "telegram:main" || s.Leases[1].Holder != "replica-a" {
+		t.Errorf("JSON storage section: replicas %+v leases %+v", s.Replicas, s.Leases)
+	}
+}
