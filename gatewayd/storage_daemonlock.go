@@ -12,8 +12,8 @@ import (
 // pgstore.DaemonLockKey shared until Close: every replica holds it, and
 // `gateway storage migrate` refuses while any does.
 type daemonLocked struct {
-	sessions.Backend
-	release func()
+	*pgstore.Backend // its other methods (RunLeader, Replicas) stay visible
+	release          func()
 }
 
 // holdDaemonLock takes the daemon lock for b, or fails while a migration
