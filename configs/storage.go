@@ -52,6 +52,14 @@ type PostgresStorage struct {
 	// ReplicaID names this daemon among the replicas sharing the database
 	// (gateway doctor, leases); empty is a new UUID at every start.
 	ReplicaID string `mapstructure:"replicaId"`
+	// Replicas lets several daemons share the database (every one of them
+	// must set it). False (the default): a daemon runs alone on its
+	// database and a second one refuses to start, naming the first.
+	// Several replicas are being built (issue 13): Telegram polling and
+	// Discord connections already run on one replica with failover, but a
+	// replica's unfinished messages are taken over only when a daemon
+	// starts.
+	Replicas bool `mapstructure:"replicas"`
 }
 
 // replicaIDPattern is what storage.postgres.replicaId accepts.

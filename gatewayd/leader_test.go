@@ -151,7 +151,7 @@ func (r *replica) stop(t *testing.T) {
 func replicaConfig(stateDir string, tg *telegramtest.Server, model *openaitest.Server, url string) string {
 	return fmt.Sprintf(`stateDir: %s
 http: {listen: "127.0.0.1:0"}
-storage: {backend: postgres, postgres: {url: %q}}
+storage: {backend: postgres, postgres: {url: %q, replicas: true}}
 channels:
   telegram:
     accounts:
@@ -398,7 +398,7 @@ func TestOpenPostgresReplicaID(t *testing.T) {
 	ctx := context.Background()
 	ids := map[string]bool{}
 	for _, id := range []string{"gw-1", "", ""} {
-		cfg := testConfig(t, fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, replicaId: %q}}\n", url, id))
+		cfg := testConfig(t, fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, replicaId: %q, replicas: true}}\n", url, id))
 		b, err := OpenBackend(ctx, cfg, BackendOptions{Logger: zaptest.NewLogger(t), Passive: true})
 		if err != nil {
 			t.Fatal(err)

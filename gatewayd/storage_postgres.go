@@ -33,7 +33,7 @@ func openPostgres(ctx context.Context, cfg *configs.Config, o BackendOptions) (s
 		return nil, fmt.Errorf("storage postgres: %w", err)
 	}
 	if !o.Passive {
-		return holdDaemonLock(ctx, b)
+		return holdDaemonLock(ctx, b, p.Replicas)
 	}
 	return b, nil
 }

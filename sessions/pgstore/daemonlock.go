@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -69,45 +68,25 @@ func (db *DB) holdLock(ctx context.Context, sql, unlockSQL string, refused error
 		conn.Release()
 		return nil, fmt.Errorf("pgstore: %s: %w", db.target, refused)
 	}
-	return func() { release(conn, unlockSQL) }, nil
+	return func() { releaseKey(conn, unlockSQL, DaemonLockKey) }, nil
 }
 
 // release unlocks and returns the connection to the pool, so the lock is
 // free when it returns. If the unlock fails the connection is closed,
 // which ends its session and every advisory lock it held (the server
 // notices a moment later).
-func release(conn *pgxpool.Conn, unlockSQL string) {
+func releaseKey(conn *pgxpool.Conn, unlockSQL string, key int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
 	var ok bool
-	if err := conn.QueryRow(ctx, unlockSQL, DaemonLockKey).Scan(&ok); err != nil || !ok {
+	if err := conn.QueryRow(ctx, unlockSQL, key).Scan(&ok); err != nil || !ok {
 		_ = conn.Hijack().Close(ctx)
 		return
 	}
 	conn.Release()
 }
 
-// lockHolders describes the sessions holding DaemonLockKey: "pid 123 from
-// 10.0.0.5, pid 456 from local socket". Empty when it cannot tell.
-func (db *DB) lockHolders(ctx context.Context) string {
-	rows, err := db.pool.Query(ctx, `SELECT a.pid, COALESCE(host(a.client_addr), 'local socket')
-		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1
-		ORDER BY a.pid`, DaemonLockKey)
-	if err != nil {
-		return ""
-	}
-	defer rows.Close()
-	var who []string
-	for rows.Next() {
-		var (
-			pid  int32
-			from string
-		)
-		if rows.Scan(&pid, &from) == nil {
-			who = append(who, fmt.Sprintf("backend pid %d from %s", pid, from))
-		}
-	}
-	return strings.Join(who, ", ")
-}
+// lockHolders describes the sessions holding DaemonLockKey: "backend pid
+// 123 from 10.0.0.5, backend pid 456 from local socket". Empty when it
+// cannot tell.
+func (db *DB) lockHolders(ctx context.Context) string { return db.holdersOf(ctx, DaemonLockKey) }
