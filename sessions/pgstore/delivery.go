@@ -107,6 +107,9 @@ type Delivery struct {
 	failure error  // the last write failure; nil when healthy
 	closed  bool
 
+	// barrier makes AcceptDeferred's lazy commits durable.
+	barrier walBarrier
+
 	faulted  atomic.Bool // failure != nil || len(backlog) > 0
 	isClosed atomic.Bool
 	stop     chan struct{}
@@ -145,6 +148,7 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 	}
 	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease, syncMark: o.SyncMarks,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	d.barrier.db = db
 	go d.loop()
 	return d
 }

@@ -49,7 +49,7 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	}
 	if ok {
 		if stale, _ := sessions.Evaluate(cfg, key, cur, now); !stale {
-			e, ok, err := x.touch(ctx, x.db.pool, k, cur.SessionID, o, now)
+			e, ok, err := x.touchLazy(ctx, k, cur.SessionID, o, now)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 			}
@@ -111,12 +111,7 @@ const touchSQL = `UPDATE entries SET
 	RETURNING ` + entryColumns
 
 func (x *Index) touch(ctx context.Context, q queryer, k, sessionID string, o sessions.Origin, now time.Time) (sessions.Entry, bool, error) {
-	var last *time.Time
-	if !o.Internal {
-		last = &o.At
-	}
-	e, err := scanEntry(q.QueryRow(ctx, touchSQL, x.agentID, k, sessionID, last, now,
-		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title)))
+	e, err := scanEntry(q.QueryRow(ctx, touchSQL, x.touchArgs(k, sessionID, o, now)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessions.Entry{}, false, nil
 	}
@@ -124,6 +119,37 @@ func (x *Index) touch(ctx context.Context, q queryer, k, sessionID string, o ses
 		return sessions.Entry{}, false, fmt.Errorf("touch: %w", err)
 	}
 	return e, true, nil
+}
+
+// touchLazy is touch in a lazy commit (lazy.go): what it writes is
+// routine (lastInteractionAt, the origin fields), what the files backend
+// coalesces with its counters; creating and rolling a session over stay
+// synchronous (Begin's locked path).
+func (x *Index) touchLazy(ctx context.Context, k, sessionID string, o sessions.Origin, now time.Time) (sessions.Entry, bool, error) {
+	var (
+		e    sessions.Entry
+		none bool
+	)
+	err := x.db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(touchSQL, x.touchArgs(k, sessionID, o, now)...).QueryRow(func(row pgx.Row) error {
+			var err error
+			e, err = scanEntry(row)
+			return noRows(err, &none)
+		})
+	})
+	if err != nil {
+		return sessions.Entry{}, false, fmt.Errorf("touch: %w", err)
+	}
+	return e, !none, nil
+}
+
+func (x *Index) touchArgs(k, sessionID string, o sessions.Origin, now time.Time) []any {
+	var last *time.Time
+	if !o.Internal {
+		last = &o.At
+	}
+	return []any{x.agentID, k, sessionID, last, now,
+		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title)}
 }
 
 // locked runs fn in a transaction holding the row lock of key k (or, for
