@@ -61,6 +61,8 @@ type DB struct {
 	// from Open until Close (see startGroupCommit).
 	group     *Appender
 	stopGroup func()
+	// chains caches parsed transcript chains for Context.
+	chains chainCache
 }
 
 // Open connects, checks that the server answers, and applies the embedded

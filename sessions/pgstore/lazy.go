@@ -55,6 +55,8 @@ type walBarrier struct {
 	// (issued once this one is done) covers every such waiter at once.
 	mu      sync.Mutex
 	flushed uint64 // lazy commits known durable
+
+	flushes atomic.Int64 // barriers run (tests, benchmarks)
 }
 
 // note records one lazy commit that has returned and gives its ticket.
@@ -75,6 +77,7 @@ func (w *walBarrier) wait(ctx context.Context, n uint64) error {
 		return nil
 	}
 	target := w.issued.Load() // every commit up to target returned before the barrier starts
+	w.flushes.Add(1)
 	if err := w.db.flushWAL(ctx); err != nil {
 		return err
 	}
