@@ -63,6 +63,9 @@ const DefaultLease = 15 * time.Second
 //   - Accept is durable when it returns (its transaction committed) and
 //     reports a duplicate for an id that is pending or was completed
 //     within sessions.DoneRetention or among the last DoneKeep completions.
+//     AcceptDeferred is Accept for an adapter acknowledging a batch: the
+//     record is committed at once, and its wait returns once it is durable,
+//     one WAL flush serving the whole batch (lazy.go).
 //   - Start, Fail, Abort, Done, Ready, Sent, Draft and DraftDone are marks:
 //     each is one transaction, committed without waiting for its WAL flush
 //     unless DeliveryOptions.SyncMarks (see there). A mark that cannot be written (the server

@@ -17,9 +17,11 @@ import (
 // backend's semantics (sessions.Transcript, SPEC §3.4): pi-coding-agent v3
 // entries whose bodies are the bytes the files backend writes as lines,
 // chained by parent ids, with the context rebuilt from the latest
-// compaction by the same code (sessions.Chain). It keeps nothing in memory:
-// every read asks the database, so replicas sharing it see each other's
-// appends at once. It is safe for concurrent use.
+// compaction by the same code (sessions.Chain). Every read asks the
+// database, so replicas sharing it see each other's appends at once;
+// Context keeps the chain it decoded in the DB's cache (transcript_cache.go)
+// so that the next one decodes only the entries appended since. It is safe
+// for concurrent use.
 //
 // Appends go through the DB's group commit (Appender): one statement per
 // append reserves seq numbers under the transcript_heads row lock and reads
