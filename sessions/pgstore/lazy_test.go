@@ -118,6 +118,9 @@ func TestLazyWritesAreCommitted(t *testing.T) {
 	if _, err := tr.AppendLazy(ctx, text(sessions.RoleUser, "hello")); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.Flush(ctx); err != nil { // the counters are written in the background
+		t.Fatal(err)
+	}
 
 	// A second DB on the same database: its own pool and no cache.
 	db2, err := Open(ctx, Options{URL: url, MaxConns: 2})

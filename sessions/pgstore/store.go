@@ -51,6 +51,9 @@ func call() (context.Context, context.CancelFunc) {
 func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx); err != nil {
+		return sessions.Entry{}, false, err
+	}
 	return s.x.Get(ctx, key)
 }
 
@@ -58,6 +61,9 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx); err != nil {
+		return sessions.Entry{}, false, err
+	}
 	return s.x.GetByID(ctx, id)
 }
 
@@ -65,6 +71,9 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 func (s *Store) List() ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return s.x.List(ctx)
 }
 
@@ -72,6 +81,9 @@ func (s *Store) List() ([]sessions.Entry, error) {
 func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return s.x.Recent(ctx, n)
 }
 
@@ -80,50 +92,81 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return s.x.Archived(ctx, key)
 }
 
 // Begin is Index.Begin.
 func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
+	if err := s.settle(ctx); err != nil {
+		return sessions.Entry{}, sessions.BeginInfo{}, err
+	}
 	return s.x.Begin(ctx, key, o)
 }
 
 // Reset is Index.Reset.
 func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return sessions.Entry{}, err
+	}
 	return s.x.Reset(ctx, key, o)
 }
 
 // Patch is Index.Patch.
 func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return sessions.Entry{}, err
+	}
 	return s.x.Patch(ctx, key, fn)
 }
 
 // Delete is Index.Delete.
-func (s *Store) Delete(ctx context.Context, key routing.Key) error { return s.x.Delete(ctx, key) }
+func (s *Store) Delete(ctx context.Context, key routing.Key) error {
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	return s.x.Delete(ctx, key)
+}
 
 // Switch is Index.Switch.
 func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return sessions.Entry{}, err
+	}
 	return s.x.Switch(ctx, key, sessionID)
 }
 
-// AddCounters adds usage to key's current session at once (one atomic
-// UPDATE). Failures are logged, as the files backend logs counters it
-// drops: usage is bookkeeping, never a reason to fail a turn.
+// AddCounters adds usage to key's current session in the background
+// (counters.go): it returns at once, and every other method of s (of any
+// Store of the DB) waits for it first. Failures are logged, as the files
+// backend logs counters it drops: usage is bookkeeping, never a reason to
+// fail a turn.
 func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
-	ctx, cancel := call()
-	defer cancel()
-	err := s.x.AddCounters(ctx, key, c)
-	switch {
-	case err == nil:
-	case errors.Is(err, sessions.ErrNotFound):
-		s.log.Debug("counters for an unknown session dropped", zap.String("session_key", key.String()))
-	default:
+	k, err := s.x.keyString(key)
+	if err != nil {
 		s.log.Warn("counters dropped", zap.String("session_key", key.String()), zap.Error(err))
+		return
 	}
+	s.x.db.counters.add(s.x.agentID, k, c)
 }
 
-// Flush returns nil at once: every write of a Store is durable already.
-func (s *Store) Flush(context.Context) error { return nil }
+// settle waits for the counters queued before it (AddCounters).
+func (s *Store) settle(ctx context.Context) error { return s.x.db.counters.wait(ctx) }
+
+// Flush writes the counters queued and waits for the WAL flush past them
+// (and past every lazy commit before it); every other write of a Store
+// is durable when it returns.
+func (s *Store) Flush(ctx context.Context) error {
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	if err := s.x.db.flushWAL(ctx); err != nil {
+		return fmt.Errorf("pgstore: flush: %w", err)
+	}
+	return nil
+}
 
 // TranscriptOf returns the transcript of the session e describes; its
 // header (written by the first append) records e's key and this agent.
