@@ -195,7 +195,7 @@ func (b *Backend) SetMaintenance(c sessions.Maintenance) error {
 // Flush writes the counters queued and waits for the WAL flush past them
 // (and past every lazy commit before it).
 func (b *Backend) Flush(ctx context.Context) error {
-	if err := b.db.counters.wait(ctx); err != nil {
+	if err := b.db.counters.wait(ctx, "", ""); err != nil {
 		return err
 	}
 	if err := b.db.flushWAL(ctx); err != nil {

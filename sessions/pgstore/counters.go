@@ -20,9 +20,10 @@ import (
 // AddCounters queues its delta and returns; one goroutine writes what
 // queued meanwhile in one lazy transaction (lazy.go), the deltas of one
 // session merged into one UPDATE. Every other Store method first waits for
-// the counters queued before it, so this process reads its own counters as
-// if they had been written at once (and Reset archives a session with its
-// last counters); other replicas see them within a round trip. A write
+// the counters queued before it (for its session, or for all of them when
+// it reads several), so this process reads its own counters as if they had
+// been written at once (and Reset archives a session with its last
+// counters); other replicas see them within a round trip. A write
 // that fails is logged and dropped, as AddCounters' synchronous failures
 // were: counters are bookkeeping.
 type counterWriter struct {
@@ -32,9 +33,10 @@ type counterWriter struct {
 	// mu guards the fields below.
 	mu      sync.Mutex
 	queue   []counterReq
-	queued  uint64        // requests ever queued
-	written uint64        // requests written or dropped
-	changed chan struct{} // closed (and replaced) when written moves
+	queued  uint64            // requests ever queued
+	written uint64            // requests written or dropped
+	last    map[string]uint64 // by session: the number of its latest request not yet written
+	changed chan struct{}     // closed (and replaced) when written moves
 	stopped bool
 
 	kick chan struct{} // capacity 1: the writer has work
@@ -46,8 +48,12 @@ type counterReq struct {
 }
 
 func newCounterWriter(db *DB) *counterWriter {
-	return &counterWriter{db: db, log: db.log, changed: make(chan struct{}), kick: make(chan struct{}, 1)}
+	return &counterWriter{db: db, log: db.log, last: map[string]uint64{}, changed: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 }
+
+// sessionID names a session in counterWriter.last.
+func sessionID(agentID, key string) string { return agentID + "\x00" + key }
 
 // add queues c for key; after Close it is written at once.
 func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
@@ -59,6 +65,7 @@ func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 	}
 	w.queue = append(w.queue, counterReq{agentID: agentID, key: key, c: c})
 	w.queued++
+	w.last[sessionID(agentID, key)] = w.queued
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
@@ -66,11 +73,15 @@ func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 	}
 }
 
-// wait returns once every counter queued before it was called is written
-// (or dropped), or when ctx ends.
-func (w *counterWriter) wait(ctx context.Context) error {
+// wait returns once every counter of session (agentID, key) queued before
+// it was called is written (or dropped), or when ctx ends; key "" waits
+// for every session's.
+func (w *counterWriter) wait(ctx context.Context, agentID, key string) error {
 	w.mu.Lock()
 	target := w.queued
+	if key != "" {
+		target = w.last[sessionID(agentID, key)] // 0: none pending
+	}
 	for w.written < target {
 		ch := w.changed
 		w.mu.Unlock()
@@ -113,6 +124,11 @@ func (w *counterWriter) drain() {
 	w.write(batch)
 	w.mu.Lock()
 	w.written += uint64(len(batch))
+	for id, n := range w.last {
+		if n <= w.written {
+			delete(w.last, id)
+		}
+	}
 	close(w.changed)
 	w.changed = make(chan struct{})
 	w.mu.Unlock()

@@ -51,7 +51,7 @@ func call() (context.Context, context.CancelFunc) {
 func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return sessions.Entry{}, false, err
 	}
 	return s.x.Get(ctx, key)
@@ -61,7 +61,7 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, routing.Key{}); err != nil {
 		return sessions.Entry{}, false, err
 	}
 	return s.x.GetByID(ctx, id)
@@ -71,7 +71,7 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 func (s *Store) List() ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, routing.Key{}); err != nil {
 		return nil, err
 	}
 	return s.x.List(ctx)
@@ -81,7 +81,7 @@ func (s *Store) List() ([]sessions.Entry, error) {
 func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, routing.Key{}); err != nil {
 		return nil, err
 	}
 	return s.x.Recent(ctx, n)
@@ -92,7 +92,7 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 	ctx, cancel := call()
 	defer cancel()
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return nil, err
 	}
 	return s.x.Archived(ctx, key)
@@ -100,7 +100,7 @@ func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 
 // Begin is Index.Begin.
 func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return sessions.Entry{}, sessions.BeginInfo{}, err
 	}
 	return s.x.Begin(ctx, key, o)
@@ -108,7 +108,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 
 // Reset is Index.Reset.
 func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return sessions.Entry{}, err
 	}
 	return s.x.Reset(ctx, key, o)
@@ -116,7 +116,7 @@ func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 
 // Patch is Index.Patch.
 func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return sessions.Entry{}, err
 	}
 	return s.x.Patch(ctx, key, fn)
@@ -124,7 +124,7 @@ func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.En
 
 // Delete is Index.Delete.
 func (s *Store) Delete(ctx context.Context, key routing.Key) error {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return err
 	}
 	return s.x.Delete(ctx, key)
@@ -132,7 +132,7 @@ func (s *Store) Delete(ctx context.Context, key routing.Key) error {
 
 // Switch is Index.Switch.
 func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, key); err != nil {
 		return sessions.Entry{}, err
 	}
 	return s.x.Switch(ctx, key, sessionID)
@@ -152,14 +152,24 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 	s.x.db.counters.add(s.x.agentID, k, c)
 }
 
-// settle waits for the counters queued before it (AddCounters).
-func (s *Store) settle(ctx context.Context) error { return s.x.db.counters.wait(ctx) }
+// settle waits for the counters of key queued before it (AddCounters);
+// a zero key waits for every session's.
+func (s *Store) settle(ctx context.Context, key routing.Key) error {
+	if key.IsZero() {
+		return s.x.db.counters.wait(ctx, "", "")
+	}
+	k, err := s.x.keyString(key)
+	if err != nil {
+		return nil // the method itself refuses the key
+	}
+	return s.x.db.counters.wait(ctx, s.x.agentID, k)
+}
 
 // Flush writes the counters queued and waits for the WAL flush past them
 // (and past every lazy commit before it); every other write of a Store
 // is durable when it returns.
 func (s *Store) Flush(ctx context.Context) error {
-	if err := s.settle(ctx); err != nil {
+	if err := s.settle(ctx, routing.Key{}); err != nil {
 		return err
 	}
 	if err := s.x.db.flushWAL(ctx); err != nil {
