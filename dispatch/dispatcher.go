@@ -271,7 +271,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if err != nil {
 		return fmt.Errorf("dispatch: encode inbound: %w", err)
 	}
-	dup, err := d.journal.Accept(ctx, sessions.Record{
+	dup, err := d.accept(ctx, sessions.Record{
 		ID: w.RecordID, AgentID: route.AgentID, SessionKey: route.Key.String(),
 		Payload: payload, AcceptedAt: w.AcceptedAt,
 	})

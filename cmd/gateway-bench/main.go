@@ -132,8 +132,10 @@ messages:
   queue: {mode: followup, cap: 1000}
   inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
 `, filepath.Join(dir, "state"), httpAddr, tg.Token(), tg.URL, o.streaming, model.BaseURL())
+	var dbURL string
 	if o.postgres != "" {
-		dbURL, drop, err := benchDatabase(ctx, o.postgres, o.keep)
+		var drop func()
+		dbURL, drop, err = benchDatabase(ctx, o.postgres, o.keep)
 		if err != nil {
 			return err
 		}
@@ -156,7 +158,7 @@ messages:
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start gateway: %w", err)
 	}
-	defer func() {
+	stopDaemon := sync.OnceFunc(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -165,7 +167,8 @@ messages:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 		}
-	}()
+	})
+	defer stopDaemon()
 	ready, err := waitReady(ctx, "http://"+httpAddr+"/readyz", 30*time.Second)
 	if err != nil {
 		return err
@@ -243,6 +246,16 @@ messages:
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
 	fmt.Printf("streaming=%s draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming, drafts.Load(),
 		tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
+	if dbURL != "" {
+		st := pgStats{cpu: serverCPU(ctx, dbURL)}
+		stopDaemon()
+		var err error
+		if st.commits, st.rows, err = dbCounters(ctx, dbURL); err != nil {
+			fmt.Printf("db stats: %v\n", err)
+		} else {
+			fmt.Println(st.perMessage(total))
+		}
+	}
 	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
 	if lost > 0 || dups > 0 {
 		return fmt.Errorf("%d lost, %d duplicated replies (log: %s)", lost, dups, logf.Name())

@@ -45,6 +45,7 @@ type appendReq struct {
 	sessionID string
 	sql       string // appendSQL or chainSQL
 	args      []any
+	lazy      bool // may commit lazily (lazy.go)
 	seqs      []int64
 	err       error
 	done      chan struct{}
@@ -68,13 +69,15 @@ func (a *Appender) Append(ctx context.Context, sessionID string, entries ...Tran
 	if err != nil || args == nil {
 		return nil, err
 	}
-	return a.submit(ctx, sessionID, appendSQL, args)
+	return a.submit(ctx, sessionID, appendSQL, args, false)
 }
 
 // submit hands one append statement (returning seq numbers) to the group
-// commit and waits for its outcome.
-func (a *Appender) submit(ctx context.Context, sessionID, sql string, args []any) ([]int64, error) {
-	r := &appendReq{sessionID: sessionID, sql: sql, args: args, done: make(chan struct{})}
+// commit and waits for its outcome. A lazy append is committed without
+// waiting for the WAL flush when its whole group is lazy; a group with a
+// synchronous append is synchronous for all.
+func (a *Appender) submit(ctx context.Context, sessionID, sql string, args []any, lazy bool) ([]int64, error) {
+	r := &appendReq{sessionID: sessionID, sql: sql, args: args, lazy: lazy, done: make(chan struct{})}
 	select {
 	case a.reqs <- r:
 	case <-a.stopped:
@@ -126,8 +129,9 @@ func (a *Appender) loop(ctx context.Context) {
 }
 
 // commit sends a group as one pipelined batch: PostgreSQL runs a batch's
-// statements in one implicit transaction, so it costs one round trip and
-// one commit. If it fails, each append is retried alone.
+// statements in one implicit transaction (an explicit one, committed
+// lazily, when every append of the group is lazy), so it costs one round
+// trip and one commit. If it fails, each append is retried alone.
 func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 	defer func() {
 		for _, r := range group {
@@ -141,13 +145,29 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 		// their order.
 		ordered := slices.Clone(group)
 		slices.SortStableFunc(ordered, func(x, y *appendReq) int { return strings.Compare(x.sessionID, y.sessionID) })
+		lazy := !slices.ContainsFunc(group, func(r *appendReq) bool { return !r.lazy })
 		b := &pgx.Batch{}
+		if lazy {
+			b.Queue(`BEGIN`)
+			b.Queue(`SET LOCAL synchronous_commit = off`)
+		}
 		for _, r := range ordered {
 			b.Queue(r.sql, r.args...)
 		}
+		if lazy {
+			b.Queue(`COMMIT`)
+		}
 		res := a.db.pool.SendBatch(ctx, b)
 		var err error
+		if lazy {
+			if _, err = res.Exec(); err == nil {
+				_, err = res.Exec()
+			}
+		}
 		for _, r := range ordered {
+			if err != nil {
+				break
+			}
 			var rows pgx.Rows
 			if rows, err = res.Query(); err == nil {
 				r.seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
@@ -166,6 +186,25 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 		a.db.log.Debug("group append failed, retrying one by one")
 	}
 	for _, r := range group {
-		r.seqs, r.err = a.db.exec(ctx, r.sessionID, r.sql, r.args)
+		r.seqs, r.err = a.db.commitOne(ctx, r)
 	}
+}
+
+// commitOne commits one append alone.
+func (db *DB) commitOne(ctx context.Context, r *appendReq) ([]int64, error) {
+	if !r.lazy {
+		return db.exec(ctx, r.sessionID, r.sql, r.args)
+	}
+	var seqs []int64
+	err := db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(r.sql, r.args...).Query(func(rows pgx.Rows) error {
+			var err error
+			seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: append %s: %w", r.sessionID, err)
+	}
+	return seqs, nil
 }

@@ -202,8 +202,17 @@ func (b *Backend) SetMaintenance(c sessions.Maintenance) error {
 	return nil
 }
 
-// Flush has nothing to do: every write is durable when it returns.
-func (b *Backend) Flush(context.Context) error { return nil }
+// Flush writes the counters queued and waits for the WAL flush past them
+// (and past every lazy commit before it).
+func (b *Backend) Flush(ctx context.Context) error {
+	if err := b.db.counters.wait(ctx, "", ""); err != nil {
+		return err
+	}
+	if err := b.db.flushWAL(ctx); err != nil {
+		return fmt.Errorf("pgstore: flush: %w", err)
+	}
+	return nil
+}
 
 // Status pings the server and reads the schema version.
 func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {

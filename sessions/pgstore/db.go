@@ -61,6 +61,12 @@ type DB struct {
 	// from Open until Close (see startGroupCommit).
 	group     *Appender
 	stopGroup func()
+	// chains caches parsed transcript chains for Context.
+	chains chainCache
+	// counters writes Store.AddCounters in the background; it runs from
+	// Open until Close (see startCounters).
+	counters     *counterWriter
+	stopCounters func()
 }
 
 // Open connects, checks that the server answers, and applies the embedded
@@ -112,12 +118,15 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
 	db.startGroupCommit()
+	db.startCounters()
 	return db, nil
 }
 
-// Close stops the group commit (finishing the appends handed to it), waits
-// for the connections in use to be returned and closes the pool.
+// Close writes the counters queued and stops the group commit (finishing
+// the appends handed to it), waits for the connections in use to be
+// returned and closes the pool.
 func (db *DB) Close() {
+	db.stopCounters()
 	db.stopGroup()
 	db.pool.Close()
 }

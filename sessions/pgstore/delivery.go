@@ -63,6 +63,9 @@ const DefaultLease = 15 * time.Second
 //   - Accept is durable when it returns (its transaction committed) and
 //     reports a duplicate for an id that is pending or was completed
 //     within sessions.DoneRetention or among the last DoneKeep completions.
+//     AcceptDeferred is Accept for an adapter acknowledging a batch: the
+//     record is committed at once, and its wait returns once it is durable,
+//     one WAL flush serving the whole batch (lazy.go).
 //   - Start, Fail, Abort, Done, Ready, Sent, Draft and DraftDone are marks:
 //     each is one transaction, committed without waiting for its WAL flush
 //     unless DeliveryOptions.SyncMarks (see there). A mark that cannot be written (the server
@@ -107,6 +110,9 @@ type Delivery struct {
 	failure error  // the last write failure; nil when healthy
 	closed  bool
 
+	// barrier makes AcceptDeferred's lazy commits durable.
+	barrier walBarrier
+
 	faulted  atomic.Bool // failure != nil || len(backlog) > 0
 	isClosed atomic.Bool
 	stop     chan struct{}
@@ -145,6 +151,7 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 	}
 	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease, syncMark: o.SyncMarks,
 		stop: make(chan struct{}), done: make(chan struct{})}
+	d.barrier.db = db
 	go d.loop()
 	return d
 }

@@ -19,6 +19,45 @@ import (
 // (sessions.DoneRetention, DoneKeep). While marks wait after a failed
 // write, Accept refuses with an error wrapping sessions.ErrStorage.
 func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, err error) {
+	return d.accept(ctx, rec, false)
+}
+
+// AcceptDeferred is Accept for an adapter that acknowledges a batch of
+// messages at once (channels.Batch): the record is committed when it
+// returns (visible to every replica, surviving the death of this process,
+// claimed like any other) but without waiting for its WAL flush; wait
+// returns once it is durable, and fails, wrapping sessions.ErrStorage, when
+// that cannot be known. The waits of records accepted together share one
+// flush (see lazy.go), so a batch of N messages costs N quick commits and
+// one flush instead of N flushes. A duplicate's wait flushes on its own:
+// the original may be a lazy commit whose wait has not run yet (rare:
+// duplicates are redeliveries).
+func (d *Delivery) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup bool, wait func() error, err error) {
+	dup, err = d.accept(ctx, rec, true)
+	if err != nil {
+		return false, func() error { return nil }, err
+	}
+	var n uint64
+	if !dup {
+		n = d.barrier.note()
+	}
+	return dup, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+		defer cancel()
+		var err error
+		if dup {
+			err = d.db.flushWAL(ctx)
+		} else {
+			err = d.barrier.wait(ctx, n)
+		}
+		if err != nil {
+			return fmt.Errorf("pgstore: delivery accept %q: %w", rec.ID, d.storageErr(err))
+		}
+		return nil
+	}, nil
+}
+
+func (d *Delivery) accept(ctx context.Context, rec sessions.Record, lazy bool) (dup bool, err error) {
 	if err := checkRecord(rec); err != nil {
 		return false, fmt.Errorf("pgstore: delivery accept: %w", err)
 	}
@@ -46,8 +85,15 @@ func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, e
 	if at.IsZero() {
 		at = now
 	}
-	err = d.acceptRow(ctx, rec, payload, at.UTC(), now)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err = d.acceptRow(ctx, rec, payload, at.UTC(), now, lazy)
+	if errors.Is(err, pgx.ErrNoRows) && !lazy && d.barrier.pending() {
+		// The original may be a lazy commit not flushed yet: a
+		// duplicate is acknowledged only once the original is durable.
+		err = d.db.flushWAL(ctx)
+		if err == nil {
+			return true, nil
+		}
+	} else if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil
 	}
 	if err != nil {
@@ -69,21 +115,38 @@ func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, e
 	return false, nil
 }
 
-// acceptRow inserts the record; pgx.ErrNoRows means the id is known.
-func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload string, at, now time.Time) error {
+// acceptSQL inserts a record; no row back means the id is known.
+const acceptSQL = `INSERT INTO delivery_records
+	(id, seq, agent_id, session_key, payload, starts, failures, attempts, consumed, accepted_at, owner, lease_until)
+	VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	ON CONFLICT (id) DO NOTHING RETURNING seq`
+
+// acceptRow inserts the record, lazily committed if lazy (lazy.go);
+// pgx.ErrNoRows means the id is known.
+func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload string, at, now time.Time, lazy bool) error {
 	if d.fault != nil {
 		if err := d.fault("accept"); err != nil {
 			d.failures.Add(1)
 			return err
 		}
 	}
+	args := []any{rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
+		at, d.owner, now.Add(d.lease)}
 	var seq int64
-	err := d.db.pool.QueryRow(ctx, `INSERT INTO delivery_records
-		(id, seq, agent_id, session_key, payload, starts, failures, attempts, consumed, accepted_at, owner, lease_until)
-		VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		ON CONFLICT (id) DO NOTHING RETURNING seq`,
-		rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
-		at, d.owner, now.Add(d.lease)).Scan(&seq)
+	var err error
+	var dupErr bool
+	if lazy {
+		// ErrNoRows is answered inside the callback: an error out of a
+		// batch makes pgx drop the statements from its cache.
+		err = d.db.lazyBatch(ctx, func(b *pgx.Batch) {
+			b.Queue(acceptSQL, args...).QueryRow(func(row pgx.Row) error { return noRows(row.Scan(&seq), &dupErr) })
+		})
+		if err == nil && dupErr {
+			err = pgx.ErrNoRows
+		}
+	} else {
+		err = d.db.pool.QueryRow(ctx, acceptSQL, args...).Scan(&seq)
+	}
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		d.failures.Add(1)
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -165,20 +166,22 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 // AddCounters adds usage to key's current session in one atomic UPDATE:
 // concurrent calls never lose an increment. ContextTokens, Model and
 // Provider replace the stored value when set. lastInteractionAt does not
-// move. A key without an entry is sessions.ErrNotFound.
+// move. A key without an entry is sessions.ErrNotFound. The commit is lazy
+// (lazy.go): counters are routine, the files backend coalesces them for up
+// to a second, and both repair them from transcripts.
 func (x *Index) AddCounters(ctx context.Context, key routing.Key, c sessions.Counters) error {
 	k, err := x.keyString(key)
 	if err != nil {
 		return fmt.Errorf("pgstore: add counters: %w", err)
 	}
-	tag, err := x.db.pool.Exec(ctx, `UPDATE entries SET
-		input_tokens = input_tokens + $3, output_tokens = output_tokens + $4, total_tokens = total_tokens + $5,
-		message_count = message_count + $6,
-		context_tokens = CASE WHEN $7::bigint > 0 THEN $7 ELSE context_tokens END,
-		model = COALESCE(NULLIF($8::text, ''), model), provider = COALESCE(NULLIF($9::text, ''), provider),
-		updated_at = GREATEST(updated_at, $10::timestamptz)
-		WHERE agent_id = $1 AND session_key = $2`,
-		x.agentID, k, c.InputTokens, c.OutputTokens, c.TotalTokens, c.Messages, c.ContextTokens, c.Model, c.Provider, x.db.clock())
+	var tag pgconn.CommandTag
+	err = x.db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(addCountersSQL, x.agentID, k, c.InputTokens, c.OutputTokens, c.TotalTokens, c.Messages, c.ContextTokens,
+			c.Model, c.Provider, x.db.clock()).Exec(func(t pgconn.CommandTag) error {
+			tag = t
+			return nil
+		})
+	})
 	if err != nil {
 		return fmt.Errorf("pgstore: add counters: %w", err)
 	}
@@ -187,6 +190,15 @@ func (x *Index) AddCounters(ctx context.Context, key routing.Key, c sessions.Cou
 	}
 	return nil
 }
+
+// addCountersSQL adds counters to one entry.
+const addCountersSQL = `UPDATE entries SET
+		input_tokens = input_tokens + $3, output_tokens = output_tokens + $4, total_tokens = total_tokens + $5,
+		message_count = message_count + $6,
+		context_tokens = CASE WHEN $7::bigint > 0 THEN $7 ELSE context_tokens END,
+		model = COALESCE(NULLIF($8::text, ''), model), provider = COALESCE(NULLIF($9::text, ''), provider),
+		updated_at = GREATEST(updated_at, $10::timestamptz)
+		WHERE agent_id = $1 AND session_key = $2`
 
 // clip shortens an id from a chat for an error message.
 func clip(s string) string {

@@ -41,6 +41,18 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	o = o.Clean() // touchSQL takes its fields as they are
 	cfg := x.resetConfig()
 
+	// Fastest path: for a key whose policy does not depend on its entry,
+	// one UPDATE touches the session if its own clocks prove it fresh
+	// (sessions.FreshBounds), all in one lazy commit.
+	if started, last, ok := sessions.FreshBounds(cfg, key, now); ok {
+		e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now)
+		if err != nil {
+			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+		}
+		if ok {
+			return e, sessions.BeginInfo{}, nil
+		}
+	}
 	// Fast path: a fresh session is touched by one conditional UPDATE. It
 	// applies only if the session id is still the one judged fresh.
 	cur, ok, err := x.get(ctx, x.db.pool, k, false)
@@ -49,7 +61,7 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	}
 	if ok {
 		if stale, _ := sessions.Evaluate(cfg, key, cur, now); !stale {
-			e, ok, err := x.touch(ctx, x.db.pool, k, cur.SessionID, o, now)
+			e, ok, err := x.touchLazy(ctx, touchSQL, nil, k, cur.SessionID, o, now)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 			}
@@ -94,7 +106,20 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 // touchSQL records an inbound message on a fresh session in one statement:
 // sessions.ApplyOrigin's rules written in SQL, so concurrent touches never lose one
 // another's fields. $4 is NULL for internal work (lastInteractionAt stays).
-const touchSQL = `UPDATE entries SET
+const touchSQL = `UPDATE entries SET ` + touchSet + `
+	WHERE agent_id = $1 AND session_key = $2 AND session_id = $3
+	RETURNING ` + entryColumns
+
+// touchFreshSQL is touchSQL for whatever session key has, if its clocks
+// are within sessions.FreshBounds ($15, $16; $3 is ignored): the row lock
+// the UPDATE takes makes the check and the write one step, so a session
+// rolled over meanwhile is judged on its new clocks.
+const touchFreshSQL = `UPDATE entries SET ` + touchSet + `
+	WHERE agent_id = $1 AND session_key = $2 AND $3::text IS NOT NULL
+	AND session_started_at >= $15::timestamptz AND last_interaction_at >= $16::timestamptz
+	RETURNING ` + entryColumns
+
+const touchSet = `
 	last_interaction_at = GREATEST(last_interaction_at, $4::timestamptz),
 	updated_at = GREATEST(updated_at, $5::timestamptz),
 	last_channel = CASE WHEN $6::text <> '' THEN $6 ELSE last_channel END,
@@ -106,17 +131,10 @@ const touchSQL = `UPDATE entries SET
 	last_from = COALESCE(NULLIF($11::text, ''), last_from),
 	display_name = COALESCE(NULLIF($12::text, ''), display_name),
 	parent_session_key = CASE WHEN parent_session_key = '' THEN $13::text ELSE parent_session_key END,
-	title = CASE WHEN title = '' THEN $14::text ELSE title END
-	WHERE agent_id = $1 AND session_key = $2 AND session_id = $3
-	RETURNING ` + entryColumns
+	title = CASE WHEN title = '' THEN $14::text ELSE title END`
 
 func (x *Index) touch(ctx context.Context, q queryer, k, sessionID string, o sessions.Origin, now time.Time) (sessions.Entry, bool, error) {
-	var last *time.Time
-	if !o.Internal {
-		last = &o.At
-	}
-	e, err := scanEntry(q.QueryRow(ctx, touchSQL, x.agentID, k, sessionID, last, now,
-		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title)))
+	e, err := scanEntry(q.QueryRow(ctx, touchSQL, x.touchArgs(k, sessionID, o, now)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessions.Entry{}, false, nil
 	}
@@ -124,6 +142,38 @@ func (x *Index) touch(ctx context.Context, q queryer, k, sessionID string, o ses
 		return sessions.Entry{}, false, fmt.Errorf("touch: %w", err)
 	}
 	return e, true, nil
+}
+
+// touchLazy runs sql (touchSQL, or touchFreshSQL with its bounds in
+// extra) in a lazy commit (lazy.go): what it writes is
+// routine (lastInteractionAt, the origin fields), what the files backend
+// coalesces with its counters; creating and rolling a session over stay
+// synchronous (Begin's locked path).
+func (x *Index) touchLazy(ctx context.Context, sql string, extra []any, k, sessionID string, o sessions.Origin, now time.Time) (sessions.Entry, bool, error) {
+	var (
+		e    sessions.Entry
+		none bool
+	)
+	err := x.db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(sql, append(x.touchArgs(k, sessionID, o, now), extra...)...).QueryRow(func(row pgx.Row) error {
+			var err error
+			e, err = scanEntry(row)
+			return noRows(err, &none)
+		})
+	})
+	if err != nil {
+		return sessions.Entry{}, false, fmt.Errorf("touch: %w", err)
+	}
+	return e, !none, nil
+}
+
+func (x *Index) touchArgs(k, sessionID string, o sessions.Origin, now time.Time) []any {
+	var last *time.Time
+	if !o.Internal {
+		last = &o.At
+	}
+	return []any{x.agentID, k, sessionID, last, now,
+		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title)}
 }
 
 // locked runs fn in a transaction holding the row lock of key k (or, for

@@ -54,6 +54,9 @@ func call() (context.Context, context.CancelFunc) {
 func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx, key); err != nil {
+		return sessions.Entry{}, false, s.x.db.storageErr(err)
+	}
 	e, ok, err := s.x.Get(ctx, key)
 	return e, ok, s.x.db.storageErr(err)
 }
@@ -62,6 +65,9 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx, routing.Key{}); err != nil {
+		return sessions.Entry{}, false, s.x.db.storageErr(err)
+	}
 	e, ok, err := s.x.GetByID(ctx, id)
 	return e, ok, s.x.db.storageErr(err)
 }
@@ -70,6 +76,9 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 func (s *Store) List() ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx, routing.Key{}); err != nil {
+		return nil, s.x.db.storageErr(err)
+	}
 	l, err := s.x.List(ctx)
 	return l, s.x.db.storageErr(err)
 }
@@ -78,6 +87,9 @@ func (s *Store) List() ([]sessions.Entry, error) {
 func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx, routing.Key{}); err != nil {
+		return nil, s.x.db.storageErr(err)
+	}
 	l, err := s.x.Recent(ctx, n)
 	return l, s.x.db.storageErr(err)
 }
@@ -87,57 +99,96 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 	ctx, cancel := call()
 	defer cancel()
+	if err := s.settle(ctx, key); err != nil {
+		return nil, s.x.db.storageErr(err)
+	}
 	l, err := s.x.Archived(ctx, key)
 	return l, s.x.db.storageErr(err)
 }
 
 // Begin is Index.Begin.
 func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
+	if err := s.settle(ctx, key); err != nil {
+		return sessions.Entry{}, sessions.BeginInfo{}, s.x.db.storageErr(err)
+	}
 	e, info, err := s.x.Begin(ctx, key, o)
 	return e, info, s.x.db.storageErr(err)
 }
 
 // Reset is Index.Reset.
 func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
+	if err := s.settle(ctx, key); err != nil {
+		return sessions.Entry{}, s.x.db.storageErr(err)
+	}
 	e, err := s.x.Reset(ctx, key, o)
 	return e, s.x.db.storageErr(err)
 }
 
 // Patch is Index.Patch.
 func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error) {
+	if err := s.settle(ctx, key); err != nil {
+		return sessions.Entry{}, s.x.db.storageErr(err)
+	}
 	e, err := s.x.Patch(ctx, key, fn)
 	return e, s.x.db.storageErr(err)
 }
 
 // Delete is Index.Delete.
 func (s *Store) Delete(ctx context.Context, key routing.Key) error {
+	if err := s.settle(ctx, key); err != nil {
+		return s.x.db.storageErr(err)
+	}
 	return s.x.db.storageErr(s.x.Delete(ctx, key))
 }
 
 // Switch is Index.Switch.
 func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
+	if err := s.settle(ctx, key); err != nil {
+		return sessions.Entry{}, s.x.db.storageErr(err)
+	}
 	e, err := s.x.Switch(ctx, key, sessionID)
 	return e, s.x.db.storageErr(err)
 }
 
-// AddCounters adds usage to key's current session at once (one atomic
-// UPDATE). Failures are logged, as the files backend logs counters it
-// drops: usage is bookkeeping, never a reason to fail a turn.
+// AddCounters adds usage to key's current session in the background
+// (counters.go): it returns at once, and every other method of s (of any
+// Store of the DB) waits for it first. Failures are logged, as the files
+// backend logs counters it drops: usage is bookkeeping, never a reason to
+// fail a turn.
 func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
-	ctx, cancel := call()
-	defer cancel()
-	err := s.x.AddCounters(ctx, key, c)
-	switch {
-	case err == nil:
-	case errors.Is(err, sessions.ErrNotFound):
-		s.log.Debug("counters for an unknown session dropped", zap.String("session_key", key.String()))
-	default:
+	k, err := s.x.keyString(key)
+	if err != nil {
 		s.log.Warn("counters dropped", zap.String("session_key", key.String()), zap.Error(err))
+		return
 	}
+	s.x.db.counters.add(s.x.agentID, k, c)
 }
 
-// Flush returns nil at once: every write of a Store is durable already.
-func (s *Store) Flush(context.Context) error { return nil }
+// settle waits for the counters of key queued before it (AddCounters);
+// a zero key waits for every session's.
+func (s *Store) settle(ctx context.Context, key routing.Key) error {
+	if key.IsZero() {
+		return s.x.db.counters.wait(ctx, "", "")
+	}
+	k, err := s.x.keyString(key)
+	if err != nil {
+		return nil // the method itself refuses the key
+	}
+	return s.x.db.counters.wait(ctx, s.x.agentID, k)
+}
+
+// Flush writes the counters queued and waits for the WAL flush past them
+// (and past every lazy commit before it); every other write of a Store
+// is durable when it returns.
+func (s *Store) Flush(ctx context.Context) error {
+	if err := s.settle(ctx, routing.Key{}); err != nil {
+		return err
+	}
+	if err := s.x.db.flushWAL(ctx); err != nil {
+		return fmt.Errorf("pgstore: flush: %w", err)
+	}
+	return nil
+}
 
 // TranscriptOf returns the transcript of the session e describes; its
 // header (written by the first append) records e's key and this agent.

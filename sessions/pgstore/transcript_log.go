@@ -17,9 +17,11 @@ import (
 // backend's semantics (sessions.Transcript, SPEC §3.4): pi-coding-agent v3
 // entries whose bodies are the bytes the files backend writes as lines,
 // chained by parent ids, with the context rebuilt from the latest
-// compaction by the same code (sessions.Chain). It keeps nothing in memory:
-// every read asks the database, so replicas sharing it see each other's
-// appends at once. It is safe for concurrent use.
+// compaction by the same code (sessions.Chain). Every read asks the
+// database, so replicas sharing it see each other's appends at once;
+// Context keeps the chain it decoded in the DB's cache (transcript_cache.go)
+// so that the next one decodes only the entries appended since. It is safe
+// for concurrent use.
 //
 // Appends go through the DB's group commit (Appender): one statement per
 // append reserves seq numbers under the transcript_heads row lock and reads
@@ -104,10 +106,14 @@ func split(body []byte) (pre, post []byte, err error) {
 // and returns their entry ids, once committed (durable). A message without
 // a timestamp gets the current time.
 func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
+	return t.appendMessages(ctx, false, msgs)
+}
+
+func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, msgs []sessions.Message) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.appendChain(ctx, len(msgs), func(now time.Time) ([]pending, error) {
+	return t.appendChain(ctx, len(msgs), lazy, func(now time.Time) ([]pending, error) {
 		out := make([]pending, len(msgs))
 		for i, m := range msgs {
 			out[i] = pending{id: t.newID(out[:i]), typ: TypeMessage}
@@ -126,11 +132,15 @@ func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([
 	})
 }
 
-// AppendLazy is Append: a PostgreSQL commit is durable when it returns and
-// the group commit already shares it with concurrent appends, so there is
-// no cheaper "survives the process, not the machine" step to stop at.
+// AppendLazy is Append committed lazily (lazy.go): committed and visible
+// when it returns, surviving the death of this process, durable once the
+// server's WAL writer or any later synchronous commit flushes it — the
+// files backend's AppendLazy (written to the kernel, fsynced by the next
+// Append). The runner uses it for a turn's inputs, which the ingress
+// journal holds durably and which the turn's reply, a synchronous Append,
+// flushes.
 func (t *TranscriptLog) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.Append(ctx, msgs...)
+	return t.appendMessages(ctx, true, msgs)
 }
 
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
@@ -148,7 +158,7 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 			return "", sessions.ErrFirstKeptNotInChain(c.FirstKeptEntryID)
 		}
 	}
-	ids, err := t.appendChain(ctx, 0, func(now time.Time) ([]pending, error) {
+	ids, err := t.appendChain(ctx, 0, false, func(now time.Time) ([]pending, error) {
 		p := pending{id: t.newID(nil), typ: TypeCompaction, kept: c.FirstKeptEntryID}
 		body, err := sessions.EncodeCompaction(p.id, "", c, now)
 		if err != nil {
@@ -180,8 +190,8 @@ func (t *TranscriptLog) newID(taken []pending) string {
 
 // appendChain encodes entries with enc and appends them through the group
 // commit, drawing new ids if one collides with an entry of the transcript.
-// messages is how many of them are message entries.
-func (t *TranscriptLog) appendChain(ctx context.Context, messages int, enc func(now time.Time) ([]pending, error)) ([]string, error) {
+// messages is how many of them are message entries; lazy commits lazily.
+func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool, enc func(now time.Time) ([]pending, error)) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		// A cancelled turn writes nothing (the group commit might still
 		// take a request whose context already ended).
@@ -197,7 +207,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, enc func(
 		if err != nil {
 			return nil, err
 		}
-		_, err = t.db.group.submit(ctx, t.sessionID, chainSQL, args)
+		_, err = t.db.group.submit(ctx, t.sessionID, chainSQL, args, lazy)
 		if err == nil {
 			ids := make([]string, len(entries))
 			for i, p := range entries {

@@ -29,7 +29,13 @@ func chainOf(entries []TranscriptEntry, complete bool) (*sessions.Chain, error) 
 // chain that needs more (a compaction off the current chain, an entry
 // whose parent comes earlier) is read whole. An empty transcript is an
 // empty context.
+//
+// The chain it builds is cached (transcript_cache.go): the next Context
+// reads and decodes only the entries appended since.
 func (t *TranscriptLog) Context(ctx context.Context) (sessions.Context, error) {
+	if out, ok, err := t.cachedContext(ctx); err != nil || ok {
+		return out, err
+	}
 	tail, err := t.db.LoadFromLatestCompaction(ctx, t.sessionID)
 	if err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: context: %w", err)
@@ -40,33 +46,35 @@ func (t *TranscriptLog) Context(ctx context.Context) (sessions.Context, error) {
 		return sessions.Context{}, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
 	}
 	if out, ok := c.Context(); ok {
+		t.keepChain(c, tail.Entries)
 		return out, nil
 	}
-	c, err = t.whole(ctx)
+	c, all, err := t.whole(ctx)
 	if err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: context: %w", err)
 	}
 	out, _ := c.Context()
+	t.keepChain(c, all)
 	return out, nil
 }
 
 // whole reads the whole transcript into a chain.
-func (t *TranscriptLog) whole(ctx context.Context) (*sessions.Chain, error) {
+func (t *TranscriptLog) whole(ctx context.Context) (*sessions.Chain, []TranscriptEntry, error) {
 	all, err := t.db.Load(ctx, t.sessionID, 1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := chainOf(all, true)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.sessionID, err)
+		return nil, nil, fmt.Errorf("%s: %w", t.sessionID, err)
 	}
-	return c, nil
+	return c, all, nil
 }
 
 // History returns every message of the chain, compactions ignored. It
 // reads the whole transcript; an empty one has no messages (nil).
 func (t *TranscriptLog) History(ctx context.Context) ([]sessions.Message, error) {
-	c, err := t.whole(ctx)
+	c, _, err := t.whole(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: history: %w", err)
 	}

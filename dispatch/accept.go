@@ -1,0 +1,34 @@
+package dispatch
+
+import (
+	"context"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/sessions"
+)
+
+// deferredAcceptor is a journal that can accept a record before it is
+// durable and wait for durability later (pgstore.Delivery: the waits of a
+// batch share one WAL flush).
+type deferredAcceptor interface {
+	AcceptDeferred(ctx context.Context, rec sessions.Record) (dup bool, wait func() error, err error)
+}
+
+// accept journals rec. When the adapter acknowledges a batch at once
+// (channels.Batch) and the journal can defer durability, the wait joins
+// the batch's, which the adapter runs before acknowledging anything: the
+// guarantee of SPEC §3.7 (journaled before acknowledged) is kept and the
+// batch pays for one flush. Otherwise rec is durable when accept returns.
+func (d *Dispatcher) accept(ctx context.Context, rec sessions.Record) (dup bool, err error) {
+	b := channels.BatchFrom(ctx)
+	da, ok := d.journal.(deferredAcceptor)
+	if b == nil || !ok {
+		return d.journal.Accept(ctx, rec)
+	}
+	dup, wait, err := da.AcceptDeferred(ctx, rec)
+	if err != nil {
+		return false, err
+	}
+	b.Defer(wait)
+	return dup, nil
+}

@@ -1,0 +1,95 @@
+package pgstore
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Counters added from many goroutines are all written, and the Store
+// reads them at once (its reads wait for the counters queued before).
+func TestStoreCountersInBackground(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	st := db.Store("main", nil)
+	keys := make([]routing.Key, 5)
+	for i := range keys {
+		keys[i] = mustKey(t, "main", "telegram", fmt.Sprint(100+i))
+		if _, _, err := st.Begin(ctx, keys[i], sessions.Origin{Channel: "telegram"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				st.AddCounters(keys[(g+i)%len(keys)], sessions.Counters{InputTokens: 1, OutputTokens: 2, TotalTokens: 3,
+					Messages: 1, Model: "m", ContextTokens: 7})
+			}
+		})
+	}
+	wg.Wait()
+	var total int
+	for _, k := range keys {
+		e, ok, err := st.Get(k)
+		if err != nil || !ok {
+			t.Fatalf("Get %s = %v, %v", k, ok, err)
+		}
+		if e.InputTokens*3 != e.TotalTokens || e.OutputTokens*3 != e.TotalTokens*2 || e.Model != "m" || e.ContextTokens != 7 {
+			t.Errorf("%s: counters %+v not consistent with the deltas added", k, e)
+		}
+		total += e.MessageCount
+	}
+	if total != 400 {
+		t.Errorf("message counts sum to %d, want 400 (8 goroutines x 50)", total)
+	}
+}
+
+// Counters queued before a Reset belong to the session it archives.
+func TestStoreCountersBeforeReset(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	st := db.Store("main", nil)
+	key := mustKey(t, "main", "telegram", "9")
+	if _, _, err := st.Begin(ctx, key, sessions.Origin{Channel: "telegram"}); err != nil {
+		t.Fatal(err)
+	}
+	st.AddCounters(key, sessions.Counters{Messages: 3, TotalTokens: 30})
+	e, err := st.Reset(ctx, key, sessions.ResetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.MessageCount != 0 || e.TotalTokens != 0 {
+		t.Errorf("new session starts with counters %d messages, %d tokens", e.MessageCount, e.TotalTokens)
+	}
+	arch, err := st.Archived(key)
+	if err != nil || len(arch) != 1 {
+		t.Fatalf("Archived = %+v, %v", arch, err)
+	}
+	if arch[0].MessageCount != 3 || arch[0].TotalTokens != 30 {
+		t.Errorf("archived session has %d messages, %d tokens; want the 3 and 30 added before the reset",
+			arch[0].MessageCount, arch[0].TotalTokens)
+	}
+}
+
+// merge folds one session's deltas as applying them in order would.
+func TestMergeCounters(t *testing.T) {
+	got := merge([]counterReq{
+		{agentID: "b", key: "k", c: sessions.Counters{Messages: 1, Model: "m1", ContextTokens: 5}},
+		{agentID: "a", key: "k", c: sessions.Counters{Messages: 2}},
+		{agentID: "b", key: "k", c: sessions.Counters{Messages: 3, InputTokens: 4, Provider: "p"}},
+		{agentID: "b", key: "k", c: sessions.Counters{Model: "m2"}},
+	})
+	want := []counterReq{
+		{agentID: "a", key: "k", c: sessions.Counters{Messages: 2}},
+		{agentID: "b", key: "k", c: sessions.Counters{Messages: 4, InputTokens: 4, Model: "m2", Provider: "p", ContextTokens: 5}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("merge = %+v\nwant %+v", got, want)
+	}
+}

@@ -1,0 +1,160 @@
+package pgstore
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// chainCacheSize bounds how many parsed chains a DB keeps (the files
+// backend keeps as many open transcripts).
+const chainCacheSize = 256
+
+// chainCache keeps the parsed chains of the transcripts whose context was
+// rebuilt lately, so that the next rebuild decodes only the entries
+// appended since: a turn no longer parses its whole session again. It is a
+// cache of what the database holds, never a source: every Context still
+// asks the database for the entries past the cached ones (so appends by
+// other replicas count at once) and drops the cached chain when the
+// transcript's head says it was cut or removed.
+//
+// mu guards ll and m; each cachedChain has its own lock, held only while
+// its chain is read or extended (never across a query).
+type chainCache struct {
+	mu sync.Mutex
+	ll *list.List               // most recently used first; values are *cachedChain
+	m  map[string]*list.Element // by session id
+}
+
+// cachedChain is one transcript's chain: the entries read so far, up to
+// seq last.
+type cachedChain struct {
+	id    string
+	mu    sync.Mutex
+	chain *sessions.Chain
+	last  int64
+}
+
+func (c *chainCache) get(id string) *cachedChain {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.m[id]
+	if !ok {
+		return nil
+	}
+	c.ll.MoveToFront(el)
+	return el.Value.(*cachedChain)
+}
+
+func (c *chainCache) put(cc *cachedChain) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.ll, c.m = list.New(), map[string]*list.Element{}
+	}
+	if el, ok := c.m[cc.id]; ok {
+		el.Value = cc
+		c.ll.MoveToFront(el)
+		return
+	}
+	c.m[cc.id] = c.ll.PushFront(cc)
+	for c.ll.Len() > chainCacheSize {
+		old := c.ll.Back()
+		c.ll.Remove(old)
+		delete(c.m, old.Value.(*cachedChain).id)
+	}
+}
+
+func (c *chainCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[id]; ok {
+		c.ll.Remove(el)
+		delete(c.m, id)
+	}
+}
+
+// sinceSQL reads the head's last seq and the entries after $2: no row
+// means no head (an empty or removed transcript).
+const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.type, e.body::text, e.created_at
+FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq > $2
+WHERE h.session_id = $1 ORDER BY e.seq`
+
+// cachedContext rebuilds the context from the cached chain extended by
+// the entries appended since it was read; ok is false when nothing usable
+// is cached (the caller then reads from the latest compaction).
+func (t *TranscriptLog) cachedContext(ctx context.Context) (out sessions.Context, ok bool, err error) {
+	cc := t.db.chains.get(t.sessionID)
+	if cc == nil {
+		return sessions.Context{}, false, nil
+	}
+	cc.mu.Lock()
+	last := cc.last
+	cc.mu.Unlock()
+	head, entries, err := t.db.since(ctx, t.sessionID, last)
+	if err != nil {
+		return sessions.Context{}, false, fmt.Errorf("transcript: context: %w", err)
+	}
+	if head < last { // cut, removed or never written: start over
+		t.db.chains.drop(t.sessionID)
+		return sessions.Context{}, false, nil
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for _, e := range entries {
+		if e.Seq <= cc.last {
+			continue // a concurrent Context added it already
+		}
+		if err := cc.chain.Add(e.Body, e.Seq); err != nil {
+			t.db.chains.drop(t.sessionID)
+			return sessions.Context{}, false, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
+		}
+		cc.last = e.Seq
+	}
+	out, ok = cc.chain.Context()
+	if !ok { // the chain now needs entries older than those cached
+		t.db.chains.drop(t.sessionID)
+	}
+	return out, ok, nil
+}
+
+// since reads the head's last seq (0 when there is no head) and the
+// entries after seq after.
+func (db *DB) since(ctx context.Context, sessionID string, after int64) (head int64, entries []TranscriptEntry, err error) {
+	rows, err := db.pool.Query(ctx, sinceSQL, sessionID, after)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			seq             *int64
+			id, parent, typ *string
+			body            *string
+			at              *time.Time
+		)
+		if err := rows.Scan(&head, &seq, &id, &parent, &typ, &body, &at); err != nil {
+			return 0, nil, err
+		}
+		if seq == nil {
+			continue // the head alone: nothing new
+		}
+		entries = append(entries, TranscriptEntry{Seq: *seq, ID: *id, ParentID: *parent, Type: *typ,
+			Body: json.RawMessage(*body), CreatedAt: at.UTC()})
+	}
+	return head, entries, rows.Err()
+}
+
+// keepChain caches c, built from entries (in seq order), for the next
+// Context of the transcript.
+func (t *TranscriptLog) keepChain(c *sessions.Chain, entries []TranscriptEntry) {
+	if len(entries) == 0 {
+		return
+	}
+	t.db.chains.put(&cachedChain{id: t.sessionID, chain: c, last: entries[len(entries)-1].Seq})
+}

@@ -1,0 +1,145 @@
+package pgstore
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// contextFresh rebuilds tr's context without the cache.
+func contextFresh(t *testing.T, db *DB, tr *TranscriptLog) sessions.Context {
+	t.Helper()
+	db.chains.drop(tr.SessionID())
+	c, err := tr.Context(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The cached chain, extended by the entries appended since, gives the
+// context a rebuild from the database gives, after every kind of append,
+// including appends through another DB (a replica) that the cache never
+// saw, and compactions that move the start of the context.
+func TestCachedContextEqualsRebuild(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	db2, err := Open(ctx, Options{URL: url, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	hdr := sessions.Header{SessionKey: "agent:main:main", AgentID: "main"}
+	tr, err := db.Transcript(sidA, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := db2.Transcript(sidA, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"first append", func() error {
+			got, err := tr.Append(ctx, text(sessions.RoleUser, "one"), text(sessions.RoleAssistant, "two"))
+			ids = append(ids, got...)
+			return err
+		}},
+		{"lazy append", func() error { _, err := tr.AppendLazy(ctx, text(sessions.RoleUser, "three")); return err }},
+		{"append by a replica", func() error {
+			got, err := replica.Append(ctx, text(sessions.RoleAssistant, "four"))
+			ids = append(ids, got...)
+			return err
+		}},
+		{"compaction", func() error {
+			_, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "s1", FirstKeptEntryID: ids[2], TokensBefore: 10, TokensAfter: 2})
+			return err
+		}},
+		{"after the compaction", func() error { _, err := tr.Append(ctx, text(sessions.RoleUser, "five")); return err }},
+		{"compaction by a replica, keeping nothing", func() error {
+			_, err := replica.AppendCompaction(ctx, sessions.Compaction{Summary: "s2", TokensBefore: 10, TokensAfter: 1})
+			return err
+		}},
+		{"last", func() error { _, err := tr.Append(ctx, text(sessions.RoleUser, "six")); return err }},
+	}
+	if _, err := tr.Context(ctx); err != nil { // empty: nothing cached
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		cached, err := tr.Context(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if db.chains.get(sidA) == nil {
+			t.Fatalf("%s: nothing cached after Context", s.name)
+		}
+		if d := cmp.Diff(contextFresh(t, db, tr), cached); d != "" {
+			t.Errorf("%s: cached context differs from a rebuild (-rebuild +cached):\n%s", s.name, d)
+		}
+		if _, err := tr.Context(ctx); err != nil { // rebuild the cache for the next step
+			t.Fatal(err)
+		}
+	}
+	c, _ := tr.Context(ctx)
+	if c.Summary != "s2" || len(c.Messages) == 0 {
+		t.Errorf("final context = summary %q, %d messages; want s2's and the last message", c.Summary, len(c.Messages))
+	}
+}
+
+// A transcript removed behind the cache (maintenance deletes an archived
+// session's rows) is read again, not served from memory.
+func TestCachedContextNoticesRemoval(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	tr, err := db.Transcript(sidB, sessions.Header{SessionKey: "agent:main:main", AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(ctx, text(sessions.RoleUser, "old"), text(sessions.RoleAssistant, "old reply")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Context(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DELETE FROM transcript_entries WHERE session_id = $1`, `DELETE FROM transcript_heads WHERE session_id = $1`} {
+		if _, err := db.pool.Exec(ctx, q, sidB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := tr.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Messages) != 0 {
+		t.Errorf("context of a removed transcript has %d messages, want none", len(c.Messages))
+	}
+	if db.chains.get(sidB) != nil {
+		t.Error("a removed transcript's chain is still cached")
+	}
+}
+
+// The cache keeps at most chainCacheSize chains, dropping the least
+// recently used.
+func TestChainCacheBound(t *testing.T) {
+	t.Parallel()
+	var c chainCache
+	for i := range chainCacheSize + 10 {
+		c.put(&cachedChain{id: string(rune('a'+i%26)) + string(rune(i)), chain: sessions.NewChain(true)})
+	}
+	if n := c.ll.Len(); n != chainCacheSize || len(c.m) != chainCacheSize {
+		t.Errorf("cache holds %d (%d in the map), want %d", n, len(c.m), chainCacheSize)
+	}
+	if c.get("a"+string(rune(0))) != nil {
+		t.Error("the oldest chain was not dropped")
+	}
+}
