@@ -111,37 +111,11 @@ func run(ctx context.Context, o options) error {
 	if !o.keep {
 		defer os.RemoveAll(dir)
 	}
-	cfg := fmt.Sprintf(`stateDir: %s
-http: {listen: "%s"}
-log: {level: warn, format: json}
-channels:
-  telegram:
-    accounts:
-      default:
-        token: "%s"
-        apiRoot: "%s"
-        dmPolicy: open
-        allowFrom: ["*"]
-        streaming: {mode: %s}
-providers:
-  fake: {type: openai, baseURL: "%s", apiKey: "bench"}
-agents:
-  defaults: {model: fake/bench, maxConcurrent: 8}
-  list: [{id: main}]
-messages:
-  queue: {mode: followup, cap: 1000}
-  inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
-`, filepath.Join(dir, "state"), httpAddr, tg.Token(), tg.URL, o.streaming, model.BaseURL())
-	var dbURL string
-	if o.postgres != "" {
-		var drop func()
-		dbURL, drop, err = benchDatabase(ctx, o.postgres, o.keep)
-		if err != nil {
-			return err
-		}
-		defer drop()
-		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", dbURL)
+	cfg, dbURL, drop, err := benchConfig(ctx, o, dir, httpAddr, tg, model)
+	if err != nil {
+		return err
 	}
+	defer drop()
 	cfgPath := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
@@ -184,34 +158,10 @@ messages:
 	journalCounters := []string{"gateway_journal_lines_total", "gateway_journal_fsyncs_total"}
 	countersBefore := scrape("http://"+httpAddr, journalCounters...)
 	cpuBefore := cpuTime(cmd.Process.Pid)
-	var total int
-	var avail []time.Time // when message i became available to the bot
-	inject := func(i int) {
-		res.sent(i)
-		tg.DM(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
-		avail = append(avail, time.Now())
-	}
 	sendStart := time.Now()
-	switch o.mode {
-	case "burst":
-		total = o.n
-		for i := 0; i < o.n; i++ {
-			inject(i)
-		}
-	case "sustained":
-		total = int(float64(o.rate) * o.duration.Seconds())
-		interval := time.Second / time.Duration(o.rate)
-		next := time.Now()
-		for i := 0; i < total; i++ {
-			if d := time.Until(next); d > 0 {
-				time.Sleep(d)
-			}
-			next = next.Add(interval)
-			inject(i)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
+	total, avail, err := sendTraffic(ctx, o, res, tg)
+	if err != nil {
+		return err
 	}
 	sendEnd := time.Now()
 	deadline := time.Now().Add(o.timeout)
@@ -385,4 +335,75 @@ func pct(lat []time.Duration, p int) time.Duration {
 		i = len(lat)
 	}
 	return lat[i-1].Round(10 * time.Microsecond)
+}
+
+// benchConfig is the daemon's YAML for a run: the fake Telegram and model,
+// the state under dir, and with --postgres a fresh database (drop removes
+// it; dbURL is "" on the files backend).
+func benchConfig(ctx context.Context, o options, dir, httpAddr string, tg *telegramtest.Server, model *openaitest.Server) (cfg, dbURL string, drop func(), err error) {
+	cfg = fmt.Sprintf(`stateDir: %s
+http: {listen: "%s"}
+log: {level: warn, format: json}
+channels:
+  telegram:
+    accounts:
+      default:
+        token: "%s"
+        apiRoot: "%s"
+        dmPolicy: open
+        allowFrom: ["*"]
+        streaming: {mode: %s}
+providers:
+  fake: {type: openai, baseURL: "%s", apiKey: "bench"}
+agents:
+  defaults: {model: fake/bench, maxConcurrent: 8}
+  list: [{id: main}]
+messages:
+  queue: {mode: followup, cap: 1000}
+  inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
+`, filepath.Join(dir, "state"), httpAddr, tg.Token(), tg.URL, o.streaming, model.BaseURL())
+	drop = func() {}
+	if o.postgres != "" {
+		dbURL, drop, err = benchDatabase(ctx, o.postgres, o.keep)
+		if err != nil {
+			return "", "", nil, err
+		}
+		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", dbURL)
+	}
+	return cfg, dbURL, drop, nil
+}
+
+// sendTraffic injects the run's messages (all at once for burst, at the
+// rate for sustained) and returns how many and when each became
+// available to the bot.
+func sendTraffic(ctx context.Context, o options, res *results, tg *telegramtest.Server) (int, []time.Time, error) {
+	var total int
+	var avail []time.Time // when message i became available to the bot
+	inject := func(i int) {
+		res.sent(i)
+		tg.DM(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
+		avail = append(avail, time.Now())
+	}
+	switch o.mode {
+	case "burst":
+		total = o.n
+		for i := 0; i < o.n; i++ {
+			inject(i)
+		}
+	case "sustained":
+		total = int(float64(o.rate) * o.duration.Seconds())
+		interval := time.Second / time.Duration(o.rate)
+		next := time.Now()
+		for i := 0; i < total; i++ {
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			next = next.Add(interval)
+			inject(i)
+			if ctx.Err() != nil {
+				return i + 1, avail, ctx.Err()
+			}
+		}
+	}
+	return total, avail, nil
 }
