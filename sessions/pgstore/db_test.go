@@ -122,6 +122,13 @@ func TestStatementTimeoutOption(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
 	ctx := ctxT(t)
+	// Migrate first: under load the schema's statements may take longer
+	// than the short timeout this test sets.
+	pre, err := Open(ctx, Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre.Close()
 	db, err := Open(ctx, Options{URL: url, StatementTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
