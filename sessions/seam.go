@@ -118,6 +118,15 @@ type Delivery interface {
 	Stats() JournalStats
 }
 
+// Orphans is implemented by a Delivery that several processes share (the
+// PostgreSQL backend with replicas): Orphans takes over the pending
+// records and undelivered replies that a process which died or stopped
+// left, so a running one resumes them as a start would (Pending,
+// Replies). The files backend has none: one process per state directory.
+type Orphans interface {
+	Orphans(ctx context.Context) (records []Record, replies []Reply, err error)
+}
+
 // RoomLog is the room history of group rooms, keyed by the room's session
 // key (see RoomHistory).
 type RoomLog interface {

@@ -99,6 +99,11 @@ type Delivery struct {
 	doneKeep int
 	lease    time.Duration
 	syncMark bool
+	// lock is the owner's advisory lock: while it is held the handle's
+	// rows are not taken over (delivery_owner.go).
+	lock *ownerLock
+	// adopted is what Pending and Drafts took over.
+	adopted adoption
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 
@@ -152,6 +157,13 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease, syncMark: o.SyncMarks,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	d.barrier.db = db
+	d.lock = &ownerLock{db: db, owner: d.owner, log: log}
+	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	if err := d.lock.hold(ctx); err != nil {
+		// Pending and Orphans refuse until the loop takes it.
+		log.Warn("delivery owner lock not taken; retried every second", zap.Error(err))
+	}
+	cancel()
 	go d.loop()
 	return d
 }
@@ -175,6 +187,8 @@ func (d *Delivery) Close() error {
 	d.mu.Unlock()
 	close(d.stop)
 	<-d.done
+	// Whatever happens below, the owner is dead once Close returns.
+	defer d.lock.drop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.flushLocked()
@@ -350,6 +364,7 @@ func (d *Delivery) loop() {
 			if d.faulted.Load() {
 				d.recover()
 			}
+			d.background("owner lock", d.lock.hold)
 		case <-renew.C:
 			d.background("lease renewal", d.Renew)
 		case <-prune.C:

@@ -45,35 +45,39 @@ func (d *Delivery) DraftDone(id string) error {
 	if sessions.CheckID("draft", id) != nil {
 		return nil
 	}
+	d.adopted.forget(adoptedDrafts, id)
 	return d.apply(mark{op: "undraft", queue: func(b *pgx.Batch) {
 		b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, id)
 	}})
 }
 
-// Drafts returns the drafts other handles left, oldest first (this
-// handle's drafts belong to its running turns).
+// Drafts takes over and returns the drafts dead handles left, oldest
+// first (an open handle's drafts belong to its running turns); what an
+// earlier call took over is returned again until it is retired.
 func (d *Delivery) Drafts() ([]sessions.Draft, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	defer cancel()
-	rows, err := d.db.pool.Query(ctx, `SELECT id, session_key, target::text, message_id, created_at
-		FROM delivery_drafts WHERE owner <> $1 ORDER BY seq`, d.owner)
+	out, err := d.claimOrphanDrafts(ctx, d.adopted.list(adoptedDrafts))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery drafts: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sessions.Draft, error) {
-		var (
-			dr     sessions.Draft
-			target string
-		)
-		err := row.Scan(&dr.ID, &dr.SessionKey, &target, &dr.MessageID, &dr.CreatedAt)
-		dr.Target = json.RawMessage(target)
-		dr.CreatedAt = dr.CreatedAt.UTC()
-		return dr, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: delivery drafts: %w", err)
+	ids := make([]string, len(out))
+	for i, dr := range out {
+		ids[i] = dr.ID
 	}
+	d.adopted.reset(adoptedDrafts, ids)
 	return out, nil
+}
+
+func scanDraft(row pgx.CollectableRow) (sessions.Draft, error) {
+	var (
+		dr     sessions.Draft
+		target string
+	)
+	err := row.Scan(&dr.ID, &dr.SessionKey, &target, &dr.MessageID, &dr.CreatedAt)
+	dr.Target = json.RawMessage(target)
+	dr.CreatedAt = dr.CreatedAt.UTC()
+	return dr, err
 }
 
 // DraftLive reports whether draft id is recorded and not yet retired. When

@@ -35,6 +35,16 @@ func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) 
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery claim: %w", err)
 	}
+	out, err := collectSeqRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: delivery claim: %w", err)
+	}
+	return out, nil
+}
+
+// collectSeqRecords reads rows of seq followed by recordCols and returns
+// the records in accept (seq) order: RETURNING follows no ORDER BY.
+func collectSeqRecords(rows pgx.Rows) ([]sessions.Record, error) {
 	type seqRec struct {
 		seq int64
 		rec sessions.Record
@@ -51,9 +61,8 @@ func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) 
 		return s, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: delivery claim: %w", err)
+		return nil, err
 	}
-	// RETURNING follows no ORDER BY: restore accept order.
 	slices.SortFunc(got, func(a, b seqRec) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]sessions.Record, len(got))
 	for i, s := range got {

@@ -199,6 +199,7 @@ func (d *Delivery) Done(ids ...string) error {
 	if ids = validIDs(ids); len(ids) == 0 {
 		return nil
 	}
+	d.adopted.forget(adoptedRecords, ids...)
 	at := d.clock()
 	return d.apply(mark{op: "done", queue: func(b *pgx.Batch) {
 		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending'`, ids, at)

@@ -24,34 +24,34 @@ func scanRecord(row pgx.CollectableRow) (sessions.Record, error) {
 	return r, err
 }
 
-// Pending returns the records without an outcome (accepted, not done, not
-// answered by an outstanding reply) that another handle accepted, oldest
-// first: what a start resumes. This handle's own records are in its
-// caller's hands already.
+// Pending takes over and returns the records without an outcome
+// (accepted, not done, not answered by an outstanding reply) of handles
+// that are dead (their process died or closed them: see Orphans), oldest
+// first: what a start resumes. Records of handles still open, this one's
+// included, are in their callers' hands and left out; what an earlier call
+// took over is returned again while it is pending.
 func (d *Delivery) Pending() ([]sessions.Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	defer cancel()
-	rows, err := d.db.pool.Query(ctx, `SELECT `+recordCols+` FROM delivery_records
-		WHERE state = 'pending' AND reply IS NULL AND owner <> $1 ORDER BY seq`, d.owner)
+	out, err := d.claimOrphanRecords(ctx, d.adopted.list(adoptedRecords))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery pending: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, scanRecord)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: delivery pending: %w", err)
+	ids := make([]string, len(out))
+	for i, r := range out {
+		ids[i] = r.ID
 	}
+	d.adopted.reset(adoptedRecords, ids)
 	return out, nil
 }
 
-// Replies returns the replies not completely delivered, oldest first.
+// Replies returns the replies not completely delivered of this handle and
+// of dead handles (taken over), oldest first; those of other open handles
+// are theirs to send.
 func (d *Delivery) Replies() ([]sessions.Reply, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	defer cancel()
-	rows, err := d.db.pool.Query(ctx, `SELECT `+replyCols+` FROM delivery_replies ORDER BY seq`)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: delivery replies: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, scanReply)
+	out, err := d.claimOrphanReplies(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery replies: %w", err)
 	}

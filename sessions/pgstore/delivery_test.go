@@ -373,6 +373,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { _ = dead.Close(); deadDB.Close() })
+	dead.lock.drop() // its process dies: the server ends its lock's session
 
 	nextDB, err := Open(ctx, Options{URL: url, MaxConns: 4})
 	if err != nil {
