@@ -25,6 +25,24 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: resume: %w", err)
 	}
+	recs, err := d.journal.Pending()
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: resume: %w", err)
+	}
+	n := d.resumeWork(ctx, replies, recs)
+	if n > 0 || len(replies) > 0 {
+		d.log.Info("resumed journaled work", zap.Int("messages", n), zap.Int("replies", len(replies)))
+	}
+	if o, ok := d.journal.(sessions.Orphans); ok {
+		go d.adoptOrphans(ctx, o)
+	}
+	return n, nil
+}
+
+// resumeWork queues replies (sent first) and records left by a process
+// that stopped, as Resume describes; it returns how many records run
+// again.
+func (d *Dispatcher) resumeWork(ctx context.Context, replies []sessions.Reply, recs []sessions.Record) int {
 	for i := range replies {
 		rp := replies[i]
 		key, err := routing.Parse(rp.SessionKey)
@@ -33,10 +51,6 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 			continue
 		}
 		d.enqueue(ctx, &work{Key: key, AgentID: rp.AgentID, Reply: &rp})
-	}
-	recs, err := d.journal.Pending()
-	if err != nil {
-		return 0, fmt.Errorf("dispatch: resume: %w", err)
 	}
 	n := 0
 	var ws []*work
@@ -65,10 +79,7 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) {
 	for _, w := range regroupReplayed(ws, d.rt.Load().Inbound, started) {
 		d.enqueue(ctx, w)
 	}
-	if n > 0 || len(replies) > 0 {
-		d.log.Info("resumed journaled work", zap.Int("messages", n), zap.Int("replies", len(replies)))
-	}
-	return n, nil
+	return n
 }
 
 func (d *Dispatcher) workFromRecord(rec sessions.Record) (*work, error) {

@@ -1,0 +1,48 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// orphanEvery is how often a dispatcher on shared storage (PostgreSQL
+// replicas) looks for the work of a process that died or stopped.
+var orphanEvery = 2 * time.Second
+
+// adoptOrphans takes over, every orphanEvery until ctx ends or the
+// dispatcher shuts down, the records and replies another process left
+// (sessions.Orphans) and runs them as Resume runs a predecessor's: the
+// drafts it left are cleared first, then its replies are sent and its
+// records run again, recovered from their transcripts.
+func (d *Dispatcher) adoptOrphans(ctx context.Context, o sessions.Orphans) {
+	t := time.NewTicker(orphanEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.life.Done():
+			return
+		case <-t.C:
+		}
+		if d.closing.Load() {
+			return
+		}
+		recs, replies, err := o.Orphans(ctx)
+		if err != nil && ctx.Err() == nil {
+			// What was taken over before the failure is this process's
+			// now: it runs below.
+			d.log.Warn("looking for work left by stopped replicas failed", zap.Error(err))
+		}
+		if len(recs) == 0 && len(replies) == 0 {
+			continue
+		}
+		d.clearLeftDrafts(ctx)
+		n := d.resumeWork(ctx, replies, recs)
+		d.log.Info("took over work left by a stopped replica", zap.Int("messages", n), zap.Int("replies", len(replies)))
+	}
+}
