@@ -1,0 +1,224 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// TestDeliveryLiveOwnerKept: what an open handle holds (records, replies,
+// drafts) is not taken over by another open handle, through any of
+// Pending, Replies, Drafts and Orphans, even when its lease ran out.
+func TestDeliveryLiveOwnerKept(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	clk := &settable{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
+	owner := newDelivery(t, db, DeliveryOptions{Now: clk.Now})
+	other := newDelivery(t, db, DeliveryOptions{Now: clk.Now})
+	leaveWork(t, owner)
+	clk.Advance(DefaultLease * 10) // leases ran out long ago: liveness decides
+	if ps, err := other.Pending(); err != nil || len(ps) != 0 {
+		t.Errorf("Pending of another handle = %d records, %v; want none while the owner lives", len(ps), err)
+	}
+	if rs, err := other.Replies(); err != nil || len(rs) != 0 {
+		t.Errorf("Replies of another handle = %d, %v; want none while the owner lives", len(rs), err)
+	}
+	if ds, err := other.Drafts(); err != nil || len(ds) != 0 {
+		t.Errorf("Drafts of another handle = %d, %v; want none while the owner lives", len(ds), err)
+	}
+	if recs, reps, err := other.Orphans(ctx); err != nil || len(recs)+len(reps) != 0 {
+		t.Errorf("Orphans of another handle = %d records, %d replies, %v; want none", len(recs), len(reps), err)
+	}
+	// The owner's own replies stay listed for it.
+	if rs, err := owner.Replies(); err != nil || len(rs) != 1 || rs[0].ID != "rp" {
+		t.Errorf("Replies of the owner = %+v, %v; want rp", rs, err)
+	}
+}
+
+// leaveWork gives d three pending records (one answered by an outstanding
+// reply), a reply and a draft.
+func leaveWork(t *testing.T, d *Delivery) {
+	t.Helper()
+	mustAccept(t, d, "r1", "r2", "r3")
+	for _, err := range []error{
+		d.Start("r1"),
+		d.Ready(sessions.Reply{ID: "rp", Records: []string{"r1"}, SessionKey: "agent:main:telegram:group:1",
+			Target: json.RawMessage(`{}`), Chunks: []string{"a", "b"}}),
+		d.Draft(sessions.Draft{ID: "d1", Target: json.RawMessage(`{}`), MessageID: "7"}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDeliveryDeadOwnerTakenOnce: when a handle's process dies (its lock
+// connection ends, nothing released, its leases still running) its work
+// is visible at once, and of two concurrent claimers each row goes to
+// exactly one.
+func TestDeliveryDeadOwnerTakenOnce(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	dead := newDelivery(t, db, DeliveryOptions{})
+	const n = 200
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("m%03d", i))
+	}
+	mustAccept(t, dead, ids...)
+	for i := range 20 {
+		rp := sessions.Reply{ID: fmt.Sprint("rp", i), SessionKey: "agent:main:telegram:group:1",
+			Target: json.RawMessage(`{}`), Chunks: []string{"x"}}
+		if err := dead.Ready(rp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newDelivery(t, db, DeliveryOptions{})
+	b := newDelivery(t, db, DeliveryOptions{})
+	if recs, reps, err := a.Orphans(ctx); err != nil || len(recs)+len(reps) != 0 {
+		t.Fatalf("Orphans before the death = %d, %d, %v; want none", len(recs), len(reps), err)
+	}
+	dead.lock.drop()
+
+	var (
+		wg           sync.WaitGroup
+		mu           sync.Mutex
+		gotRecs      []string
+		gotReps      []string
+		perHandleRec [2]int
+	)
+	for i, h := range []*Delivery{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var recs []sessions.Record
+			var reps []sessions.Reply
+			var err error
+			if i == 0 {
+				recs, reps, err = h.Orphans(ctx)
+			} else {
+				recs, err = h.Pending()
+				if err == nil {
+					reps, err = h.Replies()
+				}
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			perHandleRec[i] = len(recs)
+			for _, r := range recs {
+				gotRecs = append(gotRecs, r.ID)
+			}
+			for _, r := range reps {
+				gotReps = append(gotReps, r.ID)
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Strings(gotRecs)
+	if !slices.Equal(gotRecs, ids) {
+		t.Fatalf("records taken over: %d (%d by Orphans, %d by Pending), want each of %d exactly once",
+			len(gotRecs), perHandleRec[0], perHandleRec[1], n)
+	}
+	if len(gotReps) != 20 || len(slices.Compact(slices.Sorted(slices.Values(gotReps)))) != 20 {
+		t.Fatalf("replies taken over: %v; want each of 20 exactly once", gotReps)
+	}
+	// Taken over means owned: the other claimer and a third handle see
+	// none of it, and the taker's Pending returns its share again.
+	c := newDelivery(t, db, DeliveryOptions{})
+	if recs, reps, err := c.Orphans(ctx); err != nil || len(recs)+len(reps) != 0 {
+		t.Errorf("Orphans after the take-over = %d, %d, %v; want none", len(recs), len(reps), err)
+	}
+	if ps, err := b.Pending(); err != nil || len(ps) != perHandleRec[1] {
+		t.Errorf("second Pending of the taker = %d, %v; want its %d again", len(ps), err, perHandleRec[1])
+	}
+	// Its Close releases them at once to the next.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _, err := c.Orphans(ctx); err != nil || len(recs) != perHandleRec[1] {
+		t.Errorf("Orphans after the taker closed = %d, %v; want %d", len(recs), err, perHandleRec[1])
+	}
+}
+
+// TestDeliveryDeadOwnerDraftsAndReplies: a start after a death gets the
+// dead handle's replies (not its answered record) and drafts at once,
+// with no lease to wait for.
+func TestDeliveryDeadOwnerDraftsAndReplies(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	dead := newDelivery(t, db, DeliveryOptions{})
+	leaveWork(t, dead)
+	dead.lock.drop()
+	next := newDelivery(t, db, DeliveryOptions{})
+	ps, err := next.Pending()
+	if err != nil || len(ps) != 2 || ps[0].ID != "r2" || ps[1].ID != "r3" {
+		t.Errorf("Pending = %+v, %v; want r2, r3 (r1 is answered by rp)", ps, err)
+	}
+	rs, err := next.Replies()
+	if err != nil || len(rs) != 1 || rs[0].ID != "rp" {
+		t.Errorf("Replies = %+v, %v; want rp", rs, err)
+	}
+	ds, err := next.Drafts()
+	if err != nil || len(ds) != 1 || ds[0].ID != "d1" {
+		t.Errorf("Drafts = %+v, %v; want d1", ds, err)
+	}
+	if ds, err := next.Drafts(); err != nil || len(ds) != 1 {
+		t.Errorf("second Drafts = %+v, %v; want d1 again", ds, err)
+	}
+	if err := next.DraftDone("d1"); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := next.Drafts(); err != nil || len(ds) != 0 {
+		t.Errorf("Drafts after DraftDone = %+v, %v; want none", ds, err)
+	}
+}
+
+// TestOwnerLockEncoding: the decoding of pg_locks (classid high, objid low
+// 32 bits) matches hashtextextended for keys of either sign.
+func TestOwnerLockEncoding(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	pooled, err := db.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := pooled.Hijack() // holds the locks until the test ends
+	defer conn.Close(ctx)
+	var neg, pos int
+	owners := make([]string, 16)
+	for i := range owners {
+		owners[i] = fmt.Sprint("owner-", i)
+		var k int64
+		if err := conn.QueryRow(ctx, `SELECT hashtextextended($1, 0) FROM pg_advisory_lock(hashtextextended($1, 0))`, owners[i]).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		if k < 0 {
+			neg++
+		} else {
+			pos++
+		}
+	}
+	if neg == 0 || pos == 0 {
+		t.Fatalf("keys: %d negative, %d positive; want both signs", neg, pos)
+	}
+	var alive int
+	err = db.pool.QueryRow(ctx, `WITH `+liveOwnersCTE+`
+		SELECT count(*) FROM unnest($1::text[]) o WHERE hashtextextended(o, 0) IN (SELECT k FROM live)`,
+		append(owners, "not-locked")).Scan(&alive)
+	if err != nil || alive != len(owners) {
+		t.Errorf("owners seen alive = %d, %v; want %d (and not the unlocked one)", alive, err, len(owners))
+	}
+}
