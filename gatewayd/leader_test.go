@@ -200,8 +200,8 @@ func TestTelegramPollerFailover(t *testing.T) {
 	}
 	defer stopInject()
 
-	// Three replicas up before any traffic (a replica starting later would
-	// resume the others' in-flight records: see the package's notes).
+	// Three replicas up before any traffic (a replica starting later is
+	// TestReplicaTakesOverStoppedReplicasWork's case).
 	// a leads and stops cleanly; b and c stop as a crash does.
 	a := startReplica(t, "a", yaml("a"), url, rec, false)
 	waitUntil(t, 10*time.Second, "a polls", func() bool { return !rec.firstBy("a", time.Time{}).IsZero() })
@@ -260,10 +260,10 @@ func TestTelegramPollerFailover(t *testing.T) {
 	<-injected
 	total := int(sent.Load())
 
-	// A stopping dispatcher leaves queued (held) records in the journal
-	// for the next start; nothing claims them from a live replica yet (a
-	// later step of issue 13). So once the last leader is idle it stops,
-	// and a fresh replica's start resumes what the stopped ones left.
+	// A stopping dispatcher leaves queued (held) records in the journal;
+	// running replicas take them over (TestReplicaTakesOverStoppedReplicasWork).
+	// Here, once the last leader is idle it stops, and a fresh replica's
+	// start resumes what the stopped ones left.
 	idle := 0
 	for prev := -1; idle < 20; time.Sleep(100 * time.Millisecond) {
 		if n := tg.SentCount(); n == prev {

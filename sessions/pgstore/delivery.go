@@ -77,8 +77,9 @@ const DefaultLease = 15 * time.Second
 //     without its answer arriving is applied twice (a Start counted
 //     twice), the one difference from the files journal.
 //   - Pending and Drafts leave out what this handle accepted or recorded
-//     (the files journal leaves out what its process did): a handle opened
-//     after a crash sees everything the dead one left.
+//     (the files journal leaves out what its process did), and what other
+//     open handles hold: a handle opened after a crash sees everything the
+//     dead one left, at once, and takes it over (Orphans).
 //
 // Ids must satisfy sessions.CheckID (UTF-8, no NUL): Accept, Ready and
 // Draft refuse others with an error naming the id; the other text fields
@@ -87,10 +88,15 @@ const DefaultLease = 15 * time.Second
 // stored compacted as the files journal writes them; chunks are stored as
 // a JSON array, so any text survives.
 //
-// Each handle has an owner id; what it accepts or stores is leased to it
-// (DeliveryOptions.Lease, renewed by its loop, released by Close). Claim
-// and ClaimReplies hand records and replies whose lease ran out to another
-// handle, FOR UPDATE SKIP LOCKED, for the replicas of the next issue. A Delivery is safe for concurrent use; Close stops its loop.
+// Each handle has an owner id; what it accepts or stores is its own. While
+// the handle is open it holds an advisory lock keyed by that id on a
+// connection of its own (delivery_owner.go); the server drops the lock
+// when the process dies or Close ends it, and from then on Pending,
+// Replies, Drafts and Orphans of any other handle take its rows over, each
+// row by one of them (FOR UPDATE SKIP LOCKED). Rows are also leased
+// (DeliveryOptions.Lease, renewed by its loop, released by Close): Claim
+// and ClaimReplies hand over those whose lease ran out. A Delivery is safe
+// for concurrent use; Close stops its loop.
 type Delivery struct {
 	db       *DB
 	log      *zap.Logger
