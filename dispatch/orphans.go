@@ -13,23 +13,19 @@ import (
 // replicas) looks for the work of a process that died or stopped.
 var orphanEvery = 2 * time.Second
 
-// adoptOrphans takes over, every orphanEvery until ctx ends or the
-// dispatcher shuts down, the records and replies another process left
+// adoptOrphans takes over, every orphanEvery or when another process
+// closes its Delivery (WaitOrphans), until ctx ends or the dispatcher
+// shuts down, the records and replies another process left
 // (sessions.Orphans) and runs them as Resume runs a predecessor's: the
 // drafts it left are cleared first, then its replies are sent and its
 // records run again, recovered from their transcripts.
 func (d *Dispatcher) adoptOrphans(ctx context.Context, o sessions.Orphans) {
-	t := time.NewTicker(orphanEvery)
-	defer t.Stop()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(d.life, stop)()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-d.life.Done():
-			return
-		case <-t.C:
-		}
-		if d.closing.Load() {
+		o.WaitOrphans(ctx, orphanEvery)
+		if ctx.Err() != nil || d.closing.Load() {
 			return
 		}
 		recs, replies, err := o.Orphans(ctx)

@@ -125,6 +125,9 @@ type Delivery interface {
 // Replies). The files backend has none: one process per state directory.
 type Orphans interface {
 	Orphans(ctx context.Context) (records []Record, replies []Reply, err error)
+	// WaitOrphans returns after d, or earlier when another process may
+	// have left work (it closed its Delivery), or when ctx ends.
+	WaitOrphans(ctx context.Context, d time.Duration)
 }
 
 // RoomLog is the room history of group rooms, keyed by the room's session

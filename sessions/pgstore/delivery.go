@@ -210,6 +210,11 @@ func (d *Delivery) Close() error {
 	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("pgstore: delivery close: release leases: %w", err)
 	}
+	// The owner dies, then running replicas are woken to take its rows.
+	d.lock.drop()
+	if _, err := d.db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, releasedDeliveryChannel, d.owner); err != nil {
+		d.log.Warn("delivery close: notify replicas failed; they find the rows on their next poll", zap.Error(err))
+	}
 	return nil
 }
 

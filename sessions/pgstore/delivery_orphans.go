@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,6 +45,42 @@ func (d *Delivery) Orphans(ctx context.Context) ([]sessions.Record, []sessions.R
 		return recs, nil, fmt.Errorf("pgstore: delivery orphans: %w", err)
 	}
 	return recs, reps, nil
+}
+
+// releasedDeliveryChannel is the LISTEN/NOTIFY channel on which Close
+// announces that a handle's rows are free to take over.
+const releasedDeliveryChannel = "gateway_delivery_released"
+
+// WaitOrphans sleeps for d, or until a handle closes (a notification on
+// releasedDeliveryChannel), or ctx ends. A notification sent between two
+// waits is missed: the caller's next Orphans, d later, finds the rows.
+func (d *Delivery) WaitOrphans(ctx context.Context, wait time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	c, err := d.db.pool.Acquire(wctx)
+	if err != nil {
+		<-wctx.Done()
+		return
+	}
+	defer c.Release()
+	if _, err := c.Exec(wctx, "LISTEN "+releasedDeliveryChannel); err != nil {
+		_ = c.Conn().Close(context.Background())
+		<-wctx.Done()
+		return
+	}
+	err = c.Conn().PgConn().WaitForNotification(wctx)
+	uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ucancel()
+	if c.Conn().IsClosed() {
+		return
+	}
+	if _, uerr := c.Exec(uctx, "UNLISTEN "+releasedDeliveryChannel); uerr != nil {
+		// A connection in an unknown state must not serve anyone else.
+		_ = c.Conn().Close(uctx)
+	}
+	if err != nil && wctx.Err() == nil {
+		<-wctx.Done() // broken: do not spin
+	}
 }
 
 // ownLock makes sure this handle holds its owner lock before it takes

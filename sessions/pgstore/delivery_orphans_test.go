@@ -222,3 +222,37 @@ func TestOwnerLockEncoding(t *testing.T) {
 		t.Errorf("owners seen alive = %d, %v; want %d (and not the unlocked one)", alive, err, len(owners))
 	}
 }
+
+// TestWaitOrphansWokenByClose: a handle's Close wakes a waiting replica at
+// once, after its lock is gone, so the Orphans that follows finds its rows.
+func TestWaitOrphansWokenByClose(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	leaving := db.Delivery(DeliveryOptions{})
+	mustAccept(t, leaving, "left")
+	waiter := newDelivery(t, db, DeliveryOptions{})
+	woke := make(chan time.Duration, 1)
+	listening := time.Now()
+	go func() {
+		start := time.Now()
+		waiter.WaitOrphans(ctx, 20*time.Second)
+		woke <- time.Since(start)
+	}()
+	time.Sleep(300 * time.Millisecond) // let it LISTEN
+	if err := leaving.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case took := <-woke:
+		if took > 10*time.Second {
+			t.Fatalf("WaitOrphans returned after %s, not woken by Close", took)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("WaitOrphans not woken by Close %s after it began", time.Since(listening))
+	}
+	recs, _, err := waiter.Orphans(ctx)
+	if err != nil || len(recs) != 1 || recs[0].ID != "left" {
+		t.Errorf("Orphans after the wake = %+v, %v; want the closed handle's record", recs, err)
+	}
+}
