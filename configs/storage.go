@@ -56,9 +56,9 @@ type PostgresStorage struct {
 	// must set it). False (the default): a daemon runs alone on its
 	// database and a second one refuses to start, naming the first.
 	// Several replicas are being built (issue 13): Telegram polling and
-	// Discord connections already run on one replica with failover, but a
-	// replica's unfinished messages are taken over only when a daemon
-	// starts.
+	// Discord connections run on one replica with failover, and running
+	// replicas take over a stopped one's unfinished messages; turns of one
+	// session are not yet fenced across replicas.
 	Replicas bool `mapstructure:"replicas"`
 }
 
