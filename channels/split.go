@@ -120,9 +120,13 @@ func cutPart(rest string, st fenceState, limit int) (part, int, fenceState) {
 			c.start.code = false
 		}
 	}
-	// Indentation that takes half a part is dropped, not cut around.
-	skip := spaceRun(rest)
-	if 2*skip >= c.room {
+	// Indentation that takes half a part is dropped, not cut around; in a
+	// block the part also needs room for its closing line.
+	skip, room := spaceRun(rest), c.room
+	if c.start.marker != "" {
+		room -= 1 + len(c.start.marker)
+	}
+	if 2*skip >= room {
 		c.rest = rest[skip:]
 	} else {
 		skip = 0
