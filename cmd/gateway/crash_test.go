@@ -264,29 +264,7 @@ func startCrashRun(t *testing.T, storage string) *crashRun {
 		base = keep // state and logs stay for inspection
 	}
 	state := filepath.Join(base, "state")
-	d := &crashDaemon{t: t, addr: freeAddr(t), logs: filepath.Join(base, "logs")}
-	if err := os.MkdirAll(d.logs, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	d.cfg = filepath.Join(d.logs, "gateway.yaml")
-	yaml := fmt.Sprintf(`stateDir: %s
-http: {listen: %q}
-log: {level: info, format: console}
-channels:
-  telegram:
-    accounts:
-      default: {token: %q, apiRoot: %q, dmPolicy: open, pollTimeoutSeconds: 1}
-providers:
-  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
-agents:
-  defaults: {model: fake/test-model, maxConcurrent: 8}
-  list: [{id: main}]
-messages:
-  queue: {mode: collect, debounce: 50ms, cap: 50}
-`, state, d.addr, tg.Token(), tg.URL, model.BaseURL()) + storage
-	if err := os.WriteFile(d.cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	d := newCrashDaemon(t, base, state, tg, model, "{mode: collect, debounce: 50ms, cap: 50}", storage)
 	return &crashRun{d: d, tg: tg, state: state, long: map[int]bool{}}
 }
 
@@ -559,3 +537,34 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 }
 
 func firstN[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+// newCrashDaemon writes the config of a daemon on state against the fakes
+// (queue is messages.queue, extra more YAML such as a storage block) under
+// base/logs and returns it, not started.
+func newCrashDaemon(t *testing.T, base, state string, tg *telegramtest.Server, model *openaitest.Server, queue, extra string) *crashDaemon {
+	t.Helper()
+	d := &crashDaemon{t: t, addr: freeAddr(t), logs: filepath.Join(base, "logs")}
+	if err := os.MkdirAll(d.logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.cfg = filepath.Join(d.logs, "gateway.yaml")
+	yaml := fmt.Sprintf(`stateDir: %s
+http: {listen: %q}
+log: {level: info, format: console}
+channels:
+  telegram:
+    accounts:
+      default: {token: %q, apiRoot: %q, dmPolicy: open, pollTimeoutSeconds: 1}
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model, maxConcurrent: 8}
+  list: [{id: main}]
+messages:
+  queue: %s
+`, state, d.addr, tg.Token(), tg.URL, model.BaseURL(), queue) + extra
+	if err := os.WriteFile(d.cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -25,30 +25,8 @@ import (
 func startPgBinary(t *testing.T, tg *telegramtest.Server, model *openaitest.Server, url, stmt string) *crashDaemon {
 	t.Helper()
 	base := t.TempDir()
-	d := &crashDaemon{t: t, addr: freeAddr(t), logs: filepath.Join(base, "logs")}
-	if err := os.MkdirAll(d.logs, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	d.cfg = filepath.Join(d.logs, "gateway.yaml")
-	yaml := fmt.Sprintf(`stateDir: %s
-http: {listen: %q}
-log: {level: info, format: console}
-channels:
-  telegram:
-    accounts:
-      default: {token: %q, apiRoot: %q, dmPolicy: open, pollTimeoutSeconds: 1}
-providers:
-  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
-agents:
-  defaults: {model: fake/test-model, maxConcurrent: 8}
-  list: [{id: main}]
-messages:
-  queue: {mode: collect, debounce: 20ms}
-storage: {backend: postgres, postgres: {url: %q, maxConns: 8, statementTimeout: %s}}
-`, filepath.Join(base, "state"), d.addr, tg.Token(), tg.URL, model.BaseURL(), url, stmt)
-	if err := os.WriteFile(d.cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	d := newCrashDaemon(t, base, filepath.Join(base, "state"), tg, model, "{mode: collect, debounce: 20ms}",
+		fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, maxConns: 8, statementTimeout: %s}}\n", url, stmt))
 	d.start()
 	return d
 }

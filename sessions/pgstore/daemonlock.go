@@ -22,7 +22,7 @@ const DaemonLockKey int64 = 0x6761746577617964
 // database.
 var ErrInUse = errors.New("the database is in use by a running gateway")
 
-// ErrMigrating is TryHoldShared's refusal (with errors.Is): a migration
+// ErrMigrating is HoldDaemon's refusal (with errors.Is): a migration
 // holds the database.
 var ErrMigrating = errors.New("a storage migration (gateway storage migrate) holds the database")
 
@@ -30,12 +30,6 @@ var ErrMigrating = errors.New("a storage migration (gateway storage migrate) hol
 // it exclusively, and keeps it until release is called.
 func (db *DB) HoldShared(ctx context.Context) (release func(), err error) {
 	return db.holdLock(ctx, `SELECT true FROM pg_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`, nil)
-}
-
-// TryHoldShared is HoldShared without waiting: while a migration holds
-// the lock the error wraps ErrMigrating. A daemon starts with it.
-func (db *DB) TryHoldShared(ctx context.Context) (release func(), err error) {
-	return db.holdLock(ctx, `SELECT pg_try_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`, ErrMigrating)
 }
 
 // LockExclusive takes DaemonLockKey exclusively without waiting and keeps

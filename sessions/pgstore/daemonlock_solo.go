@@ -14,35 +14,60 @@ import (
 // every daemon on it allows replicas.
 const ReplicaLockKey int64 = 0x7265706c69636173
 
-// ErrOtherDaemon is HoldReplicaLock's refusal (with errors.Is).
+// ErrOtherDaemon is HoldDaemon's refusal (with errors.Is).
 var ErrOtherDaemon = errors.New("another gateway daemon uses this database")
 
-// HoldReplicaLock takes ReplicaLockKey without waiting, shared when
-// replicas is true, else exclusively, and keeps it until release is
-// called. The refusal names the holders and says how to run replicas.
-func (db *DB) HoldReplicaLock(ctx context.Context, replicas bool) (release func(), err error) {
-	sql, unlock := `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`
-	if replicas {
-		sql, unlock = `SELECT pg_try_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`
-	}
+// HoldDaemon takes the locks a running daemon holds for its whole life,
+// on one connection of its own and without waiting: DaemonLockKey shared
+// (refused with ErrMigrating while a migration holds it) and
+// ReplicaLockKey, shared when replicas is true, else exclusively (refused
+// with ErrOtherDaemon, naming the holders and saying how to run replicas).
+// release gives both up; so does the death of the process.
+func (db *DB) HoldDaemon(ctx context.Context, replicas bool) (release func(), err error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: replica lock on %s: %w", db.target, err)
+		return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
 	}
-	var ok bool
-	if err := conn.QueryRow(ctx, sql, ReplicaLockKey).Scan(&ok); err != nil {
-		conn.Release()
-		return nil, fmt.Errorf("pgstore: replica lock on %s: %w", db.target, err)
+	try := func(sql string, key int64) (bool, error) {
+		var ok bool
+		err := conn.QueryRow(ctx, sql, key).Scan(&ok)
+		return ok, err
 	}
-	if !ok {
+	ok, err := try(`SELECT pg_try_advisory_lock_shared($1)`, DaemonLockKey)
+	if err != nil || !ok {
 		conn.Release()
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: daemon lock on %s: %w", db.target, err)
+		}
+		return nil, fmt.Errorf("pgstore: %s: %w", db.target, ErrMigrating)
+	}
+	replicaSQL, replicaUnlock := `SELECT pg_try_advisory_lock($1)`, `SELECT pg_advisory_unlock($1)`
+	if replicas {
+		replicaSQL, replicaUnlock = `SELECT pg_try_advisory_lock_shared($1)`, `SELECT pg_advisory_unlock_shared($1)`
+	}
+	const daemonUnlock = `SELECT pg_advisory_unlock_shared($1)`
+	ok, err = try(replicaSQL, ReplicaLockKey)
+	if err != nil || !ok {
+		releaseKey(conn, daemonUnlock, DaemonLockKey)
+		if err != nil {
+			return nil, fmt.Errorf("pgstore: replica lock on %s: %w", db.target, err)
+		}
 		hint := "stop it first, or set storage.postgres.replicas: true on every daemon that shares the database"
 		if who := db.holdersOf(ctx, ReplicaLockKey); who != "" {
 			return nil, fmt.Errorf("pgstore: %s: %w (%s): %s", db.target, ErrOtherDaemon, who, hint)
 		}
 		return nil, fmt.Errorf("pgstore: %s: %w: %s", db.target, ErrOtherDaemon, hint)
 	}
-	return func() { releaseKey(conn, unlock, ReplicaLockKey) }, nil
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
+		defer cancel()
+		var ok bool
+		if err := conn.QueryRow(ctx, replicaUnlock, ReplicaLockKey).Scan(&ok); err != nil || !ok {
+			_ = conn.Hijack().Close(ctx) // ends the session: both locks go
+			return
+		}
+		releaseKey(conn, daemonUnlock, DaemonLockKey)
+	}, nil
 }
 
 // holdersOf describes the sessions holding advisory lock key, as
