@@ -12,6 +12,11 @@
 // deleteWebhook (getUpdates answers 409 while a webhook is set). Failures
 // (409, 429 with retry_after, entity rejection) are injected with FailNext.
 //
+// Webhook mode: DeliverWebhook posts one update; a Balancer posts every
+// pending update round-robin over several targets (replicas behind a load
+// balancer). Several clients are told apart by the API root each is given
+// (Via): what each sent is recorded with its tag.
+//
 // Tests inject updates with AddMessage and its helpers (DM, Group, Topic)
 // and wait for the bot's output with WaitSent, WaitActions and
 // WaitConfirmed. Every method is safe for concurrent use; Close ends

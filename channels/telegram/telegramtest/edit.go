@@ -37,7 +37,7 @@ func (s *Server) editMessageText(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, Failure{Code: 400, Description: "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"})
 		return
 	}
-	ed := Sent{Method: "editMessageText", MessageID: id, ChatID: chat, ThreadID: cur.ThreadID, Text: text, ParseMode: mode}
+	ed := Sent{Method: "editMessageText", MessageID: id, ChatID: chat, ThreadID: cur.ThreadID, Text: text, ParseMode: mode, Via: viaOf(r)}
 	at := s.recordLocked(ed)
 	s.mu.Unlock()
 	s.onSent(ed, at)

@@ -279,16 +279,7 @@ func (s *Server) DeliverWebhook(ctx context.Context, target string, id int, secr
 	}
 	resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
-		s.mu.Lock()
-		for i, u := range s.updates {
-			if u.id == id {
-				s.updates = append(s.updates[:i:i], s.updates[i+1:]...)
-				break
-			}
-		}
-		s.confirmed = max(s.confirmed, id+1)
-		s.notifyLocked()
-		s.mu.Unlock()
+		s.confirm(id)
 	}
 	return resp.StatusCode, nil
 }

@@ -62,6 +62,14 @@ func (s *Server) Sent() []Sent {
 	return append([]Sent(nil), s.sent...)
 }
 
+// SentAt returns when each message of Sent was recorded (the same
+// indices; both only grow).
+func (s *Server) SentAt() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.sentAt...)
+}
+
 // WaitSent waits until at least n messages were sent and returns them all.
 func (s *Server) WaitSent(ctx context.Context, n int) ([]Sent, error) {
 	err := s.wait(ctx, func() bool { return len(s.sent) >= n })

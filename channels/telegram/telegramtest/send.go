@@ -25,7 +25,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.nextMsg++
 	sent := Sent{Method: "sendMessage", MessageID: s.nextMsg, ChatID: chat, ThreadID: thread, Text: text,
-		ParseMode: mode, ReplyTo: int(formInt(r, "reply_to_message_id"))}
+		ParseMode: mode, ReplyTo: int(formInt(r, "reply_to_message_id")), Via: viaOf(r)}
 	at := s.recordLocked(sent)
 	s.mu.Unlock()
 	s.onSent(sent, at)

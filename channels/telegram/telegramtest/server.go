@@ -39,6 +39,9 @@ type Sent struct {
 	Text      string
 	ParseMode string // "HTML", or "" for plain text
 	ReplyTo   int    // reply_to_message_id, 0 if absent
+	// Via is the tag of the API root the client used (Server.Via), "" for
+	// the plain one.
+	Via string
 }
 
 // Action is one sendChatAction call.
@@ -216,6 +219,7 @@ func (s *Server) msgID() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	r = stripVia(r)
 	if strings.HasPrefix(r.URL.Path, "/file/") {
 		s.serveFile(w, r)
 		return
