@@ -1,6 +1,8 @@
 // Package openaitest is a fake OpenAI-compatible chat completions server
 // for tests: it speaks the real streaming protocol (SSE chunks ending in
 // "data: [DONE]"), records every request and answers with a scripted reply.
+// With SetKey it also counts, per key (a chat, a session), how many
+// requests were in flight at once (keys.go).
 //
 // A Server is safe for concurrent use; NewServer closes it by t.Cleanup,
 // New leaves closing to the caller (cmd/gateway-bench).
@@ -25,6 +27,8 @@ import (
 type Request struct {
 	Body   goopenai.ChatCompletionRequest
 	Header http.Header
+	// Path is the request's URL path (see BaseURLVia).
+	Path string
 }
 
 // LastUserText is the content of the last user message.
@@ -84,6 +88,7 @@ type Server struct {
 	requests  []Request
 	reply     ReplyFunc
 	cancelled int
+	keys      keyState // SetKey (keys.go)
 
 	audio audioState // /audio/transcriptions (audio.go)
 }
@@ -158,12 +163,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "", "invalid_request_error", "bad JSON: "+err.Error())
 		return
 	}
-	req := Request{Body: body, Header: r.Header.Clone()}
+	req := Request{Body: body, Header: r.Header.Clone(), Path: r.URL.Path}
 	s.mu.Lock()
 	n := len(s.requests)
 	s.requests = append(s.requests, req)
 	fn := s.reply
+	// The request leaves the count before its last byte is written: the
+	// client cannot start its next request while this one still counts.
+	exit := sync.OnceFunc(s.enterLocked(n, req))
 	s.mu.Unlock()
+	defer exit()
 	rep := fn(n, req)
 	if !s.hold(r, rep) {
 		return
@@ -176,6 +185,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if msg == "" {
 			msg = http.StatusText(rep.Status)
 		}
+		exit()
 		writeError(w, rep.Status, rep.ErrorCode, "api_error", msg)
 		return
 	}
@@ -183,7 +193,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "", "invalid_request_error", "the fake only streams")
 		return
 	}
-	s.stream(w, body, rep)
+	s.stream(w, body, rep, exit)
 }
 
 // hold waits out rep.Hold, then rep.Delay; false means the client went
@@ -226,7 +236,8 @@ func writeError(w http.ResponseWriter, status int, code, typ, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": c}})
 }
 
-func (s *Server) stream(w http.ResponseWriter, body goopenai.ChatCompletionRequest, rep Reply) {
+// stream writes rep as SSE chunks; it calls exit before the last one.
+func (s *Server) stream(w http.ResponseWriter, body goopenai.ChatCompletionRequest, rep Reply, exit func()) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	fl, _ := w.(http.Flusher)
@@ -283,6 +294,7 @@ func (s *Server) stream(w http.ResponseWriter, body goopenai.ChatCompletionReque
 		send(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": body.Model,
 			"choices": []any{}, "usage": u})
 	}
+	exit()
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if fl != nil {
 		fl.Flush()
