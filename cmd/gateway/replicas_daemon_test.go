@@ -179,13 +179,14 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// grepLines is the lines of s that contain any of words, at most n.
+// grepLines is the lines of s that contain any of words, at most n, each
+// cut to 400 bytes.
 func grepLines(s string, n int, words ...string) []string {
 	var out []string
 	for _, line := range strings.Split(s, "\n") {
 		for _, w := range words {
 			if strings.Contains(line, w) {
-				out = append(out, line)
+				out = append(out, line[:min(len(line), 400)])
 				break
 			}
 		}

@@ -72,8 +72,8 @@ func TestReplicasWebhookFailover(t *testing.T) {
 		wg.Wait()
 		if failed {
 			for _, r := range reps {
-				t.Logf("replica %s, warnings and take-overs:\n%s", r.id, strings.Join(grepLines(r.log(""), 60,
-					"WARN", "ERROR", "fenc", "took over", "lease", "panic"), "\n"))
+				t.Logf("replica %s, take-overs, leases, fencing:\n%s", r.id, strings.Join(grepLines(r.log(""), 40,
+					"fenc", "Fenc", "took over", "lease", "panic", "stale"), "\n"))
 			}
 		}
 	}()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -188,6 +189,11 @@ func (b *Balancer) post(ctx context.Context, target string, raw json.RawMessage)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", wh.SecretToken)
+	// A proxy that keeps the Host Telegram asked for: the registered
+	// webhook URL's, not the target's.
+	if u, err := neturl.Parse(wh.URL); err == nil && u.Host != "" {
+		req.Host = u.Host
+	}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return err

@@ -14,8 +14,9 @@ import (
 // hookLog is the texts of the updates some webhook receivers accepted, in
 // the order they accepted them.
 type hookLog struct {
-	mu  sync.Mutex
-	got []string
+	mu    sync.Mutex
+	got   []string
+	hosts map[string]bool // Host headers seen
 }
 
 // hookTarget is a webhook receiver that counts the updates it accepted
@@ -48,6 +49,7 @@ func (h *hookTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &u)
 	h.log.mu.Lock()
 	h.log.got = append(h.log.got, u.Message.Text)
+	h.log.hosts[r.Host] = true
 	h.n++
 	h.log.mu.Unlock()
 }
@@ -61,7 +63,7 @@ func TestBalancerSpreadsAndRetries(t *testing.T) {
 	srv.mu.Lock()
 	srv.webhook = &Webhook{URL: "https://lb.example/hook", SecretToken: "s"}
 	srv.mu.Unlock()
-	log := &hookLog{}
+	log := &hookLog{hosts: map[string]bool{}}
 	good1, good2, bad, hung := &hookTarget{log: log}, &hookTarget{log: log}, &hookTarget{fail: true}, &hookTarget{hang: make(chan struct{})}
 	var urls []string
 	for _, h := range []*hookTarget{good1, bad, good2, hung} {
@@ -99,6 +101,9 @@ func TestBalancerSpreadsAndRetries(t *testing.T) {
 	}
 	if good1.n == 0 || good2.n == 0 {
 		t.Errorf("accepted %d and %d: the updates were not spread over both healthy targets", good1.n, good2.n)
+	}
+	if len(log.hosts) != 1 || !log.hosts["lb.example"] {
+		t.Errorf("Host headers %v, want the webhook URL's lb.example only", log.hosts)
 	}
 	// Per chat, the updates arrived in order across the targets.
 	if len(log.got) != chats*per {
