@@ -1,9 +1,9 @@
 package dispatch
 
 import (
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"

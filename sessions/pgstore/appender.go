@@ -51,9 +51,9 @@ type appendReq struct {
 	// fence, when set, is checked in the append's transaction first
 	// (turns.go): a turn whose session lease moved on appends nothing.
 	fence *sessions.Fence
-	seqs      []int64
-	err       error
-	done      chan struct{}
+	seqs  []int64
+	err   error
+	done  chan struct{}
 }
 
 // NewAppender returns an appender committing up to maxGroup appends
