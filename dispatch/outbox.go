@@ -85,6 +85,13 @@ func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessi
 	defer context.AfterFunc(d.life, cancel)()
 	c, chunked := a.(channels.Chunker)
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
+		if !d.leaseLive(ctx) {
+			// This process was stopped past its session lease: another
+			// replica may have taken the reply over; it sends the rest.
+			d.log.Warn("reply chunks not sent: the session's lease was lost", zap.String("reply_id", rp.ID),
+				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)))
+			return
+		}
 		send := func() error {
 			if chunked {
 				return c.SendChunk(ctx, out, i, rp.Chunks[i])

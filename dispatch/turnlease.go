@@ -124,6 +124,34 @@ func (d *Dispatcher) lostTurn(ws []*work, log *zap.Logger) {
 	time.AfterFunc(storageRetry, func() { d.requeue(ws) })
 }
 
+// leaseLive waits, when ctx carries a turn's fence whose lease may have
+// run out unrenewed (the process was stopped, SIGSTOP), until the renewal
+// says whether it is still held, and reports that; true without a fence.
+// Sending a reply chunk checks it first, so a replica waking up after
+// losing its sessions does not send what the new holder sends.
+func (d *Dispatcher) leaseLive(ctx context.Context) bool {
+	f, ok := sessions.FenceFrom(ctx)
+	if !ok || f.Live == nil || f.Live() {
+		return true
+	}
+	deadline := time.Now().Add(leaseVerdict)
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.life.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+		if f.Live() {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseVerdict bounds leaseLive's wait for a renewal (the renewals run
+// every third of the lease's 10 s).
+var leaseVerdict = 5 * time.Second
+
 // batchScope is b's agent, session key and record ids.
 func batchScope(b lanes.Batch) (agentID, key string, ids []string) {
 	for _, it := range b.Items {

@@ -23,6 +23,11 @@ var ErrFenced = errors.New("session lease lost")
 type Fence struct {
 	Lease string
 	Token int64
+	// Live, when set, reports whether the lease is surely still held by
+	// this process's clock (false once it may have run out unrenewed: the
+	// process was stopped, or the backend did not answer). A side effect
+	// outside the backend (sending a reply chunk) waits for it.
+	Live func() bool `json:"-"`
 }
 
 type fenceKey struct{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,7 +93,7 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 	}
 	lease := Lease{Name: name, Holder: d.holder, Token: *token, TTL: d.turnTTL, validUntil: sent.Add(d.turnTTL)}
 	t := d.startHold(lease)
-	h.Held, h.Fence, h.Lost, h.End = true, sessions.Fence{Lease: name, Token: *token}, t.lost, t.end
+	h.Held, h.Fence, h.Lost, h.End = true, sessions.Fence{Lease: name, Token: *token, Live: t.live}, t.lost, t.end
 	return h, nil
 }
 
@@ -119,10 +120,24 @@ type turnHold struct {
 	done  chan struct{}
 	once  sync.Once
 	lease Lease
+	// until is lease.validUntil (with its monotonic reading), for live.
+	until atomic.Pointer[time.Time]
+}
+
+// live reports whether the lease is surely held: renewed within its TTL
+// by this process's clock, and not lost.
+func (t *turnHold) live() bool {
+	select {
+	case <-t.lost:
+		return false
+	default:
+	}
+	return time.Now().Before(*t.until.Load())
 }
 
 func (d *Delivery) startHold(lease Lease) *turnHold {
 	t := &turnHold{d: d, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), lease: lease}
+	t.until.Store(&lease.validUntil)
 	d.fences.Store(lease.Name, lease.Token)
 	go t.renew()
 	return t
@@ -148,6 +163,8 @@ func (t *turnHold) renew() {
 		switch {
 		case err == nil:
 			t.lease = l
+			until := l.validUntil
+			t.until.Store(&until)
 		case errors.Is(err, ErrFenced) || !time.Now().Before(t.lease.validUntil):
 			t.d.log.Warn("session lease lost; the turn stops", zap.String("lease", t.lease.Name),
 				zap.Int64("token", t.lease.Token), zap.Error(err))

@@ -92,6 +92,9 @@ func TestFencedWritesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ha.Fence.Live == nil || !ha.Fence.Live() {
+		t.Fatal("a fresh lease is not live")
+	}
 	fctx := sessions.WithFence(ctx, ha.Fence)
 	if _, err := tr.Append(fctx, text(sessions.RoleUser, "under the lease")); err != nil {
 		t.Fatalf("append under the lease: %v", err)
@@ -132,6 +135,9 @@ func TestFencedWritesRefused(t *testing.T) {
 	}
 	select {
 	case <-ha.Lost:
+		if ha.Fence.Live() {
+			t.Error("a lost lease still reports live")
+		}
 	case <-time.After(10 * time.Second):
 		t.Error("the hold did not report its lost lease")
 	}
