@@ -51,8 +51,9 @@ func FenceFrom(ctx context.Context) (Fence, bool) {
 type Turns interface {
 	// BeginTurn asks to run a turn for sessionKey of agentID over the
 	// records ids (this process's, accepted or taken over). Gone lists the
-	// ids that are no longer this process's (another took them over, or
-	// they finished): the caller drops them. Held is false while another
+	// ids that are no longer this process's to run (another took them
+	// over, or they finished, or a reply answers them): the caller drops
+	// them. Held is false while another
 	// process runs the session, or holds an older pending record of it
 	// (per-session order): the caller waits (WaitTurn) and asks again.
 	// With Held, the caller runs the turn with the hold's fence and calls

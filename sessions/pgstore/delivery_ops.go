@@ -262,8 +262,14 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
 			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease))
 		if len(records) > 0 {
-			b.Queue(`UPDATE delivery_records SET reply = $1 WHERE id = ANY($2) AND state = 'pending' AND owner = $3`,
-				r.ID, records, d.owner)
+			// Its records are this handle's. Under the session's lease
+			// (checked above) they are even when another handle took them
+			// over meanwhile (this one's owner lock connection dropped
+			// while it lived): the lease holder is the one that runs the
+			// session, and an answered record is no one else's to run.
+			b.Queue(`UPDATE delivery_records SET reply = $1, owner = $3, lease_until = $5
+				WHERE id = ANY($2) AND state = 'pending' AND (owner = $3 OR $4)`,
+				r.ID, records, d.owner, fencedTurn, now.Add(d.lease))
 		}
 		if r.Sent >= len(r.Chunks) {
 			queueComplete(b, r.ID, now)

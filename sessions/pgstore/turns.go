@@ -39,14 +39,15 @@ func SessionLease(sessionKey string) string { return "session:" + sessionKey }
 
 var _ sessions.Turns = (*Delivery)(nil)
 
-// beginTurnSQL, in one statement: $3's records still this handle's and
-// pending (mine), whether an older pending, unanswered record of the
+// beginTurnSQL, in one statement: $3's records still this handle's,
+// pending and unanswered (mine; one answered by a reply is that reply's
+// to finish), whether an older pending, unanswered record of the
 // session belongs to another handle (gate: it runs first, so per-session
 // order follows acceptance across replicas), and, unless gated, the
 // session's lease (take: as Leases.Acquire).
 const beginTurnSQL = `WITH mine AS (
 		SELECT id, seq FROM delivery_records
-		WHERE id = ANY($3) AND owner = $4 AND state = 'pending'),
+		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
 	gate AS (
 		SELECT EXISTS (SELECT 1 FROM delivery_records
 			WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL

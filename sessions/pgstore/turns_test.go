@@ -165,3 +165,38 @@ func TestBeginTurnGone(t *testing.T) {
 		t.Errorf("b's turn: held %v gone %v; want held", h.Held, h.Gone)
 	}
 }
+
+// A replica whose owner lock connection dropped while it lived has its
+// records taken over by another, but it still holds the session's lease
+// and finishes the turn: its reply claims the records back, and the
+// other replica, when its turn comes, finds them answered (gone) instead
+// of answering them a second time.
+func TestLeaseHolderAnswersTakenRecords(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	a := newDelivery(t, db, DeliveryOptions{Holder: "replica-a"})
+	b := newDelivery(t, db, DeliveryOptions{Holder: "replica-b"})
+	mustAccept(t, a, "r1")
+	ha := beginTurn(t, a, "r1")
+	if !ha.Held {
+		t.Fatal("a's turn not held")
+	}
+	if _, err := db.pool.Exec(ctx, `UPDATE delivery_records SET owner = $1 WHERE id = 'r1'`, b.Owner()); err != nil {
+		t.Fatal(err)
+	}
+	if h := beginTurn(t, b, "r1"); h.Held {
+		t.Fatal("b ran the session while a held its lease")
+	}
+	if err := a.Ready(reply("rp1", "r1")); err != nil {
+		t.Fatalf("a's reply under its lease: %v", err)
+	}
+	ha.End()
+	if h := beginTurn(t, b, "r1"); len(h.Gone) != 1 {
+		t.Errorf("b's turn over the answered record: held %v gone %v; want r1 gone", h.Held, h.Gone)
+	}
+	var owner string
+	if err := db.pool.QueryRow(ctx, `SELECT owner FROM delivery_records WHERE id = 'r1'`).Scan(&owner); err != nil || owner != a.Owner() {
+		t.Errorf("r1's owner after a's reply = %q, %v; want a", owner, err)
+	}
+}
