@@ -45,7 +45,11 @@ type replica struct {
 
 func newReplica(t *testing.T, n int, tg *telegramtest.Server, model *openaitest.Server, url string) *replica {
 	t.Helper()
-	r := &replica{t: t, id: fmt.Sprintf("r%d", n), addr: freeAddr(t), dir: filepath.Join(t.TempDir(), fmt.Sprintf("r%d", n)),
+	base := t.TempDir()
+	if keep := os.Getenv("GATEWAY_REPLICAS_KEEP"); keep != "" {
+		base = keep // state and logs stay for inspection
+	}
+	r := &replica{t: t, id: fmt.Sprintf("r%d", n), addr: freeAddr(t), dir: filepath.Join(base, fmt.Sprintf("r%d", n)),
 		tg: tg, model: model, url: url}
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -174,6 +174,9 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	check("chunks delivered twice outside the documented window", rep.outside)
 	check("replies out of order", rep.order)
 	check("other messages to the chats (notices, refusals)", rep.notices)
+	if d := tr.deliveries(bal, append(firstN(rep.lost, 3), firstN(rep.order, 5)...), 12); len(d) > 0 {
+		t.Logf("how the inputs of those problems were delivered:\n%s", strings.Join(d, "\n"))
+	}
 	check("order problems at the model", rm.checkOrder())
 	var overlaps []string
 	for key, st := range model.KeyStats() {
@@ -207,11 +210,12 @@ type replicaTraffic struct {
 	mu       sync.Mutex
 	sentPer  []int                // guarded by mu
 	queuedAt map[string]time.Time // guarded by mu
+	updates  map[string]int       // input -> update id; guarded by mu
 }
 
 func startReplicaTraffic(tg *telegramtest.Server) *replicaTraffic {
 	tr := &replicaTraffic{begin: time.Now(), done: make(chan struct{}), quit: make(chan struct{}),
-		sentPer: make([]int, replicaChats), queuedAt: map[string]time.Time{}}
+		sentPer: make([]int, replicaChats), queuedAt: map[string]time.Time{}, updates: map[string]int{}}
 	go func() {
 		defer close(tr.done)
 		tick := time.NewTicker(replicaInterval)
@@ -228,10 +232,46 @@ func startReplicaTraffic(tg *telegramtest.Server) *replicaTraffic {
 			text := replicaMsg(c, tr.sentPer[c])
 			tr.queuedAt[text] = time.Now()
 			tr.mu.Unlock()
-			tg.DM(replicaChatID(c), text)
+			id := tg.DM(replicaChatID(c), text)
+			tr.mu.Lock()
+			tr.updates[text] = id
+			tr.mu.Unlock()
 		}
 	}()
 	return tr
+}
+
+// deliveries describes how the balancer delivered the inputs that
+// problems name (at most n): which replica got each attempt, when, and
+// how it ended.
+func (tr *replicaTraffic) deliveries(bal *telegramtest.Balancer, problems []string, n int) []string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	byUpdate := map[int][]telegramtest.Attempt{}
+	for _, a := range bal.Attempts() {
+		byUpdate[a.UpdateID] = append(byUpdate[a.UpdateID], a)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range problems {
+		for _, m := range replicaMsgRE.FindAllString(p, -1) {
+			if seen[m] || len(out) == n {
+				continue
+			}
+			seen[m] = true
+			id := tr.updates[m]
+			var as []string
+			for _, a := range byUpdate[id] {
+				res := "200"
+				if a.Err != "" {
+					res = a.Err
+				}
+				as = append(as, fmt.Sprintf("r%d at %s took %s: %s", a.Target+1, a.Start.Format("15:04:05.000"), a.Took.Round(time.Millisecond), res))
+			}
+			out = append(out, fmt.Sprintf("%s (update %d, queued %s): %s", m, id, tr.queuedAt[m].Format("15:04:05.000"), strings.Join(as, "; ")))
+		}
+	}
+	return out
 }
 
 // stop ends the traffic and returns how many messages each chat sent and

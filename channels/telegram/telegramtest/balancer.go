@@ -44,6 +44,15 @@ func (o BalancerOptions) withDefaults() BalancerOptions {
 	return o
 }
 
+// Attempt is one delivery attempt of an update.
+type Attempt struct {
+	UpdateID int
+	Target   int // index in the targets
+	Start    time.Time
+	Took     time.Duration
+	Err      string // "" when the target answered 200
+}
+
 // TargetStats is what a Balancer did with one target.
 type TargetStats struct {
 	Accepted int // updates the target answered 200
@@ -68,6 +77,7 @@ type Balancer struct {
 	downTill []time.Time
 	stats    []TargetStats
 	notAfter map[int]time.Time // update id -> no attempt before
+	attempts []Attempt
 }
 
 // NewBalancer returns a Balancer of s over targets (full webhook URLs).
@@ -84,6 +94,14 @@ func (b *Balancer) Stats() []TargetStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]TargetStats(nil), b.stats...)
+}
+
+// Attempts returns every delivery attempt so far, in the order they
+// ended.
+func (b *Balancer) Attempts() []Attempt {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Attempt(nil), b.attempts...)
 }
 
 // Run delivers pending updates until ctx ends; it waits for the
@@ -165,8 +183,15 @@ func (b *Balancer) pick() int {
 // deliver makes one attempt to post u; a 200 confirms it.
 func (b *Balancer) deliver(ctx context.Context, u pending) {
 	i := b.pick()
-	ok := b.post(ctx, b.targets[i], u.raw) == nil
+	start := time.Now()
+	err := b.post(ctx, b.targets[i], u.raw)
+	ok := err == nil
 	b.mu.Lock()
+	a := Attempt{UpdateID: u.id, Target: i, Start: start, Took: time.Since(start)}
+	if err != nil {
+		a.Err = err.Error()
+	}
+	b.attempts = append(b.attempts, a)
 	if ok {
 		b.stats[i].Accepted++
 		delete(b.notAfter, u.id)
