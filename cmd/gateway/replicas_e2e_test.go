@@ -177,7 +177,17 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	if d := tr.deliveries(bal, append(firstN(rep.lost, 3), firstN(rep.order, 5)...), 12); len(d) > 0 {
 		t.Logf("how the inputs of those problems were delivered:\n%s", strings.Join(d, "\n"))
 	}
-	check("order problems at the model", rm.checkOrder())
+	orderAtModel := rm.checkOrder()
+	check("order problems at the model", orderAtModel)
+	described := map[string]bool{}
+	for _, p := range orderAtModel {
+		var chat, n int
+		if _, err := fmt.Sscanf(p, "chat c%d request r%d", &chat, &n); err != nil || described[fmt.Sprint(chat)] || len(described) == 3 {
+			continue
+		}
+		described[fmt.Sprint(chat)] = true
+		t.Log(rm.describe(chat, n))
+	}
 	var overlaps []string
 	for key, st := range model.KeyStats() {
 		if st.MaxInFlight > 1 {

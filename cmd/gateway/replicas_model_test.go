@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,4 +169,20 @@ func seenBefore(calls []modelCall, before, k int) bool {
 		}
 	}
 	return false
+}
+
+// describe lists chat's calls from 4 before request n to 4 after: number,
+// replica run, time and the n's it carried as new.
+func (rm *replicaModel) describe(chat, n int) string {
+	calls := rm.snapshot()[chat]
+	i := slices.IndexFunc(calls, func(c modelCall) bool { return c.n == n })
+	if i < 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range calls[max(0, i-4):min(len(calls), i+5)] {
+		run := strings.TrimSuffix(strings.TrimPrefix(c.path, "/via/"), "/v1/chat/completions")
+		fmt.Fprintf(&b, "\n  r%d by %s at %s: new %v", c.n, run, c.at.Format("15:04:05.000"), c.new)
+	}
+	return fmt.Sprintf("chat c%d, the model's requests around r%d:%s", chat, n, b.String())
 }
