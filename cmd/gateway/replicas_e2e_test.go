@@ -163,6 +163,10 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	}
 	t.Logf("%d messages, %d replies, %d chunks twice in the window, webhook deliveries per replica %+v",
 		total, rep.replies, rep.inWindow, stats)
+	// A figure, not a check: how often the stopped replica found, once
+	// continued, that a turn's lease had gone (dispatch logs each).
+	t.Logf("%s logged %d turns stopped for a lost lease", faults.stopped,
+		len(grepLines(reps[1].log(faults.stopped), 1<<20, "lease was lost")))
 	logLatency(t, rep.latency, queuedAt, map[string]time.Time{"SIGKILL": killAt, "SIGSTOP": stopAt, "outage": outageAt})
 	check := func(what string, list []string) {
 		if len(list) > 0 {
