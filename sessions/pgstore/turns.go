@@ -44,8 +44,11 @@ var _ sessions.Turns = (*Delivery)(nil)
 // to finish), whether an older pending, unanswered record of the
 // session belongs to another handle (gate: it runs first, so per-session
 // order follows acceptance across replicas), and, unless gated, the
-// session's lease (take: as Leases.Acquire).
-const beginTurnSQL = `WITH mine AS (
+// session's lease (take: as Leases.Acquire, and also from a holder that
+// died: its owner lock, keyed by the owner id that ends the holder name,
+// is gone, so a SIGKILLed replica's sessions are taken at once instead of
+// when their leases expire).
+const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT id, seq FROM delivery_records
 		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
 	gate AS (
@@ -64,6 +67,7 @@ const beginTurnSQL = `WITH mine AS (
 				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
 			expires_at = EXCLUDED.expires_at
 		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
+			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
 		RETURNING token)
 	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'), (SELECT blocked FROM gate), (SELECT token FROM take)`
 
