@@ -59,14 +59,7 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
 		WHERE NOT (SELECT blocked FROM gate)
-		ON CONFLICT (name) DO UPDATE SET
-			holder = EXCLUDED.holder,
-			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.token ELSE l.token + 1 END,
-			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
-			expires_at = EXCLUDED.expires_at
-		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
+		` + leaseTakeover + `
 			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
 		RETURNING token)
 	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'), (SELECT blocked FROM gate), (SELECT token FROM take)`
