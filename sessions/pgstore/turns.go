@@ -44,8 +44,11 @@ var _ sessions.Turns = (*Delivery)(nil)
 // to finish), whether an older pending, unanswered record of the
 // session belongs to another handle (gate: it runs first, so per-session
 // order follows acceptance across replicas), and, unless gated, the
-// session's lease (take: as Leases.Acquire).
-const beginTurnSQL = `WITH mine AS (
+// session's lease (take: as Leases.Acquire, and also from a holder that
+// died: its owner lock, keyed by the owner id that ends the holder name,
+// is gone, so a SIGKILLed replica's sessions are taken at once instead of
+// when their leases expire).
+const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT id, seq FROM delivery_records
 		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
 	gate AS (
@@ -56,14 +59,8 @@ const beginTurnSQL = `WITH mine AS (
 		INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
 		WHERE NOT (SELECT blocked FROM gate)
-		ON CONFLICT (name) DO UPDATE SET
-			holder = EXCLUDED.holder,
-			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.token ELSE l.token + 1 END,
-			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
-			expires_at = EXCLUDED.expires_at
-		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
+		` + leaseTakeover + `
+			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
 		RETURNING token)
 	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'), (SELECT blocked FROM gate), (SELECT token FROM take)`
 

@@ -200,3 +200,30 @@ func TestLeaseHolderAnswersTakenRecords(t *testing.T) {
 		t.Errorf("r1's owner after a's reply = %q, %v; want a", owner, err)
 	}
 }
+
+// The session lease of a replica that died (its owner lock went with its
+// connection) is taken at once, without waiting for it to expire.
+func TestDeadHoldersLeaseTakenAtOnce(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	a := db.Delivery(DeliveryOptions{Holder: "replica/a"}) // a '/' in a replica id is fine
+	b := newDelivery(t, db, DeliveryOptions{Holder: "replica-b"})
+	mustAccept(t, a, "r0")
+	mustAccept(t, b, "r1")
+	ha, err := a.BeginTurn(ctxT(t), "main", turnKey, []string{"r0"})
+	if err != nil || !ha.Held {
+		t.Fatalf("a's turn: %+v, %v", ha, err)
+	}
+	if h := beginTurn(t, b, "r1"); h.Held {
+		t.Fatal("b took the session from a live holder")
+	}
+	a.lock.drop() // a dies: its connection, and its owner lock, are gone
+	if recs, _, err := b.Orphans(ctxT(t)); err != nil || len(recs) != 1 {
+		t.Fatalf("b's take-over of a's record: %d, %v", len(recs), err)
+	}
+	if h := beginTurn(t, b, "r0", "r1"); !h.Held || h.Fence.Token <= ha.Fence.Token {
+		t.Errorf("b's turn after a died: held %v token %d; want held above %d at once", h.Held, h.Fence.Token, ha.Fence.Token)
+	}
+	ha.End()
+	_ = a.Close()
+}
