@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/configs"
@@ -273,4 +276,57 @@ func checkReplicaTranscripts(t *testing.T, cfgPath string, sentPer []int) (int, 
 		problems = append(problems, fmt.Sprintf("%d inputs in no transcript: %v", len(missing), firstN(missing, 20)))
 	}
 	return len(entries), problems
+}
+
+// pendingState describes, for diagnosis, what the database holds for
+// the session of test chat c: its pending records in accept order (owner
+// handle, named by owners where its logs told, consumed, answered, the
+// input they carry) and its lease.
+func pendingState(ctx context.Context, url string, c int, owners map[string]string) (string, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", fmt.Errorf("pending state: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	key := fmt.Sprintf("agent:main:telegram:direct:%d", replicaChatID(c))
+	rows, err := conn.Query(ctx, `SELECT seq, owner, consumed, reply IS NOT NULL, COALESCE(payload::text, ''),
+			COALESCE(to_char(lease_until, 'HH24:MI:SS.MS'), '-')
+		FROM delivery_records WHERE session_key = $1 AND state = 'pending' ORDER BY seq`, key)
+	if err != nil {
+		return "", fmt.Errorf("pending state: records: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, pending records:", key)
+	for rows.Next() {
+		var (
+			seq                int64
+			owner, payload, lu string
+			consumed, answered bool
+		)
+		if err := rows.Scan(&seq, &owner, &consumed, &answered, &payload, &lu); err != nil {
+			return "", fmt.Errorf("pending state: scan: %w", err)
+		}
+		if tag, ok := owners[owner]; ok {
+			owner = tag
+		}
+		fmt.Fprintf(&b, "\n  seq %d %s owner %.8s consumed %t answered %t lease_until %s",
+			seq, replicaMsgRE.FindString(payload), owner, consumed, answered, lu)
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("pending state: records: %w", err)
+	}
+	var holder, expires string
+	var token int64
+	err = conn.QueryRow(ctx, `SELECT holder, token, to_char(expires_at, 'HH24:MI:SS.MS') FROM leases WHERE name = $1`,
+		"session:"+key).Scan(&holder, &token, &expires)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		b.WriteString("\n  no session lease row")
+	case err != nil:
+		return "", fmt.Errorf("pending state: lease: %w", err)
+	default:
+		fmt.Fprintf(&b, "\n  session lease: holder %s token %d expires %s (now %s)", holder, token, expires,
+			time.Now().UTC().Format("15:04:05.000"))
+	}
+	return b.String(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,6 +197,23 @@ func grepLines(s string, n int, words ...string) []string {
 		}
 		if len(out) == n {
 			break
+		}
+	}
+	return out
+}
+
+var ownerRE = regexp.MustCompile(`"owner": "([0-9a-f-]{36})"`)
+
+// owners maps the delivery owners (one per run) the replicas' logs name
+// to their run tags.
+func owners(reps []*replica) map[string]string {
+	out := map[string]string{}
+	for _, r := range reps {
+		for k := 1; k <= r.runs; k++ {
+			tag := fmt.Sprintf("%s-%d", r.id, k)
+			for _, m := range ownerRE.FindAllStringSubmatch(r.log(tag), -1) {
+				out[m[1]] = tag
+			}
 		}
 	}
 	return out
