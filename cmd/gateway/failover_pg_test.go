@@ -220,6 +220,7 @@ func TestPollingFailoverPostgres(t *testing.T) {
 		t.Errorf("after the kill %q holds %s, want %s", now, failoverRole, other)
 	}
 	conflictsAtSwitch := len(r.tg.ErrorAnswers("getUpdates", 409))
+	checkSurvivorReports(t, standby, other)
 
 	// The killed replica comes back and must stand by.
 	time.Sleep(time.Second)
@@ -301,4 +302,38 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// checkSurvivorReports: the replica that took the polling role over shows
+// it on /metrics (its id, one leader lease, the replica gauges read) and
+// in gateway doctor run with its config (its id, the role with the
+// second token: the killed leader had the first).
+func checkSurvivorReports(t *testing.T, d *crashDaemon, id string) {
+	t.Helper()
+	var m string
+	waitFor(t, 10*time.Second, id+"'s leader lease on /metrics", func() bool {
+		m = metrics(t, d)
+		return strings.Contains(m, `gateway_leases_held{kind="leader"} 1`+"\n")
+	})
+	for _, line := range []string{
+		fmt.Sprintf(`gateway_replica_info{replica_id=%q} 1`, id),
+		fmt.Sprintf(`gateway_leader_role{replica_id=%q,role=%q} 1`, id, failoverRole),
+		"gateway_replica_status_up 1",
+		"gateway_ingress_unclaimed ",
+	} {
+		if !strings.Contains(m, line) {
+			t.Errorf("%s's /metrics lacks %q:\n%s", id, line, grepLines(m, "gateway_"))
+		}
+	}
+	doc := gw(t, d.cfg, "doctor")
+	for _, want := range []string{
+		"storage: this config's replica id: " + id + "\n",
+		"replica " + id + " (this config): live, ",
+		"leases: " + failoverRole + " (token 2, ",
+		"storage: unclaimed ingress: ",
+	} {
+		if !strings.Contains(doc.Stdout, want) {
+			t.Errorf("doctor with %s's config lacks %q:\n%s\n%s", id, want, doc.Stdout, doc.Stderr)
+		}
+	}
 }
