@@ -109,11 +109,12 @@ func printReplicas(w io.Writer, s storageReport) {
 	held := map[string]*heldBy{}
 	var holders []string
 	for _, l := range s.Leases {
-		h := held[l.Holder]
+		who := pgstore.LeaseReplica(l.Holder) // a session lease's holder is "<replica>/<owner>"
+		h := held[who]
 		if h == nil {
 			h = &heldBy{}
-			held[l.Holder] = h
-			holders = append(holders, l.Holder)
+			held[who] = h
+			holders = append(holders, who)
 		}
 		if pgstore.IsSessionLease(l.Name) {
 			h.sessions++

@@ -43,7 +43,7 @@ func TestDoctorListsReplicas(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	for _, k := range []string{"1", "2"} { // counted, not listed
-		if _, ok, err := a.DB().Leases("replica-a").Acquire(ctx, "session:main:agent:main:telegram:direct:"+k, time.Minute); err != nil || !ok {
+		if _, ok, err := a.DB().Leases("replica-a/owner-"+k).Acquire(ctx, pgstore.SessionLease("agent:main:telegram:direct:"+k), time.Minute); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 	}

@@ -328,18 +328,22 @@ func TestPollingFailoverPostgres(t *testing.T) {
 }
 
 // failoverPause is how long TestPollingLeaderPausedPostgres keeps the
-// leader stopped: longer than its leader lease (10 s), shorter than its
-// delivery lease (15 s), so the standby takes the polling and the
-// paused replica keeps the turns it had begun.
-const failoverPause = 12 * time.Second
+// leader stopped: past its leader lease, its delivery rows' lease and its
+// session leases (10 s each after the last renewal) and the standby's
+// take-over loop (2 s), so the standby takes the polling and the paused
+// replica's messages over, and the paused replica's writes are fenced
+// when it wakes.
+const failoverPause = 15 * time.Second
 
 // TestPollingLeaderPausedPostgres: the polling leader is SIGSTOPped
 // (a hung process, a VM paused) for longer than its lease under steady
 // traffic: the standby polls within 15 s. When the paused replica wakes it
 // must find its role lost and stop polling: at most a few 409 Conflict
 // answers (its first poll may end the new leader's once), the standby
-// keeps the role, and every message is answered, no chunk twice outside
-// the window of what the paused replica was sending when it stopped.
+// keeps the role, every message is answered, no chunk twice outside the
+// window of what the paused replica was sending when it stopped, and no
+// session ran turns on both replicas at once (the transcripts: every
+// record once, never two replies to one input).
 func TestPollingLeaderPausedPostgres(t *testing.T) {
 	url, ctx, conn := openFailover(t)
 	r := startFailoverRun(t, url, "replica-a", "replica-b")
@@ -365,12 +369,12 @@ func TestPollingLeaderPausedPostgres(t *testing.T) {
 	if now := r.leader(ctx, conn); now != other {
 		t.Errorf("after %s woke, %q holds %s, want %s still", first, now, failoverRole, other)
 	}
-	t.Logf("409 answers after %s woke: %d", first, len(r.tg.ErrorAnswers("getUpdates", 409))-conflicts)
-	// Not yet sameSessionTurns: until per-session leases (BeginTurn) land,
-	// the standby runs new messages of a session whose turn the paused
-	// replica holds, and both append a reply (seen here: 4 of 8
-	// transcripts with two replies in a row). Set it when they land.
-	r.finish(failoverOutcome{what: fmt.Sprintf("leader %s SIGSTOPped for %s", first, failoverPause), gap: gap, cut: cut, conflicts: conflicts})
+	log := leader.daemonLog()
+	t.Logf("after %s woke: %d 409 answers; its log: %d turns or replies stopped by a lost session lease, %d batches left to the other replica",
+		first, len(r.tg.ErrorAnswers("getUpdates", 409))-conflicts,
+		strings.Count(log, "the session's lease was lost"), strings.Count(log, "messages taken over by another replica; left to it"))
+	r.finish(failoverOutcome{what: fmt.Sprintf("leader %s SIGSTOPped for %s", first, failoverPause), gap: gap, cut: cut, conflicts: conflicts,
+		sameSessionTurns: true})
 }
 
 // outsideKillWindow returns the reply chunks delivered twice that the

@@ -11,14 +11,18 @@ import (
 // /metrics and gateway doctor: the leases it holds and the ingress nobody
 // works on. One statement, cheap enough for every scrape.
 
-// sessionLeasesPrefix begins the name of a per-session lease
-// ("session:<agentId>:<sessionKey>"); every other lease is a leader role
-// ("telegram:<account>", "discord:<account>").
-const sessionLeasesPrefix = "session:"
+// IsSessionLease reports whether lease name is a per-session lease
+// (SessionLease) rather than a leader role ("telegram:<account>",
+// "discord:<account>").
+func IsSessionLease(name string) bool { return strings.HasPrefix(name, SessionLease("")) }
 
-// IsSessionLease reports whether lease name is a per-session lease rather
-// than a leader role.
-func IsSessionLease(name string) bool { return strings.HasPrefix(name, sessionLeasesPrefix) }
+// LeaseReplica is the replica that holds a lease under holder: a leader
+// role's holder is the replica id, a session lease's is the replica id
+// and its Delivery handle's owner id ("<replica>/<owner>", turns.go).
+func LeaseReplica(holder string) string {
+	replica, _, _ := strings.Cut(holder, "/")
+	return replica
+}
 
 // IngressLag is the accepted ingress nobody works on: pending, unanswered
 // delivery records whose owner is dead (its advisory lock is gone) or whose
@@ -46,16 +50,18 @@ type ReplicaStatus struct {
 	Ingress IngressLag `json:"ingress"`
 }
 
-// replicaStatusSQL reads the leases $1 holds and the unclaimed ingress.
+// replicaStatusSQL reads the leases replica $1 holds (its leader roles
+// under its id, its session leases under "<id>/<owner>") and the
+// unclaimed ingress: the rows the take-over loop would take (orphanLeased).
 // A record's lease_until is written by its owner's clock and compared
 // with the database's: replicas' clocks are assumed in step (NTP) here,
-// as for the leases of delivery records.
+// as for the take-over of delivery records.
 const replicaStatusSQL = `WITH ` + liveOwnersCTE + `,
-	held AS (SELECT name FROM leases WHERE holder = $1 AND expires_at > clock_timestamp()),
+	held AS (SELECT name FROM leases
+		WHERE (holder = $1 OR left(holder, length($1) + 1) = $1 || '/') AND expires_at > clock_timestamp()),
 	unclaimed AS (SELECT accepted_at FROM delivery_records
 		WHERE state = 'pending' AND reply IS NULL
-			AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live)
-				OR lease_until IS NULL OR lease_until <= clock_timestamp()))
+			AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live) OR lease_until <= clock_timestamp()))
 	SELECT
 		coalesce((SELECT array_agg(name ORDER BY name) FROM held WHERE name NOT LIKE $2 || '%'), '{}'),
 		(SELECT count(*) FROM held WHERE name LIKE $2 || '%'),
@@ -68,7 +74,7 @@ const replicaStatusSQL = `WITH ` + liveOwnersCTE + `,
 func (b *Backend) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
 	st := ReplicaStatus{ReplicaID: b.rep.id}
 	var age int64
-	err := b.db.pool.QueryRow(ctx, replicaStatusSQL, b.rep.id, sessionLeasesPrefix).
+	err := b.db.pool.QueryRow(ctx, replicaStatusSQL, b.rep.id, SessionLease("")).
 		Scan(&st.LeaderRoles, &st.SessionLeases, &st.Ingress.Unclaimed, &age)
 	if err != nil {
 		return ReplicaStatus{ReplicaID: b.rep.id}, fmt.Errorf("pgstore: replica status: %w", err)

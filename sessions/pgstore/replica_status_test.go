@@ -36,7 +36,10 @@ func TestReplicaStatus(t *testing.T) {
 		t.Errorf("empty database: status %+v, want replica-a, no leases (an empty list), no lag", st)
 	}
 
-	mine, others := db.Leases("replica-a"), db.Leases("replica-b")
+	// Leader roles are held under the replica id, session leases under
+	// "<replica id>/<owner id>" (turns.go).
+	mine, myTurns, myOtherTurns := db.Leases("replica-a"), db.Leases("replica-a/owner-1"), db.Leases("replica-a/owner-2")
+	others, otherTurns := db.Leases("replica-b"), db.Leases("replica-ab/owner-3")
 	for _, l := range []struct {
 		h    *Leases
 		name string
@@ -44,11 +47,11 @@ func TestReplicaStatus(t *testing.T) {
 	}{
 		{mine, "telegram:default", time.Minute},
 		{mine, "discord:default", time.Minute},
-		{mine, "session:main:agent:main:telegram:direct:1", time.Minute},
-		{mine, "session:main:agent:main:telegram:direct:2", time.Minute},
-		{mine, "session:main:agent:main:telegram:direct:3", time.Millisecond}, // expires at once
+		{myTurns, SessionLease("agent:main:telegram:direct:1"), time.Minute},
+		{myOtherTurns, SessionLease("agent:main:telegram:direct:2"), time.Minute},
+		{myTurns, SessionLease("agent:main:telegram:direct:3"), time.Millisecond}, // expires at once
 		{others, "telegram:other", time.Minute},
-		{others, "session:main:agent:main:telegram:direct:4", time.Minute},
+		{otherTurns, SessionLease("agent:main:telegram:direct:4"), time.Minute},
 	} {
 		if _, ok, err := l.h.Acquire(ctx, l.name, l.ttl); err != nil || !ok {
 			t.Fatalf("acquire %s: %v %v", l.name, ok, err)
@@ -62,7 +65,7 @@ func TestReplicaStatus(t *testing.T) {
 	if err := dead.Done("dead-done"); err != nil {
 		t.Fatal(err)
 	}
-	stalled := newDelivery(t, db, DeliveryOptions{})
+	stalled := newDelivery(t, db, DeliveryOptions{Lease: time.Hour}) // its loop renews no lease during the test
 	mustAccept(t, stalled, "stalled-1")
 	// Each handle takes its owner lock (Orphans does first) while all
 	// live, so none takes another's records.
@@ -92,7 +95,7 @@ func TestReplicaStatus(t *testing.T) {
 		t.Errorf("leader roles %v, want %v", st.LeaderRoles, want)
 	}
 	if st.SessionLeases != 2 {
-		t.Errorf("session leases %d, want 2 (the expired one and another holder's not counted)", st.SessionLeases)
+		t.Errorf("session leases %d, want 2 (the expired one and replica-ab's not counted)", st.SessionLeases)
 	}
 	if st.Ingress.Unclaimed != 3 {
 		t.Errorf("unclaimed %d, want 3 (dead-1, dead-2, stalled-1)", st.Ingress.Unclaimed)
@@ -105,13 +108,12 @@ func TestReplicaStatus(t *testing.T) {
 		t.Errorf("IngressLag = %+v, %v; want %+v", lag, err, st.Ingress)
 	}
 
-	// A running replica takes the dead owner's records over: they are
-	// claimed again.
-	if recs, _, err := live.Orphans(ctx); err != nil || len(recs) != 2 {
-		t.Fatalf("Orphans = %d records, %v; want dead-1 and dead-2", len(recs), err)
+	// A running replica takes them over: they are claimed again.
+	if recs, _, err := live.Orphans(ctx); err != nil || len(recs) != 3 {
+		t.Fatalf("Orphans = %d records, %v; want dead-1, dead-2 and stalled-1", len(recs), err)
 	}
-	if lag, err := b.IngressLag(ctx); err != nil || lag.Unclaimed != 1 || lag.OldestAge > time.Minute {
-		t.Errorf("after the take-over: %+v, %v; want stalled-1 alone", lag, err)
+	if lag, err := b.IngressLag(ctx); err != nil || lag != (IngressLag{}) {
+		t.Errorf("after the take-over: %+v, %v; want none", lag, err)
 	}
 
 	// A database that does not answer is an error naming the operation.
@@ -150,7 +152,7 @@ func BenchmarkReplicaStatus(b *testing.B) {
 			SELECT 'dead-' || i, nextval('delivery_seq'), now(), 'dead-owner', now() + interval '1 hour'
 			FROM generate_series(1, 100) i`,
 		`INSERT INTO leases (name, holder, token, acquired_at, expires_at)
-			SELECT 'session:main:agent:main:telegram:direct:' || i, CASE WHEN i % 2 = 0 THEN 'replica-a' ELSE 'replica-b' END,
+			SELECT 'session:agent:main:telegram:direct:' || i, CASE WHEN i % 2 = 0 THEN 'replica-a/o' ELSE 'replica-b/o' END,
 				1, now(), now() + interval '1 hour'
 			FROM generate_series(1, 400) i`,
 		`INSERT INTO leases (name, holder, token, acquired_at, expires_at) VALUES
@@ -170,6 +172,24 @@ func BenchmarkReplicaStatus(b *testing.B) {
 		}
 		if st.Ingress.Unclaimed != 100 || st.SessionLeases != 200 || len(st.LeaderRoles) != 2 {
 			b.Fatalf("status %+v", st)
+		}
+	}
+}
+
+func TestLeaseNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, holder, replica string
+		session               bool
+	}{
+		{"telegram:default", "gw-1", "gw-1", false},
+		{SessionLease("agent:main:main"), "gw-1/0b6f", "gw-1", true},
+		{"discord:main", "ghost", "ghost", false},
+	} {
+		if got := IsSessionLease(tc.name); got != tc.session {
+			t.Errorf("IsSessionLease(%q) = %v", tc.name, got)
+		}
+		if got := LeaseReplica(tc.holder); got != tc.replica {
+			t.Errorf("LeaseReplica(%q) = %q, want %q", tc.holder, got, tc.replica)
 		}
 	}
 }
