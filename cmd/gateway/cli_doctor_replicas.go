@@ -109,7 +109,7 @@ func printReplicas(w io.Writer, s storageReport) {
 	held := map[string]*heldBy{}
 	var holders []string
 	for _, l := range s.Leases {
-		who := pgstore.LeaseReplica(l.Holder) // a session lease's holder is "<replica>/<owner>"
+		who := pgstore.LeaseReplica(l.Name, l.Holder) // a session lease's holder is "<replica>/<owner>"
 		h := held[who]
 		if h == nil {
 			h = &heldBy{}

@@ -16,12 +16,15 @@ import (
 // "discord:<account>").
 func IsSessionLease(name string) bool { return strings.HasPrefix(name, SessionLease("")) }
 
-// LeaseReplica is the replica that holds a lease under holder: a leader
-// role's holder is the replica id, a session lease's is the replica id
-// and its Delivery handle's owner id ("<replica>/<owner>", turns.go).
-func LeaseReplica(holder string) string {
-	replica, _, _ := strings.Cut(holder, "/")
-	return replica
+// LeaseReplica is the replica that holds lease name under holder: a
+// leader role's holder is the replica id, a session lease's is the
+// replica id and its Delivery handle's owner id ("<replica>/<owner>",
+// turns.go; the owner id has no '/', a replica id may).
+func LeaseReplica(name, holder string) string {
+	if i := strings.LastIndexByte(holder, '/'); i >= 0 && IsSessionLease(name) {
+		return holder[:i]
+	}
+	return holder
 }
 
 // IngressLag is the accepted ingress nobody works on: pending, unanswered
@@ -58,7 +61,8 @@ type ReplicaStatus struct {
 // as for the take-over of delivery records.
 const replicaStatusSQL = `WITH ` + liveOwnersCTE + `,
 	held AS (SELECT name FROM leases
-		WHERE (holder = $1 OR left(holder, length($1) + 1) = $1 || '/') AND expires_at > clock_timestamp()),
+		WHERE expires_at > clock_timestamp() AND CASE WHEN name LIKE $2 || '%'
+			THEN regexp_replace(holder, '/[^/]*$', '') = $1 ELSE holder = $1 END),
 	unclaimed AS (SELECT accepted_at FROM delivery_records
 		WHERE state = 'pending' AND reply IS NULL
 			AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live) OR lease_until <= clock_timestamp()))

@@ -40,6 +40,7 @@ func TestReplicaStatus(t *testing.T) {
 	// "<replica id>/<owner id>" (turns.go).
 	mine, myTurns, myOtherTurns := db.Leases("replica-a"), db.Leases("replica-a/owner-1"), db.Leases("replica-a/owner-2")
 	others, otherTurns := db.Leases("replica-b"), db.Leases("replica-ab/owner-3")
+	nested := db.Leases("replica-a/x/owner-4") // replica "replica-a/x"'s
 	for _, l := range []struct {
 		h    *Leases
 		name string
@@ -52,6 +53,7 @@ func TestReplicaStatus(t *testing.T) {
 		{myTurns, SessionLease("agent:main:telegram:direct:3"), time.Millisecond}, // expires at once
 		{others, "telegram:other", time.Minute},
 		{otherTurns, SessionLease("agent:main:telegram:direct:4"), time.Minute},
+		{nested, SessionLease("agent:main:telegram:direct:5"), time.Minute},
 	} {
 		if _, ok, err := l.h.Acquire(ctx, l.name, l.ttl); err != nil || !ok {
 			t.Fatalf("acquire %s: %v %v", l.name, ok, err)
@@ -87,7 +89,12 @@ func TestReplicaStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err = b.ReplicaStatus(ctx)
+	// The server drops the dead owner's lock a moment after its
+	// connection closes (at once, unless the machine is loaded).
+	waitFor(t, 10*time.Second, func() bool {
+		st, err = b.ReplicaStatus(ctx)
+		return err != nil || st.Ingress.Unclaimed >= 3
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +102,7 @@ func TestReplicaStatus(t *testing.T) {
 		t.Errorf("leader roles %v, want %v", st.LeaderRoles, want)
 	}
 	if st.SessionLeases != 2 {
-		t.Errorf("session leases %d, want 2 (the expired one and replica-ab's not counted)", st.SessionLeases)
+		t.Errorf("session leases %d, want 2 (the expired one, replica-ab's and replica-a/x's not counted)", st.SessionLeases)
 	}
 	if st.Ingress.Unclaimed != 3 {
 		t.Errorf("unclaimed %d, want 3 (dead-1, dead-2, stalled-1)", st.Ingress.Unclaimed)
@@ -183,13 +190,15 @@ func TestLeaseNames(t *testing.T) {
 	}{
 		{"telegram:default", "gw-1", "gw-1", false},
 		{SessionLease("agent:main:main"), "gw-1/0b6f", "gw-1", true},
-		{"discord:main", "ghost", "ghost", false},
+		{SessionLease("agent:main:main"), "gw/1/0b6f", "gw/1", true},
+		{"discord:main", "gw/1", "gw/1", false},
+		{SessionLease("agent:main:main"), "0b6f", "0b6f", true}, // a handle without a replica id
 	} {
 		if got := IsSessionLease(tc.name); got != tc.session {
 			t.Errorf("IsSessionLease(%q) = %v", tc.name, got)
 		}
-		if got := LeaseReplica(tc.holder); got != tc.replica {
-			t.Errorf("LeaseReplica(%q) = %q, want %q", tc.holder, got, tc.replica)
+		if got := LeaseReplica(tc.name, tc.holder); got != tc.replica {
+			t.Errorf("LeaseReplica(%q, %q) = %q, want %q", tc.name, tc.holder, got, tc.replica)
 		}
 	}
 }
