@@ -181,7 +181,7 @@ func (r *failoverRun) begin(ctx context.Context, conn *pgx.Conn) (leader, standb
 		return strings.Contains(metrics(t, r.replicas[leader]), fmt.Sprintf(`gateway_leader_role{replica_id=%q,role=%q} 1`, leader, failoverRole))
 	})
 	if m := metrics(t, r.replicas[standby]); !strings.Contains(m, fmt.Sprintf(`gateway_leader_role{replica_id=%q,role=%q} 0`, standby, failoverRole)) {
-		t.Errorf("the standby's metrics do not show it standing by:\n%s", grepLines(m, "gateway_leader_role"))
+		t.Errorf("the standby's metrics do not show it standing by:\n%s", metricLines(m, "gateway_leader_role"))
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -412,8 +412,8 @@ func outsideKillWindow(recs []sentRecord, cut time.Time) []string {
 	return out
 }
 
-// grepLines is the lines of s that contain sub.
-func grepLines(s, sub string) string {
+// metricLines is the lines of a /metrics page s that contain sub.
+func metricLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, sub) {
@@ -441,7 +441,7 @@ func checkSurvivorReports(t *testing.T, d *crashDaemon, id string) {
 		"gateway_ingress_unclaimed ",
 	} {
 		if !strings.Contains(m, line) {
-			t.Errorf("%s's /metrics lacks %q:\n%s", id, line, grepLines(m, "gateway_"))
+			t.Errorf("%s's /metrics lacks %q:\n%s", id, line, metricLines(m, "gateway_"))
 		}
 	}
 	doc := gw(t, d.cfg, "doctor")
