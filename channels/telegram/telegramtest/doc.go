@@ -10,12 +10,14 @@
 // migrated groups), sendChatAction, editMessageText, setMessageReaction
 // (recorded: Reactions), setWebhook and
 // deleteWebhook (getUpdates answers 409 while a webhook is set). Failures
-// (409, 429 with retry_after, entity rejection) are injected with FailNext;
-// every error answer, injected or the server's own (ErrorAnswers), is
-// recorded, so a test counts the 409s two concurrent pollers cause.
+// (409, 429 with retry_after, entity rejection) are injected with FailNext.
 //
 // Tests inject updates with AddMessage and its helpers (DM, Group, Topic)
 // and wait for the bot's output with WaitSent, WaitActions and
 // WaitConfirmed. Every method is safe for concurrent use; Close ends
 // pending long polls at once.
+//
+// Every error answer, injected or the server's own 409 to a poll a newer
+// one ended, is recorded (ErrorAnswers): a test counts the conflicts two
+// concurrent pollers cause.
 package telegramtest
