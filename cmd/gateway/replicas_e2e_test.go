@@ -51,35 +51,10 @@ const (
 // accepting webhooks again.
 func TestReplicasWebhookFailover(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	admin := pgtest.AdminURL(t)
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
 	rm := newReplicaModel(model)
-
-	reps := make([]*replica, 3)
-	var hooks []string
-	for i := range reps {
-		reps[i] = newReplica(t, i+1, tg, model, url)
-		hooks = append(hooks, reps[i].hook())
-	}
-	failed := true
-	defer func() {
-		var wg sync.WaitGroup
-		for _, r := range reps {
-			wg.Add(1)
-			go func() { defer wg.Done(); r.stop() }()
-		}
-		wg.Wait()
-		if failed {
-			for _, r := range reps {
-				t.Logf("replica %s, take-overs, leases, fencing:\n%s", r.id, strings.Join(grepLines(r.log(""), 40,
-					"fenc", "Fenc", "took over", "lease", "panic", "stale"), "\n"))
-			}
-		}
-	}()
-	for _, r := range reps {
-		r.start()
-	}
+	reps, hooks := startReplicas(t, tg, model, url)
 	waitFor(t, 20*time.Second, "the webhook registered", func() bool { _, ok := tg.Webhook(); return ok })
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,55 +64,15 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	defer func() { cancel(); <-balDone }()
 
 	tr := startReplicaTraffic(tg)
-	begin := tr.begin
-	at := func(d time.Duration) { time.Sleep(time.Until(begin.Add(d))) }
-	faults := replicaFaults{killed: map[string]bool{}}
-
-	at(replicaKillAt)
-	killed := reps[0].tag
-	reps[0].kill()
-	faults.killed[killed] = true
-	killAt := time.Now()
-	t.Logf("%s: SIGKILL %s", since(begin), killed)
-
-	at(replicaRestart)
-	reps[0].start()
-	t.Logf("%s: started %s", since(begin), reps[0].tag)
-
-	at(replicaStopAt)
-	faults.stopped = reps[1].tag
-	reps[1].signal(syscall.SIGSTOP)
-	stopAt := time.Now()
-	t.Logf("%s: SIGSTOP %s", since(begin), faults.stopped)
-	time.Sleep(replicaStopFor)
-	reps[1].signal(syscall.SIGCONT)
-	faults.contAt = time.Now()
-	t.Logf("%s: SIGCONT %s", since(begin), faults.stopped)
-	if !reps[1].waitReady(20 * time.Second) {
-		t.Errorf("%s not ready within 20 s of SIGCONT", faults.stopped)
-	}
-
-	at(replicaOutageAt)
-	end := outage(t, admin, pgDatabaseName(t, url))
-	outageAt := time.Now()
-	t.Logf("%s: database outage", since(begin))
-	time.Sleep(replicaOutage)
-	end()
-	t.Logf("%s: database back", since(begin))
-	for _, r := range reps {
-		if !r.waitReady(30 * time.Second) {
-			t.Errorf("%s not ready within 30 s of the database's return", r.tag)
-		}
-	}
+	faults, faultAt := runReplicaFaults(t, reps, url, tr.begin)
 	afterOutage := bal.Stats()
-
-	at(replicaTrafficFor)
+	time.Sleep(time.Until(tr.begin.Add(replicaTrafficFor)))
 	sentPer, queuedAt := tr.stop()
 	total := 0
 	for _, n := range sentPer {
 		total += n
 	}
-	t.Logf("%s: traffic stopped, %d messages", since(begin), total)
+	t.Logf("%s: traffic stopped, %d messages", since(tr.begin), total)
 
 	var rep replyReport
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -146,22 +81,7 @@ func TestReplicasWebhookFailover(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Second) // late duplicates
-	// While the replicas still run: what the database holds for the
-	// first chats with inputs never answered.
-	var stuck []string
-	for _, in := range rep.lost {
-		var c, n int
-		if _, err := fmt.Sscanf(in, "c%d n%d", &c, &n); err != nil || slices.Contains(stuck, fmt.Sprint(c)) || len(stuck) == 2 {
-			continue
-		}
-		stuck = append(stuck, fmt.Sprint(c))
-		st, err := pendingState(context.Background(), url, c, owners(reps))
-		if err != nil {
-			t.Log(err)
-			continue
-		}
-		t.Log(st)
-	}
+	logStuck(t, url, reps, rep.lost)
 	for _, r := range reps {
 		if !r.waitReady(5 * time.Second) {
 			t.Errorf("%s not ready at the end of the run", r.tag)
@@ -183,29 +103,148 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	// continued, that a turn's lease had gone (dispatch logs each).
 	t.Logf("%s logged %d turns stopped for a lost lease", faults.stopped,
 		len(grepLines(reps[1].log(faults.stopped), 1<<20, "lease was lost")))
-	logLatency(t, rep.latency, queuedAt, map[string]time.Time{"SIGKILL": killAt, "SIGSTOP": stopAt, "outage": outageAt})
-	check := func(what string, list []string) {
-		if len(list) > 0 {
-			t.Errorf("%d %s: %s", len(list), what, strings.Join(firstN(list, 10), "; "))
-		}
-	}
-	check("inputs never answered", rep.lost)
-	check("inputs answered twice", rep.twice)
-	check("chunks delivered twice outside the documented window", rep.outside)
-	check("replies out of order", rep.order)
-	check("other messages to the chats (notices, refusals)", rep.notices)
+	logLatency(t, rep.latency, queuedAt, faultAt)
+	problems(t, "inputs never answered", rep.lost)
+	problems(t, "inputs answered twice", rep.twice)
+	problems(t, "chunks delivered twice outside the documented window", rep.outside)
+	problems(t, "replies out of order", rep.order)
+	problems(t, "other messages to the chats (notices, refusals)", rep.notices)
 	if d := tr.deliveries(bal, append(firstN(rep.lost, 3), firstN(rep.order, 5)...), 12); len(d) > 0 {
 		t.Logf("how the inputs of those problems were delivered:\n%s", strings.Join(d, "\n"))
 	}
-	orderAtModel := rm.checkOrder()
-	check("order problems at the model", orderAtModel)
-	described := map[string]bool{}
-	for _, p := range orderAtModel {
-		var chat, n int
-		if _, err := fmt.Sscanf(p, "chat c%d request r%d", &chat, &n); err != nil || described[fmt.Sprint(chat)] || len(described) == 3 {
+	checkModel(t, rm, model)
+
+	for _, r := range reps {
+		r.stop()
+	}
+	n, bad := checkReplicaTranscripts(t, reps[2].cfgPath(), sentPer)
+	problems(t, "transcript problems", bad)
+	t.Logf("%d transcripts checked; the run took %s", n, since(tr.begin))
+}
+
+// startReplicas starts the three replicas and returns them with their
+// webhook URLs. When the test ends they are stopped, and if it failed the
+// lines of their logs about take-overs, leases and fencing are logged.
+func startReplicas(t *testing.T, tg *telegramtest.Server, model *openaitest.Server, url string) ([]*replica, []string) {
+	t.Helper()
+	reps := make([]*replica, 3)
+	var hooks []string
+	for i := range reps {
+		reps[i] = newReplica(t, i+1, tg, model, url)
+		hooks = append(hooks, reps[i].hook())
+	}
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, r := range reps {
+			wg.Add(1)
+			go func() { defer wg.Done(); r.stop() }()
+		}
+		wg.Wait()
+		if t.Failed() {
+			for _, r := range reps {
+				t.Logf("replica %s, take-overs, leases, fencing:\n%s", r.id, strings.Join(grepLines(r.log(""), 40,
+					"fenc", "Fenc", "took over", "lease", "panic", "stale"), "\n"))
+			}
+		}
+	})
+	for _, r := range reps {
+		r.start()
+	}
+	return reps, hooks
+}
+
+// runReplicaFaults plays the faults at their offsets from begin: SIGKILL
+// replica 1 and start it again, SIGSTOP replica 2 for replicaStopFor, cut
+// the database off for replicaOutage; it checks that the replicas are
+// ready again by themselves after each. It returns the signals sent and
+// when each fault began.
+func runReplicaFaults(t *testing.T, reps []*replica, url string, begin time.Time) (replicaFaults, map[string]time.Time) {
+	t.Helper()
+	at := func(d time.Duration) { time.Sleep(time.Until(begin.Add(d))) }
+	faults := replicaFaults{killed: map[string]bool{}}
+	faultAt := map[string]time.Time{}
+
+	at(replicaKillAt)
+	killed := reps[0].tag
+	reps[0].kill()
+	faults.killed[killed] = true
+	faultAt["SIGKILL"] = time.Now()
+	t.Logf("%s: SIGKILL %s", since(begin), killed)
+
+	at(replicaRestart)
+	reps[0].start()
+	t.Logf("%s: started %s", since(begin), reps[0].tag)
+
+	at(replicaStopAt)
+	faults.stopped = reps[1].tag
+	reps[1].signal(syscall.SIGSTOP)
+	faultAt["SIGSTOP"] = time.Now()
+	t.Logf("%s: SIGSTOP %s", since(begin), faults.stopped)
+	time.Sleep(replicaStopFor)
+	reps[1].signal(syscall.SIGCONT)
+	faults.contAt = time.Now()
+	t.Logf("%s: SIGCONT %s", since(begin), faults.stopped)
+	if !reps[1].waitReady(20 * time.Second) {
+		t.Errorf("%s not ready within 20 s of SIGCONT", faults.stopped)
+	}
+
+	at(replicaOutageAt)
+	end := outage(t, pgtest.AdminURL(t), pgDatabaseName(t, url))
+	faultAt["outage"] = time.Now()
+	t.Logf("%s: database outage", since(begin))
+	time.Sleep(replicaOutage)
+	end()
+	t.Logf("%s: database back", since(begin))
+	for _, r := range reps {
+		if !r.waitReady(30 * time.Second) {
+			t.Errorf("%s not ready within 30 s of the database's return", r.tag)
+		}
+	}
+	return faults, faultAt
+}
+
+// problems fails t with the count and the first ten of list, if any.
+func problems(t *testing.T, what string, list []string) {
+	t.Helper()
+	if len(list) > 0 {
+		t.Errorf("%d %s: %s", len(list), what, strings.Join(firstN(list, 10), "; "))
+	}
+}
+
+// logStuck logs, while the replicas still run, what the database holds
+// for the first two chats with inputs never answered.
+func logStuck(t *testing.T, url string, reps []*replica, lost []string) {
+	t.Helper()
+	var stuck []int
+	for _, in := range lost {
+		var c, n int
+		if _, err := fmt.Sscanf(in, "c%d n%d", &c, &n); err != nil || slices.Contains(stuck, c) || len(stuck) == 2 {
 			continue
 		}
-		described[fmt.Sprint(chat)] = true
+		stuck = append(stuck, c)
+		st, err := pendingState(context.Background(), url, c, owners(reps))
+		if err != nil {
+			t.Log(err)
+			continue
+		}
+		t.Log(st)
+	}
+}
+
+// checkModel checks the fake model's records: per-session order, and
+// never two requests of one session in flight; for the first chats out of
+// order it logs the requests around the first problem.
+func checkModel(t *testing.T, rm *replicaModel, model *openaitest.Server) {
+	t.Helper()
+	order := rm.checkOrder()
+	problems(t, "order problems at the model", order)
+	described := map[int]bool{}
+	for _, p := range order {
+		var chat, n int
+		if _, err := fmt.Sscanf(p, "chat c%d request r%d", &chat, &n); err != nil || described[chat] || len(described) == 3 {
+			continue
+		}
+		described[chat] = true
 		t.Log(rm.describe(chat, n))
 	}
 	var overlaps []string
@@ -217,15 +256,7 @@ func TestReplicasWebhookFailover(t *testing.T) {
 		}
 	}
 	slices.Sort(overlaps)
-	check("model requests of one session while another was in flight", overlaps)
-
-	for _, r := range reps {
-		r.stop()
-	}
-	n, problems := checkReplicaTranscripts(t, reps[2].cfgPath(), sentPer)
-	check("transcript problems", problems)
-	t.Logf("%d transcripts checked; the run took %s", n, since(begin))
-	failed = t.Failed()
+	problems(t, "model requests of one session while another was in flight", overlaps)
 }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
