@@ -31,6 +31,14 @@ func TestSecondPollerEndsFirstWith409(t *testing.T) {
 	if err := s.WaitCalls(ctx, "getUpdates", 1); err != nil {
 		t.Fatal(err)
 	}
+	// The call is counted when it arrives, before its handler registers
+	// the poll: wait for that, or the second poll could come first.
+	for polls := 0; polls == 0 && ctx.Err() == nil; {
+		s.mu.Lock()
+		polls = s.pollGen
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
 	if r := post(t, s, "getUpdates", url.Values{"timeout": {"0"}}); r["ok"] != true {
 		t.Fatalf("second poll: %v", r)
 	}
