@@ -90,7 +90,7 @@ func listen() (net.Listener, string, error) {
 	return ln, ln.Addr().String(), nil
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
 	if o.mode == "takeover" {
 		return takeover(ctx, o)
 	}
@@ -118,9 +118,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	if !o.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		if !o.keep && err == nil { // a failed run keeps its logs
+			os.RemoveAll(dir)
+		}
+	}()
 	db, err := openBenchDB(ctx, o)
 	if err != nil {
 		return err

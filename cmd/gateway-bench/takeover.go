@@ -88,7 +88,7 @@ func recordingModel(delay time.Duration) (*openaitest.Server, *arrivals) {
 	return m, got
 }
 
-func takeover(ctx context.Context, o options) error {
+func takeover(ctx context.Context, o options) (err error) {
 	replies := newArrivals()
 	tg := telegramtest.NewServer(telegramtest.Options{OnSent: func(m telegramtest.Sent, at time.Time) {
 		if m.Method == "sendMessage" && strings.HasPrefix(m.Text, "ack ") {
@@ -105,9 +105,11 @@ func takeover(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	if !o.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		if !o.keep && err == nil { // a failed run keeps its logs
+			os.RemoveAll(dir)
+		}
+	}()
 	db, err := openBenchDB(ctx, o)
 	if err != nil {
 		return err
