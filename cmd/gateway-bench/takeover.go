@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,20 @@ import (
 
 // Take-over after SIGKILL (-mode takeover): replica B runs throughout;
 // for each run a new replica A starts, receives one message on its
-// webhook and starts its turn on a model that does not answer; 100 ms
-// into the turn A is SIGKILLed. Measured from the kill: when B's model is
+// webhook after a random pause (0–3 s: the kill falls at any phase of B's
+// periodic look for orphans, which a fixed schedule would lock onto) and
+// starts its turn on a model that does not answer; 100 ms into the turn A
+// is SIGKILLed. Measured from the kill: when B's model is
 // asked for the same message (B took A's record over and runs the turn)
 // and when its answer reaches the fake Telegram. Each replica has its own
 // fake model, so who runs a turn is never in doubt.
 
-// killInTurn is how long A's turn runs before the kill.
-const killInTurn = 100 * time.Millisecond
+// killInTurn is how long A's turn runs before the kill; maxPause bounds
+// the random pause before the message.
+const (
+	killInTurn = 100 * time.Millisecond
+	maxPause   = 3 * time.Second
+)
 
 // arrivals records when each message "m<k>" first showed up at one place
 // (a model's request, a reply to the chat). Safe for concurrent use.
@@ -168,6 +175,7 @@ func takeoverRun(ctx context.Context, o options, k int, tg *telegramtest.Server,
 	if _, err := a.Ready(ctx); err != nil {
 		return 0, 0, err
 	}
+	time.Sleep(rand.N(maxPause))
 	chat := int64(30000 + k)
 	raw, ok := tg.Update(tg.DM(chat, "m"+strconv.Itoa(k)))
 	if !ok {
