@@ -131,22 +131,44 @@ func applyEnv(v *viper.Viper, environ []string) error {
 	patterns := keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{})
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
+		if !ok {
 			continue
 		}
-		suffix := strings.TrimPrefix(name, EnvPrefix)
-		if key, ok := envAliases[suffix]; ok {
+		if key, ok := envKey(patterns, name); ok {
 			v.Set(key, val)
-			continue
-		}
-		for _, p := range patterns {
-			if key, ok := matchEnv(p, strings.Split(suffix, "_")); ok {
-				v.Set(key, val)
-				break
-			}
 		}
 	}
 	return nil
+}
+
+// EnvKey returns the config key (segments joined by "::") that the
+// environment variable name overrides, and false when it names none: Load
+// ignores such a variable, so a deployment that sets one (a renamed key)
+// can be caught by a test (internal/deploytest).
+func EnvKey(name string) (string, bool) {
+	return envKey(keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{}), name)
+}
+
+func envKey(patterns [][]string, name string) (string, bool) {
+	suffix, ok := strings.CutPrefix(name, EnvPrefix)
+	if !ok {
+		return "", false
+	}
+	if key, ok := envAliases[suffix]; ok {
+		return key, true
+	}
+	// A map key may hold '_' (an account id), so one name can fit several
+	// keys: ..._DEFAULT_WEBHOOK_SECRET_TOKEN is the account "default"'s
+	// webhook.secretToken, or the token of an account named
+	// "default_webhook_secret". The fit whose map keys take the fewest
+	// tokens wins (then the first in field order).
+	best, bestWild, found := "", 0, false
+	for _, p := range patterns {
+		if key, wild, ok := matchEnv(p, strings.Split(suffix, "_")); ok && (!found || wild < bestWild) {
+			best, bestWild, found = key, wild, true
+		}
+	}
+	return best, found
 }
 
 // keyPatterns lists every leaf key path of t; "*" stands for a map key.
@@ -204,36 +226,37 @@ func snake(seg string) []string {
 }
 
 // matchEnv matches env tokens against a key pattern; a "*" segment takes one
-// or more tokens (lower-cased, joined with '_') as the map key.
-func matchEnv(pattern []string, toks []string) (string, bool) {
+// or more tokens (lower-cased, joined with '_') as the map key. wild is how
+// many tokens the "*" segments took (the fewest that fit).
+func matchEnv(pattern []string, toks []string) (key string, wild int, ok bool) {
 	if len(pattern) == 0 {
-		return "", len(toks) == 0
+		return "", 0, len(toks) == 0
 	}
 	seg := pattern[0]
 	if seg == "*" {
 		for n := 1; n < len(toks); n++ {
-			rest, ok := matchEnv(pattern[1:], toks[n:])
+			rest, w, ok := matchEnv(pattern[1:], toks[n:])
 			if ok {
 				key := strings.ToLower(strings.Join(toks[:n], "_"))
-				return joinKey(key, rest), true
+				return joinKey(key, rest), w + n, true
 			}
 		}
-		return "", false
+		return "", 0, false
 	}
 	want := snake(seg)
 	if len(toks) < len(want) {
-		return "", false
+		return "", 0, false
 	}
 	for i, w := range want {
 		if toks[i] != w {
-			return "", false
+			return "", 0, false
 		}
 	}
-	rest, ok := matchEnv(pattern[1:], toks[len(want):])
+	rest, w, ok := matchEnv(pattern[1:], toks[len(want):])
 	if !ok {
-		return "", false
+		return "", 0, false
 	}
-	return joinKey(strings.ToLower(seg), rest), true
+	return joinKey(strings.ToLower(seg), rest), w, true
 }
 
 func joinKey(a, b string) string {

@@ -55,10 +55,11 @@ type PostgresStorage struct {
 	// Replicas lets several daemons share the database (every one of them
 	// must set it). False (the default): a daemon runs alone on its
 	// database and a second one refuses to start, naming the first.
-	// Several replicas are being built (issue 13): Telegram polling and
-	// Discord connections run on one replica with failover, and running
-	// replicas take over a stopped one's unfinished messages; turns of one
-	// session are not yet fenced across replicas.
+	// True on every replica (issue 13): each accepts ingress, a session's
+	// turns run on one replica at a time under its lease (fenced writes),
+	// Telegram polling and Discord connections run on one replica with
+	// failover, and running replicas take over a dead or stopped one's
+	// unfinished messages.
 	Replicas bool `mapstructure:"replicas"`
 }
 

@@ -23,6 +23,11 @@ type Metrics struct {
 	StorageErrors prometheus.Counter
 	// DraftCalls counts streaming draft calls (post, edit, delete) by channel.
 	DraftCalls *prometheus.CounterVec
+	// LeaseWaits observes how long batches waited for their session's
+	// lease held by another replica; LeasesLost counts turns stopped
+	// because their lease was lost (turnlease.go).
+	LeaseWaits prometheus.Histogram
+	LeasesLost prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -75,11 +80,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DraftCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_draft_calls_total", Help: "Streaming draft calls (post, edit, delete) by channel.",
 		}, []string{"channel", "op"}),
+		LeaseWaits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gateway_session_lease_wait_seconds", Help: "Time a batch waited for its session while another replica ran it.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 30},
+		}),
+		LeasesLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_session_leases_lost_total", Help: "Turns stopped because their session lease was lost (the replica paused or lost the database).",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
-			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls)
+			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost)
 	}
 	return m
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,7 +32,11 @@ func chunksFor(a channels.Adapter, out channels.Outbound) []string {
 // anything is sent), then sends the chunks, marking each once the platform
 // accepted it. The records finish with the last mark. With no adapter (or
 // nothing to send) the records just finish.
-func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records []string, out channels.Outbound, entryID string) {
+//
+// It returns false, having sent nothing, when the outbox refused the reply
+// because the turn's session lease was lost (sessions.ErrFenced): another
+// replica may run the session now.
+func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records []string, out channels.Outbound, entryID string) bool {
 	a := d.adapter(out.Channel, out.AccountID)
 	var chunks []string
 	if a != nil && out.Channel != "" {
@@ -39,7 +44,7 @@ func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records [
 	}
 	if len(chunks) == 0 {
 		d.finish(records...)
-		return
+		return true
 	}
 	text := out.Text
 	out.Text = ""
@@ -47,7 +52,7 @@ func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records [
 	if err != nil {
 		d.log.Error("reply target not encodable; reply dropped", zap.Error(err))
 		d.finish(records...)
-		return
+		return true
 	}
 	out.Text = text
 	rp := sessions.Reply{
@@ -55,13 +60,19 @@ func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records [
 		Target: target, Chunks: chunks, EntryID: entryID, CreatedAt: d.opts.Now(),
 		Draft: draftRecord(out), // chunk 0 edits a streamed draft: its record ends here
 	}
-	if err := d.journal.Ready(rp); err != nil {
+	err = d.journal.Ready(rp)
+	if errors.Is(err, sessions.ErrFenced) {
+		d.log.Warn("reply not stored: the session's lease was lost; not sent", zap.String("session_key", key), zap.Error(err))
+		return false
+	}
+	if err != nil {
 		// Only a closed journal refuses (shutdown): send anyway, the
 		// records stay pending and the transcript holds the reply.
 		d.log.Error("outbox write failed", zap.String("session_key", key), zap.Error(err))
 		out.Draft = "" // the draft stays recorded and is removed: send anew
 	}
 	d.sendReply(ctx, a, rp, out)
+	return true
 }
 
 // sendReply sends rp's chunks from the first not yet sent. A stored reply
@@ -74,6 +85,13 @@ func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessi
 	defer context.AfterFunc(d.life, cancel)()
 	c, chunked := a.(channels.Chunker)
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
+		if !d.leaseLive(ctx) {
+			// This process was stopped past its session lease: another
+			// replica may have taken the reply over; it sends the rest.
+			d.log.Warn("reply chunks not sent: the session's lease was lost", zap.String("reply_id", rp.ID),
+				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)))
+			return
+		}
 		send := func() error {
 			if chunked {
 				return c.SendChunk(ctx, out, i, rp.Chunks[i])

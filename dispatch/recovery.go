@@ -115,6 +115,10 @@ func isStorage(err error) bool {
 // counted and the work runs again after a backoff, until MaxFailures.
 func (d *Dispatcher) failed(ctx context.Context, ws []*work, log *zap.Logger, err error) {
 	ids := recordIDs(ws)
+	if leaseLost(ctx, err) {
+		d.lostTurn(ws, log)
+		return
+	}
 	if isStorage(err) {
 		d.opts.Metrics.StorageErrors.Inc()
 		log.Error("turn failed on storage; will run again when it recovers", zap.Error(err))

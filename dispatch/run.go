@@ -21,9 +21,19 @@ import (
 // typingEvery is how often the typing indicator is refreshed during a turn.
 const typingEvery = 4 * time.Second
 
-// runBatch is the lanes.RunFunc: commands run one by one, consecutive
-// messages become one turn.
+// runBatch is the lanes.RunFunc. On a journal several processes share it
+// runs the batch under its session's lease (turnlease.go).
 func (d *Dispatcher) runBatch(ctx context.Context, b lanes.Batch) {
+	if t, ok := d.journal.(sessions.Turns); ok {
+		d.runLeased(ctx, t, b)
+		return
+	}
+	d.runItems(ctx, b)
+}
+
+// runItems runs a batch: commands run one by one, consecutive messages
+// become one turn.
+func (d *Dispatcher) runItems(ctx context.Context, b lanes.Batch) {
 	var pending []*work
 	flush := func() {
 		if len(pending) > 0 {
@@ -197,6 +207,13 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		}
 		return
 	}
+	if ctx.Err() != nil && leaseLost(ctx, nil) {
+		// The lease went while the answer came: another replica may run
+		// the session now; the reply is in the transcript for whoever
+		// recovers these records.
+		d.lostTurn(all, log)
+		return
+	}
 	d.streaks.end(first.Key.String())
 	out.SessionID, out.TokenEstimate = res.SessionID, res.TokenEstimate
 	out.Text = res.Text
@@ -208,13 +225,19 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.finish(ids...)
 		return
 	}
-	d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID)
+	if !d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID) {
+		d.lostTurn(all, log)
+	}
 }
 
 // cancelled ends a turn whose context was cancelled before its outcome:
 // at shutdown the records stay pending for the next start; otherwise
 // (/stop, interrupt) they are finished and waiting web clients told.
 func (d *Dispatcher) cancelled(ctx context.Context, ws []*work, ids []string, log *zap.Logger) {
+	if leaseLost(ctx, nil) {
+		d.lostTurn(ws, log)
+		return
+	}
 	if ctx.Err() != nil && d.closing.Load() {
 		log.Info("turn interrupted by shutdown; will resume at next start")
 		_ = d.journal.Abort(ids...)

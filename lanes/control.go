@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Cancel cancels key's active run (its ctx) and drops its queued items,
@@ -119,4 +121,47 @@ func (q *Queue) Shutdown(ctx context.Context) []Item {
 	}
 	q.baseCancel()
 	return left
+}
+
+// Next is Do without waiting: it registers fn at once and runs it on a
+// goroutine of its own, serialised with key's runs, before the items
+// queued when it is granted. Called from key's active run, fn runs as soon
+// as that run returns, ahead of what queued meanwhile (a run that must
+// wait for something outside the process hands its batch on this way,
+// without holding a class slot). fn gets ctx, which Next does not watch:
+// fn must return soon after ctx ends. It returns ErrClosed after Shutdown
+// began; fn then does not run.
+func (q *Queue) Next(ctx context.Context, key string, fn func(ctx context.Context)) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return fmt.Errorf("lanes: next: %w", ErrClosed)
+	}
+	l := q.laneLocked(key)
+	ch := make(chan struct{})
+	if l.running || l.doing || len(l.doers) > 0 {
+		l.doers = append(l.doers, ch)
+	} else {
+		l.doing = true
+		close(ch)
+	}
+	q.mu.Unlock()
+	go func() {
+		<-ch
+		defer func() {
+			if r := recover(); r != nil { // as a run's: never wedge the lane
+				q.log.Error("lane next panicked", zap.String("session_key", key), zap.Any("panic", r), zap.Stack("stack"))
+			}
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			l.doing = false
+			now := time.Now()
+			q.kickLocked(l, now)
+			if l.inWait {
+				q.pumpLocked(l.class, now)
+			}
+		}()
+		fn(ctx)
+	}()
+	return nil
 }

@@ -284,3 +284,48 @@ func TestRunPanicDoesNotWedgeLane(t *testing.T) {
 		assertForgotten(t, q)
 	})
 }
+
+// Next called from a run hands the run's work on: fn runs right after the
+// run returns, before the items queued meanwhile, without a class slot
+// (another key's batch takes the only slot while fn waits).
+func TestNextRunsBeforeQueuedItems(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev eventLog
+		release := make(chan struct{})
+		var q *Queue
+		q = New(Options{
+			Settings: fixed(Settings{Mode: Followup}),
+			Caps:     map[Class]int{ClassMain: 1},
+			Run: func(ctx context.Context, b Batch) {
+				id := b.Items[0].ID
+				ev.add("start " + id)
+				if id == "a" {
+					mustEnqueue(t, q, "k", item("b", "")) // queued behind the hand-on
+					if err := q.Next(t.Context(), "k", func(context.Context) {
+						ev.add("next")
+						<-release
+						ev.add("next done")
+					}); err != nil {
+						t.Errorf("Next: %v", err)
+					}
+				}
+				ev.add("end " + id)
+			},
+		})
+		mustEnqueue(t, q, "k", item("a", ""))
+		synctest.Wait()
+		mustEnqueue(t, q, "other", item("x", "")) // the slot is free while next waits
+		synctest.Wait()
+		close(release)
+		synctest.Wait()
+		want := []string{"start a", "end a", "next", "start x", "end x", "next done", "start b", "end b"}
+		if diff := cmp.Diff(want, ev.get()); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		if err := q.Next(t.Context(), "k", func(context.Context) { t.Error("fn ran after Shutdown") }); !errors.Is(err, ErrClosed) {
+			t.Errorf("Next after Shutdown = %v, want ErrClosed", err)
+		}
+		assertForgotten(t, q)
+	})
+}

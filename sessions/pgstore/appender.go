@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // DefaultCommitters is how many groups an Appender commits at once.
@@ -46,9 +48,12 @@ type appendReq struct {
 	sql       string // appendSQL or chainSQL
 	args      []any
 	lazy      bool // may commit lazily (lazy.go)
-	seqs      []int64
-	err       error
-	done      chan struct{}
+	// fence, when set, is checked in the append's transaction first
+	// (turns.go): a turn whose session lease moved on appends nothing.
+	fence *sessions.Fence
+	seqs  []int64
+	err   error
+	done  chan struct{}
 }
 
 // NewAppender returns an appender committing up to maxGroup appends
@@ -78,6 +83,9 @@ func (a *Appender) Append(ctx context.Context, sessionID string, entries ...Tran
 // synchronous append is synchronous for all.
 func (a *Appender) submit(ctx context.Context, sessionID, sql string, args []any, lazy bool) ([]int64, error) {
 	r := &appendReq{sessionID: sessionID, sql: sql, args: args, lazy: lazy, done: make(chan struct{})}
+	if f, ok := sessions.FenceFrom(ctx); ok {
+		r.fence = &f
+	}
 	select {
 	case a.reqs <- r:
 	case <-a.stopped:
@@ -152,6 +160,9 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 			b.Queue(`SET LOCAL synchronous_commit = off`)
 		}
 		for _, r := range ordered {
+			if r.fence != nil {
+				queueFence(b, *r.fence)
+			}
 			b.Queue(r.sql, r.args...)
 		}
 		if lazy {
@@ -167,6 +178,11 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 		for _, r := range ordered {
 			if err != nil {
 				break
+			}
+			if r.fence != nil {
+				if _, err = res.Exec(); err != nil {
+					break
+				}
 			}
 			var rows pgx.Rows
 			if rows, err = res.Query(); err == nil {
@@ -187,22 +203,41 @@ func (a *Appender) commit(ctx context.Context, group []*appendReq) {
 	}
 	for _, r := range group {
 		r.seqs, r.err = a.db.commitOne(ctx, r)
+		if ferr, ok := fenced(r.err); ok {
+			r.err = fmt.Errorf("pgstore: append %s: %w", r.sessionID, ferr)
+		}
 	}
 }
 
 // commitOne commits one append alone.
 func (db *DB) commitOne(ctx context.Context, r *appendReq) ([]int64, error) {
-	if !r.lazy {
+	if !r.lazy && r.fence == nil {
 		return db.exec(ctx, r.sessionID, r.sql, r.args)
 	}
 	var seqs []int64
-	err := db.lazyBatch(ctx, func(b *pgx.Batch) {
+	fill := func(b *pgx.Batch) {
+		if r.fence != nil {
+			queueFence(b, *r.fence)
+		}
 		b.Queue(r.sql, r.args...).Query(func(rows pgx.Rows) error {
 			var err error
 			seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 			return err
 		})
-	})
+	}
+	var err error
+	if r.lazy {
+		err = db.lazyBatch(ctx, fill)
+	} else {
+		// BEGIN/COMMIT in the batch: the fence and the append commit
+		// together (a batch alone is one implicit transaction too, but
+		// stating it keeps it so when statements are added).
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		fill(b)
+		b.Queue(`COMMIT`)
+		err = db.pool.SendBatch(ctx, b).Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: append %s: %w", r.sessionID, err)
 	}

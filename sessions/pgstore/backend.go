@@ -80,11 +80,11 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	b := &Backend{db: db, log: db.log, stores: map[string]*Store{}, done: make(chan struct{})}
 	b.reset.Store(&o.Reset)
 	b.maint.Store(&o.Maintenance)
-	b.delivery = db.Delivery(DeliveryOptions{})
+	b.rep = newReplica(db, o)
+	b.delivery = db.Delivery(DeliveryOptions{Holder: b.rep.id})
 	b.rooms = db.RoomLog(RoomLogOptions{})
 	b.pairing = db.Pairing()
 	b.cursors = db.Cursors()
-	b.rep = newReplica(db, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.stop = cancel
 	if o.Passive {

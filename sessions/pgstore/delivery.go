@@ -43,6 +43,12 @@ type DeliveryOptions struct {
 	// its own without a renewal (DefaultLease when 0); the loop renews
 	// them every Lease/3 while the handle is open.
 	Lease time.Duration
+	// Holder prefixes this handle's id in the session leases it takes
+	// (the replica's id, so gateway doctor can say whose they are).
+	Holder string
+	// TurnTTL is how long a session's lease outlives its last renewal
+	// (SessionLeaseTTL when 0).
+	TurnTTL time.Duration
 	// SyncMarks makes every mark wait for its WAL flush, as Accept does.
 	// By default marks commit with synchronous_commit off: committed and
 	// visible at once, surviving the death of this process, flushed by the
@@ -53,9 +59,11 @@ type DeliveryOptions struct {
 	SyncMarks bool
 }
 
-// DefaultLease is DeliveryOptions.Lease when unset: SPEC §3.8's failover
-// bound.
-const DefaultLease = 15 * time.Second
+// DefaultLease is DeliveryOptions.Lease when unset: how long after its
+// last renewal the rows of a replica that stopped (SIGSTOP, partition) are
+// taken over by the others (issue 13: within 10 s; a replica that dies
+// loses them at once, with its owner lock).
+const DefaultLease = 10 * time.Second
 
 // Delivery is the ingress journal, reply outbox and drafts of SPEC §3.7 on
 // PostgreSQL, with the semantics of the files backend's sessions.Journal:
@@ -113,6 +121,16 @@ type Delivery struct {
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 
+	// holder names this handle in the leases it takes (turns.go): the
+	// replica's id and the owner id. turnTTL is its session leases' TTL.
+	holder  string
+	turnTTL time.Duration
+	// fences maps the session leases this handle holds for running turns
+	// to their tokens: Ready checks its session's (turns.go).
+	fences sync.Map
+	// waiters wakes WaitTurn when a lease is released.
+	waiters leaseWaiters
+
 	// mu guards the fields below. While marks wait (an outage) it is held
 	// across the writes that retry them, which keeps marks in order; in
 	// normal operation writes run without it.
@@ -163,6 +181,15 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 	d := &Delivery{db: db, log: log, now: now, owner: uuid.NewString(), doneKeep: keep, lease: lease, syncMark: o.SyncMarks,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	d.barrier.db = db
+	d.holder = d.owner
+	if o.Holder != "" {
+		d.holder = o.Holder + "/" + d.owner
+	}
+	d.turnTTL = o.TurnTTL
+	if d.turnTTL <= 0 {
+		d.turnTTL = SessionLeaseTTL
+	}
+	d.waiters.stop, d.waiters.log = d.stop, log
 	d.lock = &ownerLock{db: db, owner: d.owner, log: log}
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	if err := d.lock.hold(ctx); err != nil {
@@ -259,6 +286,7 @@ func (d *Delivery) apply(m mark) error {
 			return nil
 		}
 		if permanent(err) {
+			err, _ = fenced(err)
 			return fmt.Errorf("pgstore: delivery %s: %w", m.op, err)
 		}
 		d.mu.Lock()
@@ -279,6 +307,7 @@ func (d *Delivery) apply(m mark) error {
 	}
 	if err := d.write(m); err != nil {
 		if permanent(err) {
+			err, _ = fenced(err)
 			return fmt.Errorf("pgstore: delivery %s: %w", m.op, err)
 		}
 		d.failLocked(m.op, err)
@@ -297,6 +326,9 @@ func (d *Delivery) apply(m mark) error {
 // retries outlast.
 func permanent(err error) bool {
 	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == fenceCode {
+		return true // the turn's lease moved on: never retried
+	}
 	if !errors.As(err, &pe) || len(pe.Code) < 2 {
 		return false
 	}

@@ -185,8 +185,10 @@ func (d *Delivery) count(op, set string, ids []string) error {
 	if ids = validIDs(ids); len(ids) == 0 {
 		return nil
 	}
-	q := `UPDATE delivery_records SET ` + set + ` WHERE id = ANY($1) AND state = 'pending'`
-	return d.apply(mark{op: op, queue: func(b *pgx.Batch) { b.Queue(q, ids) }})
+	// Only this handle's: a record another handle took over (this one
+	// stopped, and lost it) is that handle's to count.
+	q := `UPDATE delivery_records SET ` + set + ` WHERE id = ANY($1) AND state = 'pending' AND owner = $2`
+	return d.apply(mark{op: op, queue: func(b *pgx.Batch) { b.Queue(q, ids, d.owner) }})
 }
 
 // doneSQL finishes records: their id is remembered as done, their payload
@@ -202,7 +204,8 @@ func (d *Delivery) Done(ids ...string) error {
 	d.adopted.forget(adoptedRecords, ids...)
 	at := d.clock()
 	return d.apply(mark{op: "done", queue: func(b *pgx.Batch) {
-		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending'`, ids, at)
+		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending' AND owner = $3`,
+			ids, at, d.owner)
 	}})
 }
 
@@ -238,7 +241,13 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 	if records == nil {
 		records = []string{}
 	}
+	tok, fencedTurn := d.fences.Load(SessionLease(r.SessionKey))
 	return d.apply(mark{op: "ready", queue: func(b *pgx.Batch) {
+		if fencedTurn {
+			// A turn's reply: written only while its lease is this
+			// handle's (turns.go).
+			queueFence(b, sessions.Fence{Lease: SessionLease(r.SessionKey), Token: tok.(int64)})
+		}
 		if r.Draft != "" {
 			b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, r.Draft)
 		}
@@ -253,7 +262,14 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
 			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease))
 		if len(records) > 0 {
-			b.Queue(`UPDATE delivery_records SET reply = $1 WHERE id = ANY($2) AND state = 'pending'`, r.ID, records)
+			// Its records are this handle's. Under the session's lease
+			// (checked above) they are even when another handle took them
+			// over meanwhile (this one's owner lock connection dropped
+			// while it lived): the lease holder is the one that runs the
+			// session, and an answered record is no one else's to run.
+			b.Queue(`UPDATE delivery_records SET reply = $1, owner = $3, lease_until = $5
+				WHERE id = ANY($2) AND state = 'pending' AND (owner = $3 OR $4)`,
+				r.ID, records, d.owner, fencedTurn, now.Add(d.lease))
 		}
 		if r.Sent >= len(r.Chunks) {
 			queueComplete(b, r.ID, now)

@@ -27,6 +27,12 @@ const liveOwnersCTE = `live AS MATERIALIZED (
 // and that handle is dead.
 const orphanOwner = `owner <> $1 AND hashtextextended(owner, 0) NOT IN (SELECT k FROM live)`
 
+// orphanLeased is orphanOwner for rows with a lease (records and replies):
+// also those of a live handle whose lease ran out by $4 (its process is
+// stopped or cut off from the database: it no longer renews them; should
+// it come back, its session leases are gone too and fence its writes).
+const orphanLeased = `owner <> $1 AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live) OR lease_until <= $4)`
+
 var _ sessions.Orphans = (*Delivery)(nil)
 
 // Orphans takes over the pending records (not answered by a reply) and the
@@ -102,16 +108,17 @@ func (d *Delivery) claimOrphanRecords(ctx context.Context, again []string) ([]se
 	if err := d.ownLock(ctx); err != nil {
 		return nil, err
 	}
+	now := d.clock()
 	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
 			UPDATE delivery_records r SET owner = $1, lease_until = $2
 			FROM (SELECT id FROM delivery_records
-				WHERE state = 'pending' AND reply IS NULL AND `+orphanOwner+`
+				WHERE state = 'pending' AND reply IS NULL AND `+orphanLeased+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT seq, `+recordCols+` FROM delivery_records
 		WHERE id IN (SELECT id FROM c)
 			OR (id = ANY($3) AND owner = $1 AND state = 'pending' AND reply IS NULL)
-		ORDER BY seq`, d.owner, d.clock().Add(d.lease), again)
+		ORDER BY seq`, d.owner, now.Add(d.lease), again, now)
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +131,15 @@ func (d *Delivery) claimOrphanReplies(ctx context.Context, own bool) ([]sessions
 	if err := d.ownLock(ctx); err != nil {
 		return nil, err
 	}
+	now := d.clock()
 	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
 			UPDATE delivery_replies r SET owner = $1, lease_until = $2
-			FROM (SELECT id FROM delivery_replies WHERE `+orphanOwner+`
+			FROM (SELECT id FROM delivery_replies WHERE `+orphanLeased+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT `+replyCols+` FROM delivery_replies
 		WHERE id IN (SELECT id FROM c) OR ($3 AND owner = $1) ORDER BY seq`,
-		d.owner, d.clock().Add(d.lease), own)
+		d.owner, now.Add(d.lease), own, now)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,10 @@ import (
 
 // TestDeliveryLiveOwnerKept: what an open handle holds (records, replies,
 // drafts) is not taken over by another open handle, through any of
-// Pending, Replies, Drafts and Orphans, even when its lease ran out.
+// Pending, Replies, Drafts and Orphans, while its lease runs; once its
+// lease ran out without a renewal (its process is stopped or cut off from
+// the database: issue 13), its records and replies are taken over, never
+// its drafts (best-effort, cleaned up by their owner or after its death).
 func TestDeliveryLiveOwnerKept(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
@@ -23,7 +26,7 @@ func TestDeliveryLiveOwnerKept(t *testing.T) {
 	owner := newDelivery(t, db, DeliveryOptions{Now: clk.Now})
 	other := newDelivery(t, db, DeliveryOptions{Now: clk.Now})
 	leaveWork(t, owner)
-	clk.Advance(DefaultLease * 10) // leases ran out long ago: liveness decides
+	clk.Advance(DefaultLease / 2) // within the lease: liveness and the lease keep them
 	if ps, err := other.Pending(); err != nil || len(ps) != 0 {
 		t.Errorf("Pending of another handle = %d records, %v; want none while the owner lives", len(ps), err)
 	}
@@ -39,6 +42,24 @@ func TestDeliveryLiveOwnerKept(t *testing.T) {
 	// The owner's own replies stay listed for it.
 	if rs, err := owner.Replies(); err != nil || len(rs) != 1 || rs[0].ID != "rp" {
 		t.Errorf("Replies of the owner = %+v, %v; want rp", rs, err)
+	}
+
+	clk.Advance(DefaultLease * 10) // no renewal since: the owner counts as stopped
+	recs, reps, err := other.Orphans(ctx)
+	if err != nil || len(recs) != 2 || len(reps) != 1 {
+		t.Errorf("Orphans after the owner's lease ran out = %d records, %d replies, %v; want 2 (the unanswered) and 1", len(recs), len(reps), err)
+	}
+	if ds, err := other.Drafts(); err != nil || len(ds) != 0 {
+		t.Errorf("Drafts of another handle = %d, %v; want none while the owner lives", len(ds), err)
+	}
+	// The stopped owner, back, no longer marks what it lost.
+	if err := owner.Done("r1", "r2", "r3"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE owner = $1 AND state = 'pending'`,
+		other.Owner()).Scan(&n); err != nil || n != 2 {
+		t.Errorf("the new owner's pending records after the old one's Done = %d, %v; want its 2 still pending", n, err)
 	}
 }
 

@@ -1,0 +1,213 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Per-session serialisation across replicas (issue 13). When the journal
+// is shared by several processes (sessions.Turns: PostgreSQL replicas),
+// the lanes serialise a session's turns only within this process: each
+// batch also begins under the session's lease (BeginTurn). A batch that
+// may not run yet (another replica runs the session, or holds an older
+// message of it) waits for its turn outside any concurrency slot, before
+// the items queued behind it (lanes.Queue.Next), so per-session order
+// holds and two replicas waiting on each other's sessions cannot starve
+// each other's slots. A batch that loses its lease mid-turn stops: its
+// writes are fenced, its records are left to whoever runs the session now.
+
+// turnWaitPoll bounds one wait for a session's lease: releases are
+// notified (LISTEN), the poll only covers a notification missed between
+// two waits or a lease that expired instead of being released.
+var turnWaitPoll = 500 * time.Millisecond
+
+// errLeaseLost is the cause of a turn context cancelled because the
+// session's lease was lost.
+var errLeaseLost = errors.New("session lease lost")
+
+// runLeased runs b once this process holds its session's lease.
+func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b lanes.Batch) {
+	agentID, key, ids := batchScope(b)
+	if key == "" {
+		d.runItems(ctx, b)
+		return
+	}
+	h, err := t.BeginTurn(ctx, agentID, key, ids)
+	if err == nil {
+		if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
+			if h.Held {
+				h.End()
+			}
+			return
+		}
+		if h.Held {
+			d.runHeld(ctx, b, h)
+			return
+		}
+	} else if ctx.Err() != nil {
+		return // cancelled (/stop, shutdown): the records stay pending
+	}
+	// Wait for the session outside the slot, before what queued behind.
+	if nerr := d.queue.Next(d.life, b.Key, func(ctx context.Context) { d.awaitTurn(ctx, t, b) }); nerr != nil {
+		d.log.Info("shutting down: a batch waiting for its session stays pending", zap.String("session_key", key))
+	}
+}
+
+// awaitTurn waits until b's session may run here, then runs it (on the
+// lane, outside any slot: lanes.Queue.Next).
+func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Batch) {
+	agentID, key, ids := batchScope(b)
+	log := d.log.With(zap.String("session_key", key))
+	start := time.Now()
+	for ctx.Err() == nil && !d.closing.Load() {
+		t.WaitTurn(ctx, turnWaitPoll)
+		h, err := t.BeginTurn(ctx, agentID, key, ids)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("waiting for a session's lease failed; retrying", zap.Error(err))
+			}
+			continue
+		}
+		if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
+			if h.Held {
+				h.End()
+			}
+			return
+		}
+		if h.Held {
+			d.opts.Metrics.LeaseWaits.Observe(time.Since(start).Seconds())
+			d.runHeld(ctx, b, h)
+			return
+		}
+		_, _, ids = batchScope(b)
+	}
+	// Shutdown: the records stay pending for the next start or another
+	// replica.
+}
+
+// runHeld runs b under h, cancelling the turn when the lease is lost.
+func (d *Dispatcher) runHeld(ctx context.Context, b lanes.Batch, h *sessions.TurnHold) {
+	defer h.End()
+	ctx, cancel := context.WithCancelCause(sessions.WithFence(ctx, h.Fence))
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-h.Lost:
+			cancel(errLeaseLost)
+		case <-ctx.Done():
+		}
+	}()
+	d.runItems(ctx, b)
+}
+
+// leaseLost reports whether ctx ended because its turn's lease was lost,
+// or err is a write refused for a lost lease: the turn's records are no
+// longer this process's to finish or fail.
+func leaseLost(ctx context.Context, err error) bool {
+	return errors.Is(context.Cause(ctx), errLeaseLost) || errors.Is(err, sessions.ErrFenced)
+}
+
+// lostTurn ends a turn whose lease was lost: its records are left pending
+// (Abort: not a failure) and run again once this process may run the
+// session; if another replica took them over meanwhile, BeginTurn then
+// reports them gone and they are dropped here.
+func (d *Dispatcher) lostTurn(ws []*work, log *zap.Logger) {
+	log.Warn("turn stopped: the session's lease was lost (this replica paused or lost the database); nothing more written or sent")
+	d.opts.Metrics.LeasesLost.Inc()
+	_ = d.journal.Abort(recordIDs(ws)...)
+	time.AfterFunc(storageRetry, func() { d.requeue(ws) })
+}
+
+// leaseLive waits, when ctx carries a turn's fence whose lease may have
+// run out unrenewed (the process was stopped, SIGSTOP), until the renewal
+// says whether it is still held, and reports that; true without a fence.
+// Sending a reply chunk checks it first, so a replica waking up after
+// losing its sessions does not send what the new holder sends.
+func (d *Dispatcher) leaseLive(ctx context.Context) bool {
+	f, ok := sessions.FenceFrom(ctx)
+	if !ok || f.Live == nil || f.Live() {
+		return true
+	}
+	deadline := time.Now().Add(leaseVerdict)
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.life.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+		if f.Live() {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseVerdict bounds leaseLive's wait for a renewal (the renewals run
+// every third of the lease's 10 s).
+var leaseVerdict = 5 * time.Second
+
+// batchScope is b's agent, session key and record ids.
+func batchScope(b lanes.Batch) (agentID, key string, ids []string) {
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		if !ok {
+			continue
+		}
+		if key == "" {
+			agentID, key = w.AgentID, w.Key.String()
+		}
+		for _, p := range expand(w) {
+			if p.RecordID != "" {
+				ids = append(ids, p.RecordID)
+			}
+		}
+	}
+	return agentID, key, ids
+}
+
+// dropGone removes from b the work whose records are no longer this
+// process's (another replica took them over while this one was stopped or
+// cut off, or they finished there); waiting web clients are told.
+func (d *Dispatcher) dropGone(ctx context.Context, b lanes.Batch, gone []string) lanes.Batch {
+	if len(gone) == 0 {
+		return b
+	}
+	out := make(map[string]bool, len(gone))
+	for _, id := range gone {
+		out[id] = true
+	}
+	var (
+		items   []lanes.Item
+		dropped []*work
+	)
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		if !ok {
+			items = append(items, it)
+			continue
+		}
+		var keep []*work
+		for _, p := range expand(w) {
+			if p.RecordID != "" && out[p.RecordID] {
+				dropped = append(dropped, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			it.Payload = bundle(keep)
+			items = append(items, it)
+		}
+	}
+	d.log.Info("messages taken over by another replica; left to it",
+		zap.String("session_key", b.Key), zap.Strings("record_ids", gone))
+	d.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
+	b.Items = items
+	return b
+}

@@ -1,0 +1,218 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// Per-session serialisation across replicas (issue 13, sessions.Turns).
+// A turn for a session runs under the lease "session:<session key>"
+// (leases, lease.go) with a fencing token; BeginTurn takes it in the same
+// statement that checks per-session order, the turn's writes check the
+// token (gateway_fence, migration 00006), a goroutine renews it every
+// SessionLeaseTTL/3 and End releases it with a notification that wakes the
+// replicas waiting for a session (WaitTurn). No database lock is held
+// across a model call: only the lease row, for the length of each write.
+
+// SessionLeaseTTL is how long a session's lease outlives its last renewal:
+// a replica that stops (SIGSTOP, partition) loses its sessions to the
+// others that long after its last renewal.
+const SessionLeaseTTL = 10 * time.Second
+
+// fenceCode is the SQLSTATE gateway_fence raises.
+const fenceCode = "GWF01"
+
+// SessionLease is the name of the lease a turn of sessionKey runs under
+// (session keys name their agent: "agent:<id>:...").
+func SessionLease(sessionKey string) string { return "session:" + sessionKey }
+
+var _ sessions.Turns = (*Delivery)(nil)
+
+// beginTurnSQL, in one statement: $3's records still this handle's,
+// pending and unanswered (mine; one answered by a reply is that reply's
+// to finish), whether an older pending, unanswered record of the
+// session belongs to another handle (gate: it runs first, so per-session
+// order follows acceptance across replicas), and, unless gated, the
+// session's lease (take: as Leases.Acquire, and also from a holder that
+// died: its owner lock, keyed by the owner id that ends the holder name,
+// is gone, so a SIGKILLed replica's sessions are taken at once instead of
+// when their leases expire).
+const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
+		SELECT id, seq FROM delivery_records
+		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
+	gate AS (
+		SELECT EXISTS (SELECT 1 FROM delivery_records
+			WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL
+				AND owner <> $4 AND seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked),
+	take AS (
+		INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
+		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
+		WHERE NOT (SELECT blocked FROM gate)
+		ON CONFLICT (name) DO UPDATE SET
+			holder = EXCLUDED.holder,
+			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
+				THEN l.token ELSE l.token + 1 END,
+			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
+				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
+			expires_at = EXCLUDED.expires_at
+		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
+			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
+		RETURNING token)
+	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'), (SELECT blocked FROM gate), (SELECT token FROM take)`
+
+// BeginTurn implements sessions.Turns.
+func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*sessions.TurnHold, error) {
+	if d.isClosed.Load() {
+		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, errClosed)
+	}
+	ids = validIDs(ids)
+	if ids == nil {
+		ids = []string{}
+	}
+	name := SessionLease(sessionKey)
+	var (
+		kept    []string
+		blocked bool
+		token   *int64
+	)
+	sent := time.Now()
+	err := d.db.pool.QueryRow(ctx, beginTurnSQL, agentID, sessionKey, ids, d.owner, name, d.holder,
+		d.turnTTL.Microseconds(), int64(math.MaxInt64)).Scan(&kept, &blocked, &token)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
+	}
+	h := &sessions.TurnHold{Gone: gone(ids, kept)}
+	if token == nil {
+		return h, nil
+	}
+	lease := Lease{Name: name, Holder: d.holder, Token: *token, TTL: d.turnTTL, validUntil: sent.Add(d.turnTTL)}
+	t := d.startHold(lease)
+	h.Held, h.Fence, h.Lost, h.End = true, sessions.Fence{Lease: name, Token: *token, Live: t.live}, t.lost, t.end
+	return h, nil
+}
+
+// gone lists the ids not in kept, in their order.
+func gone(ids, kept []string) []string {
+	in := make(map[string]bool, len(kept))
+	for _, id := range kept {
+		in[id] = true
+	}
+	var out []string
+	for _, id := range ids {
+		if !in[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// turnHold renews one held session lease until end.
+type turnHold struct {
+	d     *Delivery
+	lost  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	lease Lease
+	// until is lease.validUntil (with its monotonic reading), for live.
+	until atomic.Pointer[time.Time]
+}
+
+// live reports whether the lease is surely held: renewed within its TTL
+// by this process's clock, and not lost.
+func (t *turnHold) live() bool {
+	select {
+	case <-t.lost:
+		return false
+	default:
+	}
+	return time.Now().Before(*t.until.Load())
+}
+
+func (d *Delivery) startHold(lease Lease) *turnHold {
+	t := &turnHold{d: d, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), lease: lease}
+	t.until.Store(&lease.validUntil)
+	d.fences.Store(lease.Name, lease.Token)
+	go t.renew()
+	return t
+}
+
+// renew extends the lease every TTL/3. A refused renewal (the lease moved
+// on) or one that has not succeeded when the lease may have run out by
+// this process's clock marks it lost.
+func (t *turnHold) renew() {
+	defer close(t.done)
+	tick := time.NewTicker(max(t.lease.TTL/3, time.Millisecond))
+	defer tick.Stop()
+	leases := t.d.db.Leases(t.d.holder)
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), t.lease.validUntil)
+		l, err := leases.Renew(ctx, t.lease)
+		cancel()
+		switch {
+		case err == nil:
+			t.lease = l
+			until := l.validUntil
+			t.until.Store(&until)
+		case errors.Is(err, ErrFenced) || !time.Now().Before(t.lease.validUntil):
+			t.d.log.Warn("session lease lost; the turn stops", zap.String("lease", t.lease.Name),
+				zap.Int64("token", t.lease.Token), zap.Error(err))
+			close(t.lost)
+			<-t.stop
+			return
+		default:
+			t.d.log.Warn("session lease renewal failed; retrying", zap.String("lease", t.lease.Name), zap.Error(err))
+		}
+	}
+}
+
+// end stops the renewals and releases the lease (notifying the waiters).
+func (t *turnHold) end() {
+	t.once.Do(func() {
+		close(t.stop)
+		<-t.done
+		t.d.fences.CompareAndDelete(t.lease.Name, t.lease.Token)
+		ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
+		defer cancel()
+		if err := t.d.db.Leases(t.d.holder).Release(ctx, t.lease); err != nil {
+			t.d.log.Warn("session lease release failed; it expires", zap.String("lease", t.lease.Name), zap.Error(err))
+		}
+	})
+}
+
+// WaitTurn implements sessions.Turns: it returns when a lease is released
+// (Release notifies releasedChannel), after wait, or when ctx ends.
+func (d *Delivery) WaitTurn(ctx context.Context, wait time.Duration) {
+	d.waiters.wait(ctx, d.db, wait)
+}
+
+// queueFence queues the check of fence f in batch b (before the writes it
+// guards, in the same transaction).
+func queueFence(b *pgx.Batch, f sessions.Fence) {
+	b.Queue(`SELECT gateway_fence($1, $2)`, f.Lease, f.Token)
+}
+
+// fenced reports whether err is gateway_fence's refusal, and wraps it.
+func fenced(err error) (error, bool) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == fenceCode {
+		return fmt.Errorf("%w: %w: %s", sessions.ErrFenced, ErrFenced, pe.Message), true
+	}
+	return err, false
+}

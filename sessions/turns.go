@@ -1,0 +1,79 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Per-session serialisation across processes (SPEC §3.8, issue 13). In one
+// process the lanes run one turn at a time per session; when several
+// processes share a backend (PostgreSQL replicas), each turn also runs
+// under the session's lease, taken by Turns.BeginTurn, and every write the
+// turn makes carries the lease's fencing token (WithFence): a process that
+// paused (SIGSTOP, a long GC, a partition) and lost the lease to another
+// cannot write with its old token.
+
+// ErrFenced is wrapped by the errors of writes refused because the turn's
+// lease moved on (expired, or another process took it): the turn must
+// stop without writing or sending anything more.
+var ErrFenced = errors.New("session lease lost")
+
+// Fence is the lease a turn runs under: its name and fencing token.
+type Fence struct {
+	Lease string
+	Token int64
+	// Live, when set, reports whether the lease is surely still held by
+	// this process's clock (false once it may have run out unrenewed: the
+	// process was stopped, or the backend did not answer). A side effect
+	// outside the backend (sending a reply chunk) waits for it.
+	Live func() bool `json:"-"`
+}
+
+type fenceKey struct{}
+
+// WithFence returns ctx carrying f: the backend checks it on every write
+// made with that context.
+func WithFence(ctx context.Context, f Fence) context.Context {
+	return context.WithValue(ctx, fenceKey{}, f)
+}
+
+// FenceFrom returns the fence ctx carries, if any.
+func FenceFrom(ctx context.Context) (Fence, bool) {
+	f, ok := ctx.Value(fenceKey{}).(Fence)
+	return f, ok && f.Lease != ""
+}
+
+// Turns is implemented by a Delivery that several processes share (the
+// PostgreSQL backend): a turn for a session begins only when this process
+// may run it. The files backend has none: one process per state
+// directory, and the lanes serialise its turns.
+type Turns interface {
+	// BeginTurn asks to run a turn for sessionKey of agentID over the
+	// records ids (this process's, accepted or taken over). Gone lists the
+	// ids that are no longer this process's to run (another took them
+	// over, or they finished, or a reply answers them): the caller drops
+	// them. Held is false while another
+	// process runs the session, or holds an older pending record of it
+	// (per-session order): the caller waits (WaitTurn) and asks again.
+	// With Held, the caller runs the turn with the hold's fence and calls
+	// End when done.
+	BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*TurnHold, error)
+	// WaitTurn returns when a session's lease was released (any
+	// session's: the caller asks again), after d, or when ctx ends.
+	WaitTurn(ctx context.Context, d time.Duration)
+}
+
+// TurnHold is the outcome of Turns.BeginTurn.
+type TurnHold struct {
+	Held bool
+	Gone []string
+	// Fence goes into the context of every write of the turn.
+	Fence Fence
+	// Lost is closed when the lease is lost while held (its renewal was
+	// refused, or could not reach the backend before it would expire): the
+	// turn must stop; its writes are refused from then on.
+	Lost <-chan struct{}
+	// End stops renewing the lease and releases it; safe to call twice.
+	End func()
+}
