@@ -45,8 +45,10 @@ type options struct {
 	// roundTrips puts the round-trip counting proxy (dbProxy) between
 	// the daemons and the database.
 	roundTrips bool
-	// runs is how many SIGKILL take-overs -mode takeover measures.
-	runs int
+	// runs is how many take-overs -mode takeover measures; signal is
+	// what it does to the replica in a turn: kill or stop.
+	runs   int
+	signal string
 }
 
 func main() {
@@ -67,10 +69,12 @@ func main() {
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
 	flag.IntVar(&o.runs, "runs", 5, "takeover: how many SIGKILL take-overs to measure")
+	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
 	flag.Parse()
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
-	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || (needPG && o.postgres == "") {
+	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || (needPG && o.postgres == "") ||
+		(o.signal != "kill" && o.signal != "stop") {
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -140,6 +140,17 @@ func (d *daemon) Kill() time.Time {
 	return at
 }
 
+// Freeze stops the daemon with SIGSTOP (a hung process, a frozen VM) and
+// returns when the signal was sent; Thaw resumes it.
+func (d *daemon) Freeze() time.Time {
+	at := time.Now()
+	_ = d.cmd.Process.Signal(syscall.SIGSTOP)
+	return at
+}
+
+// Thaw resumes a frozen daemon with SIGCONT.
+func (d *daemon) Thaw() { _ = d.cmd.Process.Signal(syscall.SIGCONT) }
+
 // Pid is the process id.
 func (d *daemon) Pid() int { return d.cmd.Process.Pid }
 

@@ -22,7 +22,8 @@ import (
 // webhook after a random pause (0–3 s: the kill falls at any phase of B's
 // periodic look for orphans, which a fixed schedule would lock onto) and
 // starts its turn on a model that does not answer; 100 ms into the turn A
-// is SIGKILLed. Measured from the kill: when B's model is
+// is SIGKILLed (with -signal stop: SIGSTOPped, resumed and stopped after
+// the measurement). Measured from the signal: when B's model is
 // asked for the same message (B took A's record over and runs the turn)
 // and when its answer reaches the fake Telegram. Each replica has its own
 // fake model, so who runs a turn is never in doubt.
@@ -145,20 +146,20 @@ func takeover(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return fmt.Errorf("run %d: %w (logs: %s)", k+1, err, dir)
 		}
-		fmt.Printf("run=%d b_turn_started=%s b_answered=%s (after the SIGKILL)\n", k+1,
-			s.Round(time.Millisecond), a.Round(time.Millisecond))
+		fmt.Printf("run=%d b_turn_started=%s b_answered=%s (after the SIG%s)\n", k+1,
+			s.Round(time.Millisecond), a.Round(time.Millisecond), strings.ToUpper(o.signal))
 		started, answered = append(started, s), append(answered, a)
 	}
 	slices.Sort(started)
 	slices.Sort(answered)
-	fmt.Printf("takeover runs=%d turn_started min=%s p50=%s max=%s answered min=%s p50=%s max=%s\n", len(started),
+	fmt.Printf("takeover signal=%s runs=%d turn_started min=%s p50=%s max=%s answered min=%s p50=%s max=%s\n", o.signal, len(started),
 		pct(started, 0), pct(started, 50), pct(started, 100), pct(answered, 0), pct(answered, 50), pct(answered, 100))
 	return nil
 }
 
-// takeoverRun is run k: a new replica A, message m<k>, SIGKILL, B's
-// take-over. It returns the times from the kill to B's model request and
-// to the answer.
+// takeoverRun is run k: a new replica A, message m<k>, SIGKILL (or
+// SIGSTOP), B's take-over. It returns the times from the signal to B's
+// model request and to the answer.
 func takeoverRun(ctx context.Context, o options, k int, tg *telegramtest.Server,
 	spec func(string, *openaitest.Server) (daemonSpec, error), modelA *openaitest.Server,
 	askedA, askedB, replies *arrivals) (started, answered time.Duration, err error) {
@@ -188,10 +189,16 @@ func takeoverRun(ctx context.Context, o options, k int, tg *telegramtest.Server,
 		return 0, 0, fmt.Errorf("%s never asked its model for m%d", name, k)
 	}
 	time.Sleep(killInTurn)
-	killed := a.Kill()
+	var hit time.Time
+	if o.signal == "stop" {
+		hit = a.Freeze()
+		defer a.Thaw() // before Stop: a frozen process ignores SIGTERM
+	} else {
+		hit = a.Kill()
+	}
 	replyAt, ok := replies.wait(ctx, k, 60*time.Second)
 	if !ok {
-		return 0, 0, fmt.Errorf("no answer to m%d within 60 s of the SIGKILL", k)
+		return 0, 0, fmt.Errorf("no answer to m%d within 60 s of the SIG%s", k, strings.ToUpper(o.signal))
 	}
 	startAt, ok := askedB.wait(ctx, k, time.Second)
 	if !ok {
@@ -201,5 +208,5 @@ func takeoverRun(ctx context.Context, o options, k int, tg *telegramtest.Server,
 	if n := replies.times(k); n != 1 {
 		return 0, 0, fmt.Errorf("m%d answered %d times", k, n)
 	}
-	return startAt.Sub(killed), replyAt.Sub(killed), nil
+	return startAt.Sub(hit), replyAt.Sub(hit), nil
 }
