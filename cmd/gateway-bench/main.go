@@ -42,6 +42,9 @@ type options struct {
 	// replicas, when above 0, runs that many daemons on the postgres
 	// database, Telegram in webhook mode, updates posted round robin.
 	replicas int
+	// byChat (-spread chat) sends each chat's updates to one replica
+	// instead of round robin.
+	byChat bool
 	// roundTrips puts the round-trip counting proxy (dbProxy) between
 	// the daemons and the database.
 	roundTrips bool
@@ -69,12 +72,14 @@ func main() {
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
 	flag.IntVar(&o.runs, "runs", 5, "takeover: how many SIGKILL take-overs to measure")
+	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
 	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
 	flag.Parse()
+	o.byChat = *spread == "chat"
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
 	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || (needPG && o.postgres == "") ||
-		(o.signal != "kill" && o.signal != "stop") {
+		(o.signal != "kill" && o.signal != "stop") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -85,6 +90,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// spreadName is -spread's value for options.byChat.
+var spreadName = map[bool]string{false: "roundrobin", true: "chat"}
 
 func listen() (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -185,6 +193,9 @@ func run(ctx context.Context, o options) (err error) {
 		backend = "postgres"
 	}
 	fmt.Printf("mode=%s backend=%s replicas=%d messages=%d chats=%d\n", o.mode, backend, len(daemons), total, o.chats)
+	if o.replicas > 0 {
+		fmt.Printf("spread=%s\n", spreadName[o.byChat])
+	}
 	fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
 	if o.mode == "burst" {
 		fmt.Printf("drain_time=%s throughput=%.0f msgs/s\n", elapsed.Round(time.Millisecond), float64(total-lost)/elapsed.Seconds())

@@ -53,7 +53,7 @@ func TestReplicaFor(t *testing.T) {
 		share := make([]int, n)
 		last := map[int]int{}
 		for i := range msgs {
-			r := replicaFor(i, chats, n)
+			r := replicaFor(i, chats, n, false)
 			share[r]++
 			if prev, ok := last[i%chats]; ok && n > 1 && prev == r {
 				t.Fatalf("n=%d: message %d of chat %d on replica %d like the chat's previous one", n, i, i%chats, r)
@@ -63,6 +63,11 @@ func TestReplicaFor(t *testing.T) {
 		for r, got := range share {
 			if want := msgs / n; got < want-1 || got > want+1 {
 				t.Errorf("n=%d: replica %d got %d messages, want %d±1", n, r, got, want)
+			}
+		}
+		for i := range msgs { // by chat: a chat stays on its replica
+			if r, first := replicaFor(i, chats, n, true), replicaFor(i%chats, chats, n, true); r != first {
+				t.Fatalf("n=%d, by chat: message %d of chat %d on replica %d, its first on %d", n, i, i%chats, r, first)
 			}
 		}
 	}

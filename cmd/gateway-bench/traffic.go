@@ -41,7 +41,7 @@ func sendTraffic(ctx context.Context, o options, res *results, tg *telegramtest.
 		if !ok {
 			return fmt.Errorf("update %d of message %d is not in the fake", id, i)
 		}
-		poster.Post(ctx, chat, replicaFor(i, o.chats, len(daemons)), raw)
+		poster.Post(ctx, chat, replicaFor(i, o.chats, len(daemons), o.byChat), raw)
 		return nil
 	}
 	switch o.mode {

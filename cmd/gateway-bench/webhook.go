@@ -110,9 +110,15 @@ func (p *webhookPoster) postOnce(ctx context.Context, url string, raw []byte) er
 }
 
 // replicaFor is the replica that receives update i of a run over chats
-// chats: round robin, shifted by one every pass over the chats, so that
-// one chat's consecutive messages land on different replicas (plain i mod
-// n would pin every chat to one replica whenever n divides chats).
-func replicaFor(i, chats, n int) int {
+// chats. Round robin (byChat false) shifts by one every pass over the
+// chats, so that one chat's consecutive messages land on different
+// replicas, as behind a load balancer that knows nothing of chats (plain
+// i mod n would pin every chat to one replica whenever n divides chats).
+// byChat pins each chat to one replica (a balancer hashing on the chat):
+// no session changes replica between turns.
+func replicaFor(i, chats, n int, byChat bool) int {
+	if byChat {
+		return i % chats % n
+	}
 	return (i + i/chats) % n
 }
