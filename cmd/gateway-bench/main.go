@@ -230,6 +230,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
 	if lost > 0 || dups > 0 {
+		fmt.Println(res.misses(total, o.chats, 5))
+	}
+	if lost > 0 || dups > 0 {
 		return fmt.Errorf("%d lost, %d duplicated replies (logs: %s)", lost, dups, dir)
 	}
 	return nil
@@ -407,6 +410,24 @@ func (r *results) latencies(avail []time.Time, total int) (lat []time.Duration, 
 	}
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
 	return lat, lost, dups
+}
+
+// misses names up to limit lost and duplicated messages with their chats
+// (message i is in chat i mod chats), to tell a lost message from one
+// answered with another's reply.
+func (r *results) misses(total, chats, limit int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var lost, dup []string
+	for i := 0; i < total; i++ {
+		switch n := len(r.got[i]); {
+		case n == 0 && len(lost) < limit:
+			lost = append(lost, fmt.Sprintf("m%d/chat %d", i, i%chats))
+		case n > 1 && len(dup) < limit:
+			dup = append(dup, fmt.Sprintf("m%d/chat %d ×%d", i, i%chats, n))
+		}
+	}
+	return fmt.Sprintf("first lost: %s; first duplicated: %s", strings.Join(lost, ", "), strings.Join(dup, ", "))
 }
 
 func pct(lat []time.Duration, p int) time.Duration {
