@@ -39,18 +39,14 @@ func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b lanes.Ba
 		return
 	}
 	h, err := t.BeginTurn(ctx, agentID, key, ids)
-	if err == nil {
-		if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
-			if h.Held {
-				h.End()
-			}
+	switch {
+	case err == nil:
+		rest, done := d.step(ctx, b, h)
+		if done {
 			return
 		}
-		if h.Held {
-			d.runHeld(ctx, b, h)
-			return
-		}
-	} else if ctx.Err() != nil {
+		b = rest
+	case ctx.Err() != nil:
 		return // cancelled (/stop, shutdown): the records stay pending
 	}
 	// Wait for the session outside the slot, before what queued behind.
@@ -74,21 +70,37 @@ func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Ba
 			}
 			continue
 		}
-		if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
-			if h.Held {
-				h.End()
-			}
-			return
-		}
 		if h.Held {
 			d.opts.Metrics.LeaseWaits.Observe(time.Since(start).Seconds())
-			d.runHeld(ctx, b, h)
+		}
+		rest, done := d.step(ctx, b, h)
+		if done {
 			return
 		}
+		b = rest
 		_, _, ids = batchScope(b)
 	}
 	// Shutdown: the records stay pending for the next start or another
 	// replica.
+}
+
+// step applies BeginTurn's answer h to b: it drops the work gone to
+// another process, runs what may run now under the lease, and returns
+// what must wait (the whole batch when h is not held; the work in
+// h.Later when it is) and whether nothing does.
+func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHold) (lanes.Batch, bool) {
+	if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
+		if h.Held {
+			h.End()
+		}
+		return b, true
+	}
+	if !h.Held {
+		return b, false
+	}
+	now, later := splitBatch(b, h.Later)
+	d.runHeld(ctx, now, h)
+	return later, len(later.Items) == 0
 }
 
 // runHeld runs b under h, cancelling the turn when the lease is lost.
@@ -151,6 +163,58 @@ func (d *Dispatcher) leaseLive(ctx context.Context) bool {
 // leaseVerdict bounds leaseLive's wait for a renewal (the renewals run
 // every third of the lease's 10 s).
 var leaseVerdict = 5 * time.Second
+
+// splitBatch splits b into the work that runs now and the work whose
+// records are in later (held back behind another process's message),
+// each in b's order. Work without records (commands, replies) stays with
+// what precedes it.
+func splitBatch(b lanes.Batch, later []string) (now, rest lanes.Batch) {
+	now, rest = b, b
+	now.Items, rest.Items = nil, nil
+	rest.Dropped = nil
+	if len(later) == 0 {
+		now.Items = b.Items
+		return now, rest
+	}
+	held := make(map[string]bool, len(later))
+	for _, id := range later {
+		held[id] = true
+	}
+	behind := false
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		if !ok {
+			if behind {
+				rest.Items = append(rest.Items, it)
+			} else {
+				now.Items = append(now.Items, it)
+			}
+			continue
+		}
+		var a, z []*work
+		for _, p := range expand(w) {
+			switch {
+			case p.RecordID != "" && held[p.RecordID]:
+				behind = true
+				z = append(z, p)
+			case behind && p.RecordID == "":
+				z = append(z, p)
+			default:
+				a = append(a, p)
+			}
+		}
+		if len(a) > 0 {
+			it.Payload = bundle(a)
+			now.Items = append(now.Items, it)
+		}
+		if len(z) > 0 {
+			it2 := it
+			it2.Payload = bundle(z)
+			rest.Items = append(rest.Items, it2)
+		}
+	}
+	return now, rest
+}
 
 // batchScope is b's agent, session key and record ids.
 func batchScope(b lanes.Batch) (agentID, key string, ids []string) {

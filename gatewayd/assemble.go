@@ -96,6 +96,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
+	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))
 	for _, a := range d.adapters {
 		if tg, ok := a.(*telegram.Adapter); ok && tg.Config().Mode == telegram.ModeWebhook && tg.Config().Webhook.Listen == "" {
 			server.Mount(tg.WebhookPath(), tg.WebhookHandler())

@@ -10,7 +10,9 @@
 //
 // On a backend several replicas share (postgres), Telegram long polling and
 // each Discord gateway connection run only while this replica holds the
-// bot account's leader role (leader.go).
+// bot account's leader role (leader.go), and /metrics adds the replica's
+// id, the leases it holds and the lag of unclaimed ingress, read from the
+// database at each scrape (storage_postgres_metrics.go).
 //
 // It is the one place the daemon is assembled: cmd/gateway's `run`, the
 // end-to-end tests and internal/webtest all build the process through it

@@ -64,18 +64,21 @@ func (q *Queue) Do(ctx context.Context, key string, fn func(ctx context.Context)
 		l.doing = true
 		q.mu.Unlock()
 	}
-	defer func() {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		l.doing = false
-		now := time.Now()
-		q.kickLocked(l, now)
-		if l.inWait {
-			q.pumpLocked(l.class, now)
-		}
-	}()
+	defer q.endDo(l)
 	fn(ctx)
 	return nil
+}
+
+// endDo hands the lane on after a Do or Next fn returned.
+func (q *Queue) endDo(l *lane) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l.doing = false
+	now := time.Now()
+	q.kickLocked(l, now)
+	if l.inWait {
+		q.pumpLocked(l.class, now)
+	}
 }
 
 // grantDoLocked lets the first waiting Do call run.
@@ -148,17 +151,10 @@ func (q *Queue) Next(ctx context.Context, key string, fn func(ctx context.Contex
 	q.mu.Unlock()
 	go func() {
 		<-ch
+		defer q.endDo(l)
 		defer func() {
 			if r := recover(); r != nil { // as a run's: never wedge the lane
 				q.log.Error("lane next panicked", zap.String("session_key", key), zap.Any("panic", r), zap.Stack("stack"))
-			}
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			l.doing = false
-			now := time.Now()
-			q.kickLocked(l, now)
-			if l.inWait {
-				q.pumpLocked(l.class, now)
 			}
 		}()
 		fn(ctx)

@@ -57,7 +57,9 @@ type Turns interface {
 	// process runs the session, or holds an older pending record of it
 	// (per-session order): the caller waits (WaitTurn) and asks again.
 	// With Held, the caller runs the turn with the hold's fence and calls
-	// End when done.
+	// End when done; the ids in Later wait: another process holds a
+	// message of the session accepted between them and the others, so
+	// they run in a turn after that one (per-session order).
 	BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*TurnHold, error)
 	// WaitTurn returns when a session's lease was released (any
 	// session's: the caller asks again), after d, or when ctx ends.
@@ -66,8 +68,9 @@ type Turns interface {
 
 // TurnHold is the outcome of Turns.BeginTurn.
 type TurnHold struct {
-	Held bool
-	Gone []string
+	Held  bool
+	Gone  []string
+	Later []string
 	// Fence goes into the context of every write of the turn.
 	Fence Fence
 	// Lost is closed when the lease is lost while held (its renewal was

@@ -14,9 +14,11 @@ import (
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 )
 
-// TestDoctorListsReplicas: with postgres, doctor lists the registered
-// replicas (a live one holding a leader role, a stale one) and a lease
-// whose holder is not registered, in text and JSON.
+// TestDoctorListsReplicas: with postgres, doctor names the config's
+// replica id and lists the registered replicas (a live one holding a
+// leader role and two session leases, counted; a stale one), a lease whose
+// holder is not registered, and the lag of unclaimed ingress (a message of
+// a dead owner, two hours old), in text and JSON.
 func TestDoctorListsReplicas(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -39,6 +41,11 @@ func TestDoctorListsReplicas(t *testing.T) {
 	<-led
 	if _, ok, err := a.DB().Leases("ghost").Acquire(ctx, "discord:main", time.Minute); err != nil || !ok {
 		t.Fatal(ok, err)
+	}
+	for _, k := range []string{"1", "2"} { // counted, not listed
+		if _, ok, err := a.DB().Leases("replica-a/owner-"+k).Acquire(ctx, pgstore.SessionLease("agent:main:telegram:direct:"+k), time.Minute); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -64,23 +71,34 @@ func TestDoctorListsReplicas(t *testing.T) {
 		now() - interval '2 hours', now() - interval '1 hour')`); err != nil {
 		t.Fatal(err)
 	}
+	// A message accepted two hours ago by a replica that died: nobody
+	// works on it.
+	if _, err := conn.Exec(ctx, `INSERT INTO delivery_records (id, seq, agent_id, session_key, accepted_at, owner, lease_until)
+		VALUES ('r1', nextval('delivery_seq'), 'main', 'agent:main:main', now() - interval '2 hours', 'dead-owner', now() - interval '2 hours')`); err != nil {
+		t.Fatal(err)
+	}
 
 	state := t.TempDir()
 	must(t, os.Chmod(state, 0o700))
-	cfg := writeConfig(t, state, "", "storage: {backend: postgres, postgres: {url: \""+url+"\"}}\n")
+	cfg := writeConfig(t, state, "", "storage: {backend: postgres, postgres: {url: \""+url+"\", replicaId: replica-a}}\n")
 	r := gw(t, cfg, "doctor").want(t, 0)
 	for _, want := range []string{
+		"storage: this config's replica id: replica-a\n",
 		"storage: 2 replica(s) registered\n",
-		"replica replica-a: live, host ",
+		"replica replica-a (this config): live, host ",
 		"leases: telegram:main (token 1, ",
+		" left); 2 session lease(s)\n",
 		"replica replica-b: STALE, host ",
 		"seen 1h0m",
-		"lease discord:main: held by unregistered replica ghost (token 1, ",
+		"; leases: none\n",
+		"leases held by unregistered replica ghost: discord:main (token 1, ",
+		"storage: unclaimed ingress: 1 message(s) whose owner died or stopped, the oldest accepted 2h0m0s ago (a running replica takes",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.Stdout)
 		}
 	}
+	t.Logf("doctor:\n%s", r.Stdout)
 	if !strings.HasPrefix(r.Stdout, "storage: postgres at ") {
 		t.Errorf("first line is not the storage line:\n%s", r.Stdout)
 	}
@@ -91,7 +109,10 @@ func TestDoctorListsReplicas(t *testing.T) {
 		t.Fatalf("%v: %s", err, r.Stdout)
 	}
 	s := rep.Storage
-	if len(s.Replicas) != 2 || len(s.Leases) != 2 || s.Leases[1].Name != "telegram:main" || s.Leases[1].Holder != "replica-a" {
+	if len(s.Replicas) != 2 || len(s.Leases) != 4 || s.Leases[3].Name != "telegram:main" || s.Leases[3].Holder != "replica-a" {
 		t.Errorf("JSON storage section: replicas %+v leases %+v", s.Replicas, s.Leases)
+	}
+	if s.ReplicaID != "replica-a" || s.Ingress == nil || s.Ingress.Unclaimed != 1 || s.Ingress.OldestAge < 2*time.Hour {
+		t.Errorf("JSON storage section: replica id %q, ingress %+v; want replica-a, one unclaimed 2 h old", s.ReplicaID, s.Ingress)
 	}
 }

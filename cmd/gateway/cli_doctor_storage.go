@@ -37,6 +37,11 @@ type storageReport struct {
 	// the leases held now (cli_doctor_replicas.go).
 	Replicas []pgstore.Replica `json:"replicas,omitempty"`
 	Leases   []leaseReport     `json:"leases,omitempty"`
+	// ReplicaID is the replica id the config sets (storage.postgres.replicaId);
+	// empty when each start of the daemon takes a new one.
+	ReplicaID string `json:"replicaId,omitempty"`
+	// Ingress is the lag of unclaimed ingress on a shared database.
+	Ingress *pgstore.IngressLag `json:"ingress,omitempty"`
 }
 
 // usesFiles reports whether cfg keeps its state in the files backend.
@@ -64,7 +69,7 @@ func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
 	st.Err = oneLine(st.Err)
 	rep := storageReport{BackendStatus: st, Reachable: st.Err == ""}
 	if rep.Reachable {
-		rep.addReplicas(ctx, b)
+		rep.addReplicas(ctx, b, cfg.Storage.Postgres.ReplicaID)
 	}
 	return rep
 }

@@ -60,7 +60,10 @@
 // goroutine per call, renewing every ttl/3, giving the role up before the
 // lease can expire, woken by LISTEN/NOTIFY when a leader releases), and a
 // non-passive Backend registers its replica with a heartbeat goroutine
-// until Close (replica.go).
+// until Close (replica.go). ReplicaStatus reads, in one statement, the
+// leases a replica holds and the ingress nobody works on (a dead owner's
+// or an expired lease's pending records) for its metrics and gateway
+// doctor (replica_status.go).
 //
 // Tests and benchmarks run against a real server, each test on a database
 // of its own (package pgtest): ./scripts/test starts one, or

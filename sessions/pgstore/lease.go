@@ -91,6 +91,20 @@ func (l *Leases) validate(name string, ttl time.Duration) error {
 	return nil
 }
 
+// leaseTakeover is the conflict clause of an INSERT INTO leases AS l
+// taking a lease: a new holder (or the same one after expiry) gets the
+// next token, the holder that still holds it keeps its token and has its
+// expiry extended, and a lease held by another holder is taken only when
+// it expired (the WHERE may be extended with more OR conditions).
+const leaseTakeover = `ON CONFLICT (name) DO UPDATE SET
+			holder = EXCLUDED.holder,
+			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
+				THEN l.token ELSE l.token + 1 END,
+			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
+				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
+			expires_at = EXCLUDED.expires_at
+		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder`
+
 // Acquire takes lease name for ttl if it is free, expired, or already this
 // holder's. A new holder (or this holder after its lease expired) gets a
 // token above every earlier one; a holder that still holds it keeps its
@@ -105,14 +119,7 @@ func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (L
 	got := Lease{Name: name, Holder: l.holder, TTL: ttl}
 	err := l.db.pool.QueryRow(ctx, `INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3::bigint * interval '1 microsecond')
-		ON CONFLICT (name) DO UPDATE SET
-			holder = EXCLUDED.holder,
-			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.token ELSE l.token + 1 END,
-			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
-			expires_at = EXCLUDED.expires_at
-		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
+		`+leaseTakeover+`
 		RETURNING token, acquired_at, expires_at`, name, l.holder, ttl.Microseconds()).
 		Scan(&got.Token, &got.AcquiredAt, &got.ExpiresAt)
 	if err == nil {

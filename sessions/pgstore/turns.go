@@ -41,7 +41,8 @@ var _ sessions.Turns = (*Delivery)(nil)
 
 // beginTurnSQL, in one statement: $3's records still this handle's,
 // pending and unanswered (mine; one answered by a reply is that reply's
-// to finish), whether an older pending, unanswered record of the
+// to finish), those of them newer than another handle's pending record
+// newer than the oldest of mine (later: they wait for it), whether an older pending, unanswered record of the
 // session belongs to another handle (gate: it runs first, so per-session
 // order follows acceptance across replicas), and, unless gated, the
 // session's lease (take: as Leases.Acquire, and also from a holder that
@@ -51,25 +52,22 @@ var _ sessions.Turns = (*Delivery)(nil)
 const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT id, seq FROM delivery_records
 		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
+	others AS (
+		SELECT seq FROM delivery_records
+		WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL AND owner <> $4),
 	gate AS (
-		SELECT EXISTS (SELECT 1 FROM delivery_records
-			WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL
-				AND owner <> $4 AND seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked),
+		SELECT EXISTS (SELECT 1 FROM others WHERE seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked,
+			(SELECT min(seq) FROM others WHERE seq > COALESCE((SELECT min(seq) FROM mine), $8)) AS cut),
 	take AS (
 		INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
 		WHERE NOT (SELECT blocked FROM gate)
-		ON CONFLICT (name) DO UPDATE SET
-			holder = EXCLUDED.holder,
-			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.token ELSE l.token + 1 END,
-			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
-			expires_at = EXCLUDED.expires_at
-		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
+		` + leaseTakeover + `
 			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
 		RETURNING token)
-	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'), (SELECT blocked FROM gate), (SELECT token FROM take)`
+	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'),
+		COALESCE((SELECT array_agg(id) FROM mine WHERE seq > (SELECT cut FROM gate)), '{}'),
+		(SELECT blocked FROM gate), (SELECT token FROM take)`
 
 // BeginTurn implements sessions.Turns.
 func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*sessions.TurnHold, error) {
@@ -83,16 +81,17 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 	name := SessionLease(sessionKey)
 	var (
 		kept    []string
+		later   []string
 		blocked bool
 		token   *int64
 	)
 	sent := time.Now()
 	err := d.db.pool.QueryRow(ctx, beginTurnSQL, agentID, sessionKey, ids, d.owner, name, d.holder,
-		d.turnTTL.Microseconds(), int64(math.MaxInt64)).Scan(&kept, &blocked, &token)
+		d.turnTTL.Microseconds(), int64(math.MaxInt64)).Scan(&kept, &later, &blocked, &token)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
 	}
-	h := &sessions.TurnHold{Gone: gone(ids, kept)}
+	h := &sessions.TurnHold{Gone: gone(ids, kept), Later: later}
 	if token == nil {
 		return h, nil
 	}

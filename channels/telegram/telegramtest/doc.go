@@ -16,4 +16,8 @@
 // and wait for the bot's output with WaitSent, WaitActions and
 // WaitConfirmed. Every method is safe for concurrent use; Close ends
 // pending long polls at once.
+//
+// Every error answer, injected or the server's own 409 to a poll a newer
+// one ended, is recorded (ErrorAnswers): a test counts the conflicts two
+// concurrent pollers cause.
 package telegramtest

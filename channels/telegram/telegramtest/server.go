@@ -90,6 +90,7 @@ type Server struct {
 	changed    chan struct{} // closed and replaced on every change
 	conns      int           // client connections not yet closed
 	commands   []MyCommands  // setMyCommands calls, in order
+	errAnswers []ErrorAnswer // calls answered with an error (answers.go)
 
 	files fileStore // getFile and downloads (files.go)
 }
@@ -222,6 +223,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	tokenPart, method, ok := strings.Cut(path, "/")
+	sw := &statusWriter{ResponseWriter: w}
+	defer s.recordAnswer(method, sw)
+	w = sw
 	if !ok || tokenPart != "bot"+s.opts.Token {
 		writeErr(w, Failure{Code: 401})
 		return

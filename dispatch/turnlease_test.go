@@ -1,0 +1,44 @@
+package dispatch
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gateway/gateway/lanes"
+)
+
+// splitBatch keeps the work before the held-back records (and a command
+// among it) for now, and the held-back records with what follows them for
+// later, splitting a burst bundle between its parts.
+func TestSplitBatch(t *testing.T) {
+	burst := bundle([]*work{{RecordID: "r1"}, {RecordID: "r3"}})
+	b := lanes.Batch{Key: "k", Dropped: []string{"x"}, Items: []lanes.Item{
+		{ID: "a", Payload: &work{RecordID: "r0"}},
+		{ID: "c", Payload: &work{Command: "status"}},
+		{ID: "b", Payload: burst},
+		{ID: "d", Payload: &work{Command: "new"}},
+		{ID: "e", Payload: &work{RecordID: "r4"}},
+	}}
+	now, rest := splitBatch(b, []string{"r3", "r4"})
+	ids := func(b lanes.Batch) []string {
+		var out []string
+		for _, it := range b.Items {
+			for _, w := range expand(it.Payload.(*work)) {
+				out = append(out, w.RecordID+w.Command)
+			}
+		}
+		return out
+	}
+	if got, want := ids(now), []string{"r0", "status", "r1"}; !slices.Equal(got, want) {
+		t.Errorf("now = %v, want %v", got, want)
+	}
+	if got, want := ids(rest), []string{"r3", "new", "r4"}; !slices.Equal(got, want) {
+		t.Errorf("later = %v, want %v", got, want)
+	}
+	if len(now.Dropped) != 1 || len(rest.Dropped) != 0 {
+		t.Errorf("dropped summaries: now %v, later %v; want them with the first turn only", now.Dropped, rest.Dropped)
+	}
+	if now, rest := splitBatch(b, nil); len(now.Items) != len(b.Items) || len(rest.Items) != 0 {
+		t.Errorf("nothing held back: now %d items, later %d", len(now.Items), len(rest.Items))
+	}
+}
