@@ -71,7 +71,7 @@ func main() {
 	flag.StringVar(&o.postgres, "postgres", "", "run the daemon on the postgres backend: URL of a role that may create databases (a fresh one per run)")
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
-	flag.IntVar(&o.runs, "runs", 5, "takeover: how many SIGKILL take-overs to measure")
+	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
 	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
 	flag.Parse()
@@ -91,8 +91,13 @@ func main() {
 	}
 }
 
-// spreadName is -spread's value for options.byChat.
-var spreadName = map[bool]string{false: "roundrobin", true: "chat"}
+// spread is the -spread value of o.
+func (o options) spread() string {
+	if o.byChat {
+		return "chat"
+	}
+	return "roundrobin"
+}
 
 func listen() (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -194,7 +199,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	fmt.Printf("mode=%s backend=%s replicas=%d messages=%d chats=%d\n", o.mode, backend, len(daemons), total, o.chats)
 	if o.replicas > 0 {
-		fmt.Printf("spread=%s\n", spreadName[o.byChat])
+		fmt.Printf("spread=%s\n", o.spread())
 	}
 	fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
 	if o.mode == "burst" {
