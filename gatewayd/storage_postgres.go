@@ -28,6 +28,9 @@ func openPostgres(ctx context.Context, cfg *configs.Config, o BackendOptions) (s
 		Maintenance: cfg.Session.Maintenance,
 		Passive:     o.Passive,
 		ReplicaID:   p.ReplicaID,
+		// One daemon per database unless replicas: it holds the exclusive
+		// lock below, and its turns need no session leases.
+		Solo: !p.Replicas && !o.Passive,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage postgres: %w", err)

@@ -157,6 +157,9 @@ function sessionTitle(s) {
 
 function renderSessions() {
   const ul = $("sessions");
+  // A refresh (a reply finished, another tab changed something) must not
+  // wipe a title being typed: the rename's end loads the list again.
+  if (ul.querySelector("input.rename")) return;
   ul.textContent = "";
   for (const s of state.sessions) {
     const li = document.createElement("li");
@@ -203,6 +206,7 @@ function startRename(li, s) {
     if (done) return;
     done = true;
     const title = input.value.trim();
+    input.remove(); // the list renders again below
     if (save && title && title !== s.title) {
       try {
         await api("PATCH", agentPath("/sessions/" + encodeURIComponent(s.sessionId)), { title });

@@ -10,5 +10,15 @@
 //	go run ./cmd/gateway-bench -gateway /tmp/gateway -mode burst -n 1000 -chats 100
 //	go run ./cmd/gateway-bench -gateway /tmp/gateway -mode sustained -rate 200 -chats 100 -duration 20s
 //
-// All traffic stays on 127.0.0.1; every loop is bounded in count and time.
+// With -postgres the daemon runs on a fresh database of that server. With
+// -replicas N (issue 13) N daemons share it as replicas, each with its own
+// replica id, state directory and HTTP listener, Telegram in webhook mode:
+// the bench posts the updates to their webhooks round robin as Telegram
+// behind a load balancer would (webhook.go). -roundtrips counts the
+// database round trips per message with a proxy on the wire
+// (roundtrips.go). -mode takeover SIGKILLs a replica in the middle of a
+// turn and times how long another takes to run it (takeover.go).
+//
+// All traffic stays on 127.0.0.1 (and the database's socket); every loop is
+// bounded in count and time.
 package main

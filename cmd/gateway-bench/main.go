@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -40,12 +39,25 @@ type options struct {
 	// postgres, when set, is an admin URL: the daemon runs on the
 	// postgres storage backend in a fresh database made on that server.
 	postgres string
+	// replicas, when above 0, runs that many daemons on the postgres
+	// database, Telegram in webhook mode, updates posted round robin.
+	replicas int
+	// byChat (-spread chat) sends each chat's updates to one replica
+	// instead of round robin.
+	byChat bool
+	// roundTrips puts the round-trip counting proxy (dbProxy) between
+	// the daemons and the database.
+	roundTrips bool
+	// runs is how many take-overs -mode takeover measures; signal is
+	// what it does to the replica in a turn: kill or stop.
+	runs   int
+	signal string
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "path to the built gateway binary (required)")
-	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained or webrounds")
+	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained, webrounds or takeover (-postgres: SIGKILL a replica mid-turn, time until another answers)")
 	flag.IntVar(&o.rounds, "rounds", 10, "webrounds: rounds of new web chats")
 	flag.IntVar(&o.concurrency, "concurrency", 200, "webrounds: chats in flight")
 	flag.IntVar(&o.n, "n", 1000, "burst: number of messages")
@@ -57,8 +69,17 @@ func main() {
 	flag.DurationVar(&o.think, "think", 0, "how long the fake model takes per answer (turns past 1 s show a progress status)")
 	flag.StringVar(&o.streaming, "streaming", "off", "streaming.mode of the Telegram account: off, progress or partial")
 	flag.StringVar(&o.postgres, "postgres", "", "run the daemon on the postgres backend: URL of a role that may create databases (a fresh one per run)")
+	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
+	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
+	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure")
+	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
+	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
 	flag.Parse()
-	if o.gateway == "" || (o.mode != "burst" && o.mode != "sustained" && o.mode != "webrounds") || o.chats < 1 {
+	o.byChat = *spread == "chat"
+	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
+	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
+	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || (needPG && o.postgres == "") ||
+		(o.signal != "kill" && o.signal != "stop") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -70,6 +91,14 @@ func main() {
 	}
 }
 
+// spread is the -spread value of o.
+func (o options) spread() string {
+	if o.byChat {
+		return "chat"
+	}
+	return "roundrobin"
+}
+
 func listen() (net.Listener, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -78,7 +107,10 @@ func listen() (net.Listener, string, error) {
 	return ln, ln.Addr().String(), nil
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
+	if o.mode == "takeover" {
+		return takeover(ctx, o)
+	}
 	res := newResults()
 	var drafts atomic.Int64 // status/draft posts: sendMessage without an answer
 	tg := telegramtest.NewServer(telegramtest.Options{OnSent: func(m telegramtest.Sent, at time.Time) {
@@ -98,68 +130,49 @@ func run(ctx context.Context, o options) error {
 		// prefix of it that would parse as another message's reply.
 		return openaitest.Reply{Text: "ack " + r.LastUserText(), Deltas: 1, Delay: o.think}
 	})
-	httpLn, httpAddr, err := listen()
-	if err != nil {
-		return fmt.Errorf("pick the http address: %w", err)
-	}
-	httpLn.Close()
 
 	dir, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	if !o.keep {
-		defer os.RemoveAll(dir)
-	}
-	cfg, dbURL, drop, err := benchConfig(ctx, o, dir, httpAddr, tg, model)
-	if err != nil {
-		return err
-	}
-	defer drop()
-	cfgPath := filepath.Join(dir, "gateway.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "gateway.log"))
-	if err != nil {
-		return fmt.Errorf("gateway log: %w", err)
-	}
-	defer logf.Close()
-
-	start := time.Now()
-	cmd := exec.Command(o.gateway, "run", "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start gateway: %w", err)
-	}
-	stopDaemon := sync.OnceFunc(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
+	defer func() {
+		if !o.keep && err == nil { // a failed run keeps its logs
+			os.RemoveAll(dir)
 		}
-	})
-	defer stopDaemon()
-	ready, err := waitReady(ctx, "http://"+httpAddr+"/readyz", 30*time.Second)
+	}()
+	db, err := openBenchDB(ctx, o)
 	if err != nil {
 		return err
 	}
-	startup := ready.Sub(start)
+	defer db.Close()
+	daemons, startup, err := startDaemons(ctx, o, dir, tg, model.BaseURL(), db.daemonURL)
+	for _, d := range daemons {
+		defer d.Stop()
+	}
+	if err != nil {
+		return err
+	}
+	stopAll := func() {
+		for _, d := range daemons {
+			d.Stop()
+		}
+	}
 	if o.mode == "webrounds" {
 		fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
-		err := webRounds(ctx, "http://"+httpAddr, o.rounds, o.n, o.concurrency)
-		fmt.Printf("peak_rss=%.1f MB\n", float64(peakRSS(cmd.Process.Pid))/1024)
+		err := webRounds(ctx, "http://"+daemons[0].httpAddr, o.rounds, o.n, o.concurrency)
+		fmt.Printf("peak_rss=%.1f MB\n", float64(peakRSS(daemons[0].Pid()))/1024)
 		return err
 	}
 
 	journalCounters := []string{"gateway_journal_lines_total", "gateway_journal_fsyncs_total"}
-	countersBefore := scrape("http://"+httpAddr, journalCounters...)
-	cpuBefore := cpuTime(cmd.Process.Pid)
+	countersBefore := scrapeAll(daemons, journalCounters...)
+	cpuBefore := cpuAll(daemons)
+	tripsBefore := db.RoundTrips()
 	sendStart := time.Now()
-	total, avail, err := sendTraffic(ctx, o, res, tg)
+	total, avail, webhook, err := sendTraffic(ctx, o, res, tg, daemons)
+	if webhook != nil {
+		defer webhook.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -169,10 +182,14 @@ func run(ctx context.Context, o options) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	lastReply := res.last()
-	cpuUsed := cpuTime(cmd.Process.Pid) - cpuBefore
-	countersAfter := scrape("http://"+httpAddr, journalCounters...)
+	cpuUsed := cpuAll(daemons) - cpuBefore
+	tripsAfter := db.RoundTrips()
+	countersAfter := scrapeAll(daemons, journalCounters...)
 	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
-	rss := peakRSS(cmd.Process.Pid)
+	var rss int64
+	for _, d := range daemons {
+		rss = max(rss, peakRSS(d.Pid()))
+	}
 
 	lat, lost, dups := res.latencies(avail, total)
 	elapsed := lastReply.Sub(sendStart)
@@ -180,7 +197,10 @@ func run(ctx context.Context, o options) error {
 	if o.postgres != "" {
 		backend = "postgres"
 	}
-	fmt.Printf("mode=%s backend=%s messages=%d chats=%d\n", o.mode, backend, total, o.chats)
+	fmt.Printf("mode=%s backend=%s replicas=%d messages=%d chats=%d\n", o.mode, backend, len(daemons), total, o.chats)
+	if o.replicas > 0 {
+		fmt.Printf("spread=%s\n", o.spread())
+	}
 	fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
 	if o.mode == "burst" {
 		fmt.Printf("drain_time=%s throughput=%.0f msgs/s\n", elapsed.Round(time.Millisecond), float64(total-lost)/elapsed.Seconds())
@@ -189,18 +209,25 @@ func run(ctx context.Context, o options) error {
 			float64(total)/sendEnd.Sub(sendStart).Seconds(), float64(total-lost)/elapsed.Seconds())
 	}
 	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 100))
-	fmt.Printf("peak_rss=%.1f MB\n", float64(rss)/1024)
-	fmt.Printf("cpu=%s cpu_per_msg=%.3f ms\n", cpuUsed, float64(cpuUsed.Microseconds())/1000/float64(max(total, 1)))
+	fmt.Printf("peak_rss=%.1f MB (largest replica)\n", float64(rss)/1024)
+	fmt.Printf("cpu=%s cpu_per_msg=%.3f ms (all replicas)\n", cpuUsed, float64(cpuUsed.Microseconds())/1000/float64(max(total, 1)))
 	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
 		perMessage(countersBefore, countersAfter, journalCounters[0], total),
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
 	fmt.Printf("streaming=%s draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming, drafts.Load(),
 		tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
-	if dbURL != "" {
-		st := pgStats{cpu: serverCPU(ctx, dbURL)}
-		stopDaemon()
+	if webhook != nil {
+		fmt.Printf("webhook_retries=%d webhook_failed=%d\n", webhook.retries.Load(), webhook.failed.Load())
+	}
+	if db.proxy != nil {
+		fmt.Printf("db_round_trips_per_msg=%s (%d during the run, every replica)\n",
+			roundTripsPerMessage(tripsBefore, tripsAfter, total), tripsAfter-tripsBefore)
+	}
+	if db.url != "" {
+		st := pgStats{cpu: serverCPU(ctx, db.url)}
+		stopAll()
 		var err error
-		if st.commits, st.rows, err = dbCounters(ctx, dbURL); err != nil {
+		if st.commits, st.rows, err = dbCounters(ctx, db.url); err != nil {
 			fmt.Printf("db stats: %v\n", err)
 		} else {
 			fmt.Println(st.perMessage(total))
@@ -208,9 +235,76 @@ func run(ctx context.Context, o options) error {
 	}
 	fmt.Printf("lost=%d duplicated=%d\n", lost, dups)
 	if lost > 0 || dups > 0 {
-		return fmt.Errorf("%d lost, %d duplicated replies (log: %s)", lost, dups, logf.Name())
+		fmt.Println(res.misses(total, o.chats, 5))
+	}
+	if lost > 0 || dups > 0 {
+		return fmt.Errorf("%d lost, %d duplicated replies (logs: %s)", lost, dups, dir)
 	}
 	return nil
+}
+
+// startDaemons starts the run's gateway processes (one, or -replicas of
+// them on one database) and waits until all are ready; startup is the
+// slowest start to ready. The daemons are returned even on error, to be
+// stopped.
+func startDaemons(ctx context.Context, o options, dir string, tg *telegramtest.Server, modelURL, dbURL string) ([]*daemon, time.Duration, error) {
+	n := max(o.replicas, 1)
+	var daemons []*daemon
+	for i := range n {
+		addr, err := freeAddr()
+		if err != nil {
+			return daemons, 0, fmt.Errorf("pick the http address: %w", err)
+		}
+		spec := daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: modelURL, streaming: o.streaming, dbURL: dbURL}
+		name := "gateway"
+		if o.replicas > 0 {
+			name = fmt.Sprintf("replica-%d", i+1)
+			spec.dir, spec.replicaID = filepath.Join(dir, name), name
+		}
+		d, err := startDaemon(o.gateway, name, spec)
+		if err != nil {
+			return daemons, 0, err
+		}
+		daemons = append(daemons, d)
+	}
+	var startup time.Duration
+	for _, d := range daemons {
+		s, err := d.Ready(ctx)
+		if err != nil {
+			return daemons, 0, err
+		}
+		startup = max(startup, s)
+	}
+	return daemons, startup, nil
+}
+
+// cpuAll is the CPU the daemons used so far.
+func cpuAll(daemons []*daemon) time.Duration {
+	var sum time.Duration
+	for _, d := range daemons {
+		sum += cpuTime(d.Pid())
+	}
+	return sum
+}
+
+// scrapeAll sums the named counters over the daemons' /metrics; a counter
+// one of them lacks is missing.
+func scrapeAll(daemons []*daemon, names ...string) map[string]float64 {
+	sum := map[string]float64{}
+	for i, d := range daemons {
+		got := scrape("http://"+d.httpAddr, names...)
+		for _, n := range names {
+			v, ok := got[n]
+			_, had := sum[n]
+			switch {
+			case ok && (i == 0 || had):
+				sum[n] += v
+			default:
+				delete(sum, n)
+			}
+		}
+	}
+	return sum
 }
 
 func waitReady(ctx context.Context, url string, limit time.Duration) (time.Time, error) {
@@ -323,6 +417,24 @@ func (r *results) latencies(avail []time.Time, total int) (lat []time.Duration, 
 	return lat, lost, dups
 }
 
+// misses names up to limit lost and duplicated messages with their chats
+// (message i is in chat i mod chats), to tell a lost message from one
+// answered with another's reply.
+func (r *results) misses(total, chats, limit int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var lost, dup []string
+	for i := 0; i < total; i++ {
+		switch n := len(r.got[i]); {
+		case n == 0 && len(lost) < limit:
+			lost = append(lost, fmt.Sprintf("m%d/chat %d", i, i%chats))
+		case n > 1 && len(dup) < limit:
+			dup = append(dup, fmt.Sprintf("m%d/chat %d ×%d", i, i%chats, n))
+		}
+	}
+	return fmt.Sprintf("first lost: %s; first duplicated: %s", strings.Join(lost, ", "), strings.Join(dup, ", "))
+}
+
 func pct(lat []time.Duration, p int) time.Duration {
 	if len(lat) == 0 {
 		return 0
@@ -335,75 +447,4 @@ func pct(lat []time.Duration, p int) time.Duration {
 		i = len(lat)
 	}
 	return lat[i-1].Round(10 * time.Microsecond)
-}
-
-// benchConfig is the daemon's YAML for a run: the fake Telegram and model,
-// the state under dir, and with --postgres a fresh database (drop removes
-// it; dbURL is "" on the files backend).
-func benchConfig(ctx context.Context, o options, dir, httpAddr string, tg *telegramtest.Server, model *openaitest.Server) (cfg, dbURL string, drop func(), err error) {
-	cfg = fmt.Sprintf(`stateDir: %s
-http: {listen: "%s"}
-log: {level: warn, format: json}
-channels:
-  telegram:
-    accounts:
-      default:
-        token: "%s"
-        apiRoot: "%s"
-        dmPolicy: open
-        allowFrom: ["*"]
-        streaming: {mode: %s}
-providers:
-  fake: {type: openai, baseURL: "%s", apiKey: "bench"}
-agents:
-  defaults: {model: fake/bench, maxConcurrent: 8}
-  list: [{id: main}]
-messages:
-  queue: {mode: followup, cap: 1000}
-  inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
-`, filepath.Join(dir, "state"), httpAddr, tg.Token(), tg.URL, o.streaming, model.BaseURL())
-	drop = func() {}
-	if o.postgres != "" {
-		dbURL, drop, err = benchDatabase(ctx, o.postgres, o.keep)
-		if err != nil {
-			return "", "", nil, err
-		}
-		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", dbURL)
-	}
-	return cfg, dbURL, drop, nil
-}
-
-// sendTraffic injects the run's messages (all at once for burst, at the
-// rate for sustained) and returns how many and when each became
-// available to the bot.
-func sendTraffic(ctx context.Context, o options, res *results, tg *telegramtest.Server) (int, []time.Time, error) {
-	var total int
-	var avail []time.Time // when message i became available to the bot
-	inject := func(i int) {
-		res.sent(i)
-		tg.DM(int64(10000+i%o.chats), "m"+strconv.Itoa(i))
-		avail = append(avail, time.Now())
-	}
-	switch o.mode {
-	case "burst":
-		total = o.n
-		for i := 0; i < o.n; i++ {
-			inject(i)
-		}
-	case "sustained":
-		total = int(float64(o.rate) * o.duration.Seconds())
-		interval := time.Second / time.Duration(o.rate)
-		next := time.Now()
-		for i := 0; i < total; i++ {
-			if d := time.Until(next); d > 0 {
-				time.Sleep(d)
-			}
-			next = next.Add(interval)
-			inject(i)
-			if ctx.Err() != nil {
-				return i + 1, avail, ctx.Err()
-			}
-		}
-	}
-	return total, avail, nil
 }

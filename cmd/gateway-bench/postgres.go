@@ -48,3 +48,50 @@ func adminExec(ctx context.Context, connURL, sql string) error {
 	_, err = conn.Exec(ctx, sql)
 	return err
 }
+
+// benchDB is the run's database: url for the bench's own statistics,
+// daemonURL for the daemons (through the round-trip counting proxy with
+// -roundtrips). All empty on the files backend.
+type benchDB struct {
+	url, daemonURL string
+	proxy          *dbProxy
+	drop           func()
+}
+
+// openBenchDB makes the run's fresh database (with -postgres) and, with
+// -roundtrips, the proxy in front of it. Close drops both.
+func openBenchDB(ctx context.Context, o options) (*benchDB, error) {
+	db := &benchDB{drop: func() {}}
+	if o.postgres == "" {
+		return db, nil
+	}
+	var err error
+	if db.url, db.drop, err = benchDatabase(ctx, o.postgres, o.keep); err != nil {
+		return nil, err
+	}
+	db.daemonURL = db.url
+	if o.roundTrips {
+		if db.proxy, db.daemonURL, err = startDBProxy(db.url); err != nil {
+			db.drop()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// RoundTrips is the proxy's count so far (0 without one).
+func (db *benchDB) RoundTrips() int64 {
+	if db.proxy == nil {
+		return 0
+	}
+	return db.proxy.RoundTrips()
+}
+
+// Close stops the proxy and drops the database; the daemons must have
+// stopped.
+func (db *benchDB) Close() {
+	if db.proxy != nil {
+		db.proxy.Close()
+	}
+	db.drop()
+}

@@ -31,6 +31,10 @@ type BackendOptions struct {
 	ReplicaID        string
 	LeaderTTL        time.Duration
 	KeepLeasesOnStop bool
+	// Solo says this backend's daemon is the only one on the database (it
+	// holds the exclusive daemon lock: storage.postgres.replicas false):
+	// its turns need no session leases (DeliveryOptions.Solo).
+	Solo bool
 }
 
 // Backend is the PostgreSQL implementation of sessions.Backend: every
@@ -81,7 +85,7 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	b.reset.Store(&o.Reset)
 	b.maint.Store(&o.Maintenance)
 	b.rep = newReplica(db, o)
-	b.delivery = db.Delivery(DeliveryOptions{Holder: b.rep.id})
+	b.delivery = db.Delivery(DeliveryOptions{Holder: b.rep.id, Solo: o.Solo})
 	b.rooms = db.RoomLog(RoomLogOptions{})
 	b.pairing = db.Pairing()
 	b.cursors = db.Cursors()

@@ -49,6 +49,10 @@ type DeliveryOptions struct {
 	// TurnTTL is how long a session's lease outlives its last renewal
 	// (SessionLeaseTTL when 0).
 	TurnTTL time.Duration
+	// Solo: no other process shares this journal (the daemon holds the
+	// exclusive daemon lock), so BeginTurn grants every turn at once,
+	// without a lease or a round trip; the lanes serialise the sessions.
+	Solo bool
 	// SyncMarks makes every mark wait for its WAL flush, as Accept does.
 	// By default marks commit with synchronous_commit off: committed and
 	// visible at once, surviving the death of this process, flushed by the
@@ -125,6 +129,7 @@ type Delivery struct {
 	// replica's id and the owner id. turnTTL is its session leases' TTL.
 	holder  string
 	turnTTL time.Duration
+	solo    bool
 	// fences maps the session leases this handle holds for running turns
 	// to their tokens: Ready checks its session's (turns.go).
 	fences sync.Map
@@ -185,6 +190,7 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 	if o.Holder != "" {
 		d.holder = o.Holder + "/" + d.owner
 	}
+	d.solo = o.Solo
 	d.turnTTL = o.TurnTTL
 	if d.turnTTL <= 0 {
 		d.turnTTL = SessionLeaseTTL

@@ -74,6 +74,9 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 	if d.isClosed.Load() {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, errClosed)
 	}
+	if d.solo {
+		return &sessions.TurnHold{Held: true, End: func() {}}, nil
+	}
 	ids = validIDs(ids)
 	if ids == nil {
 		ids = []string{}

@@ -265,3 +265,21 @@ func TestBeginTurnHoldsBackLater(t *testing.T) {
 		t.Fatalf("b's turn: held %v later %v", hb.Held, hb.Later)
 	}
 }
+
+// A solo daemon's journal (the only daemon on its database) grants every
+// turn at once, without a lease.
+func TestBeginTurnSolo(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	d := newDelivery(t, db, DeliveryOptions{Solo: true})
+	mustAccept(t, d, "r1")
+	h := beginTurn(t, d, "r1")
+	if !h.Held || h.Fence.Lease != "" || len(h.Gone)+len(h.Later) != 0 {
+		t.Fatalf("solo turn: %+v; want held without a fence", h)
+	}
+	h.End()
+	var n int
+	if err := db.pool.QueryRow(ctxT(t), `SELECT count(*) FROM leases`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("leases after a solo turn: %d, %v; want none", n, err)
+	}
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+)
+
+// webhookSecret is the secret token of the bench's webhook mode.
+const webhookSecret = "bench-secret"
+
+// daemonSpec is what one gateway process of a run is configured with.
+type daemonSpec struct {
+	dir       string // its own directory: config, log, state
+	httpAddr  string
+	tg        *telegramtest.Server
+	modelURL  string
+	streaming string
+	// dbURL is the postgres database; "" runs on the files backend.
+	dbURL string
+	// replicaID, when set, makes the daemon one of several replicas on
+	// dbURL (storage.postgres.replicas) with Telegram in webhook mode:
+	// every replica accepts updates (polling would run on the leader only).
+	replicaID string
+}
+
+// config is the daemon's YAML.
+func (s daemonSpec) config() string {
+	telegram := ""
+	if s.replicaID != "" {
+		telegram = fmt.Sprintf(`
+        mode: webhook
+        webhook: {url: "https://bench.invalid/telegram/webhook", secretToken: %s}`, webhookSecret)
+	}
+	cfg := fmt.Sprintf(`stateDir: %s
+http: {listen: "%s"}
+log: {level: warn, format: json}
+channels:
+  telegram:
+    accounts:
+      default:
+        token: "%s"
+        apiRoot: "%s"
+        dmPolicy: open
+        allowFrom: ["*"]
+        streaming: {mode: %s}%s
+providers:
+  fake: {type: openai, baseURL: "%s", apiKey: "bench"}
+agents:
+  defaults: {model: fake/bench, maxConcurrent: 8}
+  list: [{id: main}]
+messages:
+  queue: {mode: followup, cap: 1000}
+  inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
+`, filepath.Join(s.dir, "state"), s.httpAddr, s.tg.Token(), s.tg.URL, s.streaming, telegram, s.modelURL)
+	switch {
+	case s.replicaID != "":
+		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, replicaId: %s, replicas: true}}\n", s.dbURL, s.replicaID)
+	case s.dbURL != "":
+		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", s.dbURL)
+	}
+	return cfg
+}
+
+// daemon is one running gateway process.
+type daemon struct {
+	name     string
+	httpAddr string
+	cmd      *exec.Cmd
+	logPath  string
+	started  time.Time
+	waited   chan struct{} // closed when the process has been waited for
+	stopOnce func()
+}
+
+// startDaemon writes the spec's config under spec.dir and starts the
+// gateway binary on it; Stop (or Kill) must be called.
+func startDaemon(gateway, name string, spec daemonSpec) (*daemon, error) {
+	if err := os.MkdirAll(spec.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%s: dir: %w", name, err)
+	}
+	cfgPath := filepath.Join(spec.dir, "gateway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(spec.config()), 0o600); err != nil {
+		return nil, fmt.Errorf("%s: write config: %w", name, err)
+	}
+	d := &daemon{name: name, httpAddr: spec.httpAddr, logPath: filepath.Join(spec.dir, "gateway.log"), waited: make(chan struct{})}
+	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log: %w", name, err)
+	}
+	d.started = time.Now()
+	d.cmd = exec.Command(gateway, "run", "--config", cfgPath)
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%s: start gateway: %w", name, err)
+	}
+	go func() {
+		_ = d.cmd.Wait()
+		logf.Close()
+		close(d.waited)
+	}()
+	d.stopOnce = sync.OnceFunc(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.waited:
+		case <-time.After(30 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-d.waited
+		}
+	})
+	return d, nil
+}
+
+// Ready waits for /readyz and returns the time from start to ready.
+func (d *daemon) Ready(ctx context.Context) (time.Duration, error) {
+	at, err := waitReady(ctx, "http://"+d.httpAddr+"/readyz", 30*time.Second)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w (log: %s)", d.name, err, d.logPath)
+	}
+	return at.Sub(d.started), nil
+}
+
+// Stop ends the daemon with SIGTERM (SIGKILL after 30 s) and waits.
+func (d *daemon) Stop() { d.stopOnce() }
+
+// Kill ends the daemon with SIGKILL at once and waits; it returns when the
+// signal was sent.
+func (d *daemon) Kill() time.Time {
+	at := time.Now()
+	_ = d.cmd.Process.Kill()
+	<-d.waited
+	return at
+}
+
+// Freeze stops the daemon with SIGSTOP (a hung process, a frozen VM) and
+// returns when the signal was sent; Thaw resumes it.
+func (d *daemon) Freeze() time.Time {
+	at := time.Now()
+	_ = d.cmd.Process.Signal(syscall.SIGSTOP)
+	return at
+}
+
+// Thaw resumes a frozen daemon with SIGCONT.
+func (d *daemon) Thaw() { _ = d.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Pid is the process id.
+func (d *daemon) Pid() int { return d.cmd.Process.Pid }
+
+// freeAddr picks a loopback address for a daemon's HTTP listener.
+func freeAddr() (string, error) {
+	ln, addr, err := listen()
+	if err != nil {
+		return "", err
+	}
+	ln.Close()
+	return addr, nil
+}
