@@ -76,8 +76,14 @@ func collectSeqRecords(rows pgx.Rows) ([]sessions.Record, error) {
 func (d *Delivery) Renew(ctx context.Context) error {
 	b := &pgx.Batch{}
 	until := d.clock().Add(d.lease)
-	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, until)
-	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE owner = $1`, d.owner, until)
+	// Rows another transaction holds (a mark being written) are skipped,
+	// not waited for: waiting on rows locked in another order deadlocked
+	// under several replicas (SQLSTATE 40P01). They are renewed by the
+	// next call, a third of the lease later.
+	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE id IN (
+		SELECT id FROM delivery_records WHERE owner = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED)`, d.owner, until)
+	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE id IN (
+		SELECT id FROM delivery_replies WHERE owner = $1 FOR UPDATE SKIP LOCKED)`, d.owner, until)
 	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("pgstore: delivery renew: %w", err)
 	}
