@@ -96,6 +96,12 @@ func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHo
 		return b, true
 	}
 	if !h.Held {
+		if h.Behind {
+			// An older message of the session is this process's and
+			// waits in the lane behind this batch: let it run first.
+			d.yieldBatch(b)
+			return lanes.Batch{}, true
+		}
 		return b, false
 	}
 	now, later := splitBatch(b, h.Later)
@@ -163,6 +169,38 @@ func (d *Dispatcher) leaseLive(ctx context.Context) bool {
 // leaseVerdict bounds leaseLive's wait for a renewal (the renewals run
 // every third of the lease's 10 s).
 var leaseVerdict = 5 * time.Second
+
+// yieldBatch puts b's items back at the end of their lane, after
+// turnWaitPoll, so that the older message of the session queued behind
+// them (taken over from a dead replica, or requeued after a failure) runs
+// first. An item the lane has no room for is tried again later: it was
+// accepted, and is never dropped for the lane's cap here.
+func (d *Dispatcher) yieldBatch(b lanes.Batch) {
+	items := b.Items
+	var retry func()
+	retry = func() {
+		if d.closing.Load() {
+			return // pending in the journal: the next start, or another replica, runs them
+		}
+		for i, it := range items {
+			w, ok := it.Payload.(*work)
+			if !ok {
+				continue
+			}
+			class := lanes.ClassMain
+			if w.Key.IsSubagent() {
+				class = lanes.ClassSubagent
+			}
+			it.At = time.Time{}
+			if err := d.queue.Enqueue(b.Key, class, it); errors.Is(err, lanes.ErrFull) {
+				items = items[i:]
+				time.AfterFunc(turnWaitPoll, retry)
+				return
+			}
+		}
+	}
+	time.AfterFunc(turnWaitPoll, retry)
+}
 
 // splitBatch splits b into the work that runs now and the work whose
 // records are in later (held back behind another process's message),

@@ -71,6 +71,11 @@ type TurnHold struct {
 	Held  bool
 	Gone  []string
 	Later []string
+	// Behind (with Held false) says an older pending message of the
+	// session is this process's but not in the batch (taken over from
+	// another process, or requeued): the caller lets it run first (yields
+	// its lane) and asks again.
+	Behind bool
 	// Fence goes into the context of every write of the turn.
 	Fence Fence
 	// Lost is closed when the lease is lost while held (its renewal was

@@ -42,7 +42,10 @@ var _ sessions.Turns = (*Delivery)(nil)
 // beginTurnSQL, in one statement: $3's records still this handle's,
 // pending and unanswered (mine; one answered by a reply is that reply's
 // to finish), those of them newer than another handle's pending record
-// newer than the oldest of mine (later: they wait for it), whether an older pending, unanswered record of the
+// newer than the oldest of mine (later: they wait for it), whether an
+// older pending, unanswered record of the session is this handle's but
+// not among $3 (behind: it must run first, and it waits behind this batch
+// in this process's lane: taken over from a dead replica, or requeued), whether an older pending, unanswered record of the
 // session belongs to another handle (gate: it runs first, so per-session
 // order follows acceptance across replicas), and, unless gated, the
 // session's lease (take: as Leases.Acquire, and also from a holder that
@@ -56,18 +59,21 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT seq FROM delivery_records
 		WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL AND owner <> $4),
 	gate AS (
-		SELECT EXISTS (SELECT 1 FROM others WHERE seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked,
+		SELECT EXISTS (SELECT 1 FROM delivery_records
+				WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL AND owner = $4
+					AND NOT (id = ANY($3)) AND seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS behind,
+			EXISTS (SELECT 1 FROM others WHERE seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked,
 			(SELECT min(seq) FROM others WHERE seq > COALESCE((SELECT min(seq) FROM mine), $8)) AS cut),
 	take AS (
 		INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
-		WHERE NOT (SELECT blocked FROM gate)
+		WHERE NOT (SELECT blocked OR behind FROM gate)
 		` + leaseTakeover + `
 			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
 		RETURNING token)
 	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'),
 		COALESCE((SELECT array_agg(id) FROM mine WHERE seq > (SELECT cut FROM gate)), '{}'),
-		(SELECT blocked FROM gate), (SELECT token FROM take)`
+		(SELECT blocked FROM gate), (SELECT behind FROM gate), (SELECT token FROM take)`
 
 // BeginTurn implements sessions.Turns.
 func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*sessions.TurnHold, error) {
@@ -86,15 +92,16 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 		kept    []string
 		later   []string
 		blocked bool
+		behind  bool
 		token   *int64
 	)
 	sent := time.Now()
 	err := d.db.pool.QueryRow(ctx, beginTurnSQL, agentID, sessionKey, ids, d.owner, name, d.holder,
-		d.turnTTL.Microseconds(), int64(math.MaxInt64)).Scan(&kept, &later, &blocked, &token)
+		d.turnTTL.Microseconds(), int64(math.MaxInt64)).Scan(&kept, &later, &blocked, &behind, &token)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
 	}
-	h := &sessions.TurnHold{Gone: gone(ids, kept), Later: later}
+	h := &sessions.TurnHold{Gone: gone(ids, kept), Later: later, Behind: behind}
 	if token == nil {
 		return h, nil
 	}

@@ -283,3 +283,19 @@ func TestBeginTurnSolo(t *testing.T) {
 		t.Errorf("leases after a solo turn: %d, %v; want none", n, err)
 	}
 }
+
+// A batch newer than one of this replica's own pending messages of the
+// session (taken over, or requeued, and waiting in the lane behind it) is
+// told to let that one run first.
+func TestBeginTurnBehindOwnOlder(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	a := newDelivery(t, db, DeliveryOptions{Holder: "replica-a"})
+	mustAccept(t, a, "r1", "r2")
+	if h := beginTurn(t, a, "r2"); h.Held || !h.Behind {
+		t.Fatalf("turn over r2 with r1 pending: held %v behind %v; want behind", h.Held, h.Behind)
+	}
+	if h := beginTurn(t, a, "r1"); !h.Held || h.Behind {
+		t.Fatalf("turn over r1: held %v behind %v; want held", h.Held, h.Behind)
+	}
+}
