@@ -23,11 +23,10 @@ func TestCrashLosesNothingRepeatsNothingPostgres(t *testing.T) {
 	runCrash(t, crashBackend{storage: pgStorage(url), checkTranscripts: checkCrashTranscriptsSeam})
 }
 
-// checkCrashTranscriptsSeam is checkCrashTranscripts through the storage
-// seam: it opens the backend of the config at cfgPath (passive: the daemon
-// has stopped, nothing is repaired) and reads every session of every
-// agent, current and archived.
-func checkCrashTranscriptsSeam(t *testing.T, cfgPath, _ string) {
+// openPassive opens the backend of the config at cfgPath through the
+// daemon's one opening path, passive (nothing repaired: the daemons have
+// stopped); it closes with the test.
+func openPassive(t *testing.T, cfgPath string) sessions.Backend {
 	t.Helper()
 	cfg, err := configs.Load(cfgPath)
 	if err != nil {
@@ -39,7 +38,19 @@ func checkCrashTranscriptsSeam(t *testing.T, cfgPath, _ string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// checkCrashTranscriptsSeam is checkCrashTranscripts through the storage
+// seam: it opens the backend of the config at cfgPath (passive: the daemon
+// has stopped, nothing is repaired) and reads every session of every
+// agent, current and archived.
+func checkCrashTranscriptsSeam(t *testing.T, cfgPath, _ string) {
+	t.Helper()
+	b := openPassive(t, cfgPath)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	agents, err := b.Agents()
 	if err != nil {
 		t.Fatal(err)

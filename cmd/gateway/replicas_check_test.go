@@ -13,8 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
-	"github.com/gateway/gateway/configs"
-	"github.com/gateway/gateway/gatewayd"
 )
 
 // What the multi-replica test checks once the traffic is answered: the
@@ -207,17 +205,9 @@ func windowEdges(sent []telegramtest.Sent, at []time.Time, f replicaFaults) map[
 // problems found.
 func checkReplicaTranscripts(t *testing.T, cfgPath string, sentPer []int) (int, []string) {
 	t.Helper()
-	cfg, err := configs.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openPassive(t, cfgPath)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b, err := gatewayd.OpenBackend(ctx, cfg, gatewayd.BackendOptions{Passive: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	st, err := b.Store("main")
 	if err != nil {
 		t.Fatal(err)
