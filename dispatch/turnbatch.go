@@ -1,0 +1,159 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/lanes"
+)
+
+// The batch surgery of the per-session leases (turnlease.go): yielding a
+// batch to an older message queued behind it, splitting it around another
+// replica's message, dropping what another replica took over.
+
+// yieldBatch puts b's items back at the end of their lane, after
+// turnWaitPoll, so that the older message of the session queued behind
+// them (taken over from a dead replica, or requeued after a failure) runs
+// first. An item the lane has no room for is tried again later: it was
+// accepted, and is never dropped for the lane's cap here.
+func (d *Dispatcher) yieldBatch(b lanes.Batch) {
+	items := b.Items
+	var retry func()
+	retry = func() {
+		if d.closing.Load() {
+			return // pending in the journal: the next start, or another replica, runs them
+		}
+		for i, it := range items {
+			w, ok := it.Payload.(*work)
+			if !ok {
+				continue
+			}
+			class := lanes.ClassMain
+			if w.Key.IsSubagent() {
+				class = lanes.ClassSubagent
+			}
+			it.At = time.Time{}
+			if err := d.queue.Enqueue(b.Key, class, it); errors.Is(err, lanes.ErrFull) {
+				items = items[i:]
+				time.AfterFunc(turnWaitPoll, retry)
+				return
+			}
+		}
+	}
+	time.AfterFunc(turnWaitPoll, retry)
+}
+
+// splitBatch splits b into the work that runs now and the work whose
+// records are in later (held back behind another process's message),
+// each in b's order. Work without records (commands, replies) stays with
+// what precedes it.
+func splitBatch(b lanes.Batch, later []string) (now, rest lanes.Batch) {
+	now, rest = b, b
+	now.Items, rest.Items = nil, nil
+	rest.Dropped = nil
+	if len(later) == 0 {
+		now.Items = b.Items
+		return now, rest
+	}
+	held := make(map[string]bool, len(later))
+	for _, id := range later {
+		held[id] = true
+	}
+	behind := false
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		if !ok {
+			if behind {
+				rest.Items = append(rest.Items, it)
+			} else {
+				now.Items = append(now.Items, it)
+			}
+			continue
+		}
+		var a, z []*work
+		for _, p := range expand(w) {
+			switch {
+			case p.RecordID != "" && held[p.RecordID]:
+				behind = true
+				z = append(z, p)
+			case behind && p.RecordID == "":
+				z = append(z, p)
+			default:
+				a = append(a, p)
+			}
+		}
+		if len(a) > 0 {
+			it.Payload = bundle(a)
+			now.Items = append(now.Items, it)
+		}
+		if len(z) > 0 {
+			it2 := it
+			it2.Payload = bundle(z)
+			rest.Items = append(rest.Items, it2)
+		}
+	}
+	return now, rest
+}
+
+// batchScope is b's agent, session key and record ids.
+func batchScope(b lanes.Batch) (agentID, key string, ids []string) {
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		if !ok {
+			continue
+		}
+		if key == "" {
+			agentID, key = w.AgentID, w.Key.String()
+		}
+		for _, p := range expand(w) {
+			if p.RecordID != "" {
+				ids = append(ids, p.RecordID)
+			}
+		}
+	}
+	return agentID, key, ids
+}
+
+// dropGone removes from b the work whose records are no longer this
+// process's (another replica took them over while this one was stopped or
+// cut off, or they finished there); waiting web clients are told.
+func (d *Dispatcher) dropGone(ctx context.Context, b lanes.Batch, gone []string) lanes.Batch {
+	if len(gone) == 0 {
+		return b
+	}
+	out := make(map[string]bool, len(gone))
+	for _, id := range gone {
+		out[id] = true
+	}
+	var (
+		items   []lanes.Item
+		dropped []*work
+	)
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		if !ok {
+			items = append(items, it)
+			continue
+		}
+		var keep []*work
+		for _, p := range expand(w) {
+			if p.RecordID != "" && out[p.RecordID] {
+				dropped = append(dropped, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		if len(keep) > 0 {
+			it.Payload = bundle(keep)
+			items = append(items, it)
+		}
+	}
+	d.log.Info("messages taken over by another replica; left to it",
+		zap.String("session_key", b.Key), zap.Strings("record_ids", gone))
+	d.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
+	b.Items = items
+	return b
+}
