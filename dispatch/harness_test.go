@@ -199,7 +199,7 @@ func (h *harness) start() {
 	}
 	runner, err := agents.NewRunner(agents.Options{
 		Sessions: backend, Providers: map[string]llm.Provider{"fake": h.m},
-		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: log,
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}, Logger: log,
 	})
 	if err != nil {
 		t.Fatal(err)
