@@ -93,3 +93,14 @@ func TestBreakerAbandonedTrialAllowsAnother(t *testing.T) {
 		t.Fatal("abandoned trial: want the breaker still open and a new trial allowed")
 	}
 }
+
+// BenchmarkBreakerAllow is the breaker's cost on every model call.
+func BenchmarkBreakerAllow(b *testing.B) {
+	br := NewBreaker(3, time.Minute, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if br.Allow("oa") {
+			br.Success("oa")
+		}
+	}
+}

@@ -81,3 +81,15 @@ func TestModelFallbackErrorsNameTheKey(t *testing.T) {
 		})
 	}
 }
+
+func TestModelFromEnvironment(t *testing.T) {
+	yaml := fallbackProviders + "agents: {defaults: {model: {primary: local/echo, fallbacks: [an/claude]}}}\n"
+	c, err := LoadBytes([]byte(yaml), []string{"GATEWAY_AGENTS_DEFAULTS_MODEL=oa/gpt-4.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The variable is the string form: the primary alone.
+	if diff := cmp.Diff(agents.Model{Primary: "oa/gpt-4.1"}, c.Agents.Defaults.Model); diff != "" {
+		t.Fatalf("defaults.model (-want +got):\n%s", diff)
+	}
+}
