@@ -187,7 +187,7 @@ func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessWith(t, Defaults{Compaction: Compaction{KeepRecentTokens: 1}}, []Agent{{ID: "main", Model: "oa/gpt-test"}}, nil,
+	h := newHarnessWith(t, Defaults{Compaction: Compaction{KeepRecentTokens: 1}}, []Agent{{ID: "main", Model: Model{Primary: "oa/gpt-test"}}}, nil,
 		map[string]llm.Provider{"oa": p})
 	k := h.key("main", "1")
 	ctx := context.Background()

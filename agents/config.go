@@ -31,13 +31,13 @@ const (
 type Agent struct {
 	ID            string `mapstructure:"id"`
 	SystemPrompt  string `mapstructure:"systemPrompt"`
-	Model         string `mapstructure:"model"` // "provider/model"; empty = defaults
+	Model         Model  `mapstructure:"model"` // "provider/model" or {primary, fallbacks}; empty = defaults
 	ContextWindow int    `mapstructure:"contextWindow"`
 }
 
 // Defaults are agents.defaults.
 type Defaults struct {
-	Model          string     `mapstructure:"model"`
+	Model          Model      `mapstructure:"model"` // "provider/model" or {primary, fallbacks}
 	ContextWindow  int        `mapstructure:"contextWindow"`
 	MaxConcurrent  int        `mapstructure:"maxConcurrent"`
 	TimeoutSeconds int        `mapstructure:"timeoutSeconds"`
@@ -65,8 +65,8 @@ type Subagents struct {
 
 // WithDefaults fills zero fields with the documented defaults.
 func (d Defaults) WithDefaults() Defaults {
-	if d.Model == "" {
-		d.Model = DefaultModel
+	if d.Model.Primary == "" {
+		d.Model.Primary = DefaultModel
 	}
 	if d.ContextWindow == 0 {
 		d.ContextWindow = DefaultContextWindow

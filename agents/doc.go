@@ -13,6 +13,16 @@
 //
 //   - Model: Entry.ModelOverride, else Agent.Model, else defaults.model, as
 //     "provider/model". Turn time limit: defaults.timeoutSeconds.
+//   - Fallbacks (fallback.go): after that model come the agent's
+//     model.fallbacks (the defaults' when the agent lists none). A call
+//     moves to the next model when its provider failed through its own fault
+//     (llm.ProviderFault: no answer, 5xx, 429, 401/402/403/404/408) after
+//     its own retries, never for a context overflow or another 4xx, nor once
+//     text was streamed. The rest of the turn stays on the model that
+//     answered; Result.Model and the transcript name it. A Breaker per
+//     provider skips one that failed 3 calls in a row for 60 s, then lets
+//     one trial through; when every breaker is open the first model is
+//     called anyway.
 //   - Token counts: provider usage when reported, else chars/4 × 1.2 (bytes).
 //     Compaction triggers on the estimated size of the whole context (system
 //     prompt included) exceeding window − reserveTokens, checked before every

@@ -320,8 +320,8 @@ func newHarnessWith(t testing.TB, d Defaults, agentsList []Agent, dispatch func(
 	for _, a := range agentsList {
 		h.stores[a.ID] = newMemStore()
 	}
-	if d.Model == "" {
-		d.Model = "fake/model-1"
+	if d.Model.Primary == "" {
+		d.Model.Primary = "fake/model-1"
 	}
 	providers := map[string]llm.Provider{"fake": h.p}
 	for n, p := range extra {

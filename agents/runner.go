@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -25,8 +27,13 @@ type Options struct {
 	Logger    *zap.Logger
 	// Dispatch queues work on a lane (see Dispatch); nil disables subagents.
 	Dispatch func(ctx context.Context, d Dispatch) error
-	// Now is the clock (nil: time.Now).
+	// Now is the clock (nil: time.Now); the circuit breaker reads it too.
 	Now func() time.Time
+	// Breaker is the per-provider circuit breaker (nil: NewBreaker with
+	// the defaults and Now).
+	Breaker *Breaker
+	// Registerer takes gateway_model_fallbacks_total (nil: not registered).
+	Registerer prometheus.Registerer
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -52,6 +59,9 @@ type Runner struct {
 	now      func() time.Time
 	stores   func(agentID string) (store, error)
 	newID    func() string
+	// breaker and fallbacks serve model fallbacks (fallback.go).
+	breaker   *Breaker
+	fallbacks *prometheus.CounterVec
 
 	mu     sync.Mutex           // guards spawns
 	spawns map[string]spawnInfo // child session key -> options not kept in the entry
@@ -70,18 +80,27 @@ func NewRunner(opts Options) (*Runner, error) {
 	return r, nil
 }
 
-func newRunner(opts Options) (*Runner, error) {
+func newRunner(opts Options) (r *Runner, err error) {
 	d := opts.Defaults.WithDefaults()
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("agents: defaults: %w", err)
 	}
-	r := &Runner{opts: opts, defaults: d, agents: map[string]Agent{}, log: opts.Logger, now: opts.Now,
+	r = &Runner{opts: opts, defaults: d, agents: map[string]Agent{}, log: opts.Logger, now: opts.Now,
 		spawns: map[string]spawnInfo{}, newID: newUUID}
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.breaker = opts.Breaker; r.breaker == nil {
+		r.breaker = NewBreaker(0, 0, r.now)
+	}
+	if r.fallbacks, err = newFallbackCounter(opts.Registerer); err != nil {
+		return nil, err
+	}
+	if err := CheckModels("defaults.model", d.Model, r.hasProvider); err != nil {
+		return nil, fmt.Errorf("agents: %w", err)
 	}
 	if len(opts.Agents) == 0 {
 		return nil, errors.New("agents: list: at least one agent is needed")
@@ -95,6 +114,9 @@ func newRunner(opts Options) (*Runner, error) {
 		}
 		if _, _, err := r.provider(r.modelName(a, sessions.Entry{})); err != nil {
 			return nil, fmt.Errorf("agents: list[%d] (%s): %w", i, a.ID, err)
+		}
+		if err := CheckModels(fmt.Sprintf("list[%d].model", i), a.Model, r.hasProvider); err != nil {
+			return nil, fmt.Errorf("agents: %w", err)
 		}
 		r.agents[a.ID] = a
 	}
@@ -136,6 +158,9 @@ type Result struct {
 	TokenEstimate int64  // context tokens after the turn
 	// EntryID is the transcript entry of the final assistant message.
 	EntryID string
+	// Model is the "provider/model" that gave the final answer: a
+	// fallback's when the primary failed (fallback.go).
+	Model string
 }
 
 // modelName is the "provider/model" a session uses.
@@ -143,23 +168,28 @@ func (r *Runner) modelName(a Agent, e sessions.Entry) string {
 	switch {
 	case e.ModelOverride != "":
 		return e.ModelOverride
-	case a.Model != "":
-		return a.Model
+	case a.Model.Primary != "":
+		return a.Model.Primary
 	}
-	return r.defaults.Model
+	return r.defaults.Model.Primary
 }
 
 // provider splits "provider/model" and finds the provider.
 func (r *Runner) provider(name string) (llm.Provider, string, error) {
-	pname, model, ok := strings.Cut(name, "/")
-	if !ok || pname == "" || model == "" {
-		return nil, "", fmt.Errorf("model %q: want provider/model", name)
+	pname, model, err := SplitModel(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("model: %w", err)
 	}
 	p, ok := r.opts.Providers[pname]
 	if !ok {
 		return nil, "", fmt.Errorf("model %q: no provider named %q", name, pname)
 	}
 	return p, model, nil
+}
+
+func (r *Runner) hasProvider(name string) bool {
+	_, ok := r.opts.Providers[name]
+	return ok
 }
 
 // Model returns the "provider/model" key's session of agentID uses (for /status).
@@ -189,13 +219,16 @@ func (r *Runner) window(a Agent) int64 {
 
 // session is what one Run or Compact works on.
 type session struct {
-	agent    Agent
-	key      routing.Key
-	st       store
-	tr       transcript
-	entry    sessions.Entry
+	agent Agent
+	key   routing.Key
+	st    store
+	tr    transcript
+	entry sessions.Entry
+	// provider and model are the model calls go to: cands[cur].
 	provider llm.Provider
 	model    string // without the provider prefix
+	cands    []candidate
+	cur      int
 	window   int64
 	log      *zap.Logger
 }
@@ -216,8 +249,9 @@ func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
 	if !ok {
 		return nil, fmt.Errorf("agents: session %s: %w", key, sessions.ErrNotFound)
 	}
+	log := r.log.With(zap.String("agent_id", agentID), zap.String("session_key", key.String()))
 	name := r.modelName(a, e)
-	p, model, err := r.provider(name)
+	cands, err := r.candidates(r.modelChain(a, e), log)
 	if err != nil {
 		return nil, userErr("The model "+name+" is not configured. Use /new provider/model to pick another.", err)
 	}
@@ -225,8 +259,8 @@ func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agents: open transcript %s: %w", e.SessionID, err)
 	}
-	s := &session{agent: a, key: key, st: st, tr: tr, entry: e, provider: p, model: model, window: r.window(a),
-		log: r.log.With(zap.String("agent_id", agentID), zap.String("session_key", key.String()))}
+	s := &session{agent: a, key: key, st: st, tr: tr, entry: e, provider: cands[0].provider, model: cands[0].model,
+		cands: cands, window: r.window(a), log: log}
 	if s.window < MinContextWindow {
 		return nil, userErr(fmt.Sprintf("This agent's context window (%d tokens) is too small; at least %d tokens are needed. Ask the operator to raise contextWindow.",
 			s.window, MinContextWindow), fmt.Errorf("context window %d below %d", s.window, MinContextWindow))
@@ -285,6 +319,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		if iter == 0 && t.Reuse && len(t.Inputs) == 0 && finished(c.Messages) {
 			last = c.Messages[len(c.Messages)-1]
+			res.Model = last.Provider + "/" + last.Model
 			break
 		}
 		system := withRoomPrompt(r.systemPrompt(s), t.SystemPrompt)
@@ -300,16 +335,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
 		msgs := pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-llm.EstimateText(system))
-		if !llm.Images(s.provider, s.model) {
-			msgs = llm.WithoutImages(msgs)
-		}
 		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools)}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
-		msg, err := s.provider.Stream(ctx, req, func(e llm.Event) {
-			if e.TextDelta != "" && t.OnDelta != nil {
-				t.OnDelta(e.TextDelta)
-			}
-		})
+		msg, err := r.stream(ctx, s, req, t.OnDelta)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, fmt.Errorf("agents: model call: %w", ctx.Err())
@@ -333,7 +361,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		res.EntryID = id
+		res.EntryID, res.Model = id, msg.Provider+"/"+msg.Model
 		last = msg
 		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
 		calls := toolCalls(msg)

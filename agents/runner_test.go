@@ -70,7 +70,7 @@ func TestUsageReportedIsKept(t *testing.T) {
 }
 
 func TestModelOverride(t *testing.T) {
-	h := newHarness(t, Defaults{}, []Agent{{ID: "main", Model: "fake/agent-model"}}, nil)
+	h := newHarness(t, Defaults{}, []Agent{{ID: "main", Model: Model{Primary: "fake/agent-model"}}}, nil)
 	k := h.key("main", "1")
 	run := func() string {
 		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user("x")}}); err != nil {
@@ -265,14 +265,14 @@ func TestPruneHistory(t *testing.T) {
 func TestNewRunnerValidates(t *testing.T) {
 	p := map[string]llm.Provider{"fake": &fakeProvider{name: "fake"}}
 	for name, o := range map[string]Options{
-		"no agents":      {Providers: p, Defaults: Defaults{Model: "fake/m"}},
-		"bad id":         {Providers: p, Defaults: Defaults{Model: "fake/m"}, Agents: []Agent{{ID: "Bad Id"}}},
-		"dup":            {Providers: p, Defaults: Defaults{Model: "fake/m"}, Agents: []Agent{{ID: "a"}, {ID: "a"}}},
-		"unknown model":  {Providers: p, Defaults: Defaults{Model: "other/m"}, Agents: []Agent{{ID: "a"}}},
-		"no slash":       {Providers: p, Defaults: Defaults{Model: "fake"}, Agents: []Agent{{ID: "a"}}},
-		"allow unknown":  {Providers: p, Defaults: Defaults{Model: "fake/m", Subagents: Subagents{AllowAgents: []string{"zz"}}}, Agents: []Agent{{ID: "a"}}},
-		"share":          {Providers: p, Defaults: Defaults{Model: "fake/m", MaxHistoryShare: 2}, Agents: []Agent{{ID: "a"}}},
-		"reserve>window": {Providers: p, Defaults: Defaults{Model: "fake/m", ContextWindow: 20000, Compaction: Compaction{ReserveTokens: 30000}}, Agents: []Agent{{ID: "a"}}},
+		"no agents":      {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake/m"}}},
+		"bad id":         {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake/m"}}, Agents: []Agent{{ID: "Bad Id"}}},
+		"dup":            {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake/m"}}, Agents: []Agent{{ID: "a"}, {ID: "a"}}},
+		"unknown model":  {Providers: p, Defaults: Defaults{Model: Model{Primary: "other/m"}}, Agents: []Agent{{ID: "a"}}},
+		"no slash":       {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake"}}, Agents: []Agent{{ID: "a"}}},
+		"allow unknown":  {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake/m"}, Subagents: Subagents{AllowAgents: []string{"zz"}}}, Agents: []Agent{{ID: "a"}}},
+		"share":          {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake/m"}, MaxHistoryShare: 2}, Agents: []Agent{{ID: "a"}}},
+		"reserve>window": {Providers: p, Defaults: Defaults{Model: Model{Primary: "fake/m"}, ContextWindow: 20000, Compaction: Compaction{ReserveTokens: 30000}}, Agents: []Agent{{ID: "a"}}},
 	} {
 		if _, err := newRunner(o); err == nil {
 			t.Errorf("%s: want an error", name)

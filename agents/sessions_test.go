@@ -37,8 +37,8 @@ func openDisk(t *testing.T, dir string, d Defaults, list []Agent, p *fakeProvide
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = mgr.Close() })
-	if d.Model == "" {
-		d.Model = "fake/model-1"
+	if d.Model.Primary == "" {
+		d.Model.Primary = "fake/model-1"
 	}
 	k := &disk{t: t, dir: dir, mgr: mgr, p: p}
 	k.r, err = NewRunner(Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": p}, Defaults: d, Agents: list,

@@ -156,7 +156,7 @@ func Default() *Config {
 		Providers: map[string]llm.ProviderConfig{"local": {Type: "echo"}},
 		Agents: Agents{
 			Defaults: agents.Defaults{
-				Model: "local/echo", ContextWindow: 200000, MaxConcurrent: 4, TimeoutSeconds: 600,
+				Model: agents.Model{Primary: "local/echo"}, ContextWindow: 200000, MaxConcurrent: 4, TimeoutSeconds: 600,
 				Compaction: agents.Compaction{ReserveTokens: 20000, KeepRecentTokens: 20000},
 				Subagents:  agents.Subagents{MaxConcurrent: 8},
 			},
@@ -295,7 +295,10 @@ func (c *Config) validateAgents() error {
 	if err := d.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("agents.defaults: %w", err)
 	}
-	if err := c.checkModel("agents.defaults.model", d.Model); err != nil {
+	if d.Model.Primary == "" {
+		return fmt.Errorf("agents.defaults.model: the primary model is empty (want provider/model)")
+	}
+	if err := c.checkModels("agents.defaults.model", d.Model); err != nil {
 		return err
 	}
 	if d.ContextWindow < 1000 {
@@ -323,10 +326,8 @@ func (c *Config) validateAgents() error {
 			return fmt.Errorf("agents.list[%d].id: %q appears twice", i, a.ID)
 		}
 		seen[id] = true
-		if a.Model != "" {
-			if err := c.checkModel(fmt.Sprintf("agents.list[%d].model", i), a.Model); err != nil {
-				return err
-			}
+		if err := c.checkModels(fmt.Sprintf("agents.list[%d].model", i), a.Model); err != nil {
+			return err
 		}
 	}
 	for i, b := range c.Bindings {
@@ -337,15 +338,13 @@ func (c *Config) validateAgents() error {
 	return nil
 }
 
-func (c *Config) checkModel(key, model string) error {
-	p, m, ok := strings.Cut(model, "/")
-	if !ok || p == "" || m == "" {
-		return fmt.Errorf("%s: %q is not provider/model", key, model)
-	}
-	if _, ok := c.Providers[p]; !ok {
-		return fmt.Errorf("%s: provider %q is not in providers", key, p)
-	}
-	return nil
+// checkModels checks a model's primary and fallbacks against providers;
+// the error names the bad key (agents.defaults.model.fallbacks[1]).
+func (c *Config) checkModels(key string, m agents.Model) error {
+	return agents.CheckModels(key, m, func(p string) bool {
+		_, ok := c.Providers[p]
+		return ok
+	})
 }
 
 // IsLoopback reports whether host (from host:port) only listens on loopback.

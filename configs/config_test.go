@@ -34,7 +34,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP.Listen != "127.0.0.1:8787" || c.Agents.Defaults.Model != "local/echo" ||
+	if c.HTTP.Listen != "127.0.0.1:8787" || c.Agents.Defaults.Model.Primary != "local/echo" ||
 		c.Agents.Defaults.MaxConcurrent != 4 || c.Session.Reset.Mode != "off" ||
 		c.Messages.Queue.Debounce != time.Second || c.Session.Maintenance.PruneAfter != 720*time.Hour {
 		t.Fatalf("unexpected defaults: %+v", c)

@@ -37,7 +37,7 @@ func BenchmarkBurstSingleMessage(b *testing.B) {
 				b.Fatal(err)
 			}
 			runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": m},
-				Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}})
+				Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
 			if err != nil {
 				b.Fatal(err)
 			}

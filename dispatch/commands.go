@@ -155,13 +155,16 @@ func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
 	if err != nil || !ok {
 		return fmt.Sprintf("Session %s has no messages yet.", w.Key)
 	}
-	model := e.ModelOverride
-	if model == "" {
-		model = e.Model
+	// Model is the one turns start from; Answered by the one that gave the
+	// last answer, a fallback's when the first failed (agents/fallback.go).
+	model := d.opts.Runner.Model(w.AgentID, e)
+	answered := e.Model
+	if e.Provider != "" && e.Model != "" {
+		answered = e.Provider + "/" + e.Model
 	}
 	s := d.laneSettings(w.Key.String())
-	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
-		e.SessionKey, e.SessionID, orDash(model), e.InputTokens, e.OutputTokens, e.ContextTokens,
+	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
+		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
 		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
 }
 

@@ -160,6 +160,7 @@ type harness struct {
 	open  func(path string) (sessions.JournalFile, error) // journal file layer; nil: the file
 	grace time.Duration                                   // shutdown grace in close (default 5 s)
 	wrap  func(sessions.Backend) sessions.Backend         // wraps the backend the dispatcher and runner see; nil: none
+	agent func(*agents.Options)                           // changes the runner's options; nil: none
 	ctx   context.Context
 	stop  context.CancelFunc
 }
@@ -197,10 +198,14 @@ func (h *harness) start() {
 	if h.wrap != nil {
 		backend = h.wrap(backend)
 	}
-	runner, err := agents.NewRunner(agents.Options{
+	ropts := agents.Options{
 		Sessions: backend, Providers: map[string]llm.Provider{"fake": h.m},
-		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: log,
-	})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}, Logger: log,
+	}
+	if h.agent != nil {
+		h.agent(&ropts)
+	}
+	runner, err := agents.NewRunner(ropts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func (r *mediaRig) start(poll bool) {
 		t.Fatal(err)
 	}
 	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"oa": oa, "an": an},
-		Defaults: agents.Defaults{Model: r.model}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: r.model}}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

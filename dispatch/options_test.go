@@ -19,7 +19,7 @@ func TestNewRequiredOptions(t *testing.T) {
 	}
 	defer mgr.Close()
 	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": &model{}},
-		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func newBenchDispatcher(b *testing.B) (*Dispatcher, *sessions.Manager) {
 		b.Fatal(err)
 	}
 	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": &model{}},
-		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
 	if err != nil {
 		b.Fatal(err)
 	}

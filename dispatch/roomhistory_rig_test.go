@@ -58,7 +58,7 @@ func (r *roomRig) start() {
 		t.Fatal(err)
 	}
 	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": prov},
-		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func useProvider(t *testing.T, h *harness, p llm.Provider) {
 	t.Helper()
 	r, err := agents.NewRunner(agents.Options{
 		Sessions: h.mgr.Backend(), Providers: map[string]llm.Provider{"fake": p},
-		Defaults: agents.Defaults{Model: "fake/m"}, Agents: []agents.Agent{{ID: "main"}}, Logger: zaptest.NewLogger(t),
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}, Logger: zaptest.NewLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -29,11 +29,12 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		return fmt.Errorf("gateway: providers: %w", err)
 	}
 	runner, err := agents.NewRunner(agents.Options{
-		Sessions:  d.backend,
-		Providers: providers,
-		Defaults:  cfg.Agents.Defaults,
-		Agents:    cfg.Agents.List,
-		Logger:    d.log.Named("agents"),
+		Sessions:   d.backend,
+		Providers:  providers,
+		Defaults:   cfg.Agents.Defaults,
+		Agents:     cfg.Agents.List,
+		Logger:     d.log.Named("agents"),
+		Registerer: d.reg,
 		Dispatch: func(ctx context.Context, a agents.Dispatch) error {
 			return d.disp.Dispatch(ctx, a)
 		},

@@ -167,5 +167,8 @@ func wrapErr(err error) error {
 		llm.IsContextOverflowText(apiErr.RawJSON()+" "+apiErr.Error()) {
 		return fmt.Errorf("anthropic: messages: %w: %w", llm.ErrContextOverflow, err)
 	}
+	if apiErr != nil {
+		err = llm.WithStatus(apiErr.StatusCode, err)
+	}
 	return fmt.Errorf("anthropic: messages: %w", err)
 }

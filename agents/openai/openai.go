@@ -169,6 +169,12 @@ func wrapErr(op string, err error) error {
 	if errors.As(err, &reqErr) && reqErr.HTTPStatusCode == http.StatusBadRequest && llm.IsContextOverflowText(string(reqErr.Body)) {
 		return fmt.Errorf("openai: %s: %w: %w", op, llm.ErrContextOverflow, err)
 	}
+	switch {
+	case apiErr != nil:
+		err = llm.WithStatus(apiErr.HTTPStatusCode, err)
+	case reqErr != nil:
+		err = llm.WithStatus(reqErr.HTTPStatusCode, err)
+	}
 	return fmt.Errorf("openai: %s: %w", op, err)
 }
 
