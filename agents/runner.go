@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -27,6 +28,8 @@ type Options struct {
 	Dispatch func(ctx context.Context, d Dispatch) error
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// WebFetch serves the web_fetch tool (nil: webfetch.New with defaults).
+	WebFetch *webfetch.Fetcher
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -52,6 +55,7 @@ type Runner struct {
 	now      func() time.Time
 	stores   func(agentID string) (store, error)
 	newID    func() string
+	fetch    *webfetch.Fetcher
 
 	mu     sync.Mutex           // guards spawns
 	spawns map[string]spawnInfo // child session key -> options not kept in the entry
@@ -82,6 +86,9 @@ func newRunner(opts Options) (*Runner, error) {
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.fetch = opts.WebFetch; r.fetch == nil {
+		r.fetch = webfetch.New(webfetch.Options{Logger: r.log})
 	}
 	if len(opts.Agents) == 0 {
 		return nil, errors.New("agents: list: at least one agent is needed")

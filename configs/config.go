@@ -323,6 +323,9 @@ func (c *Config) validateAgents() error {
 			return fmt.Errorf("agents.list[%d].id: %q appears twice", i, a.ID)
 		}
 		seen[id] = true
+		if err := a.Tools.Validate(); err != nil {
+			return fmt.Errorf("agents.list[%d].%w", i, err)
+		}
 		if a.Model != "" {
 			if err := c.checkModel(fmt.Sprintf("agents.list[%d].model", i), a.Model); err != nil {
 				return err
