@@ -33,6 +33,8 @@ type Agent struct {
 	SystemPrompt  string `mapstructure:"systemPrompt"`
 	Model         Model  `mapstructure:"model"` // "provider/model" or {primary, fallbacks}; empty = defaults
 	ContextWindow int    `mapstructure:"contextWindow"`
+	// Tools is the agent's tool policy; web_fetch is off unless allowed.
+	Tools Tools `mapstructure:"tools"`
 }
 
 // Defaults are agents.defaults.
@@ -142,6 +144,9 @@ func (a Agent) Validate() error {
 	// turn with a message the chat can show.
 	if a.ContextWindow < 0 {
 		return fmt.Errorf("agent %s: contextWindow %d: must not be negative", a.ID, a.ContextWindow)
+	}
+	if err := a.Tools.Validate(); err != nil {
+		return fmt.Errorf("agent %s: %w", a.ID, err)
 	}
 	return nil
 }

@@ -40,6 +40,9 @@
 //   - Tools: sessions_list and sessions_history see only the calling session
 //     and the subagent sessions it spawned; chats never see each other.
 //     sessions_spawn is not offered to subagents and refuses them if called.
+//     agents.list[].tools.allow turns on opt-in built-in tools (web_fetch,
+//     package webfetch); tools.deny takes any built-in tool away and wins.
+//     A denied or not-allowed tool is neither offered nor run ("unknown tool").
 //   - Subagents: runId is the uuid of the child key; the child entry records
 //     spawnedBy (the parent key) and label durably, so a child replayed after
 //     a restart still announces (at least once). runTimeoutSeconds and

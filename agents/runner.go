@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	Breaker *Breaker
 	// Registerer takes gateway_model_fallbacks_total (nil: not registered).
 	Registerer prometheus.Registerer
+	// WebFetch serves the web_fetch tool (nil: webfetch.New with defaults).
+	WebFetch *webfetch.Fetcher
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -62,6 +65,7 @@ type Runner struct {
 	// breaker and fallbacks serve model fallbacks (fallback.go).
 	breaker   *Breaker
 	fallbacks *prometheus.CounterVec
+	fetch     *webfetch.Fetcher
 
 	mu     sync.Mutex           // guards spawns
 	spawns map[string]spawnInfo // child session key -> options not kept in the entry
@@ -101,6 +105,9 @@ func newRunner(opts Options) (r *Runner, err error) {
 	}
 	if err := CheckModels("defaults.model", d.Model, r.hasProvider); err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
+	}
+	if r.fetch = opts.WebFetch; r.fetch == nil {
+		r.fetch = webfetch.New(webfetch.Options{Logger: r.log})
 	}
 	if len(opts.Agents) == 0 {
 		return nil, errors.New("agents: list: at least one agent is needed")

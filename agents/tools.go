@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,14 +30,16 @@ func (e *toolError) Error() string { return e.msg }
 
 func toolErrorf(format string, a ...any) error { return &toolError{msg: fmt.Sprintf(format, a...)} }
 
-// tools returns the tools offered in s, in a stable order. A subagent is
-// not offered sessions_spawn (and is refused if it calls it anyway).
+// tools returns the tools offered in s, in a stable order, as the agent's
+// tool policy allows. A subagent is not offered sessions_spawn (and is
+// refused if it calls it anyway).
 func (r *Runner) tools(s *session) []tool {
 	var ts []tool
 	if r.opts.Dispatch != nil && s.key.Subagent == "" {
 		ts = append(ts, r.spawnTool())
 	}
-	return append(ts, r.listTool(), r.historyTool())
+	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool())
+	return slices.DeleteFunc(ts, func(t tool) bool { return !s.agent.Tools.offers(t.def.Name) })
 }
 
 func toolDefs(ts []tool) []llm.Tool {
@@ -56,7 +59,7 @@ func (r *Runner) runTool(ctx context.Context, s *session, ts []tool, call sessio
 			t = &ts[i]
 		}
 	}
-	if t == nil && call.Name == spawnToolName {
+	if t == nil && call.Name == spawnToolName && s.agent.Tools.offers(spawnToolName) {
 		st := r.spawnTool() // refused inside for subagents
 		t = &st
 	}
@@ -120,7 +123,7 @@ type sessionInfo struct {
 func (r *Runner) listTool() tool {
 	return tool{
 		def: llm.Tool{
-			Name:        "sessions_list",
+			Name:        listToolName,
 			Description: "List this session and the subagent sessions it started, most recently updated first.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"description":"at most this many (default 20)"}}}`),
 		},
@@ -171,7 +174,7 @@ type historyMessage struct {
 func (r *Runner) historyTool() tool {
 	return tool{
 		def: llm.Tool{
-			Name:        "sessions_history",
+			Name:        historyToolName,
 			Description: "Read the recent messages of this session or of a subagent session it started.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"sessionKey":{"type":"string","description":"a key from sessions_list"},` +
 				`"limit":{"type":"integer","minimum":1,"maximum":200,"description":"the last this many messages (default 20)"}},"required":["sessionKey"]}`),

@@ -326,6 +326,9 @@ func (c *Config) validateAgents() error {
 			return fmt.Errorf("agents.list[%d].id: %q appears twice", i, a.ID)
 		}
 		seen[id] = true
+		if err := a.Tools.Validate(); err != nil {
+			return fmt.Errorf("agents.list[%d].%w", i, err)
+		}
 		if err := c.checkModels(fmt.Sprintf("agents.list[%d].model", i), a.Model); err != nil {
 			return err
 		}

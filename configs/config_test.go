@@ -109,6 +109,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad vision pattern", "providers: {local: {type: echo}, oa: {type: openai, visionModels: ['gpt-[4']}}\n", "providers.oa.visionModels"},
 		{"telegram media cap", "channels: {telegram: {accounts: {default: {token: 'x:y', mediaMaxMb: 5000}}}}\n", "channels.telegram.accounts.default.mediaMaxMb"},
 		{"discord media cap", "channels: {discord: {accounts: {default: {token: t, mediaMaxMb: -1}}}}\n", "channels.discord.accounts.default.mediaMaxMb"},
+		{"unknown agent tool", "agents: {list: [{id: main, tools: {allow: [web_search]}}]}\n", "web_search"},
+		{"unknown agent tool key", "agents: {list: [{id: main, tools: {enable: [web_fetch]}}]}\n", "enable"},
 		{"bad streaming mode", "channels: {telegram: {accounts: {default: {token: '1:x', streaming: {mode: loud}}}}}\n", "channels.telegram.accounts.default.streaming.mode"},
 	}
 	for _, tt := range tests {
