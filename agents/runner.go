@@ -33,8 +33,11 @@ type Options struct {
 	// Breaker is the per-provider circuit breaker (nil: NewBreaker with
 	// the defaults and Now).
 	Breaker *Breaker
-	// Registerer takes gateway_model_fallbacks_total (nil: not registered).
+	// Registerer takes gateway_model_fallbacks_total, gateway_tokens_total
+	// and gateway_cost_usd_total (nil: not registered).
 	Registerer prometheus.Registerer
+	// Prices price assistant messages (see PricesFrom); nil: all cost 0.
+	Prices Prices
 	// WebFetch serves the web_fetch tool (nil: webfetch.New with defaults).
 	WebFetch *webfetch.Fetcher
 }
@@ -66,6 +69,9 @@ type Runner struct {
 	breaker   *Breaker
 	fallbacks *prometheus.CounterVec
 	fetch     *webfetch.Fetcher
+	// prices and usage serve cost accounting (usage.go).
+	prices Prices
+	usage  usageMetrics
 
 	mu     sync.Mutex           // guards spawns
 	spawns map[string]spawnInfo // child session key -> options not kept in the entry
@@ -103,6 +109,10 @@ func newRunner(opts Options) (r *Runner, err error) {
 	if r.fallbacks, err = newFallbackCounter(opts.Registerer); err != nil {
 		return nil, err
 	}
+	if r.usage, err = newUsageMetrics(opts.Registerer); err != nil {
+		return nil, err
+	}
+	r.prices = opts.Prices
 	if err := CheckModels("defaults.model", d.Model, r.hasProvider); err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
@@ -433,7 +443,7 @@ func (r *Runner) systemPrompt(s *session) string {
 }
 
 // stamp fills what the provider may leave out; usage is estimated only
-// when none was reported.
+// when none was reported. It prices and counts the message (account).
 func (r *Runner) stamp(s *session, m sessions.Message, req llm.Request) sessions.Message {
 	m.Role = sessions.RoleAssistant
 	if m.Provider == "" {
@@ -457,6 +467,7 @@ func (r *Runner) stamp(s *session, m sessions.Message, req llm.Request) sessions
 	} else if m.Usage.TotalTokens == 0 {
 		m.Usage.TotalTokens = m.Usage.Input + m.Usage.Output + m.Usage.CacheRead + m.Usage.CacheWrite
 	}
+	r.account(s.agent.ID, &m)
 	return m
 }
 

@@ -35,6 +35,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		Agents:     cfg.Agents.List,
 		Logger:     d.log.Named("agents"),
 		Registerer: d.reg,
+		Prices:     agents.PricesFrom(cfg.Providers),
 		Dispatch: func(ctx context.Context, a agents.Dispatch) error {
 			return d.disp.Dispatch(ctx, a)
 		},

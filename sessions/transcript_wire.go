@@ -347,7 +347,8 @@ type outCompactionEntry struct {
 }
 
 // outMessage is Message as pi expects it: assistant messages always carry
-// usage (with a zero cost block pi's totals read) and a stop reason, and
+// usage (with the cost block pi's totals read, zero when unpriced) and a
+// stop reason, and
 // tool results always say isError.
 type outMessage struct {
 	Role       string    `json:"role"`
@@ -357,22 +358,9 @@ type outMessage struct {
 	IsError    *bool     `json:"isError,omitempty"`
 	Provider   string    `json:"provider,omitempty"`
 	Model      string    `json:"model,omitempty"`
-	Usage      *outUsage `json:"usage,omitempty"`
+	Usage      *Usage    `json:"usage,omitempty"`
 	StopReason string    `json:"stopReason,omitempty"`
 	Timestamp  int64     `json:"timestamp"`
-}
-
-type outUsage struct {
-	Usage
-	Cost outCost `json:"cost"`
-}
-
-type outCost struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cacheRead"`
-	CacheWrite float64 `json:"cacheWrite"`
-	Total      float64 `json:"total"`
 }
 
 // normalizeForWrite applies what a written line will say, so the message
@@ -419,7 +407,7 @@ func normalizeForWrite(m Message, now time.Time) (Message, error) {
 }
 
 // toOutMessage maps a normalised message to its line shape: tool results
-// always say isError, assistant usage carries the zero cost block pi sums.
+// always say isError, assistant usage carries the cost block pi sums.
 func toOutMessage(m Message) outMessage {
 	o := outMessage{
 		Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName,
@@ -431,7 +419,8 @@ func toOutMessage(m Message) outMessage {
 		o.IsError = &isErr
 	case RoleAssistant:
 		if m.Usage != nil {
-			o.Usage = &outUsage{Usage: *m.Usage}
+			u := *m.Usage
+			o.Usage = &u
 		}
 	}
 	return o

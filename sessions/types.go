@@ -70,13 +70,25 @@ type Content struct {
 	MimeType  string          `json:"mimeType,omitempty"`
 }
 
-// Usage is what a provider reported for one assistant message.
+// Usage is what a provider reported for one assistant message, with its
+// cost as pi writes it (zero when the model has no configured price).
 type Usage struct {
 	Input       int64 `json:"input"`
 	Output      int64 `json:"output"`
 	CacheRead   int64 `json:"cacheRead"`
 	CacheWrite  int64 `json:"cacheWrite"`
 	TotalTokens int64 `json:"totalTokens"`
+	Cost        Cost  `json:"cost"`
+}
+
+// Cost is the price of one assistant message in USD, by token kind (pi's
+// usage.cost block).
+type Cost struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
+	Total      float64 `json:"total"`
 }
 
 // Message is one model-facing message as stored in a transcript entry.

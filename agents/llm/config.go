@@ -44,6 +44,9 @@ type ProviderConfig struct {
 	// (patterns as path.Match reads them, "*" for all). Images sent to any
 	// other model become a text note.
 	VisionModels []string `mapstructure:"visionModels"`
+	// Models holds per-model settings, e.g. models.<model>.price (USD per
+	// million tokens) from which each assistant message's cost is computed.
+	Models map[string]ModelConfig `mapstructure:"models"`
 }
 
 // Validate checks the fields that do not depend on the environment.
@@ -63,6 +66,9 @@ func (c ProviderConfig) Validate() error {
 	}
 	if c.BaseURL != "" && !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
 		return fmt.Errorf("baseURL %q: want an http:// or https:// URL", c.BaseURL)
+	}
+	if err := validateModels(c.Models); err != nil {
+		return err
 	}
 	return validateVisionModels(c.VisionModels)
 }

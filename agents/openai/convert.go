@@ -107,8 +107,12 @@ func (a *accumulator) add(chunk goopenai.ChatCompletionStreamResponse) string {
 	}
 	if u := chunk.Usage; u != nil {
 		a.usage = &sessions.Usage{Input: int64(u.PromptTokens), Output: int64(u.CompletionTokens), TotalTokens: int64(u.TotalTokens)}
-		if u.PromptTokensDetails != nil {
-			a.usage.CacheRead = int64(u.PromptTokensDetails.CachedTokens)
+		if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 {
+			// prompt_tokens includes the cached ones; usage.input is the
+			// uncached part (as pi and Anthropic count), so a price per kind
+			// does not charge cached tokens twice.
+			a.usage.CacheRead = int64(d.CachedTokens)
+			a.usage.Input = max(0, a.usage.Input-a.usage.CacheRead)
 		}
 	}
 	if len(chunk.Choices) == 0 {

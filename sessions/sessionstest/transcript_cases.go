@@ -45,7 +45,10 @@ func testAppendChain(t *testing.T, open StoreOpener) {
 	_, tr := f.session("chain")
 	ids := f.append(tr, userMsg(1, "hello"))
 	ids = append(ids, f.append(tr, replyMsg(2, "hi"), userMsg(3, "more"))...)
-	ids = append(ids, f.append(tr, replyMsg(4, "ok"))...)
+	priced := replyMsg(4, "ok")
+	priced.Usage = &sessions.Usage{Input: 200, Output: 300, CacheRead: 1000, TotalTokens: 1500,
+		Cost: sessions.Cost{Input: 0.0004, Output: 0.0024, CacheRead: 0.0005, Total: 0.0033}}
+	ids = append(ids, f.append(tr, priced)...)
 	if len(slices.Compact(slices.Sorted(slices.Values(ids)))) != len(ids) {
 		t.Fatalf("entry ids repeat: %v", ids)
 	}
@@ -62,6 +65,9 @@ func testAppendChain(t *testing.T, open StoreOpener) {
 	}
 	if m := c.Messages[1]; m.Usage == nil || m.StopReason != "stop" || m.Provider != "echo" {
 		t.Errorf("assistant message as stored: usage %v stop %q provider %q", m.Usage, m.StopReason, m.Provider)
+	}
+	if m := c.Messages[3]; m.Usage == nil || *m.Usage != *priced.Usage {
+		t.Errorf("priced assistant message: usage %+v, want %+v (pi's usage.cost round-trips)", m.Usage, priced.Usage)
 	}
 	if diff := cmp.Diff(c.Messages, f.history(tr)); diff != "" {
 		t.Errorf("History differs from the context of an uncompacted chain (-context +history):\n%s", diff)
