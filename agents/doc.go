@@ -24,6 +24,15 @@
 //     one trial through; when every breaker is open the first model is
 //     called anyway.
 //   - Token counts: provider usage when reported, else chars/4 × 1.2 (bytes).
+//     Usage input is the uncached prompt tokens (cache reads and writes are
+//     counted apart, as pi and Anthropic do; OpenAI's cached tokens are taken
+//     out of prompt_tokens).
+//   - Cost: each assistant message's usage.cost (pi's block) is tokens × the
+//     price of providers.<name>.models.<model>.price per million, computed
+//     when the message is stamped; a model without a price costs 0. The same
+//     step adds to gateway_tokens_total{agent,model,kind} and
+//     gateway_cost_usd_total{agent,model} (model is "provider/model"): a map
+//     lookup, a few multiplications and the counters (BenchmarkAccount).
 //     Compaction triggers on the estimated size of the whole context (system
 //     prompt included) exceeding window − reserveTokens, checked before every
 //     model call of a turn.
