@@ -1,8 +1,10 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -96,6 +98,50 @@ func splitBatch(b lanes.Batch, later []string) (now, rest lanes.Batch) {
 		}
 	}
 	return now, rest
+}
+
+// sortBatch puts b's messages in accept order (order: record ids in the
+// journal's sequence), keeping commands and replies where they are: the
+// lane may hold a message requeued or yielded behind a newer one.
+func sortBatch(b lanes.Batch, order []string) lanes.Batch {
+	rank := make(map[string]int, len(order))
+	for i, id := range order {
+		rank[id] = i
+	}
+	first := func(it lanes.Item) (int, bool) {
+		w, ok := it.Payload.(*work)
+		if !ok || w.Command != "" || w.Reply != nil {
+			return 0, false
+		}
+		for _, p := range expand(w) {
+			if r, ok := rank[p.RecordID]; ok {
+				return r, true
+			}
+		}
+		return 0, false
+	}
+	var slots []int
+	var msgs []lanes.Item
+	for i, it := range b.Items {
+		if _, ok := first(it); ok {
+			slots = append(slots, i)
+			msgs = append(msgs, it)
+		}
+	}
+	if len(msgs) < 2 {
+		return b
+	}
+	slices.SortStableFunc(msgs, func(x, y lanes.Item) int {
+		rx, _ := first(x)
+		ry, _ := first(y)
+		return cmp.Compare(rx, ry)
+	})
+	items := slices.Clone(b.Items)
+	for i, slot := range slots {
+		items[slot] = msgs[i]
+	}
+	b.Items = items
+	return b
 }
 
 // batchScope is b's agent, session key and record ids.

@@ -104,7 +104,7 @@ func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHo
 		}
 		return b, false
 	}
-	now, later := splitBatch(b, h.Later)
+	now, later := splitBatch(sortBatch(b, h.Order), h.Later)
 	d.runHeld(ctx, now, h)
 	return later, len(later.Items) == 0
 }

@@ -42,3 +42,26 @@ func TestSplitBatch(t *testing.T) {
 		t.Errorf("nothing held back: now %d items, later %d", len(now.Items), len(rest.Items))
 	}
 }
+
+// sortBatch puts the messages of a batch in accept order around the
+// commands, which keep their places.
+func TestSortBatch(t *testing.T) {
+	b := lanes.Batch{Items: []lanes.Item{
+		{Payload: &work{RecordID: "r38"}},
+		{Payload: &work{Command: "status"}},
+		{Payload: &work{RecordID: "r37"}},
+		{Payload: &work{RecordID: "r39"}},
+	}}
+	got := sortBatch(b, []string{"r37", "r38", "r39"})
+	var ids []string
+	for _, it := range got.Items {
+		w := it.Payload.(*work)
+		ids = append(ids, w.RecordID+w.Command)
+	}
+	if want := []string{"r37", "status", "r38", "r39"}; !slices.Equal(ids, want) {
+		t.Errorf("sorted batch %v, want %v", ids, want)
+	}
+	if first := b.Items[0].Payload.(*work).RecordID; first != "r38" {
+		t.Errorf("sortBatch changed its argument's items: first is %s", first)
+	}
+}

@@ -76,6 +76,10 @@ type TurnHold struct {
 	// another process, or requeued): the caller lets it run first (yields
 	// its lane) and asks again.
 	Behind bool
+	// Order lists the batch's ids still this process's in accept order:
+	// a lane may hold them out of it (a message requeued or yielded behind
+	// a newer one), and the turn takes them in this order.
+	Order []string
 	// Fence goes into the context of every write of the turn.
 	Fence Fence
 	// Lost is closed when the lease is lost while held (its renewal was

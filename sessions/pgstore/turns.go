@@ -71,7 +71,7 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		` + leaseTakeover + `
 			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
 		RETURNING token)
-	SELECT COALESCE((SELECT array_agg(id) FROM mine), '{}'),
+	SELECT COALESCE((SELECT array_agg(id ORDER BY seq) FROM mine), '{}'),
 		COALESCE((SELECT array_agg(id) FROM mine WHERE seq > (SELECT cut FROM gate)), '{}'),
 		(SELECT blocked FROM gate), (SELECT behind FROM gate), (SELECT token FROM take)`
 
@@ -101,7 +101,7 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
 	}
-	h := &sessions.TurnHold{Gone: gone(ids, kept), Later: later, Behind: behind}
+	h := &sessions.TurnHold{Gone: gone(ids, kept), Later: later, Behind: behind, Order: kept}
 	if token == nil {
 		return h, nil
 	}
