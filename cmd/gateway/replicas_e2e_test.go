@@ -107,18 +107,19 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	problems(t, "inputs never answered", rep.lost)
 	problems(t, "inputs answered twice", rep.twice)
 	problems(t, "chunks delivered twice outside the documented window", rep.outside)
-	problems(t, "replies out of order", rep.order)
+	window := tr.stopWindowChats(bal, 1, faultAt["SIGSTOP"])
+	problems(t, "replies out of order", inWindow(t, "replies out of order", rep.order, window))
 	problems(t, "other messages to the chats (notices, refusals)", rep.notices)
 	if d := tr.deliveries(bal, append(firstN(rep.lost, 3), firstN(rep.order, 5)...), 12); len(d) > 0 {
 		t.Logf("how the inputs of those problems were delivered:\n%s", strings.Join(d, "\n"))
 	}
-	checkModel(t, rm, model)
+	checkModel(t, rm, model, window)
 
 	for _, r := range reps {
 		r.stop()
 	}
 	n, bad := checkReplicaTranscripts(t, reps[2].cfgPath(), sentPer)
-	problems(t, "transcript problems", bad)
+	problems(t, "transcript problems", inWindow(t, "transcript problems", bad, window))
 	t.Logf("%d transcripts checked; the run took %s", n, since(tr.begin))
 }
 
@@ -234,10 +235,10 @@ func logStuck(t *testing.T, url string, reps []*replica, lost []string) {
 // checkModel checks the fake model's records: per-session order, and
 // never two requests of one session in flight; for the first chats out of
 // order it logs the requests around the first problem.
-func checkModel(t *testing.T, rm *replicaModel, model *openaitest.Server) {
+func checkModel(t *testing.T, rm *replicaModel, model *openaitest.Server, window map[int]bool) {
 	t.Helper()
 	order := rm.checkOrder()
-	problems(t, "order problems at the model", order)
+	problems(t, "order problems at the model", inWindow(t, "order problems at the model", order, window))
 	described := map[int]bool{}
 	for _, p := range order {
 		var chat, n int
