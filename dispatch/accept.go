@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"time"
 
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/sessions"
@@ -14,12 +15,21 @@ type deferredAcceptor interface {
 	AcceptDeferred(ctx context.Context, rec sessions.Record) (dup bool, wait func() error, err error)
 }
 
+// acceptTimeout bounds one journal write of an inbound message.
+const acceptTimeout = 30 * time.Second
+
 // accept journals rec. When the adapter acknowledges a batch at once
 // (channels.Batch) and the journal can defer durability, the wait joins
 // the batch's, which the adapter runs before acknowledging anything: the
 // guarantee of SPEC §3.7 (journaled before acknowledged) is kept and the
 // batch pays for one flush. Otherwise rec is durable when accept returns.
+//
+// The write is not cut short when the caller goes away (a webhook client
+// that timed out): cancelled after its commit, it would report a failure
+// for a stored record that nobody then runs. acceptTimeout bounds it.
 func (d *Dispatcher) accept(ctx context.Context, rec sessions.Record) (dup bool, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acceptTimeout)
+	defer cancel()
 	b := channels.BatchFrom(ctx)
 	da, ok := d.journal.(deferredAcceptor)
 	if b == nil || !ok {

@@ -66,3 +66,38 @@ func TestAcceptDefersTheWaitToTheBatch(t *testing.T) {
 		t.Errorf("without a batch: accepted %v, want [r4]", j.accepted)
 	}
 }
+
+// cancelJournal is a journal whose Accept waits for release and then
+// records whether its context was cancelled meanwhile.
+type cancelJournal struct {
+	sessions.Delivery
+	started, release chan struct{}
+	err              error
+}
+
+func (j *cancelJournal) Accept(ctx context.Context, _ sessions.Record) (bool, error) {
+	close(j.started)
+	<-j.release
+	j.err = ctx.Err()
+	return false, j.err
+}
+
+// A journal write, once begun, is not cancelled by the caller going away
+// (a webhook client that timed out): cancelled after its commit, it would
+// report a stored record as refused, and nobody would run it.
+func TestAcceptOutlivesTheCaller(t *testing.T) {
+	j := &cancelJournal{started: make(chan struct{}), release: make(chan struct{})}
+	d := &Dispatcher{journal: j}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.accept(ctx, sessions.Record{ID: "r1"})
+		done <- err
+	}()
+	<-j.started
+	cancel()
+	close(j.release)
+	if err := <-done; err != nil {
+		t.Errorf("accept = %v after the caller went away, want the write finished", err)
+	}
+}

@@ -49,8 +49,9 @@ type Dispatcher struct {
 	queue   *lanes.Queue
 	journal sessions.Delivery
 	closing atomic.Bool
-	hold    holder  // inbound bursts being assembled (burst.go)
-	streaks streaks // rooms in a failure streak (errpolicy.go)
+	hold    holder    // inbound bursts being assembled (burst.go)
+	unsure  unsureSet // messages whose journal write failed (unsure.go)
+	streaks streaks   // rooms in a failure streak (errpolicy.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
@@ -276,6 +277,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		Payload: payload, AcceptedAt: w.AcceptedAt,
 	})
 	if err != nil {
+		d.acceptFailed(w, err)
 		if isStorage(err) {
 			d.opts.Metrics.StorageErrors.Inc()
 			d.log.Error("message refused: storage unavailable", zap.String("channel", in.Channel),
@@ -288,6 +290,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		m.Duplicates.WithLabelValues(in.Channel).Inc()
 		return channels.ErrRejected
 	}
+	d.accepted(w.RecordID)
 	d.admit(ctx, w)
 	return nil
 }

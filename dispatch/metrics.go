@@ -28,6 +28,9 @@ type Metrics struct {
 	// because their lease was lost (turnlease.go).
 	LeaseWaits prometheus.Histogram
 	LeasesLost prometheus.Counter
+	// UnsureStored counts refused messages found stored after all and
+	// run (unsure.go).
+	UnsureStored prometheus.Counter
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -87,11 +90,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LeasesLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_session_leases_lost_total", Help: "Turns stopped because their session lease was lost (the replica paused or lost the database).",
 		}),
+		UnsureStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_ingress_unsure_stored_total", Help: "Messages whose journal write failed but which were stored after all, and were run.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
-			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost)
+			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost, m.UnsureStored)
 	}
 	return m
 }

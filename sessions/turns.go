@@ -89,3 +89,13 @@ type TurnHold struct {
 	// End stops renewing the lease and releases it; safe to call twice.
 	End func()
 }
+
+// AcceptProbe is implemented by a journal whose Accept can fail after the
+// record was stored (the connection to a database lost between the
+// commit and its answer, or a deadline passed in between). Stored reports
+// whether record id is stored, pending and this handle's to run, so the
+// caller runs a message it could not tell was accepted instead of
+// stranding it: a redelivery of that message is a duplicate by then.
+type AcceptProbe interface {
+	Stored(ctx context.Context, id string) (bool, error)
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bwmarrin/discordgo"
+
 	"github.com/gateway/gateway/channels"
 )
 

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gateway/gateway/channels"
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
 )
 
 var benchUpdate = []byte(`{"update_id":1001,"message":{"message_id":77,"date":1700000000,

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -94,4 +95,21 @@ func (d *Delivery) Stats() sessions.JournalStats {
 		d.log.Warn("delivery stats unavailable", zap.Error(err))
 	}
 	return st
+}
+
+var _ sessions.AcceptProbe = (*Delivery)(nil)
+
+// Stored implements sessions.AcceptProbe: whether record id is stored,
+// pending, unanswered and this handle's.
+func (d *Delivery) Stored(ctx context.Context, id string) (bool, error) {
+	var mine bool
+	err := d.db.pool.QueryRow(ctx, `SELECT owner = $2 AND state = 'pending' AND reply IS NULL
+		FROM delivery_records WHERE id = $1`, id, d.owner).Scan(&mine)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("pgstore: delivery stored %q: %w", id, d.storageErr(err))
+	}
+	return mine, nil
 }

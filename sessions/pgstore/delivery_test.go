@@ -449,3 +449,35 @@ func TestDeliveryRefusedWriteIsNotAnOutage(t *testing.T) {
 		t.Error("a later mark was not written")
 	}
 }
+
+// Stored tells a caller whose Accept failed whether the record was stored
+// and is its to run: pending, unanswered, this handle's.
+func TestDeliveryStored(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	mine := newDelivery(t, db, DeliveryOptions{})
+	other := newDelivery(t, db, DeliveryOptions{})
+	mustAccept(t, mine, "a", "b")
+	for _, c := range []struct {
+		d    *Delivery
+		id   string
+		want bool
+	}{{mine, "a", true}, {other, "a", false}, {mine, "unknown", false}} {
+		if got, err := c.d.Stored(ctx, c.id); err != nil || got != c.want {
+			t.Errorf("Stored(%s) by %s = %v, %v; want %v", c.id, c.d.Owner(), got, err, c.want)
+		}
+	}
+	if err := mine.Done("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Ready(sessions.Reply{ID: "rp", Records: []string{"b"}, AgentID: "main",
+		SessionKey: "agent:main:telegram:group:1", Target: json.RawMessage(`{}`), Chunks: []string{"re"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} { // done; answered by a reply
+		if got, err := mine.Stored(ctx, id); err != nil || got {
+			t.Errorf("Stored(%s) after its outcome = %v, %v; want false", id, got, err)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// A journal write that failed may still have stored the record: a shared
+// database can commit the insert and lose the connection before it
+// answers. The message was refused (the channel delivers it again, maybe
+// to another replica, where it is then a duplicate), so nobody would run
+// it. unsure keeps such work and asks the journal (sessions.AcceptProbe)
+// until it knows: stored and this process's, the work runs as if accepted;
+// not stored, it is forgotten (the redelivery brings it). A redelivery
+// that this process accepts settles it first, so it never runs twice.
+
+// unsureEvery spaces the questions; unsureGiveUp bounds them while the
+// journal does not answer; unsureSettled is how long after the failure
+// answers of "not stored" are believed (a commit in flight lands first).
+var (
+	unsureEvery   = time.Second
+	unsureGiveUp  = 10 * time.Minute
+	unsureSettled = 5 * time.Second
+)
+
+// unsureSet is the work whose journal write failed, by record id.
+type unsureSet struct {
+	mu sync.Mutex
+	m  map[string]*work
+}
+
+// put keeps w, reporting whether it was not kept already.
+func (u *unsureSet) put(w *work) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]*work{}
+	}
+	if _, ok := u.m[w.RecordID]; ok {
+		u.m[w.RecordID] = w
+		return false
+	}
+	u.m[w.RecordID] = w
+	return true
+}
+
+// take removes and returns the work kept for id, if any.
+func (u *unsureSet) take(id string) *work {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w := u.m[id]
+	delete(u.m, id)
+	return w
+}
+
+// acceptFailed keeps w, whose journal write failed with err, to run it if
+// the record turns out stored after all.
+func (d *Dispatcher) acceptFailed(w *work, err error) {
+	probe, ok := d.journal.(sessions.AcceptProbe)
+	if !ok || w.RecordID == "" || !(isStorage(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return
+	}
+	if d.unsure.put(w) {
+		go d.resolveUnsure(probe, w.RecordID)
+	}
+}
+
+// accepted settles a record that a redelivery stored: it is not run again
+// by resolveUnsure.
+func (d *Dispatcher) accepted(id string) { d.unsure.take(id) }
+
+// resolveUnsure asks probe about id until it knows whether the failed
+// write stored it, then runs the work or forgets it.
+func (d *Dispatcher) resolveUnsure(probe sessions.AcceptProbe, id string) {
+	log := d.log.With(zap.String("record_id", id))
+	failed := time.Now()
+	t := time.NewTicker(unsureEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.life.Done():
+			return // pending if stored: the next start or another replica runs it
+		case <-t.C:
+		}
+		if d.closing.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(d.life, 5*time.Second)
+		stored, err := probe.Stored(ctx, id)
+		cancel()
+		switch {
+		case err == nil && stored:
+			if w := d.unsure.take(id); w != nil {
+				log.Info("a message whose journal write failed was stored after all; running it")
+				d.opts.Metrics.UnsureStored.Inc()
+				d.admit(d.life, w)
+			}
+			return
+		case err == nil && time.Since(failed) >= unsureSettled:
+			d.unsure.take(id) // not stored (or another replica's): its redelivery brings it
+			return
+		case err != nil && time.Since(failed) >= unsureGiveUp:
+			d.unsure.take(id)
+			log.Warn("could not learn whether a refused message was stored; if it was, it runs when this process restarts or stops", zap.Error(err))
+			return
+		}
+	}
+}
+
+// size is how many failed writes are kept.
+func (u *unsureSet) size() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
+}
