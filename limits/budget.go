@@ -26,9 +26,12 @@ func (l *Limiter) load(ctx context.Context, keys []windowKey, now time.Time) {
 			c = &counter{end: k.end}
 			l.counters[k.key] = c
 		}
-		if !c.loaded && !now.Before(c.retryAt) {
+		// First checked: read it even when a charge's flush loaded it
+		// (flushes refresh only the counters checks use).
+		if (!c.loaded || !c.budget) && !now.Before(c.retryAt) {
 			missing = append(missing, k.key)
 		}
+		c.budget = true
 	}
 	l.mu.Unlock()
 	if len(missing) == 0 {
@@ -41,8 +44,8 @@ func (l *Limiter) load(ctx context.Context, keys []windowKey, now time.Time) {
 	defer l.mu.Unlock()
 	for _, k := range missing {
 		c := l.counters[k]
-		if c == nil || c.loaded {
-			continue // a flush got its total meanwhile
+		if c == nil {
+			continue
 		}
 		if err != nil {
 			c.retryAt = now.Add(retryLoad)

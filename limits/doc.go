@@ -12,8 +12,9 @@
 // counters are kept in memory and written behind: Charge adds to the
 // memory copy, Run flushes the pending charges to the storage seam's
 // sessions.LimitCounters once a second (and Flush at shutdown), which adds
-// them atomically and returns the totals, so charges made by other
-// replicas show up at the next flush. A crash loses at most the charges of
+// them atomically and returns the totals; the same flush re-reads the
+// other counters checks use, so charges made by other replicas show here
+// within a second. A crash loses at most the charges of
 // the last second (the budgets undercount, never overcount). A counter not
 // in memory is read from the store at its first Check (one read per
 // subject and window).

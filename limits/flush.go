@@ -81,9 +81,17 @@ func (l *Limiter) Flush(ctx context.Context) error {
 			l.log.Debug("ended budget windows pruned", zap.Int("counters", n))
 		}
 	}
-	if len(batch) == 0 {
-		return nil
+	if len(batch) > 0 {
+		if err := l.write(ctx, batch); err != nil {
+			return err
+		}
 	}
+	return l.refresh(ctx)
+}
+
+// write adds batch to the store and takes the totals it returns; on
+// failure the charges go back to pending.
+func (l *Limiter) write(ctx context.Context, batch []sessions.LimitDelta) error {
 	totals, err := l.store.AddUsage(ctx, batch)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -103,6 +111,37 @@ func (l *Limiter) Flush(ctx context.Context) error {
 	for k, t := range totals {
 		if c := l.counters[k]; c != nil {
 			c.stored, c.loaded = t, true
+		}
+		l.fresh[k] = struct{}{}
+	}
+	return nil
+}
+
+// refresh re-reads the counters a check uses that this flush did not
+// write, so that charges other processes (replicas) made show here too.
+func (l *Limiter) refresh(ctx context.Context) error {
+	var keys []sessions.LimitKey
+	l.mu.Lock()
+	for k, c := range l.counters {
+		if _, ok := l.fresh[k]; !ok && c.loaded && c.budget {
+			keys = append(keys, k)
+		}
+	}
+	clear(l.fresh)
+	l.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	got, err := l.store.LimitUsage(ctx, keys)
+	if err != nil {
+		l.fails.Inc()
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if c := l.counters[k]; c != nil {
+			c.stored = got[k]
 		}
 	}
 	return nil

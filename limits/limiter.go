@@ -87,6 +87,7 @@ type Limiter struct {
 	counters  map[sessions.LimitKey]*counter
 	notices   map[noticeKey]time.Time
 	lastPrune time.Time
+	fresh     map[sessions.LimitKey]struct{} // written by the flush in progress
 }
 
 type bucketKey struct{ scope, subject string }
@@ -108,6 +109,7 @@ type counter struct {
 	stored  sessions.LimitTotal
 	pending sessions.LimitTotal
 	loaded  bool
+	budget  bool      // a check reads it: refreshed at each flush
 	retryAt time.Time // after a failed read
 }
 
@@ -141,6 +143,7 @@ func New(cfg Config, owners []string, o Options) (*Limiter, error) {
 			Help: "Failed reads and writes of budget counters (charges are kept and retried).",
 		}),
 		buckets: map[bucketKey]*bucket{}, counters: map[sessions.LimitKey]*counter{}, notices: map[noticeKey]time.Time{},
+		fresh: map[sessions.LimitKey]struct{}{},
 	}
 	if o.Registerer != nil {
 		for _, c := range []prometheus.Collector{l.rejects, l.fails} {

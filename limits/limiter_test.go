@@ -320,7 +320,7 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 }
 
 // TestSharedCounters: two Limiters on one store (two replicas) see each
-// other's charges after a flush.
+// other's charges after a flush, also one that charged nothing itself.
 func TestSharedCounters(t *testing.T) {
 	cfg := withDefaults(Scope{}, Scope{}, Scope{Daily: Budget{Tokens: 100}})
 	clk := &clock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
@@ -330,11 +330,19 @@ func TestSharedCounters(t *testing.T) {
 		t.Fatalf("b: %+v", d)
 	}
 	a.l.Charge(usageOf(alice, 60, 0))
-	b.l.Charge(usageOf(bob, 40, 0))
 	a.flush()
+	b.flush() // b charged nothing: its flush re-reads what a check uses
+	if d := b.check(bob); !d.Allow {
+		t.Fatalf("b at 60 of 100: %+v", d)
+	}
+	b.l.Charge(usageOf(bob, 40, 0))
 	b.flush() // b's add returns 100: a's charge included
 	if d := b.check(alice); d.Allow || d.Scope != ScopeAgent {
 		t.Errorf("b after both flushes: %+v, want refused by the agent's budget", d)
+	}
+	a.flush()
+	if d := a.check(alice); d.Allow || d.Scope != ScopeAgent {
+		t.Errorf("a after b's charge: %+v, want refused by the agent's budget", d)
 	}
 }
 
