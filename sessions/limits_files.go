@@ -210,11 +210,11 @@ func (l *LimitFiles) writeLocked(m map[LimitKey]limitRow) error {
 	for k, r := range m {
 		rows = append(rows, limitFileRow{LimitKey: k, End: r.End, LimitTotal: r.Total})
 	}
-	slices.SortFunc(rows, func(a, b limitFileRow) int {
-		return cmp.Or(cmp.Compare(b.End, a.End), cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Subject, b.Subject),
-			cmp.Compare(a.Period, b.Period), cmp.Compare(a.Start, b.Start))
-	})
 	if len(rows) > MaxLimitCounters {
+		slices.SortFunc(rows, func(a, b limitFileRow) int {
+			return cmp.Or(cmp.Compare(b.End, a.End), cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Subject, b.Subject),
+				cmp.Compare(a.Period, b.Period), cmp.Compare(a.Start, b.Start))
+		})
 		for _, r := range rows[MaxLimitCounters:] {
 			delete(m, r.LimitKey)
 		}

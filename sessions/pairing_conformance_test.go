@@ -218,3 +218,13 @@ func TestLimitsConformance(t *testing.T) {
 		return l
 	})
 }
+
+// BenchmarkLimits is sessionstest.BenchLimits on the files backend.
+func BenchmarkLimits(b *testing.B) {
+	m, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), Passive: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	sessionstest.BenchLimits(b, m.Backend().Limits())
+}

@@ -86,3 +86,8 @@ func TestLimitsConformance(t *testing.T) {
 		return l
 	})
 }
+
+// BenchmarkLimits is sessionstest.BenchLimits on PostgreSQL.
+func BenchmarkLimits(b *testing.B) {
+	sessionstest.BenchLimits(b, openBench(b, 4).Limits())
+}
