@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
-
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels"
