@@ -178,6 +178,10 @@ type Result struct {
 	// Model is the "provider/model" that gave the final answer: a
 	// fallback's when the primary failed (fallback.go).
 	Model string
+	// Usage is the sum of the turn's assistant messages' usage (tokens and
+	// cost), also when the turn failed after some model calls: limits
+	// charges it to the turn's senders, room and agent.
+	Usage sessions.Usage
 }
 
 // modelName is the "provider/model" a session uses.
@@ -374,6 +378,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		iter++
 		msg = r.stamp(s, msg, req)
+		res.Usage = sumUsage(res.Usage, *msg.Usage)
 		id, err := r.appendAssistant(ctx, s, msg)
 		if err != nil {
 			return res, err

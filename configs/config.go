@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/channels/discord"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -32,6 +33,7 @@ type Config struct {
 	Messages  Messages                      `mapstructure:"messages"`
 	Commands  Commands                      `mapstructure:"commands"`
 	Media     dispatch.MediaConfig          `mapstructure:"media"`
+	Limits    limits.Config                 `mapstructure:"limits"`
 }
 
 // Commands is the commands section.
@@ -173,6 +175,7 @@ func Default() *Config {
 			LockTimeout: 10 * time.Second,
 		},
 		Messages: Messages{Queue: dispatch.DefaultQueue(), Inbound: dispatch.DefaultInbound(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5}},
+		Limits:   limits.Default(),
 	}
 }
 
@@ -284,6 +287,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Messages.Inbound.Validate(); err != nil {
+		return err
+	}
+	if err := c.validateLimits(); err != nil {
 		return err
 	}
 	return c.Messages.Queue.Validate()

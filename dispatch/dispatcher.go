@@ -15,6 +15,7 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	// ran (default 5). Either way its chat gets a short notice.
 	MaxFailures int
 	MaxDeaths   int
+	// Limits applies per-sender, per-room and per-agent limits and
+	// budgets (limits.go); nil limits nothing.
+	Limits *limits.Limiter
 }
 
 // Dispatcher routes inbound messages to agent turns and replies back.
@@ -266,6 +270,9 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if w.Command == "stop" {
 		d.stop(ctx, w)
 		return nil
+	}
+	if d.throttled(ctx, w) {
+		return channels.ErrRejected
 	}
 	w.HistoryMark = d.historyMark(in)
 	payload, err := json.Marshal(envelope{Inbound: &in, History: w.HistoryMark})

@@ -161,6 +161,7 @@ type harness struct {
 	grace time.Duration                                   // shutdown grace in close (default 5 s)
 	wrap  func(sessions.Backend) sessions.Backend         // wraps the backend the dispatcher and runner see; nil: none
 	agent func(*agents.Options)                           // changes the runner's options; nil: none
+	disp  func(*Options)                                  // changes the dispatcher's options; nil: none
 	ctx   context.Context
 	stop  context.CancelFunc
 }
@@ -213,7 +214,11 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Options{Sessions: backend, StateDir: mgr.StateDir(), Runner: runner, Logger: log}, &Runtime{Resolver: resolver, Queue: h.queue})
+	dopts := Options{Sessions: backend, StateDir: mgr.StateDir(), Runner: runner, Logger: log}
+	if h.disp != nil {
+		h.disp(&dopts)
+	}
+	d, err := New(dopts, &Runtime{Resolver: resolver, Queue: h.queue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	out = stream.handOver(ctx, out)
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
 	all := slices.Concat(ws, steered.all())
+	d.charge(all, first.AgentID, res.Usage)
 	ids = recordIDs(all)
 	out.Answers = answers(all)
 	if err != nil {

@@ -53,7 +53,11 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	if err := d.buildLimits(cfg); err != nil {
+		return err
+	}
 	disp, err := dispatch.New(dispatch.Options{
+		Limits:   d.limits,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: names,
 		Metrics:     dispatch.NewMetrics(d.reg),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,

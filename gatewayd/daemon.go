@@ -18,6 +18,7 @@ import (
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -66,6 +67,7 @@ type Daemon struct {
 	adapters []channels.Adapter
 	pairing  *access.PairingStore
 	policy   atomic.Pointer[access.Policy] // the access policy in force
+	limits   *limits.Limiter               // per-user limits and budgets (limits.go)
 
 	mu  sync.Mutex
 	cfg *configs.Config // guarded by mu; swapped by hot reload

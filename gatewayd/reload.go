@@ -120,6 +120,11 @@ func (d *Daemon) reload(metric *prometheus.CounterVec) {
 		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
 		return
 	}
+	if err := d.limits.SetConfig(cfg.Limits, cfg.Commands.Owners); err != nil {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
+		return
+	}
 	d.disp.SetRuntime(rt)
 	d.policy.Store(policy)
 	d.mu.Lock()

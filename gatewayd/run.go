@@ -109,6 +109,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 		log.Error("resuming journaled messages failed", zap.Error(err))
 	}
 	waitLoops := d.runLoops(ctx)
+	stopLimits := d.runLimits(ctx)
 	d.waitAccepting(ctx)
 	d.server.SetReady(true)
 	addr := ln.Addr().String()
@@ -130,6 +131,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	d.server.SetReady(false)
 	stopAdapters()
 	d.shutdown(httpSrv)
+	stopLimits() // after the turns: their charges are flushed
 	if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) && runErr == nil {
 		log.Warn("http server", zap.Error(err))
 	}

@@ -68,6 +68,7 @@ func (b filesBackend) Journal() Delivery                  { return b.m.Journal()
 func (b filesBackend) History() RoomLog                   { return b.m.History() }
 func (b filesBackend) Pairing() PairingState              { return b.m.pairingFiles() }
 func (b filesBackend) Cursors() Cursors                   { return b.m.cursorFiles() }
+func (b filesBackend) Limits() LimitCounters              { return b.m.limitFiles() }
 func (b filesBackend) SetReset(c ResetConfig)             { b.m.SetReset(c) }
 func (b filesBackend) ResetConfig() ResetConfig           { return b.m.ResetConfig() }
 func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMaintenance(c) }
@@ -105,6 +106,16 @@ func (m *Manager) cursorFiles() *CursorFiles {
 		m.cursors = NewCursorFiles(filepath.Join(m.opts.StateDir, "cursors"), m.opts.LockTimeout)
 	}
 	return m.cursors
+}
+
+// limitFiles is the budget counters' file under <stateDir>/limits.
+func (m *Manager) limitFiles() *LimitFiles {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.limits == nil {
+		m.limits = NewLimitFiles(filepath.Join(m.opts.StateDir, "limits"), m.opts.LockTimeout)
+	}
+	return m.limits
 }
 
 var (

@@ -70,9 +70,10 @@ type Manager struct {
 	hmu     sync.Mutex // guards history
 	history *RoomHistory
 
-	smu     sync.Mutex // guards pairing, cursors (backend_files.go)
+	smu     sync.Mutex // guards pairing, cursors, limits (backend_files.go)
 	pairing *PairingFiles
 	cursors *CursorFiles
+	limits  *LimitFiles
 
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -194,3 +194,37 @@ func BenchmarkPairing(b *testing.B) {
 	b.Cleanup(func() { _ = m.Close() })
 	sessionstest.BenchPairing(b, m.Backend().Pairing())
 }
+
+// TestLimitsConformance runs the budget counter suite against the files
+// backend.
+func TestLimitsConformance(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		dirs = map[sessions.LimitCounters]string{}
+	)
+	sessionstest.TestLimits(t, func(t *testing.T, share sessions.LimitCounters) sessions.LimitCounters {
+		mu.Lock()
+		dir, ok := dirs[share]
+		mu.Unlock()
+		if !ok {
+			dir = t.TempDir()
+		}
+		// A fresh *LimitFiles per handle: the backend caches one per
+		// Manager, and two Managers are two processes.
+		l := openBackend(t, dir).Limits()
+		mu.Lock()
+		dirs[l] = dir
+		mu.Unlock()
+		return l
+	})
+}
+
+// BenchmarkLimits is sessionstest.BenchLimits on the files backend.
+func BenchmarkLimits(b *testing.B) {
+	m, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), Passive: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	sessionstest.BenchLimits(b, m.Backend().Limits())
+}

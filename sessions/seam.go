@@ -31,6 +31,8 @@ type Backend interface {
 	Pairing() PairingState
 	// Cursors holds channel cursors such as the Telegram offset.
 	Cursors() Cursors
+	// Limits holds the budget counters of package limits (seam_limits.go).
+	Limits() LimitCounters
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

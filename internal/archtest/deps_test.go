@@ -75,7 +75,7 @@ func TestImportRules(t *testing.T) {
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
 	for _, p := range []string{"routing", "lanes", "sessions", "sessions/pgstore", conformance, "channels", "channels/telegram", "channels/discord",
-		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest"} {
+		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
 		}
@@ -116,6 +116,11 @@ func TestRuleTable(t *testing.T) {
 		{conformance, "sessions/pgstore/pgtest", true},
 		{conformance, "dispatch", true},
 		{"sessions", conformance, true},
+		{"limits", "sessions", false},
+		{"limits", "dispatch", true},
+		{"limits", "channels", true},
+		{"limits", "sessions/pgstore", true},
+		{"dispatch", "limits", false},
 		{"sessions/pgstore", conformance, true},
 		{"dispatch", conformance, true},
 		{assembler, conformance, true},

@@ -124,7 +124,7 @@ var rules = []depRule{
 	{"backends", isBackend, only("sessions", "routing"),
 		"a storage backend implements the seam sessions owns: it imports sessions, routing and leaf packages, never a layer above the seam"},
 	{"above-seam", func(p string) bool {
-		for _, part := range []string{"dispatch", "agents", "api", "access", "channels"} {
+		for _, part := range []string{"dispatch", "agents", "api", "access", "channels", "limits"} {
 			if under(p, part) {
 				return true
 			}
@@ -153,7 +153,7 @@ var rules = []depRule{
 			assembler + " translates it into the parts' options, and the harness that starts the whole daemon " +
 			"configures it as an operator does (STYLE 5)"},
 	{"assembly", func(p string) bool {
-		for _, part := range []string{"dispatch", "sessions", "channels", "agents", "api", "access", "routing", "lanes"} {
+		for _, part := range []string{"dispatch", "sessions", "channels", "agents", "api", "access", "routing", "lanes", "limits"} {
 			if under(p, part) {
 				return true
 			}
@@ -161,6 +161,8 @@ var rules = []depRule{
 		return false
 	}, reaches(assembler),
 		"the parts never import " + assembler + ": it assembles them, and each gets what it needs handed in as options"},
+	{"limits", pkgIs("limits"), only("sessions", "routing"),
+		"limits imports only sessions (the seam's counter interface) and routing: dispatch hands it plain subjects, so it knows no channel, agent or backend"},
 	{"no-fakes", func(p string) bool { return !isTestPkg(p) && p != benchPkg },
 		func(from, to string) bool { return isTestPkg(to) },
 		"production code never imports a *test package (fakes and harnesses); only tests and " + benchPkg + " do"},

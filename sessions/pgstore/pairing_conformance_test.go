@@ -74,3 +74,20 @@ func TestCursorsConformance(t *testing.T) {
 func BenchmarkPairing(b *testing.B) {
 	sessionstest.BenchPairing(b, openBench(b, 4).Pairing())
 }
+
+// TestLimitsConformance runs the budget counter suite against PostgreSQL.
+func TestLimitsConformance(t *testing.T) {
+	pgtest.AdminURL(t)
+	dbs := &sharedDBs[sessions.LimitCounters]{urls: map[sessions.LimitCounters]string{}}
+	sessionstest.TestLimits(t, func(t *testing.T, share sessions.LimitCounters) sessions.LimitCounters {
+		db, remember := dbs.open(t, share, share == nil)
+		l := db.Limits() // keyed by its *DB: each handle is a distinct key
+		remember(l)
+		return l
+	})
+}
+
+// BenchmarkLimits is sessionstest.BenchLimits on PostgreSQL.
+func BenchmarkLimits(b *testing.B) {
+	sessionstest.BenchLimits(b, openBench(b, 4).Limits())
+}

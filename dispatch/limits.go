@@ -1,0 +1,82 @@
+package dispatch
+
+import (
+	"context"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/limits"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Limits (issue 14): a message is checked after the access policy and
+// before it is journaled, so a throttled one never reaches the agent and
+// is no work for it; the turn's usage is charged when the turn returns.
+
+// limitedCommand reports whether w counts against the limits: messages,
+// and the commands that run the model (/compact, /new or /reset with a
+// first message). Other commands (/status, /help, /stop, /queue, ...)
+// always work, so a throttled sender can still see why and stop a run.
+func (d *Dispatcher) limitedCommand(w *work) bool {
+	switch w.Command {
+	case "":
+		return true
+	case "compact":
+		return true
+	case "new", "reset":
+		first, tail, _ := strings.Cut(w.Args, " ")
+		return w.Args != "" && !(w.Command == "new" && tail == "" && d.isModel(first))
+	}
+	return false
+}
+
+// throttled checks w against the limits; a refused message is answered
+// with the limiter's notice (when this sender was not told in this room
+// within the notice window) and reported true.
+func (d *Dispatcher) throttled(ctx context.Context, w *work) bool {
+	lim := d.opts.Limits
+	if lim == nil || !d.limitedCommand(w) {
+		return false
+	}
+	in := w.In
+	dec := lim.Check(ctx, limits.Subject{AgentID: w.AgentID, Channel: in.Channel, SenderID: in.SenderID, ChatID: in.ChatID})
+	if dec.Allow {
+		return false
+	}
+	d.log.Info("message throttled", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+		zap.String("sender_id", in.SenderID), zap.String("agent_id", w.AgentID),
+		zap.String("scope", dec.Scope), zap.String("kind", dec.Kind), zap.Bool("notice", dec.Notice != ""))
+	if dec.Notice != "" {
+		d.notify(ctx, in, dec.Notice)
+	}
+	return true
+}
+
+// charge adds a turn's usage to the budgets of its senders, room and
+// agent (internal work charges the agent only).
+func (d *Dispatcher) charge(ws []*work, agentID string, u sessions.Usage) {
+	if d.opts.Limits == nil || u.TotalTokens <= 0 && u.Cost.Total <= 0 {
+		return
+	}
+	c := limits.Usage{AgentID: agentID, Tokens: u.TotalTokens, CostUSD: u.Cost.Total}
+	for _, w := range ws {
+		if w.Agent != nil {
+			continue
+		}
+		c.Channel, c.ChatID = w.In.Channel, w.In.ChatID
+		if w.In.SenderID != "" && !contains(c.Senders, w.In.SenderID) {
+			c.Senders = append(c.Senders, w.In.SenderID)
+		}
+	}
+	d.opts.Limits.Charge(c)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,105 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// limitStore implements sessions.LimitCounters on the limit_counters table
+// (migration 00007): a batch of charges is one statement that inserts or
+// adds to each row and returns the totals, so replicas sharing the
+// database never lose one another's charges.
+type limitStore struct{ db *DB }
+
+// Limits returns the budget counters stored in the database.
+func (db *DB) Limits() sessions.LimitCounters { return limitStore{db} }
+
+// AddUsage implements sessions.LimitCounters.
+func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) (map[sessions.LimitKey]sessions.LimitTotal, error) {
+	merged, err := sessions.MergeLimitDeltas(deltas)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[sessions.LimitKey]sessions.LimitTotal, len(merged))
+	if len(merged) == 0 {
+		return out, nil
+	}
+	n := len(merged)
+	scopes, subjects, periods := make([]string, n), make([]string, n), make([]string, n)
+	starts, ends, tokens, costs := make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n)
+	for i, d := range merged {
+		scopes[i], subjects[i], periods[i] = d.Key.Scope, d.Key.Subject, d.Key.Period
+		starts[i], ends[i], tokens[i], costs[i] = d.Key.Start, d.End, d.Tokens, d.CostUSD
+	}
+	rows, err := l.db.pool.Query(ctx, `INSERT INTO limit_counters AS c
+			(scope, subject, period, window_start, window_end, tokens, cost_usd, updated_at)
+		SELECT s, j, p, st, en, tk, co, $8
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[])
+			AS u(s, j, p, st, en, tk, co)
+		ON CONFLICT (scope, subject, period, window_start) DO UPDATE
+			SET tokens = c.tokens + excluded.tokens, cost_usd = c.cost_usd + excluded.cost_usd,
+				updated_at = excluded.updated_at
+		RETURNING scope, subject, period, window_start, tokens, cost_usd`,
+		scopes, subjects, periods, starts, ends, tokens, costs, l.db.clock())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: add limit usage: %w", err)
+	}
+	if err := scanLimits(rows, out); err != nil {
+		return nil, fmt.Errorf("pgstore: add limit usage: %w", err)
+	}
+	return out, nil
+}
+
+// LimitUsage implements sessions.LimitCounters.
+func (l limitStore) LimitUsage(ctx context.Context, keys []sessions.LimitKey) (map[sessions.LimitKey]sessions.LimitTotal, error) {
+	out := make(map[sessions.LimitKey]sessions.LimitTotal, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	n := len(keys)
+	scopes, subjects, periods, starts := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, k := range keys {
+		if err := sessions.CheckLimitKey(k); err != nil {
+			return nil, err
+		}
+		scopes[i], subjects[i], periods[i], starts[i] = k.Scope, k.Subject, k.Period, k.Start
+	}
+	rows, err := l.db.pool.Query(ctx, `SELECT c.scope, c.subject, c.period, c.window_start, c.tokens, c.cost_usd
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(s, j, p, st)
+		JOIN limit_counters c ON c.scope = u.s AND c.subject = u.j AND c.period = u.p AND c.window_start = u.st`,
+		scopes, subjects, periods, starts)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: limit usage: %w", err)
+	}
+	if err := scanLimits(rows, out); err != nil {
+		return nil, fmt.Errorf("pgstore: limit usage: %w", err)
+	}
+	return out, nil
+}
+
+// PruneLimits implements sessions.LimitCounters.
+func (l limitStore) PruneLimits(ctx context.Context, end int64) (int, error) {
+	tag, err := l.db.pool.Exec(ctx, `DELETE FROM limit_counters WHERE window_end <= $1`, end)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: prune limit counters: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func scanLimits(rows pgx.Rows, out map[sessions.LimitKey]sessions.LimitTotal) error {
+	var (
+		k sessions.LimitKey
+		t sessions.LimitTotal
+	)
+	_, err := pgx.ForEachRow(rows, []any{&k.Scope, &k.Subject, &k.Period, &k.Start, &t.Tokens, &t.CostUSD}, func() error {
+		out[k] = t
+		return nil
+	})
+	return err
+}
+
+var _ sessions.LimitCounters = limitStore{}
