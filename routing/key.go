@@ -233,6 +233,10 @@ func (k *Key) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// maxKeyLen bounds a key's text: a peer and a thread id of MaxPeerLen
+// bytes each, every byte escaped (%XX), four ids and the fixed words.
+const maxKeyLen = 2*3*MaxPeerLen + 4*MaxIDLen + 32
+
 // Parse reads a session key. Agent, channel, account and main ids are
 // lower-cased; peer and thread ids keep their case. Legacy "dm" reads as
 // direct. Invalid input is an error wrapping ErrInvalidKey that says what is
@@ -241,7 +245,7 @@ func Parse(s string) (Key, error) {
 	bad := func(format string, a ...any) (Key, error) {
 		return Key{}, fmt.Errorf("%w %q: %s", ErrInvalidKey, truncate(s), fmt.Sprintf(format, a...))
 	}
-	if len(s) > 4*MaxPeerLen+4*MaxIDLen {
+	if len(s) > maxKeyLen {
 		return bad("too long (%d bytes)", len(s))
 	}
 	parts := strings.Split(s, ":")
