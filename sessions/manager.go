@@ -73,6 +73,7 @@ type Manager struct {
 	smu     sync.Mutex // guards pairing, cursors (backend_files.go)
 	pairing *PairingFiles
 	cursors *CursorFiles
+	msgs    *RoomMessageFiles // guarded by smu (backend_files.go)
 
 	cancel context.CancelFunc
 	done   chan struct{}

@@ -31,6 +31,9 @@ type Backend interface {
 	Pairing() PairingState
 	// Cursors holds channel cursors such as the Telegram offset.
 	Cursors() Cursors
+	// Messages records the messages of each room the bot saw and sent
+	// (the message tool, seam_messages.go).
+	Messages() RoomMessages
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)
