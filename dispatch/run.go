@@ -175,6 +175,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		OnTool:           d.toolFunc(ctx, adapter, &out, steered),
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: hist.appended,
+		Room:             d.messageRoom(ctx, adapter, out, first.AgentID, ws, log),
 	})
 	stopTyping()
 	stream.stop()
@@ -260,7 +261,7 @@ func (d *Dispatcher) userMessage(ctx context.Context, w *work, mt mediaTurn) ses
 	if len(in.Attachments) > 0 {
 		in, images = d.withMedia(ctx, in, mt)
 	}
-	m := sessions.UserText(inputText(in), at)
+	m := sessions.UserText(d.withMessageID(w, inputText(in)), at)
 	if strings.TrimSpace(inputText(in)) == "" && len(images) > 0 {
 		m.Content = nil // an image alone: no empty text block
 	}

@@ -124,6 +124,28 @@ func (f *RoomMessageFiles) RoomMessage(_ context.Context, room, id string) (Room
 	return m, ok, nil
 }
 
+// LatestMessage implements RoomMessages.
+func (f *RoomMessageFiles) LatestMessage(_ context.Context, room string, own bool) (RoomMessage, bool, error) {
+	if err := CheckRoomMessage(room, "-"); err != nil {
+		return RoomMessage{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.loadLocked(); err != nil {
+		return RoomMessage{}, false, err
+	}
+	l := f.rooms[room]
+	if l == nil {
+		return RoomMessage{}, false, nil
+	}
+	for i := len(l.order) - 1; i >= 0; i-- {
+		if m := l.byID[l.order[i]]; m.Own || !own {
+			return m, true, nil
+		}
+	}
+	return RoomMessage{}, false, nil
+}
+
 func (l *msgLog) get(id string) (RoomMessage, bool) {
 	if l == nil {
 		return RoomMessage{}, false

@@ -13,7 +13,7 @@ import (
 // seen in the turn's room, and edit or delete only one the bot sent there.
 // A room is an opaque string the caller builds (channel, account, chat and
 // thread or topic); message ids are the platform's. Each room keeps its
-// RoomMessagesKeep most recently noted messages; older ones are forgotten
+// RoomMessagesKeep most recently (first) noted messages; older ones are forgotten
 // (the tool then calls them unknown). Implementations are safe for
 // concurrent use (RoomMessageFiles, pgstore.DB.RoomMessages).
 type RoomMessages interface {
@@ -23,6 +23,9 @@ type RoomMessages interface {
 	// RoomMessage returns what room's record says of message id; false
 	// when the id was never noted there (or was forgotten).
 	RoomMessage(ctx context.Context, room, id string) (RoomMessage, bool, error)
+	// LatestMessage returns the message of room noted first most recently,
+	// among the bot's own when own is true; false when there is none.
+	LatestMessage(ctx context.Context, room string, own bool) (RoomMessage, bool, error)
 }
 
 // RoomMessage is one platform message of a room.

@@ -80,4 +80,21 @@ func (r roomMessages) RoomMessage(ctx context.Context, room, id string) (session
 	return m, true, nil
 }
 
+// LatestMessage implements sessions.RoomMessages.
+func (r roomMessages) LatestMessage(ctx context.Context, room string, own bool) (sessions.RoomMessage, bool, error) {
+	if err := sessions.CheckRoomMessage(room, "-"); err != nil {
+		return sessions.RoomMessage{}, false, err
+	}
+	var m sessions.RoomMessage
+	err := r.db.pool.QueryRow(ctx, `SELECT message_id, own, at FROM room_messages WHERE room = $1 AND (own OR NOT $2)
+		ORDER BY seq DESC LIMIT 1`, room, own).Scan(&m.ID, &m.Own, &m.At)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sessions.RoomMessage{}, false, nil
+	}
+	if err != nil {
+		return sessions.RoomMessage{}, false, fmt.Errorf("pgstore: latest room message: %w", err)
+	}
+	return m, true, nil
+}
+
 var _ sessions.RoomMessages = roomMessages{}

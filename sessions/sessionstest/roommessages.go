@@ -71,6 +71,21 @@ func testRoomMessagesOwn(t *testing.T, open RoomMessagesOpener) {
 	wantMsg(t, r, room, "8", true, true)
 	wantMsg(t, r, room, "7", true, true)
 	noteMsgs(t, r, room) // nothing: no error
+	noteMsgs(t, r, room, sessions.RoomMessage{ID: "9"})
+	wantLatest(t, r, room, false, "9")
+	wantLatest(t, r, room, true, "8") // noted after 7, which became own later
+	wantLatest(t, r, "empty", false, "")
+	noteMsgs(t, r, "seen only", sessions.RoomMessage{ID: "1"})
+	wantLatest(t, r, "seen only", true, "")
+}
+
+// wantLatest fails unless r's latest (own) message of room is id ("": none).
+func wantLatest(t *testing.T, r sessions.RoomMessages, room string, own bool, id string) {
+	t.Helper()
+	m, ok, err := r.LatestMessage(roomCtx(t), room, own)
+	if err != nil || ok != (id != "") || m.ID != id {
+		t.Errorf("LatestMessage(%q, own %v) = %+v, %v, %v; want %q", room, own, m, ok, err, id)
+	}
 }
 
 func testRoomMessagesRooms(t *testing.T, open RoomMessagesOpener) {
@@ -103,6 +118,7 @@ func testRoomMessagesKeep(t *testing.T, open RoomMessagesOpener) {
 	}
 	wantMsg(t, r, "busy", "5", true, true)
 	wantMsg(t, r, "busy", fmt.Sprint(n-1), true, true)
+	wantLatest(t, r, "busy", true, fmt.Sprint(n-1))
 	wantMsg(t, r, "quiet", "0", true, true) // another room's turnover takes nothing
 }
 
