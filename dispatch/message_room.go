@@ -47,26 +47,40 @@ type messageRoom struct {
 var _ agents.Room = (*messageRoom)(nil)
 
 // messageRoom returns the turn's Room for the message tool, after noting
-// the turn's inbound message ids in the room's record; nil (no room) when
-// the agent does not offer the tool or the turn has no chat.
-func (d *Dispatcher) messageRoom(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, log *zap.Logger) agents.Room {
+// the turn's inbound message ids and those of the room history it took
+// (history) in the room's record; nil (no room) when the agent does not
+// offer the tool or the turn has no chat.
+func (d *Dispatcher) messageRoom(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, log *zap.Logger) agents.Room {
 	if a == nil || out.Channel == "" || out.ChatID == "" || !d.opts.Runner.OffersMessageTool(agentID) {
 		return nil
 	}
 	out.Interaction, out.Draft, out.Text, out.Answers = nil, "", "", nil
 	r := &messageRoom{d: d, a: a, out: out, room: roomRecord(out), log: log.With(zap.String("tool", agents.MessageToolName))}
 	var seen []sessions.RoomMessage
+	for _, id := range history {
+		if id != "" {
+			seen = append(seen, sessions.RoomMessage{ID: id})
+		}
+	}
+	d.noteSeen(ctx, r.room, ws, seen, log)
+	return r
+}
+
+// noteSeen records the inbound message ids of ws (those of room) and
+// extra as seen in room.
+func (d *Dispatcher) noteSeen(ctx context.Context, room string, ws []*work, extra []sessions.RoomMessage, log *zap.Logger) {
+	seen := extra
 	for _, w := range ws {
-		if w.Agent == nil && w.In.MessageID != "" && roomRecord(outboundFor(w.In)) == r.room {
+		if w.Agent == nil && w.In.MessageID != "" && roomRecord(outboundFor(w.In)) == room {
 			seen = append(seen, sessions.RoomMessage{ID: w.In.MessageID, At: w.In.Time})
 		}
 	}
-	if len(seen) > 0 {
-		if err := d.opts.Sessions.Messages().NoteMessages(ctx, r.room, seen); err != nil {
-			log.Warn("room messages not noted; the message tool will not find them", zap.Error(err))
-		}
+	if len(seen) == 0 {
+		return
 	}
-	return r
+	if err := d.opts.Sessions.Messages().NoteMessages(ctx, room, seen); err != nil {
+		log.Warn("room messages not noted; the message tool will not find them", zap.Error(err))
+	}
 }
 
 // noteOwn records ids as the bot's own messages in out's room, for an
@@ -251,12 +265,21 @@ func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Co
 // of an agent that offers the message tool can read it ("[message_id: 42]
 // [Ann] hi"), for chats where the tool can act (reactions or edits).
 func (d *Dispatcher) withMessageID(w *work, text string) string {
-	if w.In.MessageID == "" || !d.opts.Runner.OffersMessageTool(w.AgentID) {
+	if !d.showsMessageIDs(w) {
 		return text
+	}
+	return "[message_id: " + w.In.MessageID + "] " + text
+}
+
+// showsMessageIDs reports whether w's model input shows message ids: its
+// agent offers the message tool and its chat can react or edit.
+func (d *Dispatcher) showsMessageIDs(w *work) bool {
+	if w == nil || w.In.MessageID == "" || !d.opts.Runner.OffersMessageTool(w.AgentID) {
+		return false
 	}
 	switch d.adapter(w.In.Channel, w.In.AccountID).(type) {
 	case channels.Reactor, channels.Drafter:
-		return "[message_id: " + w.In.MessageID + "] " + text
+		return true
 	}
-	return text
+	return false
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
@@ -357,5 +358,67 @@ func TestMessageToolUnsupported(t *testing.T) {
 	})
 	if got := h.tg.texts(); !slices.Equal(got, []string{"done"}) {
 		t.Errorf("chat got %q, want the answer", got)
+	}
+}
+
+// TestMessageToolGroupEndToEnd: real Telegram adapter polling the fake Bot
+// API, the access policy and an OpenAI provider on openaitest. A message
+// the bot heard in the group before it was addressed (room history) shows
+// its id to the model, which reacts to it and replies to it; a message from
+// a sender the group does not admit never reached the agent, so the tool
+// calls it unknown and nothing is sent for it.
+func TestMessageToolGroupEndToEnd(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram"),
+		agents: []agents.Agent{messageAgent}})
+	ctx := rigCtx(t)
+	_, bobMsg := tg.AddMessage(telegramtest.Message{ChatID: tgGroup, FromID: bob, FromName: "Bob", Text: "the build is red"})
+	lastUpd, malloryMsg := tg.AddMessage(telegramtest.Message{ChatID: tgGroup, FromID: mallory, FromName: "Mallory", Text: "psst"})
+	if err := tg.WaitConfirmed(ctx, lastUpd); err != nil {
+		t.Fatal(err)
+	}
+	args := func(a map[string]any) string { b, _ := json.Marshal(a); return string(b) }
+	model.SetReply(func(n int, _ openaitest.Request) openaitest.Reply {
+		if n > 0 {
+			return openaitest.Reply{Text: "noted"}
+		}
+		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{
+			{ID: "c1", Name: "message", Arguments: args(map[string]any{"action": "react", "emoji": "👀", "messageId": strconv.Itoa(bobMsg)})},
+			{ID: "c2", Name: "message", Arguments: args(map[string]any{"action": "reply", "messageId": strconv.Itoa(bobMsg), "text": "on it"})},
+			{ID: "c3", Name: "message", Arguments: args(map[string]any{"action": "react", "emoji": "👎", "messageId": strconv.Itoa(malloryMsg)})},
+		}}
+	})
+	_, aliceMsg := tg.AddMessage(telegramtest.Message{ChatID: tgGroup, FromID: alice, FromName: "Alice", Text: "@" + tg.BotUserName() + " look at that"})
+	got := lastUser(waitModel(t, model, 1))
+	if !inOrder(got, fmt.Sprintf("Bob [message_id: %d]: the build is red", bobMsg), historyFooter, fmt.Sprintf("[message_id: %d] [Alice] look at that", aliceMsg)) {
+		t.Fatalf("model input:\n%s\nwant the ids of the history message and of Alice's", got)
+	}
+	if _, err := tg.WaitSent(ctx, 2); err != nil { // the tool's reply and the answer
+		t.Fatal(err)
+	}
+	r.drained()
+	if re := tg.Reactions(); len(re) != 1 || re[0].MessageID != bobMsg || re[0].ChatID != tgGroup {
+		t.Errorf("reactions = %+v, want 👀 on Bob's message only", re)
+	}
+	var texts []string
+	for _, s := range tg.Sent() {
+		texts = append(texts, s.Text)
+		if s.Text == "on it" && s.ReplyTo != bobMsg {
+			t.Errorf("tool reply quotes %d, want Bob's %d", s.ReplyTo, bobMsg)
+		}
+	}
+	if !slices.Equal(texts, []string{"on it", "noted"}) {
+		t.Errorf("sent %q, want the tool's reply then the answer", texts)
+	}
+	var results []string
+	for _, m := range model.Requests()[1].Body.Messages {
+		if m.Role == "tool" {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 3 || !strings.Contains(results[0], `"ok":true`) || !strings.Contains(results[1], `"ok":true`) ||
+		!strings.Contains(results[2], "is not one seen in this chat") {
+		t.Errorf("tool results the model read: %q", results)
 	}
 }

@@ -175,7 +175,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		OnTool:           d.toolFunc(ctx, adapter, &out, steered),
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: hist.appended,
-		Room:             d.messageRoom(ctx, adapter, out, first.AgentID, ws, log),
+		Room:             d.messageRoom(ctx, adapter, out, first.AgentID, ws, hist.ids, log),
 	})
 	stopTyping()
 	stream.stop()
@@ -394,6 +394,9 @@ func (d *Dispatcher) steerFunc(ctx context.Context, b lanes.Batch, st *steerStat
 				continue // NoSteer items: lanes does not hand them out
 			}
 			for _, p := range expand(w) {
+				if d.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
+					d.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
+				}
 				msgs = d.appendUser(ctx, msgs, p, mt)
 				st.add(p)
 				if err := d.journal.Start(p.RecordID); err != nil {
