@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -142,7 +143,8 @@ func (r *messageRoom) unsupported(what string) error {
 }
 
 // React implements agents.Room.
-func (r *messageRoom) React(ctx context.Context, messageID, emoji string) error {
+func (r *messageRoom) React(ctx context.Context, messageID, emoji string) (err error) {
+	defer r.count("react", &err)
 	re, ok := r.a.(channels.Reactor)
 	if !ok {
 		return r.unsupported("reactions")
@@ -158,7 +160,8 @@ func (r *messageRoom) React(ctx context.Context, messageID, emoji string) error 
 
 // Reply implements agents.Room: text goes out in the platform's chunks,
 // the first quoting the target.
-func (r *messageRoom) Reply(ctx context.Context, messageID, text string) ([]string, error) {
+func (r *messageRoom) Reply(ctx context.Context, messageID, text string) (_ []string, err error) {
+	defer r.count("reply", &err)
 	c, ok := r.a.(channels.IDChunker)
 	ch, ok2 := r.a.(channels.Chunker)
 	if !ok || !ok2 {
@@ -201,7 +204,8 @@ func (r *messageRoom) noteOwn(ctx context.Context, id string) {
 }
 
 // Edit implements agents.Room (cut to one message).
-func (r *messageRoom) Edit(ctx context.Context, messageID, text string) (string, error) {
+func (r *messageRoom) Edit(ctx context.Context, messageID, text string) (_ string, err error) {
+	defer r.count("edit", &err)
 	dr, ok := r.a.(channels.Drafter)
 	if !ok {
 		return "", r.unsupported("editing messages")
@@ -214,7 +218,8 @@ func (r *messageRoom) Edit(ctx context.Context, messageID, text string) (string,
 }
 
 // Delete implements agents.Room.
-func (r *messageRoom) Delete(ctx context.Context, messageID string) (string, error) {
+func (r *messageRoom) Delete(ctx context.Context, messageID string) (_ string, err error) {
+	defer r.count("delete", &err)
 	dr, ok := r.a.(channels.Drafter)
 	if !ok {
 		return "", r.unsupported("deleting messages")
@@ -224,6 +229,21 @@ func (r *messageRoom) Delete(ctx context.Context, messageID string) (string, err
 		return "", err
 	}
 	return id, r.call(ctx, "delete", func(ctx context.Context) error { return dr.DeleteDraft(ctx, r.out, id) })
+}
+
+// count counts one action by its outcome *err.
+func (r *messageRoom) count(action string, err *error) {
+	result := "ok"
+	switch {
+	case *err == nil:
+	case errors.Is(*err, agents.ErrRefused):
+		result = "failed"
+	case errors.Is(*err, agents.ErrUnknownMessage), errors.Is(*err, agents.ErrNotOwnMessage), errors.Is(*err, agents.ErrUnsupported):
+		result = "refused"
+	default:
+		result = "error"
+	}
+	r.d.opts.Metrics.MessageTool.WithLabelValues(r.out.Channel, action, result).Inc()
 }
 
 // call makes one platform call after the chat's edit gate; a rate-limit
@@ -241,7 +261,6 @@ func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Co
 		err = f(cctx)
 		cancel()
 		if err == nil {
-			r.d.opts.Metrics.DraftCalls.WithLabelValues(r.out.Channel, "tool_"+op).Inc()
 			return nil
 		}
 		if ctx.Err() != nil {

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/agents"
@@ -420,5 +422,40 @@ func TestMessageToolGroupEndToEnd(t *testing.T) {
 	if len(results) != 3 || !strings.Contains(results[0], `"ok":true`) || !strings.Contains(results[1], `"ok":true`) ||
 		!strings.Contains(results[2], "is not one seen in this chat") {
 		t.Errorf("tool results the model read: %q", results)
+	}
+}
+
+// TestMessageToolRateLimit: the tool's calls in one chat are spaced by the
+// chat's edit gate (shared with streaming drafts), and an edit answered
+// with 429 retry_after is tried again once the wait is over; the model
+// reads a success.
+func TestMessageToolRateLimit(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	m := &scriptModel{}
+	h := newHarness(t, "", nil)
+	useAgent(t, h, m, messageAgent)
+	useTelegram(t, h, tg, channels.StreamOff)
+	m.steps = append(m.steps, func(llm.Request) sessions.Message { return textMsg("first") },
+		func(llm.Request) sessions.Message {
+			return toolCalls(map[string]any{"action": "edit", "text": "first, edited"}, map[string]any{"action": "delete"})
+		})
+	h.handle(in("telegram", "111", "one"))
+	h.drained()
+	tg.FailNext("editMessageText", telegramtest.Failure{Code: 429, RetryAfter: 1})
+	h.handle(in("telegram", "111", "two"))
+	h.drained()
+	edits, dels := tg.CallTimes("editMessageText"), tg.CallTimes("deleteMessage")
+	if len(edits) != 2 || len(dels) != 1 {
+		t.Fatalf("%d edit and %d delete calls, want 2 (a 429, then the edit) and 1", len(edits), len(dels))
+	}
+	if gap := edits[1].Sub(edits[0]); gap < 900*time.Millisecond {
+		t.Errorf("edit retried %v after the 429, want after its retry_after (1 s)", gap)
+	}
+	if gap := dels[0].Sub(edits[1]); gap < 500*time.Millisecond {
+		t.Errorf("delete %v after the edit, want the chat's edit spacing", gap)
+	}
+	checkResults(t, toolResults(h, "agent:main:telegram:direct:111"), []wantResult{{false, `"action":"edit"`}, {false, `"action":"delete"`}})
+	if got := testutil.ToFloat64(h.d.opts.Metrics.MessageTool.WithLabelValues("telegram", "edit", "ok")); got != 1 {
+		t.Errorf("gateway_message_tool_actions_total{edit,ok} = %v", got)
 	}
 }

@@ -28,6 +28,9 @@ type Metrics struct {
 	// because their lease was lost (turnlease.go).
 	LeaseWaits prometheus.Histogram
 	LeasesLost prometheus.Counter
+	// MessageTool counts the message tool's actions by channel, action and
+	// result (ok, refused by the gateway, failed at the platform).
+	MessageTool *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -87,11 +90,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		LeasesLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_session_leases_lost_total", Help: "Turns stopped because their session lease was lost (the replica paused or lost the database).",
 		}),
+		MessageTool: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_message_tool_actions_total", Help: "Message tool actions by channel, action and result (ok, refused, failed).",
+		}, []string{"channel", "action", "result"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
 			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost)
+		reg.MustRegister(m.MessageTool)
 	}
 	return m
 }
