@@ -80,3 +80,14 @@ func TestRoomMessageFilesLayout(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRoomMessages is sessionstest.BenchRoomMessages on the files
+// backend (PostgreSQL: BenchmarkRoomMessages in package pgstore).
+func BenchmarkRoomMessages(b *testing.B) {
+	m, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), Passive: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	sessionstest.BenchRoomMessages(b, m.Backend().Messages())
+}

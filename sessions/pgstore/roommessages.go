@@ -14,7 +14,9 @@ import (
 // roomMessages implements sessions.RoomMessages on the room_messages table
 // (migration 00007): one row per (room, message id). A note is one round
 // trip (a batch: the upsert and the trim of the room to its newest
-// sessions.RoomMessagesKeep rows); a lookup is one primary-key read.
+// sessions.RoomMessagesKeep rows), committed lazily (lazy.go: like the
+// files backend's unsynced write, only a crash of the server within
+// wal_writer_delay can lose it); a lookup is one primary-key read.
 type roomMessages struct{ db *DB }
 
 // RoomMessages returns the message tool's record of the rooms' messages.
@@ -52,13 +54,14 @@ func (r roomMessages) NoteMessages(ctx context.Context, room string, msgs []sess
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO room_messages (room, message_id, own, at)
+	err := r.db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(`INSERT INTO room_messages (room, message_id, own, at)
 		SELECT $1, t.id, t.own, t.at FROM unnest($2::text[], $3::boolean[], $4::timestamptz[]) AS t(id, own, at)
 		ON CONFLICT (room, message_id) DO UPDATE SET own = room_messages.own OR excluded.own`, room, ids, own, ats)
-	b.Queue(`DELETE FROM room_messages WHERE room = $1 AND seq <=
+		b.Queue(`DELETE FROM room_messages WHERE room = $1 AND seq <=
 		(SELECT seq FROM room_messages WHERE room = $1 ORDER BY seq DESC OFFSET $2 LIMIT 1)`, room, sessions.RoomMessagesKeep)
-	if err := r.db.pool.SendBatch(ctx, b).Close(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("pgstore: note room messages: %w", err)
 	}
 	return nil

@@ -20,3 +20,9 @@ func TestRoomMessagesConformance(t *testing.T) {
 		return r
 	})
 }
+
+// BenchmarkRoomMessages is sessionstest.BenchRoomMessages on PostgreSQL
+// (the files figures: BenchmarkRoomMessages in package sessions).
+func BenchmarkRoomMessages(b *testing.B) {
+	sessionstest.BenchRoomMessages(b, openBench(b, 4).RoomMessages())
+}
