@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,6 +44,9 @@ type messageRoom struct {
 	out  channels.Outbound // the turn's reply target; ReplyToID is the message answered
 	room string            // roomRecord(out)
 	log  *zap.Logger
+
+	mu      sync.Mutex
+	reacted map[string]bool // guarded by mu: messages the tool reacted to
 }
 
 var _ agents.Room = (*messageRoom)(nil)
@@ -153,9 +157,32 @@ func (r *messageRoom) React(ctx context.Context, messageID, emoji string) (err e
 	if err != nil {
 		return err
 	}
-	return r.call(ctx, "reaction", func(ctx context.Context) error {
+	err = r.call(ctx, "reaction", func(ctx context.Context) error {
 		return re.React(ctx, channels.Reaction{Target: r.out, MessageID: id, Emoji: emoji})
 	})
+	if err == nil {
+		r.mu.Lock()
+		if r.reacted == nil {
+			r.reacted = map[string]bool{}
+		}
+		r.reacted[id] = true
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// reactedTo is the ack reaction's keep: whether room's tool reacted to a
+// message (nil when the turn has no message room).
+func reactedTo(room agents.Room) func(string) bool {
+	r, ok := room.(*messageRoom)
+	if !ok || r == nil {
+		return nil
+	}
+	return func(id string) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.reacted[id]
+	}
 }
 
 // Reply implements agents.Room: text goes out in the platform's chunks,

@@ -459,3 +459,35 @@ func TestMessageToolRateLimit(t *testing.T) {
 		t.Errorf("gateway_message_tool_actions_total{edit,ok} = %v", got)
 	}
 }
+
+// TestMessageToolKeepsItsReaction: in a room with an ackReaction, a
+// reaction the tool put on the answered message is not taken off with the
+// acknowledgement (Telegram keeps one reaction per bot: removing the ack
+// would remove the tool's).
+func TestMessageToolKeepsItsReaction(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	room := channels.DefaultRoom("telegram")
+	room.AckReaction = "👀"
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: room, agents: []agents.Agent{messageAgent}})
+	ctx := rigCtx(t)
+	model.SetReply(func(n int, _ openaitest.Request) openaitest.Reply {
+		if n > 0 {
+			return openaitest.Reply{Text: "thanks"}
+		}
+		if _, err := tg.WaitReactions(ctx, 1); err != nil { // the acknowledgement first
+			t.Error(err)
+		}
+		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "message", Arguments: `{"action":"react","emoji":"👍"}`}}}
+	})
+	_, aliceMsg := tg.AddMessage(telegramtest.Message{ChatID: tgGroup, FromID: alice, FromName: "Alice", Text: "@" + tg.BotUserName() + " great work"})
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.drained()
+	re := tg.Reactions()
+	if len(re) != 2 || re[0].MessageID != aliceMsg || !slices.Equal(re[0].Emoji, []string{"👀"}) ||
+		re[1].MessageID != aliceMsg || !slices.Equal(re[1].Emoji, []string{"👍"}) {
+		t.Fatalf("reactions = %+v, want 👀 then 👍 on Alice's message, and no removal", re)
+	}
+}

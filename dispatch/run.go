@@ -158,7 +158,8 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		adapter = nil
 	}
 	steered := &steerState{}
-	defer d.ackReaction(ctx, adapter, last)() // taken off once the answer is out
+	room := d.messageRoom(ctx, adapter, out, first.AgentID, ws, hist.ids, log)
+	defer d.ackReaction(ctx, adapter, last, reactedTo(room))() // taken off once the answer is out
 	stopTyping := d.startTyping(ctx, adapter, out)
 	stream := d.startStream(ctx, adapter, out, d.roomOf(last, out), first.Key.String())
 	defer stream.finish()
@@ -175,7 +176,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		OnTool:           d.toolFunc(ctx, adapter, &out, steered),
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: hist.appended,
-		Room:             d.messageRoom(ctx, adapter, out, first.AgentID, ws, hist.ids, log),
+		Room:             room,
 	})
 	stopTyping()
 	stream.stop()
