@@ -396,3 +396,72 @@ func TestMessageToolRateLimit(t *testing.T) {
 		t.Errorf("gateway_message_tool_actions_total{edit,ok} = %v", got)
 	}
 }
+
+// TestMessageToolWebChat: the web chat has no platform messages to react
+// to, reply to, edit or delete: each action is refused as not supported
+// (the model reads why), no message id is shown, and the answer streams.
+func TestMessageToolWebChat(t *testing.T) {
+	m := &scriptModel{}
+	h := newHarness(t, "", nil)
+	useAgent(t, h, m, messageAgent)
+	w := startWeb(t, h)
+	var results []string
+	m.steps = append(m.steps,
+		func(req llm.Request) sessions.Message {
+			if txt := req.Messages[len(req.Messages)-1].Text(); strings.Contains(txt, "message_id") {
+				t.Errorf("model saw %q: no message ids in the web chat", txt)
+			}
+			return toolCalls(map[string]any{"action": "react", "emoji": "👍"}, map[string]any{"action": "edit", "text": "x"})
+		},
+		func(req llm.Request) sessions.Message {
+			for _, msg := range req.Messages {
+				if msg.Role == sessions.RoleToolResult {
+					results = append(results, msg.Text())
+				}
+			}
+			return textMsg("plain answer")
+		})
+	evs := w.chat(t, "s1", "hello")
+	if len(evs) == 0 || evs[len(evs)-1].Name != "done" {
+		t.Fatalf("events %+v, want the answer to end with done", evs)
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "the web chat does not support reactions") ||
+		!strings.Contains(results[1], "the web chat does not support editing messages") {
+		t.Errorf("tool results = %q", results)
+	}
+}
+
+// TestMessageToolSteeredMessage: in steer mode a message that arrives
+// while the run is active reaches the model at its next call with its id,
+// and the tool may react to it.
+func TestMessageToolSteeredMessage(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	m := &scriptModel{}
+	h := newHarness(t, "", nil, withQueue(QueueConfig{Mode: "steer", Debounce: time.Millisecond, Cap: 20, Drop: "summarize"}))
+	useAgent(t, h, m, messageAgent)
+	useTelegram(t, h, tg, channels.StreamOff)
+	first, second := in("telegram", "111", "first"), in("telegram", "111", "second")
+	started, release := make(chan struct{}), make(chan struct{})
+	m.steps = append(m.steps,
+		func(llm.Request) sessions.Message {
+			close(started)
+			<-release
+			return toolCalls(map[string]any{"action": "react", "emoji": "👀"}) // the answered message
+		},
+		func(req llm.Request) sessions.Message {
+			if last := req.Messages[len(req.Messages)-1]; last.Text() != "[message_id: "+second.MessageID+"] second" {
+				t.Errorf("second model call ends with %q, want the steered message with its id", last.Text())
+			}
+			return toolCalls(map[string]any{"action": "react", "emoji": "👍", "messageId": second.MessageID})
+		})
+	h.handle(first)
+	<-started
+	h.handle(second)
+	time.Sleep(50 * time.Millisecond) // past the debounce: queued for the active run
+	close(release)
+	h.drained()
+	checkResults(t, toolResults(h, "agent:main:telegram:direct:111"), []wantResult{{false, "👀"}, {false, "👍"}})
+	if re := tg.Reactions(); len(re) != 2 || strconv.Itoa(re[1].MessageID) != second.MessageID {
+		t.Errorf("reactions = %+v, want 👍 on the steered message last", re)
+	}
+}
