@@ -244,7 +244,7 @@ func (r *messageRoom) Edit(ctx context.Context, messageID, text string) (_ strin
 	return id, r.call(ctx, "edit", func(ctx context.Context) error { return dr.EditDraft(ctx, r.out, id, text) })
 }
 
-// Delete implements agents.Room.
+// Delete implements agents.Room; the message leaves the room's record.
 func (r *messageRoom) Delete(ctx context.Context, messageID string) (_ string, err error) {
 	defer r.count("delete", &err)
 	dr, ok := r.a.(channels.Drafter)
@@ -255,7 +255,16 @@ func (r *messageRoom) Delete(ctx context.Context, messageID string) (_ string, e
 	if err != nil {
 		return "", err
 	}
-	return id, r.call(ctx, "delete", func(ctx context.Context) error { return dr.DeleteDraft(ctx, r.out, id) })
+	if err := r.call(ctx, "delete", func(ctx context.Context) error { return dr.DeleteDraft(ctx, r.out, id) }); err != nil {
+		return id, err
+	}
+	// Gone: a later delete without messageId takes the message before it.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteTimeout)
+	defer cancel()
+	if err := r.d.opts.Sessions.Messages().ForgetMessage(fctx, r.room, id); err != nil {
+		r.log.Warn("deleted message not forgotten", zap.Error(err))
+	}
+	return id, nil
 }
 
 // count counts one action by its outcome *err.

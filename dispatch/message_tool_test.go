@@ -268,7 +268,9 @@ func TestMessageToolOffByDefault(t *testing.T) {
 }
 
 // TestMessageToolDiscord: the same actions on the fake Discord (REST):
-// react, reply, edit own, delete own; a user's message is refused.
+// react, reply, edit own, delete own; a user's message is refused; a
+// deleted message leaves the record, so a delete without messageId then
+// takes the bot's message before it.
 func TestMessageToolDiscord(t *testing.T) {
 	fake := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
 	t.Cleanup(fake.Close)
@@ -302,6 +304,7 @@ func TestMessageToolDiscord(t *testing.T) {
 			return toolCalls(
 				map[string]any{"action": "delete", "messageId": toolReply},
 				map[string]any{"action": "delete", "messageId": second.MessageID},
+				map[string]any{"action": "delete"}, // the newest own message left: the first answer
 			)
 		},
 	)
@@ -323,8 +326,8 @@ func TestMessageToolDiscord(t *testing.T) {
 	if e := fake.Edits(); len(e) != 1 || e[0].MessageID != answer || e[0].Content != "edited answer" {
 		t.Errorf("edits = %+v", e)
 	}
-	if d := fake.Deletions(); len(d) != 1 || d[0].MessageID != toolReply {
-		t.Errorf("deletions = %+v, want the tool reply %s", d, toolReply)
+	if d := fake.Deletions(); len(d) != 2 || d[0].MessageID != toolReply || d[1].MessageID != answer {
+		t.Errorf("deletions = %+v, want the tool reply %s, then the first answer %s", d, toolReply, answer)
 	}
 	checkResults(t, toolResults(h, "agent:main:discord:direct:777"), []wantResult{
 		{false, `"action":"react"`},
@@ -332,6 +335,7 @@ func TestMessageToolDiscord(t *testing.T) {
 		{false, answer},
 		{false, toolReply},
 		{true, "not sent by you"},
+		{false, `"messageId":"` + answer + `"`},
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ const roomMessagesFile = "messages.jsonl"
 
 // RoomMessageFiles is the files backend's RoomMessages: an append-only
 // JSON-lines log, <dir>/messages.jsonl (0600, dir 0700), one line per
-// noted message ({"room","id","own","at"}), read once at first use into a
+// noted message ({"room","id","own","at"}; {"room","id","gone":true} for a
+// forgotten one), read once at first use into a
 // map per room. A note is one write(2) without fsync: it survives the
 // process, not a power cut (the message tool then calls an older message
 // unknown, nothing worse). When the file holds twice as many lines as the
@@ -56,6 +58,8 @@ type msgLog struct {
 type msgLine struct {
 	Room string `json:"room"`
 	RoomMessage
+	// Gone drops the message (ForgetMessage).
+	Gone bool `json:"gone,omitempty"`
 }
 
 // NewRoomMessageFiles returns the record in dir (normally
@@ -122,6 +126,47 @@ func (f *RoomMessageFiles) RoomMessage(_ context.Context, room, id string) (Room
 	}
 	m, ok := f.rooms[room].get(id)
 	return m, ok, nil
+}
+
+// ForgetMessage implements RoomMessages: a "gone" line.
+func (f *RoomMessageFiles) ForgetMessage(_ context.Context, room, id string) error {
+	if err := CheckRoomMessage(room, id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.loadLocked(); err != nil {
+		return err
+	}
+	if _, ok := f.rooms[room].get(id); !ok {
+		return nil
+	}
+	b, err := json.Marshal(msgLine{Room: room, RoomMessage: RoomMessage{ID: id}, Gone: true})
+	if err != nil {
+		return fmt.Errorf("sessions: forget room message: %w", err)
+	}
+	if err := f.appendLocked(append(b, '\n')); err != nil {
+		return fmt.Errorf("sessions: forget room message: %w", err)
+	}
+	f.lines++
+	f.dropLocked(room, id)
+	return nil
+}
+
+// dropLocked removes id from room's record.
+func (f *RoomMessageFiles) dropLocked(room, id string) {
+	l := f.rooms[room]
+	if _, ok := l.get(id); !ok {
+		return
+	}
+	delete(l.byID, id)
+	if i := slices.Index(l.order, id); i >= 0 {
+		l.order = slices.Delete(l.order, i, i+1)
+	}
+	f.live--
+	if len(l.order) == 0 {
+		delete(f.rooms, room)
+	}
 }
 
 // LatestMessage implements RoomMessages.
@@ -204,7 +249,11 @@ func (f *RoomMessageFiles) loadLocked() error {
 			if line[len(line)-1] != '\n' || json.Unmarshal(line, &l) != nil || CheckRoomMessage(l.Room, l.ID) != nil {
 				torn = true // a cut last line, or damage: dropped at the rewrite below
 			} else {
-				f.addLocked(l.Room, l.RoomMessage)
+				if l.Gone {
+					f.dropLocked(l.Room, l.ID)
+				} else {
+					f.addLocked(l.Room, l.RoomMessage)
+				}
 				f.lines++
 			}
 		}

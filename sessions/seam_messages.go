@@ -26,6 +26,9 @@ type RoomMessages interface {
 	// LatestMessage returns the message of room noted first most recently,
 	// among the bot's own when own is true; false when there is none.
 	LatestMessage(ctx context.Context, room string, own bool) (RoomMessage, bool, error)
+	// ForgetMessage drops message id from room's record (the bot deleted
+	// it): it is unknown from then on. Forgetting an unknown id is no error.
+	ForgetMessage(ctx context.Context, room, id string) error
 }
 
 // RoomMessage is one platform message of a room.

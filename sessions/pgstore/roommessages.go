@@ -83,6 +83,20 @@ func (r roomMessages) RoomMessage(ctx context.Context, room, id string) (session
 	return m, true, nil
 }
 
+// ForgetMessage implements sessions.RoomMessages (committed lazily).
+func (r roomMessages) ForgetMessage(ctx context.Context, room, id string) error {
+	if err := sessions.CheckRoomMessage(room, id); err != nil {
+		return err
+	}
+	err := r.db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(`DELETE FROM room_messages WHERE room = $1 AND message_id = $2`, room, id)
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: forget room message: %w", err)
+	}
+	return nil
+}
+
 // LatestMessage implements sessions.RoomMessages.
 func (r roomMessages) LatestMessage(ctx context.Context, room string, own bool) (sessions.RoomMessage, bool, error) {
 	if err := sessions.CheckRoomMessage(room, "-"); err != nil {

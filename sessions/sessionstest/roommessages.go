@@ -26,6 +26,7 @@ func TestRoomMessages(t *testing.T, open RoomMessagesOpener) {
 		{"RoomsApart", testRoomMessagesRooms},
 		{"KeepsNewest", testRoomMessagesKeep},
 		{"Reopen", testRoomMessagesReopen},
+		{"Forget", testRoomMessagesForget},
 		{"RefusedInput", testRoomMessagesRefused},
 	}
 	for _, c := range cases {
@@ -150,4 +151,29 @@ func testRoomMessagesRefused(t *testing.T, open RoomMessagesOpener) {
 		t.Error("a batch with an empty id was accepted")
 	}
 	wantMsg(t, r, "room", "ok", false, false)
+}
+
+func testRoomMessagesForget(t *testing.T, open RoomMessagesOpener) {
+	r := open(t, nil)
+	noteMsgs(t, r, "room", sessions.RoomMessage{ID: "1", Own: true}, sessions.RoomMessage{ID: "2", Own: true}, sessions.RoomMessage{ID: "3"})
+	noteMsgs(t, r, "other", sessions.RoomMessage{ID: "2", Own: true})
+	if err := r.ForgetMessage(roomCtx(t), "room", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ForgetMessage(roomCtx(t), "room", "never"); err != nil {
+		t.Errorf("forgetting an unknown id: %v", err)
+	}
+	wantMsg(t, r, "room", "2", false, false)
+	wantMsg(t, r, "other", "2", true, true) // another room's 2 stays
+	wantLatest(t, r, "room", true, "1")     // the deleted newest no longer counts
+	wantLatest(t, r, "room", false, "3")
+	r2 := open(t, r)
+	wantMsg(t, r2, "room", "2", false, false)
+	wantLatest(t, r2, "room", true, "1")
+	// Noted again (an id reused by the platform): known again.
+	noteMsgs(t, r2, "room", sessions.RoomMessage{ID: "2"})
+	wantMsg(t, r2, "room", "2", true, false)
+	if err := r2.ForgetMessage(roomCtx(t), "", "2"); err == nil {
+		t.Error("ForgetMessage with an empty room accepted")
+	}
 }
