@@ -52,6 +52,9 @@
 //     agents.list[].tools.allow turns on opt-in built-in tools (web_fetch,
 //     package webfetch); tools.deny takes any built-in tool away and wins.
 //     A denied or not-allowed tool is neither offered nor run ("unknown tool").
+//     The message tool (opt-in) acts through Turn.Room, which the
+//     dispatcher binds to the turn's chat: agents never reach a channel,
+//     and a turn without a chat (the API, subagents) has no Room.
 //   - Subagents: runId is the uuid of the child key; the child entry records
 //     spawnedBy (the parent key) and label durably, so a child replayed after
 //     a restart still announces (at least once). runTimeoutSeconds and

@@ -166,6 +166,8 @@ type Turn struct {
 	OnTool       func(name string, args json.RawMessage)
 	// OnStep, if set, is told each model call, tool call and compaction.
 	OnStep func(Step)
+	// Room is the chat the turn answers, for the message tool (nil: none).
+	Room Room
 }
 
 // Result is the outcome of a turn.
@@ -252,6 +254,7 @@ type session struct {
 	cur      int
 	window   int64
 	log      *zap.Logger
+	room     Room // the turn's chat (message tool); nil outside a chat turn
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
@@ -302,6 +305,7 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Key.Subagent != "" {
 		return r.runChild(ctx, s, t)
 	}
+	s.room = t.Room
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

@@ -11,13 +11,15 @@ const (
 	webFetchToolName = "web_fetch"
 	listToolName     = "sessions_list"
 	historyToolName  = "sessions_history"
+	// MessageToolName is the message tool (message_tool.go).
+	MessageToolName = "message"
 )
 
 // optInTools are built-in tools an agent is offered only when its
 // tools.allow names them; the sessions tools are on unless denied.
-var optInTools = []string{webFetchToolName}
+var optInTools = []string{webFetchToolName, MessageToolName}
 
-var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName}
+var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName}
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
 // opt-in built-in tools (web_fetch); Deny takes any built-in tool away and

@@ -18,8 +18,11 @@ const ackTimeout = 5 * time.Second
 // the adapter can react; the returned func takes it off and is called
 // once the answer is delivered (or the turn ended otherwise). The reaction
 // is set on its own goroutine so the turn does not wait for it; failures
-// are logged at debug and never fail the turn.
-func (d *Dispatcher) ackReaction(ctx context.Context, a channels.Adapter, w *work) func() {
+// are logged at debug and never fail the turn. It is left on when keep
+// (nil: never) says the message tool put a reaction of its own on the
+// message: taking the bot's reaction off would take that one too
+// (Telegram keeps one reaction per bot and message).
+func (d *Dispatcher) ackReaction(ctx context.Context, a channels.Adapter, w *work, keep func(messageID string) bool) func() {
 	rx, ok := a.(channels.Reactor)
 	if a == nil || !ok || w.Agent != nil || w.In.ChatType == channels.Direct || !w.In.Mentioned || w.In.MessageID == "" {
 		return func() {}
@@ -36,6 +39,9 @@ func (d *Dispatcher) ackReaction(ctx context.Context, a channels.Adapter, w *wor
 	}()
 	return func() {
 		<-set
+		if keep != nil && keep(r.MessageID) {
+			return
+		}
 		r.Remove = true
 		d.react(context.WithoutCancel(ctx), rx, r)
 	}

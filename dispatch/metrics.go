@@ -31,6 +31,9 @@ type Metrics struct {
 	// UnsureStored counts refused messages found stored after all and
 	// run (unsure.go).
 	UnsureStored prometheus.Counter
+	// MessageTool counts the message tool's actions by channel, action and
+	// result (ok, refused by the gateway, failed at the platform).
+	MessageTool *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -93,11 +96,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		UnsureStored: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_ingress_unsure_stored_total", Help: "Messages whose journal write failed but which were stored after all, and were run.",
 		}),
+		MessageTool: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_message_tool_actions_total", Help: "Message tool actions by channel, action and result (ok, refused, failed).",
+		}, []string{"channel", "action", "result"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
 			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost, m.UnsureStored)
+		reg.MustRegister(m.MessageTool)
 	}
 	return m
 }

@@ -84,6 +84,9 @@ func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessi
 	defer cancel()
 	defer context.AfterFunc(d.life, cancel)()
 	c, chunked := a.(channels.Chunker)
+	ic, withIDs := a.(channels.IDChunker)
+	var ids []string // platform ids of the chunks, for the message tool
+	defer func() { d.noteOwn(ctx, rp.AgentID, out, ids) }()
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
 		if !d.leaseLive(ctx) {
 			// This process was stopped past its session lease: another
@@ -93,6 +96,11 @@ func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessi
 			return
 		}
 		send := func() error {
+			if withIDs {
+				id, err := ic.SendChunkID(ctx, out, i, rp.Chunks[i])
+				ids = append(ids, id)
+				return err
+			}
 			if chunked {
 				return c.SendChunk(ctx, out, i, rp.Chunks[i])
 			}

@@ -132,6 +132,9 @@ type roomContext struct {
 	key  string
 	text string
 	seq  uint64
+	// ids are the platform ids of the messages taken (the message tool
+	// may react to or reply to them).
+	ids  []string
 	used bool // attached to an input
 	in   bool // that input is in the transcript
 	log  *zap.Logger
@@ -189,7 +192,10 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, 
 	if len(ents) == 0 {
 		return rc
 	}
-	rc.text, rc.seq = formatHistory(ents), ents[len(ents)-1].Seq
+	rc.text, rc.seq = formatHistoryWith(ents, d.showsMessageIDs(addressed)), ents[len(ents)-1].Seq
+	for _, e := range ents {
+		rc.ids = append(rc.ids, e.MessageID)
+	}
 	return rc
 }
 
@@ -251,7 +257,11 @@ func (d *Dispatcher) clearHistory(key routing.Key, log *zap.Logger) {
 }
 
 // formatHistory frames ents, oldest first, with sender names and times.
-func formatHistory(ents []sessions.HistoryEntry) string {
+func formatHistory(ents []sessions.HistoryEntry) string { return formatHistoryWith(ents, false) }
+
+// formatHistoryWith is formatHistory, with each message's id after its
+// sender's name when ids is set (agents offering the message tool).
+func formatHistoryWith(ents []sessions.HistoryEntry, ids bool) string {
 	var b strings.Builder
 	b.WriteString(historyHeader)
 	for _, e := range ents {
@@ -263,6 +273,9 @@ func formatHistory(ents []sessions.HistoryEntry) string {
 		b.WriteString(e.At.UTC().Format(historyTime))
 		b.WriteString("] ")
 		b.WriteString(name)
+		if ids && e.MessageID != "" {
+			b.WriteString(" [message_id: " + e.MessageID + "]")
+		}
 		b.WriteString(": ")
 		b.WriteString(strings.ReplaceAll(strings.TrimSpace(e.Text), "\n", "\n    "))
 	}

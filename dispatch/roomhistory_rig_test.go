@@ -38,6 +38,7 @@ type roomRig struct {
 	queue  QueueConfig
 	reset  sessions.ResetConfig
 	now    func() time.Time // nil: time.Now
+	agents []agents.Agent   // nil: main with no tool policy
 
 	mgr    *sessions.Manager
 	d      *Dispatcher
@@ -57,8 +58,12 @@ func (r *roomRig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	agentList := r.agents
+	if agentList == nil {
+		agentList = []agents.Agent{{ID: "main"}}
+	}
 	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": prov},
-		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}, Logger: log})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: agentList, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,8 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		adapter = nil
 	}
 	steered := &steerState{}
-	defer d.ackReaction(ctx, adapter, last)() // taken off once the answer is out
+	room := d.messageRoom(ctx, adapter, out, first.AgentID, ws, hist.ids, log)
+	defer d.ackReaction(ctx, adapter, last, reactedTo(room))() // taken off once the answer is out
 	stopTyping := d.startTyping(ctx, adapter, out)
 	stream := d.startStream(ctx, adapter, out, d.roomOf(last, out), first.Key.String())
 	defer stream.finish()
@@ -175,6 +176,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		OnTool:           d.toolFunc(ctx, adapter, &out, steered),
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: hist.appended,
+		Room:             room,
 	})
 	stopTyping()
 	stream.stop()
@@ -261,7 +263,7 @@ func (d *Dispatcher) userMessage(ctx context.Context, w *work, mt mediaTurn) ses
 	if len(in.Attachments) > 0 {
 		in, images = d.withMedia(ctx, in, mt)
 	}
-	m := sessions.UserText(inputText(in), at)
+	m := sessions.UserText(d.withMessageID(w, inputText(in)), at)
 	if strings.TrimSpace(inputText(in)) == "" && len(images) > 0 {
 		m.Content = nil // an image alone: no empty text block
 	}
@@ -394,6 +396,9 @@ func (d *Dispatcher) steerFunc(ctx context.Context, b lanes.Batch, st *steerStat
 				continue // NoSteer items: lanes does not hand them out
 			}
 			for _, p := range expand(w) {
+				if d.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
+					d.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
+				}
 				msgs = d.appendUser(ctx, msgs, p, mt)
 				st.add(p)
 				if err := d.journal.Start(p.RecordID); err != nil {

@@ -118,6 +118,19 @@ func (m *Manager) limitFiles() *LimitFiles {
 	return m.limits
 }
 
+// Messages is the message tool's record under <stateDir>/history.
+func (b filesBackend) Messages() RoomMessages { return b.m.roomMessageFiles() }
+
+// roomMessageFiles makes the record on first use and keeps it.
+func (m *Manager) roomMessageFiles() *RoomMessageFiles {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.msgs == nil {
+		m.msgs = NewRoomMessageFiles(filepath.Join(m.opts.StateDir, "history"))
+	}
+	return m.msgs
+}
+
 var (
 	_ AgentStore = filesStore{}
 	_ Backend    = filesBackend{}

@@ -74,6 +74,7 @@ type Manager struct {
 	pairing *PairingFiles
 	cursors *CursorFiles
 	limits  *LimitFiles
+	msgs    *RoomMessageFiles // guarded by smu (backend_files.go)
 
 	cancel context.CancelFunc
 	done   chan struct{}

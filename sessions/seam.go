@@ -33,6 +33,9 @@ type Backend interface {
 	Cursors() Cursors
 	// Limits holds the budget counters of package limits (seam_limits.go).
 	Limits() LimitCounters
+	// Messages records the messages of each room the bot saw and sent
+	// (the message tool, seam_messages.go).
+	Messages() RoomMessages
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

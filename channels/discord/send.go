@@ -10,6 +10,8 @@ import (
 	"github.com/gateway/gateway/channels"
 )
 
+var _ channels.IDChunker = (*Adapter)(nil)
+
 // MaxMessageLen is Discord's limit on a message's content.
 const MaxMessageLen = 2000
 
@@ -49,19 +51,27 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 // A reply to a slash command goes through its interaction while the token
 // is valid, else to the channel.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
+	_, err := a.SendChunkID(ctx, out, i, part)
+	return err
+}
+
+// SendChunkID implements channels.IDChunker: SendChunk, returning the id of
+// the message that shows the part (the draft's when part 0 replaced it; ""
+// for a part sent through an interaction).
+func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int, part string) (string, error) {
 	if out.Interaction != nil {
 		if handled, err := a.sendInteraction(ctx, out, i, part); handled {
-			return err
+			return "", err
 		}
 		out.ReplyToID = "" // the interaction is not a message to reply to
 	}
 	to, err := target(out)
 	if err != nil {
-		return fmt.Errorf("discord: send: %w", err)
+		return "", fmt.Errorf("discord: send: %w", err)
 	}
 	if i == 0 && out.Draft != "" {
 		if done, err := a.replaceDraft(ctx, out, part); done {
-			return err
+			return out.Draft, err
 		}
 	}
 	msg := &discordgo.MessageSend{
@@ -74,10 +84,11 @@ func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, p
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
-	if _, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx)); err != nil {
-		return fmt.Errorf("discord: send message (part %d): %w", i+1, err)
+	m, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("discord: send message (part %d): %w", i+1, err)
 	}
-	return nil
+	return m.ID, nil
 }
 
 // Notify sends a notice outside the agent flow (pairing codes, refusals).

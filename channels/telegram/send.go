@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/gateway/gateway/channels"
 )
+
+var _ channels.IDChunker = (*Adapter)(nil)
 
 // MaxMessageLength is Telegram's limit for one message's text, in UTF-16
 // code units after entity parsing.
@@ -65,20 +68,42 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 // SendChunk implements channels.Chunker. A migration to a supergroup found
 // while sending sticks for the following chunks (liveChatID).
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, chunk string) error {
+	_, err := a.SendChunkID(ctx, out, i, chunk)
+	return err
+}
+
+// SendChunkID implements channels.IDChunker: SendChunk, returning the id
+// of the message that shows the chunk (the draft's when chunk 0 replaced it).
+func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int, chunk string) (string, error) {
 	params, err := a.target(out)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if i == 0 && out.Draft != "" {
 		if done, err := a.replaceDraft(ctx, out, chunk); done {
-			return err
+			return out.Draft, err
 		}
 	}
 	if out.Quotes(i) {
 		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
 		params["allow_sending_without_reply"] = "true"
 	}
-	return a.sendChunk(ctx, params, chunk)
+	resp, err := a.sendChunkResp(ctx, "sendMessage", params, chunk)
+	if err != nil {
+		return "", err
+	}
+	return sentID(resp), nil
+}
+
+// sentID is the message id in a sendMessage answer ("" if none).
+func sentID(resp *tgbotapi.APIResponse) string {
+	var m struct {
+		MessageID int `json:"message_id"`
+	}
+	if resp == nil || json.Unmarshal(resp.Result, &m) != nil || m.MessageID == 0 {
+		return ""
+	}
+	return strconv.Itoa(m.MessageID)
 }
 
 // target returns chat_id and message_thread_id for out. Topic 1 (General)
@@ -109,36 +134,51 @@ func (a *Adapter) sendChunk(ctx context.Context, params tgbotapi.Params, md stri
 // sendChunkWith calls method (sendMessage or editMessageText) with md as
 // HTML, falling back to plain text.
 func (a *Adapter) sendChunkWith(ctx context.Context, method string, params tgbotapi.Params, md string) error {
+	_, err := a.sendChunkResp(ctx, method, params, md)
+	return err
+}
+
+// sendChunkResp is sendChunkWith, returning Telegram's answer.
+func (a *Adapter) sendChunkResp(ctx context.Context, method string, params tgbotapi.Params, md string) (*tgbotapi.APIResponse, error) {
 	params["text"] = FormatHTML(md)
 	params["parse_mode"] = "HTML"
-	err := a.sendRetrying(ctx, method, params)
+	resp, err := a.sendRetryingResp(ctx, method, params)
 	var ae *APIError
 	if errors.As(err, &ae) && ae.EntitiesRejected() {
 		a.log.Warn("telegram rejected formatted message, resending as plain text", zap.String("chat_id", params["chat_id"]),
 			zap.String("reason", ae.Description))
 		delete(params, "parse_mode")
 		params["text"] = md
-		err = a.sendRetrying(ctx, method, params)
+		resp, err = a.sendRetryingResp(ctx, method, params)
 	}
-	return err
+	return resp, err
 }
 
 // sendRetrying calls method, waiting out 429 retry_after (up to
 // Options.MaxRetryAfter) and following a group's migration to a supergroup.
 func (a *Adapter) sendRetrying(ctx context.Context, method string, params tgbotapi.Params) error {
-	var err error
+	_, err := a.sendRetryingResp(ctx, method, params)
+	return err
+}
+
+// sendRetryingResp is sendRetrying, returning Telegram's answer.
+func (a *Adapter) sendRetryingResp(ctx context.Context, method string, params tgbotapi.Params) (*tgbotapi.APIResponse, error) {
+	var (
+		resp *tgbotapi.APIResponse
+		err  error
+	)
 	for attempt := 0; attempt < maxSendAttempts; attempt++ {
-		_, err = a.call(ctx, method, params)
+		resp, err = a.call(ctx, method, params)
 		var ae *APIError
 		if !errors.As(err, &ae) {
-			return err // nil or a transport error: the caller retries
+			return resp, err // nil or a transport error: the caller retries
 		}
 		switch {
 		case ae.RetryAfter > 0 && ae.RetryAfter <= a.opts.MaxRetryAfter:
 			a.log.Warn("telegram rate limited, waiting", zap.String("method", method),
 				zap.String("chat_id", params["chat_id"]), zap.Duration("retry_after", ae.RetryAfter))
 			if !sleep(ctx, ae.RetryAfter) {
-				return fmt.Errorf("telegram: %s: %w", method, ctx.Err())
+				return nil, fmt.Errorf("telegram: %s: %w", method, ctx.Err())
 			}
 		case ae.MigrateToChatID != 0:
 			if old, err := strconv.ParseInt(params["chat_id"], 10, 64); err == nil {
@@ -146,8 +186,8 @@ func (a *Adapter) sendRetrying(ctx context.Context, method string, params tgbota
 			}
 			params["chat_id"] = strconv.FormatInt(ae.MigrateToChatID, 10)
 		default:
-			return err
+			return resp, err
 		}
 	}
-	return err
+	return resp, err
 }

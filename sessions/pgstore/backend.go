@@ -194,6 +194,10 @@ func (b *Backend) Pairing() sessions.PairingState  { return b.pairing }
 func (b *Backend) Cursors() sessions.Cursors       { return b.cursors }
 func (b *Backend) Limits() sessions.LimitCounters  { return b.db.Limits() }
 func (b *Backend) SetReset(c sessions.ResetConfig) { b.reset.Store(&c) }
+
+// Messages is the message tool's record of the rooms' messages.
+func (b *Backend) Messages() sessions.RoomMessages { return b.db.RoomMessages() }
+
 func (b *Backend) ResetConfig() sessions.ResetConfig {
 	return *b.reset.Load()
 }

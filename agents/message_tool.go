@@ -1,0 +1,182 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents/llm"
+)
+
+// Room is the chat room a turn answers (channel, account, chat and thread
+// or topic), as the message tool reaches it. The dispatcher binds one to
+// each turn it runs for a chat (agents cannot import channels): every call
+// acts in that room and nowhere else, whatever the model asks. An empty
+// message id means the default target: the message the turn answers
+// (React, Reply) or the bot's newest message in the room (Edit, Delete).
+//
+// Errors wrapping ErrUnknownMessage, ErrNotOwnMessage, ErrUnsupported or
+// ErrRefused carry a message fit for the model (no platform error text,
+// no token); any other error is reported to the model as an internal
+// failure and logged.
+type Room interface {
+	// React puts the bot's reaction emoji on a message the gateway has
+	// seen in the room.
+	React(ctx context.Context, messageID, emoji string) error
+	// Reply posts text as an answer to a message the gateway has seen in
+	// the room and returns the ids of the messages posted (a long text
+	// becomes several).
+	Reply(ctx context.Context, messageID, text string) ([]string, error)
+	// Edit replaces the text of one of the bot's own messages in the room
+	// (cut to one platform message) and returns its id.
+	Edit(ctx context.Context, messageID, text string) (string, error)
+	// Delete removes one of the bot's own messages in the room and returns
+	// its id.
+	Delete(ctx context.Context, messageID string) (string, error)
+}
+
+// Errors a Room returns for a call it refuses; their text is shown to the
+// model.
+var (
+	ErrUnknownMessage = errors.New("unknown message")
+	ErrNotOwnMessage  = errors.New("not the bot's message")
+	ErrUnsupported    = errors.New("not supported here")
+	ErrRefused        = errors.New("refused")
+)
+
+// messageArgs are the message tool's arguments. Anything else (a chat id,
+// a channel) is refused: the tool acts only in the turn's room.
+type messageArgs struct {
+	Action    string `json:"action"`
+	MessageID string `json:"messageId"`
+	Emoji     string `json:"emoji"`
+	Text      string `json:"text"`
+}
+
+// maxMessageToolText bounds a reply or edit (characters); the platform
+// splits or refuses past its own limit.
+const maxMessageToolText = 20000
+
+// messageTool offers the turn's Room to the model: react, reply, edit,
+// delete. Off unless tools.allow names it (toolpolicy.go).
+func (r *Runner) messageTool(room Room) tool {
+	return tool{
+		def: llm.Tool{
+			Name: MessageToolName,
+			Description: "Act on messages of the current chat only: react to a message with an emoji, reply to a specific message, " +
+				"or edit or delete one of your own earlier messages. Message ids appear as [message_id: …] before the messages; " +
+				"without messageId, react and reply target the message you are answering, edit and delete your newest message here.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{` +
+				`"action":{"type":"string","enum":["react","reply","edit","delete"]},` +
+				`"messageId":{"type":"string","description":"the platform message id (see above)"},` +
+				`"emoji":{"type":"string","description":"react: one emoji, e.g. 👍"},` +
+				`"text":{"type":"string","description":"reply and edit: the new text (Markdown)"}},` +
+				`"required":["action"],"additionalProperties":false}`),
+		},
+		run: func(ctx context.Context, s *session, raw json.RawMessage) (any, error) {
+			args, err := decodeMessageArgs(raw)
+			if err != nil {
+				return nil, err
+			}
+			if room == nil {
+				return nil, toolErrorf("message: this turn has no chat room (a subagent, or a message the API sent); nothing to act on")
+			}
+			out, err := runMessage(ctx, room, args)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				for _, known := range []error{ErrUnknownMessage, ErrNotOwnMessage, ErrUnsupported, ErrRefused} {
+					if errors.Is(err, known) {
+						s.log.Info("message tool refused", zap.String("action", args.Action), zap.Error(err))
+						return nil, toolErrorf("message: %s", err.Error())
+					}
+				}
+				return nil, fmt.Errorf("agents: message tool: %s: %w", args.Action, err)
+			}
+			return out, nil
+		},
+	}
+}
+
+// decodeMessageArgs decodes strictly: an argument the tool does not have
+// (chatId, channel, …) is an error naming it.
+func decodeMessageArgs(raw json.RawMessage) (messageArgs, error) {
+	var args messageArgs
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return args, toolErrorf("message: unknown argument %s: the tool acts only in the current chat and takes action, messageId, emoji and text", f)
+		}
+		return args, toolErrorf("invalid arguments: %v", err)
+	}
+	args.Action = strings.ToLower(strings.TrimSpace(args.Action))
+	args.MessageID = strings.TrimSpace(args.MessageID)
+	args.Emoji = strings.TrimSpace(args.Emoji)
+	switch args.Action {
+	case "react":
+		if args.Emoji == "" || utf8.RuneCountInString(args.Emoji) > 16 {
+			return args, toolErrorf("message: react needs emoji: one emoji, e.g. 👍")
+		}
+	case "reply", "edit":
+		if strings.TrimSpace(args.Text) == "" {
+			return args, toolErrorf("message: %s needs text", args.Action)
+		}
+		if utf8.RuneCountInString(args.Text) > maxMessageToolText {
+			return args, toolErrorf("message: text longer than %d characters", maxMessageToolText)
+		}
+	case "delete":
+	case "":
+		return args, toolErrorf("message: action is required: react, reply, edit or delete")
+	default:
+		return args, toolErrorf("message: unknown action %q: react, reply, edit or delete", args.Action)
+	}
+	return args, nil
+}
+
+// runMessage performs args in room; the result tells the model the ids.
+func runMessage(ctx context.Context, room Room, args messageArgs) (any, error) {
+	switch args.Action {
+	case "react":
+		if err := room.React(ctx, args.MessageID, args.Emoji); err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": true, "action": "react", "emoji": args.Emoji}, nil
+	case "reply":
+		ids, err := room.Reply(ctx, args.MessageID, args.Text)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": true, "action": "reply", "messageIds": ids}, nil
+	case "edit":
+		id, err := room.Edit(ctx, args.MessageID, args.Text)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": true, "action": "edit", "messageId": id}, nil
+	default: // delete
+		id, err := room.Delete(ctx, args.MessageID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": true, "action": "delete", "messageId": id}, nil
+	}
+}
+
+// OffersMessageTool reports whether agentID's tool policy offers the
+// message tool: the dispatcher then binds a Room to its turns, records the
+// room's message ids and shows them to the model.
+func (r *Runner) OffersMessageTool(agentID string) bool {
+	a, ok := r.agents[agentID]
+	return ok && a.Tools.offers(MessageToolName)
+}
