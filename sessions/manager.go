@@ -70,9 +70,10 @@ type Manager struct {
 	hmu     sync.Mutex // guards history
 	history *RoomHistory
 
-	smu     sync.Mutex // guards pairing, cursors (backend_files.go)
+	smu     sync.Mutex // guards pairing, cursors, usage (backend_files.go)
 	pairing *PairingFiles
 	cursors *CursorFiles
+	usage   *UsageFiles
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -318,6 +319,11 @@ func (m *Manager) Close() error {
 		err = errors.Join(err, m.history.Close())
 	}
 	m.hmu.Unlock()
+	m.smu.Lock()
+	if m.usage != nil {
+		err = errors.Join(err, m.usage.Close())
+	}
+	m.smu.Unlock()
 	return err
 }
 

@@ -31,6 +31,8 @@ type Backend interface {
 	Pairing() PairingState
 	// Cursors holds channel cursors such as the Telegram offset.
 	Cursors() Cursors
+	// Usage is the usage ledger (seam_usage.go).
+	Usage() UsageLog
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

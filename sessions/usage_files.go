@@ -1,0 +1,379 @@
+package sessions
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/routing"
+)
+
+// UsageFiles is the files backend's usage ledger: an append-only JSONL file
+// per agent and UTC month, <dir>/<agentId>/<YYYY-MM>.jsonl (files 0600,
+// directories 0700; only a valid agent id and the row's month become a
+// path). A row is one write(2) on a descriptor opened with O_APPEND, not
+// fsynced: a kernel crash may lose the last rows, which `gateway usage
+// rebuild` restores from the transcripts. Processes may append to the same
+// files at once (the daemon and the CLI's rebuild): each line is one write.
+//
+// Query reads only the months its filter's Since and Until reach and skips
+// lines outside them by comparing the time at the start of each line, so it
+// costs one read of those months' files plus a JSON decode of each row
+// selected (BenchmarkUsageQuery: 100,000 rows).
+type UsageFiles struct {
+	dir string
+	log *zap.Logger
+
+	mu    sync.Mutex          // guards files
+	files map[string]*os.File // path -> descriptor opened O_APPEND
+}
+
+// NewUsageFiles returns the ledger under dir (created on the first Record).
+// A nil log is zap.NewNop().
+func NewUsageFiles(dir string, log *zap.Logger) *UsageFiles {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &UsageFiles{dir: dir, log: log, files: map[string]*os.File{}}
+}
+
+// usageTime is the fixed-width UTC time at the start of every line: its
+// text sorts as its time does.
+const usageTime = "2006-01-02T15:04:05.000Z"
+
+// usageLinePrefix is what every line starts with, before the time.
+const usageLinePrefix = `{"at":"`
+
+func (u *UsageFiles) path(agentID string, at time.Time) string {
+	return filepath.Join(u.dir, agentID, at.UTC().Format("2006-01")+".jsonl")
+}
+
+// Record implements UsageLog: the rows of one file in one write.
+func (u *UsageFiles) Record(ctx context.Context, rows ...UsageRow) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("usage: record: %w", err)
+	}
+	byPath := map[string][]byte{}
+	var order []string
+	for _, r := range rows {
+		if err := CheckUsageRow(r); err != nil {
+			return fmt.Errorf("usage: record: %w", err)
+		}
+		line, err := encodeUsageLine(r)
+		if err != nil {
+			return fmt.Errorf("usage: record: %w", err)
+		}
+		p := u.path(r.AgentID, r.At)
+		if _, ok := byPath[p]; !ok {
+			order = append(order, p)
+		}
+		byPath[p] = append(byPath[p], line...)
+	}
+	for _, p := range order {
+		f, err := u.file(p)
+		if err != nil {
+			return fmt.Errorf("usage: record: %w", err)
+		}
+		if _, err := f.Write(byPath[p]); err != nil {
+			return fmt.Errorf("usage: record: write %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// encodeUsageLine is r as one line: the time first, fixed width, so Query
+// can skip lines without decoding them.
+func encodeUsageLine(r UsageRow) ([]byte, error) {
+	at := r.At.UTC().Format(usageTime)
+	r.At = time.Time{}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	// b is {"at":"0001-01-01T00:00:00Z",...}: replace the zero time.
+	const zero = `{"at":"0001-01-01T00:00:00Z"`
+	if !bytes.HasPrefix(b, []byte(zero)) {
+		return nil, errors.New("unexpected row encoding")
+	}
+	line := make([]byte, 0, len(b)+8)
+	line = append(line, usageLinePrefix...)
+	line = append(line, at...)
+	line = append(line, '"')
+	line = append(line, b[len(zero):]...)
+	return append(line, '\n'), nil
+}
+
+// file returns the append descriptor of path, opening it (and cutting a
+// torn last line a crash left, so the next row is not glued to it).
+func (u *UsageFiles) file(path string) (*os.File, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if f, ok := u.files[path]; ok {
+		return f, nil
+	}
+	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := cutTornTail(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("repair %s: %w", path, err)
+	}
+	u.files[path] = f
+	return f, nil
+}
+
+// cutTornTail truncates f after its last newline when its last line is
+// incomplete.
+func cutTornTail(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	const window = 64 << 10
+	off := max(st.Size()-window, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if buf[len(buf)-1] == '\n' {
+		return nil
+	}
+	i := bytes.LastIndexByte(buf, '\n')
+	if i < 0 && off > 0 {
+		return errors.New("last line longer than 64 KiB")
+	}
+	return f.Truncate(off + int64(i) + 1)
+}
+
+// Close closes the open descriptors.
+func (u *UsageFiles) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var err error
+	for p, f := range u.files {
+		err = errors.Join(err, f.Close())
+		delete(u.files, p)
+	}
+	return err
+}
+
+// Query implements UsageLog.
+func (u *UsageFiles) Query(ctx context.Context, f UsageFilter) ([]UsageBucket, error) {
+	if err := CheckUsageFilter(f); err != nil {
+		return nil, err
+	}
+	agg := newUsageAgg(f.By)
+	err := u.scan(ctx, f.AgentID, f.Since, f.Until, func(r UsageRow) {
+		if f.Selects(r) {
+			agg.add(r)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("usage: query: %w", err)
+	}
+	return agg.buckets(), nil
+}
+
+// Refs implements UsageLog.
+func (u *UsageFiles) Refs(ctx context.Context, agentID string) (map[UsageRef]bool, error) {
+	if !routing.ValidID(agentID) {
+		return nil, fmt.Errorf("usage: refs: agent %q: not a valid agent id", agentID)
+	}
+	out := map[UsageRef]bool{}
+	err := u.scan(ctx, agentID, time.Time{}, time.Time{}, func(r UsageRow) { out[r.Ref()] = true })
+	if err != nil {
+		return nil, fmt.Errorf("usage: refs: %w", err)
+	}
+	return out, nil
+}
+
+// scan calls fn with each row of agentID ("" every agent) in [since,
+// until), reading only the month files that range reaches.
+func (u *UsageFiles) scan(ctx context.Context, agentID string, since, until time.Time, fn func(UsageRow)) error {
+	agents := []string{agentID}
+	if agentID == "" {
+		var err error
+		if agents, err = u.agents(); err != nil {
+			return err
+		}
+	}
+	lo, hi := "", ""
+	if !since.IsZero() {
+		lo = since.UTC().Format(usageTime)
+	}
+	if !until.IsZero() {
+		hi = until.UTC().Format(usageTime)
+	}
+	for _, a := range agents {
+		months, err := u.months(a, since, until)
+		if err != nil {
+			return err
+		}
+		for _, p := range months {
+			if err := scanUsageFile(ctx, p, lo, hi, fn, u.log); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// agents lists the agent directories of the ledger.
+func (u *UsageFiles) agents() ([]string, error) {
+	des, err := os.ReadDir(u.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if de.IsDir() && routing.ValidID(de.Name()) {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil
+}
+
+// months lists agentID's month files that overlap [since, until), oldest
+// first.
+func (u *UsageFiles) months(agentID string, since, until time.Time) ([]string, error) {
+	dir := filepath.Join(u.dir, agentID)
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".jsonl")
+		if !ok || !de.Type().IsRegular() {
+			continue
+		}
+		start, err := time.Parse("2006-01", name)
+		if err != nil {
+			continue
+		}
+		end := start.AddDate(0, 1, 0)
+		if (!since.IsZero() && !end.After(since)) || (!until.IsZero() && !start.Before(until)) {
+			continue
+		}
+		out = append(out, filepath.Join(dir, de.Name()))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// scanUsageFile decodes the lines of path whose time is in [lo, hi) (text
+// times, "" unbounded). A torn last line is skipped; another bad line is
+// logged and skipped, so one damaged row does not hide the rest.
+func scanUsageFile(ctx context.Context, path, lo, hi string, fn func(UsageRow), log *zap.Logger) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	const atEnd = len(usageLinePrefix) + len(usageTime)
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: no row is; skip it.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			log.Warn("usage ledger: overlong line skipped", zap.String("path", path), zap.Int("line", n))
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil // a torn last line (or none) ends the file
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if len(line) > atEnd && bytes.HasPrefix(line, []byte(usageLinePrefix)) {
+			at := string(line[len(usageLinePrefix):atEnd])
+			if (lo != "" && at < lo) || (hi != "" && at >= hi) {
+				continue
+			}
+		}
+		var r UsageRow
+		if err := json.Unmarshal(line, &r); err != nil {
+			log.Warn("usage ledger: bad line skipped", zap.String("path", path), zap.Int("line", n), zap.Error(err))
+			continue
+		}
+		fn(r)
+	}
+}
+
+// usageAgg sums rows into buckets of one dimension.
+type usageAgg struct {
+	by      string
+	m       map[string]*UsageBucket // by key
+	labelAt map[string]time.Time    // when each bucket's label was seen
+}
+
+func newUsageAgg(by string) *usageAgg {
+	return &usageAgg{by: by, m: map[string]*UsageBucket{}, labelAt: map[string]time.Time{}}
+}
+
+func (a *usageAgg) add(r UsageRow) {
+	k := UsageKey(r, a.by)
+	b, ok := a.m[k]
+	if !ok {
+		b = &UsageBucket{Key: k}
+		a.m[k] = b
+	}
+	b.Add(r)
+	if a.by == UsageBySender && r.SenderName != "" && !r.At.Before(a.labelAt[k]) {
+		b.Label, a.labelAt[k] = r.SenderName, r.At
+	}
+}
+
+func (a *usageAgg) buckets() []UsageBucket {
+	out := make([]UsageBucket, 0, len(a.m))
+	for _, b := range a.m {
+		out = append(out, *b)
+	}
+	SortUsage(a.by, out)
+	return out
+}
+
+var _ UsageLog = (*UsageFiles)(nil)
+
+// usageFiles is the usage ledger under <stateDir>/usage, made on first use
+// and kept so its descriptors serve every caller.
+func (m *Manager) usageFiles() *UsageFiles {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.usage == nil {
+		m.usage = NewUsageFiles(filepath.Join(m.opts.StateDir, "usage"), m.log)
+	}
+	return m.usage
+}
