@@ -178,6 +178,10 @@ type Result struct {
 	// Model is the "provider/model" that gave the final answer: a
 	// fallback's when the primary failed (fallback.go).
 	Model string
+	// Usage sums the usage and cost of the assistant messages this turn
+	// appended (zero for a reused reply); set also when the turn failed
+	// after a model call (usage.go).
+	Usage sessions.Usage
 }
 
 // modelName is the "provider/model" a session uses.
@@ -379,6 +383,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, err
 		}
 		res.EntryID, res.Model = id, msg.Provider+"/"+msg.Model
+		addUsage(&res.Usage, *msg.Usage)
 		last = msg
 		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
 		calls := toolCalls(msg)

@@ -178,6 +178,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	})
 	stopTyping()
 	stream.stop()
+	d.recordUsage(ctx, last, res, log)
 	hist.cut() // the reply's fsync made the inputs durable: drop the history they took
 	out = stream.handOver(ctx, out)
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
