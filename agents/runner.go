@@ -182,6 +182,10 @@ type Result struct {
 	// appended (zero for a reused reply); set also when the turn failed
 	// after a model call (usage.go).
 	Usage sessions.Usage
+	// AnsweredAt is the timestamp of the last assistant message the turn
+	// appended (zero when none): with the session it names the turn in the
+	// usage ledger.
+	AnsweredAt time.Time
 }
 
 // modelName is the "provider/model" a session uses.
@@ -384,6 +388,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		res.EntryID, res.Model = id, msg.Provider+"/"+msg.Model
 		addUsage(&res.Usage, *msg.Usage)
+		res.AnsweredAt = time.UnixMilli(msg.Timestamp)
 		last = msg
 		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
 		calls := toolCalls(msg)

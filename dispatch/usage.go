@@ -18,9 +18,9 @@ const usageTimeout = 5 * time.Second
 // the runner's sum over the turn's assistant messages, the session, the
 // room and sender it came from (none for internal work). ok is false when
 // the turn called no model (a reused reply, a failure before the call).
-func usageRow(w *work, res agents.Result, at time.Time) (sessions.UsageRow, bool) {
+func usageRow(w *work, res agents.Result) (sessions.UsageRow, bool) {
 	u := res.Usage
-	if u.Input+u.Output+u.CacheRead+u.CacheWrite == 0 && u.Cost.Total == 0 {
+	if res.AnsweredAt.IsZero() || u.Input+u.Output+u.CacheRead+u.CacheWrite == 0 && u.Cost.Total == 0 {
 		return sessions.UsageRow{}, false
 	}
 	provider, model, err := agents.SplitModel(res.Model)
@@ -28,7 +28,7 @@ func usageRow(w *work, res agents.Result, at time.Time) (sessions.UsageRow, bool
 		model = res.Model
 	}
 	r := sessions.UsageRow{
-		At: at, AgentID: w.AgentID, SessionKey: w.Key.String(), SessionID: res.SessionID, EntryID: res.EntryID,
+		At: res.AnsweredAt, AgentID: w.AgentID, SessionKey: w.Key.String(), SessionID: res.SessionID, EntryID: res.EntryID,
 		Provider: provider, Model: model,
 		Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Cost: u.Cost.Total,
 	}
@@ -55,7 +55,7 @@ func roomOf(in channels.Inbound) string {
 // and never fails the turn: `gateway usage rebuild` restores the row from
 // the transcript.
 func (d *Dispatcher) recordUsage(ctx context.Context, last *work, res agents.Result, log *zap.Logger) {
-	row, ok := usageRow(last, res, d.opts.Now())
+	row, ok := usageRow(last, res)
 	if !ok {
 		return
 	}

@@ -18,15 +18,15 @@ import (
 // PostgreSQL backend in its usage table. Implementations are safe for
 // concurrent use by goroutines and processes.
 type UsageLog interface {
-	// Record adds rows (each must pass CheckUsageRow). A row whose agent,
-	// session id and entry id are recorded already may be stored again by
-	// the files backend and is ignored by PostgreSQL; RebuildUsage asks
-	// Refs first, live turns have fresh entry ids.
+	// Record adds rows (each must pass CheckUsageRow). A row whose agent
+	// and Ref are recorded already may be stored again by the files backend
+	// and is ignored by PostgreSQL; RebuildUsage asks Refs first, a live
+	// turn's answer is new.
 	Record(ctx context.Context, rows ...UsageRow) error
 	// Query sums the rows f selects into buckets of f.By, sorted by
 	// SortUsage.
 	Query(ctx context.Context, f UsageFilter) ([]UsageBucket, error)
-	// Refs returns the (session id, entry id) of every row of agentID.
+	// Refs returns the Ref of every row of agentID.
 	Refs(ctx context.Context, agentID string) (map[UsageRef]bool, error)
 }
 
@@ -34,6 +34,8 @@ type UsageLog interface {
 // messages (several with tool calls), attributed to the model that gave
 // the final answer.
 type UsageRow struct {
+	// At is the time of the turn's last assistant message (its transcript
+	// timestamp, in milliseconds): with the session id it names the turn.
 	At         time.Time `json:"at"`
 	AgentID    string    `json:"agent"`
 	SessionKey string    `json:"sessionKey"`
@@ -57,11 +59,16 @@ type UsageRow struct {
 	Cost       float64 `json:"cost"` // USD
 }
 
-// UsageRef names a row by its session and last assistant entry.
-type UsageRef struct{ SessionID, EntryID string }
+// UsageRef names a turn: its session and the time of its last assistant
+// message in Unix milliseconds, as the transcript stores it (rows rebuilt
+// from a transcript have no entry id of their own to match).
+type UsageRef struct {
+	SessionID string
+	At        int64
+}
 
 // Ref is r's UsageRef.
-func (r UsageRow) Ref() UsageRef { return UsageRef{r.SessionID, r.EntryID} }
+func (r UsageRow) Ref() UsageRef { return UsageRef{r.SessionID, r.At.UnixMilli()} }
 
 // SenderKey is the sender a row is grouped under: "channel:senderId", or
 // "" when the turn had no sender.
@@ -139,6 +146,9 @@ func CheckUsageRow(r UsageRow) error {
 	}
 	if r.At.IsZero() {
 		return fmt.Errorf("usage row: at: missing time")
+	}
+	if !r.At.Equal(time.UnixMilli(r.At.UnixMilli())) {
+		return fmt.Errorf("usage row: at %s: finer than a millisecond (transcript times are milliseconds)", r.At.Format(time.RFC3339Nano))
 	}
 	for _, f := range []struct{ name, v string }{
 		{"sessionKey", r.SessionKey}, {"sessionId", r.SessionID}, {"entryId", r.EntryID},

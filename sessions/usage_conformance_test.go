@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/sessionstest"
 )
@@ -28,5 +30,17 @@ func TestUsageConformance(t *testing.T) {
 		dirs[u] = dir
 		mu.Unlock()
 		return u
+	})
+}
+
+// TestUsageRebuildConformance rebuilds the ledger from files transcripts.
+func TestUsageRebuildConformance(t *testing.T) {
+	sessionstest.TestUsageRebuild(t, func(t *testing.T) sessions.Backend {
+		m, err := sessions.Open(sessions.Options{StateDir: t.TempDir(), Logger: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		return m.Backend()
 	})
 }

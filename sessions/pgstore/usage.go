@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,7 +23,7 @@ type usageLog struct{ db *DB }
 func (db *DB) Usage() sessions.UsageLog { return usageLog{db} }
 
 // Record implements sessions.UsageLog; a row whose agent, session id and
-// entry id are stored already is ignored.
+// time are stored already is ignored.
 func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 	if len(rows) == 0 {
 		return nil
@@ -50,7 +51,7 @@ func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 		SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
 			$16::float8[])
-		ON CONFLICT (agent_id, session_id, entry_id) DO NOTHING`,
+		ON CONFLICT (agent_id, session_id, at) DO NOTHING`,
 		at, agent, key, sid, eid, channel, room, sender, name, pr, mdl, in, out, cr, cw, cost)
 	if err != nil {
 		return fmt.Errorf("pgstore: usage: record %d rows: %w", n, err)
@@ -127,14 +128,15 @@ func (u usageLog) Refs(ctx context.Context, agentID string) (map[sessions.UsageR
 	if !routing.ValidID(agentID) {
 		return nil, fmt.Errorf("pgstore: usage: refs: agent %q: not a valid agent id", agentID)
 	}
-	rows, err := u.db.pool.Query(ctx, `SELECT session_id, entry_id FROM usage WHERE agent_id = $1`, agentID)
+	rows, err := u.db.pool.Query(ctx, `SELECT session_id, at FROM usage WHERE agent_id = $1`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: usage: refs: %w", err)
 	}
 	out := map[sessions.UsageRef]bool{}
-	var r sessions.UsageRef
-	_, err = pgx.ForEachRow(rows, []any{&r.SessionID, &r.EntryID}, func() error {
-		out[r] = true
+	var sid string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&sid, &at}, func() error {
+		out[sessions.UsageRef{SessionID: sid, At: at.UnixMilli()}] = true
 		return nil
 	})
 	if err != nil {

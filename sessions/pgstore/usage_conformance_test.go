@@ -1,7 +1,10 @@
 package pgstore
 
 import (
+	"context"
 	"testing"
+
+	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
@@ -17,5 +20,19 @@ func TestUsageConformance(t *testing.T) {
 		u := db.Usage()
 		remember(u)
 		return u
+	})
+}
+
+// TestUsageRebuildConformance rebuilds the ledger from PostgreSQL transcripts.
+func TestUsageRebuildConformance(t *testing.T) {
+	pgtest.AdminURL(t)
+	sessionstest.TestUsageRebuild(t, func(t *testing.T) sessions.Backend {
+		b, err := OpenBackend(context.Background(), BackendOptions{Options: Options{URL: pgtest.NewDatabase(t),
+			Logger: zaptest.NewLogger(t)}, Passive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
 	})
 }

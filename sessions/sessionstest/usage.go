@@ -282,7 +282,11 @@ func testUsageRefs(t *testing.T, open UsageOpener) {
 	if err != nil {
 		t.Fatalf("Refs: %v", err)
 	}
-	want := map[sessions.UsageRef]bool{{"s-dm", "e1"}: true, {"s-grp", "e1"}: true, {"s-grp", "e2"}: true, {"s-dm", "e2"}: true}
+	ref := func(sid string, d time.Duration) sessions.UsageRef {
+		return sessions.UsageRef{SessionID: sid, At: usageDay.Add(d).UnixMilli()}
+	}
+	want := map[sessions.UsageRef]bool{ref("s-dm", 0): true, ref("s-grp", time.Hour): true, ref("s-grp", 3*time.Hour): true,
+		ref("s-dm", 26*time.Hour): true}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Refs(main) (-want +got):\n%s", d)
 	}
@@ -300,6 +304,7 @@ func testUsageRefused(t *testing.T, open UsageOpener) {
 	}{
 		{"agent id a path", func(r *sessions.UsageRow) { r.AgentID = "../x" }},
 		{"no time", func(r *sessions.UsageRow) { r.At = time.Time{} }},
+		{"time finer than ms", func(r *sessions.UsageRow) { r.At = r.At.Add(time.Microsecond) }},
 		{"no session id", func(r *sessions.UsageRow) { r.SessionID = "" }},
 		{"negative tokens", func(r *sessions.UsageRow) { r.Output = -1 }},
 		{"NaN cost", func(r *sessions.UsageRow) { r.Cost = math.NaN() }},

@@ -1,8 +1,9 @@
 -- +goose Up
 -- The usage ledger (issue 14): one row per agent turn with its tokens and
--- cost (sessions.UsageLog). A turn is named by its session and the
--- transcript entry of its last assistant message, so a rebuild from the
--- transcripts adds only what is missing (ON CONFLICT DO NOTHING).
+-- cost (sessions.UsageLog). A turn is named by its session and the time
+-- of its last assistant message (milliseconds, as transcripts store it),
+-- so a rebuild from the transcripts adds only what is missing (ON
+-- CONFLICT DO NOTHING).
 CREATE TABLE usage (
     id          bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     at          timestamptz NOT NULL,
@@ -21,7 +22,7 @@ CREATE TABLE usage (
     cache_read  bigint      NOT NULL DEFAULT 0,
     cache_write bigint      NOT NULL DEFAULT 0,
     cost        double precision NOT NULL DEFAULT 0,
-    UNIQUE (agent_id, session_id, entry_id)
+    UNIQUE (agent_id, session_id, at)
 );
 
 -- Reports over a time range, of one agent or all (gateway usage, /api/usage).
