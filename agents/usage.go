@@ -92,3 +92,8 @@ func addUsage(sum *sessions.Usage, u sessions.Usage) {
 	sum.Cost.CacheWrite += u.Cost.CacheWrite
 	sum.Cost.Total += u.Cost.Total
 }
+
+// Total is the cost in USD of usage u of provider/model (0 when unpriced).
+func (p Prices) Total(provider, model string, u sessions.Usage) float64 {
+	return p[provider+"/"+model].Cost(u).Total
+}
