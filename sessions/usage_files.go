@@ -31,8 +31,8 @@ import (
 //
 // Query reads only the months its filter's Since and Until reach and skips
 // lines outside them by comparing the time at the start of each line, so it
-// costs one read of those months' files plus a JSON decode of each row
-// selected (BenchmarkUsageQuery: 100,000 rows).
+// costs one read of those months' files plus a decode of each row in range
+// (usageDecoder; BenchmarkUsageQuery: 100,000 rows).
 type UsageFiles struct {
 	dir string
 	log *zap.Logger
@@ -221,13 +221,15 @@ func (u *UsageFiles) scan(ctx context.Context, agentID string, since, until time
 	if !until.IsZero() {
 		hi = until.UTC().Format(usageTime)
 	}
+	dec := newUsageDecoder()
+	dec.skipEntryID = true
 	for _, a := range agents {
 		months, err := u.months(a, since, until)
 		if err != nil {
 			return err
 		}
 		for _, p := range months {
-			if err := scanUsageFile(ctx, p, lo, hi, fn, u.log); err != nil {
+			if err := scanUsageFile(ctx, dec, p, lo, hi, fn, u.log); err != nil {
 				return err
 			}
 		}
@@ -287,7 +289,7 @@ func (u *UsageFiles) months(agentID string, since, until time.Time) ([]string, e
 // scanUsageFile decodes the lines of path whose time is in [lo, hi) (text
 // times, "" unbounded). A torn last line is skipped; another bad line is
 // logged and skipped, so one damaged row does not hide the rest.
-func scanUsageFile(ctx context.Context, path, lo, hi string, fn func(UsageRow), log *zap.Logger) error {
+func scanUsageFile(ctx context.Context, dec *usageDecoder, path, lo, hi string, fn func(UsageRow), log *zap.Logger) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -298,6 +300,7 @@ func scanUsageFile(ctx context.Context, path, lo, hi string, fn func(UsageRow), 
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
 	const atEnd = len(usageLinePrefix) + len(usageTime)
+	var r UsageRow // one per file: decode's fallback makes it escape
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -323,8 +326,7 @@ func scanUsageFile(ctx context.Context, path, lo, hi string, fn func(UsageRow), 
 				continue
 			}
 		}
-		var r UsageRow
-		if err := json.Unmarshal(line, &r); err != nil {
+		if err := dec.decode(line, &r); err != nil {
 			log.Warn("usage ledger: bad line skipped", zap.String("path", path), zap.Int("line", n), zap.Error(err))
 			continue
 		}
@@ -337,14 +339,49 @@ type usageAgg struct {
 	by      string
 	m       map[string]*UsageBucket // by key
 	labelAt map[string]time.Time    // when each bucket's label was seen
+	// keys caches the bucket keys UsageKey builds (a sender's, a model's,
+	// a day's), so a row costs no allocation.
+	keys map[[2]string]string
+	days map[int64]string
 }
 
 func newUsageAgg(by string) *usageAgg {
-	return &usageAgg{by: by, m: map[string]*UsageBucket{}, labelAt: map[string]time.Time{}}
+	return &usageAgg{by: by, m: map[string]*UsageBucket{}, labelAt: map[string]time.Time{},
+		keys: map[[2]string]string{}, days: map[int64]string{}}
+}
+
+// key is UsageKey(r, a.by), cached.
+func (a *usageAgg) key(r UsageRow) string {
+	var pair [2]string
+	switch a.by {
+	case UsageBySender:
+		pair = [2]string{r.Channel, r.SenderID}
+	case UsageByModel:
+		pair = [2]string{r.Provider, r.Model}
+	case UsageByDay:
+		d := r.At.Unix() / 86400
+		if r.At.Unix() < 0 {
+			return UsageKey(r, a.by)
+		}
+		k, ok := a.days[d]
+		if !ok {
+			k = UsageKey(r, a.by)
+			a.days[d] = k
+		}
+		return k
+	default:
+		return UsageKey(r, a.by)
+	}
+	k, ok := a.keys[pair]
+	if !ok {
+		k = UsageKey(r, a.by)
+		a.keys[pair] = k
+	}
+	return k
 }
 
 func (a *usageAgg) add(r UsageRow) {
-	k := UsageKey(r, a.by)
+	k := a.key(r)
 	b, ok := a.m[k]
 	if !ok {
 		b = &UsageBucket{Key: k}
