@@ -1,15 +1,18 @@
 package dispatch
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -92,5 +95,34 @@ func TestUsageFormatting(t *testing.T) {
 		if got := usd(v); got != want {
 			t.Errorf("usd(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// BenchmarkRecordUsage is what a turn pays for its ledger row on the files
+// backend: building the row from the runner's result and one append.
+func BenchmarkRecordUsage(b *testing.B) {
+	mgr, err := sessions.Open(sessions.Options{StateDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = mgr.Close() })
+	d := &Dispatcher{opts: Options{Sessions: mgr.Backend()}}
+	msg := in("telegram", "-100123", "hello")
+	msg.ChatType, msg.SenderID, msg.SenderName = channels.Group, "42", "Ann"
+	key, err := routing.PeerKey("main", "telegram", "", routing.Group, "-100123")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &work{In: msg, AgentID: "main", Key: key}
+	res := agents.Result{SessionID: "0b6f7a52-5d1e-4a59-9d55-3e8a4c1d2f00", EntryID: "a1b2c3d4", Model: "openai/gpt-4.1",
+		Usage: sessions.Usage{Input: 1200, Output: 300, CacheRead: 4000, Cost: sessions.Cost{Total: 0.0054}}}
+	start := time.Now().Truncate(time.Millisecond)
+	log := zap.NewNop()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		res.AnsweredAt = start.Add(time.Duration(i) * time.Millisecond)
+		d.recordUsage(context.Background(), w, res, log)
+		i++
 	}
 }

@@ -14,8 +14,8 @@ import (
 )
 
 // usageLog implements sessions.UsageLog on the usage table (migration
-// 00008): Record is one INSERT of every row (a turn's row is one round
-// trip), Query one GROUP BY over the indexes of (agent_id, at), (at),
+// 00008): Record is one INSERT of every row, committed lazily (a turn's
+// row is one round trip, no WAL flush wait), Query one GROUP BY over the indexes of (agent_id, at), (at),
 // (channel, sender_id, at) and (session_key, at).
 type usageLog struct{ db *DB }
 
@@ -46,13 +46,18 @@ func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 		in, out, cr, cw = append(in, r.Input), append(out, r.Output), append(cr, r.CacheRead), append(cw, r.CacheWrite)
 		cost = append(cost, r.Cost)
 	}
-	_, err := u.db.pool.Exec(ctx, `INSERT INTO usage (at, agent_id, session_key, session_id, entry_id, channel, room,
+	// A lazy commit (lazy.go): like the files ledger's unsynced write, a
+	// row is lost only by a server crash within wal_writer_delay, and
+	// `gateway usage rebuild` restores it from the transcript.
+	err := u.db.lazyBatch(ctx, func(b *pgx.Batch) {
+		b.Queue(`INSERT INTO usage (at, agent_id, session_key, session_id, entry_id, channel, room,
 			sender_id, sender_name, provider, model, input, output, cache_read, cache_write, cost)
 		SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[],
 			$16::float8[])
 		ON CONFLICT (agent_id, session_id, at) DO NOTHING`,
-		at, agent, key, sid, eid, channel, room, sender, name, pr, mdl, in, out, cr, cw, cost)
+			at, agent, key, sid, eid, channel, room, sender, name, pr, mdl, in, out, cr, cw, cost)
+	})
 	if err != nil {
 		return fmt.Errorf("pgstore: usage: record %d rows: %w", n, err)
 	}

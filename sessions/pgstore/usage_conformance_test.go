@@ -36,3 +36,15 @@ func TestUsageRebuildConformance(t *testing.T) {
 		return b
 	})
 }
+
+// BenchmarkUsageRecord is one turn's ledger row on PostgreSQL (one INSERT;
+// the files figures: BenchmarkUsageRecord in package sessions).
+func BenchmarkUsageRecord(b *testing.B) {
+	sessionstest.BenchUsageRecord(b, openBench(b, 4).Usage())
+}
+
+// BenchmarkUsageQuery reports over 100,000 rows on PostgreSQL.
+func BenchmarkUsageQuery(b *testing.B) {
+	db := openBench(b, 4)
+	sessionstest.BenchUsageQuery(b, db.Usage(), 100_000)
+}
