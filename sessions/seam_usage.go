@@ -28,6 +28,10 @@ type UsageLog interface {
 	Query(ctx context.Context, f UsageFilter) ([]UsageBucket, error)
 	// Refs returns the Ref of every row of agentID.
 	Refs(ctx context.Context, agentID string) (map[UsageRef]bool, error)
+	// Rows calls fn with each row f selects (f.By ignored), grouped by
+	// agent, in no other guaranteed order (CopyUsage, `gateway storage
+	// migrate`); fn's error stops it.
+	Rows(ctx context.Context, f UsageFilter, fn func(UsageRow) error) error
 }
 
 // UsageRow is one agent turn's usage: the sum of the turn's assistant

@@ -270,6 +270,26 @@ func (u *UsageFiles) Query(ctx context.Context, f UsageFilter) ([]UsageBucket, e
 	return agg.buckets(), nil
 }
 
+// Rows implements UsageLog.
+func (u *UsageFiles) Rows(ctx context.Context, f UsageFilter, fn func(UsageRow) error) error {
+	if err := CheckUsageFilter(f); err != nil {
+		return err
+	}
+	var ferr error
+	err := u.scanRows(ctx, f.AgentID, f.Since, f.Until, true, func(r UsageRow) {
+		if ferr == nil && f.Selects(r) {
+			ferr = fn(r)
+		}
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return fmt.Errorf("usage: rows: %w", err)
+	}
+	return nil
+}
+
 // Refs implements UsageLog.
 func (u *UsageFiles) Refs(ctx context.Context, agentID string) (map[UsageRef]bool, error) {
 	if !routing.ValidID(agentID) {
@@ -286,6 +306,11 @@ func (u *UsageFiles) Refs(ctx context.Context, agentID string) (map[UsageRef]boo
 // scan calls fn with each row of agentID ("" every agent) in [since,
 // until), reading only the month files that range reaches.
 func (u *UsageFiles) scan(ctx context.Context, agentID string, since, until time.Time, fn func(UsageRow)) error {
+	return u.scanRows(ctx, agentID, since, until, false, fn)
+}
+
+// scanRows is scan; entryIDs says whether rows carry their entry ids.
+func (u *UsageFiles) scanRows(ctx context.Context, agentID string, since, until time.Time, entryIDs bool, fn func(UsageRow)) error {
 	agents := []string{agentID}
 	if agentID == "" {
 		var err error
@@ -301,7 +326,7 @@ func (u *UsageFiles) scan(ctx context.Context, agentID string, since, until time
 		hi = until.UTC().Format(usageTime)
 	}
 	dec := newUsageDecoder()
-	dec.skipEntryID = true
+	dec.skipEntryID = !entryIDs
 	for _, a := range agents {
 		months, err := u.months(a, since, until)
 		if err != nil {

@@ -83,6 +83,29 @@ func (u usageLog) Query(ctx context.Context, f sessions.UsageFilter) ([]sessions
 		return nil, err
 	}
 	g := usageGroup[f.By]
+	where, args := usageWhere(f)
+	q := `SELECT ` + g[0] + ` AS k, ` + g[1] + `, count(*), coalesce(sum(input), 0), coalesce(sum(output), 0),
+		coalesce(sum(cache_read), 0), coalesce(sum(cache_write), 0), coalesce(sum(cost), 0) FROM usage` + where + ` GROUP BY k`
+	rows, err := u.db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: usage: query: %w", err)
+	}
+	var out []sessions.UsageBucket
+	var b sessions.UsageBucket
+	_, err = pgx.ForEachRow(rows, []any{&b.Key, &b.Label, &b.Turns, &b.Input, &b.Output, &b.CacheRead, &b.CacheWrite, &b.Cost}, func() error {
+		out = append(out, b)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: usage: query: %w", err)
+	}
+	sessions.SortUsage(f.By, out)
+	return out, nil
+}
+
+// usageWhere is the WHERE clause of f ("" when f selects every row) and
+// its parameters.
+func usageWhere(f sessions.UsageFilter) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(cond string, v any) {
@@ -105,27 +128,33 @@ func (u usageLog) Query(ctx context.Context, f sessions.UsageFilter) ([]sessions
 	if !f.Until.IsZero() {
 		arg("at < ?", f.Until.UTC())
 	}
-	q := `SELECT ` + g[0] + ` AS k, ` + g[1] + `, count(*), coalesce(sum(input), 0), coalesce(sum(output), 0),
-		coalesce(sum(cache_read), 0), coalesce(sum(cache_write), 0), coalesce(sum(cost), 0) FROM usage`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil
 	}
-	q += ` GROUP BY k`
-	rows, err := u.db.pool.Query(ctx, q, args...)
+	return ` WHERE ` + strings.Join(where, " AND "), args
+}
+
+// Rows implements sessions.UsageLog, by agent and time.
+func (u usageLog) Rows(ctx context.Context, f sessions.UsageFilter, fn func(sessions.UsageRow) error) error {
+	if err := sessions.CheckUsageFilter(f); err != nil {
+		return err
+	}
+	where, args := usageWhere(f)
+	rows, err := u.db.pool.Query(ctx, `SELECT at, agent_id, session_key, session_id, entry_id, channel, room, sender_id,
+		sender_name, provider, model, input, output, cache_read, cache_write, cost FROM usage`+where+` ORDER BY agent_id, at, id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: usage: query: %w", err)
+		return fmt.Errorf("pgstore: usage: rows: %w", err)
 	}
-	var out []sessions.UsageBucket
-	var b sessions.UsageBucket
-	_, err = pgx.ForEachRow(rows, []any{&b.Key, &b.Label, &b.Turns, &b.Input, &b.Output, &b.CacheRead, &b.CacheWrite, &b.Cost}, func() error {
-		out = append(out, b)
-		return nil
+	var r sessions.UsageRow
+	_, err = pgx.ForEachRow(rows, []any{&r.At, &r.AgentID, &r.SessionKey, &r.SessionID, &r.EntryID, &r.Channel, &r.Room, &r.SenderID,
+		&r.SenderName, &r.Provider, &r.Model, &r.Input, &r.Output, &r.CacheRead, &r.CacheWrite, &r.Cost}, func() error {
+		r.At = r.At.UTC()
+		return fn(r)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: usage: query: %w", err)
+		return fmt.Errorf("pgstore: usage: rows: %w", err)
 	}
-	sessions.SortUsage(f.By, out)
-	return out, nil
+	return nil
 }
 
 // Refs implements sessions.UsageLog.

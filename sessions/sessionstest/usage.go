@@ -32,6 +32,7 @@ func TestUsage(t *testing.T, open UsageOpener) {
 		{"SecondHandleSeesRows", testUsageShared},
 		{"ConcurrentRecordsLoseNothing", testUsageConcurrent},
 		{"Refs", testUsageRefs},
+		{"RowsAndCopy", testUsageRowsAndCopy},
 		{"RefusedInput", testUsageRefused},
 	}
 	for _, c := range cases {
@@ -327,5 +328,52 @@ func testUsageRefused(t *testing.T, open UsageOpener) {
 		if _, err := f.u.Query(f.ctx, q); err == nil {
 			t.Errorf("Query(%+v) accepted", q)
 		}
+	}
+}
+
+func testUsageRowsAndCopy(t *testing.T, open UsageOpener) {
+	f := newUsageFixture(t, open)
+	rows := UsageFixture()
+	f.record(f.u, rows...)
+	var got []sessions.UsageRow
+	err := f.u.Rows(f.ctx, sessions.UsageFilter{}, func(r sessions.UsageRow) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Rows: %v", err)
+	}
+	byTime := cmpopts.SortSlices(func(a, b sessions.UsageRow) bool { return a.At.Before(b.At) })
+	if d := cmp.Diff(rows, got, byTime); d != "" {
+		t.Errorf("Rows (-recorded +got):\n%s", d)
+	}
+	got = nil
+	err = f.u.Rows(f.ctx, sessions.UsageFilter{AgentID: "main", Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}, func(r sessions.UsageRow) error {
+		got = append(got, r)
+		return nil
+	})
+	if err != nil || len(got) != 2 || got[0].AgentID != "main" {
+		t.Errorf("Rows of main since 1 Nov: %+v, %v; want 2 rows", got, err)
+	}
+
+	to := open(t, nil)
+	other := rows[0]
+	other.SessionID = "elsewhere"
+	f.record(to, rows[4], other) // the target holds one of the rows already, and one of its own
+	n, err := sessions.CopyUsage(f.ctx, f.u, to)
+	if err != nil || n != 4 {
+		t.Fatalf("CopyUsage = %d, %v; want the 4 rows the target lacked", n, err)
+	}
+	if n, err := sessions.CopyUsage(f.ctx, f.u, to); err != nil || n != 0 {
+		t.Errorf("second CopyUsage = %d, %v; want 0", n, err)
+	}
+	// The target: the source's 5 rows and its own copy of rows[0].
+	want := f.query(f.u, sessions.UsageFilter{})
+	want[0].Turns++
+	want[0].Input += other.Input
+	want[0].Output += other.Output
+	want[0].Cost += other.Cost
+	if d := cmp.Diff(want, f.query(to, sessions.UsageFilter{}), approxCost); d != "" {
+		t.Errorf("target after the copy (-want +got):\n%s", d)
 	}
 }
