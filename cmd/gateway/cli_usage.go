@@ -50,6 +50,9 @@ func usageCmd(cfgPath *string) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), rep)
 			}
 			printUsage(cmd.OutOrStdout(), rep)
+			if rep.Total.Turns == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no turns recorded in this range; for turns from before the usage ledger existed run `gateway usage rebuild`")
+			}
 			return nil
 		},
 	}
