@@ -176,9 +176,9 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: hist.appended,
 	})
+	defer d.recordUsage(ctx, last, res, log) // after the reply: never delays it
 	stopTyping()
 	stream.stop()
-	d.recordUsage(ctx, last, res, log)
 	hist.cut() // the reply's fsync made the inputs durable: drop the history they took
 	out = stream.handOver(ctx, out)
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())

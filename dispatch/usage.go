@@ -11,8 +11,10 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// usageTimeout bounds recording a turn's usage row.
-const usageTimeout = 5 * time.Second
+// usageTimeout bounds recording a turn's usage row (a database that does
+// not answer holds the session's lane no longer than this; the row is then
+// left to `gateway usage rebuild`).
+const usageTimeout = 2 * time.Second
 
 // usageRow is the usage ledger's row of a turn whose last input was w:
 // the runner's sum over the turn's assistant messages, the session, the
