@@ -82,11 +82,11 @@ func usageFilter(agent, by, since string, now time.Time) (sessions.UsageFilter, 
 
 // printUsage writes rep as a table with a total line.
 func printUsage(w io.Writer, rep sessions.UsageReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := strings.ToUpper(rep.By)
-	fmt.Fprintf(tw, "%s\tNAME\tTURNS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\t\n", head)
+	fmt.Fprintf(tw, "%s\tNAME\tTURNS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\n", head)
 	line := func(key, name string, b sessions.UsageBucket) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.4f\t\n", key, name, b.Turns, b.Input, b.Output, b.CacheRead, b.CacheWrite, b.Cost)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.4f\n", key, name, b.Turns, b.Input, b.Output, b.CacheRead, b.CacheWrite, b.Cost)
 	}
 	if rep.By != "total" {
 		for _, b := range rep.Buckets {
