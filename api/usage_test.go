@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/internal/webtest"
 	"github.com/gateway/gateway/sessions"
@@ -96,12 +97,23 @@ func TestUsageAPI(t *testing.T) {
 }
 
 // TestUsageAPIAfterAChat: a chat turn through the daemon adds a ledger
-// row the API reports under its session.
+// row (right after its reply) the API reports under its session.
 func TestUsageAPIAfterAChat(t *testing.T) {
 	env := webtest.Start(t, webtest.Config{})
 	c := newClient(t, env, "")
 	r := c.chat("main", "count my tokens", "")
-	code, rep, body := c.usageReport("/api/usage?by=model")
+	// The row is written once the reply is out: wait for it.
+	var (
+		code int
+		rep  sessions.UsageReport
+		body string
+	)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		code, rep, body = c.usageReport("/api/usage?by=model")
+		if code != http.StatusOK || rep.Total.Turns > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if code != http.StatusOK || len(rep.Buckets) != 1 || rep.Buckets[0].Key != "local/echo" || rep.Buckets[0].Turns != 1 ||
 		rep.Buckets[0].Input == 0 || rep.Buckets[0].Output == 0 {
 		t.Fatalf("after one chat turn (session %s): %d %+v %s", r.SessionID, code, rep, body)

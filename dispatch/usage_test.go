@@ -39,10 +39,12 @@ func TestTurnsRecordUsageRows(t *testing.T) {
 	h.drained()
 
 	ledger := h.mgr.Backend().Usage()
-	got, err := ledger.Query(h.ctx, sessions.UsageFilter{By: sessions.UsageBySender})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var got []sessions.UsageBucket
+	eventually(t, "three ledger rows", func() bool { // each is written right after its reply
+		var err error
+		got, err = ledger.Query(h.ctx, sessions.UsageFilter{By: sessions.UsageBySender})
+		return err == nil && sessions.UsageTotal(got).Turns == 3
+	})
 	want := []sessions.UsageBucket{
 		{Key: "tg:7", Label: "u7", Turns: 2, Input: 2, Output: 2, Cost: 6},
 		{Key: "tg:8", Label: "Bea", Turns: 1, Input: 1, Output: 1, Cost: 3},
