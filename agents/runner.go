@@ -180,10 +180,14 @@ type Result struct {
 	// Model is the "provider/model" that gave the final answer: a
 	// fallback's when the primary failed (fallback.go).
 	Model string
-	// Usage is the sum of the turn's assistant messages' usage (tokens and
-	// cost), also when the turn failed after some model calls: limits
-	// charges it to the turn's senders, room and agent.
+	// Usage sums the usage and cost of the assistant messages this turn
+	// appended (zero for a reused reply); set also when the turn failed
+	// after a model call (usage.go).
 	Usage sessions.Usage
+	// AnsweredAt is the timestamp of the last assistant message the turn
+	// appended (zero when none): with the session it names the turn in the
+	// usage ledger.
+	AnsweredAt time.Time
 }
 
 // modelName is the "provider/model" a session uses.
@@ -382,12 +386,13 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		iter++
 		msg = r.stamp(s, msg, req)
-		res.Usage = sumUsage(res.Usage, *msg.Usage)
+		addUsage(&res.Usage, *msg.Usage) // paid for even if the append fails
 		id, err := r.appendAssistant(ctx, s, msg)
 		if err != nil {
 			return res, err
 		}
 		res.EntryID, res.Model = id, msg.Provider+"/"+msg.Model
+		res.AnsweredAt = time.UnixMilli(msg.Timestamp)
 		last = msg
 		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
 		calls := toolCalls(msg)

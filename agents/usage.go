@@ -78,3 +78,22 @@ func (r *Runner) account(agentID string, m *sessions.Message) {
 	}
 	r.usage.cost.WithLabelValues(agentID, model).Add(u.Cost.Total)
 }
+
+// addUsage adds u (tokens and cost) to sum.
+func addUsage(sum *sessions.Usage, u sessions.Usage) {
+	sum.Input += u.Input
+	sum.Output += u.Output
+	sum.CacheRead += u.CacheRead
+	sum.CacheWrite += u.CacheWrite
+	sum.TotalTokens += u.TotalTokens
+	sum.Cost.Input += u.Cost.Input
+	sum.Cost.Output += u.Cost.Output
+	sum.Cost.CacheRead += u.Cost.CacheRead
+	sum.Cost.CacheWrite += u.Cost.CacheWrite
+	sum.Cost.Total += u.Cost.Total
+}
+
+// Total is the cost in USD of usage u of provider/model (0 when unpriced).
+func (p Prices) Total(provider, model string, u sessions.Usage) float64 {
+	return p[provider+"/"+model].Cost(u).Total
+}

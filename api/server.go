@@ -99,6 +99,7 @@ func New(opts Options) *Server {
 		s.mux.Handle("/", pageHandler())
 	}
 	s.routes()
+	s.usageRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -59,6 +59,7 @@ func Commands() []Command {
 			Arg: "session", ArgDescription: "its number in /sessions or its id", ArgRequired: true, Privileged: true},
 		{Name: "delete", Usage: "[n]", Description: "Archive a session of this chat",
 			Arg: "session", ArgDescription: "its number in /sessions (default: the current one)", Privileged: true},
+		{Name: "usage", Description: "Tokens and cost of this session, and yours today", Private: true, Group: true},
 		{Name: "help", Description: "List the commands", Private: true, Group: true},
 	}
 }

@@ -77,6 +77,8 @@ func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {
 		d.reply(ctx, w, d.cmdQueue(ctx, store, w))
 	case "help":
 		d.reply(ctx, w, helpText)
+	case "usage":
+		d.reply(ctx, w, d.cmdUsage(ctx, store, w))
 	case "sessions", "switch", "history", "delete":
 		d.reply(ctx, w, d.archiveCommand(ctx, store, w))
 	default:

@@ -11,7 +11,9 @@
 // downloads of sessions that ended are pruned (media_store.go).
 // Rooms with streaming on show the
 // turn's progress or its partial answer in a draft message while it runs
-// (stream.go); the reply itself always goes through the outbox.
+// (stream.go); the reply itself always goes through the outbox. Each
+// turn's tokens and cost go to the usage ledger once it ends (usage.go);
+// /usage reports them in the chat (usage_command.go).
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one

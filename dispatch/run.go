@@ -178,6 +178,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		OnInputsAppended: hist.appended,
 		Room:             room,
 	})
+	defer d.recordUsage(ctx, last, res, log) // after the reply: never delays it
 	stopTyping()
 	stream.stop()
 	hist.cut() // the reply's fsync made the inputs durable: drop the history they took

@@ -69,6 +69,7 @@ func (b filesBackend) History() RoomLog                   { return b.m.History()
 func (b filesBackend) Pairing() PairingState              { return b.m.pairingFiles() }
 func (b filesBackend) Cursors() Cursors                   { return b.m.cursorFiles() }
 func (b filesBackend) Limits() LimitCounters              { return b.m.limitFiles() }
+func (b filesBackend) Usage() UsageLog                    { return b.m.usageFiles() }
 func (b filesBackend) SetReset(c ResetConfig)             { b.m.SetReset(c) }
 func (b filesBackend) ResetConfig() ResetConfig           { return b.m.ResetConfig() }
 func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMaintenance(c) }

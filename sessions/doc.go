@@ -23,6 +23,11 @@
 // scopes, names and values are checked (CheckPairingChannel, CheckCursor)
 // before they reach a file name or a query.
 //
+// The usage ledger (Backend.Usage, seam_usage.go) holds one row per agent
+// turn with its tokens and cost; the files backend keeps it in
+// <stateDir>/usage/<agentId>/<YYYY-MM>.jsonl (UsageFiles), RebuildUsage
+// refills it from transcripts and CopyUsage moves it between backends.
+//
 // The package also knows how its durable state goes wrong: Check finds
 // problems (each with a stable code) without changing anything, and Repair
 // fixes the fixable ones under the same locks the daemon takes; `gateway

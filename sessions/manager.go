@@ -70,11 +70,12 @@ type Manager struct {
 	hmu     sync.Mutex // guards history
 	history *RoomHistory
 
-	smu     sync.Mutex // guards pairing, cursors, limits (backend_files.go)
+	smu     sync.Mutex // guards pairing, cursors, limits, msgs, usage (backend_files.go)
 	pairing *PairingFiles
 	cursors *CursorFiles
 	limits  *LimitFiles
-	msgs    *RoomMessageFiles // guarded by smu (backend_files.go)
+	msgs    *RoomMessageFiles
+	usage   *UsageFiles
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -320,6 +321,11 @@ func (m *Manager) Close() error {
 		err = errors.Join(err, m.history.Close())
 	}
 	m.hmu.Unlock()
+	m.smu.Lock()
+	if m.usage != nil {
+		err = errors.Join(err, m.usage.Close())
+	}
+	m.smu.Unlock()
 	return err
 }
 

@@ -36,6 +36,8 @@ type Backend interface {
 	// Messages records the messages of each room the bot saw and sent
 	// (the message tool, seam_messages.go).
 	Messages() RoomMessages
+	// Usage is the usage ledger (seam_usage.go).
+	Usage() UsageLog
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

@@ -112,6 +112,8 @@ type side struct {
 	// rooms is the room history (the source's must list its rooms,
 	// sessions.RoomLister).
 	rooms sessions.RoomLog
+	// usage is the usage ledger.
+	usage sessions.UsageLog
 	close func()
 }
 
@@ -170,6 +172,11 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  room history        %d entries copied\n", rn)
+	un, err := sessions.CopyUsage(ctx, from.usage, to.usage)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  usage ledger        %d rows copied\n", un)
 	return nil
 }
 
@@ -224,7 +231,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
-		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), close: func() {
+		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), close: func() {
 			_ = mgr.Close()
 			unlock()
 		}}, nil
@@ -244,7 +251,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

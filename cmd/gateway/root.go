@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		},
 	})
 	addOperatorCommands(root, &cfgPath)
+	root.AddCommand(usageCmd(&cfgPath))
 	return root
 }
 
