@@ -11,6 +11,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/channels/discord"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/dispatch"
@@ -32,6 +33,7 @@ type Config struct {
 	Messages  Messages                      `mapstructure:"messages"`
 	Commands  Commands                      `mapstructure:"commands"`
 	Media     dispatch.MediaConfig          `mapstructure:"media"`
+	MCP       mcp.Config                    `mapstructure:"mcp"`
 }
 
 // Commands is the commands section.
@@ -284,6 +286,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Messages.Inbound.Validate(); err != nil {
+		return err
+	}
+	if err := c.validateMCP(); err != nil {
 		return err
 	}
 	return c.Messages.Queue.Validate()

@@ -122,9 +122,9 @@ func (c ServerConfig) DialTimeout() time.Duration {
 // ValidServerName reports whether name may name a server.
 func ValidServerName(name string) bool { return serverName.MatchString(name) }
 
-// Validate checks every server; errors name the key below `mcp.`.
+// Validate checks every server (in name order) and reports the first
+// problem; the error names the key below `mcp.`.
 func (c Config) Validate() error {
-	var errs []error
 	names := make([]string, 0, len(c.Servers))
 	for n := range c.Servers {
 		names = append(names, n)
@@ -132,14 +132,13 @@ func (c Config) Validate() error {
 	slices.Sort(names)
 	for _, n := range names {
 		if !ValidServerName(n) {
-			errs = append(errs, fmt.Errorf("servers.%s: a server name is 1-32 lower-case letters, digits and '-', starting with a letter or digit", n))
-			continue
+			return fmt.Errorf("servers.%s: a server name is 1-32 lower-case letters, digits and '-', starting with a letter or digit", n)
 		}
 		if err := c.Servers[n].Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("servers.%s.%w", n, err))
+			return fmt.Errorf("servers.%s.%w", n, err)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Validate checks one server's settings (no I/O); errors start with the key.

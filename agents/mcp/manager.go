@@ -28,7 +28,7 @@ type Options struct {
 	// HTTPClient reaches Streamable HTTP servers (nil: a client of its
 	// own; the configured headers are added to every request).
 	HTTPClient *http.Client
-	// Version is the client version announced to servers.
+	// Version is the client version announced to servers (default "dev").
 	Version string
 	// Backoff is the first restart delay, doubled per failure up to
 	// MaxBackoff (defaults 1 s and 1 min); a connection that lasted
@@ -61,6 +61,9 @@ func New(opts Options) *Manager {
 	}
 	if m.now == nil {
 		m.now = time.Now
+	}
+	if m.opts.Version == "" {
+		m.opts.Version = "dev"
 	}
 	if m.opts.Backoff <= 0 {
 		m.opts.Backoff = DefaultBackoff

@@ -41,6 +41,9 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 	if log == nil {
 		log = zap.NewNop()
 	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
 	d := &dialer{name: name, cfg: cfg, version: opts.Version, http: opts.HTTPClient, log: log}
 	cctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout())
 	defer cancel()
