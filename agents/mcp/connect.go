@@ -26,13 +26,13 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", 
 // Tool is one tool a server offers, as the agents see it.
 type Tool struct {
 	// Name is the name offered to models (ToolName of Server and Remote).
-	Name   string
-	Server string
+	Name   string `json:"name"`
+	Server string `json:"server"`
 	// Remote is the tool's own name on its server.
-	Remote      string
-	Description string
+	Remote      string `json:"remoteName"`
+	Description string `json:"description,omitempty"`
 	// InputSchema is the tool's JSON Schema for its arguments (an object).
-	InputSchema json.RawMessage
+	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
 // dialer opens sessions to one server.

@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		},
 	})
 	addOperatorCommands(root, &cfgPath)
+	root.AddCommand(mcpCmd(&cfgPath))
 	return root
 }
 
