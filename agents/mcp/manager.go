@@ -217,6 +217,14 @@ func (m *Manager) Call(ctx context.Context, name string, args []byte) (Result, e
 	if !ok {
 		return Result{}, fmt.Errorf("MCP server %q is not configured", serverName)
 	}
+	timeout := s.config().CallTimeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select { // a server making its first connection has no tool list yet
+	case <-s.settled:
+	case <-cctx.Done():
+		return Result{}, m.callError(ctx, cctx, s, timeout, errors.New("the server did not start"))
+	}
 	var tool *Tool
 	for _, t := range s.toolList() {
 		if t.Name == name {
@@ -227,9 +235,6 @@ func (m *Manager) Call(ctx context.Context, name string, args []byte) (Result, e
 	if tool == nil {
 		return Result{}, fmt.Errorf("MCP server %s offers no tool %q", serverName, name)
 	}
-	timeout := s.config().CallTimeout()
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	if len(args) == 0 {
 		args = []byte(`{}`)
 	}
@@ -274,7 +279,7 @@ func (m *Manager) callError(ctx, cctx context.Context, s *server, timeout time.D
 func (s *server) waitSession(ctx context.Context, timeout time.Duration, dead *sdk.ClientSession) (*sdk.ClientSession, error) {
 	for {
 		s.mu.Lock()
-		cs, up, gone, st, next, last := s.session, s.up, s.gone, s.state, s.nextAttempt, s.lastErr
+		cs, changed, gone, st, next, last := s.session, s.changed, s.gone, s.state, s.nextAttempt, s.lastErr
 		s.mu.Unlock()
 		if cs != nil && cs == dead {
 			select {
@@ -296,8 +301,11 @@ func (s *server) waitSession(ctx context.Context, timeout time.Duration, dead *s
 			}
 		}
 		select {
-		case <-up:
+		case <-changed:
 		case <-ctx.Done():
+			if last == nil {
+				return nil, fmt.Errorf("the server did not come up within %s", timeout)
+			}
 			return nil, fmt.Errorf("the server did not come up within %s: %v", timeout, last)
 		}
 	}

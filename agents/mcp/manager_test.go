@@ -286,3 +286,29 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestCallFailsFastWhileDown: a call to a crashed server whose restart is
+// further away than the call's timeout fails at once, naming the crash
+// (with the server's last stderr line) and when it restarts.
+func TestCallFailsFastWhileDown(t *testing.T) {
+	m := mcp.New(mcp.Options{Backoff: time.Minute})
+	cfg := mcptest.StdioConfig(t)
+	cfg.Timeout = 5 * time.Second
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"local": cfg}})
+	run(t, m)
+	if _, err := m.Call(context.Background(), "local__crash", nil); err == nil {
+		t.Fatal("crash call succeeded")
+	}
+	waitFor(t, "the crash noticed", func() bool { return status(m, "local").State == mcp.StateRestarting })
+	start := time.Now()
+	_, err := m.Call(context.Background(), "local__pid", nil)
+	if err == nil || !strings.Contains(err.Error(), "the next restart is in 1m") || !strings.Contains(err.Error(), "crashing on purpose") {
+		t.Fatalf("call while down: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the call waited %s", d)
+	}
+	if st := status(m, "local"); len(st.Tools) == 0 || !strings.Contains(st.Error, "exit status 3") {
+		t.Fatalf("status while down = %+v (the last tool list stays offered)", st)
+	}
+}

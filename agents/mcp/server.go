@@ -47,7 +47,7 @@ type server struct {
 	cfg         ServerConfig
 	state       State
 	session     *sdk.ClientSession // nil unless ready
-	up          chan struct{}      // closed when session is set; replaced when it goes
+	changed     chan struct{}      // closed and replaced on every change of state
 	gone        chan struct{}      // closed when session goes; replaced when one is set
 	raw         []*sdk.Tool        // the server's last tool list, unfiltered
 	tools       []Tool             // raw filtered and named
@@ -60,7 +60,7 @@ type server struct {
 func newServer(name string, cfg ServerConfig, m *Manager) *server {
 	s := &server{name: name, cfg: cfg, log: m.log.With(zap.String("mcp_server", name)), version: m.opts.Version,
 		http: m.opts.HTTPClient, backoff: m.backoff, resetAfter: m.maxBackoff, now: m.now, refresh: make(chan struct{}, 1),
-		settled: make(chan struct{}), done: make(chan struct{}), up: make(chan struct{}), gone: make(chan struct{}), state: StateStarting, since: m.now()}
+		settled: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}), gone: make(chan struct{}), state: StateStarting, since: m.now()}
 	if !cfg.IsEnabled() {
 		s.state = StateDisabled
 		s.settle()
@@ -140,7 +140,7 @@ func (s *server) open(ctx context.Context, d *dialer) (*sdk.ClientSession, error
 	s.session, s.raw, s.tools = cs, raw, offered(s.name, s.cfg, raw, s.log)
 	s.state, s.lastErr, s.since = StateReady, nil, s.now()
 	s.gone = make(chan struct{})
-	close(s.up)
+	s.changedLocked()
 	s.mu.Unlock()
 	s.settle()
 	return cs, nil
@@ -189,7 +189,6 @@ func (s *server) setDown(st State, err error, delay time.Duration) {
 	defer s.mu.Unlock()
 	if s.session != nil {
 		s.session = nil
-		s.up = make(chan struct{})
 		close(s.gone)
 	}
 	if st == StateRestarting {
@@ -197,6 +196,13 @@ func (s *server) setDown(st State, err error, delay time.Duration) {
 	}
 	s.state, s.lastErr, s.since = st, err, s.now()
 	s.nextAttempt = s.now().Add(delay)
+	s.changedLocked()
+}
+
+// changedLocked wakes the calls waiting for a session (waitSession).
+func (s *server) changedLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 func (s *server) config() ServerConfig {
