@@ -11,6 +11,7 @@ import (
 
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/mcp/mcptest"
+	"github.com/gateway/gateway/agents/openai/openaitest"
 )
 
 // TestMCPServersFollowReload: an MCP server added to the config file while
@@ -67,4 +68,44 @@ func TestMCPServersFollowReload(t *testing.T) {
 	})
 	write("")
 	waitFor("remote removed", func(st []mcp.Status) bool { return len(st) == 0 })
+}
+
+// TestMCPToolInWebChatTurn runs the whole daemon: a web chat message makes
+// the (fake) model call a tool of a Streamable HTTP MCP server, and the
+// model's next request carries the tool's result.
+func TestMCPToolInWebChatTurn(t *testing.T) {
+	model := openaitest.NewServer(t)
+	model.Script(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_1", Name: "remote__add", Arguments: `{"a":2,"b":3}`}}},
+		openaitest.Reply{Text: "it is 5"},
+	)
+	srv := mcptest.NewHTTPServer(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	yaml := reloadYAML(filepath.Join(dir, "state"), "providers: {oa: {type: openai, baseURL: "+model.BaseURL()+", apiKey: k, maxRetries: -1}}\n"+
+		"agents: {defaults: {model: oa/gpt-test}, list: [{id: main, tools: {allow: ['mcp:remote']}}]}\n"+
+		"mcp: {servers: {remote: {url: "+srv.URL+"}}}\n")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startFromFile(t, path, &fakeClock{})
+	reply, _ := chat(t, addr, "", "add 2 and 3")
+	if reply != "it is 5" {
+		t.Fatalf("reply = %q", reply)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	var offered bool
+	for _, tl := range reqs[0].Body.Tools {
+		offered = offered || tl.Function.Name == "remote__add"
+	}
+	var result bool
+	for _, m := range reqs[1].Body.Messages {
+		result = result || (m.Role == "tool" && m.ToolCallID == "call_1" && m.Content == "5")
+	}
+	if !offered || !result {
+		t.Fatalf("remote__add offered %v, its result in the next request %v: %+v", offered, result, reqs[1].Body.Messages)
+	}
 }
