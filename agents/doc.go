@@ -52,6 +52,11 @@
 //     agents.list[].tools.allow turns on opt-in built-in tools (web_fetch,
 //     package webfetch); tools.deny takes any built-in tool away and wins.
 //     A denied or not-allowed tool is neither offered nor run ("unknown tool").
+//   - MCP tools (package mcp, mcp.servers) are opt-in per agent: tools.allow
+//     names "mcp:*", "mcp:<server>" or "<server>__<tool>" (deny takes the
+//     same forms and wins). Their results are stored as the server sent
+//     them (text, pi image blocks); a failed, timed-out or interrupted call
+//     is a tool error result, never a failed turn.
 //   - Subagents: runId is the uuid of the child key; the child entry records
 //     spawnedBy (the parent key) and label durably, so a child replayed after
 //     a restart still announces (at least once). runTimeoutSeconds and
