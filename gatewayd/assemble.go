@@ -30,6 +30,9 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		return fmt.Errorf("gateway: providers: %w", err)
 	}
 	d.mcp = mcp.New(mcp.Options{Logger: d.log.Named("mcp")})
+	if err := d.mcp.Register(d.reg); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
 	d.mcp.Apply(cfg.MCP)
 	runner, err := agents.NewRunner(agents.Options{
 		MCP:        d.mcp,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -47,6 +48,7 @@ type Manager struct {
 	now        func() time.Time
 	maxBackoff time.Duration
 	changed    chan struct{} // Apply wakes Run; capacity 1
+	metrics    metrics
 
 	mu      sync.Mutex         // guards servers and names
 	servers map[string]*server // by name
@@ -71,7 +73,19 @@ func New(opts Options) *Manager {
 	if m.maxBackoff = m.opts.MaxBackoff; m.maxBackoff <= 0 {
 		m.maxBackoff = DefaultMaxBackoff
 	}
+	m.metrics = newMetrics()
 	return m
+}
+
+// Register adds gateway_mcp_tool_calls_total, gateway_mcp_server_up and
+// gateway_mcp_server_restarts to reg.
+func (m *Manager) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.metrics.calls, statusCollector{m}} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("mcp: register metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // backoff is the delay before attempt failures+1.
@@ -209,6 +223,14 @@ func (m *Manager) Tools(ctx context.Context, want func(server string) bool) []To
 // call, protocol error) with a message fit for the model, or ctx's error
 // when ctx ended.
 func (m *Manager) Call(ctx context.Context, name string, args []byte) (Result, error) {
+	res, err := m.call(ctx, name, args)
+	if server, ok := SplitToolName(name); ok && ctx.Err() == nil {
+		m.metrics.count(server, res, err)
+	}
+	return res, err
+}
+
+func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, error) {
 	serverName, ok := SplitToolName(name)
 	if !ok {
 		return Result{}, fmt.Errorf("%q is not an MCP tool name", name)

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/mcp/mcptest"
 	"github.com/gateway/gateway/sessions"
@@ -310,5 +313,34 @@ func TestCallFailsFastWhileDown(t *testing.T) {
 	}
 	if st := status(m, "local"); len(st.Tools) == 0 || !strings.Contains(st.Error, "exit status 3") {
 		t.Fatalf("status while down = %+v (the last tool list stays offered)", st)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	m := mcp.New(mcp.Options{})
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	srv := mcptest.NewHTTPServer(t)
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"remote": {URL: srv.URL}, "gone": {URL: "http://127.0.0.1:1/mcp"}}})
+	run(t, m)
+	m.Tools(context.Background(), nil)
+	call(t, m, "remote__echo", `{"text":"x"}`)
+	call(t, m, "remote__fail", `{}`)
+	_, _ = m.Call(context.Background(), "remote__nope", nil)
+	want := `
+# HELP gateway_mcp_server_up 1 while the MCP server is connected, 0 otherwise.
+# TYPE gateway_mcp_server_up gauge
+gateway_mcp_server_up{server="gone"} 0
+gateway_mcp_server_up{server="remote"} 1
+# HELP gateway_mcp_tool_calls_total MCP tool calls by server and result (ok, error: the tool reported isError, failed: timeout, server down or gone).
+# TYPE gateway_mcp_tool_calls_total counter
+gateway_mcp_tool_calls_total{result="error",server="remote"} 1
+gateway_mcp_tool_calls_total{result="failed",server="remote"} 1
+gateway_mcp_tool_calls_total{result="ok",server="remote"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gateway_mcp_server_up", "gateway_mcp_tool_calls_total"); err != nil {
+		t.Fatal(err)
 	}
 }
