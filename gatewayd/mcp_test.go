@@ -40,10 +40,13 @@ func TestMCPServersFollowReload(t *testing.T) {
 		}
 		return body.Servers
 	}
-	waitFor := func(what string, cond func([]mcp.Status) bool) {
+	// waitFor writes the config and polls until cond holds; it writes
+	// again every second (a write before the watcher is set up is missed).
+	waitFor := func(what, extra string, cond func([]mcp.Status) bool) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		write(extra)
+		deadline := time.Now().Add(20 * time.Second)
+		for i := 1; ; i++ {
 			st := servers()
 			if cond(st) {
 				return
@@ -52,22 +55,22 @@ func TestMCPServersFollowReload(t *testing.T) {
 				t.Fatalf("timed out waiting for %s; servers = %+v", what, st)
 			}
 			time.Sleep(50 * time.Millisecond)
+			if i%20 == 0 {
+				write(extra)
+			}
 		}
 	}
 	if st := servers(); len(st) != 0 {
 		t.Fatalf("servers before any is configured = %+v", st)
 	}
 	srv := mcptest.NewHTTPServer(t)
-	write("mcp: {servers: {remote: {url: " + srv.URL + ", tools: {allow: [echo, add]}}}}\n")
-	waitFor("remote ready", func(st []mcp.Status) bool {
+	waitFor("remote ready", "mcp: {servers: {remote: {url: "+srv.URL+", tools: {allow: [echo, add]}}}}\n", func(st []mcp.Status) bool {
 		return len(st) == 1 && st[0].State == mcp.StateReady && slices.Equal(st[0].Tools, []string{"remote__add", "remote__echo"})
 	})
-	write("mcp: {servers: {remote: {url: " + srv.URL + ", tools: {allow: [echo]}}}}\n")
-	waitFor("the new filter", func(st []mcp.Status) bool {
+	waitFor("the new filter", "mcp: {servers: {remote: {url: "+srv.URL+", tools: {allow: [echo]}}}}\n", func(st []mcp.Status) bool {
 		return len(st) == 1 && slices.Equal(st[0].Tools, []string{"remote__echo"})
 	})
-	write("")
-	waitFor("remote removed", func(st []mcp.Status) bool { return len(st) == 0 })
+	waitFor("remote removed", "", func(st []mcp.Status) bool { return len(st) == 0 })
 }
 
 // TestMCPToolInWebChatTurn runs the whole daemon: a web chat message makes

@@ -144,6 +144,13 @@ func TestStdioServer(t *testing.T) {
 		t.Fatalf("timeout took %s", d)
 	}
 	pid1 := text(call(t, m, "local__pid", `{}`))
+	// A longer timeout applies without reconnecting; the restart below
+	// (a -race test binary on a busy machine) may take a while.
+	cfg.Timeout = 30 * time.Second
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"local": cfg}})
+	if got := text(call(t, m, "local__pid", `{}`)); got != pid1 {
+		t.Fatalf("pid %s after a timeout change, was %s: reconnected", got, pid1)
+	}
 
 	_, err = m.Call(context.Background(), "local__crash", nil)
 	if err == nil || !strings.Contains(err.Error(), "stopped during the call") {

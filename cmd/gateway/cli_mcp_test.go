@@ -63,3 +63,15 @@ func TestMCPProbeAndList(t *testing.T) {
 		t.Fatalf("list --json = %+v", body)
 	}
 }
+
+// TestConfigPrintRedactsMCPSecrets: header and environment values that
+// look like credentials are not printed.
+func TestConfigPrintRedactsMCPSecrets(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), "", "mcp:\n  servers:\n"+
+		"    gh: {url: 'https://mcp.example.com/mcp', headers: {Authorization: 'Bearer sekrit1', X-Api-Key: sekrit2, X-Client: gateway}}\n"+
+		"    fs: {command: mcp-fs, env: {GITHUB_TOKEN: sekrit3, LOG_LEVEL: debug}}\n")
+	r := gw(t, cfg, "config", "print").want(t, 0)
+	if strings.Contains(r.Stdout, "sekrit") || !strings.Contains(r.Stdout, "X-Client: gateway") || !strings.Contains(r.Stdout, "LOG_LEVEL: debug") {
+		t.Fatalf("config print:\n%s", r.Stdout)
+	}
+}
