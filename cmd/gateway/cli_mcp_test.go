@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/mcp/mcptest"
@@ -73,5 +75,44 @@ func TestConfigPrintRedactsMCPSecrets(t *testing.T) {
 	r := gw(t, cfg, "config", "print").want(t, 0)
 	if strings.Contains(r.Stdout, "sekrit") || !strings.Contains(r.Stdout, "X-Client: gateway") || !strings.Contains(r.Stdout, "LOG_LEVEL: debug") {
 		t.Fatalf("config print:\n%s", r.Stdout)
+	}
+}
+
+// TestMCPListFromDaemon: with the daemon running, `gateway mcp list` shows
+// the daemon's own view (state, restarts, last error).
+func TestMCPListFromDaemon(t *testing.T) {
+	srv := mcptest.NewHTTPServer(t)
+	state := t.TempDir()
+	must(t, os.Chmod(state, 0o700))
+	servers := "mcp:\n  servers:\n    remote: {url: " + srv.URL + "}\n    dead: {url: 'http://127.0.0.1:1/mcp'}\n"
+	addr := startFromFile(t, writeYAML(t, reloadYAML(state, servers)))
+	cfg := writeConfig(t, state, addr, servers)
+	var body struct {
+		Source  string
+		Servers []mcp.Status
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := gw(t, cfg, "mcp", "list", "--json")
+		if err := json.Unmarshal([]byte(r.Stdout), &body); err != nil {
+			t.Fatalf("list --json: %v\n%s%s", err, r.Stdout, r.Stderr)
+		}
+		if len(body.Servers) == 2 && body.Servers[1].State == mcp.StateReady && body.Servers[0].Restarts > 0 {
+			if r.Code != 1 {
+				t.Fatalf("exit code %d with a server down", r.Code)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list --json = %+v", body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if body.Source != "daemon" || body.Servers[0].Name != "dead" || !strings.Contains(body.Servers[0].Error, "connect") || len(body.Servers[1].Tools) != 9 {
+		t.Fatalf("list --json = %+v", body)
+	}
+	r := gw(t, cfg, "mcp", "list").want(t, 1)
+	if strings.Contains(r.Stdout, "daemon not running") || !strings.Contains(r.Stdout, "restarting") || !strings.Contains(r.Stdout, "remote__echo") {
+		t.Fatalf("list:\n%s", r.Stdout)
 	}
 }
