@@ -264,7 +264,11 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 	for {
 		cs, err := s.waitSession(cctx, timeout, dead)
 		if err != nil {
-			return Result{}, m.callError(ctx, cctx, s, timeout, err)
+			if ctx.Err() != nil {
+				return Result{}, ctx.Err()
+			}
+			s.log.Warn("mcp tool call: the server is not connected", zap.Error(err))
+			return Result{}, fmt.Errorf("MCP server %s is not connected: %w", s.name, err)
 		}
 		res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: tool.Remote, Arguments: json.RawMessage(args)})
 		switch {
