@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,20 @@ func TestMCPToolInWebChatTurn(t *testing.T) {
 	}
 	if !offered || !result {
 		t.Fatalf("remote__add offered %v, its result in the next request %v: %+v", offered, result, reqs[1].Body.Messages)
+	}
+	// The transcript (files backend, pi's JSONL) holds the call and its result.
+	files, err := filepath.Glob(filepath.Join(dir, "state", "agents", "main", "sessions", "*.jsonl"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("transcripts %v, %v", files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`{"type":"toolCall","id":"call_1","name":"remote__add","arguments":{"a":2,"b":3}}`,
+		`"role":"toolResult","content":[{"type":"text","text":"5"}],"toolCallId":"call_1","toolName":"remote__add"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("transcript lacks %s:\n%s", want, b)
+		}
 	}
 }
