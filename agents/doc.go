@@ -55,6 +55,11 @@
 //     The message tool (opt-in) acts through Turn.Room, which the
 //     dispatcher binds to the turn's chat: agents never reach a channel,
 //     and a turn without a chat (the API, subagents) has no Room.
+//   - MCP tools (package mcp, mcp.servers) are opt-in per agent: tools.allow
+//     names "mcp:*", "mcp:<server>" or "<server>__<tool>" (deny takes the
+//     same forms and wins). Their results are stored as the server sent
+//     them (text, pi image blocks); a failed, timed-out or interrupted call
+//     is a tool error result, never a failed turn.
 //   - Subagents: runId is the uuid of the child key; the child entry records
 //     spawnedBy (the parent key) and label durably, so a child replayed after
 //     a restart still announces (at least once). runTimeoutSeconds and

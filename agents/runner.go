@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -40,6 +41,8 @@ type Options struct {
 	Prices Prices
 	// WebFetch serves the web_fetch tool (nil: webfetch.New with defaults).
 	WebFetch *webfetch.Fetcher
+	// MCP serves the MCP servers' tools (nil: none).
+	MCP *mcp.Manager
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -331,7 +334,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	if t.OnInputsAppended != nil {
 		t.OnInputsAppended()
 	}
-	tools := r.tools(s)
+	tools := r.tools(ctx, s)
 	overflowRetried := false
 	var last sessions.Message
 	for iter := 0; ; {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/gateway/gateway/agents/mcp"
 )
 
 // Built-in tool names.
@@ -23,7 +26,9 @@ var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFet
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
 // opt-in built-in tools (web_fetch); Deny takes any built-in tool away and
-// wins over Allow. Names are checked against the built-in tools.
+// wins over Allow. Names are checked against the built-in tools. MCP tools
+// are opt-in too, named in either list as "mcp:*" (every server's),
+// "mcp:<server>" (one server's) or "<server>__<tool>" (one tool).
 type Tools struct {
 	Allow []string `mapstructure:"allow"`
 	Deny  []string `mapstructure:"deny"`
@@ -38,8 +43,14 @@ func (t Tools) Validate() error {
 	}{{"allow", t.Allow}, {"deny", t.Deny}} {
 		field := f.field
 		for _, n := range f.names {
+			if isMCPEntry(n) {
+				if err := validMCPEntry(n); err != nil {
+					errs = append(errs, fmt.Errorf("tools.%s: %w", field, err))
+				}
+				continue
+			}
 			if !slices.Contains(builtinTools, n) {
-				errs = append(errs, fmt.Errorf("tools.%s: unknown tool %q (built-in: %v)", field, n, builtinTools))
+				errs = append(errs, fmt.Errorf("tools.%s: unknown tool %q (built-in: %v; MCP: mcp:*, mcp:<server>, <server>__<tool>)", field, n, builtinTools))
 			}
 		}
 	}
@@ -55,4 +66,67 @@ func (t Tools) offers(name string) bool {
 		return slices.Contains(t.Allow, name)
 	}
 	return true
+}
+
+// mcpPrefix starts a policy entry naming MCP servers: "mcp:*", "mcp:<server>".
+const mcpPrefix = "mcp:"
+
+func isMCPEntry(n string) bool {
+	return strings.HasPrefix(n, mcpPrefix) || strings.Contains(n, mcp.Separator)
+}
+
+func validMCPEntry(n string) error {
+	if server, ok := strings.CutPrefix(n, mcpPrefix); ok {
+		if server == "*" || mcp.ValidServerName(server) {
+			return nil
+		}
+		return fmt.Errorf("%q: want mcp:* or mcp:<server> with a server name of mcp.servers", n)
+	}
+	server, tool, _ := strings.Cut(n, mcp.Separator)
+	if !mcp.ValidServerName(server) || tool == "" {
+		return fmt.Errorf("%q: an MCP tool is named <server>__<tool>", n)
+	}
+	return nil
+}
+
+// MCPServers returns the server names the policy's entries name ("mcp:x",
+// "x__tool"), without "*", for checking them against mcp.servers.
+func (t Tools) MCPServers() []string {
+	var out []string
+	for _, n := range slices.Concat(t.Allow, t.Deny) {
+		if !isMCPEntry(n) || validMCPEntry(n) != nil {
+			continue
+		}
+		server, ok := strings.CutPrefix(n, mcpPrefix)
+		if !ok {
+			server, _, _ = strings.Cut(n, mcp.Separator)
+		}
+		if server != "*" && !slices.Contains(out, server) {
+			out = append(out, server)
+		}
+	}
+	return out
+}
+
+// offersMCP reports whether the policy lets the agent use the MCP tool
+// name (as offered, "<server>__<tool>") of server: named in Allow (the
+// tool, its server or every server) and not in Deny.
+func (t Tools) offersMCP(server, name string) bool {
+	match := func(list []string) bool {
+		return slices.Contains(list, name) || slices.Contains(list, mcpPrefix+server) || slices.Contains(list, mcpPrefix+"*")
+	}
+	return !match(t.Deny) && match(t.Allow)
+}
+
+// allowsMCPServer reports whether any tool of server may be offered.
+func (t Tools) allowsMCPServer(server string) bool {
+	if slices.Contains(t.Deny, mcpPrefix+server) || slices.Contains(t.Deny, mcpPrefix+"*") {
+		return false
+	}
+	for _, n := range t.Allow {
+		if n == mcpPrefix+"*" || n == mcpPrefix+server || strings.HasPrefix(n, server+mcp.Separator) {
+			return true
+		}
+	}
+	return false
 }

@@ -33,13 +33,14 @@ func toolErrorf(format string, a ...any) error { return &toolError{msg: fmt.Spri
 // tools returns the tools offered in s, in a stable order, as the agent's
 // tool policy allows. A subagent is not offered sessions_spawn (and is
 // refused if it calls it anyway).
-func (r *Runner) tools(s *session) []tool {
+func (r *Runner) tools(ctx context.Context, s *session) []tool {
 	var ts []tool
 	if r.opts.Dispatch != nil && s.key.Subagent == "" {
 		ts = append(ts, r.spawnTool())
 	}
 	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool(), r.messageTool(s.room))
-	return slices.DeleteFunc(ts, func(t tool) bool { return !s.agent.Tools.offers(t.def.Name) })
+	ts = slices.DeleteFunc(ts, func(t tool) bool { return !s.agent.Tools.offers(t.def.Name) })
+	return append(ts, r.mcpTools(ctx, s)...) // filtered by the policy inside
 }
 
 func toolDefs(ts []tool) []llm.Tool {
@@ -69,6 +70,10 @@ func (r *Runner) runTool(ctx context.Context, s *session, ts []tool, call sessio
 		err = toolErrorf("unknown tool %q", call.Name)
 	} else {
 		out, err = t.run(ctx, s, call.Arguments)
+	}
+	if b, ok := out.(blocksResult); ok && err == nil {
+		res.Content, res.IsError, res.Timestamp = b.content, b.isError, r.now().UnixMilli()
+		return res
 	}
 	var text string
 	if err != nil {

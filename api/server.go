@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -49,6 +50,8 @@ type Options struct {
 	PublicListener bool
 	// Serialise runs fn on the session's lane (nil: run directly).
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
+	// MCP reports the MCP servers' state (nil: none configured).
+	MCP func() []mcp.Status
 }
 
 // ChatHandler serves the web chat's SSE endpoint (channels/web's Adapter):
@@ -100,6 +103,7 @@ func New(opts Options) *Server {
 	}
 	s.routes()
 	s.usageRoutes()
+	s.mcpRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/channels/discord"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/dispatch"
@@ -34,6 +35,7 @@ type Config struct {
 	Commands  Commands                      `mapstructure:"commands"`
 	Media     dispatch.MediaConfig          `mapstructure:"media"`
 	Limits    limits.Config                 `mapstructure:"limits"`
+	MCP       mcp.Config                    `mapstructure:"mcp"`
 }
 
 // Commands is the commands section.
@@ -290,6 +292,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateMCP(); err != nil {
 		return err
 	}
 	return c.Messages.Queue.Validate()

@@ -106,6 +106,9 @@ func (c *Config) readSecrets() error {
 	if err := c.Storage.Postgres.readSecret(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if err := c.MCP.CheckSecrets(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	return nil
 }
 

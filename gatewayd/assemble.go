@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/discord"
@@ -28,7 +29,13 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 	if err != nil {
 		return fmt.Errorf("gateway: providers: %w", err)
 	}
+	d.mcp = mcp.New(mcp.Options{Logger: d.log.Named("mcp")})
+	if err := d.mcp.Register(d.reg); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	d.mcp.Apply(cfg.MCP)
 	runner, err := agents.NewRunner(agents.Options{
+		MCP:        d.mcp,
 		Sessions:   d.backend,
 		Providers:  providers,
 		Defaults:   cfg.Agents.Defaults,
@@ -100,6 +107,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		Health:       d.backend.Journal().Health,
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
+		MCP:            d.mcp.Status,
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
@@ -66,6 +67,7 @@ type Daemon struct {
 	server   *api.Server
 	adapters []channels.Adapter
 	pairing  *access.PairingStore
+	mcp      *mcp.Manager                  // MCP servers' connections; hot-reloaded
 	policy   atomic.Pointer[access.Policy] // the access policy in force
 	limits   *limits.Limiter               // per-user limits and budgets (limits.go)
 

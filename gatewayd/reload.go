@@ -127,6 +127,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec) {
 	}
 	d.disp.SetRuntime(rt)
 	d.policy.Store(policy)
+	d.mcp.Apply(cfg.MCP) // servers added, removed or changed
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()

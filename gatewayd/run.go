@@ -104,6 +104,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Serve(ln) }()
 
+	stopMCP := d.runMCP(ctx)
 	stopAdapters := d.runAdapters(ctx)
 	if _, err := d.disp.Resume(ctx); err != nil {
 		log.Error("resuming journaled messages failed", zap.Error(err))
@@ -132,6 +133,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	stopAdapters()
 	d.shutdown(httpSrv)
 	stopLimits() // after the turns: their charges are flushed
+	stopMCP()    // after the in-flight turns, which may still call MCP tools
 	if err := <-httpDone; !errors.Is(err, http.ErrServerClosed) && runErr == nil {
 		log.Warn("http server", zap.Error(err))
 	}
@@ -160,6 +162,22 @@ func (d *Daemon) runAdapters(ctx context.Context) (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
+	}
+}
+
+// runMCP runs the MCP servers' supervisors until stop, which the
+// shutdown calls once in-flight turns are done (their tools stay up
+// during the grace period).
+func (d *Daemon) runMCP(ctx context.Context) (stop func()) {
+	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = d.mcp.Run(mctx) // returns nil when mctx ends
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

@@ -64,10 +64,12 @@ func configCmd(cfgPath *string) *cobra.Command {
 const redacted = "<redacted>"
 
 // isSecretKey says whether a config key holds a secret: token, apiKey,
-// secretToken, password... but not tokenFile (a path) or *Tokens (counts).
+// secretToken, password, an Authorization or X-Api-Key header, a *_TOKEN
+// variable... but not tokenFile (a path) or *Tokens (counts).
 func isSecretKey(key string) bool {
 	k := strings.ToLower(key)
-	for _, suffix := range []string{"token", "apikey", "secret", "password", "secrettoken"} {
+	for _, suffix := range []string{"token", "apikey", "secret", "password", "secrettoken",
+		"authorization", "api-key", "api_key"} { // header and env names (mcp.servers.*.headers, env)
 		if strings.HasSuffix(k, suffix) {
 			return true
 		}

@@ -46,6 +46,7 @@ func newRootCmd() *cobra.Command {
 	})
 	addOperatorCommands(root, &cfgPath)
 	root.AddCommand(usageCmd(&cfgPath))
+	root.AddCommand(mcpCmd(&cfgPath))
 	return root
 }
 

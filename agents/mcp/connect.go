@@ -1,0 +1,245 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/internal/secret"
+)
+
+// inheritedEnv are the daemon's variables a stdio server gets (as the
+// SDKs of other languages do): enough to find programs and a home, nothing
+// that holds the daemon's own secrets.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TZ", "TMPDIR"}
+
+// Tool is one tool a server offers, as the agents see it.
+type Tool struct {
+	// Name is the name offered to models (ToolName of Server and Remote).
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	// Remote is the tool's own name on its server.
+	Remote      string `json:"remoteName"`
+	Description string `json:"description,omitempty"`
+	// InputSchema is the tool's JSON Schema for its arguments (an object).
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// dialer opens sessions to one server.
+type dialer struct {
+	name    string
+	cfg     ServerConfig
+	version string
+	http    *http.Client
+	log     *zap.Logger
+	// onToolsChanged is called on notifications/tools/list_changed.
+	onToolsChanged func()
+	// stderr keeps the tail of a stdio server's stderr for error messages.
+	stderr *tailWriter
+}
+
+// connect starts or reaches the server and completes the MCP handshake.
+func (d *dialer) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	t, err := d.transport()
+	if err != nil {
+		return nil, err
+	}
+	opts := &sdk.ClientOptions{}
+	if d.onToolsChanged != nil {
+		opts.ToolListChangedHandler = func(context.Context, *sdk.ToolListChangedRequest) { d.onToolsChanged() }
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "gateway", Version: d.version}, opts)
+	cs, err := c.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w%s", err, d.stderrTail())
+	}
+	return cs, nil
+}
+
+func (d *dialer) transport() (sdk.Transport, error) {
+	if d.cfg.URL != "" {
+		headers := http.Header{}
+		for k, v := range d.cfg.Headers {
+			headers.Set(k, v)
+		}
+		for k, p := range d.cfg.HeaderFiles {
+			v, err := secret.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("headerFiles.%s: %w", k, err)
+			}
+			headers.Set(k, v)
+		}
+		base := d.http
+		if base == nil {
+			base = &http.Client{}
+		}
+		client := *base
+		client.Transport = &headerTransport{base: base.Transport, headers: headers}
+		return &sdk.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &client}, nil
+	}
+	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
+	cmd.Dir = d.cfg.Cwd
+	env, err := d.env()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = env
+	d.stderr = newTailWriter(d.log)
+	cmd.Stderr = d.stderr
+	return &sdk.CommandTransport{Command: cmd}, nil
+}
+
+// env is the stdio server's environment: inheritedEnv, then env, then
+// envFiles (sorted, so the result is stable).
+func (d *dialer) env() ([]string, error) {
+	var env []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	keys := func(m map[string]string) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, k := range keys(d.cfg.Env) {
+		env = append(env, k+"="+d.cfg.Env[k])
+	}
+	for _, k := range keys(d.cfg.EnvFiles) {
+		v, err := secret.ReadFile(d.cfg.EnvFiles[k])
+		if err != nil {
+			return nil, fmt.Errorf("envFiles.%s: %w", k, err)
+		}
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+// stderrTail is ": stderr: <last lines>" of a stdio server, or "".
+func (d *dialer) stderrTail() string {
+	if d.stderr == nil {
+		return ""
+	}
+	if t := d.stderr.tail(); t != "" {
+		return " (stderr: " + t + ")"
+	}
+	return ""
+}
+
+// listTools lists every page of the server's tools.
+func listTools(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+	var out []*sdk.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// offered filters a server's tools and names them for the models; a tool
+// whose offered name repeats an earlier one is left out (logged).
+func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) []Tool {
+	var out []Tool
+	seen := map[string]bool{}
+	for _, t := range raw {
+		if t == nil || !cfg.Tools.Admits(t.Name) {
+			continue
+		}
+		name := ToolName(server, t.Name)
+		if seen[name] {
+			log.Warn("mcp tool left out: its name collides with another tool's", zap.String("tool", t.Name), zap.String("offered_as", name))
+			continue
+		}
+		seen[name] = true
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = t.Title
+		}
+		out = append(out, Tool{Name: name, Server: server, Remote: t.Name, Description: desc, InputSchema: schema})
+	}
+	return out
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header[k] = v
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
+}
+
+// tailWriter keeps the last bytes a stdio server wrote to stderr and logs
+// its lines at debug level (they may hold anything the server chose to
+// print).
+type tailWriter struct {
+	log  *zap.Logger
+	mu   sync.Mutex // guards buf
+	buf  []byte
+	line []byte
+}
+
+const stderrTailBytes = 512
+
+func newTailWriter(log *zap.Logger) *tailWriter { return &tailWriter{log: log} }
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > stderrTailBytes {
+		w.buf = append([]byte(nil), w.buf[len(w.buf)-stderrTailBytes:]...)
+	}
+	w.line = append(w.line, p...)
+	for {
+		i := slices.Index(w.line, '\n')
+		if i < 0 {
+			break
+		}
+		w.log.Debug("mcp server stderr", zap.ByteString("line", w.line[:min(i, 1024)]))
+		w.line = w.line[i+1:]
+	}
+	if len(w.line) > 4096 {
+		w.line = w.line[:0]
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(w.buf), "?")), " ")
+}
+
+// errConnectionLost is wrapped by Call's error when the server went away
+// during the call.
+var errConnectionLost = errors.New("the server stopped during the call")
