@@ -68,6 +68,7 @@ func (b filesBackend) Journal() Delivery                  { return b.m.Journal()
 func (b filesBackend) History() RoomLog                   { return b.m.History() }
 func (b filesBackend) Pairing() PairingState              { return b.m.pairingFiles() }
 func (b filesBackend) Cursors() Cursors                   { return b.m.cursorFiles() }
+func (b filesBackend) Search() Searcher                   { return b.m.search }
 func (b filesBackend) SetReset(c ResetConfig)             { b.m.SetReset(c) }
 func (b filesBackend) ResetConfig() ResetConfig           { return b.m.ResetConfig() }
 func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMaintenance(c) }

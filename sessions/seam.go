@@ -31,6 +31,8 @@ type Backend interface {
 	Pairing() PairingState
 	// Cursors holds channel cursors such as the Telegram offset.
 	Cursors() Cursors
+	// Search finds messages in the transcripts (seam_search.go).
+	Search() Searcher
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

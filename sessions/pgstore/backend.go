@@ -192,6 +192,7 @@ func (b *Backend) Journal() sessions.Delivery      { return b.delivery }
 func (b *Backend) History() sessions.RoomLog       { return b.rooms }
 func (b *Backend) Pairing() sessions.PairingState  { return b.pairing }
 func (b *Backend) Cursors() sessions.Cursors       { return b.cursors }
+func (b *Backend) Search() sessions.Searcher       { return b.db.Search() }
 func (b *Backend) SetReset(c sessions.ResetConfig) { b.reset.Store(&c) }
 func (b *Backend) ResetConfig() sessions.ResetConfig {
 	return *b.reset.Load()

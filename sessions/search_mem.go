@@ -1,0 +1,67 @@
+package sessions
+
+import (
+	"slices"
+)
+
+// memSegment holds the messages indexed since the last flush (the tail of
+// the files backend's search index). Its methods are called with
+// searchIndex.mu held.
+type memSegment struct {
+	rows  []sessRow
+	rowOf map[string]uint32 // rowKey → index in rows
+	docs  []docRec
+	post  map[string][]uint32
+	// first is the offset of the first line this process appended to each
+	// session: the catch-up at load reads a transcript only up to it.
+	first map[string]int64
+}
+
+func newMemSegment() *memSegment {
+	return &memSegment{rowOf: map[string]uint32{}, post: map[string][]uint32{}, first: map[string]int64{}}
+}
+
+func (m *memSegment) row(agent, sid string) uint32 {
+	k := rowKey(agent, sid)
+	if r, ok := m.rowOf[k]; ok {
+		return r
+	}
+	r := uint32(len(m.rows))
+	m.rows = append(m.rows, sessRow{agent: agent, sid: sid})
+	m.rowOf[k] = r
+	return r
+}
+
+// add indexes one message.
+func (m *memSegment) add(row uint32, role uint8, ts, off int64, tokens []string) {
+	d := uint32(len(m.docs))
+	m.docs = append(m.docs, docRec{row: row, role: role, ts: ts, off: off})
+	for _, t := range tokens {
+		m.post[t] = append(m.post[t], d)
+	}
+}
+
+// cover records that row's transcript is indexed up to end.
+func (m *memSegment) cover(row uint32, end int64) {
+	if end > m.rows[row].covered {
+		m.rows[row].covered = end
+	}
+}
+
+func (m *memSegment) empty() bool { return len(m.docs) == 0 && len(m.rows) == 0 }
+
+// writer renders m as a segment.
+func (m *memSegment) writer() (*segmentWriter, error) {
+	w := &segmentWriter{rows: m.rows, docs: m.docs}
+	terms := make([]string, 0, len(m.post))
+	for t := range m.post {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	for _, t := range terms {
+		if err := w.addTerm([]byte(t), m.post[t]); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}

@@ -1,0 +1,130 @@
+package sessions
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// maxTokenBytes cuts longer words (base64 blobs, hashes) in the index.
+const maxTokenBytes = 64
+
+// SearchTokens splits text into the words the files backend indexes and
+// searches: runs of letters and digits, lower-cased, each once, in order
+// of first appearance. Scripts written without spaces (Han, Hiragana,
+// Katakana, Hangul) give overlapping pairs of characters ("会话存储" gives
+// 会话, 话存, 存储), so a query of two or more such characters finds them
+// anywhere in a run; a single character stands alone only when its run is
+// one character long.
+func SearchTokens(text string) []string {
+	var (
+		out  []string
+		seen map[string]struct{}
+		word strings.Builder
+		prev rune // previous character of a CJK run, 0 if none
+		run  int  // length of the current CJK run
+	)
+	emit := func(s string) {
+		if len(s) > maxTokenBytes {
+			s = cutUTF8(s, maxTokenBytes)
+		}
+		if seen == nil {
+			seen = map[string]struct{}{}
+		}
+		if _, ok := seen[s]; ok {
+			return
+		}
+		seen[s] = struct{}{}
+		out = append(out, s)
+	}
+	endWord := func() {
+		if word.Len() > 0 {
+			emit(word.String())
+			word.Reset()
+		}
+	}
+	endRun := func() {
+		if run == 1 {
+			emit(string(prev))
+		}
+		prev, run = 0, 0
+	}
+	for _, r := range text {
+		switch {
+		case isCJK(r):
+			endWord()
+			r = unicode.ToLower(r)
+			if run > 0 {
+				emit(string([]rune{prev, r}))
+			}
+			prev = r
+			run++
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
+			endRun()
+			word.WriteRune(unicode.ToLower(r))
+		default:
+			endRun()
+			endWord()
+		}
+	}
+	endRun()
+	endWord()
+	return out
+}
+
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// Snippet returns about SnippetRunes runes of text around the first place
+// where one of words (lower-case, as SearchTokens gives them) occurs,
+// whitespace collapsed, with "…" where it was cut.
+func Snippet(text string, words []string) string {
+	runes := []rune(strings.Join(strings.Fields(text), " "))
+	lower := make([]rune, len(runes))
+	for i, r := range runes {
+		lower[i] = unicode.ToLower(r)
+	}
+	at := -1
+	for _, w := range words {
+		if i := indexRunes(lower, []rune(w)); i >= 0 && (at < 0 || i < at) {
+			at = i
+		}
+	}
+	start := 0
+	if at > SnippetRunes/4 {
+		start = at - SnippetRunes/4
+	}
+	end := min(start+SnippetRunes, len(runes))
+	if end-start < SnippetRunes {
+		start = max(0, end-SnippetRunes)
+	}
+	s := string(runes[start:end])
+	if start > 0 {
+		s = "…" + s
+	}
+	if end < len(runes) {
+		s += "…"
+	}
+	return s
+}
+
+func indexRunes(s, sub []rune) int {
+	if len(sub) == 0 {
+		return -1
+	}
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i] == sub[0] && slices.Equal(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
+}
