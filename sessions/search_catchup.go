@@ -170,8 +170,9 @@ func (x *searchIndex) catchUp(agent, dir, sid string) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	row := x.tail.row(agent, sid)
+	first, appendedHere := x.first[k]
 	for _, d := range docs {
-		if d.off < x.covered[k] {
+		if d.off < x.covered[k] || (appendedHere && d.off >= first) {
 			continue // an append indexed it meanwhile
 		}
 		x.tail.add(row, d.role, d.ts, d.off, d.tokens)
