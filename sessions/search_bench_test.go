@@ -61,7 +61,7 @@ func (v *benchVocab) message() string {
 // two agents (built on first use and cached).
 func searchCorpus(b *testing.B, n int) string {
 	b.Helper()
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("gateway-search-bench-v1-%d", n))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("gateway-search-bench-v2-%d", n))
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return dir
 	}
@@ -95,6 +95,7 @@ func searchCorpus(b *testing.B, n int) string {
 		var buf bytes.Buffer
 		h, _ := EncodeHeader(e.SessionID, Header{AgentID: agent, SessionKey: e.SessionKey}, base)
 		buf.Write(h)
+		buf.WriteByte('\n')
 		parent := ""
 		for i := range benchPerSession {
 			at := base.Add(time.Duration(s*benchPerSession+i) * time.Second)
@@ -108,6 +109,7 @@ func searchCorpus(b *testing.B, n int) string {
 				b.Fatal(err)
 			}
 			buf.Write(line)
+			buf.WriteByte('\n')
 			parent = id
 		}
 		if err := os.WriteFile(filepath.Join(st.Dir(), e.SessionID+transcriptExt), buf.Bytes(), 0o600); err != nil {
@@ -210,7 +212,8 @@ func BenchmarkSearchIndexAppend(b *testing.B) {
 	v := newBenchVocab(3)
 	msgs := make([]Message, 1024)
 	for i := range msgs {
-		msgs[i] = UserText(strings.Join(strings.Fields(v.message()+" "+v.message())[:20], " "), time.Now())
+		f := strings.Fields(v.message() + " " + v.message() + " " + v.message())
+		msgs[i] = UserText(strings.Join(f[:min(20, len(f))], " "), time.Now())
 	}
 	sid := "00000000-0000-4000-8000-000000000001"
 	var off int64

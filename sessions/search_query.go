@@ -49,14 +49,15 @@ func (x *searchIndex) Search(ctx context.Context, q SearchQuery) ([]SearchHit, e
 		srcs = append(srcs, f.snapshot(words))
 	}
 	srcs = append(srcs, tail)
+	keys := make([][]string, len(srcs))
 	for i, src := range srcs {
 		if err := ctx.Err(); err != nil {
 			x.segMu.RUnlock()
 			return nil, err
 		}
-		src.collect(i, words, allowed, dropped, since, top)
+		keys[i] = src.collect(i, words, allowed, dropped, since, top)
 	}
-	x.segMu.RUnlock()
+	x.segMu.RUnlock() // rows are heap copies: still readable
 
 	cands := top.sorted()
 	hits := make([]SearchHit, 0, min(len(cands), q.Limit))
@@ -64,7 +65,8 @@ func (x *searchIndex) Search(ctx context.Context, q SearchQuery) ([]SearchHit, e
 		if len(hits) == q.Limit {
 			break
 		}
-		if h, ok := x.hitOf(c, words); ok {
+		row := srcs[c.src].rows[c.row]
+		if h, ok := x.hitOf(c, row.agent, row.sid, keys[c.src][c.row], words); ok {
 			hits = append(hits, h)
 		}
 	}
@@ -133,13 +135,14 @@ func (m *memSegment) snapshot(words []string) searchSource {
 	}
 }
 
-// candidate is a matching message before its snippet is read.
+// candidate is a matching message before its snippet is read; agent,
+// session and key are resolved only for the hits kept.
 type candidate struct {
-	agent, sid, key string
-	role            uint8
-	ts, off         int64
-	src             int
-	doc             uint32
+	ts, off int64
+	src     int32
+	doc     uint32
+	row     uint32
+	role    uint8
 }
 
 func (a candidate) newer(b candidate) bool {
@@ -152,13 +155,14 @@ func (a candidate) newer(b candidate) bool {
 	return a.doc > b.doc
 }
 
-// collect adds src's matches to top.
-func (src searchSource) collect(i int, words []string, allowed map[string]string, dropped map[string]uint64, since int64, top *topHits) {
+// collect adds src's matches to top and returns the session key of each
+// of its rows ("" for a row not searched).
+func (src searchSource) collect(i int, words []string, allowed map[string]string, dropped map[string]uint64, since int64, top *topHits) []string {
 	lists := make([][]uint32, 0, len(words))
 	for _, w := range words {
 		p := src.postings(w)
 		if len(p) == 0 {
-			return
+			return nil
 		}
 		lists = append(lists, p)
 	}
@@ -167,10 +171,10 @@ func (src searchSource) collect(i int, words []string, allowed map[string]string
 	for _, l := range lists[1:] {
 		docs = intersect(docs, l)
 		if len(docs) == 0 {
-			return
+			return nil
 		}
 	}
-	keys := make([]string, len(src.rows)) // "" when the row is not searched
+	keys := make([]string, len(src.rows))
 	for r, row := range src.rows {
 		k := rowKey(row.agent, row.sid)
 		if g, ok := dropped[k]; ok && src.gen <= g {
@@ -183,10 +187,9 @@ func (src searchSource) collect(i int, words []string, allowed map[string]string
 		if int(rec.row) >= len(keys) || keys[rec.row] == "" || rec.ts < since {
 			continue
 		}
-		row := src.rows[rec.row]
-		top.offer(candidate{agent: row.agent, sid: row.sid, key: keys[rec.row], role: rec.role,
-			ts: rec.ts, off: rec.off, src: i, doc: d})
+		top.offer(candidate{ts: rec.ts, off: rec.off, src: int32(i), doc: d, row: rec.row, role: rec.role})
 	}
+	return keys
 }
 
 // intersect returns the numbers in both ascending lists (a new slice).
@@ -251,12 +254,12 @@ func (h *topHits) sorted() []candidate {
 
 // hitOf reads c's transcript line for its entry id and snippet; false if
 // the line is no longer the message indexed.
-func (x *searchIndex) hitOf(c candidate, words []string) (SearchHit, bool) {
-	dir, err := agentSessionsDir(x.m.opts.StateDir, c.agent)
+func (x *searchIndex) hitOf(c candidate, agent, sid, key string, words []string) (SearchHit, bool) {
+	dir, err := agentSessionsDir(x.m.opts.StateDir, agent)
 	if err != nil {
 		return SearchHit{}, false
 	}
-	path, err := transcriptPath(dir, c.sid)
+	path, err := transcriptPath(dir, sid)
 	if err != nil {
 		return SearchHit{}, false
 	}
@@ -278,7 +281,7 @@ func (x *searchIndex) hitOf(c candidate, words []string) (SearchHit, bool) {
 		return SearchHit{}, false
 	}
 	return SearchHit{
-		Agent: c.agent, SessionKey: c.key, SessionID: c.sid, EntryID: n.id, Role: roleName(c.role),
+		Agent: agent, SessionKey: key, SessionID: sid, EntryID: n.id, Role: roleName(c.role),
 		At: time.UnixMilli(c.ts).UTC(), Snippet: Snippet(SearchText(*n.msg), words),
 	}, true
 }

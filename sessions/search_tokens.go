@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // maxTokenBytes cuts longer words (base64 blobs, hashes) in the index.
@@ -19,28 +20,26 @@ const maxTokenBytes = 64
 func SearchTokens(text string) []string {
 	var (
 		out  []string
-		seen map[string]struct{}
-		word strings.Builder
-		prev rune // previous character of a CJK run, 0 if none
+		word []byte
+		prev rune // previous character of a CJK run
 		run  int  // length of the current CJK run
 	)
 	emit := func(s string) {
 		if len(s) > maxTokenBytes {
 			s = cutUTF8(s, maxTokenBytes)
 		}
-		if seen == nil {
-			seen = map[string]struct{}{}
+		// Messages have few distinct words: a scan beats a map.
+		for _, o := range out {
+			if o == s {
+				return
+			}
 		}
-		if _, ok := seen[s]; ok {
-			return
-		}
-		seen[s] = struct{}{}
 		out = append(out, s)
 	}
 	endWord := func() {
-		if word.Len() > 0 {
-			emit(word.String())
-			word.Reset()
+		if len(word) > 0 {
+			emit(string(word))
+			word = word[:0]
 		}
 	}
 	endRun := func() {
@@ -49,7 +48,26 @@ func SearchTokens(text string) []string {
 		}
 		prev, run = 0, 0
 	}
-	for _, r := range text {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf { // ASCII fast path
+			i++
+			if asciiWord[c] {
+				if run > 0 {
+					endRun()
+				}
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				word = append(word, c)
+				continue
+			}
+			endRun()
+			endWord()
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(text[i:])
+		i += n
 		switch {
 		case isCJK(r):
 			endWord()
@@ -61,7 +79,7 @@ func SearchTokens(text string) []string {
 			run++
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
 			endRun()
-			word.WriteRune(unicode.ToLower(r))
+			word = utf8.AppendRune(word, unicode.ToLower(r))
 		default:
 			endRun()
 			endWord()
@@ -71,6 +89,14 @@ func SearchTokens(text string) []string {
 	endWord()
 	return out
 }
+
+// asciiWord marks the ASCII letters and digits.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
 
 func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
