@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -143,4 +144,29 @@ func SearchText(m Message) string {
 		}
 	}
 	return b.String()
+}
+
+// ParseSince reads a --since / since= value: a duration back from now
+// ("90m", "24h", "7d"), a date ("2026-11-01", UTC midnight) or an RFC 3339
+// time. Errors wrap ErrBadQuery.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 && n <= 36500 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%w: since %q: want a duration (24h, 7d), a date (2026-11-01) or an RFC 3339 time", ErrBadQuery, clip(s))
 }
