@@ -118,6 +118,9 @@ func RoomMatcher(room string) (func(sessionKey string) bool, error) {
 	if k, err := routing.Parse(room); err == nil {
 		want := k.String()
 		return func(s string) bool {
+			if !strings.HasPrefix(s, want) { // a thread's key extends its parent's: skip the parse
+				return false
+			}
 			got, err := routing.Parse(s)
 			return err == nil && (got.String() == want || got.Parent().String() == want)
 		}, nil
@@ -126,6 +129,9 @@ func RoomMatcher(room string) (func(sessionKey string) bool, error) {
 		return nil, fmt.Errorf("%w: room %q is not a session key or a peer id", ErrBadQuery, clip(room))
 	}
 	return func(s string) bool {
+		if !strings.Contains(s, room) {
+			return false
+		}
 		got, err := routing.Parse(s)
 		return err == nil && got.Peer == room
 	}, nil

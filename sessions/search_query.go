@@ -73,9 +73,9 @@ func (x *searchIndex) Search(ctx context.Context, q SearchQuery) ([]SearchHit, e
 	return hits, nil
 }
 
-// allowedSessions maps the rowKey of each searchable session (current, of
-// the query's agents, in its room) to its session key.
-func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]string, error) {
+// allowedSessions maps agent → session id → session key for each
+// searchable session (current, of the query's agents, in its room).
+func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]map[string]string, error) {
 	match, err := RoomMatcher(q.Room)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]string, error) 
 	if len(q.Agents) > 0 {
 		agents = slices.DeleteFunc(agents, func(a string) bool { return !slices.Contains(q.Agents, a) })
 	}
-	out := map[string]string{}
+	out := map[string]map[string]string{}
 	for _, a := range agents {
 		st, err := x.m.Store(a)
 		if err != nil {
@@ -97,10 +97,15 @@ func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]string, error) 
 		if err != nil {
 			return nil, err
 		}
-		for sid, key := range cur {
-			if match(key) {
-				out[rowKey(a, sid)] = key
+		if q.Room != "" {
+			for sid, key := range cur {
+				if !match(key) {
+					delete(cur, sid)
+				}
 			}
+		}
+		if len(cur) > 0 {
+			out[a] = cur
 		}
 	}
 	return out, nil
@@ -108,31 +113,76 @@ func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]string, error) 
 
 // searchSource is a segment or an in-memory tail.
 type searchSource struct {
-	gen      uint64 // math.MaxUint64 for memory
-	rows     []sessRow
-	doc      func(uint32) docRec
-	postings func(term string) []uint32
+	gen  uint64 // math.MaxUint64 for memory
+	rows []sessRow
+	seg  *segment            // nil for memory
+	docs []docRec            // memory
+	post map[string][]uint32 // memory: the query's words
 }
 
 func segSource(s *segment) searchSource {
-	return searchSource{gen: s.gen, rows: s.rows, doc: s.doc, postings: s.postings}
+	return searchSource{gen: s.gen, rows: s.rows, seg: s}
 }
 
 // snapshot captures m for a search: its slices only grow, so what they
 // hold now can be read after mu is released. Called with mu held.
 func (m *memSegment) snapshot(words []string) searchSource {
-	docs := m.docs[:len(m.docs):len(m.docs)]
 	post := make(map[string][]uint32, len(words))
 	for _, w := range words {
 		p := m.post[w]
 		post[w] = p[:len(p):len(p)]
 	}
 	return searchSource{
-		gen:      math.MaxUint64,
-		rows:     m.rows[:len(m.rows):len(m.rows)],
-		doc:      func(i uint32) docRec { return docs[i] },
-		postings: func(t string) []uint32 { return post[t] },
+		gen:  math.MaxUint64,
+		rows: m.rows[:len(m.rows):len(m.rows)],
+		docs: m.docs[:len(m.docs):len(m.docs)],
+		post: post,
 	}
+}
+
+// matches returns the ascending numbers of the docs holding every word.
+func (src searchSource) matches(words []string) []uint32 {
+	if src.seg == nil {
+		lists := make([][]uint32, 0, len(words))
+		for _, w := range words {
+			p := src.post[w]
+			if len(p) == 0 {
+				return nil
+			}
+			lists = append(lists, p)
+		}
+		slices.SortFunc(lists, func(a, b []uint32) int { return len(a) - len(b) })
+		docs := slices.Clone(lists[0])
+		for _, l := range lists[1:] {
+			docs = intersect(docs, l)
+		}
+		return docs
+	}
+	encs := make([][]byte, 0, len(words))
+	for _, w := range words {
+		e := src.seg.encodedPostings(w)
+		if len(e) == 0 {
+			return nil
+		}
+		encs = append(encs, e)
+	}
+	// The shortest list first: the rest are walked, never decoded whole.
+	slices.SortFunc(encs, func(a, b []byte) int { return len(a) - len(b) })
+	docs := decodePostings(encs[0], nil)
+	for _, e := range encs[1:] {
+		if len(docs) == 0 {
+			break
+		}
+		docs = intersectEncoded(docs, e)
+	}
+	return docs
+}
+
+func (src searchSource) doc(i uint32) docRec {
+	if src.seg != nil {
+		return src.seg.doc(i)
+	}
+	return src.docs[i]
 }
 
 // candidate is a matching message before its snippet is read; agent,
@@ -156,38 +206,36 @@ func (a candidate) newer(b candidate) bool {
 }
 
 // collect adds src's matches to top and returns the session key of each
-// of its rows ("" for a row not searched).
-func (src searchSource) collect(i int, words []string, allowed map[string]string, dropped map[string]uint64, since int64, top *topHits) []string {
-	lists := make([][]uint32, 0, len(words))
-	for _, w := range words {
-		p := src.postings(w)
-		if len(p) == 0 {
-			return nil
-		}
-		lists = append(lists, p)
-	}
-	slices.SortFunc(lists, func(a, b []uint32) int { return len(a) - len(b) })
-	docs := lists[0]
-	for _, l := range lists[1:] {
-		docs = intersect(docs, l)
-		if len(docs) == 0 {
-			return nil
-		}
+// of its rows ("" for a row not searched). Docs are visited newest first
+// (append order), so once top is full most are refused by one comparison.
+func (src searchSource) collect(i int, words []string, allowed map[string]map[string]string, dropped map[string]uint64, since int64, top *topHits) []string {
+	docs := src.matches(words)
+	if len(docs) == 0 {
+		return nil
 	}
 	keys := make([]string, len(src.rows))
 	for r, row := range src.rows {
-		k := rowKey(row.agent, row.sid)
-		if g, ok := dropped[k]; ok && src.gen <= g {
-			continue
+		if len(dropped) > 0 {
+			if g, ok := dropped[rowKey(row.agent, row.sid)]; ok && src.gen <= g {
+				continue
+			}
 		}
-		keys[r] = allowed[k]
+		keys[r] = allowed[row.agent][row.sid]
 	}
-	for _, d := range docs {
+	for j := len(docs) - 1; j >= 0; j-- {
+		d := docs[j]
 		rec := src.doc(d)
-		if int(rec.row) >= len(keys) || keys[rec.row] == "" || rec.ts < since {
+		if rec.ts < since || int(rec.row) >= len(keys) {
 			continue
 		}
-		top.offer(candidate{ts: rec.ts, off: rec.off, src: int32(i), doc: d, row: rec.row, role: rec.role})
+		c := candidate{ts: rec.ts, off: rec.off, src: int32(i), doc: d, row: rec.row, role: rec.role}
+		if len(top.items) == top.k && !c.newer(top.items[0]) {
+			continue
+		}
+		if keys[rec.row] == "" {
+			continue
+		}
+		top.offer(c)
 	}
 	return keys
 }

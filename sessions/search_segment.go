@@ -204,14 +204,44 @@ func (s *segment) postingsAt(i int) []byte {
 	return s.posts[lo:hi]
 }
 
-// postings returns the ascending doc numbers of term (nil if absent).
-func (s *segment) postings(term string) []uint32 {
+// encodedPostings returns term's postings as stored (nil if absent).
+func (s *segment) encodedPostings(term string) []byte {
 	t := []byte(term)
 	i := sort.Search(s.nTerms, func(i int) bool { return bytes.Compare(s.term(i), t) >= 0 })
 	if i >= s.nTerms || !bytes.Equal(s.term(i), t) {
 		return nil
 	}
-	return decodePostings(s.postingsAt(i), nil)
+	return s.postingsAt(i)
+}
+
+// intersectEncoded keeps the numbers of docs (ascending) that the encoded
+// list enc holds, in place, without decoding enc into memory.
+func intersectEncoded(docs []uint32, enc []byte) []uint32 {
+	out := docs[:0]
+	var cur uint64
+	have := false
+	next := func() bool {
+		v, n := binary.Uvarint(enc)
+		if n <= 0 {
+			return false
+		}
+		enc = enc[n:]
+		cur += v
+		return true
+	}
+	have = next()
+	for _, d := range docs {
+		for have && uint32(cur) < d {
+			have = next()
+		}
+		if !have {
+			break
+		}
+		if uint32(cur) == d {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func decodePostings(b []byte, out []uint32) []uint32 {
