@@ -11,13 +11,14 @@ const (
 	webFetchToolName = "web_fetch"
 	listToolName     = "sessions_list"
 	historyToolName  = "sessions_history"
+	searchToolName   = "sessions_search"
 )
 
 // optInTools are built-in tools an agent is offered only when its
 // tools.allow names them; the sessions tools are on unless denied.
-var optInTools = []string{webFetchToolName}
+var optInTools = []string{webFetchToolName, searchToolName}
 
-var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName}
+var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, searchToolName}
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
 // opt-in built-in tools (web_fetch); Deny takes any built-in tool away and
@@ -25,6 +26,8 @@ var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFet
 type Tools struct {
 	Allow []string `mapstructure:"allow"`
 	Deny  []string `mapstructure:"deny"`
+	// SessionsSearch configures sessions_search (search_tool.go).
+	SessionsSearch SearchToolConfig `mapstructure:"sessionsSearch"`
 }
 
 // Validate checks that every name is a built-in tool.
@@ -41,6 +44,7 @@ func (t Tools) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, t.SessionsSearch.Validate())
 	return errors.Join(errs...)
 }
 

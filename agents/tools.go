@@ -38,7 +38,7 @@ func (r *Runner) tools(s *session) []tool {
 	if r.opts.Dispatch != nil && s.key.Subagent == "" {
 		ts = append(ts, r.spawnTool())
 	}
-	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool())
+	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool(), r.searchTool())
 	return slices.DeleteFunc(ts, func(t tool) bool { return !s.agent.Tools.offers(t.def.Name) })
 }
 

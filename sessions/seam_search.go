@@ -15,7 +15,7 @@ import (
 // Transcript search (issue 14) behind the storage seam. The files backend
 // keeps its own inverted index under <stateDir>/search (search_*.go); the
 // PostgreSQL backend uses a tsvector column (pgstore/search.go). Both
-// search the message entries (user, assistant, toolResult text) of every
+// search the text of the user and assistant messages (not tool results) of every
 // agent's current sessions: a reset, /delete or maintenance archive takes a
 // session's messages out of the results at once; /switch brings them back.
 
@@ -137,8 +137,8 @@ func RoomMatcher(room string) (func(sessionKey string) bool, error) {
 	}, nil
 }
 
-// SearchText is the text of m that search indexes: its text blocks
-// (user, assistant and toolResult messages), joined by newlines.
+// SearchText is the text of m that search indexes (user and assistant
+// messages): its text blocks, joined by newlines.
 func SearchText(m Message) string {
 	var b strings.Builder
 	for _, c := range m.Content {

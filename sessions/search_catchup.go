@@ -38,7 +38,9 @@ func pendingOf(n *node) (pendingDoc, bool) {
 		return pendingDoc{}, false
 	}
 	role := roleCode(n.msg.Role)
-	if role == 0 {
+	if role == 0 || n.msg.Role == RoleToolResult {
+		// What people and the model said; tool output (fetched pages,
+		// JSON, earlier search results) would drown it.
 		return pendingDoc{}, false
 	}
 	toks := SearchTokens(SearchText(*n.msg))

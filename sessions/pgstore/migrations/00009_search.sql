@@ -1,5 +1,6 @@
 -- +goose Up
--- Transcript search (issue 14). Each message entry gets its searchable
+-- Transcript search (issue 14). Each user or assistant message entry (not
+-- tool results: fetched pages, JSON) gets its searchable
 -- text as a tsvector ('simple' configuration: lower-cased words, no
 -- stemming or stop words, like the files backend's index), its role and
 -- its time (the message's own timestamp, else the row's), set by a trigger
@@ -50,7 +51,7 @@ DECLARE
 BEGIN
     IF NEW.type = 'message' THEN
         r := gateway_search_row(NEW.body);
-        IF r.role IN ('user', 'assistant', 'toolResult') AND COALESCE(r.txt, '') <> '' THEN
+        IF r.role IN ('user', 'assistant') AND COALESCE(r.txt, '') <> '' THEN
             NEW.search := to_tsvector('simple', r.txt);
             NEW.search_role := r.role;
             NEW.search_at := COALESCE(to_timestamp(r.at_ms / 1000.0), NEW.created_at);
@@ -69,7 +70,7 @@ UPDATE transcript_entries t
        search_at = COALESCE(to_timestamp(s.at_ms / 1000.0), t.created_at)
   FROM (SELECT session_id, seq, (gateway_search_row(body)).* FROM transcript_entries WHERE type = 'message') s
  WHERE t.session_id = s.session_id AND t.seq = s.seq
-   AND s.role IN ('user', 'assistant', 'toolResult') AND COALESCE(s.txt, '') <> '';
+   AND s.role IN ('user', 'assistant') AND COALESCE(s.txt, '') <> '';
 
 CREATE INDEX transcript_entries_search ON transcript_entries USING gin (search) WHERE search IS NOT NULL;
 
