@@ -2,9 +2,11 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -300,4 +302,52 @@ func TestSnippet(t *testing.T) {
 			t.Errorf("%s: Snippet = %q, want %q", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestSearchNewestFirstWhateverTheAppendOrder: messages appended with
+// timestamps out of order come back newest first, from the in-memory tail
+// (unsorted) and after a flush (a segment numbers its docs by time) and a
+// merge.
+func TestSearchNewestFirstWhateverTheAppendOrder(t *testing.T) {
+	m := openTestManager(t, "", Options{})
+	ctx := context.Background()
+	st := mustStore(t, m, "main")
+	base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	order := []int{5, 1, 9, 3, 7, 0, 8, 2, 6, 4}
+	for i, n := range order {
+		e, _ := mustBegin(t, st, dmKey(t, "main", strconv.Itoa(i%3)), Origin{})
+		tr, err := st.TranscriptOf(e)
+		must(t, err)
+		_, err = tr.Append(ctx, UserText(fmt.Sprintf("quince %d", n), base.Add(time.Duration(n)*time.Minute)))
+		must(t, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		hits, err := m.Backend().Search().Search(ctx, SearchQuery{Text: "quince", Limit: 4})
+		must(t, err)
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Snippet)
+		}
+		if want := []string{"quince 9", "quince 8", "quince 7", "quince 6"}; !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", when, got, want)
+		}
+		hits, err = m.Backend().Search().Search(ctx, SearchQuery{Text: "quince", Since: base.Add(7 * time.Minute)})
+		must(t, err)
+		if len(hits) != 3 {
+			t.Errorf("%s: since: %d hits, want 3", when, len(hits))
+		}
+	}
+	check("in memory")
+	x := m.search
+	must(t, x.flush())
+	check("in a segment")
+	e, _ := mustBegin(t, st, dmKey(t, "main", "0"), Origin{})
+	tr, err := st.TranscriptOf(e)
+	must(t, err)
+	_, err = tr.Append(ctx, UserText("quince old", base.Add(-time.Hour)))
+	must(t, err)
+	must(t, x.flush())
+	must(t, x.merge(ctx))
+	check("merged")
 }

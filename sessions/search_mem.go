@@ -15,6 +15,8 @@ type memSegment struct {
 	// first is the offset of the first line this process appended to each
 	// session: the catch-up at load reads a transcript only up to it.
 	first map[string]int64
+	// unsorted is set once a doc is older than the one before it.
+	unsorted bool
 }
 
 func newMemSegment() *memSegment {
@@ -35,6 +37,9 @@ func (m *memSegment) row(agent, sid string) uint32 {
 // add indexes one message.
 func (m *memSegment) add(row uint32, role uint8, ts, off int64, tokens []string) {
 	d := uint32(len(m.docs))
+	if d > 0 && ts < m.docs[d-1].ts {
+		m.unsorted = true
+	}
 	m.docs = append(m.docs, docRec{row: row, role: role, ts: ts, off: off})
 	for _, t := range tokens {
 		m.post[t] = append(m.post[t], d)
@@ -50,16 +55,25 @@ func (m *memSegment) cover(row uint32, end int64) {
 
 func (m *memSegment) empty() bool { return len(m.docs) == 0 && len(m.rows) == 0 }
 
-// writer renders m as a segment.
+// writer renders m as a segment (docs numbered by timestamp).
 func (m *memSegment) writer() (*segmentWriter, error) {
-	w := &segmentWriter{rows: m.rows, docs: m.docs}
+	w := &segmentWriter{rows: m.rows, docs: slices.Clone(m.docs)}
+	newID := w.sortDocs()
 	terms := make([]string, 0, len(m.post))
 	for t := range m.post {
 		terms = append(terms, t)
 	}
 	slices.Sort(terms)
+	var buf []uint32
 	for _, t := range terms {
-		if err := w.addTerm([]byte(t), m.post[t]); err != nil {
+		buf = buf[:0]
+		for _, d := range m.post[t] {
+			buf = append(buf, newID[d])
+		}
+		if m.unsorted {
+			slices.Sort(buf)
+		}
+		if err := w.addTerm([]byte(t), buf); err != nil {
 			return nil, err
 		}
 	}

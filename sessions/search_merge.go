@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -103,6 +104,14 @@ func (x *searchIndex) merge(ctx context.Context) error {
 			w.docs = append(w.docs, rec)
 		}
 		remaps[i] = remap
+	}
+	newID := w.sortDocs()
+	for _, remap := range remaps {
+		for d, n := range remap {
+			if n >= 0 {
+				remap[d] = int32(newID[n])
+			}
+		}
 	}
 	if err := mergeTerms(w, olds, remaps); err != nil {
 		return err
@@ -203,6 +212,7 @@ func mergeTerms(w *segmentWriter, segs []*segment, remaps [][]int32) error {
 		if len(docs) == 0 {
 			return nil
 		}
+		slices.Sort(docs) // renumbered by timestamp
 		err := w.addTerm(cur, docs)
 		docs = docs[:0]
 		return err

@@ -50,7 +50,8 @@ func (x *searchIndex) Search(ctx context.Context, q SearchQuery) ([]SearchHit, e
 	}
 	srcs = append(srcs, tail)
 	keys := make([][]string, len(srcs))
-	for i, src := range srcs {
+	for i := len(srcs) - 1; i >= 0; i-- { // newest first: older sources stop sooner
+		src := srcs[i]
 		if err := ctx.Err(); err != nil {
 			x.segMu.RUnlock()
 			return nil, err
@@ -115,13 +116,14 @@ func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]map[string]stri
 type searchSource struct {
 	gen  uint64 // math.MaxUint64 for memory
 	rows []sessRow
-	seg  *segment            // nil for memory
-	docs []docRec            // memory
-	post map[string][]uint32 // memory: the query's words
+	seg    *segment            // nil for memory
+	docs   []docRec            // memory
+	post   map[string][]uint32 // memory: the query's words
+	sorted bool                // docs ascend by timestamp
 }
 
 func segSource(s *segment) searchSource {
-	return searchSource{gen: s.gen, rows: s.rows, seg: s}
+	return searchSource{gen: s.gen, rows: s.rows, seg: s, sorted: s.sorted}
 }
 
 // snapshot captures m for a search: its slices only grow, so what they
@@ -135,8 +137,9 @@ func (m *memSegment) snapshot(words []string) searchSource {
 	return searchSource{
 		gen:  math.MaxUint64,
 		rows: m.rows[:len(m.rows):len(m.rows)],
-		docs: m.docs[:len(m.docs):len(m.docs)],
-		post: post,
+		docs:   m.docs[:len(m.docs):len(m.docs)],
+		post:   post,
+		sorted: !m.unsorted,
 	}
 }
 
@@ -225,11 +228,14 @@ func (src searchSource) collect(i int, words []string, allowed map[string]map[st
 	for j := len(docs) - 1; j >= 0; j-- {
 		d := docs[j]
 		rec := src.doc(d)
-		if rec.ts < since || int(rec.row) >= len(keys) {
+		c := candidate{ts: rec.ts, off: rec.off, src: int32(i), doc: d, row: rec.row, role: rec.role}
+		if rec.ts < since || (len(top.items) == top.k && !c.newer(top.items[0])) {
+			if src.sorted {
+				break // every doc left is older
+			}
 			continue
 		}
-		c := candidate{ts: rec.ts, off: rec.off, src: int32(i), doc: d, row: rec.row, role: rec.role}
-		if len(top.items) == top.k && !c.newer(top.items[0]) {
+		if int(rec.row) >= len(keys) {
 			continue
 		}
 		if keys[rec.row] == "" {

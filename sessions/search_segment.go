@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 // A search segment is an immutable file of the files backend's search
 // index, <stateDir>/search/seg-<gen>.gsx (little-endian):
 //
-//	"GWSRCH1\n"  nRows u32  nDocs u32  nTerms u32  0 u32
+//	"GWSRCH1\n"  nRows u32  nDocs u32  nTerms u32  flags u32 (bit 0: docs sorted by timestamp)
 //	rows         nRows × (agent len u16, agent, session id len u16, id, covered i64)
 //	docs         nDocs × 24 bytes (row u32, role u8, 3 zero bytes, timestamp ms i64, line offset i64)
 //	term offsets (nTerms+1) × u32 into the term bytes
@@ -26,7 +27,9 @@ import (
 // A row's covered is the transcript offset up to which that session's
 // messages are indexed (in this or older segments). A doc is one message
 // entry: its session row, role, timestamp and the offset of its line in the
-// transcript (read for the snippet). No text is stored.
+// transcript (read for the snippet). No text is stored. The writer numbers
+// docs by timestamp, so a search walking a segment from its end can stop
+// at the first doc older than the hits it holds.
 
 const (
 	segMagic    = "GWSRCH1\n"
@@ -85,6 +88,7 @@ type segment struct {
 
 	docs, termOffs, postOffs, terms, posts []byte
 	nDocs, nTerms                          int
+	sorted                                 bool // docs ascend by timestamp
 }
 
 // openSegment maps and verifies a segment file.
@@ -122,6 +126,7 @@ func (s *segment) parse() error {
 	nRows := int(binary.LittleEndian.Uint32(d[8:]))
 	s.nDocs = int(binary.LittleEndian.Uint32(d[12:]))
 	s.nTerms = int(binary.LittleEndian.Uint32(d[16:]))
+	s.sorted = binary.LittleEndian.Uint32(d[20:])&1 != 0
 	p := segHeader
 	str := func() (string, bool) {
 		if p+2 > len(body) {
@@ -269,6 +274,25 @@ type segmentWriter struct {
 	last  []byte
 }
 
+// sortDocs orders w.docs by timestamp (stable) and returns each old doc
+// number's new one; call it before adding terms, whose postings must be
+// renumbered with it.
+func (w *segmentWriter) sortDocs() []uint32 {
+	perm := make([]uint32, len(w.docs))
+	for i := range perm {
+		perm[i] = uint32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b uint32) int { return cmp.Compare(w.docs[a].ts, w.docs[b].ts) })
+	sorted := make([]docRec, len(w.docs))
+	newID := make([]uint32, len(w.docs))
+	for n, old := range perm {
+		sorted[n] = w.docs[old]
+		newID[old] = uint32(n)
+	}
+	w.docs = sorted
+	return newID
+}
+
 // addTerm appends a term's postings; terms must come in ascending order.
 func (w *segmentWriter) addTerm(term []byte, docs []uint32) error {
 	if len(w.tOffs) > 0 && bytes.Compare(term, w.last) <= 0 {
@@ -300,7 +324,7 @@ func (w *segmentWriter) bytes() ([]byte, error) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(w.rows)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(w.docs)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(w.tOffs)))
-	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = binary.LittleEndian.AppendUint32(b, 1) // sorted: see sortDocs
 	for _, r := range w.rows {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(r.agent)))
 		b = append(b, r.agent...)
