@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -115,19 +114,18 @@ func newSearchIndex(m *Manager) *searchIndex {
 // ensureStarted starts loading the index (once, in the background).
 func (x *searchIndex) ensureStarted() {
 	x.start.Do(func() {
+		// Under mu, so that close either sees this goroutine (and waits
+		// for it) or runs first (and none starts).
 		x.mu.Lock()
-		closed := x.closed
-		x.mu.Unlock()
-		if closed {
+		defer x.mu.Unlock()
+		if x.closed {
 			x.setLoadErr(errors.New("search: index closed"))
 			close(x.ready)
 			return
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		x.mu.Lock()
 		x.cancel, x.done = cancel, done
-		x.mu.Unlock()
 		go x.run(ctx, done)
 	})
 }
@@ -235,10 +233,10 @@ func segName(gen uint64) string { return fmt.Sprintf("seg-%08d.gsx", gen) }
 // load opens the manifest's segments (or starts over when they are
 // missing or damaged) and catches up with the transcripts.
 func (x *searchIndex) load(ctx context.Context) error {
-	if err := mkdirPrivate(x.dir); err != nil {
-		return fmt.Errorf("search: load: %w", err)
-	}
 	if !x.m.opts.Passive {
+		if err := mkdirPrivate(x.dir); err != nil {
+			return fmt.Errorf("search: load: %w", err)
+		}
 		fl := flock.New(filepath.Join(x.dir, writerLock))
 		ok, err := fl.TryLock()
 		if err != nil {
@@ -462,18 +460,4 @@ func SearchIndexFiles(stateDir string) (map[string]int64, error) {
 		}
 	}
 	return out, nil
-}
-
-// genOf parses a segment file name.
-func genOf(name string) (uint64, bool) {
-	s, ok := strings.CutPrefix(name, "seg-")
-	if !ok {
-		return 0, false
-	}
-	s, ok = strings.CutSuffix(s, ".gsx")
-	if !ok {
-		return 0, false
-	}
-	g, err := strconv.ParseUint(s, 10, 64)
-	return g, err == nil
 }
