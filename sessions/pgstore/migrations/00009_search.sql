@@ -6,7 +6,7 @@
 -- its time (the message's own timestamp, else the row's), set by a trigger
 -- on insert so no writer of transcript_entries has to know about search.
 -- The json operators refuse a body holding \u0000 anywhere (see 00002):
--- gateway_search_row then reads the body without those characters, and a
+-- gateway_search_row then reads the body with spaces in their place, and a
 -- body it still cannot read is not searchable rather than not written.
 ALTER TABLE transcript_entries
     ADD COLUMN search      tsvector,
@@ -35,7 +35,7 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
     BEGIN
         SELECT r.role, r.at_ms, r.txt INTO role, at_ms, txt
-          FROM gateway_search_row_raw(replace(body::text, '\u0000', '')::json) r;
+          FROM gateway_search_row_raw(replace(body::text, '\u0000', ' ')::json) r;
     EXCEPTION WHEN OTHERS THEN
         role := NULL; at_ms := NULL; txt := NULL;
     END;
