@@ -30,7 +30,7 @@ type pendingDoc struct {
 	role   uint8
 	ts     int64
 	off    int64
-	tokens []string
+	words  wordList
 }
 
 func pendingOf(n *node) (pendingDoc, bool) {
@@ -43,11 +43,13 @@ func pendingOf(n *node) (pendingDoc, bool) {
 		// JSON, earlier search results) would drown it.
 		return pendingDoc{}, false
 	}
-	toks := SearchTokens(SearchText(*n.msg))
-	if len(toks) == 0 {
-		return pendingDoc{}, false
+	d := pendingDoc{role: role, ts: n.msg.Timestamp, off: n.off}
+	for _, c := range n.msg.Content {
+		if c.Type == BlockText {
+			d.words.add(c.Text)
+		}
 	}
-	return pendingDoc{role: role, ts: n.msg.Timestamp, off: n.off, tokens: toks}, true
+	return d, d.words.len() > 0
 }
 
 // appended is the transcript append hook: it indexes the messages among
@@ -77,7 +79,7 @@ func (x *searchIndex) appended(agent, sid string, nodes []*node, end int64) {
 		if d.off < x.covered[k] {
 			continue // a catch-up read it first
 		}
-		x.tail.add(row, d.role, d.ts, d.off, d.tokens)
+		x.tail.add(row, d.role, d.ts, d.off, &d.words)
 	}
 	x.tail.cover(row, end)
 	if x.loaded {
@@ -177,7 +179,7 @@ func (x *searchIndex) catchUp(agent, dir, sid string) error {
 		if d.off < x.covered[k] || (appendedHere && d.off >= first) {
 			continue // an append indexed it meanwhile
 		}
-		x.tail.add(row, d.role, d.ts, d.off, d.tokens)
+		x.tail.add(row, d.role, d.ts, d.off, &d.words)
 	}
 	x.tail.cover(row, end)
 	x.covered[k] = max(x.covered[k], end)

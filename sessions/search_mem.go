@@ -11,7 +11,7 @@ type memSegment struct {
 	rows  []sessRow
 	rowOf map[string]uint32 // rowKey → index in rows
 	docs  []docRec
-	post  map[string][]uint32
+	post  map[string]*postList
 	// first is the offset of the first line this process appended to each
 	// session: the catch-up at load reads a transcript only up to it.
 	first map[string]int64
@@ -19,8 +19,12 @@ type memSegment struct {
 	unsorted bool
 }
 
+// postList is one word's doc numbers (a pointer, so adding to it needs no
+// key string once the word is known).
+type postList struct{ docs []uint32 }
+
 func newMemSegment() *memSegment {
-	return &memSegment{rowOf: map[string]uint32{}, post: map[string][]uint32{}, first: map[string]int64{}}
+	return &memSegment{rowOf: map[string]uint32{}, post: map[string]*postList{}, first: map[string]int64{}}
 }
 
 func (m *memSegment) row(agent, sid string) uint32 {
@@ -35,14 +39,20 @@ func (m *memSegment) row(agent, sid string) uint32 {
 }
 
 // add indexes one message.
-func (m *memSegment) add(row uint32, role uint8, ts, off int64, tokens []string) {
+func (m *memSegment) add(row uint32, role uint8, ts, off int64, words *wordList) {
 	d := uint32(len(m.docs))
 	if d > 0 && ts < m.docs[d-1].ts {
 		m.unsorted = true
 	}
 	m.docs = append(m.docs, docRec{row: row, role: role, ts: ts, off: off})
-	for _, t := range tokens {
-		m.post[t] = append(m.post[t], d)
+	for i := range words.len() {
+		w := words.word(i)
+		pl := m.post[string(w)] // no allocation for the lookup
+		if pl == nil {
+			pl = &postList{}
+			m.post[string(w)] = pl
+		}
+		pl.docs = append(pl.docs, d)
 	}
 }
 
@@ -67,7 +77,7 @@ func (m *memSegment) writer() (*segmentWriter, error) {
 	var buf []uint32
 	for _, t := range terms {
 		buf = buf[:0]
-		for _, d := range m.post[t] {
+		for _, d := range m.post[t].docs {
 			buf = append(buf, newID[d])
 		}
 		if m.unsorted {

@@ -131,8 +131,9 @@ func segSource(s *segment) searchSource {
 func (m *memSegment) snapshot(words []string) searchSource {
 	post := make(map[string][]uint32, len(words))
 	for _, w := range words {
-		p := m.post[w]
-		post[w] = p[:len(p):len(p)]
+		if pl := m.post[w]; pl != nil {
+			post[w] = pl.docs[:len(pl.docs):len(pl.docs)]
+		}
 	}
 	return searchSource{
 		gen:  math.MaxUint64,

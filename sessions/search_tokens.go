@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode"
@@ -18,33 +19,74 @@ const maxTokenBytes = 64
 // anywhere in a run; a single character stands alone only when its run is
 // one character long.
 func SearchTokens(text string) []string {
+	var w wordList
+	w.add(text)
+	out := make([]string, w.len())
+	for i := range out {
+		out[i] = string(w.word(i))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// wordList holds the distinct words of a text in one buffer (the indexing
+// path allocates per message, not per word).
+type wordList struct {
+	buf  []byte
+	ends []int // word i is buf[ends[i-1]:ends[i]]
+}
+
+func (w *wordList) len() int { return len(w.ends) }
+
+func (w *wordList) word(i int) []byte {
+	lo := 0
+	if i > 0 {
+		lo = w.ends[i-1]
+	}
+	return w.buf[lo:w.ends[i]]
+}
+
+// add appends the words of text (see SearchTokens).
+func (w *wordList) add(text string) {
+	if w.buf == nil {
+		w.buf, w.ends = make([]byte, 0, len(text)), make([]int, 0, 16)
+	}
+	start := len(w.buf) // of the word being built
 	var (
-		out  []string
-		word []byte
 		prev rune // previous character of a CJK run
 		run  int  // length of the current CJK run
 	)
-	emit := func(s string) {
-		if len(s) > maxTokenBytes {
-			s = cutUTF8(s, maxTokenBytes)
+	// commit ends the word at buf[start:], dropping it if empty or seen.
+	commit := func() {
+		word := w.buf[start:]
+		if len(word) > maxTokenBytes {
+			word = []byte(cutUTF8(string(word), maxTokenBytes))
+			w.buf = append(w.buf[:start], word...)
+			word = w.buf[start:]
 		}
-		// Messages have few distinct words: a scan beats a map.
-		for _, o := range out {
-			if o == s {
+		if len(word) == 0 {
+			return
+		}
+		for i := range w.ends {
+			if bytes.Equal(w.word(i), word) {
+				w.buf = w.buf[:start]
 				return
 			}
 		}
-		out = append(out, s)
+		w.ends = append(w.ends, len(w.buf))
+		start = len(w.buf)
 	}
-	endWord := func() {
-		if len(word) > 0 {
-			emit(string(word))
-			word = word[:0]
+	emitRunes := func(rs ...rune) {
+		for _, r := range rs {
+			w.buf = utf8.AppendRune(w.buf, r)
 		}
+		commit()
 	}
 	endRun := func() {
 		if run == 1 {
-			emit(string(prev))
+			emitRunes(prev)
 		}
 		prev, run = 0, 0
 	}
@@ -59,35 +101,34 @@ func SearchTokens(text string) []string {
 				if 'A' <= c && c <= 'Z' {
 					c += 'a' - 'A'
 				}
-				word = append(word, c)
+				w.buf = append(w.buf, c)
 				continue
 			}
 			endRun()
-			endWord()
+			commit()
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(text[i:])
 		i += n
 		switch {
 		case isCJK(r):
-			endWord()
+			commit()
 			r = unicode.ToLower(r)
 			if run > 0 {
-				emit(string([]rune{prev, r}))
+				emitRunes(prev, r)
 			}
 			prev = r
 			run++
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
 			endRun()
-			word = utf8.AppendRune(word, unicode.ToLower(r))
+			w.buf = utf8.AppendRune(w.buf, unicode.ToLower(r))
 		default:
 			endRun()
-			endWord()
+			commit()
 		}
 	}
 	endRun()
-	endWord()
-	return out
+	commit()
 }
 
 // asciiWord marks the ASCII letters and digits.
