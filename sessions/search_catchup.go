@@ -27,10 +27,10 @@ func (s *Store) currentSessions() (map[string]string, error) {
 
 // pendingDoc is a message read or appended, tokenised outside the lock.
 type pendingDoc struct {
-	role   uint8
-	ts     int64
-	off    int64
-	words  wordList
+	role  uint8
+	ts    int64
+	off   int64
+	words wordList
 }
 
 func pendingOf(n *node) (pendingDoc, bool) {

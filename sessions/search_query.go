@@ -114,8 +114,8 @@ func (x *searchIndex) allowedSessions(q SearchQuery) (map[string]map[string]stri
 
 // searchSource is a segment or an in-memory tail.
 type searchSource struct {
-	gen  uint64 // math.MaxUint64 for memory
-	rows []sessRow
+	gen    uint64 // math.MaxUint64 for memory
+	rows   []sessRow
 	seg    *segment            // nil for memory
 	docs   []docRec            // memory
 	post   map[string][]uint32 // memory: the query's words
@@ -136,8 +136,8 @@ func (m *memSegment) snapshot(words []string) searchSource {
 		}
 	}
 	return searchSource{
-		gen:  math.MaxUint64,
-		rows: m.rows[:len(m.rows):len(m.rows)],
+		gen:    math.MaxUint64,
+		rows:   m.rows[:len(m.rows):len(m.rows)],
 		docs:   m.docs[:len(m.docs):len(m.docs)],
 		post:   post,
 		sorted: !m.unsorted,
