@@ -52,6 +52,9 @@
 //     agents.list[].tools.allow turns on opt-in built-in tools (web_fetch,
 //     package webfetch); tools.deny takes any built-in tool away and wins.
 //     A denied or not-allowed tool is neither offered nor run ("unknown tool").
+//     sessions_search (opt-in) asks the backend's Searcher within
+//     tools.sessionsSearch.scope: session (this chat), agent (default) or
+//     all; it never returns another agent's sessions unless the scope is all.
 //   - Subagents: runId is the uuid of the child key; the child entry records
 //     spawnedBy (the parent key) and label durably, so a child replayed after
 //     a restart still announces (at least once). runTimeoutSeconds and

@@ -23,6 +23,12 @@
 // scopes, names and values are checked (CheckPairingChannel, CheckCursor)
 // before they reach a file name or a query.
 //
+// Transcript search is behind the seam too (Backend.Search, seam_search.go):
+// the files backend keeps an inverted index under <stateDir>/search,
+// updated by every transcript append, persisted as checksummed segment
+// files and rebuilt from the transcripts when missing or damaged
+// (search_index.go has its design and concurrency rules).
+//
 // The package also knows how its durable state goes wrong: Check finds
 // problems (each with a stable code) without changing anything, and Repair
 // fixes the fixable ones under the same locks the daemon takes; `gateway
