@@ -108,7 +108,7 @@ func (r *Runner) searchTool() tool {
 			all := s.agent.Tools.SessionsSearch.scope() == SearchScopeAll
 			out := make([]searchHit, 0, len(hits))
 			for _, h := range hits {
-				if !all && h.Agent != s.agent.ID { // the backends filter; this is the guarantee
+				if !all && h.Agent != strings.ToLower(s.agent.ID) { // the backends filter; this is the guarantee
 					continue
 				}
 				sh := searchHit{SessionKey: h.SessionKey, ThisSession: h.SessionKey == s.key.String(),
@@ -131,7 +131,8 @@ func (r *Runner) searchQuery(s *session, text string, limit int, since, agent st
 	if limit <= 0 || limit > maxToolSearchHits {
 		limit = 10
 	}
-	q := sessions.SearchQuery{Text: text, Limit: limit, Agents: []string{s.agent.ID}}
+	self := strings.ToLower(s.agent.ID)
+	q := sessions.SearchQuery{Text: text, Limit: limit, Agents: []string{self}}
 	var err error
 	if q.Since, err = sessions.ParseSince(since, r.now()); err != nil {
 		return q, toolErrorf("since: %q: want a duration such as 24h or 7d, or a date such as 2026-11-01", since)
@@ -142,7 +143,7 @@ func (r *Runner) searchQuery(s *session, text string, limit int, since, agent st
 		if err != nil {
 			return q, toolErrorf("agent: %q is not an agent id", a)
 		}
-		if scope != SearchScopeAll && id != s.agent.ID {
+		if scope != SearchScopeAll && id != self {
 			return q, toolErrorf("agent: this agent may search only its own sessions")
 		}
 		q.Agents = []string{id}

@@ -248,6 +248,11 @@ func (x *searchIndex) load(ctx context.Context) error {
 		}
 	}
 	segs, mf, err := x.openManifest()
+	for try := 0; try < 3 && errors.Is(err, os.ErrNotExist) && !x.writer; try++ {
+		// The daemon may have merged and removed a segment between our
+		// reading the manifest and opening it: read the new one.
+		segs, mf, err = x.openManifest()
+	}
 	if err != nil {
 		x.log.Warn("search index: rebuilding from the transcripts", zap.Error(err))
 		segs, mf = nil, manifest{Next: 1}
