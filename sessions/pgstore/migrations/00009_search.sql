@@ -80,8 +80,12 @@ UPDATE transcript_entries t
    AND s.role IN ('user', 'assistant') AND COALESCE(s.txt, '') <> '';
 
 CREATE INDEX transcript_entries_search ON transcript_entries USING gin (search) WHERE search IS NOT NULL;
+-- Newest first: for a word in most messages the planner walks this one
+-- backwards and stops at the limit instead of sorting every match.
+CREATE INDEX transcript_entries_search_at ON transcript_entries (search_at DESC) WHERE search IS NOT NULL;
 
 -- +goose Down
+DROP INDEX transcript_entries_search_at;
 DROP INDEX transcript_entries_search;
 DROP TRIGGER transcript_entries_search ON transcript_entries;
 DROP FUNCTION gateway_search_fill();
