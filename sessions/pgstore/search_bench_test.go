@@ -31,7 +31,7 @@ func BenchmarkSearch(b *testing.B) {
 		n = v
 	}
 	ctx := context.Background()
-	db, err := Open(ctx, Options{URL: pgtest.NewDatabase(b), MaxConns: 4})
+	db, err := Open(ctx, Options{URL: pgtest.NewDatabase(b), MaxConns: 4, StatementTimeout: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
