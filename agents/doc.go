@@ -55,6 +55,9 @@
 //     The message tool (opt-in) acts through Turn.Room, which the
 //     dispatcher binds to the turn's chat: agents never reach a channel,
 //     and a turn without a chat (the API, subagents) has no Room.
+//     sessions_search (opt-in) asks the backend's Searcher within
+//     tools.sessionsSearch.scope: session (this chat), agent (default) or
+//     all; it never returns another agent's sessions unless the scope is all.
 //   - MCP tools (package mcp, mcp.servers) are opt-in per agent: tools.allow
 //     names "mcp:*", "mcp:<server>" or "<server>__<tool>" (deny takes the
 //     same forms and wins). Their results are stored as the server sent

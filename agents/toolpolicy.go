@@ -16,13 +16,14 @@ const (
 	historyToolName  = "sessions_history"
 	// MessageToolName is the message tool (message_tool.go).
 	MessageToolName = "message"
+	searchToolName  = "sessions_search"
 )
 
 // optInTools are built-in tools an agent is offered only when its
 // tools.allow names them; the sessions tools are on unless denied.
-var optInTools = []string{webFetchToolName, MessageToolName}
+var optInTools = []string{webFetchToolName, MessageToolName, searchToolName}
 
-var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName}
+var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName, searchToolName}
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
 // opt-in built-in tools (web_fetch); Deny takes any built-in tool away and
@@ -32,6 +33,8 @@ var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFet
 type Tools struct {
 	Allow []string `mapstructure:"allow"`
 	Deny  []string `mapstructure:"deny"`
+	// SessionsSearch configures sessions_search (search_tool.go).
+	SessionsSearch SearchToolConfig `mapstructure:"sessionsSearch"`
 }
 
 // Validate checks that every name is a built-in tool.
@@ -54,6 +57,7 @@ func (t Tools) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, t.SessionsSearch.Validate())
 	return errors.Join(errs...)
 }
 

@@ -38,7 +38,7 @@ func (r *Runner) tools(ctx context.Context, s *session) []tool {
 	if r.opts.Dispatch != nil && s.key.Subagent == "" {
 		ts = append(ts, r.spawnTool())
 	}
-	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool(), r.messageTool(s.room))
+	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool(), r.messageTool(s.room), r.searchTool())
 	ts = slices.DeleteFunc(ts, func(t tool) bool { return !s.agent.Tools.offers(t.def.Name) })
 	return append(ts, r.mcpTools(ctx, s)...) // filtered by the policy inside
 }

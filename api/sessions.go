@@ -85,6 +85,7 @@ func (s *Server) routes() {
 	s.allow(one+"/reset", "POST")
 	s.allow(one+"/compact", "POST")
 	s.allow("/api/agents/{id}/chat", "POST")
+	s.searchRoutes()
 }
 
 // listAgents answers the configured agent ids (the page's agent picker).

@@ -111,6 +111,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"discord media cap", "channels: {discord: {accounts: {default: {token: t, mediaMaxMb: -1}}}}\n", "channels.discord.accounts.default.mediaMaxMb"},
 		{"unknown agent tool", "agents: {list: [{id: main, tools: {allow: [web_search]}}]}\n", "web_search"},
 		{"unknown agent tool key", "agents: {list: [{id: main, tools: {enable: [web_fetch]}}]}\n", "enable"},
+		{"bad sessions_search scope", "agents: {list: [{id: main, tools: {allow: [sessions_search], sessionsSearch: {scope: everyone}}}]}\n", "tools.sessionsSearch.scope"},
 		{"bad streaming mode", "channels: {telegram: {accounts: {default: {token: '1:x', streaming: {mode: loud}}}}}\n", "channels.telegram.accounts.default.streaming.mode"},
 	}
 	for _, tt := range tests {

@@ -70,6 +70,7 @@ func (b filesBackend) Pairing() PairingState              { return b.m.pairingFi
 func (b filesBackend) Cursors() Cursors                   { return b.m.cursorFiles() }
 func (b filesBackend) Limits() LimitCounters              { return b.m.limitFiles() }
 func (b filesBackend) Usage() UsageLog                    { return b.m.usageFiles() }
+func (b filesBackend) Search() Searcher                   { return b.m.search }
 func (b filesBackend) SetReset(c ResetConfig)             { b.m.SetReset(c) }
 func (b filesBackend) ResetConfig() ResetConfig           { return b.m.ResetConfig() }
 func (b filesBackend) SetMaintenance(c Maintenance) error { return b.m.SetMaintenance(c) }

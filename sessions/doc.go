@@ -27,6 +27,11 @@
 // turn with its tokens and cost; the files backend keeps it in
 // <stateDir>/usage/<agentId>/<YYYY-MM>.jsonl (UsageFiles), RebuildUsage
 // refills it from transcripts and CopyUsage moves it between backends.
+// Transcript search is behind the seam too (Backend.Search, seam_search.go):
+// the files backend keeps an inverted index under <stateDir>/search,
+// updated by every transcript append, persisted as checksummed segment
+// files and rebuilt from the transcripts when missing or damaged
+// (search_index.go has its design and concurrency rules).
 //
 // The package also knows how its durable state goes wrong: Check finds
 // problems (each with a stable code) without changing anything, and Repair

@@ -77,6 +77,8 @@ type Manager struct {
 	msgs    *RoomMessageFiles
 	usage   *UsageFiles
 
+	search *searchIndex // transcript search (search_index.go)
+
 	cancel context.CancelFunc
 	done   chan struct{}
 	// overCap receives stores whose entry count passed maintenance.maxEntries
@@ -130,6 +132,7 @@ func Open(opts Options) (*Manager, error) {
 		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger),
 		stores: map[string]*Store{}, done: make(chan struct{}), overCap: make(chan *Store, 8),
 	}
+	m.search = newSearchIndex(m)
 	rc := opts.Reset
 	m.reset.Store(&rc)
 	m.maint.Store(&mt)
@@ -299,7 +302,8 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	m.cancel()
 	<-m.done
-	err := m.Flush(context.Background())
+	err := m.search.close()
+	err = errors.Join(err, m.Flush(context.Background()))
 	if !m.opts.Passive {
 		m.mu.Lock()
 		stores := make([]*Store, 0, len(m.stores))

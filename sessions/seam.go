@@ -38,6 +38,8 @@ type Backend interface {
 	Messages() RoomMessages
 	// Usage is the usage ledger (seam_usage.go).
 	Usage() UsageLog
+	// Search finds messages in the transcripts (seam_search.go).
+	Search() Searcher
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

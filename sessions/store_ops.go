@@ -315,5 +315,6 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 	if err != nil {
 		return Entry{}, fmt.Errorf("sessions: switch: %w", err)
 	}
+	s.m.search.ensureSession(s.agentID, s.dir, e.SessionID)
 	return e, nil
 }

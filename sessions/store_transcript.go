@@ -64,7 +64,7 @@ func (s *Store) TranscriptOf(e Entry) (*Transcript, error) {
 	}
 	return s.tcache.get(e.SessionID, func() (*Transcript, error) {
 		hdr := Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
-		var opts []transcriptOption
+		opts := []transcriptOption{s.searchHook(e.SessionID)}
 		if e.CompactionOffset > 0 {
 			opts = append(opts, withCompactionHint(e.CompactionOffset))
 		}
@@ -83,7 +83,7 @@ func (s *Store) Transcript(sessionID string) (*Transcript, error) {
 	}
 	return s.tcache.get(sessionID, func() (*Transcript, error) {
 		hdr := Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
-		var opts []transcriptOption
+		opts := []transcriptOption{s.searchHook(sessionID)}
 		s.mu.Lock()
 		if s.viewLocked() == nil {
 			for _, sl := range s.slots {

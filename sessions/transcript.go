@@ -36,6 +36,9 @@ type Transcript struct {
 	rand      func() uint32
 	noSync    bool
 	hint      int64 // compaction offset known from the index entry
+	// onAppend sees each write's entries and the file's new end (the
+	// search index); called after the locks are released.
+	onAppend func(nodes []*node, end int64)
 
 	written atomic.Uint64 // sequence of the last completed write
 	sync    syncGroup
@@ -71,6 +74,11 @@ func withoutSync() transcriptOption { return func(t *Transcript) { t.noSync = tr
 // withClock and withRand make written timestamps and ids deterministic.
 func withClock(now func() time.Time) transcriptOption { return func(t *Transcript) { t.now = now } }
 func withRand(r func() uint32) transcriptOption       { return func(t *Transcript) { t.rand = r } }
+
+// withAppendHook passes every successful write's entries to fn.
+func withAppendHook(fn func(nodes []*node, end int64)) transcriptOption {
+	return func(t *Transcript) { t.onAppend = fn }
+}
 
 // openTranscript returns the transcript at path; it does no I/O. The header
 // (session id, hdr) is written with the first append. lock guards writes
@@ -374,11 +382,18 @@ func (t *Transcript) append(ctx context.Context, sync bool, enc func(*fileState,
 
 	t.mu.Lock()
 	seq, nodes, err := t.writeLocked(f, enc)
+	var end int64
+	if err == nil && t.st != nil {
+		end = t.st.end
+	}
 	t.mu.Unlock()
 	unlock()
 	locked = false
 	if err != nil {
 		return nil, err
+	}
+	if t.onAppend != nil {
+		t.onAppend(nodes, end)
 	}
 	if sync && !t.noSync {
 		if err := t.sync.wait(f, seq, t.written.Load); err != nil {

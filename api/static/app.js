@@ -268,6 +268,59 @@ async function switchTo(sessionId) {
 
 $("new-chat").addEventListener("click", () => switchTo(""));
 
+// ---- search (GET /api/search) ---------------------------------------------
+
+function hideSearch() {
+  $("search-results").hidden = true;
+  $("search-results").replaceChildren();
+}
+
+async function search(text) {
+  const q = text.trim();
+  if (!q) { hideSearch(); return; }
+  const params = new URLSearchParams({ q, agent: state.agent, limit: "30" });
+  let data;
+  try {
+    data = await api("GET", "/api/search?" + params.toString());
+  } catch (err) {
+    report(err);
+    return;
+  }
+  setStatus("");
+  const ul = $("search-results");
+  ul.replaceChildren();
+  if (!data.hits.length) {
+    const li = document.createElement("li");
+    li.className = "none";
+    li.textContent = "No messages match.";
+    ul.append(li);
+  }
+  for (const h of data.hits) {
+    const li = document.createElement("li");
+    li.className = "hit";
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    meta.textContent = new Date(h.at).toLocaleString() + " · " + h.role + " · " + h.sessionKey;
+    const snip = document.createElement("span");
+    snip.className = "snippet";
+    snip.textContent = h.snippet;
+    li.append(meta, snip);
+    li.title = "Open this session";
+    li.addEventListener("click", () => { hideSearch(); $("search").value = ""; switchTo(h.sessionId); });
+    ul.append(li);
+  }
+  ul.hidden = false;
+}
+
+$("search-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  search($("search").value);
+});
+$("search").addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape") { $("search").value = ""; hideSearch(); }
+});
+$("search").addEventListener("search", () => { if (!$("search").value) hideSearch(); });
+
 // ---- chat with a streamed reply -------------------------------------------
 
 // readEvents parses a text/event-stream body and calls onEvent(name, data)

@@ -26,6 +26,7 @@ func sessionsCmd(cfgPath *string) *cobra.Command {
 		sessionsMutateCmd(cfgPath, "reset", "Start a new session for KEY (the old transcript is archived)"),
 		sessionsMutateCmd(cfgPath, "delete", "Archive KEY's session and remove it from the index (recoverable)"),
 		sessionsMutateCmd(cfgPath, "compact", "Summarise KEY's older history now"),
+		sessionsSearchCmd(cfgPath),
 	)
 }
 

@@ -194,6 +194,7 @@ func (b *Backend) Pairing() sessions.PairingState  { return b.pairing }
 func (b *Backend) Cursors() sessions.Cursors       { return b.cursors }
 func (b *Backend) Limits() sessions.LimitCounters  { return b.db.Limits() }
 func (b *Backend) Usage() sessions.UsageLog        { return b.db.Usage() }
+func (b *Backend) Search() sessions.Searcher       { return b.db.Search() }
 func (b *Backend) SetReset(c sessions.ResetConfig) { b.reset.Store(&c) }
 
 // Messages is the message tool's record of the rooms' messages.

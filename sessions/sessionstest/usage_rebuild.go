@@ -10,9 +10,6 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// BackendOpener returns a new, empty backend, released when t ends.
-type BackendOpener func(t *testing.T) sessions.Backend
-
 // TestUsageRebuild runs sessions.RebuildUsage against the backends open
 // returns: turns are read from transcripts (a tool-call turn summed), a
 // turn the ledger holds is not added again, a turn without a stored cost
