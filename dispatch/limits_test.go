@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +221,29 @@ func TestLimitedCommands(t *testing.T) {
 		if got := d.limitedCommand(&work{Command: tc.cmd, Args: tc.args}); got != tc.want {
 			t.Errorf("limitedCommand(/%s %s) = %v, want %v", tc.cmd, tc.args, got, tc.want)
 		}
+	}
+}
+
+// A web chat refused by a rate limit ends with the limit's notice, not a
+// bare "message refused": the browser has no chat to receive the notice.
+func TestLimitsWebChatGetsTheNotice(t *testing.T) {
+	cfg := limits.Default()
+	cfg.Defaults.Sender = limits.Scope{Rate: "1/min"}
+	clk := &limitClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	var lim *limits.Limiter
+	h := newHarness(t, "", nil, withLimits(t, cfg, clk, &lim))
+	wc := startWeb(t, h)
+	if evs := wc.chat(t, "s1", "first"); last(evs) != "done" {
+		t.Fatalf("first chat ended with %s", last(evs))
+	}
+	body := `{"message":"second","sessionId":"s1"}`
+	res, err := http.Post(wc.srv.URL+"/api/agents/main/chat", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(msg), "Slow down: try again in ") {
+		t.Errorf("throttled web chat: %s %s; want 403 with the limit's notice", res.Status, msg)
 	}
 }

@@ -215,7 +215,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	}()
 	if err := h(r.Context(), in); err != nil {
 		if errors.Is(err, channels.ErrRejected) {
-			WriteError(w, http.StatusForbidden, "message refused")
+			WriteError(w, http.StatusForbidden, refusal(done))
 			return
 		}
 		a.log.Warn("chat not accepted", zap.Error(err))
@@ -303,4 +303,18 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// refusal is the error text of a refused chat: the notice the handler
+// sent with the refusal (a rate limit's "Slow down: try again in 12 s.",
+// the access policy's reply), else "message refused".
+func refusal(done chan channels.Outbound) string {
+	select {
+	case out := <-done:
+		if out.Text != "" {
+			return "message refused: " + out.Text
+		}
+	default:
+	}
+	return "message refused"
 }
