@@ -56,6 +56,11 @@ func (d *Daemon) watchConfig(ctx context.Context) {
 			}
 		}
 	}
+	if events != nil {
+		// A save between the daemon's load of the file and the watch
+		// fired no event: read the file once now.
+		d.reload(metric, true)
+	}
 	base := filepath.Base(d.opts.ConfigPath)
 	var timer *time.Timer
 	var fire <-chan time.Time
@@ -67,7 +72,7 @@ func (d *Daemon) watchConfig(ctx context.Context) {
 			}
 			return
 		case <-hup:
-			d.reload(metric)
+			d.reload(metric, false)
 		case ev := <-events:
 			if filepath.Base(ev.Name) != base {
 				continue
@@ -85,18 +90,22 @@ func (d *Daemon) watchConfig(ctx context.Context) {
 			if _, err := os.Stat(d.opts.ConfigPath); err != nil {
 				continue // removed; a recreate will fire again
 			}
-			d.reload(metric)
+			d.reload(metric, false)
 		}
 	}
 }
 
 // reload loads and applies the config file; an invalid file is rejected and
-// the running config stays.
-func (d *Daemon) reload(metric *prometheus.CounterVec) {
+// the running config stays. quiet counts and logs nothing for a file that
+// is unchanged or does not load (the check at the watch's start).
+func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	if d.opts.ConfigPath == "" {
 		return
 	}
 	cfg, err := configs.Load(d.opts.ConfigPath)
+	if err != nil && quiet {
+		return // being written: its save fires an event
+	}
 	if err != nil {
 		metric.WithLabelValues("rejected").Inc()
 		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
@@ -106,7 +115,9 @@ func (d *Daemon) reload(metric *prometheus.CounterVec) {
 	old := d.cfg
 	d.mu.Unlock()
 	if reflect.DeepEqual(old, cfg) {
-		metric.WithLabelValues("unchanged").Inc()
+		if !quiet {
+			metric.WithLabelValues("unchanged").Inc()
+		}
 		return
 	}
 	rt, policy, err := d.runtime(cfg)
