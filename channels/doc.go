@@ -5,8 +5,9 @@
 // a Handler; it acknowledges the platform (advances the Telegram offset, for
 // example) only after the Handler returned nil, which means the message was
 // durably accepted. Replies travel back as Outbound values through Send.
-// Optional capabilities (typing indicator, editing) are small interfaces
-// found by type assertion.
+// Optional capabilities (typing indicator, editing, whether a sender
+// administers a room: AdminChecker) are small interfaces found by type
+// assertion.
 //
 // Commands is the chat command catalogue: the dispatcher recognises and
 // documents (/help) the same commands that adapters publish as native menus
