@@ -68,6 +68,7 @@ type Adapter struct {
 	self    atomic.Pointer[botIdentity] // set by Run after getMe
 	pastes  pasteFollow                 // fragments of an addressed paste (paste.go)
 	handler atomic.Pointer[channels.Handler]
+	admins  channels.AdminCache // IsAdmin's answers (admin.go)
 
 	migMu sync.Mutex
 	// toNew and toOld map group ids migrated to supergroups; guarded by migMu.

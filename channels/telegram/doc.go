@@ -33,7 +33,12 @@
 // the catalogue's group commands in groups; a failure is logged, not
 // retried.
 //
-// Concurrency: Run is called once; Send, Typing and Notify may be called
+// IsAdmin (channels.AdminChecker) asks getChatMember whether a group
+// message's sender is the chat's creator or an administrator, caching the
+// answer for a minute per chat and user; a message the group sent as
+// itself (an anonymous administrator) counts without asking.
+//
+// Concurrency: Run is called once; Send, Typing, Notify and IsAdmin may be called
 // concurrently with Run and with each other, also before Run has started.
 // Every request carries the caller's context.
 package telegram

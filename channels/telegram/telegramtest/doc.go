@@ -8,7 +8,8 @@
 // an older one with 409), sendMessage (validates Telegram HTML and the
 // 4096-character limit, rejects message_thread_id 1 and messages to
 // migrated groups), sendChatAction, editMessageText, setMessageReaction
-// (recorded: Reactions), setWebhook and
+// (recorded: Reactions), getChatMember (statuses set with SetChatMember,
+// "member" by default; calls recorded: MemberLookups), setWebhook and
 // deleteWebhook (getUpdates answers 409 while a webhook is set). Failures
 // (409, 429 with retry_after, entity rejection) are injected with FailNext.
 //

@@ -90,10 +90,12 @@ type Server struct {
 	failures   map[string][]Failure
 	webhook    *Webhook
 	migrated   map[int64]int64
-	changed    chan struct{} // closed and replaced on every change
-	conns      int           // client connections not yet closed
-	commands   []MyCommands  // setMyCommands calls, in order
-	errAnswers []ErrorAnswer // calls answered with an error (answers.go)
+	changed    chan struct{}        // closed and replaced on every change
+	conns      int                  // client connections not yet closed
+	commands   []MyCommands         // setMyCommands calls, in order
+	errAnswers []ErrorAnswer        // calls answered with an error (answers.go)
+	members    map[memberKey]string // getChatMember statuses (members.go)
+	lookups    []MemberLookup       // getChatMember calls
 
 	files fileStore // getFile and downloads (files.go)
 }
@@ -286,6 +288,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.setMessageReaction(w, r)
 	case "deleteMessage":
 		s.deleteMessage(w, r)
+	case "getChatMember":
+		s.getChatMember(w, r)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
