@@ -65,7 +65,8 @@ type Adapter struct {
 	botID   string   // guarded by mu; from READY
 	lastNet net.Conn // guarded by mu; the gateway's current TCP connection
 
-	ix interactions // slash command acknowledgements (own lock)
+	ix     interactions        // slash command acknowledgements (own lock)
+	admins channels.AdminCache // IsAdmin's answers (admin.go)
 }
 
 var (

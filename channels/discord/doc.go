@@ -41,4 +41,12 @@
 // command refused without a notice (a guild not admitted) gets no answer.
 // After the token's 15 minutes, or when Discord refuses it, replies go to
 // the channel as ordinary messages.
+//
+// IsAdmin (channels.AdminChecker) reports a member with Administrator,
+// Manage Server or Manage Channels in the channel (a thread's parent), after
+// its permission overwrites, or the guild's owner. A slash command carries
+// the member's permissions; for a message they are computed from the
+// gateway's state, falling back to REST (channel, guild, member: the bot
+// does not ask for the privileged members intent). Answers are cached for
+// a minute per channel and user.
 package discord

@@ -162,6 +162,7 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		a.respondNotice(ctx, i, "Unknown command. /help lists them.")
 		return
 	}
+	a.adminFromInteraction(i, in)
 	st := a.ix.state(i.ID, in.Interaction.Expires, true)
 	err := h(ctx, in)
 	st.mu.Lock()

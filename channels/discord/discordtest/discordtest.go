@@ -2,7 +2,8 @@
 // that speaks the real protocol (Hello, Identify, Resume, READY,
 // GUILD_CREATE, heartbeats and ACKs, op 7 reconnect, dispatches with
 // sequence numbers and replay on resume) and the REST endpoints a bot
-// uses (gateway discovery, channel messages, typing, channel lookup), plus
+// uses (gateway discovery, channel messages, typing, channel, guild and
+// member lookup: SetGuild, SetMember), plus
 // slash commands: application command registration, INTERACTION_CREATE
 // (SendInteraction), the interaction callback and the interaction
 // webhook's edit of @original and followups, all recorded with their flags.
@@ -93,6 +94,11 @@ type Server struct {
 	edits      []Edit
 	editLimits int // next message PATCHes to answer with 429
 	deleted    []Deleted
+
+	guilds        map[string]*discordgo.Guild             // GET /guilds/{id} (members.go)
+	members       map[string]map[string]*discordgo.Member // by guild, then user id
+	memberLookups int
+	guildLookups  int
 }
 
 type dispatch struct {
@@ -114,8 +120,10 @@ func New(opts Options) *Server {
 		opts.HeartbeatInterval = 45 * time.Second
 	}
 	s := &Server{opts: opts, changed: make(chan struct{}), conns: map[*conn]struct{}{},
-		channels: map[string]*discordgo.Channel{}, nextID: 900000}
+		channels: map[string]*discordgo.Channel{}, nextID: 900000,
+		guilds: map[string]*discordgo.Guild{}, members: map[string]map[string]*discordgo.Member{}}
 	for _, g := range opts.Guilds {
+		s.guilds[g.ID] = g
 		for _, c := range g.Channels {
 			c.GuildID = g.ID
 			s.channels[c.ID] = c
@@ -132,6 +140,8 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /api/v9/gateway/bot", s.serveGatewayURL)
 	s.handleReactions(mux)
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
+	mux.HandleFunc("GET /api/v9/guilds/{id}", s.auth(s.serveGuild))
+	mux.HandleFunc("GET /api/v9/guilds/{id}/members/{uid}", s.auth(s.serveMember))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.serveStartThread))

@@ -223,7 +223,9 @@ func (s *Server) webhookMessage(content string) *discordgo.Message {
 
 // SlashCommand builds an application command interaction from user in
 // channelID (a guild channel or thread the fake knows, or a DM channel);
-// options are the command's option values by name.
+// options are the command's option values by name. In a guild the member
+// carries their roles (SetMember) and, when the fake knows the guild, their
+// permissions in the channel, as Discord sends them.
 func (s *Server) SlashCommand(channelID string, user *discordgo.User, name string, options map[string]any) *discordgo.Interaction {
 	data := discordgo.ApplicationCommandInteractionData{Name: name, CommandType: discordgo.ChatApplicationCommand}
 	for k, v := range options {
@@ -232,12 +234,12 @@ func (s *Server) SlashCommand(channelID string, user *discordgo.User, name strin
 	}
 	i := &discordgo.Interaction{Type: discordgo.InteractionApplicationCommand, ChannelID: channelID, Data: data}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if c, ok := s.channels[channelID]; ok {
 		i.GuildID = c.GuildID
 	}
-	s.mu.Unlock()
 	if i.GuildID != "" {
-		i.Member = &discordgo.Member{User: user, GuildID: i.GuildID}
+		i.Member = s.slashMemberLocked(i.GuildID, channelID, user)
 	} else {
 		i.User = user
 	}
