@@ -33,8 +33,16 @@
 //     adapters set Inbound.Mentioned and may pre-filter with
 //     Policy.MentionRequired.
 //   - Privileged commands (/new /reset /switch /delete): in DMs any admitted
-//     sender; in groups only senders listed in allowFrom (including "*"),
-//     approved pairings, or the group rule's allowFrom.
+//     sender; in groups, where the session is shared, only senders listed
+//     in the group rule's allowFrom (including "*") or in commands.owners.
+//     DM approval (the account's allowFrom, approved pairings) grants
+//     nothing there. With commands.platformAdmins the group's
+//     administrators on the platform may too: Policy.AskPlatform marks an
+//     admitted, unprivileged group sender, and the dispatcher asks the
+//     room's adapter (channels.AdminChecker: Telegram's chat creator and
+//     administrators; on Discord the guild owner and members with
+//     Administrator, Manage Server or Manage Channels in the channel) only
+//     when such a sender runs a privileged command.
 //
 // access imports only the channels package of this project (and routing
 // and the leaf package internal/pairstate).

@@ -82,6 +82,10 @@ type Options struct {
 	// in any group the bot admits them in (commands.owners): "channel:id",
 	// or a bare id for every channel.
 	Owners []string
+	// PlatformAdmins lets a group's administrators on the platform run the
+	// privileged commands there too (commands.platformAdmins): AskPlatform
+	// reports the messages for which the caller should ask the adapter.
+	PlatformAdmins bool
 }
 
 // Policy decides on inbound messages. It is immutable after New and safe
@@ -91,6 +95,7 @@ type Policy struct {
 	fallback *compiled // for accounts without config
 	store    *PairingStore
 	owners   []string // commands.owners, as configured
+	admins   bool     // commands.platformAdmins
 	log      *zap.Logger
 }
 
@@ -113,7 +118,7 @@ func New(accounts map[Account]Config, opts Options) (*Policy, error) {
 		opts.Logger = zap.NewNop()
 	}
 	p := &Policy{accounts: map[Account]*compiled{}, fallback: compile("", Config{}), store: opts.Store, log: opts.Logger,
-		owners: opts.Owners}
+		owners: opts.Owners, admins: opts.PlatformAdmins}
 	keys := make([]Account, 0, len(accounts))
 	for k := range accounts {
 		keys = append(keys, k)
@@ -290,7 +295,9 @@ func (c *compiled) mentionRequired(in channels.Inbound) bool {
 // /switch and /delete. In DMs any admitted sender may. In groups the
 // session is shared: only senders listed in that group's own rule
 // (allowFrom) or in commands.owners may; approval for DMs (pairing or the
-// account's allowFrom) grants nothing there. It has no side effects.
+// account's allowFrom) grants nothing there. With platformAdmins the room's
+// administrators on the platform may too, which only the adapter can tell
+// (AskPlatform). It has no side effects.
 func (p *Policy) Privileged(in channels.Inbound) bool {
 	c := p.account(in)
 	if in.SenderID == "" {
@@ -312,6 +319,23 @@ func (p *Policy) Privileged(in channels.Inbound) bool {
 		return true
 	}
 	return len(p.owners) > 0 && newIDSet(in.Channel, p.owners).has(in.SenderID, in.CaseSensitive)
+}
+
+// AskPlatform reports whether the sender of in, not Privileged, would be
+// if the platform says they administer the room (a Telegram chat
+// administrator, a Discord member who may manage the channel or server):
+// platformAdmins is on, in is a group message, and its sender is admitted
+// there. The policy makes no platform request; the caller asks the room's
+// adapter (channels.AdminChecker), and only for a privileged command. It
+// has no side effects.
+func (p *Policy) AskPlatform(in channels.Inbound) bool {
+	if !p.admins || in.ChatType == channels.Direct || in.SenderID == "" {
+		return false
+	}
+	if p.account(in).checkGroup(withMention(in)).Outcome != Allow {
+		return false
+	}
+	return !p.Privileged(in)
 }
 
 func withMention(in channels.Inbound) channels.Inbound {

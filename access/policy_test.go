@@ -209,6 +209,48 @@ func TestDMApprovalGrantsNoGroupAuthority(t *testing.T) {
 	}
 }
 
+// TestAskPlatform: with platformAdmins on, a group member who may talk
+// but is not privileged is to be asked about; nobody is with it off, in a
+// DM, when already privileged, or when not admitted to the group.
+func TestAskPlatform(t *testing.T) {
+	open := Config{GroupPolicy: GroupOpen, Groups: map[string]GroupRule{
+		"c1": {AllowFrom: []string{"u1", "u2"}}, "c2": {Allow: ptr(false)}}}
+	tests := []struct {
+		name   string
+		cfg    Config
+		owners []string
+		on     bool
+		in     channels.Inbound
+		want   bool
+	}{
+		{"member", Config{GroupPolicy: GroupOpen}, nil, true, group("c9", "u9", true), true},
+		{"member, unmentioned", Config{GroupPolicy: GroupOpen}, nil, true, group("c9", "u9", false), true},
+		{"member in a thread", Config{GroupPolicy: GroupOpen}, nil, true, thread("c9", "t1", "u9"), true},
+		{"off", Config{GroupPolicy: GroupOpen}, nil, false, group("c9", "u9", true), false},
+		{"dm", Config{DMPolicy: DMOpen}, nil, true, dm("u9"), false},
+		{"listed in the group's allowFrom", open, nil, true, group("c1", "u1", true), false},
+		{"owner", Config{GroupPolicy: GroupOpen}, []string{"discord:u9"}, true, group("c9", "u9", true), false},
+		{"not in the group's allowFrom", open, nil, true, group("c1", "u9", true), false},
+		{"blocked group", open, nil, true, group("c2", "u9", true), false},
+		{"unlisted group under allowlist", Config{}, nil, true, group("c9", "u9", true), false},
+		{"no sender", Config{GroupPolicy: GroupOpen}, nil, true, group("c9", "", true), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New(map[Account]Config{{"discord", "default"}: tt.cfg}, Options{Owners: tt.owners, PlatformAdmins: tt.on})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.AskPlatform(tt.in); got != tt.want {
+				t.Errorf("AskPlatform = %v, want %v", got, tt.want)
+			}
+			if tt.want && p.Privileged(tt.in) {
+				t.Error("asked about a sender already privileged")
+			}
+		})
+	}
+}
+
 func TestUnknownAccountGetsDefaults(t *testing.T) {
 	p := mustPolicy(t, Config{DMPolicy: DMOpen}, nil)
 	in := dm("u1")
