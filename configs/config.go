@@ -45,6 +45,12 @@ type Commands struct {
 	// every channel). In groups nobody else may, except senders listed in
 	// that group's own allowFrom.
 	Owners []string `mapstructure:"owners"`
+	// PlatformAdmins lets a group's administrators on the platform run
+	// them too (Telegram: the chat's creator and administrators; Discord:
+	// the guild's owner and members with Administrator, Manage Server or
+	// Manage Channels in the channel), asked of the platform only when such
+	// a command comes and remembered for a minute. Off by default.
+	PlatformAdmins bool `mapstructure:"platformAdmins"`
 }
 
 // HTTP is the operator API listener (SPEC §7).
