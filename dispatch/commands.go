@@ -26,6 +26,35 @@ func privilegedCommand(c string) bool {
 	return ok && cmd.Privileged
 }
 
+// platformAdminTimeout bounds the adapter's answer to platformAdmin: the
+// message's handling (and the adapter's receiving) waits for it.
+const platformAdminTimeout = 5 * time.Second
+
+// platformAdmin reports whether the sender of a privileged command in a
+// group, not privileged by the policy, administers the room on the
+// platform (verdict.AskPlatform, the room's adapter a
+// channels.AdminChecker). An error counts as no, logged unless ctx ended.
+func (d *Dispatcher) platformAdmin(ctx context.Context, in channels.Inbound, verdict Verdict) bool {
+	if !verdict.AskPlatform || in.ChatType == channels.Direct {
+		return false
+	}
+	ac, ok := d.adapter(in.Channel, in.AccountID).(channels.AdminChecker)
+	if !ok {
+		return false
+	}
+	actx, cancel := context.WithTimeout(ctx, platformAdminTimeout)
+	defer cancel()
+	admin, err := ac.IsAdmin(actx, in)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("platform admin lookup failed", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+				zap.String("sender_id", in.SenderID), zap.Error(err))
+		}
+		return false
+	}
+	return admin
+}
+
 // parseCommand recognises reset triggers and chat commands (SPEC §3.6, §6.1).
 func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
 	t := strings.TrimSpace(text)

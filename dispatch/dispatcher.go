@@ -263,7 +263,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	}
 	w := &work{In: in, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(in), AcceptedAt: d.opts.Now()}
 	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
-	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged {
+	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.platformAdmin(ctx, in, verdict) {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
 		return channels.ErrRejected
 	}

@@ -13,7 +13,11 @@
 // turn's progress or its partial answer in a draft message while it runs
 // (stream.go); the reply itself always goes through the outbox. Each
 // turn's tokens and cost go to the usage ledger once it ends (usage.go);
-// /usage reports them in the chat (usage_command.go).
+// /usage reports them in the chat (usage_command.go). A privileged command
+// (/new, /reset, /switch, /delete) in a group from a sender the policy does
+// not privilege is refused, unless the verdict says to ask the platform
+// (commands.platformAdmins) and the room's adapter, a channels.AdminChecker,
+// reports the sender an administrator of the room within 5 s.
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one

@@ -39,6 +39,8 @@ type roomRig struct {
 	reset  sessions.ResetConfig
 	now    func() time.Time // nil: time.Now
 	agents []agents.Agent   // nil: main with no tool policy
+	// platformAdmins is the policy's commands.platformAdmins.
+	platformAdmins bool
 
 	mgr    *sessions.Manager
 	d      *Dispatcher
@@ -71,7 +73,7 @@ func (r *roomRig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := access.New(r.access, access.Options{Logger: log})
+	policy, err := access.New(r.access, access.Options{Logger: log, PlatformAdmins: r.platformAdmins})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func policyVerdict(p *access.Policy) func(channels.Inbound) Verdict {
 		if !dec.Allowed() {
 			return Verdict{Reply: dec.Reply, Reason: dec.Reason, Unaddressed: dec.Reason == access.ReasonNotMentioned}
 		}
-		return Verdict{Allow: true, Privileged: p.Privileged(in)}
+		return Verdict{Allow: true, Privileged: p.Privileged(in), AskPlatform: p.AskPlatform(in)}
 	}
 }
 

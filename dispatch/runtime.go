@@ -116,7 +116,11 @@ type Verdict struct {
 	Reply string
 	// Privileged says the sender may run /new, /reset, /switch, /delete.
 	Privileged bool
-	Reason     string
+	// AskPlatform says a sender who is not Privileged is if the room's
+	// adapter (channels.AdminChecker) reports them an administrator of the
+	// room (commands.platformAdmins); asked only for a privileged command.
+	AskPlatform bool
+	Reason      string
 	// Unaddressed marks a refusal only for want of a mention: the sender
 	// and the room are allowed, so the room may keep it as history.
 	Unaddressed bool
