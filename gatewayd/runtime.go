@@ -68,7 +68,8 @@ func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logg
 		ac.GroupsKey = "guilds"
 		accounts[access.Account{Channel: "discord", AccountID: name}] = ac
 	}
-	p, err := access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners})
+	p, err := access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners,
+		PlatformAdmins: cfg.Commands.PlatformAdmins})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: access policy: %w", err)
 	}
@@ -77,6 +78,9 @@ func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logg
 
 // accessFunc adapts a policy to the dispatcher. The web channel is reached
 // only through the (token-protected when public) HTTP API: it is allowed.
+// A group sender the policy does not privilege is marked for the platform
+// admin check (commands.platformAdmins), which the dispatcher makes only
+// for a privileged command.
 func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 	return func(in channels.Inbound) dispatch.Verdict {
 		if in.Channel == web.Name {
@@ -86,7 +90,8 @@ func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 		if !d.Allowed() {
 			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason, Unaddressed: d.Reason == access.ReasonNotMentioned}
 		}
-		return dispatch.Verdict{Allow: true, Privileged: p.Privileged(in)}
+		privileged := p.Privileged(in)
+		return dispatch.Verdict{Allow: true, Privileged: privileged, AskPlatform: !privileged && p.AskPlatform(in)}
 	}
 }
 

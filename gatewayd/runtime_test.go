@@ -10,6 +10,7 @@ import (
 
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/dispatch"
 )
 
 // TestMediaRuntimeFollowsConfig: per-account caps and the text cap come
@@ -71,6 +72,55 @@ func TestInboundSettingsReachTheDispatcher(t *testing.T) {
 	if !reflect.DeepEqual(rt.Inbound, cfg.Messages.Inbound) || rt.Inbound.Debounce != 700*time.Millisecond ||
 		rt.Inbound.ByChannel["discord"].Debounce != 2*time.Second {
 		t.Errorf("runtime inbound %+v, want %+v", rt.Inbound, cfg.Messages.Inbound)
+	}
+}
+
+// TestPlatformAdminsReachTheVerdict: commands.platformAdmins, at start and
+// in every reloaded runtime, marks an admitted, unprivileged group sender
+// for the platform admin check; never an owner, a DM, or anyone with the
+// setting off.
+func TestPlatformAdminsReachTheVerdict(t *testing.T) {
+	group := channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: "-1001234", ChatType: channels.Group,
+		SenderID: "7", Mentioned: true, Text: "/reset"}
+	owner := group
+	owner.SenderID = "9"
+	dm := channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: "7", ChatType: channels.Direct,
+		SenderID: "7", Mentioned: true, Text: "/reset"}
+	tests := []struct {
+		name, commands string
+		in             channels.Inbound
+		want           dispatch.Verdict
+	}{
+		{"on: member", "{platformAdmins: true, owners: ['telegram:9']}", group, dispatch.Verdict{Allow: true, AskPlatform: true}},
+		{"on: owner", "{platformAdmins: true, owners: ['telegram:9']}", owner, dispatch.Verdict{Allow: true, Privileged: true}},
+		{"on: dm", "{platformAdmins: true}", dm, dispatch.Verdict{Allow: true, Privileged: true}},
+		{"off: member", "{platformAdmins: false}", group, dispatch.Verdict{Allow: true}},
+		{"default: member", "{}", group, dispatch.Verdict{Allow: true}},
+	}
+	load := func(t *testing.T, commands string) *configs.Config {
+		t.Helper()
+		cfg, err := configs.LoadBytes([]byte("stateDir: /tmp/x\ncommands: "+commands+"\n"+
+			`channels: {telegram: {accounts: {default: {token: "1:x", dmPolicy: open, groupPolicy: open}}}}`+"\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := load(t, tt.commands)
+			d := &Daemon{log: zap.NewNop(), cfg: cfg}
+			rt, _, err := d.runtime(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rt.Access(tt.in); got != tt.want {
+				t.Errorf("verdict %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	if got := restartOnly(load(t, "{}"), load(t, "{platformAdmins: true}")); len(got) != 0 {
+		t.Errorf("turning platformAdmins on needs a restart: %v", got)
 	}
 }
 

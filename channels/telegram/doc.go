@@ -38,7 +38,7 @@
 // answer for a minute per chat and user; a message the group sent as
 // itself (an anonymous administrator) counts without asking.
 //
-// Concurrency: Run is called once; Send, Typing, Notify and IsAdmin may be called
-// concurrently with Run and with each other, also before Run has started.
-// Every request carries the caller's context.
+// Concurrency: Run is called once; Send, Typing, Notify and IsAdmin may be
+// called concurrently with Run and with each other, also before Run has
+// started. Every request carries the caller's context.
 package telegram
