@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,46 @@ func TestTelegramVoiceIsTranscribed(t *testing.T) {
 	trs := r.oa.Transcriptions()
 	if len(trs) != 1 || trs[0].Model != "whisper-1" || !bytes.Equal(trs[0].Data, ogg) || trs[0].FileName != "audio.ogg" {
 		t.Fatalf("transcriptions %+v", trs)
+	}
+}
+
+// TestTelegramAudioIsTranscribed: an audio file (an mp3, not a voice
+// note) goes through media.audio like a voice note, named by its file.
+func TestTelegramAudioIsTranscribed(t *testing.T) {
+	r := newMediaRig(t, "oa/gpt-4o")
+	r.oa.SetTranscription(func(tr openaitest.Transcription) string { return "minutes of the meeting" })
+	mp3 := []byte("ID3 fake mpeg audio")
+	id := r.tg.AddFile(telegramtest.File{Path: "music/file_3.mp3", Data: mp3})
+	r.tg.AddMessage(telegramtest.Message{ChatID: 111, Caption: "what was decided?", Extra: map[string]any{
+		"audio": map[string]any{"file_id": id, "file_unique_id": "ua", "duration": 60, "file_name": "meeting.mp3",
+			"mime_type": "audio/mpeg", "file_size": len(mp3)}}})
+	got := r.lastUserOpenAI(1)
+	if want := "text:what was decided?\n[audio meeting.mp3, transcribed] minutes of the meeting"; len(got) != 1 || got[0] != want {
+		t.Fatalf("user message %q, want %q", got, want)
+	}
+	trs := r.oa.Transcriptions()
+	if len(trs) != 1 || trs[0].Model != "whisper-1" || !bytes.Equal(trs[0].Data, mp3) || trs[0].FileName != "audio.mp3" {
+		t.Fatalf("transcriptions %+v", trs)
+	}
+}
+
+// TestTelegramImageDocumentReachesOpenAIAsImage: a PNG sent as a file (a
+// document with an image MIME type, not a photo) is an image_url part
+// like a photo, not a described file.
+func TestTelegramImageDocumentReachesOpenAIAsImage(t *testing.T) {
+	r := newMediaRig(t, "oa/gpt-4o")
+	id := r.tg.AddFile(telegramtest.File{Path: "documents/file_4.png", Data: pngBytes, ContentType: "image/png"})
+	r.tg.AddMessage(telegramtest.Message{ChatID: 111, Caption: "full resolution", Extra: map[string]any{
+		"document": map[string]any{"file_id": id, "file_unique_id": "ui", "file_name": "screenshot.png",
+			"mime_type": "image/png", "file_size": len(pngBytes)}}})
+	got := r.lastUserOpenAI(1)
+	want := []string{"text:full resolution", "image:data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("user message parts %q, want %q", got, want)
+	}
+	hist := historyOf(t, r.mgr, r.session())
+	if len(hist) < 1 || len(hist[0].Content) != 2 || hist[0].Content[1].Type != sessions.BlockImage || hist[0].Content[1].MimeType != "image/png" {
+		t.Fatalf("transcript user message %+v", hist)
 	}
 }
 
