@@ -4,7 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -72,6 +77,49 @@ func TestRoomPromptAndParentKey(t *testing.T) {
 	g, ok, err := st.Get(topicKey.Parent())
 	if err != nil || !ok || g.ParentSessionKey != "" {
 		t.Fatalf("group session: %v %v parent %q", ok, err, g.ParentSessionKey)
+	}
+}
+
+// TestDiscordThreadParentKey: with the real Discord adapter, a mention in
+// a thread runs in the thread's session, which records its channel's key
+// as parentSessionKey; the channel's own session has none.
+func TestDiscordThreadParentKey(t *testing.T) {
+	dc := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
+	t.Cleanup(dc.Close)
+	dc.AddChannel(&discordgo.Channel{ID: "900", GuildID: "50", Type: discordgo.ChannelTypeGuildText})
+	dc.AddChannel(&discordgo.Channel{ID: "901", GuildID: "50", Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "900"})
+	model := openaitest.NewServer(t)
+	r := newRoomRig(t, &roomRig{model: model, dc: dc, room: channels.DefaultRoom("discord"),
+		access: map[access.Account]access.Config{{Channel: "discord", AccountID: "default"}: {GroupPolicy: access.GroupOpen}}})
+	ctx := rigCtx(t)
+	if err := dc.WaitReady(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range []string{"901", "900"} {
+		dc.SendMessageCreate(&discordgo.Message{ChannelID: ch, GuildID: "50", Author: &discordgo.User{ID: "7", Username: "carol"},
+			Content: "<@" + dc.BotUser().ID + "> hello", Mentions: []*discordgo.User{dc.BotUser()}})
+		if _, err := dc.WaitSent(ctx, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := r.mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread, err := routing.Parse("agent:main:discord:channel:900:thread:901")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok, err := st.Get(thread)
+	if err != nil || !ok {
+		t.Fatalf("thread session: %v %v", ok, err)
+	}
+	if e.ParentSessionKey != "agent:main:discord:channel:900" || e.LastThreadID != "901" {
+		t.Fatalf("thread session parentSessionKey %q, lastThreadId %q", e.ParentSessionKey, e.LastThreadID)
+	}
+	c, ok, err := st.Get(thread.Parent())
+	if err != nil || !ok || c.ParentSessionKey != "" {
+		t.Fatalf("channel session: %v %v parent %q", ok, err, c.ParentSessionKey)
 	}
 }
 
