@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/internal/atomicfile"
 	"github.com/gateway/gateway/routing"
 )
 
@@ -57,11 +58,17 @@ func saveMedia(root, agentID, sessionID, ext string, r io.Reader) ([]byte, strin
 		tmp.Close()
 		return nil, "", fmt.Errorf("media: save: %w", err)
 	}
+	// Synced before the rename: a crash must never leave a torn file under
+	// the content's hash name, which a replayed turn would trust.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, "", fmt.Errorf("media: save: %w", err)
+	}
 	if err := tmp.Close(); err != nil {
 		return nil, "", fmt.Errorf("media: save: %w", err)
 	}
 	path := filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+ext)
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Rename(tmp.Name(), path); err != nil {
 		return nil, "", fmt.Errorf("media: save: %w", err)
 	}
 	return buf.Bytes(), path, nil

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
 	"slices"
 	"sort"
 )
@@ -350,26 +349,11 @@ func (w *segmentWriter) bytes() ([]byte, error) {
 	return append(b, segEndMagic...), nil
 }
 
-// writeSegmentFile writes data to path durably (temporary file, fsync,
-// rename; the directory is synced with the manifest).
+// writeSegmentFile writes data to path durably (writeFileAtomic: a
+// temporary file, fsync, rename, directory fsync), so a crash leaves the
+// whole segment or none.
 func writeSegmentFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("search: write segment: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := writeFileAtomic(path, data); err != nil {
 		return fmt.Errorf("search: write segment: %w", err)
 	}
 	return nil

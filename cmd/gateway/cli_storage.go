@@ -34,10 +34,10 @@ const migrateLong = `Copy the state from one storage backend to the other, then 
 
 It moves the sessions (index entries, archived sessions, transcripts entry
 by entry), the journal's pending records, unsent replies and drafts,
-pairing and channel cursors. It verifies the counts, every key's state
-and transcript lines, the output of ` + "`sessions show KEY --context --json`" + `
-for every session rendered from both, the journal's pending work, pairing
-and cursors; any difference is printed and the exit code is 1.
+pairing, channel cursors, room history and the usage ledger. It verifies
+the counts, every key's state and transcript lines, the output of ` + "`sessions show KEY --context --json`" + `
+for every session rendered from both, the journal's pending work, pairing,
+cursors and room history; any difference is printed and the exit code is 1.
 
 It refuses while a daemon holds either side (files: the state dir's
 gateway.pid lock; postgres: the daemon advisory lock), and holds them
@@ -49,7 +49,8 @@ unless --overwrite.
 Clocks: PostgreSQL keeps microseconds, files nanoseconds. The copy cuts the
 clocks of entries and archived sessions to UTC microseconds and the
 verification compares at that resolution; transcript timestamps are text
-and move unchanged. Room history does not move.`
+and move unchanged. The message tool's record of message ids does not
+move: after a migration it acts only on messages seen since.`
 
 func storageMigrateCmd(cfgPath *string) *cobra.Command {
 	var f migrateFlags
