@@ -95,6 +95,10 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: config %w", err)
 	}
+	if cfg.Webhook.SecretToken, err = cfg.Webhook.ResolveSecret(); err != nil {
+		return nil, fmt.Errorf("telegram: config %w", err)
+	}
+	cfg.Webhook.SecretTokenFile = ""
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}

@@ -62,6 +62,9 @@ type Webhook struct {
 	Listen string `mapstructure:"listen"`
 	// SecretToken is sent by Telegram in X-Telegram-Bot-Api-Secret-Token.
 	SecretToken string `mapstructure:"secretToken"`
+	// SecretTokenFile holds the secret token instead (read at start, like
+	// tokenFile), so it need not travel in the config or the environment.
+	SecretTokenFile string `mapstructure:"secretTokenFile"`
 	// Path is where the handler is mounted; default the URL's path.
 	Path string `mapstructure:"path"`
 }
@@ -171,18 +174,47 @@ func (w Webhook) validate() error {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return fmt.Errorf("webhook.url: %q is not an https URL (required in webhook mode)", w.URL)
 	}
-	if n := len(w.SecretToken); n < 1 || n > 256 {
-		return fmt.Errorf("webhook.secretToken: required in webhook mode (1-256 characters)")
+	if w.SecretToken != "" && w.SecretTokenFile != "" {
+		return fmt.Errorf("webhook.secretTokenFile: set either secretToken or secretTokenFile, not both")
 	}
-	for _, r := range w.SecretToken {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return fmt.Errorf("webhook.secretToken: only A-Z, a-z, 0-9, _ and - are allowed")
+	if w.SecretTokenFile == "" { // a file is read and checked at start (ResolveSecret)
+		if err := checkSecret("webhook.secretToken", w.SecretToken); err != nil {
+			return err
 		}
 	}
 	if !strings.HasPrefix(w.Path, "/") {
 		return fmt.Errorf("webhook.path: %q must start with /", w.Path)
 	}
 	return nil
+}
+
+// checkSecret checks a webhook secret token as Telegram takes it.
+func checkSecret(key, token string) error {
+	if n := len(token); n < 1 || n > 256 {
+		return fmt.Errorf("%s: required in webhook mode (1-256 characters)", key)
+	}
+	for _, r := range token {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("%s: only A-Z, a-z, 0-9, _ and - are allowed", key)
+		}
+	}
+	return nil
+}
+
+// ResolveSecret returns the webhook's secret token, reading and checking
+// secretTokenFile when secretToken is empty ("" when neither is set).
+func (w Webhook) ResolveSecret() (string, error) {
+	if w.SecretToken != "" || w.SecretTokenFile == "" {
+		return w.SecretToken, nil
+	}
+	t, err := secret.ReadFile(w.SecretTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("webhook.secretTokenFile: %w", err)
+	}
+	if err := checkSecret("webhook.secretTokenFile", t); err != nil {
+		return "", err
+	}
+	return t, nil
 }
 
 // ResolveToken returns the bot token, reading tokenFile when token is empty.

@@ -49,6 +49,14 @@ func TestConfigValidateNamesKey(t *testing.T) {
 			c.Mode, c.Webhook = "webhook", hook
 			c.Webhook.SecretToken = "a b"
 		}, "webhook.secretToken:"},
+		{"webhook secret from a file", func(c *telegram.Config) {
+			c.Mode, c.Webhook = "webhook", hook
+			c.Webhook.SecretToken, c.Webhook.SecretTokenFile = "", "/run/secrets/tg-webhook"
+		}, ""},
+		{"webhook secret twice", func(c *telegram.Config) {
+			c.Mode, c.Webhook = "webhook", hook
+			c.Webhook.SecretTokenFile = "/run/secrets/tg-webhook"
+		}, "webhook.secretTokenFile:"},
 		{"webhook path", func(c *telegram.Config) {
 			c.Mode, c.Webhook = "webhook", hook
 			c.Webhook.Path = "hook"

@@ -3,6 +3,8 @@ package telegram_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,6 +40,47 @@ func TestWebhookRegistersWithSecret(t *testing.T) {
 	wh, ok := srv.Webhook()
 	if !ok || wh.URL != "https://bot.example.com/tg/hook" || wh.SecretToken != secret {
 		t.Fatalf("webhook %+v (set %v)", wh, ok)
+	}
+}
+
+// TestWebhookSecretFromFile: webhook.secretTokenFile is read at start,
+// registered with Telegram and checked on requests; a file whose content
+// Telegram would refuse fails New naming the key.
+func TestWebhookSecretFromFile(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "secret"), filepath.Join(dir, "bad")
+	if err := os.WriteFile(good, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("has spaces in it\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(srv)
+	cfg.Mode = telegram.ModeWebhook
+	cfg.Webhook = telegram.Webhook{URL: "https://bot.example.com/tg/hook", SecretTokenFile: bad}
+	if _, err := telegram.New("default", cfg, telegram.Options{}); err == nil || !strings.Contains(err.Error(), "webhook.secretTokenFile") {
+		t.Fatalf("New with a bad secret file = %v, want an error naming webhook.secretTokenFile", err)
+	}
+	cfg.Webhook.SecretTokenFile = good
+	a := newAdapter(t, srv, cfg, nil)
+	hook := httptest.NewServer(a.WebhookHandler())
+	t.Cleanup(hook.Close)
+	rec := newRecorder()
+	run(t, a, rec.handle)
+	ctx := testCtx(t)
+	if err := srv.WaitCalls(ctx, "setWebhook", 1); err != nil {
+		t.Fatal(err)
+	}
+	if wh, ok := srv.Webhook(); !ok || wh.SecretToken != secret {
+		t.Fatalf("registered webhook %+v (set %v), want the file's secret", wh, ok)
+	}
+	u := srv.DM(alice, "from a file")
+	if code, err := srv.DeliverWebhook(ctx, hook.URL, u, "wrong"); err != nil || code != http.StatusUnauthorized {
+		t.Fatalf("wrong secret: status %d (%v), want 401", code, err)
+	}
+	if code, err := srv.DeliverWebhook(ctx, hook.URL, u, ""); err != nil || code != http.StatusOK {
+		t.Fatalf("the file's secret: status %d (%v), want 200", code, err)
 	}
 }
 
