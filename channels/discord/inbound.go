@@ -107,10 +107,15 @@ func displayName(m *discordgo.Message) string {
 }
 
 // channel finds a channel in the state (filled by GUILD_CREATE and
-// THREAD_CREATE) or, failing that, over REST, caching the answer.
+// THREAD_CREATE) or, failing that, over REST, caching the answer. A state
+// channel is returned as a copy taken under the state's lock: the
+// library updates its structs in place as events arrive.
 func (a *Adapter) channel(ctx context.Context, id string) *discordgo.Channel {
 	if ch, err := a.s.State.Channel(id); err == nil {
-		return ch
+		a.s.State.RLock()
+		c := *ch
+		a.s.State.RUnlock()
+		return &c
 	}
 	ch, err := a.s.Channel(id, discordgo.WithContext(ctx))
 	if err != nil {
@@ -132,7 +137,9 @@ func (a *Adapter) botRoles(guildID, bot string) []string {
 	if err != nil {
 		return nil
 	}
-	return mem.Roles
+	a.s.State.RLock() // the library updates members in place
+	defer a.s.State.RUnlock()
+	return slices.Clone(mem.Roles)
 }
 
 // mentioned reports a mention of the bot user or one of its roles, or a
