@@ -33,13 +33,16 @@ const (
 // every backend reports in the same shape; Path says where in the
 // backend's own terms (a file here).
 type Problem struct {
-	Code    string // one of the Code* constants
-	Path    string // where the problem is (file, or a backend's locator)
-	Agent   string // the agent whose store it is in, if any
-	Key     string // the session key it concerns, if any
-	Message string // what is wrong, for a human
-	Fix     string // what Repair does (or would do); empty when it needs a human
-	Fixable bool   // Repair can fix it
+	Code  string // one of the Code* constants
+	Path  string // where the problem is (file, or a backend's locator)
+	Agent string // the agent whose store it is in, if any
+	Key   string // the session key it concerns, if any
+	// SessionID is the session it concerns, if any: what a backend that
+	// locates its data by session (postgres) repairs by.
+	SessionID string
+	Message   string // what is wrong, for a human
+	Fix       string // what Repair does (or would do); empty when it needs a human
+	Fixable   bool   // Repair can fix it
 
 	// repair is the plan Check made; it re-reads what it changes under the
 	// lock that guards it, so a problem fixed meanwhile is left alone.

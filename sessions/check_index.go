@@ -94,7 +94,7 @@ func (c *agentCheck) checkEntry(k string, e Entry) {
 		if e.MessageCount == 0 && e.CompactionCount == 0 {
 			return // created, nothing appended yet: the transcript comes with the first message
 		}
-		c.add(Problem{Code: CodeMissingTranscript, Path: tpath, Key: k, Fixable: true,
+		c.add(Problem{Code: CodeMissingTranscript, Path: tpath, Key: k, SessionID: sid, Fixable: true,
 			Message: fmt.Sprintf("entry %s says %d messages but its transcript is missing", k, e.MessageCount),
 			Fix:     "zero the entry's counters so they match the empty transcript (the messages are lost)",
 			repair: func(ctx context.Context, r *repairer) error {
@@ -112,7 +112,7 @@ func (c *agentCheck) checkEntry(k string, e Entry) {
 		return
 	}
 	n, comp := s.messages, s.compactions
-	c.add(Problem{Code: CodeCounterLag, Path: tpath, Key: k, Fixable: true,
+	c.add(Problem{Code: CodeCounterLag, Path: tpath, Key: k, SessionID: sid, Fixable: true,
 		Message: fmt.Sprintf("entry %s: messageCount %d, compactionCount %d; the transcript has %d and %d",
 			k, e.MessageCount, e.CompactionCount, n, comp),
 		Fix: "set them from the transcript",
@@ -171,7 +171,7 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) Pro
 	path := filepath.Join(c.dir, id+transcriptExt)
 	if name, ok := archivedAs[id]; ok && name != "" && filepath.Base(name) == name {
 		dst := filepath.Join(c.dir, name)
-		return Problem{Code: CodeUnrenamedArchive, Path: path, Fixable: true,
+		return Problem{Code: CodeUnrenamedArchive, Path: path, SessionID: id, Fixable: true,
 			Message: "archived in archive.json as " + name + " but the transcript was not renamed",
 			Fix:     "rename it to " + name,
 			repair: func(ctx context.Context, r *repairer) error {
@@ -182,7 +182,7 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) Pro
 			}}
 	}
 	s := c.transcripts[id]
-	p := Problem{Code: CodeOrphanTranscript, Path: path}
+	p := Problem{Code: CodeOrphanTranscript, Path: path, SessionID: id}
 	h := s.hdr
 	var key routing.Key
 	var kerr error
