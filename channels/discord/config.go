@@ -35,7 +35,8 @@ type Config struct {
 	// <apiBase>/api/.... Empty: Discord itself.
 	APIBase string `mapstructure:"apiBase"`
 	// SlashCommands is where the command catalogue is registered as slash
-	// commands at start: guild (default), global or off (SlashGuild...).
+	// commands at start (and, in guild mode, in guilds a reload adds):
+	// guild (default), global or off (SlashGuild...).
 	SlashCommands string `mapstructure:"slashCommands"`
 	// MediaMaxMb caps one attachment's download (0: 20; at most 2000).
 	MediaMaxMb int `mapstructure:"mediaMaxMb"`

@@ -67,6 +67,12 @@ type Adapter struct {
 
 	ix     interactions        // slash command acknowledgements (own lock)
 	admins channels.AdminCache // IsAdmin's answers (admin.go)
+
+	// slashAccess is the access configuration slash command registrations
+	// follow: cfg.Access() until SetAccess replaces it (a hot reload).
+	slashAccess atomic.Pointer[access.Config]
+	// resync tells the registration worker that slashAccess changed (cap 1).
+	resync chan struct{}
 }
 
 var (
@@ -101,7 +107,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}
-	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s,
+	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1),
 		log: opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
 	// Run owns reconnection (discordgo's loop cannot be stopped and leaks).
 	s.ShouldReconnectOnError = false

@@ -28,7 +28,10 @@
 // Slash commands: at start the command catalogue (channels.Commands) is
 // registered by bulk overwrite in each guild the account's guilds admit
 // (slashCommands: guild, the default), once globally (global) or not at all
-// (off). An INTERACTION_CREATE for an application command becomes the
+// (off). When the access configuration changes (SetAccess, a hot reload) a
+// guild it newly admits gets the catalogue at once and a guild it no longer
+// admits has the commands this Run registered there removed. An
+// INTERACTION_CREATE for an application command becomes the
 // Inbound of the typed command ("/history 5": the option values follow the
 // name), addressed to the bot and subject to the access policy like a
 // message, carrying a channels.Interaction. Interactions are served on

@@ -121,16 +121,22 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		done := map[string]bool{} // registered scopes: once per Run, not per reconnect
+		// Scopes registered: once per Run, not per reconnect. The worker
+		// alone decides, with the access configuration in force when it
+		// gets to a guild, so a registration queued before a reload that
+		// drops its guild is not made.
+		registered := map[string]bool{}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case guild := <-regs:
-				if !done[guild] {
-					done[guild] = true
+				if !registered[guild] && (guild == "" || a.slashGuildNow(guild)) {
+					registered[guild] = true
 					a.register(ctx, a.ix.app(), guild)
 				}
+			case <-a.resync:
+				a.resyncGuilds(ctx, registered)
 			}
 		}
 	})

@@ -128,6 +128,43 @@ func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 	}
 }
 
+// TestSlashCommandsFollowAccessReload: a guild SetAccess (a hot reload)
+// adds gets the catalogue without a restart, a guild it drops has its
+// commands removed (an empty overwrite), guilds it leaves alone are not
+// touched again.
+func TestSlashCommandsFollowAccessReload(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, a := startSlashAdapter(t, Config{Guilds: map[string]access.GroupRule{guildID: {}}}, multiGuildOptions(), accept(got))
+	if regs, err := fake.WaitRegistrations(ctxT(t), 1); err != nil {
+		t.Fatalf("registrations %+v: %v", regs, err)
+	}
+	barrier(t, fake, got, 0) // every GUILD_CREATE was handled
+	steps := []map[string]access.GroupRule{
+		{guildID: {}, "502": {}}, // 502 added
+		{"502": {}},              // guildID dropped
+		{"502": {}, "504": {}},   // 504 added
+	}
+	type reg struct {
+		Guild    string
+		Commands int
+	}
+	cat := len(channels.Commands())
+	want := []reg{{guildID, cat}, {"502", cat}, {guildID, 0}, {"504", cat}}
+	for i, guilds := range steps {
+		a.SetAccess(Config{Guilds: guilds}.Access())
+		if regs, err := fake.WaitRegistrations(ctxT(t), i+2); err != nil {
+			t.Fatalf("after reload %d: registrations %+v: %v", i+1, regs, err)
+		}
+	}
+	var have []reg
+	for _, r := range fake.Registrations() {
+		have = append(have, reg{r.GuildID, len(r.Commands)})
+	}
+	if diff := cmp.Diff(want, have); diff != "" {
+		t.Fatalf("registrations (-want +got):\n%s", diff)
+	}
+}
+
 // TestSlashCommandsGlobal: global mode registers the catalogue once for
 // the application, with no guild.
 func TestSlashCommandsGlobal(t *testing.T) {

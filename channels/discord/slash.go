@@ -77,7 +77,7 @@ func (a *Adapter) slashGuild(g *discordgo.Guild) bool {
 	if a.cfg.slashMode() != SlashGuild || g == nil || g.Unavailable {
 		return false
 	}
-	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: a.id}: a.cfg.Access()}, access.Options{})
+	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: a.id}: a.accessConfig()}, access.Options{})
 	if err != nil {
 		return false
 	}
@@ -106,15 +106,100 @@ func (a *Adapter) slashGuild(g *discordgo.Guild) bool {
 	return false
 }
 
+// accessConfig is the access configuration slash registrations follow.
+func (a *Adapter) accessConfig() access.Config {
+	if c := a.slashAccess.Load(); c != nil {
+		return *c
+	}
+	return a.cfg.Access()
+}
+
+// SetAccess replaces the access configuration that chooses the guilds the
+// command catalogue is registered in (the account's guilds and
+// groupPolicy, hot-reloaded; the daemon's policy still decides every
+// message). While Run runs, in guild mode, a guild it now admits gets the
+// catalogue and a guild that got it from this Run but is no longer
+// admitted has its commands removed, in the background, best-effort and
+// logged. SetAccess is safe for concurrent use and does not block.
+func (a *Adapter) SetAccess(c access.Config) {
+	a.slashAccess.Store(&c)
+	select {
+	case a.resync <- struct{}{}:
+	default: // a resync is pending; it reads the newest configuration
+	}
+}
+
+// slashGuildNow reports whether guild id, as the gateway's state knows it,
+// is admitted under the configuration in force; a guild the state does not
+// hold is judged admitted (GUILD_CREATE found it so a moment ago).
+func (a *Adapter) slashGuildNow(id string) bool {
+	a.s.State.RLock()
+	defer a.s.State.RUnlock()
+	for _, g := range a.s.State.Guilds {
+		if g != nil && g.ID == id {
+			return a.slashGuild(g)
+		}
+	}
+	return true
+}
+
+// slashGuildsNow maps every available guild of the gateway's state to
+// whether it is admitted under the configuration in force. The state's lock
+// is held while its guilds are read: discordgo updates them in place.
+func (a *Adapter) slashGuildsNow() map[string]bool {
+	a.s.State.RLock()
+	defer a.s.State.RUnlock()
+	out := make(map[string]bool, len(a.s.State.Guilds))
+	for _, g := range a.s.State.Guilds {
+		if g != nil && !g.Unavailable {
+			out[g.ID] = a.slashGuild(g)
+		}
+	}
+	return out
+}
+
+// resyncGuilds brings registrations in line with the configuration in
+// force after SetAccess: the catalogue for admitted guilds not yet
+// registered, nothing for guilds that no longer are. registered is the
+// registration worker's record of this Run's guild registrations.
+func (a *Adapter) resyncGuilds(ctx context.Context, registered map[string]bool) {
+	if a.cfg.slashMode() != SlashGuild {
+		return
+	}
+	appID := a.ix.app()
+	for id, ok := range a.slashGuildsNow() {
+		switch {
+		case ok && !registered[id]:
+			registered[id] = true
+			a.register(ctx, appID, id)
+		case !ok && registered[id]:
+			if a.unregister(ctx, appID, id) {
+				delete(registered, id)
+			}
+		}
+	}
+}
+
 // register overwrites the application's commands in guildID ("" for
 // global) with the catalogue. Failures are logged: typed commands keep
 // working without the menu.
 func (a *Adapter) register(ctx context.Context, appID, guildID string) {
+	a.overwrite(ctx, appID, guildID, applicationCommands(a.commands()))
+}
+
+// unregister removes the application's commands from guildID (a guild a
+// reload no longer admits) and reports whether that was done.
+func (a *Adapter) unregister(ctx context.Context, appID, guildID string) bool {
+	return a.overwrite(ctx, appID, guildID, []*discordgo.ApplicationCommand{})
+}
+
+// overwrite replaces the application's commands in guildID ("" for global)
+// with cmds, logging the outcome.
+func (a *Adapter) overwrite(ctx context.Context, appID, guildID string, cmds []*discordgo.ApplicationCommand) bool {
 	if appID == "" {
 		a.log.Warn("slash commands not registered: no application id", zap.String("guild_id", guildID))
-		return
+		return false
 	}
-	cmds := applicationCommands(a.commands())
 	_, err := a.s.ApplicationCommandBulkOverwrite(appID, guildID, cmds, discordgo.WithContext(ctx))
 	scope := guildID
 	if scope == "" {
@@ -122,10 +207,13 @@ func (a *Adapter) register(ctx context.Context, appID, guildID string) {
 	}
 	switch {
 	case err != nil && ctx.Err() == nil:
-		a.log.Warn("slash commands not registered", zap.String("scope", scope), zap.Error(err))
+		a.log.Warn("slash commands not updated", zap.String("scope", scope), zap.Int("commands", len(cmds)), zap.Error(err))
+	case err == nil && len(cmds) == 0:
+		a.log.Info("slash commands removed", zap.String("scope", scope))
 	case err == nil:
 		a.log.Info("slash commands registered", zap.String("scope", scope), zap.Int("commands", len(cmds)))
 	}
+	return err == nil
 }
 
 // commandText is the chat command an interaction stands for: "/name" and
