@@ -138,6 +138,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	}
 	d.disp.SetRuntime(rt)
 	d.policy.Store(policy)
+	d.applyDiscordAccess(old, cfg)
 	d.mcp.Apply(cfg.MCP) // servers added, removed or changed
 	d.mu.Lock()
 	d.cfg = cfg
@@ -147,6 +148,26 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
 	}
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
+}
+
+// applyDiscordAccess hands each Discord adapter its account's access rules
+// when a reload changed them: they choose the guilds its slash commands are
+// registered in (a guild added gets them now, not at the next start).
+func (d *Daemon) applyDiscordAccess(old, cfg *configs.Config) {
+	for _, a := range d.adapters {
+		da, ok := a.(*discord.Adapter)
+		if !ok {
+			continue
+		}
+		acct, ok := cfg.Channels.Discord.Accounts[da.AccountID()]
+		if !ok {
+			continue // removed: needs a restart (restartOnly says so)
+		}
+		if prev, ok := old.Channels.Discord.Accounts[da.AccountID()]; ok && reflect.DeepEqual(prev.Access(), acct.Access()) {
+			continue
+		}
+		da.SetAccess(acct.Access())
+	}
 }
 
 // restartOnly lists changed keys that hot reload does not apply.

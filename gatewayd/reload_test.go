@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/configs"
 )
 
@@ -227,5 +232,43 @@ func TestHotReloadResetPolicyAppliesToNextMessage(t *testing.T) {
 			t.Fatal("idle reset policy never applied after reload")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestHotReloadDiscordGuildGetsSlashCommands: a guild a reload adds to a
+// Discord account's guilds gets the slash commands without a restart; the
+// guild it drops has them removed.
+func TestHotReloadDiscordGuildGetsSlashCommands(t *testing.T) {
+	fake := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true,
+		Guilds: []*discordgo.Guild{{ID: "500", Name: "first"}, {ID: "501", Name: "added later"}}})
+	defer fake.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	write := func(guilds string) {
+		t.Helper()
+		yaml := reloadYAML(filepath.Join(dir, "state"), fmt.Sprintf(
+			"channels: {discord: {accounts: {default: {token: tok, apiBase: %q, guilds: {%s}}}}}\n", fake.URL(), guilds))
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"500": {}`)
+	startFromFile(t, path, &fakeClock{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if regs, err := fake.WaitRegistrations(ctx, 1); err != nil || regs[0].GuildID != "500" {
+		t.Fatalf("registrations at start %+v: %v", regs, err)
+	}
+	write(`"501": {}`)
+	regs, err := fake.WaitRegistrations(ctx, 3)
+	if err != nil {
+		t.Fatalf("registrations after the reload %+v: %v", regs, err)
+	}
+	got := map[string]int{}
+	for _, r := range regs[1:] {
+		got[r.GuildID] = len(r.Commands)
+	}
+	if want := map[string]int{"501": len(channels.Commands()), "500": 0}; !maps.Equal(got, want) {
+		t.Fatalf("after the reload: commands by guild %v, want %v", got, want)
 	}
 }
