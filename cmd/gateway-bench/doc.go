@@ -10,6 +10,12 @@
 //	go run ./cmd/gateway-bench -gateway /tmp/gateway -mode burst -n 1000 -chats 100
 //	go run ./cmd/gateway-bench -gateway /tmp/gateway -mode sustained -rate 200 -chats 100 -duration 20s
 //
+// -streaming sets the Telegram account's streaming.mode; -think makes every
+// model call take that long, and -tools N makes the fake model call the
+// built-in sessions_list N times per turn before it answers (benchReply),
+// so that a progress status is edited between model calls; status posts,
+// edits and deletes are counted apart from replies.
+//
 // With -postgres the daemon runs on a fresh database of that server. With
 // -replicas N (issue 13) N daemons share it as replicas, each with its own
 // replica id, state directory and HTTP listener, Telegram in webhook mode:

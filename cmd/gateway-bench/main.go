@@ -31,9 +31,11 @@ type options struct {
 	timeout  time.Duration
 	keep     bool
 	// streaming is the Telegram account's streaming.mode; think how long
-	// the fake model takes per answer.
+	// the fake model takes per call; tools how many calls of a built-in
+	// tool it makes in a turn before answering (benchReply).
 	streaming string
 	think     time.Duration
+	tools     int
 	// webrounds: rounds of n new web chats, concurrency in flight.
 	rounds, concurrency int
 	// postgres, when set, is an admin URL: the daemon runs on the
@@ -66,7 +68,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "sustained: how long to send")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the last reply")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory")
-	flag.DurationVar(&o.think, "think", 0, "how long the fake model takes per answer (turns past 1 s show a progress status)")
+	flag.DurationVar(&o.think, "think", 0, "how long the fake model takes per call (turns past 1 s show a progress status)")
+	flag.IntVar(&o.tools, "tools", 0, "tool calls (sessions_list) the fake model makes in each turn before its answer, one per model call: a progress status is edited between them")
 	flag.StringVar(&o.streaming, "streaming", "off", "streaming.mode of the Telegram account: off, progress or partial")
 	flag.StringVar(&o.postgres, "postgres", "", "run the daemon on the postgres backend: URL of a role that may create databases (a fresh one per run)")
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
@@ -78,7 +81,7 @@ func main() {
 	o.byChat = *spread == "chat"
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
-	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || (needPG && o.postgres == "") ||
+	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") ||
 		(o.signal != "kill" && o.signal != "stop") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
@@ -125,11 +128,7 @@ func run(ctx context.Context, o options) (err error) {
 	defer tg.Close()
 	model := openaitest.New()
 	defer model.Close()
-	model.SetReply(func(_ int, r openaitest.Request) openaitest.Reply {
-		// The whole answer in one delta: a streamed draft never shows a
-		// prefix of it that would parse as another message's reply.
-		return openaitest.Reply{Text: "ack " + r.LastUserText(), Deltas: 1, Delay: o.think}
-	})
+	model.SetReply(benchReply(o.think, o.tools))
 
 	dir, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
@@ -214,8 +213,8 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
 		perMessage(countersBefore, countersAfter, journalCounters[0], total),
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
-	fmt.Printf("streaming=%s draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming, drafts.Load(),
-		tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
+	fmt.Printf("streaming=%s tools_per_turn=%d model_calls=%d draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming,
+		o.tools, len(model.Requests()), drafts.Load(), tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
 	if webhook != nil {
 		fmt.Printf("webhook_retries=%d webhook_failed=%d\n", webhook.retries.Load(), webhook.failed.Load())
 	}
