@@ -54,6 +54,26 @@ func TestTelegramAudioIsTranscribed(t *testing.T) {
 	}
 }
 
+// TestTelegramAudioDocumentIsTranscribed: a recording sent as a file (a
+// document with an audio MIME type, e.g. a .wav or .m4a) is transcribed
+// like audio, not described as a file.
+func TestTelegramAudioDocumentIsTranscribed(t *testing.T) {
+	r := newMediaRig(t, "oa/gpt-4o")
+	r.oa.SetTranscription(func(tr openaitest.Transcription) string { return "call notes" })
+	wav := []byte("RIFF fake wave audio")
+	id := r.tg.AddFile(telegramtest.File{Path: "documents/file_5.wav", Data: wav})
+	r.tg.AddMessage(telegramtest.Message{ChatID: 111, Caption: "summarise the call", Extra: map[string]any{
+		"document": map[string]any{"file_id": id, "file_unique_id": "uw", "file_name": "call.wav",
+			"mime_type": "audio/x-wav", "file_size": len(wav)}}})
+	got := r.lastUserOpenAI(1)
+	if want := "text:summarise the call\n[audio call.wav, transcribed] call notes"; len(got) != 1 || got[0] != want {
+		t.Fatalf("user message %q, want %q", got, want)
+	}
+	if trs := r.oa.Transcriptions(); len(trs) != 1 || !bytes.Equal(trs[0].Data, wav) {
+		t.Fatalf("transcriptions %+v", trs)
+	}
+}
+
 // TestTelegramImageDocumentReachesOpenAIAsImage: a PNG sent as a file (a
 // document with an image MIME type, not a photo) is an image_url part
 // like a photo, not a described file.

@@ -43,8 +43,11 @@ func (a *Adapter) attachments(m *tgbotapi.Message) []channels.Attachment {
 	case m.Document != nil:
 		d := m.Document
 		kind := channels.MediaDocument
-		if isImageMIME(d.MimeType) {
+		switch {
+		case isImageMIME(d.MimeType):
 			kind = channels.MediaImage
+		case strings.HasPrefix(strings.ToLower(d.MimeType), "audio/"):
+			kind = channels.MediaAudio // a recording sent as a file: transcribed like audio
 		}
 		return []channels.Attachment{{Kind: kind, MimeType: d.MimeType, Size: int64(d.FileSize),
 			FileName: orDefault(d.FileName, "document"), Ref: d.FileID}}
