@@ -124,7 +124,9 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 		// Scopes registered: once per Run, not per reconnect. The worker
 		// alone decides, with the access configuration in force when it
 		// gets to a guild, so a registration queued before a reload that
-		// drops its guild is not made.
+		// drops its guild is not made. A failed registration is not
+		// recorded: the guild's next GUILD_CREATE (a reconnect) or the next
+		// reload tries again.
 		registered := map[string]bool{}
 		for {
 			select {
@@ -132,8 +134,7 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 				return
 			case guild := <-regs:
 				if !registered[guild] && (guild == "" || a.slashGuildNow(guild)) {
-					registered[guild] = true
-					a.register(ctx, a.ix.app(), guild)
+					registered[guild] = a.register(ctx, a.ix.app(), guild)
 				}
 			case <-a.resync:
 				a.resyncGuilds(ctx, registered)

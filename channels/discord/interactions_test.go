@@ -165,6 +165,31 @@ func TestSlashCommandsFollowAccessReload(t *testing.T) {
 	}
 }
 
+// TestSlashRegistrationRefusedIsRetried: a guild whose registration failed
+// is not taken as registered: the next reload tries it again.
+func TestSlashRegistrationRefusedIsRetried(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, a := startSlashAdapter(t, Config{Guilds: map[string]access.GroupRule{guildID: {}}}, multiGuildOptions(), accept(got))
+	if _, err := fake.WaitRegistrations(ctxT(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	barrier(t, fake, got, 0)
+	fake.RefuseRegistrations(1)
+	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "502": {}}}.Access()
+	a.SetAccess(cfg)
+	if refused, err := fake.WaitRefused(ctxT(t), 1); err != nil || refused[0].GuildID != "502" {
+		t.Fatalf("refused %+v: %v", refused, err)
+	}
+	a.SetAccess(cfg) // the same configuration again: 502 is still missing its commands
+	regs, err := fake.WaitRegistrations(ctxT(t), 2)
+	if err != nil {
+		t.Fatalf("registrations %+v: %v", regs, err)
+	}
+	if regs[1].GuildID != "502" || len(regs[1].Commands) != len(channels.Commands()) {
+		t.Fatalf("registrations %+v, want 502's catalogue after the retry", regs)
+	}
+}
+
 // TestSlashCommandsGlobal: global mode registers the catalogue once for
 // the application, with no guild.
 func TestSlashCommandsGlobal(t *testing.T) {

@@ -170,8 +170,7 @@ func (a *Adapter) resyncGuilds(ctx context.Context, registered map[string]bool) 
 	for id, ok := range a.slashGuildsNow() {
 		switch {
 		case ok && !registered[id]:
-			registered[id] = true
-			a.register(ctx, appID, id)
+			registered[id] = a.register(ctx, appID, id)
 		case !ok && registered[id]:
 			if a.unregister(ctx, appID, id) {
 				delete(registered, id)
@@ -181,10 +180,10 @@ func (a *Adapter) resyncGuilds(ctx context.Context, registered map[string]bool) 
 }
 
 // register overwrites the application's commands in guildID ("" for
-// global) with the catalogue. Failures are logged: typed commands keep
-// working without the menu.
-func (a *Adapter) register(ctx context.Context, appID, guildID string) {
-	a.overwrite(ctx, appID, guildID, applicationCommands(a.commands()))
+// global) with the catalogue and reports whether that was done. Failures
+// are logged: typed commands keep working without the menu.
+func (a *Adapter) register(ctx context.Context, appID, guildID string) bool {
+	return a.overwrite(ctx, appID, guildID, applicationCommands(a.commands()))
 }
 
 // unregister removes the application's commands from guildID (a guild a

@@ -46,6 +46,8 @@ type InteractionReply struct {
 // interactionsFake is the fake's interaction state, guarded by Server.mu.
 type interactionsFake struct {
 	registrations []Registration
+	refused       []Registration // overwrites answered 403 (RefuseRegistrations)
+	refuse        int            // how many of the next overwrites to refuse
 	replies       []InteractionReply
 	open          map[string]*openInteraction // by token
 }
@@ -90,6 +92,14 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
+	if s.inter.refuse > 0 {
+		s.inter.refuse--
+		s.inter.refused = append(s.inter.refused, Registration{AppID: r.PathValue("app"), GuildID: r.PathValue("guild"), Commands: cmds})
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeJSON(w, http.StatusForbidden, map[string]any{"message": "Missing Access", "code": 50001})
+		return
+	}
 	for _, c := range cmds {
 		s.nextID++
 		c.ID, c.ApplicationID, c.GuildID = strconv.FormatInt(s.nextID, 10), s.appID(), r.PathValue("guild")
@@ -279,6 +289,23 @@ func (s *Server) ExpireInteraction(id string) {
 			oi.expired = true
 		}
 	}
+}
+
+// RefuseRegistrations makes the next n command overwrites fail with 403
+// Missing Access (a guild that did not grant the applications.commands
+// scope); they are recorded apart (Refused) and change nothing.
+func (s *Server) RefuseRegistrations(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inter.refuse = n
+}
+
+// WaitRefused waits until at least n overwrites were refused and returns them.
+func (s *Server) WaitRefused(ctx context.Context, n int) ([]Registration, error) {
+	err := s.wait(ctx, func() bool { return len(s.inter.refused) >= n })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Registration(nil), s.inter.refused...), err
 }
 
 // Registrations returns the application command overwrites so far.
