@@ -65,6 +65,15 @@
 // or an expired lease's pending records) for its metrics and gateway
 // doctor (replica_status.go).
 //
+// Check and Repair are gateway doctor's knowledge of this backend (issue
+// 12): Check compares, in one read-only snapshot and with set-based
+// statements, the entries with their transcript rows, the heads and the
+// archive, and reports the delivery backlog and the schema version, as
+// sessions.Problem values with the files backend's codes where the
+// meaning is the same (check.go); Repair holds the daemon lock
+// exclusively, so it refuses while a daemon runs, and never changes or
+// deletes a transcript row (repair.go).
+//
 // Tests and benchmarks run against a real server, each test on a database
 // of its own (package pgtest): ./scripts/test starts one, or
 //
