@@ -216,7 +216,7 @@ func (f transcriptFinding) entryProblems() []sessions.Problem {
 	p := sessions.Problem{Path: "entries " + f.key, Agent: f.agent, Key: f.key, SessionID: f.sessionID}
 	if f.rows == 0 {
 		p.Code, p.Fixable = sessions.CodeMissingTranscript, true
-		p.Message = fmt.Sprintf("entry %s says %d messages but its transcript %s has no rows", f.key, msgs, f.sessionID)
+		p.Message = fmt.Sprintf("messageCount %d but its transcript %s has no rows", msgs, f.sessionID)
 		p.Fix = "zero the entry's counters so they match the empty transcript (the messages are lost)"
 		return []sessions.Problem{p}
 	}
@@ -224,14 +224,14 @@ func (f transcriptFinding) entryProblems() []sessions.Problem {
 	if !f.flag {
 		m := p
 		m.Code, m.Path = sessions.CodeMissingTranscript, "transcript_entries "+f.sessionID
-		m.Message = fmt.Sprintf("entry %s: its transcript %s has %d rows but no session header (rows were deleted outside the gateway)",
-			f.key, f.sessionID, f.rows)
+		m.Message = fmt.Sprintf("the transcript of %s has %d rows but no session header (rows were deleted outside the gateway)",
+			f.key, f.rows)
 		out = append(out, m)
 	}
 	if msgs != f.messages || comps != f.third {
 		p.Code, p.Fixable = sessions.CodeCounterLag, true
-		p.Message = fmt.Sprintf("entry %s: messageCount %d, compactionCount %d; the transcript has %d and %d",
-			f.key, msgs, comps, f.messages, f.third)
+		p.Message = fmt.Sprintf("messageCount %d, compactionCount %d; its transcript %s has %d and %d",
+			msgs, comps, f.sessionID, f.messages, f.third)
 		p.Fix = "set them from the transcript rows"
 		out = append(out, p)
 	}
@@ -246,16 +246,16 @@ func (f transcriptFinding) headProblem() sessions.Problem {
 	lastSeq, msgs := f.stored1, f.stored2
 	switch {
 	case !f.flag:
-		p.Message = fmt.Sprintf("transcript %s has %d rows but no head row: its next append would start it again at seq 1 and fail",
-			f.sessionID, f.rows)
+		p.Message = fmt.Sprintf("no head row for the transcript's %d rows: its next append would start it again at seq 1 and fail",
+			f.rows)
 		p.Fix = "recreate the head from the rows"
 	case f.rows == 0:
-		p.Message = fmt.Sprintf("the head row of transcript %s says %d entries but the transcript has no rows: "+
-			"its next append would not write the session header", f.sessionID, lastSeq)
+		p.Message = fmt.Sprintf("a head row (last seq %d) but no transcript rows: "+
+			"the next append would not write the session header", lastSeq)
 		p.Fix = "remove the head row (the next append starts the transcript with its header)"
 	default:
-		p.Message = fmt.Sprintf("the head row of transcript %s says last seq %d and %d messages; the rows have last seq %d and %d messages",
-			f.sessionID, lastSeq, msgs, f.third, f.messages)
+		p.Message = fmt.Sprintf("last seq %d and %d messages; the transcript rows have last seq %d and %d messages",
+			lastSeq, msgs, f.third, f.messages)
 		p.Fix = "recompute the head from the rows"
 	}
 	return p

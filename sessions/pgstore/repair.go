@@ -86,7 +86,9 @@ func (db *DB) Repair(ctx context.Context, problems []sessions.Problem, opts sess
 	release, err := db.LockExclusive(ctx)
 	if err != nil {
 		for k := range repairKinds {
-			fail(k, err)
+			for _, i := range members[k] {
+				errs[i] = fmt.Errorf("pgstore: repair refused: %w", err)
+			}
 		}
 		return errs
 	}
