@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore"
 )
 
 // Problem kinds reported by `gateway doctor`: the stored-state ones are
@@ -29,6 +30,7 @@ const (
 	kindJournalDamage     = sessions.CodeJournalDamaged
 	kindJournalStuck      = sessions.CodeJournalBacklog
 	kindBadLine           = sessions.CodeTranscriptBadLine
+	kindUnknownAgent      = pgstore.CodeDeliveryUnknownAgent
 	kindPermissions       = "permissions"
 	kindLowDisk           = "low-disk-space"
 )
@@ -58,7 +60,7 @@ func doctorCmd(cfgPath *string) *cobra.Command {
 	var fix, asJSON bool
 	c := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the storage backend and the state directory (index vs transcripts, counters, permissions, lock files); --fix repairs",
+		Short: "Check the storage backend and the state directory (index vs transcripts, counters, permissions, lock files, schema); --fix repairs",
 		Long: `doctor first reports the storage backend (storage.backend): its kind, where it is, its schema
 version (postgres) and whether it answers (storage-unreachable when not).
 
@@ -78,11 +80,28 @@ With the files backend it then compares each agent's sessions.json with its tran
   journal-damaged     ingress journal lines that do not parse (reported only)
   journal-backlog     ingress records waiting for more than a day (reported only)
   low-disk-space      little free space under the state directory (reported only)
-The stored-state checks and repairs are the sessions package's (sessions.Check/Repair) and
-apply to the files backend only; permissions and free space of the state directory are checked
-here for every backend.
-No transcript is ever deleted. Run --fix with the daemon stopped when you can: the store
-lock keeps concurrent writers safe, but counters the daemon has not flushed yet may be
+With the postgres backend it compares, in one read-only snapshot, the entries with their
+transcript rows, the transcripts' head rows and the archive, and reports:
+  schema-older        the database lacks migrations this binary has (the daemon applies them)
+  schema-newer        a newer gateway migrated the database: this binary is older than the schema
+  missing-transcript  an entry with counters but no transcript rows (fix: counters zeroed), or
+                      transcript rows without their session header (reported only)
+  counter-lag         messageCount/compactionCount that disagree with the rows (fix: set from the
+                      rows); a head row (transcript_heads) missing, behind the rows or without
+                      rows (fix: rebuilt from the rows, or removed)
+  orphan-transcript   transcript rows no entry and no archived session names (fix: recorded as an
+                      archived session of its header's key, reason "recovered", so it can be
+                      switched back to; without a usable header, reported only)
+  journal-backlog     pending messages or replies waiting for more than a day (reported only)
+  delivery-unknown-agent  pending messages or replies, older than 10 minutes, of an agent with no
+                      session, current or archived (reported only)
+On postgres --fix refuses, changing nothing, while a daemon (or gateway storage migrate) uses
+the database: stop the daemons first. The checks still run beside them.
+The stored-state checks and repairs belong to the storage packages (sessions.Check/Repair,
+pgstore's Check/Repair); permissions and free space of the state directory are checked here
+for every backend.
+No transcript is ever deleted. On files, run --fix with the daemon stopped when you can: the
+store lock keeps concurrent writers safe, but counters the daemon has not flushed yet may be
 counted twice.
 Exit code 0: healthy (or everything fixed); 1: problems remain.`,
 		Args: noArgs,
@@ -135,6 +154,10 @@ func printDoctor(w io.Writer, rep *doctorReport, fix bool) {
 		}
 	}
 	fmt.Fprintf(w, "%d problem(s), %d fixed, %d remaining\n", len(rep.Problems), rep.Fixed, rep.Remaining)
+	if rep.Storage.FixRefused != "" {
+		fmt.Fprintf(w, "--fix refused, nothing in the storage was changed (the checks above ran read-only): %s\n"+
+			"        stop the daemon(s) using it and run gateway doctor --fix again\n", rep.Storage.FixRefused)
+	}
 }
 
 // runDoctor inspects (and with fix, repairs) cfg's storage: the backend's
@@ -151,19 +174,18 @@ func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorRepor
 	if err != nil && (files || !errors.Is(err, fs.ErrNotExist)) {
 		return nil, fmt.Errorf("doctor: state directory: %w", err)
 	}
-	rep.Storage = checkStorage(ctx, cfg)
+	var b sessions.Backend
+	rep.Storage, b = checkStorage(ctx, cfg)
+	if b != nil {
+		defer b.Close()
+	}
 	if p := rep.Storage.problem(); p != nil {
 		rep.Problems = append(rep.Problems, p)
 	}
 	opts := sessions.CheckOptions{Now: time.Now(), LockTimeout: cfg.Session.LockTimeout}
-	var stored []sessions.Problem
-	if files {
-		if stored, err = sessions.Check(ctx, cfg.StateDir, opts); err != nil {
-			return nil, fmt.Errorf("doctor: %w", err)
-		}
-		rep.Storage.StoredChecks = true
-	} else {
-		rep.Storage.Note = storedChecksNote
+	stored, repairStored, err := checkStored(ctx, cfg, b, opts, &rep.Storage)
+	if err != nil {
+		return nil, fmt.Errorf("doctor: %w", err)
 	}
 	var host []*problem
 	if hasStateDir {
@@ -185,7 +207,7 @@ func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorRepor
 		rep.Problems = append(rep.Problems, fromStored(p))
 	}
 	if fix {
-		repair(ctx, cfg.StateDir, opts, rep)
+		repair(ctx, cfg.StateDir, repairStored, rep)
 	}
 	for _, p := range rep.Problems {
 		if p.Fixed {
@@ -197,17 +219,42 @@ func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorRepor
 	return rep, nil
 }
 
+// checkStored runs the stored-state checks of cfg's backend (b, open when
+// it answers): the files backend's read the state directory, another
+// backend checks itself (storeChecker). It returns what it found and how
+// to repair it (nil when nothing ran).
+func checkStored(ctx context.Context, cfg *configs.Config, b sessions.Backend, opts sessions.CheckOptions,
+	st *storageReport) ([]sessions.Problem, func(context.Context, []sessions.Problem) []error, error) {
+	if usesFiles(cfg) {
+		ps, err := sessions.Check(ctx, cfg.StateDir, opts)
+		st.StoredChecks = err == nil
+		return ps, func(ctx context.Context, ps []sessions.Problem) []error {
+			return sessions.Repair(ctx, cfg.StateDir, ps, opts)
+		}, err
+	}
+	sc, ok := b.(storeChecker)
+	if !ok {
+		st.Note = unreachableNote
+		return nil, nil, nil
+	}
+	ps, err := sc.Check(ctx, opts)
+	st.StoredChecks = err == nil
+	return ps, func(ctx context.Context, ps []sessions.Problem) []error { return sc.Repair(ctx, ps, opts) }, err
+}
+
 func afterHost(code string) bool {
-	return code == kindJournalDamage || code == kindJournalStuck || code == kindBadLine
+	return code == kindJournalDamage || code == kindJournalStuck || code == kindBadLine || code == kindUnknownAgent
 }
 
 func fromStored(p sessions.Problem) *problem {
 	return &problem{Kind: p.Code, Path: p.Path, Detail: p.Message, Fix: p.Fix, stored: &p}
 }
 
-// repair fixes what can be fixed: the stored state in one sessions.Repair
-// (one store lock per change, one passive Manager), then the host.
-func repair(ctx context.Context, stateDir string, opts sessions.CheckOptions, rep *doctorReport) {
+// repair fixes what can be fixed: the stored state in one call of the
+// backend's repair (files: one store lock per change, one passive
+// Manager; postgres: refused while a daemon uses the database, which
+// FixRefused then says), then the host.
+func repair(ctx context.Context, stateDir string, repairStored func(context.Context, []sessions.Problem) []error, rep *doctorReport) {
 	var batch []sessions.Problem
 	var owners []*problem
 	for _, p := range rep.Problems {
@@ -216,8 +263,12 @@ func repair(ctx context.Context, stateDir string, opts sessions.CheckOptions, re
 			owners = append(owners, p)
 		}
 	}
-	if len(batch) > 0 {
-		for i, err := range sessions.Repair(ctx, stateDir, batch, opts) {
+	if len(batch) > 0 && repairStored != nil {
+		for i, err := range repairStored(ctx, batch) {
+			if errors.Is(err, pgstore.ErrInUse) {
+				rep.Storage.FixRefused = oneLine(err.Error())
+				continue
+			}
 			settle(owners[i], err)
 		}
 	}

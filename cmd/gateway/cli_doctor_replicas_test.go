@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 )
@@ -72,7 +74,15 @@ func TestDoctorListsReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A message accepted two hours ago by a replica that died: nobody
-	// works on it.
+	// works on it. Its agent has a session (one without any would be a
+	// problem of its own: delivery-unknown-agent).
+	mk, err := routing.MainKey("main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.DB().Store("main", nil).Begin(ctx, mk, sessions.Origin{Channel: "web"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, `INSERT INTO delivery_records (id, seq, agent_id, session_key, accepted_at, owner, lease_until)
 		VALUES ('r1', nextval('delivery_seq'), 'main', 'agent:main:main', now() - interval '2 hours', 'dead-owner', now() - interval '2 hours')`); err != nil {
 		t.Fatal(err)

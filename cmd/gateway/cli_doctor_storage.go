@@ -19,10 +19,21 @@ const kindStorage = "storage-unreachable"
 // storageProbeTimeout bounds opening the backend and its status probe.
 const storageProbeTimeout = 20 * time.Second
 
-// storedChecksNote says why a postgres backend's report has no
-// stored-state findings.
-const storedChecksNote = "the stored-state checks (sessions.json, transcripts, ingress journal, lock files) apply to the files backend only; " +
-	"with postgres only the backend's connectivity and the state directory's permissions and free space are checked"
+// unreachableNote says why a report has no stored-state findings.
+const unreachableNote = "the stored-state checks (entries, transcripts, delivery, schema) did not run: the backend did not answer; " +
+	"only the state directory's permissions and free space were checked"
+
+// storeChecker is a backend that checks and repairs its own stored state
+// (postgres: pgstore's Check and Repair). The files backend's checks read
+// the state directory instead (sessions.Check and sessions.Repair).
+type storeChecker interface {
+	Check(ctx context.Context, opts sessions.CheckOptions) ([]sessions.Problem, error)
+	// Repair refuses while a daemon uses the backend: each error then
+	// wraps pgstore.ErrInUse.
+	Repair(ctx context.Context, problems []sessions.Problem, opts sessions.CheckOptions) []error
+}
+
+var _ storeChecker = (*pgstore.Backend)(nil)
 
 // storageReport is the storage section of the doctor's report: the
 // configured backend as its Status reports it.
@@ -30,9 +41,12 @@ type storageReport struct {
 	sessions.BackendStatus
 	// Reachable says the backend opened and answered.
 	Reachable bool `json:"reachable"`
-	// StoredChecks says the stored-state checks ran (files backend only).
+	// StoredChecks says the stored-state checks ran.
 	StoredChecks bool   `json:"storedChecks"`
 	Note         string `json:"note,omitempty"`
+	// FixRefused says why --fix changed nothing in the backend (a daemon
+	// uses the database): the checks ran read-only.
+	FixRefused string `json:"fixRefused,omitempty"`
 	// Replicas and Leases are the daemons sharing a postgres database and
 	// the leases held now (cli_doctor_replicas.go).
 	Replicas []pgstore.Replica `json:"replicas,omitempty"`
@@ -51,8 +65,10 @@ func usesFiles(cfg *configs.Config) bool {
 
 // checkStorage opens the configured backend passively (beside a running
 // daemon) and reports its kind, location, schema version and whether it
-// answers.
-func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
+// answers. When another backend than files answers it returns it open,
+// for its stored-state checks (the caller closes it); the files checks
+// read the state directory themselves, with no Manager open beside theirs.
+func checkStorage(ctx context.Context, cfg *configs.Config) (storageReport, sessions.Backend) {
 	ctx, cancel := context.WithTimeout(ctx, storageProbeTimeout)
 	defer cancel()
 	b, err := openSessions(ctx, cfg)
@@ -62,16 +78,19 @@ func checkStorage(ctx context.Context, cfg *configs.Config) storageReport {
 		if !usesFiles(cfg) {
 			rep.Location = redactURL(cfg.Storage.Postgres.URL)
 		}
-		return rep
+		return rep, nil
 	}
-	defer b.Close()
 	st := b.Status(ctx)
 	st.Err = oneLine(st.Err)
 	rep := storageReport{BackendStatus: st, Reachable: st.Err == ""}
 	if rep.Reachable {
 		rep.addReplicas(ctx, b, cfg.Storage.Postgres.ReplicaID)
 	}
-	return rep
+	if !rep.Reachable || usesFiles(cfg) {
+		_ = b.Close()
+		return rep, nil
+	}
+	return rep, b
 }
 
 // oneLine joins the lines of a driver's error (pgconn lists each address
