@@ -22,9 +22,9 @@ const DaemonLockKey int64 = 0x6761746577617964
 // database.
 var ErrInUse = errors.New("the database is in use by a running gateway")
 
-// ErrMigrating is HoldDaemon's refusal (with errors.Is): a migration
-// holds the database.
-var ErrMigrating = errors.New("a storage migration (gateway storage migrate) holds the database")
+// ErrMigrating is HoldDaemon's refusal (with errors.Is): a maintenance
+// tool holds the database exclusively (LockExclusive).
+var ErrMigrating = errors.New("a maintenance tool holds the database (gateway storage migrate, or gateway doctor --fix): start the daemon when it is done")
 
 // HoldShared takes DaemonLockKey shared, waiting while a migration holds
 // it exclusively, and keeps it until release is called.
