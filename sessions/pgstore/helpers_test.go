@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -51,6 +52,12 @@ func idle() sessions.ResetConfig {
 	return sessions.ResetConfig{Reset: sessions.ResetPolicy{Mode: sessions.ResetIdle, IdleMinutes: &n}}
 }
 
-// TestMain fails the package if a test leaves a goroutine behind (a pool
-// not closed, an Appender not stopped).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs a child role of the multi-process tests when asked
+// (twoproc_test.go), else the tests, failing the package if one leaves a
+// goroutine behind (a pool not closed, an Appender not stopped).
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
+	goleak.VerifyTestMain(m)
+}
