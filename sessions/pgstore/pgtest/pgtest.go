@@ -5,6 +5,11 @@
 //
 // Concurrency: NewDatabase may be called from parallel tests; each call
 // creates a database with a random name and drops it at cleanup.
+//
+// A test that must stop and start a server (a real restart, not the
+// connection cut the outage tests make on the shared server) runs one of
+// its own with StartServer: a fresh cluster on a Unix socket in a
+// temporary directory, run as the postgres user when the tests run as root.
 package pgtest
 
 import (
