@@ -297,8 +297,9 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		m.Duplicates.WithLabelValues(in.Channel).Inc()
 		return channels.ErrRejected
 	}
-	d.accepted(w.RecordID)
-	d.admit(ctx, w)
+	if d.accepted(w.RecordID) {
+		d.admit(ctx, w)
+	}
 	return nil
 }
 

@@ -41,9 +41,13 @@ func (d *Dispatcher) runItems(ctx context.Context, b lanes.Batch) {
 			pending, b.Dropped = nil, nil
 		}
 	}
+	seen := map[string]bool{}
 	for _, it := range b.Items {
 		w, ok := it.Payload.(*work)
 		if !ok {
+			continue
+		}
+		if w.Reply == nil && d.queuedTwice(w, seen) {
 			continue
 		}
 		if w.Reply != nil {
@@ -59,6 +63,35 @@ func (d *Dispatcher) runItems(ctx context.Context, b lanes.Batch) {
 		pending = append(pending, expand(w)...)
 	}
 	flush()
+}
+
+// queuedTwice reports whether w's records all came earlier in this batch
+// (seen holds the batch's record ids so far): a record queued twice in one
+// process must reach the model and the transcript once. No path is known
+// to do it (the failed-write resolver and a redelivery are kept apart in
+// unsure.go); this keeps a slip there from becoming a repeated input. A
+// joined burst that repeats only some of its parts is kept whole.
+func (d *Dispatcher) queuedTwice(w *work, seen map[string]bool) bool {
+	parts := expand(w)
+	dup := 0
+	for _, p := range parts {
+		if p.RecordID != "" && seen[p.RecordID] {
+			dup++
+		}
+	}
+	if dup > 0 {
+		d.log.Warn("a message was queued twice in one batch", zap.String("session_key", w.Key.String()),
+			zap.String("record_id", w.RecordID), zap.Bool("dropped", dup == len(parts)))
+	}
+	if dup > 0 && dup == len(parts) {
+		return true
+	}
+	for _, p := range parts {
+		if p.RecordID != "" {
+			seen[p.RecordID] = true
+		}
+	}
+	return false
 }
 
 // inputText is what the model sees for one message: in groups the sender's

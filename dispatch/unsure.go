@@ -18,7 +18,11 @@ import (
 // it. unsure keeps such work and asks the journal (sessions.AcceptProbe)
 // until it knows: stored and this process's, the work runs as if accepted;
 // not stored, it is forgotten (the redelivery brings it). A redelivery
-// that this process accepts settles it first, so it never runs twice.
+// that this process accepts settles it first, so it never runs twice; and
+// when the journal's "stored" comes from that redelivery's own write (the
+// failed write had stored nothing, the redelivery's commit is seen before
+// its accept returns), the resolver's run counts for it: accepted reports
+// that, and the redelivery is not queued a second time.
 
 // unsureEvery spaces the questions; unsureGiveUp bounds them while the
 // journal does not answer; unsureSettled is how long after the failure
@@ -31,8 +35,9 @@ var (
 
 // unsureSet is the work whose journal write failed, by record id.
 type unsureSet struct {
-	mu sync.Mutex
-	m  map[string]*work
+	mu  sync.Mutex
+	m   map[string]*work
+	ran map[string]time.Time // ids the resolver ran, until a redelivery's accept settles them
 }
 
 // put keeps w, reporting whether it was not kept already.
@@ -59,6 +64,44 @@ func (u *unsureSet) take(id string) *work {
 	return w
 }
 
+// takeToRun is take for the resolver about to run the work: it remembers
+// that id runs, so a redelivery of it accepted meanwhile is not queued
+// again (settle). Marks older than unsureGiveUp are dropped here: a
+// redelivery that came as a duplicate never settles its mark.
+func (u *unsureSet) takeToRun(id string, now time.Time) *work {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	w := u.m[id]
+	if w == nil {
+		return nil
+	}
+	delete(u.m, id)
+	if u.ran == nil {
+		u.ran = map[string]time.Time{}
+	}
+	for k, at := range u.ran {
+		if now.Sub(at) > unsureGiveUp {
+			delete(u.ran, k)
+		}
+	}
+	u.ran[id] = now
+	return w
+}
+
+// settle ends id's uncertainty for an accept that stored it and reports
+// whether that accept's work should be queued: false when the resolver
+// already runs it.
+func (u *unsureSet) settle(id string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.m, id)
+	if _, ran := u.ran[id]; ran {
+		delete(u.ran, id)
+		return false
+	}
+	return true
+}
+
 // acceptFailed keeps w, whose journal write failed with err, to run it if
 // the record turns out stored after all.
 func (d *Dispatcher) acceptFailed(w *work, err error) {
@@ -72,8 +115,10 @@ func (d *Dispatcher) acceptFailed(w *work, err error) {
 }
 
 // accepted settles a record that a redelivery stored: it is not run again
-// by resolveUnsure.
-func (d *Dispatcher) accepted(id string) { d.unsure.take(id) }
+// by resolveUnsure. It reports whether the redelivery's work should be
+// queued: false when resolveUnsure already queued the failed write's work
+// for the same record (the journal's "stored" it saw was this accept's).
+func (d *Dispatcher) accepted(id string) bool { return d.unsure.settle(id) }
 
 // resolveUnsure asks probe about id until it knows whether the failed
 // write stored it, then runs the work or forgets it.
@@ -96,7 +141,7 @@ func (d *Dispatcher) resolveUnsure(probe sessions.AcceptProbe, id string) {
 		cancel()
 		switch {
 		case err == nil && stored:
-			if w := d.unsure.take(id); w != nil {
+			if w := d.unsure.takeToRun(id, time.Now()); w != nil {
 				log.Info("a message whose journal write failed was stored after all; running it")
 				d.opts.Metrics.UnsureStored.Inc()
 				d.admit(d.life, w)

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -34,6 +38,10 @@ type unsureJournal struct {
 	store  bool            // a failed accept stored the record first
 	probes int
 	stored map[string]bool // ids stored by failed accepts, until done
+	// slow names texts whose (successful) accept is seen as stored by the
+	// probe before it returns: the accept waits for a probe that saw it.
+	slow map[string]bool
+	seen chan struct{} // closed by the first probe that sees a slow record
 }
 
 func (j *unsureJournal) Accept(ctx context.Context, rec sessions.Record) (bool, error) {
@@ -51,7 +59,25 @@ func (j *unsureJournal) Accept(ctx context.Context, rec sessions.Record) (bool, 
 	store := j.store
 	j.mu.Unlock()
 	if failing == "" {
-		return j.Delivery.Accept(ctx, rec)
+		slow := false
+		j.mu.Lock()
+		for t := range j.slow {
+			if containsText(text, t) {
+				slow = true
+			}
+		}
+		j.mu.Unlock()
+		dup, err := j.Delivery.Accept(ctx, rec)
+		if slow && err == nil && !dup {
+			j.mu.Lock()
+			j.stored[rec.ID] = true
+			j.mu.Unlock()
+			select { // committed, not yet answered: the resolver asks meanwhile
+			case <-j.seen:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		return dup, err
 	}
 	if store {
 		if _, err := j.Delivery.Accept(ctx, rec); err != nil {
@@ -78,6 +104,13 @@ func (j *unsureJournal) Stored(_ context.Context, id string) (bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.probes++
+	if j.stored[id] && j.seen != nil {
+		select {
+		case <-j.seen:
+		default:
+			close(j.seen)
+		}
+	}
 	return j.stored[id], nil
 }
 
@@ -157,5 +190,49 @@ func TestAcceptFailedNotStoredRunsTheRedelivery(t *testing.T) {
 	}
 	if n := h.d.unsure.size(); n != 0 {
 		t.Errorf("%d failed writes still kept", n)
+	}
+}
+
+// TestRedeliveryStoredWhileProbedRunsOnce: the failed write stored
+// nothing; the redelivery's write does, and the journal's "stored" reaches
+// the resolver before that accept returns. The resolver runs the failed
+// write's work, and the redelivery is not queued beside it: while a turn
+// of the session runs, both would wait in its lane and be merged into one
+// input (the multi-replica test saw "[c6 n53 n53 ...]" reach the model
+// after a database outage). The model gets the message once.
+func TestRedeliveryStoredWhileProbedRunsOnce(t *testing.T) {
+	fastUnsure(t)
+	j := &unsureJournal{fail: map[string]bool{"raced": true}, stored: map[string]bool{},
+		slow: map[string]bool{"raced": true}, seen: make(chan struct{})}
+	block := make(chan struct{})
+	m := &model{block: block, started: make(chan struct{}, 4)}
+	core, logs := observer.New(zap.WarnLevel)
+	h := newHarness(t, "", m, withQueue(QueueConfig{Mode: lanes.Collect, Cap: 20, Drop: lanes.DropSummarize}), func(h *harness) {
+		h.wrap = func(b sessions.Backend) sessions.Backend { return &unsureBackend{Backend: b, j: j} }
+		h.disp = func(o *Options) { o.Logger = zap.New(core) }
+	})
+	h.handle(in("tg", "c1", "busy"))
+	<-m.started // the session's turn runs: what comes now waits in its lane
+	msg := in("tg", "c1", "raced")
+	if err := h.d.Handle(h.ctx, msg); !errors.Is(err, sessions.ErrStorage) {
+		t.Fatalf("Handle = %v, want the storage failure", err)
+	}
+	if err := h.d.Handle(h.ctx, msg); err != nil {
+		t.Fatalf("the redelivery: %v, want it accepted", err)
+	}
+	eventually(t, "the resolver to run the stored message", func() bool { return h.d.unsure.size() == 0 })
+	close(block)
+	eventually(t, "both messages answered", func() bool { return len(h.tg.texts()) >= 2 })
+	h.drained()
+	time.Sleep(3 * unsureSettled)
+	reqs := m.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model ran %d times, want 2 (busy, then raced)", len(reqs))
+	}
+	if got := lastUserTexts(reqs[1].Messages); fmt.Sprint(got) != "[raced]" {
+		t.Errorf("the model's new input %q, want the message once", got)
+	}
+	if n := logs.FilterMessage("a message was queued twice in one batch").Len(); n != 0 {
+		t.Errorf("the message was queued twice (%d warnings): the batch's safety net caught what unsure.go should prevent", n)
 	}
 }
