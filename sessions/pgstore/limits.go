@@ -1,8 +1,10 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,6 +16,12 @@ import (
 // adds to each row and returns the totals, so replicas sharing the
 // database never lose one another's charges.
 type limitStore struct{ db *DB }
+
+// compareLimitKeys orders counters by scope, subject, period and window.
+func compareLimitKeys(a, b sessions.LimitKey) int {
+	return cmp.Or(cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Subject, b.Subject),
+		cmp.Compare(a.Period, b.Period), cmp.Compare(a.Start, b.Start))
+}
 
 // Limits returns the budget counters stored in the database.
 func (db *DB) Limits() sessions.LimitCounters { return limitStore{db} }
@@ -28,6 +36,10 @@ func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) 
 	if len(merged) == 0 {
 		return out, nil
 	}
+	// Rows are locked in one order by every replica (key order, kept by
+	// WITH ORDINALITY): two batches over the same counters in different
+	// orders deadlocked (40P01) in the shared-budget test.
+	slices.SortFunc(merged, func(a, b sessions.LimitDelta) int { return compareLimitKeys(a.Key, b.Key) })
 	n := len(merged)
 	scopes, subjects, periods := make([]string, n), make([]string, n), make([]string, n)
 	starts, ends, tokens, costs := make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n)
@@ -39,7 +51,8 @@ func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) 
 			(scope, subject, period, window_start, window_end, tokens, cost_usd, updated_at)
 		SELECT s, j, p, st, en, tk, co, $8
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[])
-			AS u(s, j, p, st, en, tk, co)
+			WITH ORDINALITY AS u(s, j, p, st, en, tk, co, ord)
+		ORDER BY ord
 		ON CONFLICT (scope, subject, period, window_start) DO UPDATE
 			SET tokens = c.tokens + excluded.tokens, cost_usd = c.cost_usd + excluded.cost_usd,
 				updated_at = excluded.updated_at
