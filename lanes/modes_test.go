@@ -195,16 +195,21 @@ func TestInterrupt(t *testing.T) {
 		r := newRecorder()
 		q := New(Options{Run: r.run, OnDrop: r.onDrop, Settings: fixed(Settings{Mode: Interrupt})})
 		var seen error
+		// a's run returns only once c is queued too: else the lane may
+		// start b between the two enqueues (b then ran, not dropped).
+		release := make(chan struct{})
 		r.hook = func(ctx context.Context, b Batch) {
 			if b.Items[0].ID == "a" {
 				<-ctx.Done() // a model call observing cancellation
 				seen = ctx.Err()
+				<-release
 			}
 		}
 		mustEnqueue(t, q, "k", item("a", ""))
 		synctest.Wait()
 		mustEnqueue(t, q, "k", item("b", ""))
 		mustEnqueue(t, q, "k", item("c", ""))
+		close(release)
 		synctest.Wait()
 		if !errors.Is(seen, context.Canceled) {
 			t.Errorf("interrupted run saw ctx error %v, want context.Canceled", seen)
