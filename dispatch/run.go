@@ -41,13 +41,16 @@ func (d *Dispatcher) runItems(ctx context.Context, b lanes.Batch) {
 			pending, b.Dropped = nil, nil
 		}
 	}
-	seen := map[string]bool{}
+	var seen map[string]bool // record ids so far; only a batch of several can repeat one
+	if len(b.Items) > 1 {
+		seen = make(map[string]bool, len(b.Items))
+	}
 	for _, it := range b.Items {
 		w, ok := it.Payload.(*work)
 		if !ok {
 			continue
 		}
-		if w.Reply == nil && d.queuedTwice(w, seen) {
+		if seen != nil && w.Reply == nil && d.queuedTwice(w, seen) {
 			continue
 		}
 		if w.Reply != nil {

@@ -74,11 +74,23 @@ func applicationCommands(cmds []channels.Command) []*discordgo.ApplicationComman
 // form it knows (a guild, channel or thread key, "*", enabled/allow,
 // groupPolicy) counts as it does for messages.
 func (a *Adapter) slashGuild(g *discordgo.Guild) bool {
-	if a.cfg.slashMode() != SlashGuild || g == nil || g.Unavailable {
-		return false
-	}
+	return a.slashGuildBy(a.slashPolicy(), g)
+}
+
+// slashPolicy compiles the access configuration slash registrations follow
+// (nil when it does not compile: no guild is admitted).
+func (a *Adapter) slashPolicy() *access.Policy {
 	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: a.id}: a.accessConfig()}, access.Options{})
 	if err != nil {
+		return nil
+	}
+	return pol
+}
+
+// slashGuildBy is slashGuild under an already compiled policy, so a pass
+// over every guild compiles the configuration once.
+func (a *Adapter) slashGuildBy(pol *access.Policy, g *discordgo.Guild) bool {
+	if a.cfg.slashMode() != SlashGuild || pol == nil || g == nil || g.Unavailable {
 		return false
 	}
 	admits := func(chat, thread string) bool {
@@ -147,12 +159,13 @@ func (a *Adapter) slashGuildNow(id string) bool {
 // whether it is admitted under the configuration in force. The state's lock
 // is held while its guilds are read: discordgo updates them in place.
 func (a *Adapter) slashGuildsNow() map[string]bool {
+	pol := a.slashPolicy()
 	a.s.State.RLock()
 	defer a.s.State.RUnlock()
 	out := make(map[string]bool, len(a.s.State.Guilds))
 	for _, g := range a.s.State.Guilds {
 		if g != nil && !g.Unavailable {
-			out[g.ID] = a.slashGuild(g)
+			out[g.ID] = a.slashGuildBy(pol, g)
 		}
 	}
 	return out

@@ -57,11 +57,7 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	reps, hooks := startReplicas(t, tg, model, url)
 	waitFor(t, 20*time.Second, "the webhook registered", func() bool { _, ok := tg.Webhook(); return ok })
 
-	ctx, cancel := context.WithCancel(context.Background())
-	bal := telegramtest.NewBalancer(tg, hooks, telegramtest.BalancerOptions{Timeout: 2 * time.Second, FailFor: 2 * time.Second})
-	balDone := make(chan struct{})
-	go func() { defer close(balDone); _ = bal.Run(ctx) }()
-	defer func() { cancel(); <-balDone }()
+	bal, stopBal := runBalancer(t, tg, hooks, telegramtest.BalancerOptions{Timeout: 2 * time.Second, FailFor: 2 * time.Second})
 
 	tr := startReplicaTraffic(tg)
 	faults, faultAt := runReplicaFaults(t, reps, url, tr.begin)
@@ -74,21 +70,14 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	}
 	t.Logf("%s: traffic stopped, %d messages", since(tr.begin), total)
 
-	var rep replyReport
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if rep = checkReplies(tg, sentPer, queuedAt, faults); len(rep.lost) == 0 {
-			break
-		}
-	}
-	time.Sleep(time.Second) // late duplicates
+	rep := awaitReplies(tg, sentPer, queuedAt, faults)
 	logStuck(t, url, reps, rep.lost)
 	for _, r := range reps {
 		if !r.waitReady(5 * time.Second) {
 			t.Errorf("%s not ready at the end of the run", r.tag)
 		}
 	}
-	cancel()
-	<-balDone
+	stopBal()
 	stats := bal.Stats()
 	rep = checkReplies(tg, sentPer, queuedAt, faults)
 
@@ -121,6 +110,33 @@ func TestReplicasWebhookFailover(t *testing.T) {
 	n, bad := checkReplicaTranscripts(t, reps[2].cfgPath(), sentPer)
 	problems(t, "transcript problems", inWindow(t, "transcript problems", bad, window))
 	t.Logf("%d transcripts checked; the run took %s", n, since(tr.begin))
+}
+
+// runBalancer posts tg's updates to hooks round-robin until stop is
+// called (or the test ends); stop waits for it to end.
+func runBalancer(t *testing.T, tg *telegramtest.Server, hooks []string, opts telegramtest.BalancerOptions) (bal *telegramtest.Balancer, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	bal = telegramtest.NewBalancer(tg, hooks, opts)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = bal.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return bal, stop
+}
+
+// awaitReplies checks the fake's record until no input is unanswered (60 s
+// at most), then a second more for late duplicates, and returns the last
+// check.
+func awaitReplies(tg *telegramtest.Server, sentPer []int, queuedAt map[string]time.Time, f replicaFaults) replyReport {
+	var rep replyReport
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if rep = checkReplies(tg, sentPer, queuedAt, f); len(rep.lost) == 0 {
+			break
+		}
+	}
+	time.Sleep(time.Second) // late duplicates
+	return rep
 }
 
 // startReplicas starts the three replicas and returns them with their

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -57,11 +56,7 @@ func TestReplicasSurviveServerRestart(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "the webhook registered", func() bool { _, ok := tg.Webhook(); return ok })
 
-	ctx, cancel := context.WithCancel(context.Background())
-	bal := telegramtest.NewBalancer(tg, hooks, telegramtest.BalancerOptions{Timeout: 2 * time.Second, FailFor: time.Second})
-	balDone := make(chan struct{})
-	go func() { defer close(balDone); _ = bal.Run(ctx) }()
-	defer func() { cancel(); <-balDone }()
+	bal, stopBal := runBalancer(t, tg, hooks, telegramtest.BalancerOptions{Timeout: 2 * time.Second, FailFor: time.Second})
 
 	tr := startReplicaTraffic(tg)
 	time.Sleep(time.Until(tr.begin.Add(restartStopAt)))
@@ -84,16 +79,9 @@ func TestReplicasSurviveServerRestart(t *testing.T) {
 	}
 
 	none := replicaFaults{killed: map[string]bool{}}
-	var rep replyReport
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if rep = checkReplies(tg, sentPer, queuedAt, none); len(rep.lost) == 0 {
-			break
-		}
-	}
-	time.Sleep(time.Second) // late duplicates
+	rep := awaitReplies(tg, sentPer, queuedAt, none)
 	logStuck(t, url, reps, rep.lost)
-	cancel()
-	<-balDone
+	stopBal()
 	stats := bal.Stats()
 	rep = checkReplies(tg, sentPer, queuedAt, none)
 	for i, r := range reps {

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	oexec "os/exec"
 	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,33 +103,19 @@ func (s *Server) ctl(args ...string) error {
 	return nil
 }
 
-// run runs a server binary, as the postgres user when the tests run as
-// root.
+// run runs a server binary (bounded to 2 minutes), as the postgres user
+// when the tests run as root.
 func (s *Server) run(name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	path := filepath.Join(s.bin, name)
-	var cmd *oexec.Cmd
+	cmd := oexec.CommandContext(ctx, path, args...)
 	if s.runAs != "" {
-		cmd = oexec.Command("runuser", append([]string{"-u", s.runAs, "--", path}, args...)...)
-	} else {
-		cmd = oexec.Command(path, args...)
+		cmd = oexec.CommandContext(ctx, "runuser", append([]string{"-u", s.runAs, "--", path}, args...)...)
 	}
 	cmd.Dir = s.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8")
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() {
-		defer close(done)
-		out, err = cmd.CombinedOutput()
-	}()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-		return out, fmt.Errorf("%s: still running after 2 minutes", name)
-	}
-	return out, err
+	return cmd.CombinedOutput()
 }
 
 // serverBin finds the directory of initdb and pg_ctl.
@@ -152,6 +138,3 @@ func randInt(n int) int {
 	_, _ = rand.Read(b[:])
 	return int(binary.LittleEndian.Uint64(b[:]) % uint64(n))
 }
-
-// String describes the server for logs.
-func (s *Server) String() string { return "postgres at " + s.dir + " port " + strconv.Itoa(s.port) }
