@@ -79,10 +79,13 @@ type permView struct {
 func (a *Adapter) channelPermissions(ctx context.Context, guildID, channelID, userID string) (int64, error) {
 	opt := discordgo.WithContext(ctx)
 	var v permView
-	ch := a.channel(ctx, channelID) // a copy (state or REST; the library replaces, never edits, overwrites)
-	if ch == nil {
-		return 0, fmt.Errorf("channel %s: lookup failed (logged)", channelID)
+	ch, err := a.s.State.Channel(channelID)
+	if err != nil {
+		if ch, err = a.s.Channel(channelID, opt); err != nil {
+			return 0, err
+		}
 	}
+	a.s.State.RLock()
 	parent, chGuild := "", ch.GuildID
 	if ch.IsThread() {
 		parent = ch.ParentID
@@ -90,6 +93,7 @@ func (a *Adapter) channelPermissions(ctx context.Context, guildID, channelID, us
 	for _, o := range ch.PermissionOverwrites {
 		v.overwrites = append(v.overwrites, *o)
 	}
+	a.s.State.RUnlock()
 	switch {
 	case parent != "":
 		return a.channelPermissions(ctx, guildID, parent, userID)
