@@ -3,7 +3,7 @@ package gatewayd
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 
@@ -13,8 +13,6 @@ import (
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/discord"
-	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
@@ -23,15 +21,42 @@ import (
 )
 
 // assemble builds the runner, the dispatcher with the hot-reloadable
-// runtime, the channel adapters and the HTTP API over the open state.
+// runtime, the channel adapters (one per account of each row of the channel
+// table) and the HTTP API over the open state.
 func (d *Daemon) assemble(cfg *configs.Config) error {
+	runner, err := d.buildRunner(cfg)
+	if err != nil {
+		return err
+	}
+	names := slices.Sorted(maps.Keys(cfg.Providers))
+	if err := d.buildDispatcher(cfg, runner, names); err != nil {
+		return err
+	}
+	if err := d.buildAdapters(cfg); err != nil {
+		return err
+	}
+	var chat api.ChatHandler // an interface: never a nil *web.Adapter in it
+	for _, a := range d.adapters {
+		d.disp.Register(a)
+		if h, ok := a.(api.ChatHandler); ok {
+			chat = h
+		}
+	}
+	d.buildAPI(cfg, runner, chat, names)
+	return nil
+}
+
+// buildRunner builds the providers, the MCP servers' manager and the agent
+// runner. The runner dispatches (subagents, the message tool) through the
+// dispatcher built after it.
+func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 	providers, err := agents.NewProviders(cfg.Providers, d.log.Named("providers"))
 	if err != nil {
-		return fmt.Errorf("gateway: providers: %w", err)
+		return nil, fmt.Errorf("gateway: providers: %w", err)
 	}
 	d.mcp = mcp.New(mcp.Options{Logger: d.log.Named("mcp")})
 	if err := d.mcp.Register(d.reg); err != nil {
-		return fmt.Errorf("gateway: %w", err)
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	d.mcp.Apply(cfg.MCP)
 	runner, err := agents.NewRunner(agents.Options{
@@ -48,24 +73,25 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("gateway: agents: %w", err)
+		return nil, fmt.Errorf("gateway: agents: %w", err)
 	}
+	return runner, nil
+}
+
+// buildDispatcher builds the hot-reloadable runtime (access policy
+// included), the limiter and the dispatcher with its lanes.
+func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, providers []string) error {
 	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		return err
 	}
 	d.policy.Store(policy)
-	names := make([]string, 0, len(cfg.Providers))
-	for n := range cfg.Providers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	if err := d.buildLimits(cfg); err != nil {
 		return err
 	}
 	disp, err := dispatch.New(dispatch.Options{
 		Limits:   d.limits,
-		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: names,
+		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
 		Metrics:     dispatch.NewMetrics(d.reg),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		Caps: map[lanes.Class]int{
@@ -77,25 +103,11 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 		return fmt.Errorf("gateway: dispatcher: %w", err)
 	}
 	d.disp = disp
-
-	var chat api.ChatHandler // an interface: never a nil *web.Adapter in it
-	if cfg.HTTP.Web {
-		webAdapter := web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer})
-		d.adapters = append(d.adapters, webAdapter)
-		chat = webAdapter
-	}
-	if err := d.buildAdapters(cfg); err != nil {
-		return err
-	}
-	for _, a := range d.adapters {
-		disp.Register(a)
-	}
-	d.buildAPI(cfg, runner, chat, names)
 	return nil
 }
 
-// buildAPI builds the HTTP API, its metrics and the Telegram webhooks that
-// share its listener.
+// buildAPI builds the HTTP API, its metrics and the adapters' webhooks that
+// share its listener (channelRow.webhook: Telegram's).
 func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.ChatHandler, providers []string) {
 	agentIDs := make([]string, 0, len(cfg.Agents.List))
 	for _, a := range cfg.Agents.List {
@@ -112,9 +124,13 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))
 	for _, a := range d.adapters {
-		if tg, ok := a.(*telegram.Adapter); ok && tg.Config().Mode == telegram.ModeWebhook && tg.Config().Webhook.Listen == "" {
-			server.Mount(tg.WebhookPath(), tg.WebhookHandler())
-			d.log.Info("telegram webhook mounted", zap.String("account_id", tg.AccountID()), zap.String("path", tg.WebhookPath()))
+		ch := channelOf(a.Name())
+		if ch == nil || ch.webhook == nil {
+			continue
+		}
+		if path, h, ok := ch.webhook(a); ok {
+			server.Mount(path, h)
+			d.log.Info(ch.name+" webhook mounted", zap.String("account_id", a.AccountID()), zap.String("path", path))
 		}
 	}
 	d.mu.Lock()
@@ -137,34 +153,6 @@ func (d *Daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
 		return "", false
 	}
 	return k.Peer, true
-}
-
-func (d *Daemon) buildAdapters(cfg *configs.Config) error {
-	for name, acct := range cfg.Channels.Telegram.Accounts {
-		a, err := telegram.New(name, acct, telegram.Options{
-			Logger:      d.log.Named("telegram"),
-			HTTPClient:  d.opts.HTTPClient,
-			OffsetStore: newTelegramCursors(d.backend.Cursors(), filepath.Join(cfg.StateDir, "telegram"), d.log.Named("telegram")),
-			MentionRequired: func(in channels.Inbound) bool {
-				return d.dropUnmentioned(in)
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("gateway: channels.telegram.accounts.%s: %w", name, err)
-		}
-		d.adapters = append(d.adapters, a)
-	}
-	for name, acct := range cfg.Channels.Discord.Accounts {
-		a, err := discord.New(name, acct, discord.Options{Logger: d.log.Named("discord"), HTTPClient: d.opts.HTTPClient,
-			// Mention gating follows the hot-reloaded access policy.
-			MentionRequired: d.dropUnmentioned,
-			Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) }})
-		if err != nil {
-			return fmt.Errorf("gateway: channels.discord.accounts.%s: %w", name, err)
-		}
-		d.adapters = append(d.adapters, a)
-	}
-	return nil
 }
 
 // dropUnmentioned is the adapters' early filter: an unmentioned group

@@ -8,6 +8,13 @@
 // dispatcher with its lanes, the access policy, the channel adapters and
 // the HTTP API, serves until its context ends and shuts down gracefully.
 //
+// What the daemon knows about each channel (web, telegram, discord) is one
+// row of the channel table (channeltable.go): its accounts in the config,
+// how an account's adapter is built, the account's access rules and media
+// cap, what hot reload applies and what needs a restart, the leader role
+// and the webhook an adapter needs. Assembly, the runtime, reload and the
+// leader roles read the rows; adding a channel is adding a row.
+//
 // On a backend several replicas share (postgres), Telegram long polling and
 // each Discord gateway connection run only while this replica holds the
 // bot account's leader role (leader.go), and /metrics adds the replica's

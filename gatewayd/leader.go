@@ -8,8 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/discord"
-	"github.com/gateway/gateway/channels/telegram"
 )
 
 // Singletons across replicas (issue 13): on a backend several replicas
@@ -67,19 +65,12 @@ func (d *Daemon) leaderGauge() *prometheus.GaugeVec {
 	return g
 }
 
-// singletonRole is the leader role an adapter needs to run, if any: one
-// Telegram poller per bot (a second one gets 409 Conflict) and one Discord
-// gateway connection per bot (a second one would receive every event
-// twice).
+// singletonRole is the leader role an adapter needs to run, if any, as its
+// channel's row says (channelRow.leaderRole): one Telegram poller per bot,
+// one Discord gateway connection per bot.
 func singletonRole(a channels.Adapter) (string, bool) {
-	switch a := a.(type) {
-	case *telegram.Adapter:
-		if a.Config().Mode == telegram.ModeWebhook {
-			return "", false
-		}
-		return "telegram:" + a.AccountID(), true
-	case *discord.Adapter:
-		return "discord:" + a.AccountID(), true
+	if ch := channelOf(a.Name()); ch != nil && ch.leaderRole != nil {
+		return ch.leaderRole(a)
 	}
 	return "", false
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/discord"
-	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/configs"
 )
 
@@ -138,7 +135,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	}
 	d.disp.SetRuntime(rt)
 	d.policy.Store(policy)
-	d.applyDiscordAccess(old, cfg)
+	d.reloadAdapters(old, cfg)
 	d.mcp.Apply(cfg.MCP) // servers added, removed or changed
 	d.mu.Lock()
 	d.cfg = cfg
@@ -150,23 +147,13 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
 }
 
-// applyDiscordAccess hands each Discord adapter its account's access rules
-// when a reload changed them: they choose the guilds its slash commands are
-// registered in (a guild added gets them now, not at the next start).
-func (d *Daemon) applyDiscordAccess(old, cfg *configs.Config) {
+// reloadAdapters hands each running adapter what its channel applies
+// itself after a reload (channelRow.reload).
+func (d *Daemon) reloadAdapters(old, cfg *configs.Config) {
 	for _, a := range d.adapters {
-		da, ok := a.(*discord.Adapter)
-		if !ok {
-			continue
+		if ch := channelOf(a.Name()); ch != nil && ch.reload != nil {
+			ch.reload(a, old, cfg)
 		}
-		acct, ok := cfg.Channels.Discord.Accounts[da.AccountID()]
-		if !ok {
-			continue // removed: needs a restart (restartOnly says so)
-		}
-		if prev, ok := old.Channels.Discord.Accounts[da.AccountID()]; ok && reflect.DeepEqual(prev.Access(), acct.Access()) {
-			continue
-		}
-		da.SetAccess(acct.Access())
 	}
 }
 
@@ -192,23 +179,14 @@ func restartOnly(a, b *configs.Config) []string {
 	if !reflect.DeepEqual(a.Agents, b.Agents) {
 		out = append(out, "agents")
 	}
-	// Access lists apply at once (the policy); the accounts themselves (a
-	// new bot, a changed token, mode or endpoint) need their adapters
-	// restarted.
-	tg := func(c telegram.Config) telegram.Config {
-		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Groups, c.RequireMention = "", nil, "", nil, nil
-		c.MediaMaxMb = 0                         // the dispatcher's cap (dispatch.Media) is hot
-		c.RoomDefaults = channels.RoomDefaults{} // room settings apply through the policy
-		return c
+	// Access lists, room settings and media caps apply at once (the
+	// policy, dispatch.Media); the accounts themselves (a new bot, a
+	// changed token, mode or endpoint) need their adapters restarted.
+	for _, ch := range channelTable() {
+		if ch.restartOnly != nil {
+			out = append(out, ch.restartOnly(a, b)...)
+		}
 	}
-	out = append(out, changedAccounts("channels.telegram.accounts", a.Channels.Telegram.Accounts, b.Channels.Telegram.Accounts, tg)...)
-	dc := func(c discord.Config) discord.Config {
-		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Guilds, c.RequireMention = "", nil, "", nil, nil
-		c.MediaMaxMb = 0
-		c.RoomDefaults, c.Thread = channels.RoomDefaults{}, discord.ThreadConfig{}
-		return c
-	}
-	out = append(out, changedAccounts("channels.discord.accounts", a.Channels.Discord.Accounts, b.Channels.Discord.Accounts, dc)...)
 	return out
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/routing"
@@ -60,13 +59,13 @@ func openPairingStore(b sessions.Backend, cfg *configs.Config, log *zap.Logger) 
 // accessPolicy builds the access policy of every channel account in cfg.
 func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logger) (*access.Policy, error) {
 	accounts := map[access.Account]access.Config{}
-	for name, a := range cfg.Channels.Telegram.Accounts {
-		accounts[access.Account{Channel: "telegram", AccountID: name}] = a.Access()
-	}
-	for name, a := range cfg.Channels.Discord.Accounts {
-		ac := a.Access()
-		ac.GroupsKey = "guilds"
-		accounts[access.Account{Channel: "discord", AccountID: name}] = ac
+	for _, ch := range channelTable() {
+		if ch.access == nil {
+			continue
+		}
+		for _, id := range ch.accounts(cfg) {
+			accounts[access.Account{Channel: ch.name, AccountID: id}] = ch.access(cfg, id)
+		}
 	}
 	p, err := access.New(accounts, access.Options{Store: store, Logger: log, Owners: cfg.Commands.Owners,
 		PlatformAdmins: cfg.Commands.PlatformAdmins})
@@ -76,14 +75,16 @@ func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logg
 	return p, nil
 }
 
-// accessFunc adapts a policy to the dispatcher. The web channel is reached
-// only through the (token-protected when public) HTTP API: it is allowed.
+// accessFunc adapts a policy to the dispatcher. A channel without access
+// rules in the channel table (web) is reached only through the
+// (token-protected when public) HTTP API: it is allowed.
 // A group sender the policy does not privilege is marked for the platform
 // admin check (commands.platformAdmins), which the dispatcher makes only
 // for a privileged command.
 func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
+	open := openChannels()
 	return func(in channels.Inbound) dispatch.Verdict {
-		if in.Channel == web.Name {
+		if open[in.Channel] {
 			return dispatch.Verdict{Allow: true, Privileged: true}
 		}
 		d := p.Check(in)
@@ -95,11 +96,12 @@ func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 	}
 }
 
-// roomFunc adapts a policy's room settings to the dispatcher. Web chats
-// have no room configuration.
+// roomFunc adapts a policy's room settings to the dispatcher. A channel
+// without access rules (web) has no room configuration.
 func roomFunc(p *access.Policy) func(in channels.Inbound) channels.Room {
+	open := openChannels()
 	return func(in channels.Inbound) channels.Room {
-		if in.Channel == web.Name {
+		if open[in.Channel] {
 			return channels.DefaultRoom(in.Channel)
 		}
 		return p.Room(in)
@@ -113,11 +115,13 @@ const mediaPruneEvery = 10 * time.Minute
 // caps (mediaMaxMb) and the transcriber of media.audio.
 func mediaRuntime(cfg *configs.Config, log *zap.Logger) (dispatch.Media, error) {
 	caps := map[string]int64{}
-	for id, a := range cfg.Channels.Telegram.Accounts {
-		caps["telegram/"+id] = channels.MediaMaxBytes(a.MediaMaxMb)
-	}
-	for id, a := range cfg.Channels.Discord.Accounts {
-		caps["discord/"+id] = channels.MediaMaxBytes(a.MediaMaxMb)
+	for _, ch := range channelTable() {
+		if ch.mediaMaxMb == nil {
+			continue
+		}
+		for _, id := range ch.accounts(cfg) {
+			caps[ch.name+"/"+id] = channels.MediaMaxBytes(ch.mediaMaxMb(cfg, id))
+		}
 	}
 	m := dispatch.Media{
 		MaxBytes:     func(channel, account string) int64 { return caps[channel+"/"+account] },

@@ -1,0 +1,211 @@
+package gatewayd
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord"
+	"github.com/gateway/gateway/channels/telegram"
+	"github.com/gateway/gateway/channels/web"
+	"github.com/gateway/gateway/configs"
+)
+
+// channelRow is what the daemon knows about one channel: its accounts in
+// the config, how an account's adapter is built, the account's access
+// rules and media cap, what a hot reload applies and what it leaves for a
+// restart. assemble, runtime and reload read the rows and know no channel
+// by name; adding a channel is adding a row to channelTable.
+type channelRow struct {
+	// name is the channel's name (channels.Adapter.Name, routing keys).
+	name string
+	// accounts lists the account ids cfg configures for the channel, sorted.
+	accounts func(cfg *configs.Config) []string
+	// build makes one account's adapter.
+	build func(d *Daemon, cfg *configs.Config, account string) (channels.Adapter, error)
+	// access is an account's access rules, from which the access policy is
+	// built. Nil: the channel is reached only through the HTTP API (token
+	// protected when public), every sender is allowed and privileged, and
+	// it has no room settings.
+	access func(cfg *configs.Config, account string) access.Config
+	// mediaMaxMb is an account's download cap setting (hot: the
+	// dispatcher applies it); nil leaves the dispatcher's default.
+	mediaMaxMb func(cfg *configs.Config, account string) int
+	// restartOnly names the accounts added, removed or changed between two
+	// configs beyond what hot reload applies; nil: the channel's settings
+	// live in a section restartOnly compares whole (web: http).
+	restartOnly func(old, cfg *configs.Config) []string
+	// reload hands a running adapter of the channel what it applies
+	// itself after a reload; nil: nothing.
+	reload func(a channels.Adapter, old, cfg *configs.Config)
+	// leaderRole is the leader role an adapter needs to run on a backend
+	// several replicas share; nil or false: none.
+	leaderRole func(a channels.Adapter) (role string, ok bool)
+	// webhook is the handler an adapter serves on the HTTP API's
+	// listener, if any; nil or false: none.
+	webhook func(a channels.Adapter) (path string, h http.Handler, ok bool)
+}
+
+// channelTable is the channel table: one row per channel, in the order
+// their adapters are built and registered.
+func channelTable() []channelRow {
+	return []channelRow{webRow(), telegramRow(), discordRow()}
+}
+
+// channelOf is the row of the channel named name, or nil.
+func channelOf(name string) *channelRow {
+	for _, r := range channelTable() {
+		if r.name == name {
+			return &r
+		}
+	}
+	return nil
+}
+
+// openChannels are the channels without access rules (channelRow.access).
+func openChannels() map[string]bool {
+	open := map[string]bool{}
+	for _, r := range channelTable() {
+		if r.access == nil {
+			open[r.name] = true
+		}
+	}
+	return open
+}
+
+// buildAdapters builds every configured account's adapter, channel by
+// channel in table order.
+func (d *Daemon) buildAdapters(cfg *configs.Config) error {
+	for _, ch := range channelTable() {
+		for _, id := range ch.accounts(cfg) {
+			a, err := ch.build(d, cfg, id)
+			if err != nil {
+				return fmt.Errorf("gateway: channels.%s.accounts.%s: %w", ch.name, id, err)
+			}
+			d.adapters = append(d.adapters, a)
+		}
+	}
+	return nil
+}
+
+// webRow is the web chat: one account, served by the HTTP API when
+// http.web is on.
+func webRow() channelRow {
+	return channelRow{
+		name: web.Name,
+		accounts: func(cfg *configs.Config) []string {
+			if !cfg.HTTP.Web {
+				return nil
+			}
+			return []string{"default"}
+		},
+		build: func(d *Daemon, _ *configs.Config, _ string) (channels.Adapter, error) {
+			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer}), nil
+		},
+	}
+}
+
+// telegramRow is channels.telegram.
+func telegramRow() channelRow {
+	accts := func(cfg *configs.Config) map[string]telegram.Config { return cfg.Channels.Telegram.Accounts }
+	// hot clears what hot reload applies: access lists and room settings
+	// (the policy) and the media cap (dispatch.Media).
+	hot := func(c telegram.Config) telegram.Config {
+		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Groups, c.RequireMention = "", nil, "", nil, nil
+		c.MediaMaxMb = 0
+		c.RoomDefaults = channels.RoomDefaults{}
+		return c
+	}
+	return channelRow{
+		name:     telegram.Name,
+		accounts: func(cfg *configs.Config) []string { return slices.Sorted(maps.Keys(accts(cfg))) },
+		build: func(d *Daemon, cfg *configs.Config, id string) (channels.Adapter, error) {
+			log := d.log.Named("telegram")
+			return telegram.New(id, accts(cfg)[id], telegram.Options{
+				Logger:          log,
+				HTTPClient:      d.opts.HTTPClient,
+				OffsetStore:     newTelegramCursors(d.backend.Cursors(), filepath.Join(cfg.StateDir, "telegram"), log),
+				MentionRequired: d.dropUnmentioned,
+			})
+		},
+		access:     func(cfg *configs.Config, id string) access.Config { return accts(cfg)[id].Access() },
+		mediaMaxMb: func(cfg *configs.Config, id string) int { return accts(cfg)[id].MediaMaxMb },
+		restartOnly: func(old, cfg *configs.Config) []string {
+			return changedAccounts("channels.telegram.accounts", accts(old), accts(cfg), hot)
+		},
+		// One poller per bot: a second one gets 409 Conflict. A webhook
+		// is served by whichever replica Telegram reaches.
+		leaderRole: func(a channels.Adapter) (string, bool) {
+			tg, ok := a.(*telegram.Adapter)
+			if !ok || tg.Config().Mode == telegram.ModeWebhook {
+				return "", false
+			}
+			return "telegram:" + tg.AccountID(), true
+		},
+		// A webhook without a listener of its own shares the API's.
+		webhook: func(a channels.Adapter) (string, http.Handler, bool) {
+			tg, ok := a.(*telegram.Adapter)
+			if !ok || tg.Config().Mode != telegram.ModeWebhook || tg.Config().Webhook.Listen != "" {
+				return "", nil, false
+			}
+			return tg.WebhookPath(), tg.WebhookHandler(), true
+		},
+	}
+}
+
+// discordRow is channels.discord.
+func discordRow() channelRow {
+	accts := func(cfg *configs.Config) map[string]discord.Config { return cfg.Channels.Discord.Accounts }
+	acc := func(cfg *configs.Config, id string) access.Config { return accts(cfg)[id].Access() }
+	hot := func(c discord.Config) discord.Config {
+		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Guilds, c.RequireMention = "", nil, "", nil, nil
+		c.MediaMaxMb = 0
+		c.RoomDefaults, c.Thread = channels.RoomDefaults{}, discord.ThreadConfig{}
+		return c
+	}
+	return channelRow{
+		name:     discord.Name,
+		accounts: func(cfg *configs.Config) []string { return slices.Sorted(maps.Keys(accts(cfg))) },
+		build: func(d *Daemon, cfg *configs.Config, id string) (channels.Adapter, error) {
+			return discord.New(id, accts(cfg)[id], discord.Options{Logger: d.log.Named("discord"), HTTPClient: d.opts.HTTPClient,
+				// Mention gating follows the hot-reloaded access policy.
+				MentionRequired: d.dropUnmentioned,
+				Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) }})
+		},
+		access:     acc,
+		mediaMaxMb: func(cfg *configs.Config, id string) int { return accts(cfg)[id].MediaMaxMb },
+		restartOnly: func(old, cfg *configs.Config) []string {
+			return changedAccounts("channels.discord.accounts", accts(old), accts(cfg), hot)
+		},
+		// The account's access rules choose the guilds its slash commands
+		// are registered in: a guild added gets them now, not at the next
+		// start. A removed account needs a restart (restartOnly says so).
+		reload: func(a channels.Adapter, old, cfg *configs.Config) {
+			da, ok := a.(*discord.Adapter)
+			if !ok {
+				return
+			}
+			id := da.AccountID()
+			if _, ok := accts(cfg)[id]; !ok {
+				return
+			}
+			if _, ok := accts(old)[id]; ok && reflect.DeepEqual(acc(old, id), acc(cfg, id)) {
+				return
+			}
+			da.SetAccess(acc(cfg, id))
+		},
+		// One gateway connection per bot: a second one would receive
+		// every event twice.
+		leaderRole: func(a channels.Adapter) (string, bool) {
+			if _, ok := a.(*discord.Adapter); !ok {
+				return "", false
+			}
+			return "discord:" + a.AccountID(), true
+		},
+	}
+}
