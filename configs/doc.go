@@ -3,7 +3,11 @@
 // viper (SPEC §9).
 //
 // Each package owns its typed config with defaults and Validate; Config is
-// made of them. Decoding is strict (unknown keys are errors naming the key),
+// made of them, and so are its own sections (http.go, agents.go,
+// session.go, messages.go, the channels in rooms.go), each with its
+// Validate. Config.Validate calls them and itself checks only what spans
+// sections: models naming providers, bindings, rooms, limits and tools
+// naming agents and MCP servers, the transcriber naming a provider. Decoding is strict (unknown keys are errors naming the key),
 // every key has a default, GATEWAY_<PATH> environment variables override the
 // file, and *File secrets are read at load. A loaded Config is immutable:
 // hot reload loads a new one and swaps it whole.

@@ -6,30 +6,61 @@ import (
 	"strings"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/routing"
 )
+
+// channelAccount is one account of a channel section, as the checks of the
+// channels section and of the rooms' agents see it.
+type channelAccount struct {
+	channel, id string
+	// access is the account's access rules (its rooms: groups, guilds).
+	access access.Config
+	// validate is the account config's own check.
+	validate func() error
+}
+
+// accounts lists every account of every channel, channel by channel and in
+// account order: the one place configs walks the channels (a new channel
+// adds its section here; gatewayd's channel table assembles them).
+func (c Channels) accounts() []channelAccount {
+	var out []channelAccount
+	for _, id := range sortedKeys(c.Telegram.Accounts) {
+		a := c.Telegram.Accounts[id]
+		out = append(out, channelAccount{channel: "telegram", id: id, access: a.Access(), validate: a.Validate})
+	}
+	for _, id := range sortedKeys(c.Discord.Accounts) {
+		a := c.Discord.Accounts[id]
+		out = append(out, channelAccount{channel: "discord", id: id, access: a.Access(), validate: a.Validate})
+	}
+	return out
+}
+
+// Validate checks every channel account: its id and its config.
+func (c Channels) Validate() error {
+	for _, a := range c.accounts() {
+		if !routing.ValidID(a.id) {
+			return fmt.Errorf("channels.%s.accounts.%s: not a valid account id", a.channel, a.id)
+		}
+		if err := a.validate(); err != nil {
+			return fmt.Errorf("channels.%s.accounts.%s.%w", a.channel, a.id, err)
+		}
+	}
+	return nil
+}
 
 // validateRoomAgents checks that every agentId set on a group, topic,
 // guild or channel names a configured agent.
 func (c *Config) validateRoomAgents() error {
-	agents := map[string]bool{}
-	for _, a := range c.Agents.List {
-		agents[strings.ToLower(a.ID)] = true
-	}
-	check := func(path string, rules map[string]access.GroupRule) error {
-		return walkRules(path, rules, func(p string, r access.GroupRule) error {
+	agents := c.Agents.ids()
+	for _, a := range c.Channels.accounts() {
+		rooms := a.access.WithDefaults().GroupsKey
+		err := walkRules("channels."+a.channel+".accounts."+a.id+"."+rooms, a.access.Groups, func(p string, r access.GroupRule) error {
 			if r.AgentID != "" && !agents[strings.ToLower(strings.TrimSpace(r.AgentID))] {
 				return fmt.Errorf("%s.agentId: %q is not an agent in agents.list", p, r.AgentID)
 			}
 			return nil
 		})
-	}
-	for _, name := range sortedKeys(c.Channels.Telegram.Accounts) {
-		if err := check("channels.telegram.accounts."+name+".groups", c.Channels.Telegram.Accounts[name].Groups); err != nil {
-			return err
-		}
-	}
-	for _, name := range sortedKeys(c.Channels.Discord.Accounts) {
-		if err := check("channels.discord.accounts."+name+".guilds", c.Channels.Discord.Accounts[name].Guilds); err != nil {
+		if err != nil {
 			return err
 		}
 	}
