@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
-	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -82,19 +79,6 @@ func group(use, short string, subs ...*cobra.Command) *cobra.Command {
 	}
 	c.AddCommand(subs...)
 	return c
-}
-
-// loadConfig loads the config file (defaults and env when empty).
-func loadConfig(cfgPath string) (*configs.Config, error) {
-	return configs.Load(cfgPath)
-}
-
-// openSessions opens the configured storage for an operator command,
-// passively: the store is multi-process safe, so this works while the
-// daemon runs; its writes go through the daemon's API when it runs, or are
-// explicit (doctor --fix, --no-daemon).
-func openSessions(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
-	return gatewayd.OpenBackend(ctx, cfg, gatewayd.BackendOptions{Logger: zap.NewNop(), Passive: true})
 }
 
 // agentIDs lists the configured agents plus any agent with stored sessions

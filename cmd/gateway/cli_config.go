@@ -12,9 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/gatewayd"
 )
 
 func configCmd(cfgPath *string) *cobra.Command {
@@ -23,15 +20,14 @@ func configCmd(cfgPath *string) *cobra.Command {
 		Short: "Load and check the config (file, GATEWAY_* env, *File secrets); errors name the key",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := loadConfig(*cfgPath); err != nil {
-				return err
-			}
-			src := *cfgPath
-			if src == "" {
-				src = "built-in defaults"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "config ok (%s)\n", src)
-			return nil
+			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				src := *cfgPath
+				if src == "" {
+					src = "built-in defaults"
+				}
+				fmt.Fprintf(env.out, "config ok (%s)\n", src)
+				return nil
+			})
 		},
 	}
 	var asJSON bool
@@ -40,20 +36,18 @@ func configCmd(cfgPath *string) *cobra.Command {
 		Short: "Print the effective config (defaults, file and env merged) with secrets redacted",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			tree := redactedTree(reflect.ValueOf(cfg), "")
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), tree)
-			}
-			enc := yaml.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent(2)
-			if err := enc.Encode(tree); err != nil {
-				return err
-			}
-			return enc.Close()
+			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				tree := redactedTree(reflect.ValueOf(env.cfg), "")
+				if asJSON {
+					return printJSON(env.out, tree)
+				}
+				enc := yaml.NewEncoder(env.out)
+				enc.SetIndent(2)
+				if err := enc.Encode(tree); err != nil {
+					return err
+				}
+				return enc.Close()
+			})
 		},
 	}
 	print.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of YAML")
@@ -153,85 +147,6 @@ func redactedTree(v reflect.Value, key string) any {
 	}
 }
 
-// routeResult is the output of `gateway route`.
-type routeResult struct {
-	AgentID    string `json:"agentId"`
-	SessionKey string `json:"sessionKey"`
-	ParentKey  string `json:"parentKey,omitempty"`
-	Binding    string `json:"binding"`
-	ResetType  string `json:"resetType"`
-}
-
-func routeCmd(cfgPath *string) *cobra.Command {
-	var in channels.Inbound
-	var chatType string
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "route",
-		Short: "Print the agent and session key a message would get (bindings, dmScope, identity links)",
-		Example: "  gateway route --channel telegram --chat-type group --peer -100123 --thread 7 --topic\n" +
-			"  gateway route --channel discord --chat-type direct --peer 987654321",
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if in.Channel == "" || in.ChatID == "" {
-				return usage("route: --channel and --peer are required")
-			}
-			switch channels.ChatType(chatType) {
-			case channels.Direct, channels.Group, channels.Channel:
-				in.ChatType = channels.ChatType(chatType)
-			default:
-				return usage("route: --chat-type %q is not direct, group or channel", chatType)
-			}
-			if in.IsTopic && in.ThreadID == "" {
-				return usage("route: --topic needs --thread")
-			}
-			if in.ChatType == channels.Direct && in.SenderID == "" {
-				in.SenderID = in.ChatID // in a DM the peer is the sender
-			}
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			rt, err := gatewayd.RouteRuntime(cfg)
-			if err != nil {
-				return err
-			}
-			r, err := rt.Route(in)
-			if err != nil {
-				return fmt.Errorf("route: %w", err)
-			}
-			res := routeResult{AgentID: r.AgentID, SessionKey: r.Key.String(), Binding: r.Binding,
-				ResetType: string(r.Key.ResetType())}
-			if r.ParentKey != r.Key {
-				res.ParentKey = r.ParentKey.String()
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, res)
-			}
-			fmt.Fprintf(out, "agent:       %s\nsession key: %s\n", res.AgentID, res.SessionKey)
-			if res.ParentKey != "" {
-				fmt.Fprintf(out, "parent key:  %s\n", res.ParentKey)
-			}
-			fmt.Fprintf(out, "binding:     %s\nreset type:  %s\n", res.Binding, res.ResetType)
-			return nil
-		},
-	}
-	f := c.Flags()
-	f.StringVar(&in.Channel, "channel", "", "channel name: telegram, discord, web (required)")
-	f.StringVar(&in.AccountID, "account", "default", "bot account id within the channel")
-	f.StringVar(&chatType, "chat-type", "direct", "direct, group or channel")
-	f.StringVar(&in.ChatID, "peer", "", "chat/channel id; for a DM the sender's id (required)")
-	f.StringVar(&in.SenderID, "sender", "", "sender id (groups; identity links apply to DMs)")
-	f.StringVar(&in.GuildID, "guild", "", "Discord guild id")
-	f.StringVar(&in.ThreadID, "thread", "", "thread or forum-topic id")
-	f.BoolVar(&in.IsTopic, "topic", false, "the thread is a Telegram forum topic")
-	f.StringVar(&in.Agent, "agent", "", "address an agent explicitly (as the web API does)")
-	f.BoolVar(&in.CaseSensitive, "case-sensitive", false, "keep the peer id's case")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
-	return c
-}
-
 func healthcheckCmd(cfgPath *string) *cobra.Command {
 	var target string
 	c := &cobra.Command{
@@ -241,15 +156,17 @@ func healthcheckCmd(cfgPath *string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			base := target
 			if base == "" {
-				cfg, err := loadConfig(*cfgPath)
+				err := withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+					dc := newDaemonClient(env.cfg)
+					if dc == nil {
+						return fmt.Errorf("healthcheck: http.listen %q is not host:port", env.cfg.HTTP.Listen)
+					}
+					base = dc.base
+					return nil
+				})
 				if err != nil {
 					return err
 				}
-				dc := newDaemonClient(cfg)
-				if dc == nil {
-					return fmt.Errorf("healthcheck: http.listen %q is not host:port", cfg.HTTP.Listen)
-				}
-				base = dc.base
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
 			defer cancel()

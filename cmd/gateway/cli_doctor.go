@@ -56,12 +56,9 @@ type doctorReport struct {
 	Remaining int           `json:"remaining"`
 }
 
-func doctorCmd(cfgPath *string) *cobra.Command {
-	var fix, asJSON bool
-	c := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check the storage backend and the state directory (index vs transcripts, counters, permissions, lock files, schema); --fix repairs",
-		Long: `doctor first reports the storage backend (storage.backend): its kind, where it is, its schema
+// doctorLong is `gateway doctor --help`: every problem it reports and
+// what --fix does.
+const doctorLong = `doctor first reports the storage backend (storage.backend): its kind, where it is, its schema
 version (postgres) and whether it answers (storage-unreachable when not).
 
 With the files backend it then compares each agent's sessions.json with its transcripts and reports:
@@ -103,29 +100,33 @@ for every backend.
 No transcript is ever deleted. On files, run --fix with the daemon stopped when you can: the
 store lock keeps concurrent writers safe, but counters the daemon has not flushed yet may be
 counted twice.
-Exit code 0: healthy (or everything fixed); 1: problems remain.`,
-		Args: noArgs,
+Exit code 0: healthy (or everything fixed); 1: problems remain.`
+
+func doctorCmd(cfgPath *string) *cobra.Command {
+	var fix, asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the storage backend and the state directory (index vs transcripts, counters, permissions, lock files, schema); --fix repairs",
+		Long:  doctorLong,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			rep, err := runDoctor(cmd.Context(), cfg, fix)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := printJSON(out, rep); err != nil {
+			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				rep, err := runDoctor(env.ctx, env.cfg, fix)
+				if err != nil {
 					return err
 				}
-			} else {
-				printDoctor(out, rep, fix)
-			}
-			if rep.Remaining > 0 {
-				return errProblems
-			}
-			return nil
+				if asJSON {
+					if err := printJSON(env.out, rep); err != nil {
+						return err
+					}
+				} else {
+					printDoctor(env.out, rep, fix)
+				}
+				if rep.Remaining > 0 {
+					return errProblems
+				}
+				return nil
+			})
 		},
 	}
 	c.Flags().BoolVar(&fix, "fix", false, "repair what can be repaired safely")

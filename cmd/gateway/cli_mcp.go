@@ -21,6 +21,11 @@ import (
 
 // mcpCmd is `gateway mcp list|probe`.
 func mcpCmd(cfgPath *string) *cobra.Command {
+	return group("mcp", "Show the MCP servers (mcp.servers) and the tools they offer", mcpListCmd(cfgPath), mcpProbeCmd(cfgPath))
+}
+
+// mcpListCmd is `gateway mcp list`.
+func mcpListCmd(cfgPath *string) *cobra.Command {
 	var listJSON bool
 	list := &cobra.Command{
 		Use:   "list",
@@ -30,31 +35,33 @@ func mcpCmd(cfgPath *string) *cobra.Command {
 			"server is connected to from here once. Exits 1 when an enabled server is not ready.",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			st, source, err := mcpStatus(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			if listJSON {
-				if err := printJSON(cmd.OutOrStdout(), map[string]any{"source": source, "servers": st}); err != nil {
+			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				st, source, err := mcpStatus(env.ctx, env.cfg)
+				if err != nil {
 					return err
 				}
-			} else {
-				printMCPList(cmd.OutOrStdout(), source, st)
-			}
-			for _, s := range st {
-				if s.State != mcp.StateReady && s.State != mcp.StateDisabled {
-					return errProblems
+				if listJSON {
+					if err := printJSON(env.out, map[string]any{"source": source, "servers": st}); err != nil {
+						return err
+					}
+				} else {
+					printMCPList(env.out, source, st)
 				}
-			}
-			return nil
+				for _, s := range st {
+					if s.State != mcp.StateReady && s.State != mcp.StateDisabled {
+						return errProblems
+					}
+				}
+				return nil
+			})
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print JSON")
+	return list
+}
 
+// mcpProbeCmd is `gateway mcp probe NAME`.
+func mcpProbeCmd(cfgPath *string) *cobra.Command {
 	var probeJSON bool
 	probe := &cobra.Command{
 		Use:     "probe NAME",
@@ -62,28 +69,26 @@ func mcpCmd(cfgPath *string) *cobra.Command {
 		Example: "  gateway mcp probe github\n  gateway mcp probe files --json",
 		Args:    exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			name := args[0]
-			sc, ok := cfg.MCP.Servers[name]
-			if !ok {
-				return fmt.Errorf("mcp probe: no server %q in mcp.servers (configured: %s)", name, serverNames(cfg))
-			}
-			res, err := mcp.Probe(cmd.Context(), name, sc, mcp.ProbeOptions{Version: version})
-			if err != nil {
-				return err
-			}
-			if probeJSON {
-				return printJSON(cmd.OutOrStdout(), res)
-			}
-			printProbe(cmd.OutOrStdout(), res, sc.IsEnabled())
-			return nil
+			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				name := args[0]
+				sc, ok := env.cfg.MCP.Servers[name]
+				if !ok {
+					return fmt.Errorf("mcp probe: no server %q in mcp.servers (configured: %s)", name, serverNames(env.cfg))
+				}
+				res, err := mcp.Probe(env.ctx, name, sc, mcp.ProbeOptions{Version: version})
+				if err != nil {
+					return err
+				}
+				if probeJSON {
+					return printJSON(env.out, res)
+				}
+				printProbe(env.out, res, sc.IsEnabled())
+				return nil
+			})
 		},
 	}
 	probe.Flags().BoolVar(&probeJSON, "json", false, "print JSON")
-	return group("mcp", "Show the MCP servers (mcp.servers) and the tools they offer", list, probe)
+	return probe
 }
 
 func sortedServers(cfg *configs.Config) []string {

@@ -1,30 +1,24 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gateway/gateway/access"
-	"github.com/gateway/gateway/configs"
 )
 
-// openPairing opens the pairing store over the configured storage; done
-// closes the storage.
-func openPairing(ctx context.Context, cfg *configs.Config) (ps *access.PairingStore, done func(), err error) {
-	b, err := openSessions(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	ps = access.NewPairingStore(b.Pairing(), access.StoreOptions{LockTimeout: cfg.Session.LockTimeout})
-	return ps, func() { _ = b.Close() }, nil
+func pairingCmd(cfgPath *string) *cobra.Command {
+	return group("pairing", "List and approve pairing codes of unknown DM senders (dmPolicy: pairing)",
+		pairingListCmd(cfgPath), pairingApproveCmd(cfgPath), pairingRevokeCmd(cfgPath))
 }
 
-func pairingCmd(cfgPath *string) *cobra.Command {
+// pairingListCmd is `gateway pairing list [CHANNEL]`.
+func pairingListCmd(cfgPath *string) *cobra.Command {
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list [CHANNEL]",
@@ -40,108 +34,99 @@ func pairingCmd(cfgPath *string) *cobra.Command {
 			if len(args) == 1 {
 				channel = args[0]
 			}
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			ps, done, err := openPairing(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer done()
-			pending, err := ps.List(channel)
-			if err != nil {
-				return err
-			}
-			approved, err := ps.Approved(channel)
-			if err != nil {
-				return err
-			}
-			if pending == nil {
-				pending = []access.Request{}
-			}
-			if approved == nil {
-				approved = []access.Approval{}
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return printJSON(out, map[string]any{"pending": pending, "approved": approved})
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PENDING\tCHANNEL\tACCOUNT\tSENDER\tNAME\tEXPIRES")
-			for _, r := range pending {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Code, r.Channel, r.AccountID, r.SenderID,
-					orDash(r.SenderName), r.ExpiresAt.Local().Format(time.DateTime))
-			}
-			_ = tw.Flush()
-			fmt.Fprintln(out)
-			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APPROVED\tCHANNEL\tACCOUNT\tSENDER\tNAME")
-			for _, a := range approved {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ApprovedAt.Local().Format(time.DateTime), a.Channel,
-					a.AccountID, a.SenderID, orDash(a.SenderName))
-			}
-			return tw.Flush()
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				ps := env.pairing()
+				pending, err := ps.List(channel)
+				if err != nil {
+					return err
+				}
+				approved, err := ps.Approved(channel)
+				if err != nil {
+					return err
+				}
+				if pending == nil {
+					pending = []access.Request{}
+				}
+				if approved == nil {
+					approved = []access.Approval{}
+				}
+				if asJSON {
+					return printJSON(env.out, map[string]any{"pending": pending, "approved": approved})
+				}
+				return printPairing(env.out, pending, approved)
+			})
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return list
+}
 
-	approve := &cobra.Command{
+// printPairing writes the pending codes and the approved senders as two
+// tables.
+func printPairing(out io.Writer, pending []access.Request, approved []access.Approval) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PENDING\tCHANNEL\tACCOUNT\tSENDER\tNAME\tEXPIRES")
+	for _, r := range pending {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Code, r.Channel, r.AccountID, r.SenderID,
+			orDash(r.SenderName), r.ExpiresAt.Local().Format(time.DateTime))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "APPROVED\tCHANNEL\tACCOUNT\tSENDER\tNAME")
+	for _, a := range approved {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ApprovedAt.Local().Format(time.DateTime), a.Channel,
+			a.AccountID, a.SenderID, orDash(a.SenderName))
+	}
+	return tw.Flush()
+}
+
+// pairingApproveCmd is `gateway pairing approve CHANNEL CODE`.
+func pairingApproveCmd(cfgPath *string) *cobra.Command {
+	return &cobra.Command{
 		Use:   "approve CHANNEL CODE",
 		Short: "Admit the sender who was given CODE (the running daemon sees it on their next message)",
 		Args:  exactArgs("CHANNEL", "CODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			ps, done, err := openPairing(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer done()
-			a, err := ps.Approve(args[0], args[1])
-			switch {
-			case errors.Is(err, access.ErrCodeNotFound):
-				return fmt.Errorf("pairing approve: no pending code %s on %s (see `gateway pairing list`)", args[1], args[0])
-			case errors.Is(err, access.ErrCodeExpired):
-				return fmt.Errorf("pairing approve: code %s expired; ask the sender to write again for a new one", args[1])
-			case err != nil:
-				return fmt.Errorf("pairing approve: %w", err)
-			}
-			name := a.SenderName
-			if name != "" {
-				name = " (" + name + ")"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "approved %s sender %s%s on account %s\n", a.Channel, a.SenderID, name, a.AccountID)
-			return nil
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				a, err := env.pairing().Approve(args[0], args[1])
+				switch {
+				case errors.Is(err, access.ErrCodeNotFound):
+					return fmt.Errorf("pairing approve: no pending code %s on %s (see `gateway pairing list`)", args[1], args[0])
+				case errors.Is(err, access.ErrCodeExpired):
+					return fmt.Errorf("pairing approve: code %s expired; ask the sender to write again for a new one", args[1])
+				case err != nil:
+					return fmt.Errorf("pairing approve: %w", err)
+				}
+				name := a.SenderName
+				if name != "" {
+					name = " (" + name + ")"
+				}
+				fmt.Fprintf(env.out, "approved %s sender %s%s on account %s\n", a.Channel, a.SenderID, name, a.AccountID)
+				return nil
+			})
 		},
 	}
+}
 
-	revoke := &cobra.Command{
+// pairingRevokeCmd is `gateway pairing revoke CHANNEL ACCOUNT SENDER`.
+func pairingRevokeCmd(cfgPath *string) *cobra.Command {
+	return &cobra.Command{
 		Use:   "revoke CHANNEL ACCOUNT SENDER",
 		Short: "Withdraw an approved sender",
 		Args:  exactArgs("CHANNEL", "ACCOUNT", "SENDER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			ps, done, err := openPairing(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer done()
-			ok, err := ps.Revoke(args[0], args[1], args[2])
-			if err != nil {
-				return fmt.Errorf("pairing revoke: %w", err)
-			}
-			if !ok {
-				return fmt.Errorf("pairing revoke: %s sender %s on account %s was not approved", args[0], args[2], args[1])
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s sender %s on account %s\n", args[0], args[2], args[1])
-			return nil
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				ok, err := env.pairing().Revoke(args[0], args[1], args[2])
+				if err != nil {
+					return fmt.Errorf("pairing revoke: %w", err)
+				}
+				if !ok {
+					return fmt.Errorf("pairing revoke: %s sender %s on account %s was not approved", args[0], args[2], args[1])
+				}
+				fmt.Fprintf(env.out, "revoked %s sender %s on account %s\n", args[0], args[2], args[1])
+				return nil
+			})
 		},
 	}
-	return group("pairing", "List and approve pairing codes of unknown DM senders (dmPolicy: pairing)", list, approve, revoke)
 }

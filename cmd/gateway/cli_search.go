@@ -33,42 +33,24 @@ func sessionsSearchCmd(cfgPath *string) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := sessions.SearchQuery{Text: strings.Join(args, " "), Room: room, Limit: limit}
-			if agent != "" {
-				a, err := routing.NormalizeID(agent)
-				if err != nil {
-					return usage("--agent %q: %v", agent, err)
+			q, err := searchQuery(args, agent, room, since, limit)
+			if err != nil {
+				return err
+			}
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				hits, err := env.state.Search().Search(env.ctx, q)
+				if errors.Is(err, sessions.ErrBadQuery) {
+					return usage("%v", err)
 				}
-				q.Agents = []string{a}
-			}
-			var err error
-			if q.Since, err = sessions.ParseSince(since, time.Now()); err != nil {
-				return usage("--since: %v", err)
-			}
-			if q, err = q.Normalize(); err != nil {
-				return usage("%v", err)
-			}
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			state, err := openSessions(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer state.Close()
-			hits, err := state.Search().Search(cmd.Context(), q)
-			if errors.Is(err, sessions.ErrBadQuery) {
-				return usage("%v", err)
-			}
-			if err != nil {
-				return fmt.Errorf("sessions search: %w", err)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), hits)
-			}
-			printHits(cmd.OutOrStdout(), hits)
-			return nil
+				if err != nil {
+					return fmt.Errorf("sessions search: %w", err)
+				}
+				if asJSON {
+					return printJSON(env.out, hits)
+				}
+				printHits(env.out, hits)
+				return nil
+			})
 		},
 	}
 	c.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")
@@ -77,6 +59,27 @@ func sessionsSearchCmd(cfgPath *string) *cobra.Command {
 	c.Flags().IntVar(&limit, "limit", sessions.DefaultSearchLimit, fmt.Sprintf("at most this many hits (1..%d)", sessions.MaxSearchLimit))
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// searchQuery builds the query of the command line; a mistake is a usage
+// error (exit 2).
+func searchQuery(words []string, agent, room, since string, limit int) (sessions.SearchQuery, error) {
+	q := sessions.SearchQuery{Text: strings.Join(words, " "), Room: room, Limit: limit}
+	if agent != "" {
+		a, err := routing.NormalizeID(agent)
+		if err != nil {
+			return q, usage("--agent %q: %v", agent, err)
+		}
+		q.Agents = []string{a}
+	}
+	var err error
+	if q.Since, err = sessions.ParseSince(since, time.Now()); err != nil {
+		return q, usage("--since: %v", err)
+	}
+	if q, err = q.Normalize(); err != nil {
+		return q, usage("%v", err)
+	}
+	return q, nil
 }
 
 func printHits(w io.Writer, hits []sessions.SearchHit) {

@@ -2,8 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -39,4 +48,146 @@ func showSession(ctx context.Context, agentID string, e sessions.Entry, t sessio
 		v.Messages = []sessions.Message{}
 	}
 	return v, nil
+}
+
+// found is a session named on the command line.
+type found struct {
+	AgentID string
+	Key     routing.Key
+	Entry   sessions.Entry
+	Store   sessions.AgentStore
+}
+
+// findSession resolves arg, a session key or a session id (searched in
+// every agent).
+func findSession(state sessions.Backend, cfg *configs.Config, arg string) (found, error) {
+	if k, err := routing.Parse(arg); err == nil {
+		st, err := state.Store(k.Agent)
+		if err != nil {
+			return found{}, err
+		}
+		e, ok, err := st.Get(k)
+		if err != nil {
+			return found{}, err
+		}
+		if !ok {
+			return found{}, fmt.Errorf("session %s: %w", arg, sessions.ErrNotFound)
+		}
+		return found{AgentID: k.Agent, Key: k, Entry: e, Store: st}, nil
+	}
+	ids, err := agentIDs(cfg, state)
+	if err != nil {
+		return found{}, fmt.Errorf("session %s: %w", arg, err)
+	}
+	for _, id := range ids {
+		st, err := state.Store(id)
+		if err != nil {
+			return found{}, err
+		}
+		e, ok, err := st.GetByID(arg)
+		if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return found{}, err
+		}
+		if ok {
+			k, err := routing.Parse(e.SessionKey)
+			if err != nil {
+				return found{}, fmt.Errorf("session %s: key in the index: %w", arg, err)
+			}
+			return found{AgentID: id, Key: k, Entry: e, Store: st}, nil
+		}
+	}
+	return found{}, fmt.Errorf("session %s: not a session key, and no agent has a session with this id: %w", arg, sessions.ErrNotFound)
+}
+
+func sessionsShowCmd(cfgPath *string) *cobra.Command {
+	var asJSON, withContext bool
+	c := &cobra.Command{
+		Use:   "show KEY",
+		Short: "Show a session (KEY or session id) and its history; --context prints exactly what the model is sent",
+		Args:  exactArgs("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				f, err := findSession(env.state, env.cfg, args[0])
+				if err != nil {
+					return err
+				}
+				t, err := f.Store.Transcript(f.Entry.SessionID)
+				if err != nil {
+					return err
+				}
+				v, err := showSession(env.ctx, f.AgentID, f.Entry, t, withContext)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env.out, v)
+				}
+				printEntry(env.out, f)
+				fmt.Fprintln(env.out)
+				for _, m := range v.Messages {
+					printMessage(env.out, m)
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&withContext, "context", false, "print the rebuilt model context (compaction summary, kept tail) instead of the full history")
+	return c
+}
+
+func printEntry(w io.Writer, f found) {
+	e := f.Entry
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+	row("agent", f.AgentID)
+	row("key", e.SessionKey)
+	row("id", e.SessionID)
+	row("title", orDash(e.Title))
+	if e.Label != "" {
+		row("label", e.Label)
+	}
+	row("channel", orDash(e.Channel)+" "+e.ChatType)
+	row("created", e.CreatedAt.Local().Format(time.RFC3339))
+	row("started", e.SessionStartedAt.Local().Format(time.RFC3339))
+	row("last interaction", e.LastInteractionAt.Local().Format(time.RFC3339))
+	row("updated", e.UpdatedAt.Local().Format(time.RFC3339))
+	model := e.Model
+	if e.ModelOverride != "" {
+		model = e.ModelOverride + " (override)"
+	}
+	row("model", orDash(model))
+	row("queue mode", orDash(e.QueueMode))
+	row("messages", e.MessageCount)
+	row("tokens", fmt.Sprintf("in %d, out %d, total %d, context %d", e.InputTokens, e.OutputTokens, e.TotalTokens, e.ContextTokens))
+	row("compactions", e.CompactionCount)
+	_ = tw.Flush()
+}
+
+func printMessage(w io.Writer, m sessions.Message) {
+	at := ""
+	if m.Timestamp > 0 {
+		at = time.UnixMilli(m.Timestamp).Local().Format("2006-01-02 15:04:05") + " "
+	}
+	var parts []string
+	for _, c := range m.Content {
+		switch c.Type {
+		case sessions.BlockText:
+			parts = append(parts, c.Text)
+		case sessions.BlockToolCall:
+			parts = append(parts, fmt.Sprintf("[tool call %s %s %s]", c.ID, c.Name, string(c.Arguments)))
+		case sessions.BlockImage:
+			parts = append(parts, "[image]")
+		case sessions.BlockThinking:
+			parts = append(parts, "[thinking]")
+		}
+	}
+	role := m.Role
+	if m.Role == sessions.RoleToolResult {
+		role = "toolResult " + m.ToolName + " " + m.ToolCallID
+		if m.IsError {
+			role += " (error)"
+		}
+	}
+	fmt.Fprintf(w, "%s%s: %s\n", at, role, strings.Join(parts, " "))
 }

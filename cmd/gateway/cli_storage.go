@@ -63,11 +63,9 @@ func storageMigrateCmd(cfgPath *string) *cobra.Command {
 			if err := f.validate(); err != nil {
 				return err
 			}
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			return runMigrate(cmd.Context(), cmd.OutOrStdout(), cfg, f)
+			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				return runMigrate(env.ctx, env.out, env.cfg, f)
+			})
 		},
 	}
 	c.Flags().StringVar(&f.from, "from", "", "the backend to read: files or postgres")
@@ -220,12 +218,9 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 	if err != nil {
 		return nil, fmt.Errorf("storage migrate: %w", err)
 	}
-	mgr, err := sessions.Open(sessions.Options{
-		StateDir: abs, CacheTTL: 0, LockTimeout: cfg.Session.LockTimeout, Logger: zap.NewNop(),
-		// No maintenance and no counter repair: the copy moves the state
-		// as it is, and nothing else writes it meanwhile.
-		Passive: true,
-	})
+	// Passive: no maintenance and no counter repair; the copy moves the
+	// state as it is, and nothing else writes it meanwhile.
+	mgr, err := openFiles(abs, cfg.Session.LockTimeout)
 	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("storage migrate: %w", err)

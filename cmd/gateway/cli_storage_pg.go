@@ -17,8 +17,7 @@ func configPostgresURL(cfg *configs.Config) string { return cfg.Storage.Postgres
 // before the next opens).
 func filesDelivery(cfg *configs.Config, dir string) func() (sessions.Delivery, func(), error) {
 	return func() (sessions.Delivery, func(), error) {
-		mgr, err := sessions.Open(sessions.Options{StateDir: dir, CacheTTL: 0, LockTimeout: cfg.Session.LockTimeout,
-			Logger: zap.NewNop(), Passive: true})
+		mgr, err := openFiles(dir, cfg.Session.LockTimeout)
 		if err != nil {
 			return nil, nil, err
 		}

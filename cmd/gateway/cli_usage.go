@@ -33,27 +33,20 @@ func usageCmd(cfgPath *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			b, err := openSessions(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			rep, err := sessions.ReportUsage(cmd.Context(), b.Usage(), f)
-			if err != nil {
-				return fmt.Errorf("usage: %w", err)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), rep)
-			}
-			printUsage(cmd.OutOrStdout(), rep)
-			if rep.Total.Turns == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no turns recorded in this range; for turns from before the usage ledger existed run `gateway usage rebuild`")
-			}
-			return nil
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				rep, err := sessions.ReportUsage(env.ctx, env.state.Usage(), f)
+				if err != nil {
+					return fmt.Errorf("usage: %w", err)
+				}
+				if asJSON {
+					return printJSON(env.out, rep)
+				}
+				printUsage(env.out, rep)
+				if rep.Total.Turns == 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "no turns recorded in this range; for turns from before the usage ledger existed run `gateway usage rebuild`")
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "only this agent's turns")
@@ -114,28 +107,21 @@ func usageRebuildCmd(cfgPath *string) *cobra.Command {
 			if agent != "" && !routing.ValidID(agent) {
 				return usage("--agent %q: not a valid agent id", agent)
 			}
-			cfg, err := loadConfig(*cfgPath)
-			if err != nil {
-				return err
-			}
-			b, err := openSessions(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			prices := agents.PricesFrom(cfg.Providers)
-			rep, err := sessions.RebuildUsage(cmd.Context(), b, sessions.UsageRebuildOptions{
-				AgentID: agent, Before: time.Now().Add(-time.Minute), Price: prices.Total,
+			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				prices := agents.PricesFrom(env.cfg.Providers)
+				rep, err := sessions.RebuildUsage(env.ctx, env.state, sessions.UsageRebuildOptions{
+					AgentID: agent, Before: time.Now().Add(-time.Minute), Price: prices.Total,
+				})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(env.out, rep)
+				}
+				fmt.Fprintf(env.out, "read %d transcripts, %d turns with usage; added %d rows (%d priced from the config), skipped %d\n",
+					rep.Sessions, rep.Turns, rep.Added, rep.Priced, rep.Skipped)
+				return nil
 			})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), rep)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "read %d transcripts, %d turns with usage; added %d rows (%d priced from the config), skipped %d\n",
-				rep.Sessions, rep.Turns, rep.Added, rep.Priced, rep.Skipped)
-			return nil
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "only this agent")
