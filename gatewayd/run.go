@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
 )
@@ -198,12 +197,17 @@ func (d *Daemon) runLoops(ctx context.Context) (wait func()) {
 	return wg.Wait
 }
 
-// waitAccepting returns once the web chat (when enabled) takes messages,
-// so that ready means a chat request is not answered "not ready", or when
-// ctx ends.
+// accepter is an adapter that says when it takes messages (the web chat).
+type accepter interface {
+	Accepting() <-chan struct{}
+}
+
+// waitAccepting returns once every adapter that says when it takes
+// messages does (the web chat, when enabled), so that ready means a chat
+// request is not answered "not ready", or when ctx ends.
 func (d *Daemon) waitAccepting(ctx context.Context) {
 	for _, a := range d.adapters {
-		if w, ok := a.(*web.Adapter); ok {
+		if w, ok := a.(accepter); ok {
 			select {
 			case <-w.Accepting():
 			case <-ctx.Done():
