@@ -3,6 +3,7 @@ package sessions
 import (
 	"bytes"
 	"fmt"
+	"github.com/google/uuid"
 	"time"
 )
 
@@ -169,3 +170,21 @@ const RecordsLookback = recordsLookback
 // CheckSessionID accepts only a canonical lower-case UUID, the form of
 // every session id (so a hostile id never reaches a path or a query).
 func CheckSessionID(id string) error { return checkSessionID(id) }
+
+// checkSessionID accepts only canonical lower-case UUID strings, so a session
+// id can be joined to a directory without escaping it.
+func checkSessionID(id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return fmt.Errorf("sessions: session id %q is not a canonical UUID", clip(id))
+	}
+	return nil
+}
+
+// clip shortens hostile input before it is quoted in an error.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}

@@ -36,8 +36,8 @@ func (c *agentCheck) run() error {
 	idx, err := ReadIndex(c.dir)
 	if err != nil {
 		c.add(Problem{Code: CodeIndexUnreadable, Path: indexPath, Message: err.Error(), Fixable: true,
-			Fix:    "keep it as sessions.json.corrupt.<ts> and rebuild the index from the transcripts",
-			repair: func(ctx context.Context, r *repairer) error { return r.quarantineIndex(ctx, c.agent) }})
+			Fix:  "keep it as sessions.json.corrupt.<ts> and rebuild the index from the transcripts",
+			Plan: repairPlan(func(ctx context.Context, r *repairer) error { return r.quarantineIndex(ctx, c.agent) })})
 		idx = map[string]Entry{}
 	}
 	c.idx = idx
@@ -97,7 +97,7 @@ func (c *agentCheck) checkEntry(k string, e Entry) {
 		c.add(Problem{Code: CodeMissingTranscript, Path: tpath, Key: k, SessionID: sid, Fixable: true,
 			Message: fmt.Sprintf("entry %s says %d messages but its transcript is missing", k, e.MessageCount),
 			Fix:     "zero the entry's counters so they match the empty transcript (the messages are lost)",
-			repair: func(ctx context.Context, r *repairer) error {
+			Plan: repairPlan(func(ctx context.Context, r *repairer) error {
 				return r.editIndex(ctx, c.agent, func(o *opTx) {
 					if e, ok := o.get(k); ok && e.SessionID == sid {
 						e.MessageCount, e.CompactionCount, e.CompactionOffset, e.ContextTokens = 0, 0, 0, 0
@@ -105,7 +105,7 @@ func (c *agentCheck) checkEntry(k string, e Entry) {
 						o.put(k, e)
 					}
 				})
-			}})
+			})})
 		return
 	}
 	if e.MessageCount >= s.messages && e.CompactionCount >= s.compactions {
@@ -116,14 +116,14 @@ func (c *agentCheck) checkEntry(k string, e Entry) {
 		Message: fmt.Sprintf("entry %s: messageCount %d, compactionCount %d; the transcript has %d and %d",
 			k, e.MessageCount, e.CompactionCount, n, comp),
 		Fix: "set them from the transcript",
-		repair: func(ctx context.Context, r *repairer) error {
+		Plan: repairPlan(func(ctx context.Context, r *repairer) error {
 			return r.editIndex(ctx, c.agent, func(o *opTx) {
 				if e, ok := o.get(k); ok && e.SessionID == sid {
 					e.MessageCount, e.CompactionCount = max(e.MessageCount, n), max(e.CompactionCount, comp)
 					o.put(k, e)
 				}
 			})
-		}})
+		})})
 }
 
 // checkOrphans classifies the transcripts no entry points at. Among
@@ -174,12 +174,12 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) Pro
 		return Problem{Code: CodeUnrenamedArchive, Path: path, SessionID: id, Fixable: true,
 			Message: "archived in archive.json as " + name + " but the transcript was not renamed",
 			Fix:     "rename it to " + name,
-			repair: func(ctx context.Context, r *repairer) error {
+			Plan: repairPlan(func(ctx context.Context, r *repairer) error {
 				if _, err := os.Lstat(dst); err == nil {
 					return fmt.Errorf("%s exists", name)
 				}
 				return renameDurable(path, dst)
-			}}
+			})}
 	}
 	s := c.transcripts[id]
 	p := Problem{Code: CodeOrphanTranscript, Path: path, SessionID: id}
@@ -208,19 +208,19 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) Pro
 		name := id + transcriptExt + resetInfix + archiveTS(c.now)
 		p.Message = fmt.Sprintf("transcript of %s without an entry; the key's current session is %s", key, current)
 		p.Fix = "archive it as " + name + " (kept, recoverable)"
-		p.repair = func(ctx context.Context, r *repairer) error { return renameDurable(path, filepath.Join(c.dir, name)) }
+		p.Plan = repairPlan(func(ctx context.Context, r *repairer) error { return renameDurable(path, filepath.Join(c.dir, name)) })
 		return p
 	}
 	p.Message = fmt.Sprintf("transcript of %s (%d messages) without an entry", key, s.messages)
 	p.Fix = "re-create the entry from the transcript's header"
 	entry := entryFromSummary(key, id, s, c.now)
-	p.repair = func(ctx context.Context, r *repairer) error {
+	p.Plan = repairPlan(func(ctx context.Context, r *repairer) error {
 		return r.editIndex(ctx, c.agent, func(o *opTx) {
 			if _, ok := o.get(k); !ok {
 				o.put(k, entry)
 			}
 		})
-	}
+	})
 	return p
 }
 

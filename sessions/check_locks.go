@@ -39,7 +39,7 @@ func checkLocks(stateDir string, now time.Time) ([]Problem, error) {
 			out = append(out, Problem{Code: CodeStaleLock, Path: path, Fixable: true,
 				Message: "not held, but holds metadata of a dead holder (" + describeHolder(info, rerr) + ")",
 				Fix:     "truncate the metadata (the file stays)",
-				repair:  func(ctx context.Context, r *repairer) error { return truncateIfFree(path) }})
+				Plan:    repairPlan(func(ctx context.Context, r *repairer) error { return truncateIfFree(path) })})
 			return nil
 		}
 		if rerr == nil && !info.CreatedAt.IsZero() && now.Sub(info.CreatedAt) > DefaultMaxHold {

@@ -97,9 +97,9 @@ func badLineProblem(agent, path string, bad []BadLine) Problem {
 	}
 	p.Fixable = true
 	p.Fix = "move them to " + filepath.Base(path) + quarantineExt + " and rewrite the transcript without them"
-	p.repair = func(ctx context.Context, r *repairer) error {
+	p.Plan = repairPlan(func(ctx context.Context, r *repairer) error {
 		_, err := QuarantineTranscript(path)
 		return err
-	}
+	})
 	return p
 }

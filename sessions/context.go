@@ -1,13 +1,5 @@
 package sessions
 
-import (
-	"context"
-	"fmt"
-	"os"
-
-	"go.uber.org/zap"
-)
-
 // missingToolResult is the text of the synthetic result given to a tool call
 // whose result never reached the transcript (crash or cancel mid-turn).
 const missingToolResult = "tool result missing (interrupted)"
@@ -172,31 +164,4 @@ func copyContext(c *Context) Context {
 	out.Messages = append([]Message(nil), c.Messages...)
 	out.EntryIDs = append([]string(nil), c.EntryIDs...)
 	return out
-}
-
-// LoadFile rebuilds the context of the transcript at path without locking
-// or writing anything (doctor, CLI). A torn last line is ignored with a
-// warning; any other bad line is an error naming its line number.
-func LoadFile(path string, log *zap.Logger) (Context, error) {
-	if _, err := os.Stat(path); err != nil {
-		return Context{}, fmt.Errorf("transcript: load: %w", err)
-	}
-	t, err := openTranscript(path, "", Header{}, nil, log)
-	if err != nil {
-		return Context{}, err
-	}
-	return t.Context(context.Background())
-}
-
-// ReadHistory returns every message of the transcript's chain at path,
-// compactions ignored, without locking or writing anything.
-func ReadHistory(path string) ([]Message, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("transcript: history: %w", err)
-	}
-	t, err := openTranscript(path, "", Header{}, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	return t.History(context.Background())
 }

@@ -9,6 +9,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,3 +160,48 @@ func escapeScope(scope string) string {
 }
 
 var _ Cursors = (*CursorFiles)(nil)
+
+// CursorScopes lists the scopes with a cursor file, sorted.
+func (c *CursorFiles) CursorScopes(context.Context) ([]string, error) {
+	des, err := os.ReadDir(c.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessions: cursor scopes: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || de.IsDir() {
+			continue
+		}
+		if scope, ok := unescapeScope(name); ok {
+			out = append(out, scope)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// unescapeScope inverts escapeScope; false for a name it never makes.
+func unescapeScope(name string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if name[i] != '%' {
+			b.WriteByte(name[i])
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", false
+		}
+		v, err := strconv.ParseUint(name[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	s := b.String()
+	return s, escapeScope(s) == name
+}

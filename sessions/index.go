@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 	"unicode"
@@ -202,4 +203,69 @@ func MakeTitle(text string) string {
 		n++
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// ErrNotFound is returned when a session key or id is unknown.
+var ErrNotFound = errors.New("session not found")
+
+// Origin describes the inbound message that touches a session.
+type Origin struct {
+	Channel   string
+	ChatType  string
+	AccountID string
+	To        string // chat id replies go to
+	ThreadID  string
+	From      string // sender id
+	Name      string // display name
+	Title     string // first message text (first 30 chars become the title)
+	ParentKey string
+	At        time.Time
+	// Internal marks work of the agent runtime (a subagent's announcement):
+	// it is not user or channel input, so it does not move
+	// lastInteractionAt (the idle reset's clock, SPEC §3.2).
+	Internal bool
+}
+
+// BeginInfo says what Begin did.
+type BeginInfo struct {
+	Created bool
+	// ResetReason is "daily", "idle" or "" when the previous session was kept.
+	ResetReason string
+	Previous    string // archived session id on reset
+	// ExpiredAt is when the previous session expired (on an automatic reset).
+	ExpiredAt time.Time
+}
+
+// ResetOptions tunes a manual or timed reset.
+type ResetOptions struct {
+	Manual bool   // /new, /reset: keeps model and queue overrides
+	Model  string // /new <model>
+	Reason string
+}
+
+// Counters is a coalesced counter update.
+type Counters struct {
+	InputTokens, OutputTokens, TotalTokens int64
+	ContextTokens                          int64 // absolute, 0 leaves it
+	Messages                               int
+	Model, Provider                        string
+}
+
+// MaxArchivedPerKey bounds the archived-session history kept per key.
+const MaxArchivedPerKey = 20
+
+// Archived is a session of a key that was reset, deleted or switched away
+// from. Its transcript lives on as File in the store directory until the
+// archive retention expires.
+type Archived struct {
+	SessionID        string    `json:"sessionId"`
+	Reason           string    `json:"reason"` // daily, idle, manual (or the command), deleted, switch, pruned
+	ArchivedAt       time.Time `json:"archivedAt"`
+	File             string    `json:"file"` // base name of the archived transcript
+	Title            string    `json:"title,omitempty"`
+	SessionStartedAt time.Time `json:"sessionStartedAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+	MessageCount     int       `json:"messageCount,omitempty"`
+	TotalTokens      int64     `json:"totalTokens,omitempty"`
+	Deleted          bool      `json:"deleted,omitempty"`
 }

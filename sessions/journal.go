@@ -16,60 +16,13 @@ import (
 	"go.uber.org/zap"
 )
 
-// Journal retention of completed ids for duplicate detection: an id is
-// remembered while it is younger than DoneRetention or among the last
-// DoneKeep completed ids.
 const (
-	DoneRetention = 24 * time.Hour
-	DoneKeep      = 10000
 	// journalCompactMin is how much the log must have grown since its last
 	// rewrite before a fully drained journal is rewritten; journalCompactMax
 	// forces a rewrite even with records pending.
 	journalCompactMin = 256 << 10
 	journalCompactMax = 32 << 20
 )
-
-// Record is one journaled inbound message.
-type Record struct {
-	ID         string          `json:"id"` // channel:account:chat:messageId
-	AgentID    string          `json:"agentId"`
-	SessionKey string          `json:"sessionKey"`
-	Payload    json.RawMessage `json:"payload"` // the channel's Inbound, opaque here
-	// Starts counts turns begun for the record; Failures those that ended
-	// in a failure that leaves it pending. Starts-Failures is how many
-	// times the process died (or lost its storage) while it was in flight.
-	Starts   int `json:"starts,omitempty"`
-	Failures int `json:"failures,omitempty"`
-	// Attempts and Consumed are read from journals of earlier releases.
-	Attempts   int       `json:"attempts,omitempty"`
-	Consumed   bool      `json:"consumed,omitempty"`
-	AcceptedAt time.Time `json:"acceptedAt"`
-}
-
-// Deaths is how many turns of the record began and never ended (the
-// process died, or its storage failed, while it ran).
-func (r Record) Deaths() int { return max(r.Starts+r.Attempts-r.Failures, 0) }
-
-// Reply is one outbox entry: a turn's outcome ready to deliver. It is
-// written once before the first chunk is sent; Sent counts the chunks the
-// platform accepted. When Sent reaches len(Chunks) the reply and every one of
-// its Records are done, in that one write.
-type Reply struct {
-	ID         string   `json:"id"`
-	Records    []string `json:"records,omitempty"`
-	AgentID    string   `json:"agentId,omitempty"`
-	SessionKey string   `json:"sessionKey,omitempty"`
-	// Target is where the reply goes, owned by the caller (opaque here).
-	Target json.RawMessage `json:"target"`
-	Chunks []string        `json:"chunks"`
-	Sent   int             `json:"sent,omitempty"`
-	// EntryID is the transcript entry of the reply ("" for notices).
-	EntryID string `json:"entryId,omitempty"`
-	// Draft is the id of a Draft the reply's first chunk replaces; the
-	// draft's record is retired by this reply's ready line.
-	Draft     string    `json:"draft,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-}
 
 // Journal is the durable ingress journal and reply outbox (SPEC §3.7): an
 // append-only JSONL log in <stateDir>/ingress/journal.jsonl. It also keeps
@@ -155,12 +108,6 @@ type journalLine struct {
 	Rec   *Record   `json:"rec,omitempty"`
 	Reply *Reply    `json:"reply,omitempty"`
 	Draft *Draft    `json:"draft,omitempty"`
-}
-
-// JournalStats counts the journal's work since it was opened.
-type JournalStats struct {
-	Lines, Fsyncs, WriteFailures int64
-	Pending, Replies             int
 }
 
 // Journal returns the durable ingress journal, opening it on first use. If

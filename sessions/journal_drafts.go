@@ -5,25 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 )
-
-// Draft is a message a running turn shows in a chat (streaming: a status
-// line, or the answer so far) recorded when it is posted, so a start after
-// a crash finds every draft the dead process left and can clear it (never
-// a half answer left behind). It is written like a mark (no fsync of its
-// own); a reply that takes the draft over (Reply.Draft) retires it in the
-// same line, and DraftDone retires it once it was deleted.
-type Draft struct {
-	ID string `json:"id"` // the caller's id, unique per draft message
-	// SessionKey is the session whose turn showed it.
-	SessionKey string `json:"sessionKey,omitempty"`
-	// Target is where the draft is (channel, account, chat), owned by the
-	// caller (opaque here); MessageID is the platform's id of the message.
-	Target    json.RawMessage `json:"target"`
-	MessageID string          `json:"messageId"`
-	CreatedAt time.Time       `json:"createdAt"`
-}
 
 type jdraft struct {
 	Draft

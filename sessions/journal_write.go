@@ -20,10 +20,6 @@ const (
 	journalRetryEvery = time.Second           // retry of failed writes, file checks
 )
 
-// ErrStorage marks failures to write durable state (disk full, I/O error).
-// Callers refuse new work with a clear error while it lasts.
-var ErrStorage = errors.New("storage unavailable")
-
 // writeLocked appends one encoded line. must is true for lines the caller
 // cannot continue without (accept): they fail instead of waiting in the
 // backlog. It returns the line's sequence number (0 when it waits).

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/gateway/gateway/routing"
 )
 
@@ -29,16 +27,6 @@ func agentSessionsDir(stateDir, agentID string) (string, error) {
 		return "", fmt.Errorf("sessions: agent id %q is not a valid id", clip(agentID))
 	}
 	return filepath.Join(stateDir, "agents", agentID, "sessions"), nil
-}
-
-// checkSessionID accepts only canonical lower-case UUID strings, so a session
-// id can be joined to a directory without escaping it.
-func checkSessionID(id string) error {
-	u, err := uuid.Parse(id)
-	if err != nil || u.String() != id {
-		return fmt.Errorf("sessions: session id %q is not a canonical UUID", clip(id))
-	}
-	return nil
 }
 
 // transcriptPath is <dir>/<sessionID>.jsonl for a validated id.
@@ -74,12 +62,4 @@ func parseArchiveName(name string) (id, kind string, at time.Time, ok bool) {
 		return "", "", time.Time{}, false
 	}
 	return base, kind, t, true
-}
-
-// clip shortens hostile input before it is quoted in an error.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }

@@ -1,12 +1,14 @@
 package sessions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,25 +24,6 @@ const historyFile = "rooms.jsonl"
 // historyGoneKeep is how many removed (taken or evicted) message ids are
 // remembered, so a platform's redelivery of one is not kept a second time.
 const historyGoneKeep = 8192
-
-// HistoryEntry is one unaddressed room message kept for the next turn.
-type HistoryEntry struct {
-	// Seq orders entries across every room; a turn records the highest
-	// Seq it took so the history can be cut after it.
-	Seq        uint64
-	MessageID  string
-	SenderID   string
-	SenderName string
-	At         time.Time
-	Text       string
-}
-
-// HistoryLimits bound one room's kept messages: at most Count entries and
-// MaxBytes of text, oldest evicted first. Count 0 keeps nothing.
-type HistoryLimits struct {
-	Count    int
-	MaxBytes int
-}
 
 // RoomHistory keeps the unaddressed messages of group rooms (groups, forum
 // topics, Discord channels and threads), keyed by the room's session key,
@@ -109,14 +92,6 @@ type histLine struct {
 	Name string    `json:"name,omitempty"`
 	At   time.Time `json:"at,omitzero"`
 	Text string    `json:"text,omitempty"`
-}
-
-// HistoryStats counts the room history's work since it was opened.
-type HistoryStats struct {
-	Rooms, Entries  int
-	Appends, Fsyncs int64
-	FileBytes       int64
-	LiveBytes       int64
 }
 
 // History returns the room history, opening it on first use. If it cannot
@@ -229,4 +204,21 @@ func truncUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Rooms lists the rooms with kept entries, sorted.
+func (h *RoomHistory) Rooms(context.Context) ([]string, error) {
+	if h.openErr != nil {
+		return nil, h.openErr
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for room, r := range h.rooms {
+		if len(r.refs) > 0 {
+			out = append(out, room)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

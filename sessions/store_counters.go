@@ -8,14 +8,6 @@ import (
 	"github.com/gateway/gateway/routing"
 )
 
-// Counters is a coalesced counter update.
-type Counters struct {
-	InputTokens, OutputTokens, TotalTokens int64
-	ContextTokens                          int64 // absolute, 0 leaves it
-	Messages                               int
-	Model, Provider                        string
-}
-
 // delta is a routine update of one session that is applied to the cache at
 // once and written with the next flush. Deltas merge, so a reload from disk
 // (another process wrote the file) can re-apply what is not written yet.

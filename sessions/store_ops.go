@@ -2,51 +2,12 @@ package sessions
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/gateway/gateway/routing"
 )
-
-// ErrNotFound is returned when a session key or id is unknown.
-var ErrNotFound = errors.New("session not found")
-
-// Origin describes the inbound message that touches a session.
-type Origin struct {
-	Channel   string
-	ChatType  string
-	AccountID string
-	To        string // chat id replies go to
-	ThreadID  string
-	From      string // sender id
-	Name      string // display name
-	Title     string // first message text (first 30 chars become the title)
-	ParentKey string
-	At        time.Time
-	// Internal marks work of the agent runtime (a subagent's announcement):
-	// it is not user or channel input, so it does not move
-	// lastInteractionAt (the idle reset's clock, SPEC §3.2).
-	Internal bool
-}
-
-// BeginInfo says what Begin did.
-type BeginInfo struct {
-	Created bool
-	// ResetReason is "daily", "idle" or "" when the previous session was kept.
-	ResetReason string
-	Previous    string // archived session id on reset
-	// ExpiredAt is when the previous session expired (on an automatic reset).
-	ExpiredAt time.Time
-}
-
-// ResetOptions tunes a manual or timed reset.
-type ResetOptions struct {
-	Manual bool   // /new, /reset: keeps model and queue overrides
-	Model  string // /new <model>
-	Reason string
-}
 
 // Begin returns the session an inbound message belongs to: it creates it on
 // the first message, rolls it over when the reset policy says it is stale,

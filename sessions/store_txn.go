@@ -12,25 +12,6 @@ import (
 	"time"
 )
 
-// MaxArchivedPerKey bounds the archived-session history kept per key.
-const MaxArchivedPerKey = 20
-
-// Archived is a session of a key that was reset, deleted or switched away
-// from. Its transcript lives on as File in the store directory until the
-// archive retention expires.
-type Archived struct {
-	SessionID        string    `json:"sessionId"`
-	Reason           string    `json:"reason"` // daily, idle, manual (or the command), deleted, switch, pruned
-	ArchivedAt       time.Time `json:"archivedAt"`
-	File             string    `json:"file"` // base name of the archived transcript
-	Title            string    `json:"title,omitempty"`
-	SessionStartedAt time.Time `json:"sessionStartedAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
-	MessageCount     int       `json:"messageCount,omitempty"`
-	TotalTokens      int64     `json:"totalTokens,omitempty"`
-	Deleted          bool      `json:"deleted,omitempty"`
-}
-
 // txn is one batch of durable changes, applied under the store lock.
 type txn struct {
 	s   *Store

@@ -50,15 +50,6 @@ type Transcript struct {
 	prefixMsgs int
 }
 
-// Compaction is a compaction entry to append: the summary replaces every
-// entry of the chain before FirstKeptEntryID.
-type Compaction struct {
-	Summary          string
-	FirstKeptEntryID string
-	TokensBefore     int64
-	TokensAfter      int64
-}
-
 // transcriptOption tunes openTranscript.
 type transcriptOption func(*Transcript)
 
@@ -325,13 +316,6 @@ func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string
 	return ids[0], nil
 }
 
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // newIDLocked returns 8 hex characters unused in the file and in pending.
 func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
 	for {
@@ -534,4 +518,53 @@ func (g *syncGroup) wait(f *os.File, seq uint64, written func() uint64) error {
 			return err
 		}
 	}
+}
+
+// Records reports which of ids were appended as user messages and whether
+// the turn that took them finished with an assistant reply (SPEC §3.7,
+// recovery). It looks at the current chain's last recordsLookback entries.
+func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, error) {
+	rs := RecordsState{Consumed: map[string]bool{}}
+	if err := ctx.Err(); err != nil {
+		return rs, err
+	}
+	f, err := t.openRead()
+	if err != nil || f == nil {
+		return rs, err
+	}
+	defer f.Close()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return rs, fmt.Errorf("transcript: records: %w", err)
+	}
+	return recordsOf(st.nodes, st.leaf, ids), nil
+}
+
+// LoadFile rebuilds the context of the transcript at path without locking
+// or writing anything (doctor, CLI). A torn last line is ignored with a
+// warning; any other bad line is an error naming its line number.
+func LoadFile(path string, log *zap.Logger) (Context, error) {
+	if _, err := os.Stat(path); err != nil {
+		return Context{}, fmt.Errorf("transcript: load: %w", err)
+	}
+	t, err := openTranscript(path, "", Header{}, nil, log)
+	if err != nil {
+		return Context{}, err
+	}
+	return t.Context(context.Background())
+}
+
+// ReadHistory returns every message of the transcript's chain at path,
+// compactions ignored, without locking or writing anything.
+func ReadHistory(path string) ([]Message, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("transcript: history: %w", err)
+	}
+	t, err := openTranscript(path, "", Header{}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return t.History(context.Background())
 }

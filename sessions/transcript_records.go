@@ -1,8 +1,6 @@
 package sessions
 
 import (
-	"context"
-	"fmt"
 	"slices"
 )
 
@@ -27,28 +25,6 @@ type RecordsState struct {
 	// HistorySeq is the highest room history sequence those user messages
 	// took (0: none): the caller cuts the room's history after it.
 	HistorySeq uint64
-}
-
-// Records reports which of ids were appended as user messages and whether
-// the turn that took them finished with an assistant reply (SPEC §3.7,
-// recovery). It looks at the current chain's last recordsLookback entries.
-func (t *Transcript) Records(ctx context.Context, ids []string) (RecordsState, error) {
-	rs := RecordsState{Consumed: map[string]bool{}}
-	if err := ctx.Err(); err != nil {
-		return rs, err
-	}
-	f, err := t.openRead()
-	if err != nil || f == nil {
-		return rs, err
-	}
-	defer f.Close()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, err := t.stateLocked(f)
-	if err != nil {
-		return rs, fmt.Errorf("transcript: records: %w", err)
-	}
-	return recordsOf(st.nodes, st.leaf, ids), nil
 }
 
 // recordsOf walks back from leaf over nodes (at most recordsLookback

@@ -432,3 +432,19 @@ func appendJSONLine(buf *bytes.Buffer, v any) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v) // Encode appends '\n'
 }
+
+// Compaction is a compaction entry to append: the summary replaces every
+// entry of the chain before FirstKeptEntryID.
+type Compaction struct {
+	Summary          string
+	FirstKeptEntryID string
+	TokensBefore     int64
+	TokensAfter      int64
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -14,23 +14,6 @@ type RoomLister interface {
 	Rooms(ctx context.Context) ([]string, error)
 }
 
-// Rooms lists the rooms with kept entries, sorted.
-func (h *RoomHistory) Rooms(context.Context) ([]string, error) {
-	if h.openErr != nil {
-		return nil, h.openErr
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for room, r := range h.rooms {
-		if len(r.refs) > 0 {
-			out = append(out, room)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
 // everything is the limit that keeps every entry a room log holds: the
 // source already applied the room's own limits when they were added.
 var everything = HistoryLimits{Count: math.MaxInt32, MaxBytes: 0}

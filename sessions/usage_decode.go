@@ -224,3 +224,7 @@ func parseUsageTime(b []byte) (time.Time, bool) {
 	}
 	return t, true
 }
+
+// usageTime is the fixed-width UTC time at the start of every line: its
+// text sorts as its time does.
+const usageTime = "2006-01-02T15:04:05.000Z"

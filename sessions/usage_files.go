@@ -46,10 +46,6 @@ func NewUsageFiles(dir string, log *zap.Logger) *UsageFiles {
 	return &UsageFiles{dir: dir, log: log, files: map[string]*os.File{}, paths: map[usageMonth]string{}}
 }
 
-// usageTime is the fixed-width UTC time at the start of every line: its
-// text sorts as its time does.
-const usageTime = "2006-01-02T15:04:05.000Z"
-
 // usageLinePrefix is what every line starts with, before the time.
 const usageLinePrefix = `{"at":"`
 
