@@ -127,7 +127,7 @@ func NewChain(complete bool) *Chain {
 // sequence number) and must be >= 0. A session header or a blank line is
 // ignored; an entry whose JSON cannot be read is an error.
 func (c *Chain) Add(line []byte, pos int64) error {
-	n, err := parseEntry(line, pos)
+	n, err := ParseEntry(line, pos)
 	if err != nil {
 		return fmt.Errorf("transcript: entry at %d: %w", pos, err)
 	}
@@ -176,13 +176,13 @@ func CheckSessionID(id string) error { return checkSessionID(id) }
 func checkSessionID(id string) error {
 	u, err := uuid.Parse(id)
 	if err != nil || u.String() != id {
-		return fmt.Errorf("sessions: session id %q is not a canonical UUID", clip(id))
+		return fmt.Errorf("sessions: session id %q is not a canonical UUID", Clip(id))
 	}
 	return nil
 }
 
-// clip shortens hostile input before it is quoted in an error.
-func clip(s string) string {
+// Clip shortens hostile input before it is quoted in an error.
+func Clip(s string) string {
 	if len(s) > 80 {
 		return s[:80] + "…"
 	}

@@ -21,7 +21,7 @@ import (
 // and the ingress journal. Problems come in that order (per agent, then
 // locks, then the journal, then bad lines) and in sorted order within.
 func Check(ctx context.Context, stateDir string, opts CheckOptions) ([]Problem, error) {
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	if _, err := os.Stat(stateDir); err != nil {
 		return nil, fmt.Errorf("sessions: check: state directory: %w", err)
 	}
@@ -66,7 +66,7 @@ func Check(ctx context.Context, stateDir string, opts CheckOptions) ([]Problem, 
 // deleted. When it returns, every index it changed is whole in
 // sessions.json (its change log folded).
 func Repair(ctx context.Context, stateDir string, problems []Problem, opts CheckOptions) []error {
-	r := &repairer{stateDir: stateDir, opts: opts.withDefaults(), touched: map[string]*Store{}}
+	r := &repairer{stateDir: stateDir, opts: opts.WithDefaults(), touched: map[string]*Store{}}
 	errs := make([]error, len(problems))
 	edited := make([]bool, len(problems)) // the repair changed an index
 	for i, p := range problems {

@@ -54,30 +54,30 @@ func (s *transcriptSummary) addLine(line int, off int64, b []byte) error {
 		Timestamp string `json:"timestamp"`
 	}
 	if line == 1 {
-		h, err := parseHeader(b)
+		h, err := ParseHeader(b)
 		if err != nil {
 			return err
 		}
 		_ = json.Unmarshal(b, &ts)
-		s.hdr = &summaryHeader{id: h.id, key: h.SessionKey, agent: h.AgentID, at: parseTimestamp(ts.Timestamp)}
+		s.hdr = &summaryHeader{id: h.id, key: h.SessionKey, agent: h.AgentID, at: ParseTimestamp(ts.Timestamp)}
 		return nil
 	}
-	n, err := parseEntry(b, off)
+	n, err := ParseEntry(b, off)
 	if err != nil || n == nil {
 		return err
 	}
 	if json.Unmarshal(b, &ts) == nil {
-		if t := parseTimestamp(ts.Timestamp); t.After(s.lastAt) {
+		if t := ParseTimestamp(ts.Timestamp); t.After(s.lastAt) {
 			s.lastAt = t
 		}
 	}
 	switch {
-	case n.isMessage:
+	case n.IsMessage:
 		s.messages++
-		if s.firstUser == "" && n.msg != nil && n.msg.Role == RoleUser {
-			s.firstUser = n.msg.Text()
+		if s.firstUser == "" && n.Msg != nil && n.Msg.Role == RoleUser {
+			s.firstUser = n.Msg.Text()
 		}
-	case n.kind == kindCompaction:
+	case n.Kind == KindCompaction:
 		s.compactions++
 	}
 	return nil

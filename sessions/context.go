@@ -14,17 +14,17 @@ func buildContext(v *chainView, leaf string) Context {
 	ids := make([]string, 0, n)
 	c := Context{LeafID: leaf}
 	if v.comp != nil {
-		c.Summary = v.comp.comp.Summary
+		c.Summary = v.comp.Comp.Summary
 		msgs = append(msgs, Message{
 			Role:      RoleUser,
 			Content:   []Content{{Type: BlockText, Text: compactionSummaryPrefix + c.Summary + compactionSummarySuffix}},
-			Timestamp: v.comp.comp.at.UnixMilli(),
+			Timestamp: v.comp.Comp.At.UnixMilli(),
 		})
 		ids = append(ids, "")
 	}
 	for _, e := range v.entries {
-		msgs = append(msgs, *e.msg)
-		ids = append(ids, e.id)
+		msgs = append(msgs, *e.Msg)
+		ids = append(ids, e.ID)
 	}
 	msgs, ids = pairToolCalls(msgs, ids)
 	c.Messages, c.EntryIDs = mergeUsers(msgs, ids)
@@ -140,19 +140,19 @@ func appendMerged(out []Message, outIDs []string, m Message, id string) ([]Messa
 // entries without rebuilding it, when that gives what buildContext would:
 // plain user and assistant messages after a context that does not end in
 // tool calls. It reports false when the context must be rebuilt.
-func extendContext(c *Context, nodes []*node) bool {
+func extendContext(c *Context, nodes []*Node) bool {
 	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == RoleAssistant && hasToolCall(c.Messages[n-1]) {
 		return false
 	}
 	for _, n := range nodes {
-		if n.kind != kindMessage || (n.msg.Role != RoleUser && n.msg.Role != RoleAssistant) ||
-			(n.msg.Role == RoleAssistant && hasToolCall(*n.msg)) {
+		if n.Kind != KindMessage || (n.Msg.Role != RoleUser && n.Msg.Role != RoleAssistant) ||
+			(n.Msg.Role == RoleAssistant && hasToolCall(*n.Msg)) {
 			return false
 		}
 	}
 	for _, n := range nodes {
-		c.Messages, c.EntryIDs = appendMerged(c.Messages, c.EntryIDs, *n.msg, n.id)
-		c.LeafID = n.id
+		c.Messages, c.EntryIDs = appendMerged(c.Messages, c.EntryIDs, *n.Msg, n.ID)
+		c.LeafID = n.ID
 	}
 	return true
 }

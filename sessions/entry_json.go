@@ -50,7 +50,7 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || math.IsNaN(f) || math.Abs(f) > maxEpochMs {
-		return fmt.Errorf("time %s: want an RFC 3339 string or milliseconds since the epoch", clip(string(b)))
+		return fmt.Errorf("time %s: want an RFC 3339 string or milliseconds since the epoch", Clip(string(b)))
 	}
 	ms := int64(f)
 	*t = flexTime(time.UnixMilli(ms).Add(time.Duration((f - float64(ms)) * float64(time.Millisecond))).UTC())

@@ -156,13 +156,13 @@ func TestAgentsAndHostileIDs(t *testing.T) {
 		"ünï", "main/../../x", `..\x`, "main\n"}
 	for _, id := range hostile {
 		if _, err := m.Store(id); err == nil {
-			t.Errorf("Store(%q) accepted", clip(id))
+			t.Errorf("Store(%q) accepted", Clip(id))
 		}
 	}
 	s := mustStore(t, m, "main")
 	for _, id := range append(hostile, "../../../etc/passwd", "00000000-0000-0000-0000-00000000000G") {
 		if _, err := s.Transcript(id); err == nil {
-			t.Errorf("Transcript(%q) accepted", clip(id))
+			t.Errorf("Transcript(%q) accepted", Clip(id))
 		}
 	}
 	ctx := context.Background()

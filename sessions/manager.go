@@ -178,7 +178,7 @@ func (m *Manager) Store(agentID string) (*Store, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, fmt.Errorf("sessions: store %q: manager closed", clip(agentID))
+		return nil, fmt.Errorf("sessions: store %q: manager closed", Clip(agentID))
 	}
 	if s, ok := m.stores[agentID]; ok {
 		return s, nil

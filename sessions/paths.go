@@ -24,7 +24,7 @@ const (
 // must already be a normalised id: nothing else may become a path.
 func agentSessionsDir(stateDir, agentID string) (string, error) {
 	if !routing.ValidID(agentID) {
-		return "", fmt.Errorf("sessions: agent id %q is not a valid id", clip(agentID))
+		return "", fmt.Errorf("sessions: agent id %q is not a valid id", Clip(agentID))
 	}
 	return filepath.Join(stateDir, "agents", agentID, "sessions"), nil
 }

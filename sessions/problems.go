@@ -40,7 +40,7 @@ type CheckOptions struct {
 	BacklogAfter time.Duration
 }
 
-func (o CheckOptions) withDefaults() CheckOptions {
+func (o CheckOptions) WithDefaults() CheckOptions {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}

@@ -93,7 +93,7 @@ func (q SearchQuery) Normalize() (SearchQuery, error) {
 	}
 	for _, a := range q.Agents {
 		if !routing.ValidID(a) {
-			return q, fmt.Errorf("%w: agent %q is not a valid agent id", ErrBadQuery, clip(a))
+			return q, fmt.Errorf("%w: agent %q is not a valid agent id", ErrBadQuery, Clip(a))
 		}
 	}
 	if _, err := RoomMatcher(q.Room); err != nil {
@@ -113,7 +113,7 @@ func RoomMatcher(room string) (func(sessionKey string) bool, error) {
 		return func(string) bool { return true }, nil
 	}
 	if len(room) > 256 || strings.ContainsRune(room, 0) {
-		return nil, fmt.Errorf("%w: room %q is not a session key or a peer id", ErrBadQuery, clip(room))
+		return nil, fmt.Errorf("%w: room %q is not a session key or a peer id", ErrBadQuery, Clip(room))
 	}
 	if k, err := routing.Parse(room); err == nil {
 		want := k.String()
@@ -126,7 +126,7 @@ func RoomMatcher(room string) (func(sessionKey string) bool, error) {
 		}, nil
 	}
 	if strings.ContainsAny(room, ":/\\") {
-		return nil, fmt.Errorf("%w: room %q is not a session key or a peer id", ErrBadQuery, clip(room))
+		return nil, fmt.Errorf("%w: room %q is not a session key or a peer id", ErrBadQuery, Clip(room))
 	}
 	return func(s string) bool {
 		if !strings.Contains(s, room) {
@@ -174,5 +174,5 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("%w: since %q: want a duration (24h, 7d), a date (2026-11-01) or an RFC 3339 time", ErrBadQuery, clip(s))
+	return time.Time{}, fmt.Errorf("%w: since %q: want a duration (24h, 7d), a date (2026-11-01) or an RFC 3339 time", ErrBadQuery, Clip(s))
 }

@@ -220,7 +220,7 @@ func BenchmarkSearchIndexAppend(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		msg := msgs[i%len(msgs)]
-		nodes := []*node{{id: "0000abcd", off: off, kind: kindMessage, isMessage: true, msg: &msg}}
+		nodes := []*Node{{ID: "0000abcd", Off: off, Kind: KindMessage, IsMessage: true, Msg: &msg}}
 		off += 200
 		x.appended("main", sid, nodes, off)
 		i++

@@ -30,31 +30,31 @@ type pendingDoc struct {
 	role  uint8
 	ts    int64
 	off   int64
-	words wordList
+	words WordList
 }
 
-func pendingOf(n *node) (pendingDoc, bool) {
-	if n == nil || !n.isMessage || n.msg == nil {
+func pendingOf(n *Node) (pendingDoc, bool) {
+	if n == nil || !n.IsMessage || n.Msg == nil {
 		return pendingDoc{}, false
 	}
-	role := roleCode(n.msg.Role)
-	if role == 0 || n.msg.Role == RoleToolResult {
+	role := roleCode(n.Msg.Role)
+	if role == 0 || n.Msg.Role == RoleToolResult {
 		// What people and the model said; tool output (fetched pages,
 		// JSON, earlier search results) would drown it.
 		return pendingDoc{}, false
 	}
-	d := pendingDoc{role: role, ts: n.msg.Timestamp, off: n.off}
-	for _, c := range n.msg.Content {
+	d := pendingDoc{role: role, ts: n.Msg.Timestamp, off: n.Off}
+	for _, c := range n.Msg.Content {
 		if c.Type == BlockText {
-			d.words.add(c.Text)
+			d.words.Add(c.Text)
 		}
 	}
-	return d, d.words.len() > 0
+	return d, d.words.Len() > 0
 }
 
 // appended is the transcript append hook: it indexes the messages among
 // nodes (just written, the file now ends at end).
-func (x *searchIndex) appended(agent, sid string, nodes []*node, end int64) {
+func (x *searchIndex) appended(agent, sid string, nodes []*Node, end int64) {
 	x.ensureStarted()
 	docs := make([]pendingDoc, 0, len(nodes))
 	for _, n := range nodes {
@@ -72,7 +72,7 @@ func (x *searchIndex) appended(agent, sid string, nodes []*node, end int64) {
 	if !x.loaded {
 		// The load's catch-up reads this transcript up to here.
 		if _, ok := x.first[k]; !ok && len(nodes) > 0 {
-			x.first[k] = nodes[0].off
+			x.first[k] = nodes[0].Off
 		}
 	}
 	for _, d := range docs {
@@ -198,10 +198,10 @@ func readDocs(f io.ReaderAt, from, to int64) ([]pendingDoc, int64, error) {
 		off  = from
 	)
 	for {
-		line, err := readLine(r, buf[:0])
+		line, err := ReadLine(r, buf[:0])
 		buf = line
 		if len(line) > 0 && line[len(line)-1] == '\n' {
-			if n, perr := parseEntry(line, off); perr == nil {
+			if n, perr := ParseEntry(line, off); perr == nil {
 				if d, ok := pendingOf(n); ok {
 					docs = append(docs, d)
 				}
@@ -235,7 +235,7 @@ func (x *searchIndex) ensureSession(agent, dir, sid string) {
 }
 
 // searchHook is the append hook of session sid's transcript.
-func (s *Store) searchHook(sid string) transcriptOption {
+func (s *Store) searchHook(sid string) TranscriptOption {
 	x, agent := s.m.search, s.agentID
-	return withAppendHook(func(nodes []*node, end int64) { x.appended(agent, sid, nodes, end) })
+	return WithAppendHook(func(nodes []*Node, end int64) { x.appended(agent, sid, nodes, end) })
 }

@@ -39,14 +39,14 @@ func (m *memSegment) row(agent, sid string) uint32 {
 }
 
 // add indexes one message.
-func (m *memSegment) add(row uint32, role uint8, ts, off int64, words *wordList) {
+func (m *memSegment) add(row uint32, role uint8, ts, off int64, words *WordList) {
 	d := uint32(len(m.docs))
 	if d > 0 && ts < m.docs[d-1].ts {
 		m.unsorted = true
 	}
 	m.docs = append(m.docs, docRec{row: row, role: role, ts: ts, off: off})
-	for i := range words.len() {
-		w := words.word(i)
+	for i := range words.Len() {
+		w := words.Word(i)
 		pl := m.post[string(w)] // no allocation for the lookup
 		if pl == nil {
 			pl = &postList{}

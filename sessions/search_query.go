@@ -327,16 +327,16 @@ func (x *searchIndex) hitOf(c candidate, agent, sid, key string, words []string)
 	if err != nil || c.off >= fi.Size() {
 		return SearchHit{}, false
 	}
-	line, err := readLineAt(f, c.off, fi.Size())
+	line, err := ReadLineAt(f, c.off, fi.Size())
 	if err != nil {
 		return SearchHit{}, false
 	}
-	n, err := parseEntry(line, c.off)
-	if err != nil || n == nil || !n.isMessage || n.msg == nil {
+	n, err := ParseEntry(line, c.off)
+	if err != nil || n == nil || !n.IsMessage || n.Msg == nil {
 		return SearchHit{}, false
 	}
 	return SearchHit{
-		Agent: agent, SessionKey: key, SessionID: sid, EntryID: n.id, Role: roleName(c.role),
-		At: time.UnixMilli(c.ts).UTC(), Snippet: Snippet(SearchText(*n.msg), words),
+		Agent: agent, SessionKey: key, SessionID: sid, EntryID: n.ID, Role: roleName(c.role),
+		At: time.UnixMilli(c.ts).UTC(), Snippet: Snippet(SearchText(*n.Msg), words),
 	}, true
 }

@@ -19,11 +19,11 @@ const maxTokenBytes = 64
 // anywhere in a run; a single character stands alone only when its run is
 // one character long.
 func SearchTokens(text string) []string {
-	var w wordList
-	w.add(text)
-	out := make([]string, w.len())
+	var w WordList
+	w.Add(text)
+	out := make([]string, w.Len())
 	for i := range out {
-		out[i] = string(w.word(i))
+		out[i] = string(w.Word(i))
 	}
 	if len(out) == 0 {
 		return nil
@@ -31,16 +31,16 @@ func SearchTokens(text string) []string {
 	return out
 }
 
-// wordList holds the distinct words of a text in one buffer (the indexing
+// WordList holds the distinct words of a text in one buffer (the indexing
 // path allocates per message, not per word).
-type wordList struct {
+type WordList struct {
 	buf  []byte
 	ends []int // word i is buf[ends[i-1]:ends[i]]
 }
 
-func (w *wordList) len() int { return len(w.ends) }
+func (w *WordList) Len() int { return len(w.ends) }
 
-func (w *wordList) word(i int) []byte {
+func (w *WordList) Word(i int) []byte {
 	lo := 0
 	if i > 0 {
 		lo = w.ends[i-1]
@@ -49,7 +49,7 @@ func (w *wordList) word(i int) []byte {
 }
 
 // add appends the words of text (see SearchTokens).
-func (w *wordList) add(text string) {
+func (w *WordList) Add(text string) {
 	if w.buf == nil {
 		w.buf, w.ends = make([]byte, 0, len(text)), make([]int, 0, 16)
 	}
@@ -70,7 +70,7 @@ func (w *wordList) add(text string) {
 			return
 		}
 		for i := range w.ends {
-			if bytes.Equal(w.word(i), word) {
+			if bytes.Equal(w.Word(i), word) {
 				w.buf = w.buf[:start]
 				return
 			}

@@ -223,7 +223,7 @@ func (s *Store) keyString(key routing.Key) (string, error) {
 		return "", fmt.Errorf("sessions: empty session key")
 	}
 	if key.Agent != s.agentID {
-		return "", fmt.Errorf("sessions: key %q belongs to agent %q, not %q", clip(key.String()), clip(key.Agent), s.agentID)
+		return "", fmt.Errorf("sessions: key %q belongs to agent %q, not %q", Clip(key.String()), Clip(key.Agent), s.agentID)
 	}
 	return key.String(), nil
 }
@@ -330,7 +330,7 @@ func (s *Store) encodeLocked() ([]byte, error) {
 		if sl.raw == nil {
 			b, err := json.Marshal(sl.e)
 			if err != nil {
-				return nil, fmt.Errorf("sessions: encode entry %q: %w", clip(k), err)
+				return nil, fmt.Errorf("sessions: encode entry %q: %w", Clip(k), err)
 			}
 			sl.raw = b
 		}
@@ -382,7 +382,7 @@ func decodeIndex(r io.Reader, slots map[string]*slot, lenient bool) error {
 			dst = (*legacyEntry)(&sl.e)
 		}
 		if err := dec.Decode(dst); err != nil {
-			return fmt.Errorf("entry %q: %w", clip(k), err)
+			return fmt.Errorf("entry %q: %w", Clip(k), err)
 		}
 		slots[k] = sl
 	}

@@ -17,7 +17,7 @@ func (s *Store) transcriptOrArchive(sessionID string) (*Transcript, error) {
 	if !fileExists(live) {
 		if path := s.archivedFile(sessionID); path != "" {
 			hdr := Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
-			return openTranscript(path, sessionID, hdr, nil, s.log)
+			return OpenTranscript(path, sessionID, hdr, nil, s.log)
 		}
 	}
 	return s.Transcript(sessionID)

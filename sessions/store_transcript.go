@@ -64,11 +64,11 @@ func (s *Store) TranscriptOf(e Entry) (*Transcript, error) {
 	}
 	return s.tcache.get(e.SessionID, func() (*Transcript, error) {
 		hdr := Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
-		opts := []transcriptOption{s.searchHook(e.SessionID)}
+		opts := []TranscriptOption{s.searchHook(e.SessionID)}
 		if e.CompactionOffset > 0 {
-			opts = append(opts, withCompactionHint(e.CompactionOffset))
+			opts = append(opts, WithCompactionHint(e.CompactionOffset))
 		}
-		return openTranscript(path, e.SessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+		return OpenTranscript(path, e.SessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
 	})
 }
 
@@ -83,20 +83,20 @@ func (s *Store) Transcript(sessionID string) (*Transcript, error) {
 	}
 	return s.tcache.get(sessionID, func() (*Transcript, error) {
 		hdr := Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
-		opts := []transcriptOption{s.searchHook(sessionID)}
+		opts := []TranscriptOption{s.searchHook(sessionID)}
 		s.mu.Lock()
 		if s.viewLocked() == nil {
 			for _, sl := range s.slots {
 				if sl.e.SessionID == sessionID {
 					hdr.SessionKey = sl.e.SessionKey
 					if sl.e.CompactionOffset > 0 {
-						opts = append(opts, withCompactionHint(sl.e.CompactionOffset))
+						opts = append(opts, WithCompactionHint(sl.e.CompactionOffset))
 					}
 					break
 				}
 			}
 		}
 		s.mu.Unlock()
-		return openTranscript(path, sessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+		return OpenTranscript(path, sessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
 	})
 }

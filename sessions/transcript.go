@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// locker is the transcript write lock (S1's flock-based lock in the daemon).
-type locker interface {
+// Locker is the transcript write lock (S1's flock-based lock in the daemon).
+type Locker interface {
 	Lock(ctx context.Context) (unlock func(), err error)
 }
 
@@ -30,7 +30,7 @@ type Transcript struct {
 	path      string
 	sessionID string
 	hdr       Header
-	lock      locker // nil: read-only use (LoadFile, ReadHistory)
+	lock      Locker // nil: read-only use (LoadFile, ReadHistory)
 	log       *zap.Logger
 	now       func() time.Time
 	rand      func() uint32
@@ -38,7 +38,7 @@ type Transcript struct {
 	hint      int64 // compaction offset known from the index entry
 	// onAppend sees each write's entries and the file's new end (the
 	// search index); called after the locks are released.
-	onAppend func(nodes []*node, end int64)
+	onAppend func(nodes []*Node, end int64)
 
 	written atomic.Uint64 // sequence of the last completed write
 	sync    syncGroup
@@ -50,31 +50,31 @@ type Transcript struct {
 	prefixMsgs int
 }
 
-// transcriptOption tunes openTranscript.
-type transcriptOption func(*Transcript)
+// TranscriptOption tunes openTranscript.
+type TranscriptOption func(*Transcript)
 
-// withCompactionHint passes Entry.CompactionOffset so the first load starts
+// WithCompactionHint passes Entry.CompactionOffset so the first load starts
 // at the latest compaction.
-func withCompactionHint(off int64) transcriptOption {
+func WithCompactionHint(off int64) TranscriptOption {
 	return func(t *Transcript) { t.hint = off }
 }
 
-// withoutSync skips fsync (tests, benchmarks of the non-durable path).
-func withoutSync() transcriptOption { return func(t *Transcript) { t.noSync = true } }
+// WithoutSync skips fsync (tests, benchmarks of the non-durable path).
+func WithoutSync() TranscriptOption { return func(t *Transcript) { t.noSync = true } }
 
-// withClock and withRand make written timestamps and ids deterministic.
-func withClock(now func() time.Time) transcriptOption { return func(t *Transcript) { t.now = now } }
-func withRand(r func() uint32) transcriptOption       { return func(t *Transcript) { t.rand = r } }
+// WithClock and withRand make written timestamps and ids deterministic.
+func WithClock(now func() time.Time) TranscriptOption { return func(t *Transcript) { t.now = now } }
+func WithRand(r func() uint32) TranscriptOption       { return func(t *Transcript) { t.rand = r } }
 
-// withAppendHook passes every successful write's entries to fn.
-func withAppendHook(fn func(nodes []*node, end int64)) transcriptOption {
+// WithAppendHook passes every successful write's entries to fn.
+func WithAppendHook(fn func(nodes []*Node, end int64)) TranscriptOption {
 	return func(t *Transcript) { t.onAppend = fn }
 }
 
-// openTranscript returns the transcript at path; it does no I/O. The header
+// OpenTranscript returns the transcript at path; it does no I/O. The header
 // (session id, hdr) is written with the first append. lock guards writes
 // across goroutines and processes; nil makes the transcript read-only.
-func openTranscript(path, sessionID string, hdr Header, lock locker, log *zap.Logger, opts ...transcriptOption) (*Transcript, error) {
+func OpenTranscript(path, sessionID string, hdr Header, lock Locker, log *zap.Logger, opts ...TranscriptOption) (*Transcript, error) {
 	if path == "" {
 		return nil, errors.New("transcript: open: empty path")
 	}
@@ -120,7 +120,7 @@ func (t *Transcript) stateLocked(f *os.File) (*fileState, error) {
 	} else {
 		hint := t.hint
 		if t.st != nil && t.st.view != nil && t.st.view.comp != nil {
-			hint = t.st.view.comp.off
+			hint = t.st.view.comp.Off
 		}
 		t.prefixIDs, t.prefixLo, t.prefixMsgs = nil, 0, 0
 		st, err := loadTail(f, fi, hint, t.log)
@@ -236,7 +236,7 @@ func (t *Transcript) Stats(ctx context.Context) (messages int, lastCompactionOff
 		}
 	}
 	if st.view.comp != nil {
-		lastCompactionOffset = st.view.comp.off
+		lastCompactionOffset = st.view.comp.Off
 	}
 	return st.msgs + t.prefixMsgs, lastCompactionOffset, nil
 }
@@ -272,8 +272,8 @@ func (t *Transcript) appendMessages(ctx context.Context, sync bool, msgs []Messa
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*node, error) {
-		nodes := make([]*node, 0, len(msgs))
+	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*Node, error) {
+		nodes := make([]*Node, 0, len(msgs))
 		parent := st.leaf
 		now := t.now()
 		for _, m := range msgs {
@@ -283,7 +283,7 @@ func (t *Transcript) appendMessages(ctx context.Context, sync bool, msgs []Messa
 				return nil, err
 			}
 			msg := m
-			nodes = append(nodes, &node{id: id, parent: parent, kind: kindMessage, isMessage: true, msg: &msg})
+			nodes = append(nodes, &Node{ID: id, Parent: parent, Kind: KindMessage, IsMessage: true, Msg: &msg})
 			parent = id
 		}
 		return nodes, nil
@@ -293,7 +293,7 @@ func (t *Transcript) appendMessages(ctx context.Context, sync bool, msgs []Messa
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
 // entry of the current chain ("" keeps nothing before the compaction).
 func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string, error) {
-	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*node, error) {
+	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*Node, error) {
 		if c.FirstKeptEntryID != "" {
 			in, err := st.inChain(f, c.FirstKeptEntryID)
 			if err != nil {
@@ -308,7 +308,7 @@ func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string
 		if err := encodeCompactionEntry(buf, id, st.leaf, c, now); err != nil {
 			return nil, err
 		}
-		return []*node{{id: id, parent: st.leaf, kind: kindCompaction, comp: &compactionInfo{Compaction: c, at: now.UTC().Truncate(time.Millisecond)}}}, nil
+		return []*Node{{ID: id, Parent: st.leaf, Kind: KindCompaction, Comp: &CompactionInfo{Compaction: c, At: now.UTC().Truncate(time.Millisecond)}}}, nil
 	})
 	if err != nil {
 		return "", err
@@ -317,7 +317,7 @@ func (t *Transcript) AppendCompaction(ctx context.Context, c Compaction) (string
 }
 
 // newIDLocked returns 8 hex characters unused in the file and in pending.
-func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
+func (t *Transcript) newIDLocked(st *fileState, pending []*Node) string {
 	for {
 		id := NewEntryID(t.rand())
 		if _, ok := st.nodes[id]; ok {
@@ -328,7 +328,7 @@ func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
 		}
 		dup := false
 		for _, n := range pending {
-			dup = dup || n.id == id
+			dup = dup || n.ID == id
 		}
 		if !dup && id != t.sessionID {
 			return id
@@ -340,7 +340,7 @@ func (t *Transcript) newIDLocked(st *fileState, pending []*node) string {
 // tail, writes the header when the file has none, then the lines enc
 // produces, and records the new entries. fsync happens after the lock is
 // released, grouped with concurrent appends.
-func (t *Transcript) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*node, error)) ([]string, error) {
+func (t *Transcript) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
 	if t.lock == nil {
 		return nil, errors.New("transcript: append: opened read-only")
 	}
@@ -386,12 +386,12 @@ func (t *Transcript) append(ctx context.Context, sync bool, enc func(*fileState,
 	}
 	ids := make([]string, len(nodes))
 	for i, n := range nodes {
-		ids[i] = n.id
+		ids[i] = n.ID
 	}
 	return ids, nil
 }
 
-func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*node, error)) (uint64, []*node, error) {
+func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
 	st, err := t.stateLocked(f)
 	if err != nil {
 		return 0, nil, err
@@ -440,14 +440,14 @@ func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *byt
 	}
 
 	if writeHeader {
-		st.hdr = &header{id: t.sessionID, version: TranscriptVersion, Header: t.hdr}
+		st.hdr = &SessionLine{id: t.sessionID, version: TranscriptVersion, Header: t.hdr}
 		st.headerEnd, st.lo = headerLen, headerLen
 		t.prefixIDs, t.prefixLo, t.prefixMsgs = map[string]struct{}{}, headerLen, 0
 	}
 	off := at + headerLen
 	lines := bytes.SplitAfter(buf.Bytes()[headerLen:], []byte{'\n'})
 	for i, n := range nodes {
-		n.off = off
+		n.Off = off
 		off += int64(len(lines[i]))
 		st.add(n)
 	}
@@ -458,9 +458,9 @@ func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *byt
 
 // extendViewLocked updates the cached chain after an append: messages
 // extend it; a compaction re-resolves it (on the next read).
-func (t *Transcript) extendViewLocked(st *fileState, nodes []*node) {
+func (t *Transcript) extendViewLocked(st *fileState, nodes []*Node) {
 	for _, n := range nodes {
-		if n.kind == kindCompaction {
+		if n.Kind == KindCompaction {
 			st.view, st.ctx = nil, nil
 			return
 		}
@@ -473,7 +473,7 @@ func (t *Transcript) extendViewLocked(st *fileState, nodes []*node) {
 		st.ctx = nil
 	}
 	for _, n := range nodes {
-		if n.kind == kindMessage {
+		if n.Kind == KindMessage {
 			st.view.entries = append(st.view.entries, n)
 		}
 	}
@@ -549,7 +549,7 @@ func LoadFile(path string, log *zap.Logger) (Context, error) {
 	if _, err := os.Stat(path); err != nil {
 		return Context{}, fmt.Errorf("transcript: load: %w", err)
 	}
-	t, err := openTranscript(path, "", Header{}, nil, log)
+	t, err := OpenTranscript(path, "", Header{}, nil, log)
 	if err != nil {
 		return Context{}, err
 	}
@@ -562,7 +562,7 @@ func ReadHistory(path string) ([]Message, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("transcript: history: %w", err)
 	}
-	t, err := openTranscript(path, "", Header{}, nil, nil)
+	t, err := OpenTranscript(path, "", Header{}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func BenchmarkTranscriptAppend(b *testing.B) {
 		}
 	})
 	b.Run("serial-nosync", func(b *testing.B) {
-		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil, withoutSync())
+		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil, WithoutSync())
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := tr.Append(ctx, msg); err != nil {
@@ -72,10 +72,10 @@ func BenchmarkLoadCompacted(b *testing.B) {
 	off := writeCompactedSession(b, path, 10000, 50, 0)
 	for _, bc := range []struct {
 		name string
-		opts []transcriptOption
+		opts []TranscriptOption
 	}{
 		{"from-end", nil},
-		{"with-hint", []transcriptOption{withCompactionHint(off)}},
+		{"with-hint", []TranscriptOption{WithCompactionHint(off)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

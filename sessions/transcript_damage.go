@@ -54,7 +54,7 @@ func QuarantineTranscript(path string) (int, error) {
 	err = eachLine(f, func(line int, off int64, b []byte, complete bool) {
 		bad := false
 		if complete && line > 1 {
-			_, perr := parseEntry(b, off)
+			_, perr := ParseEntry(b, off)
 			bad = perr != nil
 		}
 		if bad {
@@ -94,7 +94,7 @@ func eachLine(r io.Reader, fn func(line int, off int64, b []byte, complete bool)
 	)
 	for line := 1; ; line++ {
 		var err error
-		buf, err = readLine(br, buf[:0])
+		buf, err = ReadLine(br, buf[:0])
 		if len(buf) > 0 {
 			fn(line, off, buf, buf[len(buf)-1] == '\n')
 			off += int64(len(buf))

@@ -53,9 +53,9 @@ func fixedClock() func() time.Time {
 	}
 }
 
-func newTestTranscript(t testing.TB, path string, lock locker, log *zap.Logger, opts ...transcriptOption) *Transcript {
+func newTestTranscript(t testing.TB, path string, lock Locker, log *zap.Logger, opts ...TranscriptOption) *Transcript {
 	t.Helper()
-	tr, err := openTranscript(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
+	tr, err := OpenTranscript(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
 		Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
 	if err != nil {
 		t.Fatal(err)

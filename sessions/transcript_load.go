@@ -31,15 +31,15 @@ const (
 // fileState is what is known about a transcript file. Entries at offsets
 // in [lo, end) are all in nodes.
 type fileState struct {
-	fi        os.FileInfo // identity, size and mtime when last seen; nil for a missing file
-	hdr       *header     // nil when the file holds no header yet
-	headerEnd int64       // offset just past the header line
-	end       int64       // where the next append goes
-	tornAt    int64       // start of a torn last line to cut before appending, -1 if none
-	needNL    bool        // the last entry line lacks its '\n'
+	fi        os.FileInfo  // identity, size and mtime when last seen; nil for a missing file
+	hdr       *SessionLine // nil when the file holds no header yet
+	headerEnd int64        // offset just past the header line
+	end       int64        // where the next append goes
+	tornAt    int64        // start of a torn last line to cut before appending, -1 if none
+	needNL    bool         // the last entry line lacks its '\n'
 	lo        int64
 	block     int64
-	nodes     map[string]*node
+	nodes     map[string]*Node
 	leaf      string
 	leafOff   int64
 	msgs      int // message entries parsed in [lo, end)
@@ -51,7 +51,7 @@ type fileState struct {
 }
 
 func newFileState(fi os.FileInfo) *fileState {
-	return &fileState{fi: fi, tornAt: -1, leafOff: -1, block: firstBlock, nodes: make(map[string]*node)}
+	return &fileState{fi: fi, tornAt: -1, leafOff: -1, block: firstBlock, nodes: make(map[string]*Node)}
 }
 
 // same reports whether fi is the file st describes, unchanged.
@@ -62,16 +62,16 @@ func (st *fileState) same(fi os.FileInfo) bool {
 	return os.SameFile(st.fi, fi) && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
 }
 
-func (st *fileState) add(n *node) {
-	if n.isMessage {
+func (st *fileState) add(n *Node) {
+	if n.IsMessage {
 		st.msgs++
 	}
-	if old, ok := st.nodes[n.id]; ok && old.off > n.off {
+	if old, ok := st.nodes[n.ID]; ok && old.Off > n.Off {
 		return // a later line with the same id wins, as in pi
 	}
-	st.nodes[n.id] = n
-	if n.off > st.leafOff {
-		st.leaf, st.leafOff = n.id, n.off
+	st.nodes[n.ID] = n
+	if n.Off > st.leafOff {
+		st.leaf, st.leafOff = n.ID, n.Off
 	}
 }
 
@@ -92,12 +92,12 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 		st.view = &chainView{}
 		return st, nil
 	}
-	first, err := readLineAt(f, 0, size)
+	first, err := ReadLineAt(f, 0, size)
 	if err != nil {
 		return nil, err
 	}
 	if first[len(first)-1] != '\n' { // the whole file is one unterminated line
-		if h, err := parseHeader(first); err == nil {
+		if h, err := ParseHeader(first); err == nil {
 			st.hdr, st.headerEnd, st.end, st.lo, st.needNL = &h, size, size, size, true
 		} else {
 			log.Warn("transcript: ignoring torn last line", zap.Int("line", 1), zap.Int64("bytes", size))
@@ -105,7 +105,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 		}
 		return st, st.ensureView(f)
 	}
-	h, err := parseHeader(first)
+	h, err := ParseHeader(first)
 	if err != nil {
 		return nil, &lineError{1, err}
 	}
@@ -122,7 +122,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 			return nil, fmt.Errorf("transcript: read: %w", err)
 		}
 		st.parsed++
-		if n, err := parseEntry(frag, st.end); err == nil {
+		if n, err := ParseEntry(frag, st.end); err == nil {
 			if n != nil {
 				st.add(n)
 			}
@@ -147,25 +147,25 @@ func (st *fileState) tryHint(f io.ReaderAt, hint int64) {
 	if _, err := f.ReadAt(prev[:], hint-1); err != nil || prev[0] != '\n' {
 		return
 	}
-	first, err := readLineAt(f, hint, st.lo)
+	first, err := ReadLineAt(f, hint, st.lo)
 	if err != nil || len(first) == 0 || first[len(first)-1] != '\n' {
 		return
 	}
-	if n, err := parseEntry(first, hint); err != nil || n == nil || n.kind != kindCompaction {
+	if n, err := ParseEntry(first, hint); err != nil || n == nil || n.Kind != KindCompaction {
 		return
 	}
 	buf := make([]byte, st.lo-hint)
 	if _, err := f.ReadAt(buf, hint); err != nil {
 		return
 	}
-	var parsed []*node
+	var parsed []*Node
 	for b, off := buf, hint; len(b) > 0; {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			return
 		}
-		n, err := parseEntry(b[:i], off)
-		if err != nil || (len(parsed) == 0 && (n == nil || n.kind != kindCompaction)) {
+		n, err := ParseEntry(b[:i], off)
+		if err != nil || (len(parsed) == 0 && (n == nil || n.Kind != KindCompaction)) {
 			return // not a compaction line, or a bad line the backward walk will report
 		}
 		if n != nil {
@@ -213,7 +213,7 @@ func (st *fileState) inChain(f io.ReaderAt, id string) (bool, error) {
 			continue
 		}
 		steps++
-		cur = n.parent
+		cur = n.Parent
 	}
 	return false, nil
 }
@@ -266,7 +266,7 @@ func (st *fileState) parseBlock(b []byte, off int64) error {
 			return errFallback
 		}
 		st.parsed++
-		n, err := parseEntry(b[:i], off)
+		n, err := ParseEntry(b[:i], off)
 		if err != nil {
 			return errFallback
 		}
@@ -290,14 +290,14 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 	)
 	for off < size {
 		var err error
-		buf, err = readLine(r, buf[:0])
+		buf, err = ReadLine(r, buf[:0])
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("transcript: read: %w", err)
 		}
 		line++
 		complete := len(buf) > 0 && buf[len(buf)-1] == '\n'
 		if line == 1 {
-			h, err := parseHeader(buf)
+			h, err := ParseHeader(buf)
 			switch {
 			case err == nil:
 				st.hdr, st.headerEnd = &h, int64(len(buf))
@@ -311,7 +311,7 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 			}
 		} else {
 			st.parsed++
-			n, err := parseEntry(buf, off)
+			n, err := ParseEntry(buf, off)
 			switch {
 			case err == nil:
 				if n != nil {
@@ -339,8 +339,8 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 	return st, st.ensureView(f)
 }
 
-// readLine appends one line (with its '\n' if any) to buf; no length limit.
-func readLine(r *bufio.Reader, buf []byte) ([]byte, error) {
+// ReadLine appends one line (with its '\n' if any) to buf; no length limit.
+func ReadLine(r *bufio.Reader, buf []byte) ([]byte, error) {
 	for {
 		frag, err := r.ReadSlice('\n')
 		buf = append(buf, frag...)
@@ -350,10 +350,10 @@ func readLine(r *bufio.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// readLineAt reads the line starting at off.
-func readLineAt(f io.ReaderAt, off, size int64) ([]byte, error) {
+// ReadLineAt reads the line starting at off.
+func ReadLineAt(f io.ReaderAt, off, size int64) ([]byte, error) {
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 4<<10)
-	b, err := readLine(r, nil)
+	b, err := ReadLine(r, nil)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("transcript: read: %w", err)
 	}
@@ -380,8 +380,8 @@ func lastNewline(f io.ReaderAt, from, size int64) (int64, error) {
 
 // chainView is the chain ending at the leaf, cut at the latest compaction.
 type chainView struct {
-	comp    *node   // latest compaction in the chain, nil if none
-	entries []*node // entries sent to the model, in order (kept, then after comp)
+	comp    *Node   // latest compaction in the chain, nil if none
+	entries []*Node // entries sent to the model, in order (kept, then after comp)
 }
 
 // resolve walks from the leaf. more is true when the walk needs an entry
@@ -391,8 +391,8 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 		return &chainView{}, st.lo > st.headerEnd
 	}
 	var (
-		after, kept []*node // reverse order
-		comp        *node
+		after, kept []*Node // reverse order
+		comp        *Node
 		found       bool
 	)
 	cur, steps := st.leaf, 0
@@ -406,9 +406,9 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 		}
 		steps++
 		switch {
-		case comp == nil && n.kind == kindCompaction:
+		case comp == nil && n.Kind == KindCompaction:
 			comp = n
-			if n.comp.FirstKeptEntryID == "" {
+			if n.Comp.FirstKeptEntryID == "" {
 				cur = ""
 				continue
 			}
@@ -416,13 +416,13 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 			after = append(after, n)
 		default:
 			kept = append(kept, n)
-			if n.id == comp.comp.FirstKeptEntryID {
+			if n.ID == comp.Comp.FirstKeptEntryID {
 				found = true
 				cur = ""
 				continue
 			}
 		}
-		cur = n.parent
+		cur = n.Parent
 	}
 	v = &chainView{comp: comp}
 	if found {
@@ -432,9 +432,9 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 	return v, false
 }
 
-func appendReversed(dst, src []*node) []*node {
+func appendReversed(dst, src []*Node) []*Node {
 	for i := len(src) - 1; i >= 0; i-- {
-		if src[i].kind == kindMessage {
+		if src[i].Kind == KindMessage {
 			dst = append(dst, src[i])
 		}
 	}
@@ -444,7 +444,7 @@ func appendReversed(dst, src []*node) []*node {
 // history returns the message entries of the whole chain, compactions
 // ignored. The caller has loaded everything.
 func (st *fileState) history() []Message {
-	var rev []*node
+	var rev []*Node
 	cur, steps := st.leaf, 0
 	for cur != "" && steps <= len(st.nodes) {
 		n, ok := st.nodes[cur]
@@ -452,14 +452,14 @@ func (st *fileState) history() []Message {
 			break
 		}
 		steps++
-		if n.kind == kindMessage {
+		if n.Kind == KindMessage {
 			rev = append(rev, n)
 		}
-		cur = n.parent
+		cur = n.Parent
 	}
 	out := make([]Message, 0, len(rev))
 	for i := len(rev) - 1; i >= 0; i-- {
-		out = append(out, *rev[i].msg)
+		out = append(out, *rev[i].Msg)
 	}
 	return out
 }
@@ -474,12 +474,12 @@ func scanPrefix(f io.ReaderAt, from, to int64) (msgs int, ids map[string]struct{
 	idKey := []byte(`"id":"`)
 	msgType := []byte(`"type":"message"`)
 	for {
-		buf, err = readLine(r, buf[:0])
+		buf, err = ReadLine(r, buf[:0])
 		if len(buf) > 0 {
 			if bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{`+string(msgType))) {
 				msgs++
 			} else if !bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{"type":`)) && bytes.Contains(buf, msgType) {
-				if n, perr := parseEntry(buf, 0); perr == nil && n != nil && n.isMessage {
+				if n, perr := ParseEntry(buf, 0); perr == nil && n != nil && n.IsMessage {
 					msgs++
 				}
 			}

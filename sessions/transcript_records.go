@@ -29,11 +29,11 @@ type RecordsState struct {
 
 // recordsOf walks back from leaf over nodes (at most recordsLookback
 // entries, stopping at one not in nodes) and reports what they hold of ids.
-func recordsOf(nodes map[string]*node, leaf string, ids []string) RecordsState {
+func recordsOf(nodes map[string]*Node, leaf string, ids []string) RecordsState {
 	rs := RecordsState{Consumed: map[string]bool{}}
 	// Walk back from the leaf over the loaded nodes; after is the part of
 	// the chain that follows the latest matching user message.
-	var after []*node
+	var after []*Node
 	anchored := false
 	cur := leaf
 	for steps := 0; cur != "" && steps < recordsLookback && len(rs.Consumed) < len(ids); steps++ {
@@ -41,19 +41,19 @@ func recordsOf(nodes map[string]*node, leaf string, ids []string) RecordsState {
 		if !ok {
 			break
 		}
-		cur = n.parent
-		if n.kind != kindMessage || n.msg == nil {
+		cur = n.Parent
+		if n.Kind != KindMessage || n.Msg == nil {
 			continue
 		}
 		hit := false
-		for _, id := range n.msg.RecordIDs {
+		for _, id := range n.Msg.RecordIDs {
 			if slices.Contains(ids, id) {
 				rs.Consumed[id], hit = true, true
 			}
 		}
 		if hit {
 			anchored = true
-			rs.HistorySeq = max(rs.HistorySeq, n.msg.HistorySeq)
+			rs.HistorySeq = max(rs.HistorySeq, n.Msg.HistorySeq)
 		}
 		if !anchored {
 			after = append(after, n)
@@ -64,7 +64,7 @@ func recordsOf(nodes map[string]*node, leaf string, ids []string) RecordsState {
 	}
 	slices.Reverse(after)
 	for _, n := range after {
-		m := n.msg
+		m := n.Msg
 		switch {
 		case m.Role == RoleUser && len(m.RecordIDs) > 0:
 			if !rs.Answered {
@@ -72,7 +72,7 @@ func recordsOf(nodes map[string]*node, leaf string, ids []string) RecordsState {
 			}
 			return rs
 		case m.Role == RoleAssistant && len(toolCallsOf(*m)) == 0:
-			rs.Answered, rs.Answer, rs.EntryID = true, m.Text(), n.id
+			rs.Answered, rs.Answer, rs.EntryID = true, m.Text(), n.ID
 		case m.Role == RoleAssistant:
 			rs.Answered, rs.Answer, rs.EntryID = false, "", "" // a tool step: the turn went on
 		}

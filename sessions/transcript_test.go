@@ -103,7 +103,7 @@ func TestTranscriptAppendAndReload(t *testing.T) {
 func TestTranscriptWrittenGolden(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
-	tr := newTestTranscript(t, path, newMemLocker(), nil, withClock(fixedClock()), withRand(seqRand()))
+	tr := newTestTranscript(t, path, newMemLocker(), nil, WithClock(fixedClock()), WithRand(seqRand()))
 	if _, err := tr.Append(ctx, user("hello <world> & friends")); err != nil {
 		t.Fatal(err)
 	}
@@ -242,11 +242,11 @@ func TestPiSessionFile(t *testing.T) {
 func rawChain(st *fileState) []Message {
 	var out []Message
 	if st.view.comp != nil {
-		out = append(out, Message{Role: RoleUser, Timestamp: st.view.comp.comp.at.UnixMilli(),
-			Content: []Content{{Type: BlockText, Text: compactionSummaryPrefix + st.view.comp.comp.Summary + compactionSummarySuffix}}})
+		out = append(out, Message{Role: RoleUser, Timestamp: st.view.comp.Comp.At.UnixMilli(),
+			Content: []Content{{Type: BlockText, Text: compactionSummaryPrefix + st.view.comp.Comp.Summary + compactionSummarySuffix}}})
 	}
 	for _, n := range st.view.entries {
-		out = append(out, *n.msg)
+		out = append(out, *n.Msg)
 	}
 	return out
 }
@@ -532,7 +532,7 @@ func TestContextRebuildRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &chainView{}
 			for i := range tt.msgs {
-				v.entries = append(v.entries, &node{id: fmt.Sprintf("e%07d", i), kind: kindMessage, msg: &tt.msgs[i]})
+				v.entries = append(v.entries, &Node{ID: fmt.Sprintf("e%07d", i), Kind: KindMessage, Msg: &tt.msgs[i]})
 			}
 			c := buildContext(v, "leaf")
 			if d := cmp.Diff(tt.want, summarize(c.Messages)); d != "" {
@@ -668,7 +668,7 @@ func TestIDsUniqueInFile(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
 	// The generator repeats itself; ids must still be unique.
-	tr := newTestTranscript(t, path, newMemLocker(), nil, withRand(seqRand(1, 1, 2, 2, 1, 3)))
+	tr := newTestTranscript(t, path, newMemLocker(), nil, WithRand(seqRand(1, 1, 2, 2, 1, 3)))
 	ids, err := tr.Append(ctx, user("a"), assistantText("b"), user("c"))
 	if err != nil {
 		t.Fatal(err)
@@ -688,7 +688,7 @@ func TestIDsUniqueInFile(t *testing.T) {
 	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "s", FirstKeptEntryID: ids2[99]}); err != nil {
 		t.Fatal(err)
 	}
-	tr2 := newTestTranscript(t, path, newMemLocker(), nil, withRand(seqRand(1, 2, 3, 0xabc)))
+	tr2 := newTestTranscript(t, path, newMemLocker(), nil, WithRand(seqRand(1, 2, 3, 0xabc)))
 	got, err := tr2.Append(ctx, user("d"))
 	if err != nil {
 		t.Fatal(err)
@@ -767,7 +767,7 @@ func TestLoadFileMissing(t *testing.T) {
 	if _, err := ReadHistory(filepath.Join(t.TempDir(), "nope.jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadHistory of a missing file: %v, want ErrNotExist", err)
 	}
-	tr, err := openTranscript(filepath.Join(t.TempDir(), "x.jsonl"), "s", Header{}, nil, nil)
+	tr, err := OpenTranscript(filepath.Join(t.TempDir(), "x.jsonl"), "s", Header{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,7 +794,7 @@ func TestAppendHonoursLockContext(t *testing.T) {
 func writeCompactedSession(t testing.TB, path string, n, keep, tail int) int64 {
 	t.Helper()
 	ctx := context.Background()
-	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
+	tr := newTestTranscript(t, path, newMemLocker(), nil, WithoutSync())
 	msgs := make([]Message, 0, n)
 	for i := 0; len(msgs) < n; i++ {
 		msgs = append(msgs, user(fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum ", 20))))
@@ -840,11 +840,11 @@ func TestLoadCompactedReadsOnlyTheTail(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts []transcriptOption
+		opts []TranscriptOption
 	}{
 		{"from the end", nil},
-		{"with offset hint", []transcriptOption{withCompactionHint(off)}},
-		{"with a stale hint", []transcriptOption{withCompactionHint(off / 2)}},
+		{"with offset hint", []TranscriptOption{WithCompactionHint(off)}},
+		{"with a stale hint", []TranscriptOption{WithCompactionHint(off / 2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "copy.jsonl")
@@ -885,7 +885,7 @@ func TestLoadCompactedReadsOnlyTheTail(t *testing.T) {
 func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
-	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
+	tr := newTestTranscript(t, path, newMemLocker(), nil, WithoutSync())
 	var first []string
 	for i := range 300 {
 		ids, err := tr.Append(ctx, user(fmt.Sprintf("u%d %s", i, strings.Repeat("z", 500))), assistantText(fmt.Sprintf("a%d", i)))

@@ -102,32 +102,32 @@ type wireMessage struct {
 	Summary string `json:"summary"`
 }
 
-// nodeKind says what an entry contributes to the context.
-type nodeKind uint8
+// NodeKind says what an entry contributes to the context.
+type NodeKind uint8
 
 const (
-	kindLink       nodeKind = iota // links the chain only
-	kindMessage                    // contributes msg
-	kindCompaction                 // compaction entry
+	KindLink       NodeKind = iota // links the chain only
+	KindMessage                    // contributes msg
+	KindCompaction                 // compaction entry
 )
 
-// node is one parsed entry.
-type node struct {
-	id, parent string
-	off        int64 // byte offset of the line
-	kind       nodeKind
-	isMessage  bool     // a "message" entry (counted by Stats)
-	msg        *Message // kindMessage
-	comp       *compactionInfo
+// Node is one parsed entry.
+type Node struct {
+	ID, Parent string
+	Off        int64 // byte offset of the line
+	Kind       NodeKind
+	IsMessage  bool     // a "message" entry (counted by Stats)
+	Msg        *Message // kindMessage
+	Comp       *CompactionInfo
 }
 
-type compactionInfo struct {
+type CompactionInfo struct {
 	Compaction
-	at time.Time
+	At time.Time
 }
 
-// header is a parsed session line.
-type header struct {
+// SessionLine is a parsed session line.
+type SessionLine struct {
 	id      string
 	version int
 	Header
@@ -135,27 +135,27 @@ type header struct {
 
 var errNotHeader = errors.New("not a session header")
 
-func parseHeader(line []byte) (header, error) {
+func ParseHeader(line []byte) (SessionLine, error) {
 	var w wireLine
 	if err := json.Unmarshal(line, &w); err != nil {
-		return header{}, err
+		return SessionLine{}, err
 	}
 	if w.Type != entrySession || w.ID == nil {
-		return header{}, errNotHeader
+		return SessionLine{}, errNotHeader
 	}
-	h := header{id: *w.ID, version: 1, Header: Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
+	h := SessionLine{id: *w.ID, version: 1, Header: Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
 	if w.Version != nil {
 		h.version = *w.Version
 	}
 	if h.version < 2 {
-		return header{}, fmt.Errorf("transcript version %d is not supported (open it once with pi to migrate it)", h.version)
+		return SessionLine{}, fmt.Errorf("transcript version %d is not supported (open it once with pi to migrate it)", h.version)
 	}
 	return h, nil
 }
 
-// parseEntry parses one non-header line. It returns nil for a line that is
+// ParseEntry parses one non-header line. It returns nil for a line that is
 // not an entry (a blank line or a repeated session line).
-func parseEntry(line []byte, off int64) (*node, error) {
+func ParseEntry(line []byte, off int64) (*Node, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil, nil
@@ -173,14 +173,14 @@ func parseEntry(line []byte, off int64) (*node, error) {
 	if w.ID == nil || *w.ID == "" {
 		return nil, fmt.Errorf("%s entry without id", w.Type)
 	}
-	n := &node{id: *w.ID, off: off}
-	if w.ParentID != nil && *w.ParentID != n.id {
-		n.parent = *w.ParentID
+	n := &Node{ID: *w.ID, Off: off}
+	if w.ParentID != nil && *w.ParentID != n.ID {
+		n.Parent = *w.ParentID
 	}
-	at := parseTimestamp(w.Timestamp)
+	at := ParseTimestamp(w.Timestamp)
 	switch w.Type {
 	case entryMessage:
-		n.isMessage = true
+		n.IsMessage = true
 		if len(w.Message) == 0 || bytes.Equal(w.Message, []byte("null")) {
 			return nil, errors.New("message entry without message")
 		}
@@ -190,11 +190,11 @@ func parseEntry(line []byte, off int64) (*node, error) {
 		}
 		if ok {
 			m.RecordIDs, m.HistorySeq = w.RecordIDs, w.HistorySeq
-			n.kind, n.msg = kindMessage, &m
+			n.Kind, n.Msg = KindMessage, &m
 		}
 	case entryCompaction:
-		n.kind = kindCompaction
-		n.comp = &compactionInfo{at: at, Compaction: Compaction{
+		n.Kind = KindCompaction
+		n.Comp = &CompactionInfo{At: at, Compaction: Compaction{
 			Summary:          w.Summary,
 			FirstKeptEntryID: w.FirstKeptEntryID,
 			TokensBefore:     int64(w.TokensBefore),
@@ -205,12 +205,12 @@ func parseEntry(line []byte, off int64) (*node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("custom_message content: %w", err)
 		}
-		n.kind = kindMessage
-		n.msg = &Message{Role: RoleUser, Content: content, Timestamp: at.UnixMilli()}
+		n.Kind = KindMessage
+		n.Msg = &Message{Role: RoleUser, Content: content, Timestamp: at.UnixMilli()}
 	case entryBranchSummary:
 		if w.Summary != "" {
-			n.kind = kindMessage
-			n.msg = &Message{Role: RoleUser, Timestamp: at.UnixMilli(),
+			n.Kind = KindMessage
+			n.Msg = &Message{Role: RoleUser, Timestamp: at.UnixMilli(),
 				Content: []Content{{Type: BlockText, Text: branchSummaryPrefix + w.Summary + branchSummarySuffix}}}
 		}
 	}
@@ -301,7 +301,7 @@ func bashText(w wireMessage) string {
 	return s
 }
 
-func parseTimestamp(s string) time.Time {
+func ParseTimestamp(s string) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}

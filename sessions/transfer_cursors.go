@@ -26,19 +26,19 @@ func CopyCursors(ctx context.Context, from, to Cursors, overwrite bool) (int, er
 	for _, scope := range keysOf(all) {
 		have, err := to.CursorsOf(ctx, scope)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy cursors %q: %w", clip(scope), err)
+			return n, fmt.Errorf("sessions: copy cursors %q: %w", Clip(scope), err)
 		}
 		for _, name := range keysOf(all[scope]) {
 			v := all[scope][name]
 			if cur, ok := have[name]; ok && (cur == v || !overwrite) {
 				if cur != v {
 					return n, fmt.Errorf("sessions: copy cursors: the target's cursor %q of %q is %q, not %q; use --overwrite to replace it",
-						clip(name), clip(scope), clip(cur), clip(v))
+						Clip(name), Clip(scope), Clip(cur), Clip(v))
 				}
 				continue
 			}
 			if err := to.SetCursor(ctx, scope, name, v); err != nil {
-				return n, fmt.Errorf("sessions: copy cursors %q %q: %w", clip(scope), clip(name), err)
+				return n, fmt.Errorf("sessions: copy cursors %q %q: %w", Clip(scope), Clip(name), err)
 			}
 			n++
 		}
@@ -58,12 +58,12 @@ func CompareCursors(ctx context.Context, a, b Cursors) (int, []string, error) {
 	for _, scope := range keysOf(all) {
 		have, err := b.CursorsOf(ctx, scope)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sessions: compare cursors %q: %w", clip(scope), err)
+			return 0, nil, fmt.Errorf("sessions: compare cursors %q: %w", Clip(scope), err)
 		}
 		for _, name := range keysOf(all[scope]) {
 			n++
 			if v, ok := have[name]; !ok || v != all[scope][name] {
-				diffs = append(diffs, fmt.Sprintf("cursor %q of %q differs in the target", clip(name), clip(scope)))
+				diffs = append(diffs, fmt.Sprintf("cursor %q of %q differs in the target", Clip(name), Clip(scope)))
 			}
 		}
 	}

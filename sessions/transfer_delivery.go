@@ -42,7 +42,7 @@ func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts
 	for _, r := range recs {
 		dup, err := to.Accept(ctx, r)
 		if err != nil {
-			return copied, fmt.Errorf("sessions: copy delivery: record %q: %w", clip(r.ID), err)
+			return copied, fmt.Errorf("sessions: copy delivery: record %q: %w", Clip(r.ID), err)
 		}
 		if !dup {
 			copied.Pending++
@@ -57,11 +57,11 @@ func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts
 			continue
 		}
 		if err := to.Ready(r); err != nil {
-			return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", clip(r.ID), err)
+			return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", Clip(r.ID), err)
 		}
 		if r.Sent > 0 {
 			if err := to.Sent(r.ID, r.Sent); err != nil {
-				return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", clip(r.ID), err)
+				return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", Clip(r.ID), err)
 			}
 		}
 		copied.Replies++
@@ -75,7 +75,7 @@ func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts
 			continue
 		}
 		if err := to.Draft(d); err != nil {
-			return copied, fmt.Errorf("sessions: copy delivery: draft %q: %w", clip(d.ID), err)
+			return copied, fmt.Errorf("sessions: copy delivery: draft %q: %w", Clip(d.ID), err)
 		}
 		copied.Drafts++
 	}
@@ -128,13 +128,13 @@ func compareByID[T any](what string, a, b []T, id func(T) string, norm func(T) (
 	for _, x := range a {
 		y, ok := have[id(x)]
 		if !ok {
-			diffs = append(diffs, fmt.Sprintf("%s %q: missing in the target", what, clip(id(x))))
+			diffs = append(diffs, fmt.Sprintf("%s %q: missing in the target", what, Clip(id(x))))
 			continue
 		}
 		nx, err1 := norm(x)
 		ny, err2 := norm(y)
 		if err1 != nil || err2 != nil || !bytes.Equal(nx, ny) {
-			diffs = append(diffs, fmt.Sprintf("%s %q: differs in the target", what, clip(id(x))))
+			diffs = append(diffs, fmt.Sprintf("%s %q: differs in the target", what, Clip(id(x))))
 		}
 	}
 	slices.Sort(diffs)

@@ -101,7 +101,7 @@ func transcriptFile(dir string, ref TranscriptRef) (string, error) {
 	}
 	id, _, _, ok := parseArchiveName(ref.File)
 	if !ok || id != ref.SessionID || !plainArchiveName(ref.File) {
-		return "", fmt.Errorf("sessions: archived transcript %q is not a transcript name of session %q", clip(ref.File), clip(ref.SessionID))
+		return "", fmt.Errorf("sessions: archived transcript %q is not a transcript name of session %q", Clip(ref.File), Clip(ref.SessionID))
 	}
 	return filepath.Join(dir, ref.File), nil
 }
@@ -173,13 +173,13 @@ func (t *FilesTransfer) ImportKey(ctx context.Context, agentID string, k KeyCopy
 	}
 	key, err := routing.Parse(k.Key)
 	if err != nil {
-		return fmt.Errorf("sessions: import %q: %w", clip(k.Key), err)
+		return fmt.Errorf("sessions: import %q: %w", Clip(k.Key), err)
 	}
 	if key.Agent != agentID {
-		return fmt.Errorf("sessions: import %q: key of agent %q, not %q", clip(k.Key), key.Agent, agentID)
+		return fmt.Errorf("sessions: import %q: key of agent %q, not %q", Clip(k.Key), key.Agent, agentID)
 	}
 	if k.Entry != nil && k.Entry.SessionKey != k.Key {
-		return fmt.Errorf("sessions: import %q: its entry names key %q", clip(k.Key), clip(k.Entry.SessionKey))
+		return fmt.Errorf("sessions: import %q: its entry names key %q", Clip(k.Key), Clip(k.Entry.SessionKey))
 	}
 	arch := nameArchives(k.Archived)
 	refs := KeyState{Key: k.Key, Entry: k.Entry, Archived: arch}.Refs()

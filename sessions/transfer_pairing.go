@@ -24,7 +24,7 @@ func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (in
 	for _, ch := range channels {
 		d, err := from.LoadPairing(ctx, ch)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy pairing %q: %w", clip(ch), err)
+			return n, fmt.Errorf("sessions: copy pairing %q: %w", Clip(ch), err)
 		}
 		wrote := false
 		err = to.UpdatePairing(ctx, ch, func(cur *PairingData) (bool, error) {
@@ -32,13 +32,13 @@ func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (in
 				return false, nil
 			}
 			if !emptyPairing(*cur) && !overwrite {
-				return false, fmt.Errorf("the target holds other pairing data for channel %q; use --overwrite to replace it", clip(ch))
+				return false, fmt.Errorf("the target holds other pairing data for channel %q; use --overwrite to replace it", Clip(ch))
 			}
 			*cur, wrote = clonePairing(d), true
 			return true, nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy pairing %q: %w", clip(ch), err)
+			return n, fmt.Errorf("sessions: copy pairing %q: %w", Clip(ch), err)
 		}
 		if wrote {
 			n++
@@ -57,14 +57,14 @@ func ComparePairing(ctx context.Context, a, b PairingState) (int, []string, erro
 	for _, ch := range channels {
 		da, err := a.LoadPairing(ctx, ch)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", clip(ch), err)
+			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", Clip(ch), err)
 		}
 		db, err := b.LoadPairing(ctx, ch)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", clip(ch), err)
+			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", Clip(ch), err)
 		}
 		if !samePairing(da, db) {
-			diffs = append(diffs, fmt.Sprintf("pairing of channel %q differs in the target", clip(ch)))
+			diffs = append(diffs, fmt.Sprintf("pairing of channel %q differs in the target", Clip(ch)))
 		}
 	}
 	return len(channels), diffs, nil

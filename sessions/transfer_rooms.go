@@ -34,35 +34,35 @@ func CopyRooms(ctx context.Context, from, to RoomLog, overwrite bool) (int, erro
 	for _, room := range rooms {
 		src, err := from.Take(room, from.Seq(), everything)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy rooms %q: %w", clip(room), err)
+			return n, fmt.Errorf("sessions: copy rooms %q: %w", Clip(room), err)
 		}
 		have, err := to.Take(room, to.Seq(), everything)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy rooms %q: %w", clip(room), err)
+			return n, fmt.Errorf("sessions: copy rooms %q: %w", Clip(room), err)
 		}
 		if len(have) > 0 {
 			if sameRoom(src, have) {
 				continue
 			}
 			if !overwrite {
-				return n, fmt.Errorf("sessions: copy rooms: the target holds other history for room %q; use --overwrite to replace it", clip(room))
+				return n, fmt.Errorf("sessions: copy rooms: the target holds other history for room %q; use --overwrite to replace it", Clip(room))
 			}
 			if err := to.Clear(room); err != nil {
-				return n, fmt.Errorf("sessions: copy rooms %q: clear: %w", clip(room), err)
+				return n, fmt.Errorf("sessions: copy rooms %q: clear: %w", Clip(room), err)
 			}
 		}
 		for _, e := range src {
 			e.Seq = 0
 			dup, err := to.Append(ctx, room, e, everything)
 			if err != nil {
-				return n, fmt.Errorf("sessions: copy rooms %q: %w", clip(room), err)
+				return n, fmt.Errorf("sessions: copy rooms %q: %w", Clip(room), err)
 			}
 			if dup {
 				// The target removed this message id earlier (a turn took it,
 				// or --overwrite cleared it) and keeps refusing it as a
 				// redelivery: say so rather than drop it.
 				return n, fmt.Errorf("sessions: copy rooms %q: the target took or removed message %q before and refuses it as a redelivery; copy into a target without this room's history",
-					clip(room), clip(e.MessageID))
+					Clip(room), Clip(e.MessageID))
 			}
 			n++
 		}
@@ -82,15 +82,15 @@ func CompareRooms(ctx context.Context, a, b RoomLog) (int, []string, error) {
 	for _, room := range rooms {
 		ea, err := a.Take(room, a.Seq(), everything)
 		if err != nil {
-			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", clip(room), err)
+			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", Clip(room), err)
 		}
 		eb, err := b.Take(room, b.Seq(), everything)
 		if err != nil {
-			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", clip(room), err)
+			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", Clip(room), err)
 		}
 		n += len(ea)
 		if !sameRoom(ea, eb) {
-			diffs = append(diffs, fmt.Sprintf("room history of %q differs in the target (%d entries, target %d)", clip(room), len(ea), len(eb)))
+			diffs = append(diffs, fmt.Sprintf("room history of %q differs in the target (%d entries, target %d)", Clip(room), len(ea), len(eb)))
 		}
 	}
 	return n, diffs, nil
