@@ -17,13 +17,14 @@ import (
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // disk is a runner over a real sessions.Manager in a temp dir.
 type disk struct {
 	t    *testing.T
 	dir  string
-	mgr  *sessions.Manager
+	mgr  *filestore.Manager
 	r    *Runner
 	p    *fakeProvider
 	mu   sync.Mutex
@@ -32,7 +33,7 @@ type disk struct {
 
 func openDisk(t *testing.T, dir string, d Defaults, list []Agent, p *fakeProvider) *disk {
 	t.Helper()
-	mgr, err := sessions.Open(sessions.Options{StateDir: dir})
+	mgr, err := filestore.Open(filestore.Options{StateDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // TestResultUsageSumsTheTurn: a turn with a tool call makes two model
@@ -30,7 +31,7 @@ func TestResultUsageSumsTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := sessions.Open(sessions.Options{StateDir: t.TempDir()})
+	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // testPrices are USD per million tokens.
@@ -105,7 +106,7 @@ func TestUsageCostStoredInTranscript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := sessions.Open(sessions.Options{StateDir: t.TempDir()})
+	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gateway/gateway/internal/webtest"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
 )
 
@@ -20,7 +21,7 @@ import (
 // would.
 func recordLedger(t *testing.T, env *webtest.Env, rows ...sessions.UsageRow) {
 	t.Helper()
-	mgr, err := sessions.Open(sessions.Options{StateDir: env.StateDir, Passive: true})
+	mgr, err := filestore.Open(filestore.Options{StateDir: env.StateDir, Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

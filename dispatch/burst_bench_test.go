@@ -9,7 +9,7 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // BenchmarkBurstSingleMessage measures how long a message from a sender
@@ -32,7 +32,7 @@ func BenchmarkBurstSingleMessage(b *testing.B) {
 		window := tc.window
 		b.Run(tc.name, func(b *testing.B) {
 			m := &model{started: make(chan struct{}, 1)}
-			mgr, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), CacheTTL: -1})
+			mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir(), CacheTTL: -1})
 			if err != nil {
 				b.Fatal(err)
 			}

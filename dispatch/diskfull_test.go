@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // disk is a journal file layer that can be "full": writes then put half of
@@ -32,7 +33,7 @@ func (f diskFile) Write(b []byte) (int, error) {
 	return f.File.Write(b)
 }
 
-func (d *disk) open(path string) (sessions.JournalFile, error) {
+func (d *disk) open(path string) (filestore.JournalFile, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func TestDiskFullNothingLostNothingTwice(t *testing.T) {
 
 	killed := t.TempDir()
 	copyDir(t, h.dir, killed)
-	rep, err := sessions.InspectJournal(killed)
+	rep, err := filestore.InspectJournal(killed)
 	if err != nil || len(rep.BadLines) != 0 || rep.TornTail || rep.Pending != 0 || rep.Replies != 0 {
 		t.Fatalf("journal after the fill: %+v %v", rep, err)
 	}

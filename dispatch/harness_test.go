@@ -20,6 +20,7 @@ import (
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 func TestMain(m *testing.M) {
@@ -153,15 +154,15 @@ type harness struct {
 	t     *testing.T
 	dir   string
 	m     *model
-	mgr   *sessions.Manager
+	mgr   *filestore.Manager
 	d     *Dispatcher
 	tg    *chat
 	queue QueueConfig
-	open  func(path string) (sessions.JournalFile, error) // journal file layer; nil: the file
-	grace time.Duration                                   // shutdown grace in close (default 5 s)
-	wrap  func(sessions.Backend) sessions.Backend         // wraps the backend the dispatcher and runner see; nil: none
-	agent func(*agents.Options)                           // changes the runner's options; nil: none
-	disp  func(*Options)                                  // changes the dispatcher's options; nil: none
+	open  func(path string) (filestore.JournalFile, error) // journal file layer; nil: the file
+	grace time.Duration                                    // shutdown grace in close (default 5 s)
+	wrap  func(sessions.Backend) sessions.Backend          // wraps the backend the dispatcher and runner see; nil: none
+	agent func(*agents.Options)                            // changes the runner's options; nil: none
+	disp  func(*Options)                                   // changes the dispatcher's options; nil: none
 	ctx   context.Context
 	stop  context.CancelFunc
 }
@@ -191,7 +192,7 @@ func newHarness(t *testing.T, dir string, m *model, opts ...harnessOpt) *harness
 func (h *harness) start() {
 	t := h.t
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	mgr, err := sessions.Open(sessions.Options{StateDir: h.dir, CacheTTL: -1, Logger: log, JournalOpen: h.open})
+	mgr, err := filestore.Open(filestore.Options{StateDir: h.dir, CacheTTL: -1, Logger: log, JournalOpen: h.open})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func (h *harness) restart() {
 	h.start()
 }
 
-func (h *harness) journal() *sessions.Journal { return h.mgr.Journal() }
+func (h *harness) journal() *filestore.Journal { return h.mgr.Journal() }
 
 var msgSeq struct {
 	sync.Mutex

@@ -24,6 +24,7 @@ import (
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // pngBytes is a 1×1 PNG.
@@ -38,7 +39,7 @@ type mediaRig struct {
 	oa    *openaitest.Server
 	an    *anthropictest.Server
 	tg    *telegramtest.Server
-	mgr   *sessions.Manager
+	mgr   *filestore.Manager
 	d     *Dispatcher
 	stop  func()
 }
@@ -55,7 +56,7 @@ func newMediaRig(t *testing.T, model string) *mediaRig {
 func (r *mediaRig) start(poll bool) {
 	t := r.t
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	mgr, err := sessions.Open(sessions.Options{StateDir: r.dir, CacheTTL: -1, Logger: log})
+	mgr, err := filestore.Open(filestore.Options{StateDir: r.dir, CacheTTL: -1, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 	}
 }
 
-func historyOf(t *testing.T, mgr *sessions.Manager, e sessions.Entry) []sessions.Message {
+func historyOf(t *testing.T, mgr *filestore.Manager, e sessions.Entry) []sessions.Message {
 	t.Helper()
 	st, err := mgr.Store("main")
 	if err != nil {

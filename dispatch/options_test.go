@@ -7,13 +7,13 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // TestNewRequiredOptions: New names the option that is missing.
 func TestNewRequiredOptions(t *testing.T) {
 	dir := t.TempDir()
-	mgr, err := sessions.Open(sessions.Options{StateDir: dir, CacheTTL: -1})
+	mgr, err := filestore.Open(filestore.Options{StateDir: dir, CacheTTL: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // BenchmarkHandleUnmentioned is the dispatcher's cost of keeping one
@@ -45,8 +45,8 @@ const benchLine = "so what do we think about the release plan so what do we thin
 
 // newBenchDispatcher is a dispatcher whose access policy admits group
 // messages without a mention only as room history (as the real one does).
-func newBenchDispatcher(b *testing.B) (*Dispatcher, *sessions.Manager) {
-	mgr, err := sessions.Open(sessions.Options{StateDir: b.TempDir(), CacheTTL: -1})
+func newBenchDispatcher(b *testing.B) (*Dispatcher, *filestore.Manager) {
+	mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir(), CacheTTL: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

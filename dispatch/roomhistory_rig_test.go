@@ -21,6 +21,7 @@ import (
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // roomRig is a dispatcher with real channel adapters polling fake platforms
@@ -42,7 +43,7 @@ type roomRig struct {
 	// platformAdmins is the policy's commands.platformAdmins.
 	platformAdmins bool
 
-	mgr    *sessions.Manager
+	mgr    *filestore.Manager
 	d      *Dispatcher
 	cancel context.CancelFunc
 	done   []chan error
@@ -52,7 +53,7 @@ type roomRig struct {
 func (r *roomRig) start() {
 	t := r.t
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	mgr, err := sessions.Open(sessions.Options{StateDir: r.dir, CacheTTL: -1, Logger: log, Now: r.now, Reset: r.reset})
+	mgr, err := filestore.Open(filestore.Options{StateDir: r.dir, CacheTTL: -1, Logger: log, Now: r.now, Reset: r.reset})
 	if err != nil {
 		t.Fatal(err)
 	}

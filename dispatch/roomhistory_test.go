@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 const (
@@ -257,7 +258,7 @@ func TestRoomHistoryCrashBeforeCut(t *testing.T) {
 
 	// What the dying turn left: its record journaled, its user message with
 	// the history in the transcript, the history not cut.
-	mgr, err := sessions.Open(sessions.Options{StateDir: r.dir, CacheTTL: -1})
+	mgr, err := filestore.Open(filestore.Options{StateDir: r.dir, CacheTTL: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

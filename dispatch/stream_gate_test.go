@@ -13,7 +13,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // fakeDrafter records draft calls with the (fake) time they were made;
@@ -72,7 +72,7 @@ func (f *fakeDrafter) DeleteDraft(ctx context.Context, out channels.Outbound, id
 // a second after the post), the one after a 429 waits its retry_after,
 // each shows the latest step at its time, and the draft is deleted.
 func TestStreamEditsSpacedLatestWins(t *testing.T) {
-	mgr, err := sessions.Open(sessions.Options{StateDir: t.TempDir(), Logger: zap.NewNop()})
+	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir(), Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 // chat at once (two forum topics of a group) share its edit spacing; a
 // turn in another chat does not wait for them.
 func TestStreamEditsSpacedPerChatAcrossTurns(t *testing.T) {
-	mgr, err := sessions.Open(sessions.Options{StateDir: t.TempDir(), Logger: zap.NewNop()})
+	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir(), Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // withPrices prices the fake model: 1 USD per input token, 2 per output
@@ -103,7 +104,7 @@ func TestUsageFormatting(t *testing.T) {
 // BenchmarkRecordUsage is what a turn pays for its ledger row on the files
 // backend: building the row from the runner's result and one append.
 func BenchmarkRecordUsage(b *testing.B) {
-	mgr, err := sessions.Open(sessions.Options{StateDir: b.TempDir()})
+	mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,12 +12,13 @@ import (
 
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // openCursors opens the files backend of state and returns its cursors.
 func openCursors(t *testing.T, state string) sessions.Cursors {
 	t.Helper()
-	m, err := sessions.Open(sessions.Options{StateDir: state, Logger: zaptest.NewLogger(t), Passive: true})
+	m, err := filestore.Open(filestore.Options{StateDir: state, Logger: zaptest.NewLogger(t), Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // BackendOptions are what OpenBackend needs besides the config.
@@ -52,7 +53,7 @@ func openFiles(cfg *configs.Config, o BackendOptions) (sessions.Backend, error) 
 		// The daemon may write the index at any moment: read it afresh.
 		cacheTTL = 0
 	}
-	mgr, err := sessions.Open(sessions.Options{
+	mgr, err := filestore.Open(filestore.Options{
 		StateDir:    cfg.StateDir,
 		CacheTTL:    cacheTTL,
 		LockTimeout: cfg.Session.LockTimeout,

@@ -18,6 +18,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // TestOpenBackendFiles: the files backend is opened under stateDir, what
@@ -32,7 +33,7 @@ func TestOpenBackendFiles(t *testing.T) {
 	if b.Kind() != configs.StorageFiles {
 		t.Errorf("Kind = %q, want files", b.Kind())
 	}
-	if m := sessions.FilesManager(b); m == nil || m.StateDir() != cfg.StateDir {
+	if m := filestore.ManagerOf(b); m == nil || m.StateDir() != cfg.StateDir {
 		t.Errorf("FilesManager = %v, want a manager on %s", m, cfg.StateDir)
 	}
 	st := b.Status(ctx)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // BenchmarkCheckCharge is the per-message cost: Check of a message (rate
@@ -20,7 +20,7 @@ func BenchmarkCheckCharge(b *testing.B) {
 		Scope{Rate: "1000/s", Burst: 1000, Daily: Budget{CostUSD: 1e9}},
 		Scope{Rate: "100000/s", Burst: 100000, Monthly: Budget{CostUSD: 1e9}})
 	clk := &clock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
-	l, err := New(cfg, nil, Options{Counters: sessions.NewLimitFiles(b.TempDir(), 0), Now: clk.now})
+	l, err := New(cfg, nil, Options{Counters: filestore.NewLimits(b.TempDir(), 0), Now: clk.now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func BenchmarkCheckCharge(b *testing.B) {
 // BenchmarkCheckNoLimits is Check when the config sets no limit.
 func BenchmarkCheckNoLimits(b *testing.B) {
 	clk := &clock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
-	l, err := New(Default(), nil, Options{Counters: sessions.NewLimitFiles(b.TempDir(), 0), Now: clk.now})
+	l, err := New(Default(), nil, Options{Counters: filestore.NewLimits(b.TempDir(), 0), Now: clk.now})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // clock is a fake clock the tests move by hand.
@@ -45,7 +46,7 @@ func newRig(t *testing.T, cfg Config, owners []string, start time.Time) *rig {
 func openRig(t *testing.T, cfg Config, owners []string, clk *clock, dir string) *rig {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	l, err := New(cfg, owners, Options{Counters: sessions.NewLimitFiles(dir, 0), Logger: zaptest.NewLogger(t),
+	l, err := New(cfg, owners, Options{Counters: filestore.NewLimits(dir, 0), Logger: zaptest.NewLogger(t),
 		Registerer: reg, Now: clk.now})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -349,7 +350,7 @@ func TestSharedCounters(t *testing.T) {
 // TestStoreFailureKeepsCharges: a failed flush keeps the charges pending
 // and the next one writes them.
 func TestStoreFailureKeepsCharges(t *testing.T) {
-	fs := &failingStore{LimitCounters: sessions.NewLimitFiles(t.TempDir(), 0), fail: true}
+	fs := &failingStore{LimitCounters: filestore.NewLimits(t.TempDir(), 0), fail: true}
 	clk := &clock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
 	l, err := New(withDefaults(Scope{Daily: Budget{Tokens: 10}}, Scope{}, Scope{}), nil,
 		Options{Counters: fs, Logger: zaptest.NewLogger(t), Now: clk.now})

@@ -70,7 +70,6 @@ type Index interface {
 	Flush(ctx context.Context) error
 }
 
-var _ Index = (*Store)(nil)
 
 // The rules below build and update entries. Every backend of Index uses
 // them, so a session created, rolled over or touched looks the same in

@@ -188,8 +188,4 @@ type Cursors interface {
 	SetCursor(ctx context.Context, scope, name, value string) error
 }
 
-var (
-	_ Delivery      = (*Journal)(nil)
-	_ RoomLog       = (*RoomHistory)(nil)
-	_ TranscriptLog = (*Transcript)(nil)
-)
+var _ TranscriptLog = (*Transcript)(nil)

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// maxTokenBytes cuts longer words (base64 blobs, hashes) in the index.
-const maxTokenBytes = 64
+// MaxTokenBytes cuts longer words (base64 blobs, hashes) in the index.
+const MaxTokenBytes = 64
 
 // SearchTokens splits text into the words the files backend indexes and
 // searches: runs of letters and digits, lower-cased, each once, in order
@@ -61,8 +61,8 @@ func (w *WordList) Add(text string) {
 	// commit ends the word at buf[start:], dropping it if empty or seen.
 	commit := func() {
 		word := w.buf[start:]
-		if len(word) > maxTokenBytes {
-			word = []byte(cutUTF8(string(word), maxTokenBytes))
+		if len(word) > MaxTokenBytes {
+			word = []byte(cutUTF8(string(word), MaxTokenBytes))
 			w.buf = append(w.buf[:start], word...)
 			word = w.buf[start:]
 		}

@@ -440,7 +440,7 @@ func (t *Transcript) writeLocked(f *os.File, enc func(*fileState, *os.File, *byt
 	}
 
 	if writeHeader {
-		st.hdr = &SessionLine{id: t.sessionID, version: TranscriptVersion, Header: t.hdr}
+		st.hdr = &SessionLine{ID: t.sessionID, version: TranscriptVersion, Header: t.hdr}
 		st.headerEnd, st.lo = headerLen, headerLen
 		t.prefixIDs, t.prefixLo, t.prefixMsgs = map[string]struct{}{}, headerLen, 0
 	}

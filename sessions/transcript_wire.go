@@ -128,7 +128,7 @@ type CompactionInfo struct {
 
 // SessionLine is a parsed session line.
 type SessionLine struct {
-	id      string
+	ID      string
 	version int
 	Header
 }
@@ -143,7 +143,7 @@ func ParseHeader(line []byte) (SessionLine, error) {
 	if w.Type != entrySession || w.ID == nil {
 		return SessionLine{}, errNotHeader
 	}
-	h := SessionLine{id: *w.ID, version: 1, Header: Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
+	h := SessionLine{ID: *w.ID, version: 1, Header: Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
 	if w.Version != nil {
 		h.version = *w.Version
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/pgstore"
 )
 
@@ -227,10 +228,10 @@ func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorRepor
 func checkStored(ctx context.Context, cfg *configs.Config, b sessions.Backend, opts sessions.CheckOptions,
 	st *storageReport) ([]sessions.Problem, func(context.Context, []sessions.Problem) []error, error) {
 	if usesFiles(cfg) {
-		ps, err := sessions.Check(ctx, cfg.StateDir, opts)
+		ps, err := filestore.Check(ctx, cfg.StateDir, opts)
 		st.StoredChecks = err == nil
 		return ps, func(ctx context.Context, ps []sessions.Problem) []error {
-			return sessions.Repair(ctx, cfg.StateDir, ps, opts)
+			return filestore.Repair(ctx, cfg.StateDir, ps, opts)
 		}, err
 	}
 	sc, ok := b.(storeChecker)

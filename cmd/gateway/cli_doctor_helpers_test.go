@@ -5,12 +5,13 @@ import (
 	"path/filepath"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // readIndex reads sessions.json at path as the store sees it (with its
 // change log applied).
 func readIndex(path string) (map[string]sessions.Entry, error) {
-	return sessions.ReadIndex(filepath.Dir(path))
+	return filestore.ReadIndex(filepath.Dir(path))
 }
 
 // encodeIndex renders an index the way a hand edit or an older release

@@ -12,6 +12,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // cliEnv is what an operator command works on: its context and output,
@@ -72,7 +73,7 @@ func openSessions(ctx context.Context, cfg *configs.Config) (sessions.Backend, e
 // maintenance, no counter repair), for `storage migrate`: the one place
 // the CLI names the files backend's package. The caller holds the state
 // dir's lock when nothing else may write it.
-func openFiles(dir string, lockTimeout time.Duration) (*sessions.Manager, error) {
-	return sessions.Open(sessions.Options{StateDir: dir, CacheTTL: 0, LockTimeout: lockTimeout, Logger: zap.NewNop(),
+func openFiles(dir string, lockTimeout time.Duration) (*filestore.Manager, error) {
+	return filestore.Open(filestore.Options{StateDir: dir, CacheTTL: 0, LockTimeout: lockTimeout, Logger: zap.NewNop(),
 		Passive: true})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/pgstore"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 	"github.com/gateway/gateway/sessions/sessionstest"
@@ -21,7 +22,7 @@ import (
 // buildFilesState writes sessionstest.BuildState's state into stateDir.
 func buildFilesState(t *testing.T, stateDir string) sessionstest.BuiltState {
 	t.Helper()
-	mgr, err := sessions.Open(sessions.Options{StateDir: stateDir, FlushInterval: time.Hour, Passive: true})
+	mgr, err := filestore.Open(filestore.Options{StateDir: stateDir, FlushInterval: time.Hour, Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

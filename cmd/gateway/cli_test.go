@@ -17,6 +17,7 @@ import (
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // gatewayBin is the binary built once for the CLI tests.
@@ -100,7 +101,7 @@ func writeConfig(t *testing.T, stateDir, listen, extra string) string {
 // returns their keys.
 func seed(t *testing.T, stateDir string, at time.Time, msgs ...[]string) []routing.Key {
 	t.Helper()
-	mgr, err := sessions.Open(sessions.Options{StateDir: stateDir})
+	mgr, err := filestore.Open(filestore.Options{StateDir: stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}

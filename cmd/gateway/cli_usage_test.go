@@ -11,6 +11,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 	"github.com/gateway/gateway/sessions/sessionstest"
 )
@@ -18,7 +19,7 @@ import (
 // recordUsage writes rows to the files ledger of stateDir.
 func recordUsage(t *testing.T, stateDir string, rows ...sessions.UsageRow) {
 	t.Helper()
-	mgr, err := sessions.Open(sessions.Options{StateDir: stateDir})
+	mgr, err := filestore.Open(filestore.Options{StateDir: stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestUsageRebuildFromTranscripts(t *testing.T) {
 	cfg := writeConfig(t, state, "", `providers:
   openai: {type: openai, baseURL: "http://127.0.0.1:1/v1", apiKey: test, models: {gpt-x: {price: {input: 2, output: 8}}}}
 `)
-	mgr, err := sessions.Open(sessions.Options{StateDir: state})
+	mgr, err := filestore.Open(filestore.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}

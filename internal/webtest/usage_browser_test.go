@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestUsagePageChartAndTable(t *testing.T) {
 	const token = "usage-token"
 	env := Start(t, Config{Token: token})
-	mgr, err := sessions.Open(sessions.Options{StateDir: env.StateDir, Passive: true})
+	mgr, err := filestore.Open(filestore.Options{StateDir: env.StateDir, Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 const (
@@ -107,7 +108,7 @@ func TestFilesLinesAsRows(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
-	m, err := sessions.Open(sessions.Options{StateDir: t.TempDir(), Logger: zaptest.NewLogger(t)})
+	m, err := filestore.Open(filestore.Options{StateDir: t.TempDir(), Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestFilesLinesAsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	fillLog(t, ftr)
-	ft, err := sessions.FilesStore(st).Transcript(sidB)
+	ft, err := filestore.StoreOf(st).Transcript(sidB)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
 )
 
-func openFiles(t testing.TB, dir string) *sessions.Manager {
+func openFiles(t testing.TB, dir string) *filestore.Manager {
 	t.Helper()
-	m, err := sessions.Open(sessions.Options{StateDir: dir, CacheTTL: 0, FlushInterval: time.Hour, Passive: true})
+	m, err := filestore.Open(filestore.Options{StateDir: dir, CacheTTL: 0, FlushInterval: time.Hour, Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestTransferPostgresNativeRoundTrip(t *testing.T) {
 	}
 }
 
-func mustStore(t *testing.T, m *sessions.Manager, agent string) sessions.AgentStore {
+func mustStore(t *testing.T, m *filestore.Manager, agent string) sessions.AgentStore {
 	t.Helper()
 	st, err := m.Backend().Store(agent)
 	if err != nil {

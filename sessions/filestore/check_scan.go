@@ -1,0 +1,106 @@
+package filestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/gateway/gateway/sessions"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// transcriptSummary is what one read of a transcript tells the checks.
+type transcriptSummary struct {
+	hdr         *summaryHeader // nil without a usable session line
+	messages    int            // "message" entries, as Transcript.Stats counts them
+	compactions int
+	firstUser   string    // text of the first user message (the title)
+	lastAt      time.Time // latest entry timestamp
+	bad         []BadLine // whole lines that do not parse (a torn last line is not one)
+}
+
+type summaryHeader struct {
+	id, key, agent string
+	at             time.Time
+}
+
+// summarizeTranscript reads the transcript at path once, forward, with no
+// line-length limit, using the loader's own parsers (parseHeader,
+// parseEntry), so the checks count what loading counts.
+func summarizeTranscript(path string) (transcriptSummary, error) {
+	var s transcriptSummary
+	f, err := os.Open(path)
+	if err != nil {
+		return s, fmt.Errorf("transcript: scan: %w", err)
+	}
+	defer f.Close()
+	err = eachLine(f, func(line int, off int64, b []byte, complete bool) {
+		if perr := s.addLine(line, off, b); perr != nil && complete {
+			s.bad = append(s.bad, BadLine{Line: line, Offset: off, Err: perr.Error()})
+		}
+		// An incomplete last line that does not parse is a torn append:
+		// the next append cuts it, so it is neither counted nor reported.
+	})
+	if err != nil {
+		return s, fmt.Errorf("transcript: scan %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// addLine counts one line; it returns the parse error of a bad line.
+func (s *transcriptSummary) addLine(line int, off int64, b []byte) error {
+	var ts struct {
+		Timestamp string `json:"timestamp"`
+	}
+	if line == 1 {
+		h, err := sessions.ParseHeader(b)
+		if err != nil {
+			return err
+		}
+		_ = json.Unmarshal(b, &ts)
+		s.hdr = &summaryHeader{id: h.ID, key: h.SessionKey, agent: h.AgentID, at: sessions.ParseTimestamp(ts.Timestamp)}
+		return nil
+	}
+	n, err := sessions.ParseEntry(b, off)
+	if err != nil || n == nil {
+		return err
+	}
+	if json.Unmarshal(b, &ts) == nil {
+		if t := sessions.ParseTimestamp(ts.Timestamp); t.After(s.lastAt) {
+			s.lastAt = t
+		}
+	}
+	switch {
+	case n.IsMessage:
+		s.messages++
+		if s.firstUser == "" && n.Msg != nil && n.Msg.Role == sessions.RoleUser {
+			s.firstUser = n.Msg.Text()
+		}
+	case n.Kind == sessions.KindCompaction:
+		s.compactions++
+	}
+	return nil
+}
+
+// badLineProblem reports the bad lines of one transcript; Repair moves
+// them to <transcript>.quarantine.
+func badLineProblem(agent, path string, bad []BadLine) sessions.Problem {
+	lines := make([]string, 0, min(len(bad), 5))
+	for _, b := range bad[:min(len(bad), 5)] {
+		lines = append(lines, fmt.Sprintf("line %d (%s)", b.Line, b.Err))
+	}
+	p := sessions.Problem{Code: sessions.CodeTranscriptBadLine, Path: path, Agent: agent,
+		Message: fmt.Sprintf("%d unreadable line(s), skipped when loading: %s", len(bad), strings.Join(lines, "; "))}
+	if bad[len(bad)-1].Line == 1 {
+		return p // only the header: quarantine never moves it, a human must look
+	}
+	p.Fixable = true
+	p.Fix = "move them to " + filepath.Base(path) + quarantineExt + " and rewrite the transcript without them"
+	p.Plan = repairPlan(func(ctx context.Context, r *repairer) error {
+		_, err := QuarantineTranscript(path)
+		return err
+	})
+	return p
+}

@@ -1,0 +1,341 @@
+package filestore
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+	"go.uber.org/zap"
+)
+
+// Timings of the journal's background loop.
+const (
+	journalSyncEvery  = 50 * time.Millisecond // lazy fsync of marks
+	journalRetryEvery = time.Second           // retry of failed writes, file checks
+)
+
+// writeLocked appends one encoded line. must is true for lines the caller
+// cannot continue without (accept): they fail instead of waiting in the
+// backlog. It returns the line's sequence number (0 when it waits).
+func (j *Journal) writeLocked(l journalLine, must bool) (uint64, error) {
+	if j.closed {
+		return 0, errors.New("journal closed")
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return 0, err
+	}
+	b = append(b, '\n')
+	_, broken := j.f.(brokenFile)
+	if len(j.backlog) > 0 || broken {
+		j.flushBacklogLocked()
+	}
+	if _, broken = j.f.(brokenFile); len(j.backlog) > 0 || broken {
+		if must {
+			return 0, fmt.Errorf("%w: %w", sessions.ErrStorage, j.fault)
+		}
+		j.backlog = append(j.backlog, b)
+		return 0, nil
+	}
+	if err := j.appendLocked(b); err != nil {
+		if must {
+			return 0, err
+		}
+		j.backlog = append(j.backlog, b)
+		return 0, nil
+	}
+	return j.written, nil
+}
+
+// appendLocked writes b whole or cuts the file back to the last whole line.
+func (j *Journal) appendLocked(b []byte) error {
+	n, err := j.f.Write(b)
+	if err == nil && n < len(b) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(b))
+	}
+	if err != nil {
+		j.failures.Add(1)
+		if n > 0 {
+			if terr := j.f.Truncate(j.size); terr != nil {
+				// The fragment stays; the next successful write would glue
+				// onto it. Reopen on recovery cuts it (replay-style).
+				err = errors.Join(err, fmt.Errorf("cut back: %w", terr))
+				j.f = brokenFile{j.f}
+			}
+		}
+		if j.fault == nil {
+			j.log.Error("journal write failed; marks kept in memory and retried", zap.Error(err))
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			j.fault = fmt.Errorf("%w: %w", sessions.ErrStorage, err) // names the file already
+		} else {
+			j.fault = fmt.Errorf("%w: write %s: %w", sessions.ErrStorage, j.path, err)
+		}
+		return j.fault
+	}
+	j.size += int64(n)
+	j.written++
+	j.lines.Add(1)
+	return nil
+}
+
+// flushBacklogLocked writes waiting marks in order until one fails.
+func (j *Journal) flushBacklogLocked() {
+	if bf, ok := j.f.(brokenFile); ok {
+		if err := bf.Truncate(j.size); err != nil {
+			return
+		}
+		j.f = bf.journalFile
+	}
+	for len(j.backlog) > 0 {
+		if err := j.appendLocked(j.backlog[0]); err != nil {
+			return
+		}
+		j.backlog[0] = nil
+		j.backlog = j.backlog[1:]
+	}
+}
+
+// brokenFile marks a file whose failed write could not be cut back.
+type brokenFile struct{ journalFile }
+
+// syncTo returns once line seq is durable. Callers arriving while an fsync
+// runs wait for it and then share the next one.
+func (j *Journal) syncTo(seq uint64) error {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	if j.synced >= seq {
+		return nil
+	}
+	j.mu.Lock()
+	target, f := j.written, j.f
+	j.mu.Unlock()
+	if f == nil {
+		return errors.New("journal closed")
+	}
+	j.fsyncs.Add(1)
+	if err := f.Sync(); err != nil {
+		j.mu.Lock()
+		j.fault = fmt.Errorf("%w: fsync %s: %w", sessions.ErrStorage, j.path, err)
+		j.mu.Unlock()
+		return j.fault
+	}
+	j.synced = target
+	return nil
+}
+
+// loop fsyncs marks shortly after they are written, retries failed writes
+// and notices a journal file deleted or replaced under it.
+func (j *Journal) loop() {
+	defer close(j.loopDone)
+	sync := time.NewTicker(journalSyncEvery)
+	defer sync.Stop()
+	retry := time.NewTicker(journalRetryEvery)
+	defer retry.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-sync.C:
+			j.mu.Lock()
+			w := j.written
+			j.mu.Unlock()
+			if w > j.syncedSeq() {
+				_ = j.syncTo(w)
+			}
+		case <-retry.C:
+			j.recover()
+		}
+	}
+}
+
+func (j *Journal) syncedSeq() uint64 {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	return j.synced
+}
+
+// recover retries waiting marks, probes a failed log, and rewrites the log
+// from memory if its file was deleted or replaced.
+func (j *Journal) recover() {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return
+	}
+	if j.replacedLocked() {
+		j.log.Error("journal file was deleted or replaced while running; rewriting it from memory", zap.String("path", j.path))
+		if err := j.compactLocked(); err != nil {
+			j.fault = fmt.Errorf("%w: rewrite %s: %w", sessions.ErrStorage, j.path, err)
+			return
+		}
+	}
+	if j.fault == nil {
+		return
+	}
+	j.flushBacklogLocked()
+	if len(j.backlog) > 0 {
+		return
+	}
+	if _, ok := j.f.(brokenFile); ok {
+		return
+	}
+	// Nothing waits: prove the log takes writes again before saying so.
+	if err := j.appendLocked([]byte(`{"op":"probe"}` + "\n")); err != nil {
+		return
+	}
+	if err := j.f.Sync(); err != nil {
+		j.fault = fmt.Errorf("%w: fsync %s: %w", sessions.ErrStorage, j.path, err)
+		return
+	}
+	j.synced = j.written
+	j.fault = nil
+	j.log.Info("journal writable again")
+}
+
+// replacedLocked reports whether the path no longer names the open file.
+func (j *Journal) replacedLocked() bool {
+	if j.f == nil {
+		return false
+	}
+	open, err := j.f.Stat()
+	if err != nil {
+		return false
+	}
+	cur, err := os.Stat(j.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	return err == nil && !os.SameFile(open, cur)
+}
+
+// Health is nil while every mark is written; otherwise the write failure
+// (wrapping ErrStorage) that leaves marks waiting.
+func (j *Journal) Health() error {
+	if j.openErr != nil {
+		return j.openErr
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.fault
+}
+
+// Stats returns counters of the journal's work.
+func (j *Journal) Stats() sessions.JournalStats {
+	j.mu.Lock()
+	p, r := len(j.recs), len(j.replies)
+	j.mu.Unlock()
+	return sessions.JournalStats{Lines: j.lines.Load(), Fsyncs: j.fsyncs.Load(), WriteFailures: j.failures.Load(), Pending: p, Replies: r}
+}
+
+// maybeCompact rewrites the log to the current state when it has grown.
+func (j *Journal) maybeCompact() {
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	grown := j.size-j.compacted > j.compactMin
+	if j.closed || j.fault != nil || !(grown && len(j.recs) == 0 && len(j.replies) == 0) && j.size < journalCompactMax {
+		return
+	}
+	if err := j.compactLocked(); err != nil {
+		j.log.Warn("journal compaction failed", zap.Error(err))
+	}
+}
+
+// compactLocked rewrites the log atomically from memory: remembered done
+// ids, pending records with their counts, outstanding replies.
+func (j *Journal) compactLocked() error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if len(j.doneOrder) > 0 {
+		// One line per id keeps lines short and replay simple.
+		for _, id := range j.doneOrder {
+			if err := enc.Encode(journalLine{Op: "done", IDs: []string{id}, At: j.done[id]}); err != nil {
+				return err
+			}
+		}
+	}
+	rs := make([]*jrec, 0, len(j.recs))
+	for _, r := range j.recs {
+		rs = append(rs, r)
+	}
+	slices.SortFunc(rs, func(a, b *jrec) int { return cmp.Compare(a.seq, b.seq) })
+	for _, r := range rs {
+		rec := r.Record
+		if err := enc.Encode(journalLine{Op: "accept", Rec: &rec}); err != nil {
+			return err
+		}
+	}
+	rps := make([]*jreply, 0, len(j.replies))
+	for _, r := range j.replies {
+		rps = append(rps, r)
+	}
+	slices.SortFunc(rps, func(a, b *jreply) int { return cmp.Compare(a.seq, b.seq) })
+	for _, r := range rps {
+		rp := r.Reply
+		if err := enc.Encode(journalLine{Op: "ready", Reply: &rp}); err != nil {
+			return err
+		}
+	}
+	if err := j.encodeDraftsLocked(enc); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(j.path, buf.Bytes()); err != nil {
+		return err
+	}
+	f, err := j.openFile(j.path)
+	if err != nil {
+		j.closed = true // nothing can be appended safely any more
+		return err
+	}
+	_ = j.f.Close()
+	j.f = f
+	j.backlog = nil // the rewrite holds every mark
+	j.size, j.compacted = int64(buf.Len()), int64(buf.Len())
+	j.synced = j.written
+	j.log.Debug("journal compacted", zap.Int("pending", len(rs)), zap.Int("replies", len(rps)), zap.Int("done_ids", len(j.doneOrder)))
+	return nil
+}
+
+func (j *Journal) close() error {
+	if j.openErr != nil {
+		return nil
+	}
+	j.mu.Lock()
+	if j.closed && j.f == nil {
+		j.mu.Unlock()
+		return nil
+	}
+	j.mu.Unlock()
+	close(j.stop)
+	<-j.loopDone
+	j.syncMu.Lock()
+	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var err error
+	if len(j.backlog) > 0 {
+		j.flushBacklogLocked()
+		if len(j.backlog) > 0 {
+			err = fmt.Errorf("sessions: journal close: %d marks could not be written: %w", len(j.backlog), j.fault)
+		}
+	}
+	j.closed = true
+	if j.f != nil {
+		err = errors.Join(err, j.f.Sync(), j.f.Close())
+		j.f = nil
+	}
+	_ = os.Truncate(j.path+lockExt, 0)
+	return errors.Join(err, j.fl.Unlock())
+}

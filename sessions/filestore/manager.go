@@ -1,0 +1,364 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Defaults for Options.
+const (
+	DefaultCacheTTL      = 45 * time.Second
+	DefaultFlushInterval = time.Second
+	// CacheTTLEnv overrides Options.CacheTTL, in milliseconds (0 disables the cache).
+	CacheTTLEnv = "GATEWAY_SESSION_CACHE_TTL_MS"
+	// maintenanceEvery is how often maintenance runs after the one at Open.
+	maintenanceEvery = time.Hour
+)
+
+// Options configures a Manager.
+type Options struct {
+	StateDir string
+	// CacheTTL is how long reads trust the cached index: negative means the
+	// default (45 s), 0 disables the cache. GATEWAY_SESSION_CACHE_TTL_MS wins.
+	CacheTTL      time.Duration
+	FlushInterval time.Duration // counters coalesced at most this long (default 1s)
+	LockTimeout   time.Duration // default 10s
+	MaxHold       time.Duration // default 5m
+	Maintenance   sessions.Maintenance
+	Reset         sessions.ResetConfig
+	Logger        *zap.Logger
+	Now           func() time.Time
+	// Passive is for short-lived tools (the CLI) beside a running daemon:
+	// no counter repair and no maintenance, which would write the index
+	// from a second process and race the daemon's coalesced counters.
+	Passive bool
+	// JournalOpen opens the ingress journal for appending (nil: the file,
+	// O_APPEND). Tests inject storage faults (ENOSPC, short writes) with it.
+	JournalOpen func(path string) (JournalFile, error)
+}
+
+// Manager owns every agent's store below StateDir and the ingress journal.
+// It runs one background goroutine (flushing coalesced counters every
+// FlushInterval and maintenance hourly) that Close stops.
+type Manager struct {
+	opts     Options
+	log      *zap.Logger
+	locks    *lockSet
+	cacheTTL time.Duration
+	reset    atomic.Pointer[sessions.ResetConfig]
+	maint    atomic.Pointer[sessions.Maintenance]
+
+	mu     sync.Mutex        // guards stores, closed
+	stores map[string]*Store // by agent id
+	closed bool
+
+	jmu     sync.Mutex // guards journal
+	journal *Journal
+
+	hmu     sync.Mutex // guards history
+	history *RoomHistory
+
+	smu     sync.Mutex // guards pairing, cursors, limits, msgs, usage (backend_files.go)
+	pairing *Pairing
+	cursors *Cursors
+	limits  *Limits
+	msgs    *RoomMessages
+	usage   *UsageLog
+
+	search *searchIndex // transcript search (search_index.go)
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	// overCap receives stores whose entry count passed maintenance.maxEntries
+	// as sessions were created; the background loop caps them at once.
+	overCap chan *Store
+}
+
+// Open opens (creating if needed) the state directory and starts the
+// background flusher and maintenance.
+func Open(opts Options) (*Manager, error) {
+	if opts.StateDir == "" {
+		return nil, fmt.Errorf("sessions: open: empty state dir")
+	}
+	abs, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: open: %w", err)
+	}
+	opts.StateDir = abs
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	ttl := opts.CacheTTL
+	if ttl < 0 {
+		ttl = DefaultCacheTTL
+	}
+	if v, ok := os.LookupEnv(CacheTTLEnv); ok && v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return nil, fmt.Errorf("sessions: open: %s=%q: want milliseconds >= 0", CacheTTLEnv, v)
+		}
+		ttl = time.Duration(ms) * time.Millisecond
+	}
+	if err := opts.Reset.Validate(); err != nil {
+		return nil, fmt.Errorf("sessions: open: %w", err)
+	}
+	mt := opts.Maintenance.WithDefaults()
+	if err := mt.Validate(); err != nil {
+		return nil, fmt.Errorf("sessions: open: %w", err)
+	}
+	if err := mkdirPrivate(filepath.Join(opts.StateDir, "agents")); err != nil {
+		return nil, fmt.Errorf("sessions: open: %w", err)
+	}
+	m := &Manager{
+		opts: opts, log: opts.Logger, cacheTTL: ttl,
+		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger),
+		stores: map[string]*Store{}, done: make(chan struct{}), overCap: make(chan *Store, 8),
+	}
+	m.search = newSearchIndex(m)
+	rc := opts.Reset
+	m.reset.Store(&rc)
+	m.maint.Store(&mt)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.run(ctx)
+	return m, nil
+}
+
+func (m *Manager) now() time.Time { return m.opts.Now() }
+
+// StateDir is the absolute state directory.
+func (m *Manager) StateDir() string { return m.opts.StateDir }
+
+// SetReset swaps the reset policy; the next evaluation uses it (hot reload).
+// An invalid policy is ignored with a logged error.
+func (m *Manager) SetReset(c sessions.ResetConfig) {
+	if err := c.Validate(); err != nil {
+		m.log.Error("reset policy rejected", zap.Error(err))
+		return
+	}
+	m.reset.Store(&c)
+}
+
+// ResetConfig is the reset policy in force.
+func (m *Manager) ResetConfig() sessions.ResetConfig { return *m.reset.Load() }
+
+func (m *Manager) resetConfig() sessions.ResetConfig { return *m.reset.Load() }
+
+// SetMaintenance swaps the maintenance settings (hot reload).
+func (m *Manager) SetMaintenance(c sessions.Maintenance) error {
+	c = c.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("sessions: maintenance: %w", err)
+	}
+	m.maint.Store(&c)
+	return nil
+}
+
+// Store returns the store of one agent (created on first use). agentID must
+// be a valid id (routing.ValidID); it becomes a directory name.
+func (m *Manager) Store(agentID string) (*Store, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("sessions: store %q: manager closed", sessions.Clip(agentID))
+	}
+	if s, ok := m.stores[agentID]; ok {
+		return s, nil
+	}
+	s, err := newStore(m, agentID)
+	if err != nil {
+		return nil, err
+	}
+	m.stores[agentID] = s
+	return s, nil
+}
+
+// Agents returns the ids of agents that have a store on disk, sorted.
+func (m *Manager) Agents() ([]string, error) {
+	des, err := os.ReadDir(filepath.Join(m.opts.StateDir, "agents"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("sessions: agents: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		if !de.IsDir() || !routing.ValidID(de.Name()) {
+			continue
+		}
+		if fileExists(filepath.Join(m.opts.StateDir, "agents", de.Name(), "sessions", indexName)) {
+			out = append(out, de.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (m *Manager) openStores() []*Store {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Store, 0, len(m.stores))
+	for _, s := range m.stores {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Flush writes every store's coalesced updates now.
+func (m *Manager) Flush(ctx context.Context) error {
+	var errs []error
+	for _, s := range m.openStores() {
+		if err := s.Flush(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Flush writes the store's coalesced updates now.
+func (s *Store) Flush(ctx context.Context) error {
+	if !s.hasPending() {
+		return nil
+	}
+	if err := s.commit(ctx, nil); err != nil {
+		return fmt.Errorf("sessions: flush %s: %w", s.agentID, err)
+	}
+	return nil
+}
+
+// run is the Manager's background goroutine.
+func (m *Manager) run(ctx context.Context) {
+	defer close(m.done)
+	flush := time.NewTicker(m.opts.FlushInterval)
+	defer flush.Stop()
+	maint := time.NewTimer(0) // once at Open, then hourly
+	defer maint.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			if err := m.Flush(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("flushing sessions failed", zap.Error(err))
+			}
+		case st := <-m.overCap:
+			if _, err := st.Maintain(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("session cap enforcement failed", zap.String("agent_id", st.agentID), zap.Error(err))
+			}
+		case <-maint.C:
+			if m.opts.Passive {
+				continue
+			}
+			m.repairAll()
+			if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("session maintenance failed", zap.Error(err))
+			}
+			maint.Reset(maintenanceEvery)
+		}
+	}
+}
+
+// repairAll runs the start-up counter repair of every store on disk.
+func (m *Manager) repairAll() {
+	agents, err := m.Agents()
+	if err != nil {
+		return
+	}
+	for _, a := range agents {
+		if s, err := m.Store(a); err == nil {
+			s.ensureRepaired()
+		}
+	}
+}
+
+// Close stops the background goroutine, flushes coalesced counters and
+// closes the journal. Stores must not be used afterwards.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	<-m.done
+	err := m.search.close()
+	err = errors.Join(err, m.Flush(context.Background()))
+	if !m.opts.Passive {
+		m.mu.Lock()
+		stores := make([]*Store, 0, len(m.stores))
+		for _, st := range m.stores {
+			stores = append(stores, st)
+		}
+		m.mu.Unlock()
+		for _, st := range stores {
+			err = errors.Join(err, st.fold())
+		}
+	}
+	m.jmu.Lock()
+	if m.journal != nil {
+		err = errors.Join(err, m.journal.close())
+	}
+	m.jmu.Unlock()
+	m.hmu.Lock()
+	if m.history != nil {
+		err = errors.Join(err, m.history.Close())
+	}
+	m.hmu.Unlock()
+	m.smu.Lock()
+	if m.usage != nil {
+		err = errors.Join(err, m.usage.Close())
+	}
+	m.smu.Unlock()
+	return err
+}
+
+// noteCreated asks the background loop to cap st when a creation took it
+// past maintenance.maxEntries (enforced as entries are added, not only at
+// start and hourly). It never blocks.
+func (m *Manager) noteCreated(st *Store, entries int) {
+	limit := m.maint.Load().MaxEntries
+	if m.opts.Passive || entries <= limit+capSlack(limit) {
+		return
+	}
+	// At most one cap pass per capEvery: sessions created within the last
+	// minute are never capped, so a burst of new chats must not make every
+	// creation rescan the index.
+	now := time.Now().UnixNano()
+	last := st.capAt.Load()
+	if now-last < int64(capEvery) || !st.capAt.CompareAndSwap(last, now) {
+		return
+	}
+	select {
+	case m.overCap <- st:
+	default: // a cap run is already queued
+	}
+}
+
+// capEvery spaces the cap passes triggered by creations.
+const capEvery = 5 * time.Second
+
+// capSlack is how far creations may pass maxEntries before a cap pass
+// runs (5 %, at least 1): a pass archives down to the cap.
+func capSlack(limit int) int { return max(limit/20, 1) }

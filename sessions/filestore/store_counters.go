@@ -1,0 +1,141 @@
+package filestore
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// delta is a routine update of one session that is applied to the cache at
+// once and written with the next flush. Deltas merge, so a reload from disk
+// (another process wrote the file) can re-apply what is not written yet.
+type delta struct {
+	sessionID       string
+	in, out, total  int64
+	msgs            int
+	ctxTokens       int64
+	model, provider string
+	lastInteraction time.Time // only real input sets it
+	updatedAt       time.Time
+	origin          *sessions.Origin
+}
+
+// apply adds d to e if e is still the session d was recorded for.
+func (d *delta) apply(e *sessions.Entry) bool {
+	if e.SessionID != d.sessionID {
+		return false
+	}
+	e.InputTokens += d.in
+	e.OutputTokens += d.out
+	e.TotalTokens += d.total
+	e.MessageCount += d.msgs
+	if d.ctxTokens > 0 {
+		e.ContextTokens = d.ctxTokens
+	}
+	if d.model != "" {
+		e.Model = d.model
+	}
+	if d.provider != "" {
+		e.Provider = d.provider
+	}
+	if d.lastInteraction.After(e.LastInteractionAt) {
+		e.LastInteractionAt = d.lastInteraction
+	}
+	if d.updatedAt.After(e.UpdatedAt) {
+		e.UpdatedAt = d.updatedAt
+	}
+	if d.origin != nil {
+		sessions.ApplyOrigin(e, *d.origin)
+	}
+	return true
+}
+
+// merge folds the newer delta n into d.
+func (d *delta) merge(n *delta) {
+	if n.sessionID != d.sessionID {
+		*d = *n
+		return
+	}
+	d.in += n.in
+	d.out += n.out
+	d.total += n.total
+	d.msgs += n.msgs
+	if n.ctxTokens > 0 {
+		d.ctxTokens = n.ctxTokens
+	}
+	if n.model != "" {
+		d.model = n.model
+	}
+	if n.provider != "" {
+		d.provider = n.provider
+	}
+	if n.lastInteraction.After(d.lastInteraction) {
+		d.lastInteraction = n.lastInteraction
+	}
+	if n.updatedAt.After(d.updatedAt) {
+		d.updatedAt = n.updatedAt
+	}
+	if n.origin != nil {
+		d.origin = n.origin
+	}
+}
+
+// addDeltaLocked applies d to the cached entry of k and queues it for the
+// next flush. It returns false when k has no entry.
+func (s *Store) addDeltaLocked(k string, d *delta) bool {
+	sl, ok := s.slots[k]
+	if !ok {
+		return false
+	}
+	if d.sessionID == "" {
+		d.sessionID = sl.e.SessionID
+	}
+	if !d.apply(&sl.e) {
+		return false
+	}
+	sl.raw = nil
+	s.dirty = true
+	s.changed[k] = struct{}{}
+	s.recency[k] = sl.e.UpdatedAt.UnixNano()
+	if p, ok := s.pending[k]; ok {
+		p.merge(d)
+	} else {
+		cp := *d
+		s.pending[k] = &cp
+	}
+	return true
+}
+
+// AddCounters records usage of key's current session. It never writes
+// sessions.json itself: the update is visible to readers at once and reaches
+// the file with the next flush (at most FlushInterval later, and at Close).
+// It does not move lastInteractionAt.
+func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
+	k, err := s.keyString(key)
+	if err != nil {
+		s.log.Warn("counters dropped", zap.Error(err))
+		return
+	}
+	d := &delta{in: c.InputTokens, out: c.OutputTokens, total: c.TotalTokens, msgs: c.Messages,
+		ctxTokens: c.ContextTokens, model: c.Model, provider: c.Provider, updatedAt: s.m.now()}
+	s.ensureRepaired()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.viewLocked(); err != nil {
+		s.log.Warn("counters dropped", zap.String("session_key", k), zap.Error(err))
+		return
+	}
+	if !s.addDeltaLocked(k, d) {
+		s.log.Debug("counters for an unknown session dropped", zap.String("session_key", k))
+	}
+}
+
+// hasPending reports whether a flush has work to do.
+func (s *Store) hasPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dirty || len(s.pending) > 0
+}

@@ -1,0 +1,103 @@
+package filestore
+
+import (
+	"container/list"
+	"github.com/gateway/gateway/sessions"
+	"sync"
+)
+
+// transcriptCacheSize bounds how many Transcript values (each keeps its
+// parsed tail in memory) a store keeps for reuse.
+const transcriptCacheSize = 256
+
+// transcriptCache is a small LRU of open transcripts by session id.
+type transcriptCache struct {
+	mu    sync.Mutex // guards ll, items
+	ll    *list.List // front: most recently used
+	items map[string]*list.Element
+}
+
+type tcItem struct {
+	id string
+	t  *sessions.Transcript
+}
+
+func (c *transcriptCache) get(id string, open func() (*sessions.Transcript, error)) (*sessions.Transcript, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.ll, c.items = list.New(), map[string]*list.Element{}
+	}
+	if el, ok := c.items[id]; ok {
+		c.ll.MoveToFront(el)
+		return el.Value.(*tcItem).t, nil
+	}
+	t, err := open()
+	if err != nil {
+		return nil, err
+	}
+	c.items[id] = c.ll.PushFront(&tcItem{id: id, t: t})
+	for c.ll.Len() > transcriptCacheSize {
+		old := c.ll.Back()
+		c.ll.Remove(old)
+		delete(c.items, old.Value.(*tcItem).id)
+	}
+	return t, nil
+}
+
+func (c *transcriptCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[id]; ok {
+		c.ll.Remove(el)
+		delete(c.items, id)
+	}
+}
+
+// TranscriptOf is Transcript for a session whose index entry the caller
+// holds: the header's key and the compaction hint come from e, so opening
+// costs nothing that grows with the index (Transcript(id) finds them by
+// scanning every entry).
+func (s *Store) TranscriptOf(e sessions.Entry) (*sessions.Transcript, error) {
+	path, err := transcriptPath(s.dir, e.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.tcache.get(e.SessionID, func() (*sessions.Transcript, error) {
+		hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
+		opts := []sessions.TranscriptOption{s.searchHook(e.SessionID)}
+		if e.CompactionOffset > 0 {
+			opts = append(opts, sessions.WithCompactionHint(e.CompactionOffset))
+		}
+		return sessions.OpenTranscript(path, e.SessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+	})
+}
+
+// Transcript returns the transcript of session id (of this agent): the file
+// <dir>/<sessionID>.jsonl, written under the flock on <file>.lock. sessionID
+// must be a canonical UUID. Values are cached and shared; an archived
+// session's transcript is no longer returned once its file was renamed.
+func (s *Store) Transcript(sessionID string) (*sessions.Transcript, error) {
+	path, err := transcriptPath(s.dir, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.tcache.get(sessionID, func() (*sessions.Transcript, error) {
+		hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
+		opts := []sessions.TranscriptOption{s.searchHook(sessionID)}
+		s.mu.Lock()
+		if s.viewLocked() == nil {
+			for _, sl := range s.slots {
+				if sl.e.SessionID == sessionID {
+					hdr.SessionKey = sl.e.SessionKey
+					if sl.e.CompactionOffset > 0 {
+						opts = append(opts, sessions.WithCompactionHint(sl.e.CompactionOffset))
+					}
+					break
+				}
+			}
+		}
+		s.mu.Unlock()
+		return sessions.OpenTranscript(path, sessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+	})
+}

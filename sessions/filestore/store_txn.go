@@ -1,0 +1,222 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/gateway/gateway/sessions"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// txn is one batch of durable changes, applied under the store lock.
+type txn struct {
+	s   *Store
+	ctx context.Context // carries the held store lock
+	now time.Time
+
+	archive       map[string][]sessions.Archived // archive.json, loaded on first use
+	archiveLoaded bool
+	archiveDirty  bool
+	pre, post     []func() error
+}
+
+// opTx is one op's view of the batch; its changes apply only if it succeeds.
+type opTx struct {
+	tx        *txn
+	puts      map[string]*sessions.Entry // nil value: delete
+	arch      map[string][]sessions.Archived
+	pre, post []func() error
+}
+
+func (tx *txn) newOp() *opTx {
+	return &opTx{tx: tx, puts: map[string]*sessions.Entry{}, arch: map[string][]sessions.Archived{}}
+}
+
+func (o *opTx) now() time.Time { return o.tx.now }
+
+func (o *opTx) get(k string) (sessions.Entry, bool) {
+	if e, ok := o.puts[k]; ok {
+		if e == nil {
+			return sessions.Entry{}, false
+		}
+		return *e, true
+	}
+	sl, ok := o.tx.s.slots[k]
+	if !ok {
+		return sessions.Entry{}, false
+	}
+	return sl.e, true
+}
+
+func (o *opTx) put(k string, e sessions.Entry) { o.puts[k] = &e }
+func (o *opTx) del(k string)                   { o.puts[k] = nil }
+
+// archived returns key's archive history, newest first.
+func (o *opTx) archived(k string) ([]sessions.Archived, error) {
+	if l, ok := o.arch[k]; ok {
+		return l, nil
+	}
+	if err := o.tx.loadArchive(); err != nil {
+		return nil, err
+	}
+	return append([]sessions.Archived(nil), o.tx.archive[k]...), nil
+}
+
+func (o *opTx) setArchived(k string, l []sessions.Archived) {
+	if len(l) > sessions.MaxArchivedPerKey {
+		l = l[:sessions.MaxArchivedPerKey]
+	}
+	o.arch[k] = l
+}
+
+func (tx *txn) loadArchive() error {
+	if tx.archiveLoaded {
+		return nil
+	}
+	m, err := readArchiveFile(tx.s.archivePath)
+	if err != nil {
+		return err
+	}
+	tx.archive, tx.archiveLoaded = m, true
+	return nil
+}
+
+func readArchiveFile(path string) (map[string][]sessions.Archived, error) {
+	m := map[string][]sessions.Archived{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(bytes.TrimSpace(b)) == 0) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sessions: read archive list: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("sessions: read archive list %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// archiveSession records e (the current session of key k) as archived and
+// schedules its transcript's rename to <id>.jsonl.reset|deleted.<ts> and the
+// removal of its lock file, both after the index is written.
+func (o *opTx) archiveSession(k string, e sessions.Entry, reason string, deleted bool) (sessions.Archived, error) {
+	dir := o.tx.s.dir
+	src, err := transcriptPath(dir, e.SessionID)
+	if err != nil {
+		return sessions.Archived{}, err
+	}
+	infix := resetInfix
+	if deleted {
+		infix = deletedInfix
+	}
+	name := filepath.Base(src) + infix + archiveTS(o.now())
+	for i := 1; fileExists(filepath.Join(dir, name)); i++ {
+		name = filepath.Base(src) + infix + archiveTS(o.now()) + "-" + strconv.Itoa(i)
+	}
+	rec := sessions.Archived{
+		SessionID: e.SessionID, Reason: reason, ArchivedAt: o.now(), File: name, Title: e.Title,
+		SessionStartedAt: e.SessionStartedAt, UpdatedAt: e.UpdatedAt, MessageCount: e.MessageCount,
+		TotalTokens: e.TotalTokens, Deleted: deleted,
+	}
+	l, err := o.archived(k)
+	if err != nil {
+		return sessions.Archived{}, err
+	}
+	o.setArchived(k, append([]sessions.Archived{rec}, l...))
+	dst := filepath.Join(dir, name)
+	ctx := o.tx.ctx
+	locks := o.tx.s.m.locks
+	tcache := &o.tx.s.tcache
+	o.post = append(o.post, func() error {
+		tcache.drop(e.SessionID)
+		if fileExists(src) {
+			if err := renameDurable(src, dst); err != nil {
+				return fmt.Errorf("archive transcript %s: %w", e.SessionID, err)
+			}
+		}
+		removeLockFile(ctx, locks, src+lockExt)
+		return nil
+	})
+	return rec, nil
+}
+
+// removeLockFile deletes a session's lock file if nobody holds it. It runs
+// under the store lock, together with the session's removal (SPEC §3.5).
+func removeLockFile(ctx context.Context, locks *lockSet, path string) {
+	if !fileExists(path) {
+		return
+	}
+	l := locks.get(path)
+	_, unlock, err := l.acquireWithin(ctx, 50*time.Millisecond)
+	if err != nil {
+		return // in use: maintenance removes it later
+	}
+	_ = os.Remove(path)
+	locks.forget(path)
+	unlock()
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// applyLocked merges the op's changes into the batch and the cache.
+func (o *opTx) applyLocked() error {
+	s := o.tx.s
+	for k, e := range o.puts {
+		old, exists := s.slots[k]
+		if e == nil {
+			if exists {
+				delete(s.slots, k)
+				delete(s.recency, k)
+				delete(s.pending, k)
+				s.keys, s.dirty = nil, true
+				s.changed[k] = struct{}{}
+			}
+			continue
+		}
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("sessions: encode entry: %w", err)
+		}
+		if exists {
+			if old.raw == nil {
+				old.raw, _ = json.Marshal(old.e)
+			}
+			if bytes.Equal(old.raw, raw) {
+				continue
+			}
+			if old.e.SessionID != e.SessionID {
+				delete(s.pending, k)
+			}
+		} else {
+			s.keys = nil
+		}
+		s.slots[k] = &slot{e: *e, raw: raw}
+		s.recency[k] = e.UpdatedAt.UnixNano()
+		s.dirty = true
+		s.changed[k] = struct{}{}
+	}
+	if len(o.arch) > 0 {
+		if err := o.tx.loadArchive(); err != nil {
+			return err
+		}
+		for k, l := range o.arch {
+			if len(l) == 0 {
+				delete(o.tx.archive, k)
+			} else {
+				o.tx.archive[k] = l
+			}
+		}
+		o.tx.archiveDirty = true
+	}
+	o.tx.pre = append(o.tx.pre, o.pre...)
+	o.tx.post = append(o.tx.post, o.post...)
+	return nil
+}

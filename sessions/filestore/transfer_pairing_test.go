@@ -1,0 +1,75 @@
+package filestore_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// memPairing is an in-memory PairingState.
+type memPairing struct {
+	mu sync.Mutex
+	m  map[string]sessions.PairingData
+}
+
+func (p *memPairing) LoadPairing(ctx context.Context, ch string) (sessions.PairingData, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[ch], nil
+}
+
+func (p *memPairing) UpdatePairing(ctx context.Context, ch string, fn func(*sessions.PairingData) (bool, error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.m[ch]
+	changed, err := fn(&d)
+	if err == nil && changed {
+		p.m[ch] = d
+	}
+	return err
+}
+
+func (p *memPairing) PairingChannels(ctx context.Context) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for ch := range p.m {
+		out = append(out, ch)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func TestCopyPairing(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 20, 10, 0, 0, 123456789, time.Local)
+	from := &memPairing{m: map[string]sessions.PairingData{
+		"telegram": {Pending: []sessions.PairingRequest{{Channel: "telegram", AccountID: "default", Code: "ABCD1234",
+			SenderID: "42", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}},
+			Allowed: []sessions.PairingApproval{{Channel: "telegram", AccountID: "default", SenderID: "7", ApprovedAt: at}}},
+		"discord": {Allowed: []sessions.PairingApproval{{Channel: "discord", SenderID: "x\x00y", ApprovedAt: at}}},
+	}}
+	to := &memPairing{m: map[string]sessions.PairingData{}}
+	n, err := sessions.CopyPairing(ctx, from, to, false)
+	if err != nil || n != 2 {
+		t.Fatalf("copy: %d, %v", n, err)
+	}
+	if chans, diffs, err := sessions.ComparePairing(ctx, from, to); err != nil || chans != 2 || len(diffs) > 0 {
+		t.Fatalf("compare: %d %v %v", chans, diffs, err)
+	}
+	if n, err := sessions.CopyPairing(ctx, from, to, false); err != nil || n != 0 {
+		t.Fatalf("second copy: %d, %v", n, err)
+	}
+	to.m["telegram"] = sessions.PairingData{Allowed: []sessions.PairingApproval{{Channel: "telegram", SenderID: "other"}}}
+	if _, err := sessions.CopyPairing(ctx, from, to, false); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
+		t.Fatalf("conflict: %v", err)
+	}
+	if n, err := sessions.CopyPairing(ctx, from, to, true); err != nil || n != 1 {
+		t.Fatalf("overwrite: %d, %v", n, err)
+	}
+}
