@@ -70,7 +70,6 @@ type Index interface {
 	Flush(ctx context.Context) error
 }
 
-
 // The rules below build and update entries. Every backend of Index uses
 // them, so a session created, rolled over or touched looks the same in
 // sessions.json and in a database row (SPEC §3.2, §3.6).
