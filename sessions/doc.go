@@ -1,40 +1,33 @@
-// Package sessions keeps conversations durable: the per-agent sessions.json
-// index, the append-only JSONL transcripts (pi-coding-agent format v3),
-// reset policies, file locks, the durable ingress journal (SPEC §3) and the
-// room history of group messages not addressed to the bot (RoomHistory).
+// Package sessions is the storage contract of the gateway (SPEC §3): the
+// seam every backend implements and the rules every backend shares. The
+// backends are sibling packages: sessions/filestore (the files layout of
+// SPEC §3.1, the embedded default) and sessions/pgstore (PostgreSQL); both
+// pass the same conformance suite, sessions/sessionstest. sessions never
+// imports a backend, and imports only routing from the project.
 //
-// Concurrency: a Manager and the Stores, Transcripts and Journal it hands out
-// are safe for concurrent use by many goroutines and, through flock-based
-// file locks, by several processes on one state directory. No lock is held
-// across an LLM call: callers append to a transcript only when a message is
-// complete. sessions imports only routing.
+// The seam (seam*.go, turns.go): Backend hands out an AgentStore per agent
+// (its Index of entries and its TranscriptLogs), the Delivery (ingress
+// journal, reply outbox, drafts), the RoomLog, PairingState, Cursors,
+// LimitCounters, RoomMessages, the UsageLog and the Searcher. Each
+// interface says what is durable when; optional capabilities (Turns,
+// Orphans, AcceptProbe, CursorScopes, RoomLister) are found by type
+// assertion.
 //
-// Index is the seam of the session index (SPEC §3.8): Store is its files
-// backend, sessions/pgstore its PostgreSQL one, and both build entries with
-// the same rules (NewEntry, RolledOver, ApplyOrigin) and pass the same
-// conformance suite (sessions/sessionstest).
+// The shared rules: entries and their keys (Entry, NewEntry, RolledOver,
+// ApplyOrigin, MakeTitle, CheckSessionID, CheckID), reset policies and
+// triggers (ResetConfig, Evaluate, MatchTrigger), maintenance defaults,
+// the checks applied before a name reaches a file or a query
+// (CheckPairingChannel, CheckCursor, CheckLimitKey, CheckUsageRow), the
+// problem codes of Check (Problem, Code*), and the transcript wire format
+// (pi-coding-agent v3, SPEC §3.4): encoding (EncodeHeader, EncodeMessage,
+// EncodeCompaction), decoding (ParseEntry, Chain, the context rebuild) and
+// the JSONL engine Transcript that the files backend opens under its own
+// locks. transfer*.go copies and verifies state between any two backends
+// through the seam only (`gateway storage migrate`); RebuildUsage refills
+// a usage ledger from transcripts.
 //
-// Pairing state and channel cursors are behind the seam too
-// (Backend.Pairing, Backend.Cursors). The files backend keeps pairing in
-// <stateDir>/pairing/<channel>.json (PairingFiles, the format package
-// access wrote before, declared in internal/pairstate so that access
-// reaches it without reaching sessions) and cursors in
-// <stateDir>/cursors/<escaped scope>.json (CursorFiles). Channel names,
-// scopes, names and values are checked (CheckPairingChannel, CheckCursor)
-// before they reach a file name or a query.
-//
-// The usage ledger (Backend.Usage, seam_usage.go) holds one row per agent
-// turn with its tokens and cost; the files backend keeps it in
-// <stateDir>/usage/<agentId>/<YYYY-MM>.jsonl (UsageFiles), RebuildUsage
-// refills it from transcripts and CopyUsage moves it between backends.
-// Transcript search is behind the seam too (Backend.Search, seam_search.go):
-// the files backend keeps an inverted index under <stateDir>/search,
-// updated by every transcript append, persisted as checksummed segment
-// files and rebuilt from the transcripts when missing or damaged
-// (search_index.go has its design and concurrency rules).
-//
-// The package also knows how its durable state goes wrong: Check finds
-// problems (each with a stable code) without changing anything, and Repair
-// fixes the fixable ones under the same locks the daemon takes; `gateway
-// doctor` only prints them.
+// Concurrency: the rules are pure functions and values; a Transcript is
+// safe for concurrent use, and serialises its appends with the Locker it
+// is given (a file lock in the files backend). No lock is held across an
+// LLM call.
 package sessions

@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/pgstore", conformance, "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", conformance, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -109,6 +109,32 @@ func TestRuleTable(t *testing.T) {
 		{"sessions/pgstore", "internal/secret", false},
 		{"sessions/pgstore/pgtest", "sessions", false},
 		{"sessions", "sessions/pgstore", true},
+		{"sessions", "sessions/filestore", true},
+		{"sessions/filestore", "sessions", false},
+		{"sessions/filestore", "routing", false},
+		{"sessions/filestore", "internal/atomicfile", false},
+		{"sessions/filestore", "internal/pairstate", false},
+		{"sessions/filestore", "sessions/pgstore", true},
+		{"sessions/pgstore", "sessions/filestore", true},
+		{"sessions/filestore", "dispatch", true},
+		{"sessions/filestore", conformance, true},
+		{conformance, "sessions/filestore", true},
+		{"dispatch", "sessions/filestore", true},
+		{"agents", "sessions/filestore", true},
+		{"api", "sessions/filestore", true},
+		{"access", "sessions/filestore", true},
+		{"limits", "sessions/filestore", true},
+		{"channels/web", "sessions/filestore", true},
+		{"internal/pairstate", "sessions/filestore", true},
+		{"channels/telegram/telegramtest", "sessions/filestore", true},
+		{assembler, "sessions/filestore", false},
+		{"cmd/gateway", "sessions/filestore", false},
+		{benchPkg, "sessions/filestore", false},
+		{"internal/webtest", "sessions/filestore", false},
+		{"dispatch", "sessions/sessionstest", true},
+		{assembler, "sessions/pgstore/pgtest", true},
+		{"cmd/gateway", "channels/telegram/telegramtest", true},
+		{"gatewayd", "internal/webtest", true},
 		{"sessions", "sessions/pgstore/pgtest", true},
 		{conformance, "sessions", false},
 		{conformance, "routing", false},

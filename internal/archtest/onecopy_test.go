@@ -21,7 +21,7 @@ var renameAllowed = map[string]string{
 	// fsyncs the new file and then the directory (atomicfile.SyncDir), and
 	// must keep appending to the old file when only the directory sync
 	// fails, which atomicfile.Rename cannot tell apart from a failed rename.
-	"sessions/roomhistory_file.go": "streamed rewrite",
+	"sessions/filestore/roomhistory_file.go": "streamed rewrite",
 }
 
 // TestOneCopyOfTheAtomicWrite: no production code renames files by hand.
