@@ -93,7 +93,7 @@ func NewPairingStore(state pairstate.State, opts StoreOptions) *PairingStore {
 
 // OpenPairingStore opens (creating with 0700) the pairing directory dir,
 // normally <stateDir>/pairing, as a files pairing state (pairstate.Files,
-// the files backend's sessions.PairingFiles): the convenience of tests and
+// the files backend's filestore.Pairing): the convenience of tests and
 // tools that have a directory, not a backend.
 func OpenPairingStore(dir string, opts StoreOptions) (*PairingStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

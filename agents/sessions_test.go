@@ -20,7 +20,7 @@ import (
 	"github.com/gateway/gateway/sessions/filestore"
 )
 
-// disk is a runner over a real sessions.Manager in a temp dir.
+// disk is a runner over a real filestore.Manager in a temp dir.
 type disk struct {
 	t    *testing.T
 	dir  string

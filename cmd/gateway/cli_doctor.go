@@ -43,7 +43,7 @@ type problem struct {
 	Detail string `json:"detail"`
 	Fixed  bool   `json:"fixed"`
 	Fix    string `json:"fix,omitempty"` // what --fix did or would do
-	// stored is the sessions finding behind it (repaired by sessions.Repair);
+	// stored is the sessions finding behind it (repaired by filestore.Repair);
 	// fix repairs a host problem. Both nil: the problem needs a human.
 	stored *sessions.Problem
 	fix    func(ctx context.Context) error
@@ -164,7 +164,7 @@ func printDoctor(w io.Writer, rep *doctorReport, fix bool) {
 
 // runDoctor inspects (and with fix, repairs) cfg's storage: the backend's
 // status; with the files backend the stored state through
-// sessions.Check/Repair; the host (permissions, free space of the state
+// filestore.Check/Repair; the host (permissions, free space of the state
 // directory) here.
 func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorReport, error) {
 	rep := &doctorReport{StateDir: cfg.StateDir, Problems: []*problem{}}

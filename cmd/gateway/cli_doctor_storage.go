@@ -25,7 +25,7 @@ const unreachableNote = "the stored-state checks (entries, transcripts, delivery
 
 // storeChecker is a backend that checks and repairs its own stored state
 // (postgres: pgstore's Check and Repair). The files backend's checks read
-// the state directory instead (sessions.Check and sessions.Repair).
+// the state directory instead (filestore.Check and filestore.Repair).
 type storeChecker interface {
 	Check(ctx context.Context, opts sessions.CheckOptions) ([]sessions.Problem, error)
 	// Repair refuses while a daemon uses the backend: each error then

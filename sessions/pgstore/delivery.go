@@ -70,7 +70,7 @@ type DeliveryOptions struct {
 const DefaultLease = 10 * time.Second
 
 // Delivery is the ingress journal, reply outbox and drafts of SPEC §3.7 on
-// PostgreSQL, with the semantics of the files backend's sessions.Journal:
+// PostgreSQL, with the semantics of the files backend's filestore.Journal:
 //
 //   - Accept is durable when it returns (its transaction committed) and
 //     reports a duplicate for an id that is pending or was completed

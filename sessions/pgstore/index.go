@@ -13,7 +13,7 @@ import (
 )
 
 // Index is one agent's session index: the files backend's sessions.json
-// (sessions.Store) as rows of the entries table. Every write is durable
+// (filestore.Store) as rows of the entries table. Every write is durable
 // when its method returns.
 type Index struct {
 	db      *DB
@@ -145,7 +145,7 @@ func isSessionID(id string) bool {
 }
 
 // List returns every entry of the agent, most recently updated first (ties
-// by key), like sessions.Store.List.
+// by key), like filestore.Store.List.
 func (x *Index) List(ctx context.Context) ([]sessions.Entry, error) {
 	out, err := x.list(ctx, `SELECT `+entryColumns+` FROM entries WHERE agent_id = $1
 		ORDER BY updated_at DESC, session_key`, x.agentID)

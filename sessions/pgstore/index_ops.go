@@ -15,7 +15,7 @@ import (
 
 // Reset starts a new session id for key and archives the old one, in one
 // transaction: either both happen or neither does. A key without a session
-// gets a new one. Reasons and kept fields are sessions.Store.Reset's.
+// gets a new one. Reasons and kept fields are filestore.Store.Reset's.
 func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
 	k, err := x.keyString(key)
 	if err != nil {

@@ -24,7 +24,7 @@ func (x *Index) resetConfig() sessions.ResetConfig {
 }
 
 // Begin returns the session an inbound message belongs to, as
-// sessions.Store.Begin does: it creates the entry on the first message,
+// filestore.Store.Begin does: it creates the entry on the first message,
 // rolls it over (archiving the old session id) when the reset policy says
 // it is stale, moves lastInteractionAt unless o.Internal, and records the
 // origin. Two callers beginning a new key at once get the same entry.

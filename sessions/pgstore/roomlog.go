@@ -34,7 +34,7 @@ type RoomLogOptions struct {
 	Logger *zap.Logger
 }
 
-// RoomLog is the room history of group rooms (sessions.RoomHistory's
+// RoomLog is the room history of group rooms (filestore.RoomHistory's
 // semantics) on PostgreSQL: one row per kept message in room_history,
 // sequenced by one global sequence. Every write is one transaction that
 // holds the room's advisory lock, so within a room sequence order is commit

@@ -16,7 +16,7 @@ import (
 var roomBenchText = strings.Repeat("so what do we think about the release plan ", 2)
 
 // BenchmarkRoomLogAppend keeps unaddressed messages one after another
-// across 100 rooms (sessions.BenchmarkRoomHistoryAppend on PostgreSQL):
+// across 100 rooms (filestore.BenchmarkRoomHistoryAppend on PostgreSQL):
 // each is committed when Append returns.
 func BenchmarkRoomLogAppend(b *testing.B) {
 	h := openBench(b, 4).RoomLog(RoomLogOptions{})

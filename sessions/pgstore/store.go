@@ -20,7 +20,7 @@ import (
 const CallTimeout = 30 * time.Second
 
 // Store is an agent's Index seen through sessions.Index, the seam the
-// daemon's consumers use: the methods of sessions.Store with their
+// daemon's consumers use: the methods of filestore.Store with their
 // signatures. The methods that take a context pass it on; the others run
 // under CallTimeout. Every write is durable when it returns, so Flush has
 // nothing to do. Errors that say the server could not serve a call (it

@@ -15,7 +15,7 @@ import (
 
 // TestDelivery is the conformance suite of sessions.Delivery, the ingress
 // journal, reply outbox and drafts (SPEC §3.7): every backend's journal
-// must pass it. The behaviour is the files journal's (sessions.Journal).
+// must pass it. The behaviour is the files journal's (filestore.Journal).
 //
 // Hostile ids: a record, reply or draft id that is empty, not valid UTF-8
 // or holds a NUL byte is refused with an error naming the id

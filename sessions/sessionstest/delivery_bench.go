@@ -12,7 +12,7 @@ import (
 )
 
 // The Delivery benchmarks, run against each backend's journal (files:
-// sessions.BenchmarkJournal*, PostgreSQL: pgstore.BenchmarkDelivery*), so
+// filestore.BenchmarkJournal*, PostgreSQL: pgstore.BenchmarkDelivery*), so
 // the figures compare side by side. Each reports p50 and p99 of one
 // iteration in microseconds.
 

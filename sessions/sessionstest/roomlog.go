@@ -12,7 +12,7 @@ import (
 
 // TestRoomLog is the conformance suite of sessions.RoomLog, the room
 // history of group rooms: every backend's history must pass it. The
-// behaviour is the files history's (sessions.RoomHistory): per-room limits
+// behaviour is the files history's (filestore.RoomHistory): per-room limits
 // by count and bytes, oldest out; redeliveries (same room and message id,
 // kept or recently removed) dropped; Take up to a sequence within limits;
 // Cut, Clear, ClearBefore; one global sequence. Names and texts keep any

@@ -27,7 +27,7 @@ import (
 
 // Options are what a case asks of a new index.
 type Options struct {
-	// Now is the index's clock (sessions.Options.Now, pgstore.Options.Now).
+	// Now is the index's clock (filestore.Options.Now, pgstore.Options.Now).
 	// It returns whole seconds in UTC, which every backend stores exactly.
 	Now func() time.Time
 	// Reset is the reset policy Begin evaluates.
