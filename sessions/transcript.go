@@ -59,12 +59,12 @@ func WithCompactionHint(off int64) TranscriptOption {
 	return func(t *Transcript) { t.hint = off }
 }
 
-// WithoutSync skips fsync (tests, benchmarks of the non-durable path).
-func WithoutSync() TranscriptOption { return func(t *Transcript) { t.noSync = true } }
+// withoutSync skips fsync (tests, benchmarks of the non-durable path).
+func withoutSync() TranscriptOption { return func(t *Transcript) { t.noSync = true } }
 
-// WithClock and withRand make written timestamps and ids deterministic.
-func WithClock(now func() time.Time) TranscriptOption { return func(t *Transcript) { t.now = now } }
-func WithRand(r func() uint32) TranscriptOption       { return func(t *Transcript) { t.rand = r } }
+// withClock and withRand make written timestamps and ids deterministic.
+func withClock(now func() time.Time) TranscriptOption { return func(t *Transcript) { t.now = now } }
+func withRand(r func() uint32) TranscriptOption       { return func(t *Transcript) { t.rand = r } }
 
 // WithAppendHook passes every successful write's entries to fn.
 func WithAppendHook(fn func(nodes []*Node, end int64)) TranscriptOption {

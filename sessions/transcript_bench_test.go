@@ -25,7 +25,7 @@ func BenchmarkTranscriptAppend(b *testing.B) {
 		}
 	})
 	b.Run("serial-nosync", func(b *testing.B) {
-		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil, WithoutSync())
+		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil, withoutSync())
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := tr.Append(ctx, msg); err != nil {

@@ -41,7 +41,7 @@ func FuzzLoadTranscript(f *testing.F) {
 				t.Fatalf("tail load failed (%v) where the forward load succeeded", loadErr)
 			}
 		}
-		tr := newTestTranscript(t, path, newMemLocker(), nil, WithCompactionHint(hint), WithoutSync())
+		tr := newTestTranscript(t, path, newMemLocker(), nil, WithCompactionHint(hint), withoutSync())
 		if _, err := tr.Context(ctx); err != nil {
 			return
 		}

@@ -103,7 +103,7 @@ func TestTranscriptAppendAndReload(t *testing.T) {
 func TestTranscriptWrittenGolden(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
-	tr := newTestTranscript(t, path, newMemLocker(), nil, WithClock(fixedClock()), WithRand(seqRand()))
+	tr := newTestTranscript(t, path, newMemLocker(), nil, withClock(fixedClock()), withRand(seqRand()))
 	if _, err := tr.Append(ctx, user("hello <world> & friends")); err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func TestIDsUniqueInFile(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
 	// The generator repeats itself; ids must still be unique.
-	tr := newTestTranscript(t, path, newMemLocker(), nil, WithRand(seqRand(1, 1, 2, 2, 1, 3)))
+	tr := newTestTranscript(t, path, newMemLocker(), nil, withRand(seqRand(1, 1, 2, 2, 1, 3)))
 	ids, err := tr.Append(ctx, user("a"), assistantText("b"), user("c"))
 	if err != nil {
 		t.Fatal(err)
@@ -623,7 +623,7 @@ func TestIDsUniqueInFile(t *testing.T) {
 	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "s", FirstKeptEntryID: ids2[99]}); err != nil {
 		t.Fatal(err)
 	}
-	tr2 := newTestTranscript(t, path, newMemLocker(), nil, WithRand(seqRand(1, 2, 3, 0xabc)))
+	tr2 := newTestTranscript(t, path, newMemLocker(), nil, withRand(seqRand(1, 2, 3, 0xabc)))
 	got, err := tr2.Append(ctx, user("d"))
 	if err != nil {
 		t.Fatal(err)
@@ -729,7 +729,7 @@ func TestAppendHonoursLockContext(t *testing.T) {
 func writeCompactedSession(t testing.TB, path string, n, keep, tail int) int64 {
 	t.Helper()
 	ctx := context.Background()
-	tr := newTestTranscript(t, path, newMemLocker(), nil, WithoutSync())
+	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
 	msgs := make([]Message, 0, n)
 	for i := 0; len(msgs) < n; i++ {
 		msgs = append(msgs, user(fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum ", 20))))
@@ -820,7 +820,7 @@ func TestLoadCompactedReadsOnlyTheTail(t *testing.T) {
 func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
-	tr := newTestTranscript(t, path, newMemLocker(), nil, WithoutSync())
+	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
 	var first []string
 	for i := range 300 {
 		ids, err := tr.Append(ctx, user(fmt.Sprintf("u%d %s", i, strings.Repeat("z", 500))), assistantText(fmt.Sprintf("a%d", i)))
