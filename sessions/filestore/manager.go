@@ -71,7 +71,7 @@ type Manager struct {
 	hmu     sync.Mutex // guards history
 	history *RoomHistory
 
-	smu     sync.Mutex // guards pairing, cursors, limits, msgs, usage (backend_files.go)
+	smu     sync.Mutex // guards pairing, cursors, limits, msgs, usage (backend.go)
 	pairing *Pairing
 	cursors *Cursors
 	limits  *Limits
