@@ -34,7 +34,7 @@ func TestOpenBackendFiles(t *testing.T) {
 		t.Errorf("Kind = %q, want files", b.Kind())
 	}
 	if m := filestore.ManagerOf(b); m == nil || m.StateDir() != cfg.StateDir {
-		t.Errorf("FilesManager = %v, want a manager on %s", m, cfg.StateDir)
+		t.Errorf("ManagerOf = %v, want a manager on %s", m, cfg.StateDir)
 	}
 	st := b.Status(ctx)
 	if st.Kind != "files" || st.Location != cfg.StateDir || st.Err != "" {

@@ -33,7 +33,7 @@ type CheckOptions struct {
 	// Now is the check's clock (zero: time.Now); archive names use it.
 	Now time.Time
 	// LockTimeout bounds the wait for a store lock during Repair (0: the
-	// default, DefaultLockTimeout).
+	// backend's default, e.g. filestore.DefaultLockTimeout).
 	LockTimeout time.Duration
 	// BacklogAfter is how old the oldest pending ingress record may be
 	// before it is reported (0: 24 h).

@@ -159,7 +159,7 @@ type RoomLog interface {
 // internal/pairstate, below both sessions and access: channel adapters
 // import access and must not reach sessions (SPEC §1). A channel must pass
 // CheckPairingChannel and the data stored CheckPairingData; anything else
-// is refused with an error naming it. Implementations (PairingFiles,
+// is refused with an error naming it. Implementations (filestore.Pairing,
 // pgstore.DB.Pairing) are safe for concurrent use by goroutines and
 // processes; UpdatePairing serialises the updates of one channel.
 type PairingState = pairstate.State
@@ -179,7 +179,7 @@ type PairingApproval = pairstate.Approval
 // returns; the last writer of a name wins. Scopes, names and values must
 // pass CheckCursor (no NUL, bounded lengths): anything else is refused with
 // an error naming it. Implementations are safe for concurrent use by
-// goroutines and processes (CursorFiles, pgstore.DB.Cursors).
+// goroutines and processes (filestore.Cursors, pgstore.DB.Cursors).
 type Cursors interface {
 	// Cursor returns scope's value of name; false when unset.
 	Cursor(ctx context.Context, scope, name string) (string, bool, error)

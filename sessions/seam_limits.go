@@ -14,7 +14,7 @@ import (
 // processes (replicas on one database) charging the same subject lose
 // nothing; it returns the totals after the add, which include what other
 // processes charged. Windows that ended are pruned. Implementations are
-// safe for concurrent use by goroutines and processes (LimitFiles,
+// safe for concurrent use by goroutines and processes (filestore.Limits,
 // pgstore.DB.Limits).
 type LimitCounters interface {
 	// AddUsage adds each delta to its counter (creating it at zero) and

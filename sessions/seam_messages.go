@@ -15,7 +15,7 @@ import (
 // thread or topic); message ids are the platform's. Each room keeps its
 // RoomMessagesKeep most recently (first) noted messages; older ones are forgotten
 // (the tool then calls them unknown). Implementations are safe for
-// concurrent use (RoomMessageFiles, pgstore.DB.RoomMessages).
+// concurrent use (filestore.RoomMessages, pgstore.DB.RoomMessages).
 type RoomMessages interface {
 	// NoteMessages records msgs in room. Noting an id again keeps it; Own
 	// is never taken back (a message the bot sent stays the bot's).

@@ -14,7 +14,7 @@ import (
 
 // UsageLog is the usage ledger (issue 14): one row per agent turn with its
 // tokens and cost, queried grouped by sender, session, room, model, day or
-// agent. The files backend keeps it in <stateDir>/usage (UsageFiles), the
+// agent. The files backend keeps it in <stateDir>/usage (filestore.UsageLog), the
 // PostgreSQL backend in its usage table. Implementations are safe for
 // concurrent use by goroutines and processes.
 type UsageLog interface {

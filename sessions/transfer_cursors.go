@@ -8,7 +8,7 @@ import (
 )
 
 // CursorScopes is implemented by a Cursors that can list its scopes
-// (CursorFiles, pgstore's): CopyCursors needs it on the source.
+// (filestore.Cursors, pgstore's): CopyCursors needs it on the source.
 type CursorScopes interface {
 	CursorScopes(ctx context.Context) ([]string, error)
 }

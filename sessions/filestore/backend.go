@@ -35,7 +35,7 @@ func (s filesStore) Transcript(sessionID string) (sessions.TranscriptLog, error)
 	return t, nil
 }
 
-// FilesStore returns the files store behind an AgentStore of the files
+// StoreOf returns the files store behind an AgentStore of the files
 // backend (nil for another backend): the doctor and tests reach file paths
 // through it.
 func StoreOf(s sessions.AgentStore) *Store {
@@ -45,7 +45,7 @@ func StoreOf(s sessions.AgentStore) *Store {
 	return nil
 }
 
-// FilesManager returns the Manager behind the files backend (nil for
+// ManagerOf returns the Manager behind the files backend (nil for
 // another backend).
 func ManagerOf(b sessions.Backend) *Manager {
 	if fb, ok := b.(filesBackend); ok {

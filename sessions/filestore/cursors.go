@@ -19,7 +19,7 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// CursorFiles is the files backend's Cursors: one small JSON file per
+// Cursors is the files backend's Cursors: one small JSON file per
 // scope, <dir>/<escaped scope>.json (0600, dir 0700), holding
 // {"version":1,"cursors":{name: value}}. The scope is escaped so that it is
 // always one file name inside dir: bytes other than a-z, 0-9, '_' and '-'
@@ -45,7 +45,7 @@ type cursorFile struct {
 
 const cursorVersion = 1
 
-// NewCursorFiles returns the cursors in dir, normally <stateDir>/cursors;
+// NewCursors returns the cursors in dir, normally <stateDir>/cursors;
 // the first SetCursor creates dir (0700). lockTimeout bounds waiting for
 // another process's lock (DefaultPairingLockTimeout when 0).
 func NewCursors(dir string, lockTimeout time.Duration) *Cursors {

@@ -9,7 +9,7 @@
 // sessions), rate-limit counters (Limits), remembered room messages
 // (RoomMessages), the usage ledger in <stateDir>/usage/<agentId>/<YYYY-MM>.jsonl
 // (UsageLog) and the transcript search index under <stateDir>/search
-// (SearchIndex, search_index.go has its design and concurrency rules).
+// (search_index.go has its design and concurrency rules; SearchFiles lists its files).
 // Manager.Backend composes them into a sessions.Backend.
 //
 // filestore implements the contract package sessions owns and uses its

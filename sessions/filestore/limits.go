@@ -22,7 +22,7 @@ import (
 // far below: only current windows are kept).
 const MaxLimitCounters = 100_000
 
-// LimitFiles is the files backend's LimitCounters: one JSON file,
+// Limits is the files backend's LimitCounters: one JSON file,
 // <dir>/counters.json (0600, dir 0700), holding every counter. AddUsage
 // and PruneLimits take <file>.lock with flock(2) (the CLI or another
 // process may write too), re-read the file when its size or mtime changed
@@ -60,7 +60,7 @@ type limitFileRow struct {
 
 const limitFileVersion = 1
 
-// NewLimitFiles returns the counters in dir, normally <stateDir>/limits;
+// NewLimits returns the counters in dir, normally <stateDir>/limits;
 // the first AddUsage creates dir (0700). lockTimeout bounds waiting for
 // another process's lock (DefaultPairingLockTimeout when 0).
 func NewLimits(dir string, lockTimeout time.Duration) *Limits {

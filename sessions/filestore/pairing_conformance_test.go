@@ -210,7 +210,7 @@ func TestLimitsConformance(t *testing.T) {
 		if !ok {
 			dir = t.TempDir()
 		}
-		// A fresh *LimitFiles per handle: the backend caches one per
+		// A fresh *Limits per handle: the backend caches one per
 		// Manager, and two Managers are two processes.
 		l := openBackend(t, dir).Limits()
 		mu.Lock()

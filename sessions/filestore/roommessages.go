@@ -22,7 +22,7 @@ import (
 // <stateDir>/history.
 const roomMessagesFile = "messages.jsonl"
 
-// RoomMessageFiles is the files backend's RoomMessages: an append-only
+// RoomMessages is the files backend's RoomMessages: an append-only
 // JSON-lines log, <dir>/messages.jsonl (0600, dir 0700), one line per
 // noted message ({"room","id","own","at"}; {"room","id","gone":true} for a
 // forgotten one), read once at first use into a
@@ -63,7 +63,7 @@ type msgLine struct {
 	Gone bool `json:"gone,omitempty"`
 }
 
-// NewRoomMessageFiles returns the record in dir (normally
+// NewRoomMessages returns the record in dir (normally
 // <stateDir>/history); the first note creates dir and the file.
 func NewRoomMessages(dir string) *RoomMessages {
 	return &RoomMessages{path: filepath.Join(dir, roomMessagesFile), keep: sessions.RoomMessagesKeep}

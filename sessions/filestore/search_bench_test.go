@@ -159,7 +159,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	load := time.Since(start)
-	files, err := SearchIndex(dir)
+	files, err := SearchFiles(dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -450,9 +450,9 @@ func cloneDropped(m map[string]uint64) map[string]uint64 {
 	return out
 }
 
-// SearchIndexFiles lists the files of the search index under stateDir
+// SearchFiles lists the files of the search index under stateDir
 // with their sizes (the doctor, tests and benchmarks report them).
-func SearchIndex(stateDir string) (map[string]int64, error) {
+func SearchFiles(stateDir string) (map[string]int64, error) {
 	dir := filepath.Join(stateDir, searchDirName)
 	des, err := os.ReadDir(dir)
 	if err != nil {

@@ -63,7 +63,7 @@ func wantFound(t testing.TB, m *Manager, text string, want ...string) {
 // segmentFiles lists the search dir's segment files.
 func segmentFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	files, err := SearchIndex(dir)
+	files, err := SearchFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestSearchIndexRebuiltWhenDamaged(t *testing.T) {
 					t.Errorf("segment %s after rebuild: %v", n, err)
 				}
 			}
-			if files, _ := SearchIndex(dir); files["seg-00000099.gsx.tmp"] != 0 || files["seg-00000098.gsx"] != 0 {
+			if files, _ := SearchFiles(dir); files["seg-00000099.gsx.tmp"] != 0 || files["seg-00000098.gsx"] != 0 {
 				t.Errorf("stale files kept: %v", files)
 			}
 			m3 := openTestManager(t, dir, Options{})
@@ -249,14 +249,14 @@ func TestSearchPassiveReaderWritesNothing(t *testing.T) {
 	m := openTestManager(t, dir, Options{})
 	sayTo(t, m, dmKey(t, "main", "1"), "fig tree")
 	wantFound(t, m, "fig", "fig tree") // loaded: the daemon's index is live, tail unflushed
-	before, err := SearchIndex(dir)
+	before, err := SearchFiles(dir)
 	must(t, err)
 	cli := openTestManager(t, dir, Options{Passive: true})
 	wantFound(t, cli, "fig", "fig tree")
 	sayTo(t, m, dmKey(t, "main", "1"), "fig jam")
 	wantFound(t, cli, "fig", "fig tree") // a reader loads once
 	must(t, cli.Close())
-	after, err := SearchIndex(dir)
+	after, err := SearchFiles(dir)
 	must(t, err)
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("a passive reader changed the index files (-before +after):\n%s", diff)

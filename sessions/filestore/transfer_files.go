@@ -16,7 +16,7 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// FilesTransfer is the files backend's side of a migration (see
+// Transfer is the files backend's side of a migration (see
 // transfer.go): it reads and writes sessions.json, archive.json and the
 // transcripts under the state dir of its Manager. Entries go through the
 // store's commit path, so the index keeps exactly today's format;

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// UsageFiles is the files backend's usage ledger: an append-only JSONL file
+// UsageLog is the files backend's usage ledger: an append-only JSONL file
 // per agent and UTC month, <dir>/<agentId>/<YYYY-MM>.jsonl (files 0600,
 // directories 0700; only a valid agent id and the row's month become a
 // path). A row is one write(2) on a descriptor opened with O_APPEND, not
@@ -38,7 +38,7 @@ type UsageLog struct {
 	paths map[usageMonth]string // month file paths built so far
 }
 
-// NewUsageFiles returns the ledger under dir (created on the first Record).
+// NewUsageLog returns the ledger under dir (created on the first Record).
 // A nil log is zap.NewNop().
 func NewUsageLog(dir string, log *zap.Logger) *UsageLog {
 	if log == nil {

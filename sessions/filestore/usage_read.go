@@ -20,7 +20,7 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// The read side of UsageFiles: reports, rows and refs from the month files.
+// The read side of UsageLog: reports, rows and refs from the month files.
 
 // Query implements UsageLog.
 func (u *UsageLog) Query(ctx context.Context, f sessions.UsageFilter) ([]sessions.UsageBucket, error) {
