@@ -10,13 +10,11 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 func dm(sender string) channels.Inbound {
-	return channels.Inbound{Channel: "discord", AccountID: "default", ChatType: channels.Direct,
-		ChatID: "dm-" + sender, SenderID: sender, Mentioned: true, CaseSensitive: true, Text: "hi"}
+	return channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: "dm-" + sender}, ChatType: channels.Direct, SenderID: sender, Mentioned: true, CaseSensitive: true, Text: "hi"}
 }
 
 func group(chat, sender string, mentioned bool) channels.Inbound {
-	return channels.Inbound{Channel: "discord", AccountID: "default", ChatType: channels.Channel,
-		ChatID: chat, GuildID: "g1", SenderID: sender, Mentioned: mentioned, CaseSensitive: true, Text: "hi"}
+	return channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: chat}, ChatType: channels.Channel, GuildID: "g1", SenderID: sender, Mentioned: mentioned, CaseSensitive: true, Text: "hi"}
 }
 
 func thread(parent, thread, sender string) channels.Inbound {

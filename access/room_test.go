@@ -36,12 +36,10 @@ func TestRoomResolution(t *testing.T) {
 		t.Fatal(err)
 	}
 	tgIn := func(chat, topic string) channels.Inbound {
-		return channels.Inbound{Channel: "telegram", AccountID: "default", ChatType: channels.Group, ChatID: chat,
-			ThreadID: topic, IsTopic: topic != "", SenderID: "1"}
+		return channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: chat, ThreadID: topic, IsTopic: topic != ""}, ChatType: channels.Group, SenderID: "1"}
 	}
 	dcIn := func(guild, chat, thread string) channels.Inbound {
-		return channels.Inbound{Channel: "discord", AccountID: "default", ChatType: channels.Channel, GuildID: guild,
-			ChatID: chat, ThreadID: thread, SenderID: "1"}
+		return channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: chat, ThreadID: thread}, ChatType: channels.Channel, GuildID: guild, SenderID: "1"}
 	}
 	for _, tc := range []struct {
 		name string
@@ -62,22 +60,22 @@ func TestRoomResolution(t *testing.T) {
 			return r.Enabled && r.AgentID == "" && r.RequireMention && r.HistoryLimit == 50 && r.ReplyToMode == channels.ReplyToFirst
 		}},
 		{"unlisted group under allowlist", tgIn("-300", ""), func(r channels.Room) bool { return !r.Enabled && !r.Configured }},
-		{"telegram DM: no mention gate, account defaults", channels.Inbound{Channel: "telegram", AccountID: "default",
-			ChatType: channels.Direct, ChatID: "5", SenderID: "5"}, func(r channels.Room) bool {
+		{"telegram DM: no mention gate, account defaults", channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "5"},
+			ChatType: channels.Direct, SenderID: "5"}, func(r channels.Room) bool {
 			return !r.RequireMention && r.ErrorPolicy == channels.ErrorsOnce && r.AgentID == ""
 		}},
 		{"discord channel refines its guild", dcIn("555", "777", ""), func(r channels.Room) bool {
 			return r.SystemPrompt == "guild" && r.AutoThread && r.HistoryLimit == 0 && r.InheritParent && r.Enabled
 		}},
-		{"discord thread of that channel", channels.Inbound{Channel: "discord", AccountID: "default", ChatType: channels.Channel,
-			GuildID: "555", ChatID: "777", ParentChatID: "777", ThreadID: "888", SenderID: "1"}, func(r channels.Room) bool {
+		{"discord thread of that channel", channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: "777", ThreadID: "888"}, ChatType: channels.Channel,
+			GuildID: "555", ParentChatID: "777", SenderID: "1"}, func(r channels.Room) bool {
 			return r.AutoThread && r.HistoryLimit == 0
 		}},
 		{"other discord channel: guild only, default history", dcIn("555", "778", ""), func(r channels.Room) bool {
 			return r.SystemPrompt == "guild" && !r.AutoThread && r.HistoryLimit == 20
 		}},
-		{"unknown account: defaults", channels.Inbound{Channel: "discord", AccountID: "other", ChatType: channels.Channel,
-			GuildID: "1", ChatID: "2"}, func(r channels.Room) bool {
+		{"unknown account: defaults", channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "other", ChatID: "2"}, ChatType: channels.Channel,
+			GuildID: "1"}, func(r channels.Room) bool {
 			return !r.Enabled && r.HistoryLimit == 20 && r.Streaming == channels.StreamOff
 		}},
 	} {

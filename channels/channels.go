@@ -18,21 +18,17 @@ const (
 
 // Inbound is one accepted chat message, normalised across channels.
 type Inbound struct {
-	Channel   string // adapter name: "telegram", "discord", "web"
-	AccountID string // bot account within the channel ("default")
+	// Address is the chat (and thread or topic) the message came from,
+	// which is where replies go.
+	Address
 	// Agent is set by channels that address an agent explicitly (the web
 	// API's /api/agents/{id}/chat); it overrides the bindings.
 	Agent string
 	// MessageID is unique per Channel+AccountID+ChatID; it is the dedupe key
 	// for redeliveries.
 	MessageID string
-	ChatID    string   // where replies go: Telegram chat id, Discord channel id
 	ChatType  ChatType // direct, group or channel
 	GuildID   string   // Discord guild, if any
-	// ThreadID is a thread or forum-topic id below ChatID; IsTopic marks a
-	// Telegram forum topic (routed as :topic:), else a thread (:thread:).
-	ThreadID string
-	IsTopic  bool
 	// ParentChatID is a Discord thread's parent channel, if known.
 	ParentChatID string
 	SenderID     string
@@ -58,11 +54,8 @@ type Inbound struct {
 
 // Outbound is a reply to deliver.
 type Outbound struct {
-	Channel   string
-	AccountID string
-	ChatID    string
-	ThreadID  string
-	IsTopic   bool
+	// Address is the chat (and thread or topic) the reply goes to.
+	Address
 	// ReplyToID asks the platform to show the reply as an answer to that message.
 	ReplyToID string
 	// ReplyToMode is the room's replyToMode (ReplyToFirst when empty): which

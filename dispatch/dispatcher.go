@@ -63,7 +63,7 @@ type Dispatcher struct {
 	gate editGate // spaces streaming edits per chat
 
 	mu       sync.RWMutex
-	adapters map[string]channels.Adapter // guarded by mu; key "channel/account"
+	adapters map[channels.AccountKey]channels.Adapter // guarded by mu
 }
 
 // New builds a Dispatcher; call Register for each adapter, then Resume.
@@ -98,7 +98,7 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		journal:  opts.Sessions.Journal(),
-		adapters: map[string]channels.Adapter{},
+		adapters: map[channels.AccountKey]channels.Adapter{},
 	}
 	d.SetRuntime(rt)
 	d.queue = lanes.New(lanes.Options{
@@ -127,13 +127,13 @@ func (d *Dispatcher) Runtime() *Runtime { return d.rt.Load() }
 func (d *Dispatcher) Register(a channels.Adapter) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.adapters[a.Name()+"/"+a.AccountID()] = a
+	d.adapters[channels.AccountOf(a)] = a
 }
 
 func (d *Dispatcher) adapter(channel, account string) channels.Adapter {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.adapters[channel+"/"+account]
+	return d.adapters[channels.AccountKey{Channel: channel, AccountID: account}]
 }
 
 // work is the payload of one lane item.
@@ -396,8 +396,7 @@ func (d *Dispatcher) notify(ctx context.Context, in channels.Inbound, text strin
 
 func outboundFor(in channels.Inbound) channels.Outbound {
 	return channels.Outbound{
-		Channel: in.Channel, AccountID: in.AccountID, ChatID: in.ChatID,
-		ThreadID: in.ThreadID, IsTopic: in.IsTopic, ReplyToID: in.MessageID,
+		Address: in.Address, ReplyToID: in.MessageID,
 		Interaction: in.Interaction,
 	}
 }

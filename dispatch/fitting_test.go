@@ -40,8 +40,7 @@ func tgMsg(chat int64, text string) channels.Inbound {
 	if chat > 0 {
 		ct = channels.Direct
 	}
-	return channels.Inbound{Channel: "telegram", AccountID: "default", MessageID: fmt.Sprint(300 + tgSeq),
-		ChatID: fmt.Sprint(chat), ChatType: ct, SenderID: "5", SenderName: "Eve", Mentioned: true,
+	return channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: fmt.Sprint(chat)}, MessageID: fmt.Sprint(300 + tgSeq), ChatType: ct, SenderID: "5", SenderName: "Eve", Mentioned: true,
 		Text: text, Time: time.Now()}
 }
 

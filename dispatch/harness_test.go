@@ -267,7 +267,7 @@ func in(channel, chat, text string) channels.Inbound {
 	msgSeq.n++
 	id := fmt.Sprint(msgSeq.n)
 	msgSeq.Unlock()
-	return channels.Inbound{Channel: channel, AccountID: "default", MessageID: id, ChatID: chat,
+	return channels.Inbound{Address: channels.Address{Channel: channel, AccountID: "default", ChatID: chat}, MessageID: id,
 		ChatType: channels.Direct, SenderID: chat, SenderName: "u" + chat, Mentioned: true, Text: text, Time: time.Now()}
 }
 

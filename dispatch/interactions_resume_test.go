@@ -36,7 +36,7 @@ func TestSlashReplyResumedFromOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := func(ix *channels.Interaction) channels.Inbound {
-		return channels.Inbound{Channel: "discord", AccountID: "default", MessageID: ix.ID, ChatID: slashChannel,
+		return channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: slashChannel}, MessageID: ix.ID,
 			ChatType: channels.Channel, GuildID: slashGuild, SenderID: owner.ID, SenderName: "owner", CaseSensitive: true,
 			Mentioned: true, Text: "/history", Time: time.Now(), Interaction: ix}
 	}

@@ -126,7 +126,7 @@ func (d *Dispatcher) transcribe(ctx context.Context, in channels.Inbound, att ch
 // fetch returns an attachment's content: inline data as it is, else a
 // download through the adapter, stored under the session's media dir.
 func (d *Dispatcher) fetch(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn, media Media) ([]byte, error) {
-	max := media.maxBytes(in.Channel, in.AccountID)
+	max := media.maxBytes(in.Account())
 	if att.Data != nil {
 		if int64(len(att.Data)) > max {
 			return nil, &channels.MediaTooLargeError{Size: int64(len(att.Data)), Max: max}

@@ -64,18 +64,18 @@ type Transcriber func(ctx context.Context, audio io.Reader, fileName string) (st
 
 // Media is the hot-reloadable media part of a Runtime.
 type Media struct {
-	// MaxBytes is the size cap of an attachment from channel/account
+	// MaxBytes is the size cap of an attachment from an account
 	// (mediaMaxMb); nil gives every account channels.DefaultMediaMaxMB.
-	MaxBytes func(channel, account string) int64
+	MaxBytes func(channels.AccountKey) int64
 	// MaxTextBytes caps an inlined text document (default 32 KB).
 	MaxTextBytes int
 	// Transcribe is nil when media.audio is not configured.
 	Transcribe Transcriber
 }
 
-func (m Media) maxBytes(channel, account string) int64 {
+func (m Media) maxBytes(k channels.AccountKey) int64 {
 	if m.MaxBytes != nil {
-		if n := m.MaxBytes(channel, account); n > 0 {
+		if n := m.MaxBytes(k); n > 0 {
 			return n
 		}
 	}

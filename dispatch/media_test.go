@@ -20,6 +20,7 @@ import (
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 	"github.com/gateway/gateway/routing"
@@ -82,7 +83,7 @@ func (r *mediaRig) start(poll bool) {
 		t.Fatal(err)
 	}
 	rt := &Runtime{Resolver: resolver, Queue: DefaultQueue(), Media: Media{
-		MaxBytes: func(string, string) int64 { return 1 << 20 },
+		MaxBytes: func(channels.AccountKey) int64 { return 1 << 20 },
 		Transcribe: func(ctx context.Context, audio io.Reader, name string) (string, error) {
 			return oa.Transcribe(ctx, "whisper-1", audio, name)
 		},

@@ -27,7 +27,7 @@ import (
 
 // roomRecord is the RoomMessages key of out's room.
 func roomRecord(out channels.Outbound) string {
-	return chatKey(out) + "/" + out.ThreadID
+	return out.ChatKey() + "/" + out.ThreadID
 }
 
 // messageCalls bounds the attempts of one platform call of the tool (a 429
@@ -287,7 +287,7 @@ func (r *messageRoom) count(action string, err *error) {
 // (messageCalls in all). A failure is ErrRefused for the model (the
 // platform's error, which may hold a URL, is only logged).
 func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
-	key := chatKey(r.out)
+	key := r.out.ChatKey()
 	var err error
 	for attempt := 0; attempt < messageCalls; attempt++ {
 		if werr := r.d.gate.wait(ctx, key); werr != nil {

@@ -25,8 +25,7 @@ func BenchmarkHandleUnmentioned(b *testing.B) {
 	for i := 0; i < b.N; {
 		bctx, batch := channels.WithBatch(ctx)
 		for j := 0; j < 100 && i < b.N; j, i = j+1, i+1 {
-			in := channels.Inbound{Channel: "tg", AccountID: "default", MessageID: strconv.Itoa(i),
-				ChatID: "-100" + strconv.Itoa(i%100), ChatType: channels.Group, SenderID: "7", SenderName: "Ann",
+			in := channels.Inbound{Address: channels.Address{Channel: "tg", AccountID: "default", ChatID: "-100" + strconv.Itoa(i%100)}, MessageID: strconv.Itoa(i), ChatType: channels.Group, SenderID: "7", SenderName: "Ann",
 				Text: benchLine, Time: time.Now()}
 			if err := d.Handle(bctx, in); err != nil {
 				b.Fatal(err)

@@ -262,7 +262,7 @@ func TestRoomHistoryCrashBeforeCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := channels.Inbound{Channel: "telegram", AccountID: "default", MessageID: "9001", ChatID: "-100500",
+	in := channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "-100500"}, MessageID: "9001",
 		ChatType: channels.Group, SenderID: "111", SenderName: "Alice", CaseSensitive: true, Mentioned: true,
 		Text: "what about them?", Time: time.Now()}
 	mark := mgr.History().Seq()

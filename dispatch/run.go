@@ -357,7 +357,7 @@ func (d *Dispatcher) replyTarget(store sessions.AgentStore, w *work) (channels.O
 	if err != nil || !ok || e.LastChannel == "" {
 		return channels.Outbound{}, nil
 	}
-	out := channels.Outbound{Channel: e.LastChannel, AccountID: e.LastAccountID, ChatID: e.LastTo, ThreadID: e.LastThreadID}
+	out := channels.Outbound{Address: channels.Address{Channel: e.LastChannel, AccountID: e.LastAccountID, ChatID: e.LastTo, ThreadID: e.LastThreadID}}
 	if w.Key.ThreadKind == "topic" {
 		out.IsTopic = true
 	}

@@ -110,16 +110,12 @@ func (g *editGate) wait(ctx context.Context, key string) error {
 	}
 }
 
-func chatKey(out channels.Outbound) string {
-	return out.Channel + "/" + out.AccountID + "/" + out.ChatID
-}
-
 // draftRecord is the journal id of out's draft ("" without one).
 func draftRecord(out channels.Outbound) string {
 	if out.Draft == "" {
 		return ""
 	}
-	return "draft:" + chatKey(out) + "/" + out.Draft
+	return "draft:" + out.ChatKey() + "/" + out.Draft
 }
 
 // draftStream shows one turn's progress (or partial answer) in a draft.
@@ -274,7 +270,7 @@ func (s *draftStream) flush(ctx context.Context) bool {
 		}
 		s.msgID, s.shown = id, text
 		s.d.opts.Metrics.DraftCalls.WithLabelValues(s.out.Channel, "post").Inc()
-		s.d.gate.delay(chatKey(s.out), time.Now().Add(editEvery))
+		s.d.gate.delay(s.out.ChatKey(), time.Now().Add(editEvery))
 		o := s.out
 		o.Draft = id
 		target, _ := json.Marshal(o)
@@ -284,7 +280,7 @@ func (s *draftStream) flush(ctx context.Context) bool {
 		}
 		return false
 	}
-	if s.d.gate.wait(ctx, chatKey(s.out)) != nil {
+	if s.d.gate.wait(ctx, s.out.ChatKey()) != nil {
 		return false
 	}
 	text = s.wanted() // the latest, after the wait
@@ -307,9 +303,9 @@ func (s *draftStream) failed(ctx context.Context, op string, err error) bool {
 	}
 	if ra := channels.RetryAfter(err); ra > 0 {
 		s.log.Info("draft rate limited", zap.String("op", op), zap.Duration("retry_after", ra))
-		s.d.gate.delay(chatKey(s.out), time.Now().Add(ra))
+		s.d.gate.delay(s.out.ChatKey(), time.Now().Add(ra))
 		if op == "post" {
-			if s.d.gate.wait(ctx, chatKey(s.out)) != nil {
+			if s.d.gate.wait(ctx, s.out.ChatKey()) != nil {
 				return false
 			}
 		}

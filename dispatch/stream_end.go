@@ -34,7 +34,7 @@ func (s *draftStream) handOver(ctx context.Context, out channels.Outbound) chann
 	out.Draft = s.msgID
 	wctx, cancel := context.WithTimeout(ctx, editEvery)
 	defer cancel()
-	_ = s.d.gate.wait(wctx, chatKey(out))
+	_ = s.d.gate.wait(wctx, out.ChatKey())
 	return out
 }
 
@@ -164,8 +164,7 @@ func joinDelta(f func(string), s *draftStream) func(string) {
 func (d *Dispatcher) roomOf(w *work, out channels.Outbound) channels.Room {
 	in := w.In
 	if w.Agent != nil {
-		in = channels.Inbound{Channel: out.Channel, AccountID: out.AccountID, ChatID: out.ChatID,
-			ThreadID: out.ThreadID, IsTopic: out.IsTopic}
+		in = channels.Inbound{Address: out.Address}
 	}
 	return d.rt.Load().RoomFor(in)
 }

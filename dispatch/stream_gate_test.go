@@ -82,7 +82,7 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 		d := &Dispatcher{log: zap.NewNop(), life: context.Background(), journal: journal,
 			opts: Options{Metrics: NewMetrics(nil), Now: time.Now}}
 		fd := &fakeDrafter{limited: map[int]time.Duration{2: 2500 * time.Millisecond}}
-		out := channels.Outbound{Channel: "telegram", AccountID: "default", ChatID: "1"}
+		out := channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "1"}}
 		room := channels.Room{Streaming: channels.StreamProgress}
 		start := time.Now()
 		s := d.startStream(context.Background(), fd, out, room, "agent:main:main")
@@ -158,14 +158,14 @@ func TestStreamEditsSpacedPerChatAcrossTurns(t *testing.T) {
 		d := &Dispatcher{log: zap.NewNop(), life: context.Background(), journal: journal,
 			opts: Options{Metrics: NewMetrics(nil), Now: time.Now}}
 		room := channels.Room{Streaming: channels.StreamProgress}
-		group := channels.Outbound{Channel: "telegram", AccountID: "default", ChatID: "-100"}
+		group := channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "-100"}}
 		a, b, other := &fakeDrafter{}, &fakeDrafter{}, &fakeDrafter{}
 		ta, tb := group, group
 		ta.ThreadID, tb.ThreadID = "3", "4"
 		streams := []*draftStream{
 			d.startStream(context.Background(), a, ta, room, "k1"),
 			d.startStream(context.Background(), b, tb, room, "k2"),
-			d.startStream(context.Background(), other, channels.Outbound{Channel: "telegram", AccountID: "default", ChatID: "7"}, room, "k3"),
+			d.startStream(context.Background(), other, channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "7"}}, room, "k3"),
 		}
 		for i := range 60 {
 			for _, s := range streams {

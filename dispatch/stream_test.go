@@ -258,7 +258,7 @@ func TestDraftsLeftByACrashAreCleared(t *testing.T) {
 	a := h.d.adapter("telegram", "default").(channels.Drafter)
 	var ids []string
 	for _, chat := range []string{"111", "222"} {
-		out := channels.Outbound{Channel: "telegram", AccountID: "default", ChatID: chat}
+		out := channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: chat}}
 		id, err := a.SendDraft(h.ctx, out, "half an ans")
 		if err != nil {
 			t.Fatal(err)

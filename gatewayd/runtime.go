@@ -114,17 +114,17 @@ const mediaPruneEvery = 10 * time.Minute
 // mediaRuntime builds the hot-reloadable media settings: per-account size
 // caps (mediaMaxMb) and the transcriber of media.audio.
 func mediaRuntime(cfg *configs.Config, log *zap.Logger) (dispatch.Media, error) {
-	caps := map[string]int64{}
+	caps := map[channels.AccountKey]int64{}
 	for _, ch := range channelTable() {
 		if ch.mediaMaxMb == nil {
 			continue
 		}
 		for _, id := range ch.accounts(cfg) {
-			caps[ch.name+"/"+id] = channels.MediaMaxBytes(ch.mediaMaxMb(cfg, id))
+			caps[channels.AccountKey{Channel: ch.name, AccountID: id}] = channels.MediaMaxBytes(ch.mediaMaxMb(cfg, id))
 		}
 	}
 	m := dispatch.Media{
-		MaxBytes:     func(channel, account string) int64 { return caps[channel+"/"+account] },
+		MaxBytes:     func(k channels.AccountKey) int64 { return caps[k] },
 		MaxTextBytes: cfg.Media.MaxTextKB << 10,
 	}
 	audio := cfg.Media.Audio

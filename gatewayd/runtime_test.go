@@ -30,10 +30,10 @@ func TestMediaRuntimeFollowsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.MaxBytes("telegram", "default"); got != 20<<20 {
+	if got := m.MaxBytes(channels.AccountKey{Channel: "telegram", AccountID: "default"}); got != 20<<20 {
 		t.Errorf("default account cap %d", got)
 	}
-	if got := m.MaxBytes("telegram", "big"); got != 50<<20 {
+	if got := m.MaxBytes(channels.AccountKey{Channel: "telegram", AccountID: "big"}); got != 50<<20 {
 		t.Errorf("big account cap %d", got)
 	}
 	if m.MaxTextBytes != 32<<10 || m.Transcribe != nil {
@@ -46,8 +46,8 @@ func TestMediaRuntimeFollowsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.MaxBytes("telegram", "default") != 5<<20 || m.MaxTextBytes != 8<<10 || m.Transcribe == nil {
-		t.Errorf("after the edit: cap %d, text cap %d, transcriber %v", m.MaxBytes("telegram", "default"), m.MaxTextBytes, m.Transcribe != nil)
+	if m.MaxBytes(channels.AccountKey{Channel: "telegram", AccountID: "default"}) != 5<<20 || m.MaxTextBytes != 8<<10 || m.Transcribe == nil {
+		t.Errorf("after the edit: cap %d, text cap %d, transcriber %v", m.MaxBytes(channels.AccountKey{Channel: "telegram", AccountID: "default"}), m.MaxTextBytes, m.Transcribe != nil)
 	}
 	for _, k := range restartOnly(base, next) {
 		if k != "providers" {
@@ -80,11 +80,11 @@ func TestInboundSettingsReachTheDispatcher(t *testing.T) {
 // for the platform admin check; never an owner, a DM, or anyone with the
 // setting off.
 func TestPlatformAdminsReachTheVerdict(t *testing.T) {
-	group := channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: "-1001234", ChatType: channels.Group,
+	group := channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "-1001234"}, ChatType: channels.Group,
 		SenderID: "7", Mentioned: true, Text: "/reset"}
 	owner := group
 	owner.SenderID = "9"
-	dm := channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: "7", ChatType: channels.Direct,
+	dm := channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "7"}, ChatType: channels.Direct,
 		SenderID: "7", Mentioned: true, Text: "/reset"}
 	tests := []struct {
 		name, commands string
@@ -133,11 +133,11 @@ func TestDocumentedAllowListFormsReachThePolicy(t *testing.T) {
 		in         channels.Inbound
 	}{
 		{"telegram group", `channels: {telegram: {accounts: {default: {token: "1:x", groupPolicy: allowlist, groups: {"-1001234": {}}}}}}`,
-			channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: "-1001234", ChatType: channels.Group, SenderID: "7", Mentioned: true, Text: "hi"}},
+			channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "-1001234"}, ChatType: channels.Group, SenderID: "7", Mentioned: true, Text: "hi"}},
 		{"telegram any group", `channels: {telegram: {accounts: {default: {token: "1:x", groupPolicy: allowlist, groups: {"*": {}}}}}}`,
-			channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: "-100999", ChatType: channels.Group, SenderID: "7", Mentioned: true, Text: "hi"}},
+			channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "-100999"}, ChatType: channels.Group, SenderID: "7", Mentioned: true, Text: "hi"}},
 		{"discord guild", `channels: {discord: {accounts: {default: {token: "x", groupPolicy: allowlist, guilds: {"555": {}}}}}}`,
-			channels.Inbound{Channel: "discord", AccountID: "default", ChatID: "42", GuildID: "555", ChatType: channels.Group, SenderID: "7", Mentioned: true, Text: "hi"}},
+			channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: "42"}, GuildID: "555", ChatType: channels.Group, SenderID: "7", Mentioned: true, Text: "hi"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,8 +234,7 @@ func TestRoomSettingsFromConfig(t *testing.T) {
 	}
 	room := roomFunc(p)
 	topic := func(id string) channels.Inbound {
-		return channels.Inbound{Channel: "telegram", AccountID: "default", ChatType: channels.Group, ChatID: "-100123",
-			ThreadID: id, IsTopic: id != "", SenderID: "5", Text: "hi"}
+		return channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "-100123", ThreadID: id, IsTopic: id != ""}, ChatType: channels.Group, SenderID: "5", Text: "hi"}
 	}
 	g := room(topic(""))
 	if g.HistoryLimit != 30 || g.SystemPrompt != "Answer briefly." || g.Streaming != channels.StreamProgress ||
@@ -252,11 +251,11 @@ func TestRoomSettingsFromConfig(t *testing.T) {
 	if d := p.Check(topic("9")); d.Allowed() || room(topic("9")).Enabled {
 		t.Errorf("topic 9 is disabled: %+v", d)
 	}
-	ch := room(channels.Inbound{Channel: "discord", AccountID: "default", ChatType: channels.Channel, GuildID: "555", ChatID: "777"})
+	ch := room(channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: "777"}, ChatType: channels.Channel, GuildID: "555"})
 	if !ch.AutoThread || ch.Streaming != channels.StreamPartial || ch.HistoryLimit != 10 || !ch.InheritParent || ch.AgentID != "helper" {
 		t.Errorf("discord channel room = %+v", ch)
 	}
-	if w := room(channels.Inbound{Channel: "web", ChatType: channels.Direct}); w.Streaming != channels.StreamOff || w.HistoryLimit != 0 {
+	if w := room(channels.Inbound{Address: channels.Address{Channel: "web"}, ChatType: channels.Direct}); w.Streaming != channels.StreamOff || w.HistoryLimit != 0 {
 		t.Errorf("web room = %+v", w)
 	}
 }
@@ -288,7 +287,7 @@ channels:
 		{"discord", "default", channels.StreamPartial},
 		{"web", "default", channels.StreamOff},
 	} {
-		if got := room(channels.Inbound{Channel: tt.channel, AccountID: tt.account, ChatType: channels.Direct}).Streaming; got != tt.want {
+		if got := room(channels.Inbound{Address: channels.Address{Channel: tt.channel, AccountID: tt.account}, ChatType: channels.Direct}).Streaming; got != tt.want {
 			t.Errorf("%s/%s: streaming %q, want %q", tt.channel, tt.account, got, tt.want)
 		}
 	}
@@ -318,7 +317,7 @@ func TestRoomSettingsReloadWithoutRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := roomFunc(p)(channels.Inbound{Channel: "telegram", AccountID: "default", ChatType: channels.Direct}).Streaming; got != channels.StreamPartial {
+	if got := roomFunc(p)(channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default"}, ChatType: channels.Direct}).Streaming; got != channels.StreamPartial {
 		t.Errorf("reloaded rooms stream %q", got)
 	}
 }

@@ -45,7 +45,7 @@ func TestPairingOverDiscord(t *testing.T) {
 			defer func() { handled <- struct{}{} }()
 			d := pol.Check(in)
 			if d.Reply != "" {
-				if err := a.Notify(ctx, channels.Outbound{ChatID: in.ChatID, Text: d.Reply}); err != nil {
+				if err := a.Notify(ctx, channels.Outbound{Address: channels.Address{ChatID: in.ChatID}, Text: d.Reply}); err != nil {
 					t.Error(err)
 				}
 			}

@@ -76,7 +76,7 @@ func waitGuildState(t *testing.T, a *Adapter) {
 }
 
 func guildMsg(chat, sender string) channels.Inbound {
-	return channels.Inbound{Channel: Name, AccountID: "default", ChatID: chat, ChatType: channels.Channel, GuildID: guildID,
+	return channels.Inbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: chat}, ChatType: channels.Channel, GuildID: guildID,
 		SenderID: sender}
 }
 
@@ -108,7 +108,7 @@ func TestIsAdminPermissions(t *testing.T) {
 		{"owner ignores overwrites", guildMsg(modsChannel, "1"), true},
 		{"thread: plain member", thread, false},
 		{"thread: parent's permissions", threadMod, true},
-		{"dm", channels.Inbound{Channel: Name, ChatID: dmID, ChatType: channels.Direct, SenderID: "1"}, false},
+		{"dm", channels.Inbound{Address: channels.Address{Channel: Name, ChatID: dmID}, ChatType: channels.Direct, SenderID: "1"}, false},
 	}
 	check := func(t *testing.T, a *Adapter) {
 		for _, tt := range tests {

@@ -42,7 +42,7 @@ func TestAutoThread(t *testing.T) {
 	if in.ThreadID != th.ThreadID || in.ParentChatID != channelID || in.ChatID != channelID {
 		t.Fatalf("inbound not moved into the thread: %+v", in)
 	}
-	if err := h.a.Send(ctxT(t), channels.Outbound{ChatID: in.ChatID, ThreadID: in.ThreadID, Text: "answer"}); err != nil {
+	if err := h.a.Send(ctxT(t), channels.Outbound{Address: channels.Address{ChatID: in.ChatID, ThreadID: in.ThreadID}, Text: "answer"}); err != nil {
 		t.Fatal(err)
 	}
 	if sent := h.fake.Sent(); len(sent) != 1 || sent[0].ChannelID != th.ThreadID {

@@ -144,7 +144,7 @@ func TestGuildChannelMentionGating(t *testing.T) {
 	id := h.post(&discordgo.Message{ChannelID: channelID, Content: "<@" + bot.ID + "> hello there",
 		Mentions: []*discordgo.User{bot}, Member: &discordgo.Member{Nick: "Al"}})
 	in := h.next(t)
-	want := channels.Inbound{Channel: "discord", AccountID: "default", MessageID: id, ChatID: channelID,
+	want := channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: channelID}, MessageID: id,
 		ChatType: channels.Channel, GuildID: guildID, SenderID: alice.ID, SenderName: "Al", CaseSensitive: true,
 		Mentioned: true, Text: "hello there"}
 	in.Time = time.Time{}
@@ -212,7 +212,7 @@ func TestThread(t *testing.T) {
 	}
 
 	// Replies go to the thread, the first part as a reply.
-	err := h.a.Send(ctxT(t), channels.Outbound{Channel: "discord", ChatID: channelID, ThreadID: threadID, ReplyToID: in.MessageID, Text: "answer"})
+	err := h.a.Send(ctxT(t), channels.Outbound{Address: channels.Address{Channel: "discord", ChatID: channelID, ThreadID: threadID}, ReplyToID: in.MessageID, Text: "answer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestDirectMessage(t *testing.T) {
 func TestOwnAndBotMessagesIgnored(t *testing.T) {
 	h := start(t, Config{}, fakeOptions())
 	// The fake echoes the bot's posts back as MESSAGE_CREATE, like Discord.
-	if err := h.a.Send(ctxT(t), channels.Outbound{ChatID: dmID, Text: "echo me"}); err != nil {
+	if err := h.a.Send(ctxT(t), channels.Outbound{Address: channels.Address{ChatID: dmID}, Text: "echo me"}); err != nil {
 		t.Fatal(err)
 	}
 	h.post(&discordgo.Message{ChannelID: dmID, Content: "from another bot", Author: &discordgo.User{ID: "43", Bot: true}})
@@ -297,7 +297,7 @@ func TestSendSplitsLongReplies(t *testing.T) {
 	h := start(t, Config{}, fo)
 	text := "intro\n```go\n" + strings.Repeat("fmt.Println(\"a fairly long line of code\")\n", 120) + "```\n" + strings.Repeat("tail ", 500)
 	h.fake.RateLimitNext(1) // the first post gets a 429 that discordgo retries
-	err := h.a.Send(ctxT(t), channels.Outbound{ChatID: channelID, ReplyToID: "123", Text: text})
+	err := h.a.Send(ctxT(t), channels.Outbound{Address: channels.Address{ChatID: channelID}, ReplyToID: "123", Text: text})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestSendSplitsLongReplies(t *testing.T) {
 
 func TestTyping(t *testing.T) {
 	h := start(t, Config{}, fakeOptions())
-	if err := h.a.Typing(ctxT(t), channels.Outbound{ChatID: channelID, ThreadID: threadID}); err != nil {
+	if err := h.a.Typing(ctxT(t), channels.Outbound{Address: channels.Address{ChatID: channelID, ThreadID: threadID}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.fake.Typing(); len(got) != 1 || got[0] != threadID {
@@ -462,7 +462,7 @@ func TestAPIBaseFromConfig(t *testing.T) {
 	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
 		t.Fatalf("gateway not reached through apiBase: %v", err)
 	}
-	if err := a.Send(ctxT(t), channels.Outbound{ChatID: "42", Text: "through the proxy"}); err != nil {
+	if err := a.Send(ctxT(t), channels.Outbound{Address: channels.Address{ChatID: "42"}, Text: "through the proxy"}); err != nil {
 		t.Fatal(err)
 	}
 	if sent := fake.Sent(); len(sent) != 1 || sent[0].Content != "through the proxy" {

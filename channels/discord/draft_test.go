@@ -15,7 +15,7 @@ func TestDraftPostEditDelete(t *testing.T) {
 	fo.NoEcho = true
 	h := start(t, Config{}, fo)
 	ctx := ctxT(t)
-	out := channels.Outbound{ChatID: channelID, ReplyToID: "123"}
+	out := channels.Outbound{Address: channels.Address{ChatID: channelID}, ReplyToID: "123"}
 	id, err := h.a.SendDraft(ctx, out, "Thinking…")
 	if err != nil {
 		t.Fatal(err)

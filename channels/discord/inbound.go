@@ -65,7 +65,7 @@ func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.I
 		return channels.Inbound{}, false
 	}
 	in := channels.Inbound{
-		Channel: Name, AccountID: a.id, MessageID: m.ID, ChatID: m.ChannelID,
+		Address: channels.Address{Channel: Name, AccountID: a.id, ChatID: m.ChannelID}, MessageID: m.ID,
 		SenderID: m.Author.ID, SenderName: displayName(m), CaseSensitive: true, Time: m.Timestamp,
 	}
 	if m.MessageReference != nil {

@@ -210,7 +210,7 @@ func (a *Adapter) interactionInbound(ctx context.Context, i *discordgo.Interacti
 	}
 	now := time.Now()
 	in := channels.Inbound{
-		Channel: Name, AccountID: a.id, MessageID: i.ID, ChatID: i.ChannelID,
+		Address: channels.Address{Channel: Name, AccountID: a.id, ChatID: i.ChannelID}, MessageID: i.ID,
 		SenderID: user.ID, SenderName: user.Username, CaseSensitive: true,
 		// A slash command is addressed to the bot.
 		Mentioned: true, Text: commandText(cmd.Name, data.Options), Time: now,

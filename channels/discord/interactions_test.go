@@ -274,8 +274,8 @@ func TestSlashCommandBecomesChatCommand(t *testing.T) {
 		t.Fatalf("interaction %+v", in.Interaction)
 	}
 	in.Interaction, in.Time = nil, time.Time{}
-	want := channels.Inbound{Channel: Name, AccountID: "default", MessageID: id, ChatID: channelID,
-		ChatType: channels.Channel, GuildID: guildID, ThreadID: threadID, ParentChatID: channelID,
+	want := channels.Inbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: channelID, ThreadID: threadID}, MessageID: id,
+		ChatType: channels.Channel, GuildID: guildID, ParentChatID: channelID,
 		SenderID: alice.ID, SenderName: "Al", CaseSensitive: true, Mentioned: true, Text: "/history 5"}
 	if diff := cmp.Diff(want, in); diff != "" {
 		t.Fatalf("inbound (-want +got):\n%s", diff)
@@ -298,7 +298,7 @@ func TestSlashReplyThroughInteraction(t *testing.T) {
 	in := <-got
 	waitReplies(t, fake, 1)
 	long := strings.Repeat("status line\n", 350) // 4,200 characters: three parts
-	out := channels.Outbound{Channel: Name, AccountID: "default", ChatID: in.ChatID, ReplyToID: in.MessageID,
+	out := channels.Outbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: in.ChatID}, ReplyToID: in.MessageID,
 		Text: long, Interaction: in.Interaction}
 	if err := a.Send(ctxT(t), out); err != nil {
 		t.Fatal(err)
@@ -336,7 +336,7 @@ func TestSlashReplyAfterTokenExpiry(t *testing.T) {
 	waitReplies(t, fake, 1)
 	late := *in.Interaction
 	late.Expires = time.Now().Add(-time.Second)
-	out := channels.Outbound{Channel: Name, AccountID: "default", ChatID: in.ChatID, ReplyToID: in.MessageID,
+	out := channels.Outbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: in.ChatID}, ReplyToID: in.MessageID,
 		Text: "late by the clock", Interaction: &late}
 	if err := a.Send(ctxT(t), out); err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestSlashRefusalAndFailures(t *testing.T) {
 		defer func() { handled <- in }()
 		switch in.Text {
 		case "/reset":
-			out := channels.Outbound{Channel: Name, AccountID: "default", ChatID: in.ChatID, Text: "Only allowed members can use /reset here.",
+			out := channels.Outbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: in.ChatID}, Text: "Only allowed members can use /reset here.",
 				Failed: true, Interaction: in.Interaction}
 			if err := a.Notify(ctx, out); err != nil {
 				t.Error(err)

@@ -11,7 +11,7 @@ import (
 // thread (PUT …/@me) and comes off with DELETE.
 func TestReactAddsAndRemoves(t *testing.T) {
 	h := start(t, Config{}, fakeOptions())
-	target := channels.Outbound{ChatID: channelID, ThreadID: threadID}
+	target := channels.Outbound{Address: channels.Address{ChatID: channelID, ThreadID: threadID}}
 	for _, remove := range []bool{false, true} {
 		if err := h.a.React(ctxT(t), channels.Reaction{Target: target, MessageID: "123", Emoji: "👀", Remove: remove}); err != nil {
 			t.Fatal(err)

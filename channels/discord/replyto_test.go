@@ -22,7 +22,7 @@ func TestReplyToMode(t *testing.T) {
 		{channels.ReplyToOff, []bool{false, false, false}},
 	} {
 		before := len(h.fake.Sent())
-		if err := h.a.Send(ctxT(t), channels.Outbound{ChatID: channelID, Text: text, ReplyToID: "123", ReplyToMode: tc.mode}); err != nil {
+		if err := h.a.Send(ctxT(t), channels.Outbound{Address: channels.Address{ChatID: channelID}, Text: text, ReplyToID: "123", ReplyToMode: tc.mode}); err != nil {
 			t.Fatal(err)
 		}
 		sent := h.fake.Sent()[before:]

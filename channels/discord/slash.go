@@ -94,8 +94,7 @@ func (a *Adapter) slashGuildBy(pol *access.Policy, g *discordgo.Guild) bool {
 		return false
 	}
 	admits := func(chat, thread string) bool {
-		in := channels.Inbound{Channel: Name, AccountID: a.id, ChatType: channels.Channel, GuildID: g.ID,
-			ChatID: chat, ThreadID: thread, CaseSensitive: true, Mentioned: true}
+		in := channels.Inbound{Address: channels.Address{Channel: Name, AccountID: a.id, ChatID: chat, ThreadID: thread}, ChatType: channels.Channel, GuildID: g.ID, CaseSensitive: true, Mentioned: true}
 		if thread != "" {
 			in.ParentChatID = chat
 		}

@@ -21,7 +21,7 @@ func TestIsAdminAsksGetChatMember(t *testing.T) {
 	srv.SetChatMember(forum, alice, telegramtest.StatusMember)
 	ctx := testCtx(t)
 	in := func(chat, from int64) channels.Inbound {
-		return channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: id(int(chat)), ChatType: channels.Group,
+		return channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: id(int(chat))}, ChatType: channels.Group,
 			SenderID: id(int(from))}
 	}
 	tests := []struct {
@@ -62,10 +62,10 @@ func TestIsAdminWithoutRequest(t *testing.T) {
 		in   channels.Inbound
 		want bool
 	}{
-		{"dm", channels.Inbound{ChatID: id(int(alice)), ChatType: channels.Direct, SenderID: id(int(alice))}, false},
-		{"anonymous administrator", channels.Inbound{ChatID: id(int(group)), ChatType: channels.Group, SenderID: id(int(group))}, true},
-		{"linked channel", channels.Inbound{ChatID: id(int(group)), ChatType: channels.Group, SenderID: "-100999"}, false},
-		{"no sender", channels.Inbound{ChatID: id(int(group)), ChatType: channels.Group}, false},
+		{"dm", channels.Inbound{Address: channels.Address{ChatID: id(int(alice))}, ChatType: channels.Direct, SenderID: id(int(alice))}, false},
+		{"anonymous administrator", channels.Inbound{Address: channels.Address{ChatID: id(int(group))}, ChatType: channels.Group, SenderID: id(int(group))}, true},
+		{"linked channel", channels.Inbound{Address: channels.Address{ChatID: id(int(group))}, ChatType: channels.Group, SenderID: "-100999"}, false},
+		{"no sender", channels.Inbound{Address: channels.Address{ChatID: id(int(group))}, ChatType: channels.Group}, false},
 	} {
 		if got, err := a.IsAdmin(ctx, tt.in); err != nil || got != tt.want {
 			t.Errorf("%s: IsAdmin = %v, %v; want %v", tt.name, got, err, tt.want)
@@ -82,7 +82,7 @@ func TestIsAdminErrors(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	a := newSender(t, srv)
 	ctx := testCtx(t)
-	in := channels.Inbound{ChatID: id(int(group)), ChatType: channels.Group, SenderID: id(int(alice))}
+	in := channels.Inbound{Address: channels.Address{ChatID: id(int(group))}, ChatType: channels.Group, SenderID: id(int(alice))}
 	srv.FailNext("getChatMember", telegramtest.Failure{Code: 400, Description: "Bad Request: user not found"})
 	if got, err := a.IsAdmin(ctx, in); err == nil || got {
 		t.Fatalf("IsAdmin = %v, %v; want an error", got, err)
@@ -95,7 +95,7 @@ func TestIsAdminErrors(t *testing.T) {
 	const oldID, newID = int64(-4003), int64(-1004003)
 	srv.Migrate(oldID, newID)
 	srv.SetChatMember(newID, alice, telegramtest.StatusCreator)
-	old := channels.Inbound{ChatID: id(int(oldID)), ChatType: channels.Group, SenderID: id(int(alice))}
+	old := channels.Inbound{Address: channels.Address{ChatID: id(int(oldID))}, ChatType: channels.Group, SenderID: id(int(alice))}
 	if got, err := a.IsAdmin(ctx, old); err != nil || !got {
 		t.Fatalf("IsAdmin in a migrated group = %v, %v; want true", got, err)
 	}

@@ -18,7 +18,7 @@ func TestDraftSendEditDelete(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	a := newSender(t, srv)
 	ctx := testCtx(t)
-	out := channels.Outbound{Channel: "telegram", ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}
+	out := channels.Outbound{Address: channels.Address{Channel: "telegram", ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}}
 	mid, err := a.SendDraft(ctx, out, "Thinking…")
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestChunkZeroReplacesDraft(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	a := newSender(t, srv)
 	ctx := testCtx(t)
-	out := channels.Outbound{Channel: "telegram", ChatID: "111", ReplyToID: "5"}
+	out := channels.Outbound{Address: channels.Address{Channel: "telegram", ChatID: "111"}, ReplyToID: "5"}
 	mid, err := a.SendDraft(ctx, out, "partial ans")
 	if err != nil {
 		t.Fatal(err)

@@ -66,10 +66,8 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		return channels.Inbound{}, dropOwnMessage
 	}
 	in := channels.Inbound{
-		Channel:       Name,
-		AccountID:     a.account,
+		Address:       channels.Address{Channel: Name, AccountID: a.account, ChatID: strconv.FormatInt(m.Chat.ID, 10)},
 		MessageID:     strconv.Itoa(m.MessageID),
-		ChatID:        strconv.FormatInt(m.Chat.ID, 10),
 		CaseSensitive: true,
 		Time:          time.Unix(int64(m.Date), 0).UTC(),
 	}

@@ -25,7 +25,7 @@ func TestDirectMessage(t *testing.T) {
 	u, mid := srv.AddMessage(telegramtest.Message{ChatID: alice, FromName: "Alice", Text: "hello there"})
 	waitConfirmed(t, srv, u)
 	want := []channels.Inbound{{
-		Channel: "telegram", AccountID: "default", MessageID: id(mid), ChatID: "111", ChatType: channels.Direct,
+		Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "111"}, MessageID: id(mid), ChatType: channels.Direct,
 		SenderID: "111", SenderName: "Alice", CaseSensitive: true, Mentioned: true, Text: "hello there",
 	}}
 	if diff := cmp.Diff(want, rec.accepted()); diff != "" {
@@ -128,8 +128,7 @@ func TestForumTopics(t *testing.T) {
 	u4, m4 := srv.AddMessage(reply)
 	waitConfirmed(t, srv, u4)
 	_ = u3
-	base := channels.Inbound{Channel: "telegram", AccountID: "default", ChatID: id(int(forum)), ChatType: channels.Group,
-		IsTopic: true, SenderID: "222", SenderName: "User 222", CaseSensitive: true, Mentioned: true}
+	base := channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: id(int(forum)), IsTopic: true}, ChatType: channels.Group, SenderID: "222", SenderName: "User 222", CaseSensitive: true, Mentioned: true}
 	want := []channels.Inbound{base, base, base}
 	want[0].MessageID, want[0].ThreadID, want[0].Text = id(m1), "77", "topic question"
 	want[1].MessageID, want[1].ThreadID, want[1].Text = id(m2), "1", "general question"

@@ -158,7 +158,7 @@ func TestTransportErrorHidesToken(t *testing.T) {
 	cfg := baseConfig(srv)
 	cfg.APIRoot = "http://127.0.0.1:1" // nothing listens there
 	a := newAdapter(t, srv, cfg, nil)
-	err := a.Send(testCtx(t), channels.Outbound{ChatID: "1", Text: "x"})
+	err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: "1"}, Text: "x"})
 	if err == nil || strings.Contains(err.Error(), cfg.Token) {
 		t.Fatalf("Send error %v: want an error without the token", err)
 	}

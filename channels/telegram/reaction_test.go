@@ -18,11 +18,11 @@ func TestReactSetsAndRemoves(t *testing.T) {
 	a := newSender(t, srv)
 	var _ channels.Reactor = a
 	ctx := testCtx(t)
-	topic := channels.Outbound{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}
+	topic := channels.Outbound{Address: channels.Address{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}}
 	for _, r := range []channels.Reaction{
 		{Target: topic, MessageID: "501", Emoji: "👀"},
 		{Target: topic, MessageID: "501", Emoji: "👀", Remove: true},
-		{Target: channels.Outbound{ChatID: "-100900"}, MessageID: "m42", Emoji: "👍"},
+		{Target: channels.Outbound{Address: channels.Address{ChatID: "-100900"}}, MessageID: "m42", Emoji: "👍"},
 	} {
 		if err := a.React(ctx, r); err != nil {
 			t.Fatalf("React(%+v): %v", r, err)

@@ -22,7 +22,7 @@ func TestReplyToMode(t *testing.T) {
 		t.Run("mode="+mode, func(t *testing.T) {
 			srv := telegramtest.Start(t, telegramtest.Options{})
 			a := newSender(t, srv)
-			if err := a.Send(testCtx(t), channels.Outbound{ChatID: "111", Text: long, ReplyToID: "55", ReplyToMode: mode}); err != nil {
+			if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: long, ReplyToID: "55", ReplyToMode: mode}); err != nil {
 				t.Fatal(err)
 			}
 			sent := srv.Sent()

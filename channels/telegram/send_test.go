@@ -23,9 +23,9 @@ func TestSendTargetsChatAndTopic(t *testing.T) {
 	a := newSender(t, srv)
 	ctx := testCtx(t)
 	outs := []channels.Outbound{
-		{ChatID: "111", Text: "**hi** <there>", ReplyToID: "55"},
-		{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true, Text: "in topic"},
-		{ChatID: id(int(forum)), ThreadID: "1", IsTopic: true, Text: "in General"},
+		{Address: channels.Address{ChatID: "111"}, Text: "**hi** <there>", ReplyToID: "55"},
+		{Address: channels.Address{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}, Text: "in topic"},
+		{Address: channels.Address{ChatID: id(int(forum)), ThreadID: "1", IsTopic: true}, Text: "in General"},
 	}
 	for _, out := range outs {
 		if err := a.Send(ctx, out); err != nil {
@@ -51,17 +51,17 @@ func TestTypingAndNotify(t *testing.T) {
 	a := newSender(t, srv)
 	ctx := testCtx(t)
 	var _ channels.Typer = a
-	if err := a.Typing(ctx, channels.Outbound{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}); err != nil {
+	if err := a.Typing(ctx, channels.Outbound{Address: channels.Address{ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Typing(ctx, channels.Outbound{ChatID: id(int(forum)), ThreadID: "1", IsTopic: true}); err != nil {
+	if err := a.Typing(ctx, channels.Outbound{Address: channels.Address{ChatID: id(int(forum)), ThreadID: "1", IsTopic: true}}); err != nil {
 		t.Fatal(err)
 	}
 	want := []telegramtest.Action{{ChatID: forum, ThreadID: 77, Action: "typing"}, {ChatID: forum, Action: "typing"}}
 	if diff := cmp.Diff(want, srv.Actions()); diff != "" {
 		t.Errorf("actions (-want +got):\n%s", diff)
 	}
-	if err := a.Notify(ctx, channels.Outbound{ChatID: "111", Text: "Pairing code: `ABC123`", Failed: true}); err != nil {
+	if err := a.Notify(ctx, channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: "Pairing code: `ABC123`", Failed: true}); err != nil {
 		t.Fatal(err)
 	}
 	if s := srv.Sent(); len(s) != 1 || s[0].Text != "Pairing code: <code>ABC123</code>" {
@@ -78,7 +78,7 @@ func TestLongReplySplitAcrossMessages(t *testing.T) {
 		b.WriteString("fmt.Println(\"line <" + id(i) + "> & more\")\n")
 	}
 	b.WriteString("```\n\nThat is all.")
-	if err := a.Send(testCtx(t), channels.Outbound{ChatID: "111", Text: b.String(), ReplyToID: "9"}); err != nil {
+	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: b.String(), ReplyToID: "9"}); err != nil {
 		t.Fatal(err)
 	}
 	sent := srv.Sent() // the fake rejects invalid HTML and texts over 4096
@@ -125,7 +125,7 @@ func TestEntityRejectionRetriedAsPlainText(t *testing.T) {
 	a := newSender(t, srv)
 	srv.FailNext("sendMessage", telegramtest.Failure{Code: 400,
 		Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"})
-	if err := a.Send(testCtx(t), channels.Outbound{ChatID: "111", Text: "**bold** and `code`"}); err != nil {
+	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: "**bold** and `code`"}); err != nil {
 		t.Fatal(err)
 	}
 	sent := srv.Sent()
@@ -142,7 +142,7 @@ func TestSendHonoursRetryAfter(t *testing.T) {
 	a := newSender(t, srv)
 	srv.FailNext("sendMessage", telegramtest.Failure{Code: 429, RetryAfter: 1})
 	start := time.Now()
-	if err := a.Send(testCtx(t), channels.Outbound{ChatID: "111", Text: "after the flood"}); err != nil {
+	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: "after the flood"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.Calls("sendMessage"); n != 2 {
@@ -158,7 +158,7 @@ func TestSendGivesUpOnLongRetryAfterAndCancel(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	a := newSender(t, srv)
 	srv.FailNext("sendMessage", telegramtest.Failure{Code: 429, RetryAfter: 3600})
-	err := a.Send(testCtx(t), channels.Outbound{ChatID: "111", Text: "x"})
+	err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: "x"})
 	var ae *telegram.APIError
 	if !asAPIError(err, &ae) || ae.Code != 429 || ae.RetryAfter != time.Hour {
 		t.Fatalf("err = %v, want *APIError 429 retry after 1h", err)
@@ -167,7 +167,7 @@ func TestSendGivesUpOnLongRetryAfterAndCancel(t *testing.T) {
 	srv.FailNext("sendMessage", telegramtest.Failure{Code: 429, RetryAfter: 30})
 	ctx, cancel := context.WithCancel(testCtx(t))
 	go func() { _ = srv.WaitCalls(ctx, "sendMessage", 2); cancel() }()
-	if err := a.Send(ctx, channels.Outbound{ChatID: "111", Text: "x"}); err == nil {
+	if err := a.Send(ctx, channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: "x"}); err == nil {
 		t.Fatal("Send succeeded after cancel")
 	}
 }
@@ -179,7 +179,7 @@ func TestSendFollowsGroupMigration(t *testing.T) {
 	srv.Migrate(oldID, newID)
 	ctx := testCtx(t)
 	for i := 0; i < 2; i++ {
-		if err := a.Send(ctx, channels.Outbound{ChatID: id(int(oldID)), Text: "hello"}); err != nil {
+		if err := a.Send(ctx, channels.Outbound{Address: channels.Address{ChatID: id(int(oldID))}, Text: "hello"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +208,7 @@ func TestMigratedGroupKeepsChatID(t *testing.T) {
 	if len(got) != 1 || got[0].ChatID != id(int(oldID)) || got[0].MessageID != "m"+id(mid) {
 		t.Fatalf("got %+v, want chat %d and message m%d", got, oldID, mid)
 	}
-	if err := a.Send(testCtx(t), channels.Outbound{ChatID: got[0].ChatID, ReplyToID: got[0].MessageID, Text: "yes"}); err != nil {
+	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: got[0].ChatID}, ReplyToID: got[0].MessageID, Text: "yes"}); err != nil {
 		t.Fatal(err)
 	}
 	if s := srv.Sent(); len(s) != 1 || s[0].ChatID != newID || s[0].ReplyTo != mid {

@@ -198,8 +198,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		text = req.Context + "\n\n" + text
 	}
 	in := channels.Inbound{
-		Channel: Name, AccountID: "default", Agent: agent, MessageID: uuid.NewString(),
-		ChatID: peer, ChatType: channels.Direct, SenderID: peer, SenderName: "web",
+		Address: channels.Address{Channel: Name, AccountID: "default", ChatID: peer}, Agent: agent, MessageID: uuid.NewString(), ChatType: channels.Direct, SenderID: peer, SenderName: "web",
 		CaseSensitive: true, Mentioned: true, Text: text, Attachments: atts, Time: time.Now(),
 	}
 	done := make(chan channels.Outbound, 1)
