@@ -92,7 +92,8 @@ type Config struct {
 	// Room holds the account's defaults for every room (historyLimit,
 	// streaming, errorPolicy, replyToMode, ackReaction); groups, topics
 	// and channels refine them.
-	Room channels.RoomDefaults `mapstructure:"-" json:"room,omitempty"`
+	// They sit at the account's level in the YAML (squashed).
+	Room channels.RoomDefaults `mapstructure:",squash" json:"room,omitempty"`
 	// InheritParent seeds a new thread's or topic's session with the
 	// parent's recent context (Discord thread.inheritParent).
 	InheritParent bool `mapstructure:"-" json:"inheritParent,omitempty"`

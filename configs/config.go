@@ -10,8 +10,6 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/mcp"
-	"github.com/gateway/gateway/channels/discord"
-	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
@@ -90,12 +88,12 @@ type Channels struct {
 
 // TelegramChannel is channels.telegram.
 type TelegramChannel struct {
-	Accounts map[string]telegram.Config `mapstructure:"accounts"`
+	Accounts map[string]TelegramAccount `mapstructure:"accounts"`
 }
 
 // DiscordChannel is channels.discord.
 type DiscordChannel struct {
-	Accounts map[string]discord.Config `mapstructure:"accounts"`
+	Accounts map[string]DiscordAccount `mapstructure:"accounts"`
 }
 
 // RoutingConfig returns routing's view, with the first agent as default.
@@ -121,8 +119,8 @@ func Default() *Config {
 		HTTP:     HTTP{Listen: "127.0.0.1:8787", Web: true, MaxConnections: 512},
 		Log:      Log{Level: "info", Format: "json"},
 		Channels: Channels{
-			Telegram: TelegramChannel{Accounts: map[string]telegram.Config{}},
-			Discord:  DiscordChannel{Accounts: map[string]discord.Config{}},
+			Telegram: TelegramChannel{Accounts: map[string]TelegramAccount{}},
+			Discord:  DiscordChannel{Accounts: map[string]DiscordAccount{}},
 		},
 		Providers: map[string]llm.ProviderConfig{"local": {Type: "echo"}},
 		Agents: Agents{

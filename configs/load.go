@@ -197,8 +197,13 @@ func keyPatterns(t reflect.Type, prefix []string, onPath map[reflect.Type]bool) 
 		var out [][]string
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			tag := strings.Split(f.Tag.Get("mapstructure"), ",")[0]
+			parts := strings.Split(f.Tag.Get("mapstructure"), ",")
+			tag := parts[0]
 			if tag == "-" || !f.IsExported() {
+				continue
+			}
+			if len(parts) > 1 && parts[1] == "squash" { // its keys are the parent's
+				out = append(out, keyPatterns(f.Type, prefix, onPath)...)
 				continue
 			}
 			if tag == "" {

@@ -43,8 +43,9 @@ func startSlash(t *testing.T) *slashRig {
 		{ID: slashGuild, Channels: []*discordgo.Channel{{ID: slashChannel, Type: discordgo.ChannelTypeGuildText}}},
 		{ID: otherGuild, Channels: []*discordgo.Channel{{ID: otherChannel, Type: discordgo.ChannelTypeGuildText}}},
 	}})
-	cfg := discord.Config{Token: "tok", Guilds: map[string]access.GroupRule{slashGuild: {}}}
-	pol, err := access.New(map[access.Account]access.Config{{Channel: discord.Name, AccountID: "default"}: cfg.Access()},
+	cfg := discord.Config{Token: "tok"}
+	rules := access.Config{Groups: map[string]access.GroupRule{slashGuild: {}}, GroupsKey: "guilds"}
+	pol, err := access.New(map[access.Account]access.Config{{Channel: discord.Name, AccountID: "default"}: rules},
 		access.Options{Owners: []string{"discord:" + owner.ID}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,13 @@ func startSlash(t *testing.T) *slashRig {
 		return Verdict{Allow: true, Privileged: pol.Privileged(in)}
 	}
 	h.d.SetRuntime(&rt)
-	a, err := discord.New("default", cfg, discord.Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	// The adapter gets the policy's answers as the daemon hands them in.
+	a, err := discord.New("default", cfg, discord.Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t),
+		MentionRequired: pol.MentionRequired,
+		SlashAllowed: func(in channels.Inbound) bool {
+			d := pol.Check(in)
+			return d.Allowed() || d.Reason == access.ReasonSenderNotListed
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/api"
@@ -153,6 +154,15 @@ func (d *Daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
 		return "", false
 	}
 	return k.Peer, true
+}
+
+// slashAllowed tells the Discord adapters where to offer slash commands: a
+// guild room the hot-reloaded policy admits for a mentioned message, or
+// would for a sender its rule lists. A group check touches no pairing
+// state.
+func (d *Daemon) slashAllowed(in channels.Inbound) bool {
+	dec := d.policy.Load().Check(in)
+	return dec.Allowed() || dec.Reason == access.ReasonSenderNotListed
 }
 
 // dropUnmentioned is the adapters' early filter: an unmentioned group

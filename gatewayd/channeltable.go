@@ -112,13 +112,12 @@ func webRow() channelRow {
 
 // telegramRow is channels.telegram.
 func telegramRow() channelRow {
-	accts := func(cfg *configs.Config) map[string]telegram.Config { return cfg.Channels.Telegram.Accounts }
-	// hot clears what hot reload applies: access lists and room settings
-	// (the policy) and the media cap (dispatch.Media).
-	hot := func(c telegram.Config) telegram.Config {
-		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Groups, c.RequireMention = "", nil, "", nil, nil
+	accts := func(cfg *configs.Config) map[string]configs.TelegramAccount { return cfg.Channels.Telegram.Accounts }
+	// hot clears what hot reload applies: the account's rules, access lists
+	// and room settings (the policy), and the media cap (dispatch.Media).
+	hot := func(c configs.TelegramAccount) configs.TelegramAccount {
+		c.Rules = access.Config{}
 		c.MediaMaxMb = 0
-		c.RoomDefaults = channels.RoomDefaults{}
 		return c
 	}
 	return channelRow{
@@ -126,7 +125,7 @@ func telegramRow() channelRow {
 		accounts: func(cfg *configs.Config) []string { return slices.Sorted(maps.Keys(accts(cfg))) },
 		build: func(d *Daemon, cfg *configs.Config, id string) (channels.Adapter, error) {
 			log := d.log.Named("telegram")
-			return telegram.New(id, accts(cfg)[id], telegram.Options{
+			return telegram.New(id, accts(cfg)[id].Config, telegram.Options{
 				Logger:          log,
 				HTTPClient:      d.opts.HTTPClient,
 				OffsetStore:     newTelegramCursors(d.backend.Cursors(), filepath.Join(cfg.StateDir, "telegram"), log),
@@ -160,30 +159,32 @@ func telegramRow() channelRow {
 
 // discordRow is channels.discord.
 func discordRow() channelRow {
-	accts := func(cfg *configs.Config) map[string]discord.Config { return cfg.Channels.Discord.Accounts }
+	accts := func(cfg *configs.Config) map[string]configs.DiscordAccount { return cfg.Channels.Discord.Accounts }
 	acc := func(cfg *configs.Config, id string) access.Config { return accts(cfg)[id].Access() }
-	hot := func(c discord.Config) discord.Config {
-		c.DMPolicy, c.AllowFrom, c.GroupPolicy, c.Guilds, c.RequireMention = "", nil, "", nil, nil
+	hot := func(c configs.DiscordAccount) configs.DiscordAccount {
+		c.Rules = configs.DiscordRules{}
 		c.MediaMaxMb = 0
-		c.RoomDefaults, c.Thread = channels.RoomDefaults{}, discord.ThreadConfig{}
 		return c
 	}
 	return channelRow{
 		name:     discord.Name,
 		accounts: func(cfg *configs.Config) []string { return slices.Sorted(maps.Keys(accts(cfg))) },
 		build: func(d *Daemon, cfg *configs.Config, id string) (channels.Adapter, error) {
-			return discord.New(id, accts(cfg)[id], discord.Options{Logger: d.log.Named("discord"), HTTPClient: d.opts.HTTPClient,
-				// Mention gating follows the hot-reloaded access policy.
+			return discord.New(id, accts(cfg)[id].Config, discord.Options{Logger: d.log.Named("discord"), HTTPClient: d.opts.HTTPClient,
+				// Mention gating, rooms and slash commands follow the
+				// hot-reloaded access policy.
 				MentionRequired: d.dropUnmentioned,
-				Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) }})
+				Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) },
+				SlashAllowed:    d.slashAllowed})
 		},
 		access:     acc,
 		mediaMaxMb: func(cfg *configs.Config, id string) int { return accts(cfg)[id].MediaMaxMb },
 		restartOnly: func(old, cfg *configs.Config) []string {
 			return changedAccounts("channels.discord.accounts", accts(old), accts(cfg), hot)
 		},
-		// The account's access rules choose the guilds its slash commands
-		// are registered in: a guild added gets them now, not at the next
+		// The account's access rules choose, through the new policy the
+		// adapter's SlashAllowed reads, the guilds its slash commands are
+		// registered in: a guild added gets them now, not at the next
 		// start. A removed account needs a restart (restartOnly says so).
 		reload: func(a channels.Adapter, old, cfg *configs.Config) {
 			da, ok := a.(*discord.Adapter)
@@ -197,7 +198,7 @@ func discordRow() channelRow {
 			if _, ok := accts(old)[id]; ok && reflect.DeepEqual(acc(old, id), acc(cfg, id)) {
 				return
 			}
-			da.SetAccess(acc(cfg, id))
+			da.ResyncSlash()
 		},
 		// One gateway connection per bot: a second one would receive
 		// every event twice.

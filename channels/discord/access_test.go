@@ -31,7 +31,7 @@ func TestPairingOverDiscord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: "default"}: cfg.Access()},
+	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: "default"}: {GroupsKey: "guilds"}},
 		access.Options{Store: store})
 	if err != nil {
 		t.Fatal(err)

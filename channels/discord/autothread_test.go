@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 )
 
@@ -22,7 +23,7 @@ func TestAutoThread(t *testing.T) {
 	fo := fakeOptions()
 	fo.NoEcho = true
 	fo.Guilds[0].Channels = append(fo.Guilds[0].Channels, &discordgo.Channel{ID: "778", Name: "other", Type: discordgo.ChannelTypeGuildText})
-	h := startWith(t, Config{RequireMention: boolPtr(false)}, fo, Options{Room: room})
+	h := startWith(t, Config{}, fo, newRules(t, access.Config{RequireMention: boolPtr(false)}).options(Options{Room: room}))
 	bot := h.fake.BotUser()
 	long := strings.Repeat("x", 150)
 	id := h.post(&discordgo.Message{ChannelID: channelID, GuildID: guildID,

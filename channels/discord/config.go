@@ -6,29 +6,20 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/internal/secret"
 )
 
-// Config is one Discord account (channels.discord.accounts.<id>).
+// Config is the platform part of one Discord account
+// (channels.discord.accounts.<id>): how to reach Discord and where to offer
+// slash commands. The account's access and room rules (dmPolicy,
+// allowFrom, groupPolicy, guilds, requireMention, thread, room defaults)
+// sit beside these keys in the YAML but belong to the access package;
+// configs composes the two, and the adapter gets what it needs of the
+// rules as functions (Options).
 type Config struct {
 	Token     string `mapstructure:"token"`
 	TokenFile string `mapstructure:"tokenFile"`
-
-	DMPolicy    access.DMPolicy    `mapstructure:"dmPolicy"`
-	AllowFrom   []string           `mapstructure:"allowFrom"`
-	GroupPolicy access.GroupPolicy `mapstructure:"groupPolicy"`
-	// Guilds holds access rules keyed by guild, channel or thread id (Discord
-	// ids are unique across kinds), or "*".
-	Guilds map[string]access.GroupRule `mapstructure:"guilds"`
-	// RequireMention gates guild messages on a mention of the bot; nil
-	// means true.
-	RequireMention *bool        `mapstructure:"requireMention"`
-	Thread         ThreadConfig `mapstructure:"thread"`
-	// RoomDefaults are this account's settings for all its rooms
-	// (historyLimit, streaming, errorPolicy, replyToMode, ackReaction).
-	channels.RoomDefaults `mapstructure:",squash"`
 	// APIBase sends this account's REST calls (gateway discovery included,
 	// which names the websocket gateway) to another origin, such as an
 	// operator's proxy or a test fake: https://discord.com/api/... becomes
@@ -40,20 +31,6 @@ type Config struct {
 	SlashCommands string `mapstructure:"slashCommands"`
 	// MediaMaxMb caps one attachment's download (0: 20; at most 2000).
 	MediaMaxMb int `mapstructure:"mediaMaxMb"`
-}
-
-// ThreadConfig configures Discord threads.
-type ThreadConfig struct {
-	// InheritParent seeds a new thread's session with the parent
-	// channel's recent messages (off by default; done by the dispatcher).
-	InheritParent bool `mapstructure:"inheritParent"`
-}
-
-// Access returns the account's access configuration.
-func (c Config) Access() access.Config {
-	return access.Config{DMPolicy: c.DMPolicy, AllowFrom: c.AllowFrom, GroupPolicy: c.GroupPolicy,
-		Groups: c.Guilds, RequireMention: c.RequireMention, GroupsKey: "guilds",
-		Room: c.RoomDefaults, InheritParent: c.Thread.InheritParent}
 }
 
 // Validate checks c and names the offending key ("token: ...").
@@ -78,7 +55,7 @@ func (c Config) Validate() error {
 	if c.MediaMaxMb < 0 || c.MediaMaxMb > channels.MaxMediaMaxMB {
 		return fmt.Errorf("mediaMaxMb: %d is not between 1 and %d", c.MediaMaxMb, channels.MaxMediaMaxMB)
 	}
-	return c.Access().Validate()
+	return nil
 }
 
 // token returns the bot token, read from TokenFile when Token is empty.

@@ -16,7 +16,6 @@ import (
 	"github.com/gorilla/websocket"
 	"go.uber.org/zap"
 
-	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 )
 
@@ -34,10 +33,18 @@ type Options struct {
 	// HTTPClient carries REST calls (gateway discovery included); nil keeps
 	// discordgo's client (20 s timeout). Tests pass discordtest's client.
 	HTTPClient *http.Client
-	// MentionRequired decides whether a guild message needs a mention; nil
-	// uses this account's static configuration. The daemon may pass a
-	// function that reads the current (hot-reloaded) access policy.
+	// MentionRequired decides whether a guild message needs a mention (the
+	// account's requireMention and its guild, channel and thread rules);
+	// nil: every guild message does. The daemon passes the answer of the
+	// access policy in force, so a hot reload changes it.
 	MentionRequired func(channels.Inbound) bool
+	// SlashAllowed reports whether the access rules in force admit a
+	// mentioned message in the room of in (a guild channel or thread, no
+	// sender: a room that admits only listed senders counts): in guild
+	// mode the command catalogue is registered in each guild with such a
+	// room. nil admits no guild. The daemon answers from its policy; call
+	// ResyncSlash when its rules change.
+	SlashAllowed func(in channels.Inbound) bool
 	// Room returns the room settings in force (hot-reloaded) for a
 	// message; the adapter reads autoThread from it. nil: no auto threads.
 	Room func(channels.Inbound) channels.Room
@@ -68,10 +75,8 @@ type Adapter struct {
 	ix     interactions        // slash command acknowledgements (own lock)
 	admins channels.AdminCache // IsAdmin's answers (admin.go)
 
-	// slashAccess is the access configuration slash command registrations
-	// follow: cfg.Access() until SetAccess replaces it (a hot reload).
-	slashAccess atomic.Pointer[access.Config]
-	// resync tells the registration worker that slashAccess changed (cap 1).
+	// resync tells the registration worker that the rules behind
+	// Options.SlashAllowed changed (ResyncSlash; cap 1).
 	resync chan struct{}
 }
 
@@ -135,11 +140,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		NetDialContext: a.dial}
 	a.mention = opts.MentionRequired
 	if a.mention == nil {
-		pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: accountID}: cfg.Access()}, access.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("discord: %w", err)
-		}
-		a.mention = pol.MentionRequired
+		a.mention = func(channels.Inbound) bool { return true }
 	}
 	return a, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,44 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// testRules stands in for the daemon's hot-reloaded access policy over the
+// account's rules: it answers MentionRequired and SlashAllowed as gatewayd
+// does (tests may import access; the adapter may not).
+type testRules struct {
+	t   *testing.T
+	pol atomic.Pointer[access.Policy]
+}
+
+func newRules(t *testing.T, c access.Config) *testRules {
+	t.Helper()
+	r := &testRules{t: t}
+	r.set(c)
+	return r
+}
+
+// set replaces the rules, as a reload replaces the daemon's policy; the
+// caller then tells the adapter (ResyncSlash).
+func (r *testRules) set(c access.Config) {
+	r.t.Helper()
+	c.GroupsKey = "guilds"
+	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: "default"}: c}, access.Options{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.pol.Store(pol)
+}
+
+// options returns opts with the functions the daemon hands the adapter,
+// answering from the rules in force.
+func (r *testRules) options(opts Options) Options {
+	opts.MentionRequired = func(in channels.Inbound) bool { return r.pol.Load().MentionRequired(in) }
+	opts.SlashAllowed = func(in channels.Inbound) bool {
+		d := r.pol.Load().Check(in)
+		return d.Allowed() || d.Reason == access.ReasonSenderNotListed
+	}
+	return opts
 }
 
 // start runs an adapter against a fake Discord until the test ends.
@@ -169,7 +208,7 @@ func TestGuildChannelMentionGating(t *testing.T) {
 
 func TestGuildChannelWithoutRequireMention(t *testing.T) {
 	off := false
-	h := start(t, Config{RequireMention: &off}, fakeOptions())
+	h := startWith(t, Config{}, fakeOptions(), newRules(t, access.Config{RequireMention: &off}).options(Options{}))
 	h.post(&discordgo.Message{ChannelID: channelID, Content: "plain"})
 	if in := h.next(t); in.Text != "plain" || in.Mentioned {
 		t.Fatalf("got %+v", in)
@@ -178,7 +217,7 @@ func TestGuildChannelWithoutRequireMention(t *testing.T) {
 
 func TestGuildRuleOverridesMention(t *testing.T) {
 	off := false
-	h := start(t, Config{Guilds: map[string]accessRule{threadID: {RequireMention: &off}}}, fakeOptions())
+	h := startWith(t, Config{}, fakeOptions(), newRules(t, access.Config{Groups: map[string]accessRule{threadID: {RequireMention: &off}}}).options(Options{}))
 	h.post(&discordgo.Message{ChannelID: channelID, Content: "parent, unmentioned"})
 	h.post(&discordgo.Message{ChannelID: threadID, Content: "thread, unmentioned"})
 	if in := h.next(t); in.Text != "thread, unmentioned" {
@@ -432,8 +471,8 @@ func TestConfigValidate(t *testing.T) {
 		{"token file", Config{TokenFile: "/run/secrets/discord"}, ""},
 		{"no token", Config{}, "token:"},
 		{"both", Config{Token: "x", TokenFile: "y"}, "tokenFile:"},
-		{"bad dm policy", Config{Token: "x", DMPolicy: "maybe"}, "dmPolicy:"},
-		{"bad guild rule", Config{Token: "x", Guilds: map[string]accessRule{"1": {AllowFrom: []string{""}}}}, "guilds.1.allowFrom[0]:"},
+		// The access rules (dmPolicy, guilds) are validated where configs
+		// composes them with this Config: its TestAccountKeysStrict.
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

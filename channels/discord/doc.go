@@ -9,8 +9,10 @@
 // routing gives the parent's key plus ":thread:<id>"). The bot's own
 // messages, other bots, webhooks and system messages are ignored. In
 // guilds a message needs a mention of the bot user or one of its roles, or
-// a reply to one of its messages (requireMention, default true); the mention
-// is stripped from the text.
+// a reply to one of its messages, where the access rules require one
+// (Options.MentionRequired: requireMention, default true); the mention is
+// stripped from the text. The adapter does not import the access package:
+// the daemon hands it these answers of the policy in force.
 //
 // The adapter owns reconnection: discordgo's own reconnect loop is turned
 // off (it cannot be stopped), and Run reopens the session after every
@@ -26,10 +28,10 @@
 // and are safe for concurrent use, also while Run is not running.
 //
 // Slash commands: at start the command catalogue (channels.Commands) is
-// registered by bulk overwrite in each guild the account's guilds admit
-// (slashCommands: guild, the default), once globally (global) or not at all
-// (off). When the access configuration changes (SetAccess, a hot reload) a
-// guild it newly admits gets the catalogue at once and a guild it no longer
+// registered by bulk overwrite in each guild the account's access rules
+// admit (Options.SlashAllowed; slashCommands: guild, the default), once
+// globally (global) or not at all (off). When the rules change
+// (ResyncSlash, a hot reload) a guild they newly admit gets the catalogue at once and a guild it no longer
 // admits has the commands this Run registered there removed. An
 // INTERACTION_CREATE for an application command becomes the
 // Inbound of the typed command ("/history 5": the option values follow the

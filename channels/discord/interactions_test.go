@@ -18,11 +18,11 @@ import (
 
 // startSlashAdapter runs an adapter with handler h against a fake Discord until
 // the test ends.
-func startSlashAdapter(t *testing.T, cfg Config, fo discordtest.Options, h channels.Handler) (*discordtest.Server, *Adapter) {
+func startSlashAdapter(t *testing.T, cfg Config, rules *testRules, fo discordtest.Options, h channels.Handler) (*discordtest.Server, *Adapter) {
 	t.Helper()
 	fake := discordtest.New(fo)
 	cfg.Token = "tok"
-	a, err := New("default", cfg, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)})
+	a, err := New("default", cfg, rules.options(Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t)}))
 	if err != nil {
 		fake.Close()
 		t.Fatal(err)
@@ -94,9 +94,9 @@ func barrier(t *testing.T, fake *discordtest.Server, got <-chan channels.Inbound
 // one for a guild in between would be among the first three.
 func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 	no := false
-	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "602": {}, "503": {Allow: &no}, "504": {}}}
+	rules := newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}, "602": {}, "503": {Allow: &no}, "504": {}}})
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startSlashAdapter(t, cfg, multiGuildOptions(), accept(got))
+	fake, _ := startSlashAdapter(t, Config{}, rules, multiGuildOptions(), accept(got))
 	regs, err := fake.WaitRegistrations(ctxT(t), 3)
 	if err != nil {
 		t.Fatalf("registrations %+v: %v", regs, err)
@@ -128,13 +128,14 @@ func TestSlashCommandsRegisteredPerConfiguredGuild(t *testing.T) {
 	}
 }
 
-// TestSlashCommandsFollowAccessReload: a guild SetAccess (a hot reload)
-// adds gets the catalogue without a restart, a guild it drops has its
+// TestSlashCommandsFollowAccessReload: a guild that new rules (a hot
+// reload: the policy replaced, then ResyncSlash) add gets the catalogue without a restart, a guild it drops has its
 // commands removed (an empty overwrite), guilds it leaves alone are not
 // touched again.
 func TestSlashCommandsFollowAccessReload(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, a := startSlashAdapter(t, Config{Guilds: map[string]access.GroupRule{guildID: {}}}, multiGuildOptions(), accept(got))
+	rules := newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}}})
+	fake, a := startSlashAdapter(t, Config{}, rules, multiGuildOptions(), accept(got))
 	if regs, err := fake.WaitRegistrations(ctxT(t), 1); err != nil {
 		t.Fatalf("registrations %+v: %v", regs, err)
 	}
@@ -151,7 +152,8 @@ func TestSlashCommandsFollowAccessReload(t *testing.T) {
 	cat := len(channels.Commands())
 	want := []reg{{guildID, cat}, {"502", cat}, {guildID, 0}, {"504", cat}}
 	for i, guilds := range steps {
-		a.SetAccess(Config{Guilds: guilds}.Access())
+		rules.set(access.Config{Groups: guilds})
+		a.ResyncSlash()
 		if regs, err := fake.WaitRegistrations(ctxT(t), i+2); err != nil {
 			t.Fatalf("after reload %d: registrations %+v: %v", i+1, regs, err)
 		}
@@ -169,18 +171,19 @@ func TestSlashCommandsFollowAccessReload(t *testing.T) {
 // is not taken as registered: the next reload tries it again.
 func TestSlashRegistrationRefusedIsRetried(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, a := startSlashAdapter(t, Config{Guilds: map[string]access.GroupRule{guildID: {}}}, multiGuildOptions(), accept(got))
+	rules := newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}}})
+	fake, a := startSlashAdapter(t, Config{}, rules, multiGuildOptions(), accept(got))
 	if _, err := fake.WaitRegistrations(ctxT(t), 1); err != nil {
 		t.Fatal(err)
 	}
 	barrier(t, fake, got, 0)
 	fake.RefuseRegistrations(1)
-	cfg := Config{Guilds: map[string]access.GroupRule{guildID: {}, "502": {}}}.Access()
-	a.SetAccess(cfg)
+	rules.set(access.Config{Groups: map[string]access.GroupRule{guildID: {}, "502": {}}})
+	a.ResyncSlash()
 	if refused, err := fake.WaitRefused(ctxT(t), 1); err != nil || refused[0].GuildID != "502" {
 		t.Fatalf("refused %+v: %v", refused, err)
 	}
-	a.SetAccess(cfg) // the same configuration again: 502 is still missing its commands
+	a.ResyncSlash() // the same rules again: 502 is still missing its commands
 	regs, err := fake.WaitRegistrations(ctxT(t), 2)
 	if err != nil {
 		t.Fatalf("registrations %+v: %v", regs, err)
@@ -194,7 +197,7 @@ func TestSlashRegistrationRefusedIsRetried(t *testing.T) {
 // the application, with no guild.
 func TestSlashCommandsGlobal(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{guildID: {}}},
+	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashGlobal}, newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}}}),
 		multiGuildOptions(), accept(got))
 	regs, err := fake.WaitRegistrations(ctxT(t), 1)
 	if err != nil {
@@ -212,29 +215,30 @@ func TestSlashGuildSelection(t *testing.T) {
 	no, yes := false, true
 	g := &discordgo.Guild{ID: "1", Channels: []*discordgo.Channel{{ID: "10"}}, Threads: []*discordgo.Channel{{ID: "11", ParentID: "10"}}}
 	tests := []struct {
-		name string
-		cfg  Config
-		want bool
+		name  string
+		cfg   Config
+		rules access.Config
+		want  bool
 	}{
-		{"guild listed", Config{Guilds: map[string]access.GroupRule{"1": {}}}, true},
-		{"channel listed", Config{Guilds: map[string]access.GroupRule{"10": {}}}, true},
-		{"thread listed", Config{Guilds: map[string]access.GroupRule{"11": {}}}, true},
-		{"wildcard", Config{Guilds: map[string]access.GroupRule{"*": {}}}, true},
-		{"guild blocked", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
-		{"guild blocked, a channel listed", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {}}}, false},
-		{"guild blocked, a channel allowed", Config{Guilds: map[string]access.GroupRule{"1": {Allow: &no}, "10": {Allow: &yes}}}, true},
-		{"open, guild blocked", Config{GroupPolicy: access.GroupOpen, Guilds: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
-		{"senders listed", Config{Guilds: map[string]access.GroupRule{"1": {AllowFrom: []string{"42"}}}}, true},
-		{"other guild", Config{Guilds: map[string]access.GroupRule{"2": {}}}, false},
-		{"nothing configured", Config{}, false},
-		{"open policy", Config{GroupPolicy: access.GroupOpen}, true},
-		{"disabled policy", Config{GroupPolicy: access.GroupDisabled, Guilds: map[string]access.GroupRule{"1": {}}}, false},
-		{"global mode", Config{SlashCommands: SlashGlobal, Guilds: map[string]access.GroupRule{"1": {}}}, false},
-		{"off", Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{"1": {}}}, false},
+		{"guild listed", Config{}, access.Config{Groups: map[string]access.GroupRule{"1": {}}}, true},
+		{"channel listed", Config{}, access.Config{Groups: map[string]access.GroupRule{"10": {}}}, true},
+		{"thread listed", Config{}, access.Config{Groups: map[string]access.GroupRule{"11": {}}}, true},
+		{"wildcard", Config{}, access.Config{Groups: map[string]access.GroupRule{"*": {}}}, true},
+		{"guild blocked", Config{}, access.Config{Groups: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
+		{"guild blocked, a channel listed", Config{}, access.Config{Groups: map[string]access.GroupRule{"1": {Allow: &no}, "10": {}}}, false},
+		{"guild blocked, a channel allowed", Config{}, access.Config{Groups: map[string]access.GroupRule{"1": {Allow: &no}, "10": {Allow: &yes}}}, true},
+		{"open, guild blocked", Config{}, access.Config{GroupPolicy: access.GroupOpen, Groups: map[string]access.GroupRule{"1": {Allow: &no}}}, false},
+		{"senders listed", Config{}, access.Config{Groups: map[string]access.GroupRule{"1": {AllowFrom: []string{"42"}}}}, true},
+		{"other guild", Config{}, access.Config{Groups: map[string]access.GroupRule{"2": {}}}, false},
+		{"nothing configured", Config{}, access.Config{}, false},
+		{"open policy", Config{}, access.Config{GroupPolicy: access.GroupOpen}, true},
+		{"disabled policy", Config{}, access.Config{GroupPolicy: access.GroupDisabled, Groups: map[string]access.GroupRule{"1": {}}}, false},
+		{"global mode", Config{SlashCommands: SlashGlobal}, access.Config{Groups: map[string]access.GroupRule{"1": {}}}, false},
+		{"off", Config{SlashCommands: SlashOff}, access.Config{Groups: map[string]access.GroupRule{"1": {}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := &Adapter{id: "default", cfg: tt.cfg}
+			a := &Adapter{id: "default", cfg: tt.cfg, opts: newRules(t, tt.rules).options(Options{})}
 			if got := a.slashGuild(g); got != tt.want {
 				t.Errorf("slashGuild = %v, want %v", got, tt.want)
 			}
@@ -246,7 +250,7 @@ func TestSlashGuildSelection(t *testing.T) {
 // interactions are still served (commands registered earlier stay usable).
 func TestSlashCommandsOff(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashOff, Guilds: map[string]access.GroupRule{guildID: {}}},
+	fake, _ := startSlashAdapter(t, Config{SlashCommands: SlashOff}, newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}}}),
 		multiGuildOptions(), accept(got))
 	barrier(t, fake, got, 0)
 	if regs := fake.Registrations(); len(regs) != 0 {
@@ -259,7 +263,7 @@ func TestSlashCommandsOff(t *testing.T) {
 // is acknowledged with a deferred response, ephemeral for /history.
 func TestSlashCommandBecomesChatCommand(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, _ := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
+	fake, _ := startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), accept(got))
 	i := fake.SlashCommand(threadID, alice, "history", map[string]any{"n": "5"})
 	i.Member.Nick = "Al"
 	id := fake.SendInteraction(i)
@@ -293,7 +297,7 @@ func TestSlashCommandBecomesChatCommand(t *testing.T) {
 // most 2,000 characters; nothing is posted to the channel.
 func TestSlashReplyThroughInteraction(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, a := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
+	fake, a := startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), accept(got))
 	fake.SendInteraction(fake.SlashCommand(channelID, alice, "status", nil))
 	in := <-got
 	waitReplies(t, fake, 1)
@@ -330,7 +334,7 @@ func TestSlashReplyThroughInteraction(t *testing.T) {
 // (by the clock, or refused by Discord) the reply is a channel message.
 func TestSlashReplyAfterTokenExpiry(t *testing.T) {
 	got := make(chan channels.Inbound, 8)
-	fake, a := startSlashAdapter(t, Config{}, multiGuildOptions(), accept(got))
+	fake, a := startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), accept(got))
 	fake.SendInteraction(fake.SlashCommand(channelID, alice, "new", nil))
 	in := <-got
 	waitReplies(t, fake, 1)

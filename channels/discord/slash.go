@@ -9,7 +9,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"go.uber.org/zap"
 
-	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 )
 
@@ -68,38 +67,23 @@ func applicationCommands(cmds []channels.Command) []*discordgo.ApplicationComman
 	return out
 }
 
-// slashGuild reports whether the account's access policy admits guild g
-// or one of its channels or threads (to a sender its rules list), so that
-// its commands are registered there. The policy decides, so every rule
-// form it knows (a guild, channel or thread key, "*", enabled/allow,
+// slashGuild reports whether the access rules in force
+// (Options.SlashAllowed) admit guild g or one of its channels or threads,
+// so that its commands are registered there. The rules decide, so every
+// form they know (a guild, channel or thread key, "*", enabled/allow,
 // groupPolicy) counts as it does for messages.
 func (a *Adapter) slashGuild(g *discordgo.Guild) bool {
-	return a.slashGuildBy(a.slashPolicy(), g)
-}
-
-// slashPolicy compiles the access configuration slash registrations follow
-// (nil when it does not compile: no guild is admitted).
-func (a *Adapter) slashPolicy() *access.Policy {
-	pol, err := access.New(map[access.Account]access.Config{{Channel: Name, AccountID: a.id}: a.accessConfig()}, access.Options{})
-	if err != nil {
-		return nil
-	}
-	return pol
-}
-
-// slashGuildBy is slashGuild under an already compiled policy, so a pass
-// over every guild compiles the configuration once.
-func (a *Adapter) slashGuildBy(pol *access.Policy, g *discordgo.Guild) bool {
-	if a.cfg.slashMode() != SlashGuild || pol == nil || g == nil || g.Unavailable {
+	allowed := a.opts.SlashAllowed
+	if a.cfg.slashMode() != SlashGuild || allowed == nil || g == nil || g.Unavailable {
 		return false
 	}
 	admits := func(chat, thread string) bool {
-		in := channels.Inbound{Address: channels.Address{Channel: Name, AccountID: a.id, ChatID: chat, ThreadID: thread}, ChatType: channels.Channel, GuildID: g.ID, CaseSensitive: true, Mentioned: true}
+		in := channels.Inbound{Address: channels.Address{Channel: Name, AccountID: a.id, ChatID: chat, ThreadID: thread},
+			ChatType: channels.Channel, GuildID: g.ID, CaseSensitive: true, Mentioned: true}
 		if thread != "" {
 			in.ParentChatID = chat
 		}
-		d := pol.Check(in)
-		return d.Allowed() || d.Reason == access.ReasonSenderNotListed
+		return allowed(in)
 	}
 	if admits(g.ID, "") {
 		return true
@@ -117,23 +101,13 @@ func (a *Adapter) slashGuildBy(pol *access.Policy, g *discordgo.Guild) bool {
 	return false
 }
 
-// accessConfig is the access configuration slash registrations follow.
-func (a *Adapter) accessConfig() access.Config {
-	if c := a.slashAccess.Load(); c != nil {
-		return *c
-	}
-	return a.cfg.Access()
-}
-
-// SetAccess replaces the access configuration that chooses the guilds the
-// command catalogue is registered in (the account's guilds and
-// groupPolicy, hot-reloaded; the daemon's policy still decides every
-// message). While Run runs, in guild mode, a guild it now admits gets the
-// catalogue and a guild that got it from this Run but is no longer
-// admitted has its commands removed, in the background, best-effort and
-// logged. SetAccess is safe for concurrent use and does not block.
-func (a *Adapter) SetAccess(c access.Config) {
-	a.slashAccess.Store(&c)
+// ResyncSlash says that the rules behind Options.SlashAllowed changed (the
+// account's guilds or groupPolicy, hot-reloaded). While Run runs, in guild
+// mode, a guild they now admit gets the catalogue and a guild that got it
+// from this Run but is no longer admitted has its commands removed, in the
+// background, best-effort and logged. ResyncSlash is safe for concurrent
+// use and does not block.
+func (a *Adapter) ResyncSlash() {
 	select {
 	case a.resync <- struct{}{}:
 	default: // a resync is pending; it reads the newest configuration
@@ -158,20 +132,19 @@ func (a *Adapter) slashGuildNow(id string) bool {
 // whether it is admitted under the configuration in force. The state's lock
 // is held while its guilds are read: discordgo updates them in place.
 func (a *Adapter) slashGuildsNow() map[string]bool {
-	pol := a.slashPolicy()
 	a.s.State.RLock()
 	defer a.s.State.RUnlock()
 	out := make(map[string]bool, len(a.s.State.Guilds))
 	for _, g := range a.s.State.Guilds {
 		if g != nil && !g.Unavailable {
-			out[g.ID] = a.slashGuildBy(pol, g)
+			out[g.ID] = a.slashGuild(g)
 		}
 	}
 	return out
 }
 
-// resyncGuilds brings registrations in line with the configuration in
-// force after SetAccess: the catalogue for admitted guilds not yet
+// resyncGuilds brings registrations in line with the rules in force after
+// ResyncSlash: the catalogue for admitted guilds not yet
 // registered, nothing for guilds that no longer are. registered is the
 // registration worker's record of this Run's guild registrations.
 func (a *Adapter) resyncGuilds(ctx context.Context, registered map[string]bool) {

@@ -39,9 +39,10 @@ type Options struct {
 	// OffsetStore persists the polling offset; nil keeps it in memory.
 	// If it also implements MigrationStore, group migrations persist too.
 	OffsetStore OffsetStore
-	// MentionRequired decides whether a group message needs a mention; nil
-	// uses this account's static configuration. The daemon passes the
-	// current (hot-reloaded) access policy.
+	// MentionRequired decides whether a group message needs a mention (the
+	// account's requireMention and its group and topic rules); nil: every
+	// group message does. The daemon passes the answer of the access policy
+	// in force, so a hot reload changes it.
 	MentionRequired func(channels.Inbound) bool
 	// Backoff is the first delay after an error; it doubles up to MaxBackoff.
 	Backoff    time.Duration

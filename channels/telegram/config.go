@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/internal/secret"
 )
@@ -23,10 +22,12 @@ const DefaultAPIRoot = "https://api.telegram.org"
 // DefaultPollTimeoutSeconds is the long-poll timeout sent with getUpdates.
 const DefaultPollTimeoutSeconds = 30
 
-// Config is one Telegram bot account (channels.telegram.accounts.<id>).
-// The access-policy fields (DMPolicy, AllowFrom, GroupPolicy, Groups) are
-// carried for the access package; the adapter itself only reads Groups'
-// RequireMention.
+// Config is the platform part of one Telegram bot account
+// (channels.telegram.accounts.<id>): how to reach the Bot API. The
+// account's access and room rules (dmPolicy, allowFrom, groupPolicy,
+// groups, requireMention, room defaults) sit beside these keys in the YAML
+// but belong to the access package; configs composes the two, and the
+// adapter gets what it needs of the rules as functions (Options).
 type Config struct {
 	Token     string `mapstructure:"token"`
 	TokenFile string `mapstructure:"tokenFile"`
@@ -35,17 +36,6 @@ type Config struct {
 	// Mode is polling (default) or webhook.
 	Mode    string  `mapstructure:"mode"`
 	Webhook Webhook `mapstructure:"webhook"`
-
-	DMPolicy    string           `mapstructure:"dmPolicy"`
-	AllowFrom   []string         `mapstructure:"allowFrom"`
-	GroupPolicy string           `mapstructure:"groupPolicy"`
-	Groups      map[string]Group `mapstructure:"groups"`
-	// RequireMention gates group messages on a mention or a reply to the
-	// bot; nil means true. Read it with MentionRequired.
-	RequireMention *bool `mapstructure:"requireMention"`
-	// RoomDefaults are this account's settings for all its rooms
-	// (historyLimit, streaming, errorPolicy, replyToMode, ackReaction).
-	channels.RoomDefaults `mapstructure:",squash"`
 	// PollTimeoutSeconds is the getUpdates long-poll timeout (1–50, default 30).
 	PollTimeoutSeconds int `mapstructure:"pollTimeoutSeconds"`
 	// MediaMaxMb caps one attachment's download (default 20, max 2000;
@@ -69,12 +59,6 @@ type Webhook struct {
 	Path string `mapstructure:"path"`
 }
 
-// Group is the configuration under groups.<chatId> (or "*"): access
-// (allowFrom, requireMention, enabled), room behaviour (agentId,
-// systemPrompt, historyLimit, streaming, errorPolicy, replyToMode,
-// ackReaction) and forum topics (topics.<topicId>, the same keys).
-type Group = access.GroupRule
-
 // DefaultConfig returns an account config with every default filled in.
 func DefaultConfig() Config { return Config{}.WithDefaults() }
 
@@ -86,16 +70,6 @@ func (c Config) WithDefaults() Config {
 	c.APIRoot = strings.TrimRight(c.APIRoot, "/")
 	if c.Mode == "" {
 		c.Mode = ModePolling
-	}
-	if c.DMPolicy == "" {
-		c.DMPolicy = "pairing"
-	}
-	if c.GroupPolicy == "" {
-		c.GroupPolicy = "allowlist"
-	}
-	if c.RequireMention == nil {
-		t := true
-		c.RequireMention = &t
 	}
 	if c.PollTimeoutSeconds == 0 {
 		c.PollTimeoutSeconds = DefaultPollTimeoutSeconds
@@ -110,14 +84,6 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	return c
-}
-
-// MentionRequired reports whether messages in group chatID need a mention.
-func (c Config) MentionRequired(chatID string) bool {
-	if g, ok := c.Groups[chatID]; ok && g.RequireMention != nil {
-		return *g.RequireMention
-	}
-	return c.RequireMention == nil || *c.RequireMention
 }
 
 // Validate checks c (after defaults); errors start with the key they name,
@@ -143,30 +109,13 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("mode: %q is not polling or webhook", c.Mode)
 	}
-	switch c.DMPolicy {
-	case "pairing", "allowlist", "open", "disabled":
-	default:
-		return fmt.Errorf("dmPolicy: %q is not pairing, allowlist, open or disabled", c.DMPolicy)
-	}
-	switch c.GroupPolicy {
-	case "allowlist", "open", "disabled":
-	default:
-		return fmt.Errorf("groupPolicy: %q is not allowlist, open or disabled", c.GroupPolicy)
-	}
 	if c.PollTimeoutSeconds < 1 || c.PollTimeoutSeconds > 50 {
 		return fmt.Errorf("pollTimeoutSeconds: %d is not between 1 and 50", c.PollTimeoutSeconds)
 	}
 	if c.MediaMaxMb < 1 || c.MediaMaxMb > channels.MaxMediaMaxMB {
 		return fmt.Errorf("mediaMaxMb: %d is not between 1 and %d", c.MediaMaxMb, channels.MaxMediaMaxMB)
 	}
-	return c.Access().Validate()
-}
-
-// Access returns the account's access and room configuration.
-func (c Config) Access() access.Config {
-	return access.Config{DMPolicy: access.DMPolicy(c.DMPolicy), AllowFrom: c.AllowFrom,
-		GroupPolicy: access.GroupPolicy(c.GroupPolicy), Groups: c.Groups, RequireMention: c.RequireMention,
-		Room: c.RoomDefaults}
+	return nil
 }
 
 func (w Webhook) validate() error {

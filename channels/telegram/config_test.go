@@ -11,14 +11,11 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	c := telegram.DefaultConfig()
-	if c.APIRoot != telegram.DefaultAPIRoot || c.Mode != telegram.ModePolling || c.DMPolicy != "pairing" ||
-		c.GroupPolicy != "allowlist" || c.PollTimeoutSeconds != 30 || c.RequireMention == nil || !*c.RequireMention {
+	// The access defaults (pairing, allowlist, requireMention, per-group
+	// requireMention) are configs' TestTelegramAccountRules: the rules are
+	// no longer part of this Config.
+	if c.APIRoot != telegram.DefaultAPIRoot || c.Mode != telegram.ModePolling || c.PollTimeoutSeconds != 30 {
 		t.Errorf("defaults: %+v", c)
-	}
-	off := false
-	c.Groups = map[string]telegram.Group{"-100": {RequireMention: &off}}
-	if c.MentionRequired("-100") || !c.MentionRequired("-200") {
-		t.Error("per-group requireMention not applied")
 	}
 }
 
@@ -61,8 +58,8 @@ func TestConfigValidateNamesKey(t *testing.T) {
 			c.Mode, c.Webhook = "webhook", hook
 			c.Webhook.Path = "hook"
 		}, "webhook.path:"},
-		{"dm policy", func(c *telegram.Config) { c.DMPolicy = "everyone" }, "dmPolicy:"},
-		{"group policy", func(c *telegram.Config) { c.GroupPolicy = "pairing" }, "groupPolicy:"},
+		// dmPolicy and groupPolicy are the access rules': configs'
+		// TestAccountKeysStrict checks them on a Telegram account.
 		{"poll timeout", func(c *telegram.Config) { c.PollTimeoutSeconds = 51 }, "pollTimeoutSeconds:"},
 	}
 	for _, tt := range tests {

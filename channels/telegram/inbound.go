@@ -145,7 +145,7 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 	if in.ChatType == channels.Group && a.pastes.follow(in) {
 		in.Mentioned = true
 	}
-	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(m.Chat.ID, in) {
+	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(in) {
 		return channels.Inbound{}, dropNoMention
 	}
 	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
@@ -155,19 +155,13 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 }
 
 // needsMention asks Options.MentionRequired (the live, hot-reloadable
-// policy) when set, else this account's static configuration.
-func (a *Adapter) needsMention(live int64, in channels.Inbound) bool {
+// access rules); without it every group message needs a mention
+// (requireMention's default).
+func (a *Adapter) needsMention(in channels.Inbound) bool {
 	if a.opts.MentionRequired != nil {
 		return a.opts.MentionRequired(in)
 	}
-	return a.mentionRequired(live, in.ChatID)
-}
-
-func (a *Adapter) mentionRequired(live int64, reported string) bool {
-	if _, ok := a.cfg.Groups[strconv.FormatInt(live, 10)]; ok {
-		return a.cfg.MentionRequired(strconv.FormatInt(live, 10))
-	}
-	return a.cfg.MentionRequired(reported)
+	return true
 }
 
 func displayName(u *tgbotapi.User) string {

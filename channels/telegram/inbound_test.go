@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
@@ -101,10 +103,17 @@ func TestGroupMentionGating(t *testing.T) {
 
 func TestGroupWithoutRequireMention(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
-	cfg := baseConfig(srv)
-	off := false
-	cfg.RequireMention = &off
-	_, rec := startPolling(t, srv, cfg)
+	// requireMention: false, as the daemon hands in the access policy's
+	// answer.
+	a, err := telegram.New("default", baseConfig(srv), telegram.Options{
+		Logger: zaptest.NewLogger(t), HTTPClient: srv.Client(),
+		MentionRequired: func(channels.Inbound) bool { return false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	run(t, a, rec.handle)
 	u := srv.Group(group, bob, "plain chatter")
 	waitConfirmed(t, srv, u)
 	got := rec.accepted()

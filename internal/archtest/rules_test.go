@@ -22,8 +22,8 @@ type depRule struct {
 //
 // internal/pairstate is the pairing storage contract (types, the State
 // interface, the files implementation): sessions names it as its seam's
-// PairingState and access keeps the rules over it. It sits below both
-// because adapters import access and must not reach sessions.
+// PairingState and access keeps the rules over it. It sits below both so
+// that access reaches no storage layer (rule access).
 var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true, "internal/pairstate": true}
 
 // conformance is the suite every backend of the storage seam passes
@@ -161,8 +161,12 @@ var rules = []depRule{
 		"channel adapters never import each other (SPEC §1)"},
 	{"agents", pkgIs("agents"), reaches("channels", "lanes"),
 		"agents never imports channels or lanes (SPEC §1): a run is channel-agnostic"},
+	{"channels-access", pkgIs("channels"), reaches("access"),
+		"channels and their adapters never import access (issue 20): the policy has one owner, the assembler, which hands each adapter " +
+			"the few answers it needs (MentionRequired, SlashAllowed, Room) as functions over the policy in force, so hot reload reaches " +
+			"adapters through them and an adapter's config holds only platform keys (configs composes each account with its access rules)"},
 	{"access", pkgIs("access"), func(from, to string) bool { return to != "channels" && only("routing")(from, to) },
-		"access imports only channels (not an adapter), routing and leaf packages: adapters use it, so it stays below them"},
+		"access imports only channels (not an adapter), routing and leaf packages: it judges a channels.Inbound and knows no adapter, dispatcher or store"},
 	{"dispatch", pkgIs("dispatch"), reaches("api", "configs", "cmd"),
 		"dispatch never imports api, configs or cmd/*: it gets its settings as typed options from main"},
 	{"api", pkgIs("api"), func(from, to string) bool { return adapter(to) != "" },

@@ -283,7 +283,7 @@ func checkRoutes(t *testing.T, h *haproxyConfig, gws []gatewayConfig) {
 	for _, g := range gws {
 		turn = max(turn, time.Duration(g.cfg.Agents.Defaults.TimeoutSeconds)*time.Second)
 		for id, a := range g.cfg.Channels.Telegram.Accounts {
-			a = a.WithDefaults()
+			a.Config = a.WithDefaults()
 			if a.Mode != telegram.ModeWebhook || a.Webhook.Listen != "" {
 				continue
 			}

@@ -1,0 +1,116 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/channels"
+)
+
+// TestTelegramAccountRules: a Telegram account's access keys decode into its
+// Rules (access.Config) with access's defaults: pairing DMs, allowlisted
+// groups, mention required unless a group's rule says otherwise. (These
+// were channels/telegram's TestConfigDefaults assertions while its Config
+// carried the rules.)
+func TestTelegramAccountRules(t *testing.T) {
+	c, err := LoadBytes([]byte("channels: {telegram: {accounts: {default: {token: '1:a', groups: {'-100': {requireMention: false}}}}}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Channels.Telegram.Accounts["default"]
+	if a.Token != "1:a" {
+		t.Errorf("platform key not decoded: %+v", a.Config)
+	}
+	r := a.Access().WithDefaults()
+	if r.DMPolicy != access.DMPairing || r.GroupPolicy != access.GroupAllowlist {
+		t.Errorf("defaults: %+v", r)
+	}
+	group := func(chat string) channels.Inbound {
+		return channels.Inbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: chat}, ChatType: channels.Group}
+	}
+	if r.MentionRequired(group("-100")) || !r.MentionRequired(group("-200")) {
+		t.Error("per-group requireMention not applied")
+	}
+}
+
+// TestAccountsCompose: one account map holds the adapter's keys and the
+// rules side by side, each decoded into its part; Discord's rules keep
+// their names (guilds, thread.inheritParent).
+func TestAccountsCompose(t *testing.T) {
+	c, err := LoadBytes([]byte(`channels:
+  telegram:
+    accounts:
+      default:
+        token: '1:a'
+        mode: polling
+        dmPolicy: allowlist
+        allowFrom: ["42"]
+        groupPolicy: open
+        requireMention: false
+        historyLimit: 7
+        groups: {"-100": {topics: {"3": {requireMention: true}}}}
+  discord:
+    accounts:
+      default:
+        token: t
+        slashCommands: global
+        dmPolicy: open
+        groupPolicy: allowlist
+        guilds: {"555": {channels: {"777": {allowFrom: ["9"]}}}}
+        thread: {inheritParent: true}
+        historyLimit: 3
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := c.Channels.Telegram.Accounts["default"]
+	if tg.Token != "1:a" || tg.Mode != "polling" {
+		t.Errorf("telegram platform part: %+v", tg.Config)
+	}
+	ta := tg.Access()
+	if ta.DMPolicy != access.DMAllowlist || len(ta.AllowFrom) != 1 || ta.GroupPolicy != access.GroupOpen ||
+		ta.RequireMention == nil || *ta.RequireMention || ta.Room.HistoryLimit == nil || *ta.Room.HistoryLimit != 7 ||
+		ta.Groups["-100"].Topics["3"].RequireMention == nil {
+		t.Errorf("telegram rules: %+v", ta)
+	}
+	dc := c.Channels.Discord.Accounts["default"]
+	if dc.Token != "t" || dc.SlashCommands != "global" {
+		t.Errorf("discord platform part: %+v", dc.Config)
+	}
+	da := dc.Access()
+	if da.DMPolicy != access.DMOpen || da.GroupsKey != "guilds" || !da.InheritParent ||
+		len(da.Groups["555"].Channels["777"].AllowFrom) != 1 || da.Room.HistoryLimit == nil || *da.Room.HistoryLimit != 3 {
+		t.Errorf("discord rules: %+v", da)
+	}
+}
+
+// TestAccountKeysStrict: decoding an account stays strict across its two
+// parts: a key neither knows, or one of the other platform's, is an error
+// naming it; invalid rules are named under the account. (The policy
+// cases were channels/telegram's TestConfigValidateNamesKey and
+// channels/discord's TestConfigValidate cases while their Configs carried
+// the rules.)
+func TestAccountKeysStrict(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"unknown telegram key", "channels: {telegram: {accounts: {default: {token: '1:a', dmPolicyy: open}}}}\n", `unknown key "dmPolicyy"`},
+		{"guilds on telegram", "channels: {telegram: {accounts: {default: {token: '1:a', guilds: {}}}}}\n", `unknown key "guilds"`},
+		{"groups on discord", "channels: {discord: {accounts: {default: {token: t, groups: {}}}}}\n", `unknown key "groups"`},
+		{"apiRoot on discord", "channels: {discord: {accounts: {default: {token: t, apiRoot: 'https://x'}}}}\n", `unknown key "apiRoot"`},
+		{"unknown rule key", "channels: {telegram: {accounts: {default: {token: '1:a', groups: {'-1': {mention: true}}}}}}\n", `unknown key "mention"`},
+		{"bad telegram dm policy", "channels: {telegram: {accounts: {default: {token: '1:a', dmPolicy: everyone}}}}\n", "channels.telegram.accounts.default.dmPolicy:"},
+		{"bad telegram group policy", "channels: {telegram: {accounts: {default: {token: '1:a', groupPolicy: pairing}}}}\n", "channels.telegram.accounts.default.groupPolicy:"},
+		{"bad discord dm policy", "channels: {discord: {accounts: {default: {token: x, dmPolicy: maybe}}}}\n", "channels.discord.accounts.default.dmPolicy:"},
+		{"bad guild rule", "channels: {discord: {accounts: {default: {token: x, guilds: {'1': {allowFrom: ['']}}}}}}\n", "channels.discord.accounts.default.guilds.1.allowFrom[0]:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadBytes([]byte(tt.yaml), nil)
+			if err == nil {
+				t.Fatalf("accepted %q", tt.yaml)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not name %q", err, tt.want)
+			}
+		})
+	}
+}
