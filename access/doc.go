@@ -4,16 +4,19 @@
 // per-group rules and mention gating.
 //
 // A Policy is built from typed Config values, one per channel account, and
-// is immutable: hot reload builds a new Policy and swaps it. Policy.Check
-// returns a Decision: Allow, Deny with a snake_case reason, or Pair with a
-// one-time code to send back to an unknown DM sender.
+// is immutable: hot reload builds a new Policy and swaps it. The daemon
+// (gatewayd) owns the Policy in force; channel adapters do not import this
+// package but get the answers they need of it (MentionRequired, whether a
+// room admits anyone, Room) as functions. Policy.Check returns a Decision:
+// Allow, Deny with a snake_case reason, or Pair with a one-time code to
+// send back to an unknown DM sender.
 //
 // Pairing rules live in a PairingStore (codes, expiry, the cap of pending
 // codes, case sensitivity); what it keeps is stored through the storage
 // seam, a sessions.PairingState (declared in internal/pairstate, which
-// access imports instead of sessions: adapters import access and must not
-// reach sessions). It is the backend's: one JSON file per channel
-// under <stateDir>/pairing/ written under a flock, or PostgreSQL rows), so
+// access imports instead of sessions, so access reaches no storage
+// layer). It is the backend's: one JSON file per channel under
+// <stateDir>/pairing/ written under a flock, or PostgreSQL rows), so
 // that the CLI's `gateway pairing approve` and the daemon never lose each
 // other's updates. A Policy consults the store's approved senders on every
 // message from a sender that is not in the static allowFrom list; the state

@@ -272,14 +272,14 @@ func (c *compiled) checkGroup(in channels.Inbound) Decision {
 }
 
 // MentionRequired reports whether a group message needs a mention of the
-// bot to be admitted (false for DMs). Adapters may use it to drop
-// unmentioned group messages early.
+// bot to be admitted (false for DMs). The assembler hands adapters a
+// function over it, so they drop unmentioned group messages early.
 func (p *Policy) MentionRequired(in channels.Inbound) bool {
 	return p.account(in).mentionRequired(in)
 }
 
 // MentionRequired is Policy.MentionRequired for a single account's
-// configuration (adapters without a Policy use it).
+// configuration alone, without building a Policy.
 func (c Config) MentionRequired(in channels.Inbound) bool {
 	return compile(in.Channel, c).mentionRequired(in)
 }

@@ -14,6 +14,14 @@
 // or slash commands; an Inbound that came through a platform interaction
 // carries it in Interaction, and so does its reply's Outbound.
 //
-// channels and its sub-packages never import sessions, agents or lanes, and
-// adapters never import each other.
+// Inbound and Outbound embed an Address: where a message came from, which
+// is where its reply goes. Its AccountKey names the bot account (the key
+// the dispatcher finds an adapter by) and its ChatKey the chat; both are
+// the one spelling of those joins.
+//
+// channels and its sub-packages never import sessions, agents or lanes,
+// adapters never import each other, and none imports access: the daemon
+// hands an adapter the answers of the access policy in force that it needs
+// (mention gating, where to register commands, room settings) as functions
+// in its Options.
 package channels

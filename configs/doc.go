@@ -7,7 +7,12 @@
 // session.go, messages.go, the channels in rooms.go), each with its
 // Validate. Config.Validate calls them and itself checks only what spans
 // sections: models naming providers, bindings, rooms, limits and tools
-// naming agents and MCP servers, the transcriber naming a provider. Decoding is strict (unknown keys are errors naming the key),
+// naming agents and MCP servers, the transcriber naming a provider. A
+// channel account (channels.<channel>.accounts.<id>) is one YAML map
+// composed of two packages' configs side by side: the adapter's platform
+// settings and the account's access rules (TelegramAccount, DiscordAccount
+// in accounts.go); the adapter never sees the rules. Decoding is strict
+// (unknown keys are errors naming the key),
 // every key has a default, GATEWAY_<PATH> environment variables override the
 // file, and *File secrets are read at load. A loaded Config is immutable:
 // hot reload loads a new one and swaps it whole.
