@@ -12,7 +12,10 @@
 // Normalisation: private chats are direct chats whose peer is the sender;
 // groups and supergroups are groups; a forum message belongs to the topic
 // in message_thread_id, or to topic 1 (General) when it has none. In groups
-// with requireMention (default true) a message reaches the Handler only if
+// where a mention is required (Options.MentionRequired, the daemon's answer
+// from the access rules: requireMention, default true, refined per group
+// and topic; the adapter does not import access) a message reaches the
+// Handler only if
 // it mentions the bot (@name or a text mention), replies to one of the bot's
 // messages (a topic's root message does not count) or is a bot command for
 // this bot; other messages are acknowledged and dropped here. The mention is
