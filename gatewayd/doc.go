@@ -24,7 +24,11 @@
 // It is the one place the daemon is assembled: cmd/gateway's `run`, the
 // end-to-end tests and internal/webtest all build the process through it
 // (the benchmark, cmd/gateway-bench, runs the built binary). Nothing it
-// wires imports it; each part gets its settings as typed options.
+// wires imports it; each part gets its settings as typed options. The
+// access policy in force is its own: channel adapters get the answers they
+// need of it (mention gating, where to offer slash commands, room
+// settings) as functions that read the current policy, so a reload reaches
+// them without their importing access.
 //
 // Concurrency: Run owns every goroutine it starts (adapters, HTTP server,
 // config watcher, media pruning, profiler) and waits for all of them before
