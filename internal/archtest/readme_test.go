@@ -34,7 +34,7 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatalf("scripts/test missing or not executable: %v", err)
 	}
 	script, _ := os.ReadFile(filepath.Join(root, "scripts", "test"))
-	for _, want := range []string{"apt-get install -y -qq chromium", "go test -race -count=1 ./..."} {
+	for _, want := range []string{"apt-get install -y -qq chromium", "go test -race -count=1 -timeout 30m ./..."} {
 		if !strings.Contains(string(script), want) {
 			t.Errorf("scripts/test does not %q", want)
 		}
