@@ -67,10 +67,12 @@ type Adapter struct {
 
 	mention func(channels.Inbound) bool
 	running atomic.Bool
+	// disconnects counts discordgo's Disconnect events (awaitHeartbeat).
+	disconnects atomic.Int64
 
 	mu      sync.Mutex
-	botID   string   // guarded by mu; from READY
-	lastNet net.Conn // guarded by mu; the gateway's current TCP connection
+	botID   string  // guarded by mu; from READY
+	lastNet *gwConn // guarded by mu; the gateway's current TCP connection
 
 	ix     interactions        // slash command acknowledgements (own lock)
 	admins channels.AdminCache // IsAdmin's answers (admin.go)
@@ -164,10 +166,34 @@ func (a *Adapter) dial(ctx context.Context, network, addr string) (net.Conn, err
 		return nil, err
 	}
 	_ = c.SetDeadline(time.Now().Add(a.opts.OpenTimeout))
+	gc := &gwConn{Conn: c}
 	a.mu.Lock()
-	a.lastNet = c
+	a.lastNet = gc
 	a.mu.Unlock()
-	return c, nil
+	return gc, nil
+}
+
+// gwConn is the gateway's TCP connection, counting the websocket text
+// frames the client wrote on it (awaitHeartbeat).
+type gwConn struct {
+	net.Conn
+	texts atomic.Int64
+}
+
+func (c *gwConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	// A client frame is written in one call (gorilla's frame header and
+	// payload share a buffer); 0x81 is a final text frame's first byte.
+	if err == nil && n == len(b) && len(b) > 0 && b[0] == 0x81 {
+		c.texts.Add(1)
+	}
+	return n, err
+}
+
+// opened is a connection Open returned, kept until the next connect.
+type opened struct {
+	conn   *gwConn
+	before int64 // disconnects before its Open
 }
 
 func (a *Adapter) setNetDeadline(t time.Time) {
@@ -212,6 +238,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 			}
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+			a.disconnects.Add(1)
 			select {
 			case disconnected <- struct{}{}:
 			default:
@@ -231,7 +258,8 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		}
 	}()
 
-	if err := a.connect(ctx); err != nil || ctx.Err() != nil {
+	var last opened
+	if err := a.connect(ctx, &last); err != nil || ctx.Err() != nil {
 		return err
 	}
 	for {
@@ -247,7 +275,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 				return nil
 			}
 			a.log.Info("gateway disconnected, resuming")
-			if err := a.connect(ctx); err != nil || ctx.Err() != nil {
+			if err := a.connect(ctx, &last); err != nil || ctx.Err() != nil {
 				return err
 			}
 		}
@@ -255,8 +283,12 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 }
 
 // connect opens (or resumes) the gateway session, retrying with backoff
-// until it succeeds, ctx ends (nil) or the failure is permanent.
-func (a *Adapter) connect(ctx context.Context) error {
+// until it succeeds, ctx ends (nil) or the failure is permanent. last is
+// the connection the previous connect opened; it is replaced by this one's.
+func (a *Adapter) connect(ctx context.Context, last *opened) error {
+	if last.conn != nil {
+		a.awaitHeartbeat(ctx, *last)
+	}
 	backoff := time.Duration(0)
 	for {
 		if backoff > 0 {
@@ -269,8 +301,14 @@ func (a *Adapter) connect(ctx context.Context) error {
 			}
 		}
 		stop := context.AfterFunc(ctx, func() { a.setNetDeadline(time.Now()) })
+		before := a.disconnects.Load()
 		err := a.s.Open()
 		stop()
+		if err == nil {
+			a.mu.Lock()
+			*last = opened{conn: a.lastNet, before: before}
+			a.mu.Unlock()
+		}
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 			a.setNetDeadline(time.Time{})
 			if ctx.Err() == nil {
@@ -286,6 +324,33 @@ func (a *Adapter) connect(ctx context.Context) error {
 		}
 		backoff = min(max(2*backoff, time.Second), a.opts.MaxBackoff)
 		a.log.Warn("gateway connect failed", zap.Error(err), zap.Duration("retry_in", backoff))
+	}
+}
+
+// awaitHeartbeat returns once the heartbeat goroutine of the connection
+// last opened is past its first heartbeat, or when ctx ends; the next Open
+// waits for it.
+//
+// discordgo v0.29's heartbeat goroutine sends its first heartbeat only when
+// it is first scheduled, and when a send fails it calls s.Close(), which
+// closes whatever connection is current then. If the connection ends before
+// that first send (op 7 or a drop soon after Open, likely on a loaded
+// machine), the send fails ("close sent") and, had the next Open already
+// taken the session lock, closes the new connection: one more resume, and
+// possibly a chain of them. The goroutine's first send either succeeds (the
+// connection's second text frame: the first is Identify or Resume; then the
+// goroutine ends quietly on the closed listening channel) or fails and
+// closes the session (a second Disconnect since its Open: the first is the
+// connection's own end). Both are waited for here; the cap (OpenTimeout)
+// only guards against a discordgo upgrade changing this.
+func (a *Adapter) awaitHeartbeat(ctx context.Context, last opened) {
+	deadline := time.Now().Add(a.opts.OpenTimeout)
+	for last.conn.texts.Load() < 2 && a.disconnects.Load() < last.before+2 && ctx.Err() == nil {
+		if time.Now().After(deadline) {
+			a.log.Warn("gateway heartbeat not seen; reconnecting anyway", zap.Duration("waited", a.opts.OpenTimeout))
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
