@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/gatewayd"
@@ -20,7 +23,58 @@ import (
 // back through the storage seam.
 func TestCrashLosesNothingRepeatsNothingPostgres(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	runCrash(t, crashBackend{storage: pgStorage(url), checkTranscripts: checkCrashTranscriptsSeam})
+	runCrash(t, crashBackend{storage: pgStorage(url), checkTranscripts: checkCrashTranscriptsSeam,
+		inFlight: func(t *testing.T, markers []int) (int, string) { return pgInFlight(t, url, markers) }})
+}
+
+// pgInFlight is crashBackend.inFlight on the database at url, read
+// directly (a Delivery handle would take over the records it lists):
+// records without an outcome plus replies not completely delivered, and
+// for each marker its journal record (state, starts, failures, reply and
+// that reply's progress), found by the marker in the payload.
+func pgInFlight(t *testing.T, url string, markers []int) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return -1, fmt.Sprintf("in flight: %v", err)
+	}
+	defer conn.Close(ctx)
+	var pending int
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM delivery_records WHERE state = 'pending')
+		+ (SELECT count(*) FROM delivery_replies WHERE sent < n_chunks)`).Scan(&pending)
+	if err != nil {
+		return -1, fmt.Sprintf("in flight: %v", err)
+	}
+	var b strings.Builder
+	for _, m := range markers {
+		rows, err := conn.Query(ctx, `SELECT r.id, r.state, r.starts, r.failures, coalesce(r.reply, ''), r.owner,
+				coalesce(p.sent::text || '/' || p.n_chunks::text, 'none')
+			FROM delivery_records r LEFT JOIN delivery_replies p ON p.id = r.reply
+			WHERE r.payload::text ~ $1`, fmt.Sprintf(`\ym%d\y`, m))
+		if err != nil {
+			fmt.Fprintf(&b, "m%d: %v\n", m, err)
+			continue
+		}
+		found := 0
+		for rows.Next() {
+			var id, state, reply, owner, progress string
+			var starts, failures int
+			if err := rows.Scan(&id, &state, &starts, &failures, &reply, &owner, &progress); err != nil {
+				fmt.Fprintf(&b, "m%d: %v\n", m, err)
+				break
+			}
+			found++
+			fmt.Fprintf(&b, "m%d: record %s state %s starts %d failures %d owner %q reply %q (sent %s)\n",
+				m, id, state, starts, failures, owner, reply, progress)
+		}
+		rows.Close()
+		if found == 0 {
+			fmt.Fprintf(&b, "m%d: no journal record (never accepted?)\n", m)
+		}
+	}
+	return pending, b.String()
 }
 
 // openPassive opens the backend of the config at cfgPath through the

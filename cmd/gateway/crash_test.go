@@ -186,6 +186,12 @@ type crashBackend struct {
 	// checkTranscripts checks the transcripts once the daemon stopped,
 	// given its config file and state dir.
 	checkTranscripts func(t *testing.T, cfgPath, state string)
+	// inFlight reports what the storage still holds undone, read while
+	// the daemon runs: pending is 0 once no accepted record lacks an
+	// outcome and no reply is partly delivered; detail describes the
+	// journal's records of the inputs markers (m<N>) names. nil: the
+	// answers are awaited until the cap alone.
+	inFlight func(t *testing.T, markers []int) (pending int, detail string)
 }
 
 // crashRun is one crash test's daemon, fakes and traffic.
@@ -247,7 +253,7 @@ func runCrash(t *testing.T, b crashBackend) {
 	}
 	close(stop)
 	<-trafficDone
-	r.report(t, kills)
+	r.report(t, kills, b.inFlight)
 	t.Logf("the crash run took %s", time.Since(begin).Round(time.Second))
 	b.checkTranscripts(t, d.cfg, r.state)
 }
@@ -313,17 +319,54 @@ func (r *crashRun) traffic(stop <-chan struct{}) {
 	}
 }
 
-// report waits for every input to be answered (or a minute), stops the
-// daemon and checks the fake's record.
-func (r *crashRun) report(t *testing.T, kills int) {
+// crashSettleCap bounds the wait for the last run to answer everything;
+// the wait ends earlier once the storage holds nothing in flight.
+const crashSettleCap = 5 * time.Minute
+
+// report waits for every input to be answered, stops the daemon and checks
+// the fake's record. The wait ends when all are answered, when nothing is
+// in flight (the fake Telegram holds no unacknowledged update and inFlight
+// reports 0, twice a second apart, with
+// inputs still unanswered: those are lost) or at crashSettleCap (still in
+// flight: the last run is slow, not losing); the failure says which.
+func (r *crashRun) report(t *testing.T, kills int, inFlight func(*testing.T, []int) (int, string)) {
 	t.Helper()
 	d, tg := r.d, r.tg
 	total := int(r.sent.Load())
 	var rep crashReport
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	settled, drainedSince := time.Now(), time.Time{}
+	pending, lastCheck := -1, time.Time{}
+	deadline := time.Now().Add(crashSettleCap)
+	if end, ok := t.Deadline(); ok && end.Add(-time.Minute).Before(deadline) {
+		deadline = end.Add(-time.Minute) // room for the checks after it
+	}
+	capped := time.Until(deadline).Round(time.Second)
+	for ; ; time.Sleep(20 * time.Millisecond) {
 		if rep = countReplies(tg.Sent(), total); len(rep.unanswered) == 0 {
 			break
 		}
+		if time.Now().After(deadline) {
+			break
+		}
+		if inFlight == nil || time.Since(lastCheck) < time.Second {
+			continue
+		}
+		lastCheck = time.Now()
+		unacked := tg.Pending()                                         // updates not yet journaled
+		if pending, _ = inFlight(t, nil); pending != 0 || unacked > 0 { // -1: unknown
+			drainedSince = time.Time{}
+			continue
+		}
+		if drainedSince.IsZero() {
+			drainedSince = time.Now()
+		} else if time.Since(drainedSince) >= time.Second {
+			break // nothing in flight, still unanswered: lost
+		}
+	}
+	settle := time.Since(settled)
+	detail := ""
+	if len(rep.unanswered) > 0 && inFlight != nil {
+		pending, detail = inFlight(t, firstN(rep.unanswered, 20))
 	}
 	time.Sleep(500 * time.Millisecond) // late duplicates
 	d.stop()
@@ -337,8 +380,21 @@ func (r *crashRun) report(t *testing.T, kills int) {
 	t.Logf("%d kills, %d messages (%d long), %d superseded in interrupt mode, %d chunks delivered, %d chunks twice (the documented window), restart to ready: median %s, max %s",
 		kills, total, long, rep.superseded, rep.chunks, rep.dupChunks, d.readies[len(d.readies)/2].Round(time.Millisecond),
 		d.readies[len(d.readies)-1].Round(time.Millisecond))
+	t.Logf("the last run settled %s after the traffic stopped", settle.Round(time.Millisecond))
 	if len(rep.unanswered) > 0 {
-		t.Errorf("%d messages never answered: %v", len(rep.unanswered), firstN(rep.unanswered, 20))
+		why := fmt.Sprintf("still in flight after %s (%d records or replies undone: the last run is slow, nothing shown lost)", capped, pending)
+		switch {
+		case inFlight == nil:
+			why = fmt.Sprintf("not answered within %s", capped)
+		case tg.Pending() > 0:
+			why = fmt.Sprintf("still in flight after %s (%d updates not yet taken from Telegram, %d records or replies undone)", capped, tg.Pending(), pending)
+		case pending == 0 && len(rep.givenUp) == len(rep.unanswered):
+			why = "all given up (nothing in flight in the storage)"
+		case pending == 0:
+			why = fmt.Sprintf("%d LOST: the storage holds nothing in flight (no pending record, no partly delivered reply)", len(rep.unanswered)-len(rep.givenUp))
+		}
+		t.Errorf("%d messages never answered, %s: %v; %d of them given up with a notice (the process died too often while their turn ran): %v\n%s",
+			len(rep.unanswered), why, firstN(rep.unanswered, 20), len(rep.givenUp), firstN(rep.givenUp, 20), detail)
 	}
 	if len(outside) > 0 {
 		t.Errorf("%d reply chunks delivered twice outside the documented window (the first copy was not the last thing its run sent to that chat before the kill): %v",
@@ -392,6 +448,9 @@ func outsideWindow(sent []telegramtest.Sent, boundaries []int) []string {
 
 type crashReport struct {
 	unanswered []int
+	// givenUp are the unanswered inputs whose chat got the give-up notice
+	// (dispatch.giveUp: the process died too often while their turn ran).
+	givenUp    []int
 	superseded int // interrupt mode: dropped for a newer message that was answered
 	chunks     int
 	dupChunks  int
@@ -404,7 +463,14 @@ func countReplies(sent []telegramtest.Sent, total int) crashReport {
 	var rep crashReport
 	seen := map[string]bool{}
 	answered := map[string]bool{}
+	notified := map[string]bool{}
 	for _, s := range sent {
+		if s.Method == "sendMessage" && strings.HasPrefix(s.Text, "Sorry — I could not answer your message") {
+			if m := markerRE.FindString(s.Text); m != "" {
+				notified[m] = true
+			}
+			continue
+		}
 		if s.Method != "sendMessage" || !strings.HasPrefix(s.Text, "[") {
 			continue
 		}
@@ -448,6 +514,9 @@ func countReplies(sent []telegramtest.Sent, total int) crashReport {
 			}
 		}
 		rep.unanswered = append(rep.unanswered, i)
+		if notified["m"+strconv.Itoa(i)] {
+			rep.givenUp = append(rep.givenUp, i)
+		}
 	}
 	return rep
 }
