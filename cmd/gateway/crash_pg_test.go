@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,15 +25,15 @@ import (
 func TestCrashLosesNothingRepeatsNothingPostgres(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	runCrash(t, crashBackend{storage: pgStorage(url), checkTranscripts: checkCrashTranscriptsSeam,
-		inFlight: func(t *testing.T, markers []int) (int, string) { return pgInFlight(t, url, markers) }})
+		inFlight: func(t *testing.T, records []string) (int, string) { return pgInFlight(t, url, records) }})
 }
 
 // pgInFlight is crashBackend.inFlight on the database at url, read
 // directly (a Delivery handle would take over the records it lists):
 // records without an outcome plus replies not completely delivered, and
-// for each marker its journal record (state, starts, failures, reply and
-// that reply's progress), found by the marker in the payload.
-func pgInFlight(t *testing.T, url string, markers []int) (int, string) {
+// for each of records ("label=record id") its journal row (state, starts,
+// failures, owner, reply and that reply's progress) or its absence.
+func pgInFlight(t *testing.T, url string, records []string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -48,30 +49,22 @@ func pgInFlight(t *testing.T, url string, markers []int) (int, string) {
 		return -1, fmt.Sprintf("in flight: %v", err)
 	}
 	var b strings.Builder
-	for _, m := range markers {
-		rows, err := conn.Query(ctx, `SELECT r.id, r.state, r.starts, r.failures, coalesce(r.reply, ''), r.owner,
+	for _, lr := range records {
+		label, id, _ := strings.Cut(lr, "=")
+		var state, reply, owner, progress string
+		var starts, failures int
+		err := conn.QueryRow(ctx, `SELECT r.state, r.starts, r.failures, coalesce(r.reply, ''), r.owner,
 				coalesce(p.sent::text || '/' || p.n_chunks::text, 'none')
 			FROM delivery_records r LEFT JOIN delivery_replies p ON p.id = r.reply
-			WHERE r.payload::text ~ $1`, fmt.Sprintf(`\ym%d\y`, m))
-		if err != nil {
-			fmt.Fprintf(&b, "m%d: %v\n", m, err)
-			continue
-		}
-		found := 0
-		for rows.Next() {
-			var id, state, reply, owner, progress string
-			var starts, failures int
-			if err := rows.Scan(&id, &state, &starts, &failures, &reply, &owner, &progress); err != nil {
-				fmt.Fprintf(&b, "m%d: %v\n", m, err)
-				break
-			}
-			found++
-			fmt.Fprintf(&b, "m%d: record %s state %s starts %d failures %d owner %q reply %q (sent %s)\n",
-				m, id, state, starts, failures, owner, reply, progress)
-		}
-		rows.Close()
-		if found == 0 {
-			fmt.Fprintf(&b, "m%d: no journal record (never accepted?)\n", m)
+			WHERE r.id = $1`, id).Scan(&state, &starts, &failures, &reply, &owner, &progress)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			fmt.Fprintf(&b, "%s: record %s not in the journal (never accepted)\n", label, id)
+		case err != nil:
+			fmt.Fprintf(&b, "%s: record %s: %v\n", label, id, err)
+		default:
+			fmt.Fprintf(&b, "%s: record %s state %s starts %d failures %d owner %q reply %q (sent %s)\n",
+				label, id, state, starts, failures, owner, reply, progress)
 		}
 	}
 	return pending, b.String()

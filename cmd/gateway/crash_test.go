@@ -192,9 +192,9 @@ type crashBackend struct {
 	// inFlight reports what the storage still holds undone, read while
 	// the daemon runs: pending is 0 once no accepted record lacks an
 	// outcome and no reply is partly delivered; detail describes the
-	// journal's records of the inputs markers (m<N>) names. nil: the
-	// answers are awaited until the cap alone.
-	inFlight func(t *testing.T, markers []int) (pending int, detail string)
+	// journal records of the given ids. nil: the answers are awaited until
+	// the cap alone.
+	inFlight func(t *testing.T, records []string) (pending int, detail string)
 }
 
 // crashRun is one crash test's daemon, fakes and traffic.
@@ -206,6 +206,9 @@ type crashRun struct {
 	sent atomic.Int64
 	mu   sync.Mutex
 	long map[int]bool // guarded by mu
+	// records[i] is the journal record id input m<i> gets when accepted;
+	// guarded by mu.
+	records []string
 	// boundaries[r] is how many messages the fake had recorded when run r
 	// was killed and all its connections were closed.
 	boundaries []int
@@ -317,7 +320,11 @@ func (r *crashRun) traffic(stop <-chan struct{}) {
 			r.long[i] = true
 		}
 		r.mu.Unlock()
-		r.tg.DM(crashChatID(i%crashChats), text)
+		chat := crashChatID(i % crashChats)
+		_, msgID := r.tg.AddMessage(telegramtest.Message{ChatID: chat, FromID: chat, Text: text})
+		r.mu.Lock()
+		r.records = append(r.records, fmt.Sprintf("telegram:default:%d:%d", chat, msgID))
+		r.mu.Unlock()
 		r.sent.Add(1)
 	}
 }
@@ -335,7 +342,7 @@ const crashSettleCap = 5 * time.Minute
 // reports 0, twice a second apart, with
 // inputs still unanswered: those are lost) or at crashSettleCap (still in
 // flight: the last run is slow, not losing); the failure says which.
-func (r *crashRun) report(t *testing.T, kills int, inFlight func(*testing.T, []int) (int, string)) {
+func (r *crashRun) report(t *testing.T, kills int, inFlight func(*testing.T, []string) (int, string)) {
 	t.Helper()
 	d, tg := r.d, r.tg
 	total := int(r.sent.Load())
@@ -372,7 +379,13 @@ func (r *crashRun) report(t *testing.T, kills int, inFlight func(*testing.T, []i
 	settle := time.Since(settled)
 	detail := ""
 	if len(rep.unanswered) > 0 && inFlight != nil {
-		pending, detail = inFlight(t, firstN(rep.unanswered, 20))
+		var ids []string
+		r.mu.Lock()
+		for _, i := range firstN(rep.unanswered, 20) {
+			ids = append(ids, fmt.Sprintf("m%d=%s", i, r.records[i]))
+		}
+		r.mu.Unlock()
+		pending, detail = inFlight(t, ids)
 	}
 	time.Sleep(500 * time.Millisecond) // late duplicates
 	d.stop()
