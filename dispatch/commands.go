@@ -130,7 +130,7 @@ func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
 	if w.RecordID != "" {
 		ids = []string{w.RecordID}
 	}
-	d.deliver(ctx, w.Key.String(), w.AgentID, ids, out, "")
+	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, ids, out, "")
 }
 
 func (d *Dispatcher) isModel(s string) bool {
@@ -282,7 +282,7 @@ func (d *Dispatcher) stop(ctx context.Context, w *work) {
 		switch {
 		case !ok:
 		case x.Reply != nil:
-			go d.resend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
+			d.outbox.goResend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
 		default:
 			d.finish(recordIDs(expand(x))...)
 			d.release(ctx, expand(x), "Stopped before an answer was ready.")

@@ -53,14 +53,18 @@ type Dispatcher struct {
 	queue   *lanes.Queue
 	journal sessions.Delivery
 	closing atomic.Bool
-	hold    holder    // inbound bursts being assembled (burst.go)
-	unsure  unsureSet // messages whose journal write failed (unsure.go)
-	streaks streaks   // rooms in a failure streak (errpolicy.go)
+	hold    holder  // inbound bursts being assembled (burst.go)
+	streaks streaks // rooms in a failure streak (errpolicy.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
 	kill context.CancelFunc
 	gate editGate // spaces streaming edits per chat
+	// outbox sends replies and owns the resends that cannot wait on a
+	// lane; recovery resumes work left by a previous run, another replica
+	// or an unsure journal write. Shutdown waits for their goroutines.
+	outbox   *outbox
+	recovery *recovery
 
 	mu       sync.RWMutex
 	adapters map[channels.AccountKey]channels.Adapter // guarded by mu
@@ -100,6 +104,7 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 		journal:  opts.Sessions.Journal(),
 		adapters: map[channels.AccountKey]channels.Adapter{},
 	}
+	d.outbox, d.recovery = newOutbox(d), newRecovery(d)
 	d.SetRuntime(rt)
 	d.queue = lanes.New(lanes.Options{
 		Caps:     opts.Caps,
@@ -284,7 +289,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		Payload: payload, AcceptedAt: w.AcceptedAt,
 	})
 	if err != nil {
-		d.acceptFailed(w, err)
+		d.recovery.acceptFailed(w, err)
 		if isStorage(err) {
 			d.opts.Metrics.StorageErrors.Inc()
 			d.log.Error("message refused: storage unavailable", zap.String("channel", in.Channel),
@@ -297,7 +302,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		m.Duplicates.WithLabelValues(in.Channel).Inc()
 		return channels.ErrRejected
 	}
-	if d.accepted(w.RecordID) {
+	if d.recovery.accepted(w.RecordID) {
 		d.admit(ctx, w)
 	}
 	return nil
@@ -321,7 +326,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	})
 	switch {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:
-		go d.resend(ctx, *w.Reply) // never dropped: it answers messages already run
+		d.outbox.goResend(ctx, *w.Reply) // never dropped: it answers messages already run
 	case errors.Is(err, lanes.ErrFull):
 		d.finish(recordIDs(expand(w))...)
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
@@ -351,7 +356,7 @@ func (d *Dispatcher) onDrop(key string, it lanes.Item) {
 		return
 	}
 	if w.Reply != nil {
-		go d.resend(context.Background(), *w.Reply)
+		d.outbox.goResend(context.Background(), *w.Reply)
 		return
 	}
 	d.finish(recordIDs(expand(w))...)

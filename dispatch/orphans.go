@@ -19,10 +19,11 @@ var orphanEvery = 2 * time.Second
 // (sessions.Orphans) and runs them as Resume runs a predecessor's: the
 // drafts it left are cleared first, then its replies are sent and its
 // records run again, recovered from their transcripts.
-func (d *Dispatcher) adoptOrphans(ctx context.Context, o sessions.Orphans) {
+func (r *recovery) adoptOrphans(ctx context.Context, o sessions.Orphans) {
+	d := r.d
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	defer context.AfterFunc(d.life, stop)()
+	defer context.AfterFunc(r.stop, stop)()
 	for {
 		o.WaitOrphans(ctx, orphanEvery)
 		if ctx.Err() != nil || d.closing.Load() {
@@ -38,7 +39,7 @@ func (d *Dispatcher) adoptOrphans(ctx context.Context, o sessions.Orphans) {
 			continue
 		}
 		d.clearLeftDrafts(ctx)
-		n := d.resumeWork(ctx, replies, recs)
+		n := r.resumeWork(ctx, replies, recs)
 		d.log.Info("took over work left by a stopped replica", zap.Int("messages", n), zap.Int("replies", len(replies)))
 	}
 }

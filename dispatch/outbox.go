@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +17,47 @@ import (
 // sendRetries are the waits before each new attempt at a chunk the adapter
 // could not deliver (adapters already wait out rate limits themselves).
 var sendRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+
+// outbox sends replies (SPEC §3.7): deliver stores a turn's reply before
+// its first chunk is sent and marks each chunk the platform accepted;
+// resend finishes a reply found stored. It owns the goroutines it starts
+// (goResend: replies that cannot wait on their session's lane) and waits
+// for them in shutdown.
+type outbox struct {
+	d *Dispatcher // adapters, journal, metrics, the message tool's room notes
+	// stop ends the resends started by goResend; shutdown calls it once the
+	// lanes have drained. A resend cut short keeps its reply in the outbox
+	// for the next start (sendReply returns without marking it).
+	stop   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // counts goResend goroutines
+}
+
+func newOutbox(d *Dispatcher) *outbox {
+	stop, cancel := context.WithCancel(context.Background())
+	return &outbox{d: d, stop: stop, cancel: cancel}
+}
+
+// goResend resends rp on a goroutine of its own, counted for shutdown. It is
+// used where the reply cannot take its session's lane (a full or cancelled
+// queue, a dropped item, no session): it answers messages already run, so
+// it is never dropped and a lane's cancellation does not cut it short; only
+// shutdown does (ctx gives its values, such as a turn's fence, not its end:
+// sendReply detaches from it).
+func (o *outbox) goResend(ctx context.Context, rp sessions.Reply) {
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		o.resend(ctx, rp)
+	}()
+}
+
+// shutdown cuts short the resends goResend started and waits for them;
+// call it after the lanes drained (no turn starts one after that).
+func (o *outbox) shutdown() {
+	o.cancel()
+	o.wg.Wait()
+}
 
 // chunksFor is how a's reply will be sent: the adapter's own split, or the
 // whole text in one Send for adapters without one (web: even an empty text
@@ -36,7 +78,8 @@ func chunksFor(a channels.Adapter, out channels.Outbound) []string {
 // It returns false, having sent nothing, when the outbox refused the reply
 // because the turn's session lease was lost (sessions.ErrFenced): another
 // replica may run the session now.
-func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records []string, out channels.Outbound, entryID string) bool {
+func (o *outbox) deliver(ctx context.Context, key, agentID string, records []string, out channels.Outbound, entryID string) bool {
+	d := o.d
 	a := d.adapter(out.Channel, out.AccountID)
 	var chunks []string
 	if a != nil && out.Channel != "" {
@@ -71,24 +114,27 @@ func (d *Dispatcher) deliver(ctx context.Context, key, agentID string, records [
 		d.log.Error("outbox write failed", zap.String("session_key", key), zap.Error(err))
 		out.Draft = "" // the draft stays recorded and is removed: send anew
 	}
-	d.sendReply(ctx, a, rp, out)
+	o.sendReply(ctx, a, rp, out)
 	return true
 }
 
 // sendReply sends rp's chunks from the first not yet sent. A stored reply
 // is delivered even when its lane's run is cancelled (/stop, interrupt):
-// only the end of the shutdown grace period cuts it short, leaving the
-// rest in the outbox for the next start.
-func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound) {
+// only the end of the shutdown grace period (or, for a resend on its own
+// goroutine, the outbox's shutdown once the lanes drained) cuts it short,
+// leaving the rest in the outbox for the next start.
+func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound) {
+	d := o.d
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(d.life, cancel)()
+	defer context.AfterFunc(o.stop, cancel)()
 	c, chunked := a.(channels.Chunker)
 	ic, withIDs := a.(channels.IDChunker)
 	var ids []string // platform ids of the chunks, for the message tool
 	defer func() { d.noteOwn(ctx, rp.AgentID, out, ids) }()
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
-		if !d.leaseLive(ctx) {
+		if !leaseLive(ctx) {
 			// This process was stopped past its session lease: another
 			// replica may have taken the reply over; it sends the rest.
 			d.log.Warn("reply chunks not sent: the session's lease was lost", zap.String("reply_id", rp.ID),
@@ -128,15 +174,16 @@ func (d *Dispatcher) sendReply(ctx context.Context, a channels.Adapter, rp sessi
 			d.log.Error("reply not delivered; given up", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID),
 				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)), zap.Error(err))
-			d.sent(rp.ID, len(rp.Chunks))
+			o.sent(rp.ID, len(rp.Chunks))
 			return
 		}
-		d.sent(rp.ID, i+1)
+		o.sent(rp.ID, i+1)
 	}
 	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
 }
 
-func (d *Dispatcher) sent(id string, n int) {
+func (o *outbox) sent(id string, n int) {
+	d := o.d
 	if err := d.journal.Sent(id, n); err != nil {
 		d.log.Error("outbox mark failed", zap.String("reply_id", id), zap.Error(err))
 	}
@@ -144,12 +191,13 @@ func (d *Dispatcher) sent(id string, n int) {
 
 // resend finishes a reply found in the outbox at start: only the chunks
 // not yet marked are sent; the model is not run again.
-func (d *Dispatcher) resend(ctx context.Context, rp sessions.Reply) {
+func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
+	d := o.d
 	var out channels.Outbound
 	if err := json.Unmarshal(rp.Target, &out); err != nil {
 		d.log.Error("outbox reply target unreadable; given up", zap.String("reply_id", rp.ID), zap.Error(err))
 		d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
-		d.sent(rp.ID, len(rp.Chunks))
+		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}
 	a := d.adapter(out.Channel, out.AccountID)
@@ -157,11 +205,11 @@ func (d *Dispatcher) resend(ctx context.Context, rp sessions.Reply) {
 		d.log.Error("outbox reply for a channel not configured; given up", zap.String("reply_id", rp.ID),
 			zap.String("channel", out.Channel), zap.String("account_id", out.AccountID))
 		d.opts.Metrics.GivenUp.WithLabelValues("no_channel").Inc()
-		d.sent(rp.ID, len(rp.Chunks))
+		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}
 	d.opts.Metrics.Resent.Inc()
 	d.log.Info("resuming reply from the outbox", zap.String("reply_id", rp.ID), zap.String("session_key", rp.SessionKey),
 		zap.Int("sent", rp.Sent), zap.Int("chunks", len(rp.Chunks)))
-	d.sendReply(ctx, a, rp, out)
+	o.sendReply(ctx, a, rp, out)
 }

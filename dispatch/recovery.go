@@ -99,7 +99,7 @@ func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws 
 	out.Text, out.SessionID = rs.Answer, e.SessionID
 	log.Info("replayed messages were answered before the restart; delivering the stored reply",
 		zap.Strings("record_ids", done), zap.String("entry_id", rs.EntryID))
-	d.deliver(ctx, ws[0].Key.String(), ws[0].AgentID, done, out, rs.EntryID)
+	d.outbox.deliver(ctx, ws[0].Key.String(), ws[0].AgentID, done, out, rs.EntryID)
 	return rest
 }
 
@@ -196,7 +196,7 @@ func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	if d.withholdGiveUp(ctx, w, out.Text) {
 		return
 	}
-	d.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
+	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
 }
 
 // release ends the wait of web requests among ws that get no reply of

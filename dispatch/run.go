@@ -55,7 +55,7 @@ func (d *Dispatcher) runItems(ctx context.Context, b lanes.Batch) {
 		}
 		if w.Reply != nil {
 			flush()
-			d.resend(ctx, *w.Reply)
+			d.outbox.resend(ctx, *w.Reply)
 			continue
 		}
 		if w.Command != "" {
@@ -241,7 +241,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			if d.withholdNotice(ctx, last, all, ids, out.Text) {
 				return
 			}
-			d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, "")
+			d.outbox.deliver(ctx, first.Key.String(), first.AgentID, ids, out, "")
 		default:
 			d.failed(ctx, all, log, err)
 		}
@@ -265,7 +265,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.finish(ids...)
 		return
 	}
-	if !d.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID) {
+	if !d.outbox.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID) {
 		d.lostTurn(all, log)
 	}
 }

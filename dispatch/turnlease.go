@@ -147,7 +147,7 @@ func (d *Dispatcher) lostTurn(ws []*work, log *zap.Logger) {
 // says whether it is still held, and reports that; true without a fence.
 // Sending a reply chunk checks it first, so a replica waking up after
 // losing its sessions does not send what the new holder sends.
-func (d *Dispatcher) leaseLive(ctx context.Context) bool {
+func leaseLive(ctx context.Context) bool {
 	f, ok := sessions.FenceFrom(ctx)
 	if !ok || f.Live == nil || f.Live() {
 		return true
@@ -155,7 +155,7 @@ func (d *Dispatcher) leaseLive(ctx context.Context) bool {
 	deadline := time.Now().Add(leaseVerdict)
 	for time.Now().Before(deadline) {
 		select {
-		case <-d.life.Done():
+		case <-ctx.Done(): // the shutdown grace period ended (sendReply's ctx)
 			return false
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -104,13 +104,17 @@ func (u *unsureSet) settle(id string) bool {
 
 // acceptFailed keeps w, whose journal write failed with err, to run it if
 // the record turns out stored after all.
-func (d *Dispatcher) acceptFailed(w *work, err error) {
-	probe, ok := d.journal.(sessions.AcceptProbe)
+func (r *recovery) acceptFailed(w *work, err error) {
+	probe, ok := r.d.journal.(sessions.AcceptProbe)
 	if !ok || w.RecordID == "" || !(isStorage(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		return
 	}
-	if d.unsure.put(w) {
-		go d.resolveUnsure(probe, w.RecordID)
+	if r.unsure.put(w) {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.resolveUnsure(probe, w.RecordID)
+		}()
 	}
 }
 
@@ -118,40 +122,41 @@ func (d *Dispatcher) acceptFailed(w *work, err error) {
 // by resolveUnsure. It reports whether the redelivery's work should be
 // queued: false when resolveUnsure already queued the failed write's work
 // for the same record (the journal's "stored" it saw was this accept's).
-func (d *Dispatcher) accepted(id string) bool { return d.unsure.settle(id) }
+func (r *recovery) accepted(id string) bool { return r.unsure.settle(id) }
 
 // resolveUnsure asks probe about id until it knows whether the failed
 // write stored it, then runs the work or forgets it.
-func (d *Dispatcher) resolveUnsure(probe sessions.AcceptProbe, id string) {
+func (r *recovery) resolveUnsure(probe sessions.AcceptProbe, id string) {
+	d := r.d
 	log := d.log.With(zap.String("record_id", id))
 	failed := time.Now()
 	t := time.NewTicker(unsureEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-d.life.Done():
+		case <-r.stop.Done():
 			return // pending if stored: the next start or another replica runs it
 		case <-t.C:
 		}
 		if d.closing.Load() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(d.life, 5*time.Second)
+		ctx, cancel := context.WithTimeout(r.stop, 5*time.Second)
 		stored, err := probe.Stored(ctx, id)
 		cancel()
 		switch {
 		case err == nil && stored:
-			if w := d.unsure.takeToRun(id, time.Now()); w != nil {
+			if w := r.unsure.takeToRun(id, time.Now()); w != nil {
 				log.Info("a message whose journal write failed was stored after all; running it")
 				d.opts.Metrics.UnsureStored.Inc()
 				d.admit(d.life, w)
 			}
 			return
 		case err == nil && time.Since(failed) >= unsureSettled:
-			d.unsure.take(id) // not stored (or another replica's): its redelivery brings it
+			r.unsure.take(id) // not stored (or another replica's): its redelivery brings it
 			return
 		case err != nil && time.Since(failed) >= unsureGiveUp:
-			d.unsure.take(id)
+			r.unsure.take(id)
 			log.Warn("could not learn whether a refused message was stored; if it was, it runs when this process restarts or stops", zap.Error(err))
 			return
 		}

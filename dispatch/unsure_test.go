@@ -188,7 +188,7 @@ func TestAcceptFailedNotStoredRunsTheRedelivery(t *testing.T) {
 	if got := fmt.Sprint(texts); got != "[re: early re: late]" {
 		t.Errorf("chat got %s, want each message answered once", got)
 	}
-	if n := h.d.unsure.size(); n != 0 {
+	if n := h.d.recovery.unsure.size(); n != 0 {
 		t.Errorf("%d failed writes still kept", n)
 	}
 }
@@ -220,7 +220,7 @@ func TestRedeliveryStoredWhileProbedRunsOnce(t *testing.T) {
 	if err := h.d.Handle(h.ctx, msg); err != nil {
 		t.Fatalf("the redelivery: %v, want it accepted", err)
 	}
-	eventually(t, "the resolver to run the stored message", func() bool { return h.d.unsure.size() == 0 })
+	eventually(t, "the resolver to run the stored message", func() bool { return h.d.recovery.unsure.size() == 0 })
 	close(block)
 	eventually(t, "both messages answered", func() bool { return len(h.tg.texts()) >= 2 })
 	h.drained()
