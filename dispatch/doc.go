@@ -19,6 +19,19 @@
 // (commands.platformAdmins) and the room's adapter, a channels.AdminChecker,
 // reports the sender an administrator of the room within 5 s.
 //
+// The outbox (outbox.go) stores and sends replies; recovery (resume.go,
+// orphans.go, unsure.go) picks up work left by a previous run, another
+// replica or an unsure journal write. Each has its own receiver.
+//
+// Goroutines and who waits for them: the lanes' runs belong to the
+// lanes.Queue (drained within Shutdown's grace period); the outbox owns the
+// resends that cannot wait on a lane (a full or cancelled queue, a dropped
+// item, a reply with no session) and recovery owns orphan adoption and one
+// resolver per unsure write. Shutdown stops recovery's at once, drains the
+// lanes, then cuts the outbox's resends short (their replies stay in the
+// outbox for the next start) and returns once all have ended. A turn's
+// typing loop, ack reaction and lease watch end with the turn.
+//
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one
 // session, so no dispatcher lock is held across I/O.
