@@ -78,6 +78,7 @@ func childCrashWriter(dir, round string) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(os.Stdout, "READY") // the parent's clock for the kill starts here
 	var (
 		wg   sync.WaitGroup
 		outM sync.Mutex
@@ -124,6 +125,25 @@ func childCrashWriter(dir, round string) error {
 	return m.Close()
 }
 
+// waitReady waits for the child's READY line (a minute at most: a child
+// that never gets there has failed, and its error is on stderr).
+func waitReady(t *testing.T, cmd *exec.Cmd, lines <-chan string) {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			_ = cmd.Process.Kill()
+		}
+	}()
+	select {
+	case l, ok := <-lines:
+		if !ok || strings.TrimSpace(l) != "READY" {
+			t.Fatalf("the child's first line is %q (open %v), want READY", l, ok)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the child did not open the state dir within a minute")
+	}
+}
+
 // TestCrashSafety SIGKILLs a writer at random moments and checks that what
 // it acknowledged survived and that every file still loads.
 func TestCrashSafety(t *testing.T) {
@@ -146,6 +166,14 @@ func TestCrashSafety(t *testing.T) {
 				lines <- l
 			}
 		}()
+		// Most rounds kill the writer at a random moment of its writes,
+		// timed from its READY (starting a race-enabled child on a loaded
+		// 2-core machine can take longer than the whole window: a CI run
+		// once killed all 50 before the first write); every fifth kills it
+		// while it opens the state dir (start-up repair).
+		if r%5 != 4 {
+			waitReady(t, cmd, lines)
+		}
 		time.Sleep(time.Duration(20+rand.IntN(120)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		for l := range lines {
