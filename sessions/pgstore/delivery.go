@@ -196,7 +196,7 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 		d.turnTTL = SessionLeaseTTL
 	}
 	d.waiters.stop, d.waiters.log = d.stop, log
-	d.lock = &ownerLock{db: db, owner: d.owner, log: log}
+	d.lock = &ownerLock{db: db, owner: d.owner, log: log, now: now, grace: lease}
 	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
 	if err := d.lock.hold(ctx); err != nil {
 		// Pending and Orphans refuse until the loop takes it.

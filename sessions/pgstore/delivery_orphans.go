@@ -90,29 +90,38 @@ func (d *Delivery) WaitOrphans(ctx context.Context, wait time.Duration) {
 }
 
 // ownLock makes sure this handle holds its owner lock before it takes
-// anything over: rows it takes are then its own, invisible to others.
-func (d *Delivery) ownLock(ctx context.Context) error {
+// anything over: rows it takes are then its own, invisible to others. It
+// returns the condition that gates taking over: that the lock is live in
+// the server (its connection may have ended since hold checked it), or
+// "false" while it is not settled (found lost within the grace:
+// ownerLock.settled). When it is false the claims return only what this
+// handle already holds.
+func (d *Delivery) ownLock(ctx context.Context) (gate string, err error) {
 	if d.isClosed.Load() {
-		return errClosed
+		return "", errClosed
 	}
 	if err := d.lock.hold(ctx); err != nil {
-		return fmt.Errorf("%w: %w", errNoOwnerLock, err)
+		return "", fmt.Errorf("%w: %w", errNoOwnerLock, err)
 	}
-	return nil
+	if !d.lock.settled() {
+		return "false", nil
+	}
+	return "hashtextextended($1, 0) IN (SELECT k FROM live)", nil
 }
 
 // claimOrphanRecords takes over the pending, unanswered records of dead
 // owners; the records of again (taken over before) that are still pending
 // and this handle's are returned with them. Oldest first.
 func (d *Delivery) claimOrphanRecords(ctx context.Context, again []string) ([]sessions.Record, error) {
-	if err := d.ownLock(ctx); err != nil {
+	gate, err := d.ownLock(ctx)
+	if err != nil {
 		return nil, err
 	}
 	now := d.clock()
 	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
 			UPDATE delivery_records r SET owner = $1, lease_until = $2
 			FROM (SELECT id FROM delivery_records
-				WHERE state = 'pending' AND reply IS NULL AND `+orphanLeased+`
+				WHERE `+gate+` AND state = 'pending' AND reply IS NULL AND `+orphanLeased+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT seq, `+recordCols+` FROM delivery_records
@@ -128,13 +137,14 @@ func (d *Delivery) claimOrphanRecords(ctx context.Context, again []string) ([]se
 // claimOrphanReplies takes over the replies of dead owners; with own, this
 // handle's replies are returned too. Oldest first.
 func (d *Delivery) claimOrphanReplies(ctx context.Context, own bool) ([]sessions.Reply, error) {
-	if err := d.ownLock(ctx); err != nil {
+	gate, err := d.ownLock(ctx)
+	if err != nil {
 		return nil, err
 	}
 	now := d.clock()
 	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
 			UPDATE delivery_replies r SET owner = $1, lease_until = $2
-			FROM (SELECT id FROM delivery_replies WHERE `+orphanLeased+`
+			FROM (SELECT id FROM delivery_replies WHERE `+gate+` AND `+orphanLeased+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT `+replyCols+` FROM delivery_replies
@@ -150,12 +160,13 @@ func (d *Delivery) claimOrphanReplies(ctx context.Context, own bool) ([]sessions
 // again (taken over before) still recorded as this handle's are returned
 // with them. Oldest first.
 func (d *Delivery) claimOrphanDrafts(ctx context.Context, again []string) ([]sessions.Draft, error) {
-	if err := d.ownLock(ctx); err != nil {
+	gate, err := d.ownLock(ctx)
+	if err != nil {
 		return nil, err
 	}
 	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
 			UPDATE delivery_drafts r SET owner = $1
-			FROM (SELECT id FROM delivery_drafts WHERE `+orphanOwner+`
+			FROM (SELECT id FROM delivery_drafts WHERE `+gate+` AND `+orphanOwner+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT id, session_key, target::text, message_id, created_at FROM delivery_drafts

@@ -277,3 +277,71 @@ func TestWaitOrphansWokenByClose(t *testing.T) {
 		t.Errorf("Orphans after the wake = %+v, %v; want the closed handle's record", recs, err)
 	}
 }
+
+// TestDeliveryCutOffOwnerNotTakenAtReturn: when the owner locks' connections
+// are cut (a database restart terminates every connection), the handle
+// that takes its lock again first does not take the other owners' rows in
+// the moment before they take theirs again: a live owner that delivered a
+// reply just before the cut and could not mark it sent would see it sent
+// twice (TestReplicasWebhookFailover: a chunk delivered by two replicas
+// after the outage). Once its lock has been held for a lease again, a
+// truly dead owner's rows are taken as before.
+func TestDeliveryCutOffOwnerNotTakenAtReturn(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	clk := &settable{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
+	owner := newDelivery(t, db, DeliveryOptions{Now: clk.Now})
+	other := newDelivery(t, db, DeliveryOptions{Now: clk.Now})
+	leaveWork(t, owner)
+	const key = "agent:main:telegram:group:2"
+	turn, err := owner.BeginTurn(ctx, "main", key, nil)
+	if err != nil || !turn.Held {
+		t.Fatalf("the owner's turn: %+v, %v", turn, err)
+	}
+	defer turn.End()
+
+	// Both lock connections end; the owner has not taken its lock again
+	// when the other asks.
+	for _, d := range []*Delivery{owner, other} {
+		d.lock.mu.Lock()
+		pid := d.lock.conn.PgConn().PID()
+		d.lock.mu.Unlock()
+		var ok bool
+		if err := db.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, pid).Scan(&ok); err != nil || !ok {
+			t.Fatalf("terminate the lock connection of %s: %v, %v", d.Owner(), ok, err)
+		}
+	}
+	if recs, reps, err := other.Orphans(ctx); err != nil || len(recs)+len(reps) != 0 {
+		t.Errorf("Orphans at once after the cut = %d records, %d replies, %v; want none (the owner is taking its lock again)", len(recs), len(reps), err)
+	}
+	if ps, err := other.Pending(); err != nil || len(ps) != 0 {
+		t.Errorf("Pending at once after the cut = %d records, %v; want none", len(ps), err)
+	}
+	if h, err := other.BeginTurn(ctx, "main", key, nil); err != nil || h.Held {
+		t.Errorf("BeginTurn of the owner's running session at once after the cut: held %v, %v; want not held", h != nil && h.Held, err)
+		if err == nil && h.Held {
+			h.End()
+		}
+	}
+
+	// A lease later the owner, alive, holds its lock and renewed leases:
+	// kept.
+	if err := owner.lock.hold(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(DefaultLease)
+	if err := owner.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if recs, reps, err := other.Orphans(ctx); err != nil || len(recs)+len(reps) != 0 {
+		t.Errorf("Orphans of a live owner a lease after the cut = %d records, %d replies, %v; want none", len(recs), len(reps), err)
+	}
+
+	// The owner dies: its rows are taken at once.
+	owner.lock.drop()
+	recs, reps, err := other.Orphans(ctx)
+	if err != nil || len(recs) != 2 || len(reps) != 1 {
+		t.Errorf("Orphans after the owner died = %d records, %d replies, %v; want 2 and 1", len(recs), len(reps), err)
+	}
+}

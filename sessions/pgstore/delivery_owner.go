@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
@@ -27,10 +28,17 @@ type ownerLock struct {
 	db    *DB
 	owner string
 	log   *zap.Logger
+	// now is the handle's clock; grace is how long after the lock was
+	// last found lost the handle takes nothing over (settled).
+	now   func() time.Time
+	grace time.Duration
 
 	mu     sync.Mutex
 	conn   *pgx.Conn // nil while not held
 	closed bool
+	// lostAt is when the lock was last found lost or could not be taken;
+	// zero while it has been held since the handle opened.
+	lostAt time.Time
 }
 
 // hold takes the lock on a new connection unless it is held and that
@@ -49,17 +57,35 @@ func (l *ownerLock) hold(ctx context.Context) error {
 		l.log.Warn("delivery owner lock connection lost; taking the lock again", zap.String("owner", l.owner))
 		_ = l.conn.Close(context.Background())
 		l.conn = nil
+		l.lostAt = l.now()
 	}
 	conn, err := pgx.ConnectConfig(ctx, l.db.pool.Config().ConnConfig)
 	if err != nil {
+		l.lostAt = l.now()
 		return fmt.Errorf("pgstore: delivery owner lock: connect: %w", err)
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, l.owner); err != nil {
 		_ = conn.Close(context.Background())
+		l.lostAt = l.now()
 		return fmt.Errorf("pgstore: delivery owner lock: %w", err)
 	}
 	l.conn = conn
 	return nil
+}
+
+// settled reports whether the lock is held and has not been found lost
+// within the grace. A handle whose own lock connection was cut (a database
+// restart, an outage, a partition) must not trust the absence of other
+// owners' locks: they were most likely cut off with it and take theirs
+// again within a second of the server's return, and their leases ran on
+// without renewals meanwhile. Taking their rows in that second sends a
+// reply twice (the live owner delivered it and could not mark it sent).
+// After the grace (the lease) a live owner has its lock and its renewed
+// leases back, and what is still unheld is truly orphaned.
+func (l *ownerLock) settled() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn != nil && (l.lostAt.IsZero() || l.now().Sub(l.lostAt) >= l.grace)
 }
 
 // drop closes the connection: the server releases the lock with the

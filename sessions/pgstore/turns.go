@@ -51,7 +51,9 @@ var _ sessions.Turns = (*Delivery)(nil)
 // session's lease (take: as Leases.Acquire, and also from a holder that
 // died: its owner lock, keyed by the owner id that ends the holder name,
 // is gone, so a SIGKILLed replica's sessions are taken at once instead of
-// when their leases expire).
+// when their leases expire; only while this handle's own lock is live and
+// settled ($9, ownerLock.settled): after a cut every holder's lock is gone
+// for a moment while its turn still runs).
 const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT id, seq FROM delivery_records
 		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
@@ -69,7 +71,8 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
 		WHERE NOT (SELECT blocked OR behind FROM gate)
 		` + leaseTakeover + `
-			OR hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live)
+			OR ($9 AND hashtextextended($4, 0) IN (SELECT k FROM live)
+				AND hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live))
 		RETURNING token)
 	SELECT COALESCE((SELECT array_agg(id ORDER BY seq) FROM mine), '{}'),
 		COALESCE((SELECT array_agg(id) FROM mine WHERE seq > (SELECT cut FROM gate)), '{}'),
@@ -97,7 +100,7 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 	)
 	sent := time.Now()
 	err := d.db.pool.QueryRow(ctx, beginTurnSQL, agentID, sessionKey, ids, d.owner, name, d.holder,
-		d.turnTTL.Microseconds(), int64(math.MaxInt64)).Scan(&kept, &later, &blocked, &behind, &token)
+		d.turnTTL.Microseconds(), int64(math.MaxInt64), d.lock.settled()).Scan(&kept, &later, &blocked, &behind, &token)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
 	}
