@@ -39,6 +39,18 @@ func (d *Dispatcher) accept(ctx context.Context, rec sessions.Record) (dup bool,
 	if err != nil {
 		return false, err
 	}
-	b.Defer(wait)
-	return dup, nil
+	if dup {
+		b.Defer(wait)
+		return true, nil
+	}
+	// Not a duplicate: the caller queues the work now. Should the wait
+	// fail, the sender delivers the message again, but it runs here.
+	b.Defer(func() error {
+		err := wait()
+		if err != nil && rec.ID != "" && d.recovery != nil {
+			d.recovery.deferredFailed(rec.ID)
+		}
+		return err
+	})
+	return false, nil
 }

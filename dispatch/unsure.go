@@ -23,6 +23,15 @@ import (
 // failed write had stored nothing, the redelivery's commit is seen before
 // its accept returns), the resolver's run counts for it: accepted reports
 // that, and the redelivery is not queued a second time.
+//
+// A deferred accept (accept.go) queues its work before the batch's
+// durability wait; when that wait fails the sender delivers the message
+// again although this process runs it already (the record is stored, the
+// flush's answer was lost). heldUnsure remembers such ids: a redelivery's
+// failed write of one is not kept (the resolver would see the record
+// stored and run it a second time: the outage test saw a parked turn's
+// replay deliver the stored reply after the resolver's run had answered),
+// and a redelivery that stores it again is not queued.
 
 // unsureEvery spaces the questions; unsureGiveUp bounds them while the
 // journal does not answer; unsureSettled is how long after the failure
@@ -38,12 +47,19 @@ type unsureSet struct {
 	mu  sync.Mutex
 	m   map[string]*work
 	ran map[string]time.Time // ids the resolver ran, until a redelivery's accept settles them
+	// held: ids whose work this process queued although their deferred
+	// accept's durability wait failed (heldUnsure).
+	held map[string]time.Time
 }
 
-// put keeps w, reporting whether it was not kept already.
+// put keeps w, reporting whether it was not kept already; work this
+// process runs already (hold) is not kept.
 func (u *unsureSet) put(w *work) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if _, ok := u.held[w.RecordID]; ok {
+		return false
+	}
 	if u.m == nil {
 		u.m = map[string]*work{}
 	}
@@ -88,6 +104,24 @@ func (u *unsureSet) takeToRun(id string, now time.Time) *work {
 	return w
 }
 
+// hold remembers that id's work is queued in this process although the
+// durability wait of its (deferred) accept failed. Marks older than
+// unsureGiveUp are dropped here: a redelivery that came as a duplicate
+// never settles its mark.
+func (u *unsureSet) hold(id string, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.held == nil {
+		u.held = map[string]time.Time{}
+	}
+	for k, at := range u.held {
+		if now.Sub(at) > unsureGiveUp {
+			delete(u.held, k)
+		}
+	}
+	u.held[id] = now
+}
+
 // settle ends id's uncertainty for an accept that stored it and reports
 // whether that accept's work should be queued: false when the resolver
 // already runs it.
@@ -95,6 +129,10 @@ func (u *unsureSet) settle(id string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.m, id)
+	if _, held := u.held[id]; held {
+		delete(u.held, id)
+		return false
+	}
 	if _, ran := u.ran[id]; ran {
 		delete(u.ran, id)
 		return false
@@ -123,6 +161,11 @@ func (r *recovery) acceptFailed(w *work, err error) {
 // queued: false when resolveUnsure already queued the failed write's work
 // for the same record (the journal's "stored" it saw was this accept's).
 func (r *recovery) accepted(id string) bool { return r.unsure.settle(id) }
+
+// deferredFailed notes that the durability wait of id's deferred accept
+// failed after its work was queued: the message is delivered again, but it
+// runs here already (heldUnsure).
+func (r *recovery) deferredFailed(id string) { r.unsure.hold(id, time.Now()) }
 
 // resolveUnsure asks probe about id until it knows whether the failed
 // write stored it, then runs the work or forgets it.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
@@ -234,5 +235,87 @@ func TestRedeliveryStoredWhileProbedRunsOnce(t *testing.T) {
 	}
 	if n := logs.FilterMessage("a message was queued twice in one batch").Len(); n != 0 {
 		t.Errorf("the message was queued twice (%d warnings): the batch's safety net caught what unsure.go should prevent", n)
+	}
+}
+
+// deferJournal is unsureJournal with deferred accepts (as pgstore's): a
+// text in failWait has its record stored and its work queued, and then the
+// batch's durability wait fails, as when the database loses the connection
+// before it answers the flush.
+type deferJournal struct {
+	*unsureJournal
+	failWait map[string]bool
+}
+
+func (j *deferJournal) AcceptDeferred(ctx context.Context, rec sessions.Record) (bool, func() error, error) {
+	dup, err := j.Delivery.Accept(ctx, rec)
+	if err != nil || dup {
+		return dup, func() error { return nil }, err
+	}
+	j.mu.Lock()
+	fail := false
+	for t := range j.failWait {
+		if containsText(string(rec.Payload), t) {
+			fail = true
+			j.stored[rec.ID] = true // pending: the probe sees it stored
+		}
+	}
+	j.mu.Unlock()
+	return false, func() error {
+		if fail {
+			return fmt.Errorf("flush wal: %w: connection lost before the answer", sessions.ErrStorage)
+		}
+		return nil
+	}, nil
+}
+
+type deferBackend struct {
+	sessions.Backend
+	j *deferJournal
+}
+
+func (b *deferBackend) Journal() sessions.Delivery {
+	b.j.Delivery = b.Backend.Journal()
+	return b.j
+}
+
+// TestDeferredWaitFailedRunsOnce: a batch's accept stores the record and
+// queues its work, then the batch's durability wait fails, so the sender
+// delivers the message again; the database is still down and the
+// redelivery's write fails too. The failed write's resolver then finds the
+// record stored, but it is the first accept's, whose work runs already:
+// the message is answered once (the PostgreSQL outage test saw it answered
+// by the resolver's run and again by the parked turn's replay).
+func TestDeferredWaitFailedRunsOnce(t *testing.T) {
+	fastUnsure(t)
+	j := &deferJournal{unsureJournal: &unsureJournal{fail: map[string]bool{"flushed?": true}, stored: map[string]bool{}},
+		failWait: map[string]bool{"flushed?": true}}
+	block := make(chan struct{})
+	m := &model{block: block, started: make(chan struct{}, 4)}
+	h := newHarness(t, "", m, func(h *harness) {
+		h.wrap = func(b sessions.Backend) sessions.Backend { return &deferBackend{Backend: b, j: j} }
+	})
+	msg := in("tg", "c1", "flushed?")
+	bctx, batch := channels.WithBatch(h.ctx)
+	if err := h.d.Handle(bctx, msg); err != nil {
+		t.Fatalf("Handle in a batch: %v", err)
+	}
+	<-m.started // its turn runs
+	if err := batch.Wait(); !errors.Is(err, sessions.ErrStorage) {
+		t.Fatalf("batch wait = %v, want the storage failure", err)
+	}
+	if err := h.d.Handle(h.ctx, msg); !errors.Is(err, sessions.ErrStorage) {
+		t.Fatalf("the redelivery: %v, want the storage failure", err)
+	}
+	time.Sleep(3 * unsureSettled) // the resolver asks while the turn runs
+	close(block)
+	eventually(t, "the message answered", func() bool { return len(h.tg.texts()) >= 1 })
+	h.drained()
+	time.Sleep(3 * unsureSettled)
+	if got := fmt.Sprint(h.tg.texts()); got != "[re: flushed?]" {
+		t.Errorf("chat got %s, want one answer", got)
+	}
+	if n := len(m.requests()); n != 1 {
+		t.Errorf("the model ran %d times, want 1", n)
 	}
 }
