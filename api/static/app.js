@@ -246,13 +246,22 @@ async function deleteSession(s) {
   await loadSessions();
 }
 
+// sessionLoads counts loadSessions calls in flight: while any is, the
+// sidebar is marked aria-busy (it is about to be drawn again).
+let sessionLoads = 0;
+
 async function loadSessions() {
+  const ul = $("sessions");
+  sessionLoads++;
+  ul.setAttribute("aria-busy", "true");
   try {
     const data = await api("GET", agentPath("/sessions"));
     state.sessions = data.sessions;
   } catch (err) {
     report(err);
     state.sessions = [];
+  } finally {
+    if (--sessionLoads === 0) ul.setAttribute("aria-busy", "false");
   }
   renderSessions();
   renderInfo();

@@ -158,8 +158,12 @@ func TestPageChatReloadRenameDelete(t *testing.T) {
 	do(t, ctx, "second message",
 		chromedp.SendKeys("#input", "again"),
 		chromedp.Click("#send"),
+		// The sidebar is drawn again once the reply ends: wait for that
+		// before clicking in it (a click on a node replaced meanwhile fails
+		// with "Could not find node with given id").
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#messages .msg.assistant").length === 2 &&
-			!document.querySelector("#messages .streaming")`),
+			!document.querySelector("#messages .streaming") &&
+			document.getElementById("sessions").getAttribute("aria-busy") === "false"`),
 	)
 	if list := apiSessions(t, env, token); len(list) != 1 || list[0]["messageCount"].(float64) != 4 {
 		t.Errorf("after a second message in the same session: %v", list)
@@ -172,7 +176,8 @@ func TestPageChatReloadRenameDelete(t *testing.T) {
 		chromedp.SetValue(`#sessions input.rename`, "Renamed chat"),
 		chromedp.SendKeys(`#sessions input.rename`, kb.Enter),
 		chromedp.Poll[chromedp.Void](`(() => { const e = document.querySelector("#sessions li .title");
-			return e && e.textContent === "Renamed chat"; })()`),
+			return e && e.textContent === "Renamed chat" &&
+				document.getElementById("sessions").getAttribute("aria-busy") === "false"; })()`),
 	)
 	if list := apiSessions(t, env, token); len(list) != 1 || list[0]["title"] != "Renamed chat" {
 		t.Errorf("after rename: %v", list)
