@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,6 +249,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fail = &q[0]
 		s.failures[method] = q[1:]
 	}
+	if fail == nil {
+		// A call's effect on the webhook state is visible when its count
+		// is: a test that waited for the call reads the state it set.
+		s.applyWebhookLocked(method, r.Form)
+	}
 	s.notifyLocked()
 	s.mu.Unlock()
 	if fail != nil {
@@ -265,21 +271,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.editMessageText(w, r)
 	case "sendChatAction":
 		s.sendChatAction(w, r)
-	case "setWebhook":
-		s.mu.Lock()
-		s.webhook = &Webhook{URL: r.Form.Get("url"), SecretToken: r.Form.Get("secret_token")}
-		s.notifyLocked()
-		s.mu.Unlock()
-		writeOK(w, true)
-	case "deleteWebhook":
-		s.mu.Lock()
-		s.webhook = nil
-		if r.Form.Get("drop_pending_updates") == "true" {
-			s.updates = nil
-		}
-		s.notifyLocked()
-		s.mu.Unlock()
-		writeOK(w, true)
+	case "setWebhook", "deleteWebhook":
+		writeOK(w, true) // applied with the call's count
+
 	case "setMyCommands", "getMyCommands", "deleteMyCommands":
 		s.myCommands(w, r, method)
 	case "getFile":
@@ -393,4 +387,18 @@ func writeErr(w http.ResponseWriter, f Failure) {
 	// Telegram answers errors with the same HTTP status as error_code.
 	w.WriteHeader(f.Code)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// applyWebhookLocked applies setWebhook and deleteWebhook to the webhook
+// state (other methods are left alone).
+func (s *Server) applyWebhookLocked(method string, form url.Values) {
+	switch method {
+	case "setWebhook":
+		s.webhook = &Webhook{URL: form.Get("url"), SecretToken: form.Get("secret_token")}
+	case "deleteWebhook":
+		s.webhook = nil
+		if form.Get("drop_pending_updates") == "true" {
+			s.updates = nil
+		}
+	}
 }
