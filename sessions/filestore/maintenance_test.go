@@ -143,6 +143,11 @@ func TestRepairLaggingCountersAtStart(t *testing.T) {
 	if err != nil || got.MessageCount != 3 {
 		t.Errorf("messageCount after repair = %d (%v), want 3", got.MessageCount, err)
 	}
+	// The repair is applied at once and written with the next flush, as
+	// counters are.
+	if err := m2.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if readIndexFile(t, s)[k.String()].MessageCount != 3 {
 		t.Error("repair not written")
 	}

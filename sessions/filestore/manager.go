@@ -80,8 +80,12 @@ type Manager struct {
 
 	search *searchIndex // transcript search (search_index.go)
 
+	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	done   chan struct{}
+	// bg counts the background work goBackground started (the stores'
+	// counter repair passes); Close waits for it.
+	bg sync.WaitGroup
 	// overCap receives stores whose entry count passed maintenance.maxEntries
 	// as sessions were created; the background loop caps them at once.
 	overCap chan *Store
@@ -138,7 +142,7 @@ func Open(opts Options) (*Manager, error) {
 	m.reset.Store(&rc)
 	m.maint.Store(&mt)
 	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
+	m.ctx, m.cancel = ctx, cancel
 	go m.run(ctx)
 	return m, nil
 }
@@ -278,7 +282,23 @@ func (m *Manager) run(ctx context.Context) {
 	}
 }
 
-// repairAll runs the start-up counter repair of every store on disk.
+// goBackground runs fn in a goroutine that Close cancels (fn's ctx) and
+// waits for; false when the Manager is closing.
+func (m *Manager) goBackground(fn func(ctx context.Context)) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		fn(m.ctx)
+	}()
+	return true
+}
+
+// repairAll starts the counter repair of every store on disk.
 func (m *Manager) repairAll() {
 	agents, err := m.Agents()
 	if err != nil {
@@ -303,8 +323,10 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	m.cancel()
 	<-m.done
+	m.bg.Wait()
 	err := m.search.close()
-	err = errors.Join(err, m.Flush(context.Background()))
+	ferr := m.Flush(context.Background())
+	err = errors.Join(err, ferr)
 	if !m.opts.Passive {
 		m.mu.Lock()
 		stores := make([]*Store, 0, len(m.stores))
@@ -312,8 +334,13 @@ func (m *Manager) Close() error {
 			stores = append(stores, st)
 		}
 		m.mu.Unlock()
+		flushed := ferr == nil
 		for _, st := range stores {
-			err = errors.Join(err, st.fold())
+			ferr := st.fold()
+			if ferr == nil && flushed {
+				ferr = st.markClean()
+			}
+			err = errors.Join(err, ferr)
 		}
 	}
 	m.jmu.Lock()

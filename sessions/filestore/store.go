@@ -54,7 +54,10 @@ type Store struct {
 	// recency holds each entry's updatedAt (unix ns), kept with slots, so
 	// Recent scans compact map buckets instead of every entry.
 	recency map[string]int64
-	dstamp  fileStamp // the change log as last read or written here
+	// byID maps each entry's session id to its key, kept with slots, so
+	// a session is found by id without a scan.
+	byID   map[string]string
+	dstamp fileStamp // the change log as last read or written here
 	// writing is set while this store's commit writes its files, holding
 	// the cross-process store lock: a change of the files seen meanwhile
 	// is that write (its stamps are taken when it ends), not a reason to
@@ -63,7 +66,7 @@ type Store struct {
 	reloads int // full reads of the index (tests: own writes cause none)
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
-	repair    sync.Once       // counter repair from transcripts, at first use
+	repair    counterRepair   // counter repair from transcripts (repair.go)
 	capAt     atomic.Int64    // unix ns of the last cap pass creations asked for
 	tcache    transcriptCache // open transcripts, shared
 
@@ -210,8 +213,10 @@ func (s *Store) reloadLocked() error {
 		}
 	}
 	s.recency = make(map[string]int64, len(slots))
+	s.byID = make(map[string]string, len(slots))
 	for k, sl := range slots {
 		s.recency[k] = sl.e.UpdatedAt.UnixNano()
+		s.byID[sl.e.SessionID] = k
 	}
 	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
 	s.dstamp, s.deltaGood = dst, good
@@ -235,7 +240,7 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	if err != nil {
 		return sessions.Entry{}, false, err
 	}
-	s.ensureRepaired()
+	s.repairKey(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.viewLocked(); err != nil {
@@ -255,17 +260,15 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 
 // GetByID returns the current entry whose session id is id.
 func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
-	s.ensureRepaired()
+	s.awaitRepair()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.viewLocked(); err != nil {
 		return sessions.Entry{}, false, err
 	}
 	for try := 0; ; try++ {
-		for _, sl := range s.slots {
-			if sl.e.SessionID == id {
-				return sl.e, true, nil
-			}
+		if sl, ok := s.slotByIDLocked(id); ok {
+			return sl.e, true, nil
 		}
 		if try > 0 {
 			return sessions.Entry{}, false, nil
@@ -274,6 +277,15 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 			return sessions.Entry{}, false, err
 		}
 	}
+}
+
+// slotByIDLocked returns the slot whose session id is id.
+func (s *Store) slotByIDLocked(id string) (*slot, bool) {
+	sl, ok := s.slots[s.byID[id]]
+	if !ok || sl.e.SessionID != id {
+		return nil, false
+	}
+	return sl, true
 }
 
 // recheckLocked re-validates a cache that has just missed: within the TTL a
@@ -285,7 +297,7 @@ func (s *Store) recheckLocked() error {
 
 // List returns every entry, most recently updated first.
 func (s *Store) List() ([]sessions.Entry, error) {
-	s.ensureRepaired()
+	s.awaitRepair()
 	s.mu.Lock()
 	if err := s.viewLocked(); err != nil {
 		s.mu.Unlock()

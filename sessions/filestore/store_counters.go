@@ -17,6 +17,7 @@ type delta struct {
 	in, out, total  int64
 	msgs            int
 	ctxTokens       int64
+	compaction      int64 // raises compactionOffset (counter repair)
 	model, provider string
 	lastInteraction time.Time // only real input sets it
 	updatedAt       time.Time
@@ -34,6 +35,9 @@ func (d *delta) apply(e *sessions.Entry) bool {
 	e.MessageCount += d.msgs
 	if d.ctxTokens > 0 {
 		e.ContextTokens = d.ctxTokens
+	}
+	if d.compaction > e.CompactionOffset {
+		e.CompactionOffset = d.compaction
 	}
 	if d.model != "" {
 		e.Model = d.model
@@ -66,6 +70,7 @@ func (d *delta) merge(n *delta) {
 	if n.ctxTokens > 0 {
 		d.ctxTokens = n.ctxTokens
 	}
+	d.compaction = max(d.compaction, n.compaction)
 	if n.model != "" {
 		d.model = n.model
 	}
@@ -121,7 +126,7 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 	}
 	d := &delta{in: c.InputTokens, out: c.OutputTokens, total: c.TotalTokens, msgs: c.Messages,
 		ctxTokens: c.ContextTokens, model: c.Model, provider: c.Provider, updatedAt: s.m.now()}
-	s.ensureRepaired()
+	s.repairKey(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.viewLocked(); err != nil {

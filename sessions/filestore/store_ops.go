@@ -25,7 +25,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		o.At = now
 	}
 	cfg := s.m.resetConfig()
-	s.ensureRepaired()
+	s.repairKey(k)
 
 	s.mu.Lock()
 	// A turn is about to write: the files are re-checked (two stats) rather
@@ -109,7 +109,7 @@ func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 			reason = "manual"
 		}
 	}
-	s.ensureRepaired()
+	s.repairKey(k)
 	var e sessions.Entry
 	err = s.commit(ctx, func(tx *opTx) error {
 		cur, ok := tx.get(k)
@@ -141,7 +141,7 @@ func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.En
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("sessions: patch: %w", err)
 	}
-	s.ensureRepaired()
+	s.repairKey(k)
 	var e sessions.Entry
 	err = s.commit(ctx, func(tx *opTx) error {
 		cur, ok := tx.get(k)

@@ -13,7 +13,7 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	s.ensureRepaired()
+	s.awaitRepair()
 	s.mu.Lock()
 	if err := s.viewLocked(); err != nil {
 		s.mu.Unlock()

@@ -87,13 +87,10 @@ func (s *Store) Transcript(sessionID string) (*sessions.Transcript, error) {
 		opts := []sessions.TranscriptOption{s.searchHook(sessionID)}
 		s.mu.Lock()
 		if s.viewLocked() == nil {
-			for _, sl := range s.slots {
-				if sl.e.SessionID == sessionID {
-					hdr.SessionKey = sl.e.SessionKey
-					if sl.e.CompactionOffset > 0 {
-						opts = append(opts, sessions.WithCompactionHint(sl.e.CompactionOffset))
-					}
-					break
+			if sl, ok := s.slotByIDLocked(sessionID); ok {
+				hdr.SessionKey = sl.e.SessionKey
+				if sl.e.CompactionOffset > 0 {
+					opts = append(opts, sessions.WithCompactionHint(sl.e.CompactionOffset))
 				}
 			}
 		}

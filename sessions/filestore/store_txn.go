@@ -175,6 +175,9 @@ func (o *opTx) applyLocked() error {
 			if exists {
 				delete(s.slots, k)
 				delete(s.recency, k)
+				if s.byID[old.e.SessionID] == k {
+					delete(s.byID, old.e.SessionID)
+				}
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
 				s.changed[k] = struct{}{}
@@ -198,8 +201,12 @@ func (o *opTx) applyLocked() error {
 		} else {
 			s.keys = nil
 		}
+		if exists && old.e.SessionID != e.SessionID && s.byID[old.e.SessionID] == k {
+			delete(s.byID, old.e.SessionID)
+		}
 		s.slots[k] = &slot{e: *e, raw: raw}
 		s.recency[k] = e.UpdatedAt.UnixNano()
+		s.byID[e.SessionID] = k
 		s.dirty = true
 		s.changed[k] = struct{}{}
 	}
