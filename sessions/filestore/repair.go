@@ -46,7 +46,7 @@ type counterRepair struct {
 	// reads counts the transcripts read to check counters (tests).
 	reads atomic.Int64
 	once  sync.Once
-	mu   sync.Mutex
+	mu    sync.Mutex
 	// todo holds the sessions not checked yet, by key; nil before the start.
 	todo map[string]*repairItem
 	// ended is closed when the background pass ended; complete says it
