@@ -51,6 +51,8 @@ type Backend struct {
 	cursors  sessions.Cursors
 
 	rep *replicaState // this replica's id and heartbeat (replica.go)
+	// solo: this daemon is alone on the database (BackendOptions.Solo).
+	solo bool
 
 	maint atomic.Pointer[sessions.Maintenance]
 	stop  context.CancelFunc
@@ -85,6 +87,7 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	b.reset.Store(&o.Reset)
 	b.maint.Store(&o.Maintenance)
 	b.rep = newReplica(db, o)
+	b.solo = o.Solo
 	b.delivery = db.Delivery(DeliveryOptions{Holder: b.rep.id, Solo: o.Solo})
 	b.rooms = db.RoomLog(RoomLogOptions{})
 	b.pairing = db.Pairing()

@@ -170,8 +170,22 @@ func (b *Backend) ReplicaID() string { return b.rep.id }
 
 // RunLeader runs fn as the leader role name (e.g. "telegram:<account>")
 // of this replica: see the function RunLeader. The lease's ttl is
-// BackendOptions.LeaderTTL (DefaultLeaderTTL).
+// BackendOptions.LeaderTTL (DefaultLeaderTTL). A solo backend runs fn at
+// once, without a lease: its daemon holds the exclusive daemon lock, so no
+// other process can hold the role, and a daemon restarted after a SIGKILL
+// must not wait out the lease its dead predecessor left (issue 21: ~9 s of
+// silence after every crash).
 func (b *Backend) RunLeader(ctx context.Context, name string, fn func(context.Context) error) error {
+	if b.solo {
+		if err := b.rep.leases.validate(name, b.rep.ttl); err != nil {
+			return fmt.Errorf("pgstore: leader %q: %w", name, err)
+		}
+		err := fn(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	return RunLeader(ctx, b.rep.leases, name, b.rep.ttl, fn)
 }
 

@@ -90,3 +90,40 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("after close: %+v %v, want only %s, stale", reps, err, anon.ReplicaID())
 	}
 }
+
+// TestSoloLeaderRunsAtOnce (issue 21): a solo backend (its daemon holds the
+// exclusive daemon lock) runs a leader role at once although the role's
+// lease is still held by its SIGKILLed predecessor (another replica id,
+// unexpired): a restarted daemon polls again without waiting the lease out.
+func TestSoloLeaderRunsAtOnce(t *testing.T) {
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	if _, err := db.pool.Exec(ctx, `INSERT INTO leases (name, holder, token, acquired_at, expires_at)
+		VALUES ('telegram:default', 'dead-predecessor', 7, clock_timestamp(), clock_timestamp() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenBackend(ctx, BackendOptions{Options: Options{URL: url, Logger: zaptest.NewLogger(t)}, Solo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	lctx, stop := context.WithCancel(ctx)
+	led := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- b.RunLeader(lctx, "telegram:default", func(ctx context.Context) error {
+			close(led)
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	select {
+	case <-led:
+	case <-time.After(DefaultLeaderTTL / 2):
+		t.Fatal("the solo daemon's role waited for its predecessor's lease")
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("RunLeader after ctx ended = %v, want nil", err)
+	}
+}
