@@ -77,7 +77,14 @@ func (k *disk) entry(agent string, key routing.Key) (sessions.Entry, bool) {
 	return e, ok
 }
 
-func (k *disk) transcript(agent string, key routing.Key) *sessions.Transcript {
+// diskTranscript is a files backend transcript: the seam's TranscriptLog
+// and its file.
+type diskTranscript interface {
+	sessions.TranscriptLog
+	Path() string
+}
+
+func (k *disk) transcript(agent string, key routing.Key) diskTranscript {
 	e, ok := k.entry(agent, key)
 	if !ok {
 		k.t.Fatalf("no entry for %s", key)

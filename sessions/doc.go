@@ -19,15 +19,17 @@
 // the checks applied before a name reaches a file or a query
 // (CheckPairingChannel, CheckCursor, CheckLimitKey, CheckUsageRow), the
 // problem codes of Check (Problem, Code*), and the transcript wire format
-// (pi-coding-agent v3, SPEC §3.4): encoding (EncodeHeader, EncodeMessage,
-// EncodeCompaction), decoding (ParseEntry, Chain, the context rebuild) and
-// the JSONL engine Transcript that the files backend opens under its own
-// locks. transfer*.go copies and verifies state between any two backends
-// through the seam only (`gateway storage migrate`); RebuildUsage refills
-// a usage ledger from transcripts.
+// (pi-coding-agent v3, SPEC §3.4): encoding (transcript_encode.go:
+// EncodeHeader, EncodeMessage, EncodeCompaction) and decoding
+// (transcript_wire.go: ParseHeader, ParseEntry into a Node). The engine
+// that turns those entries into a session's chain and context — the JSONL
+// file the files backend opens under its own locks, the Chain the
+// PostgreSQL backend resolves over rows — is sessions/transcript, a
+// sibling below the seam that both backends import. transfer*.go copies
+// and verifies state between any two backends through the seam only
+// (`gateway storage migrate`); RebuildUsage refills a usage ledger from
+// transcripts.
 //
-// Concurrency: the rules are pure functions and values; a Transcript is
-// safe for concurrent use, and serialises its appends with the Locker it
-// is given (a file lock in the files backend). No lock is held across an
-// LLM call.
+// Concurrency: the rules are pure functions and values. No lock is held
+// across an LLM call.
 package sessions

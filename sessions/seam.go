@@ -83,7 +83,7 @@ type AgentStore interface {
 // TranscriptLog is one session's append-only transcript (SPEC §3.4): pi
 // messages chained by parent ids, compactions replacing what precedes their
 // first kept entry. Appends are durable when they return (AppendLazy: once
-// the process may die, see Transcript.AppendLazy).
+// the process may die, see transcript.File.AppendLazy).
 type TranscriptLog interface {
 	Append(ctx context.Context, msgs ...Message) ([]string, error)
 	AppendLazy(ctx context.Context, msgs ...Message) ([]string, error)
@@ -100,6 +100,32 @@ type TranscriptLog interface {
 	// position of the latest compaction (0 if none).
 	Stats(ctx context.Context) (messages int, lastCompaction int64, err error)
 }
+
+// RecordsState is what a transcript holds of some journal records.
+type RecordsState struct {
+	// Consumed holds the ids whose user message is in the transcript.
+	Consumed map[string]bool
+	// Answered is true when a complete assistant reply follows the latest
+	// of those user messages (the turn finished before the process died);
+	// Answer is its text and EntryID its entry.
+	Answered bool
+	Answer   string
+	EntryID  string
+	// Superseded is true when a user message of other records follows them
+	// without a reply to them in between: the session moved on.
+	Superseded bool
+	// HistorySeq is the highest room history sequence those user messages
+	// took (0: none): the caller cuts the room's history after it.
+	HistorySeq uint64
+}
+
+// ErrNotInChain is wrapped by AppendCompaction's error when the first kept
+// entry is not an entry of the current chain.
+var ErrNotInChain = notInChain{}
+
+type notInChain struct{}
+
+func (notInChain) Error() string { return "not in the chain" }
 
 // Delivery is the ingress journal and the reply outbox (SPEC §3.7): every
 // accepted message is recorded before it is acknowledged and gets exactly
@@ -187,5 +213,3 @@ type Cursors interface {
 	CursorsOf(ctx context.Context, scope string) (map[string]string, error)
 	SetCursor(ctx context.Context, scope, name, value string) error
 }
-
-var _ TranscriptLog = (*Transcript)(nil)

@@ -121,9 +121,20 @@ type Node struct {
 	Comp       *CompactionInfo
 }
 
+// CompactionInfo is a parsed compaction entry: what was appended and when.
 type CompactionInfo struct {
 	Compaction
 	At time.Time
+}
+
+// Message is the user message that stands for the compaction at the start
+// of a context: its summary wrapped in pi's words, at the compaction's time.
+func (c *CompactionInfo) Message() Message {
+	return Message{
+		Role:      RoleUser,
+		Content:   []Content{{Type: BlockText, Text: compactionSummaryPrefix + c.Summary + compactionSummarySuffix}},
+		Timestamp: c.At.UnixMilli(),
+	}
 }
 
 // SessionLine is a parsed session line.
@@ -309,130 +320,6 @@ func ParseTimestamp(s string) time.Time {
 	return t
 }
 
-func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
-
-// Output shapes. Field order follows pi's so files diff cleanly.
-
-type outHeader struct {
-	Type       string `json:"type"`
-	Version    int    `json:"version"`
-	ID         string `json:"id"`
-	Timestamp  string `json:"timestamp"`
-	Cwd        string `json:"cwd"`
-	SessionKey string `json:"sessionKey,omitempty"`
-	AgentID    string `json:"agentId,omitempty"`
-}
-
-type outMessageEntry struct {
-	Type      string     `json:"type"`
-	ID        string     `json:"id"`
-	ParentID  *string    `json:"parentId"`
-	Timestamp string     `json:"timestamp"`
-	Message   outMessage `json:"message"`
-	// RecordIDs is a gateway extension pi ignores (Message.RecordIDs).
-	RecordIDs []string `json:"recordIds,omitempty"`
-	// HistorySeq is a gateway extension pi ignores (Message.HistorySeq).
-	HistorySeq uint64 `json:"historySeq,omitempty"`
-}
-
-type outCompactionEntry struct {
-	Type             string  `json:"type"`
-	ID               string  `json:"id"`
-	ParentID         *string `json:"parentId"`
-	Timestamp        string  `json:"timestamp"`
-	Summary          string  `json:"summary"`
-	FirstKeptEntryID string  `json:"firstKeptEntryId"`
-	TokensBefore     int64   `json:"tokensBefore"`
-	TokensAfter      int64   `json:"tokensAfter,omitempty"`
-}
-
-// outMessage is Message as pi expects it: assistant messages always carry
-// usage (with the cost block pi's totals read, zero when unpriced) and a
-// stop reason, and
-// tool results always say isError.
-type outMessage struct {
-	Role       string    `json:"role"`
-	Content    []Content `json:"content"`
-	ToolCallID string    `json:"toolCallId,omitempty"`
-	ToolName   string    `json:"toolName,omitempty"`
-	IsError    *bool     `json:"isError,omitempty"`
-	Provider   string    `json:"provider,omitempty"`
-	Model      string    `json:"model,omitempty"`
-	Usage      *Usage    `json:"usage,omitempty"`
-	StopReason string    `json:"stopReason,omitempty"`
-	Timestamp  int64     `json:"timestamp"`
-}
-
-// normalizeForWrite applies what a written line will say, so the message
-// kept in memory equals the one a reload reads: a timestamp, non-nil
-// content, compact tool arguments ({} when empty), and for assistant
-// messages a usage block and a stop reason.
-func normalizeForWrite(m Message, now time.Time) (Message, error) {
-	if m.Timestamp == 0 {
-		m.Timestamp = now.UnixMilli()
-	}
-	if m.Content == nil {
-		m.Content = []Content{}
-	}
-	copied := false
-	for i, c := range m.Content {
-		if c.Type != BlockToolCall {
-			continue
-		}
-		if !copied {
-			m.Content, copied = append([]Content(nil), m.Content...), true
-		}
-		if len(bytes.TrimSpace(c.Arguments)) == 0 {
-			m.Content[i].Arguments = json.RawMessage("{}")
-			continue
-		}
-		var b bytes.Buffer
-		if err := json.Compact(&b, c.Arguments); err != nil {
-			return Message{}, fmt.Errorf("tool call %q arguments: %w", c.ID, err)
-		}
-		m.Content[i].Arguments = b.Bytes()
-	}
-	if m.Role == RoleAssistant {
-		if m.Usage == nil {
-			m.Usage = &Usage{}
-		}
-		if m.StopReason == "" {
-			m.StopReason = "stop"
-			if hasToolCall(m) {
-				m.StopReason = "toolUse"
-			}
-		}
-	}
-	return m, nil
-}
-
-// toOutMessage maps a normalised message to its line shape: tool results
-// always say isError, assistant usage carries the cost block pi sums.
-func toOutMessage(m Message) outMessage {
-	o := outMessage{
-		Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName,
-		Provider: m.Provider, Model: m.Model, StopReason: m.StopReason, Timestamp: m.Timestamp,
-	}
-	switch m.Role {
-	case RoleToolResult:
-		isErr := m.IsError
-		o.IsError = &isErr
-	case RoleAssistant:
-		if m.Usage != nil {
-			u := *m.Usage
-			o.Usage = &u
-		}
-	}
-	return o
-}
-
-// appendJSONLine encodes v without HTML escaping and appends it plus '\n'.
-func appendJSONLine(buf *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v) // Encode appends '\n'
-}
-
 // Compaction is a compaction entry to append: the summary replaces every
 // entry of the chain before FirstKeptEntryID.
 type Compaction struct {
@@ -440,11 +327,4 @@ type Compaction struct {
 	FirstKeptEntryID string
 	TokensBefore     int64
 	TokensAfter      int64
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

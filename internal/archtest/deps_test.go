@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", conformance, "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -121,6 +121,24 @@ func TestRuleTable(t *testing.T) {
 		{"sessions/filestore", "internal/atomicfile", false},
 		{"sessions/filestore", "internal/pairstate", false},
 		{"sessions/filestore", "sessions/pgstore", true},
+		{engine, "sessions", false},
+		{engine, "routing", false},
+		{engine, "internal/atomicfile", false},
+		{engine, "sessions/filestore", true},
+		{engine, "sessions/pgstore", true},
+		{engine, conformance, true},
+		{engine, "dispatch", true},
+		{engine, "lanes", true},
+		{"sessions", engine, true},
+		{conformance, engine, true},
+		{"sessions/filestore", engine, false},
+		{"sessions/pgstore", engine, false},
+		{"dispatch", engine, true},
+		{"agents", engine, true},
+		{"api", engine, true},
+		{"limits", engine, true},
+		{assembler, engine, false},
+		{"cmd/gateway", engine, false},
 		{"sessions/pgstore", "sessions/filestore", true},
 		{"sessions/filestore", "dispatch", true},
 		{"sessions/filestore", conformance, true},

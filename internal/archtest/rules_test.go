@@ -36,6 +36,20 @@ const conformance = "sessions/sessionstest"
 // PostgreSQL one.
 var backends = []string{"sessions/filestore", "sessions/pgstore"}
 
+// engine is the transcript engine the backends share: the JSONL file the
+// files backend writes under its locks, the chain the PostgreSQL backend
+// resolves over rows, the context rebuild both answer with. It is
+// machinery below the seam, not part of it: it imports sessions (the wire
+// format, the types it implements), so sessions cannot import it; it
+// serves every backend, so it imports none (rule engine); and above the
+// seam a transcript is a sessions.TranscriptLog handed out by a backend,
+// so nothing there imports it (rule above-seam).
+const engine = "sessions/transcript"
+
+// belowSeam reports the packages under the seam: the backends and the
+// engine they share.
+func belowSeam(pkg string) bool { return isBackend(pkg) || under(pkg, engine) }
+
 func isBackend(pkg string) bool {
 	for _, b := range backends {
 		if under(pkg, b) {
@@ -140,20 +154,23 @@ var rules = []depRule{
 		"routing imports no other project package (SPEC §1): keys are built and parsed in one place"},
 	{"lanes", pkgIs("lanes"), only(),
 		"lanes imports no other project package (SPEC §1): a generic per-key scheduler"},
-	{"sessions", func(p string) bool { return under(p, "sessions") && !isBackend(p) && p != conformance }, only("routing"),
+	{"sessions", func(p string) bool { return under(p, "sessions") && !belowSeam(p) && p != conformance }, only("routing"),
 		"sessions imports only routing (SPEC §1): durable state knows keys, not channels or agents"},
 	{"conformance", func(p string) bool { return p == conformance }, only("sessions", "routing"),
 		"the seam's conformance suite tests sessions' interfaces and nothing above them; each backend's tests hand it an opener, so it never imports a backend (rule seam)"},
-	{"seam", func(p string) bool { return under(p, "sessions") && !isBackend(p) }, func(from, to string) bool { return isBackend(to) },
-		"sessions owns the storage seam (SPEC §3.8) and never imports a backend: backends import sessions, not the reverse"},
+	{"seam", func(p string) bool { return under(p, "sessions") && !belowSeam(p) }, func(from, to string) bool { return belowSeam(to) },
+		"sessions owns the storage seam (SPEC §3.8) and never imports a backend or the engine they share (" + engine + "): backends import sessions, not the reverse"},
+	{"engine", pkgIs(engine), func(from, to string) bool { return isBackend(to) || only("sessions", "routing")(from, to) },
+		"the transcript engine (" + engine + ") is machinery the storage backends share: it imports sessions (the wire format and the types it implements), " +
+			"routing and leaf packages, never a backend (it serves them all) nor a layer above the seam"},
 	{"backends", isBackend, only("sessions", "routing"),
-		"a storage backend implements the seam sessions owns: it imports sessions, routing and leaf packages, never a layer above the seam"},
+		"a storage backend implements the seam sessions owns: it imports sessions (and the transcript engine the backends share), routing and leaf packages, never a layer above the seam"},
 	{"backend-isolation", isBackend, func(from, to string) bool { return isBackend(to) && backendOf(to) != backendOf(from) },
-		"storage backends never import each other (like adapters): each implements the seam on its own, and a rule both need lives in sessions"},
-	{"above-seam", func(p string) bool { return !isBackend(p) && !picksBackend(p) }, func(from, to string) bool { return isBackend(to) },
+		"storage backends never import each other (like adapters): each implements the seam on its own, a rule both need lives in sessions and machinery both need in " + engine},
+	{"above-seam", func(p string) bool { return !belowSeam(p) && !picksBackend(p) }, func(from, to string) bool { return belowSeam(to) },
 		"everything above the seam (dispatch, agents, api, access, channels, limits, the seam and its suite) reaches durable state only through " +
-			"the seam's interfaces (sessions.Backend, SPEC §3.8): the assembler opens the configured backend and hands it in, so no part " +
-			"depends on one backend; only " + strings.Join(backendPickers, ", ") + " pick one"},
+			"the seam's interfaces (sessions.Backend, SPEC §3.8), never a backend or the transcript engine the backends share: " +
+			"the assembler opens the configured backend and hands it in, so no part depends on one backend; only " + strings.Join(backendPickers, ", ") + " pick one"},
 	{"channels", pkgIs("channels"), reaches("sessions", "agents", "lanes"),
 		"channels never import sessions, agents or lanes (SPEC §1): adapters only move messages"},
 	{"adapters", func(p string) bool { return adapter(p) != "" },

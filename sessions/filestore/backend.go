@@ -14,7 +14,7 @@ func (m *Manager) Backend() sessions.Backend { return filesBackend{m} }
 // stores, journal and room history under the state dir.
 type filesBackend struct{ m *Manager }
 
-// filesStore adapts *Store to AgentStore (its transcripts are *Transcript).
+// filesStore adapts *Store to AgentStore (its transcripts are *transcript.File).
 type filesStore struct{ *Store }
 
 func (s filesStore) TranscriptOf(e sessions.Entry) (sessions.TranscriptLog, error) {

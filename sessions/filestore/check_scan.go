@@ -14,7 +14,7 @@ import (
 // transcriptSummary is what one read of a transcript tells the checks.
 type transcriptSummary struct {
 	hdr         *summaryHeader // nil without a usable session line
-	messages    int            // "message" entries, as Transcript.Stats counts them
+	messages    int            // "message" entries, as transcript.File.Stats counts them
 	compactions int
 	firstUser   string    // text of the first user message (the title)
 	lastAt      time.Time // latest entry timestamp

@@ -15,11 +15,12 @@
 // filestore implements the contract package sessions owns and uses its
 // shared rules: entries are built with sessions.NewEntry, RolledOver and
 // ApplyOrigin, resets evaluated by sessions.Evaluate, transcripts written
-// and read by sessions' JSONL engine (sessions.Transcript, SPEC §3.4) under
-// this package's file locks; sessions never imports filestore. It passes
+// and read by the transcript engine the backends share
+// (sessions/transcript: transcript.File, SPEC §3.4) under this package's
+// file locks; sessions never imports filestore. It passes
 // the seam's conformance suite (sessions/sessionstest), like pgstore.
 //
-// Concurrency: a Manager and the Stores, Transcripts and Journal it hands
+// Concurrency: a Manager and the Stores, transcript Files and Journal it hands
 // out are safe for concurrent use by many goroutines and, through
 // flock-based file locks (lock.go, SPEC §3.5), by several processes on one
 // state directory. Files are replaced through internal/atomicfile. No lock

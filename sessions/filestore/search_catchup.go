@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"go.uber.org/zap"
 )
 
@@ -199,7 +200,7 @@ func readDocs(f io.ReaderAt, from, to int64) ([]pendingDoc, int64, error) {
 		off  = from
 	)
 	for {
-		line, err := sessions.ReadLine(r, buf[:0])
+		line, err := transcript.ReadLine(r, buf[:0])
 		buf = line
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			if n, perr := sessions.ParseEntry(line, off); perr == nil {
@@ -236,7 +237,7 @@ func (x *searchIndex) ensureSession(agent, dir, sid string) {
 }
 
 // searchHook is the append hook of session sid's transcript.
-func (s *Store) searchHook(sid string) sessions.TranscriptOption {
+func (s *Store) searchHook(sid string) transcript.Option {
 	x, agent := s.m.search, s.agentID
-	return sessions.WithAppendHook(func(nodes []*sessions.Node, end int64) { x.appended(agent, sid, nodes, end) })
+	return transcript.WithAppendHook(func(nodes []*sessions.Node, end int64) { x.appended(agent, sid, nodes, end) })
 }

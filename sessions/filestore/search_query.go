@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"math"
 	"os"
 	"slices"
@@ -328,7 +329,7 @@ func (x *searchIndex) hitOf(c candidate, agent, sid, key string, words []string)
 	if err != nil || c.off >= fi.Size() {
 		return sessions.SearchHit{}, false
 	}
-	line, err := sessions.ReadLineAt(f, c.off, fi.Size())
+	line, err := transcript.ReadLineAt(f, c.off, fi.Size())
 	if err != nil {
 		return sessions.SearchHit{}, false
 	}

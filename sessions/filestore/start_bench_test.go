@@ -9,6 +9,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // buildSessions leaves n sessions of agent main below dir through the real
@@ -39,7 +40,7 @@ func buildSessions(tb testing.TB, dir string, n int) []routing.Key {
 			for i := w; i < n; i += 16 {
 				e, _, err := s.Begin(ctx, keys[i], sessions.Origin{Channel: "telegram", ChatType: "direct", To: fmt.Sprint(100000 + i)})
 				if err == nil {
-					var t *sessions.Transcript
+					var t *transcript.File
 					if t, err = s.TranscriptOf(e); err == nil {
 						now := time.Now()
 						_, err = t.AppendLazy(ctx, sessions.UserText("hello", now), sessions.Message{Role: sessions.RoleAssistant, Content: []sessions.Content{{Type: sessions.BlockText, Text: "hi there"}}, Timestamp: now.UnixMilli()})

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"path/filepath"
 )
 
@@ -10,7 +11,7 @@ import (
 // archived, else the archived file (<id>.jsonl.reset|deleted.<ts>) opened
 // read-only, so a reset or deleted session's messages stay readable
 // (appending to it fails: the session is no longer current).
-func (s *Store) transcriptOrArchive(sessionID string) (*sessions.Transcript, error) {
+func (s *Store) transcriptOrArchive(sessionID string) (*transcript.File, error) {
 	live, err := transcriptPath(s.dir, sessionID)
 	if err != nil {
 		return nil, err
@@ -18,7 +19,7 @@ func (s *Store) transcriptOrArchive(sessionID string) (*sessions.Transcript, err
 	if !fileExists(live) {
 		if path := s.archivedFile(sessionID); path != "" {
 			hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
-			return sessions.OpenTranscript(path, sessionID, hdr, nil, s.log)
+			return transcript.Open(path, sessionID, hdr, nil, s.log)
 		}
 	}
 	return s.Transcript(sessionID)

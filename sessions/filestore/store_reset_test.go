@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,7 +29,7 @@ func appendText(t *testing.T, s *Store, id, text string) {
 
 func historyTexts(t *testing.T, path string) []string {
 	t.Helper()
-	msgs, err := sessions.ReadHistory(path)
+	msgs, err := transcript.ReadHistory(path)
 	if err != nil {
 		t.Fatalf("ReadHistory(%s): %v", path, err)
 	}

@@ -3,10 +3,11 @@ package filestore
 import (
 	"container/list"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"sync"
 )
 
-// transcriptCacheSize bounds how many Transcript values (each keeps its
+// transcriptCacheSize bounds how many transcript.File values (each keeps its
 // parsed tail in memory) a store keeps for reuse.
 const transcriptCacheSize = 256
 
@@ -19,10 +20,10 @@ type transcriptCache struct {
 
 type tcItem struct {
 	id string
-	t  *sessions.Transcript
+	t  *transcript.File
 }
 
-func (c *transcriptCache) get(id string, open func() (*sessions.Transcript, error)) (*sessions.Transcript, error) {
+func (c *transcriptCache) get(id string, open func() (*transcript.File, error)) (*transcript.File, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.items == nil {
@@ -58,18 +59,18 @@ func (c *transcriptCache) drop(id string) {
 // holds: the header's key and the compaction hint come from e, so opening
 // costs nothing that grows with the index (Transcript(id) finds them by
 // scanning every entry).
-func (s *Store) TranscriptOf(e sessions.Entry) (*sessions.Transcript, error) {
+func (s *Store) TranscriptOf(e sessions.Entry) (*transcript.File, error) {
 	path, err := transcriptPath(s.dir, e.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	return s.tcache.get(e.SessionID, func() (*sessions.Transcript, error) {
+	return s.tcache.get(e.SessionID, func() (*transcript.File, error) {
 		hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
-		opts := []sessions.TranscriptOption{s.searchHook(e.SessionID)}
+		opts := []transcript.Option{s.searchHook(e.SessionID)}
 		if e.CompactionOffset > 0 {
-			opts = append(opts, sessions.WithCompactionHint(e.CompactionOffset))
+			opts = append(opts, transcript.WithCompactionHint(e.CompactionOffset))
 		}
-		return sessions.OpenTranscript(path, e.SessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+		return transcript.Open(path, e.SessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
 	})
 }
 
@@ -77,24 +78,24 @@ func (s *Store) TranscriptOf(e sessions.Entry) (*sessions.Transcript, error) {
 // <dir>/<sessionID>.jsonl, written under the flock on <file>.lock. sessionID
 // must be a canonical UUID. Values are cached and shared; an archived
 // session's transcript is no longer returned once its file was renamed.
-func (s *Store) Transcript(sessionID string) (*sessions.Transcript, error) {
+func (s *Store) Transcript(sessionID string) (*transcript.File, error) {
 	path, err := transcriptPath(s.dir, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	return s.tcache.get(sessionID, func() (*sessions.Transcript, error) {
+	return s.tcache.get(sessionID, func() (*transcript.File, error) {
 		hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
-		opts := []sessions.TranscriptOption{s.searchHook(sessionID)}
+		opts := []transcript.Option{s.searchHook(sessionID)}
 		s.mu.Lock()
 		if s.viewLocked() == nil {
 			if sl, ok := s.slotByIDLocked(sessionID); ok {
 				hdr.SessionKey = sl.e.SessionKey
 				if sl.e.CompactionOffset > 0 {
-					opts = append(opts, sessions.WithCompactionHint(sl.e.CompactionOffset))
+					opts = append(opts, transcript.WithCompactionHint(sl.e.CompactionOffset))
 				}
 			}
 		}
 		s.mu.Unlock()
-		return sessions.OpenTranscript(path, sessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
+		return transcript.Open(path, sessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"github.com/gofrs/flock"
 )
 
@@ -95,7 +96,7 @@ func eachLine(r io.Reader, fn func(line int, off int64, b []byte, complete bool)
 	)
 	for line := 1; ; line++ {
 		var err error
-		buf, err = sessions.ReadLine(br, buf[:0])
+		buf, err = transcript.ReadLine(br, buf[:0])
 		if len(buf) > 0 {
 			fn(line, off, buf, buf[len(buf)-1] == '\n')
 			off += int64(len(buf))

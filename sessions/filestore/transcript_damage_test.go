@@ -2,7 +2,7 @@ package filestore
 
 import (
 	"context"
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"os"
 	"strings"
 	"testing"
@@ -65,7 +65,7 @@ func TestBadEntryLineSkippedReportedQuarantined(t *testing.T) {
 			if bad, _ := ScanTranscript(path); len(bad) != 0 {
 				t.Errorf("after quarantine: %+v", bad)
 			}
-			c, err = sessions.LoadFile(path, nil)
+			c, err = transcript.LoadFile(path, nil)
 			if err != nil || len(c.Messages) != 3 || c.Messages[1].Text() != "b" || c.Messages[2].Text() != "x" {
 				t.Fatalf("after quarantine: %+v %v", c.Messages, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // The helpers below are the transcript tests' own (sessions'
@@ -29,9 +30,9 @@ func (l *memLocker) Lock(ctx context.Context) (func(), error) {
 	}
 }
 
-func newTestTranscript(t testing.TB, path string, lock sessions.Locker, log *zap.Logger, opts ...sessions.TranscriptOption) *sessions.Transcript {
+func newTestTranscript(t testing.TB, path string, lock transcript.Locker, log *zap.Logger, opts ...transcript.Option) *transcript.File {
 	t.Helper()
-	tr, err := sessions.OpenTranscript(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
+	tr, err := transcript.Open(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
 		sessions.Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
 	if err != nil {
 		t.Fatal(err)

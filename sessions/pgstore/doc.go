@@ -19,7 +19,7 @@
 // Store is also a sessions.AgentStore: its TranscriptLog keeps the files
 // backend's transcripts (SPEC §3.4) as rows, one per JSONL line, the body
 // holding the line's bytes, and rebuilds contexts with the same code
-// (sessions.Chain), reading from the latest compaction. Its appends go
+// (sessions/transcript's Chain), reading from the latest compaction. Its appends go
 // through the DB's own group commit (Appender), which Open starts and
 // Close stops.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // pathHeads starts the locator (Problem.Path) of a head row's finding.
@@ -222,7 +223,7 @@ func (db *DB) firstUserTitles(ctx context.Context, ids []string) (map[string]str
 		seq      int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&id, &seq, &body}, func() error {
-		c := sessions.NewChain(false)
+		c := transcript.NewChain(false)
 		if c.Add([]byte(body), seq) != nil {
 			return nil // untitled: the body is not an entry this version reads
 		}

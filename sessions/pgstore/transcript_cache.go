@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // chainCacheSize bounds how many parsed chains a DB keeps (the files
@@ -36,7 +37,7 @@ type chainCache struct {
 type cachedChain struct {
 	id    string
 	mu    sync.Mutex
-	chain *sessions.Chain
+	chain *transcript.Chain
 	last  int64
 }
 
@@ -152,7 +153,7 @@ func (db *DB) since(ctx context.Context, sessionID string, after int64) (head in
 
 // keepChain caches c, built from entries (in seq order), for the next
 // Context of the transcript.
-func (t *TranscriptLog) keepChain(c *sessions.Chain, entries []TranscriptEntry) {
+func (t *TranscriptLog) keepChain(c *transcript.Chain, entries []TranscriptEntry) {
 	if len(entries) == 0 {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // contextFresh rebuilds tr's context without the cache.
@@ -134,7 +135,7 @@ func TestChainCacheBound(t *testing.T) {
 	t.Parallel()
 	var c chainCache
 	for i := range chainCacheSize + 10 {
-		c.put(&cachedChain{id: string(rune('a'+i%26)) + string(rune(i)), chain: sessions.NewChain(true)})
+		c.put(&cachedChain{id: string(rune('a'+i%26)) + string(rune(i)), chain: transcript.NewChain(true)})
 	}
 	if n := c.ll.Len(); n != chainCacheSize || len(c.m) != chainCacheSize {
 		t.Errorf("cache holds %d (%d in the map), want %d", n, len(c.m), chainCacheSize)

@@ -11,13 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // TranscriptLog is one session's transcript in PostgreSQL with the files
-// backend's semantics (sessions.Transcript, SPEC §3.4): pi-coding-agent v3
+// backend's semantics (transcript.File, SPEC §3.4): pi-coding-agent v3
 // entries whose bodies are the bytes the files backend writes as lines,
 // chained by parent ids, with the context rebuilt from the latest
-// compaction by the same code (sessions.Chain). Every read asks the
+// compaction by the same code (transcript.Chain). Every read asks the
 // database, so replicas sharing it see each other's appends at once;
 // Context keeps the chain it decoded in the DB's cache (transcript_cache.go)
 // so that the next one decodes only the entries appended since. It is safe
@@ -155,7 +156,7 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 			return "", err
 		}
 		if !in {
-			return "", sessions.ErrFirstKeptNotInChain(c.FirstKeptEntryID)
+			return "", transcript.ErrFirstKeptNotInChain(c.FirstKeptEntryID)
 		}
 	}
 	ids, err := t.appendChain(ctx, 0, false, func(now time.Time) ([]pending, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 const (
@@ -81,7 +82,7 @@ func TestTranscriptRowsAreTheFilesLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := sessions.LoadFile(path, zaptest.NewLogger(t))
+	got, err := transcript.LoadFile(path, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestTranscriptRowsAreTheFilesLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotH, err := sessions.ReadHistory(path)
+	gotH, err := transcript.ReadHistory(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // chainOf decodes entries into a chain; complete says they start at the
 // beginning of the transcript.
-func chainOf(entries []TranscriptEntry, complete bool) (*sessions.Chain, error) {
-	c := sessions.NewChain(complete)
+func chainOf(entries []TranscriptEntry, complete bool) (*transcript.Chain, error) {
+	c := transcript.NewChain(complete)
 	for _, e := range entries {
 		if err := c.Add(e.Body, e.Seq); err != nil {
 			return nil, err
@@ -59,7 +60,7 @@ func (t *TranscriptLog) Context(ctx context.Context) (sessions.Context, error) {
 }
 
 // whole reads the whole transcript into a chain.
-func (t *TranscriptLog) whole(ctx context.Context) (*sessions.Chain, []TranscriptEntry, error) {
+func (t *TranscriptLog) whole(ctx context.Context) (*transcript.Chain, []TranscriptEntry, error) {
 	all, err := t.db.Load(ctx, t.sessionID, 1)
 	if err != nil {
 		return nil, nil, err
@@ -91,9 +92,9 @@ ORDER BY seq`
 
 // Records reports which of ids were appended as user messages and whether
 // the turn that took them finished with an assistant reply (SPEC §3.7,
-// recovery), from the chain's last sessions.RecordsLookback entries.
+// recovery), from the chain's last transcript.RecordsLookback entries.
 func (t *TranscriptLog) Records(ctx context.Context, ids []string) (sessions.RecordsState, error) {
-	rows, err := t.db.pool.Query(ctx, recentSQL, t.sessionID, sessions.RecordsLookback)
+	rows, err := t.db.pool.Query(ctx, recentSQL, t.sessionID, transcript.RecordsLookback)
 	if err != nil {
 		return sessions.RecordsState{Consumed: map[string]bool{}}, fmt.Errorf("transcript: records %s: %w", t.sessionID, err)
 	}

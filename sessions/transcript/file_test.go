@@ -1,4 +1,4 @@
-package sessions
+package transcript
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 var idRe = regexp.MustCompile(`^[0-9a-f]{8}$`)
@@ -107,17 +109,17 @@ func TestTranscriptWrittenGolden(t *testing.T) {
 	if _, err := tr.Append(ctx, user("hello <world> & friends")); err != nil {
 		t.Fatal(err)
 	}
-	msgs := []Message{
+	msgs := []sessions.Message{
 		assistantCalls("call_1"),
 		toolResult("call_1", "ok"),
-		{Role: RoleAssistant, Content: []Content{{Type: BlockThinking, Thinking: "hmm"}, {Type: BlockText, Text: "done"}},
-			Provider: "anthropic", Model: "claude", Usage: &Usage{Input: 10, Output: 2, TotalTokens: 12}, StopReason: "stop", Timestamp: 1777636800000},
+		{Role: sessions.RoleAssistant, Content: []sessions.Content{{Type: sessions.BlockThinking, Thinking: "hmm"}, {Type: sessions.BlockText, Text: "done"}},
+			Provider: "anthropic", Model: "claude", Usage: &sessions.Usage{Input: 10, Output: 2, TotalTokens: 12}, StopReason: "stop", Timestamp: 1777636800000},
 	}
 	ids, err := tr.Append(ctx, msgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "greeted", FirstKeptEntryID: ids[0], TokensBefore: 900, TokensAfter: 100}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "greeted", FirstKeptEntryID: ids[0], TokensBefore: 900, TokensAfter: 100}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
@@ -159,9 +161,9 @@ func TestPiSessionFile(t *testing.T) {
 		var parts []string
 		for _, c := range m.Content {
 			v := c.Text
-			if c.Type == BlockThinking {
+			if c.Type == sessions.BlockThinking {
 				v = c.Thinking
-			} else if c.Type == BlockToolCall {
+			} else if c.Type == sessions.BlockToolCall {
 				v = c.ID
 			}
 			parts = append(parts, c.Type+":"+v)
@@ -239,11 +241,10 @@ func TestPiSessionFile(t *testing.T) {
 }
 
 // rawChain is the chain before pairing and merging (what pi would send).
-func rawChain(st *fileState) []Message {
-	var out []Message
+func rawChain(st *fileState) []sessions.Message {
+	var out []sessions.Message
 	if st.view.comp != nil {
-		out = append(out, Message{Role: RoleUser, Timestamp: st.view.comp.Comp.At.UnixMilli(),
-			Content: []Content{{Type: BlockText, Text: compactionSummaryPrefix + st.view.comp.Comp.Summary + compactionSummarySuffix}}})
+		out = append(out, st.view.comp.Comp.Message())
 	}
 	for _, n := range st.view.entries {
 		out = append(out, *n.Msg)
@@ -271,7 +272,7 @@ func TestTornLastLine(t *testing.T) {
 			}
 			appendRaw(t, path, tc.tail)
 
-			for _, tr := range []*Transcript{tr, newTestTranscript(t, path, newMemLocker(), log)} {
+			for _, tr := range []*File{tr, newTestTranscript(t, path, newMemLocker(), log)} {
 				c, err := tr.Context(ctx)
 				if err != nil {
 					t.Fatalf("Context: %v", err)
@@ -381,9 +382,9 @@ func TestLongLines(t *testing.T) {
 	if _, err := tr.Append(ctx, user(big), assistantText(big[:1<<20+7]), user("after")); err != nil {
 		t.Fatal(err)
 	}
-	for name, load := range map[string]func() (Context, error){
-		"tail":    func() (Context, error) { return LoadFile(path, nil) },
-		"forward": func() (Context, error) { return forwardContext(t, path) },
+	for name, load := range map[string]func() (sessions.Context, error){
+		"tail":    func() (sessions.Context, error) { return LoadFile(path, nil) },
+		"forward": func() (sessions.Context, error) { return forwardContext(t, path) },
 	} {
 		c, err := load()
 		if err != nil {
@@ -396,20 +397,20 @@ func TestLongLines(t *testing.T) {
 }
 
 // forwardContext loads path with the forward reader only.
-func forwardContext(t testing.TB, path string) (Context, error) {
+func forwardContext(t testing.TB, path string) (sessions.Context, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		return Context{}, err
+		return sessions.Context{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return Context{}, err
+		return sessions.Context{}, err
 	}
 	st, err := loadForward(f, fi, zap.NewNop())
 	if err != nil {
-		return Context{}, err
+		return sessions.Context{}, err
 	}
 	return buildContext(st.view, st.leaf), nil
 }
@@ -431,35 +432,35 @@ func appendRaw(t testing.TB, path, s string) {
 func TestContextRebuildRules(t *testing.T) {
 	tests := []struct {
 		name string
-		msgs []Message
+		msgs []sessions.Message
 		want []string
 	}{
 		{"unpaired call gets a synthetic error result",
-			[]Message{user("go"), assistantCalls("c1", "c2"), toolResult("c1", "r1"), user("next")},
+			[]sessions.Message{user("go"), assistantCalls("c1", "c2"), toolResult("c1", "r1"), user("next")},
 			[]string{"user:go", "assistant:call(c1)+call(c2)", "result(c1)=r1", "result(c2)=" + missingToolResult, "user:next"}},
 		{"interrupted at the end",
-			[]Message{user("go"), assistantCalls("c1")},
+			[]sessions.Message{user("go"), assistantCalls("c1")},
 			[]string{"user:go", "assistant:call(c1)", "result(c1)=" + missingToolResult}},
 		{"results reordered to call order",
-			[]Message{user("go"), assistantCalls("c1", "c2"), toolResult("c2", "r2"), toolResult("c1", "r1"), assistantText("ok")},
+			[]sessions.Message{user("go"), assistantCalls("c1", "c2"), toolResult("c2", "r2"), toolResult("c1", "r1"), assistantText("ok")},
 			[]string{"user:go", "assistant:call(c1)+call(c2)", "result(c1)=r1", "result(c2)=r2", "assistant:ok"}},
 		{"user message between call and result moves after the results",
-			[]Message{user("go"), assistantCalls("c1"), user("hurry"), toolResult("c1", "r1"), assistantText("ok")},
+			[]sessions.Message{user("go"), assistantCalls("c1"), user("hurry"), toolResult("c1", "r1"), assistantText("ok")},
 			[]string{"user:go", "assistant:call(c1)", "result(c1)=r1", "user:hurry", "assistant:ok"}},
 		{"orphan results dropped",
-			[]Message{toolResult("c0", "lost"), user("go"), assistantText("hi"), toolResult("c9", "stray"), user("again")},
+			[]sessions.Message{toolResult("c0", "lost"), user("go"), assistantText("hi"), toolResult("c9", "stray"), user("again")},
 			[]string{"user:go", "assistant:hi", "user:again"}},
 		{"result of an earlier turn is an orphan",
-			[]Message{user("go"), assistantCalls("c1"), assistantText("gave up"), toolResult("c1", "late")},
+			[]sessions.Message{user("go"), assistantCalls("c1"), assistantText("gave up"), toolResult("c1", "late")},
 			[]string{"user:go", "assistant:call(c1)", "result(c1)=" + missingToolResult, "assistant:gave up"}},
 		{"duplicate result used once",
-			[]Message{user("go"), assistantCalls("c1"), toolResult("c1", "a"), toolResult("c1", "b")},
+			[]sessions.Message{user("go"), assistantCalls("c1"), toolResult("c1", "a"), toolResult("c1", "b")},
 			[]string{"user:go", "assistant:call(c1)", "result(c1)=a"}},
 		{"consecutive users merged",
-			[]Message{user("a"), user("b"), user("c"), assistantText("x"), user("d"), user("e")},
+			[]sessions.Message{user("a"), user("b"), user("c"), assistantText("x"), user("d"), user("e")},
 			[]string{"user:a\n\nb\n\nc", "assistant:x", "user:d\n\ne"}},
 		{"users merged across a dropped orphan",
-			[]Message{user("a"), toolResult("zz", "orphan"), user("b")},
+			[]sessions.Message{user("a"), toolResult("zz", "orphan"), user("b")},
 			[]string{"user:a\n\nb"}},
 		{"empty", nil, []string{}},
 	}
@@ -467,7 +468,7 @@ func TestContextRebuildRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &chainView{}
 			for i := range tt.msgs {
-				v.entries = append(v.entries, &Node{ID: fmt.Sprintf("e%07d", i), Kind: KindMessage, Msg: &tt.msgs[i]})
+				v.entries = append(v.entries, &sessions.Node{ID: fmt.Sprintf("e%07d", i), Kind: sessions.KindMessage, Msg: &tt.msgs[i]})
 			}
 			c := buildContext(v, "leaf")
 			if d := cmp.Diff(tt.want, summarize(c.Messages)); d != "" {
@@ -477,13 +478,13 @@ func TestContextRebuildRules(t *testing.T) {
 				t.Errorf("%d entry ids for %d messages", len(c.EntryIDs), len(c.Messages))
 			}
 			for i, m := range c.Messages {
-				if m.Role == RoleToolResult && m.Text() == missingToolResult && (!m.IsError || c.EntryIDs[i] != "") {
+				if m.Role == sessions.RoleToolResult && m.Text() == missingToolResult && (!m.IsError || c.EntryIDs[i] != "") {
 					t.Errorf("synthetic result %d: isError %v, entry id %q", i, m.IsError, c.EntryIDs[i])
 				}
 			}
 			// Merging never edits the messages it was given.
 			for i, m := range tt.msgs {
-				if m.Role == RoleUser && len(m.Content) != 1 {
+				if m.Role == sessions.RoleUser && len(m.Content) != 1 {
 					t.Errorf("input message %d was modified: %v", i, m.Content)
 				}
 			}
@@ -499,14 +500,14 @@ func TestMergedSummaryKeepsEntryID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "S", FirstKeptEntryID: ids[2]}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "S", FirstKeptEntryID: ids[2]}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := tr.Context(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"user:" + compactionSummaryPrefix + "S" + compactionSummarySuffix + "\n\nc", "assistant:d"}
+	want := []string{"user:" + summaryPrefix + "S" + summarySuffix + "\n\nc", "assistant:d"}
 	if d := cmp.Diff(want, summarize(c.Messages)); d != "" {
 		t.Errorf("context (-want +got):\n%s", d)
 	}
@@ -524,7 +525,7 @@ func TestAppendCompactionRejectsUnknownFirstKept(t *testing.T) {
 	if _, err := tr.Append(ctx, user("a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "S", FirstKeptEntryID: "nothere1"}); err == nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "S", FirstKeptEntryID: "nothere1"}); err == nil {
 		t.Fatal("AppendCompaction with an unknown firstKeptEntryId succeeded")
 	}
 	c, err := tr.Context(ctx)
@@ -612,7 +613,7 @@ func TestIDsUniqueInFile(t *testing.T) {
 		t.Errorf("ids (-want +got):\n%s", d)
 	}
 	// An id that only the unread part of a compacted file holds is avoided too.
-	more := make([]Message, 100)
+	more := make([]sessions.Message, 100)
 	for i := range more {
 		more[i] = user(strings.Repeat("x", 1000))
 	}
@@ -620,7 +621,7 @@ func TestIDsUniqueInFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "s", FirstKeptEntryID: ids2[99]}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "s", FirstKeptEntryID: ids2[99]}); err != nil {
 		t.Fatal(err)
 	}
 	tr2 := newTestTranscript(t, path, newMemLocker(), nil, withRand(seqRand(1, 2, 3, 0xabc)))
@@ -648,7 +649,7 @@ func TestStats(t *testing.T) {
 		}
 		last = ids
 	}
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "s", FirstKeptEntryID: last[0]}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "s", FirstKeptEntryID: last[0]}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tr.Append(ctx, user("after")); err != nil {
@@ -656,7 +657,7 @@ func TestStats(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	wantOff := int64(strings.Index(string(b), `{"type":"compaction"`))
-	for _, tr := range []*Transcript{tr, newTestTranscript(t, path, newMemLocker(), nil)} {
+	for _, tr := range []*File{tr, newTestTranscript(t, path, newMemLocker(), nil)} {
 		n, off, err := tr.Stats(ctx)
 		if err != nil || n != 61 || off != wantOff {
 			t.Errorf("Stats = %d, %d, %v; want 61, %d", n, off, err, wantOff)
@@ -702,7 +703,7 @@ func TestLoadFileMissing(t *testing.T) {
 	if _, err := ReadHistory(filepath.Join(t.TempDir(), "nope.jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadHistory of a missing file: %v, want ErrNotExist", err)
 	}
-	tr, err := OpenTranscript(filepath.Join(t.TempDir(), "x.jsonl"), "s", Header{}, nil, nil)
+	tr, err := Open(filepath.Join(t.TempDir(), "x.jsonl"), "s", sessions.Header{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,7 +731,7 @@ func writeCompactedSession(t testing.TB, path string, n, keep, tail int) int64 {
 	t.Helper()
 	ctx := context.Background()
 	tr := newTestTranscript(t, path, newMemLocker(), nil, withoutSync())
-	msgs := make([]Message, 0, n)
+	msgs := make([]sessions.Message, 0, n)
 	for i := 0; len(msgs) < n; i++ {
 		msgs = append(msgs, user(fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum ", 20))))
 		if i%10 == 9 {
@@ -743,7 +744,7 @@ func writeCompactedSession(t testing.TB, path string, n, keep, tail int) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "long talk", FirstKeptEntryID: ids[n-keep], TokensBefore: 80000, TokensAfter: 5000}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "long talk", FirstKeptEntryID: ids[n-keep], TokensBefore: 80000, TokensAfter: 5000}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range tail {
@@ -775,11 +776,11 @@ func TestLoadCompactedReadsOnlyTheTail(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		opts []TranscriptOption
+		opts []Option
 	}{
 		{"from the end", nil},
-		{"with offset hint", []TranscriptOption{WithCompactionHint(off)}},
-		{"with a stale hint", []TranscriptOption{WithCompactionHint(off / 2)}},
+		{"with offset hint", []Option{WithCompactionHint(off)}},
+		{"with a stale hint", []Option{WithCompactionHint(off / 2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "copy.jsonl")
@@ -832,7 +833,7 @@ func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 		}
 	}
 	// Keeps almost everything: the loader must walk back many blocks.
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "s", FirstKeptEntryID: first[0]}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "s", FirstKeptEntryID: first[0]}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := LoadFile(path, nil)
@@ -850,7 +851,7 @@ func TestCompactionKeepingOlderEntriesLoadsBackwards(t *testing.T) {
 		t.Errorf("%d messages", len(c.Messages))
 	}
 	// A second compaction that keeps nothing.
-	if _, err := tr.AppendCompaction(ctx, Compaction{Summary: "t"}); err != nil {
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	c, err = tr.Context(ctx)
@@ -894,19 +895,19 @@ func TestIncrementalContextMatchesRebuild(t *testing.T) {
 	path := tempPath(t)
 	tr := newTestTranscript(t, path, newMemLocker(), nil)
 	for i := range 150 {
-		var msgs []Message
+		var msgs []sessions.Message
 		switch rng.IntN(6) {
 		case 0, 1:
-			msgs = []Message{user(fmt.Sprint("u", i))}
+			msgs = []sessions.Message{user(fmt.Sprint("u", i))}
 		case 2:
-			msgs = []Message{user(fmt.Sprint("u", i)), user(fmt.Sprint("v", i))}
+			msgs = []sessions.Message{user(fmt.Sprint("u", i)), user(fmt.Sprint("v", i))}
 		case 3:
-			msgs = []Message{assistantText(fmt.Sprint("a", i))}
+			msgs = []sessions.Message{assistantText(fmt.Sprint("a", i))}
 		case 4:
 			id := fmt.Sprint("c", i)
-			msgs = []Message{assistantCalls(id), toolResult(id, "r")}
+			msgs = []sessions.Message{assistantCalls(id), toolResult(id, "r")}
 		case 5:
-			msgs = []Message{assistantCalls(fmt.Sprint("d", i))} // result never comes
+			msgs = []sessions.Message{assistantCalls(fmt.Sprint("d", i))} // result never comes
 		}
 		if _, err := tr.Append(ctx, msgs...); err != nil {
 			t.Fatal(err)

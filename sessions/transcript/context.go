@@ -1,4 +1,6 @@
-package sessions
+package transcript
+
+import "github.com/gateway/gateway/sessions"
 
 // missingToolResult is the text of the synthetic result given to a tool call
 // whose result never reached the transcript (crash or cancel mid-turn).
@@ -8,18 +10,14 @@ const missingToolResult = "tool result missing (interrupted)"
 // latest compaction summary first, then the kept and later entries, with
 // every tool call followed by its result and consecutive user messages
 // merged (SPEC §3.4).
-func buildContext(v *chainView, leaf string) Context {
+func buildContext(v *chainView, leaf string) sessions.Context {
 	n := len(v.entries) + 1
-	msgs := make([]Message, 0, n)
+	msgs := make([]sessions.Message, 0, n)
 	ids := make([]string, 0, n)
-	c := Context{LeafID: leaf}
+	c := sessions.Context{LeafID: leaf}
 	if v.comp != nil {
 		c.Summary = v.comp.Comp.Summary
-		msgs = append(msgs, Message{
-			Role:      RoleUser,
-			Content:   []Content{{Type: BlockText, Text: compactionSummaryPrefix + c.Summary + compactionSummarySuffix}},
-			Timestamp: v.comp.Comp.At.UnixMilli(),
-		})
+		msgs = append(msgs, v.comp.Comp.Message())
 		ids = append(ids, "")
 	}
 	for _, e := range v.entries {
@@ -36,42 +34,42 @@ func buildContext(v *chainView, leaf string) Context {
 // assistant message. A call without a result gets a synthetic error result;
 // a result that answers no call of the preceding assistant is dropped.
 // Other messages found among the results keep their order after them.
-func pairToolCalls(msgs []Message, ids []string) ([]Message, []string) {
-	out := make([]Message, 0, len(msgs))
+func pairToolCalls(msgs []sessions.Message, ids []string) ([]sessions.Message, []string) {
+	out := make([]sessions.Message, 0, len(msgs))
 	outIDs := make([]string, 0, len(ids))
 	for i := 0; i < len(msgs); {
 		m := msgs[i]
 		switch {
-		case m.Role == RoleToolResult:
+		case m.Role == sessions.RoleToolResult:
 			i++ // orphan
 			continue
-		case m.Role != RoleAssistant || !hasToolCall(m):
+		case m.Role != sessions.RoleAssistant || !hasToolCall(m):
 			out, outIDs = append(out, m), append(outIDs, ids[i])
 			i++
 			continue
 		}
 		out, outIDs = append(out, m), append(outIDs, ids[i])
 		j := i + 1
-		for j < len(msgs) && msgs[j].Role != RoleAssistant {
+		for j < len(msgs) && msgs[j].Role != sessions.RoleAssistant {
 			j++
 		}
 		// msgs[i+1:j] holds this call's results and any interleaved messages.
 		used := make([]bool, j-i-1)
 		for _, call := range m.Content {
-			if call.Type != BlockToolCall {
+			if call.Type != sessions.BlockToolCall {
 				continue
 			}
 			k := -1
 			for x := i + 1; x < j; x++ {
-				if !used[x-i-1] && msgs[x].Role == RoleToolResult && msgs[x].ToolCallID == call.ID {
+				if !used[x-i-1] && msgs[x].Role == sessions.RoleToolResult && msgs[x].ToolCallID == call.ID {
 					k = x
 					break
 				}
 			}
 			if k < 0 {
-				out = append(out, Message{
-					Role: RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: true,
-					Content:   []Content{{Type: BlockText, Text: missingToolResult}},
+				out = append(out, sessions.Message{
+					Role: sessions.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: true,
+					Content:   []sessions.Content{{Type: sessions.BlockText, Text: missingToolResult}},
 					Timestamp: m.Timestamp,
 				})
 				outIDs = append(outIDs, "")
@@ -81,7 +79,7 @@ func pairToolCalls(msgs []Message, ids []string) ([]Message, []string) {
 			out, outIDs = append(out, msgs[k]), append(outIDs, ids[k])
 		}
 		for x := i + 1; x < j; x++ {
-			if msgs[x].Role != RoleToolResult {
+			if msgs[x].Role != sessions.RoleToolResult {
 				out, outIDs = append(out, msgs[x]), append(outIDs, ids[x])
 			}
 		}
@@ -90,9 +88,9 @@ func pairToolCalls(msgs []Message, ids []string) ([]Message, []string) {
 	return out, outIDs
 }
 
-func hasToolCall(m Message) bool {
+func hasToolCall(m sessions.Message) bool {
 	for _, c := range m.Content {
-		if c.Type == BlockToolCall {
+		if c.Type == sessions.BlockToolCall {
 			return true
 		}
 	}
@@ -104,7 +102,7 @@ func hasToolCall(m Message) bool {
 // messages stay apart, first timestamp kept). The merged message's entry id
 // is the first non-empty id of the run, so keeping from it keeps the whole
 // run.
-func mergeUsers(msgs []Message, ids []string) ([]Message, []string) {
+func mergeUsers(msgs []sessions.Message, ids []string) ([]sessions.Message, []string) {
 	out := msgs[:0:0]
 	outIDs := ids[:0:0]
 	for i, m := range msgs {
@@ -115,15 +113,15 @@ func mergeUsers(msgs []Message, ids []string) ([]Message, []string) {
 
 // appendMerged appends m (entry id) to out, merging it into the last
 // message when both are user messages (see mergeUsers).
-func appendMerged(out []Message, outIDs []string, m Message, id string) ([]Message, []string) {
+func appendMerged(out []sessions.Message, outIDs []string, m sessions.Message, id string) ([]sessions.Message, []string) {
 	last := len(out) - 1
-	if last < 0 || m.Role != RoleUser || out[last].Role != RoleUser {
+	if last < 0 || m.Role != sessions.RoleUser || out[last].Role != sessions.RoleUser {
 		return append(out, m), append(outIDs, id)
 	}
-	merged := make([]Content, 0, len(out[last].Content)+len(m.Content))
+	merged := make([]sessions.Content, 0, len(out[last].Content)+len(m.Content))
 	merged = append(merged, out[last].Content...)
 	next := m.Content
-	if n := len(merged); n > 0 && len(next) > 0 && merged[n-1].Type == BlockText && next[0].Type == BlockText {
+	if n := len(merged); n > 0 && len(next) > 0 && merged[n-1].Type == sessions.BlockText && next[0].Type == sessions.BlockText {
 		joined := merged[n-1] // a copy: cached blocks stay intact
 		joined.Text += "\n\n" + next[0].Text
 		merged[n-1], next = joined, next[1:]
@@ -140,13 +138,13 @@ func appendMerged(out []Message, outIDs []string, m Message, id string) ([]Messa
 // entries without rebuilding it, when that gives what buildContext would:
 // plain user and assistant messages after a context that does not end in
 // tool calls. It reports false when the context must be rebuilt.
-func extendContext(c *Context, nodes []*Node) bool {
-	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == RoleAssistant && hasToolCall(c.Messages[n-1]) {
+func extendContext(c *sessions.Context, nodes []*sessions.Node) bool {
+	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == sessions.RoleAssistant && hasToolCall(c.Messages[n-1]) {
 		return false
 	}
 	for _, n := range nodes {
-		if n.Kind != KindMessage || (n.Msg.Role != RoleUser && n.Msg.Role != RoleAssistant) ||
-			(n.Msg.Role == RoleAssistant && hasToolCall(*n.Msg)) {
+		if n.Kind != sessions.KindMessage || (n.Msg.Role != sessions.RoleUser && n.Msg.Role != sessions.RoleAssistant) ||
+			(n.Msg.Role == sessions.RoleAssistant && hasToolCall(*n.Msg)) {
 			return false
 		}
 	}
@@ -159,9 +157,9 @@ func extendContext(c *Context, nodes []*Node) bool {
 
 // copyContext returns c with its own Messages and EntryIDs slices. The
 // content blocks stay shared with the cache and must not be modified.
-func copyContext(c *Context) Context {
+func copyContext(c *sessions.Context) sessions.Context {
 	out := *c
-	out.Messages = append([]Message(nil), c.Messages...)
+	out.Messages = append([]sessions.Message(nil), c.Messages...)
 	out.EntryIDs = append([]string(nil), c.EntryIDs...)
 	return out
 }

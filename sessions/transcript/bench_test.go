@@ -1,4 +1,4 @@
-package sessions
+package transcript
 
 import (
 	"context"
@@ -72,10 +72,10 @@ func BenchmarkLoadCompacted(b *testing.B) {
 	off := writeCompactedSession(b, path, 10000, 50, 0)
 	for _, bc := range []struct {
 		name string
-		opts []TranscriptOption
+		opts []Option
 	}{
 		{"from-end", nil},
-		{"with-hint", []TranscriptOption{WithCompactionHint(off)}},
+		{"with-hint", []Option{WithCompactionHint(off)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -1,4 +1,4 @@
-package sessions
+package transcript
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // Loading a transcript reads it from the end: the leaf is the last line, and
@@ -28,59 +30,13 @@ const (
 	maxBlock   = 4 << 20
 )
 
-// fileState is what is known about a transcript file. Entries at offsets
-// in [lo, end) are all in nodes.
-type fileState struct {
-	fi        os.FileInfo  // identity, size and mtime when last seen; nil for a missing file
-	hdr       *SessionLine // nil when the file holds no header yet
-	headerEnd int64        // offset just past the header line
-	end       int64        // where the next append goes
-	tornAt    int64        // start of a torn last line to cut before appending, -1 if none
-	needNL    bool         // the last entry line lacks its '\n'
-	lo        int64
-	block     int64
-	nodes     map[string]*Node
-	leaf      string
-	leafOff   int64
-	msgs      int // message entries parsed in [lo, end)
-	parsed    int // lines parsed since load (observability and tests)
-	badLines  int // whole lines skipped as unreadable (forward load)
-
-	view *chainView // chain ending at leaf; nil until resolved
-	ctx  *Context   // normalised context of view; nil until built
-}
-
-func newFileState(fi os.FileInfo) *fileState {
-	return &fileState{fi: fi, tornAt: -1, leafOff: -1, block: firstBlock, nodes: make(map[string]*Node)}
-}
-
-// same reports whether fi is the file st describes, unchanged.
-func (st *fileState) same(fi os.FileInfo) bool {
-	if st.fi == nil || fi == nil {
-		return st.fi == nil && fi == nil
-	}
-	return os.SameFile(st.fi, fi) && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
-}
-
-func (st *fileState) add(n *Node) {
-	if n.IsMessage {
-		st.msgs++
-	}
-	if old, ok := st.nodes[n.ID]; ok && old.Off > n.Off {
-		return // a later line with the same id wins, as in pi
-	}
-	st.nodes[n.ID] = n
-	if n.Off > st.leafOff {
-		st.leaf, st.leafOff = n.ID, n.Off
-	}
-}
-
 type lineError struct {
 	line int
 	err  error
 }
 
 func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+
 func (e *lineError) Unwrap() error { return e.err }
 
 // loadTail reads the header, the last line and then as little as the chain
@@ -97,7 +53,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 		return nil, err
 	}
 	if first[len(first)-1] != '\n' { // the whole file is one unterminated line
-		if h, err := ParseHeader(first); err == nil {
+		if h, err := sessions.ParseHeader(first); err == nil {
 			st.hdr, st.headerEnd, st.end, st.lo, st.needNL = &h, size, size, size, true
 		} else {
 			log.Warn("transcript: ignoring torn last line", zap.Int("line", 1), zap.Int64("bytes", size))
@@ -105,7 +61,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 		}
 		return st, st.ensureView(f)
 	}
-	h, err := ParseHeader(first)
+	h, err := sessions.ParseHeader(first)
 	if err != nil {
 		return nil, &lineError{1, err}
 	}
@@ -122,7 +78,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 			return nil, fmt.Errorf("transcript: read: %w", err)
 		}
 		st.parsed++
-		if n, err := ParseEntry(frag, st.end); err == nil {
+		if n, err := sessions.ParseEntry(frag, st.end); err == nil {
 			if n != nil {
 				st.add(n)
 			}
@@ -151,21 +107,21 @@ func (st *fileState) tryHint(f io.ReaderAt, hint int64) {
 	if err != nil || len(first) == 0 || first[len(first)-1] != '\n' {
 		return
 	}
-	if n, err := ParseEntry(first, hint); err != nil || n == nil || n.Kind != KindCompaction {
+	if n, err := sessions.ParseEntry(first, hint); err != nil || n == nil || n.Kind != sessions.KindCompaction {
 		return
 	}
 	buf := make([]byte, st.lo-hint)
 	if _, err := f.ReadAt(buf, hint); err != nil {
 		return
 	}
-	var parsed []*Node
+	var parsed []*sessions.Node
 	for b, off := buf, hint; len(b) > 0; {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			return
 		}
-		n, err := ParseEntry(b[:i], off)
-		if err != nil || (len(parsed) == 0 && (n == nil || n.Kind != KindCompaction)) {
+		n, err := sessions.ParseEntry(b[:i], off)
+		if err != nil || (len(parsed) == 0 && (n == nil || n.Kind != sessions.KindCompaction)) {
 			return // not a compaction line, or a bad line the backward walk will report
 		}
 		if n != nil {
@@ -266,7 +222,7 @@ func (st *fileState) parseBlock(b []byte, off int64) error {
 			return errFallback
 		}
 		st.parsed++
-		n, err := ParseEntry(b[:i], off)
+		n, err := sessions.ParseEntry(b[:i], off)
 		if err != nil {
 			return errFallback
 		}
@@ -297,7 +253,7 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 		line++
 		complete := len(buf) > 0 && buf[len(buf)-1] == '\n'
 		if line == 1 {
-			h, err := ParseHeader(buf)
+			h, err := sessions.ParseHeader(buf)
 			switch {
 			case err == nil:
 				st.hdr, st.headerEnd = &h, int64(len(buf))
@@ -311,7 +267,7 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 			}
 		} else {
 			st.parsed++
-			n, err := ParseEntry(buf, off)
+			n, err := sessions.ParseEntry(buf, off)
 			switch {
 			case err == nil:
 				if n != nil {
@@ -337,168 +293,4 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 	st.end = off
 	st.lo = st.headerEnd
 	return st, st.ensureView(f)
-}
-
-// ReadLine appends one line (with its '\n' if any) to buf; no length limit.
-func ReadLine(r *bufio.Reader, buf []byte) ([]byte, error) {
-	for {
-		frag, err := r.ReadSlice('\n')
-		buf = append(buf, frag...)
-		if err != bufio.ErrBufferFull {
-			return buf, err
-		}
-	}
-}
-
-// ReadLineAt reads the line starting at off.
-func ReadLineAt(f io.ReaderAt, off, size int64) ([]byte, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 4<<10)
-	b, err := ReadLine(r, nil)
-	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("transcript: read: %w", err)
-	}
-	return b, nil
-}
-
-// lastNewline returns the offset of the last '\n' in [from-1, size); the
-// header's own '\n' at from-1 guarantees one.
-func lastNewline(f io.ReaderAt, from, size int64) (int64, error) {
-	hi := size
-	for hi > from-1 {
-		lo := max(from-1, hi-firstBlock)
-		buf := make([]byte, hi-lo)
-		if _, err := f.ReadAt(buf, lo); err != nil {
-			return 0, fmt.Errorf("transcript: read: %w", err)
-		}
-		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-			return lo + int64(i), nil
-		}
-		hi = lo
-	}
-	return from - 1, nil
-}
-
-// chainView is the chain ending at the leaf, cut at the latest compaction.
-type chainView struct {
-	comp    *Node   // latest compaction in the chain, nil if none
-	entries []*Node // entries sent to the model, in order (kept, then after comp)
-}
-
-// resolve walks from the leaf. more is true when the walk needs an entry
-// that precedes lo.
-func (st *fileState) resolve() (v *chainView, more bool) {
-	if st.leaf == "" {
-		return &chainView{}, st.lo > st.headerEnd
-	}
-	var (
-		after, kept []*Node // reverse order
-		comp        *Node
-		found       bool
-	)
-	cur, steps := st.leaf, 0
-	for cur != "" && steps <= len(st.nodes) {
-		n, ok := st.nodes[cur]
-		if !ok {
-			if st.lo > st.headerEnd {
-				return nil, true
-			}
-			break // dangling parent: the chain starts here, as in pi
-		}
-		steps++
-		switch {
-		case comp == nil && n.Kind == KindCompaction:
-			comp = n
-			if n.Comp.FirstKeptEntryID == "" {
-				cur = ""
-				continue
-			}
-		case comp == nil:
-			after = append(after, n)
-		default:
-			kept = append(kept, n)
-			if n.ID == comp.Comp.FirstKeptEntryID {
-				found = true
-				cur = ""
-				continue
-			}
-		}
-		cur = n.Parent
-	}
-	v = &chainView{comp: comp}
-	if found {
-		v.entries = appendReversed(v.entries, kept)
-	}
-	v.entries = appendReversed(v.entries, after)
-	return v, false
-}
-
-func appendReversed(dst, src []*Node) []*Node {
-	for i := len(src) - 1; i >= 0; i-- {
-		if src[i].Kind == KindMessage {
-			dst = append(dst, src[i])
-		}
-	}
-	return dst
-}
-
-// history returns the message entries of the whole chain, compactions
-// ignored. The caller has loaded everything.
-func (st *fileState) history() []Message {
-	var rev []*Node
-	cur, steps := st.leaf, 0
-	for cur != "" && steps <= len(st.nodes) {
-		n, ok := st.nodes[cur]
-		if !ok {
-			break
-		}
-		steps++
-		if n.Kind == KindMessage {
-			rev = append(rev, n)
-		}
-		cur = n.Parent
-	}
-	out := make([]Message, 0, len(rev))
-	for i := len(rev) - 1; i >= 0; i-- {
-		out = append(out, *rev[i].Msg)
-	}
-	return out
-}
-
-// scanPrefix reads [from, to) without decoding messages: it counts message
-// entries and collects every 8-character "id" value (a superset of the
-// entry ids, which is what uniqueness needs).
-func scanPrefix(f io.ReaderAt, from, to int64) (msgs int, ids map[string]struct{}, err error) {
-	ids = make(map[string]struct{})
-	r := bufio.NewReaderSize(io.NewSectionReader(f, from, to-from), 64<<10)
-	var buf []byte
-	idKey := []byte(`"id":"`)
-	msgType := []byte(`"type":"message"`)
-	for {
-		buf, err = ReadLine(r, buf[:0])
-		if len(buf) > 0 {
-			if bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{`+string(msgType))) {
-				msgs++
-			} else if !bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{"type":`)) && bytes.Contains(buf, msgType) {
-				if n, perr := ParseEntry(buf, 0); perr == nil && n != nil && n.IsMessage {
-					msgs++
-				}
-			}
-			for b := buf; ; {
-				i := bytes.Index(b, idKey)
-				if i < 0 {
-					break
-				}
-				b = b[i+len(idKey):]
-				if j := bytes.IndexByte(b, '"'); j == 8 {
-					ids[string(b[:8])] = struct{}{}
-				}
-			}
-		}
-		if err == io.EOF {
-			return msgs, ids, nil
-		}
-		if err != nil {
-			return 0, nil, fmt.Errorf("transcript: read: %w", err)
-		}
-	}
 }

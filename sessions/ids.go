@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 )
 
 // CheckID reports whether id can name a journal record, reply or draft:
@@ -23,4 +25,26 @@ func CheckID(what, id string) error {
 		return fmt.Errorf("%s id %q contains a NUL byte", what, id)
 	}
 	return nil
+}
+
+// CheckSessionID accepts only a canonical lower-case UUID, the form of
+// every session id (so a hostile id never reaches a path or a query).
+func CheckSessionID(id string) error { return checkSessionID(id) }
+
+// checkSessionID accepts only canonical lower-case UUID strings, so a session
+// id can be joined to a directory without escaping it.
+func checkSessionID(id string) error {
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id {
+		return fmt.Errorf("sessions: session id %q is not a canonical UUID", Clip(id))
+	}
+	return nil
+}
+
+// Clip shortens hostile input before it is quoted in an error.
+func Clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package sessions
+package transcript
 
 import (
 	"context"
@@ -13,6 +13,15 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// summaryPrefix and summarySuffix wrap a compaction summary in a context,
+// in pi's words (sessions' wire format).
+const (
+	summaryPrefix = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+	summarySuffix = "\n</summary>"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -53,10 +62,10 @@ func fixedClock() func() time.Time {
 	}
 }
 
-func newTestTranscript(t testing.TB, path string, lock Locker, log *zap.Logger, opts ...TranscriptOption) *Transcript {
+func newTestTranscript(t testing.TB, path string, lock Locker, log *zap.Logger, opts ...Option) *File {
 	t.Helper()
-	tr, err := OpenTranscript(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
-		Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
+	tr, err := Open(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
+		sessions.Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,44 +81,44 @@ func tempPath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f.jsonl")
 }
 
-func assistantText(text string) Message {
-	return Message{Role: RoleAssistant, Content: []Content{{Type: BlockText, Text: text}}, Provider: "echo", Model: "echo-1", Timestamp: 1}
+func assistantText(text string) sessions.Message {
+	return sessions.Message{Role: sessions.RoleAssistant, Content: []sessions.Content{{Type: sessions.BlockText, Text: text}}, Provider: "echo", Model: "echo-1", Timestamp: 1}
 }
 
-func assistantCalls(ids ...string) Message {
-	m := Message{Role: RoleAssistant, Provider: "echo", Model: "echo-1", Timestamp: 1}
+func assistantCalls(ids ...string) sessions.Message {
+	m := sessions.Message{Role: sessions.RoleAssistant, Provider: "echo", Model: "echo-1", Timestamp: 1}
 	for _, id := range ids {
-		m.Content = append(m.Content, Content{Type: BlockToolCall, ID: id, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)})
+		m.Content = append(m.Content, sessions.Content{Type: sessions.BlockToolCall, ID: id, Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)})
 	}
 	return m
 }
 
-func toolResult(id, text string) Message {
-	return Message{Role: RoleToolResult, ToolCallID: id, ToolName: "bash", Content: []Content{{Type: BlockText, Text: text}}, Timestamp: 1}
+func toolResult(id, text string) sessions.Message {
+	return sessions.Message{Role: sessions.RoleToolResult, ToolCallID: id, ToolName: "bash", Content: []sessions.Content{{Type: sessions.BlockText, Text: text}}, Timestamp: 1}
 }
 
-func user(text string) Message {
-	return Message{Role: RoleUser, Content: []Content{{Type: BlockText, Text: text}}, Timestamp: 1}
+func user(text string) sessions.Message {
+	return sessions.Message{Role: sessions.RoleUser, Content: []sessions.Content{{Type: sessions.BlockText, Text: text}}, Timestamp: 1}
 }
 
 // summarize renders messages compactly for comparisons: "role:text" with
 // tool calls as "call(id)" and results as "result(id)=text".
-func summarize(msgs []Message) []string {
+func summarize(msgs []sessions.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		var parts []string
 		for _, c := range m.Content {
 			switch c.Type {
-			case BlockText:
+			case sessions.BlockText:
 				parts = append(parts, c.Text)
-			case BlockToolCall:
+			case sessions.BlockToolCall:
 				parts = append(parts, "call("+c.ID+")")
 			default:
 				parts = append(parts, c.Type)
 			}
 		}
 		s := m.Role + ":" + strings.Join(parts, "+")
-		if m.Role == RoleToolResult {
+		if m.Role == sessions.RoleToolResult {
 			s = "result(" + m.ToolCallID + ")=" + strings.Join(parts, "+")
 		}
 		out[i] = s

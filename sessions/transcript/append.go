@@ -1,0 +1,294 @@
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// Append writes complete messages durably, as a chain continuing the
+// current leaf, and returns their entry ids. A message without a timestamp
+// gets the current time.
+func (t *File) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
+	return t.appendMessages(ctx, true, msgs)
+}
+
+// AppendLazy is Append without waiting for the fsync: it returns once the
+// lines reached the kernel, which survives the death of the process; the
+// next Append (or any fsync of the file) makes them durable against power
+// loss too. The runner uses it for a turn's inputs, which the ingress
+// journal already holds durably, and which the turn's reply fsyncs.
+func (t *File) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
+	return t.appendMessages(ctx, false, msgs)
+}
+
+func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Message) ([]string, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*sessions.Node, error) {
+		nodes := make([]*sessions.Node, 0, len(msgs))
+		parent := st.leaf
+		now := t.now()
+		for _, m := range msgs {
+			id := t.newIDLocked(st, nodes)
+			line, m, err := sessions.EncodeMessage(id, parent, m, now)
+			if err != nil {
+				return nil, err
+			}
+			writeLine(buf, line)
+			msg := m
+			nodes = append(nodes, &sessions.Node{ID: id, Parent: parent, Kind: sessions.KindMessage, IsMessage: true, Msg: &msg})
+			parent = id
+		}
+		return nodes, nil
+	})
+}
+
+// AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
+// entry of the current chain ("" keeps nothing before the compaction).
+func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
+	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*sessions.Node, error) {
+		if c.FirstKeptEntryID != "" {
+			in, err := st.inChain(f, c.FirstKeptEntryID)
+			if err != nil {
+				return nil, fmt.Errorf("transcript: compaction: %w", err)
+			}
+			if !in {
+				return nil, ErrFirstKeptNotInChain(c.FirstKeptEntryID)
+			}
+		}
+		now := t.now()
+		id := t.newIDLocked(st, nil)
+		line, err := sessions.EncodeCompaction(id, st.leaf, c, now)
+		if err != nil {
+			return nil, err
+		}
+		writeLine(buf, line)
+		return []*sessions.Node{{ID: id, Parent: st.leaf, Kind: sessions.KindCompaction, Comp: &sessions.CompactionInfo{Compaction: c, At: now.UTC().Truncate(time.Millisecond)}}}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// newIDLocked returns 8 hex characters unused in the file and in pending.
+func (t *File) newIDLocked(st *fileState, pending []*sessions.Node) string {
+	for {
+		id := sessions.NewEntryID(t.rand())
+		if _, ok := st.nodes[id]; ok {
+			continue
+		}
+		if _, ok := t.prefixIDs[id]; ok {
+			continue
+		}
+		dup := false
+		for _, n := range pending {
+			dup = dup || n.ID == id
+		}
+		if !dup && id != t.sessionID {
+			return id
+		}
+	}
+}
+
+// append runs one locked write: it brings the state up to date, cuts a torn
+// tail, writes the header when the file has none, then the lines enc
+// produces, and records the new entries. fsync happens after the lock is
+// released, grouped with concurrent appends.
+func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*sessions.Node, error)) ([]string, error) {
+	if t.lock == nil {
+		return nil, errors.New("transcript: append: opened read-only")
+	}
+	unlock, err := t.lock.Lock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		// Cancelled while waiting for the lock: a cancelled turn writes nothing.
+		return nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	defer f.Close()
+
+	t.mu.Lock()
+	seq, nodes, err := t.writeLocked(f, enc)
+	var end int64
+	if err == nil && t.st != nil {
+		end = t.st.end
+	}
+	t.mu.Unlock()
+	unlock()
+	locked = false
+	if err != nil {
+		return nil, err
+	}
+	if t.onAppend != nil {
+		t.onAppend(nodes, end)
+	}
+	if sync && !t.noSync {
+		if err := t.sync.wait(f, seq, t.written.Load); err != nil {
+			return nil, fmt.Errorf("transcript: append: fsync: %w", err)
+		}
+	}
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	return ids, nil
+}
+
+func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*sessions.Node, error)) (uint64, []*sessions.Node, error) {
+	st, err := t.stateLocked(f)
+	if err != nil {
+		return 0, nil, err
+	}
+	if st.lo > st.headerEnd && t.prefixIDs == nil {
+		if err := t.scanPrefixLocked(f, st); err != nil {
+			return 0, nil, err
+		}
+	}
+	var buf bytes.Buffer
+	writeHeader := st.hdr == nil
+	if writeHeader {
+		line, err := sessions.EncodeHeader(t.sessionID, t.hdr, t.now())
+		if err != nil {
+			return 0, nil, err
+		}
+		writeLine(&buf, line)
+	} else if st.needNL {
+		buf.WriteByte('\n')
+	}
+	headerLen := int64(buf.Len())
+	nodes, err := enc(st, f, &buf)
+	if err != nil {
+		return 0, nil, err
+	}
+	at := st.end
+	if writeHeader {
+		at = 0
+	}
+	if st.tornAt >= 0 || writeHeader {
+		if err := f.Truncate(at); err != nil {
+			return 0, nil, fmt.Errorf("transcript: append: cut torn line: %w", err)
+		}
+		if st.tornAt >= 0 {
+			t.log.Warn("transcript: cut torn last line", zap.Int64("offset", st.tornAt))
+		}
+	}
+	if _, err := f.WriteAt(buf.Bytes(), at); err != nil {
+		t.st = nil // re-read: the tail may hold a partial line now
+		_ = f.Truncate(at)
+		return 0, nil, fmt.Errorf("transcript: append: %w", err)
+	}
+	seq := t.written.Add(1)
+	fi, err := f.Stat()
+	if err != nil {
+		t.st = nil
+		return 0, nil, fmt.Errorf("transcript: append: stat: %w", err)
+	}
+
+	if writeHeader {
+		st.hdr = &sessions.SessionLine{ID: t.sessionID, Header: t.hdr}
+		st.headerEnd, st.lo = headerLen, headerLen
+		t.prefixIDs, t.prefixLo, t.prefixMsgs = map[string]struct{}{}, headerLen, 0
+	}
+	off := at + headerLen
+	lines := bytes.SplitAfter(buf.Bytes()[headerLen:], []byte{'\n'})
+	for i, n := range nodes {
+		n.Off = off
+		off += int64(len(lines[i]))
+		st.add(n)
+	}
+	st.fi, st.end, st.tornAt, st.needNL = fi, at+int64(buf.Len()), -1, false
+	t.extendViewLocked(st, nodes)
+	return seq, nodes, nil
+}
+
+// extendViewLocked updates the cached chain after an append: messages
+// extend it; a compaction re-resolves it (on the next read).
+func (t *File) extendViewLocked(st *fileState, nodes []*sessions.Node) {
+	for _, n := range nodes {
+		if n.Kind == sessions.KindCompaction {
+			st.view, st.ctx = nil, nil
+			return
+		}
+	}
+	if st.view == nil {
+		st.ctx = nil
+		return
+	}
+	if st.ctx != nil && !extendContext(st.ctx, nodes) {
+		st.ctx = nil
+	}
+	for _, n := range nodes {
+		if n.Kind == sessions.KindMessage {
+			st.view.entries = append(st.view.entries, n)
+		}
+	}
+}
+
+// syncGroup coalesces fsyncs: an appender whose write is already covered
+// by a finished fsync returns at once; one running fsync serves every write
+// completed before it started.
+type syncGroup struct {
+	mu       sync.Mutex    // guards the fields below
+	durable  uint64        // highest write sequence known to be on disk
+	inflight chan struct{} // closed when the running fsync ends; nil if none
+}
+
+func (g *syncGroup) wait(f *os.File, seq uint64, written func() uint64) error {
+	for {
+		g.mu.Lock()
+		if g.durable >= seq {
+			g.mu.Unlock()
+			return nil
+		}
+		if ch := g.inflight; ch != nil {
+			g.mu.Unlock()
+			<-ch
+			continue
+		}
+		ch := make(chan struct{})
+		g.inflight = ch
+		target := written()
+		g.mu.Unlock()
+
+		err := f.Sync()
+
+		g.mu.Lock()
+		g.inflight = nil
+		if err == nil && target > g.durable {
+			g.durable = target
+		}
+		g.mu.Unlock()
+		close(ch)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeLine appends one encoded line and its '\n' to buf.
+func writeLine(buf *bytes.Buffer, line []byte) {
+	buf.Write(line)
+	buf.WriteByte('\n')
+}
