@@ -54,10 +54,10 @@ func (c Maintenance) withDefaults() Maintenance {
 		c.Mode = MaintenanceEnforce
 	}
 	if c.PruneAfter == 0 {
-		c.PruneAfter = DefaultPruneAfter
+		c.PruneAfter = defaultPruneAfter
 	}
 	if c.MaxEntries == 0 {
-		c.MaxEntries = DefaultMaxEntries
+		c.MaxEntries = defaultMaxEntries
 	}
 	if c.ArchiveRetention == 0 {
 		c.ArchiveRetention = c.PruneAfter
@@ -101,8 +101,8 @@ const (
 	MaintenanceEnforce = "enforce"
 	MaintenanceWarn    = "warn"
 
-	DefaultPruneAfter = 720 * time.Hour
-	DefaultMaxEntries = 5000
+	defaultPruneAfter = 720 * time.Hour
+	defaultMaxEntries = 5000
 	// activeWindow protects sessions touched this recently from maxEntries.
 	activeWindow = time.Minute
 )

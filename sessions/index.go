@@ -170,8 +170,8 @@ func cleanText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
-// TitleRunes is how many characters of the first message become the title.
-const TitleRunes = 30
+// titleRunes is how many characters of the first message become the title.
+const titleRunes = 30
 
 // MakeTitle turns a first message into a session title: whitespace runs
 // become one space, and the first 30 characters are kept.
@@ -179,7 +179,7 @@ func MakeTitle(text string) string {
 	var b strings.Builder
 	n, space := 0, false
 	for _, r := range strings.TrimSpace(text) {
-		if n >= TitleRunes {
+		if n >= titleRunes {
 			break
 		}
 		if unicode.IsSpace(r) {
@@ -192,7 +192,7 @@ func MakeTitle(text string) string {
 		if space && n > 0 {
 			b.WriteByte(' ')
 			n++
-			if n >= TitleRunes {
+			if n >= titleRunes {
 				break
 			}
 		}

@@ -15,13 +15,13 @@ import (
 // Reset policy defaults (SPEC §3.6). A config that says nothing never resets:
 // a silent 4 am rollover surprised users of the reference system.
 const (
-	DefaultResetMode   = ResetOff
-	DefaultResetAtHour = 4
-	DefaultTimezone    = "Local"
+	defaultResetMode   = ResetOff
+	defaultResetAtHour = 4
+	defaultTimezone    = "Local"
 )
 
-// DefaultResetTriggers are the triggers used when ResetTriggers is nil.
-var DefaultResetTriggers = []string{"/new", "/reset"}
+// defaultResetTriggers are the triggers used when ResetTriggers is nil.
+var defaultResetTriggers = []string{"/new", "/reset"}
 
 // Reset reasons returned by Evaluate.
 const (
@@ -36,7 +36,7 @@ const (
 func (c ResetConfig) WithDefaults() ResetConfig {
 	c.Reset = c.Reset.fill(ResetPolicy{})
 	if c.ResetTriggers == nil {
-		c.ResetTriggers = append([]string(nil), DefaultResetTriggers...)
+		c.ResetTriggers = append([]string(nil), defaultResetTriggers...)
 	}
 	return c
 }
@@ -48,13 +48,13 @@ func (p ResetPolicy) fill(parent ResetPolicy) ResetPolicy {
 		p.Mode = parent.Mode
 	}
 	if p.Mode == "" {
-		p.Mode = DefaultResetMode
+		p.Mode = defaultResetMode
 	}
 	if p.AtHour == nil {
 		p.AtHour = parent.AtHour
 	}
 	if p.AtHour == nil {
-		h := DefaultResetAtHour
+		h := defaultResetAtHour
 		p.AtHour = &h
 	}
 	if p.IdleMinutes == nil {
@@ -68,7 +68,7 @@ func (p ResetPolicy) fill(parent ResetPolicy) ResetPolicy {
 		p.Timezone = parent.Timezone
 	}
 	if p.Timezone == "" {
-		p.Timezone = DefaultTimezone
+		p.Timezone = defaultTimezone
 	}
 	return p
 }

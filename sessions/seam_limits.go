@@ -56,7 +56,7 @@ type LimitTotal struct {
 // Bounds of limit keys: a subject is a channel, an account-free chat or
 // sender id and an agent id joined, well under these.
 const (
-	MaxLimitScope   = 32
+	maxLimitScope   = 32
 	MaxLimitSubject = 512
 )
 
@@ -65,8 +65,8 @@ const (
 // negative start.
 func CheckLimitKey(k LimitKey) error {
 	switch {
-	case k.Scope == "" || len(k.Scope) > MaxLimitScope || !limitText(k.Scope):
-		return fmt.Errorf("sessions: limit counter: scope %q is empty, longer than %d bytes, or holds NUL or invalid UTF-8", k.Scope, MaxLimitScope)
+	case k.Scope == "" || len(k.Scope) > maxLimitScope || !limitText(k.Scope):
+		return fmt.Errorf("sessions: limit counter: scope %q is empty, longer than %d bytes, or holds NUL or invalid UTF-8", k.Scope, maxLimitScope)
 	case k.Subject == "" || len(k.Subject) > MaxLimitSubject || !limitText(k.Subject):
 		return fmt.Errorf("sessions: limit counter: subject of %d bytes is empty, longer than %d bytes, or holds NUL or invalid UTF-8", len(k.Subject), MaxLimitSubject)
 	case k.Period != "day" && k.Period != "month":
@@ -77,9 +77,9 @@ func CheckLimitKey(k LimitKey) error {
 	return nil
 }
 
-// CheckLimitDelta refuses a delta with a bad key, an end not after its
+// checkLimitDelta refuses a delta with a bad key, an end not after its
 // start, or a negative or non-finite amount.
-func CheckLimitDelta(d LimitDelta) error {
+func checkLimitDelta(d LimitDelta) error {
 	if err := CheckLimitKey(d.Key); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func MergeLimitDeltas(deltas []LimitDelta) ([]LimitDelta, error) {
 	out := make([]LimitDelta, 0, len(deltas))
 	at := make(map[LimitKey]int, len(deltas))
 	for _, d := range deltas {
-		if err := CheckLimitDelta(d); err != nil {
+		if err := checkLimitDelta(d); err != nil {
 			return nil, err
 		}
 		if i, ok := at[d.Key]; ok {

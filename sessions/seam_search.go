@@ -137,21 +137,6 @@ func RoomMatcher(room string) (func(sessionKey string) bool, error) {
 	}, nil
 }
 
-// SearchText is the text of m that search indexes (user and assistant
-// messages): its text blocks, joined by newlines.
-func SearchText(m Message) string {
-	var b strings.Builder
-	for _, c := range m.Content {
-		if c.Type == BlockText && c.Text != "" {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(c.Text)
-		}
-	}
-	return b.String()
-}
-
 // ParseSince reads a --since / since= value: a duration back from now
 // ("90m", "24h", "7d"), a date ("2026-11-01", UTC midnight) or an RFC 3339
 // time. Errors wrap ErrBadQuery.

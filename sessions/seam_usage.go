@@ -211,25 +211,6 @@ func (f UsageFilter) Selects(r UsageRow) bool {
 	return true
 }
 
-// UsageKey is the bucket key of r under dimension by.
-func UsageKey(r UsageRow, by string) string {
-	switch by {
-	case UsageBySender:
-		return r.SenderKey()
-	case UsageBySession:
-		return r.SessionKey
-	case UsageByRoom:
-		return r.Room
-	case UsageByModel:
-		return r.Provider + "/" + r.Model
-	case UsageByDay:
-		return r.At.UTC().Format(time.DateOnly)
-	case UsageByAgent:
-		return r.AgentID
-	}
-	return "total"
-}
-
 // SortUsage orders buckets as every backend returns them: by day
 // ascending, any other dimension by cost, then tokens, descending, ties by
 // key.

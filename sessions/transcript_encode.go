@@ -50,7 +50,7 @@ func EncodeCompaction(id, parentID string, c Compaction, now time.Time) ([]byte,
 }
 
 func encodeHeader(buf *bytes.Buffer, sessionID string, h Header, now time.Time) error {
-	out := outHeader{Type: entrySession, Version: TranscriptVersion, ID: sessionID,
+	out := outHeader{Type: entrySession, Version: transcriptVersion, ID: sessionID,
 		Timestamp: formatTimestamp(now), Cwd: h.Cwd, SessionKey: h.SessionKey, AgentID: h.AgentID}
 	if err := appendJSONLine(buf, out); err != nil {
 		return fmt.Errorf("transcript: encode header: %w", err)

@@ -13,8 +13,8 @@ import (
 // content, custom roles, entry types we do not model); writing produces
 // lines pi reads without migration.
 
-// TranscriptVersion is the version written in new transcript headers.
-const TranscriptVersion = 3
+// transcriptVersion is the version written in new transcript headers.
+const transcriptVersion = 3
 
 // Entry types of a transcript line.
 const (

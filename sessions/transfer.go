@@ -134,9 +134,9 @@ func (k KeyState) AtMicros() KeyState {
 	return k
 }
 
-// SameState reports whether a and b hold the same key at microsecond
+// sameState reports whether a and b hold the same key at microsecond
 // resolution. Archived file names are not compared: PostgreSQL has none.
-func SameState(a, b KeyState) bool {
+func sameState(a, b KeyState) bool {
 	a, b = a.AtMicros(), b.AtMicros()
 	if a.Key != b.Key || (a.Entry == nil) != (b.Entry == nil) || len(a.Archived) != len(b.Archived) {
 		return false

@@ -85,7 +85,7 @@ type plan struct {
 }
 
 // Copy moves every session key of from into to: a key the target holds
-// with the same content (SameState, identical transcripts) is skipped, one
+// with the same content (sameState, identical transcripts) is skipped, one
 // it holds with other content is a *ConflictError unless o.Overwrite, and
 // the others are written (clocks at microseconds, see transfer.go). All
 // conflicts are found before anything is written. Running Copy twice
@@ -237,7 +237,7 @@ func sameKey(ctx context.Context, ea, eb Exporter, agent string, a, b KeyState) 
 			why = fmt.Sprintf("transcript %s differs at line %d (%d lines vs %d)", r.SessionID, n+1, len(la), len(lb))
 		}
 	}
-	if !SameState(a, b) {
+	if !sameState(a, b) {
 		why = "index entry or archived sessions differ"
 	}
 	return why == "", why, na, nb, nil

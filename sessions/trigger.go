@@ -13,7 +13,7 @@ import "strings"
 func MatchTrigger(cfg ResetConfig, text string) (trigger string, rest string, ok bool) {
 	triggers := cfg.ResetTriggers
 	if triggers == nil {
-		triggers = DefaultResetTriggers
+		triggers = defaultResetTriggers
 	}
 	text = strings.TrimSpace(text)
 	for _, tr := range triggers {

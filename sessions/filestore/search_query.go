@@ -4,12 +4,14 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
-	"github.com/gateway/gateway/sessions"
-	"github.com/gateway/gateway/sessions/transcript"
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // Search implements Searcher for the files backend: every word must occur
@@ -339,6 +341,21 @@ func (x *searchIndex) hitOf(c candidate, agent, sid, key string, words []string)
 	}
 	return sessions.SearchHit{
 		Agent: agent, SessionKey: key, SessionID: sid, EntryID: n.ID, Role: roleName(c.role),
-		At: time.UnixMilli(c.ts).UTC(), Snippet: sessions.Snippet(sessions.SearchText(*n.Msg), words),
+		At: time.UnixMilli(c.ts).UTC(), Snippet: sessions.Snippet(searchText(*n.Msg), words),
 	}, true
+}
+
+// searchText is the text of m that search indexes (user and assistant
+// messages): its text blocks, joined by newlines.
+func searchText(m sessions.Message) string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == sessions.BlockText && c.Text != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
 }

@@ -212,7 +212,7 @@ type usageAgg struct {
 	by      string
 	m       map[string]*sessions.UsageBucket // by key
 	labelAt map[string]time.Time             // when each bucket's label was seen
-	// keys caches the bucket keys UsageKey builds (a sender's, a model's,
+	// keys caches the bucket keys usageKey builds (a sender's, a model's,
 	// a day's), so a row costs no allocation.
 	keys map[[2]string]string
 	days map[int64]string
@@ -223,7 +223,7 @@ func newUsageAgg(by string) *usageAgg {
 		keys: map[[2]string]string{}, days: map[int64]string{}}
 }
 
-// key is UsageKey(r, a.by), cached.
+// key is usageKey(r, a.by), cached.
 func (a *usageAgg) key(r sessions.UsageRow) string {
 	var pair [2]string
 	switch a.by {
@@ -234,20 +234,20 @@ func (a *usageAgg) key(r sessions.UsageRow) string {
 	case sessions.UsageByDay:
 		d := r.At.Unix() / 86400
 		if r.At.Unix() < 0 {
-			return sessions.UsageKey(r, a.by)
+			return usageKey(r, a.by)
 		}
 		k, ok := a.days[d]
 		if !ok {
-			k = sessions.UsageKey(r, a.by)
+			k = usageKey(r, a.by)
 			a.days[d] = k
 		}
 		return k
 	default:
-		return sessions.UsageKey(r, a.by)
+		return usageKey(r, a.by)
 	}
 	k, ok := a.keys[pair]
 	if !ok {
-		k = sessions.UsageKey(r, a.by)
+		k = usageKey(r, a.by)
 		a.keys[pair] = k
 	}
 	return k
@@ -273,4 +273,23 @@ func (a *usageAgg) buckets() []sessions.UsageBucket {
 	}
 	sessions.SortUsage(a.by, out)
 	return out
+}
+
+// usageKey is the bucket key of r under dimension by (sessions.UsageBucket.Key).
+func usageKey(r sessions.UsageRow, by string) string {
+	switch by {
+	case sessions.UsageBySender:
+		return r.SenderKey()
+	case sessions.UsageBySession:
+		return r.SessionKey
+	case sessions.UsageByRoom:
+		return r.Room
+	case sessions.UsageByModel:
+		return r.Provider + "/" + r.Model
+	case sessions.UsageByDay:
+		return r.At.UTC().Format(time.DateOnly)
+	case sessions.UsageByAgent:
+		return r.AgentID
+	}
+	return "total"
 }
