@@ -42,8 +42,8 @@ var (
 )
 
 // Request is a pending pairing request: an unknown DM sender and the code
-// it was given. It is the storage seam's sessions.PairingRequest (both
-// name pairstate.Request).
+// it was given. It is the pairing contract's pairstate.Request, which the
+// storage seam's sessions.PairingState stores.
 type Request = pairstate.Request
 
 // Approval is a sender admitted by an operator.

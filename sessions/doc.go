@@ -17,7 +17,8 @@
 // ApplyOrigin, MakeTitle, CheckSessionID, CheckID), reset policies and
 // triggers (ResetConfig, Evaluate, MatchTrigger), maintenance defaults,
 // the checks applied before a name reaches a file or a query
-// (CheckPairingChannel, CheckCursor, CheckLimitKey, CheckUsageRow), the
+// (CheckCursor, CheckLimitKey, CheckUsageRow; pairing names and data are
+// checked by internal/pairstate, the pairing contract), the
 // problem codes of Check (Problem, Code*), and the transcript wire format
 // (pi-coding-agent v3, SPEC §3.4): encoding (transcript_encode.go:
 // EncodeHeader, EncodeMessage, EncodeCompaction) and decoding

@@ -22,16 +22,6 @@ const (
 	MaxCursorValue = 64 << 10
 )
 
-// CheckPairingChannel returns an error unless channel is a valid pairing
-// channel name: lower-case letters, digits, '_' and '-', 1 to 64 bytes,
-// starting with a letter or digit.
-func CheckPairingChannel(channel string) error { return pairstate.CheckChannel(channel) }
-
-// CheckPairingData returns an error unless every request and approval of d
-// belongs to channel and every string field is valid UTF-8 without NUL and
-// at most 1 KiB.
-func CheckPairingData(channel string, d PairingData) error { return pairstate.CheckData(channel, d) }
-
 // CheckCursor returns an error unless scope (1 to MaxCursorScope bytes),
 // name (1 to MaxCursorName bytes) and value (at most MaxCursorValue bytes)
 // are valid UTF-8 without NUL.

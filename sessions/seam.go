@@ -184,21 +184,12 @@ type RoomLog interface {
 // caps) and calls it. The interface and its data types are declared in
 // internal/pairstate, below both sessions and access: channel adapters
 // import access and must not reach sessions (SPEC §1). A channel must pass
-// CheckPairingChannel and the data stored CheckPairingData; anything else
+// pairstate.CheckChannel and the data stored pairstate.CheckData (its
+// Data, Request and Approval are the pairing data); anything else
 // is refused with an error naming it. Implementations (filestore.Pairing,
 // pgstore.DB.Pairing) are safe for concurrent use by goroutines and
 // processes; UpdatePairing serialises the updates of one channel.
 type PairingState = pairstate.State
-
-// PairingData is one channel's pairing state.
-type PairingData = pairstate.Data
-
-// PairingRequest is a pending pairing request: an unknown DM sender and
-// the code it was given.
-type PairingRequest = pairstate.Request
-
-// PairingApproval is a sender admitted by an operator.
-type PairingApproval = pairstate.Approval
 
 // Cursors holds small named values per scope (a channel account): the
 // Telegram polling offset, chat migrations. SetCursor is durable when it

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/gateway/gateway/internal/pairstate"
 )
 
 // Pairing (pending requests and approved senders per channel) moves through
@@ -27,7 +29,7 @@ func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (in
 			return n, fmt.Errorf("sessions: copy pairing %q: %w", Clip(ch), err)
 		}
 		wrote := false
-		err = to.UpdatePairing(ctx, ch, func(cur *PairingData) (bool, error) {
+		err = to.UpdatePairing(ctx, ch, func(cur *pairstate.Data) (bool, error) {
 			if samePairing(*cur, d) {
 				return false, nil
 			}
@@ -70,20 +72,20 @@ func ComparePairing(ctx context.Context, a, b PairingState) (int, []string, erro
 	return len(channels), diffs, nil
 }
 
-func emptyPairing(d PairingData) bool { return len(d.Pending) == 0 && len(d.Allowed) == 0 }
+func emptyPairing(d pairstate.Data) bool { return len(d.Pending) == 0 && len(d.Allowed) == 0 }
 
-func clonePairing(d PairingData) PairingData {
-	return PairingData{Pending: slices.Clone(d.Pending), Allowed: slices.Clone(d.Allowed)}
+func clonePairing(d pairstate.Data) pairstate.Data {
+	return pairstate.Data{Pending: slices.Clone(d.Pending), Allowed: slices.Clone(d.Allowed)}
 }
 
 // samePairing compares at microseconds (PostgreSQL's resolution).
-func samePairing(a, b PairingData) bool {
+func samePairing(a, b pairstate.Data) bool {
 	na, err1 := json.Marshal(pairingAtMicros(a))
 	nb, err2 := json.Marshal(pairingAtMicros(b))
 	return err1 == nil && err2 == nil && string(na) == string(nb)
 }
 
-func pairingAtMicros(d PairingData) PairingData {
+func pairingAtMicros(d pairstate.Data) pairstate.Data {
 	d = clonePairing(d)
 	for i := range d.Pending {
 		d.Pending[i].CreatedAt, d.Pending[i].ExpiresAt = micros(d.Pending[i].CreatedAt), micros(d.Pending[i].ExpiresAt)

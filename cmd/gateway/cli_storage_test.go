@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/gatewayd"
+	"github.com/gateway/gateway/internal/pairstate"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/pgstore"
@@ -36,10 +37,10 @@ func buildFilesState(t *testing.T, stateDir string) sessionstest.BuiltState {
 	ctx0 := context.Background()
 	at := time.Date(2026, 11, 20, 9, 0, 0, 123456789, time.UTC)
 	for _, ch := range []string{"telegram", "discord"} {
-		if err := mgr.Backend().Pairing().UpdatePairing(ctx0, ch, func(d *sessions.PairingData) (bool, error) {
-			d.Pending = append(d.Pending, sessions.PairingRequest{Channel: ch, AccountID: "default", Code: "QWER5678",
+		if err := mgr.Backend().Pairing().UpdatePairing(ctx0, ch, func(d *pairstate.Data) (bool, error) {
+			d.Pending = append(d.Pending, pairstate.Request{Channel: ch, AccountID: "default", Code: "QWER5678",
 				SenderID: "1001", SenderName: "Zoë '; --", CreatedAt: at, ExpiresAt: at.Add(time.Hour)})
-			d.Allowed = append(d.Allowed, sessions.PairingApproval{Channel: ch, AccountID: "default", SenderID: "42", ApprovedAt: at})
+			d.Allowed = append(d.Allowed, pairstate.Approval{Channel: ch, AccountID: "default", SenderID: "42", ApprovedAt: at})
 			return true, nil
 		}); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/gateway/gateway/internal/pairstate"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
@@ -85,8 +86,8 @@ func TestPairingFilesLayout(t *testing.T) {
 	ps := openBackend(t, dir).Pairing()
 	ctx := t.Context()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	err := ps.UpdatePairing(ctx, "discord", func(d *sessions.PairingData) (bool, error) {
-		d.Allowed = append(d.Allowed, sessions.PairingApproval{Channel: "discord", AccountID: "default",
+	err := ps.UpdatePairing(ctx, "discord", func(d *pairstate.Data) (bool, error) {
+		d.Allowed = append(d.Allowed, pairstate.Approval{Channel: "discord", AccountID: "default",
 			SenderID: "u1", Code: "ABCDEFGH", ApprovedAt: at})
 		return true, nil
 	})

@@ -8,22 +8,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gateway/gateway/internal/pairstate"
 	"github.com/gateway/gateway/sessions"
 )
 
 // memPairing is an in-memory PairingState.
 type memPairing struct {
 	mu sync.Mutex
-	m  map[string]sessions.PairingData
+	m  map[string]pairstate.Data
 }
 
-func (p *memPairing) LoadPairing(ctx context.Context, ch string) (sessions.PairingData, error) {
+func (p *memPairing) LoadPairing(ctx context.Context, ch string) (pairstate.Data, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.m[ch], nil
 }
 
-func (p *memPairing) UpdatePairing(ctx context.Context, ch string, fn func(*sessions.PairingData) (bool, error)) error {
+func (p *memPairing) UpdatePairing(ctx context.Context, ch string, fn func(*pairstate.Data) (bool, error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d := p.m[ch]
@@ -48,13 +49,13 @@ func (p *memPairing) PairingChannels(ctx context.Context) ([]string, error) {
 func TestCopyPairing(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 20, 10, 0, 0, 123456789, time.Local)
-	from := &memPairing{m: map[string]sessions.PairingData{
-		"telegram": {Pending: []sessions.PairingRequest{{Channel: "telegram", AccountID: "default", Code: "ABCD1234",
+	from := &memPairing{m: map[string]pairstate.Data{
+		"telegram": {Pending: []pairstate.Request{{Channel: "telegram", AccountID: "default", Code: "ABCD1234",
 			SenderID: "42", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}},
-			Allowed: []sessions.PairingApproval{{Channel: "telegram", AccountID: "default", SenderID: "7", ApprovedAt: at}}},
-		"discord": {Allowed: []sessions.PairingApproval{{Channel: "discord", SenderID: "x\x00y", ApprovedAt: at}}},
+			Allowed: []pairstate.Approval{{Channel: "telegram", AccountID: "default", SenderID: "7", ApprovedAt: at}}},
+		"discord": {Allowed: []pairstate.Approval{{Channel: "discord", SenderID: "x\x00y", ApprovedAt: at}}},
 	}}
-	to := &memPairing{m: map[string]sessions.PairingData{}}
+	to := &memPairing{m: map[string]pairstate.Data{}}
 	n, err := sessions.CopyPairing(ctx, from, to, false)
 	if err != nil || n != 2 {
 		t.Fatalf("copy: %d, %v", n, err)
@@ -65,7 +66,7 @@ func TestCopyPairing(t *testing.T) {
 	if n, err := sessions.CopyPairing(ctx, from, to, false); err != nil || n != 0 {
 		t.Fatalf("second copy: %d, %v", n, err)
 	}
-	to.m["telegram"] = sessions.PairingData{Allowed: []sessions.PairingApproval{{Channel: "telegram", SenderID: "other"}}}
+	to.m["telegram"] = pairstate.Data{Allowed: []pairstate.Approval{{Channel: "telegram", SenderID: "other"}}}
 	if _, err := sessions.CopyPairing(ctx, from, to, false); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
 		t.Fatalf("conflict: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/gateway/gateway/internal/pairstate"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -27,21 +28,21 @@ type pairingState struct{ db *DB }
 func (db *DB) Pairing() sessions.PairingState { return pairingState{db} }
 
 // LoadPairing implements sessions.PairingState.
-func (p pairingState) LoadPairing(ctx context.Context, channel string) (sessions.PairingData, error) {
-	if err := sessions.CheckPairingChannel(channel); err != nil {
-		return sessions.PairingData{}, err
+func (p pairingState) LoadPairing(ctx context.Context, channel string) (pairstate.Data, error) {
+	if err := pairstate.CheckChannel(channel); err != nil {
+		return pairstate.Data{}, err
 	}
 	d, err := loadPairing(ctx, p.db.pool, channel)
 	if err != nil {
-		return sessions.PairingData{}, fmt.Errorf("pgstore: load pairing %s: %w", channel, err)
+		return pairstate.Data{}, fmt.Errorf("pgstore: load pairing %s: %w", channel, err)
 	}
 	return d, nil
 }
 
 // UpdatePairing implements sessions.PairingState. fn runs inside the
 // transaction; its error is returned as it is.
-func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func(*sessions.PairingData) (bool, error)) error {
-	if err := sessions.CheckPairingChannel(channel); err != nil {
+func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func(*pairstate.Data) (bool, error)) error {
+	if err := pairstate.CheckChannel(channel); err != nil {
 		return err
 	}
 	var fnErr error
@@ -61,7 +62,7 @@ func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func
 		if !changed {
 			return nil
 		}
-		if err := sessions.CheckPairingData(channel, d); err != nil {
+		if err := pairstate.CheckData(channel, d); err != nil {
 			fnErr = err
 			return err
 		}
@@ -104,13 +105,13 @@ SELECT 1, pos, account_id, code, sender_id, sender_name, '', approved_at, approv
 	FROM pairing_approvals WHERE channel = $1
 ORDER BY kind, pos`
 
-func loadPairing(ctx context.Context, q rowsQueryer, channel string) (sessions.PairingData, error) {
+func loadPairing(ctx context.Context, q rowsQueryer, channel string) (pairstate.Data, error) {
 	rows, err := q.Query(ctx, loadPairingSQL, channel)
 	if err != nil {
-		return sessions.PairingData{}, err
+		return pairstate.Data{}, err
 	}
 	var (
-		d          sessions.PairingData
+		d          pairstate.Data
 		kind, pos  int32
 		acct, code string
 		sender     string
@@ -119,10 +120,10 @@ func loadPairing(ctx context.Context, q rowsQueryer, channel string) (sessions.P
 	)
 	_, err = pgx.ForEachRow(rows, []any{&kind, &pos, &acct, &code, &sender, &name, &chat, &t1, &t2}, func() error {
 		if kind == 0 {
-			d.Pending = append(d.Pending, sessions.PairingRequest{Channel: channel, AccountID: acct, Code: code,
+			d.Pending = append(d.Pending, pairstate.Request{Channel: channel, AccountID: acct, Code: code,
 				SenderID: sender, SenderName: name, ChatID: chat, CreatedAt: t1.UTC(), ExpiresAt: t2.UTC()})
 		} else {
-			d.Allowed = append(d.Allowed, sessions.PairingApproval{Channel: channel, AccountID: acct, SenderID: sender,
+			d.Allowed = append(d.Allowed, pairstate.Approval{Channel: channel, AccountID: acct, SenderID: sender,
 				SenderName: name, Code: code, ApprovedAt: t1.UTC()})
 		}
 		return nil
@@ -131,7 +132,7 @@ func loadPairing(ctx context.Context, q rowsQueryer, channel string) (sessions.P
 }
 
 // storePairing replaces channel's rows with d, in one round trip.
-func storePairing(ctx context.Context, tx pgx.Tx, channel string, d sessions.PairingData, now time.Time) error {
+func storePairing(ctx context.Context, tx pgx.Tx, channel string, d pairstate.Data, now time.Time) error {
 	var (
 		b       pgx.Batch
 		n       = len(d.Pending)

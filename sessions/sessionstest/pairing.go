@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/gateway/gateway/internal/pairstate"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -58,7 +59,7 @@ func newPairingFixture(t *testing.T, open PairingOpener) *pairingFixture {
 	return &pairingFixture{t: t, open: open, ps: open(t, nil), ctx: ctx}
 }
 
-func (f *pairingFixture) load(ps sessions.PairingState, channel string) sessions.PairingData {
+func (f *pairingFixture) load(ps sessions.PairingState, channel string) pairstate.Data {
 	f.t.Helper()
 	d, err := ps.LoadPairing(f.ctx, channel)
 	if err != nil {
@@ -67,9 +68,9 @@ func (f *pairingFixture) load(ps sessions.PairingState, channel string) sessions
 	return d
 }
 
-func (f *pairingFixture) update(ps sessions.PairingState, channel string, fn func(*sessions.PairingData)) {
+func (f *pairingFixture) update(ps sessions.PairingState, channel string, fn func(*pairstate.Data)) {
 	f.t.Helper()
-	err := ps.UpdatePairing(f.ctx, channel, func(d *sessions.PairingData) (bool, error) {
+	err := ps.UpdatePairing(f.ctx, channel, func(d *pairstate.Data) (bool, error) {
 		fn(d)
 		return true, nil
 	})
@@ -88,14 +89,14 @@ func (f *pairingFixture) channels(ps sessions.PairingState) []string {
 }
 
 // request is a pending request of channel made at t0+min minutes.
-func request(channel, account, sender string, min int) sessions.PairingRequest {
+func request(channel, account, sender string, min int) pairstate.Request {
 	at := t0.Add(time.Duration(min) * time.Minute)
-	return sessions.PairingRequest{Channel: channel, AccountID: account, Code: fmt.Sprintf("CODE%04d", min),
+	return pairstate.Request{Channel: channel, AccountID: account, Code: fmt.Sprintf("CODE%04d", min),
 		SenderID: sender, SenderName: "name of " + sender, ChatID: "chat-" + sender, CreatedAt: at, ExpiresAt: at.Add(time.Hour)}
 }
 
-func approval(channel, account, sender string, min int) sessions.PairingApproval {
-	return sessions.PairingApproval{Channel: channel, AccountID: account, SenderID: sender,
+func approval(channel, account, sender string, min int) pairstate.Approval {
+	return pairstate.Approval{Channel: channel, AccountID: account, SenderID: sender,
 		SenderName: "name of " + sender, Code: "APPROVED", ApprovedAt: t0.Add(time.Duration(min) * time.Minute)}
 }
 
@@ -115,13 +116,13 @@ func testPairingEmpty(t *testing.T, open PairingOpener) {
 
 func testPairingUpdate(t *testing.T, open PairingOpener) {
 	f := newPairingFixture(t, open)
-	want := sessions.PairingData{
-		Pending: []sessions.PairingRequest{request("discord", "default", "u3", 3), request("discord", "default", "u1", 1),
+	want := pairstate.Data{
+		Pending: []pairstate.Request{request("discord", "default", "u3", 3), request("discord", "default", "u1", 1),
 			request("discord", "bot2", "u2", 2)},
-		Allowed: []sessions.PairingApproval{approval("discord", "default", "u9", 9), approval("discord", "bot2", "u0", 0)},
+		Allowed: []pairstate.Approval{approval("discord", "default", "u9", 9), approval("discord", "bot2", "u0", 0)},
 	}
-	f.update(f.ps, "discord", func(d *sessions.PairingData) { *d = want.Clone() })
-	f.update(f.ps, "telegram", func(d *sessions.PairingData) {
+	f.update(f.ps, "discord", func(d *pairstate.Data) { *d = want.Clone() })
+	f.update(f.ps, "telegram", func(d *pairstate.Data) {
 		d.Allowed = append(d.Allowed, approval("telegram", "default", "42", 5))
 	})
 	// The order of both lists is kept; channels do not mix.
@@ -135,7 +136,7 @@ func testPairingUpdate(t *testing.T, open PairingOpener) {
 		t.Errorf("changing a loaded copy changed the state (-want +got):\n%s", diff)
 	}
 	// The next update starts from what was stored.
-	f.update(f.ps, "discord", func(d *sessions.PairingData) {
+	f.update(f.ps, "discord", func(d *pairstate.Data) {
 		if diff := cmp.Diff(want, *d, emptyIsNil); diff != "" {
 			t.Errorf("UpdatePairing's fn got (-want +got):\n%s", diff)
 		}
@@ -156,7 +157,7 @@ func testPairingUpdate(t *testing.T, open PairingOpener) {
 		t.Errorf("LoadPairing(telegram) through a second handle = %+v", got)
 	}
 	// Emptying a channel stores the empty state.
-	f.update(other, "discord", func(d *sessions.PairingData) { *d = sessions.PairingData{} })
+	f.update(other, "discord", func(d *pairstate.Data) { *d = pairstate.Data{} })
 	if got := f.load(f.ps, "discord"); len(got.Pending)+len(got.Allowed) != 0 {
 		t.Errorf("after emptying: %+v", got)
 	}
@@ -164,7 +165,7 @@ func testPairingUpdate(t *testing.T, open PairingOpener) {
 
 func testPairingNoChange(t *testing.T, open PairingOpener) {
 	f := newPairingFixture(t, open)
-	err := f.ps.UpdatePairing(f.ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+	err := f.ps.UpdatePairing(f.ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 		d.Pending = append(d.Pending, request("telegram", "a", "u1", 1))
 		return false, nil
 	})
@@ -177,10 +178,10 @@ func testPairingNoChange(t *testing.T, open PairingOpener) {
 	if l := f.channels(f.ps); len(l) != 0 {
 		t.Errorf("PairingChannels after an update without a change = %q", l)
 	}
-	f.update(f.ps, "telegram", func(d *sessions.PairingData) {
+	f.update(f.ps, "telegram", func(d *pairstate.Data) {
 		d.Pending = append(d.Pending, request("telegram", "a", "u1", 1))
 	})
-	_ = f.ps.UpdatePairing(f.ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+	_ = f.ps.UpdatePairing(f.ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 		d.Pending = nil
 		return false, nil
 	})
@@ -191,11 +192,11 @@ func testPairingNoChange(t *testing.T, open PairingOpener) {
 
 func testPairingFnError(t *testing.T, open PairingOpener) {
 	f := newPairingFixture(t, open)
-	f.update(f.ps, "telegram", func(d *sessions.PairingData) {
+	f.update(f.ps, "telegram", func(d *pairstate.Data) {
 		d.Pending = append(d.Pending, request("telegram", "a", "u1", 1))
 	})
 	full := errors.New("full")
-	err := f.ps.UpdatePairing(f.ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+	err := f.ps.UpdatePairing(f.ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 		d.Pending = append(d.Pending, request("telegram", "a", "u2", 2))
 		return true, full
 	})
@@ -215,7 +216,7 @@ func testPairingConcurrent(t *testing.T, open PairingOpener) {
 	handles := []sessions.PairingState{f.ps, f.open(t, f.ps)}
 	seen := make([]int, goroutines)
 	parallel(goroutines, func(i int) {
-		err := handles[i%2].UpdatePairing(f.ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+		err := handles[i%2].UpdatePairing(f.ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 			seen[i] = len(d.Pending)
 			d.Pending = append(d.Pending, request("telegram", "a", fmt.Sprint("u", i), i))
 			return true, nil
@@ -255,7 +256,7 @@ func testPairingTwoHandles(t *testing.T, open PairingOpener) {
 		if i%2 == 1 {
 			a, b = b, a
 		}
-		f.update(a, "telegram", func(d *sessions.PairingData) {
+		f.update(a, "telegram", func(d *pairstate.Data) {
 			d.Allowed = append(d.Allowed, approval("telegram", "a", fmt.Sprint("u", i), i))
 		})
 		if got := f.load(b, "telegram"); len(got.Allowed) != i+1 {
@@ -273,7 +274,7 @@ func testPairingHostileChannels(t *testing.T, open PairingOpener) {
 			t.Errorf("LoadPairing(%q) accepted a bad channel name", ch)
 		}
 		called := false
-		err := f.ps.UpdatePairing(f.ctx, ch, func(*sessions.PairingData) (bool, error) { called = true; return true, nil })
+		err := f.ps.UpdatePairing(f.ctx, ch, func(*pairstate.Data) (bool, error) { called = true; return true, nil })
 		if err == nil || called {
 			t.Errorf("UpdatePairing(%q) = %v (fn called: %v), want a channel name error", ch, err, called)
 		} else if !strings.Contains(err.Error(), "channel") {
@@ -282,7 +283,7 @@ func testPairingHostileChannels(t *testing.T, open PairingOpener) {
 	}
 	// The longest valid name works.
 	long := strings.Repeat("z", 64)
-	f.update(f.ps, long, func(d *sessions.PairingData) { d.Allowed = append(d.Allowed, approval(long, "a", "u", 1)) })
+	f.update(f.ps, long, func(d *pairstate.Data) { d.Allowed = append(d.Allowed, approval(long, "a", "u", 1)) })
 	if diff := cmp.Diff([]string{long}, f.channels(f.open(t, f.ps))); diff != "" {
 		t.Errorf("PairingChannels (-want +got):\n%s", diff)
 	}
@@ -292,7 +293,7 @@ func testPairingHostileData(t *testing.T, open PairingOpener) {
 	f := newPairingFixture(t, open)
 	// Anything a chat can send that is valid text is stored exactly.
 	odd := []string{"'; DROP TABLE pairing_requests; --", "../../etc/passwd", `"quoted" \ back`, "日本語 🙂", "\t\n", ""}
-	var want sessions.PairingData
+	var want pairstate.Data
 	for i, s := range odd {
 		r := request("telegram", s, s, i)
 		r.SenderName, r.ChatID = s, s
@@ -301,35 +302,35 @@ func testPairingHostileData(t *testing.T, open PairingOpener) {
 		a.SenderName, a.Code = s, s
 		want.Allowed = append(want.Allowed, a)
 	}
-	f.update(f.ps, "telegram", func(d *sessions.PairingData) { *d = want.Clone() })
+	f.update(f.ps, "telegram", func(d *pairstate.Data) { *d = want.Clone() })
 	if diff := cmp.Diff(want, f.load(f.open(t, f.ps), "telegram"), emptyIsNil); diff != "" {
 		t.Errorf("odd text did not round-trip (-want +got):\n%s", diff)
 	}
 	// Data a backend cannot store exactly, or of another channel, is
 	// refused and nothing is stored.
-	refused := map[string]func(d *sessions.PairingData){
-		"NUL in a sender name": func(d *sessions.PairingData) {
+	refused := map[string]func(d *pairstate.Data){
+		"NUL in a sender name": func(d *pairstate.Data) {
 			r := request("telegram", "a", "nul", 50)
 			r.SenderName = "a\x00b"
 			d.Pending = append(d.Pending, r)
 		},
-		"invalid UTF-8 in a sender id": func(d *sessions.PairingData) {
+		"invalid UTF-8 in a sender id": func(d *pairstate.Data) {
 			d.Allowed = append(d.Allowed, approval("telegram", "a", "\xff\xfe", 50))
 		},
-		"a request of another channel": func(d *sessions.PairingData) {
+		"a request of another channel": func(d *pairstate.Data) {
 			d.Pending = append(d.Pending, request("discord", "a", "x", 50))
 		},
-		"an approval of another channel": func(d *sessions.PairingData) {
+		"an approval of another channel": func(d *pairstate.Data) {
 			d.Allowed = append(d.Allowed, approval("", "a", "x", 50))
 		},
-		"a huge sender name": func(d *sessions.PairingData) {
+		"a huge sender name": func(d *pairstate.Data) {
 			r := request("telegram", "a", "big", 50)
 			r.SenderName = strings.Repeat("x", 1<<20)
 			d.Pending = append(d.Pending, r)
 		},
 	}
 	for what, change := range refused {
-		err := f.ps.UpdatePairing(f.ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+		err := f.ps.UpdatePairing(f.ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 			change(d)
 			return true, nil
 		})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gateway/gateway/internal/pairstate"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -15,7 +16,7 @@ import (
 // it from a benchmark of its own, so the figures line up side by side.
 func BenchPairing(b *testing.B, ps sessions.PairingState) {
 	ctx := context.Background()
-	err := ps.UpdatePairing(ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+	err := ps.UpdatePairing(ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 		for i := range 3 {
 			d.Pending = append(d.Pending, request("telegram", "default", fmt.Sprint("p", i), i))
 		}
@@ -41,7 +42,7 @@ func BenchPairing(b *testing.B, ps sessions.PairingState) {
 		n := 0
 		for b.Loop() {
 			n++
-			err := ps.UpdatePairing(ctx, "telegram", func(d *sessions.PairingData) (bool, error) {
+			err := ps.UpdatePairing(ctx, "telegram", func(d *pairstate.Data) (bool, error) {
 				if n%2 == 1 {
 					d.Allowed = append(d.Allowed, approval("telegram", "default", "extra", n))
 				} else {
