@@ -9,6 +9,9 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// Reading JSONL lines of any length, and the prefix scan that Stats and
+// id uniqueness need without decoding messages.
+
 // ReadLine appends one line (with its '\n' if any) to buf; no length limit.
 func ReadLine(r *bufio.Reader, buf []byte) ([]byte, error) {
 	for {

@@ -6,6 +6,9 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// The parsed state of a transcript and the chain through it, shared by a
+// File (the part of its file read so far) and a Chain (the entries added).
+
 // fileState is what is known about a transcript file. Entries at offsets
 // in [lo, end) are all in nodes.
 type fileState struct {
