@@ -279,15 +279,6 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	}
 }
 
-// slotByIDLocked returns the slot whose session id is id.
-func (s *Store) slotByIDLocked(id string) (*slot, bool) {
-	sl, ok := s.slots[s.byID[id]]
-	if !ok || sl.e.SessionID != id {
-		return nil, false
-	}
-	return sl, true
-}
-
 // recheckLocked re-validates a cache that has just missed: within the TTL a
 // miss may only mean another process added or reset the session since the
 // files were last checked, and "not found" is not answered from stale data.

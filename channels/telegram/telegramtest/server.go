@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -387,18 +386,4 @@ func writeErr(w http.ResponseWriter, f Failure) {
 	// Telegram answers errors with the same HTTP status as error_code.
 	w.WriteHeader(f.Code)
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-// applyWebhookLocked applies setWebhook and deleteWebhook to the webhook
-// state (other methods are left alone).
-func (s *Server) applyWebhookLocked(method string, form url.Values) {
-	switch method {
-	case "setWebhook":
-		s.webhook = &Webhook{URL: form.Get("url"), SecretToken: form.Get("secret_token")}
-	case "deleteWebhook":
-		s.webhook = nil
-		if form.Get("drop_pending_updates") == "true" {
-			s.updates = nil
-		}
-	}
 }
