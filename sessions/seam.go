@@ -179,6 +179,14 @@ type RoomLog interface {
 	Stats() HistoryStats
 }
 
+// RoomLister is implemented by a RoomLog that can list its rooms (the
+// files RoomHistory, pgstore's RoomLog): sessions/transfer's CopyRooms
+// needs it on the source.
+type RoomLister interface {
+	// Rooms lists the rooms holding at least one kept entry, sorted.
+	Rooms(ctx context.Context) ([]string, error)
+}
+
 // PairingState stores the pairing data of each channel (pending requests
 // and approved senders); package access owns the rules (codes, expiry,
 // caps) and calls it. The interface and its data types are declared in
@@ -203,4 +211,11 @@ type Cursors interface {
 	// CursorsOf returns every name → value of scope.
 	CursorsOf(ctx context.Context, scope string) (map[string]string, error)
 	SetCursor(ctx context.Context, scope, name, value string) error
+}
+
+// CursorScopes is implemented by a Cursors that can list its scopes
+// (filestore.Cursors, pgstore's): sessions/transfer's CopyCursors needs it
+// on the source.
+type CursorScopes interface {
+	CursorScopes(ctx context.Context) ([]string, error)
 }

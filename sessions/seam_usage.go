@@ -29,7 +29,7 @@ type UsageLog interface {
 	// Refs returns the Ref of every row of agentID.
 	Refs(ctx context.Context, agentID string) (map[UsageRef]bool, error)
 	// Rows calls fn with each row f selects (f.By ignored), grouped by
-	// agent, in no other guaranteed order (CopyUsage, `gateway storage
+	// agent, in no other guaranteed order (transfer.CopyUsage, `gateway storage
 	// migrate`); fn's error stops it.
 	Rows(ctx context.Context, f UsageFilter, fn func(UsageRow) error) error
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 func storageCmd(cfgPath *string) *cobra.Command {
@@ -73,7 +74,7 @@ func storageMigrateCmd(cfgPath *string) *cobra.Command {
 	c.Flags().StringVar(&f.stateDir, "state-dir", "", "the files side's state dir (default: the config's stateDir)")
 	c.Flags().StringVar(&f.postgresURL, "postgres-url", "", "the postgres side's connection URL (default: the config's storage.postgres)")
 	c.Flags().BoolVar(&f.overwrite, "overwrite", false, "replace keys the target holds with other content")
-	c.Flags().IntVar(&f.workers, "workers", sessions.DefaultCopyWorkers, "keys copied at once")
+	c.Flags().IntVar(&f.workers, "workers", transfer.DefaultWorkers, "keys copied at once")
 	return c
 }
 
@@ -147,7 +148,7 @@ func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migra
 // copyState copies the sessions, the journal's pending work, pairing and
 // cursors, printing what it did.
 func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlags) error {
-	st, err := sessions.Copy(ctx, from, to, sessions.CopyOptions{Overwrite: f.overwrite, Workers: f.workers})
+	st, err := transfer.Copy(ctx, from, to, transfer.Options{Overwrite: f.overwrite, Workers: f.workers})
 	if err != nil {
 		return fmt.Errorf("storage migrate: %w", err)
 	}
@@ -157,21 +158,21 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  journal             %d pending records, %d unsent replies, %d drafts copied\n", dc.Pending, dc.Replies, dc.Drafts)
-	pn, err := sessions.CopyPairing(ctx, from.pairing, to.pairing, f.overwrite)
+	pn, err := transfer.CopyPairing(ctx, from.pairing, to.pairing, f.overwrite)
 	if err != nil {
 		return fmt.Errorf("storage migrate: %w", err)
 	}
-	cn, err := sessions.CopyCursors(ctx, from.cursors, to.cursors, f.overwrite)
+	cn, err := transfer.CopyCursors(ctx, from.cursors, to.cursors, f.overwrite)
 	if err != nil {
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  pairing, cursors    %d channels, %d cursors copied\n", pn, cn)
-	rn, err := sessions.CopyRooms(ctx, from.rooms, to.rooms, f.overwrite)
+	rn, err := transfer.CopyRooms(ctx, from.rooms, to.rooms, f.overwrite)
 	if err != nil {
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  room history        %d entries copied\n", rn)
-	un, err := sessions.CopyUsage(ctx, from.usage, to.usage)
+	un, err := transfer.CopyUsage(ctx, from.usage, to.usage)
 	if err != nil {
 		return fmt.Errorf("storage migrate: %w", err)
 	}
@@ -179,20 +180,20 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 	return nil
 }
 
-// copyDelivery moves the journal's pending work (sessions.CopyDelivery)
+// copyDelivery moves the journal's pending work (transfer.CopyDelivery)
 // through new handles on both sides.
-func copyDelivery(ctx context.Context, from, to *side) (sessions.DeliveryCounts, error) {
+func copyDelivery(ctx context.Context, from, to *side) (transfer.DeliveryCounts, error) {
 	a, doneA, err := from.delivery()
 	if err != nil {
-		return sessions.DeliveryCounts{}, err
+		return transfer.DeliveryCounts{}, err
 	}
 	defer doneA()
 	b, doneB, err := to.delivery()
 	if err != nil {
-		return sessions.DeliveryCounts{}, err
+		return transfer.DeliveryCounts{}, err
 	}
 	defer doneB()
-	return sessions.CopyDelivery(ctx, a, b)
+	return transfer.CopyDelivery(ctx, a, b)
 }
 
 // openFilesSide opens the state dir under the daemon's lock. A source must
@@ -253,7 +254,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		}}, nil
 }
 
-func printCopy(out io.Writer, st sessions.CopyStats) {
+func printCopy(out io.Writer, st transfer.Stats) {
 	fmt.Fprintf(out, "  agents              %d\n", st.Agents)
 	fmt.Fprintf(out, "  sessions            %d (session keys %d: %d copied, %d already present)\n", st.Sessions, st.Keys, st.Copied, st.Skipped)
 	fmt.Fprintf(out, "  archived            %d\n", st.Archived)

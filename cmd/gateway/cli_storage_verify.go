@@ -9,15 +9,16 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 // verifyMigration checks the copy: counts and every key's state and
-// transcript lines (sessions.Compare), then `sessions show KEY --context
+// transcript lines (transfer.Compare), then `sessions show KEY --context
 // --json` rendered from both sides for every session. Any difference is
 // printed and makes the command exit 1.
 func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers int) error {
 	start := time.Now()
-	c, err := sessions.Compare(ctx, from, to, workers)
+	c, err := transfer.Compare(ctx, from, to, workers)
 	if err != nil {
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
@@ -35,17 +36,17 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, deliveryDiffs...)
-	channels, pairingDiffs, err := sessions.ComparePairing(ctx, from.pairing, to.pairing)
+	channels, pairingDiffs, err := transfer.ComparePairing(ctx, from.pairing, to.pairing)
 	if err != nil {
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, pairingDiffs...)
-	cursors, cursorDiffs, err := sessions.CompareCursors(ctx, from.cursors, to.cursors)
+	cursors, cursorDiffs, err := transfer.CompareCursors(ctx, from.cursors, to.cursors)
 	if err != nil {
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, cursorDiffs...)
-	roomEntries, roomDiffs, err := sessions.CompareRooms(ctx, from.rooms, to.rooms)
+	roomEntries, roomDiffs, err := transfer.CompareRooms(ctx, from.rooms, to.rooms)
 	if err != nil {
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
@@ -142,16 +143,16 @@ func renderShow(ctx context.Context, agent string, st sessions.AgentStore, key s
 
 // compareDelivery checks that new handles on the target hold the
 // source's pending work.
-func compareDelivery(from, to *side) (sessions.DeliveryCounts, []string, error) {
+func compareDelivery(from, to *side) (transfer.DeliveryCounts, []string, error) {
 	a, doneA, err := from.delivery()
 	if err != nil {
-		return sessions.DeliveryCounts{}, nil, err
+		return transfer.DeliveryCounts{}, nil, err
 	}
 	defer doneA()
 	b, doneB, err := to.delivery()
 	if err != nil {
-		return sessions.DeliveryCounts{}, nil, err
+		return transfer.DeliveryCounts{}, nil, err
 	}
 	defer doneB()
-	return sessions.CompareDelivery(a, b)
+	return transfer.CompareDelivery(a, b)
 }

@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, transferPkg, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -183,6 +183,21 @@ func TestRuleTable(t *testing.T) {
 		{"access", "sessions/pgstore", true},
 		{"channels/web", "sessions/pgstore", true},
 		{"dispatch", "sessions", false},
+		{transferPkg, "sessions", false},
+		{transferPkg, "routing", false},
+		{transferPkg, "internal/pairstate", false},
+		{transferPkg, "sessions/filestore", true},
+		{transferPkg, "sessions/pgstore", true},
+		{transferPkg, engine, true},
+		{transferPkg, "dispatch", true},
+		{"cmd/gateway", transferPkg, false},
+		{conformance, transferPkg, false},
+		{"sessions", transferPkg, true},
+		{"sessions/filestore", transferPkg, true},
+		{"sessions/pgstore", transferPkg, true},
+		{assembler, transferPkg, true},
+		{"dispatch", transferPkg, true},
+		{"api", transferPkg, true},
 		{assembler, "sessions/pgstore", false},
 		{"cmd/gateway", "sessions/pgstore", false},
 		{"routing", "internal/atomicfile", false},

@@ -46,6 +46,20 @@ var backends = []string{"sessions/filestore", "sessions/pgstore"}
 // so nothing there imports it (rule above-seam).
 const engine = "sessions/transcript"
 
+// transferPkg moves a stored state between backends (`gateway storage
+// migrate`): it sits beside the seam, not below it. It imports sessions and
+// works only through the seam's interfaces (Exporter, Importer, Delivery,
+// PairingState, Cursors, RoomLog, UsageLog), so it never imports a backend
+// or the engine (rule seam) and serves any pair of backends. It is not the
+// daemon's work: a running daemon has one backend and never copies state,
+// so only the CLI that opens two backends (cmd/gateway) and the seam's
+// conformance suite (which checks a UsageLog copies) import it (rule
+// transfer).
+const transferPkg = "sessions/transfer"
+
+// transferUsers are the production packages that may import transferPkg.
+var transferUsers = []string{"cmd/gateway", conformance}
+
 // belowSeam reports the packages under the seam: the backends and the
 // engine they share.
 func belowSeam(pkg string) bool { return isBackend(pkg) || under(pkg, engine) }
@@ -154,8 +168,15 @@ var rules = []depRule{
 		"routing imports no other project package (SPEC §1): keys are built and parsed in one place"},
 	{"lanes", pkgIs("lanes"), only(),
 		"lanes imports no other project package (SPEC §1): a generic per-key scheduler"},
-	{"sessions", func(p string) bool { return under(p, "sessions") && !belowSeam(p) && p != conformance }, only("routing"),
+	{"sessions", func(p string) bool {
+		return under(p, "sessions") && !belowSeam(p) && p != conformance && !under(p, transferPkg)
+	}, only("routing"),
 		"sessions imports only routing (SPEC §1): durable state knows keys, not channels or agents"},
+	{"transfer", pkgIs(transferPkg), only("sessions", "routing"),
+		"the transfer between backends (" + transferPkg + ") imports only sessions (the seam's interfaces it copies through) and routing: it knows no backend, channel or agent"},
+	{"transfer-users", func(p string) bool { return !under(p, transferPkg) && !slices.Contains(transferUsers, p) }, reaches(transferPkg),
+		"moving a state between backends (" + transferPkg + ") is the CLI's job (`gateway storage migrate`), not the daemon's: a running daemon has one backend, " +
+			"so only " + strings.Join(transferUsers, " and ") + " import it"},
 	{"conformance", func(p string) bool { return p == conformance }, only("sessions", "routing"),
 		"the seam's conformance suite tests sessions' interfaces and nothing above them; each backend's tests hand it an opener, so it never imports a backend (rule seam)"},
 	{"seam", func(p string) bool { return under(p, "sessions") && !belowSeam(p) }, func(from, to string) bool { return belowSeam(to) },

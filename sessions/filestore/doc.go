@@ -31,5 +31,5 @@
 // (sessions.Problem, each with a stable code) without changing anything,
 // and Repair fixes the fixable ones under the same locks the daemon takes;
 // `gateway doctor` only prints them. Transfer reads and writes a state dir
-// for `gateway storage migrate` (sessions.Copy, sessions.Compare).
+// for `gateway storage migrate` (sessions/transfer: Copy, Compare).
 package filestore

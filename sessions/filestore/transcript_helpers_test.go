@@ -52,6 +52,6 @@ func user(text string) sessions.Message {
 	return sessions.Message{Role: sessions.RoleUser, Content: []sessions.Content{{Type: sessions.BlockText, Text: text}}, Timestamp: 1}
 }
 
-// everything is sessions' limit that keeps every entry a room log holds
-// (transfer_rooms.go).
+// everything is the limit that keeps every entry a room log holds
+// (as in sessions/transfer/rooms.go).
 var everything = sessions.HistoryLimits{Count: math.MaxInt32, MaxBytes: 0}

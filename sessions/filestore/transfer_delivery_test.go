@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 // TestCopyDelivery moves pending records (with their counters), a
@@ -40,16 +41,16 @@ func TestCopyDelivery(t *testing.T) {
 	// Fresh handles: a Delivery leaves its own records out of Pending.
 	from := openPassive(t, srcDir).Journal()
 	dst := openPassive(t, dstDir)
-	copied, err := sessions.CopyDelivery(ctx, from, dst.Journal())
+	copied, err := transfer.CopyDelivery(ctx, from, dst.Journal())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if copied != (sessions.DeliveryCounts{Pending: 2, Replies: 1, Drafts: 1}) {
+	if copied != (transfer.DeliveryCounts{Pending: 2, Replies: 1, Drafts: 1}) {
 		t.Fatalf("copied %+v", copied)
 	}
 	must(t, dst.Close())
 	to := openPassive(t, dstDir).Journal()
-	counts, diffs, err := sessions.CompareDelivery(from, to)
+	counts, diffs, err := transfer.CompareDelivery(from, to)
 	if err != nil || len(diffs) > 0 || counts != copied {
 		t.Fatalf("compare: %+v %v %v", counts, diffs, err)
 	}
@@ -57,8 +58,8 @@ func TestCopyDelivery(t *testing.T) {
 	if err != nil || len(pend) != 2 || pend[0].Starts != 2 || pend[0].Failures != 1 {
 		t.Fatalf("pending on the target: %+v, %v", pend, err)
 	}
-	again, err := sessions.CopyDelivery(ctx, from, to)
-	if err != nil || again != (sessions.DeliveryCounts{}) {
+	again, err := transfer.CopyDelivery(ctx, from, to)
+	if err != nil || again != (transfer.DeliveryCounts{}) {
 		t.Fatalf("second copy: %+v, %v", again, err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Transfer is the files backend's side of a migration (see
-// transfer.go): it reads and writes sessions.json, archive.json and the
+// seam_transfer.go): it reads and writes sessions.json, archive.json and the
 // transcripts under the state dir of its Manager. Entries go through the
 // store's commit path, so the index keeps exactly today's format;
 // transcripts are written byte for byte, 0600, atomically. Open the

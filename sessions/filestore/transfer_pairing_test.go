@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/internal/pairstate"
-	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 // memPairing is an in-memory PairingState.
@@ -56,21 +56,21 @@ func TestCopyPairing(t *testing.T) {
 		"discord": {Allowed: []pairstate.Approval{{Channel: "discord", SenderID: "x\x00y", ApprovedAt: at}}},
 	}}
 	to := &memPairing{m: map[string]pairstate.Data{}}
-	n, err := sessions.CopyPairing(ctx, from, to, false)
+	n, err := transfer.CopyPairing(ctx, from, to, false)
 	if err != nil || n != 2 {
 		t.Fatalf("copy: %d, %v", n, err)
 	}
-	if chans, diffs, err := sessions.ComparePairing(ctx, from, to); err != nil || chans != 2 || len(diffs) > 0 {
+	if chans, diffs, err := transfer.ComparePairing(ctx, from, to); err != nil || chans != 2 || len(diffs) > 0 {
 		t.Fatalf("compare: %d %v %v", chans, diffs, err)
 	}
-	if n, err := sessions.CopyPairing(ctx, from, to, false); err != nil || n != 0 {
+	if n, err := transfer.CopyPairing(ctx, from, to, false); err != nil || n != 0 {
 		t.Fatalf("second copy: %d, %v", n, err)
 	}
 	to.m["telegram"] = pairstate.Data{Allowed: []pairstate.Approval{{Channel: "telegram", SenderID: "other"}}}
-	if _, err := sessions.CopyPairing(ctx, from, to, false); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
+	if _, err := transfer.CopyPairing(ctx, from, to, false); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
 		t.Fatalf("conflict: %v", err)
 	}
-	if n, err := sessions.CopyPairing(ctx, from, to, true); err != nil || n != 1 {
+	if n, err := transfer.CopyPairing(ctx, from, to, true); err != nil || n != 1 {
 		t.Fatalf("overwrite: %d, %v", n, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 func openPassive(t *testing.T, dir string) *filestore.Manager {
@@ -36,7 +37,7 @@ func TestTransferFilesToFiles(t *testing.T) {
 	built := sessionstest.BuildState(t, src.Backend().Store)
 	dst := openPassive(t, dstDir)
 
-	st, err := sessions.Copy(ctx, src.Transfer(), dst.Transfer(), sessions.CopyOptions{})
+	st, err := transfer.Copy(ctx, src.Transfer(), dst.Transfer(), transfer.Options{})
 	if err != nil {
 		t.Fatalf("copy: %v", err)
 	}
@@ -45,7 +46,7 @@ func TestTransferFilesToFiles(t *testing.T) {
 		t.Fatalf("stats %+v for %d agents, %d current and %d deleted keys", st, len(built.Agents), len(built.Current), len(built.Deleted))
 	}
 	t.Logf("copied %+v", st)
-	cmp, err := sessions.Compare(ctx, src.Transfer(), dst.Transfer(), 0)
+	cmp, err := transfer.Compare(ctx, src.Transfer(), dst.Transfer(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestTransferFilesToFiles(t *testing.T) {
 	sameTranscriptFiles(t, srcDir, dstDir)
 
 	// Idempotent: nothing is written the second time.
-	again, err := sessions.Copy(ctx, src.Transfer(), dst.Transfer(), sessions.CopyOptions{})
+	again, err := transfer.Copy(ctx, src.Transfer(), dst.Transfer(), transfer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,16 +73,16 @@ func TestTransferFilesToFiles(t *testing.T) {
 	if _, err := dstStore.Patch(ctx, k, func(e *sessions.Entry) error { e.Label = "changed"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sessions.Copy(ctx, src.Transfer(), dst.Transfer(), sessions.CopyOptions{})
-	var ce *sessions.ConflictError
+	_, err = transfer.Copy(ctx, src.Transfer(), dst.Transfer(), transfer.Options{})
+	var ce *transfer.ConflictError
 	if !errors.As(err, &ce) || len(ce.Keys) != 1 || !strings.Contains(err.Error(), k.String()) {
 		t.Fatalf("copy onto a changed key: %v, want a conflict naming %s", err, k)
 	}
-	over, err := sessions.Copy(ctx, src.Transfer(), dst.Transfer(), sessions.CopyOptions{Overwrite: true})
+	over, err := transfer.Copy(ctx, src.Transfer(), dst.Transfer(), transfer.Options{Overwrite: true})
 	if err != nil || over.Copied != 1 {
 		t.Fatalf("copy --overwrite: %+v, %v", over, err)
 	}
-	if cmp, err := sessions.Compare(ctx, src.Transfer(), dst.Transfer(), 0); err != nil || len(cmp.Differences) > 0 {
+	if cmp, err := transfer.Compare(ctx, src.Transfer(), dst.Transfer(), 0); err != nil || len(cmp.Differences) > 0 {
 		t.Fatalf("after overwrite: %+v, %v", cmp, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // Transfer is the PostgreSQL side of a migration (sessions.Exporter and
-// sessions.Importer, see sessions/transfer.go): index entries, archived
+// sessions.Importer, see sessions/seam_transfer.go): index entries, archived
 // sessions and transcripts as rows of entries, archived and
 // transcript_entries/transcript_heads. A transcript line becomes one row
 // whose body is the line byte for byte (json, not jsonb), so it reads back

@@ -7,11 +7,12 @@ import (
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/sessionstest"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 // BenchmarkMigrate copies 1,000 sessions × 50 messages from files to
-// PostgreSQL and back (sessions.Copy with the default workers, then
-// sessions.Compare as `storage migrate` verifies), each iteration into an
+// PostgreSQL and back (transfer.Copy with the default workers, then
+// transfer.Compare as `storage migrate` verifies), each iteration into an
 // empty target. ns/op is one whole direction.
 func BenchmarkMigrate(b *testing.B) {
 	const sessionsN, messages = 1000, 50
@@ -19,7 +20,7 @@ func BenchmarkMigrate(b *testing.B) {
 	src := openFiles(b, b.TempDir())
 	sessionstest.BuildBulk(b, src.Backend().Store, sessionsN, messages)
 	seeded, _ := openTest(b)
-	if _, err := sessions.Copy(ctx, src.Transfer(), seeded.Transfer(), sessions.CopyOptions{}); err != nil {
+	if _, err := transfer.Copy(ctx, src.Transfer(), seeded.Transfer(), transfer.Options{}); err != nil {
 		b.Fatal(err)
 	}
 
@@ -30,13 +31,13 @@ func BenchmarkMigrate(b *testing.B) {
 			to := target()
 			b.StartTimer()
 			start := time.Now()
-			st, err := sessions.Copy(ctx, from, to, sessions.CopyOptions{})
+			st, err := transfer.Copy(ctx, from, to, transfer.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			copying += time.Since(start)
 			start = time.Now()
-			c, err := sessions.Compare(ctx, from, to, 0)
+			c, err := transfer.Compare(ctx, from, to, 0)
 			if err != nil || len(c.Differences) > 0 || st.Sessions != sessionsN {
 				b.Fatalf("copy %+v, compare %+v, %v", st, c, err)
 			}

@@ -12,7 +12,7 @@ import (
 var _ sessions.CursorScopes = cursorStore{}
 
 // CursorScopes lists the scopes with a cursor, sorted (a migration copies
-// them; sessions.CopyCursors).
+// them: sessions/transfer.CopyCursors).
 func (c cursorStore) CursorScopes(ctx context.Context) ([]string, error) {
 	rows, err := c.db.pool.Query(ctx, `SELECT DISTINCT scope FROM cursors ORDER BY scope`)
 	if err != nil {

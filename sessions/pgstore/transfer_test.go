@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 func openFiles(t testing.TB, dir string) *filestore.Manager {
@@ -26,7 +27,7 @@ func openFiles(t testing.TB, dir string) *filestore.Manager {
 	return m
 }
 
-func noDifferences(t *testing.T, what string, c sessions.Comparison, err error) {
+func noDifferences(t *testing.T, what string, c transfer.Comparison, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -49,14 +50,14 @@ func TestTransferFilesPostgresRoundTrip(t *testing.T) {
 	db, _ := openTest(t)
 	pg := db.Transfer()
 
-	st, err := sessions.Copy(ctx, src.Transfer(), pg, sessions.CopyOptions{})
+	st, err := transfer.Copy(ctx, src.Transfer(), pg, transfer.Options{})
 	if err != nil {
 		t.Fatalf("files → postgres: %v", err)
 	}
 	if st.Sessions != len(built.Current) || st.Copied != st.Keys || st.Archived == 0 {
 		t.Fatalf("files → postgres: %+v", st)
 	}
-	c, err := sessions.Compare(ctx, src.Transfer(), pg, 0)
+	c, err := transfer.Compare(ctx, src.Transfer(), pg, 0)
 	noDifferences(t, "files vs postgres", c, err)
 	checkHeads(t, db)
 
@@ -76,12 +77,12 @@ func TestTransferFilesPostgresRoundTrip(t *testing.T) {
 	}
 
 	back := openFiles(t, backDir)
-	if _, err := sessions.Copy(ctx, pg, back.Transfer(), sessions.CopyOptions{}); err != nil {
+	if _, err := transfer.Copy(ctx, pg, back.Transfer(), transfer.Options{}); err != nil {
 		t.Fatalf("postgres → files: %v", err)
 	}
-	c, err = sessions.Compare(ctx, pg, back.Transfer(), 0)
+	c, err = transfer.Compare(ctx, pg, back.Transfer(), 0)
 	noDifferences(t, "postgres vs files", c, err)
-	c, err = sessions.Compare(ctx, src.Transfer(), back.Transfer(), 0)
+	c, err = transfer.Compare(ctx, src.Transfer(), back.Transfer(), 0)
 	noDifferences(t, "original vs round trip", c, err)
 	sameTranscriptFiles(t, srcDir, backDir)
 
@@ -90,7 +91,7 @@ func TestTransferFilesPostgresRoundTrip(t *testing.T) {
 		name     string
 		from, to sessions.Importer
 	}{{"files → postgres", src.Transfer(), pg}, {"postgres → files", pg, back.Transfer()}} {
-		again, err := sessions.Copy(ctx, tc.from, tc.to, sessions.CopyOptions{})
+		again, err := transfer.Copy(ctx, tc.from, tc.to, transfer.Options{})
 		if err != nil || again.Copied != 0 || again.Skipped != st.Keys {
 			t.Fatalf("%s again: %+v, %v", tc.name, again, err)
 		}
@@ -101,15 +102,15 @@ func TestTransferFilesPostgresRoundTrip(t *testing.T) {
 	if _, err := db.Index(k.Agent, nil).Patch(ctx, k, func(e *sessions.Entry) error { e.Title = "other"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sessions.Copy(ctx, src.Transfer(), pg, sessions.CopyOptions{})
-	var ce *sessions.ConflictError
+	_, err = transfer.Copy(ctx, src.Transfer(), pg, transfer.Options{})
+	var ce *transfer.ConflictError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), k.String()) {
 		t.Fatalf("copy onto a changed key: %v, want a conflict naming %s", err, k)
 	}
-	if _, err := sessions.Copy(ctx, src.Transfer(), pg, sessions.CopyOptions{Overwrite: true}); err != nil {
+	if _, err := transfer.Copy(ctx, src.Transfer(), pg, transfer.Options{Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
-	c, err = sessions.Compare(ctx, src.Transfer(), pg, 0)
+	c, err = transfer.Compare(ctx, src.Transfer(), pg, 0)
 	noDifferences(t, "after overwrite", c, err)
 }
 
@@ -220,7 +221,7 @@ func TestTransferPostgresNativeRoundTrip(t *testing.T) {
 	db, _ := openTest(t)
 	built := sessionstest.BuildState(t, func(agent string) (sessions.AgentStore, error) { return db.Store(agent, nil), nil })
 	files := openFiles(t, t.TempDir())
-	st, err := sessions.Copy(ctx, db.Transfer(), files.Transfer(), sessions.CopyOptions{})
+	st, err := transfer.Copy(ctx, db.Transfer(), files.Transfer(), transfer.Options{})
 	if err != nil {
 		t.Fatalf("postgres → files: %v", err)
 	}
@@ -228,13 +229,13 @@ func TestTransferPostgresNativeRoundTrip(t *testing.T) {
 		t.Fatalf("postgres → files: %+v", st)
 	}
 	t.Logf("postgres → files: %+v", st)
-	c, err := sessions.Compare(ctx, db.Transfer(), files.Transfer(), 0)
+	c, err := transfer.Compare(ctx, db.Transfer(), files.Transfer(), 0)
 	noDifferences(t, "postgres vs files", c, err)
 	db2, _ := openTest(t)
-	if _, err := sessions.Copy(ctx, files.Transfer(), db2.Transfer(), sessions.CopyOptions{}); err != nil {
+	if _, err := transfer.Copy(ctx, files.Transfer(), db2.Transfer(), transfer.Options{}); err != nil {
 		t.Fatalf("files → postgres: %v", err)
 	}
-	c, err = sessions.Compare(ctx, db.Transfer(), db2.Transfer(), 0)
+	c, err = transfer.Compare(ctx, db.Transfer(), db2.Transfer(), 0)
 	noDifferences(t, "postgres vs postgres", c, err)
 	checkHeads(t, db2)
 
@@ -327,9 +328,9 @@ func TestExportKeepsTheArchivedTheSeamShows(t *testing.T) {
 		t.Fatalf("exported archive (-Archived +export):\n%s", diff)
 	}
 	files := openFiles(t, t.TempDir())
-	if _, err := sessions.Copy(ctx, db.Transfer(), files.Transfer(), sessions.CopyOptions{}); err != nil {
+	if _, err := transfer.Copy(ctx, db.Transfer(), files.Transfer(), transfer.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := sessions.Compare(ctx, db.Transfer(), files.Transfer(), 0)
+	c, err := transfer.Compare(ctx, db.Transfer(), files.Transfer(), 0)
 	noDifferences(t, "postgres vs files", c, err)
 }

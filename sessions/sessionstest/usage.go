@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transfer"
 )
 
 // UsageOpener returns a new, empty usage ledger, or with share (a ledger it
@@ -360,11 +361,11 @@ func testUsageRowsAndCopy(t *testing.T, open UsageOpener) {
 	other := rows[0]
 	other.SessionID = "elsewhere"
 	f.record(to, rows[4], other) // the target holds one of the rows already, and one of its own
-	n, err := sessions.CopyUsage(f.ctx, f.u, to)
+	n, err := transfer.CopyUsage(f.ctx, f.u, to)
 	if err != nil || n != 4 {
 		t.Fatalf("CopyUsage = %d, %v; want the 4 rows the target lacked", n, err)
 	}
-	if n, err := sessions.CopyUsage(f.ctx, f.u, to); err != nil || n != 0 {
+	if n, err := transfer.CopyUsage(f.ctx, f.u, to); err != nil || n != 0 {
 		t.Errorf("second CopyUsage = %d, %v; want 0", n, err)
 	}
 	// The target: the source's 5 rows and its own copy of rows[0].

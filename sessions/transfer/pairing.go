@@ -1,4 +1,4 @@
-package sessions
+package transfer
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gateway/gateway/internal/pairstate"
+	"github.com/gateway/gateway/sessions"
 )
 
 // Pairing (pending requests and approved senders per channel) moves through
@@ -17,7 +18,7 @@ import (
 // channel to holds with the same data is skipped; one it holds with other
 // data is an error naming it unless overwrite. It returns the channels
 // written.
-func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (int, error) {
+func CopyPairing(ctx context.Context, from, to sessions.PairingState, overwrite bool) (int, error) {
 	channels, err := from.PairingChannels(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("sessions: copy pairing: %w", err)
@@ -26,7 +27,7 @@ func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (in
 	for _, ch := range channels {
 		d, err := from.LoadPairing(ctx, ch)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy pairing %q: %w", Clip(ch), err)
+			return n, fmt.Errorf("sessions: copy pairing %q: %w", sessions.Clip(ch), err)
 		}
 		wrote := false
 		err = to.UpdatePairing(ctx, ch, func(cur *pairstate.Data) (bool, error) {
@@ -34,13 +35,13 @@ func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (in
 				return false, nil
 			}
 			if !emptyPairing(*cur) && !overwrite {
-				return false, fmt.Errorf("the target holds other pairing data for channel %q; use --overwrite to replace it", Clip(ch))
+				return false, fmt.Errorf("the target holds other pairing data for channel %q; use --overwrite to replace it", sessions.Clip(ch))
 			}
 			*cur, wrote = clonePairing(d), true
 			return true, nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy pairing %q: %w", Clip(ch), err)
+			return n, fmt.Errorf("sessions: copy pairing %q: %w", sessions.Clip(ch), err)
 		}
 		if wrote {
 			n++
@@ -50,7 +51,7 @@ func CopyPairing(ctx context.Context, from, to PairingState, overwrite bool) (in
 }
 
 // ComparePairing returns the channels of a and the differences of b.
-func ComparePairing(ctx context.Context, a, b PairingState) (int, []string, error) {
+func ComparePairing(ctx context.Context, a, b sessions.PairingState) (int, []string, error) {
 	channels, err := a.PairingChannels(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("sessions: compare pairing: %w", err)
@@ -59,14 +60,14 @@ func ComparePairing(ctx context.Context, a, b PairingState) (int, []string, erro
 	for _, ch := range channels {
 		da, err := a.LoadPairing(ctx, ch)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", Clip(ch), err)
+			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", sessions.Clip(ch), err)
 		}
 		db, err := b.LoadPairing(ctx, ch)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", Clip(ch), err)
+			return 0, nil, fmt.Errorf("sessions: compare pairing %q: %w", sessions.Clip(ch), err)
 		}
 		if !samePairing(da, db) {
-			diffs = append(diffs, fmt.Sprintf("pairing of channel %q differs in the target", Clip(ch)))
+			diffs = append(diffs, fmt.Sprintf("pairing of channel %q differs in the target", sessions.Clip(ch)))
 		}
 	}
 	return len(channels), diffs, nil

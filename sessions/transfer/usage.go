@@ -1,8 +1,10 @@
-package sessions
+package transfer
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // The usage ledger moves through the seam's UsageLog on both sides.
@@ -13,9 +15,9 @@ const usageCopyBatch = 1000
 // CopyUsage copies every ledger row of from that to lacks (by agent and
 // Ref), so running it again, or after `gateway usage rebuild` on the
 // target, adds nothing twice. It returns the rows written.
-func CopyUsage(ctx context.Context, from, to UsageLog) (int, error) {
-	have := map[string]map[UsageRef]bool{}
-	var batch []UsageRow
+func CopyUsage(ctx context.Context, from, to sessions.UsageLog) (int, error) {
+	have := map[string]map[sessions.UsageRef]bool{}
+	var batch []sessions.UsageRow
 	n := 0
 	flush := func() error {
 		if len(batch) == 0 {
@@ -28,7 +30,7 @@ func CopyUsage(ctx context.Context, from, to UsageLog) (int, error) {
 		batch = batch[:0]
 		return nil
 	}
-	err := from.Rows(ctx, UsageFilter{}, func(r UsageRow) error {
+	err := from.Rows(ctx, sessions.UsageFilter{}, func(r sessions.UsageRow) error {
 		refs, ok := have[r.AgentID]
 		if !ok {
 			var err error

@@ -1,4 +1,4 @@
-package sessions
+package transfer
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // A migration also moves the work the ingress journal and the reply outbox
@@ -30,7 +32,7 @@ type DeliveryCounts struct {
 // into to; what to holds already (same id) is skipped, so running it twice
 // copies nothing the second time. from must be a handle that did not
 // accept the records itself (a Delivery leaves its own out of Pending).
-func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts, err error) {
+func CopyDelivery(ctx context.Context, from, to sessions.Delivery) (copied DeliveryCounts, err error) {
 	recs, reps, drafts, err := deliveryState(from)
 	if err != nil {
 		return copied, fmt.Errorf("sessions: copy delivery: read: %w", err)
@@ -42,7 +44,7 @@ func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts
 	for _, r := range recs {
 		dup, err := to.Accept(ctx, r)
 		if err != nil {
-			return copied, fmt.Errorf("sessions: copy delivery: record %q: %w", Clip(r.ID), err)
+			return copied, fmt.Errorf("sessions: copy delivery: record %q: %w", sessions.Clip(r.ID), err)
 		}
 		if !dup {
 			copied.Pending++
@@ -57,11 +59,11 @@ func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts
 			continue
 		}
 		if err := to.Ready(r); err != nil {
-			return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", Clip(r.ID), err)
+			return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", sessions.Clip(r.ID), err)
 		}
 		if r.Sent > 0 {
 			if err := to.Sent(r.ID, r.Sent); err != nil {
-				return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", Clip(r.ID), err)
+				return copied, fmt.Errorf("sessions: copy delivery: reply %q: %w", sessions.Clip(r.ID), err)
 			}
 		}
 		copied.Replies++
@@ -75,14 +77,14 @@ func CopyDelivery(ctx context.Context, from, to Delivery) (copied DeliveryCounts
 			continue
 		}
 		if err := to.Draft(d); err != nil {
-			return copied, fmt.Errorf("sessions: copy delivery: draft %q: %w", Clip(d.ID), err)
+			return copied, fmt.Errorf("sessions: copy delivery: draft %q: %w", sessions.Clip(d.ID), err)
 		}
 		copied.Drafts++
 	}
 	return copied, nil
 }
 
-func deliveryState(d Delivery) ([]Record, []Reply, []Draft, error) {
+func deliveryState(d sessions.Delivery) ([]sessions.Record, []sessions.Reply, []sessions.Draft, error) {
 	recs, err := d.Pending()
 	if err != nil {
 		return nil, nil, nil, err
@@ -102,7 +104,7 @@ func deliveryState(d Delivery) ([]Record, []Reply, []Draft, error) {
 // reply and draft by id with the same content (times at microseconds,
 // JSON compared compacted). b should be a fresh handle, which lists
 // everything stored. It returns a's counts and the differences.
-func CompareDelivery(a, b Delivery) (DeliveryCounts, []string, error) {
+func CompareDelivery(a, b sessions.Delivery) (DeliveryCounts, []string, error) {
 	ra, pa, da, err := deliveryState(a)
 	if err != nil {
 		return DeliveryCounts{}, nil, fmt.Errorf("sessions: compare delivery: %w", err)
@@ -113,9 +115,9 @@ func CompareDelivery(a, b Delivery) (DeliveryCounts, []string, error) {
 	}
 	counts := DeliveryCounts{Pending: len(ra), Replies: len(pa), Drafts: len(da)}
 	var diffs []string
-	diffs = append(diffs, compareByID("record", ra, rb, func(r Record) string { return r.ID }, normRecord)...)
-	diffs = append(diffs, compareByID("reply", pa, pb, func(r Reply) string { return r.ID }, normReply)...)
-	diffs = append(diffs, compareByID("draft", da, db, func(d Draft) string { return d.ID }, normDraft)...)
+	diffs = append(diffs, compareByID("record", ra, rb, func(r sessions.Record) string { return r.ID }, normRecord)...)
+	diffs = append(diffs, compareByID("reply", pa, pb, func(r sessions.Reply) string { return r.ID }, normReply)...)
+	diffs = append(diffs, compareByID("draft", da, db, func(d sessions.Draft) string { return d.ID }, normDraft)...)
 	return counts, diffs, nil
 }
 
@@ -128,13 +130,13 @@ func compareByID[T any](what string, a, b []T, id func(T) string, norm func(T) (
 	for _, x := range a {
 		y, ok := have[id(x)]
 		if !ok {
-			diffs = append(diffs, fmt.Sprintf("%s %q: missing in the target", what, Clip(id(x))))
+			diffs = append(diffs, fmt.Sprintf("%s %q: missing in the target", what, sessions.Clip(id(x))))
 			continue
 		}
 		nx, err1 := norm(x)
 		ny, err2 := norm(y)
 		if err1 != nil || err2 != nil || !bytes.Equal(nx, ny) {
-			diffs = append(diffs, fmt.Sprintf("%s %q: differs in the target", what, Clip(id(x))))
+			diffs = append(diffs, fmt.Sprintf("%s %q: differs in the target", what, sessions.Clip(id(x))))
 		}
 	}
 	slices.Sort(diffs)
@@ -152,7 +154,7 @@ func compactRaw(m json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-func normRecord(r Record) ([]byte, error) {
+func normRecord(r sessions.Record) ([]byte, error) {
 	var err error
 	if r.Payload, err = compactRaw(r.Payload); err != nil {
 		return nil, err
@@ -161,7 +163,7 @@ func normRecord(r Record) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func normReply(r Reply) ([]byte, error) {
+func normReply(r sessions.Reply) ([]byte, error) {
 	var err error
 	if r.Target, err = compactRaw(r.Target); err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func normReply(r Reply) ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func normDraft(d Draft) ([]byte, error) {
+func normDraft(d sessions.Draft) ([]byte, error) {
 	var err error
 	if d.Target, err = compactRaw(d.Target); err != nil {
 		return nil, err

@@ -1,23 +1,19 @@
-package sessions
+package transfer
 
 import (
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-)
 
-// CursorScopes is implemented by a Cursors that can list its scopes
-// (filestore.Cursors, pgstore's): CopyCursors needs it on the source.
-type CursorScopes interface {
-	CursorScopes(ctx context.Context) ([]string, error)
-}
+	"github.com/gateway/gateway/sessions"
+)
 
 // CopyCursors copies every cursor of from (which must implement
 // CursorScopes) into to. A name to holds with the same value is skipped;
 // one it holds with another value is an error naming it unless overwrite.
 // It returns the cursors written.
-func CopyCursors(ctx context.Context, from, to Cursors, overwrite bool) (int, error) {
+func CopyCursors(ctx context.Context, from, to sessions.Cursors, overwrite bool) (int, error) {
 	all, err := allCursors(ctx, from)
 	if err != nil {
 		return 0, fmt.Errorf("sessions: copy cursors: %w", err)
@@ -26,19 +22,19 @@ func CopyCursors(ctx context.Context, from, to Cursors, overwrite bool) (int, er
 	for _, scope := range keysOf(all) {
 		have, err := to.CursorsOf(ctx, scope)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy cursors %q: %w", Clip(scope), err)
+			return n, fmt.Errorf("sessions: copy cursors %q: %w", sessions.Clip(scope), err)
 		}
 		for _, name := range keysOf(all[scope]) {
 			v := all[scope][name]
 			if cur, ok := have[name]; ok && (cur == v || !overwrite) {
 				if cur != v {
 					return n, fmt.Errorf("sessions: copy cursors: the target's cursor %q of %q is %q, not %q; use --overwrite to replace it",
-						Clip(name), Clip(scope), Clip(cur), Clip(v))
+						sessions.Clip(name), sessions.Clip(scope), sessions.Clip(cur), sessions.Clip(v))
 				}
 				continue
 			}
 			if err := to.SetCursor(ctx, scope, name, v); err != nil {
-				return n, fmt.Errorf("sessions: copy cursors %q %q: %w", Clip(scope), Clip(name), err)
+				return n, fmt.Errorf("sessions: copy cursors %q %q: %w", sessions.Clip(scope), sessions.Clip(name), err)
 			}
 			n++
 		}
@@ -48,7 +44,7 @@ func CopyCursors(ctx context.Context, from, to Cursors, overwrite bool) (int, er
 
 // CompareCursors returns how many cursors a holds and the ones b lacks or
 // holds with another value.
-func CompareCursors(ctx context.Context, a, b Cursors) (int, []string, error) {
+func CompareCursors(ctx context.Context, a, b sessions.Cursors) (int, []string, error) {
 	all, err := allCursors(ctx, a)
 	if err != nil {
 		return 0, nil, fmt.Errorf("sessions: compare cursors: %w", err)
@@ -58,20 +54,20 @@ func CompareCursors(ctx context.Context, a, b Cursors) (int, []string, error) {
 	for _, scope := range keysOf(all) {
 		have, err := b.CursorsOf(ctx, scope)
 		if err != nil {
-			return 0, nil, fmt.Errorf("sessions: compare cursors %q: %w", Clip(scope), err)
+			return 0, nil, fmt.Errorf("sessions: compare cursors %q: %w", sessions.Clip(scope), err)
 		}
 		for _, name := range keysOf(all[scope]) {
 			n++
 			if v, ok := have[name]; !ok || v != all[scope][name] {
-				diffs = append(diffs, fmt.Sprintf("cursor %q of %q differs in the target", Clip(name), Clip(scope)))
+				diffs = append(diffs, fmt.Sprintf("cursor %q of %q differs in the target", sessions.Clip(name), sessions.Clip(scope)))
 			}
 		}
 	}
 	return n, diffs, nil
 }
 
-func allCursors(ctx context.Context, c Cursors) (map[string]map[string]string, error) {
-	ls, ok := c.(CursorScopes)
+func allCursors(ctx context.Context, c sessions.Cursors) (map[string]map[string]string, error) {
+	ls, ok := c.(sessions.CursorScopes)
 	if !ok {
 		return nil, fmt.Errorf("%T cannot list its scopes", c)
 	}

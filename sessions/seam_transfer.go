@@ -9,8 +9,8 @@ import (
 // Moving a state between backends (`gateway storage migrate`, SPEC §3.8)
 // goes through the two small interfaces below, which both backends
 // implement: the files backend (Manager.Transfer) and PostgreSQL
-// (pgstore.DB.Transfer). Copy drives them; nothing above them knows a
-// backend.
+// (pgstore.DB.Transfer). Package sessions/transfer drives them (Copy,
+// Compare); nothing above them knows a backend.
 //
 // The unit of transfer is one session key of one agent (KeyState): its
 // current entry, its archived sessions and the transcript of each, line
@@ -18,17 +18,18 @@ import (
 // moved to PostgreSQL and back is byte-identical.
 //
 // Times: PostgreSQL keeps microseconds, the files backend nanoseconds.
-// Copy cuts every clock of an entry and of an archived session to UTC
-// microseconds before it writes, and Compare compares at that resolution.
+// AtMicros cuts every clock of an entry and of an archived session to UTC
+// microseconds; a migration writes and compares at that resolution.
 // A state written from PostgreSQL to files therefore carries microsecond
 // clocks; one moved from files to PostgreSQL loses the nanoseconds, which
 // nothing reads (the reset rules work in minutes). Transcript timestamps
 // are text inside the lines and move unchanged.
 //
-// The ingress journal's pending records and unsent replies, pairing and
-// channel cursors are not part of these interfaces: they move through the
-// seam's own interfaces on both sides (CopyDelivery, CopyPairing,
-// CopyCursors). Room history does not move: RoomLog cannot list its rooms.
+// The ingress journal's pending records and unsent replies, pairing,
+// channel cursors, room history and the usage ledger are not part of these
+// interfaces: they move through the seam's own interfaces on both sides
+// (Delivery, PairingState, Cursors with CursorScopes, RoomLog with
+// RoomLister, UsageLog).
 
 // KeyState is one session key of an agent as a migration moves it.
 type KeyState struct {
@@ -100,7 +101,7 @@ type Importer interface {
 }
 
 // Syncer is implemented by an Importer whose ImportKey is not durable by
-// itself: Copy calls Sync once after the last key.
+// itself: sessions/transfer's Copy calls Sync once after the last key.
 type Syncer interface {
 	Sync(ctx context.Context) error
 }
@@ -132,24 +133,4 @@ func (k KeyState) AtMicros() KeyState {
 		k.Archived[i] = k.Archived[i].AtMicros()
 	}
 	return k
-}
-
-// sameState reports whether a and b hold the same key at microsecond
-// resolution. Archived file names are not compared: PostgreSQL has none.
-func sameState(a, b KeyState) bool {
-	a, b = a.AtMicros(), b.AtMicros()
-	if a.Key != b.Key || (a.Entry == nil) != (b.Entry == nil) || len(a.Archived) != len(b.Archived) {
-		return false
-	}
-	if a.Entry != nil && *a.Entry != *b.Entry {
-		return false
-	}
-	for i := range a.Archived {
-		x, y := a.Archived[i], b.Archived[i]
-		x.File, y.File = "", ""
-		if x != y {
-			return false
-		}
-	}
-	return true
 }

@@ -1,10 +1,12 @@
-package sessions
+package transfer
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // Comparison is what Compare found.
@@ -22,9 +24,9 @@ type Comparison struct {
 
 // Compare checks that every key of from is in to with the same state
 // (clocks at microseconds) and byte-identical transcripts.
-func Compare(ctx context.Context, from, to Exporter, workers int) (Comparison, error) {
+func Compare(ctx context.Context, from, to sessions.Exporter, workers int) (Comparison, error) {
 	if workers <= 0 {
-		workers = DefaultCopyWorkers
+		workers = DefaultWorkers
 	}
 	var c Comparison
 	agents, err := from.ExportAgents(ctx)
@@ -47,7 +49,7 @@ func Compare(ctx context.Context, from, to Exporter, workers int) (Comparison, e
 		if len(dst) > 0 {
 			c.Target.Agents++
 		}
-		have := make(map[string]KeyState, len(dst))
+		have := make(map[string]sessions.KeyState, len(dst))
 		for _, k := range dst {
 			have[k.Key] = k
 		}

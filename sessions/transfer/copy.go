@@ -1,4 +1,4 @@
-package sessions
+package transfer
 
 import (
 	"bytes"
@@ -9,18 +9,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gateway/gateway/sessions"
 )
 
-// DefaultCopyWorkers is how many keys Copy moves at once.
-const DefaultCopyWorkers = 4
+// DefaultWorkers is how many keys Copy moves at once.
+const DefaultWorkers = 4
 
-// CopyOptions tune Copy.
-type CopyOptions struct {
+// Options tune Copy.
+type Options struct {
 	// Overwrite replaces a key the target holds with other content;
 	// without it such a key is a conflict and nothing is written.
 	Overwrite bool
 	// Workers is how many keys are read and written at once
-	// (DefaultCopyWorkers when 0).
+	// (DefaultWorkers when 0).
 	Workers int
 }
 
@@ -36,7 +38,7 @@ type Counts struct {
 	Lines int `json:"transcriptEntries"`
 }
 
-func (c *Counts) addKey(k KeyState) {
+func (c *Counts) addKey(k sessions.KeyState) {
 	c.Keys++
 	if k.Entry != nil {
 		c.Sessions++
@@ -44,8 +46,8 @@ func (c *Counts) addKey(k KeyState) {
 	c.Archived += len(k.Archived)
 }
 
-// CopyStats reports what Copy did.
-type CopyStats struct {
+// Stats reports what Copy did.
+type Stats struct {
 	Counts
 	// Copied keys were written; Skipped ones were in the target already
 	// with the same content.
@@ -80,7 +82,7 @@ func (e *ConflictError) Error() string {
 // plan is what Copy decided for one key.
 type plan struct {
 	agent string
-	src   KeyState
+	src   sessions.KeyState
 	write bool
 }
 
@@ -90,21 +92,21 @@ type plan struct {
 // the others are written (clocks at microseconds, see transfer.go). All
 // conflicts are found before anything is written. Running Copy twice
 // gives the same target.
-func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyStats, error) {
+func Copy(ctx context.Context, from sessions.Exporter, to sessions.Importer, o Options) (Stats, error) {
 	start := time.Now()
 	workers := o.Workers
 	if workers <= 0 {
-		workers = DefaultCopyWorkers
+		workers = DefaultWorkers
 	}
 	agents, err := from.ExportAgents(ctx)
 	if err != nil {
-		return CopyStats{}, err
+		return Stats{}, err
 	}
 	var (
 		plans     []*plan
 		conflicts []string
 		shared    bool
-		st        CopyStats
+		st        Stats
 		mu        sync.Mutex // guards conflicts, st
 	)
 	for _, agent := range agents {
@@ -115,7 +117,7 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 			mu.Unlock()
 		})
 		if err != nil {
-			return CopyStats{}, err
+			return Stats{}, err
 		}
 		if len(ps) > 0 {
 			st.Agents++ // an agent whose index is empty has nothing to copy
@@ -124,7 +126,7 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 	}
 	if len(conflicts) > 0 && (!o.Overwrite || shared) {
 		slices.Sort(conflicts)
-		return CopyStats{}, &ConflictError{Keys: conflicts, Shared: shared}
+		return Stats{}, &ConflictError{Keys: conflicts, Shared: shared}
 	}
 	err = parallel(ctx, workers, len(plans), func(i int) error {
 		p := plans[i]
@@ -152,7 +154,7 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 		mu.Unlock()
 		return nil
 	})
-	if s, ok := to.(Syncer); ok && err == nil {
+	if s, ok := to.(sessions.Syncer); ok && err == nil {
 		err = s.Sync(ctx)
 	}
 	st.Elapsed = time.Since(start)
@@ -162,7 +164,7 @@ func Copy(ctx context.Context, from Exporter, to Importer, o CopyOptions) (CopyS
 // planAgent decides for each key of agent whether it is written; conflict
 // is called for each key the target holds with other content (hard when
 // its session id is another key's there).
-func planAgent(ctx context.Context, from Exporter, to Importer, agent string, workers int, conflict func(what string, hard bool)) ([]*plan, error) {
+func planAgent(ctx context.Context, from sessions.Exporter, to sessions.Importer, agent string, workers int, conflict func(what string, hard bool)) ([]*plan, error) {
 	src, err := from.ExportKeys(ctx, agent)
 	if err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func planAgent(ctx context.Context, from Exporter, to Importer, agent string, wo
 	if err != nil {
 		return nil, err
 	}
-	have := make(map[string]KeyState, len(dst))
+	have := make(map[string]sessions.KeyState, len(dst))
 	owner := map[string]string{} // session id → key in the target
 	for _, k := range dst {
 		have[k.Key] = k
@@ -210,8 +212,8 @@ func planAgent(ctx context.Context, from Exporter, to Importer, agent string, wo
 // sameKey compares key a of one state with b of another, transcripts
 // included; why says what differs; na and nb count the transcript lines
 // of each.
-func sameKey(ctx context.Context, ea, eb Exporter, agent string, a, b KeyState) (same bool, why string, na, nb int, err error) {
-	refsB := map[string]TranscriptRef{}
+func sameKey(ctx context.Context, ea, eb sessions.Exporter, agent string, a, b sessions.KeyState) (same bool, why string, na, nb int, err error) {
+	refsB := map[string]sessions.TranscriptRef{}
 	for _, r := range b.Refs() {
 		refsB[r.SessionID] = r
 	}
@@ -257,13 +259,13 @@ func firstDiff(a, b [][]byte) int {
 }
 
 // readKey reads k's transcripts from e.
-func readKey(ctx context.Context, e Exporter, agent string, k KeyState) (KeyCopy, int, error) {
-	kc := KeyCopy{KeyState: k, Transcripts: map[string][][]byte{}}
+func readKey(ctx context.Context, e sessions.Exporter, agent string, k sessions.KeyState) (sessions.KeyCopy, int, error) {
+	kc := sessions.KeyCopy{KeyState: k, Transcripts: map[string][][]byte{}}
 	n := 0
 	for _, r := range k.Refs() {
 		lines, err := e.ExportTranscript(ctx, agent, r)
 		if err != nil {
-			return KeyCopy{}, 0, fmt.Errorf("sessions: copy %s/%s: %w", agent, k.Key, err)
+			return sessions.KeyCopy{}, 0, fmt.Errorf("sessions: copy %s/%s: %w", agent, k.Key, err)
 		}
 		kc.Transcripts[r.SessionID] = lines
 		n += len(lines)
@@ -271,7 +273,7 @@ func readKey(ctx context.Context, e Exporter, agent string, k KeyState) (KeyCopy
 	return kc, n, nil
 }
 
-func countLines(ctx context.Context, e Exporter, agent string, k KeyState) (int, error) {
+func countLines(ctx context.Context, e sessions.Exporter, agent string, k sessions.KeyState) (int, error) {
 	_, n, err := readKey(ctx, e, agent, k)
 	return n, err
 }
@@ -310,3 +312,27 @@ func parallel(ctx context.Context, workers, n int, fn func(i int) error) error {
 	}
 	return ctx.Err()
 }
+
+// sameState reports whether a and b hold the same key at microsecond
+// resolution. Archived file names are not compared: PostgreSQL has none.
+func sameState(a, b sessions.KeyState) bool {
+	a, b = a.AtMicros(), b.AtMicros()
+	if a.Key != b.Key || (a.Entry == nil) != (b.Entry == nil) || len(a.Archived) != len(b.Archived) {
+		return false
+	}
+	if a.Entry != nil && *a.Entry != *b.Entry {
+		return false
+	}
+	for i := range a.Archived {
+		x, y := a.Archived[i], b.Archived[i]
+		x.File, y.File = "", ""
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// micros cuts t to UTC microseconds, the resolution PostgreSQL keeps
+// (sessions.Entry.AtMicros does the same for an entry's clocks).
+func micros(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -1,22 +1,17 @@
-package sessions
+package transfer
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"slices"
-)
 
-// RoomLister is implemented by a RoomLog that can list its rooms (the
-// files RoomHistory, pgstore's RoomLog): CopyRooms needs it on the source.
-type RoomLister interface {
-	// Rooms lists the rooms holding at least one kept entry, sorted.
-	Rooms(ctx context.Context) ([]string, error)
-}
+	"github.com/gateway/gateway/sessions"
+)
 
 // everything is the limit that keeps every entry a room log holds: the
 // source already applied the room's own limits when they were added.
-var everything = HistoryLimits{Count: math.MaxInt32, MaxBytes: 0}
+var everything = sessions.HistoryLimits{Count: math.MaxInt32, MaxBytes: 0}
 
 // CopyRooms copies the kept room history of from (which must implement
 // RoomLister) into to, room by room, oldest first. Entries get the
@@ -25,7 +20,7 @@ var everything = HistoryLimits{Count: math.MaxInt32, MaxBytes: 0}
 // room the target holds with the same messages is skipped; one it holds
 // with others is an error naming it unless overwrite, which clears it
 // first. It returns the entries written.
-func CopyRooms(ctx context.Context, from, to RoomLog, overwrite bool) (int, error) {
+func CopyRooms(ctx context.Context, from, to sessions.RoomLog, overwrite bool) (int, error) {
 	rooms, err := roomsOf(ctx, from)
 	if err != nil {
 		return 0, fmt.Errorf("sessions: copy rooms: %w", err)
@@ -34,35 +29,35 @@ func CopyRooms(ctx context.Context, from, to RoomLog, overwrite bool) (int, erro
 	for _, room := range rooms {
 		src, err := from.Take(room, from.Seq(), everything)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy rooms %q: %w", Clip(room), err)
+			return n, fmt.Errorf("sessions: copy rooms %q: %w", sessions.Clip(room), err)
 		}
 		have, err := to.Take(room, to.Seq(), everything)
 		if err != nil {
-			return n, fmt.Errorf("sessions: copy rooms %q: %w", Clip(room), err)
+			return n, fmt.Errorf("sessions: copy rooms %q: %w", sessions.Clip(room), err)
 		}
 		if len(have) > 0 {
 			if sameRoom(src, have) {
 				continue
 			}
 			if !overwrite {
-				return n, fmt.Errorf("sessions: copy rooms: the target holds other history for room %q; use --overwrite to replace it", Clip(room))
+				return n, fmt.Errorf("sessions: copy rooms: the target holds other history for room %q; use --overwrite to replace it", sessions.Clip(room))
 			}
 			if err := to.Clear(room); err != nil {
-				return n, fmt.Errorf("sessions: copy rooms %q: clear: %w", Clip(room), err)
+				return n, fmt.Errorf("sessions: copy rooms %q: clear: %w", sessions.Clip(room), err)
 			}
 		}
 		for _, e := range src {
 			e.Seq = 0
 			dup, err := to.Append(ctx, room, e, everything)
 			if err != nil {
-				return n, fmt.Errorf("sessions: copy rooms %q: %w", Clip(room), err)
+				return n, fmt.Errorf("sessions: copy rooms %q: %w", sessions.Clip(room), err)
 			}
 			if dup {
 				// The target removed this message id earlier (a turn took it,
 				// or --overwrite cleared it) and keeps refusing it as a
 				// redelivery: say so rather than drop it.
 				return n, fmt.Errorf("sessions: copy rooms %q: the target took or removed message %q before and refuses it as a redelivery; copy into a target without this room's history",
-					Clip(room), Clip(e.MessageID))
+					sessions.Clip(room), sessions.Clip(e.MessageID))
 			}
 			n++
 		}
@@ -72,7 +67,7 @@ func CopyRooms(ctx context.Context, from, to RoomLog, overwrite bool) (int, erro
 
 // CompareRooms returns how many room entries a holds and the rooms whose
 // history b lacks or holds otherwise.
-func CompareRooms(ctx context.Context, a, b RoomLog) (int, []string, error) {
+func CompareRooms(ctx context.Context, a, b sessions.RoomLog) (int, []string, error) {
 	rooms, err := roomsOf(ctx, a)
 	if err != nil {
 		return 0, nil, fmt.Errorf("sessions: compare rooms: %w", err)
@@ -82,22 +77,22 @@ func CompareRooms(ctx context.Context, a, b RoomLog) (int, []string, error) {
 	for _, room := range rooms {
 		ea, err := a.Take(room, a.Seq(), everything)
 		if err != nil {
-			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", Clip(room), err)
+			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", sessions.Clip(room), err)
 		}
 		eb, err := b.Take(room, b.Seq(), everything)
 		if err != nil {
-			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", Clip(room), err)
+			return n, nil, fmt.Errorf("sessions: compare rooms %q: %w", sessions.Clip(room), err)
 		}
 		n += len(ea)
 		if !sameRoom(ea, eb) {
-			diffs = append(diffs, fmt.Sprintf("room history of %q differs in the target (%d entries, target %d)", Clip(room), len(ea), len(eb)))
+			diffs = append(diffs, fmt.Sprintf("room history of %q differs in the target (%d entries, target %d)", sessions.Clip(room), len(ea), len(eb)))
 		}
 	}
 	return n, diffs, nil
 }
 
-func roomsOf(ctx context.Context, l RoomLog) ([]string, error) {
-	ls, ok := l.(RoomLister)
+func roomsOf(ctx context.Context, l sessions.RoomLog) ([]string, error) {
+	ls, ok := l.(sessions.RoomLister)
 	if !ok {
 		return nil, fmt.Errorf("%T cannot list its rooms", l)
 	}
@@ -106,8 +101,8 @@ func roomsOf(ctx context.Context, l RoomLog) ([]string, error) {
 
 // sameRoom compares two rooms' entries without their sequence numbers, at
 // the microsecond (a database keeps no finer time).
-func sameRoom(a, b []HistoryEntry) bool {
-	return slices.EqualFunc(a, b, func(x, y HistoryEntry) bool {
+func sameRoom(a, b []sessions.HistoryEntry) bool {
+	return slices.EqualFunc(a, b, func(x, y sessions.HistoryEntry) bool {
 		return x.MessageID == y.MessageID && x.SenderID == y.SenderID && x.SenderName == y.SenderName &&
 			x.Text == y.Text && micros(x.At).Equal(micros(y.At))
 	})
