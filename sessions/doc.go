@@ -19,17 +19,18 @@
 // the checks applied before a name reaches a file or a query
 // (CheckCursor, CheckLimitKey, CheckUsageRow; pairing names and data are
 // checked by internal/pairstate, the pairing contract), the
-// problem codes of Check (Problem, Code*), and the transcript wire format
-// (pi-coding-agent v3, SPEC §3.4): encoding (transcript_encode.go:
-// EncodeHeader, EncodeMessage, EncodeCompaction) and decoding
-// (transcript_wire.go: ParseHeader, ParseEntry into a Node). The engine
-// that turns those entries into a session's chain and context — the JSONL
-// file the files backend opens under its own locks, the Chain the
-// PostgreSQL backend resolves over rows — is sessions/transcript, a
-// sibling below the seam that both backends import. transfer*.go copies
-// and verifies state between any two backends through the seam only
-// (`gateway storage migrate`); RebuildUsage refills a usage ledger from
-// transcripts.
+// problem codes of Check (Problem, Code*), and the writing of the
+// transcript wire format (pi-coding-agent v3, SPEC §3.4: transcript_encode.go,
+// EncodeHeader, EncodeMessage, EncodeCompaction), so every backend stores
+// the same bytes. The engine that reads those entries back and turns them
+// into a session's chain and context — the JSONL file the files backend
+// opens under its own locks, the Chain the PostgreSQL backend resolves over
+// rows, ParseHeader and ParseEntry into a Node — is sessions/transcript, a
+// sibling below the seam that both backends import. Exporter and Importer
+// (seam_transfer.go) are the backends' side of `gateway storage migrate`;
+// sessions/transfer, beside the seam, copies and verifies a state through
+// them and the other seam interfaces. RebuildUsage refills a usage ledger
+// from transcripts.
 //
 // Concurrency: the rules are pure functions and values. No lock is held
 // across an LLM call.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,20 +56,20 @@ func (s *transcriptSummary) addLine(line int, off int64, b []byte) error {
 		Timestamp string `json:"timestamp"`
 	}
 	if line == 1 {
-		h, err := sessions.ParseHeader(b)
+		h, err := transcript.ParseHeader(b)
 		if err != nil {
 			return err
 		}
 		_ = json.Unmarshal(b, &ts)
-		s.hdr = &summaryHeader{id: h.ID, key: h.SessionKey, agent: h.AgentID, at: sessions.ParseTimestamp(ts.Timestamp)}
+		s.hdr = &summaryHeader{id: h.ID, key: h.SessionKey, agent: h.AgentID, at: transcript.ParseTimestamp(ts.Timestamp)}
 		return nil
 	}
-	n, err := sessions.ParseEntry(b, off)
+	n, err := transcript.ParseEntry(b, off)
 	if err != nil || n == nil {
 		return err
 	}
 	if json.Unmarshal(b, &ts) == nil {
-		if t := sessions.ParseTimestamp(ts.Timestamp); t.After(s.lastAt) {
+		if t := transcript.ParseTimestamp(ts.Timestamp); t.After(s.lastAt) {
 			s.lastAt = t
 		}
 	}
@@ -78,7 +79,7 @@ func (s *transcriptSummary) addLine(line int, off int64, b []byte) error {
 		if s.firstUser == "" && n.Msg != nil && n.Msg.Role == sessions.RoleUser {
 			s.firstUser = n.Msg.Text()
 		}
-	case n.Kind == sessions.KindCompaction:
+	case n.Kind == transcript.KindCompaction:
 		s.compactions++
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // searchBenchEnv sets the corpus size of the search benchmarks in messages
@@ -221,7 +222,7 @@ func BenchmarkSearchIndexAppend(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		msg := msgs[i%len(msgs)]
-		nodes := []*sessions.Node{{ID: "0000abcd", Off: off, Kind: sessions.KindMessage, IsMessage: true, Msg: &msg}}
+		nodes := []*transcript.Node{{ID: "0000abcd", Off: off, Kind: transcript.KindMessage, IsMessage: true, Msg: &msg}}
 		off += 200
 		x.appended("main", sid, nodes, off)
 		i++

@@ -35,7 +35,7 @@ type pendingDoc struct {
 	words sessions.WordList
 }
 
-func pendingOf(n *sessions.Node) (pendingDoc, bool) {
+func pendingOf(n *transcript.Node) (pendingDoc, bool) {
 	if n == nil || !n.IsMessage || n.Msg == nil {
 		return pendingDoc{}, false
 	}
@@ -56,7 +56,7 @@ func pendingOf(n *sessions.Node) (pendingDoc, bool) {
 
 // appended is the transcript append hook: it indexes the messages among
 // nodes (just written, the file now ends at end).
-func (x *searchIndex) appended(agent, sid string, nodes []*sessions.Node, end int64) {
+func (x *searchIndex) appended(agent, sid string, nodes []*transcript.Node, end int64) {
 	x.ensureStarted()
 	docs := make([]pendingDoc, 0, len(nodes))
 	for _, n := range nodes {
@@ -203,7 +203,7 @@ func readDocs(f io.ReaderAt, from, to int64) ([]pendingDoc, int64, error) {
 		line, err := transcript.ReadLine(r, buf[:0])
 		buf = line
 		if len(line) > 0 && line[len(line)-1] == '\n' {
-			if n, perr := sessions.ParseEntry(line, off); perr == nil {
+			if n, perr := transcript.ParseEntry(line, off); perr == nil {
 				if d, ok := pendingOf(n); ok {
 					docs = append(docs, d)
 				}
@@ -239,5 +239,5 @@ func (x *searchIndex) ensureSession(agent, dir, sid string) {
 // searchHook is the append hook of session sid's transcript.
 func (s *Store) searchHook(sid string) transcript.Option {
 	x, agent := s.m.search, s.agentID
-	return transcript.WithAppendHook(func(nodes []*sessions.Node, end int64) { x.appended(agent, sid, nodes, end) })
+	return transcript.WithAppendHook(func(nodes []*transcript.Node, end int64) { x.appended(agent, sid, nodes, end) })
 }

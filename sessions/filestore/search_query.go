@@ -335,7 +335,7 @@ func (x *searchIndex) hitOf(c candidate, agent, sid, key string, words []string)
 	if err != nil {
 		return sessions.SearchHit{}, false
 	}
-	n, err := sessions.ParseEntry(line, c.off)
+	n, err := transcript.ParseEntry(line, c.off)
 	if err != nil || n == nil || !n.IsMessage || n.Msg == nil {
 		return sessions.SearchHit{}, false
 	}

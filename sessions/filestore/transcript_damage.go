@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
 	"github.com/gofrs/flock"
 )
@@ -56,7 +55,7 @@ func QuarantineTranscript(path string) (int, error) {
 	err = eachLine(f, func(line int, off int64, b []byte, complete bool) {
 		bad := false
 		if complete && line > 1 {
-			_, perr := sessions.ParseEntry(b, off)
+			_, perr := transcript.ParseEntry(b, off)
 			bad = perr != nil
 		}
 		if bad {

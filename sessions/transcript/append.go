@@ -34,8 +34,8 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*sessions.Node, error) {
-		nodes := make([]*sessions.Node, 0, len(msgs))
+	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*Node, error) {
+		nodes := make([]*Node, 0, len(msgs))
 		parent := st.leaf
 		now := t.now()
 		for _, m := range msgs {
@@ -46,7 +46,7 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 			}
 			writeLine(buf, line)
 			msg := m
-			nodes = append(nodes, &sessions.Node{ID: id, Parent: parent, Kind: sessions.KindMessage, IsMessage: true, Msg: &msg})
+			nodes = append(nodes, &Node{ID: id, Parent: parent, Kind: KindMessage, IsMessage: true, Msg: &msg})
 			parent = id
 		}
 		return nodes, nil
@@ -56,7 +56,7 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
 // entry of the current chain ("" keeps nothing before the compaction).
 func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
-	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*sessions.Node, error) {
+	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*Node, error) {
 		if c.FirstKeptEntryID != "" {
 			in, err := st.inChain(f, c.FirstKeptEntryID)
 			if err != nil {
@@ -73,7 +73,7 @@ func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (str
 			return nil, err
 		}
 		writeLine(buf, line)
-		return []*sessions.Node{{ID: id, Parent: st.leaf, Kind: sessions.KindCompaction, Comp: &sessions.CompactionInfo{Compaction: c, At: now.UTC().Truncate(time.Millisecond)}}}, nil
+		return []*Node{{ID: id, Parent: st.leaf, Kind: KindCompaction, Comp: &CompactionInfo{Compaction: c, At: now.UTC().Truncate(time.Millisecond)}}}, nil
 	})
 	if err != nil {
 		return "", err
@@ -82,7 +82,7 @@ func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (str
 }
 
 // newIDLocked returns 8 hex characters unused in the file and in pending.
-func (t *File) newIDLocked(st *fileState, pending []*sessions.Node) string {
+func (t *File) newIDLocked(st *fileState, pending []*Node) string {
 	for {
 		id := sessions.NewEntryID(t.rand())
 		if _, ok := st.nodes[id]; ok {
@@ -105,7 +105,7 @@ func (t *File) newIDLocked(st *fileState, pending []*sessions.Node) string {
 // tail, writes the header when the file has none, then the lines enc
 // produces, and records the new entries. fsync happens after the lock is
 // released, grouped with concurrent appends.
-func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*sessions.Node, error)) ([]string, error) {
+func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
 	if t.lock == nil {
 		return nil, errors.New("transcript: append: opened read-only")
 	}
@@ -156,7 +156,7 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.F
 	return ids, nil
 }
 
-func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*sessions.Node, error)) (uint64, []*sessions.Node, error) {
+func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
 	st, err := t.stateLocked(f)
 	if err != nil {
 		return 0, nil, err
@@ -207,7 +207,7 @@ func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buf
 	}
 
 	if writeHeader {
-		st.hdr = &sessions.SessionLine{ID: t.sessionID, Header: t.hdr}
+		st.hdr = &SessionLine{ID: t.sessionID, Header: t.hdr}
 		st.headerEnd, st.lo = headerLen, headerLen
 		t.prefixIDs, t.prefixLo, t.prefixMsgs = map[string]struct{}{}, headerLen, 0
 	}
@@ -225,9 +225,9 @@ func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buf
 
 // extendViewLocked updates the cached chain after an append: messages
 // extend it; a compaction re-resolves it (on the next read).
-func (t *File) extendViewLocked(st *fileState, nodes []*sessions.Node) {
+func (t *File) extendViewLocked(st *fileState, nodes []*Node) {
 	for _, n := range nodes {
-		if n.Kind == sessions.KindCompaction {
+		if n.Kind == KindCompaction {
 			st.view, st.ctx = nil, nil
 			return
 		}
@@ -240,7 +240,7 @@ func (t *File) extendViewLocked(st *fileState, nodes []*sessions.Node) {
 		st.ctx = nil
 	}
 	for _, n := range nodes {
-		if n.Kind == sessions.KindMessage {
+		if n.Kind == KindMessage {
 			st.view.entries = append(st.view.entries, n)
 		}
 	}

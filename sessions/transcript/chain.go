@@ -40,7 +40,7 @@ func NewChain(complete bool) *Chain {
 // sequence number) and must be >= 0. A session header or a blank line is
 // ignored; an entry whose JSON cannot be read is an error.
 func (c *Chain) Add(line []byte, pos int64) error {
-	n, err := sessions.ParseEntry(line, pos)
+	n, err := ParseEntry(line, pos)
 	if err != nil {
 		return fmt.Errorf("transcript: entry at %d: %w", pos, err)
 	}

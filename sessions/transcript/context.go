@@ -138,12 +138,12 @@ func appendMerged(out []sessions.Message, outIDs []string, m sessions.Message, i
 // entries without rebuilding it, when that gives what buildContext would:
 // plain user and assistant messages after a context that does not end in
 // tool calls. It reports false when the context must be rebuilt.
-func extendContext(c *sessions.Context, nodes []*sessions.Node) bool {
+func extendContext(c *sessions.Context, nodes []*Node) bool {
 	if n := len(c.Messages); n > 0 && c.Messages[n-1].Role == sessions.RoleAssistant && hasToolCall(c.Messages[n-1]) {
 		return false
 	}
 	for _, n := range nodes {
-		if n.Kind != sessions.KindMessage || (n.Msg.Role != sessions.RoleUser && n.Msg.Role != sessions.RoleAssistant) ||
+		if n.Kind != KindMessage || (n.Msg.Role != sessions.RoleUser && n.Msg.Role != sessions.RoleAssistant) ||
 			(n.Msg.Role == sessions.RoleAssistant && hasToolCall(*n.Msg)) {
 			return false
 		}

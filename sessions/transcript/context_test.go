@@ -177,7 +177,7 @@ func TestContextRebuildRules(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := &chainView{}
 			for i := range tt.msgs {
-				v.entries = append(v.entries, &sessions.Node{ID: fmt.Sprintf("e%07d", i), Kind: sessions.KindMessage, Msg: &tt.msgs[i]})
+				v.entries = append(v.entries, &Node{ID: fmt.Sprintf("e%07d", i), Kind: KindMessage, Msg: &tt.msgs[i]})
 			}
 			c := buildContext(v, "leaf")
 			if d := cmp.Diff(tt.want, summarize(c.Messages)); d != "" {

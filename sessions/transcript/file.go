@@ -39,7 +39,7 @@ type File struct {
 	hint      int64 // compaction offset known from the index entry
 	// onAppend sees each write's entries and the file's new end (the
 	// search index); called after the locks are released.
-	onAppend func(nodes []*sessions.Node, end int64)
+	onAppend func(nodes []*Node, end int64)
 
 	written atomic.Uint64 // sequence of the last completed write
 	sync    syncGroup
@@ -72,7 +72,7 @@ func withClock(now func() time.Time) Option { return func(t *File) { t.now = now
 func withRand(r func() uint32) Option { return func(t *File) { t.rand = r } }
 
 // WithAppendHook passes every successful write's entries to fn.
-func WithAppendHook(fn func(nodes []*sessions.Node, end int64)) Option {
+func WithAppendHook(fn func(nodes []*Node, end int64)) Option {
 	return func(t *File) { t.onAppend = fn }
 }
 

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-
-	"github.com/gateway/gateway/sessions"
 )
 
 // Reading JSONL lines of any length, and the prefix scan that Stats and
@@ -66,7 +64,7 @@ func scanPrefix(f io.ReaderAt, from, to int64) (msgs int, ids map[string]struct{
 			if bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{`+string(msgType))) {
 				msgs++
 			} else if !bytes.HasPrefix(bytes.TrimSpace(buf), []byte(`{"type":`)) && bytes.Contains(buf, msgType) {
-				if n, perr := sessions.ParseEntry(buf, 0); perr == nil && n != nil && n.IsMessage {
+				if n, perr := ParseEntry(buf, 0); perr == nil && n != nil && n.IsMessage {
 					msgs++
 				}
 			}

@@ -9,8 +9,6 @@ import (
 	"os"
 
 	"go.uber.org/zap"
-
-	"github.com/gateway/gateway/sessions"
 )
 
 // Loading a transcript reads it from the end: the leaf is the last line, and
@@ -53,7 +51,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 		return nil, err
 	}
 	if first[len(first)-1] != '\n' { // the whole file is one unterminated line
-		if h, err := sessions.ParseHeader(first); err == nil {
+		if h, err := ParseHeader(first); err == nil {
 			st.hdr, st.headerEnd, st.end, st.lo, st.needNL = &h, size, size, size, true
 		} else {
 			log.Warn("transcript: ignoring torn last line", zap.Int("line", 1), zap.Int64("bytes", size))
@@ -61,7 +59,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 		}
 		return st, st.ensureView(f)
 	}
-	h, err := sessions.ParseHeader(first)
+	h, err := ParseHeader(first)
 	if err != nil {
 		return nil, &lineError{1, err}
 	}
@@ -78,7 +76,7 @@ func loadTail(f io.ReaderAt, fi os.FileInfo, hint int64, log *zap.Logger) (*file
 			return nil, fmt.Errorf("transcript: read: %w", err)
 		}
 		st.parsed++
-		if n, err := sessions.ParseEntry(frag, st.end); err == nil {
+		if n, err := ParseEntry(frag, st.end); err == nil {
 			if n != nil {
 				st.add(n)
 			}
@@ -107,21 +105,21 @@ func (st *fileState) tryHint(f io.ReaderAt, hint int64) {
 	if err != nil || len(first) == 0 || first[len(first)-1] != '\n' {
 		return
 	}
-	if n, err := sessions.ParseEntry(first, hint); err != nil || n == nil || n.Kind != sessions.KindCompaction {
+	if n, err := ParseEntry(first, hint); err != nil || n == nil || n.Kind != KindCompaction {
 		return
 	}
 	buf := make([]byte, st.lo-hint)
 	if _, err := f.ReadAt(buf, hint); err != nil {
 		return
 	}
-	var parsed []*sessions.Node
+	var parsed []*Node
 	for b, off := buf, hint; len(b) > 0; {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
 			return
 		}
-		n, err := sessions.ParseEntry(b[:i], off)
-		if err != nil || (len(parsed) == 0 && (n == nil || n.Kind != sessions.KindCompaction)) {
+		n, err := ParseEntry(b[:i], off)
+		if err != nil || (len(parsed) == 0 && (n == nil || n.Kind != KindCompaction)) {
 			return // not a compaction line, or a bad line the backward walk will report
 		}
 		if n != nil {
@@ -222,7 +220,7 @@ func (st *fileState) parseBlock(b []byte, off int64) error {
 			return errFallback
 		}
 		st.parsed++
-		n, err := sessions.ParseEntry(b[:i], off)
+		n, err := ParseEntry(b[:i], off)
 		if err != nil {
 			return errFallback
 		}
@@ -253,7 +251,7 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 		line++
 		complete := len(buf) > 0 && buf[len(buf)-1] == '\n'
 		if line == 1 {
-			h, err := sessions.ParseHeader(buf)
+			h, err := ParseHeader(buf)
 			switch {
 			case err == nil:
 				st.hdr, st.headerEnd = &h, int64(len(buf))
@@ -267,7 +265,7 @@ func loadForward(f io.ReaderAt, fi os.FileInfo, log *zap.Logger) (*fileState, er
 			}
 		} else {
 			st.parsed++
-			n, err := sessions.ParseEntry(buf, off)
+			n, err := ParseEntry(buf, off)
 			switch {
 			case err == nil:
 				if n != nil {

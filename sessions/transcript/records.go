@@ -13,11 +13,11 @@ const RecordsLookback = 4096
 
 // recordsOf walks back from leaf over nodes (at most RecordsLookback
 // entries, stopping at one not in nodes) and reports what they hold of ids.
-func recordsOf(nodes map[string]*sessions.Node, leaf string, ids []string) sessions.RecordsState {
+func recordsOf(nodes map[string]*Node, leaf string, ids []string) sessions.RecordsState {
 	rs := sessions.RecordsState{Consumed: map[string]bool{}}
 	// Walk back from the leaf over the loaded nodes; after is the part of
 	// the chain that follows the latest matching user message.
-	var after []*sessions.Node
+	var after []*Node
 	anchored := false
 	cur := leaf
 	for steps := 0; cur != "" && steps < RecordsLookback && len(rs.Consumed) < len(ids); steps++ {
@@ -26,7 +26,7 @@ func recordsOf(nodes map[string]*sessions.Node, leaf string, ids []string) sessi
 			break
 		}
 		cur = n.Parent
-		if n.Kind != sessions.KindMessage || n.Msg == nil {
+		if n.Kind != KindMessage || n.Msg == nil {
 			continue
 		}
 		hit := false

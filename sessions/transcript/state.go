@@ -12,15 +12,15 @@ import (
 // fileState is what is known about a transcript file. Entries at offsets
 // in [lo, end) are all in nodes.
 type fileState struct {
-	fi        os.FileInfo           // identity, size and mtime when last seen; nil for a missing file
-	hdr       *sessions.SessionLine // nil when the file holds no header yet
-	headerEnd int64                 // offset just past the header line
-	end       int64                 // where the next append goes
-	tornAt    int64                 // start of a torn last line to cut before appending, -1 if none
-	needNL    bool                  // the last entry line lacks its '\n'
+	fi        os.FileInfo  // identity, size and mtime when last seen; nil for a missing file
+	hdr       *SessionLine // nil when the file holds no header yet
+	headerEnd int64        // offset just past the header line
+	end       int64        // where the next append goes
+	tornAt    int64        // start of a torn last line to cut before appending, -1 if none
+	needNL    bool         // the last entry line lacks its '\n'
 	lo        int64
 	block     int64
-	nodes     map[string]*sessions.Node
+	nodes     map[string]*Node
 	leaf      string
 	leafOff   int64
 	msgs      int // message entries parsed in [lo, end)
@@ -32,7 +32,7 @@ type fileState struct {
 }
 
 func newFileState(fi os.FileInfo) *fileState {
-	return &fileState{fi: fi, tornAt: -1, leafOff: -1, block: firstBlock, nodes: make(map[string]*sessions.Node)}
+	return &fileState{fi: fi, tornAt: -1, leafOff: -1, block: firstBlock, nodes: make(map[string]*Node)}
 }
 
 // same reports whether fi is the file st describes, unchanged.
@@ -43,7 +43,7 @@ func (st *fileState) same(fi os.FileInfo) bool {
 	return os.SameFile(st.fi, fi) && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
 }
 
-func (st *fileState) add(n *sessions.Node) {
+func (st *fileState) add(n *Node) {
 	if n.IsMessage {
 		st.msgs++
 	}
@@ -58,8 +58,8 @@ func (st *fileState) add(n *sessions.Node) {
 
 // chainView is the chain ending at the leaf, cut at the latest compaction.
 type chainView struct {
-	comp    *sessions.Node   // latest compaction in the chain, nil if none
-	entries []*sessions.Node // entries sent to the model, in order (kept, then after comp)
+	comp    *Node   // latest compaction in the chain, nil if none
+	entries []*Node // entries sent to the model, in order (kept, then after comp)
 }
 
 // resolve walks from the leaf. more is true when the walk needs an entry
@@ -69,8 +69,8 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 		return &chainView{}, st.lo > st.headerEnd
 	}
 	var (
-		after, kept []*sessions.Node // reverse order
-		comp        *sessions.Node
+		after, kept []*Node // reverse order
+		comp        *Node
 		found       bool
 	)
 	cur, steps := st.leaf, 0
@@ -84,7 +84,7 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 		}
 		steps++
 		switch {
-		case comp == nil && n.Kind == sessions.KindCompaction:
+		case comp == nil && n.Kind == KindCompaction:
 			comp = n
 			if n.Comp.FirstKeptEntryID == "" {
 				cur = ""
@@ -110,9 +110,9 @@ func (st *fileState) resolve() (v *chainView, more bool) {
 	return v, false
 }
 
-func appendReversed(dst, src []*sessions.Node) []*sessions.Node {
+func appendReversed(dst, src []*Node) []*Node {
 	for i := len(src) - 1; i >= 0; i-- {
-		if src[i].Kind == sessions.KindMessage {
+		if src[i].Kind == KindMessage {
 			dst = append(dst, src[i])
 		}
 	}
@@ -122,7 +122,7 @@ func appendReversed(dst, src []*sessions.Node) []*sessions.Node {
 // history returns the message entries of the whole chain, compactions
 // ignored. The caller has loaded everything.
 func (st *fileState) history() []sessions.Message {
-	var rev []*sessions.Node
+	var rev []*Node
 	cur, steps := st.leaf, 0
 	for cur != "" && steps <= len(st.nodes) {
 		n, ok := st.nodes[cur]
@@ -130,7 +130,7 @@ func (st *fileState) history() []sessions.Message {
 			break
 		}
 		steps++
-		if n.Kind == sessions.KindMessage {
+		if n.Kind == KindMessage {
 			rev = append(rev, n)
 		}
 		cur = n.Parent
