@@ -88,8 +88,8 @@ func (l *ownerLock) settled() bool {
 	return l.conn != nil && (l.lostAt.IsZero() || l.now().Sub(l.lostAt) >= l.grace)
 }
 
-// drop closes the connection: the server releases the lock with the
-// session, and the owner counts as dead from then on.
+// drop releases the lock and closes the connection: the owner counts as
+// dead from then on.
 func (l *ownerLock) drop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -97,6 +97,11 @@ func (l *ownerLock) drop() {
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 		defer cancel()
+		// Released before the connection closes: the server ends a closed
+		// connection's session (and its locks) a moment after, and the
+		// others, woken by Close's notification, would find the owner
+		// still alive.
+		_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 		_ = l.conn.Close(ctx)
 		l.conn = nil
 	}
