@@ -357,3 +357,20 @@ func parsePeer(s string, k Key, rest []string) (Key, error) {
 	}
 	return k, nil
 }
+
+// Canonical returns k without the fields its String leaves out (a main or
+// subagent key's peer fields, a thread kind without a thread), so two keys
+// that name one session are equal values: a map or a lane keyed by Key
+// then never holds one session twice.
+func (k Key) Canonical() Key {
+	switch {
+	case k.Main != "":
+		return Key{Agent: k.Agent, Main: k.Main}
+	case k.Subagent != "":
+		return Key{Agent: k.Agent, Subagent: k.Subagent}
+	}
+	if k.Thread == "" {
+		k.ThreadKind = ""
+	}
+	return k
+}

@@ -170,3 +170,23 @@ func TestDistinctPeersNeverCollide(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalKeys: keys that print the same are equal once canonical.
+func TestCanonicalKeys(t *testing.T) {
+	for _, pair := range [][2]Key{
+		{{Agent: "main", Main: "main", Channel: "telegram", Kind: Direct, Peer: "1"}, {Agent: "main", Main: "main"}},
+		{{Agent: "main", Subagent: "u", Channel: "web"}, {Agent: "main", Subagent: "u"}},
+		{{Agent: "main", Channel: "telegram", Kind: Group, Peer: "-1", ThreadKind: "topic"}, {Agent: "main", Channel: "telegram", Kind: Group, Peer: "-1"}},
+	} {
+		a, b := pair[0], pair[1]
+		if a.String() != b.String() {
+			t.Fatalf("%q and %q differ", a.String(), b.String())
+		}
+		if a.Canonical() != b.Canonical() {
+			t.Errorf("%#v and %#v print %q but are not equal when canonical", a, b, a.String())
+		}
+		if p, err := Parse(a.String()); err != nil || p != a.Canonical() {
+			t.Errorf("Parse(%q) = %#v, %v; want the canonical %#v", a.String(), p, err, a.Canonical())
+		}
+	}
+}
