@@ -12,11 +12,10 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// archive handles /sessions, /switch, /history and /delete. They act
+// archiveCommand handles /sessions, /switch, /history and /delete. They act
 // only on sessions of this chat's key, so one chat never reaches another's.
-func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *work) string {
-	d := c.d
-	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
+func (d *Dispatcher) archiveCommand(ctx context.Context, store sessions.AgentStore, w *work) string {
+	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
 	cur, hasCur, err := store.Get(w.Key)
 	if err != nil {
 		log.Error("session lookup failed", zap.Error(err))
@@ -62,7 +61,7 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 		if !hasCur {
 			return "This chat has no messages yet."
 		}
-		return c.history(ctx, store, cur, n)
+		return d.history(ctx, store, cur, n)
 	case "delete":
 		if w.Args != "" && w.Args != "0" {
 			return "Archived sessions are kept for the operator; /delete archives the current session."
@@ -99,8 +98,7 @@ func listSessions(cur sessions.Entry, hasCur bool, archived []sessions.Archived)
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (c commander) history(ctx context.Context, store sessions.AgentStore, e sessions.Entry, n int) string {
-	d := c.d
+func (d *Dispatcher) history(ctx context.Context, store sessions.AgentStore, e sessions.Entry, n int) string {
 	t, err := store.TranscriptOf(e)
 	if err != nil {
 		return "Sorry, the transcript is unavailable."

@@ -2,11 +2,12 @@ package dispatch
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 )
 
 // Inbound bursts (messages.inbound). A sender often says one thing in
@@ -38,8 +39,8 @@ import (
 // I/O or while calling into lanes.
 type holder struct {
 	mu     sync.Mutex
-	held   map[holdKey]*heldBurst // guarded by mu
-	closed bool                   // guarded by mu
+	held   map[string]*heldBurst // guarded by mu; key holdKey
+	closed bool                  // guarded by mu
 }
 
 // heldBurst is one burst waiting for its window to pass.
@@ -52,14 +53,8 @@ type heldBurst struct {
 }
 
 // holdKey separates bursts: one session, one bot account, one sender.
-type holdKey struct {
-	key             routing.Key
-	account, sender string
-}
-
-// holdKeyOf is w's burst.
-func holdKeyOf(w *work) holdKey {
-	return holdKey{key: w.Key, account: w.In.AccountID, sender: w.In.SenderID}
+func holdKey(w *work) string {
+	return w.Key.String() + "\x00" + w.In.AccountID + "\x00" + w.In.SenderID
 }
 
 func textLen(s string) int { return utf8.RuneCountInString(s) }
@@ -67,17 +62,16 @@ func textLen(s string) int { return utf8.RuneCountInString(s) }
 // admit hands journaled work to its lane, holding a sender's message for
 // the burst window first where its channel assembles bursts.
 func (d *Dispatcher) admit(ctx context.Context, w *work) {
-	w.Key = w.Key.Canonical() // one burst and one lane per session
 	if w.Command != "" || w.Agent != nil || w.Reply != nil || w.Replayed {
 		if w.Command != "" {
-			if lead := d.hold.take(holdKeyOf(w)); lead != nil {
+			if lead := d.hold.take(holdKey(w)); lead != nil {
 				d.enqueue(ctx, lead)
 			}
 		}
 		d.enqueue(ctx, w)
 		return
 	}
-	k := holdKeyOf(w)
+	k := holdKey(w)
 	rule := d.rt.Load().Inbound.rule(w.In.Channel)
 	fire := func(gen uint64) {
 		if lead := d.hold.takeGen(k, gen); lead != nil {
@@ -92,7 +86,7 @@ func (d *Dispatcher) admit(ctx context.Context, w *work) {
 // add joins w to its sender's held burst (or starts one) and returns the
 // work to queue now, in order: a burst that is complete (caps, window 0)
 // and w itself when it is not held.
-func (h *holder) add(k holdKey, w *work, r burstRule, fire func(gen uint64)) []*work {
+func (h *holder) add(k string, w *work, r burstRule, fire func(gen uint64)) []*work {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := textLen(w.In.Text)
@@ -107,7 +101,7 @@ func (h *holder) add(k holdKey, w *work, r burstRule, fire func(gen uint64)) []*
 	}
 	if b == nil {
 		if h.held == nil {
-			h.held = map[holdKey]*heldBurst{}
+			h.held = map[string]*heldBurst{}
 		}
 		w.Prev, w.Glue, w.Joined = "", "", nil
 		b = &heldBurst{lead: w, last: w}
@@ -133,7 +127,7 @@ func (h *holder) add(k holdKey, w *work, r burstRule, fire func(gen uint64)) []*
 }
 
 // removeLocked forgets b and returns its lead.
-func (h *holder) removeLocked(k holdKey, b *heldBurst) *work {
+func (h *holder) removeLocked(k string, b *heldBurst) *work {
 	if b.timer != nil {
 		b.timer.Stop()
 	}
@@ -142,7 +136,7 @@ func (h *holder) removeLocked(k holdKey, b *heldBurst) *work {
 }
 
 // take removes k's held burst, if any, and returns its lead.
-func (h *holder) take(k holdKey) *work {
+func (h *holder) take(k string) *work {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if b := h.held[k]; b != nil {
@@ -152,7 +146,7 @@ func (h *holder) take(k holdKey) *work {
 }
 
 // takeGen is take for a window that passed: only if no part came since.
-func (h *holder) takeGen(k holdKey, gen uint64) *work {
+func (h *holder) takeGen(k string, gen uint64) *work {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if b := h.held[k]; b != nil && b.gen == gen {
@@ -163,12 +157,12 @@ func (h *holder) takeGen(k holdKey, gen uint64) *work {
 
 // drop removes every burst held for session key and returns their leads
 // (/stop).
-func (h *holder) drop(key routing.Key) []*work {
+func (h *holder) drop(key string) []*work {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []*work
 	for k, b := range h.held {
-		if k.key == key {
+		if strings.HasPrefix(k, key+"\x00") {
 			out = append(out, h.removeLocked(k, b))
 		}
 	}
@@ -207,6 +201,24 @@ func bundle(ws []*work) *work {
 	return lead
 }
 
+// appendUser adds w's user message to inputs, joined to the last one when
+// w is the next part of the burst that message ends with.
+func (d *Dispatcher) appendUser(ctx context.Context, inputs []sessions.Message, w *work, mt mediaTurn) []sessions.Message {
+	// A part with attachments gets its own user message (its images and
+	// transcriptions are built from the attachments); plain text parts
+	// are glued onto the previous part.
+	if w.Prev != "" && len(inputs) > 0 && len(w.In.Attachments) == 0 {
+		last := &inputs[len(inputs)-1]
+		ids := last.RecordIDs
+		if len(ids) > 0 && ids[len(ids)-1] == w.Prev && len(last.Content) == 1 && last.Content[0].Type == sessions.BlockText {
+			last.Content[0].Text += w.Glue + w.In.Text
+			last.RecordIDs = append(ids[:len(ids):len(ids)], w.RecordID)
+			return inputs
+		}
+	}
+	return append(inputs, d.userMessage(ctx, w, mt))
+}
+
 // regroupReplayed joins the replayed messages of each sender again, in
 // journal order, where their channel assembles bursts; a command of the
 // sender ends the group. Groups are not capped (see the notes at the top
@@ -215,10 +227,10 @@ func bundle(ws []*work) *work {
 // joined: assembly may have been on when they ran.
 func regroupReplayed(ws []*work, in InboundConfig, started map[string]bool) []*work {
 	var out []*work
-	open := map[holdKey]*work{}
-	last := map[holdKey]*work{}
+	open := map[string]*work{}
+	last := map[string]*work{}
 	for _, w := range ws {
-		k := holdKeyOf(w)
+		k := holdKey(w)
 		if w.Agent != nil || w.Command != "" || w.Reply != nil {
 			delete(open, k)
 			out = append(out, w)

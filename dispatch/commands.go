@@ -14,12 +14,6 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// commander runs chat commands on their session's lane (SPEC §6.1): the
-// session commands here, the archive's in archive.go, /usage in
-// usage_command.go; /stop runs at once, outside the lane. It holds no
-// state of its own.
-type commander struct{ d *Dispatcher }
-
 // knownCommand reports a command of the catalogue (channels.Commands).
 func knownCommand(c string) bool {
 	_, ok := channels.LookupCommand(c)
@@ -40,8 +34,7 @@ const platformAdminTimeout = 5 * time.Second
 // group, not privileged by the policy, administers the room on the
 // platform (verdict.AskPlatform, the room's adapter a
 // channels.AdminChecker). An error counts as no, logged unless ctx ended.
-func (c commander) platformAdmin(ctx context.Context, in channels.Inbound, verdict Verdict) bool {
-	d := c.d
+func (d *Dispatcher) platformAdmin(ctx context.Context, in channels.Inbound, verdict Verdict) bool {
 	if !verdict.AskPlatform || in.ChatType == channels.Direct {
 		return false
 	}
@@ -86,47 +79,45 @@ func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
 // helpText is /help's answer, from the same catalogue adapters register.
 var helpText = channels.HelpText(channels.Commands())
 
-// run runs one chat command on the session's lane.
-func (c commander) run(ctx context.Context, w *work, b laneBatch) {
-	d := c.d
+// command runs one chat command on the session's lane.
+func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {
 	defer d.finish(w.RecordID)
-	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
+	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
 	store, err := d.opts.Sessions.Store(w.AgentID)
 	if err != nil {
 		log.Error("session store unavailable", zap.Error(err))
-		c.reply(ctx, w, "Sorry, the session store is unavailable.")
+		d.reply(ctx, w, "Sorry, the session store is unavailable.")
 		return
 	}
 	switch w.Command {
 	case "new", "reset":
-		c.reset(ctx, w, b, store)
+		d.cmdReset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
 		if err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args); err != nil {
 			log.Warn("compaction failed", zap.Error(err))
-			c.reply(ctx, w, "Compaction failed: "+userSafe(err))
+			d.reply(ctx, w, "Compaction failed: "+userSafe(err))
 			return
 		}
-		c.reply(ctx, w, "Compacted the conversation history.")
+		d.reply(ctx, w, "Compacted the conversation history.")
 	case "status":
-		c.reply(ctx, w, c.status(store, w))
+		d.reply(ctx, w, d.status(store, w))
 	case "queue":
-		c.reply(ctx, w, c.queue(ctx, store, w))
+		d.reply(ctx, w, d.cmdQueue(ctx, store, w))
 	case "help":
-		c.reply(ctx, w, helpText)
+		d.reply(ctx, w, helpText)
 	case "usage":
-		c.reply(ctx, w, c.usage(ctx, store, w))
+		d.reply(ctx, w, d.cmdUsage(ctx, store, w))
 	case "sessions", "switch", "history", "delete":
-		c.reply(ctx, w, c.archive(ctx, store, w))
+		d.reply(ctx, w, d.archiveCommand(ctx, store, w))
 	default:
-		c.reply(ctx, w, "Unknown command. /help lists them.")
+		d.reply(ctx, w, "Unknown command. /help lists them.")
 	}
 }
 
 // reply answers a command through the outbox (the command's record
 // finishes with it).
-func (c commander) reply(ctx context.Context, w *work, text string) {
-	d := c.d
+func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
 	out := outboundFor(w.In)
 	out.Text = text
 	out.Answers = answers([]*work{w})
@@ -139,12 +130,10 @@ func (c commander) reply(ctx context.Context, w *work, text string) {
 	if w.RecordID != "" {
 		ids = []string{w.RecordID}
 	}
-	d.outbox.deliver(ctx, w.Key, w.AgentID, ids, out, "")
+	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, ids, out, "")
 }
 
-// isModel reports whether s names a model of one of providers
-// ("openai/gpt-4o"), as /new's first argument may.
-func isModel(providers []string, s string) bool {
+func (d *Dispatcher) isModel(s string) bool {
 	if strings.ContainsAny(s, " \n") {
 		return false
 	}
@@ -152,7 +141,7 @@ func isModel(providers []string, s string) bool {
 	if !ok {
 		return false
 	}
-	for _, name := range providers {
+	for _, name := range d.opts.Providers {
 		if strings.EqualFold(name, p) {
 			return true
 		}
@@ -160,29 +149,28 @@ func isModel(providers []string, s string) bool {
 	return false
 }
 
-func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) {
-	d := c.d
+func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store sessions.AgentStore) {
 	model, rest := "", w.Args
 	if w.Command == "new" && rest != "" {
 		first, tail, _ := strings.Cut(rest, " ")
-		if isModel(d.opts.Providers, first) {
+		if d.isModel(first) {
 			model, rest = first, strings.TrimSpace(tail)
 		}
 	}
 	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
 	if err != nil {
-		d.log.Error("manual reset failed", zap.Stringer("session_key", w.Key), zap.Error(err))
-		c.reply(ctx, w, "Sorry, the session could not be reset.")
+		d.log.Error("manual reset failed", zap.String("session_key", w.Key.String()), zap.Error(err))
+		d.reply(ctx, w, "Sorry, the session could not be reset.")
 		return
 	}
 	d.opts.Metrics.Resets.WithLabelValues("manual").Inc()
-	d.history.clear(w.Key, d.log)
+	d.clearHistory(w.Key, d.log)
 	msg := "Started a new session."
 	if model != "" {
 		msg = "Started a new session with model " + model + "."
 	}
 	if rest == "" {
-		c.reply(ctx, w, msg)
+		d.reply(ctx, w, msg)
 		return
 	}
 	_ = e
@@ -190,11 +178,10 @@ func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessio
 	next.Command, next.Args = "", ""
 	// The turn's reply answers the command's record.
 	next.In.Text = rest
-	d.runTurn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
+	d.turn(ctx, []*work{&next}, lanes.Batch{Key: b.Key, Class: b.Class})
 }
 
-func (c commander) status(store sessions.AgentStore, w *work) string {
-	d := c.d
+func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
 	e, ok, err := store.Get(w.Key)
 	if err != nil || !ok {
 		return fmt.Sprintf("Session %s has no messages yet.", w.Key)
@@ -206,7 +193,7 @@ func (c commander) status(store sessions.AgentStore, w *work) string {
 	if e.Provider != "" && e.Model != "" {
 		answered = e.Provider + "/" + e.Model
 	}
-	s := d.laneSettings(w.Key)
+	s := d.laneSettings(w.Key.String())
 	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
 		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
 		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
@@ -219,11 +206,10 @@ func orDash(s string) string {
 	return s
 }
 
-func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work) string {
-	d := c.d
+func (d *Dispatcher) cmdQueue(ctx context.Context, store sessions.AgentStore, w *work) string {
 	fields := strings.Fields(w.Args)
 	if len(fields) == 0 {
-		s := d.laneSettings(w.Key)
+		s := d.laneSettings(w.Key.String())
 		return fmt.Sprintf("Queue: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 	}
 	var mode, drop string
@@ -280,16 +266,15 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 	if err != nil {
 		return "Sorry, the queue setting could not be saved."
 	}
-	s := d.laneSettings(w.Key)
+	s := d.laneSettings(w.Key.String())
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }
 
 // stop cancels the session's active run and queued work (it does not wait
 // for the lane: that is the point).
-func (c commander) stop(ctx context.Context, w *work) {
-	d := c.d
-	dropped := d.queue.Cancel(w.Key)
-	for _, lead := range d.hold.drop(w.Key) {
+func (d *Dispatcher) stop(ctx context.Context, w *work) {
+	dropped := d.queue.Cancel(w.Key.String())
+	for _, lead := range d.hold.drop(w.Key.String()) {
 		dropped = append(dropped, lanes.Item{Payload: lead})
 	}
 	for _, it := range dropped {
@@ -300,8 +285,8 @@ func (c commander) stop(ctx context.Context, w *work) {
 			d.outbox.goResend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
 		default:
 			d.finish(recordIDs(expand(x))...)
-			d.fails.release(ctx, expand(x), "Stopped before an answer was ready.")
+			d.release(ctx, expand(x), "Stopped before an answer was ready.")
 		}
 	}
-	c.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
+	d.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
 }

@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/routing"
 )
 
 // maxStreaks bounds the rooms whose failure streak is remembered; past it
@@ -19,18 +18,18 @@ const maxStreaks = 4096
 // restart starts every room afresh.
 type streaks struct {
 	mu      sync.Mutex
-	failing map[routing.Key]struct{} // guarded by mu
+	failing map[string]struct{} // guarded by mu
 }
 
 // first records a failure of key and reports whether it starts a streak.
-func (s *streaks) first(key routing.Key) bool {
+func (s *streaks) first(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.failing[key]; ok {
 		return false
 	}
 	if s.failing == nil {
-		s.failing = map[routing.Key]struct{}{}
+		s.failing = map[string]struct{}{}
 	}
 	if len(s.failing) >= maxStreaks {
 		for k := range s.failing {
@@ -43,7 +42,7 @@ func (s *streaks) first(key routing.Key) bool {
 }
 
 // end records a success of key: its streak, if any, is over.
-func (s *streaks) end(key routing.Key) {
+func (s *streaks) end(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.failing, key)
@@ -54,42 +53,40 @@ func (s *streaks) end(key routing.Key) {
 // It reports whether the notice is withheld (silent, or once within a
 // streak); the records are then finished without a reply, and web
 // requests among ws are told so they stop waiting.
-func (f *failures) withholdNotice(ctx context.Context, last *work, ws []*work, ids []string, text string) bool {
-	d := f.d
+func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work, ids []string, text string) bool {
 	if last.Agent != nil {
 		return false
 	}
-	key := last.Key
+	key := last.Key.String()
 	switch d.rt.Load().RoomFor(last.In).ErrorPolicy {
 	case channels.ErrorsSilent:
 	case channels.ErrorsOnce:
-		if f.streaks.first(key) {
+		if d.streaks.first(key) {
 			return false
 		}
 	default:
 		return false
 	}
-	d.log.Info("failure notice withheld by the room's errorPolicy", zap.Stringer("session_key", key),
+	d.log.Info("failure notice withheld by the room's errorPolicy", zap.String("session_key", key),
 		zap.Strings("record_ids", ids))
 	d.finish(ids...)
-	f.release(ctx, ws, text)
+	d.release(ctx, ws, text)
 	return true
 }
 
 // withholdGiveUp applies errorPolicy to a given-up message's notice: SPEC
 // §3.7 has it announced, so only silent withholds it (logged at warn); under
 // once it is posted and counts as the streak's notice.
-func (f *failures) withholdGiveUp(ctx context.Context, w *work, text string) bool {
-	d := f.d
+func (d *Dispatcher) withholdGiveUp(ctx context.Context, w *work, text string) bool {
 	switch d.rt.Load().RoomFor(w.In).ErrorPolicy {
 	case channels.ErrorsSilent:
-		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.Stringer("session_key", w.Key),
+		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.String("session_key", w.Key.String()),
 			zap.String("record_id", w.RecordID), zap.String("chat_id", w.In.ChatID))
 		d.finish(w.RecordID)
-		f.release(ctx, []*work{w}, text)
+		d.release(ctx, []*work{w}, text)
 		return true
 	case channels.ErrorsOnce:
-		f.streaks.first(w.Key)
+		d.streaks.first(w.Key.String())
 	}
 	return false
 }

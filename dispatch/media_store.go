@@ -26,8 +26,7 @@ import (
 // stops being current (reset, /delete, maintenance), by PruneMedia.
 
 // mediaRoot is where downloads are kept.
-func (mf mediaFetcher) mediaRoot() string {
-	d := mf.d
+func (d *Dispatcher) mediaRoot() string {
 	return filepath.Join(d.opts.StateDir, "media")
 }
 
@@ -80,7 +79,7 @@ func saveMedia(root, agentID, sessionID, ext string, r io.Reader) ([]byte, strin
 // maintenance) and of agents without sessions. It returns how many
 // session directories it removed.
 func (d *Dispatcher) PruneMedia() (int, error) {
-	root := d.media.mediaRoot()
+	root := d.mediaRoot()
 	agents, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -98,7 +97,7 @@ func (d *Dispatcher) PruneMedia() (int, error) {
 		if err != nil || len(dirs) == 0 {
 			continue
 		}
-		live, err := d.media.liveSessions(a.Name())
+		live, err := d.liveSessions(a.Name())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -118,8 +117,7 @@ func (d *Dispatcher) PruneMedia() (int, error) {
 }
 
 // liveSessions is the set of current session ids of agentID.
-func (mf mediaFetcher) liveSessions(agentID string) (map[string]bool, error) {
-	d := mf.d
+func (d *Dispatcher) liveSessions(agentID string) (map[string]bool, error) {
 	st, err := d.opts.Sessions.Store(agentID)
 	if err != nil {
 		return nil, fmt.Errorf("media: prune: store %s: %w", agentID, err)

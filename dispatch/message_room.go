@@ -14,11 +14,6 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// messageTool gives a turn its message tool room and keeps the room's
-// record of message ids (sessions.RoomMessages) it acts on. It holds no
-// state of its own.
-type messageTool struct{ d *Dispatcher }
-
 // The message tool (issue 14) acts through a messageRoom: the turn's room
 // (channel, account, chat, thread or topic) and nothing else, whatever the
 // model asks. Its record is sessions.RoomMessages: the ids of the inbound
@@ -56,12 +51,11 @@ type messageRoom struct {
 
 var _ agents.Room = (*messageRoom)(nil)
 
-// room returns the turn's Room for the message tool, after noting
+// messageRoom returns the turn's Room for the message tool, after noting
 // the turn's inbound message ids and those of the room history it took
 // (history) in the room's record; nil (no room) when the agent does not
 // offer the tool or the turn has no chat.
-func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, log *zap.Logger) agents.Room {
-	d := mt.d
+func (d *Dispatcher) messageRoom(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, log *zap.Logger) agents.Room {
 	if a == nil || out.Channel == "" || out.ChatID == "" || !d.opts.Runner.OffersMessageTool(agentID) {
 		return nil
 	}
@@ -73,14 +67,13 @@ func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels
 			seen = append(seen, sessions.RoomMessage{ID: id})
 		}
 	}
-	mt.noteSeen(ctx, r.room, ws, seen, log)
+	d.noteSeen(ctx, r.room, ws, seen, log)
 	return r
 }
 
 // noteSeen records the inbound message ids of ws (those of room) and
 // extra as seen in room.
-func (mt messageTool) noteSeen(ctx context.Context, room string, ws []*work, extra []sessions.RoomMessage, log *zap.Logger) {
-	d := mt.d
+func (d *Dispatcher) noteSeen(ctx context.Context, room string, ws []*work, extra []sessions.RoomMessage, log *zap.Logger) {
 	seen := extra
 	for _, w := range ws {
 		if w.Agent == nil && w.In.MessageID != "" && roomRecord(outboundFor(w.In)) == room {
@@ -97,8 +90,7 @@ func (mt messageTool) noteSeen(ctx context.Context, room string, ws []*work, ext
 
 // noteOwn records ids as the bot's own messages in out's room, for an
 // agent that offers the message tool.
-func (mt messageTool) noteOwn(ctx context.Context, agentID string, out channels.Outbound, ids []string) {
-	d := mt.d
+func (d *Dispatcher) noteOwn(ctx context.Context, agentID string, out channels.Outbound, ids []string) {
 	var msgs []sessions.RoomMessage
 	for _, id := range ids {
 		if id != "" {
@@ -327,8 +319,8 @@ func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Co
 // withMessageID puts the platform message id before text, where the model
 // of an agent that offers the message tool can read it ("[message_id: 42]
 // [Ann] hi"), for chats where the tool can act (reactions or edits).
-func (mt messageTool) withMessageID(w *work, text string) string {
-	if !mt.showsMessageIDs(w) {
+func (d *Dispatcher) withMessageID(w *work, text string) string {
+	if !d.showsMessageIDs(w) {
 		return text
 	}
 	return "[message_id: " + w.In.MessageID + "] " + text
@@ -336,8 +328,7 @@ func (mt messageTool) withMessageID(w *work, text string) string {
 
 // showsMessageIDs reports whether w's model input shows message ids: its
 // agent offers the message tool and its chat can react or edit.
-func (mt messageTool) showsMessageIDs(w *work) bool {
-	d := mt.d
+func (d *Dispatcher) showsMessageIDs(w *work) bool {
 	if w == nil || w.In.MessageID == "" || !d.opts.Runner.OffersMessageTool(w.AgentID) {
 		return false
 	}

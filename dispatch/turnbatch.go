@@ -21,8 +21,7 @@ import (
 // them (taken over from a dead replica, or requeued after a failure) runs
 // first. An item the lane has no room for is tried again later: it was
 // accepted, and is never dropped for the lane's cap here.
-func (tl turnLeases) yieldBatch(b laneBatch) {
-	d := tl.d
+func (d *Dispatcher) yieldBatch(b lanes.Batch) {
 	items := b.Items
 	var retry func()
 	retry = func() {
@@ -41,19 +40,19 @@ func (tl turnLeases) yieldBatch(b laneBatch) {
 			it.At = time.Time{}
 			if err := d.queue.Enqueue(b.Key, class, it); errors.Is(err, lanes.ErrFull) {
 				items = items[i:]
-				d.later.after(turnWaitPoll, retry)
+				time.AfterFunc(turnWaitPoll, retry)
 				return
 			}
 		}
 	}
-	d.later.after(turnWaitPoll, retry)
+	time.AfterFunc(turnWaitPoll, retry)
 }
 
 // splitBatch splits b into the work that runs now and the work whose
 // records are in later (held back behind another process's message),
 // each in b's order. Work without records (commands, replies) stays with
 // what precedes it.
-func splitBatch(b laneBatch, later []string) (now, rest laneBatch) {
+func splitBatch(b lanes.Batch, later []string) (now, rest lanes.Batch) {
 	now, rest = b, b
 	now.Items, rest.Items = nil, nil
 	rest.Dropped = nil
@@ -104,7 +103,7 @@ func splitBatch(b laneBatch, later []string) (now, rest laneBatch) {
 // sortBatch puts b's messages in accept order (order: record ids in the
 // journal's sequence), keeping commands and replies where they are: the
 // lane may hold a message requeued or yielded behind a newer one.
-func sortBatch(b laneBatch, order []string) laneBatch {
+func sortBatch(b lanes.Batch, order []string) lanes.Batch {
 	rank := make(map[string]int, len(order))
 	for i, id := range order {
 		rank[id] = i
@@ -145,16 +144,15 @@ func sortBatch(b laneBatch, order []string) laneBatch {
 	return b
 }
 
-// batchScope is b's agent and record ids; ok is false when b holds no
-// work (its session is b.Key).
-func batchScope(b laneBatch) (agentID string, ids []string, ok bool) {
+// batchScope is b's agent, session key and record ids.
+func batchScope(b lanes.Batch) (agentID, key string, ids []string) {
 	for _, it := range b.Items {
-		w, isWork := it.Payload.(*work)
-		if !isWork {
+		w, ok := it.Payload.(*work)
+		if !ok {
 			continue
 		}
-		if !ok {
-			agentID, ok = w.AgentID, true
+		if key == "" {
+			agentID, key = w.AgentID, w.Key.String()
 		}
 		for _, p := range expand(w) {
 			if p.RecordID != "" {
@@ -162,14 +160,13 @@ func batchScope(b laneBatch) (agentID string, ids []string, ok bool) {
 			}
 		}
 	}
-	return agentID, ids, ok
+	return agentID, key, ids
 }
 
 // dropGone removes from b the work whose records are no longer this
 // process's (another replica took them over while this one was stopped or
 // cut off, or they finished there); waiting web clients are told.
-func (tl turnLeases) dropGone(ctx context.Context, b laneBatch, gone []string) laneBatch {
-	d := tl.d
+func (d *Dispatcher) dropGone(ctx context.Context, b lanes.Batch, gone []string) lanes.Batch {
 	if len(gone) == 0 {
 		return b
 	}
@@ -201,8 +198,8 @@ func (tl turnLeases) dropGone(ctx context.Context, b laneBatch, gone []string) l
 		}
 	}
 	d.log.Info("messages taken over by another replica; left to it",
-		zap.Stringer("session_key", b.Key), zap.Strings("record_ids", gone))
-	d.fails.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
+		zap.String("session_key", b.Key), zap.Strings("record_ids", gone))
+	d.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
 	b.Items = items
 	return b
 }

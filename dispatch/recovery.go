@@ -13,17 +13,6 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// failures settles work that did not reach an outcome: what the
-// transcript already holds of replayed messages (recover), turns that
-// failed (counted, retried after a backoff, given up with a notice), work
-// parked while storage is down, and the room's errorPolicy for failure
-// notices (errpolicy.go), whose streaks it owns. The retries' timers are
-// not waited for: they queue nothing once the dispatcher is closing.
-type failures struct {
-	d       *Dispatcher
-	streaks streaks // rooms in a failure streak (errpolicy.go)
-}
-
 // Waits before a failed turn runs again (failures beyond it give up), and
 // before work parked on a storage failure is tried again.
 var (
@@ -36,8 +25,7 @@ var (
 // turn finished gets that reply, never a second one; one already appended
 // is not appended again; one the session moved past finishes. It returns
 // the work still to run.
-func (f *failures) recover(ctx context.Context, store sessions.AgentStore, ws []*work, log *zap.Logger) []*work {
-	d := f.d
+func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws []*work, log *zap.Logger) []*work {
 	var ids []string
 	for _, w := range ws {
 		if w.Replayed && w.RecordID != "" {
@@ -62,15 +50,15 @@ func (f *failures) recover(ctx context.Context, store sessions.AgentStore, ws []
 		// transcript holds is unknown, so nothing is appended or run.
 		log.Info("recovery cancelled")
 		d.finish(recordIDs(ws)...)
-		f.release(ctx, ws, "Stopped before an answer was ready.")
+		d.release(ctx, ws, "Stopped before an answer was ready.")
 		return nil
 	case err != nil:
 		// Running the turn blind could append the inputs twice: retry later.
-		f.failed(ctx, ws, log, fmt.Errorf("recovery: read transcript: %w", err))
+		d.failed(ctx, ws, log, fmt.Errorf("recovery: read transcript: %w", err))
 		return nil
 	}
 	// A turn that took room history may have died before cutting it.
-	d.history.cut(ws[0].Key, rs.HistorySeq, log)
+	d.cutHistory(ws[0].Key.String(), rs.HistorySeq, log)
 	if len(rs.Consumed) == 0 {
 		return ws
 	}
@@ -98,7 +86,7 @@ func (f *failures) recover(ctx context.Context, store sessions.AgentStore, ws []
 	if rs.Superseded {
 		log.Info("replayed messages already taken into a later turn; finished", zap.Strings("record_ids", done))
 		d.finish(done...)
-		f.release(ctx, answered, "This message was answered together with a later one.")
+		d.release(ctx, answered, "This message was answered together with a later one.")
 		return rest
 	}
 	last := answered[len(answered)-1]
@@ -111,7 +99,7 @@ func (f *failures) recover(ctx context.Context, store sessions.AgentStore, ws []
 	out.Text, out.SessionID = rs.Answer, e.SessionID
 	log.Info("replayed messages were answered before the restart; delivering the stored reply",
 		zap.Strings("record_ids", done), zap.String("entry_id", rs.EntryID))
-	d.outbox.deliver(ctx, ws[0].Key, ws[0].AgentID, done, out, rs.EntryID)
+	d.outbox.deliver(ctx, ws[0].Key.String(), ws[0].AgentID, done, out, rs.EntryID)
 	return rest
 }
 
@@ -125,18 +113,17 @@ func isStorage(err error) bool {
 // failed handles a turn that could not run to an outcome. A storage failure
 // parks the work until the journal writes again; another failure is
 // counted and the work runs again after a backoff, until MaxFailures.
-func (f *failures) failed(ctx context.Context, ws []*work, log *zap.Logger, err error) {
-	d := f.d
+func (d *Dispatcher) failed(ctx context.Context, ws []*work, log *zap.Logger, err error) {
 	ids := recordIDs(ws)
 	if leaseLost(ctx, err) {
-		d.leases.lostTurn(ws, log)
+		d.lostTurn(ws, log)
 		return
 	}
 	if isStorage(err) {
 		d.opts.Metrics.StorageErrors.Inc()
 		log.Error("turn failed on storage; will run again when it recovers", zap.Error(err))
 		_ = d.journal.Abort(ids...)
-		f.park(ws)
+		d.park(ws)
 		return
 	}
 	log.Error("turn failed", zap.Error(err))
@@ -148,7 +135,7 @@ func (f *failures) failed(ctx context.Context, ws []*work, log *zap.Logger, err 
 		}
 		w.Failures++
 		if w.Failures >= d.opts.MaxFailures {
-			f.giveUp(ctx, w, fmt.Sprintf("it failed %d times", w.Failures))
+			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", w.Failures))
 			continue
 		}
 		retry = append(retry, w)
@@ -157,29 +144,27 @@ func (f *failures) failed(ctx context.Context, ws []*work, log *zap.Logger, err 
 		return
 	}
 	wait := failureBackoff[min(retry[0].Failures, len(failureBackoff))-1]
-	d.later.after(wait, func() { f.requeue(retry) })
+	time.AfterFunc(wait, func() { d.requeue(retry) })
 }
 
 // park queues ws again once the journal takes writes (checked every
 // storageRetry). Parked work is not a failure: it waits for the disk.
-func (f *failures) park(ws []*work) {
-	d := f.d
+func (d *Dispatcher) park(ws []*work) {
 	var check func()
 	check = func() {
 		if d.closing.Load() {
 			return
 		}
 		if d.journal.Health() != nil {
-			d.later.after(storageRetry, check)
+			time.AfterFunc(storageRetry, check)
 			return
 		}
-		f.requeue(ws)
+		d.requeue(ws)
 	}
-	d.later.after(storageRetry, check)
+	time.AfterFunc(storageRetry, check)
 }
 
-func (f *failures) requeue(ws []*work) {
-	d := f.d
+func (d *Dispatcher) requeue(ws []*work) {
 	if d.closing.Load() || len(ws) == 0 {
 		return // pending in the journal: the next start runs them
 	}
@@ -192,10 +177,9 @@ func (f *failures) requeue(ws []*work) {
 
 // giveUp finishes w after repeated failures or process deaths, with a short
 // notice in its chat (never silently), a metric and a log line.
-func (f *failures) giveUp(ctx context.Context, w *work, why string) {
-	d := f.d
+func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	d.opts.Metrics.GivenUp.WithLabelValues("failures").Inc()
-	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.Stringer("session_key", w.Key),
+	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.String("session_key", w.Key.String()),
 		zap.String("reason", why))
 	if w.Agent != nil {
 		d.finish(w.RecordID)
@@ -209,16 +193,15 @@ func (f *failures) giveUp(ctx context.Context, w *work, why string) {
 	out.Failed = true
 	out.Answers = answers([]*work{w})
 	out.Text = fmt.Sprintf("Sorry — I could not answer your message from %s: %q.", at.Local().Format("15:04"), firstLine(w.In.Text, 40))
-	if f.withholdGiveUp(ctx, w, out.Text) {
+	if d.withholdGiveUp(ctx, w, out.Text) {
 		return
 	}
-	d.outbox.deliver(ctx, w.Key, w.AgentID, []string{w.RecordID}, out, "")
+	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
 }
 
 // release ends the wait of web requests among ws that get no reply of
 // their own (stopped, dropped): their clients see a clear final event.
-func (f *failures) release(ctx context.Context, ws []*work, text string) {
-	d := f.d
+func (d *Dispatcher) release(ctx context.Context, ws []*work, text string) {
 	for _, w := range ws {
 		if w.Agent != nil || w.In.Channel == "" {
 			continue
