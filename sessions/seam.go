@@ -117,6 +117,24 @@ type RecordsState struct {
 	// HistorySeq is the highest room history sequence those user messages
 	// took (0: none): the caller cuts the room's history after it.
 	HistorySeq uint64
+	// Earlier are the turns before the latest that took some of the
+	// records, oldest first (the fields above describe the latest): a
+	// process that died after one turn's reply was appended and again
+	// in the next turn leaves both turns' records pending, and each is
+	// answered by its own reply. A turn ends at a complete reply or at a
+	// user message of other records.
+	Earlier []RecordsTurn
+}
+
+// RecordsTurn is one earlier turn of a RecordsState: the records it took
+// and how it ended (Answered, Answer and EntryID as in RecordsState; or
+// Superseded; or neither: it died before either).
+type RecordsTurn struct {
+	IDs        []string
+	Answered   bool
+	Answer     string
+	EntryID    string
+	Superseded bool
 }
 
 // ErrNotInChain is wrapped by AppendCompaction's error when the first kept

@@ -210,6 +210,23 @@ func testRecords(t *testing.T, open StoreOpener) {
 	check("superseded", []string{"r2"}, sessions.RecordsState{Consumed: consumed("r2"), Superseded: true, HistorySeq: 9})
 	check("across turns", []string{"r2", "r4"}, sessions.RecordsState{Consumed: consumed("r2", "r4"), HistorySeq: 12})
 	check("hostile record id", []string{"r\x00"}, sessions.RecordsState{Consumed: consumed("r\x00"), HistorySeq: 12})
+	// A process that died after r1's reply was appended, and again after
+	// the next turn took r2 and r3 (r4 came on): r1's turn is an earlier
+	// one with its own answer.
+	first := []sessions.RecordsTurn{{IDs: []string{"r1"}, Answered: true, Answer: "answer one", EntryID: reply[0]}}
+	check("an answered turn, then a superseded one", []string{"r1", "r2", "r3"}, sessions.RecordsState{
+		Consumed: consumed("r1", "r2", "r3"), Superseded: true, HistorySeq: 9, Earlier: first})
+	check("an answered turn, then one cut short", []string{"r4", "r1"}, sessions.RecordsState{
+		Consumed: consumed("r1", "r4"), HistorySeq: 12, Earlier: first})
+	four := f.append(tr, replyMsg(7, "answer four"))
+	f.append(tr, withRecords(userMsg(8, "q5"), 0, "r5"))
+	check("three turns", []string{"r5", "r1", "r2", "r4"}, sessions.RecordsState{
+		Consumed: consumed("r1", "r2", "r4", "r5"), HistorySeq: 12, Earlier: append(first,
+			// r2's turn died before a reply; r4's took it along (as
+			// "across turns" shows) and was answered.
+			sessions.RecordsTurn{IDs: []string{"r2", "r4"}, Answered: true, Answer: "answer four", EntryID: four[0]})})
+	check("a superseded turn, then a later one", []string{"r2", "r5"}, sessions.RecordsState{
+		Consumed: consumed("r2", "r5"), HistorySeq: 9, Earlier: []sessions.RecordsTurn{{IDs: []string{"r2"}, Superseded: true}}})
 }
 
 func testConcurrentOneSession(t *testing.T, open StoreOpener) {
