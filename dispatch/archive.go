@@ -15,7 +15,7 @@ import (
 // archiveCommand handles /sessions, /switch, /history and /delete. They act
 // only on sessions of this chat's key, so one chat never reaches another's.
 func (d *Dispatcher) archiveCommand(ctx context.Context, store sessions.AgentStore, w *work) string {
-	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
+	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
 	cur, hasCur, err := store.Get(w.Key)
 	if err != nil {
 		log.Error("session lookup failed", zap.Error(err))

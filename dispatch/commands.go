@@ -80,9 +80,9 @@ func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
 var helpText = channels.HelpText(channels.Commands())
 
 // command runs one chat command on the session's lane.
-func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {
+func (d *Dispatcher) command(ctx context.Context, w *work, b laneBatch) {
 	defer d.finish(w.RecordID)
-	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
+	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
 	store, err := d.opts.Sessions.Store(w.AgentID)
 	if err != nil {
 		log.Error("session store unavailable", zap.Error(err))
@@ -130,7 +130,7 @@ func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
 	if w.RecordID != "" {
 		ids = []string{w.RecordID}
 	}
-	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, ids, out, "")
+	d.outbox.deliver(ctx, w.Key, w.AgentID, ids, out, "")
 }
 
 func (d *Dispatcher) isModel(s string) bool {
@@ -149,7 +149,7 @@ func (d *Dispatcher) isModel(s string) bool {
 	return false
 }
 
-func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store sessions.AgentStore) {
+func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) {
 	model, rest := "", w.Args
 	if w.Command == "new" && rest != "" {
 		first, tail, _ := strings.Cut(rest, " ")
@@ -159,7 +159,7 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store
 	}
 	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
 	if err != nil {
-		d.log.Error("manual reset failed", zap.String("session_key", w.Key.String()), zap.Error(err))
+		d.log.Error("manual reset failed", zap.Stringer("session_key", w.Key), zap.Error(err))
 		d.reply(ctx, w, "Sorry, the session could not be reset.")
 		return
 	}
@@ -178,7 +178,7 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store
 	next.Command, next.Args = "", ""
 	// The turn's reply answers the command's record.
 	next.In.Text = rest
-	d.turn(ctx, []*work{&next}, lanes.Batch{Key: b.Key, Class: b.Class})
+	d.turn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
 }
 
 func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
@@ -193,7 +193,7 @@ func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
 	if e.Provider != "" && e.Model != "" {
 		answered = e.Provider + "/" + e.Model
 	}
-	s := d.laneSettings(w.Key.String())
+	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
 		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
 		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
@@ -209,7 +209,7 @@ func orDash(s string) string {
 func (d *Dispatcher) cmdQueue(ctx context.Context, store sessions.AgentStore, w *work) string {
 	fields := strings.Fields(w.Args)
 	if len(fields) == 0 {
-		s := d.laneSettings(w.Key.String())
+		s := d.laneSettings(w.Key)
 		return fmt.Sprintf("Queue: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 	}
 	var mode, drop string
@@ -266,15 +266,15 @@ func (d *Dispatcher) cmdQueue(ctx context.Context, store sessions.AgentStore, w 
 	if err != nil {
 		return "Sorry, the queue setting could not be saved."
 	}
-	s := d.laneSettings(w.Key.String())
+	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }
 
 // stop cancels the session's active run and queued work (it does not wait
 // for the lane: that is the point).
 func (d *Dispatcher) stop(ctx context.Context, w *work) {
-	dropped := d.queue.Cancel(w.Key.String())
-	for _, lead := range d.hold.drop(w.Key.String()) {
+	dropped := d.queue.Cancel(w.Key)
+	for _, lead := range d.hold.drop(w.Key) {
 		dropped = append(dropped, lanes.Item{Payload: lead})
 	}
 	for _, it := range dropped {

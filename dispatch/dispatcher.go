@@ -50,7 +50,7 @@ type Dispatcher struct {
 	opts    Options
 	log     *zap.Logger
 	rt      atomic.Pointer[Runtime]
-	queue   *lanes.Queue
+	queue   *lanes.Queue[routing.Key]
 	journal sessions.Delivery
 	closing atomic.Bool
 	hold    holder  // inbound bursts being assembled (burst.go)
@@ -106,7 +106,7 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	}
 	d.outbox, d.recovery = newOutbox(d), newRecovery(d)
 	d.SetRuntime(rt)
-	d.queue = lanes.New(lanes.Options{
+	d.queue = lanes.New(lanes.Options[routing.Key]{
 		Caps:     opts.Caps,
 		Settings: d.laneSettings,
 		Run:      d.runBatch,
@@ -318,8 +318,10 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	if w.Reply != nil {
 		id = "reply:" + w.Reply.ID
 	}
-	err := d.queue.Enqueue(w.Key.String(), class, lanes.Item{
-		ID: id, Group: w.Key.String(), Payload: w, At: d.opts.Now(), Summary: summary,
+	// No Group: a lane is one session key, so its items are all of one
+	// group already (threads and topics have keys of their own).
+	err := d.queue.Enqueue(w.Key, class, lanes.Item{
+		ID: id, Payload: w, At: d.opts.Now(), Summary: summary,
 		// A replayed message is never steered into a running turn: its own
 		// turn first checks what the transcript already holds of it.
 		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
@@ -332,9 +334,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
 	case err != nil:
 		// Closed: the record stays pending in the journal and runs at next start.
-		d.log.Info("message left for the next start", zap.String("session_key", w.Key.String()), zap.Error(err))
+		d.log.Info("message left for the next start", zap.Stringer("session_key", w.Key), zap.Error(err))
 	}
-	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key.String())))
+	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key)))
 }
 
 // finish marks journal records done (no reply), logging failures.
@@ -350,7 +352,7 @@ func (d *Dispatcher) finish(ids ...string) {
 // onDrop is the lanes drop hook: a message dropped by the queue policy
 // (or by interrupt mode) is finished, never run after a restart; a web
 // request waiting for it is told.
-func (d *Dispatcher) onDrop(key string, it lanes.Item) {
+func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 	w, ok := it.Payload.(*work)
 	if !ok {
 		return
@@ -363,12 +365,10 @@ func (d *Dispatcher) onDrop(key string, it lanes.Item) {
 	d.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }
 
-func (d *Dispatcher) laneSettings(key string) lanes.Settings {
+// laneSettings is the lanes' Settings: the queue settings of session k
+// (its /queue override, its channel's, the global ones).
+func (d *Dispatcher) laneSettings(k routing.Key) lanes.Settings {
 	rt := d.rt.Load()
-	k, err := routing.Parse(key)
-	if err != nil {
-		return rt.Queue.settings("", sessionQueue{})
-	}
 	var sq sessionQueue
 	if st, err := d.opts.Sessions.Store(k.Agent); err == nil {
 		if e, ok, _ := st.Get(k); ok {
@@ -416,3 +416,6 @@ func firstLine(s string, n int) string {
 	}
 	return s
 }
+
+// laneBatch is what one lane run receives: the items of one session key.
+type laneBatch = lanes.Batch[routing.Key]

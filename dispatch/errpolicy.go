@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
 )
 
 // maxStreaks bounds the rooms whose failure streak is remembered; past it
@@ -18,18 +19,18 @@ const maxStreaks = 4096
 // restart starts every room afresh.
 type streaks struct {
 	mu      sync.Mutex
-	failing map[string]struct{} // guarded by mu
+	failing map[routing.Key]struct{} // guarded by mu
 }
 
 // first records a failure of key and reports whether it starts a streak.
-func (s *streaks) first(key string) bool {
+func (s *streaks) first(key routing.Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.failing[key]; ok {
 		return false
 	}
 	if s.failing == nil {
-		s.failing = map[string]struct{}{}
+		s.failing = map[routing.Key]struct{}{}
 	}
 	if len(s.failing) >= maxStreaks {
 		for k := range s.failing {
@@ -42,7 +43,7 @@ func (s *streaks) first(key string) bool {
 }
 
 // end records a success of key: its streak, if any, is over.
-func (s *streaks) end(key string) {
+func (s *streaks) end(key routing.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.failing, key)
@@ -57,7 +58,7 @@ func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work,
 	if last.Agent != nil {
 		return false
 	}
-	key := last.Key.String()
+	key := last.Key
 	switch d.rt.Load().RoomFor(last.In).ErrorPolicy {
 	case channels.ErrorsSilent:
 	case channels.ErrorsOnce:
@@ -67,7 +68,7 @@ func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work,
 	default:
 		return false
 	}
-	d.log.Info("failure notice withheld by the room's errorPolicy", zap.String("session_key", key),
+	d.log.Info("failure notice withheld by the room's errorPolicy", zap.Stringer("session_key", key),
 		zap.Strings("record_ids", ids))
 	d.finish(ids...)
 	d.release(ctx, ws, text)
@@ -80,13 +81,13 @@ func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work,
 func (d *Dispatcher) withholdGiveUp(ctx context.Context, w *work, text string) bool {
 	switch d.rt.Load().RoomFor(w.In).ErrorPolicy {
 	case channels.ErrorsSilent:
-		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.String("session_key", w.Key.String()),
+		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.Stringer("session_key", w.Key),
 			zap.String("record_id", w.RecordID), zap.String("chat_id", w.In.ChatID))
 		d.finish(w.RecordID)
 		d.release(ctx, []*work{w}, text)
 		return true
 	case channels.ErrorsOnce:
-		d.streaks.first(w.Key.String())
+		d.streaks.first(w.Key)
 	}
 	return false
 }

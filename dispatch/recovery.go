@@ -58,7 +58,7 @@ func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws 
 		return nil
 	}
 	// A turn that took room history may have died before cutting it.
-	d.cutHistory(ws[0].Key.String(), rs.HistorySeq, log)
+	d.cutHistory(ws[0].Key, rs.HistorySeq, log)
 	if len(rs.Consumed) == 0 {
 		return ws
 	}
@@ -99,7 +99,7 @@ func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws 
 	out.Text, out.SessionID = rs.Answer, e.SessionID
 	log.Info("replayed messages were answered before the restart; delivering the stored reply",
 		zap.Strings("record_ids", done), zap.String("entry_id", rs.EntryID))
-	d.outbox.deliver(ctx, ws[0].Key.String(), ws[0].AgentID, done, out, rs.EntryID)
+	d.outbox.deliver(ctx, ws[0].Key, ws[0].AgentID, done, out, rs.EntryID)
 	return rest
 }
 
@@ -179,7 +179,7 @@ func (d *Dispatcher) requeue(ws []*work) {
 // notice in its chat (never silently), a metric and a log line.
 func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	d.opts.Metrics.GivenUp.WithLabelValues("failures").Inc()
-	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.String("session_key", w.Key.String()),
+	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.Stringer("session_key", w.Key),
 		zap.String("reason", why))
 	if w.Agent != nil {
 		d.finish(w.RecordID)
@@ -196,7 +196,7 @@ func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	if d.withholdGiveUp(ctx, w, out.Text) {
 		return
 	}
-	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
+	d.outbox.deliver(ctx, w.Key, w.AgentID, []string{w.RecordID}, out, "")
 }
 
 // release ends the wait of web requests among ws that get no reply of

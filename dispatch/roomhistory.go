@@ -101,7 +101,7 @@ func (d *Dispatcher) keepUnaddressed(ctx context.Context, rt *Runtime, in channe
 		d.opts.Metrics.Duplicates.WithLabelValues(in.Channel).Inc()
 		return true, channels.ErrRejected
 	}
-	d.log.Debug("room message kept", zap.String("channel", in.Channel), zap.String("session_key", route.Key.String()))
+	d.log.Debug("room message kept", zap.String("channel", in.Channel), zap.Stringer("session_key", route.Key))
 	return true, nil
 }
 
@@ -129,7 +129,7 @@ func (d *Dispatcher) historyMark(in channels.Inbound) uint64 {
 // transcript the room's history is cut after seq.
 type roomContext struct {
 	d    *Dispatcher
-	key  string
+	key  routing.Key
 	text string
 	seq  uint64
 	// ids are the platform ids of the messages taken (the message tool
@@ -147,7 +147,7 @@ type roomContext struct {
 // what was sent before the session e started (a reset through the API or
 // the CLI, which cannot reach the daemon's history; /new clears at once).
 func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
-	rc := &roomContext{d: d, key: key.String(), log: log}
+	rc := &roomContext{d: d, key: key, log: log}
 	if key.Kind != routing.Group && key.Kind != routing.Channel {
 		return rc // DMs and main sessions keep no room history
 	}
@@ -175,7 +175,7 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, 
 		before = e.SessionStartedAt.Truncate(time.Second)
 	}
 	if !before.IsZero() {
-		if err := h.ClearBefore(rc.key, before); err != nil {
+		if err := h.ClearBefore(rc.key.String(), before); err != nil {
 			log.Error("room history clear failed", zap.Error(err))
 		}
 	}
@@ -183,7 +183,7 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, 
 		return rc
 	}
 	lim := historyLimits(d.rt.Load().RoomFor(addressed.In))
-	ents, err := h.Take(rc.key, mark, lim)
+	ents, err := h.Take(rc.key.String(), mark, lim)
 	if err != nil {
 		// The turn goes on without the context rather than failing.
 		log.Error("room history unreadable; turn runs without it", zap.Error(err))
@@ -240,11 +240,11 @@ func (rc *roomContext) cut() {
 }
 
 // cutHistory drops key's room history up to seq (0: nothing).
-func (d *Dispatcher) cutHistory(key string, seq uint64, log *zap.Logger) {
+func (d *Dispatcher) cutHistory(key routing.Key, seq uint64, log *zap.Logger) {
 	if seq == 0 {
 		return
 	}
-	if err := d.opts.Sessions.History().Cut(key, seq); err != nil {
+	if err := d.opts.Sessions.History().Cut(key.String(), seq); err != nil {
 		log.Error("room history cut failed", zap.Uint64("history_seq", seq), zap.Error(err))
 	}
 }
@@ -252,7 +252,7 @@ func (d *Dispatcher) cutHistory(key string, seq uint64, log *zap.Logger) {
 // clearHistory drops all of key's room history (its session was reset).
 func (d *Dispatcher) clearHistory(key routing.Key, log *zap.Logger) {
 	if err := d.opts.Sessions.History().Clear(key.String()); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("room history clear failed", zap.String("session_key", key.String()), zap.Error(err))
+		log.Error("room history clear failed", zap.Stringer("session_key", key), zap.Error(err))
 	}
 }
 

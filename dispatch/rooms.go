@@ -64,8 +64,8 @@ func (d *Dispatcher) parentContext(ctx context.Context, store sessions.AgentStor
 		c, err = tr.Context(ctx)
 	}
 	if err != nil {
-		d.log.Warn("parent context not loaded", zap.String("session_key", w.Key.String()),
-			zap.String("parent_key", parent.String()), zap.Error(err))
+		d.log.Warn("parent context not loaded", zap.Stringer("session_key", w.Key),
+			zap.Stringer("parent_key", parent), zap.Error(err))
 		return sessions.Message{}, false
 	}
 	msgs := c.Messages

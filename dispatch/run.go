@@ -13,7 +13,6 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
-	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -23,7 +22,7 @@ const typingEvery = 4 * time.Second
 
 // runBatch is the lanes.RunFunc. On a journal several processes share it
 // runs the batch under its session's lease (turnlease.go).
-func (d *Dispatcher) runBatch(ctx context.Context, b lanes.Batch) {
+func (d *Dispatcher) runBatch(ctx context.Context, b laneBatch) {
 	if t, ok := d.journal.(sessions.Turns); ok {
 		d.runLeased(ctx, t, b)
 		return
@@ -33,7 +32,7 @@ func (d *Dispatcher) runBatch(ctx context.Context, b lanes.Batch) {
 
 // runItems runs a batch: commands run one by one, consecutive messages
 // become one turn.
-func (d *Dispatcher) runItems(ctx context.Context, b lanes.Batch) {
+func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 	var pending []*work
 	flush := func() {
 		if len(pending) > 0 {
@@ -83,7 +82,7 @@ func (d *Dispatcher) queuedTwice(w *work, seen map[string]bool) bool {
 		}
 	}
 	if dup > 0 {
-		d.log.Warn("a message was queued twice in one batch", zap.String("session_key", w.Key.String()),
+		d.log.Warn("a message was queued twice in one batch", zap.Stringer("session_key", w.Key),
 			zap.String("record_id", w.RecordID), zap.Bool("dropped", dup == len(parts)))
 	}
 	if dup > 0 && dup == len(parts) {
@@ -121,9 +120,9 @@ func originFor(in channels.Inbound, key routing.Key) sessions.Origin {
 }
 
 // turn runs one agent turn for the messages ws (all of one session).
-func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
+func (d *Dispatcher) turn(ctx context.Context, ws []*work, b laneBatch) {
 	first := ws[0]
-	log := d.log.With(zap.String("session_key", first.Key.String()), zap.String("agent_id", first.AgentID))
+	log := d.log.With(zap.Stringer("session_key", first.Key), zap.String("agent_id", first.AgentID))
 	store, err := d.opts.Sessions.Store(first.AgentID)
 	if err != nil {
 		_ = d.journal.Start(recordIDs(ws)...) // a failure counts against a started turn
@@ -197,7 +196,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 	room := d.messageRoom(ctx, adapter, out, first.AgentID, ws, hist.ids, log)
 	defer d.ackReaction(ctx, adapter, last, reactedTo(room))() // taken off once the answer is out
 	stopTyping := d.startTyping(ctx, adapter, out)
-	stream := d.startStream(ctx, adapter, out, d.roomOf(last, out), first.Key.String())
+	stream := d.startStream(ctx, adapter, out, d.roomOf(last, out), first.Key)
 	defer stream.finish()
 	start := time.Now()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
@@ -241,7 +240,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 			if d.withholdNotice(ctx, last, all, ids, out.Text) {
 				return
 			}
-			d.outbox.deliver(ctx, first.Key.String(), first.AgentID, ids, out, "")
+			d.outbox.deliver(ctx, first.Key, first.AgentID, ids, out, "")
 		default:
 			d.failed(ctx, all, log, err)
 		}
@@ -254,7 +253,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.lostTurn(all, log)
 		return
 	}
-	d.streaks.end(first.Key.String())
+	d.streaks.end(first.Key)
 	out.SessionID, out.TokenEstimate = res.SessionID, res.TokenEstimate
 	out.Text = res.Text
 	if adapter == nil {
@@ -265,7 +264,7 @@ func (d *Dispatcher) turn(ctx context.Context, ws []*work, b lanes.Batch) {
 		d.finish(ids...)
 		return
 	}
-	if !d.outbox.deliver(ctx, first.Key.String(), first.AgentID, ids, out, res.EntryID) {
+	if !d.outbox.deliver(ctx, first.Key, first.AgentID, ids, out, res.EntryID) {
 		d.lostTurn(all, log)
 	}
 }
@@ -421,7 +420,7 @@ func (d *Dispatcher) deltaFunc(ctx context.Context, a channels.Adapter, out *cha
 	}
 }
 
-func (d *Dispatcher) steerFunc(ctx context.Context, b lanes.Batch, st *steerState, mt mediaTurn) func() []sessions.Message {
+func (d *Dispatcher) steerFunc(ctx context.Context, b laneBatch, st *steerState, mt mediaTurn) func() []sessions.Message {
 	if b.Steer == nil {
 		return nil
 	}

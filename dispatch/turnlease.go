@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -32,13 +31,13 @@ var turnWaitPoll = 500 * time.Millisecond
 var errLeaseLost = errors.New("session lease lost")
 
 // runLeased runs b once this process holds its session's lease.
-func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b lanes.Batch) {
-	agentID, key, ids := batchScope(b)
-	if key == "" {
+func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b laneBatch) {
+	agentID, ids, ok := batchScope(b)
+	if !ok {
 		d.runItems(ctx, b)
 		return
 	}
-	h, err := t.BeginTurn(ctx, agentID, key, ids)
+	h, err := t.BeginTurn(ctx, agentID, b.Key.String(), ids)
 	switch {
 	case err == nil:
 		rest, done := d.step(ctx, b, h)
@@ -51,14 +50,15 @@ func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b lanes.Ba
 	}
 	// Wait for the session outside the slot, before what queued behind.
 	if nerr := d.queue.Next(d.life, b.Key, func(ctx context.Context) { d.awaitTurn(ctx, t, b) }); nerr != nil {
-		d.log.Info("shutting down: a batch waiting for its session stays pending", zap.String("session_key", key))
+		d.log.Info("shutting down: a batch waiting for its session stays pending", zap.Stringer("session_key", b.Key))
 	}
 }
 
 // awaitTurn waits until b's session may run here, then runs it (on the
 // lane, outside any slot: lanes.Queue.Next).
-func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Batch) {
-	agentID, key, ids := batchScope(b)
+func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b laneBatch) {
+	agentID, ids, _ := batchScope(b)
+	key := b.Key.String() // sessions.Turns takes the stored form
 	log := d.log.With(zap.String("session_key", key))
 	start := time.Now()
 	for ctx.Err() == nil && !d.closing.Load() {
@@ -78,7 +78,7 @@ func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Ba
 			return
 		}
 		b = rest
-		_, _, ids = batchScope(b)
+		_, ids, _ = batchScope(b)
 	}
 	// Shutdown: the records stay pending for the next start or another
 	// replica.
@@ -88,7 +88,7 @@ func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Ba
 // another process, runs what may run now under the lease, and returns
 // what must wait (the whole batch when h is not held; the work in
 // h.Later when it is) and whether nothing does.
-func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHold) (lanes.Batch, bool) {
+func (d *Dispatcher) step(ctx context.Context, b laneBatch, h *sessions.TurnHold) (laneBatch, bool) {
 	if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
 		if h.Held {
 			h.End()
@@ -100,7 +100,7 @@ func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHo
 			// An older message of the session is this process's and
 			// waits in the lane behind this batch: let it run first.
 			d.yieldBatch(b)
-			return lanes.Batch{}, true
+			return laneBatch{}, true
 		}
 		return b, false
 	}
@@ -110,7 +110,7 @@ func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHo
 }
 
 // runHeld runs b under h, cancelling the turn when the lease is lost.
-func (d *Dispatcher) runHeld(ctx context.Context, b lanes.Batch, h *sessions.TurnHold) {
+func (d *Dispatcher) runHeld(ctx context.Context, b laneBatch, h *sessions.TurnHold) {
 	defer h.End()
 	ctx, cancel := context.WithCancelCause(sessions.WithFence(ctx, h.Fence))
 	defer cancel(nil)
