@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions"
 )
 
 // Inbound bursts (messages.inbound). A sender often says one thing in
@@ -205,24 +204,6 @@ func bundle(ws []*work) *work {
 	lead := ws[0]
 	lead.Joined = append([]*work(nil), ws[1:]...)
 	return lead
-}
-
-// appendUser adds w's user message to inputs, joined to the last one when
-// w is the next part of the burst that message ends with.
-func (d *Dispatcher) appendUser(ctx context.Context, inputs []sessions.Message, w *work, mt mediaTurn) []sessions.Message {
-	// A part with attachments gets its own user message (its images and
-	// transcriptions are built from the attachments); plain text parts
-	// are glued onto the previous part.
-	if w.Prev != "" && len(inputs) > 0 && len(w.In.Attachments) == 0 {
-		last := &inputs[len(inputs)-1]
-		ids := last.RecordIDs
-		if len(ids) > 0 && ids[len(ids)-1] == w.Prev && len(last.Content) == 1 && last.Content[0].Type == sessions.BlockText {
-			last.Content[0].Text += w.Glue + w.In.Text
-			last.RecordIDs = append(ids[:len(ids):len(ids)], w.RecordID)
-			return inputs
-		}
-	}
-	return append(inputs, d.userMessage(ctx, w, mt))
 }
 
 // regroupReplayed joins the replayed messages of each sender again, in

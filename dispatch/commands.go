@@ -178,7 +178,7 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b laneBatch, store s
 	next.Command, next.Args = "", ""
 	// The turn's reply answers the command's record.
 	next.In.Text = rest
-	d.turn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
+	d.runTurn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
 }
 
 func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
