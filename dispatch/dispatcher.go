@@ -141,53 +141,6 @@ func (d *Dispatcher) adapter(channel, account string) channels.Adapter {
 	return d.adapters[channels.AccountKey{Channel: channel, AccountID: account}]
 }
 
-// work is the payload of one lane item.
-type work struct {
-	RecordID string
-	In       channels.Inbound
-	AgentID  string
-	Key      routing.Key
-	Command  string // chat command name without '/', "" for a message
-	Args     string // command arguments
-	Consumed bool   // the user message is already in the transcript
-	// Replayed is set for work journaled before a restart (or requeued
-	// after a failure): the transcript may already hold part of its turn.
-	Replayed   bool
-	Reuse      bool      // its turn's reply is in the transcript (agents.Turn.Reuse)
-	Failures   int       // failed turns so far
-	AcceptedAt time.Time // when the journal accepted it
-	// Reply is set for an outbox reply resumed at start: it is sent on
-	// the session's lane, before the work queued after it.
-	Reply *sessions.Reply
-	// Agent is set for internal work (subagent runs, announcements).
-	Agent *agentWork
-	// Joined are the next parts of a burst this work leads (burst.go);
-	// Prev is the previous part's record id and Glue what joins this
-	// part's text to it.
-	Joined []*work
-	Prev   string
-	Glue   string
-	// HistoryMark is the room history sequence when it was accepted: its
-	// turn takes the room's kept messages up to it (roomhistory.go).
-	HistoryMark uint64
-}
-
-// agentWork is an internal message from the agent runtime.
-type agentWork struct {
-	AgentID  string           `json:"agentId"`
-	Key      string           `json:"key"`
-	Subagent bool             `json:"subagent"`
-	Message  sessions.Message `json:"message"`
-	Deliver  bool             `json:"deliver"`
-}
-
-// envelope is the journal payload.
-type envelope struct {
-	Inbound *channels.Inbound `json:"inbound,omitempty"`
-	Agent   *agentWork        `json:"agent,omitempty"`
-	History uint64            `json:"history,omitempty"` // work.HistoryMark
-}
-
 // RecordID is the journal and dedupe id of an inbound message.
 func RecordID(in channels.Inbound) string {
 	return strings.Join([]string{in.Channel, in.AccountID, in.ChatID, in.MessageID}, ":")
@@ -266,7 +219,8 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		d.log.Warn("message not routable", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
 		return channels.ErrRejected
 	}
-	w := &work{In: in, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(in), AcceptedAt: d.opts.Now()}
+	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
+		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
 	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.platformAdmin(ctx, in, verdict) {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")

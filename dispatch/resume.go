@@ -131,8 +131,8 @@ func (r *recovery) workFromRecord(rec sessions.Record) (*work, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key, Replayed: true,
-		Failures: rec.Failures, AcceptedAt: rec.AcceptedAt}
+	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key,
+		recordState: recordState{Replayed: true, Failures: rec.Failures, AcceptedAt: rec.AcceptedAt}}
 	switch {
 	case env.Inbound != nil:
 		w.In, w.HistoryMark = *env.Inbound, env.History

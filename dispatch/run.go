@@ -101,27 +101,6 @@ func originFor(in channels.Inbound, key routing.Key) sessions.Origin {
 	return o
 }
 
-func recordIDs(ws []*work) []string {
-	ids := make([]string, 0, len(ws))
-	for _, w := range ws {
-		if w.RecordID != "" {
-			ids = append(ids, w.RecordID)
-		}
-	}
-	return ids
-}
-
-// answers are the inbound message ids a reply to ws answers.
-func answers(ws []*work) []string {
-	var ids []string
-	for _, w := range ws {
-		if w.Agent == nil && w.In.MessageID != "" {
-			ids = append(ids, w.In.MessageID)
-		}
-	}
-	return ids
-}
-
 func isStreamer(a channels.Adapter) bool {
 	_, ok := a.(channels.Streamer)
 	return ok

@@ -15,9 +15,9 @@ func TestSplitBatch(t *testing.T) {
 	burst := bundle([]*work{{RecordID: "r1"}, {RecordID: "r3"}})
 	b := laneBatch{Key: routing.Key{Agent: "main", Main: "k"}, Dropped: []string{"x"}, Items: []lanes.Item{
 		{ID: "a", Payload: &work{RecordID: "r0"}},
-		{ID: "c", Payload: &work{Command: "status"}},
+		{ID: "c", Payload: &work{chatMessage: chatMessage{Command: "status"}}},
 		{ID: "b", Payload: burst},
-		{ID: "d", Payload: &work{Command: "new"}},
+		{ID: "d", Payload: &work{chatMessage: chatMessage{Command: "new"}}},
 		{ID: "e", Payload: &work{RecordID: "r4"}},
 	}}
 	now, rest := splitBatch(b, []string{"r3", "r4"})
@@ -49,7 +49,7 @@ func TestSplitBatch(t *testing.T) {
 func TestSortBatch(t *testing.T) {
 	b := laneBatch{Items: []lanes.Item{
 		{Payload: &work{RecordID: "r38"}},
-		{Payload: &work{Command: "status"}},
+		{Payload: &work{chatMessage: chatMessage{Command: "status"}}},
 		{Payload: &work{RecordID: "r37"}},
 		{Payload: &work{RecordID: "r39"}},
 	}}
