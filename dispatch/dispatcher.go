@@ -53,8 +53,7 @@ type Dispatcher struct {
 	queue   *lanes.Queue[routing.Key]
 	journal sessions.Delivery
 	closing atomic.Bool
-	hold    holder  // inbound bursts being assembled (burst.go)
-	streaks streaks // rooms in a failure streak (errpolicy.go)
+	hold    holder // inbound bursts being assembled (burst.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
@@ -65,6 +64,15 @@ type Dispatcher struct {
 	// or an unsure journal write. Shutdown waits for their goroutines.
 	outbox   *outbox
 	recovery *recovery
+	// fails settles work that reached no outcome (failures.go). The parts
+	// below own no state: each is the dispatcher seen for one concern.
+	fails   *failures
+	cmds    commander    // chat commands (commands.go)
+	media   mediaFetcher // attachments (media.go)
+	history roomHistory  // unaddressed room messages (roomhistory.go)
+	leases  turnLeases   // session leases across replicas (turnlease.go)
+	acks    acker        // the ack reaction (ack.go)
+	tool    messageTool  // the message tool's room (message_room.go)
 
 	mu       sync.RWMutex
 	adapters map[channels.AccountKey]channels.Adapter // guarded by mu
@@ -104,7 +112,9 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 		journal:  opts.Sessions.Journal(),
 		adapters: map[channels.AccountKey]channels.Adapter{},
 	}
-	d.outbox, d.recovery = newOutbox(d), newRecovery(d)
+	d.outbox, d.recovery, d.fails = newOutbox(d), newRecovery(d), &failures{d: d}
+	d.cmds, d.media, d.history, d.leases = commander{d}, mediaFetcher{d}, roomHistory{d}, turnLeases{d}
+	d.acks, d.tool = acker{d}, messageTool{d}
 	d.SetRuntime(rt)
 	d.queue = lanes.New(lanes.Options[routing.Key]{
 		Caps:     opts.Caps,
@@ -198,7 +208,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		verdict = rt.Access(in)
 	}
 	if !verdict.Allow && verdict.Unaddressed {
-		if handled, err := d.keepUnaddressed(ctx, rt, in); handled {
+		if handled, err := d.history.keepUnaddressed(ctx, rt, in); handled {
 			return err
 		}
 	}
@@ -222,18 +232,18 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
 		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
-	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.platformAdmin(ctx, in, verdict) {
+	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
 		return channels.ErrRejected
 	}
 	if w.Command == "stop" {
-		d.stop(ctx, w)
+		d.cmds.stop(ctx, w)
 		return nil
 	}
 	if d.throttled(ctx, w) {
 		return channels.ErrRejected
 	}
-	w.HistoryMark = d.historyMark(in)
+	w.HistoryMark = d.history.mark(in)
 	payload, err := json.Marshal(envelope{Inbound: &in, History: w.HistoryMark})
 	if err != nil {
 		return fmt.Errorf("dispatch: encode inbound: %w", err)
@@ -316,7 +326,7 @@ func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 		return
 	}
 	d.finish(recordIDs(expand(w))...)
-	d.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
+	d.fails.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }
 
 // laneSettings is the lanes' Settings: the queue settings of session k

@@ -54,7 +54,8 @@ func (s *streaks) end(key routing.Key) {
 // It reports whether the notice is withheld (silent, or once within a
 // streak); the records are then finished without a reply, and web
 // requests among ws are told so they stop waiting.
-func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work, ids []string, text string) bool {
+func (f *failures) withholdNotice(ctx context.Context, last *work, ws []*work, ids []string, text string) bool {
+	d := f.d
 	if last.Agent != nil {
 		return false
 	}
@@ -62,7 +63,7 @@ func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work,
 	switch d.rt.Load().RoomFor(last.In).ErrorPolicy {
 	case channels.ErrorsSilent:
 	case channels.ErrorsOnce:
-		if d.streaks.first(key) {
+		if f.streaks.first(key) {
 			return false
 		}
 	default:
@@ -71,23 +72,24 @@ func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work,
 	d.log.Info("failure notice withheld by the room's errorPolicy", zap.Stringer("session_key", key),
 		zap.Strings("record_ids", ids))
 	d.finish(ids...)
-	d.release(ctx, ws, text)
+	f.release(ctx, ws, text)
 	return true
 }
 
 // withholdGiveUp applies errorPolicy to a given-up message's notice: SPEC
 // §3.7 has it announced, so only silent withholds it (logged at warn); under
 // once it is posted and counts as the streak's notice.
-func (d *Dispatcher) withholdGiveUp(ctx context.Context, w *work, text string) bool {
+func (f *failures) withholdGiveUp(ctx context.Context, w *work, text string) bool {
+	d := f.d
 	switch d.rt.Load().RoomFor(w.In).ErrorPolicy {
 	case channels.ErrorsSilent:
 		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.Stringer("session_key", w.Key),
 			zap.String("record_id", w.RecordID), zap.String("chat_id", w.In.ChatID))
 		d.finish(w.RecordID)
-		d.release(ctx, []*work{w}, text)
+		f.release(ctx, []*work{w}, text)
 		return true
 	case channels.ErrorsOnce:
-		d.streaks.first(w.Key)
+		f.streaks.first(w.Key)
 	}
 	return false
 }

@@ -133,7 +133,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 	c, chunked := a.(channels.Chunker)
 	ic, withIDs := a.(channels.IDChunker)
 	var ids []string // platform ids of the chunks, for the message tool
-	defer func() { d.noteOwn(ctx, rp.AgentID, out, ids) }()
+	defer func() { d.tool.noteOwn(ctx, rp.AgentID, out, ids) }()
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
 		if !leaseLive(ctx) {
 			// This process was stopped past its session lease: another

@@ -104,10 +104,10 @@ func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, rec
 		}
 		switch {
 		case rec.Deaths() >= d.opts.MaxDeaths:
-			d.giveUp(ctx, w, fmt.Sprintf("the process stopped %d times while it ran", rec.Deaths()))
+			d.fails.giveUp(ctx, w, fmt.Sprintf("the process stopped %d times while it ran", rec.Deaths()))
 			continue
 		case rec.Failures >= d.opts.MaxFailures:
-			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", rec.Failures))
+			d.fails.giveUp(ctx, w, fmt.Sprintf("it failed %d times", rec.Failures))
 			continue
 		}
 		ws = append(ws, w)

@@ -15,7 +15,7 @@ import (
 // runs the batch under its session's lease (turnlease.go).
 func (d *Dispatcher) runBatch(ctx context.Context, b laneBatch) {
 	if t, ok := d.journal.(sessions.Turns); ok {
-		d.runLeased(ctx, t, b)
+		d.leases.run(ctx, t, b)
 		return
 	}
 	d.runItems(ctx, b)
@@ -50,7 +50,7 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 		}
 		if w.Command != "" {
 			flush()
-			d.command(ctx, w, b)
+			d.cmds.run(ctx, w, b)
 			continue
 		}
 		pending = append(pending, expand(w)...)

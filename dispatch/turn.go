@@ -86,11 +86,11 @@ func (t *turn) begin(ctx context.Context) bool {
 	store, err := d.opts.Sessions.Store(t.first.AgentID)
 	if err != nil {
 		_ = d.journal.Start(recordIDs(t.ws)...) // a failure counts against a started turn
-		d.failed(ctx, t.ws, t.log, fmt.Errorf("session store: %w", err))
+		d.fails.failed(ctx, t.ws, t.log, fmt.Errorf("session store: %w", err))
 		return false
 	}
 	t.store = store
-	if t.ws = d.recover(ctx, store, t.ws, t.log); len(t.ws) == 0 {
+	if t.ws = d.fails.recover(ctx, store, t.ws, t.log); len(t.ws) == 0 {
 		return false
 	}
 	t.first, t.last = t.ws[0], t.ws[len(t.ws)-1]
@@ -113,7 +113,7 @@ func (t *turn) begin(ctx context.Context) bool {
 		return false
 	}
 	if err != nil {
-		d.failed(ctx, t.ws, t.log, fmt.Errorf("session begin: %w", err))
+		d.fails.failed(ctx, t.ws, t.log, fmt.Errorf("session begin: %w", err))
 		return false
 	}
 	if t.info.ResetReason != "" {
@@ -121,6 +121,6 @@ func (t *turn) begin(ctx context.Context) bool {
 		t.log.Info("session rolled over", zap.String("reason", t.info.ResetReason), zap.String("previous_session_id", t.info.Previous))
 	}
 	t.media = mediaTurn{agentID: t.first.AgentID, sessionID: t.entry.SessionID, vision: d.opts.Runner.TakesImages(t.first.AgentID, t.entry)}
-	t.hist = d.takeHistory(t.ws, t.first.Key, t.entry, t.info, t.log)
+	t.hist = d.history.take(t.ws, t.first.Key, t.entry, t.info, t.log)
 	return true
 }

@@ -134,9 +134,9 @@ func (d *Dispatcher) userMessage(ctx context.Context, w *work, mt mediaTurn) ses
 	}
 	in, images := w.In, []sessions.Content(nil)
 	if len(in.Attachments) > 0 {
-		in, images = d.withMedia(ctx, in, mt)
+		in, images = d.media.withMedia(ctx, in, mt)
 	}
-	m := sessions.UserText(d.withMessageID(w, inputText(in)), at)
+	m := sessions.UserText(d.tool.withMessageID(w, inputText(in)), at)
 	if strings.TrimSpace(inputText(in)) == "" && len(images) > 0 {
 		m.Content = nil // an image alone: no empty text block
 	}

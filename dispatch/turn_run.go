@@ -27,8 +27,8 @@ const typingEvery = 4 * time.Second
 func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Result, error) {
 	d, first, last := t.d, t.first, t.last
 	t.aim()
-	room := d.messageRoom(ctx, t.adapter, t.out, first.AgentID, t.ws, t.hist.ids, t.log)
-	t.atEnd(d.ackReaction(ctx, t.adapter, last, reactedTo(room))) // taken off once the answer is out
+	room := d.tool.room(ctx, t.adapter, t.out, first.AgentID, t.ws, t.hist.ids, t.log)
+	t.atEnd(d.acks.ackReaction(ctx, t.adapter, last, reactedTo(room))) // taken off once the answer is out
 	stopTyping := t.startTyping(ctx)
 	stream := d.startStream(ctx, t.adapter, t.out, t.room(), first.Key)
 	t.atEnd(stream.finish)
@@ -161,8 +161,8 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 				continue // NoSteer items: lanes does not hand them out
 			}
 			for _, p := range expand(w) {
-				if d.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
-					d.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
+				if d.tool.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
+					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
 				}
 				msgs = d.appendUser(ctx, msgs, p, t.media)
 				t.steered.add(p)

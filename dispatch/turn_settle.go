@@ -30,10 +30,10 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 		// The lease went while the answer came: another replica may run
 		// the session now; the reply is in the transcript for whoever
 		// recovers these records.
-		d.lostTurn(all, t.log)
+		d.leases.lostTurn(all, t.log)
 		return
 	}
-	d.streaks.end(first.Key)
+	d.fails.streaks.end(first.Key)
 	t.out.SessionID, t.out.TokenEstimate = res.SessionID, res.TokenEstimate
 	t.out.Text = res.Text
 	if t.adapter == nil {
@@ -45,7 +45,7 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 		return
 	}
 	if !d.outbox.deliver(ctx, first.Key, first.AgentID, ids, t.out, res.EntryID) {
-		d.lostTurn(all, t.log)
+		d.leases.lostTurn(all, t.log)
 	}
 }
 
@@ -65,12 +65,12 @@ func (t *turn) settleFailed(ctx context.Context, all []*work, ids []string, err 
 			d.finish(ids...)
 			return
 		}
-		if d.withholdNotice(ctx, t.last, all, ids, t.out.Text) {
+		if d.fails.withholdNotice(ctx, t.last, all, ids, t.out.Text) {
 			return
 		}
 		d.outbox.deliver(ctx, t.first.Key, t.first.AgentID, ids, t.out, "")
 	default:
-		d.failed(ctx, all, t.log, err)
+		d.fails.failed(ctx, all, t.log, err)
 	}
 }
 
@@ -81,7 +81,7 @@ func (t *turn) settleFailed(ctx context.Context, all []*work, ids []string, err 
 func (t *turn) cancelled(ctx context.Context, ws []*work, ids []string) {
 	d := t.d
 	if leaseLost(ctx, nil) {
-		d.lostTurn(ws, t.log)
+		d.leases.lostTurn(ws, t.log)
 		return
 	}
 	if ctx.Err() != nil && d.closing.Load() {
@@ -91,5 +91,5 @@ func (t *turn) cancelled(ctx context.Context, ws []*work, ids []string) {
 	}
 	t.log.Info("turn cancelled")
 	d.finish(ids...)
-	d.release(ctx, ws, "Stopped before an answer was ready.")
+	d.fails.release(ctx, ws, "Stopped before an answer was ready.")
 }

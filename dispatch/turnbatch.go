@@ -21,7 +21,8 @@ import (
 // them (taken over from a dead replica, or requeued after a failure) runs
 // first. An item the lane has no room for is tried again later: it was
 // accepted, and is never dropped for the lane's cap here.
-func (d *Dispatcher) yieldBatch(b laneBatch) {
+func (tl turnLeases) yieldBatch(b laneBatch) {
+	d := tl.d
 	items := b.Items
 	var retry func()
 	retry = func() {
@@ -167,7 +168,8 @@ func batchScope(b laneBatch) (agentID string, ids []string, ok bool) {
 // dropGone removes from b the work whose records are no longer this
 // process's (another replica took them over while this one was stopped or
 // cut off, or they finished there); waiting web clients are told.
-func (d *Dispatcher) dropGone(ctx context.Context, b laneBatch, gone []string) laneBatch {
+func (tl turnLeases) dropGone(ctx context.Context, b laneBatch, gone []string) laneBatch {
+	d := tl.d
 	if len(gone) == 0 {
 		return b
 	}
@@ -200,7 +202,7 @@ func (d *Dispatcher) dropGone(ctx context.Context, b laneBatch, gone []string) l
 	}
 	d.log.Info("messages taken over by another replica; left to it",
 		zap.Stringer("session_key", b.Key), zap.Strings("record_ids", gone))
-	d.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
+	d.fails.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
 	b.Items = items
 	return b
 }

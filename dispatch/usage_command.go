@@ -11,10 +11,11 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// cmdUsage is /usage's answer: the tokens and cost of the chat's current
+// usage is /usage's answer: the tokens and cost of the chat's current
 // session (its ledger rows since the session started) and the sender's
 // rows of today (since midnight in the daemon's time zone), all agents.
-func (d *Dispatcher) cmdUsage(ctx context.Context, store sessions.AgentStore, w *work) string {
+func (c commander) usage(ctx context.Context, store sessions.AgentStore, w *work) string {
+	d := c.d
 	ledger := d.opts.Sessions.Usage()
 	var lines []string
 	e, ok, err := store.Get(w.Key)
