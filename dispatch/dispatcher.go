@@ -67,6 +67,7 @@ type Dispatcher struct {
 	// fails settles work that reached no outcome (failures.go). The parts
 	// below own no state: each is the dispatcher seen for one concern.
 	fails   *failures
+	later   later        // delayed retries, stopped by Shutdown (later.go)
 	cmds    commander    // chat commands (commands.go)
 	media   mediaFetcher // attachments (media.go)
 	history roomHistory  // unaddressed room messages (roomhistory.go)

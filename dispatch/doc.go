@@ -54,12 +54,14 @@
 // lanes.Queue (drained within Shutdown's grace period); the outbox owns the
 // resends that cannot wait on a lane (a full or cancelled queue, a dropped
 // item, a reply with no session) and recovery owns orphan adoption and one
-// resolver per unsure write. Shutdown stops recovery's at once, drains the
-// lanes, then cuts the outbox's resends short (their replies stay in the
-// outbox for the next start) and returns once all have ended. A turn's
-// typing loop, ack reaction, draft stream and lease watch end with the
-// turn. The failure retries' timers are not waited for: once the
-// dispatcher is closing they queue nothing (the records stay pending).
+// resolver per unsure write; later owns the delayed retries' timers (a
+// failed turn's backoff, parked work, a lost lease's requeue, a batch
+// waiting for room in its lane). Shutdown stops the timers not fired (their
+// records stay pending) and waits for those running, stops recovery's at
+// once, drains the lanes, then cuts the outbox's resends short (their
+// replies stay in the outbox for the next start) and returns once all have
+// ended. A turn's typing loop, ack reaction, draft stream and lease watch
+// end with the turn.
 //
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one

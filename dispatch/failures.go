@@ -157,7 +157,7 @@ func (f *failures) failed(ctx context.Context, ws []*work, log *zap.Logger, err 
 		return
 	}
 	wait := failureBackoff[min(retry[0].Failures, len(failureBackoff))-1]
-	time.AfterFunc(wait, func() { f.requeue(retry) })
+	d.later.after(wait, func() { f.requeue(retry) })
 }
 
 // park queues ws again once the journal takes writes (checked every
@@ -170,12 +170,12 @@ func (f *failures) park(ws []*work) {
 			return
 		}
 		if d.journal.Health() != nil {
-			time.AfterFunc(storageRetry, check)
+			d.later.after(storageRetry, check)
 			return
 		}
 		f.requeue(ws)
 	}
-	time.AfterFunc(storageRetry, check)
+	d.later.after(storageRetry, check)
 }
 
 func (f *failures) requeue(ws []*work) {

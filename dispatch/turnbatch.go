@@ -41,12 +41,12 @@ func (tl turnLeases) yieldBatch(b laneBatch) {
 			it.At = time.Time{}
 			if err := d.queue.Enqueue(b.Key, class, it); errors.Is(err, lanes.ErrFull) {
 				items = items[i:]
-				time.AfterFunc(turnWaitPoll, retry)
+				d.later.after(turnWaitPoll, retry)
 				return
 			}
 		}
 	}
-	time.AfterFunc(turnWaitPoll, retry)
+	d.later.after(turnWaitPoll, retry)
 }
 
 // splitBatch splits b into the work that runs now and the work whose

@@ -149,7 +149,7 @@ func (tl turnLeases) lostTurn(ws []*work, log *zap.Logger) {
 	log.Warn("turn stopped: the session's lease was lost (this replica paused or lost the database); nothing more written or sent")
 	d.opts.Metrics.LeasesLost.Inc()
 	_ = d.journal.Abort(recordIDs(ws)...)
-	time.AfterFunc(storageRetry, func() { d.fails.requeue(ws) })
+	d.later.after(storageRetry, func() { d.fails.requeue(ws) })
 }
 
 // leaseLive waits, when ctx carries a turn's fence whose lease may have
