@@ -67,6 +67,7 @@ func textLen(s string) int { return utf8.RuneCountInString(s) }
 // admit hands journaled work to its lane, holding a sender's message for
 // the burst window first where its channel assembles bursts.
 func (d *Dispatcher) admit(ctx context.Context, w *work) {
+	w.Key = w.Key.Canonical() // one burst and one lane per session
 	if w.Command != "" || w.Agent != nil || w.Reply != nil || w.Replayed {
 		if w.Command != "" {
 			if lead := d.hold.take(holdKeyOf(w)); lead != nil {

@@ -274,6 +274,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 }
 
 func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
+	w.Key = w.Key.Canonical() // one lane per session, however the key was built
 	class := lanes.ClassMain
 	if w.Key.IsSubagent() {
 		class = lanes.ClassSubagent

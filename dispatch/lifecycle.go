@@ -65,7 +65,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 // (API reset, delete, compact) never race a turn.
 func (d *Dispatcher) Serialise(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error {
 	var ferr error
-	if err := d.queue.Do(ctx, key, func(ctx context.Context) { ferr = fn(ctx) }); err != nil {
+	if err := d.queue.Do(ctx, key.Canonical(), func(ctx context.Context) { ferr = fn(ctx) }); err != nil {
 		return fmt.Errorf("dispatch: serialise %s: %w", key, err)
 	}
 	return ferr
