@@ -9,6 +9,10 @@ import (
 	"github.com/gateway/gateway/channels"
 )
 
+// acker puts a room's ack reaction on the message a turn answers and
+// takes it off. It holds no state of its own.
+type acker struct{ d *Dispatcher }
+
 // ackTimeout bounds each reaction call: an acknowledgement is never worth
 // holding up a turn or its lane.
 const ackTimeout = 5 * time.Second
@@ -22,7 +26,8 @@ const ackTimeout = 5 * time.Second
 // (nil: never) says the message tool put a reaction of its own on the
 // message: taking the bot's reaction off would take that one too
 // (Telegram keeps one reaction per bot and message).
-func (d *Dispatcher) ackReaction(ctx context.Context, a channels.Adapter, w *work, keep func(messageID string) bool) func() {
+func (ak acker) ackReaction(ctx context.Context, a channels.Adapter, w *work, keep func(messageID string) bool) func() {
+	d := ak.d
 	rx, ok := a.(channels.Reactor)
 	if a == nil || !ok || w.Agent != nil || w.In.ChatType == channels.Direct || !w.In.Mentioned || w.In.MessageID == "" {
 		return func() {}
@@ -35,7 +40,7 @@ func (d *Dispatcher) ackReaction(ctx context.Context, a channels.Adapter, w *wor
 	set := make(chan struct{})
 	go func() {
 		defer close(set)
-		d.react(ctx, rx, r)
+		ak.react(ctx, rx, r)
 	}()
 	return func() {
 		<-set
@@ -43,11 +48,12 @@ func (d *Dispatcher) ackReaction(ctx context.Context, a channels.Adapter, w *wor
 			return
 		}
 		r.Remove = true
-		d.react(context.WithoutCancel(ctx), rx, r)
+		ak.react(context.WithoutCancel(ctx), rx, r)
 	}
 }
 
-func (d *Dispatcher) react(ctx context.Context, rx channels.Reactor, r channels.Reaction) {
+func (ak acker) react(ctx context.Context, rx channels.Reactor, r channels.Reaction) {
+	d := ak.d
 	ctx, cancel := context.WithTimeout(ctx, ackTimeout)
 	defer cancel()
 	if err := rx.React(ctx, r); err != nil {

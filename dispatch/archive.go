@@ -12,10 +12,11 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// archiveCommand handles /sessions, /switch, /history and /delete. They act
+// archive handles /sessions, /switch, /history and /delete. They act
 // only on sessions of this chat's key, so one chat never reaches another's.
-func (d *Dispatcher) archiveCommand(ctx context.Context, store sessions.AgentStore, w *work) string {
-	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
+func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *work) string {
+	d := c.d
+	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
 	cur, hasCur, err := store.Get(w.Key)
 	if err != nil {
 		log.Error("session lookup failed", zap.Error(err))
@@ -61,7 +62,7 @@ func (d *Dispatcher) archiveCommand(ctx context.Context, store sessions.AgentSto
 		if !hasCur {
 			return "This chat has no messages yet."
 		}
-		return d.history(ctx, store, cur, n)
+		return c.history(ctx, store, cur, n)
 	case "delete":
 		if w.Args != "" && w.Args != "0" {
 			return "Archived sessions are kept for the operator; /delete archives the current session."
@@ -98,7 +99,8 @@ func listSessions(cur sessions.Entry, hasCur bool, archived []sessions.Archived)
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (d *Dispatcher) history(ctx context.Context, store sessions.AgentStore, e sessions.Entry, n int) string {
+func (c commander) history(ctx context.Context, store sessions.AgentStore, e sessions.Entry, n int) string {
+	d := c.d
 	t, err := store.TranscriptOf(e)
 	if err != nil {
 		return "Sorry, the transcript is unavailable."

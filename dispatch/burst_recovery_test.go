@@ -165,7 +165,7 @@ func TestBurstFailedTurnRunsAgainAsOne(t *testing.T) {
 		msgs := []channels.Inbound{in("tg", "41", "p1"), in("tg", "41", "p2"), in("tg", "41", "p3")}
 		ws := acceptBurst(t, h, msgs)
 		appendBurstTurn(t, h, ws, "")
-		h.d.failed(h.ctx, ws, h.d.log, errBoom)
+		h.d.fails.failed(h.ctx, ws, h.d.log, errBoom)
 		time.Sleep(failureBackoff[0])
 		h.drained()
 		if got := h.tg.texts(); !slices.Equal(got, []string{"re: p1\np2\np3"}) {

@@ -14,6 +14,12 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// commander runs chat commands on their session's lane (SPEC §6.1): the
+// session commands here, the archive's in archive.go, /usage in
+// usage_command.go; /stop runs at once, outside the lane. It holds no
+// state of its own.
+type commander struct{ d *Dispatcher }
+
 // knownCommand reports a command of the catalogue (channels.Commands).
 func knownCommand(c string) bool {
 	_, ok := channels.LookupCommand(c)
@@ -34,7 +40,8 @@ const platformAdminTimeout = 5 * time.Second
 // group, not privileged by the policy, administers the room on the
 // platform (verdict.AskPlatform, the room's adapter a
 // channels.AdminChecker). An error counts as no, logged unless ctx ended.
-func (d *Dispatcher) platformAdmin(ctx context.Context, in channels.Inbound, verdict Verdict) bool {
+func (c commander) platformAdmin(ctx context.Context, in channels.Inbound, verdict Verdict) bool {
+	d := c.d
 	if !verdict.AskPlatform || in.ChatType == channels.Direct {
 		return false
 	}
@@ -79,45 +86,47 @@ func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
 // helpText is /help's answer, from the same catalogue adapters register.
 var helpText = channels.HelpText(channels.Commands())
 
-// command runs one chat command on the session's lane.
-func (d *Dispatcher) command(ctx context.Context, w *work, b lanes.Batch) {
+// run runs one chat command on the session's lane.
+func (c commander) run(ctx context.Context, w *work, b laneBatch) {
+	d := c.d
 	defer d.finish(w.RecordID)
-	log := d.log.With(zap.String("session_key", w.Key.String()), zap.String("command", w.Command))
+	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
 	store, err := d.opts.Sessions.Store(w.AgentID)
 	if err != nil {
 		log.Error("session store unavailable", zap.Error(err))
-		d.reply(ctx, w, "Sorry, the session store is unavailable.")
+		c.reply(ctx, w, "Sorry, the session store is unavailable.")
 		return
 	}
 	switch w.Command {
 	case "new", "reset":
-		d.cmdReset(ctx, w, b, store)
+		c.reset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
 		if err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args); err != nil {
 			log.Warn("compaction failed", zap.Error(err))
-			d.reply(ctx, w, "Compaction failed: "+userSafe(err))
+			c.reply(ctx, w, "Compaction failed: "+userSafe(err))
 			return
 		}
-		d.reply(ctx, w, "Compacted the conversation history.")
+		c.reply(ctx, w, "Compacted the conversation history.")
 	case "status":
-		d.reply(ctx, w, d.status(store, w))
+		c.reply(ctx, w, c.status(store, w))
 	case "queue":
-		d.reply(ctx, w, d.cmdQueue(ctx, store, w))
+		c.reply(ctx, w, c.queue(ctx, store, w))
 	case "help":
-		d.reply(ctx, w, helpText)
+		c.reply(ctx, w, helpText)
 	case "usage":
-		d.reply(ctx, w, d.cmdUsage(ctx, store, w))
+		c.reply(ctx, w, c.usage(ctx, store, w))
 	case "sessions", "switch", "history", "delete":
-		d.reply(ctx, w, d.archiveCommand(ctx, store, w))
+		c.reply(ctx, w, c.archive(ctx, store, w))
 	default:
-		d.reply(ctx, w, "Unknown command. /help lists them.")
+		c.reply(ctx, w, "Unknown command. /help lists them.")
 	}
 }
 
 // reply answers a command through the outbox (the command's record
 // finishes with it).
-func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
+func (c commander) reply(ctx context.Context, w *work, text string) {
+	d := c.d
 	out := outboundFor(w.In)
 	out.Text = text
 	out.Answers = answers([]*work{w})
@@ -130,10 +139,12 @@ func (d *Dispatcher) reply(ctx context.Context, w *work, text string) {
 	if w.RecordID != "" {
 		ids = []string{w.RecordID}
 	}
-	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, ids, out, "")
+	d.outbox.deliver(ctx, w.Key, w.AgentID, ids, out, "")
 }
 
-func (d *Dispatcher) isModel(s string) bool {
+// isModel reports whether s names a model of one of providers
+// ("openai/gpt-4o"), as /new's first argument may.
+func isModel(providers []string, s string) bool {
 	if strings.ContainsAny(s, " \n") {
 		return false
 	}
@@ -141,7 +152,7 @@ func (d *Dispatcher) isModel(s string) bool {
 	if !ok {
 		return false
 	}
-	for _, name := range d.opts.Providers {
+	for _, name := range providers {
 		if strings.EqualFold(name, p) {
 			return true
 		}
@@ -149,28 +160,29 @@ func (d *Dispatcher) isModel(s string) bool {
 	return false
 }
 
-func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store sessions.AgentStore) {
+func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) {
+	d := c.d
 	model, rest := "", w.Args
 	if w.Command == "new" && rest != "" {
 		first, tail, _ := strings.Cut(rest, " ")
-		if d.isModel(first) {
+		if isModel(d.opts.Providers, first) {
 			model, rest = first, strings.TrimSpace(tail)
 		}
 	}
 	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
 	if err != nil {
-		d.log.Error("manual reset failed", zap.String("session_key", w.Key.String()), zap.Error(err))
-		d.reply(ctx, w, "Sorry, the session could not be reset.")
+		d.log.Error("manual reset failed", zap.Stringer("session_key", w.Key), zap.Error(err))
+		c.reply(ctx, w, "Sorry, the session could not be reset.")
 		return
 	}
 	d.opts.Metrics.Resets.WithLabelValues("manual").Inc()
-	d.clearHistory(w.Key, d.log)
+	d.history.clear(w.Key, d.log)
 	msg := "Started a new session."
 	if model != "" {
 		msg = "Started a new session with model " + model + "."
 	}
 	if rest == "" {
-		d.reply(ctx, w, msg)
+		c.reply(ctx, w, msg)
 		return
 	}
 	_ = e
@@ -178,10 +190,11 @@ func (d *Dispatcher) cmdReset(ctx context.Context, w *work, b lanes.Batch, store
 	next.Command, next.Args = "", ""
 	// The turn's reply answers the command's record.
 	next.In.Text = rest
-	d.turn(ctx, []*work{&next}, lanes.Batch{Key: b.Key, Class: b.Class})
+	d.runTurn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
 }
 
-func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
+func (c commander) status(store sessions.AgentStore, w *work) string {
+	d := c.d
 	e, ok, err := store.Get(w.Key)
 	if err != nil || !ok {
 		return fmt.Sprintf("Session %s has no messages yet.", w.Key)
@@ -193,7 +206,7 @@ func (d *Dispatcher) status(store sessions.AgentStore, w *work) string {
 	if e.Provider != "" && e.Model != "" {
 		answered = e.Provider + "/" + e.Model
 	}
-	s := d.laneSettings(w.Key.String())
+	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
 		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
 		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
@@ -206,10 +219,11 @@ func orDash(s string) string {
 	return s
 }
 
-func (d *Dispatcher) cmdQueue(ctx context.Context, store sessions.AgentStore, w *work) string {
+func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work) string {
+	d := c.d
 	fields := strings.Fields(w.Args)
 	if len(fields) == 0 {
-		s := d.laneSettings(w.Key.String())
+		s := d.laneSettings(w.Key)
 		return fmt.Sprintf("Queue: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 	}
 	var mode, drop string
@@ -266,15 +280,16 @@ func (d *Dispatcher) cmdQueue(ctx context.Context, store sessions.AgentStore, w 
 	if err != nil {
 		return "Sorry, the queue setting could not be saved."
 	}
-	s := d.laneSettings(w.Key.String())
+	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }
 
 // stop cancels the session's active run and queued work (it does not wait
 // for the lane: that is the point).
-func (d *Dispatcher) stop(ctx context.Context, w *work) {
-	dropped := d.queue.Cancel(w.Key.String())
-	for _, lead := range d.hold.drop(w.Key.String()) {
+func (c commander) stop(ctx context.Context, w *work) {
+	d := c.d
+	dropped := d.queue.Cancel(w.Key)
+	for _, lead := range d.hold.drop(w.Key) {
 		dropped = append(dropped, lanes.Item{Payload: lead})
 	}
 	for _, it := range dropped {
@@ -285,8 +300,8 @@ func (d *Dispatcher) stop(ctx context.Context, w *work) {
 			d.outbox.goResend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
 		default:
 			d.finish(recordIDs(expand(x))...)
-			d.release(ctx, expand(x), "Stopped before an answer was ready.")
+			d.fails.release(ctx, expand(x), "Stopped before an answer was ready.")
 		}
 	}
-	d.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
+	c.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
 }

@@ -147,7 +147,7 @@ func TestInfrastructureFailureRetriedThenGivenUpWithNotice(t *testing.T) {
 	// the transcript) runs again after a backoff.
 	msg := in("tg", "6", "hello")
 	w := acceptOnly(t, h, msg)
-	h.d.failed(h.ctx, []*work{w}, h.d.log, errBoom)
+	h.d.fails.failed(h.ctx, []*work{w}, h.d.log, errBoom)
 	h.drained()
 	if got := h.tg.texts(); !slices.Equal(got, []string{"re: hello"}) {
 		t.Fatalf("retried turn sent %q", got)
@@ -157,7 +157,7 @@ func TestInfrastructureFailureRetriedThenGivenUpWithNotice(t *testing.T) {
 	msg = in("tg", "6", "second")
 	w = acceptOnly(t, h, msg)
 	w.Failures = 1
-	h.d.failed(h.ctx, []*work{w}, h.d.log, errBoom)
+	h.d.fails.failed(h.ctx, []*work{w}, h.d.log, errBoom)
 	h.drained()
 	got := h.tg.sent()
 	if len(got) != 2 || !strings.HasPrefix(got[1].Text, "Sorry — I could not answer your message from ") ||

@@ -50,11 +50,10 @@ type Dispatcher struct {
 	opts    Options
 	log     *zap.Logger
 	rt      atomic.Pointer[Runtime]
-	queue   *lanes.Queue
+	queue   *lanes.Queue[routing.Key]
 	journal sessions.Delivery
 	closing atomic.Bool
-	hold    holder  // inbound bursts being assembled (burst.go)
-	streaks streaks // rooms in a failure streak (errpolicy.go)
+	hold    holder // inbound bursts being assembled (burst.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
@@ -65,6 +64,16 @@ type Dispatcher struct {
 	// or an unsure journal write. Shutdown waits for their goroutines.
 	outbox   *outbox
 	recovery *recovery
+	// fails settles work that reached no outcome (failures.go). The parts
+	// below own no state: each is the dispatcher seen for one concern.
+	fails   *failures
+	later   later        // delayed retries, stopped by Shutdown (later.go)
+	cmds    commander    // chat commands (commands.go)
+	media   mediaFetcher // attachments (media.go)
+	history roomHistory  // unaddressed room messages (roomhistory.go)
+	leases  turnLeases   // session leases across replicas (turnlease.go)
+	acks    acker        // the ack reaction (ack.go)
+	tool    messageTool  // the message tool's room (message_room.go)
 
 	mu       sync.RWMutex
 	adapters map[channels.AccountKey]channels.Adapter // guarded by mu
@@ -104,9 +113,11 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 		journal:  opts.Sessions.Journal(),
 		adapters: map[channels.AccountKey]channels.Adapter{},
 	}
-	d.outbox, d.recovery = newOutbox(d), newRecovery(d)
+	d.outbox, d.recovery, d.fails = newOutbox(d), newRecovery(d), &failures{d: d}
+	d.cmds, d.media, d.history, d.leases = commander{d}, mediaFetcher{d}, roomHistory{d}, turnLeases{d}
+	d.acks, d.tool = acker{d}, messageTool{d}
 	d.SetRuntime(rt)
-	d.queue = lanes.New(lanes.Options{
+	d.queue = lanes.New(lanes.Options[routing.Key]{
 		Caps:     opts.Caps,
 		Settings: d.laneSettings,
 		Run:      d.runBatch,
@@ -139,53 +150,6 @@ func (d *Dispatcher) adapter(channel, account string) channels.Adapter {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.adapters[channels.AccountKey{Channel: channel, AccountID: account}]
-}
-
-// work is the payload of one lane item.
-type work struct {
-	RecordID string
-	In       channels.Inbound
-	AgentID  string
-	Key      routing.Key
-	Command  string // chat command name without '/', "" for a message
-	Args     string // command arguments
-	Consumed bool   // the user message is already in the transcript
-	// Replayed is set for work journaled before a restart (or requeued
-	// after a failure): the transcript may already hold part of its turn.
-	Replayed   bool
-	Reuse      bool      // its turn's reply is in the transcript (agents.Turn.Reuse)
-	Failures   int       // failed turns so far
-	AcceptedAt time.Time // when the journal accepted it
-	// Reply is set for an outbox reply resumed at start: it is sent on
-	// the session's lane, before the work queued after it.
-	Reply *sessions.Reply
-	// Agent is set for internal work (subagent runs, announcements).
-	Agent *agentWork
-	// Joined are the next parts of a burst this work leads (burst.go);
-	// Prev is the previous part's record id and Glue what joins this
-	// part's text to it.
-	Joined []*work
-	Prev   string
-	Glue   string
-	// HistoryMark is the room history sequence when it was accepted: its
-	// turn takes the room's kept messages up to it (roomhistory.go).
-	HistoryMark uint64
-}
-
-// agentWork is an internal message from the agent runtime.
-type agentWork struct {
-	AgentID  string           `json:"agentId"`
-	Key      string           `json:"key"`
-	Subagent bool             `json:"subagent"`
-	Message  sessions.Message `json:"message"`
-	Deliver  bool             `json:"deliver"`
-}
-
-// envelope is the journal payload.
-type envelope struct {
-	Inbound *channels.Inbound `json:"inbound,omitempty"`
-	Agent   *agentWork        `json:"agent,omitempty"`
-	History uint64            `json:"history,omitempty"` // work.HistoryMark
 }
 
 // RecordID is the journal and dedupe id of an inbound message.
@@ -245,7 +209,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		verdict = rt.Access(in)
 	}
 	if !verdict.Allow && verdict.Unaddressed {
-		if handled, err := d.keepUnaddressed(ctx, rt, in); handled {
+		if handled, err := d.history.keepUnaddressed(ctx, rt, in); handled {
 			return err
 		}
 	}
@@ -266,20 +230,21 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		d.log.Warn("message not routable", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
 		return channels.ErrRejected
 	}
-	w := &work{In: in, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(in), AcceptedAt: d.opts.Now()}
+	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
+		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
-	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.platformAdmin(ctx, in, verdict) {
+	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
 		return channels.ErrRejected
 	}
 	if w.Command == "stop" {
-		d.stop(ctx, w)
+		d.cmds.stop(ctx, w)
 		return nil
 	}
 	if d.throttled(ctx, w) {
 		return channels.ErrRejected
 	}
-	w.HistoryMark = d.historyMark(in)
+	w.HistoryMark = d.history.mark(in)
 	payload, err := json.Marshal(envelope{Inbound: &in, History: w.HistoryMark})
 	if err != nil {
 		return fmt.Errorf("dispatch: encode inbound: %w", err)
@@ -309,6 +274,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 }
 
 func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
+	w.Key = w.Key.Canonical() // one lane per session, however the key was built
 	class := lanes.ClassMain
 	if w.Key.IsSubagent() {
 		class = lanes.ClassSubagent
@@ -318,8 +284,10 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	if w.Reply != nil {
 		id = "reply:" + w.Reply.ID
 	}
-	err := d.queue.Enqueue(w.Key.String(), class, lanes.Item{
-		ID: id, Group: w.Key.String(), Payload: w, At: d.opts.Now(), Summary: summary,
+	// No Group: a lane is one session key, so its items are all of one
+	// group already (threads and topics have keys of their own).
+	err := d.queue.Enqueue(w.Key, class, lanes.Item{
+		ID: id, Payload: w, At: d.opts.Now(), Summary: summary,
 		// A replayed message is never steered into a running turn: its own
 		// turn first checks what the transcript already holds of it.
 		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
@@ -332,9 +300,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
 	case err != nil:
 		// Closed: the record stays pending in the journal and runs at next start.
-		d.log.Info("message left for the next start", zap.String("session_key", w.Key.String()), zap.Error(err))
+		d.log.Info("message left for the next start", zap.Stringer("session_key", w.Key), zap.Error(err))
 	}
-	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key.String())))
+	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key)))
 }
 
 // finish marks journal records done (no reply), logging failures.
@@ -350,7 +318,7 @@ func (d *Dispatcher) finish(ids ...string) {
 // onDrop is the lanes drop hook: a message dropped by the queue policy
 // (or by interrupt mode) is finished, never run after a restart; a web
 // request waiting for it is told.
-func (d *Dispatcher) onDrop(key string, it lanes.Item) {
+func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 	w, ok := it.Payload.(*work)
 	if !ok {
 		return
@@ -360,15 +328,13 @@ func (d *Dispatcher) onDrop(key string, it lanes.Item) {
 		return
 	}
 	d.finish(recordIDs(expand(w))...)
-	d.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
+	d.fails.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }
 
-func (d *Dispatcher) laneSettings(key string) lanes.Settings {
+// laneSettings is the lanes' Settings: the queue settings of session k
+// (its /queue override, its channel's, the global ones).
+func (d *Dispatcher) laneSettings(k routing.Key) lanes.Settings {
 	rt := d.rt.Load()
-	k, err := routing.Parse(key)
-	if err != nil {
-		return rt.Queue.settings("", sessionQueue{})
-	}
 	var sq sessionQueue
 	if st, err := d.opts.Sessions.Store(k.Agent); err == nil {
 		if e, ok, _ := st.Get(k); ok {
@@ -416,3 +382,6 @@ func firstLine(s string, n int) string {
 	}
 	return s
 }
+
+// laneBatch is what one lane run receives: the items of one session key.
+type laneBatch = lanes.Batch[routing.Key]

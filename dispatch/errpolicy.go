@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
 )
 
 // maxStreaks bounds the rooms whose failure streak is remembered; past it
@@ -18,18 +19,18 @@ const maxStreaks = 4096
 // restart starts every room afresh.
 type streaks struct {
 	mu      sync.Mutex
-	failing map[string]struct{} // guarded by mu
+	failing map[routing.Key]struct{} // guarded by mu
 }
 
 // first records a failure of key and reports whether it starts a streak.
-func (s *streaks) first(key string) bool {
+func (s *streaks) first(key routing.Key) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.failing[key]; ok {
 		return false
 	}
 	if s.failing == nil {
-		s.failing = map[string]struct{}{}
+		s.failing = map[routing.Key]struct{}{}
 	}
 	if len(s.failing) >= maxStreaks {
 		for k := range s.failing {
@@ -42,7 +43,7 @@ func (s *streaks) first(key string) bool {
 }
 
 // end records a success of key: its streak, if any, is over.
-func (s *streaks) end(key string) {
+func (s *streaks) end(key routing.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.failing, key)
@@ -53,40 +54,42 @@ func (s *streaks) end(key string) {
 // It reports whether the notice is withheld (silent, or once within a
 // streak); the records are then finished without a reply, and web
 // requests among ws are told so they stop waiting.
-func (d *Dispatcher) withholdNotice(ctx context.Context, last *work, ws []*work, ids []string, text string) bool {
+func (f *failures) withholdNotice(ctx context.Context, last *work, ws []*work, ids []string, text string) bool {
+	d := f.d
 	if last.Agent != nil {
 		return false
 	}
-	key := last.Key.String()
+	key := last.Key
 	switch d.rt.Load().RoomFor(last.In).ErrorPolicy {
 	case channels.ErrorsSilent:
 	case channels.ErrorsOnce:
-		if d.streaks.first(key) {
+		if f.streaks.first(key) {
 			return false
 		}
 	default:
 		return false
 	}
-	d.log.Info("failure notice withheld by the room's errorPolicy", zap.String("session_key", key),
+	d.log.Info("failure notice withheld by the room's errorPolicy", zap.Stringer("session_key", key),
 		zap.Strings("record_ids", ids))
 	d.finish(ids...)
-	d.release(ctx, ws, text)
+	f.release(ctx, ws, text)
 	return true
 }
 
 // withholdGiveUp applies errorPolicy to a given-up message's notice: SPEC
 // §3.7 has it announced, so only silent withholds it (logged at warn); under
 // once it is posted and counts as the streak's notice.
-func (d *Dispatcher) withholdGiveUp(ctx context.Context, w *work, text string) bool {
+func (f *failures) withholdGiveUp(ctx context.Context, w *work, text string) bool {
+	d := f.d
 	switch d.rt.Load().RoomFor(w.In).ErrorPolicy {
 	case channels.ErrorsSilent:
-		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.String("session_key", w.Key.String()),
+		d.log.Warn("given-up notice withheld by the room's errorPolicy (silent)", zap.Stringer("session_key", w.Key),
 			zap.String("record_id", w.RecordID), zap.String("chat_id", w.In.ChatID))
 		d.finish(w.RecordID)
-		d.release(ctx, []*work{w}, text)
+		f.release(ctx, []*work{w}, text)
 		return true
 	case channels.ErrorsOnce:
-		d.streaks.first(w.Key.String())
+		f.streaks.first(w.Key)
 	}
 	return false
 }

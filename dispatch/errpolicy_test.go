@@ -97,7 +97,7 @@ func TestGivenUpNoticeUnderErrorPolicy(t *testing.T) {
 			withRoom(h, room)
 			h.d.opts.MaxFailures = 1
 			w := acceptOnly(t, h, groupMsg("-52", "7", "doomed"))
-			h.d.failed(h.ctx, []*work{w}, h.d.log, errBoom)
+			h.d.fails.failed(h.ctx, []*work{w}, h.d.log, errBoom)
 			h.drained()
 			got := notices(h)
 			if len(got) != want || (want == 1 && !strings.HasPrefix(got[0], "Sorry — I could not answer your message")) {

@@ -350,7 +350,7 @@ func acceptOnly(t *testing.T, h *harness, msg channels.Inbound) *work {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &work{In: msg, AgentID: route.AgentID, Key: route.Key, RecordID: RecordID(msg)}
+	w := &work{RecordID: RecordID(msg), AgentID: route.AgentID, Key: route.Key, chatMessage: chatMessage{In: msg}}
 	if _, err := h.journal().Accept(h.ctx, sessions.Record{ID: w.RecordID, AgentID: w.AgentID,
 		SessionKey: w.Key.String(), Payload: payload, AcceptedAt: time.Now()}); err != nil {
 		t.Fatal(err)

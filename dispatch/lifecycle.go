@@ -39,7 +39,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
 // Shutdown stops accepting messages and drains in-flight turns until ctx
 // ends; queued and interrupted work stays pending in the journal. It
 // returns once every goroutine the dispatcher started has ended: first
-// recovery's (orphan adoption, unsure-write resolvers: stopped at once),
+// its delayed retries (later: those not fired are stopped, their records
+// stay pending), then recovery's (orphan adoption, unsure-write
+// resolvers: stopped at once),
 // then the lanes' runs (drained within the grace period), then the
 // outbox's resends (cut short once the lanes are done: their replies stay
 // in the outbox for the next start).
@@ -50,6 +52,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 	}
 	stop := context.AfterFunc(ctx, d.kill)
 	defer stop()
+	d.later.stop()
 	d.recovery.shutdown()
 	left := d.queue.Shutdown(ctx)
 	if len(left) > 0 {
@@ -62,7 +65,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 // (API reset, delete, compact) never race a turn.
 func (d *Dispatcher) Serialise(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error {
 	var ferr error
-	if err := d.queue.Do(ctx, key.String(), func(ctx context.Context) { ferr = fn(ctx) }); err != nil {
+	if err := d.queue.Do(ctx, key.Canonical(), func(ctx context.Context) { ferr = fn(ctx) }); err != nil {
 		return fmt.Errorf("dispatch: serialise %s: %w", key, err)
 	}
 	return ferr

@@ -26,7 +26,7 @@ func (d *Dispatcher) limitedCommand(w *work) bool {
 		return true
 	case "new", "reset":
 		first, tail, _ := strings.Cut(w.Args, " ")
-		return w.Args != "" && !(w.Command == "new" && tail == "" && d.isModel(first))
+		return w.Args != "" && !(w.Command == "new" && tail == "" && isModel(d.opts.Providers, first))
 	}
 	return false
 }

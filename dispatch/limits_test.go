@@ -218,7 +218,7 @@ func TestLimitedCommands(t *testing.T) {
 		{"queue", "followup", false},
 		{"history", "5", false},
 	} {
-		if got := d.limitedCommand(&work{Command: tc.cmd, Args: tc.args}); got != tc.want {
+		if got := d.limitedCommand(&work{chatMessage: chatMessage{Command: tc.cmd, Args: tc.args}}); got != tc.want {
 			t.Errorf("limitedCommand(/%s %s) = %v, want %v", tc.cmd, tc.args, got, tc.want)
 		}
 	}

@@ -18,6 +18,12 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// mediaFetcher turns a message's attachments into model input when its
+// turn runs, fetching them through their adapter and keeping the
+// downloads under the state dir (media_store.go). It holds no state of
+// its own.
+type mediaFetcher struct{ d *Dispatcher }
+
 // mediaTimeout bounds fetching and transcribing one attachment.
 const mediaTimeout = 2 * time.Minute
 
@@ -33,11 +39,11 @@ var errNoFetcher = errors.New("this channel cannot fetch files")
 // their references, so a restart fetches them too): notes are appended to
 // in.Text, and images for a vision model come back as image blocks in
 // pi-coding-agent's format ({"type":"image","data":<base64>,"mimeType":...}).
-func (d *Dispatcher) withMedia(ctx context.Context, in channels.Inbound, mt mediaTurn) (channels.Inbound, []sessions.Content) {
+func (mf mediaFetcher) withMedia(ctx context.Context, in channels.Inbound, mt mediaTurn) (channels.Inbound, []sessions.Content) {
 	var notes []string
 	var images []sessions.Content
 	for _, att := range in.Attachments {
-		note, img := d.attachment(ctx, in, att, mt)
+		note, img := mf.attachment(ctx, in, att, mt)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -58,7 +64,8 @@ func (d *Dispatcher) withMedia(ctx context.Context, in channels.Inbound, mt medi
 
 // attachment turns one attachment into a note for the text, an image
 // block, or both empty.
-func (d *Dispatcher) attachment(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn) (string, *sessions.Content) {
+func (mf mediaFetcher) attachment(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn) (string, *sessions.Content) {
+	d := mf.d
 	ctx, cancel := context.WithTimeout(ctx, mediaTimeout)
 	defer cancel()
 	media := d.rt.Load().Media
@@ -73,7 +80,7 @@ func (d *Dispatcher) attachment(ctx context.Context, in channels.Inbound, att ch
 		if !mt.vision {
 			return "[image: " + att.Label() + ", not shown: this model does not take images]", nil
 		}
-		data, err := d.fetch(ctx, in, att, mt, media)
+		data, err := mf.fetch(ctx, in, att, mt, media)
 		if err != nil {
 			return unavailable(err, att, log), nil
 		}
@@ -86,12 +93,12 @@ func (d *Dispatcher) attachment(ctx context.Context, in channels.Inbound, att ch
 		}
 		return "", &sessions.Content{Type: sessions.BlockImage, Data: base64.StdEncoding.EncodeToString(data), MimeType: mime}
 	case channels.MediaVoice, channels.MediaAudio:
-		return d.transcribe(ctx, in, att, mt, media, log), nil
+		return mf.transcribe(ctx, in, att, mt, media, log), nil
 	case channels.MediaDocument:
 		if !textDocument(att) {
 			return describe("file", att), nil
 		}
-		data, err := d.fetch(ctx, in, att, mt, media)
+		data, err := mf.fetch(ctx, in, att, mt, media)
 		if err != nil {
 			return unavailable(err, att, log), nil
 		}
@@ -103,7 +110,7 @@ func (d *Dispatcher) attachment(ctx context.Context, in channels.Inbound, att ch
 	return describe(string(kind), att), nil
 }
 
-func (d *Dispatcher) transcribe(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn, media Media, log *zap.Logger) string {
+func (mf mediaFetcher) transcribe(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn, media Media, log *zap.Logger) string {
 	label := "voice message"
 	if att.Kind == channels.MediaAudio {
 		label = "audio " + att.Label()
@@ -111,7 +118,7 @@ func (d *Dispatcher) transcribe(ctx context.Context, in channels.Inbound, att ch
 	if media.Transcribe == nil {
 		return "[media unavailable: voice transcription is not configured (media.audio): " + label + "]"
 	}
-	data, err := d.fetch(ctx, in, att, mt, media)
+	data, err := mf.fetch(ctx, in, att, mt, media)
 	if err != nil {
 		return unavailable(err, att, log)
 	}
@@ -125,7 +132,8 @@ func (d *Dispatcher) transcribe(ctx context.Context, in channels.Inbound, att ch
 
 // fetch returns an attachment's content: inline data as it is, else a
 // download through the adapter, stored under the session's media dir.
-func (d *Dispatcher) fetch(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn, media Media) ([]byte, error) {
+func (mf mediaFetcher) fetch(ctx context.Context, in channels.Inbound, att channels.Attachment, mt mediaTurn, media Media) ([]byte, error) {
+	d := mf.d
 	max := media.maxBytes(in.Account())
 	if att.Data != nil {
 		if int64(len(att.Data)) > max {
@@ -145,7 +153,7 @@ func (d *Dispatcher) fetch(ctx context.Context, in channels.Inbound, att channel
 		return nil, err
 	}
 	defer m.Body.Close()
-	data, _, err := saveMedia(d.mediaRoot(), mt.agentID, mt.sessionID, mediaExt(att.MimeType), channels.LimitedReader(m.Body, max))
+	data, _, err := saveMedia(mf.mediaRoot(), mt.agentID, mt.sessionID, mediaExt(att.MimeType), channels.LimitedReader(m.Body, max))
 	if err != nil {
 		return nil, err
 	}

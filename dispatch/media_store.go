@@ -26,7 +26,8 @@ import (
 // stops being current (reset, /delete, maintenance), by PruneMedia.
 
 // mediaRoot is where downloads are kept.
-func (d *Dispatcher) mediaRoot() string {
+func (mf mediaFetcher) mediaRoot() string {
+	d := mf.d
 	return filepath.Join(d.opts.StateDir, "media")
 }
 
@@ -79,7 +80,7 @@ func saveMedia(root, agentID, sessionID, ext string, r io.Reader) ([]byte, strin
 // maintenance) and of agents without sessions. It returns how many
 // session directories it removed.
 func (d *Dispatcher) PruneMedia() (int, error) {
-	root := d.mediaRoot()
+	root := d.media.mediaRoot()
 	agents, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -97,7 +98,7 @@ func (d *Dispatcher) PruneMedia() (int, error) {
 		if err != nil || len(dirs) == 0 {
 			continue
 		}
-		live, err := d.liveSessions(a.Name())
+		live, err := d.media.liveSessions(a.Name())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -117,7 +118,8 @@ func (d *Dispatcher) PruneMedia() (int, error) {
 }
 
 // liveSessions is the set of current session ids of agentID.
-func (d *Dispatcher) liveSessions(agentID string) (map[string]bool, error) {
+func (mf mediaFetcher) liveSessions(agentID string) (map[string]bool, error) {
+	d := mf.d
 	st, err := d.opts.Sessions.Store(agentID)
 	if err != nil {
 		return nil, fmt.Errorf("media: prune: store %s: %w", agentID, err)

@@ -14,6 +14,11 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// messageTool gives a turn its message tool room and keeps the room's
+// record of message ids (sessions.RoomMessages) it acts on. It holds no
+// state of its own.
+type messageTool struct{ d *Dispatcher }
+
 // The message tool (issue 14) acts through a messageRoom: the turn's room
 // (channel, account, chat, thread or topic) and nothing else, whatever the
 // model asks. Its record is sessions.RoomMessages: the ids of the inbound
@@ -51,11 +56,12 @@ type messageRoom struct {
 
 var _ agents.Room = (*messageRoom)(nil)
 
-// messageRoom returns the turn's Room for the message tool, after noting
+// room returns the turn's Room for the message tool, after noting
 // the turn's inbound message ids and those of the room history it took
 // (history) in the room's record; nil (no room) when the agent does not
 // offer the tool or the turn has no chat.
-func (d *Dispatcher) messageRoom(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, log *zap.Logger) agents.Room {
+func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, log *zap.Logger) agents.Room {
+	d := mt.d
 	if a == nil || out.Channel == "" || out.ChatID == "" || !d.opts.Runner.OffersMessageTool(agentID) {
 		return nil
 	}
@@ -67,13 +73,14 @@ func (d *Dispatcher) messageRoom(ctx context.Context, a channels.Adapter, out ch
 			seen = append(seen, sessions.RoomMessage{ID: id})
 		}
 	}
-	d.noteSeen(ctx, r.room, ws, seen, log)
+	mt.noteSeen(ctx, r.room, ws, seen, log)
 	return r
 }
 
 // noteSeen records the inbound message ids of ws (those of room) and
 // extra as seen in room.
-func (d *Dispatcher) noteSeen(ctx context.Context, room string, ws []*work, extra []sessions.RoomMessage, log *zap.Logger) {
+func (mt messageTool) noteSeen(ctx context.Context, room string, ws []*work, extra []sessions.RoomMessage, log *zap.Logger) {
+	d := mt.d
 	seen := extra
 	for _, w := range ws {
 		if w.Agent == nil && w.In.MessageID != "" && roomRecord(outboundFor(w.In)) == room {
@@ -90,7 +97,8 @@ func (d *Dispatcher) noteSeen(ctx context.Context, room string, ws []*work, extr
 
 // noteOwn records ids as the bot's own messages in out's room, for an
 // agent that offers the message tool.
-func (d *Dispatcher) noteOwn(ctx context.Context, agentID string, out channels.Outbound, ids []string) {
+func (mt messageTool) noteOwn(ctx context.Context, agentID string, out channels.Outbound, ids []string) {
+	d := mt.d
 	var msgs []sessions.RoomMessage
 	for _, id := range ids {
 		if id != "" {
@@ -319,8 +327,8 @@ func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Co
 // withMessageID puts the platform message id before text, where the model
 // of an agent that offers the message tool can read it ("[message_id: 42]
 // [Ann] hi"), for chats where the tool can act (reactions or edits).
-func (d *Dispatcher) withMessageID(w *work, text string) string {
-	if !d.showsMessageIDs(w) {
+func (mt messageTool) withMessageID(w *work, text string) string {
+	if !mt.showsMessageIDs(w) {
 		return text
 	}
 	return "[message_id: " + w.In.MessageID + "] " + text
@@ -328,7 +336,8 @@ func (d *Dispatcher) withMessageID(w *work, text string) string {
 
 // showsMessageIDs reports whether w's model input shows message ids: its
 // agent offers the message tool and its chat can react or edit.
-func (d *Dispatcher) showsMessageIDs(w *work) bool {
+func (mt messageTool) showsMessageIDs(w *work) bool {
+	d := mt.d
 	if w == nil || w.In.MessageID == "" || !d.opts.Runner.OffersMessageTool(w.AgentID) {
 		return false
 	}

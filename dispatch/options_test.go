@@ -48,7 +48,7 @@ func TestNewRequiredOptions(t *testing.T) {
 				t.Fatalf("New: error %v, want one containing %q", err, tt.want)
 			}
 			if d != nil {
-				if got, want := d.mediaRoot(), dir+"/media"; got != want {
+				if got, want := d.media.mediaRoot(), dir+"/media"; got != want {
 					t.Errorf("mediaRoot = %q, want %q", got, want)
 				}
 			}

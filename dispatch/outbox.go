@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -78,7 +79,7 @@ func chunksFor(a channels.Adapter, out channels.Outbound) []string {
 // It returns false, having sent nothing, when the outbox refused the reply
 // because the turn's session lease was lost (sessions.ErrFenced): another
 // replica may run the session now.
-func (o *outbox) deliver(ctx context.Context, key, agentID string, records []string, out channels.Outbound, entryID string) bool {
+func (o *outbox) deliver(ctx context.Context, key routing.Key, agentID string, records []string, out channels.Outbound, entryID string) bool {
 	d := o.d
 	a := d.adapter(out.Channel, out.AccountID)
 	var chunks []string
@@ -99,19 +100,19 @@ func (o *outbox) deliver(ctx context.Context, key, agentID string, records []str
 	}
 	out.Text = text
 	rp := sessions.Reply{
-		ID: uuid.NewString(), Records: records, AgentID: agentID, SessionKey: key,
+		ID: uuid.NewString(), Records: records, AgentID: agentID, SessionKey: key.String(),
 		Target: target, Chunks: chunks, EntryID: entryID, CreatedAt: d.opts.Now(),
 		Draft: draftRecord(out), // chunk 0 edits a streamed draft: its record ends here
 	}
 	err = d.journal.Ready(rp)
 	if errors.Is(err, sessions.ErrFenced) {
-		d.log.Warn("reply not stored: the session's lease was lost; not sent", zap.String("session_key", key), zap.Error(err))
+		d.log.Warn("reply not stored: the session's lease was lost; not sent", zap.Stringer("session_key", key), zap.Error(err))
 		return false
 	}
 	if err != nil {
 		// Only a closed journal refuses (shutdown): send anyway, the
 		// records stay pending and the transcript holds the reply.
-		d.log.Error("outbox write failed", zap.String("session_key", key), zap.Error(err))
+		d.log.Error("outbox write failed", zap.Stringer("session_key", key), zap.Error(err))
 		out.Draft = "" // the draft stays recorded and is removed: send anew
 	}
 	o.sendReply(ctx, a, rp, out)
@@ -132,7 +133,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 	c, chunked := a.(channels.Chunker)
 	ic, withIDs := a.(channels.IDChunker)
 	var ids []string // platform ids of the chunks, for the message tool
-	defer func() { d.noteOwn(ctx, rp.AgentID, out, ids) }()
+	defer func() { d.tool.noteOwn(ctx, rp.AgentID, out, ids) }()
 	for i := rp.Sent; i < len(rp.Chunks); i++ {
 		if !leaseLive(ctx) {
 			// This process was stopped past its session lease: another

@@ -104,10 +104,10 @@ func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, rec
 		}
 		switch {
 		case rec.Deaths() >= d.opts.MaxDeaths:
-			d.giveUp(ctx, w, fmt.Sprintf("the process stopped %d times while it ran", rec.Deaths()))
+			d.fails.giveUp(ctx, w, fmt.Sprintf("the process stopped %d times while it ran", rec.Deaths()))
 			continue
 		case rec.Failures >= d.opts.MaxFailures:
-			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", rec.Failures))
+			d.fails.giveUp(ctx, w, fmt.Sprintf("it failed %d times", rec.Failures))
 			continue
 		}
 		ws = append(ws, w)
@@ -131,8 +131,8 @@ func (r *recovery) workFromRecord(rec sessions.Record) (*work, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key, Replayed: true,
-		Failures: rec.Failures, AcceptedAt: rec.AcceptedAt}
+	w := &work{RecordID: rec.ID, AgentID: rec.AgentID, Key: key,
+		recordState: recordState{Replayed: true, Failures: rec.Failures, AcceptedAt: rec.AcceptedAt}}
 	switch {
 	case env.Inbound != nil:
 		w.In, w.HistoryMark = *env.Inbound, env.History

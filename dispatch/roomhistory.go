@@ -15,6 +15,11 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// roomHistory keeps the unaddressed messages of group rooms and hands
+// them to the room's next turn (the notes below). The history itself is
+// the session layer's (sessions.Backend.History); this holds no state.
+type roomHistory struct{ d *Dispatcher }
+
 // Room history (issue 11): a permitted message in a group room that does
 // not address the bot is kept in the session layer's room history (durable
 // before the adapter acknowledges it); the next turn of that room takes the
@@ -57,7 +62,8 @@ func historyLimits(room channels.Room) sessions.HistoryLimits {
 // room keeps no history (the caller refuses the message as before); else
 // err is nil once the message is durable, channels.ErrRejected for a
 // redelivery or a message with nothing to keep.
-func (d *Dispatcher) keepUnaddressed(ctx context.Context, rt *Runtime, in channels.Inbound) (handled bool, err error) {
+func (rh roomHistory) keepUnaddressed(ctx context.Context, rt *Runtime, in channels.Inbound) (handled bool, err error) {
+	d := rh.d
 	room := rt.RoomFor(in)
 	if !keepsHistory(in, room) {
 		return false, nil
@@ -101,7 +107,7 @@ func (d *Dispatcher) keepUnaddressed(ctx context.Context, rt *Runtime, in channe
 		d.opts.Metrics.Duplicates.WithLabelValues(in.Channel).Inc()
 		return true, channels.ErrRejected
 	}
-	d.log.Debug("room message kept", zap.String("channel", in.Channel), zap.String("session_key", route.Key.String()))
+	d.log.Debug("room message kept", zap.String("channel", in.Channel), zap.Stringer("session_key", route.Key))
 	return true, nil
 }
 
@@ -115,9 +121,10 @@ func refusedLevel(in channels.Inbound) zapcore.Level {
 	return zap.InfoLevel
 }
 
-// historyMark is the room history sequence a message accepted now may see
+// mark is the room history sequence a message accepted now may see
 // (0 for DMs, which keep none).
-func (d *Dispatcher) historyMark(in channels.Inbound) uint64 {
+func (rh roomHistory) mark(in channels.Inbound) uint64 {
+	d := rh.d
 	if in.ChatType == channels.Direct {
 		return 0
 	}
@@ -129,7 +136,7 @@ func (d *Dispatcher) historyMark(in channels.Inbound) uint64 {
 // transcript the room's history is cut after seq.
 type roomContext struct {
 	d    *Dispatcher
-	key  string
+	key  routing.Key
 	text string
 	seq  uint64
 	// ids are the platform ids of the messages taken (the message tool
@@ -140,14 +147,15 @@ type roomContext struct {
 	log  *zap.Logger
 }
 
-// takeHistory builds the turn's room context from the kept messages of
+// take builds the turn's room context from the kept messages of
 // ws's room up to the newest mark among its new inbound messages. First the
 // history that belongs to an ended session is dropped: after an automatic
 // reset (info) what was kept before the old session expired; otherwise
 // what was sent before the session e started (a reset through the API or
 // the CLI, which cannot reach the daemon's history; /new clears at once).
-func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
-	rc := &roomContext{d: d, key: key.String(), log: log}
+func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
+	d := rh.d
+	rc := &roomContext{d: d, key: key, log: log}
 	if key.Kind != routing.Group && key.Kind != routing.Channel {
 		return rc // DMs and main sessions keep no room history
 	}
@@ -168,14 +176,14 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, 
 	case info.ResetReason != "" && !info.ExpiredAt.IsZero():
 		before = info.ExpiredAt
 	case info.ResetReason != "":
-		d.clearHistory(key, log)
+		rh.clear(key, log)
 	case !info.Created:
 		// Platform times have whole seconds: a message of the reset's own
 		// second is kept rather than lost.
 		before = e.SessionStartedAt.Truncate(time.Second)
 	}
 	if !before.IsZero() {
-		if err := h.ClearBefore(rc.key, before); err != nil {
+		if err := h.ClearBefore(rc.key.String(), before); err != nil {
 			log.Error("room history clear failed", zap.Error(err))
 		}
 	}
@@ -183,7 +191,7 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, 
 		return rc
 	}
 	lim := historyLimits(d.rt.Load().RoomFor(addressed.In))
-	ents, err := h.Take(rc.key, mark, lim)
+	ents, err := h.Take(rc.key.String(), mark, lim)
 	if err != nil {
 		// The turn goes on without the context rather than failing.
 		log.Error("room history unreadable; turn runs without it", zap.Error(err))
@@ -192,7 +200,7 @@ func (d *Dispatcher) takeHistory(ws []*work, key routing.Key, e sessions.Entry, 
 	if len(ents) == 0 {
 		return rc
 	}
-	rc.text, rc.seq = formatHistoryWith(ents, d.showsMessageIDs(addressed)), ents[len(ents)-1].Seq
+	rc.text, rc.seq = formatHistoryWith(ents, d.tool.showsMessageIDs(addressed)), ents[len(ents)-1].Seq
 	for _, e := range ents {
 		rc.ids = append(rc.ids, e.MessageID)
 	}
@@ -236,23 +244,25 @@ func (rc *roomContext) cut() {
 	if rc == nil || !rc.in {
 		return
 	}
-	rc.d.cutHistory(rc.key, rc.seq, rc.log)
+	rc.d.history.cut(rc.key, rc.seq, rc.log)
 }
 
-// cutHistory drops key's room history up to seq (0: nothing).
-func (d *Dispatcher) cutHistory(key string, seq uint64, log *zap.Logger) {
+// cut drops key's room history up to seq (0: nothing).
+func (rh roomHistory) cut(key routing.Key, seq uint64, log *zap.Logger) {
+	d := rh.d
 	if seq == 0 {
 		return
 	}
-	if err := d.opts.Sessions.History().Cut(key, seq); err != nil {
+	if err := d.opts.Sessions.History().Cut(key.String(), seq); err != nil {
 		log.Error("room history cut failed", zap.Uint64("history_seq", seq), zap.Error(err))
 	}
 }
 
-// clearHistory drops all of key's room history (its session was reset).
-func (d *Dispatcher) clearHistory(key routing.Key, log *zap.Logger) {
+// clear drops all of key's room history (its session was reset).
+func (rh roomHistory) clear(key routing.Key, log *zap.Logger) {
+	d := rh.d
 	if err := d.opts.Sessions.History().Clear(key.String()); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("room history clear failed", zap.String("session_key", key.String()), zap.Error(err))
+		log.Error("room history clear failed", zap.Stringer("session_key", key), zap.Error(err))
 	}
 }
 

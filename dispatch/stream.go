@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -126,7 +127,7 @@ type draftStream struct {
 	mode string
 	dr   channels.Drafter
 	out  channels.Outbound
-	key  string // session key, recorded with the draft
+	key  routing.Key // session key, recorded with the draft
 	log  *zap.Logger
 	life context.Context // bounds platform calls (not cut by the turn's end)
 
@@ -145,7 +146,7 @@ type draftStream struct {
 
 // startStream starts a draft stream for a turn whose reply goes to out
 // through a, or returns nil when the room does not stream or a cannot.
-func (d *Dispatcher) startStream(ctx context.Context, a channels.Adapter, out channels.Outbound, room channels.Room, key string) *draftStream {
+func (d *Dispatcher) startStream(ctx context.Context, a channels.Adapter, out channels.Outbound, room channels.Room, key routing.Key) *draftStream {
 	dr, ok := a.(channels.Drafter)
 	if a == nil || !ok || (room.Streaming != channels.StreamProgress && room.Streaming != channels.StreamPartial) {
 		return nil
@@ -155,7 +156,7 @@ func (d *Dispatcher) startStream(ctx context.Context, a channels.Adapter, out ch
 	}
 	lctx, halt := context.WithCancel(ctx)
 	s := &draftStream{d: d, mode: room.Streaming, dr: dr, out: out, key: key, life: d.life,
-		log:  d.log.With(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.String("session_key", key)),
+		log:  d.log.With(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.Stringer("session_key", key)),
 		kick: make(chan struct{}, 1), halt: halt, done: make(chan struct{})}
 	if s.mode == channels.StreamProgress {
 		s.set(statusThinking)
@@ -274,7 +275,7 @@ func (s *draftStream) flush(ctx context.Context) bool {
 		o := s.out
 		o.Draft = id
 		target, _ := json.Marshal(o)
-		if err := s.d.journal.Draft(sessions.Draft{ID: draftRecord(o), SessionKey: s.key, Target: target,
+		if err := s.d.journal.Draft(sessions.Draft{ID: draftRecord(o), SessionKey: s.key.String(), Target: target,
 			MessageID: id, CreatedAt: s.d.opts.Now()}); err != nil {
 			s.log.Warn("draft not recorded", zap.Error(err))
 		}

@@ -158,26 +158,3 @@ func joinDelta(f func(string), s *draftStream) func(string) {
 	}
 	return func(t string) { f(t); s.onDelta(t) }
 }
-
-// roomOf is the behaviour of the room w's reply goes to (out, for
-// internal work that has no inbound message).
-func (d *Dispatcher) roomOf(w *work, out channels.Outbound) channels.Room {
-	in := w.In
-	if w.Agent != nil {
-		in = channels.Inbound{Address: out.Address}
-	}
-	return d.rt.Load().RoomFor(in)
-}
-
-// toolFunc is agents.Turn.OnTool for adapters that show tool calls (web).
-func (d *Dispatcher) toolFunc(ctx context.Context, a channels.Adapter, out *channels.Outbound, st *steerState) func(string, json.RawMessage) {
-	ts, ok := a.(channels.ToolStreamer)
-	if a == nil || !ok {
-		return nil
-	}
-	return func(name string, args json.RawMessage) {
-		o := *out
-		o.Answers = append(answers(st.all()), out.Answers...)
-		ts.Tool(ctx, o, name, args)
-	}
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions/filestore"
 )
 
@@ -85,7 +86,7 @@ func TestStreamEditsSpacedLatestWins(t *testing.T) {
 		out := channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "1"}}
 		room := channels.Room{Streaming: channels.StreamProgress}
 		start := time.Now()
-		s := d.startStream(context.Background(), fd, out, room, "agent:main:main")
+		s := d.startStream(context.Background(), fd, out, room, routing.Key{Agent: "main", Main: "main"})
 		type step struct {
 			at   time.Duration
 			text string
@@ -163,9 +164,9 @@ func TestStreamEditsSpacedPerChatAcrossTurns(t *testing.T) {
 		ta, tb := group, group
 		ta.ThreadID, tb.ThreadID = "3", "4"
 		streams := []*draftStream{
-			d.startStream(context.Background(), a, ta, room, "k1"),
-			d.startStream(context.Background(), b, tb, room, "k2"),
-			d.startStream(context.Background(), other, channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "7"}}, room, "k3"),
+			d.startStream(context.Background(), a, ta, room, routing.Key{Agent: "main", Main: "k1"}),
+			d.startStream(context.Background(), b, tb, room, routing.Key{Agent: "main", Main: "k2"}),
+			d.startStream(context.Background(), other, channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: "7"}}, room, routing.Key{Agent: "main", Main: "k3"}),
 		}
 		for i := range 60 {
 			for _, s := range streams {

@@ -21,7 +21,8 @@ import (
 // them (taken over from a dead replica, or requeued after a failure) runs
 // first. An item the lane has no room for is tried again later: it was
 // accepted, and is never dropped for the lane's cap here.
-func (d *Dispatcher) yieldBatch(b lanes.Batch) {
+func (tl turnLeases) yieldBatch(b laneBatch) {
+	d := tl.d
 	items := b.Items
 	var retry func()
 	retry = func() {
@@ -40,19 +41,19 @@ func (d *Dispatcher) yieldBatch(b lanes.Batch) {
 			it.At = time.Time{}
 			if err := d.queue.Enqueue(b.Key, class, it); errors.Is(err, lanes.ErrFull) {
 				items = items[i:]
-				time.AfterFunc(turnWaitPoll, retry)
+				d.later.after(turnWaitPoll, retry)
 				return
 			}
 		}
 	}
-	time.AfterFunc(turnWaitPoll, retry)
+	d.later.after(turnWaitPoll, retry)
 }
 
 // splitBatch splits b into the work that runs now and the work whose
 // records are in later (held back behind another process's message),
 // each in b's order. Work without records (commands, replies) stays with
 // what precedes it.
-func splitBatch(b lanes.Batch, later []string) (now, rest lanes.Batch) {
+func splitBatch(b laneBatch, later []string) (now, rest laneBatch) {
 	now, rest = b, b
 	now.Items, rest.Items = nil, nil
 	rest.Dropped = nil
@@ -103,7 +104,7 @@ func splitBatch(b lanes.Batch, later []string) (now, rest lanes.Batch) {
 // sortBatch puts b's messages in accept order (order: record ids in the
 // journal's sequence), keeping commands and replies where they are: the
 // lane may hold a message requeued or yielded behind a newer one.
-func sortBatch(b lanes.Batch, order []string) lanes.Batch {
+func sortBatch(b laneBatch, order []string) laneBatch {
 	rank := make(map[string]int, len(order))
 	for i, id := range order {
 		rank[id] = i
@@ -144,15 +145,16 @@ func sortBatch(b lanes.Batch, order []string) lanes.Batch {
 	return b
 }
 
-// batchScope is b's agent, session key and record ids.
-func batchScope(b lanes.Batch) (agentID, key string, ids []string) {
+// batchScope is b's agent and record ids; ok is false when b holds no
+// work (its session is b.Key).
+func batchScope(b laneBatch) (agentID string, ids []string, ok bool) {
 	for _, it := range b.Items {
-		w, ok := it.Payload.(*work)
-		if !ok {
+		w, isWork := it.Payload.(*work)
+		if !isWork {
 			continue
 		}
-		if key == "" {
-			agentID, key = w.AgentID, w.Key.String()
+		if !ok {
+			agentID, ok = w.AgentID, true
 		}
 		for _, p := range expand(w) {
 			if p.RecordID != "" {
@@ -160,13 +162,14 @@ func batchScope(b lanes.Batch) (agentID, key string, ids []string) {
 			}
 		}
 	}
-	return agentID, key, ids
+	return agentID, ids, ok
 }
 
 // dropGone removes from b the work whose records are no longer this
 // process's (another replica took them over while this one was stopped or
 // cut off, or they finished there); waiting web clients are told.
-func (d *Dispatcher) dropGone(ctx context.Context, b lanes.Batch, gone []string) lanes.Batch {
+func (tl turnLeases) dropGone(ctx context.Context, b laneBatch, gone []string) laneBatch {
+	d := tl.d
 	if len(gone) == 0 {
 		return b
 	}
@@ -198,8 +201,8 @@ func (d *Dispatcher) dropGone(ctx context.Context, b lanes.Batch, gone []string)
 		}
 	}
 	d.log.Info("messages taken over by another replica; left to it",
-		zap.String("session_key", b.Key), zap.Strings("record_ids", gone))
-	d.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
+		zap.Stringer("session_key", b.Key), zap.Strings("record_ids", gone))
+	d.fails.release(ctx, dropped, "This message is being answered by another replica of the gateway.")
 	b.Items = items
 	return b
 }

@@ -7,9 +7,14 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
+
+// turnLeases runs lane batches under their session's lease on a journal
+// several processes share (the notes below), and does the batch surgery
+// that needs (turnbatch.go). It holds no state of its own: a turn's hold
+// lives in its context (sessions.WithFence).
+type turnLeases struct{ d *Dispatcher }
 
 // Per-session serialisation across replicas (issue 13). When the journal
 // is shared by several processes (sessions.Turns: PostgreSQL replicas),
@@ -31,17 +36,18 @@ var turnWaitPoll = 500 * time.Millisecond
 // session's lease was lost.
 var errLeaseLost = errors.New("session lease lost")
 
-// runLeased runs b once this process holds its session's lease.
-func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b lanes.Batch) {
-	agentID, key, ids := batchScope(b)
-	if key == "" {
+// run runs b once this process holds its session's lease.
+func (tl turnLeases) run(ctx context.Context, t sessions.Turns, b laneBatch) {
+	d := tl.d
+	agentID, ids, ok := batchScope(b)
+	if !ok {
 		d.runItems(ctx, b)
 		return
 	}
-	h, err := t.BeginTurn(ctx, agentID, key, ids)
+	h, err := t.BeginTurn(ctx, agentID, b.Key.String(), ids)
 	switch {
 	case err == nil:
-		rest, done := d.step(ctx, b, h)
+		rest, done := tl.step(ctx, b, h)
 		if done {
 			return
 		}
@@ -50,15 +56,17 @@ func (d *Dispatcher) runLeased(ctx context.Context, t sessions.Turns, b lanes.Ba
 		return // cancelled (/stop, shutdown): the records stay pending
 	}
 	// Wait for the session outside the slot, before what queued behind.
-	if nerr := d.queue.Next(d.life, b.Key, func(ctx context.Context) { d.awaitTurn(ctx, t, b) }); nerr != nil {
-		d.log.Info("shutting down: a batch waiting for its session stays pending", zap.String("session_key", key))
+	if nerr := d.queue.Next(d.life, b.Key, func(ctx context.Context) { tl.awaitTurn(ctx, t, b) }); nerr != nil {
+		d.log.Info("shutting down: a batch waiting for its session stays pending", zap.Stringer("session_key", b.Key))
 	}
 }
 
 // awaitTurn waits until b's session may run here, then runs it (on the
 // lane, outside any slot: lanes.Queue.Next).
-func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Batch) {
-	agentID, key, ids := batchScope(b)
+func (tl turnLeases) awaitTurn(ctx context.Context, t sessions.Turns, b laneBatch) {
+	d := tl.d
+	agentID, ids, _ := batchScope(b)
+	key := b.Key.String() // sessions.Turns takes the stored form
 	log := d.log.With(zap.String("session_key", key))
 	start := time.Now()
 	for ctx.Err() == nil && !d.closing.Load() {
@@ -73,12 +81,12 @@ func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Ba
 		if h.Held {
 			d.opts.Metrics.LeaseWaits.Observe(time.Since(start).Seconds())
 		}
-		rest, done := d.step(ctx, b, h)
+		rest, done := tl.step(ctx, b, h)
 		if done {
 			return
 		}
 		b = rest
-		_, _, ids = batchScope(b)
+		_, ids, _ = batchScope(b)
 	}
 	// Shutdown: the records stay pending for the next start or another
 	// replica.
@@ -88,8 +96,8 @@ func (d *Dispatcher) awaitTurn(ctx context.Context, t sessions.Turns, b lanes.Ba
 // another process, runs what may run now under the lease, and returns
 // what must wait (the whole batch when h is not held; the work in
 // h.Later when it is) and whether nothing does.
-func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHold) (lanes.Batch, bool) {
-	if b = d.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
+func (tl turnLeases) step(ctx context.Context, b laneBatch, h *sessions.TurnHold) (laneBatch, bool) {
+	if b = tl.dropGone(ctx, b, h.Gone); len(b.Items) == 0 {
 		if h.Held {
 			h.End()
 		}
@@ -99,18 +107,19 @@ func (d *Dispatcher) step(ctx context.Context, b lanes.Batch, h *sessions.TurnHo
 		if h.Behind {
 			// An older message of the session is this process's and
 			// waits in the lane behind this batch: let it run first.
-			d.yieldBatch(b)
-			return lanes.Batch{}, true
+			tl.yieldBatch(b)
+			return laneBatch{}, true
 		}
 		return b, false
 	}
 	now, later := splitBatch(sortBatch(b, h.Order), h.Later)
-	d.runHeld(ctx, now, h)
+	tl.runHeld(ctx, now, h)
 	return later, len(later.Items) == 0
 }
 
 // runHeld runs b under h, cancelling the turn when the lease is lost.
-func (d *Dispatcher) runHeld(ctx context.Context, b lanes.Batch, h *sessions.TurnHold) {
+func (tl turnLeases) runHeld(ctx context.Context, b laneBatch, h *sessions.TurnHold) {
+	d := tl.d
 	defer h.End()
 	ctx, cancel := context.WithCancelCause(sessions.WithFence(ctx, h.Fence))
 	defer cancel(nil)
@@ -135,11 +144,12 @@ func leaseLost(ctx context.Context, err error) bool {
 // (Abort: not a failure) and run again once this process may run the
 // session; if another replica took them over meanwhile, BeginTurn then
 // reports them gone and they are dropped here.
-func (d *Dispatcher) lostTurn(ws []*work, log *zap.Logger) {
+func (tl turnLeases) lostTurn(ws []*work, log *zap.Logger) {
+	d := tl.d
 	log.Warn("turn stopped: the session's lease was lost (this replica paused or lost the database); nothing more written or sent")
 	d.opts.Metrics.LeasesLost.Inc()
 	_ = d.journal.Abort(recordIDs(ws)...)
-	time.AfterFunc(storageRetry, func() { d.requeue(ws) })
+	d.later.after(storageRetry, func() { d.fails.requeue(ws) })
 }
 
 // leaseLive waits, when ctx carries a turn's fence whose lease may have

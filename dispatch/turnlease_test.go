@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/routing"
 )
 
 // splitBatch keeps the work before the held-back records (and a command
@@ -12,15 +13,15 @@ import (
 // later, splitting a burst bundle between its parts.
 func TestSplitBatch(t *testing.T) {
 	burst := bundle([]*work{{RecordID: "r1"}, {RecordID: "r3"}})
-	b := lanes.Batch{Key: "k", Dropped: []string{"x"}, Items: []lanes.Item{
+	b := laneBatch{Key: routing.Key{Agent: "main", Main: "k"}, Dropped: []string{"x"}, Items: []lanes.Item{
 		{ID: "a", Payload: &work{RecordID: "r0"}},
-		{ID: "c", Payload: &work{Command: "status"}},
+		{ID: "c", Payload: &work{chatMessage: chatMessage{Command: "status"}}},
 		{ID: "b", Payload: burst},
-		{ID: "d", Payload: &work{Command: "new"}},
+		{ID: "d", Payload: &work{chatMessage: chatMessage{Command: "new"}}},
 		{ID: "e", Payload: &work{RecordID: "r4"}},
 	}}
 	now, rest := splitBatch(b, []string{"r3", "r4"})
-	ids := func(b lanes.Batch) []string {
+	ids := func(b laneBatch) []string {
 		var out []string
 		for _, it := range b.Items {
 			for _, w := range expand(it.Payload.(*work)) {
@@ -46,9 +47,9 @@ func TestSplitBatch(t *testing.T) {
 // sortBatch puts the messages of a batch in accept order around the
 // commands, which keep their places.
 func TestSortBatch(t *testing.T) {
-	b := lanes.Batch{Items: []lanes.Item{
+	b := laneBatch{Items: []lanes.Item{
 		{Payload: &work{RecordID: "r38"}},
-		{Payload: &work{Command: "status"}},
+		{Payload: &work{chatMessage: chatMessage{Command: "status"}}},
 		{Payload: &work{RecordID: "r37"}},
 		{Payload: &work{RecordID: "r39"}},
 	}}

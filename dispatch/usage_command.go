@@ -11,17 +11,18 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// cmdUsage is /usage's answer: the tokens and cost of the chat's current
+// usage is /usage's answer: the tokens and cost of the chat's current
 // session (its ledger rows since the session started) and the sender's
 // rows of today (since midnight in the daemon's time zone), all agents.
-func (d *Dispatcher) cmdUsage(ctx context.Context, store sessions.AgentStore, w *work) string {
+func (c commander) usage(ctx context.Context, store sessions.AgentStore, w *work) string {
+	d := c.d
 	ledger := d.opts.Sessions.Usage()
 	var lines []string
 	e, ok, err := store.Get(w.Key)
 	if err == nil && ok {
 		bs, err := ledger.Query(ctx, sessions.UsageFilter{AgentID: w.AgentID, SessionKey: w.Key.String(), Since: e.SessionStartedAt})
 		if err != nil {
-			d.log.Warn("usage query failed", zap.String("session_key", w.Key.String()), zap.Error(err))
+			d.log.Warn("usage query failed", zap.Stringer("session_key", w.Key), zap.Error(err))
 			return "Sorry, usage is unavailable right now."
 		}
 		lines = append(lines, "This session: "+usageLine(sessions.UsageTotal(bs)))
@@ -33,7 +34,7 @@ func (d *Dispatcher) cmdUsage(ctx context.Context, store sessions.AgentStore, w 
 		midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
 		bs, err := ledger.Query(ctx, sessions.UsageFilter{Channel: w.In.Channel, SenderID: w.In.SenderID, Since: midnight})
 		if err != nil {
-			d.log.Warn("usage query failed", zap.String("session_key", w.Key.String()), zap.Error(err))
+			d.log.Warn("usage query failed", zap.Stringer("session_key", w.Key), zap.Error(err))
 			return "Sorry, usage is unavailable right now."
 		}
 		lines = append(lines, fmt.Sprintf("You today (since 00:00 %s): %s", midnight.Format("MST"), usageLine(sessions.UsageTotal(bs))))

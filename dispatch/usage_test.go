@@ -116,7 +116,7 @@ func BenchmarkRecordUsage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := &work{In: msg, AgentID: "main", Key: key}
+	w := &work{AgentID: "main", Key: key, chatMessage: chatMessage{In: msg}}
 	res := agents.Result{SessionID: "0b6f7a52-5d1e-4a59-9d55-3e8a4c1d2f00", EntryID: "a1b2c3d4", Model: "openai/gpt-4.1",
 		Usage: sessions.Usage{Input: 1200, Output: 300, CacheRead: 4000, Cost: sessions.Cost{Total: 0.0054}}}
 	start := time.Now().Truncate(time.Millisecond)

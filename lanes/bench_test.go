@@ -20,9 +20,9 @@ func BenchmarkDispatch10kKeys(b *testing.B) {
 	}
 	var done sync.WaitGroup
 	hold := make(chan struct{})
-	q := New(Options{
+	q := New(Options[string]{
 		Settings: fixed(Settings{Mode: Followup, Cap: 1 << 30}),
-		Run: func(ctx context.Context, bt Batch) {
+		Run: func(ctx context.Context, bt Batch[string]) {
 			if bt.Items[0].ID == "hold" {
 				<-hold
 				return
@@ -58,10 +58,10 @@ func BenchmarkDispatchIdleKeys(b *testing.B) {
 		keys[i] = "agent:main:telegram:group:" + strconv.Itoa(i)
 	}
 	var done sync.WaitGroup
-	q := New(Options{
+	q := New(Options[string]{
 		// A cap no run can reach: a dropped item would never count down.
 		Settings: fixed(Settings{Debounce: -1, Cap: 1 << 30}),
-		Run:      func(ctx context.Context, bt Batch) { done.Add(-len(bt.Items)) },
+		Run:      func(ctx context.Context, bt Batch[string]) { done.Add(-len(bt.Items)) },
 	})
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -96,7 +96,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 	for range b.N {
 		var done sync.WaitGroup
 		hold := make(chan struct{})
-		q := New(Options{Run: func(ctx context.Context, bt Batch) {
+		q := New(Options[string]{Run: func(ctx context.Context, bt Batch[string]) {
 			if bt.Items[0].ID == "hold" {
 				<-hold
 				return

@@ -11,7 +11,7 @@ import (
 
 // Cancel cancels key's active run (its ctx) and drops its queued items,
 // returning them. It does not wait for the run to return.
-func (q *Queue) Cancel(key string) []Item {
+func (q *Queue[K]) Cancel(key K) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l := q.keys[key]
@@ -33,7 +33,7 @@ func (q *Queue) Cancel(key string) []Item {
 // the items already queued, which keep their order after it. Do takes no
 // class slot. It returns ErrClosed after Shutdown began and ctx's error if
 // ctx ends while waiting; fn then does not run.
-func (q *Queue) Do(ctx context.Context, key string, fn func(ctx context.Context)) error {
+func (q *Queue[K]) Do(ctx context.Context, key K, fn func(ctx context.Context)) error {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -70,7 +70,7 @@ func (q *Queue) Do(ctx context.Context, key string, fn func(ctx context.Context)
 }
 
 // endDo hands the lane on after a Do or Next fn returned.
-func (q *Queue) endDo(l *lane) {
+func (q *Queue[K]) endDo(l *lane[K]) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l.doing = false
@@ -82,7 +82,7 @@ func (q *Queue) endDo(l *lane) {
 }
 
 // grantDoLocked lets the first waiting Do call run.
-func (q *Queue) grantDoLocked(l *lane) {
+func (q *Queue[K]) grantDoLocked(l *lane[K]) {
 	ch := l.doers[0]
 	l.doers = slices.Delete(l.doers, 0, 1)
 	if len(l.doers) == 0 {
@@ -96,7 +96,7 @@ func (q *Queue) grantDoLocked(l *lane) {
 // active runs finish until ctx ends, then cancels their contexts and waits
 // for them to return. The items still queued are returned, oldest first
 // (their durable copies live elsewhere). Do calls already waiting still run.
-func (q *Queue) Shutdown(ctx context.Context) []Item {
+func (q *Queue[K]) Shutdown(ctx context.Context) []Item {
 	q.mu.Lock()
 	var left []Item
 	if !q.closed {
@@ -134,7 +134,7 @@ func (q *Queue) Shutdown(ctx context.Context) []Item {
 // without holding a class slot). fn gets ctx, which Next does not watch:
 // fn must return soon after ctx ends. It returns ErrClosed after Shutdown
 // began; fn then does not run.
-func (q *Queue) Next(ctx context.Context, key string, fn func(ctx context.Context)) error {
+func (q *Queue[K]) Next(ctx context.Context, key K, fn func(ctx context.Context)) error {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -154,7 +154,7 @@ func (q *Queue) Next(ctx context.Context, key string, fn func(ctx context.Contex
 		defer q.endDo(l)
 		defer func() {
 			if r := recover(); r != nil { // as a run's: never wedge the lane
-				q.log.Error("lane next panicked", zap.String("session_key", key), zap.Any("panic", r), zap.Stack("stack"))
+				q.log.Error("lane next panicked", zap.Any("session_key", key), zap.Any("panic", r), zap.Stack("stack"))
 			}
 		}()
 		fn(ctx)

@@ -37,9 +37,9 @@ func TestDoSerialisedWithRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ev eventLog
 		gate := make(chan struct{})
-		q := New(Options{
+		q := New(Options[string]{
 			Settings: fixed(Settings{Mode: Followup}),
-			Run: func(ctx context.Context, b Batch) {
+			Run: func(ctx context.Context, b Batch[string]) {
 				ev.add("start " + b.Items[0].ID)
 				if b.Items[0].ID == "a" {
 					<-gate
@@ -76,7 +76,7 @@ func TestDoSerialisedWithRuns(t *testing.T) {
 func TestDoTakesNoSlotAndHoldsTheKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, Caps: map[Class]int{ClassMain: 1}})
+		q := New(Options[string]{Run: r.run, Caps: map[Class]int{ClassMain: 1}})
 		r.gate("a")
 		mustEnqueue(t, q, "busy", item("a", "")) // takes the only slot
 		ran := false
@@ -107,7 +107,7 @@ func TestDoTakesNoSlotAndHoldsTheKey(t *testing.T) {
 func TestDoContextEndsWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run})
+		q := New(Options[string]{Run: r.run})
 		r.gate("a")
 		mustEnqueue(t, q, "k", item("a", ""))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -126,9 +126,9 @@ func TestDoContextEndsWhileWaiting(t *testing.T) {
 func TestCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Collect})})
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Collect})})
 		var seen errBox
-		r.hook = func(ctx context.Context, b Batch) {
+		r.hook = func(ctx context.Context, b Batch[string]) {
 			<-ctx.Done()
 			seen.add(ctx.Err())
 		}
@@ -161,9 +161,9 @@ func TestCancel(t *testing.T) {
 func TestShutdownDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runErr errBox
-		q := New(Options{
+		q := New(Options[string]{
 			Settings: fixed(Settings{Mode: Followup}),
-			Run: func(ctx context.Context, b Batch) {
+			Run: func(ctx context.Context, b Batch[string]) {
 				select {
 				case <-time.After(time.Second):
 				case <-ctx.Done():
@@ -205,7 +205,7 @@ func TestShutdownDrains(t *testing.T) {
 func TestShutdownCancelsAfterGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var runErr error
-		q := New(Options{Run: func(ctx context.Context, b Batch) {
+		q := New(Options[string]{Run: func(ctx context.Context, b Batch[string]) {
 			<-ctx.Done()
 			runErr = ctx.Err()
 		}})
@@ -232,10 +232,10 @@ func TestSlowWaitLoggedAndReported(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)
 		var mu sync.Mutex
 		var waits []time.Duration
-		q := New(Options{
+		q := New(Options[string]{
 			Caps:   map[Class]int{ClassMain: 1},
 			Logger: zap.New(core),
-			Run:    func(ctx context.Context, b Batch) { time.Sleep(3 * time.Second) },
+			Run:    func(ctx context.Context, b Batch[string]) { time.Sleep(3 * time.Second) },
 			OnWait: func(c Class, d time.Duration) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -268,12 +268,12 @@ func TestSlowWaitLoggedAndReported(t *testing.T) {
 func TestRunPanicDoesNotWedgeLane(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		r.hook = func(ctx context.Context, b Batch) {
+		r.hook = func(ctx context.Context, b Batch[string]) {
 			if b.Items[0].ID == "a" {
 				panic("boom")
 			}
 		}
-		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Followup})})
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Followup})})
 		mustEnqueue(t, q, "k", item("a", ""))
 		mustEnqueue(t, q, "k", item("b", ""))
 		synctest.Wait()
@@ -292,11 +292,11 @@ func TestNextRunsBeforeQueuedItems(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ev eventLog
 		release := make(chan struct{})
-		var q *Queue
-		q = New(Options{
+		var q *Queue[string]
+		q = New(Options[string]{
 			Settings: fixed(Settings{Mode: Followup}),
 			Caps:     map[Class]int{ClassMain: 1},
-			Run: func(ctx context.Context, b Batch) {
+			Run: func(ctx context.Context, b Batch[string]) {
 				id := b.Items[0].ID
 				ev.add("start " + id)
 				if id == "a" {

@@ -23,6 +23,12 @@
 // overrides apply to the next item. Cap bounds the queued items per key;
 // Drop picks what happens past it (summarize, old, new → ErrFull).
 //
+// A Queue is generic over its key type K, any comparable type (the
+// dispatcher uses routing.Key): the key given to Enqueue is handed back as
+// it was in Batch.Key, Options.Settings and Options.OnDrop, so the owner
+// never parses a string back. Logs show it with zap.Any (a Stringer by its
+// String).
+//
 // Concurrency: all state is guarded by one mutex, never held while calling
 // Options callbacks or the RunFunc. Idle keys hold no goroutine and no
 // state: a key's entry exists only while it has queued items, an active

@@ -23,7 +23,7 @@ type recorder struct {
 	batches []batchRec
 	dropped []string // OnDrop item IDs
 	gates   map[string]chan struct{}
-	hook    func(ctx context.Context, b Batch)
+	hook    func(ctx context.Context, b Batch[string])
 }
 
 func newRecorder() *recorder {
@@ -43,7 +43,7 @@ func (r *recorder) release(id string) {
 	close(r.gates[id])
 }
 
-func (r *recorder) run(ctx context.Context, b Batch) {
+func (r *recorder) run(ctx context.Context, b Batch[string]) {
 	rec := batchRec{Key: b.Key, Dropped: b.Dropped, At: time.Since(r.t0)}
 	for _, it := range b.Items {
 		rec.IDs = append(rec.IDs, it.ID)
@@ -83,14 +83,14 @@ func fixed(s Settings) func(string) Settings { return func(string) Settings { re
 
 func item(id, group string) Item { return Item{ID: id, Group: group, Summary: "sum " + id} }
 
-func mustEnqueue(t *testing.T, q *Queue, key string, it Item) {
+func mustEnqueue(t *testing.T, q *Queue[string], key string, it Item) {
 	t.Helper()
 	if err := q.Enqueue(key, ClassMain, it); err != nil {
 		t.Fatalf("Enqueue(%s, %s): %v", key, it.ID, err)
 	}
 }
 
-func shutdown(t *testing.T, q *Queue) []Item {
+func shutdown(t *testing.T, q *Queue[string]) []Item {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -98,7 +98,7 @@ func shutdown(t *testing.T, q *Queue) []Item {
 }
 
 // assertForgotten checks that no key state is left once everything is idle.
-func assertForgotten(t *testing.T, q *Queue) {
+func assertForgotten(t *testing.T, q *Queue[string]) {
 	t.Helper()
 	q.mu.Lock()
 	defer q.mu.Unlock()

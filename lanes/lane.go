@@ -8,8 +8,8 @@ import (
 // lane is the state of one non-idle key. All fields are guarded by
 // Queue.mu. A lane is removed from Queue.keys as soon as it is idle; a
 // removed lane may linger in a waitList until popped, where it is skipped.
-type lane struct {
-	key   string
+type lane[K comparable] struct {
+	key   K
 	class Class
 	set   Settings // latest settings, fetched by Enqueue
 
@@ -35,10 +35,10 @@ type lane struct {
 }
 
 // laneLocked returns key's lane, creating it.
-func (q *Queue) laneLocked(key string) *lane {
+func (q *Queue[K]) laneLocked(key K) *lane[K] {
 	l := q.keys[key]
 	if l == nil {
-		l = &lane{key: key}
+		l = &lane[K]{key: key}
 		q.keys[key] = l
 	}
 	return l
@@ -46,7 +46,7 @@ func (q *Queue) laneLocked(key string) *lane {
 
 // dropOldestLocked removes the n oldest queued items, recording their
 // summaries for the next batch when summarize is set.
-func (l *lane) dropOldestLocked(n int, summarize bool) []Item {
+func (l *lane[K]) dropOldestLocked(n int, summarize bool) []Item {
 	if n <= 0 {
 		return nil
 	}
@@ -63,7 +63,7 @@ func (l *lane) dropOldestLocked(n int, summarize bool) []Item {
 
 // shiftLocked removes the n oldest queued items without keeping references
 // to them in the backing array.
-func (l *lane) shiftLocked(n int) {
+func (l *lane[K]) shiftLocked(n int) {
 	m := copy(l.items, l.items[n:])
 	clear(l.items[m:])
 	l.items = l.items[:m]
@@ -74,7 +74,7 @@ func (l *lane) shiftLocked(n int) {
 
 // readyAt is when the queued items may start: after the quiet window in
 // collect mode for items that queued behind a run, at once otherwise.
-func (l *lane) readyAt(now time.Time) time.Time {
+func (l *lane[K]) readyAt(now time.Time) time.Time {
 	if l.set.Mode == Collect && l.behind && l.set.Debounce > 0 {
 		return l.last.Add(l.set.Debounce)
 	}
@@ -82,13 +82,13 @@ func (l *lane) readyAt(now time.Time) time.Time {
 }
 
 // idle reports whether the lane holds nothing and can be forgotten.
-func (l *lane) idle() bool {
+func (l *lane[K]) idle() bool {
 	return !l.running && !l.doing && len(l.items) == 0 && len(l.doers) == 0 && l.timer == nil
 }
 
 // takeBatchLocked removes the next batch's items from the queue according
 // to the mode.
-func (l *lane) takeBatchLocked() (items []Item, dropped []Item) {
+func (l *lane[K]) takeBatchLocked() (items []Item, dropped []Item) {
 	switch l.set.Mode {
 	case Followup:
 		items = []Item{l.items[0]}
@@ -106,7 +106,7 @@ func (l *lane) takeBatchLocked() (items []Item, dropped []Item) {
 // takeGroupLocked removes and returns the queued items of group, keeping
 // the others in order. With steering set it stops at the group's first
 // NoSteer item, which stays queued with everything of the group after it.
-func (l *lane) takeGroupLocked(group string, steering bool) []Item {
+func (l *lane[K]) takeGroupLocked(group string, steering bool) []Item {
 	var out []Item
 	rest := l.items[:0]
 	stopped := false
@@ -129,16 +129,16 @@ func (l *lane) takeGroupLocked(group string, steering bool) []Item {
 }
 
 // waitList is a FIFO of lanes waiting for a class slot.
-type waitList struct {
-	lanes []*lane
+type waitList[K comparable] struct {
+	lanes []*lane[K]
 	head  int
 }
 
-func (w *waitList) push(l *lane) { w.lanes = append(w.lanes, l) }
+func (w *waitList[K]) push(l *lane[K]) { w.lanes = append(w.lanes, l) }
 
-func (w *waitList) len() int { return len(w.lanes) - w.head }
+func (w *waitList[K]) len() int { return len(w.lanes) - w.head }
 
-func (w *waitList) pop() *lane {
+func (w *waitList[K]) pop() *lane[K] {
 	l := w.lanes[w.head]
 	w.lanes[w.head] = nil
 	w.head++

@@ -15,7 +15,7 @@ const ms = time.Millisecond
 func TestCollect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Collect, Debounce: time.Second})})
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Collect, Debounce: time.Second})})
 		r.gate("a")
 		mustEnqueue(t, q, "k", item("a", "g1"))
 		time.Sleep(100 * ms)
@@ -50,7 +50,7 @@ func TestCollect(t *testing.T) {
 func TestCollectQuietWindowMovesWithArrivals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run}) // default settings: collect, 1 s
+		q := New(Options[string]{Run: r.run}) // default settings: collect, 1 s
 		r.gate("a")
 		mustEnqueue(t, q, "k", item("a", ""))
 		mustEnqueue(t, q, "k", item("b", ""))
@@ -72,7 +72,7 @@ func TestCollectQuietWindowMovesWithArrivals(t *testing.T) {
 func TestFollowup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Followup})})
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Followup})})
 		r.gate("a")
 		mustEnqueue(t, q, "k", item("a", "g1"))
 		mustEnqueue(t, q, "k", item("b", "g1"))
@@ -98,12 +98,12 @@ func TestFollowup(t *testing.T) {
 func TestSteer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Steer})})
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Steer})})
 		var steered [][]string
 		var after []Item
 		var steerA func() []Item
 		step := make(chan struct{})
-		r.hook = func(ctx context.Context, b Batch) {
+		r.hook = func(ctx context.Context, b Batch[string]) {
 			if b.Items[0].ID != "a" {
 				return
 			}
@@ -158,9 +158,9 @@ func TestSteer(t *testing.T) {
 func TestSteerStopsAtNoSteer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, Settings: fixed(Settings{Mode: Steer})})
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Steer})})
 		var steered []string
-		r.hook = func(ctx context.Context, b Batch) {
+		r.hook = func(ctx context.Context, b Batch[string]) {
 			if b.Items[0].ID != "a" {
 				return
 			}
@@ -193,12 +193,12 @@ func TestSteerStopsAtNoSteer(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
-		q := New(Options{Run: r.run, OnDrop: r.onDrop, Settings: fixed(Settings{Mode: Interrupt})})
+		q := New(Options[string]{Run: r.run, OnDrop: r.onDrop, Settings: fixed(Settings{Mode: Interrupt})})
 		var seen error
 		// a's run returns only once c is queued too: else the lane may
 		// start b between the two enqueues (b then ran, not dropped).
 		release := make(chan struct{})
-		r.hook = func(ctx context.Context, b Batch) {
+		r.hook = func(ctx context.Context, b Batch[string]) {
 			if b.Items[0].ID == "a" {
 				<-ctx.Done() // a model call observing cancellation
 				seen = ctx.Err()
@@ -261,7 +261,7 @@ func TestCapDrop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRecorder()
-				q := New(Options{Run: r.run, OnDrop: r.onDrop,
+				q := New(Options[string]{Run: r.run, OnDrop: r.onDrop,
 					Settings: fixed(Settings{Mode: Collect, Debounce: -1, Cap: 2, Drop: tc.drop})})
 				r.gate("a")
 				mustEnqueue(t, q, "k", item("a", ""))
@@ -292,7 +292,7 @@ func TestSettingsReadPerEnqueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()
 		mode := Followup
-		q := New(Options{Run: r.run, Settings: func(string) Settings { return Settings{Mode: mode, Debounce: -1} }})
+		q := New(Options[string]{Run: r.run, Settings: func(string) Settings { return Settings{Mode: mode, Debounce: -1} }})
 		r.gate("a")
 		mustEnqueue(t, q, "k", item("a", ""))
 		mustEnqueue(t, q, "k", item("b", ""))

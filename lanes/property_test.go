@@ -73,7 +73,7 @@ func (w *world) took(key string, items []Item, how string) {
 	}
 }
 
-func (w *world) run(ctx context.Context, b Batch) {
+func (w *world) run(ctx context.Context, b Batch[string]) {
 	w.enter(b.Key, b.Class, true)
 	defer w.leave(b.Key, b.Class, true)
 	w.took(b.Key, b.Items, "run")
@@ -145,7 +145,7 @@ func propertyRun(t *testing.T, seed uint64) {
 		}
 		w.settings[keys[i]] = randomSettings(r)
 	}
-	q := New(Options{
+	q := New(Options[string]{
 		Caps:     w.caps,
 		Settings: w.settingsFor,
 		Run:      w.run,

@@ -52,8 +52,8 @@ type Item struct {
 }
 
 // Batch is what one run receives.
-type Batch struct {
-	Key   string
+type Batch[K comparable] struct {
+	Key   K
 	Class Class
 	// Items are the items of this run, all of one Group, in arrival order.
 	Items []Item
@@ -70,19 +70,19 @@ type Batch struct {
 
 // RunFunc runs one batch. ctx is cancelled by Cancel, by interrupt mode and
 // at the end of the shutdown grace period; RunFunc must return soon after.
-type RunFunc func(ctx context.Context, b Batch)
+type RunFunc[K comparable] func(ctx context.Context, b Batch[K])
 
 // Options configures a Queue.
-type Options struct {
+type Options[K comparable] struct {
 	// Caps are the concurrent-run caps per class (default main 4,
 	// subagent 8; values <= 0 take the default).
 	Caps map[Class]int
 	// Settings returns a key's settings; it is called on each Enqueue
 	// (never with the Queue's lock held), so changes apply to the next item.
 	// Nil means DefaultSettings.
-	Settings func(key string) Settings
+	Settings func(key K) Settings
 	// Run runs batches. Required.
-	Run    RunFunc
+	Run    RunFunc[K]
 	Logger *zap.Logger
 	// OnWait is called once per batch with the time it waited for a class
 	// slot (zero when a slot was free). Optional.
@@ -90,13 +90,13 @@ type Options struct {
 	// OnDrop is called for each item dropped by the drop policy or by
 	// interrupt mode (not for items returned by Cancel or Shutdown), so
 	// the owner can retire durable copies. Optional.
-	OnDrop func(key string, it Item)
+	OnDrop func(key K, it Item)
 }
 
 // Queue is the lane scheduler: one run at a time per key, a cap on
 // concurrent runs per class. All methods are safe for concurrent use.
-type Queue struct {
-	opts Options
+type Queue[K comparable] struct {
+	opts Options[K]
 	log  *zap.Logger
 	caps map[Class]int
 
@@ -111,19 +111,19 @@ type Queue struct {
 	mu sync.Mutex // guards the fields below and every lane's fields
 	// keys holds state only for keys that are queued, running, inside Do
 	// or waiting for a debounce window; idle keys are removed.
-	keys   map[string]*lane
+	keys   map[K]*lane[K]
 	active map[Class]int
-	waits  map[Class]*waitList
+	waits  map[Class]*waitList[K]
 	closed bool
 }
 
 // New returns a Queue ready for Enqueue. opts.Run must not be nil.
-func New(opts Options) *Queue {
+func New[K comparable](opts Options[K]) *Queue[K] {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.Run == nil {
-		opts.Run = func(context.Context, Batch) {}
+		opts.Run = func(context.Context, Batch[K]) {}
 	}
 	caps := map[Class]int{ClassMain: DefaultMainCap, ClassSubagent: DefaultSubagentCap}
 	for c, n := range opts.Caps {
@@ -132,26 +132,26 @@ func New(opts Options) *Queue {
 		}
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Queue{
+	return &Queue[K]{
 		opts:       opts,
 		log:        opts.Logger,
 		caps:       caps,
 		base:       base,
 		baseCancel: cancel,
-		keys:       map[string]*lane{},
+		keys:       map[K]*lane[K]{},
 		active:     map[Class]int{},
-		waits:      map[Class]*waitList{},
+		waits:      map[Class]*waitList[K]{},
 	}
 }
 
-func (q *Queue) settings(key string) Settings {
+func (q *Queue[K]) settings(key K) Settings {
 	if q.opts.Settings == nil {
 		return DefaultSettings()
 	}
 	return q.opts.Settings(key).normalized()
 }
 
-func (q *Queue) capOf(c Class) int {
+func (q *Queue[K]) capOf(c Class) int {
 	if n, ok := q.caps[c]; ok {
 		return n
 	}
@@ -161,7 +161,7 @@ func (q *Queue) capOf(c Class) int {
 // Enqueue adds an item for key. It never blocks on a run. It returns
 // ErrFull when the key's queue is at its cap with drop=new, and ErrClosed
 // after Shutdown began.
-func (q *Queue) Enqueue(key string, class Class, it Item) error {
+func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 	s := q.settings(key)
 	now := time.Now()
 	if it.At.IsZero() {
@@ -205,7 +205,7 @@ func (q *Queue) Enqueue(key string, class Class, it Item) error {
 }
 
 // Depth returns how many items wait for key (not counting the active run's).
-func (q *Queue) Depth(key string) int {
+func (q *Queue[K]) Depth(key K) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if l := q.keys[key]; l != nil {

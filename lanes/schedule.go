@@ -10,7 +10,7 @@ import (
 // kickLocked moves a lane that is neither running nor inside Do to its
 // next state: grant a waiting Do, forget it when idle, arm the debounce
 // timer, or put it in line for a class slot.
-func (q *Queue) kickLocked(l *lane, now time.Time) {
+func (q *Queue[K]) kickLocked(l *lane[K], now time.Time) {
 	if l.running || l.doing {
 		return
 	}
@@ -34,7 +34,7 @@ func (q *Queue) kickLocked(l *lane, now time.Time) {
 	l.inWait, l.waitSince = true, now
 	w := q.waits[l.class]
 	if w == nil {
-		w = &waitList{}
+		w = &waitList[K]{}
 		q.waits[l.class] = w
 	}
 	w.push(l)
@@ -42,7 +42,7 @@ func (q *Queue) kickLocked(l *lane, now time.Time) {
 }
 
 // pumpLocked starts waiting lanes of class while slots are free.
-func (q *Queue) pumpLocked(class Class, now time.Time) {
+func (q *Queue[K]) pumpLocked(class Class, now time.Time) {
 	w := q.waits[class]
 	if w == nil {
 		return
@@ -69,7 +69,7 @@ func (q *Queue) pumpLocked(class Class, now time.Time) {
 
 // armLocked starts the debounce timer. The timer is counted in q.wg until
 // it is stopped or its callback returns.
-func (q *Queue) armLocked(l *lane, d time.Duration) {
+func (q *Queue[K]) armLocked(l *lane[K], d time.Duration) {
 	q.wg.Add(1)
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
@@ -88,7 +88,7 @@ func (q *Queue) armLocked(l *lane, d time.Duration) {
 }
 
 // stopTimerLocked disarms the debounce timer, if any.
-func (q *Queue) stopTimerLocked(l *lane) {
+func (q *Queue[K]) stopTimerLocked(l *lane[K]) {
 	if l.timer == nil {
 		return
 	}
@@ -98,7 +98,7 @@ func (q *Queue) stopTimerLocked(l *lane) {
 	l.timer = nil
 }
 
-func (q *Queue) forgetIfIdleLocked(l *lane) {
+func (q *Queue[K]) forgetIfIdleLocked(l *lane[K]) {
 	if l.idle() && q.keys[l.key] == l {
 		delete(q.keys, l.key)
 	}
@@ -106,9 +106,9 @@ func (q *Queue) forgetIfIdleLocked(l *lane) {
 
 // startLocked takes a class slot and runs l's next batch in a goroutine
 // owned by q.wg.
-func (q *Queue) startLocked(l *lane, class Class, now time.Time) {
+func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 	items, dropped := l.takeBatchLocked()
-	b := Batch{Key: l.key, Class: class, Items: items, Dropped: l.dropped}
+	b := Batch[K]{Key: l.key, Class: class, Items: items, Dropped: l.dropped}
 	l.dropped = nil
 	l.running, l.runClass = true, class
 	l.seq++
@@ -126,7 +126,7 @@ func (q *Queue) startLocked(l *lane, class Class, now time.Time) {
 }
 
 // run executes one batch and hands the lane and the slot on.
-func (q *Queue) run(ctx context.Context, l *lane, b Batch, wait time.Duration, dropped []Item) {
+func (q *Queue[K]) run(ctx context.Context, l *lane[K], b Batch[K], wait time.Duration, dropped []Item) {
 	defer q.wg.Done()
 	defer q.finish(l)
 	if q.opts.OnDrop != nil {
@@ -138,20 +138,20 @@ func (q *Queue) run(ctx context.Context, l *lane, b Batch, wait time.Duration, d
 		q.opts.OnWait(b.Class, wait)
 	}
 	if wait > SlowWait {
-		q.log.Warn("lane wait", zap.String("session_key", b.Key), zap.String("lane_class", string(b.Class)),
+		q.log.Warn("lane wait", zap.Any("session_key", b.Key), zap.String("lane_class", string(b.Class)),
 			zap.Int64("lane_wait_ms", wait.Milliseconds()), zap.Int("batch_items", len(b.Items)))
 	}
 	defer func() {
 		// A panicking runner must not wedge the lane or the daemon.
 		if r := recover(); r != nil {
-			q.log.Error("lane run panicked", zap.String("session_key", b.Key), zap.Any("panic", r), zap.Stack("stack"))
+			q.log.Error("lane run panicked", zap.Any("session_key", b.Key), zap.Any("panic", r), zap.Stack("stack"))
 		}
 	}()
 	q.opts.Run(ctx, b)
 }
 
 // finish releases the run's slot and moves the lane on.
-func (q *Queue) finish(l *lane) {
+func (q *Queue[K]) finish(l *lane[K]) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	l.cancel()
@@ -164,7 +164,7 @@ func (q *Queue) finish(l *lane) {
 }
 
 // steer hands the active run the queued items of its Group.
-func (q *Queue) steer(l *lane, seq uint64) []Item {
+func (q *Queue[K]) steer(l *lane[K], seq uint64) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !l.running || l.seq != seq || len(l.items) == 0 {

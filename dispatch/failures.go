@@ -13,6 +13,17 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// failures settles work that did not reach an outcome: what the
+// transcript already holds of replayed messages (recover), turns that
+// failed (counted, retried after a backoff, given up with a notice), work
+// parked while storage is down, and the room's errorPolicy for failure
+// notices (errpolicy.go), whose streaks it owns. The retries' timers are
+// not waited for: they queue nothing once the dispatcher is closing.
+type failures struct {
+	d       *Dispatcher
+	streaks streaks // rooms in a failure streak (errpolicy.go)
+}
+
 // Waits before a failed turn runs again (failures beyond it give up), and
 // before work parked on a storage failure is tried again.
 var (
@@ -25,7 +36,8 @@ var (
 // turn finished gets that reply, never a second one; one already appended
 // is not appended again; one the session moved past finishes. It returns
 // the work still to run.
-func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws []*work, log *zap.Logger) []*work {
+func (f *failures) recover(ctx context.Context, store sessions.AgentStore, ws []*work, log *zap.Logger) []*work {
+	d := f.d
 	var ids []string
 	for _, w := range ws {
 		if w.Replayed && w.RecordID != "" {
@@ -50,15 +62,15 @@ func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws 
 		// transcript holds is unknown, so nothing is appended or run.
 		log.Info("recovery cancelled")
 		d.finish(recordIDs(ws)...)
-		d.release(ctx, ws, "Stopped before an answer was ready.")
+		f.release(ctx, ws, "Stopped before an answer was ready.")
 		return nil
 	case err != nil:
 		// Running the turn blind could append the inputs twice: retry later.
-		d.failed(ctx, ws, log, fmt.Errorf("recovery: read transcript: %w", err))
+		f.failed(ctx, ws, log, fmt.Errorf("recovery: read transcript: %w", err))
 		return nil
 	}
 	// A turn that took room history may have died before cutting it.
-	d.cutHistory(ws[0].Key.String(), rs.HistorySeq, log)
+	d.history.cut(ws[0].Key, rs.HistorySeq, log)
 	if len(rs.Consumed) == 0 {
 		return ws
 	}
@@ -86,7 +98,7 @@ func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws 
 	if rs.Superseded {
 		log.Info("replayed messages already taken into a later turn; finished", zap.Strings("record_ids", done))
 		d.finish(done...)
-		d.release(ctx, answered, "This message was answered together with a later one.")
+		f.release(ctx, answered, "This message was answered together with a later one.")
 		return rest
 	}
 	last := answered[len(answered)-1]
@@ -99,7 +111,7 @@ func (d *Dispatcher) recover(ctx context.Context, store sessions.AgentStore, ws 
 	out.Text, out.SessionID = rs.Answer, e.SessionID
 	log.Info("replayed messages were answered before the restart; delivering the stored reply",
 		zap.Strings("record_ids", done), zap.String("entry_id", rs.EntryID))
-	d.outbox.deliver(ctx, ws[0].Key.String(), ws[0].AgentID, done, out, rs.EntryID)
+	d.outbox.deliver(ctx, ws[0].Key, ws[0].AgentID, done, out, rs.EntryID)
 	return rest
 }
 
@@ -113,17 +125,18 @@ func isStorage(err error) bool {
 // failed handles a turn that could not run to an outcome. A storage failure
 // parks the work until the journal writes again; another failure is
 // counted and the work runs again after a backoff, until MaxFailures.
-func (d *Dispatcher) failed(ctx context.Context, ws []*work, log *zap.Logger, err error) {
+func (f *failures) failed(ctx context.Context, ws []*work, log *zap.Logger, err error) {
+	d := f.d
 	ids := recordIDs(ws)
 	if leaseLost(ctx, err) {
-		d.lostTurn(ws, log)
+		d.leases.lostTurn(ws, log)
 		return
 	}
 	if isStorage(err) {
 		d.opts.Metrics.StorageErrors.Inc()
 		log.Error("turn failed on storage; will run again when it recovers", zap.Error(err))
 		_ = d.journal.Abort(ids...)
-		d.park(ws)
+		f.park(ws)
 		return
 	}
 	log.Error("turn failed", zap.Error(err))
@@ -135,7 +148,7 @@ func (d *Dispatcher) failed(ctx context.Context, ws []*work, log *zap.Logger, er
 		}
 		w.Failures++
 		if w.Failures >= d.opts.MaxFailures {
-			d.giveUp(ctx, w, fmt.Sprintf("it failed %d times", w.Failures))
+			f.giveUp(ctx, w, fmt.Sprintf("it failed %d times", w.Failures))
 			continue
 		}
 		retry = append(retry, w)
@@ -144,27 +157,29 @@ func (d *Dispatcher) failed(ctx context.Context, ws []*work, log *zap.Logger, er
 		return
 	}
 	wait := failureBackoff[min(retry[0].Failures, len(failureBackoff))-1]
-	time.AfterFunc(wait, func() { d.requeue(retry) })
+	d.later.after(wait, func() { f.requeue(retry) })
 }
 
 // park queues ws again once the journal takes writes (checked every
 // storageRetry). Parked work is not a failure: it waits for the disk.
-func (d *Dispatcher) park(ws []*work) {
+func (f *failures) park(ws []*work) {
+	d := f.d
 	var check func()
 	check = func() {
 		if d.closing.Load() {
 			return
 		}
 		if d.journal.Health() != nil {
-			time.AfterFunc(storageRetry, check)
+			d.later.after(storageRetry, check)
 			return
 		}
-		d.requeue(ws)
+		f.requeue(ws)
 	}
-	time.AfterFunc(storageRetry, check)
+	d.later.after(storageRetry, check)
 }
 
-func (d *Dispatcher) requeue(ws []*work) {
+func (f *failures) requeue(ws []*work) {
+	d := f.d
 	if d.closing.Load() || len(ws) == 0 {
 		return // pending in the journal: the next start runs them
 	}
@@ -177,9 +192,10 @@ func (d *Dispatcher) requeue(ws []*work) {
 
 // giveUp finishes w after repeated failures or process deaths, with a short
 // notice in its chat (never silently), a metric and a log line.
-func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
+func (f *failures) giveUp(ctx context.Context, w *work, why string) {
+	d := f.d
 	d.opts.Metrics.GivenUp.WithLabelValues("failures").Inc()
-	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.String("session_key", w.Key.String()),
+	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.Stringer("session_key", w.Key),
 		zap.String("reason", why))
 	if w.Agent != nil {
 		d.finish(w.RecordID)
@@ -193,15 +209,16 @@ func (d *Dispatcher) giveUp(ctx context.Context, w *work, why string) {
 	out.Failed = true
 	out.Answers = answers([]*work{w})
 	out.Text = fmt.Sprintf("Sorry — I could not answer your message from %s: %q.", at.Local().Format("15:04"), firstLine(w.In.Text, 40))
-	if d.withholdGiveUp(ctx, w, out.Text) {
+	if f.withholdGiveUp(ctx, w, out.Text) {
 		return
 	}
-	d.outbox.deliver(ctx, w.Key.String(), w.AgentID, []string{w.RecordID}, out, "")
+	d.outbox.deliver(ctx, w.Key, w.AgentID, []string{w.RecordID}, out, "")
 }
 
 // release ends the wait of web requests among ws that get no reply of
 // their own (stopped, dropped): their clients see a clear final event.
-func (d *Dispatcher) release(ctx context.Context, ws []*work, text string) {
+func (f *failures) release(ctx context.Context, ws []*work, text string) {
+	d := f.d
 	for _, w := range ws {
 		if w.Agent != nil || w.In.Channel == "" {
 			continue

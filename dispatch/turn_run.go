@@ -1,0 +1,195 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/sessions"
+)
+
+// The run step of a turn: the agent runs on the inputs, with the ack
+// reaction, the typing indicator and the streamed draft around it, and
+// the messages steered into it fed in at its next model call.
+
+// typingEvery is how often the typing indicator is refreshed during a turn.
+const typingEvery = 4 * time.Second
+
+// run aims the reply, runs the agent on inputs and returns its result.
+// The ack reaction and the draft stream come off, and the usage row is
+// recorded, once the turn is settled (atEnd): never before the reply.
+func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Result, error) {
+	d, first, last := t.d, t.first, t.last
+	t.aim()
+	room := d.tool.room(ctx, t.adapter, t.out, first.AgentID, t.ws, t.hist.ids, t.log)
+	t.atEnd(d.acks.ackReaction(ctx, t.adapter, last, reactedTo(room))) // taken off once the answer is out
+	stopTyping := t.startTyping(ctx)
+	stream := d.startStream(ctx, t.adapter, t.out, t.room(), first.Key)
+	t.atEnd(stream.finish)
+	start := time.Now()
+	res, err := d.opts.Runner.Run(ctx, agents.Turn{
+		AgentID: first.AgentID,
+		Key:     first.Key,
+		Inputs:  inputs,
+		Reuse:   len(inputs) == 0 && slices.ContainsFunc(t.ws, func(w *work) bool { return w.Reuse }),
+		Steer:   t.steerFunc(ctx),
+		// The room's own prompt (groups.<id>.systemPrompt and the like).
+		SystemPrompt:     t.roomPrompt(),
+		OnDelta:          joinDelta(t.deltaFunc(ctx), stream),
+		OnTool:           t.toolFunc(ctx),
+		OnStep:           stream.stepFunc(),
+		OnInputsAppended: t.hist.appended,
+		Room:             room,
+	})
+	t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it
+	stopTyping()
+	stream.stop()
+	t.hist.cut() // the reply's fsync made the inputs durable: drop the history they took
+	t.out = stream.handOver(ctx, t.out)
+	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+// aim decides where the reply goes: the last message's chat, or for
+// internal work the session's last known chat (none when it asked for no
+// delivery).
+func (t *turn) aim() {
+	d := t.d
+	t.deliver = t.last.Agent == nil || t.last.Agent.Deliver
+	t.out, t.adapter = d.replyTarget(t.store, t.last)
+	t.out.Answers = answers(t.ws)
+	t.out.ReplyToMode = d.rt.Load().RoomFor(t.last.In).ReplyToMode
+	if !t.deliver {
+		t.adapter = nil
+	}
+}
+
+// room is the behaviour of the room the reply goes to (its target, for
+// internal work that has no inbound message).
+func (t *turn) room() channels.Room {
+	in := t.last.In
+	if t.last.Agent != nil {
+		in = channels.Inbound{Address: t.out.Address}
+	}
+	return t.d.rt.Load().RoomFor(in)
+}
+
+// roomPrompt is the systemPrompt of the room the last message came from
+// ("" for internal work).
+func (t *turn) roomPrompt() string {
+	if t.last.Agent != nil {
+		return ""
+	}
+	return t.d.rt.Load().RoomFor(t.last.In).SystemPrompt
+}
+
+// startTyping shows the typing indicator in the reply's chat until the
+// returned func is called (it waits for the loop to end).
+func (t *turn) startTyping(ctx context.Context) func() {
+	ty, ok := t.adapter.(channels.Typer)
+	if t.adapter == nil || !ok {
+		return func() {}
+	}
+	out := t.out
+	tctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(typingEvery)
+		defer tick.Stop()
+		for {
+			if err := ty.Typing(tctx, out); err != nil && tctx.Err() == nil {
+				t.d.log.Debug("typing indicator failed", zap.Error(err))
+			}
+			select {
+			case <-tctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// deltaFunc is agents.Turn.OnDelta for adapters that stream the answer
+// (web); nil for others.
+func (t *turn) deltaFunc(ctx context.Context) func(string) {
+	s, ok := t.adapter.(channels.Streamer)
+	if t.adapter == nil || !ok {
+		return nil
+	}
+	return func(text string) {
+		o := t.out
+		o.Answers = append(answers(t.steered.all()), t.out.Answers...)
+		s.Delta(ctx, o, text)
+	}
+}
+
+// toolFunc is agents.Turn.OnTool for adapters that show tool calls (web).
+func (t *turn) toolFunc(ctx context.Context) func(string, json.RawMessage) {
+	ts, ok := t.adapter.(channels.ToolStreamer)
+	if t.adapter == nil || !ok {
+		return nil
+	}
+	return func(name string, args json.RawMessage) {
+		o := t.out
+		o.Answers = append(answers(t.steered.all()), t.out.Answers...)
+		ts.Tool(ctx, o, name, args)
+	}
+}
+
+// steerFunc is agents.Turn.Steer in steer modes: the messages of the
+// session queued while the run is active, as user messages; they finish
+// with the run's reply (steered).
+func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
+	d := t.d
+	if t.b.Steer == nil {
+		return nil
+	}
+	return func() []sessions.Message {
+		var msgs []sessions.Message
+		for _, it := range t.b.Steer() {
+			w, ok := it.Payload.(*work)
+			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
+				continue // NoSteer items: lanes does not hand them out
+			}
+			for _, p := range expand(w) {
+				if d.tool.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
+					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
+				}
+				msgs = d.appendUser(ctx, msgs, p, t.media)
+				t.steered.add(p)
+				if err := d.journal.Start(p.RecordID); err != nil {
+					d.log.Error("journal start failed", zap.String("record_id", p.RecordID), zap.Error(err))
+				}
+			}
+		}
+		return msgs
+	}
+}
+
+// steerState collects the messages a run took while it was active (steer
+// mode): they finish with the run's reply.
+type steerState struct {
+	mu    sync.Mutex
+	works []*work // guarded by mu
+}
+
+func (st *steerState) add(w *work) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.works = append(st.works, w)
+}
+
+func (st *steerState) all() []*work {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return slices.Clone(st.works)
+}
