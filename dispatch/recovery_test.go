@@ -235,3 +235,54 @@ func TestShutdownMidTurnResumesWithoutDoubleAppend(t *testing.T) {
 		t.Errorf("transcript %+v", hist)
 	}
 }
+
+// TestRecoveryAcrossTwoTurns: the process died after q1's turn appended
+// its reply (before the outbox took it), then again after the next turn
+// appended q2. After the restart both are replayed in one batch: q1 gets
+// its own stored reply (never delivered before) and q2 is answered by the
+// model, each once. (The crash test lost such replies: recovery saw only
+// the latest turn, unanswered, and finished q1 with q2's reply.)
+func TestRecoveryAcrossTwoTurns(t *testing.T) {
+	h := newHarness(t, "", nil)
+	m1, m2 := in("tg", "9", "q1"), in("tg", "9", "q2")
+	w1, w2 := acceptOnly(t, h, m1), acceptOnly(t, h, m2)
+	// Both turns started their records (so the replay joins them again,
+	// as a burst that ran together would be).
+	if err := h.journal().Start(w1.RecordID); err != nil {
+		t.Fatal(err)
+	}
+	appendTurn(t, h, w1, "first answer")
+	if err := h.journal().Start(w2.RecordID); err != nil {
+		t.Fatal(err)
+	}
+	appendTurn(t, h, w2, "")
+	h.restart()
+	if _, err := h.d.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	if got, want := h.tg.texts(), []string{"first answer", "re: q2"}; !slices.Equal(got, want) {
+		t.Errorf("delivered after restart %q, want %q", got, want)
+	}
+	if n := len(h.m.requests()); n != 1 {
+		t.Errorf("%d model calls, want 1 (for q2 only)", n)
+	}
+	for _, s := range h.tg.sent() {
+		want := m2.MessageID
+		if s.Out.Text == "first answer" {
+			want = m1.MessageID
+		}
+		if s.Out.ReplyToID != want {
+			t.Errorf("%q answers message %q, want %q", s.Out.Text, s.Out.ReplyToID, want)
+		}
+	}
+	hist := h.history(w1.Key.String())
+	if countRole(hist, sessions.RoleUser) != 2 || countRole(hist, sessions.RoleAssistant) != 2 {
+		t.Errorf("transcript has %d user and %d assistant messages, want 2 and 2",
+			countRole(hist, sessions.RoleUser), countRole(hist, sessions.RoleAssistant))
+	}
+	h.restart()
+	if n, err := h.d.Resume(h.ctx); err != nil || n != 0 || h.journal().Stats().Replies != 0 {
+		t.Fatalf("second restart resumed %d (%v), %d replies", n, err, h.journal().Stats().Replies)
+	}
+}
