@@ -9,6 +9,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
 // usageRoutes serves GET /api/usage?agent=&by=&since= (authenticated like
@@ -36,7 +37,7 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if f.Since, err = sessions.ParseUsageSince(q.Get("since"), time.Now()); err != nil {
+	if f.Since, err = usagereport.ParseSince(q.Get("since"), time.Now()); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -44,7 +45,7 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "usage filter: "))
 		return
 	}
-	rep, err := sessions.ReportUsage(r.Context(), s.opts.Sessions.Usage(), f)
+	rep, err := usagereport.Query(r.Context(), s.opts.Sessions.Usage(), f)
 	if err != nil {
 		s.log.Error("usage report failed", zap.Error(err))
 		writeError(w, http.StatusServiceUnavailable, "usage ledger unavailable")

@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/sessionstest"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
 // recordLedger appends rows to the running daemon's files ledger from a
@@ -32,7 +33,7 @@ func recordLedger(t *testing.T, env *webtest.Env, rows ...sessions.UsageRow) {
 }
 
 // usageReport GETs path and decodes the report.
-func (c *client) usageReport(path string) (int, sessions.UsageReport, string) {
+func (c *client) usageReport(path string) (int, usagereport.Report, string) {
 	c.t.Helper()
 	res := c.raw("GET", path, nil)
 	defer res.Body.Close()
@@ -40,7 +41,7 @@ func (c *client) usageReport(path string) (int, sessions.UsageReport, string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	var rep sessions.UsageReport
+	var rep usagereport.Report
 	if res.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(data, &rep); err != nil {
 			c.t.Fatalf("GET %s: %v: %s", path, err, data)
@@ -106,7 +107,7 @@ func TestUsageAPIAfterAChat(t *testing.T) {
 	// The row is written once the reply is out: wait for it.
 	var (
 		code int
-		rep  sessions.UsageReport
+		rep  usagereport.Report
 		body string
 	)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {

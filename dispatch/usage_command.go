@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
 // usage is /usage's answer: the tokens and cost of the chat's current
@@ -25,7 +26,7 @@ func (c commander) usage(ctx context.Context, store sessions.AgentStore, w *work
 			d.log.Warn("usage query failed", zap.Stringer("session_key", w.Key), zap.Error(err))
 			return "Sorry, usage is unavailable right now."
 		}
-		lines = append(lines, "This session: "+usageLine(sessions.UsageTotal(bs)))
+		lines = append(lines, "This session: "+usageLine(usagereport.Total(bs)))
 	} else {
 		lines = append(lines, "This session: no turns yet.")
 	}
@@ -37,7 +38,7 @@ func (c commander) usage(ctx context.Context, store sessions.AgentStore, w *work
 			d.log.Warn("usage query failed", zap.Stringer("session_key", w.Key), zap.Error(err))
 			return "Sorry, usage is unavailable right now."
 		}
-		lines = append(lines, fmt.Sprintf("You today (since 00:00 %s): %s", midnight.Format("MST"), usageLine(sessions.UsageTotal(bs))))
+		lines = append(lines, fmt.Sprintf("You today (since 00:00 %s): %s", midnight.Format("MST"), usageLine(usagereport.Total(bs))))
 	}
 	return strings.Join(lines, "\n")
 }

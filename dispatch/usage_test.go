@@ -15,6 +15,7 @@ import (
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
 // withPrices prices the fake model: 1 USD per input token, 2 per output
@@ -44,7 +45,7 @@ func TestTurnsRecordUsageRows(t *testing.T) {
 	eventually(t, "three ledger rows", func() bool { // each is written right after its reply
 		var err error
 		got, err = ledger.Query(h.ctx, sessions.UsageFilter{By: sessions.UsageBySender})
-		return err == nil && sessions.UsageTotal(got).Turns == 3
+		return err == nil && usagereport.Total(got).Turns == 3
 	})
 	want := []sessions.UsageBucket{
 		{Key: "tg:7", Label: "u7", Turns: 2, Input: 2, Output: 2, Cost: 6},

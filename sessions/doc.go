@@ -29,8 +29,9 @@
 // sibling below the seam that both backends import. Exporter and Importer
 // (seam_transfer.go) are the backends' side of `gateway storage migrate`;
 // sessions/transfer, beside the seam, copies and verifies a state through
-// them and the other seam interfaces. RebuildUsage refills a usage ledger
-// from transcripts.
+// them and the other seam interfaces. sessions/usagereport, above the
+// seam, sums a UsageLog's buckets into the reports the CLI and the API
+// print and refills a ledger from transcripts.
 //
 // Concurrency: the rules are pure functions and values. No lock is held
 // across an LLM call.

@@ -20,8 +20,8 @@ import (
 type UsageLog interface {
 	// Record adds rows (each must pass CheckUsageRow). A row whose agent
 	// and Ref are recorded already may be stored again by the files backend
-	// and is ignored by PostgreSQL; RebuildUsage asks Refs first, a live
-	// turn's answer is new.
+	// and is ignored by PostgreSQL; usagereport.Rebuild asks Refs first, a
+	// live turn's answer is new.
 	Record(ctx context.Context, rows ...UsageRow) error
 	// Query sums the rows f selects into buckets of f.By, sorted by
 	// SortUsage.
@@ -232,18 +232,4 @@ func SortUsage(by string, bs []UsageBucket) {
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
-}
-
-// UsageTotal sums buckets into one (Key "total").
-func UsageTotal(bs []UsageBucket) UsageBucket {
-	t := UsageBucket{Key: "total"}
-	for _, b := range bs {
-		t.Turns += b.Turns
-		t.Input += b.Input
-		t.Output += b.Output
-		t.CacheRead += b.CacheRead
-		t.CacheWrite += b.CacheWrite
-		t.Cost += b.Cost
-	}
-	return t
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
 // usageCmd is `gateway usage`: tokens and cost from the usage ledger,
@@ -34,7 +35,7 @@ func usageCmd(cfgPath *string) *cobra.Command {
 				return err
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
-				rep, err := sessions.ReportUsage(env.ctx, env.state.Usage(), f)
+				rep, err := usagereport.Query(env.ctx, env.state.Usage(), f)
 				if err != nil {
 					return fmt.Errorf("usage: %w", err)
 				}
@@ -64,7 +65,7 @@ func usageFilter(agent, by, since string, now time.Time) (sessions.UsageFilter, 
 		return f, usage("--agent %q: not a valid agent id", agent)
 	}
 	var err error
-	if f.Since, err = sessions.ParseUsageSince(since, now); err != nil {
+	if f.Since, err = usagereport.ParseSince(since, now); err != nil {
 		return f, usage("--%w", err)
 	}
 	if err := sessions.CheckUsageFilter(f); err != nil {
@@ -74,7 +75,7 @@ func usageFilter(agent, by, since string, now time.Time) (sessions.UsageFilter, 
 }
 
 // printUsage writes rep as a table with a total line.
-func printUsage(w io.Writer, rep sessions.UsageReport) {
+func printUsage(w io.Writer, rep usagereport.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := strings.ToUpper(rep.By)
 	fmt.Fprintf(tw, "%s\tNAME\tTURNS\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST USD\n", head)
@@ -109,7 +110,7 @@ func usageRebuildCmd(cfgPath *string) *cobra.Command {
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				prices := agents.PricesFrom(env.cfg.Providers)
-				rep, err := sessions.RebuildUsage(env.ctx, env.state, sessions.UsageRebuildOptions{
+				rep, err := usagereport.Rebuild(env.ctx, env.state, usagereport.RebuildOptions{
 					AgentID: agent, Before: time.Now().Add(-time.Minute), Price: prices.Total,
 				})
 				if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/sessions/filestore"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 	"github.com/gateway/gateway/sessions/sessionstest"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
 // recordUsage writes rows to the files ledger of stateDir.
@@ -34,7 +35,7 @@ func TestUsageReport(t *testing.T) {
 	cfg := writeConfig(t, state, "", "")
 	recordUsage(t, state, sessionstest.UsageFixture()...)
 
-	var rep sessions.UsageReport
+	var rep usagereport.Report
 	r := gw(t, cfg, "usage", "--by", "model", "--since", "2026-11-01", "--json").want(t, 0)
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("usage --json: %v\n%s", err, r.Stdout)
@@ -122,7 +123,7 @@ func TestUsageRebuildFromTranscripts(t *testing.T) {
 	if r := gw(t, cfg, "usage", "rebuild").want(t, 0); !strings.Contains(r.Stdout, "added 0 rows") {
 		t.Errorf("second rebuild: %q", r.Stdout)
 	}
-	var rep sessions.UsageReport
+	var rep usagereport.Report
 	r = gw(t, cfg, "usage", "--by", "sender", "--json").want(t, 0)
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatal(err)

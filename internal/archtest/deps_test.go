@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, transferPkg, "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, transferPkg, usagePkg, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -198,6 +198,21 @@ func TestRuleTable(t *testing.T) {
 		{assembler, transferPkg, true},
 		{"dispatch", transferPkg, true},
 		{"api", transferPkg, true},
+		{usagePkg, "sessions", false},
+		{usagePkg, "routing", false},
+		{usagePkg, "sessions/filestore", true},
+		{usagePkg, "sessions/pgstore", true},
+		{usagePkg, engine, true},
+		{usagePkg, "dispatch", true},
+		{usagePkg, transferPkg, true},
+		{"sessions", usagePkg, true},
+		{"sessions/filestore", usagePkg, true},
+		{"sessions/pgstore", usagePkg, true},
+		{engine, usagePkg, true},
+		{"api", usagePkg, false},
+		{"dispatch", usagePkg, false},
+		{"cmd/gateway", usagePkg, false},
+		{conformance, usagePkg, false},
 		{assembler, "sessions/pgstore", false},
 		{"cmd/gateway", "sessions/pgstore", false},
 		{"routing", "internal/atomicfile", false},

@@ -60,6 +60,23 @@ const transferPkg = "sessions/transfer"
 // transferUsers are the production packages that may import transferPkg.
 var transferUsers = []string{"cmd/gateway", conformance}
 
+// usagePkg reports from the usage ledger and refills it (`gateway usage`,
+// GET /api/usage, the chat's /usage, `gateway usage rebuild`). Like
+// transferPkg it sits beside the seam, above it: it works through the
+// seam's UsageLog and Backend, so it imports only sessions and routing
+// and never a backend or the engine (rules usagereport, seam). The
+// ledger's own rules (what a row is, the order of buckets) stay in
+// sessions, so the backends, which implement the ledger, need nothing of
+// it (rule usage-above).
+const usagePkg = "sessions/usagereport"
+
+// besideSeam reports the packages under sessions/ that are built on the
+// seam rather than part of it: each has its own import rule instead of
+// sessions' (which admits only routing).
+func besideSeam(pkg string) bool {
+	return pkg == conformance || under(pkg, transferPkg) || under(pkg, usagePkg)
+}
+
 // belowSeam reports the packages under the seam: the backends and the
 // engine they share.
 func belowSeam(pkg string) bool { return isBackend(pkg) || under(pkg, engine) }
@@ -169,7 +186,7 @@ var rules = []depRule{
 	{"lanes", pkgIs("lanes"), only(),
 		"lanes imports no other project package (SPEC §1): a generic per-key scheduler"},
 	{"sessions", func(p string) bool {
-		return under(p, "sessions") && !belowSeam(p) && p != conformance && !under(p, transferPkg)
+		return under(p, "sessions") && !belowSeam(p) && !besideSeam(p)
 	}, only("routing"),
 		"sessions imports only routing (SPEC §1): durable state knows keys, not channels or agents"},
 	{"transfer", pkgIs(transferPkg), only("sessions", "routing"),
@@ -177,6 +194,10 @@ var rules = []depRule{
 	{"transfer-users", func(p string) bool { return !under(p, transferPkg) && !slices.Contains(transferUsers, p) }, reaches(transferPkg),
 		"moving a state between backends (" + transferPkg + ") is the CLI's job (`gateway storage migrate`), not the daemon's: a running daemon has one backend, " +
 			"so only " + strings.Join(transferUsers, " and ") + " import it"},
+	{"usagereport", pkgIs(usagePkg), func(from, to string) bool { return to != "sessions" && only("routing")(from, to) },
+		"usage reports and the ledger's rebuild (" + usagePkg + ") import only sessions (the UsageLog and Backend they work through), routing and leaf packages: they know no backend, channel or agent"},
+	{"usage-above", func(p string) bool { return p == "sessions" || belowSeam(p) }, reaches(usagePkg),
+		"the seam and the backends below it never import " + usagePkg + ": it is built on sessions.UsageLog from above, and the rules a backend applies to its ledger (CheckUsageRow, CheckUsageFilter, SortUsage) live in sessions"},
 	{"conformance", func(p string) bool { return p == conformance }, only("sessions", "routing"),
 		"the seam's conformance suite tests sessions' interfaces and nothing above them; each backend's tests hand it an opener, so it never imports a backend (rule seam)"},
 	{"seam", func(p string) bool { return under(p, "sessions") && !belowSeam(p) }, func(from, to string) bool { return belowSeam(to) },

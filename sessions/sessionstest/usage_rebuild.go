@@ -8,9 +8,10 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/usagereport"
 )
 
-// TestUsageRebuild runs sessions.RebuildUsage against the backends open
+// TestUsageRebuild runs usagereport.Rebuild against the backends open
 // returns: turns are read from transcripts (a tool-call turn summed), a
 // turn the ledger holds is not added again, a turn without a stored cost
 // is priced, a second run adds nothing, Before leaves recent turns alone.
@@ -66,18 +67,18 @@ func TestUsageRebuild(t *testing.T, open BackendOpener) {
 		t.Fatal(err)
 	}
 	priced := 0
-	opts := sessions.UsageRebuildOptions{Before: t0.Add(30 * time.Minute), Price: func(provider, model string, u sessions.Usage) float64 {
+	opts := usagereport.RebuildOptions{Before: t0.Add(30 * time.Minute), Price: func(provider, model string, u sessions.Usage) float64 {
 		priced++
 		if provider != "openai" || model != "gpt-x" || u.Input != 1500 || u.Output != 150 || u.CacheRead != 200 {
 			t.Errorf("Price(%s, %s, %+v): want the first turn's sum", provider, model, u)
 		}
 		return 1
 	}}
-	rep, err := sessions.RebuildUsage(ctx, b, opts)
+	rep, err := usagereport.Rebuild(ctx, b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep != (sessions.UsageRebuildReport{Sessions: 1, Turns: 3, Added: 1, Priced: 1}) || priced != 1 {
+	if rep != (usagereport.RebuildReport{Sessions: 1, Turns: 3, Added: 1, Priced: 1}) || priced != 1 {
 		t.Errorf("first rebuild: %+v (priced %d), want 1 session, 3 turns, 1 added and priced", rep, priced)
 	}
 	got, err := ledger.Query(ctx, sessions.UsageFilter{By: sessions.UsageBySender})
@@ -88,14 +89,14 @@ func TestUsageRebuild(t *testing.T, open BackendOpener) {
 		got[0].Output != 155 || got[0].CacheRead != 200 || math.Abs(got[0].Cost-1.002) > 1e-9 {
 		t.Errorf("after the rebuild: %+v, want the live turn and the rebuilt one of sender telegram:42 (Dee)", got)
 	}
-	rep, err = sessions.RebuildUsage(ctx, b, sessions.UsageRebuildOptions{AgentID: "main"})
+	rep, err = usagereport.Rebuild(ctx, b, usagereport.RebuildOptions{AgentID: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Added != 1 || rep.Turns != 3 {
 		t.Errorf("rebuild without Before: %+v, want only the turn Before held back added", rep)
 	}
-	rep, err = sessions.RebuildUsage(ctx, b, sessions.UsageRebuildOptions{})
+	rep, err = usagereport.Rebuild(ctx, b, usagereport.RebuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sessions
+package usagereport
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 )
 
-// UsageRebuildOptions configure RebuildUsage.
-type UsageRebuildOptions struct {
+// RebuildOptions configure Rebuild.
+type RebuildOptions struct {
 	// AgentID limits the rebuild to one agent ("" every agent with
 	// sessions).
 	AgentID string
@@ -18,19 +19,19 @@ type UsageRebuildOptions struct {
 	Before time.Time
 	// Price prices a turn whose transcript stored no cost (written before
 	// cost accounting, or by a model then unpriced); nil leaves it 0.
-	Price func(provider, model string, u Usage) float64
+	Price func(provider, model string, u sessions.Usage) float64
 }
 
-// UsageRebuildReport is what RebuildUsage did.
-type UsageRebuildReport struct {
+// RebuildReport is what Rebuild did.
+type RebuildReport struct {
 	Sessions int `json:"sessions"` // transcripts read
 	Turns    int `json:"turns"`    // turns with usage found in them
 	Added    int `json:"added"`    // rows the ledger lacked and got
 	Priced   int `json:"priced"`   // of those, priced by Price
-	Skipped  int `json:"skipped"`  // turns a ledger refuses (CheckUsageRow)
+	Skipped  int `json:"skipped"`  // turns a ledger refuses (sessions.CheckUsageRow)
 }
 
-// RebuildUsage adds to b's usage ledger the turns b's transcripts hold and
+// Rebuild adds to b's usage ledger the turns b's transcripts hold and
 // the ledger lacks (operators upgrading from a version without the ledger,
 // or rows a crash lost). A transcript turn is the assistant messages
 // between two user messages: its usage is their sum, its time and model
@@ -39,8 +40,8 @@ type UsageRebuildReport struct {
 // direct chat, its sender; a group's sender is unknown. It reads the
 // current and archived sessions the index lists (an archive of a deleted
 // key is not listed). Running it again adds nothing.
-func RebuildUsage(ctx context.Context, b Backend, o UsageRebuildOptions) (UsageRebuildReport, error) {
-	var rep UsageRebuildReport
+func Rebuild(ctx context.Context, b sessions.Backend, o RebuildOptions) (RebuildReport, error) {
+	var rep RebuildReport
 	agents := []string{o.AgentID}
 	if o.AgentID == "" {
 		var err error
@@ -57,7 +58,7 @@ func RebuildUsage(ctx context.Context, b Backend, o UsageRebuildOptions) (UsageR
 	return rep, nil
 }
 
-func rebuildAgentUsage(ctx context.Context, b Backend, ledger UsageLog, agentID string, o UsageRebuildOptions, rep *UsageRebuildReport) error {
+func rebuildAgentUsage(ctx context.Context, b sessions.Backend, ledger sessions.UsageLog, agentID string, o RebuildOptions, rep *RebuildReport) error {
 	st, err := b.Store(agentID)
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func rebuildAgentUsage(ctx context.Context, b Backend, ledger UsageLog, agentID 
 				return fmt.Errorf("session %s: %w", id, err)
 			}
 			rep.Sessions++
-			var rows []UsageRow
+			var rows []sessions.UsageRow
 			for _, r := range transcriptTurns(agentID, e, id, hist) {
 				rep.Turns++
 				if (!o.Before.IsZero() && !r.At.Before(o.Before)) || have[r.Ref()] {
@@ -99,10 +100,10 @@ func rebuildAgentUsage(ctx context.Context, b Backend, ledger UsageLog, agentID 
 				}
 				priced := false
 				if r.Cost == 0 && o.Price != nil {
-					r.Cost = o.Price(r.Provider, r.Model, Usage{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite})
+					r.Cost = o.Price(r.Provider, r.Model, sessions.Usage{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite})
 					priced = r.Cost > 0
 				}
-				if CheckUsageRow(r) != nil {
+				if sessions.CheckUsageRow(r) != nil {
 					rep.Skipped++
 					continue
 				}
@@ -127,8 +128,8 @@ func rebuildAgentUsage(ctx context.Context, b Backend, ledger UsageLog, agentID 
 // transcriptTurns are the usage rows of session sessionID's messages (of
 // e's key): one per run of assistant messages with usage between user
 // messages.
-func transcriptTurns(agentID string, e Entry, sessionID string, msgs []Message) []UsageRow {
-	base := UsageRow{AgentID: agentID, SessionKey: e.SessionKey, SessionID: sessionID, Channel: e.Channel}
+func transcriptTurns(agentID string, e sessions.Entry, sessionID string, msgs []sessions.Message) []sessions.UsageRow {
+	base := sessions.UsageRow{AgentID: agentID, SessionKey: e.SessionKey, SessionID: sessionID, Channel: e.Channel}
 	if e.Channel != "" && e.LastTo != "" {
 		base.Room = e.Channel + ":" + e.LastTo
 		if e.LastThreadID != "" {
@@ -138,8 +139,8 @@ func transcriptTurns(agentID string, e Entry, sessionID string, msgs []Message) 
 	if e.ChatType == "direct" && e.LastFrom != "" {
 		base.SenderID, base.SenderName = e.LastFrom, e.DisplayName
 	}
-	var out []UsageRow
-	var cur *UsageRow
+	var out []sessions.UsageRow
+	var cur *sessions.UsageRow
 	end := func() {
 		if cur != nil {
 			out = append(out, *cur)
@@ -148,9 +149,9 @@ func transcriptTurns(agentID string, e Entry, sessionID string, msgs []Message) 
 	}
 	for _, m := range msgs {
 		switch {
-		case m.Role == RoleUser:
+		case m.Role == sessions.RoleUser:
 			end()
-		case m.Role == RoleAssistant && m.Usage != nil && m.Timestamp > 0:
+		case m.Role == sessions.RoleAssistant && m.Usage != nil && m.Timestamp > 0:
 			if cur == nil {
 				r := base
 				cur = &r

@@ -1,4 +1,4 @@
-package sessions
+package usagereport
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestParseUsageSince(t *testing.T) {
+func TestParseSince(t *testing.T) {
 	now := time.Date(2026, 11, 25, 17, 30, 0, 0, time.UTC)
 	good := []struct {
 		in   string
@@ -21,15 +21,15 @@ func TestParseUsageSince(t *testing.T) {
 		{"2026-11-01T10:00:00+02:00", time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)},
 	}
 	for _, c := range good {
-		got, err := ParseUsageSince(c.in, now)
+		got, err := ParseSince(c.in, now)
 		if err != nil || !got.Equal(c.want) {
-			t.Errorf("ParseUsageSince(%q) = %v, %v; want %v", c.in, got, err, c.want)
+			t.Errorf("ParseSince(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
 	for _, in := range []string{"7", "d", "0d", "-3d", "7m", "7 days", "2026-13-01", "yesterday", "99999999d", "1.5d"} {
-		_, err := ParseUsageSince(in, now)
+		_, err := ParseSince(in, now)
 		if err == nil || !strings.Contains(err.Error(), "want a span back from now") {
-			t.Errorf("ParseUsageSince(%q): err %v, want the accepted forms named", in, err)
+			t.Errorf("ParseSince(%q): err %v, want the accepted forms named", in, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sessions
+package usagereport
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// ParseUsageSince reads a report's start as operators write it: a span
-// back from now ("7d", "12h", "2w"), a UTC day ("2026-11-01", its midnight
-// UTC, as day buckets are UTC days) or an RFC 3339 time. "" is the zero
-// time (no bound). The error says which forms are accepted.
-func ParseUsageSince(s string, now time.Time) (time.Time, error) {
+// ParseSince reads a report's start as operators write it: a span back
+// from now ("7d", "12h", "2w"), a UTC day ("2026-11-01", its midnight UTC,
+// as day buckets are UTC days) or an RFC 3339 time. "" is the zero time
+// (no bound). The error says which forms are accepted.
+func ParseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
