@@ -3,7 +3,10 @@
 // backends are sibling packages: sessions/filestore (the files layout of
 // SPEC §3.1, the embedded default) and sessions/pgstore (PostgreSQL); both
 // pass the same conformance suite, sessions/sessionstest. sessions never
-// imports a backend, and imports only routing from the project.
+// imports a backend; from the project it imports routing, the pairing
+// contract internal/pairstate and the search's text rules
+// sessions/searchtext (words and snippets, which both backends' Searchers
+// share), none of which imports another project package.
 //
 // The seam (seam*.go, turns.go): Backend hands out an AgentStore per agent
 // (its Index of entries and its TranscriptLogs), the Delivery (ingress

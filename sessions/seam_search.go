@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions/searchtext"
 )
 
 // Transcript search (issue 14) behind the storage seam. The files backend
@@ -27,8 +28,6 @@ const (
 	MaxSearchLimit = 200
 	// MaxSearchQuery bounds the query text, in bytes.
 	MaxSearchQuery = 512
-	// SnippetRunes is about how long a hit's snippet is.
-	SnippetRunes = 160
 )
 
 // ErrBadQuery is wrapped by the errors of a query that cannot run (empty,
@@ -67,8 +66,8 @@ type SearchHit struct {
 	EntryID    string    `json:"entryId"`
 	Role       string    `json:"role"`
 	At         time.Time `json:"at"`
-	// Snippet is the text around the first match (about SnippetRunes
-	// runes, "…" where it was cut).
+	// Snippet is the text around the first match, as searchtext.Snippet
+	// cuts it (about searchtext.SnippetRunes runes, "…" where it was cut).
 	Snippet string `json:"snippet"`
 }
 
@@ -85,7 +84,7 @@ func (q SearchQuery) Normalize() (SearchQuery, error) {
 		return q, fmt.Errorf("%w: query is not valid UTF-8 text", ErrBadQuery)
 	case q.Limit < 0 || q.Limit > MaxSearchLimit:
 		return q, fmt.Errorf("%w: limit %d: want 1..%d", ErrBadQuery, q.Limit, MaxSearchLimit)
-	case len(SearchTokens(q.Text)) == 0:
+	case len(searchtext.Tokens(q.Text)) == 0:
 		return q, fmt.Errorf("%w: %q has no words to search for", ErrBadQuery, q.Text)
 	}
 	if q.Limit == 0 {

@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, transferPkg, usagePkg, "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, transferPkg, usagePkg, searchPkg, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -198,7 +198,15 @@ func TestRuleTable(t *testing.T) {
 		{assembler, transferPkg, true},
 		{"dispatch", transferPkg, true},
 		{"api", transferPkg, true},
+		{"sessions", searchPkg, false},
+		{"sessions/filestore", searchPkg, false},
+		{"sessions/pgstore", searchPkg, false},
+		{conformance, searchPkg, false},
+		{searchPkg, "sessions", true},
+		{searchPkg, "routing", true},
+		{searchPkg, "internal/atomicfile", false},
 		{usagePkg, "sessions", false},
+		{usagePkg, searchPkg, false},
 		{usagePkg, "routing", false},
 		{usagePkg, "sessions/filestore", true},
 		{usagePkg, "sessions/pgstore", true},

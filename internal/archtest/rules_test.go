@@ -70,6 +70,18 @@ var transferUsers = []string{"cmd/gateway", conformance}
 // it (rule usage-above).
 const usagePkg = "sessions/usagereport"
 
+// searchPkg is how the transcript search sees text (its words, its
+// snippets): both backends build their Searcher on it, and sessions itself
+// checks with it that a query has words (SearchQuery.Normalize). The
+// contract imports it, so it imports no other project package (rule
+// searchtext), and every importer of sessions reaches it: like the
+// contract's rules, it is shared by everyone.
+const searchPkg = "sessions/searchtext"
+
+// isContract reports sessions and what it imports of its own tree
+// (searchPkg): whoever imports the contract reaches both.
+func isContract(pkg string) bool { return pkg == "sessions" || under(pkg, searchPkg) }
+
 // besideSeam reports the packages under sessions/ that are built on the
 // seam rather than part of it: each has its own import rule instead of
 // sessions' (which admits only routing).
@@ -194,7 +206,9 @@ var rules = []depRule{
 	{"transfer-users", func(p string) bool { return !under(p, transferPkg) && !slices.Contains(transferUsers, p) }, reaches(transferPkg),
 		"moving a state between backends (" + transferPkg + ") is the CLI's job (`gateway storage migrate`), not the daemon's: a running daemon has one backend, " +
 			"so only " + strings.Join(transferUsers, " and ") + " import it"},
-	{"usagereport", pkgIs(usagePkg), func(from, to string) bool { return to != "sessions" && only("routing")(from, to) },
+	{"searchtext", pkgIs(searchPkg), only(),
+		"the search's text rules (" + searchPkg + ") import no other project package: sessions imports them (a query must have words), so they sit below the contract with nothing under them"},
+	{"usagereport", pkgIs(usagePkg), func(from, to string) bool { return !isContract(to) && only("routing")(from, to) },
 		"usage reports and the ledger's rebuild (" + usagePkg + ") import only sessions (the UsageLog and Backend they work through), routing and leaf packages: they know no backend, channel or agent"},
 	{"usage-above", func(p string) bool { return p == "sessions" || belowSeam(p) }, reaches(usagePkg),
 		"the seam and the backends below it never import " + usagePkg + ": it is built on sessions.UsageLog from above, and the rules a backend applies to its ledger (CheckUsageRow, CheckUsageFilter, SortUsage) live in sessions"},

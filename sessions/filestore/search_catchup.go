@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/searchtext"
 	"github.com/gateway/gateway/sessions/transcript"
 	"go.uber.org/zap"
 )
@@ -32,7 +33,7 @@ type pendingDoc struct {
 	role  uint8
 	ts    int64
 	off   int64
-	words sessions.WordList
+	words searchtext.WordList
 }
 
 func pendingOf(n *transcript.Node) (pendingDoc, bool) {

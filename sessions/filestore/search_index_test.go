@@ -264,47 +264,6 @@ func TestSearchPassiveReaderWritesNothing(t *testing.T) {
 	wantFound(t, m, "fig", "fig tree", "fig jam")
 }
 
-func TestSearchTokens(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"Hello, WORLD! hello", []string{"hello", "world"}},
-		{"don't stop-me now_2", []string{"don", "t", "stop", "me", "now", "2"}},
-		{"Ünïcode Straße", []string{"ünïcode", "straße"}},
-		{"会话存储", []string{"会话", "话存", "存储"}},
-		{"用 gateway 搜索", []string{"用", "gateway", "搜索"}},
-		{"", nil},
-		{"?!", nil},
-		{strings.Repeat("a", 100), []string{strings.Repeat("a", sessions.MaxTokenBytes)}},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, sessions.SearchTokens(tt.in)); diff != "" {
-			t.Errorf("SearchTokens(%q) (-want +got):\n%s", tt.in, diff)
-		}
-	}
-}
-
-func TestSnippet(t *testing.T) {
-	tests := []struct {
-		name, text string
-		words      []string
-		want       string
-	}{
-		{"short", "Hello   there\nworld", []string{"world"}, "Hello there world"},
-		{"long, match late", strings.Repeat("a ", 100) + "NEEDLE end", []string{"needle"},
-			"…" + strings.Repeat("a ", sessions.SnippetRunes/2-5) + "NEEDLE end"},
-		{"long, match early", "needle " + strings.Repeat("b ", 100), []string{"needle"},
-			string([]rune("needle " + strings.Repeat("b ", 100))[:sessions.SnippetRunes]) + "…"},
-		{"cjk", "关于会话存储的讨论", []string{"存储"}, "关于会话存储的讨论"},
-	}
-	for _, tt := range tests {
-		if got := sessions.Snippet(tt.text, tt.words); got != tt.want {
-			t.Errorf("%s: Snippet = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
 // TestSearchNewestFirstWhateverTheAppendOrder: messages appended with
 // timestamps out of order come back newest first, from the in-memory tail
 // (unsorted) and after a flush (a segment numbers its docs by time) and a

@@ -1,8 +1,9 @@
 package filestore
 
 import (
-	"github.com/gateway/gateway/sessions"
 	"slices"
+
+	"github.com/gateway/gateway/sessions/searchtext"
 )
 
 // memSegment holds the messages indexed since the last flush (the tail of
@@ -40,7 +41,7 @@ func (m *memSegment) row(agent, sid string) uint32 {
 }
 
 // add indexes one message.
-func (m *memSegment) add(row uint32, role uint8, ts, off int64, words *sessions.WordList) {
+func (m *memSegment) add(row uint32, role uint8, ts, off int64, words *searchtext.WordList) {
 	d := uint32(len(m.docs))
 	if d > 0 && ts < m.docs[d-1].ts {
 		m.unsorted = true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/searchtext"
 	"github.com/gateway/gateway/sessions/transcript"
 )
 
@@ -25,7 +26,7 @@ func (x *searchIndex) Search(ctx context.Context, q sessions.SearchQuery) ([]ses
 	if err := x.wait(ctx); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	words := sessions.SearchTokens(q.Text)
+	words := searchtext.Tokens(q.Text)
 	allowed, err := x.allowedSessions(q)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
@@ -341,7 +342,7 @@ func (x *searchIndex) hitOf(c candidate, agent, sid, key string, words []string)
 	}
 	return sessions.SearchHit{
 		Agent: agent, SessionKey: key, SessionID: sid, EntryID: n.ID, Role: roleName(c.role),
-		At: time.UnixMilli(c.ts).UTC(), Snippet: sessions.Snippet(searchText(*n.Msg), words),
+		At: time.UnixMilli(c.ts).UTC(), Snippet: searchtext.Snippet(searchText(*n.Msg), words),
 	}, true
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/searchtext"
 )
 
 // Searcher is the PostgreSQL backend's transcript search: the tsvector
@@ -62,7 +63,7 @@ func (s *Searcher) Search(ctx context.Context, q sessions.SearchQuery) ([]sessio
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: search: %w", err)
 	}
-	words := sessions.SearchTokens(q.Text)
+	words := searchtext.Tokens(q.Text)
 	hits := []sessions.SearchHit{}
 	for rows.Next() {
 		var (
@@ -74,7 +75,7 @@ func (s *Searcher) Search(ctx context.Context, q sessions.SearchQuery) ([]sessio
 			return nil, fmt.Errorf("pgstore: search: %w", err)
 		}
 		h.At = h.At.UTC().Truncate(time.Millisecond)
-		h.Snippet = sessions.Snippet(txt, words)
+		h.Snippet = searchtext.Snippet(txt, words)
 		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/searchtext"
 )
 
 // TestSearch is the conformance suite of sessions.Searcher: what a search
@@ -162,7 +163,7 @@ func testSearchMatching(t *testing.T, open BackendOpener) {
 	f.say(g, long)
 	hits = f.search(sessions.SearchQuery{Text: "needle"})
 	if len(hits) != 1 || !strings.Contains(hits[0].Snippet, "needle") || !strings.HasPrefix(hits[0].Snippet, "…") ||
-		!strings.HasSuffix(hits[0].Snippet, "…") || len([]rune(hits[0].Snippet)) > sessions.SnippetRunes+2 {
+		!strings.HasSuffix(hits[0].Snippet, "…") || len([]rune(hits[0].Snippet)) > searchtext.SnippetRunes+2 {
 		t.Errorf("snippet of a long message = %q, want the match with … on both sides", snippets(hits))
 	}
 }

@@ -1,9 +1,7 @@
-package sessions
+package searchtext
 
 import (
 	"bytes"
-	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -11,14 +9,13 @@ import (
 // MaxTokenBytes cuts longer words (base64 blobs, hashes) in the index.
 const MaxTokenBytes = 64
 
-// SearchTokens splits text into the words the files backend indexes and
-// searches: runs of letters and digits, lower-cased, each once, in order
+// Tokens splits text into the words the search indexes and matches: runs of letters and digits, lower-cased, each once, in order
 // of first appearance. Scripts written without spaces (Han, Hiragana,
 // Katakana, Hangul) give overlapping pairs of characters ("会话存储" gives
 // 会话, 话存, 存储), so a query of two or more such characters finds them
 // anywhere in a run; a single character stands alone only when its run is
 // one character long.
-func SearchTokens(text string) []string {
+func Tokens(text string) []string {
 	var w WordList
 	w.Add(text)
 	out := make([]string, w.Len())
@@ -38,8 +35,11 @@ type WordList struct {
 	ends []int // word i is buf[ends[i-1]:ends[i]]
 }
 
+// Len is the number of words in the list.
 func (w *WordList) Len() int { return len(w.ends) }
 
+// Word returns word i, a view of the list's buffer: the caller must not
+// change it.
 func (w *WordList) Word(i int) []byte {
 	lo := 0
 	if i > 0 {
@@ -48,7 +48,7 @@ func (w *WordList) Word(i int) []byte {
 	return w.buf[lo:w.ends[i]]
 }
 
-// add appends the words of text (see SearchTokens).
+// Add appends the words of text (see Tokens).
 func (w *WordList) Add(text string) {
 	if w.buf == nil {
 		w.buf, w.ends = make([]byte, 0, len(text)), make([]int, 0, 16)
@@ -149,49 +149,4 @@ func cutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// Snippet returns about SnippetRunes runes of text around the first place
-// where one of words (lower-case, as SearchTokens gives them) occurs,
-// whitespace collapsed, with "…" where it was cut.
-func Snippet(text string, words []string) string {
-	runes := []rune(strings.Join(strings.Fields(text), " "))
-	lower := make([]rune, len(runes))
-	for i, r := range runes {
-		lower[i] = unicode.ToLower(r)
-	}
-	at := -1
-	for _, w := range words {
-		if i := indexRunes(lower, []rune(w)); i >= 0 && (at < 0 || i < at) {
-			at = i
-		}
-	}
-	start := 0
-	if at > SnippetRunes/4 {
-		start = at - SnippetRunes/4
-	}
-	end := min(start+SnippetRunes, len(runes))
-	if end-start < SnippetRunes {
-		start = max(0, end-SnippetRunes)
-	}
-	s := string(runes[start:end])
-	if start > 0 {
-		s = "…" + s
-	}
-	if end < len(runes) {
-		s += "…"
-	}
-	return s
-}
-
-func indexRunes(s, sub []rune) int {
-	if len(sub) == 0 {
-		return -1
-	}
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i] == sub[0] && slices.Equal(s[i:i+len(sub)], sub) {
-			return i
-		}
-	}
-	return -1
 }
