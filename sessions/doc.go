@@ -20,21 +20,23 @@
 // ApplyOrigin, MakeTitle, CheckSessionID, CheckID), reset policies and
 // triggers (ResetConfig, Evaluate, MatchTrigger), maintenance defaults,
 // the checks applied before a name reaches a file or a query
-// (CheckCursor, CheckLimitKey, CheckUsageRow; pairing names and data are
-// checked by internal/pairstate, the pairing contract), the
-// problem codes of Check (Problem, Code*), and the writing of the
-// transcript wire format (pi-coding-agent v3, SPEC §3.4: transcript_encode.go,
-// EncodeHeader, EncodeMessage, EncodeCompaction), so every backend stores
-// the same bytes. The engine that reads those entries back and turns them
-// into a session's chain and context — the JSONL file the files backend
-// opens under its own locks, the Chain the PostgreSQL backend resolves over
-// rows, ParseHeader and ParseEntry into a Node — is sessions/transcript, a
-// sibling below the seam that both backends import. Exporter and Importer
-// (seam_transfer.go) are the backends' side of `gateway storage migrate`;
-// sessions/transfer, beside the seam, copies and verifies a state through
-// them and the other seam interfaces. sessions/usagereport, above the
-// seam, sums a UsageLog's buckets into the reports the CLI and the API
-// print and refills a ledger from transcripts.
+// (CheckCursor, CheckLimitKey, CheckUsageRow, CheckUsageFilter; pairing
+// names and data are checked by internal/pairstate, the pairing contract),
+// the problem codes of Check (Problem, Code*), and the transcript's
+// message types (types.go: Message, Content, Usage, Compaction, Context;
+// pi-coding-agent v3, SPEC §3.4).
+//
+// Around the contract, each in its own package: sessions/transcript, the
+// engine below the seam that both backends import, writes those types as
+// transcript lines (EncodeHeader, EncodeMessage, EncodeCompaction, so
+// every backend stores the same bytes) and reads them back into a
+// session's chain and context (the JSONL file the files backend opens
+// under its own locks, the Chain the PostgreSQL backend resolves over
+// rows). Exporter and Importer (seam_transfer.go) are the backends' side
+// of `gateway storage migrate`; sessions/transfer, beside the seam, copies
+// and verifies a state through them and the other seam interfaces.
+// sessions/usagereport, above the seam, sums a UsageLog's buckets into the
+// reports the CLI and the API print and refills a ledger from transcripts.
 //
 // Concurrency: the rules are pure functions and values. No lock is held
 // across an LLM call.

@@ -143,3 +143,12 @@ type Context struct {
 	// LeafID is the id of the last entry of the chain ("" for an empty transcript).
 	LeafID string
 }
+
+// Compaction is a compaction entry to append (TranscriptLog.AppendCompaction):
+// the summary replaces every entry of the chain before FirstKeptEntryID.
+type Compaction struct {
+	Summary          string
+	FirstKeptEntryID string
+	TokensBefore     int64
+	TokensAfter      int64
+}

@@ -36,14 +36,15 @@ const conformance = "sessions/sessionstest"
 // PostgreSQL one.
 var backends = []string{"sessions/filestore", "sessions/pgstore"}
 
-// engine is the transcript engine the backends share: the JSONL file the
-// files backend writes under its locks, the chain the PostgreSQL backend
+// engine is the transcript engine the backends share: the writing of the
+// wire format (so both store the same bytes), the JSONL file the files
+// backend writes under its locks, the chain the PostgreSQL backend
 // resolves over rows, the context rebuild both answer with. It is
-// machinery below the seam, not part of it: it imports sessions (the wire
-// format, the types it implements), so sessions cannot import it; it
-// serves every backend, so it imports none (rule engine); and above the
-// seam a transcript is a sessions.TranscriptLog handed out by a backend,
-// so nothing there imports it (rule above-seam).
+// machinery below the seam, not part of it: it imports sessions (the
+// message types, the interfaces it implements), so sessions cannot import
+// it; it serves every backend, so it imports none (rule engine); and above
+// the seam a transcript is a sessions.TranscriptLog handed out by a
+// backend, so nothing there imports it (rule above-seam).
 const engine = "sessions/transcript"
 
 // transferPkg moves a stored state between backends (`gateway storage
@@ -217,7 +218,7 @@ var rules = []depRule{
 	{"seam", func(p string) bool { return under(p, "sessions") && !belowSeam(p) }, func(from, to string) bool { return belowSeam(to) },
 		"sessions owns the storage seam (SPEC §3.8) and never imports a backend or the engine they share (" + engine + "): backends import sessions, not the reverse"},
 	{"engine", pkgIs(engine), func(from, to string) bool { return isBackend(to) || only("sessions", "routing")(from, to) },
-		"the transcript engine (" + engine + ") is machinery the storage backends share: it imports sessions (the wire format and the types it implements), " +
+		"the transcript engine (" + engine + ") is machinery the storage backends share: it imports sessions (the message types it writes and reads, the interfaces it implements), " +
 			"routing and leaf packages, never a backend (it serves them all) nor a layer above the seam"},
 	{"backends", isBackend, only("sessions", "routing"),
 		"a storage backend implements the seam sessions owns: it imports sessions (and the transcript engine the backends share), routing and leaf packages, never a layer above the seam"},

@@ -95,7 +95,7 @@ func searchCorpus(b *testing.B, n int) string {
 			b.Fatal(err)
 		}
 		var buf bytes.Buffer
-		h, _ := sessions.EncodeHeader(e.SessionID, sessions.Header{AgentID: agent, SessionKey: e.SessionKey}, base)
+		h, _ := transcript.EncodeHeader(e.SessionID, transcript.Header{AgentID: agent, SessionKey: e.SessionKey}, base)
 		buf.Write(h)
 		buf.WriteByte('\n')
 		parent := ""
@@ -105,8 +105,8 @@ func searchCorpus(b *testing.B, n int) string {
 			if i%2 == 1 {
 				msg.Role = sessions.RoleAssistant
 			}
-			id := sessions.NewEntryID(uint32(i + 1))
-			line, _, err := sessions.EncodeMessage(id, parent, msg, at)
+			id := transcript.NewEntryID(uint32(i + 1))
+			line, _, err := transcript.EncodeMessage(id, parent, msg, at)
 			if err != nil {
 				b.Fatal(err)
 			}

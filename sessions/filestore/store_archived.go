@@ -18,7 +18,7 @@ func (s *Store) transcriptOrArchive(sessionID string) (*transcript.File, error) 
 	}
 	if !fileExists(live) {
 		if path := s.archivedFile(sessionID); path != "" {
-			hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
+			hdr := transcript.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
 			return transcript.Open(path, sessionID, hdr, nil, s.log)
 		}
 	}

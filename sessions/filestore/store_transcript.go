@@ -65,7 +65,7 @@ func (s *Store) TranscriptOf(e sessions.Entry) (*transcript.File, error) {
 		return nil, err
 	}
 	return s.tcache.get(e.SessionID, func() (*transcript.File, error) {
-		hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
+		hdr := transcript.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
 		opts := []transcript.Option{s.searchHook(e.SessionID)}
 		if e.CompactionOffset > 0 {
 			opts = append(opts, transcript.WithCompactionHint(e.CompactionOffset))
@@ -84,7 +84,7 @@ func (s *Store) Transcript(sessionID string) (*transcript.File, error) {
 		return nil, err
 	}
 	return s.tcache.get(sessionID, func() (*transcript.File, error) {
-		hdr := sessions.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
+		hdr := transcript.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
 		opts := []transcript.Option{s.searchHook(sessionID)}
 		s.mu.Lock()
 		if s.viewLocked() == nil {

@@ -33,7 +33,7 @@ func (l *memLocker) Lock(ctx context.Context) (func(), error) {
 func newTestTranscript(t testing.TB, path string, lock transcript.Locker, log *zap.Logger, opts ...transcript.Option) *transcript.File {
 	t.Helper()
 	tr, err := transcript.Open(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
-		sessions.Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
+		transcript.Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

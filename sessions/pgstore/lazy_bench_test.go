@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // BenchmarkAcceptBatch accepts a Telegram-sized batch of 100 records one
@@ -94,7 +95,7 @@ func BenchmarkContextAfterTurn(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			db := openBench(b, 4)
 			ctx := context.Background()
-			tr, err := db.Transcript(sidA, sessions.Header{SessionKey: "agent:main:main", AgentID: "main"})
+			tr, err := db.Transcript(sidA, transcript.Header{SessionKey: "agent:main:main", AgentID: "main"})
 			if err != nil {
 				b.Fatal(err)
 			}

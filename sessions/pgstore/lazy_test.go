@@ -9,6 +9,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 func record(id string) sessions.Record {
@@ -135,7 +136,7 @@ func TestLazyWritesAreCommitted(t *testing.T) {
 		got.TotalTokens != 12 || got.MessageCount != 2 || got.Model != "m1" {
 		t.Errorf("entry read from another pool misses lazy writes: %+v", got)
 	}
-	tr2, err := db2.Transcript(e.SessionID, sessions.Header{})
+	tr2, err := db2.Transcript(e.SessionID, transcript.Header{})
 	if err != nil {
 		t.Fatal(err)
 	}

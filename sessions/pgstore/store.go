@@ -11,6 +11,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // CallTimeout bounds each statement of the Store methods whose signature
@@ -193,12 +194,12 @@ func (s *Store) Flush(ctx context.Context) error {
 // TranscriptOf returns the transcript of the session e describes; its
 // header (written by the first append) records e's key and this agent.
 func (s *Store) TranscriptOf(e sessions.Entry) (sessions.TranscriptLog, error) {
-	return s.open(e.SessionID, sessions.Header{SessionKey: e.SessionKey, AgentID: s.AgentID()})
+	return s.open(e.SessionID, transcript.Header{SessionKey: e.SessionKey, AgentID: s.AgentID()})
 }
 
 // open avoids returning a nil *TranscriptLog as a non-nil interface; the
 // transcript's errors are wrapped by DB.storageErr.
-func (s *Store) open(sessionID string, hdr sessions.Header) (sessions.TranscriptLog, error) {
+func (s *Store) open(sessionID string, hdr transcript.Header) (sessions.TranscriptLog, error) {
 	t, err := s.x.db.Transcript(sessionID, hdr)
 	if err != nil {
 		return nil, err
@@ -214,7 +215,7 @@ func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
 	if err := sessions.CheckSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("pgstore: transcript: %w", err)
 	}
-	hdr := sessions.Header{AgentID: s.AgentID()}
+	hdr := transcript.Header{AgentID: s.AgentID()}
 	e, ok, err := s.GetByID(sessionID)
 	switch {
 	case err != nil && !errors.Is(err, sessions.ErrNotFound):

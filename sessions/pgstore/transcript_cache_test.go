@@ -33,7 +33,7 @@ func TestCachedContextEqualsRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	hdr := sessions.Header{SessionKey: "agent:main:main", AgentID: "main"}
+	hdr := transcript.Header{SessionKey: "agent:main:main", AgentID: "main"}
 	tr, err := db.Transcript(sidA, hdr)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestCachedContextNoticesRemoval(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
-	tr, err := db.Transcript(sidB, sessions.Header{SessionKey: "agent:main:main", AgentID: "main"})
+	tr, err := db.Transcript(sidB, transcript.Header{SessionKey: "agent:main:main", AgentID: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ import (
 type TranscriptLog struct {
 	db        *DB
 	sessionID string
-	hdr       sessions.Header
+	hdr       transcript.Header
 	rand      func() uint32
 }
 
@@ -40,7 +40,7 @@ var _ sessions.TranscriptLog = (*TranscriptLog)(nil)
 // Transcript returns session sessionID's transcript; hdr is what its
 // session header records when the first append writes it. sessionID must
 // be a canonical UUID. It does no I/O.
-func (db *DB) Transcript(sessionID string, hdr sessions.Header) (*TranscriptLog, error) {
+func (db *DB) Transcript(sessionID string, hdr transcript.Header) (*TranscriptLog, error) {
 	if err := sessions.CheckSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("pgstore: transcript: %w", err)
 	}
@@ -121,7 +121,7 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, msgs []se
 			if i > 0 {
 				out[i].parent = out[i-1].id
 			}
-			body, _, err := sessions.EncodeMessage(out[i].id, "", m, now)
+			body, _, err := transcript.EncodeMessage(out[i].id, "", m, now)
 			if err != nil {
 				return nil, err
 			}
@@ -161,7 +161,7 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 	}
 	ids, err := t.appendChain(ctx, 0, false, func(now time.Time) ([]pending, error) {
 		p := pending{id: t.newID(nil), typ: TypeCompaction, kept: c.FirstKeptEntryID}
-		body, err := sessions.EncodeCompaction(p.id, "", c, now)
+		body, err := transcript.EncodeCompaction(p.id, "", c, now)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +178,7 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 
 func (t *TranscriptLog) newID(taken []pending) string {
 	for {
-		id := sessions.NewEntryID(t.rand())
+		id := transcript.NewEntryID(t.rand())
 		dup := false
 		for _, p := range taken {
 			dup = dup || p.id == id
@@ -225,7 +225,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 }
 
 func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time) ([]any, error) {
-	hdr, err := sessions.EncodeHeader(t.sessionID, t.hdr, now)
+	hdr, err := transcript.EncodeHeader(t.sessionID, t.hdr, now)
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func TestTranscriptRowsAreTheFilesLines(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
-	tr, err := db.Transcript(sidA, sessions.Header{SessionKey: "agent:main:main", AgentID: "main"})
+	tr, err := db.Transcript(sidA, transcript.Header{SessionKey: "agent:main:main", AgentID: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestFilesLinesAsRows(t *testing.T) {
 	if _, err := db.Append(ctx, sidB, rows...); err != nil {
 		t.Fatal(err)
 	}
-	moved, err := db.Transcript(sidB, sessions.Header{})
+	moved, err := db.Transcript(sidB, transcript.Header{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestContextSkipsWhatPrecedesTheCompaction(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
-	tr, err := db.Transcript(sidA, sessions.Header{AgentID: "main"})
+	tr, err := db.Transcript(sidA, transcript.Header{AgentID: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestBodiesAreTheFilesBytes(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
 	ctx := ctxT(t)
-	tr, err := db.Transcript(sidA, sessions.Header{AgentID: "main"})
+	tr, err := db.Transcript(sidA, transcript.Header{AgentID: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestBodiesAreTheFilesBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _, err := sessions.EncodeMessage(r.ID, r.ParentID, msgs[i], at)
+		want, _, err := transcript.EncodeMessage(r.ID, r.ParentID, msgs[i], at)
 		if err != nil {
 			t.Fatal(err)
 		}

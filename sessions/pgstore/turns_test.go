@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 const turnKey = "agent:main:telegram:group:1" // rec's session
@@ -88,7 +89,7 @@ func TestFencedWritesRefused(t *testing.T) {
 	if !ha.Held {
 		t.Fatal("a's turn not held")
 	}
-	tr, err := db.Transcript(sidA, sessions.Header{SessionKey: turnKey, AgentID: "main"})
+	tr, err := db.Transcript(sidA, transcript.Header{SessionKey: turnKey, AgentID: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 		now := t.now()
 		for _, m := range msgs {
 			id := t.newIDLocked(st, nodes)
-			line, m, err := sessions.EncodeMessage(id, parent, m, now)
+			line, m, err := EncodeMessage(id, parent, m, now)
 			if err != nil {
 				return nil, err
 			}
@@ -68,7 +68,7 @@ func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (str
 		}
 		now := t.now()
 		id := t.newIDLocked(st, nil)
-		line, err := sessions.EncodeCompaction(id, st.leaf, c, now)
+		line, err := EncodeCompaction(id, st.leaf, c, now)
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (str
 // newIDLocked returns 8 hex characters unused in the file and in pending.
 func (t *File) newIDLocked(st *fileState, pending []*Node) string {
 	for {
-		id := sessions.NewEntryID(t.rand())
+		id := NewEntryID(t.rand())
 		if _, ok := st.nodes[id]; ok {
 			continue
 		}
@@ -169,7 +169,7 @@ func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buf
 	var buf bytes.Buffer
 	writeHeader := st.hdr == nil
 	if writeHeader {
-		line, err := sessions.EncodeHeader(t.sessionID, t.hdr, t.now())
+		line, err := EncodeHeader(t.sessionID, t.hdr, t.now())
 		if err != nil {
 			return 0, nil, err
 		}

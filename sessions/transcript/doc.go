@@ -1,9 +1,10 @@
 // Package transcript is the transcript engine the storage backends share
 // (SPEC §3.4): the in-memory machinery that turns entries of the
 // transcript wire format (pi-coding-agent JSONL v3) into a session's chain,
-// its context, its history and its recovery state. sessions writes the
-// lines every backend stores (sessions.EncodeMessage); this package reads
-// them back (wire.go: ParseHeader, ParseEntry into a Node), which only the
+// its context, its history and its recovery state. It writes the lines
+// every backend stores (encode.go: EncodeHeader, EncodeMessage,
+// EncodeCompaction, so both backends store the same bytes) and reads them
+// back (wire.go: ParseHeader, ParseEntry into a Node), which only the
 // backends need. It sits below the seam, beside the backends:
 // it imports sessions and no backend, and nothing above the seam imports
 // it (a transcript there is a sessions.TranscriptLog a backend hands out).

@@ -30,7 +30,7 @@ type Locker interface {
 type File struct {
 	path      string
 	sessionID string
-	hdr       sessions.Header
+	hdr       Header
 	lock      Locker // nil: read-only use (LoadFile, ReadHistory)
 	log       *zap.Logger
 	now       func() time.Time
@@ -79,7 +79,7 @@ func WithAppendHook(fn func(nodes []*Node, end int64)) Option {
 // Open returns the transcript at path; it does no I/O. The header
 // (session id, hdr) is written with the first append. lock guards writes
 // across goroutines and processes; nil makes the transcript read-only.
-func Open(path, sessionID string, hdr sessions.Header, lock Locker, log *zap.Logger, opts ...Option) (*File, error) {
+func Open(path, sessionID string, hdr Header, lock Locker, log *zap.Logger, opts ...Option) (*File, error) {
 	if path == "" {
 		return nil, errors.New("transcript: open: empty path")
 	}
@@ -286,7 +286,7 @@ func LoadFile(path string, log *zap.Logger) (sessions.Context, error) {
 	if _, err := os.Stat(path); err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: load: %w", err)
 	}
-	t, err := Open(path, "", sessions.Header{}, nil, log)
+	t, err := Open(path, "", Header{}, nil, log)
 	if err != nil {
 		return sessions.Context{}, err
 	}
@@ -299,7 +299,7 @@ func ReadHistory(path string) ([]sessions.Message, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("transcript: history: %w", err)
 	}
-	t, err := Open(path, "", sessions.Header{}, nil, nil)
+	t, err := Open(path, "", Header{}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

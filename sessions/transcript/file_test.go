@@ -310,7 +310,7 @@ func TestLoadFileMissing(t *testing.T) {
 	if _, err := ReadHistory(filepath.Join(t.TempDir(), "nope.jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadHistory of a missing file: %v, want ErrNotExist", err)
 	}
-	tr, err := Open(filepath.Join(t.TempDir(), "x.jsonl"), "s", sessions.Header{}, nil, nil)
+	tr, err := Open(filepath.Join(t.TempDir(), "x.jsonl"), "s", Header{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // summaryPrefix and summarySuffix wrap a compaction summary in a context,
-// in pi's words (sessions' wire format).
+// in pi's words (the wire format).
 const (
 	summaryPrefix = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 	summarySuffix = "\n</summary>"
@@ -65,7 +65,7 @@ func fixedClock() func() time.Time {
 func newTestTranscript(t testing.TB, path string, lock Locker, log *zap.Logger, opts ...Option) *File {
 	t.Helper()
 	tr, err := Open(path, "3f2c7a9e-1b4d-4c8e-9f00-5a6b7c8d9e0f",
-		sessions.Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
+		Header{SessionKey: "agent:main:telegram:direct:42", AgentID: "main", Cwd: "/var/lib/gateway"}, lock, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 
 // Reading transcript lines (pi-coding-agent SessionManager, version 3) into
 // entries: lenient about what pi may write (string content, custom roles,
-// entry types we do not model). Writing them is the seam's
-// (sessions.EncodeHeader, EncodeMessage, EncodeCompaction), which every
-// backend shares; only the backends read lines back, through this engine.
+// entry types we do not model). Writing them is encode.go (EncodeHeader,
+// EncodeMessage, EncodeCompaction), in the shapes pi reads; only the
+// backends write and read lines, through this engine.
 
 // Entry types of a transcript line.
 const (
@@ -131,7 +131,7 @@ func (c *CompactionInfo) Message() sessions.Message {
 type SessionLine struct {
 	ID      string
 	version int
-	sessions.Header
+	Header
 }
 
 var errNotHeader = errors.New("not a session header")
@@ -146,7 +146,7 @@ func ParseHeader(line []byte) (SessionLine, error) {
 	if w.Type != entrySession || w.ID == nil {
 		return SessionLine{}, errNotHeader
 	}
-	h := SessionLine{ID: *w.ID, version: 1, Header: sessions.Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
+	h := SessionLine{ID: *w.ID, version: 1, Header: Header{SessionKey: w.SessionKey, AgentID: w.AgentID, Cwd: w.Cwd}}
 	if w.Version != nil {
 		h.version = *w.Version
 	}

@@ -1,15 +1,31 @@
-package sessions
+package transcript
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/gateway/gateway/sessions"
 )
 
-// Writing transcript lines: every backend of TranscriptLog writes the same
-// entry bytes (the files backend as lines of a JSONL file, the PostgreSQL
-// backend as rows), in the shapes pi reads without migration.
+// Writing transcript lines (pi-coding-agent SessionManager, version 3):
+// every backend of sessions.TranscriptLog writes the same entry bytes (the
+// files backend as lines of a JSONL file, the PostgreSQL backend as rows),
+// in the shapes pi reads without migration. Reading them back is wire.go.
+
+// transcriptVersion is the version written in new transcript headers.
+const transcriptVersion = 3
+
+// timestampLayout is JavaScript's Date.toISOString, as pi writes it.
+const timestampLayout = "2006-01-02T15:04:05.000Z"
+
+// Header is what the session line records about who owns a transcript.
+type Header struct {
+	SessionKey string
+	AgentID    string
+	Cwd        string
+}
 
 // NewEntryID renders r as an entry id: 8 lower-case hex characters, as pi
 // writes them. Callers draw r at random and retry on a collision with an
@@ -30,18 +46,18 @@ func EncodeHeader(sessionID string, h Header, now time.Time) ([]byte, error) {
 // reason, compact tool arguments) and returns its message entry line
 // (without the trailing newline) and the normalised message, which equals
 // what decoding the line gives. parentID "" is JSON null.
-func EncodeMessage(id, parentID string, m Message, now time.Time) ([]byte, Message, error) {
+func EncodeMessage(id, parentID string, m sessions.Message, now time.Time) ([]byte, sessions.Message, error) {
 	var buf bytes.Buffer
 	m, err := encodeMessageEntry(&buf, id, parentID, m, now)
 	if err != nil {
-		return nil, Message{}, err
+		return nil, sessions.Message{}, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), m, nil
 }
 
 // EncodeCompaction returns the compaction entry line of c (without the
 // trailing newline). parentID "" is JSON null.
-func EncodeCompaction(id, parentID string, c Compaction, now time.Time) ([]byte, error) {
+func EncodeCompaction(id, parentID string, c sessions.Compaction, now time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := encodeCompactionEntry(&buf, id, parentID, c, now); err != nil {
 		return nil, err
@@ -58,21 +74,21 @@ func encodeHeader(buf *bytes.Buffer, sessionID string, h Header, now time.Time) 
 	return nil
 }
 
-func encodeMessageEntry(buf *bytes.Buffer, id, parentID string, m Message, now time.Time) (Message, error) {
+func encodeMessageEntry(buf *bytes.Buffer, id, parentID string, m sessions.Message, now time.Time) (sessions.Message, error) {
 	m, err := normalizeForWrite(m, now)
 	if err != nil {
-		return Message{}, fmt.Errorf("transcript: append: %w", err)
+		return sessions.Message{}, fmt.Errorf("transcript: append: %w", err)
 	}
 	if err := appendJSONLine(buf, outMessageEntry{
 		Type: entryMessage, ID: id, ParentID: nullable(parentID), Timestamp: formatTimestamp(now), Message: toOutMessage(m),
 		RecordIDs: m.RecordIDs, HistorySeq: m.HistorySeq,
 	}); err != nil {
-		return Message{}, fmt.Errorf("transcript: encode message: %w", err)
+		return sessions.Message{}, fmt.Errorf("transcript: encode message: %w", err)
 	}
 	return m, nil
 }
 
-func encodeCompactionEntry(buf *bytes.Buffer, id, parentID string, c Compaction, now time.Time) error {
+func encodeCompactionEntry(buf *bytes.Buffer, id, parentID string, c sessions.Compaction, now time.Time) error {
 	if err := appendJSONLine(buf, outCompactionEntry{
 		Type: entryCompaction, ID: id, ParentID: nullable(parentID), Timestamp: formatTimestamp(now),
 		Summary: c.Summary, FirstKeptEntryID: c.FirstKeptEntryID, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
@@ -100,9 +116,9 @@ type outMessageEntry struct {
 	ParentID  *string    `json:"parentId"`
 	Timestamp string     `json:"timestamp"`
 	Message   outMessage `json:"message"`
-	// RecordIDs is a gateway extension pi ignores (Message.RecordIDs).
+	// RecordIDs is a gateway extension pi ignores (sessions.Message.RecordIDs).
 	RecordIDs []string `json:"recordIds,omitempty"`
-	// HistorySeq is a gateway extension pi ignores (Message.HistorySeq).
+	// HistorySeq is a gateway extension pi ignores (sessions.Message.HistorySeq).
 	HistorySeq uint64 `json:"historySeq,omitempty"`
 }
 
@@ -117,41 +133,40 @@ type outCompactionEntry struct {
 	TokensAfter      int64   `json:"tokensAfter,omitempty"`
 }
 
-// outMessage is Message as pi expects it: assistant messages always carry
-// usage (with the cost block pi's totals read, zero when unpriced) and a
-// stop reason, and
-// tool results always say isError.
+// outMessage is sessions.Message as pi expects it: assistant messages
+// always carry usage (with the cost block pi's totals read, zero when
+// unpriced) and a stop reason, and tool results always say isError.
 type outMessage struct {
-	Role       string    `json:"role"`
-	Content    []Content `json:"content"`
-	ToolCallID string    `json:"toolCallId,omitempty"`
-	ToolName   string    `json:"toolName,omitempty"`
-	IsError    *bool     `json:"isError,omitempty"`
-	Provider   string    `json:"provider,omitempty"`
-	Model      string    `json:"model,omitempty"`
-	Usage      *Usage    `json:"usage,omitempty"`
-	StopReason string    `json:"stopReason,omitempty"`
-	Timestamp  int64     `json:"timestamp"`
+	Role       string             `json:"role"`
+	Content    []sessions.Content `json:"content"`
+	ToolCallID string             `json:"toolCallId,omitempty"`
+	ToolName   string             `json:"toolName,omitempty"`
+	IsError    *bool              `json:"isError,omitempty"`
+	Provider   string             `json:"provider,omitempty"`
+	Model      string             `json:"model,omitempty"`
+	Usage      *sessions.Usage    `json:"usage,omitempty"`
+	StopReason string             `json:"stopReason,omitempty"`
+	Timestamp  int64              `json:"timestamp"`
 }
 
 // normalizeForWrite applies what a written line will say, so the message
 // kept in memory equals the one a reload reads: a timestamp, non-nil
 // content, compact tool arguments ({} when empty), and for assistant
 // messages a usage block and a stop reason.
-func normalizeForWrite(m Message, now time.Time) (Message, error) {
+func normalizeForWrite(m sessions.Message, now time.Time) (sessions.Message, error) {
 	if m.Timestamp == 0 {
 		m.Timestamp = now.UnixMilli()
 	}
 	if m.Content == nil {
-		m.Content = []Content{}
+		m.Content = []sessions.Content{}
 	}
 	copied := false
 	for i, c := range m.Content {
-		if c.Type != BlockToolCall {
+		if c.Type != sessions.BlockToolCall {
 			continue
 		}
 		if !copied {
-			m.Content, copied = append([]Content(nil), m.Content...), true
+			m.Content, copied = append([]sessions.Content(nil), m.Content...), true
 		}
 		if len(bytes.TrimSpace(c.Arguments)) == 0 {
 			m.Content[i].Arguments = json.RawMessage("{}")
@@ -159,13 +174,13 @@ func normalizeForWrite(m Message, now time.Time) (Message, error) {
 		}
 		var b bytes.Buffer
 		if err := json.Compact(&b, c.Arguments); err != nil {
-			return Message{}, fmt.Errorf("tool call %q arguments: %w", c.ID, err)
+			return sessions.Message{}, fmt.Errorf("tool call %q arguments: %w", c.ID, err)
 		}
 		m.Content[i].Arguments = b.Bytes()
 	}
-	if m.Role == RoleAssistant {
+	if m.Role == sessions.RoleAssistant {
 		if m.Usage == nil {
-			m.Usage = &Usage{}
+			m.Usage = &sessions.Usage{}
 		}
 		if m.StopReason == "" {
 			m.StopReason = "stop"
@@ -179,16 +194,16 @@ func normalizeForWrite(m Message, now time.Time) (Message, error) {
 
 // toOutMessage maps a normalised message to its line shape: tool results
 // always say isError, assistant usage carries the cost block pi sums.
-func toOutMessage(m Message) outMessage {
+func toOutMessage(m sessions.Message) outMessage {
 	o := outMessage{
 		Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName,
 		Provider: m.Provider, Model: m.Model, StopReason: m.StopReason, Timestamp: m.Timestamp,
 	}
 	switch m.Role {
-	case RoleToolResult:
+	case sessions.RoleToolResult:
 		isErr := m.IsError
 		o.IsError = &isErr
-	case RoleAssistant:
+	case sessions.RoleAssistant:
 		if m.Usage != nil {
 			u := *m.Usage
 			o.Usage = &u
@@ -211,13 +226,4 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func hasToolCall(m Message) bool {
-	for _, c := range m.Content {
-		if c.Type == BlockToolCall {
-			return true
-		}
-	}
-	return false
 }
