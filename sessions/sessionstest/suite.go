@@ -5,7 +5,7 @@
 // (through sessions.AgentStore), TestDelivery sessions.Delivery,
 // TestRoomLog sessions.RoomLog, TestPairing and TestCursors the pairing and
 // cursor state; the benchmarks run the same work on each backend so their
-// figures compare. The files backend runs them from package sessions, the
+// figures compare. The files backend runs them from sessions/filestore, the
 // PostgreSQL backend from sessions/pgstore.
 //
 // Only tests import this package. The suites run their cases as parallel
