@@ -234,7 +234,10 @@ func TestRefusal(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"127.0.0.2", "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254", "100.100.100.200",
-		"0.0.0.0", "224.0.0.1", "255.255.255.255", "::", "::1", "fe80::1", "fc00::1", "ff02::1", "::ffff:127.0.0.1", "64:ff9b::a00:1", "2002:a00:1::1"} {
+		"0.0.0.0", "224.0.0.1", "255.255.255.255", "::", "::1", "fe80::1", "fc00::1", "ff02::1", "::ffff:127.0.0.1", "64:ff9b::a00:1", "2002:a00:1::1",
+		// IPv4-compatible and IPv4-translated forms (issue 22's attack: only
+		// the kernel refused them), of non-public and of public addresses.
+		"::127.0.0.1", "::ffff:0:7f00:1", "::10.0.0.1", "::169.254.169.254", "::ffff:0:a9fe:a9fe", "::8.8.8.8", "::ffff:0:808:808"} {
 		if Refusal(netip.MustParseAddr(s)) == "" {
 			t.Errorf("%s not refused", s)
 		}

@@ -26,12 +26,19 @@ var (
 	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
 	sixToFour  = netip.MustParsePrefix("2002::/16")
 	teredo     = netip.MustParsePrefix("2001::/32")
+	// IPv4-compatible (::a.b.c.d, deprecated by RFC 4291) and
+	// IPv4-translated (::ffff:0:a.b.c.d, RFC 2765) forms: Unmap does not
+	// turn them into IPv4, and a host or translator may still reach the
+	// embedded address ([::127.0.0.1] is the loopback on some stacks).
+	v4Compatible = netip.MustParsePrefix("::/96")
+	v4Translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // Refusal returns why a may not be dialled, or "" when it is a public
 // address. IPv4-mapped IPv6 addresses are judged as the IPv4 address;
-// NAT64, 6to4 and Teredo prefixes, which embed an IPv4 address a gateway
-// would reach for us, are refused outright.
+// NAT64, 6to4 and Teredo prefixes and the IPv4-compatible and
+// IPv4-translated forms, which embed an IPv4 address a gateway or the
+// host's stack would reach for us, are refused outright.
 func Refusal(a netip.Addr) string {
 	a = a.Unmap()
 	switch {
@@ -51,8 +58,10 @@ func Refusal(a netip.Addr) string {
 		return "a carrier-grade NAT address"
 	case thisNet.Contains(a), benchmark.Contains(a), reserved.Contains(a), ietf.Contains(a):
 		return "a reserved address"
-	case nat64.Contains(a), nat64Local.Contains(a), sixToFour.Contains(a), teredo.Contains(a):
+	case nat64.Contains(a), nat64Local.Contains(a), sixToFour.Contains(a), teredo.Contains(a), v4Translated.Contains(a):
 		return "a translated IPv4 address"
+	case v4Compatible.Contains(a):
+		return "an IPv4-compatible address"
 	}
 	return ""
 }
