@@ -104,7 +104,7 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 			}
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
-			if a.slashGuild(g.Guild) {
+			if a.slashGuildCreated(g.Guild) {
 				register(g.ID)
 			}
 		}),

@@ -422,3 +422,38 @@ func TestSlashRefusalAndFailures(t *testing.T) {
 		t.Error("the unknown command reached the handler")
 	}
 }
+
+// TestGuildCreateJudgedUnderStateLock (issue 22 item 11): a guild the
+// bot joins while connected (no READY stub) is kept by the library's state
+// as GUILD_CREATE's own struct, and the inbound path caches a channel it
+// looked up over REST into it under the state's lock; the slash
+// registration judges the guild from the state under that lock. (The race
+// the hostile run reported did not show here under -race before the fix
+// either; this keeps the path exercised: a guild joined later, admitted by
+// a channel only REST knows, gets its messages.)
+func TestGuildCreateJudgedUnderStateLock(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	// Guild 505 is admitted by channel 616 only, which GUILD_CREATE does
+	// not announce: judging it reads every channel the event holds.
+	rules := newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}, "616": {}}})
+	fo := fakeOptions()
+	fo.NoEcho = true
+	fake, _ := startSlashAdapter(t, Config{}, rules, fo, accept(got))
+	if regs, err := fake.WaitRegistrations(ctxT(t), 1); err != nil {
+		t.Fatalf("registrations %+v: %v", regs, err)
+	}
+	fake.AddChannel(&discordgo.Channel{ID: "616", GuildID: "505", Type: discordgo.ChannelTypeGuildText})
+	fake.Dispatch("GUILD_CREATE", &discordgo.Guild{ID: "505", Name: "joined later",
+		Channels: []*discordgo.Channel{{ID: "615", GuildID: "505", Type: discordgo.ChannelTypeGuildText}}})
+	bot := fake.BotUser()
+	fake.SendMessageCreate(&discordgo.Message{ChannelID: "616", GuildID: "505", Author: alice,
+		Content: "<@!" + bot.ID + "> hi", Mentions: []*discordgo.User{bot}})
+	select {
+	case in := <-got:
+		if in.ChatID != "616" {
+			t.Fatalf("message in 616 arrived as %+v", in)
+		}
+	case <-ctxT(t).Done():
+		t.Fatal("message in the REST channel 616 not handled")
+	}
+}

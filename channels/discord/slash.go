@@ -128,6 +128,26 @@ func (a *Adapter) slashGuildNow(id string) bool {
 	return true
 }
 
+// slashGuildCreated judges the guild a GUILD_CREATE announced as the
+// gateway's state holds it, under the state's lock (issue 22 item 11): the
+// state keeps the event's own struct for a guild it did not know and
+// copies it into its own otherwise, and the inbound path caches channels
+// it looked up over REST into that struct while this runs. Without a state
+// entry (none is kept) the event's guild is judged.
+func (a *Adapter) slashGuildCreated(g *discordgo.Guild) bool {
+	if g == nil {
+		return false
+	}
+	a.s.State.RLock()
+	defer a.s.State.RUnlock()
+	for _, sg := range a.s.State.Guilds {
+		if sg != nil && sg.ID == g.ID {
+			return a.slashGuild(sg)
+		}
+	}
+	return a.slashGuild(g)
+}
+
 // slashGuildsNow maps every available guild of the gateway's state to
 // whether it is admitted under the configuration in force. The state's lock
 // is held while its guilds are read: discordgo updates them in place.
