@@ -19,8 +19,13 @@ type HTTP struct {
 	// accepted besides the API's own (CSRF defence). "*" allows any.
 	AllowedHosts   []string `mapstructure:"allowedHosts"`
 	AllowedOrigins []string `mapstructure:"allowedOrigins"`
-	// MaxConnections caps concurrent client connections (default 512).
-	MaxConnections int `mapstructure:"maxConnections"`
+	// MaxConnections caps concurrent client connections (default 512);
+	// MaxConnectionsPerClient those of one client address off loopback
+	// (0: 64, or MaxConnections if lower; see PerClientCap). A connection
+	// past a cap replaces the one that has waited longest without a
+	// request being served, or is refused with 503 when all are serving.
+	MaxConnections          int `mapstructure:"maxConnections"`
+	MaxConnectionsPerClient int `mapstructure:"maxConnectionsPerClient"`
 }
 
 // Validate checks the http section: a listen address off loopback needs
@@ -44,6 +49,9 @@ func (h HTTP) Validate() error {
 	if h.MaxConnections < 1 || h.MaxConnections > 100000 {
 		return fmt.Errorf("http.maxConnections: %d is not between 1 and 100000", h.MaxConnections)
 	}
+	if h.MaxConnectionsPerClient < 0 || h.MaxConnectionsPerClient > h.MaxConnections {
+		return fmt.Errorf("http.maxConnectionsPerClient: %d is not between 0 (the default) and http.maxConnections (%d)", h.MaxConnectionsPerClient, h.MaxConnections)
+	}
 	for i, host := range h.AllowedHosts {
 		if strings.TrimSpace(host) == "" || strings.ContainsAny(host, "/ ") {
 			return fmt.Errorf("http.allowedHosts[%d]: %q is not a host name", i, host)
@@ -55,6 +63,17 @@ func (h HTTP) Validate() error {
 		}
 	}
 	return nil
+}
+
+// DefaultConnectionsPerClient is http.maxConnectionsPerClient's default.
+const DefaultConnectionsPerClient = 64
+
+// PerClientCap is http.maxConnectionsPerClient with its default applied.
+func (h HTTP) PerClientCap() int {
+	if h.MaxConnectionsPerClient > 0 {
+		return h.MaxConnectionsPerClient
+	}
+	return min(DefaultConnectionsPerClient, h.MaxConnections)
 }
 
 // IsLoopback reports whether host (from host:port) only listens on loopback.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,39 +39,6 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 func listenLoopback(listen string) bool {
 	host, _, err := net.SplitHostPort(listen)
 	return err == nil && configs.IsLoopback(host)
-}
-
-// limitListener accepts at most n connections at once; further clients
-// wait in the kernel's backlog until one closes.
-func limitListener(l net.Listener, n int) net.Listener {
-	return &limitedListener{Listener: l, sem: make(chan struct{}, n)}
-}
-
-type limitedListener struct {
-	net.Listener
-	sem chan struct{}
-}
-
-func (l *limitedListener) Accept() (net.Conn, error) {
-	l.sem <- struct{}{}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }
 
 // startPprof serves Go's profiler on GATEWAY_PPROF_LISTEN (a loopback

@@ -12,8 +12,8 @@ import (
 
 // TestSlowClientsCannotHoldTheServer: clients that trickle their headers,
 // or never send the body they announced, are cut off by the server's
-// timeouts, and the connection cap keeps the rest waiting in the backlog
-// instead of taking descriptors; /healthz answers once they are gone.
+// timeouts (or make room for newcomers: connlimit_test.go); /healthz
+// answers after them.
 func TestSlowClientsCannotHoldTheServer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,7 +30,9 @@ func TestSlowClientsCannotHoldTheServer(t *testing.T) {
 		}
 	})
 	srv := newHTTPServer(mux, limits)
-	go func() { _ = srv.Serve(limitListener(ln, 4)) }()
+	g := newConnGovernor(4, 4)
+	g.install(srv)
+	go func() { _ = srv.Serve(g.listener(ln)) }()
 	defer srv.Close()
 	addr := ln.Addr().String()
 

@@ -98,8 +98,11 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	if err != nil {
 		return fmt.Errorf("gateway: listen %s: %w", cfg.HTTP.Listen, err)
 	}
-	ln = limitListener(ln, cfg.HTTP.MaxConnections)
+	conns := newConnGovernor(cfg.HTTP.MaxConnections, cfg.HTTP.PerClientCap())
+	d.reg.MustRegister(conns.evicted, conns.refused)
 	httpSrv := newHTTPServer(d.server, defaultHTTPLimits)
+	conns.install(httpSrv)
+	ln = conns.listener(ln)
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- httpSrv.Serve(ln) }()
 
