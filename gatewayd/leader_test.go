@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
@@ -169,8 +170,8 @@ agents:
 }
 
 // TestTelegramPollerFailover: three daemons on one database poll one bot:
-// only the leader calls getUpdates; when it stops cleanly a stand-by polls
-// within 2 s, when that one stops as a crash does (its lease kept) the
+// only the leader calls getUpdates; when it stops cleanly its lease is
+// released and a stand-by polls without waiting for it to expire, when that one stops as a crash does (its lease kept) the
 // last polls within 15 s; no two daemons ever poll at once (so no 409), and
 // every DM injected throughout is answered exactly once (what a stopped
 // replica left queued, by the next replica's start).
@@ -217,9 +218,17 @@ func TestTelegramPollerFailover(t *testing.T) {
 		}
 	}
 
-	// A clean stop releases the lease: a stand-by polls at once.
+	// A clean stop releases the lease: a stand-by polls at once (the
+	// lease is free, or taken already, when a's Run has returned: not left
+	// to expire).
+	if !leaseHeldBy(t, url, "telegram:default", "replica-a") {
+		t.Fatal("a polls but the leases table does not show it holding telegram:default")
+	}
 	stopped := time.Now()
 	a.stop(t)
+	if held := leaseHeldBy(t, url, "telegram:default", "replica-a"); held {
+		t.Error("a stopped cleanly but still holds the poller's lease: a stand-by would wait for it to expire")
+	}
 	var next string
 	waitUntil(t, 5*time.Second, "a stand-by polls", func() bool {
 		for who := range standby {
@@ -231,10 +240,7 @@ func TestTelegramPollerFailover(t *testing.T) {
 		return false
 	})
 	clean := rec.firstBy(next, stopped).Sub(stopped)
-	t.Logf("clean handover: %s polled %s after a's stop began", next, clean)
-	if clean > 2*time.Second {
-		t.Errorf("clean handover took %s, want ≤ 2s", clean)
-	}
+	t.Logf("clean handover: %s polled %s after a's stop began", next, clean) // a figure, not a bound (CI run 20: 2.4 s at load 16)
 
 	// A crash keeps the lease until it expires: the last one polls within 15 s.
 	time.Sleep(time.Second)
@@ -414,4 +420,24 @@ func TestOpenPostgresReplicaID(t *testing.T) {
 		ids[got] = true
 		_ = b.Close()
 	}
+}
+
+// leaseHeldBy reports whether holder holds the lease name now (the
+// database's clock), read straight from the leases table.
+func leaseHeldBy(t *testing.T, url, name, holder string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var held bool
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND expires_at > clock_timestamp())`,
+		name, holder).Scan(&held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
 }
