@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,6 +55,40 @@ func outsideWindow(sent []telegramtest.Sent) []string {
 		}
 	}
 	return out
+}
+
+var runTagRE = regexp.MustCompile(`runs run(\d+) and run(\d+)`)
+
+// sendLog is what the runs named in outside (outsideWindow's findings)
+// logged about sending and taking over replies: resends, retries, take-overs.
+func (d *crashDaemon) sendLog(outside []string) string {
+	runs := map[string]bool{}
+	for _, o := range outside {
+		for _, m := range runTagRE.FindAllStringSubmatch(o, -1) {
+			runs[m[1]], runs[m[2]] = true, true
+		}
+	}
+	var b strings.Builder
+	for r := range runs {
+		n, _ := strconv.Atoi(r)
+		f, err := os.Open(filepath.Join(d.logs, fmt.Sprintf("run-%03d.log", n)))
+		if err != nil {
+			continue
+		}
+		lines := 0
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() && lines < 40 {
+			l := sc.Text()
+			if strings.Contains(l, "retrying") || strings.Contains(l, "resuming reply") || strings.Contains(l, "took over") ||
+				strings.Contains(l, "answered before") || strings.Contains(l, "outbox") || strings.Contains(l, "lease") {
+				fmt.Fprintf(&b, "  run %s: %s\n", r, l)
+				lines++
+			}
+		}
+		f.Close()
+	}
+	return b.String()
 }
 
 // lateFromDeadRuns counts the messages recorded after a later run's.

@@ -340,8 +340,8 @@ func (r *crashRun) report(t *testing.T, kills int, inFlight func(*testing.T, []s
 			len(rep.unanswered), why, firstN(rep.unanswered, 20), len(rep.givenUp), firstN(rep.givenUp, 20), detail)
 	}
 	if len(outside) > 0 {
-		t.Errorf("%d reply chunks delivered twice outside the documented window (the first copy was not the last thing its run sent to that chat before the kill): %v",
-			len(outside), firstN(outside, 5))
+		t.Errorf("%d reply chunks delivered twice outside the documented window (the first copy was not the last thing its run sent to that chat before the kill): %v\n%s",
+			len(outside), firstN(outside, 5), d.sendLog(outside))
 	}
 	if rep.dupChunks > kills/20 {
 		// All in the window (checked above); at this rate the window is
