@@ -115,13 +115,21 @@ func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (L
 	if err := l.validate(name, ttl); err != nil {
 		return Lease{}, false, fmt.Errorf("pgstore: acquire lease %q: %w", name, err)
 	}
+	conn, err := l.db.pool.Acquire(ctx)
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("pgstore: acquire lease %q: %w", name, err)
+	}
+	// The clock starts once a connection is in hand: waiting for the pool
+	// (or dialling) must not eat into the lease, and the database cannot
+	// have started its ttl before the statement was sent.
 	sent := time.Now()
 	got := Lease{Name: name, Holder: l.holder, TTL: ttl}
-	err := l.db.pool.QueryRow(ctx, `INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
+	err = conn.QueryRow(ctx, `INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3::bigint * interval '1 microsecond')
 		`+leaseTakeover+`
 		RETURNING token, acquired_at, expires_at`, name, l.holder, ttl.Microseconds()).
 		Scan(&got.Token, &got.AcquiredAt, &got.ExpiresAt)
+	conn.Release()
 	if err == nil {
 		got.AcquiredAt, got.ExpiresAt = got.AcquiredAt.UTC(), got.ExpiresAt.UTC()
 		got.validUntil = sent.Add(ttl)
@@ -147,8 +155,13 @@ func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (L
 // answer) leave the lease as it was: it may still be held until
 // ValidUntil.
 func (l *Leases) Renew(ctx context.Context, lease Lease) (Lease, error) {
-	sent := time.Now()
-	err := l.db.pool.QueryRow(ctx, `UPDATE leases SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
+	conn, err := l.db.pool.Acquire(ctx)
+	if err != nil {
+		return lease, fmt.Errorf("pgstore: renew lease %q: %w", lease.Name, err)
+	}
+	defer conn.Release()
+	sent := time.Now() // as in Acquire: after the pool's wait
+	err = conn.QueryRow(ctx, `UPDATE leases SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
 		WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()
 		RETURNING expires_at`, lease.Name, l.holder, lease.Token, lease.TTL.Microseconds()).Scan(&lease.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
