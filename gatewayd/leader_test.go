@@ -376,9 +376,11 @@ agents:
 	}
 	took := time.Since(stopped)
 	t.Logf("discord handover: the stand-by connected %s after the leader's stop began", took)
-	// The old leader's Close waits up to a second for the close handshake.
-	if took > 3*time.Second {
-		t.Errorf("handover took %s", took)
+	// A handover, not an expiry: the stand-by connected before the
+	// leader's lease could have run out (the time itself is a figure; the
+	// old leader's Close waits up to a second for the close handshake).
+	if took >= pgstore.DefaultLeaderTTL {
+		t.Errorf("handover took %s: the stand-by waited for the lease to expire (ttl %s), the release was not seen", took, pgstore.DefaultLeaderTTL)
 	}
 }
 
