@@ -174,6 +174,7 @@ func merge(batch []counterReq) []counterReq {
 func (w *counterWriter) write(batch []counterReq) {
 	reqs := merge(batch)
 	ctx, cancel := call()
+	ctx = withOp(ctx, OpCounters)
 	defer cancel()
 	now := w.db.clock()
 	missing := make([]bool, len(reqs))

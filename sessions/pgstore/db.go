@@ -67,6 +67,9 @@ type DB struct {
 	// Open until Close (see startCounters).
 	counters     *counterWriter
 	stopCounters func()
+	// trips counts round trips and commits by operation (roundtrips.go);
+	// it traces every connection made from the pool's config.
+	trips *tripTracer
 }
 
 // Open connects, checks that the server answers, and applies the embedded
@@ -98,6 +101,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 	}
 	target := describe(cfg.ConnConfig.Config)
+	trips := &tripTracer{}
+	cfg.ConnConfig.Tracer = trips
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -109,7 +114,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open: cannot reach PostgreSQL at %s: %w", target, redact(err, cfg.ConnConfig.Password))
 	}
-	db := &DB{pool: pool, log: log.With(zap.String("postgres", target)), now: o.Now, target: target}
+	db := &DB{pool: pool, log: log.With(zap.String("postgres", target)), now: o.Now, target: target, trips: trips}
 	if db.now == nil {
 		db.now = time.Now
 	}

@@ -235,7 +235,7 @@ func (d *Delivery) Close() error {
 		return fmt.Errorf("pgstore: delivery close: %d marks could not be written: %w", n, d.failure)
 	}
 	// What this handle held is claimable at once.
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpRenew), deliveryOpTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock())
@@ -253,7 +253,7 @@ func (d *Delivery) Close() error {
 
 // write runs m in one transaction.
 func (d *Delivery) write(m mark) error {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), m.op), deliveryOpTimeout)
 	defer cancel()
 	if d.fault != nil {
 		if err := d.fault(m.op); err != nil {
@@ -424,7 +424,7 @@ func (d *Delivery) loop() {
 
 // background runs one chore of the loop within deliveryOpTimeout.
 func (d *Delivery) background(what string, fn func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpRenew), deliveryOpTimeout)
 	defer cancel()
 	if err := fn(ctx); err != nil {
 		d.log.Warn("delivery "+what+" failed", zap.Error(err))

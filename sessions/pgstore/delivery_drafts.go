@@ -55,7 +55,7 @@ func (d *Delivery) DraftDone(id string) error {
 // first (an open handle's drafts belong to its running turns); what an
 // earlier call took over is returned again until it is retired.
 func (d *Delivery) Drafts() ([]sessions.Draft, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpClaim), deliveryOpTimeout)
 	defer cancel()
 	out, err := d.claimOrphanDrafts(ctx, d.adopted.list(adoptedDrafts))
 	if err != nil {
@@ -87,7 +87,7 @@ func (d *Delivery) DraftLive(id string) bool {
 	if sessions.CheckID("draft", id) != nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpDraft), deliveryOpTimeout)
 	defer cancel()
 	var live bool
 	err := d.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_drafts WHERE id = $1)`, id).Scan(&live)

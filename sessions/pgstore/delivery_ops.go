@@ -42,7 +42,7 @@ func (d *Delivery) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup
 		n = d.barrier.note()
 	}
 	return dup, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+		ctx, cancel := context.WithTimeout(withOp(context.Background(), OpAcceptWait), deliveryOpTimeout)
 		defer cancel()
 		var err error
 		if dup {
@@ -58,6 +58,7 @@ func (d *Delivery) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup
 }
 
 func (d *Delivery) accept(ctx context.Context, rec sessions.Record, lazy bool) (dup bool, err error) {
+	ctx = withOp(ctx, OpAccept)
 	if err := checkRecord(rec); err != nil {
 		return false, fmt.Errorf("pgstore: delivery accept: %w", err)
 	}

@@ -37,7 +37,10 @@
 // share commits (Appender), and Context decodes only what was appended
 // since it last ran (transcript_cache.go). Per message the daemon costs
 // about 13 transactions, one WAL flush for the reply and one per
-// getUpdates batch; cmd/gateway-bench -postgres reports the figures.
+// getUpdates batch. A DB counts its round trips and commits by
+// operation (OpStats, roundtrips.go): the daemon's metrics
+// gateway_storage_roundtrips_total and gateway_storage_commits_total,
+// which cmd/gateway-bench -postgres reports per message.
 //
 // Concurrency: a DB and the Index values it hands out are safe for
 // concurrent use by many goroutines and by many processes sharing one

@@ -29,6 +29,7 @@ func (x *Index) resetConfig() sessions.ResetConfig {
 // it is stale, moves lastInteractionAt unless o.Internal, and records the
 // origin. Two callers beginning a new key at once get the same entry.
 func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
+	ctx = withOp(ctx, OpBegin)
 	k, err := x.keyString(key)
 	if err != nil {
 		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)

@@ -241,6 +241,7 @@ func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
 // transcript has no header yet).
 func (s *Store) owner(sessionID string) (string, error) {
 	ctx, cancel := call()
+	ctx = withOp(ctx, OpContext)
 	defer cancel()
 	var agent string
 	err := s.x.db.pool.QueryRow(ctx, `SELECT COALESCE(body->>'agentId', '') FROM transcript_entries

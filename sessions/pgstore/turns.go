@@ -80,6 +80,7 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 
 // BeginTurn implements sessions.Turns.
 func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*sessions.TurnHold, error) {
+	ctx = withOp(ctx, OpBeginTurn)
 	if d.isClosed.Load() {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, errClosed)
 	}

@@ -25,6 +25,7 @@ func (db *DB) Usage() sessions.UsageLog { return usageLog{db} }
 // Record implements sessions.UsageLog; a row whose agent, session id and
 // time are stored already is ignored.
 func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
+	ctx = withOp(ctx, OpUsage)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -79,6 +80,7 @@ var usageGroup = map[string][2]string{
 
 // Query implements sessions.UsageLog.
 func (u usageLog) Query(ctx context.Context, f sessions.UsageFilter) ([]sessions.UsageBucket, error) {
+	ctx = withOp(ctx, OpUsage)
 	if err := sessions.CheckUsageFilter(f); err != nil {
 		return nil, err
 	}
@@ -136,6 +138,7 @@ func usageWhere(f sessions.UsageFilter) (string, []any) {
 
 // Rows implements sessions.UsageLog, by agent and time.
 func (u usageLog) Rows(ctx context.Context, f sessions.UsageFilter, fn func(sessions.UsageRow) error) error {
+	ctx = withOp(ctx, OpUsage)
 	if err := sessions.CheckUsageFilter(f); err != nil {
 		return err
 	}
@@ -159,6 +162,7 @@ func (u usageLog) Rows(ctx context.Context, f sessions.UsageFilter, fn func(sess
 
 // Refs implements sessions.UsageLog.
 func (u usageLog) Refs(ctx context.Context, agentID string) (map[sessions.UsageRef]bool, error) {
+	ctx = withOp(ctx, OpUsage)
 	if !routing.ValidID(agentID) {
 		return nil, fmt.Errorf("pgstore: usage: refs: agent %q: not a valid agent id", agentID)
 	}
