@@ -186,11 +186,15 @@ func (l *Leases) Release(ctx context.Context, lease Lease) error {
 	if l.keep {
 		return nil
 	}
-	_, err := l.db.pool.Exec(ctx, `WITH r AS (
+	// Through the group commit (writegroup.go): a turn's release shares
+	// the round trip of other writes.
+	err := l.db.writes.do(ctx, &write{op: OpLease, key: rowKey("l", lease.Name), fill: func(b *pgx.Batch) {
+		b.Queue(`WITH r AS (
 			UPDATE leases SET expires_at = clock_timestamp()
 			WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()
 			RETURNING name)
 		SELECT pg_notify($4, name) FROM r`, lease.Name, l.holder, lease.Token, releasedChannel)
+	}})
 	if err != nil {
 		return fmt.Errorf("pgstore: release lease %q: %w", lease.Name, err)
 	}

@@ -35,20 +35,34 @@ func chainOf(entries []TranscriptEntry, complete bool) (*transcript.Chain, error
 // reads and decodes only the entries appended since.
 func (t *TranscriptLog) Context(ctx context.Context) (sessions.Context, error) {
 	ctx = withOp(ctx, OpContext)
-	if out, ok, err := t.cachedContext(ctx); err != nil || ok {
-		return out, err
-	}
-	tail, err := t.db.LoadFromLatestCompaction(ctx, t.sessionID)
-	if err != nil {
+	r := t.contextRead()
+	if err := r.query(ctx, t.db); err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: context: %w", err)
 	}
-	complete := tail.Compaction < 0
-	c, err := chainOf(tail.Entries, complete)
+	return t.contextFrom(ctx, r)
+}
+
+// contextFrom builds the context from what r read: the cached chain
+// extended by the entries since, or the tail. It reads again only when
+// that is not enough (the cached chain was cut, or needs older entries;
+// the tail's chain needs entries before it).
+func (t *TranscriptLog) contextFrom(ctx context.Context, r *contextRead) (sessions.Context, error) {
+	if r.cc != nil {
+		if out, ok, err := t.extendCached(r); err != nil || ok {
+			return out, err
+		}
+		r = &contextRead{sessionID: t.sessionID}
+		if err := r.query(ctx, t.db); err != nil {
+			return sessions.Context{}, fmt.Errorf("transcript: context: %w", err)
+		}
+	}
+	complete := r.tail.Compaction < 0
+	c, err := chainOf(r.tail.Entries, complete)
 	if err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
 	}
 	if out, ok := c.Context(); ok {
-		t.keepChain(c, tail.Entries)
+		t.keepChain(c, r.tail.Entries)
 		return out, nil
 	}
 	c, all, err := t.whole(ctx)
