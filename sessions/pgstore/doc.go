@@ -43,9 +43,10 @@
 // whose riders (a turn's start mark and usage row) cost no round trip of
 // their own; a session's queued counters are written by its next Begin,
 // and the inputs of a turn are appended and the context read back in one
-// statement batch (AppendLazyContext). A turn then waits for six writes
-// (accept, start and Begin, inputs and context, the reply's append, its
-// outbox row, the last chunk's mark) instead of about thirteen. A DB
+// statement batch (AppendLazyContext). A message then waits for six
+// writes (its accept; its turn's start and Begin, inputs and context, the
+// reply's append, its outbox row, the last chunk's mark) instead of about
+// thirteen, and shares most of them with other messages' writes. A DB
 // counts its round trips and commits by operation (OpStats,
 // roundtrips.go): the daemon's metrics gateway_storage_roundtrips_total
 // and gateway_storage_commits_total, which cmd/gateway-bench -postgres

@@ -42,19 +42,19 @@ func TestWriteGroupShares(t *testing.T) {
 	db, _ := openTest(t)
 	groupTable(t, db)
 	// A group commit of one committer, held in a write while 20 queue.
-	g := &writeGroup{db: db, committers: 1, wake: make(chan struct{}, 1)}
+	g := newWriteGroup(db, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); g.run(ctx) }()
 	defer func() { cancel(); <-ran }()
-	hold := make(chan struct{})
+	hold, started := make(chan struct{}), make(chan struct{})
 	held := &write{op: "hold", fill: func(b *pgx.Batch) {
-		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { <-hold; return nil })
+		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
 	}}
 	var release sync.Once
 	defer release.Do(func() { close(hold) }) // a failed wait leaves no committer held
 	go func() { _ = g.do(context.Background(), held) }()
-	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.taken == 1 })
+	<-started
 	before := opCounts(db, OpGroup, "test")
 	var wg sync.WaitGroup
 	errs := make([]error, 20)
@@ -140,36 +140,59 @@ func TestWriteGroupRiders(t *testing.T) {
 	}
 }
 
-// A write returns only once every group taken before its own has its
-// outcome, even when its own committed first.
-func TestWriteGroupReleasesInOrder(t *testing.T) {
+// A write returns only once every rider handed over before it has its
+// outcome, even when its own group committed first; a write behind a slow
+// write that is not a rider is not held up by it.
+func TestWriteGroupReleaseWaitsForRiders(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
 	groupTable(t, db)
-	g := &writeGroup{db: db, committers: 2, wake: make(chan struct{}, 1)}
+	g := newWriteGroup(db, 4) // two for lazy writes
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); g.run(ctx) }()
 	defer func() { cancel(); <-ran }()
-	hold := make(chan struct{})
-	first := &write{op: "hold", fill: func(b *pgx.Batch) {
-		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { <-hold; return nil })
-	}}
 	var release sync.Once
+	hold := make(chan struct{})
 	defer release.Do(func() { close(hold) })
-	firstDone := make(chan error, 1)
-	go func() { firstDone <- g.do(context.Background(), first) }()
-	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.taken == 1 })
+	blocking := func(op string, started chan struct{}) *write {
+		return &write{op: op, fill: func(b *pgx.Batch) {
+			b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
+		}}
+	}
+
+	// A slow write that is not a rider holds nothing else up.
+	slowStarted := make(chan struct{})
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- g.do(context.Background(), blocking("slow", slowStarted)) }()
+	<-slowStarted
+	if err := g.do(ctxT(t), insertWrite("after slow", 1)); err != nil {
+		t.Fatal(err)
+	}
+	release.Do(func() { close(hold) })
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+
+	// A slow rider holds up the writes handed over after it.
+	hold = make(chan struct{})
+	release = sync.Once{}
+	riderStarted := make(chan struct{})
+	riderDone := make(chan error, 1)
+	r := blocking("rider", riderStarted)
+	r.done = func(err error) { riderDone <- err }
+	g.ride(r)
+	<-riderStarted // sent alone after riderDelay, on one committer
 	second := make(chan error, 1)
 	go func() { second <- g.do(context.Background(), insertWrite("second", 1)) }()
-	waitFor(t, 10*time.Second, func() bool { return countRows(t, db, "second") == 1 }) // committed
+	waitFor(t, 10*time.Second, func() bool { return countRows(t, db, "second") == 1 }) // committed on the other
 	select {
 	case err := <-second:
-		t.Fatalf("the second write returned (%v) before the first group had its outcome", err)
+		t.Fatalf("the write after a rider returned (%v) before the rider had its outcome", err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	release.Do(func() { close(hold) })
-	if err := <-firstDone; err != nil {
+	if err := <-riderDone; err != nil {
 		t.Fatal(err)
 	}
 	if err := <-second; err != nil {
