@@ -339,12 +339,12 @@ func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 // own are cached (queuecache.go).
 func (d *Dispatcher) laneSettings(k routing.Key) lanes.Settings {
 	rt := d.rt.Load()
-	sq, ok := d.queues.get(k)
+	sq, ok, mark := d.queues.get(k)
 	if !ok {
 		if st, err := d.opts.Sessions.Store(k.Agent); err == nil {
 			if e, _, err := st.Get(k); err == nil { // no entry yet: none of its own
 				sq = queueOf(e)
-				d.queues.note(k, e)
+				d.queues.noteRead(k, e, mark)
 			}
 		}
 	}

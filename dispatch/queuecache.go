@@ -22,12 +22,17 @@ const queueCacheSweep = 4096
 // settings, asked for at every enqueue, cost one storage read per session
 // and queueCacheTTL rather than one per message. Each turn's Begin
 // refreshes them from the entry it returns, and any command (/queue, /new)
-// forgets them; a change made elsewhere (the HTTP API, another replica) applies
-// from the session's next turn, or at its next message after
-// queueCacheTTL. It is safe for concurrent use.
+// or operator action (the HTTP API's patch, through Serialise) forgets
+// them; a change made by another replica applies from the session's next
+// turn, or at its next message after queueCacheTTL. It is safe for
+// concurrent use.
 type queueCache struct {
 	mu sync.Mutex
 	m  map[routing.Key]queueCached // by session; guarded by mu
+	// forgets counts forget calls (guarded by mu): a read of an entry
+	// that began before one may have read the settings it dropped, so
+	// noteRead keeps it only when none came in between.
+	forgets uint64
 }
 
 type queueCached struct {
@@ -35,23 +40,41 @@ type queueCached struct {
 	until time.Time
 }
 
-// get returns key's settings if they were noted within queueCacheTTL.
-func (c *queueCache) get(key routing.Key) (sessionQueue, bool) {
+// get returns key's settings if they were noted within queueCacheTTL;
+// otherwise a mark to hand noteRead with the entry read then.
+func (c *queueCache) get(key routing.Key) (sessionQueue, bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q, ok := c.m[key]
 	if !ok || !time.Now().Before(q.until) {
-		return sessionQueue{}, false
+		return sessionQueue{}, false, c.forgets
 	}
-	return q.sq, true
+	return q.sq, true, 0
 }
 
-// note records the settings of entry e as they are now.
-func (c *queueCache) note(key routing.Key, e sessions.Entry) {
-	sq := queueOf(e)
-	now := time.Now()
+// noteRead records the settings of entry e, read after get returned mark,
+// unless a forget came in between (the entry may predate the change that
+// forget announced).
+func (c *queueCache) noteRead(key routing.Key, e sessions.Entry, mark uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.forgets != mark {
+		return
+	}
+	c.noteLocked(key, e)
+}
+
+// note records the settings of entry e as they are now (a turn's Begin:
+// it runs on the lane, after any forget of its session).
+func (c *queueCache) note(key routing.Key, e sessions.Entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.noteLocked(key, e)
+}
+
+func (c *queueCache) noteLocked(key routing.Key, e sessions.Entry) {
+	sq := queueOf(e)
+	now := time.Now()
 	if c.m == nil {
 		c.m = map[routing.Key]queueCached{}
 	}
@@ -70,6 +93,7 @@ func (c *queueCache) forget(key routing.Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, key)
+	c.forgets++
 }
 
 // queueOf is the session's own queue settings in e.
