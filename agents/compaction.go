@@ -78,6 +78,7 @@ func (r *Runner) compact(ctx context.Context, s *session, instructions string) (
 	before := llm.EstimateMessages(c.Messages)
 	after := llm.EstimateMessage(summaryMessage(summary)) + llm.EstimateMessages(c.Messages[p.firstKept:])
 	comp := sessions.Compaction{Summary: summary, FirstKeptEntryID: p.firstKeptID, TokensBefore: before, TokensAfter: after}
+	s.next = nil
 	if _, err := s.tr.AppendCompaction(ctx, comp); err != nil {
 		return compactResult{}, fmt.Errorf("agents: compact: append: %w", err)
 	}

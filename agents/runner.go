@@ -152,6 +152,10 @@ func newRunner(opts Options) (r *Runner, err error) {
 type Turn struct {
 	AgentID string
 	Key     routing.Key
+	// Entry is the session's entry as the caller began it (Begin's
+	// answer): the turn runs in that session without reading the entry
+	// again. Nil: the runner reads it.
+	Entry *sessions.Entry
 	// Inputs are new user messages; the runner appends them to the
 	// transcript first (then calls OnInputsAppended).
 	Inputs           []sessions.Message
@@ -254,6 +258,9 @@ type session struct {
 	st    store
 	tr    transcript
 	entry sessions.Entry
+	// next is the context the last append left (contextAppender), for the
+	// context read that follows it; nil: read it.
+	next *sessions.Context
 	// provider and model are the model calls go to: cands[cur].
 	provider llm.Provider
 	model    string // without the provider prefix
@@ -265,6 +272,12 @@ type session struct {
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
+	return r.openEntry(agentID, key, nil)
+}
+
+// openEntry opens the session of key in entry e, or in the entry read
+// from the store when e is nil.
+func (r *Runner) openEntry(agentID string, key routing.Key, begun *sessions.Entry) (*session, error) {
 	a, ok := r.agents[agentID]
 	if !ok {
 		return nil, userErr("This agent is not configured.", fmt.Errorf("unknown agent %q", agentID))
@@ -273,11 +286,12 @@ func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agents: open store %s: %w", agentID, err)
 	}
-	e, ok, err := st.Get(key)
-	if err != nil {
+	var e sessions.Entry
+	if begun != nil {
+		e = *begun
+	} else if e, ok, err = st.Get(key); err != nil {
 		return nil, fmt.Errorf("agents: get session %s: %w", key, err)
-	}
-	if !ok {
+	} else if !ok {
 		return nil, fmt.Errorf("agents: session %s: %w", key, sessions.ErrNotFound)
 	}
 	log := r.log.With(zap.String("agent_id", agentID), zap.String("session_key", key.String()))
@@ -305,7 +319,7 @@ func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
 // Run runs one turn to completion (tool loop included). Errors carry a
 // UserError message where one can be shown in the chat.
 func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
-	s, err := r.open(t.AgentID, t.Key)
+	s, err := r.openEntry(t.AgentID, t.Key, t.Entry)
 	if err != nil {
 		return Result{}, err
 	}
@@ -345,7 +359,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 				}
 			}
 		}
-		c, err := s.tr.Context(ctx)
+		c, err := s.context(ctx)
 		if err != nil {
 			return res, fmt.Errorf("agents: load context: %w", err)
 		}
@@ -488,20 +502,41 @@ func (r *Runner) stamp(s *session, m sessions.Message, req llm.Request) sessions
 	return m
 }
 
+// appendMessages appends msgs lazily (the journal holds the inputs
+// durably; the reply's append flushes them). A transcript that can read
+// the context in the same step keeps it for the model call that follows.
 func (r *Runner) appendMessages(ctx context.Context, s *session, msgs []sessions.Message) error {
 	for i := range msgs {
 		if msgs[i].Timestamp == 0 {
 			msgs[i].Timestamp = r.now().UnixMilli()
 		}
 	}
-	if _, err := s.tr.AppendLazy(ctx, msgs...); err != nil {
+	s.next = nil
+	if ca, ok := s.tr.(contextAppender); ok {
+		_, c, err := ca.AppendLazyContext(ctx, msgs...)
+		if err != nil {
+			return fmt.Errorf("agents: append to transcript: %w", err)
+		}
+		s.next = &c
+	} else if _, err := s.tr.AppendLazy(ctx, msgs...); err != nil {
 		return fmt.Errorf("agents: append to transcript: %w", err)
 	}
 	s.st.AddCounters(s.key, sessions.Counters{Messages: len(msgs)})
 	return nil
 }
 
+// context is the context the model is sent next: the one the last
+// append left, or read now.
+func (s *session) context(ctx context.Context) (sessions.Context, error) {
+	if c := s.next; c != nil {
+		s.next = nil
+		return *c, nil
+	}
+	return s.tr.Context(ctx)
+}
+
 func (r *Runner) appendAssistant(ctx context.Context, s *session, m sessions.Message) (string, error) {
+	s.next = nil
 	ids, err := s.tr.Append(ctx, m)
 	if err != nil {
 		return "", fmt.Errorf("agents: append to transcript: %w", err)

@@ -29,6 +29,14 @@ type transcript interface {
 	History(ctx context.Context) ([]sessions.Message, error)
 }
 
+// contextAppender is a transcript that appends lazily and reads the
+// context the append leaves in one step (pgstore: one round trip instead
+// of two). The runner uses it, when the transcript has it, for what it
+// appends right before a model call.
+type contextAppender interface {
+	AppendLazyContext(ctx context.Context, msgs ...sessions.Message) ([]string, sessions.Context, error)
+}
+
 // sessionStore is a store over the storage seam.
 type sessionStore struct{ sessions.AgentStore }
 

@@ -90,6 +90,9 @@ var helpText = channels.HelpText(channels.Commands())
 func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 	d := c.d
 	defer d.finish(w.RecordID)
+	// A command may change the session's queue settings (/queue, /new):
+	// the next message reads them from its entry.
+	defer d.queues.forget(w.Key)
 	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
 	store, err := d.opts.Sessions.Store(w.AgentID)
 	if err != nil {

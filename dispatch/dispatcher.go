@@ -59,6 +59,9 @@ type Dispatcher struct {
 	life context.Context
 	kill context.CancelFunc
 	gate editGate // spaces streaming edits per chat
+	// queues caches the sessions' own queue settings for the lanes
+	// (queuecache.go).
+	queues queueCache
 	// outbox sends replies and owns the resends that cannot wait on a
 	// lane; recovery resumes work left by a previous run, another replica
 	// or an unsure journal write. Shutdown waits for their goroutines.
@@ -332,14 +335,17 @@ func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 }
 
 // laneSettings is the lanes' Settings: the queue settings of session k
-// (its /queue override, its channel's, the global ones).
+// (its /queue override, its channel's, the global ones). The session's
+// own are cached (queuecache.go).
 func (d *Dispatcher) laneSettings(k routing.Key) lanes.Settings {
 	rt := d.rt.Load()
-	var sq sessionQueue
-	if st, err := d.opts.Sessions.Store(k.Agent); err == nil {
-		if e, ok, _ := st.Get(k); ok {
-			sq = sessionQueue{Mode: e.QueueMode, Debounce: time.Duration(e.QueueDebounceMs) * time.Millisecond,
-				Cap: e.QueueCap, Drop: e.QueueDrop}
+	sq, ok, mark := d.queues.get(k)
+	if !ok {
+		if st, err := d.opts.Sessions.Store(k.Agent); err == nil {
+			if e, _, err := st.Get(k); err == nil { // no entry yet: none of its own
+				sq = queueOf(e)
+				d.queues.noteRead(k, e, mark)
+			}
 		}
 	}
 	return rt.Queue.settings(k.Channel, sq)

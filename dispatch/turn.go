@@ -116,6 +116,7 @@ func (t *turn) begin(ctx context.Context) bool {
 		d.fails.failed(ctx, t.ws, t.log, fmt.Errorf("session begin: %w", err))
 		return false
 	}
+	d.queues.note(t.first.Key, t.entry)
 	if t.info.ResetReason != "" {
 		d.opts.Metrics.Resets.WithLabelValues(t.info.ResetReason).Inc()
 		t.log.Info("session rolled over", zap.String("reason", t.info.ResetReason), zap.String("previous_session_id", t.info.Previous))

@@ -36,6 +36,7 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
 		AgentID: first.AgentID,
 		Key:     first.Key,
+		Entry:   &t.entry,
 		Inputs:  inputs,
 		Reuse:   len(inputs) == 0 && slices.ContainsFunc(t.ws, func(w *work) bool { return w.Reuse }),
 		Steer:   t.steerFunc(ctx),
@@ -47,7 +48,9 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		OnInputsAppended: t.hist.appended,
 		Room:             room,
 	})
-	t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it
+	if !d.recordUsageLater(last, res, t.log) {
+		t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it
+	}
 	stopTyping()
 	stream.stop()
 	t.hist.cut() // the reply's fsync made the inputs durable: drop the history they took

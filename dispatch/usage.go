@@ -53,6 +53,29 @@ func roomOf(in channels.Inbound) string {
 	return room
 }
 
+// laterRecorder is a usage ledger that records a row with the writes that
+// follow instead of a write of its own (pgstore: the turn's reply carries
+// it, at no cost in round trips).
+type laterRecorder interface {
+	RecordLater(rows ...sessions.UsageRow) error
+}
+
+// recordUsageLater hands a turn's row to a ledger that records it with
+// the writes that follow (the reply's), and reports whether it did; a
+// failure is logged.
+func (d *Dispatcher) recordUsageLater(last *work, res agents.Result, log *zap.Logger) bool {
+	lr, ok := d.opts.Sessions.Usage().(laterRecorder)
+	if !ok {
+		return false
+	}
+	if row, ok := usageRow(last, res); ok {
+		if err := lr.RecordLater(row); err != nil {
+			log.Warn("usage row not recorded", zap.Error(err))
+		}
+	}
+	return true
+}
+
 // recordUsage adds a turn's row to the usage ledger. A failure is logged
 // and never fails the turn: `gateway usage rebuild` restores the row from
 // the transcript.

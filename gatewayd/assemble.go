@@ -124,6 +124,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))
+	registerStorageMetrics(d.reg, d.backend)
 	for _, a := range d.adapters {
 		ch := channelOf(a.Name())
 		if ch == nil || ch.webhook == nil {

@@ -93,3 +93,53 @@ func (c *replicaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.unclaimed, prometheus.GaugeValue, float64(st.Ingress.Unclaimed))
 	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, st.Ingress.OldestAge.Seconds())
 }
+
+// opStatser is a backend that counts its database round trips and
+// commits by operation (pgstore.Backend).
+type opStatser interface {
+	OpStats() []pgstore.OpStats
+}
+
+// registerStorageMetrics registers the round-trip and commit counters
+// (issue 21: what a message costs the database, by operation) when b
+// counts them; otherwise it does nothing.
+func registerStorageMetrics(reg prometheus.Registerer, b sessions.Backend) {
+	src, ok := b.(opStatser)
+	if !ok {
+		return
+	}
+	reg.MustRegister(newStorageCollector(src.OpStats))
+}
+
+// storageCollector reads the backend's counters at each scrape; it keeps
+// no state.
+type storageCollector struct {
+	stats          func() []pgstore.OpStats
+	trips, commits *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*storageCollector)(nil)
+
+func newStorageCollector(stats func() []pgstore.OpStats) *storageCollector {
+	return &storageCollector{stats: stats,
+		trips: prometheus.NewDesc("gateway_storage_roundtrips_total",
+			"Database round trips (a statement, or a pipelined batch of them) by backend operation.", []string{"op"}, nil),
+		commits: prometheus.NewDesc("gateway_storage_commits_total",
+			"Database transactions committed (a COMMIT, a batch or a statement outside a transaction) by backend operation.",
+			[]string{"op"}, nil),
+	}
+}
+
+// Describe sends the descriptors of both counters.
+func (c *storageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.trips
+	ch <- c.commits
+}
+
+// Collect sends both counters of every operation counted so far.
+func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.stats() {
+		ch <- prometheus.MustNewConstMetric(c.trips, prometheus.CounterValue, float64(s.RoundTrips), s.Op)
+		ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(s.Commits), s.Op)
+	}
+}

@@ -67,6 +67,27 @@ gateway_replica_status_up 0
 	}
 }
 
+// TestStorageCollector: the round-trip and commit counters carry the
+// backend's counts by operation.
+func TestStorageCollector(t *testing.T) {
+	c := newStorageCollector(func() []pgstore.OpStats {
+		return []pgstore.OpStats{{Op: "accept", RoundTrips: 3, Commits: 3}, {Op: "index", RoundTrips: 4, Commits: 1}}
+	})
+	want := `
+# HELP gateway_storage_commits_total Database transactions committed (a COMMIT, a batch or a statement outside a transaction) by backend operation.
+# TYPE gateway_storage_commits_total counter
+gateway_storage_commits_total{op="accept"} 3
+gateway_storage_commits_total{op="index"} 1
+# HELP gateway_storage_roundtrips_total Database round trips (a statement, or a pipelined batch of them) by backend operation.
+# TYPE gateway_storage_roundtrips_total counter
+gateway_storage_roundtrips_total{op="accept"} 3
+gateway_storage_roundtrips_total{op="index"} 4
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestReplicaMetricsOnPostgresOnly: a daemon on postgres serves its
 // replica id, its leader lease (it polls the bot) and the unclaimed
 // ingress lag on /metrics; a daemon on the files backend serves none of
@@ -87,6 +108,8 @@ func TestReplicaMetricsOnPostgresOnly(t *testing.T) {
 		`gateway_leases_held{kind="session"} `,
 		`gateway_ingress_unclaimed 0`,
 		`gateway_ingress_unclaimed_age_seconds 0`,
+		`gateway_storage_roundtrips_total{op="lease"} `,
+		`gateway_storage_commits_total{op="lease"} `,
 	} {
 		if !strings.Contains(m, line) {
 			t.Errorf("/metrics on postgres lacks %q:\n%s", line, m)
@@ -95,7 +118,8 @@ func TestReplicaMetricsOnPostgresOnly(t *testing.T) {
 
 	files := startFilesDaemon(t)
 	m = scrape(t, files)
-	for _, name := range []string{"gateway_replica_info", "gateway_replica_status_up", "gateway_leases_held", "gateway_ingress_unclaimed"} {
+	for _, name := range []string{"gateway_replica_info", "gateway_replica_status_up", "gateway_leases_held", "gateway_ingress_unclaimed",
+		"gateway_storage_roundtrips_total"} {
 		if strings.Contains(m, name) {
 			t.Errorf("/metrics on the files backend shows %s", name)
 		}

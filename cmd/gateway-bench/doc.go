@@ -20,8 +20,11 @@
 // -replicas N (issue 13) N daemons share it as replicas, each with its own
 // replica id, state directory and HTTP listener, Telegram in webhook mode:
 // the bench posts the updates to their webhooks round robin as Telegram
-// behind a load balancer would (webhook.go). -roundtrips counts the
-// database round trips per message with a proxy on the wire
+// behind a load balancer would (webhook.go). On postgres it prints the
+// database round trips and commits per message that the daemons count
+// themselves (gateway_storage_roundtrips_total and
+// gateway_storage_commits_total, by operation: storagestats.go);
+// -roundtrips also counts the round trips with a proxy on the wire
 // (roundtrips.go). -mode takeover SIGKILLs a replica in the middle of a
 // turn and times how long another takes to run it (takeover.go).
 //

@@ -165,6 +165,7 @@ func run(ctx context.Context, o options) (err error) {
 
 	journalCounters := []string{"gateway_journal_lines_total", "gateway_journal_fsyncs_total"}
 	countersBefore := scrapeAll(daemons, journalCounters...)
+	opsBefore := scrapeOps(daemons)
 	cpuBefore := cpuAll(daemons)
 	tripsBefore := db.RoundTrips()
 	sendStart := time.Now()
@@ -185,6 +186,7 @@ func run(ctx context.Context, o options) (err error) {
 	tripsAfter := db.RoundTrips()
 	countersAfter := scrapeAll(daemons, journalCounters...)
 	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
+	opsAfter := scrapeOps(daemons)     // after the last replies' marks
 	var rss int64
 	for _, d := range daemons {
 		rss = max(rss, peakRSS(d.Pid()))
@@ -221,6 +223,9 @@ func run(ctx context.Context, o options) (err error) {
 	if db.proxy != nil {
 		fmt.Printf("db_round_trips_per_msg=%s (%d during the run, every replica)\n",
 			roundTripsPerMessage(tripsBefore, tripsAfter, total), tripsAfter-tripsBefore)
+	}
+	if s := storagePerMessage(opsBefore, opsAfter, total); s != "" {
+		fmt.Println(s)
 	}
 	if db.url != "" {
 		st := pgStats{cpu: serverCPU(ctx, db.url)}

@@ -132,7 +132,7 @@ func (a *Appender) loop(ctx context.Context) {
 			}
 		}
 		// The commit is not cut short by ctx: callers are waiting for it.
-		a.commit(context.WithoutCancel(ctx), group)
+		a.commit(withOp(context.WithoutCancel(ctx), OpAppend), group)
 	}
 }
 

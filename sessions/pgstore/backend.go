@@ -148,6 +148,10 @@ func (b *Backend) MaintainAll(ctx context.Context) ([]sessions.MaintenanceReport
 // DB is the database behind b.
 func (b *Backend) DB() *DB { return b.db }
 
+// OpStats is the database's round trips and commits by operation
+// (DB.OpStats), for the daemon's metrics.
+func (b *Backend) OpStats() []OpStats { return b.db.OpStats() }
+
 func (b *Backend) Kind() string { return "postgres" }
 
 // Store returns agentID's sessions; the same value for the same agent.

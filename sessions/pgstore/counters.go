@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,44 +16,61 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// counterLinger is how long queued counters wait for more before the
+// writer writes them (SPEC §3.3: the files backend coalesces counters in
+// memory for up to a second).
+const counterLinger = time.Second
+
 // counterWriter applies Store.AddCounters off the caller's path (SPEC
 // §3.3: routine counters are coalesced, never a reason to hold up a turn):
-// AddCounters queues its delta and returns; one goroutine writes what
-// queued meanwhile in one lazy transaction (lazy.go), the deltas of one
-// session merged into one UPDATE. Every other Store method first waits for
-// the counters queued before it (for its session, or for all of them when
-// it reads several), so this process reads its own counters as if they had
+// AddCounters queues its delta and returns. A session's next Begin takes
+// its queued deltas and writes them in its own transaction, before the
+// touch (no round trip of their own); one goroutine writes what nobody
+// took, counterLinger after it was queued, in one lazy transaction
+// (lazy.go), the deltas of one session merged into one UPDATE. Every other
+// Store method first waits for the counters queued before it (for its
+// session, or for all of them when it reads several), asking the writer to
+// write at once, so this process reads its own counters as if they had
 // been written at once (and Reset archives a session with its last
-// counters); other replicas see them within a round trip. A write
-// that fails is logged and dropped, as AddCounters' synchronous failures
-// were: counters are bookkeeping.
+// counters); other replicas see them at the session's next turn or within
+// counterLinger. A write that fails is logged and dropped, as AddCounters'
+// synchronous failures were: counters are bookkeeping.
 type counterWriter struct {
-	db  *DB
-	log *zap.Logger
+	db     *DB
+	log    *zap.Logger
+	linger time.Duration
 
 	// mu guards the fields below.
 	mu      sync.Mutex
-	queue   []counterReq
-	queued  uint64            // requests ever queued
-	written uint64            // requests written or dropped
-	last    map[string]uint64 // by session: the number of its latest request not yet written
-	changed chan struct{}     // closed (and replaced) when written moves
+	queue   []counterReq          // queued, not taken yet
+	seq     uint64                // requests ever queued
+	out     map[uint64]counterOut // by seq: requests queued or being written
+	changed chan struct{}         // closed (and replaced) when requests are written or dropped
 	stopped bool
 
-	kick chan struct{} // capacity 1: the writer has work
+	kick   chan struct{} // capacity 1: the writer has work
+	urgent chan struct{} // capacity 1: a reader waits: write now
 }
 
 type counterReq struct {
 	agentID, key string
 	c            sessions.Counters
+	seq          uint64
+}
+
+// counterOut is an outstanding request: its session and whether it was
+// taken (is being written).
+type counterOut struct {
+	session string
+	taken   bool
 }
 
 func newCounterWriter(db *DB) *counterWriter {
-	return &counterWriter{db: db, log: db.log, last: map[string]uint64{}, changed: make(chan struct{}),
-		kick: make(chan struct{}, 1)}
+	return &counterWriter{db: db, log: db.log, linger: counterLinger, out: map[uint64]counterOut{},
+		changed: make(chan struct{}), kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
-// sessionID names a session in counterWriter.last.
+// sessionID names a session in counterWriter.out.
 func sessionID(agentID, key string) string { return agentID + "\x00" + key }
 
 // add queues c for key; after Close it is written at once.
@@ -63,9 +81,9 @@ func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 		w.write([]counterReq{{agentID: agentID, key: key, c: c}})
 		return
 	}
-	w.queue = append(w.queue, counterReq{agentID: agentID, key: key, c: c})
-	w.queued++
-	w.last[sessionID(agentID, key)] = w.queued
+	w.seq++
+	w.queue = append(w.queue, counterReq{agentID: agentID, key: key, c: c, seq: w.seq})
+	w.out[w.seq] = counterOut{session: sessionID(agentID, key)}
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
@@ -73,35 +91,105 @@ func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 	}
 }
 
-// wait returns once every counter of session (agentID, key) queued before
-// it was called is written (or dropped), or when ctx ends; key "" waits
-// for every session's.
-func (w *counterWriter) wait(ctx context.Context, agentID, key string) error {
-	w.mu.Lock()
-	target := w.queued
-	if key != "" {
-		target = w.last[sessionID(agentID, key)] // 0: none pending
+// outstandingLocked reports whether a request up to seq upTo of session
+// (any session when "") is queued or being written; taken restricts it to
+// those being written.
+func (w *counterWriter) outstandingLocked(upTo uint64, session string, taken bool) bool {
+	for seq, o := range w.out {
+		if seq <= upTo && (session == "" || o.session == session) && (!taken || o.taken) {
+			return true
+		}
 	}
-	for w.written < target {
+	return false
+}
+
+// waitLocked waits, with w.mu held (and released meanwhile), until
+// nothing is outstanding that outstandingLocked(upTo, session, taken)
+// reports, asking the writer to write at once.
+func (w *counterWriter) waitLocked(ctx context.Context, upTo uint64, session string, taken bool) error {
+	for w.outstandingLocked(upTo, session, taken) {
 		ch := w.changed
 		w.mu.Unlock()
 		select {
+		case w.urgent <- struct{}{}:
+		default:
+		}
+		select {
 		case <-ch:
 		case <-ctx.Done():
+			w.mu.Lock()
 			return fmt.Errorf("pgstore: wait for counters: %w", ctx.Err())
 		}
 		w.mu.Lock()
 	}
-	w.mu.Unlock()
 	return nil
 }
 
-// run writes queued counters until ctx ends, then what is still queued.
+// wait returns once every counter of session (agentID, key) queued before
+// it was called is written (or dropped), or when ctx ends; key "" waits
+// for every session's.
+func (w *counterWriter) wait(ctx context.Context, agentID, key string) error {
+	session := ""
+	if key != "" {
+		session = sessionID(agentID, key)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.waitLocked(ctx, w.seq, session, false)
+}
+
+// take hands the counters queued for session (agentID, key) to a caller
+// that writes them in its own transaction and then calls finish, whatever
+// the outcome; it first waits for those the writer is writing.
+func (w *counterWriter) take(ctx context.Context, agentID, key string) ([]counterReq, error) {
+	session := sessionID(agentID, key)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.waitLocked(ctx, w.seq, session, true); err != nil {
+		return nil, err
+	}
+	return w.takeLocked(session), nil
+}
+
+// takeLocked removes session's requests (every one when "") from the
+// queue and marks them taken.
+func (w *counterWriter) takeLocked(session string) []counterReq {
+	var mine []counterReq
+	rest := w.queue[:0]
+	for _, r := range w.queue {
+		if session == "" || sessionID(r.agentID, r.key) == session {
+			mine = append(mine, r)
+			w.out[r.seq] = counterOut{session: sessionID(r.agentID, r.key), taken: true}
+			continue
+		}
+		rest = append(rest, r)
+	}
+	clear(w.queue[len(rest):])
+	w.queue = rest
+	return mine
+}
+
+// finish records that reqs, taken, were written or dropped.
+func (w *counterWriter) finish(reqs []counterReq) {
+	if len(reqs) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range reqs {
+		delete(w.out, r.seq)
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// run writes queued counters until ctx ends, then what is still queued:
+// each batch counterLinger after the first of it was queued, or at once
+// when a reader waits.
 func (w *counterWriter) run(ctx context.Context) {
 	for {
 		select {
 		case <-w.kick:
-			w.drain()
 		case <-ctx.Done():
 			w.mu.Lock()
 			w.stopped = true
@@ -109,29 +197,29 @@ func (w *counterWriter) run(ctx context.Context) {
 			w.drain()
 			return
 		}
+		if w.linger > 0 {
+			t := time.NewTimer(w.linger)
+			select {
+			case <-t.C:
+			case <-w.urgent:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+		w.drain()
 	}
 }
 
 // drain writes everything queued.
 func (w *counterWriter) drain() {
 	w.mu.Lock()
-	batch := w.queue
-	w.queue = nil
+	batch := w.takeLocked("")
 	w.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
+	defer w.finish(batch)
 	w.write(batch)
-	w.mu.Lock()
-	w.written += uint64(len(batch))
-	for id, n := range w.last {
-		if n <= w.written {
-			delete(w.last, id)
-		}
-	}
-	close(w.changed)
-	w.changed = make(chan struct{})
-	w.mu.Unlock()
 }
 
 // merge folds the deltas of each session into one, in the order they
@@ -170,34 +258,36 @@ func merge(batch []counterReq) []counterReq {
 	return out
 }
 
-// write applies a batch in one lazy transaction.
+// write applies a batch through the group commit, lazily committed, one
+// write per session (each keyed by its entry's row: writegroup.go).
 func (w *counterWriter) write(batch []counterReq) {
-	reqs := merge(batch)
 	ctx, cancel := call()
+	ctx = withOp(ctx, OpCounters)
 	defer cancel()
-	now := w.db.clock()
-	missing := make([]bool, len(reqs))
-	err := w.db.lazyBatch(ctx, func(b *pgx.Batch) {
-		for i, r := range reqs {
-			c := r.c
-			b.Queue(addCountersSQL, r.agentID, r.key, c.InputTokens, c.OutputTokens, c.TotalTokens, c.Messages,
-				c.ContextTokens, c.Model, c.Provider, now).Exec(func(t pgconn.CommandTag) error {
-				missing[i] = t.RowsAffected() == 0
-				return nil
-			})
-		}
-	})
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			w.log.Warn("counters dropped", zap.Int("sessions", len(reqs)), zap.Error(err))
-		}
-		return
-	}
+	reqs := merge(batch)
+	ws := make([]*write, len(reqs))
 	for i, r := range reqs {
-		if missing[i] {
-			w.log.Debug("counters for an unknown session dropped", zap.String("agent_id", r.agentID),
-				zap.String("session_key", r.key))
-		}
+		ws[i] = &write{op: OpCounters, key: rowKey("e", r.agentID, r.key), fill: func(b *pgx.Batch) { w.queueBatch(b, []counterReq{r}) }}
+	}
+	if err := w.db.writes.doAll(ctx, ws); err != nil && !errors.Is(err, context.Canceled) {
+		w.log.Warn("counters dropped", zap.Int("requests", len(batch)), zap.Error(err))
+	}
+}
+
+// queueBatch queues batch's updates into b, one per session, in session
+// order.
+func (w *counterWriter) queueBatch(b *pgx.Batch, batch []counterReq) {
+	now := w.db.clock()
+	for _, r := range merge(batch) {
+		c := r.c
+		b.Queue(addCountersSQL, r.agentID, r.key, c.InputTokens, c.OutputTokens, c.TotalTokens, c.Messages,
+			c.ContextTokens, c.Model, c.Provider, now).Exec(func(t pgconn.CommandTag) error {
+			if t.RowsAffected() == 0 {
+				w.log.Debug("counters for an unknown session dropped", zap.String("agent_id", r.agentID),
+					zap.String("session_key", r.key))
+			}
+			return nil
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -91,5 +92,48 @@ func TestMergeCounters(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("merge = %+v\nwant %+v", got, want)
+	}
+}
+
+// A session's next Begin writes the counters queued for it in its own
+// transaction: no round trip of their own, and the entry it returns
+// holds them. Counters of other sessions wait for the writer, which a
+// reader hurries.
+func TestBeginCarriesCounters(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	st := db.Store("main", idle)
+	key, other := mustKey(t, "main", "telegram", "1"), mustKey(t, "main", "telegram", "2")
+	for _, k := range []routing.Key{key, other} {
+		if _, _, err := st.Begin(ctx, k, sessions.Origin{Channel: "telegram"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.AddCounters(key, sessions.Counters{Messages: 2, TotalTokens: 20})
+	st.AddCounters(key, sessions.Counters{Messages: 1, TotalTokens: 10, Model: "m"})
+	st.AddCounters(other, sessions.Counters{Messages: 5})
+	before := opCounts(db, OpBegin, OpCounters)
+	e, _, err := st.Begin(ctx, key, sessions.Origin{Channel: "telegram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := opCounts(db, OpBegin, OpCounters)
+	if e.MessageCount != 3 || e.TotalTokens != 30 || e.Model != "m" {
+		t.Errorf("Begin's entry has %d messages, %d tokens, model %q; want the 3, 30 and m queued", e.MessageCount, e.TotalTokens, e.Model)
+	}
+	if d := after[OpBegin][0] - before[OpBegin][0]; d != 1 {
+		t.Errorf("Begin took %d round trips, want 1", d)
+	}
+	if d := after[OpCounters][0] - before[OpCounters][0]; d != 0 {
+		t.Errorf("the counters took %d round trips of their own, want 0", d)
+	}
+	start := time.Now()
+	got, ok, err := st.Get(other) // waits for the writer, which writes at once
+	if err != nil || !ok || got.MessageCount != 5 {
+		t.Errorf("Get(other) = %d messages, %v, %v; want the 5 queued", got.MessageCount, ok, err)
+	}
+	if waited := time.Since(start); waited >= counterLinger {
+		t.Errorf("Get waited %s for the counters: the writer lingered", waited)
 	}
 }

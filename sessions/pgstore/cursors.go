@@ -21,6 +21,7 @@ func (db *DB) Cursors() sessions.Cursors { return cursorStore{db} }
 
 // Cursor implements sessions.Cursors.
 func (c cursorStore) Cursor(ctx context.Context, scope, name string) (string, bool, error) {
+	ctx = withOp(ctx, OpCursors)
 	if err := sessions.CheckCursor(scope, name, ""); err != nil {
 		return "", false, err
 	}
@@ -37,6 +38,7 @@ func (c cursorStore) Cursor(ctx context.Context, scope, name string) (string, bo
 
 // CursorsOf implements sessions.Cursors.
 func (c cursorStore) CursorsOf(ctx context.Context, scope string) (map[string]string, error) {
+	ctx = withOp(ctx, OpCursors)
 	if err := sessions.CheckCursorScope(scope); err != nil {
 		return nil, err
 	}
@@ -58,6 +60,7 @@ func (c cursorStore) CursorsOf(ctx context.Context, scope string) (map[string]st
 
 // SetCursor implements sessions.Cursors (last writer wins).
 func (c cursorStore) SetCursor(ctx context.Context, scope, name, value string) error {
+	ctx = withOp(ctx, OpCursors)
 	if err := sessions.CheckCursor(scope, name, value); err != nil {
 		return err
 	}

@@ -57,16 +57,19 @@ type DB struct {
 	// afterArchive, set only by tests, runs inside a transaction that has
 	// archived a session and not yet written its successor.
 	afterArchive func(ctx context.Context, tx pgx.Tx)
-	// group commits the appends of every TranscriptLog of this DB; it runs
-	// from Open until Close (see startGroupCommit).
-	group     *Appender
-	stopGroup func()
 	// chains caches parsed transcript chains for Context.
 	chains chainCache
 	// counters writes Store.AddCounters in the background; it runs from
 	// Open until Close (see startCounters).
 	counters     *counterWriter
 	stopCounters func()
+	// writes commits the short writes of many callers together
+	// (writegroup.go); it runs from Open until Close.
+	writes     *writeGroup
+	stopWrites func()
+	// trips counts round trips and commits by operation (roundtrips.go);
+	// it traces every connection made from the pool's config.
+	trips *tripTracer
 }
 
 // Open connects, checks that the server answers, and applies the embedded
@@ -98,6 +101,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 	}
 	target := describe(cfg.ConnConfig.Config)
+	trips := &tripTracer{}
+	cfg.ConnConfig.Tracer = trips
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -109,7 +114,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open: cannot reach PostgreSQL at %s: %w", target, redact(err, cfg.ConnConfig.Password))
 	}
-	db := &DB{pool: pool, log: log.With(zap.String("postgres", target)), now: o.Now, target: target}
+	db := &DB{pool: pool, log: log.With(zap.String("postgres", target)), now: o.Now, target: target, trips: trips}
 	if db.now == nil {
 		db.now = time.Now
 	}
@@ -117,17 +122,17 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
-	db.startGroupCommit()
+	db.startWrites()
 	db.startCounters()
 	return db, nil
 }
 
-// Close writes the counters queued and stops the group commit (finishing
-// the appends handed to it), waits for the connections in use to be
+// Close writes the counters queued, stops the group commit (finishing
+// the writes handed to it), waits for the connections in use to be
 // returned and closes the pool.
 func (db *DB) Close() {
 	db.stopCounters()
-	db.stopGroup()
+	db.stopWrites()
 	db.pool.Close()
 }
 

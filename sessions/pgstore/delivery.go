@@ -144,6 +144,11 @@ type Delivery struct {
 	failure error  // the last write failure; nil when healthy
 	closed  bool
 
+	// lateMu guards late, the riders (applyLater) whose write failed, on
+	// their way to the backlog; it is never held across a write.
+	lateMu sync.Mutex
+	late   []lateMark
+
 	// barrier makes AcceptDeferred's lazy commits durable.
 	barrier walBarrier
 
@@ -155,10 +160,17 @@ type Delivery struct {
 	writes, failures atomic.Int64
 }
 
+// lateMark is a rider that failed, with its error.
+type lateMark struct {
+	m   mark
+	err error
+}
+
 // mark is one write of a Delivery: statements queued into one batch that
 // runs them in one transaction, in one round trip.
 type mark struct {
 	op    string
+	key   string // the write's rowKey
 	queue func(b *pgx.Batch)
 }
 
@@ -228,6 +240,7 @@ func (d *Delivery) Close() error {
 	<-d.done
 	// Whatever happens below, the owner is dead once Close returns.
 	defer d.lock.drop()
+	d.db.writes.barrier() // the riders handed over are written or late
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.flushLocked()
@@ -235,7 +248,7 @@ func (d *Delivery) Close() error {
 		return fmt.Errorf("pgstore: delivery close: %d marks could not be written: %w", n, d.failure)
 	}
 	// What this handle held is claimable at once.
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpRenew), deliveryOpTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock())
@@ -253,7 +266,7 @@ func (d *Delivery) Close() error {
 
 // write runs m in one transaction.
 func (d *Delivery) write(m mark) error {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), m.op), deliveryOpTimeout)
 	defer cancel()
 	if d.fault != nil {
 		if err := d.fault(m.op); err != nil {
@@ -261,17 +274,10 @@ func (d *Delivery) write(m mark) error {
 			return err
 		}
 	}
-	// BEGIN and COMMIT travel in the batch: one round trip. A failing
-	// statement aborts the transaction (COMMIT then rolls back) and Close
-	// reports its error.
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	if !d.syncMark {
-		b.Queue(`SET LOCAL synchronous_commit = off`)
-	}
-	m.queue(b)
-	b.Queue(`COMMIT`)
-	err := d.db.pool.SendBatch(ctx, b).Close()
+	// Through the group commit (writegroup.go): with the writes of other
+	// turns, in one round trip. A failing statement aborts the mark's
+	// transaction and its error is returned.
+	err := d.db.writes.do(ctx, &write{op: m.op, key: m.key, fill: m.queue, sync: d.syncMark})
 	if err != nil {
 		d.failures.Add(1)
 		return err
@@ -324,6 +330,50 @@ func (d *Delivery) apply(m mark) error {
 	return nil
 }
 
+// applyLater writes m with the DB's next write (a rider of the group
+// commit, writegroup.go) and returns at once. A write that fails waits in
+// the backlog, after the marks written meanwhile; one the server refuses
+// is logged and dropped. While marks wait (or with a fault hook) it is
+// apply.
+func (d *Delivery) applyLater(m mark) error {
+	if d.isClosed.Load() {
+		return fmt.Errorf("pgstore: delivery %s: %w", m.op, errClosed)
+	}
+	if d.faulted.Load() || d.fault != nil {
+		return d.apply(m)
+	}
+	d.db.writes.ride(&write{op: m.op, key: m.key, fill: m.queue, sync: d.syncMark, done: func(err error) {
+		if err == nil {
+			d.writes.Add(1)
+			return
+		}
+		d.failures.Add(1)
+		if permanent(err) {
+			d.log.Error("delivery mark refused by the server; dropped", zap.String("op", m.op), zap.Error(err))
+			return
+		}
+		// Not d.mu: it is held across writes the group's goroutine,
+		// which runs this, must commit.
+		d.lateMu.Lock()
+		d.late = append(d.late, lateMark{m: m, err: err})
+		d.lateMu.Unlock()
+		d.faulted.Store(true)
+	}})
+	return nil
+}
+
+// adoptLateLocked moves the riders whose write failed into the backlog.
+func (d *Delivery) adoptLateLocked() {
+	d.lateMu.Lock()
+	late := d.late
+	d.late = nil
+	d.lateMu.Unlock()
+	for _, l := range late {
+		d.failLocked(l.m.op, l.err)
+		d.backlog = append(d.backlog, l.m)
+	}
+}
+
 // permanent reports whether the server refused a write for what it holds
 // (data exception, integrity violation, syntax or schema error): retrying
 // cannot succeed, so the write is not kept for a retry and does not make
@@ -357,6 +407,7 @@ func (d *Delivery) failLocked(op string, err error) {
 // flushLocked writes waiting marks in order until one fails; when it
 // wrote them all the handle is healthy again.
 func (d *Delivery) flushLocked() {
+	d.adoptLateLocked()
 	if len(d.backlog) == 0 {
 		return
 	}
@@ -392,6 +443,7 @@ func (d *Delivery) healLocked() {
 func (d *Delivery) Health() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.adoptLateLocked()
 	return d.failure
 }
 
@@ -424,7 +476,7 @@ func (d *Delivery) loop() {
 
 // background runs one chore of the loop within deliveryOpTimeout.
 func (d *Delivery) background(what string, fn func(context.Context) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpRenew), deliveryOpTimeout)
 	defer cancel()
 	if err := fn(ctx); err != nil {
 		d.log.Warn("delivery "+what+" failed", zap.Error(err))
@@ -436,6 +488,7 @@ func (d *Delivery) background(what string, fn func(context.Context) error) {
 func (d *Delivery) recover() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.adoptLateLocked()
 	if len(d.backlog) > 0 {
 		d.flushLocked()
 		return

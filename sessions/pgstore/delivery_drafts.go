@@ -30,7 +30,7 @@ func (d *Delivery) Draft(dr sessions.Draft) error {
 	if dr.CreatedAt.IsZero() {
 		dr.CreatedAt = d.clock()
 	}
-	return d.apply(mark{op: "draft", queue: func(b *pgx.Batch) {
+	return d.apply(mark{op: "draft", key: rowKey("d", dr.ID), queue: func(b *pgx.Batch) {
 		b.Queue(`INSERT INTO delivery_drafts (id, seq, session_key, target, message_id, created_at, owner)
 			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, session_key = excluded.session_key,
@@ -46,7 +46,7 @@ func (d *Delivery) DraftDone(id string) error {
 		return nil
 	}
 	d.adopted.forget(adoptedDrafts, id)
-	return d.apply(mark{op: "undraft", queue: func(b *pgx.Batch) {
+	return d.apply(mark{op: "undraft", key: rowKey("d", id), queue: func(b *pgx.Batch) {
 		b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, id)
 	}})
 }
@@ -55,7 +55,7 @@ func (d *Delivery) DraftDone(id string) error {
 // first (an open handle's drafts belong to its running turns); what an
 // earlier call took over is returned again until it is retired.
 func (d *Delivery) Drafts() ([]sessions.Draft, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpClaim), deliveryOpTimeout)
 	defer cancel()
 	out, err := d.claimOrphanDrafts(ctx, d.adopted.list(adoptedDrafts))
 	if err != nil {
@@ -87,7 +87,7 @@ func (d *Delivery) DraftLive(id string) bool {
 	if sessions.CheckID("draft", id) != nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpDraft), deliveryOpTimeout)
 	defer cancel()
 	var live bool
 	err := d.db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM delivery_drafts WHERE id = $1)`, id).Scan(&live)

@@ -23,6 +23,7 @@ import (
 // UPDATE SKIP LOCKED), so no record goes to two of them. Claimed records
 // count as this handle's own: Pending leaves them out.
 func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) {
+	ctx = withOp(ctx, OpClaim)
 	now := d.clock()
 	rows, err := d.db.pool.Query(ctx, `UPDATE delivery_records r SET owner = $1, lease_until = $3
 		FROM (SELECT id FROM delivery_records
@@ -94,6 +95,7 @@ func (d *Delivery) Renew(ctx context.Context) error {
 // handle for its lease, oldest first: replies of other handles whose lease
 // ran out. As Claim, with FOR UPDATE SKIP LOCKED.
 func (d *Delivery) ClaimReplies(ctx context.Context, n int) ([]sessions.Reply, error) {
+	ctx = withOp(ctx, OpClaim)
 	now := d.clock()
 	rows, err := d.db.pool.Query(ctx, `WITH c AS (
 			UPDATE delivery_replies r SET owner = $1, lease_until = $3

@@ -42,7 +42,7 @@ func (d *Delivery) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup
 		n = d.barrier.note()
 	}
 	return dup, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+		ctx, cancel := context.WithTimeout(withOp(context.Background(), OpAcceptWait), deliveryOpTimeout)
 		defer cancel()
 		var err error
 		if dup {
@@ -58,6 +58,7 @@ func (d *Delivery) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup
 }
 
 func (d *Delivery) accept(ctx context.Context, rec sessions.Record, lazy bool) (dup bool, err error) {
+	ctx = withOp(ctx, OpAccept)
 	if err := checkRecord(rec); err != nil {
 		return false, fmt.Errorf("pgstore: delivery accept: %w", err)
 	}
@@ -133,19 +134,18 @@ func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload s
 	args := []any{rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
 		at, d.owner, now.Add(d.lease)}
 	var seq int64
-	var err error
 	var dupErr bool
-	if lazy {
-		// ErrNoRows is answered inside the callback: an error out of a
-		// batch makes pgx drop the statements from its cache.
-		err = d.db.lazyBatch(ctx, func(b *pgx.Batch) {
-			b.Queue(acceptSQL, args...).QueryRow(func(row pgx.Row) error { return noRows(row.Scan(&seq), &dupErr) })
-		})
-		if err == nil && dupErr {
-			err = pgx.ErrNoRows
-		}
-	} else {
-		err = d.db.pool.QueryRow(ctx, acceptSQL, args...).Scan(&seq)
+	// Through the group commit (writegroup.go): accepts arriving together
+	// (webhook posts) share a round trip. Accept's commit waits for its WAL
+	// flush; AcceptDeferred's is lazy (lazy.go). ErrNoRows is answered
+	// inside the callback: an error out of a batch makes pgx drop the
+	// statements from its cache.
+	err := d.db.writes.do(ctx, &write{op: OpAccept, key: rowKey("d", rec.ID), sync: !lazy, fill: func(b *pgx.Batch) {
+		dupErr = false
+		b.Queue(acceptSQL, args...).QueryRow(func(row pgx.Row) error { return noRows(row.Scan(&seq), &dupErr) })
+	}})
+	if err == nil && dupErr {
+		err = pgx.ErrNoRows
 	}
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		d.failures.Add(1)
@@ -163,9 +163,16 @@ func (d *Delivery) storageErr(err error) error {
 	return fmt.Errorf("%w: %s: %w", sessions.ErrStorage, d.db.target, err)
 }
 
-// Start records that a turn begins for ids (Starts+1).
+// Start records that a turn begins for ids (Starts+1). The mark rides
+// with the next write of the DB (the turn's Begin), so it costs no round
+// trip of its own and is committed once that write returns
+// (writegroup.go); a mark that cannot be written waits in memory like the
+// others.
 func (d *Delivery) Start(ids ...string) error {
-	return d.count("start", `starts = starts + 1`, ids)
+	if ids = validIDs(ids); len(ids) == 0 {
+		return nil
+	}
+	return d.applyLater(d.countMark("start", `starts = starts + 1`, ids))
 }
 
 // Fail records that a turn for ids failed and leaves them pending
@@ -185,10 +192,15 @@ func (d *Delivery) count(op, set string, ids []string) error {
 	if ids = validIDs(ids); len(ids) == 0 {
 		return nil
 	}
+	return d.apply(d.countMark(op, set, ids))
+}
+
+// countMark is the mark applying set to the pending records ids.
+func (d *Delivery) countMark(op, set string, ids []string) mark {
 	// Only this handle's: a record another handle took over (this one
 	// stopped, and lost it) is that handle's to count.
 	q := `UPDATE delivery_records SET ` + set + ` WHERE id = ANY($1) AND state = 'pending' AND owner = $2`
-	return d.apply(mark{op: op, queue: func(b *pgx.Batch) { b.Queue(q, ids, d.owner) }})
+	return mark{op: op, key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) { b.Queue(q, ids, d.owner) }}
 }
 
 // doneSQL finishes records: their id is remembered as done, their payload
@@ -203,7 +215,7 @@ func (d *Delivery) Done(ids ...string) error {
 	}
 	d.adopted.forget(adoptedRecords, ids...)
 	at := d.clock()
-	return d.apply(mark{op: "done", queue: func(b *pgx.Batch) {
+	return d.apply(mark{op: "done", key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) {
 		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending' AND owner = $3`,
 			ids, at, d.owner)
 	}})
@@ -242,7 +254,7 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 		records = []string{}
 	}
 	tok, fencedTurn := d.fences.Load(SessionLease(r.SessionKey))
-	return d.apply(mark{op: "ready", queue: func(b *pgx.Batch) {
+	return d.apply(mark{op: "ready", key: rowKey("d", r.ID), queue: func(b *pgx.Batch) {
 		if fencedTurn {
 			// A turn's reply: written only while its lease is this
 			// handle's (turns.go).
@@ -285,7 +297,7 @@ func (d *Delivery) Sent(id string, n int) error {
 		return nil
 	}
 	at := d.clock()
-	return d.apply(mark{op: "sent", queue: func(b *pgx.Batch) {
+	return d.apply(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
 		b.Queue(`UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1`, id, n)
 		queueComplete(b, id, at)
 	}})

@@ -42,6 +42,7 @@ var _ sessions.Orphans = (*Delivery)(nil)
 // it returns nothing while this handle does not hold its own owner lock
 // (it could not be told apart from a dead one then).
 func (d *Delivery) Orphans(ctx context.Context) ([]sessions.Record, []sessions.Reply, error) {
+	ctx = withOp(ctx, OpClaim)
 	recs, err := d.claimOrphanRecords(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pgstore: delivery orphans: %w", err)
@@ -61,6 +62,7 @@ const releasedDeliveryChannel = "gateway_delivery_released"
 // releasedDeliveryChannel), or ctx ends. A notification sent between two
 // waits is missed: the caller's next Orphans, d later, finds the rows.
 func (d *Delivery) WaitOrphans(ctx context.Context, wait time.Duration) {
+	ctx = withOp(ctx, OpClaim)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	c, err := d.db.pool.Acquire(wctx)

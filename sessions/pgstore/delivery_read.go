@@ -32,7 +32,7 @@ func scanRecord(row pgx.CollectableRow) (sessions.Record, error) {
 // included, are in their callers' hands and left out; what an earlier call
 // took over is returned again while it is pending.
 func (d *Delivery) Pending() ([]sessions.Record, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpClaim), deliveryOpTimeout)
 	defer cancel()
 	out, err := d.claimOrphanRecords(ctx, d.adopted.list(adoptedRecords))
 	if err != nil {
@@ -50,7 +50,7 @@ func (d *Delivery) Pending() ([]sessions.Record, error) {
 // of dead handles (taken over), oldest first; those of other open handles
 // are theirs to send.
 func (d *Delivery) Replies() ([]sessions.Reply, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpClaim), deliveryOpTimeout)
 	defer cancel()
 	out, err := d.claimOrphanReplies(ctx, true)
 	if err != nil {
@@ -86,7 +86,7 @@ func scanReply(row pgx.CollectableRow) (sessions.Reply, error) {
 // so Lines and Fsyncs both count them.
 func (d *Delivery) Stats() sessions.JournalStats {
 	st := sessions.JournalStats{Lines: d.writes.Load(), Fsyncs: d.writes.Load(), WriteFailures: d.failures.Load()}
-	ctx, cancel := context.WithTimeout(context.Background(), deliveryOpTimeout)
+	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpJournal), deliveryOpTimeout)
 	defer cancel()
 	err := d.db.pool.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM delivery_records WHERE state = 'pending'),
@@ -102,6 +102,7 @@ var _ sessions.AcceptProbe = (*Delivery)(nil)
 // Stored implements sessions.AcceptProbe: whether record id is stored,
 // pending, unanswered and this handle's.
 func (d *Delivery) Stored(ctx context.Context, id string) (bool, error) {
+	ctx = withOp(ctx, OpAccept)
 	var mine bool
 	err := d.db.pool.QueryRow(ctx, `SELECT owner = $2 AND state = 'pending' AND reply IS NULL
 		FROM delivery_records WHERE id = $1`, id, d.owner).Scan(&mine)

@@ -19,9 +19,9 @@
 // Store is also a sessions.AgentStore: its TranscriptLog keeps the files
 // backend's transcripts (SPEC §3.4) as rows, one per JSONL line, the body
 // holding the line's bytes, and rebuilds contexts with the same code
-// (sessions/transcript's Chain), reading from the latest compaction. Its appends go
-// through the DB's own group commit (Appender), which Open starts and
-// Close stops.
+// (sessions/transcript's Chain), reading from the latest compaction. Its
+// appends go through the DB's group commit (writegroup.go), which Open
+// starts and Close stops.
 //
 // Durability: what SPEC §3.7 needs durable (an accepted record before the
 // channel is acknowledged, a turn's reply before it is sent, creating,
@@ -33,11 +33,24 @@
 // synchronous commit; only a crash of the server loses the last few
 // hundred milliseconds of them, as a crash of the machine loses what the
 // files backend had not fsynced yet (lazy.go). A batch of accepted records
-// shares one flush (Delivery.AcceptDeferred), appends of many sessions
-// share commits (Appender), and Context decodes only what was appended
-// since it last ran (transcript_cache.go). Per message the daemon costs
-// about 13 transactions, one WAL flush for the reply and one per
-// getUpdates batch; cmd/gateway-bench -postgres reports the figures.
+// shares one flush (Delivery.AcceptDeferred), and Context decodes only
+// what was appended since it last ran (transcript_cache.go).
+//
+// Round trips (issue 21): the short writes of every caller (accepts,
+// marks, a session's touch, appends, usage rows, counters, session leases)
+// go through one group commit (writegroup.go), which sends the writes
+// handed to it meanwhile as one transaction in one pipelined batch, and
+// whose riders (a turn's start mark and usage row) cost no round trip of
+// their own; a session's queued counters are written by its next Begin,
+// and the inputs of a turn are appended and the context read back in one
+// statement batch (AppendLazyContext). A message then waits for six
+// writes (its accept; its turn's start and Begin, inputs and context, the
+// reply's append, its outbox row, the last chunk's mark) instead of about
+// thirteen, and shares most of them with other messages' writes. A DB
+// counts its round trips and commits by operation (OpStats,
+// roundtrips.go): the daemon's metrics gateway_storage_roundtrips_total
+// and gateway_storage_commits_total, which cmd/gateway-bench -postgres
+// reports per message; deploy/OPERATIONS.md has the figures.
 //
 // Concurrency: a DB and the Index values it hands out are safe for
 // concurrent use by many goroutines and by many processes sharing one

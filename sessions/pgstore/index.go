@@ -109,6 +109,7 @@ func (x *Index) get(ctx context.Context, q queryer, k string, forUpdate bool) (s
 
 // Get returns the entry for key.
 func (x *Index) Get(ctx context.Context, key routing.Key) (sessions.Entry, bool, error) {
+	ctx = withOp(ctx, OpIndex)
 	k, err := x.keyString(key)
 	if err != nil {
 		return sessions.Entry{}, false, fmt.Errorf("pgstore: get: %w", err)
@@ -122,6 +123,7 @@ func (x *Index) Get(ctx context.Context, key routing.Key) (sessions.Entry, bool,
 
 // GetByID returns the current entry of this agent whose session id is id.
 func (x *Index) GetByID(ctx context.Context, id string) (sessions.Entry, bool, error) {
+	ctx = withOp(ctx, OpIndex)
 	if !isSessionID(id) {
 		return sessions.Entry{}, false, nil
 	}
@@ -147,6 +149,7 @@ func isSessionID(id string) bool {
 // List returns every entry of the agent, most recently updated first (ties
 // by key), like filestore.Store.List.
 func (x *Index) List(ctx context.Context) ([]sessions.Entry, error) {
+	ctx = withOp(ctx, OpIndex)
 	out, err := x.list(ctx, `SELECT `+entryColumns+` FROM entries WHERE agent_id = $1
 		ORDER BY updated_at DESC, session_key`, x.agentID)
 	if err != nil {
@@ -157,6 +160,7 @@ func (x *Index) List(ctx context.Context) ([]sessions.Entry, error) {
 
 // Recent returns the n most recently updated entries, in List's order.
 func (x *Index) Recent(ctx context.Context, n int) ([]sessions.Entry, error) {
+	ctx = withOp(ctx, OpIndex)
 	if n <= 0 {
 		return nil, nil
 	}
@@ -189,6 +193,7 @@ func (x *Index) list(ctx context.Context, sql string, args ...any) ([]sessions.E
 // switched away from, newest first: at most sessions.MaxArchivedPerKey, as
 // the files backend keeps.
 func (x *Index) Archived(ctx context.Context, key routing.Key) ([]sessions.Archived, error) {
+	ctx = withOp(ctx, OpIndex)
 	k, err := x.keyString(key)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: archived: %w", err)

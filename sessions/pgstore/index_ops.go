@@ -17,6 +17,7 @@ import (
 // transaction: either both happen or neither does. A key without a session
 // gets a new one. Reasons and kept fields are filestore.Store.Reset's.
 func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
+	ctx = withOp(ctx, OpIndex)
 	k, err := x.keyString(key)
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: reset: %w", err)
@@ -53,6 +54,7 @@ func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 // call the DB. The key and session id cannot change; updatedAt moves,
 // lastInteractionAt does not.
 func (x *Index) Patch(ctx context.Context, key routing.Key, fn func(*sessions.Entry) error) (sessions.Entry, error) {
+	ctx = withOp(ctx, OpIndex)
 	k, err := x.keyString(key)
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: patch: %w", err)
@@ -82,6 +84,7 @@ func (x *Index) Patch(ctx context.Context, key routing.Key, fn func(*sessions.En
 // entry, in one transaction. Its transcript rows stay, reachable from the
 // archive (Switch brings the session back).
 func (x *Index) Delete(ctx context.Context, key routing.Key) error {
+	ctx = withOp(ctx, OpIndex)
 	k, err := x.keyString(key)
 	if err != nil {
 		return fmt.Errorf("pgstore: delete: %w", err)
@@ -106,6 +109,7 @@ func (x *Index) Delete(ctx context.Context, key routing.Key) error {
 // Switch makes the archived session sessionID of key current again; the
 // current session (if any) is archived in its place (reason "switch").
 func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
+	ctx = withOp(ctx, OpIndex)
 	k, err := x.keyString(key)
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w", err)
@@ -170,6 +174,7 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 // (lazy.go): counters are routine, the files backend coalesces them for up
 // to a second, and both repair them from transcripts.
 func (x *Index) AddCounters(ctx context.Context, key routing.Key, c sessions.Counters) error {
+	ctx = withOp(ctx, OpCounters)
 	k, err := x.keyString(key)
 	if err != nil {
 		return fmt.Errorf("pgstore: add counters: %w", err)

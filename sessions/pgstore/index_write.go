@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -29,6 +30,13 @@ func (x *Index) resetConfig() sessions.ResetConfig {
 // it is stale, moves lastInteractionAt unless o.Internal, and records the
 // origin. Two callers beginning a new key at once get the same entry.
 func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
+	return x.begin(ctx, key, o, nil)
+}
+
+// begin is Begin writing counters (taken from the counter writer) in the
+// transaction of its first statement, before the touch.
+func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, counters []counterReq) (sessions.Entry, sessions.BeginInfo, error) {
+	ctx = withOp(ctx, OpBegin)
 	k, err := x.keyString(key)
 	if err != nil {
 		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
@@ -45,13 +53,28 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	// one UPDATE touches the session if its own clocks prove it fresh
 	// (sessions.FreshBounds), all in one lazy commit.
 	if started, last, ok := sessions.FreshBounds(cfg, key, now); ok {
-		e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now)
+		e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now, counters)
+		counters = nil
 		if err != nil {
 			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 		}
 		if ok {
 			return e, sessions.BeginInfo{}, nil
 		}
+		// Not fresh, or new: a new key is created by one insert (it
+		// waits for its WAL flush); an existing one takes the paths below.
+		e = sessions.NewEntry(key, o, now)
+		created, err := x.create(ctx, &e)
+		if err != nil {
+			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+		}
+		if created {
+			return e, sessions.BeginInfo{Created: true}, nil
+		}
+	}
+	if len(counters) > 0 {
+		// Not carried by a touch: written first, as a settled read sees them.
+		x.db.counters.write(counters)
 	}
 	// Fast path: a fresh session is touched by one conditional UPDATE. It
 	// applies only if the session id is still the one judged fresh.
@@ -61,7 +84,7 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	}
 	if ok {
 		if stale, _ := sessions.Evaluate(cfg, key, cur, now); !stale {
-			e, ok, err := x.touchLazy(ctx, touchSQL, nil, k, cur.SessionID, o, now)
+			e, ok, err := x.touchLazy(ctx, touchSQL, nil, k, cur.SessionID, o, now, nil)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 			}
@@ -149,18 +172,21 @@ func (x *Index) touch(ctx context.Context, q queryer, k, sessionID string, o ses
 // routine (lastInteractionAt, the origin fields), what the files backend
 // coalesces with its counters; creating and rolling a session over stay
 // synchronous (Begin's locked path).
-func (x *Index) touchLazy(ctx context.Context, sql string, extra []any, k, sessionID string, o sessions.Origin, now time.Time) (sessions.Entry, bool, error) {
+func (x *Index) touchLazy(ctx context.Context, sql string, extra []any, k, sessionID string, o sessions.Origin, now time.Time,
+	counters []counterReq) (sessions.Entry, bool, error) {
 	var (
 		e    sessions.Entry
 		none bool
 	)
-	err := x.db.lazyBatch(ctx, func(b *pgx.Batch) {
+	err := x.db.writes.do(ctx, &write{op: opOf(ctx), key: rowKey("e", x.agentID, k), fill: func(b *pgx.Batch) {
+		none = false
+		x.db.counters.queueBatch(b, counters)
 		b.Queue(sql, append(x.touchArgs(k, sessionID, o, now), extra...)...).QueryRow(func(row pgx.Row) error {
 			var err error
 			e, err = scanEntry(row)
 			return noRows(err, &none)
 		})
-	})
+	}})
 	if err != nil {
 		return sessions.Entry{}, false, fmt.Errorf("touch: %w", err)
 	}
@@ -193,6 +219,24 @@ func (x *Index) locked(ctx context.Context, k string, fn func(tx pgx.Tx, cur ses
 		}
 		return fmt.Errorf("%s: lost the race to create it %d times", k, maxCreateRaces)
 	})
+}
+
+// create inserts e's row outside a transaction of the caller's (through
+// the group commit, waiting for its WAL flush); false means the key exists.
+func (x *Index) create(ctx context.Context, e *sessions.Entry) (bool, error) {
+	var n int64
+	err := x.db.writes.do(ctx, &write{op: opOf(ctx), key: rowKey("e", x.agentID, e.SessionKey), sync: true, fill: func(b *pgx.Batch) {
+		n = 0
+		b.Queue(insertEntry+` ON CONFLICT (agent_id, session_key) DO NOTHING`, entryArgs(x.agentID, e)...).
+			Exec(func(t pgconn.CommandTag) error {
+				n = t.RowsAffected()
+				return nil
+			})
+	}})
+	if err != nil {
+		return false, fmt.Errorf("create: %w", err)
+	}
+	return n == 1, nil
 }
 
 // insert creates e's row; false means another transaction created the key

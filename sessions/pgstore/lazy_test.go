@@ -151,7 +151,7 @@ func TestLazyWritesAreCommitted(t *testing.T) {
 	// The touch applies only to the session id it judged fresh.
 	x := db.Index("main", nil)
 	k, _ := x.keyString(key)
-	if _, ok, err := x.touchLazy(ctx, touchSQL, nil, k, "4f7c2a9e-0000-4000-8000-0000000000ff", sessions.Origin{At: db.clock()}, db.clock()); err != nil || ok {
+	if _, ok, err := x.touchLazy(ctx, touchSQL, nil, k, "4f7c2a9e-0000-4000-8000-0000000000ff", sessions.Origin{At: db.clock()}, db.clock(), nil); err != nil || ok {
 		t.Errorf("touchLazy of another session id = %v, %v; want not applied", ok, err)
 	}
 	if err := x.AddCounters(ctx, routing.Key{Agent: "main", Main: "nobody"}, sessions.Counters{Messages: 1}); !errors.Is(err, sessions.ErrNotFound) {

@@ -32,6 +32,7 @@ const DefaultLeaderTTL = 10 * time.Second
 // when fn returns on its own while it leads; the lease is released then
 // too. It blocks until then.
 func RunLeader(ctx context.Context, l *Leases, name string, ttl time.Duration, fn func(context.Context) error) error {
+	ctx = withOp(ctx, OpLease)
 	if err := l.validate(name, ttl); err != nil {
 		return fmt.Errorf("pgstore: leader %q: %w", name, err)
 	}

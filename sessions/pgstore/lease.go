@@ -112,6 +112,7 @@ const leaseTakeover = `ON CONFLICT (name) DO UPDATE SET
 // returns that holder's lease and false. Concurrent Acquires of any number
 // of processes give the lease to exactly one.
 func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
+	ctx = withOp(ctx, OpLease)
 	if err := l.validate(name, ttl); err != nil {
 		return Lease{}, false, fmt.Errorf("pgstore: acquire lease %q: %w", name, err)
 	}
@@ -155,6 +156,7 @@ func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (L
 // answer) leave the lease as it was: it may still be held until
 // ValidUntil.
 func (l *Leases) Renew(ctx context.Context, lease Lease) (Lease, error) {
+	ctx = withOp(ctx, OpLease)
 	conn, err := l.db.pool.Acquire(ctx)
 	if err != nil {
 		return lease, fmt.Errorf("pgstore: renew lease %q: %w", lease.Name, err)
@@ -180,14 +182,19 @@ func (l *Leases) Renew(ctx context.Context, lease Lease) (Lease, error) {
 // without waiting for the expiry. Releasing a lease that already moved on
 // does nothing. The token stays: the next holder's is higher.
 func (l *Leases) Release(ctx context.Context, lease Lease) error {
+	ctx = withOp(ctx, OpLease)
 	if l.keep {
 		return nil
 	}
-	_, err := l.db.pool.Exec(ctx, `WITH r AS (
+	// Through the group commit (writegroup.go): a turn's release shares
+	// the round trip of other writes.
+	err := l.db.writes.do(ctx, &write{op: OpLease, key: rowKey("l", lease.Name), fill: func(b *pgx.Batch) {
+		b.Queue(`WITH r AS (
 			UPDATE leases SET expires_at = clock_timestamp()
 			WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()
 			RETURNING name)
 		SELECT pg_notify($4, name) FROM r`, lease.Name, l.holder, lease.Token, releasedChannel)
+	}})
 	if err != nil {
 		return fmt.Errorf("pgstore: release lease %q: %w", lease.Name, err)
 	}
@@ -197,6 +204,7 @@ func (l *Leases) Release(ctx context.Context, lease Lease) error {
 // Held returns the unexpired lease of name, whoever holds it, and false
 // when nobody does.
 func (l *Leases) Held(ctx context.Context, name string) (Lease, bool, error) {
+	ctx = withOp(ctx, OpLease)
 	got := Lease{Name: name}
 	var left int64
 	err := l.db.pool.QueryRow(ctx, `SELECT holder, token, acquired_at, expires_at,

@@ -28,6 +28,7 @@ func (db *DB) Limits() sessions.LimitCounters { return limitStore{db} }
 
 // AddUsage implements sessions.LimitCounters.
 func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) (map[sessions.LimitKey]sessions.LimitTotal, error) {
+	ctx = withOp(ctx, OpUsage)
 	merged, err := sessions.MergeLimitDeltas(deltas)
 	if err != nil {
 		return nil, err
@@ -69,6 +70,7 @@ func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) 
 
 // LimitUsage implements sessions.LimitCounters.
 func (l limitStore) LimitUsage(ctx context.Context, keys []sessions.LimitKey) (map[sessions.LimitKey]sessions.LimitTotal, error) {
+	ctx = withOp(ctx, OpUsage)
 	out := make(map[sessions.LimitKey]sessions.LimitTotal, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -96,6 +98,7 @@ func (l limitStore) LimitUsage(ctx context.Context, keys []sessions.LimitKey) (m
 
 // PruneLimits implements sessions.LimitCounters.
 func (l limitStore) PruneLimits(ctx context.Context, end int64) (int, error) {
+	ctx = withOp(ctx, OpUsage)
 	tag, err := l.db.pool.Exec(ctx, `DELETE FROM limit_counters WHERE window_end <= $1`, end)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: prune limit counters: %w", err)

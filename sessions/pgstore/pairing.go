@@ -29,6 +29,7 @@ func (db *DB) Pairing() sessions.PairingState { return pairingState{db} }
 
 // LoadPairing implements sessions.PairingState.
 func (p pairingState) LoadPairing(ctx context.Context, channel string) (pairstate.Data, error) {
+	ctx = withOp(ctx, OpPairing)
 	if err := pairstate.CheckChannel(channel); err != nil {
 		return pairstate.Data{}, err
 	}
@@ -42,6 +43,7 @@ func (p pairingState) LoadPairing(ctx context.Context, channel string) (pairstat
 // UpdatePairing implements sessions.PairingState. fn runs inside the
 // transaction; its error is returned as it is.
 func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func(*pairstate.Data) (bool, error)) error {
+	ctx = withOp(ctx, OpPairing)
 	if err := pairstate.CheckChannel(channel); err != nil {
 		return err
 	}
@@ -79,6 +81,7 @@ func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func
 
 // PairingChannels implements sessions.PairingState.
 func (p pairingState) PairingChannels(ctx context.Context) ([]string, error) {
+	ctx = withOp(ctx, OpPairing)
 	rows, err := p.db.pool.Query(ctx, `SELECT channel FROM pairing_channels ORDER BY channel`)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: pairing channels: %w", err)

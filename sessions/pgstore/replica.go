@@ -111,6 +111,7 @@ func (r *replicaState) heartbeat(ctx context.Context, db *DB) {
 }
 
 func register(ctx context.Context, db *DB, id, host string) error {
+	ctx = withOp(ctx, OpReplica)
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO replicas (id, host, pid, version, started_at, seen_at)
 		VALUES ($1, $2, $3, $4, clock_timestamp(), clock_timestamp())
@@ -125,6 +126,7 @@ func register(ctx context.Context, db *DB, id, host string) error {
 }
 
 func beat(ctx context.Context, db *DB, id string) error {
+	ctx = withOp(ctx, OpReplica)
 	tag, err := db.pool.Exec(ctx, `UPDATE replicas SET seen_at = clock_timestamp() WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("pgstore: replica heartbeat %s: %w", id, err)
@@ -191,6 +193,7 @@ func (b *Backend) RunLeader(ctx context.Context, name string, fn func(context.Co
 
 // Replicas lists the registered replicas, most recently started first.
 func (b *Backend) Replicas(ctx context.Context) ([]Replica, error) {
+	ctx = withOp(ctx, OpReplica)
 	rows, err := b.db.pool.Query(ctx, `SELECT id, host, pid, version, started_at, seen_at,
 			(extract(epoch FROM clock_timestamp() - seen_at) * 1000000)::bigint
 		FROM replicas ORDER BY started_at DESC, id`)
@@ -214,6 +217,7 @@ func (b *Backend) Replicas(ctx context.Context) ([]Replica, error) {
 
 // Leases lists the leases held now (unexpired), by name.
 func (b *Backend) Leases(ctx context.Context) ([]Lease, error) {
+	ctx = withOp(ctx, OpReplica)
 	rows, err := b.db.pool.Query(ctx, `SELECT name, holder, token, acquired_at, expires_at,
 			(extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint
 		FROM leases WHERE expires_at > clock_timestamp() ORDER BY name`)

@@ -76,6 +76,7 @@ const replicaStatusSQL = `WITH ` + liveOwnersCTE + `,
 // ReplicaStatus reads this replica's leases and the lag of unclaimed
 // ingress in one statement.
 func (b *Backend) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
+	ctx = withOp(ctx, OpReplica)
 	st := ReplicaStatus{ReplicaID: b.rep.id}
 	var age int64
 	err := b.db.pool.QueryRow(ctx, replicaStatusSQL, b.rep.id, SessionLease("")).
@@ -90,6 +91,7 @@ func (b *Backend) ReplicaStatus(ctx context.Context) (ReplicaStatus, error) {
 // IngressLag reads the lag of unclaimed ingress alone (gateway doctor,
 // which is no replica).
 func (b *Backend) IngressLag(ctx context.Context) (IngressLag, error) {
+	ctx = withOp(ctx, OpReplica)
 	st, err := b.ReplicaStatus(ctx)
 	if err != nil {
 		return IngressLag{}, fmt.Errorf("pgstore: ingress lag: %w", err)

@@ -87,6 +87,7 @@ func (h *RoomLog) Append(ctx context.Context, room string, e sessions.HistoryEnt
 // Add is Append; its wait returns at once, the transaction having
 // committed before Add returned.
 func (h *RoomLog) Add(ctx context.Context, room string, e sessions.HistoryEntry, lim sessions.HistoryLimits) (bool, func() error, error) {
+	ctx = withOp(ctx, OpRooms)
 	if err := ctx.Err(); err != nil {
 		return false, nil, fmt.Errorf("pgstore: history append: %w", err)
 	}
@@ -164,6 +165,7 @@ func noWait() error { return nil }
 
 // inRoom runs fn in a transaction holding room's advisory lock.
 func (h *RoomLog) inRoom(ctx context.Context, room string, fn func(tx pgx.Tx) error) error {
+	ctx = withOp(ctx, OpRooms)
 	err := pgx.BeginFunc(ctx, h.db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, roomLockSQL, int32(roomLockSpace), roomLockKey(room)); err != nil {
 			return err
@@ -225,6 +227,7 @@ func cutRows(ctx context.Context, tx pgx.Tx, room string, upTo int64) (int64, er
 // cutDone counts a cut and every roomPruneEvery cuts forgets removed
 // entries beyond the newest RoomGoneKeep.
 func (h *RoomLog) cutDone(ctx context.Context) {
+	ctx = withOp(ctx, OpRooms)
 	if h.cuts.Add(1)%roomPruneEvery != 0 {
 		return
 	}

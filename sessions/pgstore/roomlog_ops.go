@@ -19,7 +19,7 @@ import (
 const roomOpTimeout = 30 * time.Second
 
 func roomCall() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), roomOpTimeout)
+	return context.WithTimeout(withOp(context.Background(), OpRooms), roomOpTimeout)
 }
 
 // seqParam is a sequence number as a bigint parameter (seqs never exceed

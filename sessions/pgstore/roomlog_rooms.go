@@ -13,6 +13,7 @@ var _ sessions.RoomLister = (*RoomLog)(nil)
 
 // Rooms lists the rooms with kept entries, sorted as bytes.
 func (h *RoomLog) Rooms(ctx context.Context) ([]string, error) {
+	ctx = withOp(ctx, OpRooms)
 	rows, err := h.db.pool.Query(ctx, `SELECT DISTINCT room FROM room_history WHERE gone_seq IS NULL ORDER BY room`)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: rooms: %w", err)

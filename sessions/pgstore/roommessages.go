@@ -24,6 +24,7 @@ func (db *DB) RoomMessages() sessions.RoomMessages { return roomMessages{db} }
 
 // NoteMessages implements sessions.RoomMessages.
 func (r roomMessages) NoteMessages(ctx context.Context, room string, msgs []sessions.RoomMessage) error {
+	ctx = withOp(ctx, OpRooms)
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -69,6 +70,7 @@ func (r roomMessages) NoteMessages(ctx context.Context, room string, msgs []sess
 
 // RoomMessage implements sessions.RoomMessages.
 func (r roomMessages) RoomMessage(ctx context.Context, room, id string) (sessions.RoomMessage, bool, error) {
+	ctx = withOp(ctx, OpRooms)
 	if err := sessions.CheckRoomMessage(room, id); err != nil {
 		return sessions.RoomMessage{}, false, err
 	}
@@ -85,6 +87,7 @@ func (r roomMessages) RoomMessage(ctx context.Context, room, id string) (session
 
 // ForgetMessage implements sessions.RoomMessages (committed lazily).
 func (r roomMessages) ForgetMessage(ctx context.Context, room, id string) error {
+	ctx = withOp(ctx, OpRooms)
 	if err := sessions.CheckRoomMessage(room, id); err != nil {
 		return err
 	}
@@ -99,6 +102,7 @@ func (r roomMessages) ForgetMessage(ctx context.Context, room, id string) error 
 
 // LatestMessage implements sessions.RoomMessages.
 func (r roomMessages) LatestMessage(ctx context.Context, room string, own bool) (sessions.RoomMessage, bool, error) {
+	ctx = withOp(ctx, OpRooms)
 	if err := sessions.CheckRoomMessage(room, "-"); err != nil {
 		return sessions.RoomMessage{}, false, err
 	}

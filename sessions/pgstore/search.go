@@ -38,6 +38,7 @@ SELECT e.agent_id, e.session_key, t.session_id, t.id, t.search_role, t.search_at
 
 // Search implements sessions.Searcher.
 func (s *Searcher) Search(ctx context.Context, q sessions.SearchQuery) ([]sessions.SearchHit, error) {
+	ctx = withOp(ctx, OpContext)
 	q, err := q.Normalize()
 	if err != nil {
 		return nil, err

@@ -107,12 +107,19 @@ func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 	return l, s.x.db.storageErr(err)
 }
 
-// Begin is Index.Begin.
+// Begin is Index.Begin. The counters queued for the session (AddCounters)
+// are written in its transaction.
 func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (sessions.Entry, sessions.BeginInfo, error) {
-	if err := s.settle(ctx, key); err != nil {
+	k, err := s.x.keyString(key)
+	if err != nil {
+		return s.x.Begin(ctx, key, o) // it refuses the key
+	}
+	queued, err := s.x.db.counters.take(ctx, s.x.agentID, k)
+	if err != nil {
 		return sessions.Entry{}, sessions.BeginInfo{}, s.x.db.storageErr(err)
 	}
-	e, info, err := s.x.Begin(ctx, key, o)
+	defer s.x.db.counters.finish(queued)
+	e, info, err := s.x.begin(ctx, key, o, queued)
 	return e, info, s.x.db.storageErr(err)
 }
 
@@ -241,6 +248,7 @@ func (s *Store) Transcript(sessionID string) (sessions.TranscriptLog, error) {
 // transcript has no header yet).
 func (s *Store) owner(sessionID string) (string, error) {
 	ctx, cancel := call()
+	ctx = withOp(ctx, OpContext)
 	defer cancel()
 	var agent string
 	err := s.x.db.pool.QueryRow(ctx, `SELECT COALESCE(body->>'agentId', '') FROM transcript_entries

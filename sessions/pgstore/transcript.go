@@ -58,6 +58,7 @@ RETURNING seq`
 // serialised; appends to different sessions do not wait for each other.
 // It returns the assigned sequence numbers.
 func (db *DB) Append(ctx context.Context, sessionID string, entries ...TranscriptEntry) ([]int64, error) {
+	ctx = withOp(ctx, OpAppend)
 	args, err := db.appendArgs(sessionID, entries)
 	if err != nil || args == nil {
 		return nil, err
@@ -154,6 +155,7 @@ ORDER BY seq`
 // precedes it is neither read nor sent. A transcript without a compaction
 // is read whole; an unknown session is empty.
 func (db *DB) LoadFromLatestCompaction(ctx context.Context, sessionID string) (Tail, error) {
+	ctx = withOp(ctx, OpContext)
 	rows, err := db.pool.Query(ctx, loadTailSQL, sessionID)
 	if err != nil {
 		return Tail{}, fmt.Errorf("pgstore: load %s: %w", sessionID, err)
@@ -174,6 +176,7 @@ func (db *DB) LoadFromLatestCompaction(ctx context.Context, sessionID string) (T
 
 // Load reads sessionID's transcript from seq from on (1 is the start).
 func (db *DB) Load(ctx context.Context, sessionID string, from int64) ([]TranscriptEntry, error) {
+	ctx = withOp(ctx, OpContext)
 	rows, err := db.pool.Query(ctx, `SELECT seq, id, COALESCE(parent_id, ''), type, body::text, created_at
 		FROM transcript_entries WHERE session_id = $1 AND seq >= $2 ORDER BY seq`, sessionID, from)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
 )
@@ -86,28 +88,84 @@ const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.t
 FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq > $2
 WHERE h.session_id = $1 ORDER BY e.seq`
 
-// cachedContext rebuilds the context from the cached chain extended by
-// the entries appended since it was read; ok is false when nothing usable
-// is cached (the caller then reads from the latest compaction).
-func (t *TranscriptLog) cachedContext(ctx context.Context) (out sessions.Context, ok bool, err error) {
-	cc := t.db.chains.get(t.sessionID)
-	if cc == nil {
-		return sessions.Context{}, false, nil
+// contextRead is the read a Context needs: with a cached chain, the
+// transcript's head and the entries past the chain (sinceSQL); without
+// one, the tail from the latest compaction (loadTailSQL). It is one
+// statement, run alone (query) or queued after an append in the same
+// batch (queue, scan: AppendLazyContext).
+type contextRead struct {
+	sessionID string
+	cc        *cachedChain // nil: read the tail
+	after     int64        // cc's last seq when the read was planned
+
+	head    int64             // sinceSQL: the head's last seq (0: none)
+	entries []TranscriptEntry // sinceSQL: the entries after after
+	tail    Tail              // loadTailSQL
+}
+
+// contextRead plans the read of t's next Context.
+func (t *TranscriptLog) contextRead() *contextRead {
+	r := &contextRead{sessionID: t.sessionID, cc: t.db.chains.get(t.sessionID)}
+	if r.cc != nil {
+		r.cc.mu.Lock()
+		r.after = r.cc.last
+		r.cc.mu.Unlock()
 	}
-	cc.mu.Lock()
-	last := cc.last
-	cc.mu.Unlock()
-	head, entries, err := t.db.since(ctx, t.sessionID, last)
+	return r
+}
+
+// statement is the read's SQL and arguments.
+func (r *contextRead) statement() (string, []any) {
+	if r.cc != nil {
+		return sinceSQL, []any{r.sessionID, r.after}
+	}
+	return loadTailSQL, []any{r.sessionID}
+}
+
+// query runs the read alone.
+func (r *contextRead) query(ctx context.Context, db *DB) error {
+	sql, args := r.statement()
+	rows, err := db.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return sessions.Context{}, false, fmt.Errorf("transcript: context: %w", err)
+		return err
 	}
-	if head < last { // cut, removed or never written: start over
+	return r.scan(rows)
+}
+
+// scan reads the read's rows (closing them), replacing what an earlier
+// try read.
+func (r *contextRead) scan(rows pgx.Rows) error {
+	if r.cc != nil {
+		var err error
+		r.head, r.entries, err = scanSince(rows)
+		return err
+	}
+	entries, err := pgx.CollectRows(rows, scanTranscriptEntry)
+	if err != nil {
+		return err
+	}
+	r.tail = Tail{Entries: entries, Compaction: -1}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Type == TypeCompaction {
+			r.tail.Compaction = i
+			break
+		}
+	}
+	return nil
+}
+
+// extendCached rebuilds the context from the cached chain extended by
+// the entries r read past it; ok is false when the cache is of no use
+// (the transcript was cut or removed, or the chain needs older entries).
+func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok bool, err error) {
+	cc := r.cc
+	if r.head < r.after { // cut, removed or never written: start over
 		t.db.chains.drop(t.sessionID)
 		return sessions.Context{}, false, nil
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	for _, e := range entries {
+	for _, e := range r.entries {
 		if e.Seq <= cc.last {
 			continue // a concurrent Context added it already
 		}
@@ -124,13 +182,9 @@ func (t *TranscriptLog) cachedContext(ctx context.Context) (out sessions.Context
 	return out, ok, nil
 }
 
-// since reads the head's last seq (0 when there is no head) and the
-// entries after seq after.
-func (db *DB) since(ctx context.Context, sessionID string, after int64) (head int64, entries []TranscriptEntry, err error) {
-	rows, err := db.pool.Query(ctx, sinceSQL, sessionID, after)
-	if err != nil {
-		return 0, nil, err
-	}
+// scanSince reads sinceSQL's rows: the head's last seq (0 when there is
+// no head) and the entries after the seq asked for.
+func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var (

@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -143,4 +145,89 @@ func TestChainCacheBound(t *testing.T) {
 	if c.get("a"+string(rune(0))) != nil {
 		t.Error("the oldest chain was not dropped")
 	}
+}
+
+// AppendLazyContext's context is the one a rebuild gives right after the
+// append, with the chain cached or not, after appends of a replica the
+// cache never saw; with the chain cached it costs the append's round trip
+// alone. Concurrent calls each see their own append.
+func TestAppendLazyContext(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	db2, err := Open(ctx, Options{URL: url, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	hdr := transcript.Header{SessionKey: "agent:main:main", AgentID: "main"}
+	tr, err := db.Transcript(sidA, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := db2.Transcript(sidA, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, msg string) {
+		t.Helper()
+		before := opCounts(db, OpAppend, OpContext)
+		_, got, err := tr.AppendLazyContext(ctx, text(sessions.RoleUser, msg))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		after := opCounts(db, OpAppend, OpContext)
+		cached := db.chains.get(sidA) != nil
+		if d := cmp.Diff(contextFresh(t, db, tr), got); d != "" {
+			t.Errorf("%s: context differs from a rebuild after the append (-rebuild +got):\n%s", name, d)
+		}
+		trips := after[OpAppend][0] - before[OpAppend][0] + after[OpContext][0] - before[OpContext][0]
+		if cached && trips != 1 {
+			t.Errorf("%s: %d round trips with the chain cached, want 1", name, trips)
+		}
+		if _, err := tr.Context(ctx); err != nil { // cache the chain again
+			t.Fatal(err)
+		}
+	}
+	check("empty transcript", "one")
+	check("cached", "two")
+	if _, err := replica.Append(ctx, text(sessions.RoleAssistant, "from a replica")); err != nil {
+		t.Fatal(err)
+	}
+	check("after a replica's append", "three")
+	db.chains.drop(sidA)
+	check("nothing cached", "four")
+	if _, err := replica.AppendCompaction(ctx, sessions.Compaction{Summary: "s", TokensBefore: 10, TokensAfter: 1}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a replica's compaction", "five")
+
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			msg := fmt.Sprintf("concurrent %d", i)
+			_, c, err := tr.AppendLazyContext(ctx, text(sessions.RoleUser, msg))
+			if err == nil && !strings.Contains(allText(c), msg) {
+				err = fmt.Errorf("%s: the context lacks its own append: %q", msg, allText(c))
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// allText is the text of the context's messages (consecutive user
+// messages are merged).
+func allText(c sessions.Context) string {
+	var b strings.Builder
+	for _, m := range c.Messages {
+		b.WriteString(m.Text())
+		b.WriteString("\n")
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gateway/gateway/sessions"
@@ -24,10 +25,11 @@ import (
 // so that the next one decodes only the entries appended since. It is safe
 // for concurrent use.
 //
-// Appends go through the DB's group commit (Appender): one statement per
-// append reserves seq numbers under the transcript_heads row lock and reads
-// the leaf there, so concurrent appends to one session (from any process)
-// form one chain, and appends of many sessions share commits.
+// Appends go through the DB's group commit (writegroup.go): one statement
+// per append reserves seq numbers under the transcript_heads row lock and
+// reads the leaf there, so concurrent appends to one session (from any
+// process) form one chain, and appends of many sessions share commits with
+// each other and with the other short writes.
 type TranscriptLog struct {
 	db        *DB
 	sessionID string
@@ -107,14 +109,14 @@ func split(body []byte) (pre, post []byte, err error) {
 // and returns their entry ids, once committed (durable). A message without
 // a timestamp gets the current time.
 func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.appendMessages(ctx, false, msgs)
+	return t.appendMessages(ctx, false, nil, msgs)
 }
 
-func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, msgs []sessions.Message) ([]string, error) {
+func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *contextRead, msgs []sessions.Message) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.appendChain(ctx, len(msgs), lazy, func(now time.Time) ([]pending, error) {
+	return t.appendChain(ctx, len(msgs), lazy, read, func(now time.Time) ([]pending, error) {
 		out := make([]pending, len(msgs))
 		for i, m := range msgs {
 			out[i] = pending{id: t.newID(out[:i]), typ: TypeMessage}
@@ -141,7 +143,30 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, msgs []se
 // journal holds durably and which the turn's reply, a synchronous Append,
 // flushes.
 func (t *TranscriptLog) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.appendMessages(ctx, true, msgs)
+	return t.appendMessages(ctx, true, nil, msgs)
+}
+
+// AppendLazyContext is AppendLazy followed by Context, in one round trip:
+// the context is read in the append's transaction, right after it, so it
+// is the context as the append left it (or a later one, with appends to the
+// session running concurrently in this process). It returns the entry ids
+// and that context. A turn uses it for its inputs and tool results, each followed
+// by a model call on the context they complete.
+func (t *TranscriptLog) AppendLazyContext(ctx context.Context, msgs ...sessions.Message) ([]string, sessions.Context, error) {
+	if len(msgs) == 0 {
+		c, err := t.Context(ctx)
+		return nil, c, err
+	}
+	r := t.contextRead()
+	ids, err := t.appendMessages(ctx, true, r, msgs)
+	if err != nil {
+		return nil, sessions.Context{}, err
+	}
+	c, err := t.contextFrom(withOp(ctx, OpContext), r)
+	if err != nil {
+		return ids, sessions.Context{}, err
+	}
+	return ids, c, nil
 }
 
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
@@ -159,7 +184,7 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 			return "", transcript.ErrFirstKeptNotInChain(c.FirstKeptEntryID)
 		}
 	}
-	ids, err := t.appendChain(ctx, 0, false, func(now time.Time) ([]pending, error) {
+	ids, err := t.appendChain(ctx, 0, false, nil, func(now time.Time) ([]pending, error) {
 		p := pending{id: t.newID(nil), typ: TypeCompaction, kept: c.FirstKeptEntryID}
 		body, err := transcript.EncodeCompaction(p.id, "", c, now)
 		if err != nil {
@@ -192,11 +217,15 @@ func (t *TranscriptLog) newID(taken []pending) string {
 // appendChain encodes entries with enc and appends them through the group
 // commit, drawing new ids if one collides with an entry of the transcript.
 // messages is how many of them are message entries; lazy commits lazily.
-func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool, enc func(now time.Time) ([]pending, error)) ([]string, error) {
+func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool, read *contextRead, enc func(now time.Time) ([]pending, error)) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		// A cancelled turn writes nothing (the group commit might still
 		// take a request whose context already ended).
 		return nil, fmt.Errorf("transcript: append %s: %w", t.sessionID, err)
+	}
+	var fence *sessions.Fence
+	if f, ok := sessions.FenceFrom(ctx); ok {
+		fence = &f // a turn's append: written only while its lease is held (turns.go)
 	}
 	for attempt := 1; ; attempt++ {
 		now := t.db.clock()
@@ -208,7 +237,19 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		if err != nil {
 			return nil, err
 		}
-		_, err = t.db.group.submit(ctx, t.sessionID, chainSQL, args, lazy)
+		err = t.db.writes.do(withOp(ctx, OpAppend), &write{op: OpAppend, key: rowKey("t", t.sessionID), sync: !lazy, fill: func(b *pgx.Batch) {
+			if fence != nil {
+				queueFence(b, *fence)
+			}
+			b.Queue(chainSQL, args...)
+			if read != nil {
+				sql, args := read.statement()
+				b.Queue(sql, args...).Query(read.scan)
+			}
+		}})
+		if ferr, ok := fenced(err); ok {
+			err = ferr
+		}
 		if err == nil {
 			ids := make([]string, len(entries))
 			for i, p := range entries {

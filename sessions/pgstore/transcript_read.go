@@ -34,20 +34,35 @@ func chainOf(entries []TranscriptEntry, complete bool) (*transcript.Chain, error
 // The chain it builds is cached (transcript_cache.go): the next Context
 // reads and decodes only the entries appended since.
 func (t *TranscriptLog) Context(ctx context.Context) (sessions.Context, error) {
-	if out, ok, err := t.cachedContext(ctx); err != nil || ok {
-		return out, err
-	}
-	tail, err := t.db.LoadFromLatestCompaction(ctx, t.sessionID)
-	if err != nil {
+	ctx = withOp(ctx, OpContext)
+	r := t.contextRead()
+	if err := r.query(ctx, t.db); err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: context: %w", err)
 	}
-	complete := tail.Compaction < 0
-	c, err := chainOf(tail.Entries, complete)
+	return t.contextFrom(ctx, r)
+}
+
+// contextFrom builds the context from what r read: the cached chain
+// extended by the entries since, or the tail. It reads again only when
+// that is not enough (the cached chain was cut, or needs older entries;
+// the tail's chain needs entries before it).
+func (t *TranscriptLog) contextFrom(ctx context.Context, r *contextRead) (sessions.Context, error) {
+	if r.cc != nil {
+		if out, ok, err := t.extendCached(r); err != nil || ok {
+			return out, err
+		}
+		r = &contextRead{sessionID: t.sessionID}
+		if err := r.query(ctx, t.db); err != nil {
+			return sessions.Context{}, fmt.Errorf("transcript: context: %w", err)
+		}
+	}
+	complete := r.tail.Compaction < 0
+	c, err := chainOf(r.tail.Entries, complete)
 	if err != nil {
 		return sessions.Context{}, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
 	}
 	if out, ok := c.Context(); ok {
-		t.keepChain(c, tail.Entries)
+		t.keepChain(c, r.tail.Entries)
 		return out, nil
 	}
 	c, all, err := t.whole(ctx)
@@ -75,6 +90,7 @@ func (t *TranscriptLog) whole(ctx context.Context) (*transcript.Chain, []Transcr
 // History returns every message of the chain, compactions ignored. It
 // reads the whole transcript; an empty one has no messages (nil).
 func (t *TranscriptLog) History(ctx context.Context) ([]sessions.Message, error) {
+	ctx = withOp(ctx, OpContext)
 	c, _, err := t.whole(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: history: %w", err)
@@ -94,6 +110,7 @@ ORDER BY seq`
 // the turn that took them finished with an assistant reply (SPEC §3.7,
 // recovery), from the chain's last transcript.RecordsLookback entries.
 func (t *TranscriptLog) Records(ctx context.Context, ids []string) (sessions.RecordsState, error) {
+	ctx = withOp(ctx, OpContext)
 	rows, err := t.db.pool.Query(ctx, recentSQL, t.sessionID, transcript.RecordsLookback)
 	if err != nil {
 		return sessions.RecordsState{Consumed: map[string]bool{}}, fmt.Errorf("transcript: records %s: %w", t.sessionID, err)
@@ -119,6 +136,7 @@ const statsSQL = `SELECT COALESCE((SELECT messages FROM transcript_heads WHERE s
 // compaction (0 if none): the position Entry.CompactionOffset holds for
 // this backend.
 func (t *TranscriptLog) Stats(ctx context.Context) (messages int, lastCompaction int64, err error) {
+	ctx = withOp(ctx, OpContext)
 	if err := t.db.pool.QueryRow(ctx, statsSQL, t.sessionID).Scan(&messages, &lastCompaction); err != nil {
 		return 0, 0, fmt.Errorf("transcript: stats %s: %w", t.sessionID, err)
 	}
@@ -139,6 +157,7 @@ SELECT EXISTS (SELECT 1 FROM walk WHERE id = $2)`
 
 // inChain reports whether id is an entry of the chain ending at the leaf.
 func (t *TranscriptLog) inChain(ctx context.Context, id string) (bool, error) {
+	ctx = withOp(ctx, OpContext)
 	if !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
 		return false, nil // no stored id is such text (PostgreSQL refuses it)
 	}

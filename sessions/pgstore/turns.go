@@ -80,6 +80,7 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 
 // BeginTurn implements sessions.Turns.
 func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*sessions.TurnHold, error) {
+	ctx = withOp(ctx, OpBeginTurn)
 	if d.isClosed.Load() {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, errClosed)
 	}
@@ -99,8 +100,16 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 		token   *int64
 	)
 	sent := time.Now()
-	err := d.db.pool.QueryRow(ctx, beginTurnSQL, agentID, sessionKey, ids, d.owner, name, d.holder,
-		d.turnTTL.Microseconds(), int64(math.MaxInt64), d.lock.settled()).Scan(&kept, &later, &blocked, &behind, &token)
+	// Through the group commit (writegroup.go), waiting for its WAL flush
+	// as a statement of its own did: a lease and its token must not be
+	// lost to a crash of the server.
+	settled := d.lock.settled()
+	err := d.db.writes.do(ctx, &write{op: OpBeginTurn, key: rowKey("l", name), sync: true, fill: func(b *pgx.Batch) {
+		b.Queue(beginTurnSQL, agentID, sessionKey, ids, d.owner, name, d.holder,
+			d.turnTTL.Microseconds(), int64(math.MaxInt64), settled).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&kept, &later, &blocked, &behind, &token)
+		})
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
 	}

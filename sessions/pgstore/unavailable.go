@@ -77,6 +77,11 @@ func (s storeTranscript) AppendLazy(ctx context.Context, msgs ...sessions.Messag
 	return ids, s.t.db.storageErr(err)
 }
 
+func (s storeTranscript) AppendLazyContext(ctx context.Context, msgs ...sessions.Message) ([]string, sessions.Context, error) {
+	ids, c, err := s.t.AppendLazyContext(ctx, msgs...)
+	return ids, c, s.t.db.storageErr(err)
+}
+
 func (s storeTranscript) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
 	id, err := s.t.AppendCompaction(ctx, c)
 	return id, s.t.db.storageErr(err)

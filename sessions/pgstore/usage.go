@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
 // usageLog implements sessions.UsageLog on the usage table (migration
-// 00008): Record is one INSERT of every row, committed lazily (a turn's
-// row is one round trip, no WAL flush wait), Query one GROUP BY over the indexes of (agent_id, at), (at),
+// 00008): Record is one INSERT of every row, committed lazily through the
+// group commit (writegroup.go: a turn's row shares a round trip with the
+// writes of other turns, no WAL flush wait), Query one GROUP BY over the indexes of (agent_id, at), (at),
 // (channel, sender_id, at) and (session_key, at).
 type usageLog struct{ db *DB }
 
@@ -25,19 +27,54 @@ func (db *DB) Usage() sessions.UsageLog { return usageLog{db} }
 // Record implements sessions.UsageLog; a row whose agent, session id and
 // time are stored already is ignored.
 func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
+	ctx = withOp(ctx, OpUsage)
+	fill, err := usageInsert(rows)
+	if err != nil || fill == nil {
+		return err
+	}
+	// A lazy commit (lazy.go): like the files ledger's unsynced write, a
+	// row is lost only by a server crash within wal_writer_delay, and
+	// `gateway usage rebuild` restores it from the transcript.
+	if err := u.db.writes.do(ctx, &write{op: OpUsage, key: rowKey("u"), fill: fill}); err != nil {
+		return fmt.Errorf("pgstore: usage: record %d rows: %w", len(rows), err)
+	}
+	return nil
+}
+
+// RecordLater is Record without waiting: the rows ride with the DB's next
+// write (a turn records its row before its reply's outbox write, which
+// carries it: writegroup.go), or go alone a few milliseconds later, and
+// reads see them once written. It checks the rows; a write that fails is
+// logged (`gateway usage rebuild` restores the rows).
+func (u usageLog) RecordLater(rows ...sessions.UsageRow) error {
+	fill, err := usageInsert(rows)
+	if err != nil || fill == nil {
+		return err
+	}
+	u.db.writes.ride(&write{op: OpUsage, key: rowKey("u"), fill: fill, done: func(err error) {
+		if err != nil {
+			u.db.log.Warn("usage rows not recorded; `gateway usage rebuild` restores them", zap.Int("rows", len(rows)), zap.Error(err))
+		}
+	}})
+	return nil
+}
+
+// usageInsert checks rows and returns the fill of the write inserting them
+// (nil for no rows).
+func usageInsert(rows []sessions.UsageRow) (func(b *pgx.Batch), error) {
 	if len(rows) == 0 {
-		return nil
+		return nil, nil
 	}
 	n := len(rows)
 	var (
-		at                                                         = make([]any, 0, n)
+		at                                                         = make([]time.Time, 0, n)
 		agent, key, sid, eid, channel, room, sender, name, pr, mdl = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 		in, out, cr, cw                                            = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 		cost                                                       = make([]float64, 0, n)
 	)
 	for _, r := range rows {
 		if err := sessions.CheckUsageRow(r); err != nil {
-			return fmt.Errorf("pgstore: usage: record: %w", err)
+			return nil, fmt.Errorf("pgstore: usage: record: %w", err)
 		}
 		at = append(at, r.At.UTC())
 		agent, key, sid, eid = append(agent, r.AgentID), append(key, r.SessionKey), append(sid, r.SessionID), append(eid, r.EntryID)
@@ -46,10 +83,7 @@ func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 		in, out, cr, cw = append(in, r.Input), append(out, r.Output), append(cr, r.CacheRead), append(cw, r.CacheWrite)
 		cost = append(cost, r.Cost)
 	}
-	// A lazy commit (lazy.go): like the files ledger's unsynced write, a
-	// row is lost only by a server crash within wal_writer_delay, and
-	// `gateway usage rebuild` restores it from the transcript.
-	err := u.db.lazyBatch(ctx, func(b *pgx.Batch) {
+	return func(b *pgx.Batch) {
 		b.Queue(`INSERT INTO usage (at, agent_id, session_key, session_id, entry_id, channel, room,
 			sender_id, sender_name, provider, model, input, output, cache_read, cache_write, cost)
 		SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
@@ -57,11 +91,7 @@ func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 			$16::float8[])
 		ON CONFLICT (agent_id, session_id, at) DO NOTHING`,
 			at, agent, key, sid, eid, channel, room, sender, name, pr, mdl, in, out, cr, cw, cost)
-	})
-	if err != nil {
-		return fmt.Errorf("pgstore: usage: record %d rows: %w", n, err)
-	}
-	return nil
+	}, nil
 }
 
 // usageGroup is the SQL of each grouping dimension: the bucket key and its
@@ -79,6 +109,7 @@ var usageGroup = map[string][2]string{
 
 // Query implements sessions.UsageLog.
 func (u usageLog) Query(ctx context.Context, f sessions.UsageFilter) ([]sessions.UsageBucket, error) {
+	ctx = withOp(ctx, OpUsage)
 	if err := sessions.CheckUsageFilter(f); err != nil {
 		return nil, err
 	}
@@ -136,6 +167,7 @@ func usageWhere(f sessions.UsageFilter) (string, []any) {
 
 // Rows implements sessions.UsageLog, by agent and time.
 func (u usageLog) Rows(ctx context.Context, f sessions.UsageFilter, fn func(sessions.UsageRow) error) error {
+	ctx = withOp(ctx, OpUsage)
 	if err := sessions.CheckUsageFilter(f); err != nil {
 		return err
 	}
@@ -159,6 +191,7 @@ func (u usageLog) Rows(ctx context.Context, f sessions.UsageFilter, fn func(sess
 
 // Refs implements sessions.UsageLog.
 func (u usageLog) Refs(ctx context.Context, agentID string) (map[sessions.UsageRef]bool, error) {
+	ctx = withOp(ctx, OpUsage)
 	if !routing.ValidID(agentID) {
 		return nil, fmt.Errorf("pgstore: usage: refs: agent %q: not a valid agent id", agentID)
 	}
