@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,22 +29,7 @@ func contextFresh(t *testing.T, db *DB, tr *TranscriptLog) sessions.Context {
 // saw, and compactions that move the start of the context.
 func TestCachedContextEqualsRebuild(t *testing.T) {
 	t.Parallel()
-	db, url := openTest(t)
-	ctx := ctxT(t)
-	db2, err := Open(ctx, Options{URL: url, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db2.Close()
-	hdr := transcript.Header{SessionKey: "agent:main:main", AgentID: "main"}
-	tr, err := db.Transcript(sidA, hdr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica, err := db2.Transcript(sidA, hdr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ctx, tr, replica := twoTranscripts(t)
 	var ids []string
 	steps := []struct {
 		name string
@@ -153,22 +139,7 @@ func TestChainCacheBound(t *testing.T) {
 // alone. Concurrent calls each see their own append.
 func TestAppendLazyContext(t *testing.T) {
 	t.Parallel()
-	db, url := openTest(t)
-	ctx := ctxT(t)
-	db2, err := Open(ctx, Options{URL: url, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db2.Close()
-	hdr := transcript.Header{SessionKey: "agent:main:main", AgentID: "main"}
-	tr, err := db.Transcript(sidA, hdr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replica, err := db2.Transcript(sidA, hdr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ctx, tr, replica := twoTranscripts(t)
 	check := func(name string, msg string) {
 		t.Helper()
 		before := opCounts(db, OpAppend, OpContext)
@@ -230,4 +201,28 @@ func allText(c sessions.Context) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// twoTranscripts opens session sidA's transcript through a test database
+// and through a second DB on it (a replica whose appends the first one's
+// cache never sees).
+func twoTranscripts(t *testing.T) (*DB, context.Context, *TranscriptLog, *TranscriptLog) {
+	t.Helper()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	db2, err := Open(ctx, Options{URL: url, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db2.Close)
+	hdr := transcript.Header{SessionKey: "agent:main:main", AgentID: "main"}
+	tr, err := db.Transcript(sidA, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := db2.Transcript(sidA, hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, ctx, tr, replica
 }
