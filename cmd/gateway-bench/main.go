@@ -54,6 +54,8 @@ type options struct {
 	// what it does to the replica in a turn: kill or stop.
 	runs   int
 	signal string
+	// maxConcurrent is each daemon's agents.defaults.maxConcurrent.
+	maxConcurrent int
 }
 
 func main() {
@@ -75,6 +77,7 @@ func main() {
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
 	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure")
+	flag.IntVar(&o.maxConcurrent, "max-concurrent", 8, "agents.defaults.maxConcurrent of each daemon: the turns it runs at once")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
 	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
 	flag.Parse()
@@ -198,7 +201,7 @@ func run(ctx context.Context, o options) (err error) {
 	if o.postgres != "" {
 		backend = "postgres"
 	}
-	fmt.Printf("mode=%s backend=%s replicas=%d messages=%d chats=%d\n", o.mode, backend, len(daemons), total, o.chats)
+	fmt.Printf("mode=%s backend=%s replicas=%d messages=%d chats=%d max_concurrent=%d think=%s\n", o.mode, backend, len(daemons), total, o.chats, o.maxConcurrent, o.think)
 	if o.replicas > 0 {
 		fmt.Printf("spread=%s\n", o.spread())
 	}
@@ -259,7 +262,8 @@ func startDaemons(ctx context.Context, o options, dir string, tg *telegramtest.S
 		if err != nil {
 			return daemons, 0, fmt.Errorf("pick the http address: %w", err)
 		}
-		spec := daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: modelURL, streaming: o.streaming, dbURL: dbURL}
+		spec := daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: modelURL, streaming: o.streaming, dbURL: dbURL,
+			maxConcurrent: o.maxConcurrent}
 		name := "gateway"
 		if o.replicas > 0 {
 			name = fmt.Sprintf("replica-%d", i+1)

@@ -29,6 +29,9 @@ type daemonSpec struct {
 	// dbURL (storage.postgres.replicas) with Telegram in webhook mode:
 	// every replica accepts updates (polling would run on the leader only).
 	replicaID string
+	// maxConcurrent is agents.defaults.maxConcurrent: the turns a daemon
+	// runs at once (0: 8).
+	maxConcurrent int
 }
 
 // config is the daemon's YAML.
@@ -54,12 +57,12 @@ channels:
 providers:
   fake: {type: openai, baseURL: "%s", apiKey: "bench"}
 agents:
-  defaults: {model: fake/bench, maxConcurrent: 8}
+  defaults: {model: fake/bench, maxConcurrent: %d}
   list: [{id: main}]
 messages:
   queue: {mode: followup, cap: 1000}
   inbound: {byChannel: {telegram: {}}}   # one reply per message: no burst assembly
-`, filepath.Join(s.dir, "state"), s.httpAddr, s.tg.Token(), s.tg.URL, s.streaming, telegram, s.modelURL)
+`, filepath.Join(s.dir, "state"), s.httpAddr, s.tg.Token(), s.tg.URL, s.streaming, telegram, s.modelURL, s.turnsAtOnce())
 	switch {
 	case s.replicaID != "":
 		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, replicaId: %s, replicas: true}}\n", s.dbURL, s.replicaID)
@@ -67,6 +70,14 @@ messages:
 		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", s.dbURL)
 	}
 	return cfg
+}
+
+// turnsAtOnce is the daemon's maxConcurrent.
+func (s daemonSpec) turnsAtOnce() int {
+	if s.maxConcurrent > 0 {
+		return s.maxConcurrent
+	}
+	return 8
 }
 
 // daemon is one running gateway process.
