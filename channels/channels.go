@@ -79,6 +79,12 @@ type Outbound struct {
 	// Draft is the platform id of a draft (Drafter) that chunk 0 of the
 	// reply replaces by an edit; empty sends every chunk as a new message.
 	Draft string `json:",omitempty"`
+	// DeliveryID is the outbox's id of the reply: every attempt to send
+	// chunk i of one DeliveryID is meant to be one message. A platform
+	// that deduplicates sends by a key (Discord's nonce) derives it from
+	// (DeliveryID, i), so a resend after a lost answer, a restart or a
+	// take-over posts nothing new. Empty: no such key.
+	DeliveryID string `json:",omitempty"`
 }
 
 // Handler accepts one inbound message. A nil error means the message is

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 
@@ -77,5 +78,61 @@ func TestDiscordLongReplyAndRecovery(t *testing.T) {
 	}
 	if n := len(m.requests()); n != 1 {
 		t.Errorf("%d model calls, want 1 (the resumed reply is not generated again)", n)
+	}
+}
+
+// TestDiscordSendWindowClosed: a process that died between Discord's
+// acceptance of a part and the write of its sent mark leaves a part the
+// next start sends again; on Discord that resend posts nothing new (the
+// part's nonce, issue 22), so every part shows once. So does a part whose
+// answer was lost and which the outbox retried at once.
+func TestDiscordSendWindowClosed(t *testing.T) {
+	long := strings.Repeat("word ", 900) // three parts
+	m := &model{reply: func(llm.Request) (string, error) { return long, nil }}
+	fake := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
+	t.Cleanup(fake.Close)
+	h := newHarness(t, "", m)
+	startDiscord(t, h, fake)
+
+	// A reply with part 1 marked sent and part 2 posted by the dead
+	// process, not marked.
+	w := acceptOnly(t, h, in("discord", "777", "tell me a lot"))
+	appendTurn(t, h, w, long)
+	ad := h.d.adapter("discord", "default")
+	chunks := ad.(channels.Chunker).Chunks(channels.Outbound{Text: long})
+	rp := storeReply(t, h, w, chunks, 1)
+	out := outboundFor(w.In)
+	out.DeliveryID = rp.ID
+	if err := ad.(channels.Chunker).SendChunk(h.ctx, out, 1, chunks[1]); err != nil {
+		t.Fatal(err)
+	}
+	h.restart()
+	startDiscord(t, h, fake)
+	if _, err := h.d.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	sent := fake.Sent()
+	if len(sent) != 2 || sent[0].Content != chunks[1] || sent[1].Content != chunks[2] {
+		t.Errorf("%d posts (part 2 by the dead process included), want parts 2 and 3 once each", len(sent))
+	}
+	if n := fake.NonceRepeats(); n != 1 {
+		t.Errorf("%d resends answered by an earlier post, want 1 (part 2)", n)
+	}
+
+	// A live reply whose first part's answer is lost: retried, shown once.
+	defer func(r []time.Duration) { sendRetries = r }(sendRetries)
+	sendRetries = []time.Duration{time.Millisecond}
+	fake.LoseAnswerNext(1)
+	h.handle(in("discord", "778", "and more"))
+	h.drained()
+	var to778 int
+	for _, s := range fake.Sent() {
+		if s.ChannelID == "778" {
+			to778++
+		}
+	}
+	if to778 != 3 || fake.NonceRepeats() != 2 {
+		t.Errorf("%d parts posted to 778 (want 3) and %d resends answered by an earlier post (want 2)", to778, fake.NonceRepeats())
 	}
 }

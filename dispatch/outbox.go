@@ -130,6 +130,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 	defer cancel()
 	defer context.AfterFunc(d.life, cancel)()
 	defer context.AfterFunc(o.stop, cancel)()
+	out.DeliveryID = rp.ID // one message per chunk, however often it is sent
 	c, chunked := a.(channels.Chunker)
 	ic, withIDs := a.(channels.IDChunker)
 	var ids []string // platform ids of the chunks, for the message tool

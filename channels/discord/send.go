@@ -48,6 +48,8 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 }
 
 // SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
+// With out.DeliveryID the post carries a nonce Discord enforces (nonce.go):
+// sending the same chunk again posts nothing new.
 // A reply to a slash command goes through its interaction while the token
 // is valid, else to the channel.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
@@ -84,7 +86,12 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
-	m, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
+	var m *discordgo.Message
+	if out.DeliveryID != "" {
+		m, err = a.postOnce(ctx, to, msg, nonceOf(out.DeliveryID, i))
+	} else {
+		m, err = a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
+	}
 	if err != nil {
 		return "", fmt.Errorf("discord: send message (part %d): %w", i+1, err)
 	}

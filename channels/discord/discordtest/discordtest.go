@@ -51,6 +51,9 @@ type Options struct {
 	// ApplicationID is the bot's application, announced in READY
 	// (DefaultApplicationID when empty).
 	ApplicationID string
+	// NonceWindow is how long a message post's nonce is remembered for
+	// enforce_nonce (nonce.go; DefaultNonceWindow when zero).
+	NonceWindow time.Duration
 }
 
 // Sent is one message the bot posted.
@@ -62,6 +65,8 @@ type Sent struct {
 	// AllowedMentions is what the bot allowed to ping.
 	AllowedMentions *discordgo.MessageAllowedMentions
 	MessageID       string
+	// Nonce is the post's nonce ("" without one), enforced or not.
+	Nonce string
 }
 
 // Server is a fake Discord. Create it with New.
@@ -88,6 +93,7 @@ type Server struct {
 	reactions  []Reaction
 	nextID     int64
 	rateLimits int // next message POSTs to answer with 429
+	nonces     nonceBook
 	threads    []StartedThread
 
 	files      fileStore // attachments served as the CDN (files.go)
@@ -254,13 +260,18 @@ func (s *Server) serveTyping(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
-	var body discordgo.MessageSend
+	var body messageBody
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035})
 		return
 	}
 	if body.Content == "" || len([]rune(body.Content)) > 2000 {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: content", "code": 50035})
+		return
+	}
+	nonce, err := body.nonce()
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: nonce: " + err.Error(), "code": 50035})
 		return
 	}
 	s.mu.Lock()
@@ -272,6 +283,15 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 			"retry_after": 0.01, "global": false})
 		return
 	}
+	if body.EnforceNonce && nonce != "" {
+		if first := s.nonces.seen(nonce, s.nonceWindow()); first != nil {
+			s.nonces.repeats++
+			s.notifyLocked()
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, first)
+			return
+		}
+	}
 	channelID := r.PathValue("id")
 	s.nextID++
 	id := strconv.FormatInt(s.nextID, 10)
@@ -281,12 +301,21 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		msg.GuildID = c.GuildID
 	}
 	s.sent = append(s.sent, Sent{ChannelID: channelID, Content: body.Content, Reference: body.Reference,
-		AllowedMentions: body.AllowedMentions, MessageID: id})
+		AllowedMentions: body.AllowedMentions, MessageID: id, Nonce: nonce})
+	if nonce != "" {
+		s.nonces.note(nonce, msg)
+	}
 	if !s.opts.NoEcho {
 		s.dispatchLocked("MESSAGE_CREATE", msg)
 	}
+	lost := s.nonces.loseAnswer()
 	s.notifyLocked()
 	s.mu.Unlock()
+	if lost {
+		// The message exists; the answer saying so is lost on the way.
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
+		return
+	}
 	writeJSON(w, http.StatusOK, msg)
 }
 
