@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/agents/llm"
@@ -119,6 +120,12 @@ func TestDiscordSendWindowClosed(t *testing.T) {
 	if n := fake.NonceRepeats(); n != 1 {
 		t.Errorf("%d resends answered by an earlier post, want 1 (part 2)", n)
 	}
+	uncertain := func(cause string) float64 {
+		return testutil.ToFloat64(h.d.opts.Metrics.Uncertain.WithLabelValues("discord", cause))
+	}
+	if n := uncertain("resume"); n != 1 {
+		t.Errorf("gateway_outbound_uncertain_total{cause=resume} = %v, want 1 (part 2, resumed)", n)
+	}
 
 	// A live reply whose first part's answer is lost: retried, shown once.
 	defer func(r []time.Duration) { sendRetries = r }(sendRetries)
@@ -134,5 +141,8 @@ func TestDiscordSendWindowClosed(t *testing.T) {
 	}
 	if to778 != 3 || fake.NonceRepeats() != 2 {
 		t.Errorf("%d parts posted to 778 (want 3) and %d resends answered by an earlier post (want 2)", to778, fake.NonceRepeats())
+	}
+	if n := uncertain("retry"); n != 1 {
+		t.Errorf("gateway_outbound_uncertain_total{cause=retry} = %v, want 1 (the part whose answer was lost)", n)
 	}
 }

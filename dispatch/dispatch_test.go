@@ -137,6 +137,23 @@ func TestSendFailureRetriedThenGivenUp(t *testing.T) {
 	if v := testutil.ToFloat64(h.d.opts.Metrics.GivenUp.WithLabelValues("send")); v != 1 {
 		t.Errorf("given-up metric %v", v)
 	}
+	// errBoom says nothing of what the platform did: both retries may
+	// have shown the chunk twice. A refusal retried cannot.
+	uncertain := func() float64 { return testutil.ToFloat64(h.d.opts.Metrics.Uncertain.WithLabelValues("tg", "retry")) }
+	if v := uncertain(); v != 2 {
+		t.Errorf("gateway_outbound_uncertain_total{cause=retry} = %v after two retries of an unknown outcome, want 2", v)
+	}
+	h.tg.failSend = func(out channels.Outbound, i int) error {
+		if i == 1 {
+			return channels.Refusal(errBoom)
+		}
+		return nil
+	}
+	h.handle(in("tg", "5", "again"))
+	h.drained()
+	if v := uncertain(); v != 2 {
+		t.Errorf("after retries of refusals {cause=retry} = %v, want still 2", v)
+	}
 }
 
 func TestInfrastructureFailureRetriedThenGivenUpWithNotice(t *testing.T) {

@@ -34,6 +34,9 @@ type Metrics struct {
 	// MessageTool counts the message tool's actions by channel, action and
 	// result (ok, refused by the gateway, failed at the platform).
 	MessageTool *prometheus.CounterVec
+	// Uncertain counts reply chunks sent again although an earlier
+	// attempt may have been posted, by channel and cause (outbox.go).
+	Uncertain *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -99,12 +102,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		MessageTool: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_message_tool_actions_total", Help: "Message tool actions by channel, action and result (ok, refused, failed).",
 		}, []string{"channel", "action", "result"}),
+		Uncertain: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_outbound_uncertain_total",
+			Help: "Reply chunks sent again although an earlier attempt may have been posted: after a send whose outcome is unknown (cause retry), or resumed from the outbox after a restart or take-over (cause resume). On Telegram each may show a chunk twice; Discord's nonce makes it none.",
+		}, []string{"channel", "cause"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
 			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost, m.UnsureStored)
-		reg.MustRegister(m.MessageTool)
+		reg.MustRegister(m.MessageTool, m.Uncertain)
 	}
 	return m
 }

@@ -159,10 +159,14 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 		err := send()
 		for r := 0; err != nil && r < len(sendRetries) && ctx.Err() == nil; r++ {
 			d.log.Warn("reply chunk not delivered; retrying", zap.String("channel", out.Channel),
-				zap.String("chat_id", out.ChatID), zap.Int("chunk", i), zap.Error(err))
+				zap.String("chat_id", out.ChatID), zap.Int("chunk", i), zap.Bool("outcome_known", channels.Answered(err)), zap.Error(err))
 			select {
 			case <-ctx.Done():
 			case <-time.After(sendRetries[r]):
+				if !channels.Answered(err) {
+					// The failed attempt may have been posted.
+					d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, "retry").Inc()
+				}
 				err = send()
 			}
 		}
@@ -211,6 +215,11 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 		return
 	}
 	d.opts.Metrics.Resent.Inc()
+	if rp.Sent < len(rp.Chunks) {
+		// The process that stored the reply may have posted its first
+		// unmarked chunk before it died (the send window).
+		d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, "resume").Inc()
+	}
 	d.log.Info("resuming reply from the outbox", zap.String("reply_id", rp.ID), zap.String("session_key", rp.SessionKey),
 		zap.Int("sent", rp.Sent), zap.Int("chunks", len(rp.Chunks)))
 	o.sendReply(ctx, a, rp, out)

@@ -93,9 +93,19 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		m, err = a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
 	}
 	if err != nil {
-		return "", fmt.Errorf("discord: send message (part %d): %w", i+1, err)
+		return "", fmt.Errorf("discord: send message (part %d): %w", i+1, answered(err))
 	}
 	return m.ID, nil
+}
+
+// answered marks a REST error answer below 500 as the platform's refusal
+// (channels.Answered); anything else leaves the outcome unknown.
+func answered(err error) error {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+		return channels.Refusal(err)
+	}
+	return err
 }
 
 // Notify sends a notice outside the agent flow (pairing codes, refusals).

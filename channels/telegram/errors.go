@@ -29,6 +29,11 @@ func (e *APIError) Error() string {
 	return s
 }
 
+// Answered implements channels.Answered: an error answer below 500 says
+// the request was refused, so nothing was posted; a server error (and the
+// adapter's own 502 for an answer it could not read) leaves it unknown.
+func (e *APIError) Answered() bool { return e.Code > 0 && e.Code < 500 }
+
 // Conflict reports a 409: another getUpdates consumer or an active webhook.
 func (e *APIError) Conflict() bool { return e.Code == 409 }
 
