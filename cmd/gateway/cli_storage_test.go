@@ -346,3 +346,39 @@ func TestStorageVerifyFindsDifferences(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageMigrateRefusesLiveReplicas (issue 22 item 5, the attack:
+// migrate into a database three replicas serve): while replicas hold the
+// database (the locks HoldDaemon takes in replicas mode) the migration
+// refuses in both directions, naming them, and writes nothing (doctor
+// --fix takes the same lock: TestDoctorPostgresStoredChecks).
+func TestStorageMigrateRefusesLiveReplicas(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	buildFilesState(t, stateDir)
+	url := pgtest.NewDatabase(t)
+	cfg := writeConfig(t, stateDir, "", "")
+	ctx := context.Background()
+	var replicas []*pgstore.DB
+	for range 3 {
+		db, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		release, err := db.HoldDaemon(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		replicas = append(replicas, db)
+	}
+	for _, dir := range [][]string{{"files", "postgres"}, {"postgres", "files"}} {
+		r := gw(t, cfg, "storage", "migrate", "--from", dir[0], "--to", dir[1], "--postgres-url", url).want(t, 1)
+		if !strings.Contains(r.Stderr, "stop the daemons using it first") || !strings.Contains(r.Stderr, "backend pid") {
+			t.Fatalf("%s -> %s beside three replicas:\n%s", dir[0], dir[1], r.Stderr)
+		}
+	}
+	if agents, err := replicas[0].Transfer().ExportAgents(ctx); err != nil || len(agents) != 0 {
+		t.Fatalf("the refused migration wrote %v (%v)", agents, err)
+	}
+}
