@@ -1,0 +1,516 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// compactEntry is how a Store holds an entry in memory: a lossless compact
+// form of the entry's JSON exactly as json.Marshal writes it (and as
+// sessions.json holds it), without the field names and with UTC times in
+// binary. An entry of a real index takes about 150 bytes this way, against
+// some 650 for a decoded sessions.Entry and its strings, so 100,000
+// sessions are held in a few tens of MB.
+//
+// It is built only from that exact encoding (compactOf): any other input,
+// hand-edited or from another writer, is decoded by encoding/json first and
+// re-encoded (packEntry). So expanding it (appendJSON) gives the same
+// bytes back, and decoding it (entry) gives what encoding/json gives for
+// them — what a reload of the file would give. It is never changed: a
+// change builds a new one.
+//
+// Layout: the set of the fields present (a uvarint with bit i for
+// entryFields[i]), then each present field in order: a string as a uvarint
+// length and the bytes between its quotes (escaped as json.Marshal
+// escapes); an integer as a varint; a time as a tag byte, then for tagUTC
+// the Unix seconds (varint) and nanoseconds (uvarint) of a UTC time, for
+// tagText the uvarint length and the RFC 3339 text of any other.
+type compactEntry []byte
+
+// Tags of a time field in a compactEntry.
+const (
+	tagUTC  = 0
+	tagText = 1
+)
+
+type fieldKind uint8
+
+const (
+	kindString fieldKind = iota + 1
+	kindInt
+	kindTime
+)
+
+// entryField is one field of sessions.Entry as json.Marshal writes it.
+type entryField struct {
+	name      string
+	key       []byte // `"name":`
+	kind      fieldKind
+	index     int  // in sessions.Entry
+	bits      int  // an integer's size
+	omitEmpty bool // absent when zero
+}
+
+// entryFields are the fields of sessions.Entry in the order json.Marshal
+// writes them; fieldSessionID and the others index it.
+var (
+	entryFields = entryFieldsOf(reflect.TypeFor[sessions.Entry]())
+
+	fieldSessionKey        = fieldIndex("sessionKey")
+	fieldSessionID         = fieldIndex("sessionId")
+	fieldUpdatedAt         = fieldIndex("updatedAt")
+	fieldLastInteractionAt = fieldIndex("lastInteractionAt")
+	fieldMessageCount      = fieldIndex("messageCount")
+	fieldCompactionOffset  = fieldIndex("compactionOffset")
+)
+
+// entryFieldsOf lists the fields of the entry type t. A field of a kind
+// without a compact form is a programming error, caught by every test of
+// the package: extend the codec with it.
+func entryFieldsOf(t reflect.Type) []entryField {
+	timeType := reflect.TypeFor[time.Time]()
+	marshaler := []reflect.Type{reflect.TypeFor[json.Marshaler](), reflect.TypeFor[json.Unmarshaler](),
+		reflect.TypeFor[encoding.TextMarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()}
+	var out []entryField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		unsupported := func(why string) {
+			panic(fmt.Sprintf("filestore: field %s of %s has no compact form (%s): extend entry_compact.go", f.Name, t, why))
+		}
+		if !f.IsExported() {
+			continue // json.Marshal leaves it out
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" && opts == "" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if f.Anonymous || (opts != "" && opts != "omitempty") {
+			unsupported("embedded, or a json option other than omitempty")
+		}
+		ef := entryField{name: name, key: []byte(strconv.Quote(name) + ":"), index: i, omitEmpty: opts == "omitempty"}
+		switch {
+		case f.Type == timeType:
+			// omitempty never omits a struct.
+			ef.kind, ef.omitEmpty = kindTime, false
+		case f.Type.Kind() == reflect.String:
+			ef.kind = kindString
+		case f.Type.Kind() >= reflect.Int && f.Type.Kind() <= reflect.Int64:
+			ef.kind, ef.bits = kindInt, f.Type.Bits()
+		default:
+			unsupported("type " + f.Type.String())
+		}
+		if ef.kind != kindTime {
+			for _, m := range marshaler {
+				if f.Type.Implements(m) || reflect.PointerTo(f.Type).Implements(m) {
+					unsupported("its own JSON encoding")
+				}
+			}
+		}
+		out = append(out, ef)
+	}
+	if len(out) > 64 {
+		panic(fmt.Sprintf("filestore: %s has %d fields; a compactEntry holds 64", t, len(out)))
+	}
+	return out
+}
+
+func fieldIndex(name string) int {
+	for i, f := range entryFields {
+		if f.name == name {
+			return i
+		}
+	}
+	panic("filestore: sessions.Entry has no field " + name)
+}
+
+// packEntry is the compact form of e.
+func packEntry(e *sessions.Entry) (compactEntry, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: encode entry %q: %w", sessions.Clip(e.SessionKey), err)
+	}
+	c, ok := compactOf(nil, b)
+	if !ok {
+		// Strings that are not valid UTF-8 are written with \ufffd escapes
+		// that decode to U+FFFD, which json.Marshal writes as is: hold
+		// what a reload would (one more decoding and encoding).
+		var d sessions.Entry
+		if json.Unmarshal(b, &d) == nil {
+			if b2, err := json.Marshal(&d); err == nil {
+				c, ok = compactOf(nil, b2)
+			}
+		}
+	}
+	if !ok {
+		// json.Marshal wrote something compactOf does not know: a bug.
+		return nil, fmt.Errorf("sessions: encode entry %q: no compact form for %s", sessions.Clip(e.SessionKey), sessions.Clip(string(b)))
+	}
+	return c, nil
+}
+
+// compactOf returns the compact form of b when b is exactly what
+// json.Marshal writes for some sessions.Entry; ok is false for anything
+// else (other spacing, order, escapes, numbers, unknown fields, invalid
+// JSON), which the caller decodes with encoding/json. scratch, if not nil,
+// is a buffer it may use; the result is a new allocation of its own size.
+func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
+	body := scratch[:0]
+	var present uint64
+	i, next := 1, 0 // position in b; next field of entryFields
+	if len(b) < 2 || b[0] != '{' {
+		return nil, false
+	}
+	for b[i] != '}' {
+		if next > 0 {
+			if b[i] != ',' {
+				return nil, false
+			}
+			i++
+		}
+		// The field's name: the next present field in order.
+		j := next
+		for ; j < len(entryFields); j++ {
+			if bytes.HasPrefix(b[i:], entryFields[j].key) {
+				break
+			}
+			if !entryFields[j].omitEmpty {
+				return nil, false // absent, or out of order
+			}
+		}
+		if j == len(entryFields) {
+			return nil, false // unknown
+		}
+		f := &entryFields[j]
+		i += len(f.key)
+		var v []byte
+		switch f.kind {
+		case kindString:
+			if v, i, ok = canonicalString(b, i); !ok || (len(v) == 0 && f.omitEmpty) {
+				return nil, false
+			}
+			body = binary.AppendUvarint(body, uint64(len(v)))
+			body = append(body, v...)
+		case kindInt:
+			start := i
+			for i < len(b) && (b[i] == '-' || b[i] >= '0' && b[i] <= '9') {
+				i++
+			}
+			var nb [24]byte
+			n, err := strconv.ParseInt(string(b[start:i]), 10, f.bits)
+			if err != nil || (n == 0 && f.omitEmpty) || !bytes.Equal(strconv.AppendInt(nb[:0], n, 10), b[start:i]) {
+				return nil, false
+			}
+			body = binary.AppendVarint(body, n)
+		case kindTime:
+			if v, i, ok = canonicalString(b, i); !ok {
+				return nil, false
+			}
+			if sec, nsec, utc := parseUTC(v); utc {
+				body = append(body, tagUTC)
+				body = binary.AppendVarint(body, sec)
+				body = binary.AppendUvarint(body, uint64(nsec))
+				break
+			}
+			var t time.Time
+			q := b[i-len(v)-2 : i]
+			if t.UnmarshalJSON(q) != nil {
+				return nil, false
+			}
+			if m, err := t.MarshalJSON(); err != nil || !bytes.Equal(m, q) {
+				return nil, false
+			}
+			body = append(body, tagText)
+			body = binary.AppendUvarint(body, uint64(len(v)))
+			body = append(body, v...)
+		}
+		present |= 1 << j
+		next = j + 1
+		if i >= len(b) {
+			return nil, false
+		}
+	}
+	for ; next < len(entryFields); next++ {
+		if !entryFields[next].omitEmpty {
+			return nil, false
+		}
+	}
+	if i != len(b)-1 {
+		return nil, false
+	}
+	c = make(compactEntry, 0, binary.MaxVarintLen64+len(body))
+	c = binary.AppendUvarint(c, present)
+	return append(c, body...), true
+}
+
+// canonicalString reads the JSON string at b[i] and returns what is
+// between its quotes and the position after it; ok only when json.Marshal
+// writes that string so (its escapes, and only where it escapes).
+func canonicalString(b []byte, i int) (v []byte, end int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	start := i + 1
+	plain := true // nothing json.Marshal escapes, no escape
+	for i = start; i < len(b) && b[i] != '"'; i++ {
+		switch c := b[i]; {
+		case c == '\\':
+			plain = false
+			i++ // the escaped byte (a \u's hex digits are plain)
+		case c < 0x20:
+			return nil, 0, false // invalid JSON
+		case c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf:
+			plain = false
+		}
+	}
+	if i >= len(b) {
+		return nil, 0, false
+	}
+	v, end = b[start:i], i+1
+	if !plain && !marshalsAs(b[start-1:end]) {
+		return nil, 0, false
+	}
+	return v, end, true
+}
+
+// marshalsAs says whether the JSON string q is how json.Marshal writes the
+// string it holds: the slow check for strings with escapes, HTML
+// characters or non-ASCII text.
+func marshalsAs(q []byte) bool {
+	if bytes.IndexByte(q, '\\') < 0 {
+		// Only what json.Marshal writes as is: valid UTF-8 without U+2028
+		// and U+2029 (the HTML characters were seen by the caller).
+		v := q[1 : len(q)-1]
+		return utf8.Valid(v) && !bytes.ContainsAny(v, "<>&\u2028\u2029")
+	}
+	var s string
+	if json.Unmarshal(q, &s) != nil {
+		return false
+	}
+	m, err := json.Marshal(s)
+	return err == nil && bytes.Equal(m, q)
+}
+
+// parseUTC reads t, a time as MarshalJSON writes a UTC one
+// ("2006-01-02T15:04:05.999999999Z", the fraction without trailing
+// zeros); ok is false for anything else, which the caller checks the slow
+// way.
+func parseUTC(t []byte) (sec int64, nsec int, ok bool) {
+	n := len(t)
+	if n < 20 || t[n-1] != 'Z' || t[4] != '-' || t[7] != '-' || t[10] != 'T' || t[13] != ':' || t[16] != ':' {
+		return 0, 0, false
+	}
+	num := func(from, to int) int {
+		v := 0
+		for _, c := range t[from:to] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, second := num(11, 13), num(14, 16), num(17, 19)
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 {
+		return 0, 0, false
+	}
+	switch frac := t[19 : n-1]; {
+	case len(frac) == 0:
+	case len(frac) < 2 || len(frac) > 10 || frac[0] != '.' || frac[len(frac)-1] == '0':
+		return 0, 0, false
+	default:
+		if nsec = num(20, n-1); nsec < 0 {
+			return 0, 0, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, second, nsec, time.UTC).Unix(), nsec, true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// fields calls fn with each present field of c in order and its encoded
+// value, until fn returns false.
+func (c compactEntry) fields(fn func(j int, v []byte) bool) {
+	present, i := binary.Uvarint(c)
+	for j := range entryFields {
+		if present&(1<<j) == 0 {
+			continue
+		}
+		start := i
+		switch entryFields[j].kind {
+		case kindString:
+			n, w := binary.Uvarint(c[i:])
+			i += w + int(n)
+		case kindInt:
+			_, w := binary.Varint(c[i:])
+			i += w
+		case kindTime:
+			i++
+			if c[start] == tagUTC {
+				_, w := binary.Varint(c[i:])
+				_, w2 := binary.Uvarint(c[i+w:])
+				i += w + w2
+			} else {
+				n, w := binary.Uvarint(c[i:])
+				i += w + int(n)
+			}
+		}
+		if !fn(j, c[start:i]) {
+			return
+		}
+	}
+}
+
+// field returns the encoded value of field j; ok is false when it is
+// absent (zero).
+func (c compactEntry) field(j int) (v []byte, ok bool) {
+	c.fields(func(k int, b []byte) bool {
+		if k < j {
+			return true
+		}
+		v, ok = b, k == j
+		return false
+	})
+	return v, ok
+}
+
+// stringValue decodes an encoded string field.
+func stringValue(v []byte) string {
+	n, w := binary.Uvarint(v)
+	s := v[w : w+int(n)]
+	if bytes.IndexByte(s, '\\') < 0 {
+		return string(s)
+	}
+	var out string
+	_ = json.Unmarshal(quoted(s), &out) // checked by compactOf
+	return out
+}
+
+// quoted is s between double quotes.
+func quoted(s []byte) []byte {
+	q := make([]byte, 0, len(s)+2)
+	q = append(q, '"')
+	q = append(q, s...)
+	return append(q, '"')
+}
+
+// timeValue decodes an encoded time field.
+func timeValue(v []byte) time.Time {
+	if v[0] == tagUTC {
+		sec, w := binary.Varint(v[1:])
+		nsec, _ := binary.Uvarint(v[1+w:])
+		return time.Unix(sec, int64(nsec)).UTC()
+	}
+	n, w := binary.Uvarint(v[1:])
+	var t time.Time
+	_ = t.UnmarshalJSON(quoted(v[1+w : 1+w+int(n)])) // checked by compactOf
+	return t
+}
+
+// String fields' and times' accessors without decoding the whole entry.
+
+func (c compactEntry) str(j int) string {
+	if v, ok := c.field(j); ok {
+		return stringValue(v)
+	}
+	return ""
+}
+
+func (c compactEntry) time(j int) time.Time {
+	if v, ok := c.field(j); ok {
+		return timeValue(v)
+	}
+	return time.Time{}
+}
+
+func (c compactEntry) int(j int) int64 {
+	if v, ok := c.field(j); ok {
+		n, _ := binary.Varint(v)
+		return n
+	}
+	return 0
+}
+
+// entry decodes c.
+func (c compactEntry) entry() sessions.Entry {
+	var e sessions.Entry
+	rv := reflect.ValueOf(&e).Elem()
+	c.fields(func(j int, v []byte) bool {
+		f := &entryFields[j]
+		fv := rv.Field(f.index)
+		switch f.kind {
+		case kindString:
+			fv.SetString(stringValue(v))
+		case kindInt:
+			n, _ := binary.Varint(v)
+			fv.SetInt(n)
+		case kindTime:
+			*fv.Addr().Interface().(*time.Time) = timeValue(v)
+		}
+		return true
+	})
+	return e
+}
+
+// appendJSON appends the entry's JSON, the bytes c was built from.
+func (c compactEntry) appendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	first := true
+	c.fields(func(j int, v []byte) bool {
+		f := &entryFields[j]
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, f.key...)
+		switch f.kind {
+		case kindString:
+			n, w := binary.Uvarint(v)
+			dst = append(dst, '"')
+			dst = append(dst, v[w:w+int(n)]...)
+			dst = append(dst, '"')
+		case kindInt:
+			n, _ := binary.Varint(v)
+			dst = strconv.AppendInt(dst, n, 10)
+		case kindTime:
+			dst = append(dst, '"')
+			if v[0] == tagUTC {
+				dst = timeValue(v).AppendFormat(dst, time.RFC3339Nano)
+			} else {
+				n, w := binary.Uvarint(v[1:])
+				dst = append(dst, v[1+w:1+w+int(n)]...)
+			}
+			dst = append(dst, '"')
+		}
+		return true
+	})
+	return append(dst, '}')
+}
