@@ -46,9 +46,12 @@ type counterRepair struct {
 	// reads counts the transcripts read to check counters (tests).
 	reads atomic.Int64
 	once  sync.Once
-	mu    sync.Mutex
-	// todo holds the sessions not checked yet, by key; nil before the start.
-	todo map[string]*repairItem
+	mu    sync.Mutex // guards todo, complete, since
+	// checked is signalled (on mu) when checks finish.
+	checked sync.Cond
+	// todo holds the sessions not checked yet, by key; nil before the
+	// start and once the pass checked them all.
+	todo map[string]repairItem
 	// ended is closed when the background pass ended; complete says it
 	// checked every session (Close may then mark the store clean).
 	ended    chan struct{}
@@ -59,11 +62,11 @@ type counterRepair struct {
 	since time.Time
 }
 
-// repairItem is one session to check; done is closed once it was.
+// repairItem is one session to check (a value in the map: a start lists
+// every session).
 type repairItem struct {
 	id    string
-	taken bool
-	done  chan struct{}
+	taken bool // a check of it is under way
 }
 
 // cleanMark is what the clean-shutdown mark records: the index and change
@@ -113,15 +116,19 @@ func (s *Store) ensureRepaired() {
 	r := &s.repair
 	r.once.Do(func() {
 		r.ended = make(chan struct{})
+		r.checked.L = &r.mu
 		todo, since, err := s.repairTodo()
 		if err != nil {
 			s.log.Warn("counter repair from transcripts failed", zap.Error(err))
 		}
 		r.mu.Lock()
 		r.todo, r.since = todo, since
+		if len(todo) == 0 {
+			r.todo = nil
+			r.complete = err == nil
+		}
 		r.mu.Unlock()
 		if len(todo) == 0 {
-			r.complete = err == nil
 			close(r.ended)
 			return
 		}
@@ -134,7 +141,7 @@ func (s *Store) ensureRepaired() {
 // repairTodo lists the sessions to check (every one) and, when the clean
 // mark names the files as they are, when it was written. The mark is
 // removed (durably) either way, before anything is written.
-func (s *Store) repairTodo() (map[string]*repairItem, time.Time, error) {
+func (s *Store) repairTodo() (map[string]repairItem, time.Time, error) {
 	markPath := filepath.Join(s.dir, cleanName)
 	var since time.Time
 	if data, err := os.ReadFile(markPath); err == nil {
@@ -157,52 +164,50 @@ func (s *Store) repairTodo() (map[string]*repairItem, time.Time, error) {
 	if err := s.viewLocked(); err != nil {
 		return nil, since, err
 	}
-	todo := make(map[string]*repairItem, len(s.slots))
+	todo := make(map[string]repairItem, len(s.slots))
 	for k, sl := range s.slots {
-		todo[k] = &repairItem{id: sl.e.SessionID, done: make(chan struct{})}
+		todo[k] = repairItem{id: sl.id}
 	}
 	return todo, since, nil
 }
 
-// take claims k's check: mine is true when the caller must check it; when
-// another does, wait is closed once it did. Both are zero when k needs no
-// check.
-func (r *counterRepair) take(k string) (it *repairItem, mine bool) {
+// take claims k's check: mine is true when the caller must check k's
+// session id; when another check of k is under way it waits for it. It
+// returns false when k needs no check (any more).
+func (r *counterRepair) take(k string) (id string, mine bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	it = r.todo[k]
-	if it == nil {
-		return nil, false
+	for {
+		it, ok := r.todo[k]
+		switch {
+		case !ok:
+			return "", false
+		case !it.taken:
+			it.taken = true
+			r.todo[k] = it
+			return it.id, true
+		}
+		r.checked.Wait()
 	}
-	if it.taken {
-		return it, false
-	}
-	it.taken = true
-	return it, true
 }
 
-// finish marks the checks of items done.
-func (r *counterRepair) finish(items map[string]*repairItem) {
+// finish marks the checks of keys done.
+func (r *counterRepair) finish(keys []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, it := range items {
+	for _, k := range keys {
 		delete(r.todo, k)
-		close(it.done)
 	}
+	r.checked.Broadcast()
 }
 
 // repairKey checks k before its use unless the pass did already; when the
 // pass is checking it, it waits for that.
 func (s *Store) repairKey(k string) {
 	s.ensureRepaired()
-	it, mine := s.repair.take(k)
-	switch {
-	case it == nil:
-	case !mine:
-		<-it.done
-	default:
-		s.checkCounters(context.Background(), k, it.id)
-		s.repair.finish(map[string]*repairItem{k: it})
+	if id, mine := s.repair.take(k); mine {
+		s.checkCounters(context.Background(), k, id)
+		s.repair.finish([]string{k})
 	}
 }
 
@@ -224,37 +229,40 @@ func (s *Store) repairPass(ctx context.Context) {
 		repairPassHook(ctx, s)
 	}
 	fixed := 0
+	var keys, ids []string
 	for ctx.Err() == nil {
-		batch := map[string]*repairItem{}
+		keys, ids = keys[:0], ids[:0]
 		r.mu.Lock()
 		for k, it := range r.todo {
-			if len(batch) == repairBatch {
+			if len(keys) == repairBatch {
 				break
 			}
 			if !it.taken {
 				it.taken = true
-				batch[k] = it
+				r.todo[k] = it
+				keys, ids = append(keys, k), append(ids, it.id)
 			}
 		}
 		left := len(r.todo)
+		if left == 0 {
+			r.todo = nil // its buckets: a map never shrinks
+			r.complete = true
+		}
 		r.mu.Unlock()
-		if len(batch) == 0 {
-			if left == 0 {
-				r.mu.Lock()
-				r.complete = true
-				r.mu.Unlock()
-				break
-			}
+		if left == 0 {
+			break
+		}
+		if len(keys) == 0 {
 			// The rest are being checked by their first uses.
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		for k, it := range batch {
-			if s.checkCounters(ctx, k, it.id) {
+		for i, k := range keys {
+			if s.checkCounters(ctx, k, ids[i]) {
 				fixed++
 			}
 		}
-		r.finish(batch)
+		r.finish(keys)
 	}
 	if fixed > 0 {
 		s.log.Info("lagging counters repaired from transcripts", zap.Int("sessions", fixed))
@@ -275,11 +283,11 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	s.mu.Lock()
 	sl, ok := s.slots[k]
 	var updated time.Time
-	if ok {
-		updated = sl.e.UpdatedAt
+	if ok = ok && sl.id == id; ok {
+		updated = sl.updatedAt()
 	}
 	s.mu.Unlock()
-	if !ok || sl.e.SessionID != id {
+	if !ok {
 		return false
 	}
 	s.repair.mu.Lock()
@@ -305,10 +313,14 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, ok = s.slots[k]
-	if !ok || sl.e.SessionID != id || (n <= sl.e.MessageCount && off <= sl.e.CompactionOffset) {
+	if !ok || sl.id != id {
 		return false
 	}
-	return s.addDeltaLocked(k, &delta{sessionID: id, msgs: max(0, n-sl.e.MessageCount),
+	msgs, offset := int(sl.c.int(fieldMessageCount)), sl.c.int(fieldCompactionOffset)
+	if n <= msgs && off <= offset {
+		return false
+	}
+	return s.addDeltaLocked(k, &delta{sessionID: id, msgs: max(0, n-msgs),
 		compaction: off, updatedAt: s.m.now()})
 }
 

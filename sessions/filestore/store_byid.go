@@ -4,7 +4,7 @@ package filestore
 // byID map kept with the slots (no scan of the index).
 func (s *Store) slotByIDLocked(id string) (*slot, bool) {
 	sl, ok := s.slots[s.byID[id]]
-	if !ok || sl.e.SessionID != id {
+	if !ok || sl.id != id {
 		return nil, false
 	}
 	return sl, true

@@ -96,21 +96,39 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 		return false
 	}
 	if d.sessionID == "" {
-		d.sessionID = sl.e.SessionID
+		d.sessionID = sl.id
 	}
-	if !d.apply(&sl.e) {
+	if !s.addDeltaToSlotLocked(k, d) {
 		return false
 	}
-	sl.raw = nil
 	s.dirty = true
 	s.changed[k] = struct{}{}
-	s.recency[k] = sl.e.UpdatedAt.UnixNano()
 	if p, ok := s.pending[k]; ok {
 		p.merge(d)
 	} else {
 		cp := *d
 		s.pending[k] = &cp
 	}
+	return true
+}
+
+// addDeltaToSlotLocked applies d to the cached entry of k if it is still
+// the session d was recorded for.
+func (s *Store) addDeltaToSlotLocked(k string, d *delta) bool {
+	sl, ok := s.slots[k]
+	if !ok || sl.id != d.sessionID {
+		return false
+	}
+	e := sl.entry()
+	if !d.apply(&e) {
+		return false
+	}
+	c, err := packEntry(&e)
+	if err != nil {
+		s.log.Error("session update dropped", zap.String("session_key", k), zap.Error(err))
+		return false
+	}
+	s.slots[k] = newSlot(c)
 	return true
 }
 

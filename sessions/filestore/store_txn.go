@@ -50,7 +50,7 @@ func (o *opTx) get(k string) (sessions.Entry, bool) {
 	if !ok {
 		return sessions.Entry{}, false
 	}
-	return sl.e, true
+	return sl.entry(), true
 }
 
 func (o *opTx) put(k string, e sessions.Entry) { o.puts[k] = &e }
@@ -174,9 +174,8 @@ func (o *opTx) applyLocked() error {
 		if e == nil {
 			if exists {
 				delete(s.slots, k)
-				delete(s.recency, k)
-				if s.byID[old.e.SessionID] == k {
-					delete(s.byID, old.e.SessionID)
+				if s.byID[old.id] == k {
+					delete(s.byID, old.id)
 				}
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
@@ -184,29 +183,26 @@ func (o *opTx) applyLocked() error {
 			}
 			continue
 		}
-		raw, err := json.Marshal(e)
+		c, err := packEntry(e)
 		if err != nil {
-			return fmt.Errorf("sessions: encode entry: %w", err)
+			return err
 		}
+		sl := newSlot(c)
 		if exists {
-			if old.raw == nil {
-				old.raw, _ = json.Marshal(old.e)
-			}
-			if bytes.Equal(old.raw, raw) {
+			if bytes.Equal(old.c, c) {
 				continue
 			}
-			if old.e.SessionID != e.SessionID {
+			if old.id != sl.id {
 				delete(s.pending, k)
 			}
 		} else {
 			s.keys = nil
 		}
-		if exists && old.e.SessionID != e.SessionID && s.byID[old.e.SessionID] == k {
-			delete(s.byID, old.e.SessionID)
+		if exists && old.id != sl.id && s.byID[old.id] == k {
+			delete(s.byID, old.id)
 		}
-		s.slots[k] = &slot{e: *e, raw: raw}
-		s.recency[k] = e.UpdatedAt.UnixNano()
-		s.byID[e.SessionID] = k
+		s.slots[k] = sl
+		s.byID[sl.id] = k
 		s.dirty = true
 		s.changed[k] = struct{}{}
 	}

@@ -1,0 +1,241 @@
+package filestore
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// Reading the index. A start reads sessions.json once before its first
+// reply, so this is on the path to it: 100,000 sessions must load in a
+// fraction of a second and a million in a few seconds.
+//
+// The file as encodeLocked writes it (one entry per line, each exactly as
+// json.Marshal writes it) is read line by line without encoding/json:
+// compactOf turns each entry into its compact form directly. Anything else
+// in it — a file written by hand or by another tool, an entry with other
+// spacing, invalid JSON — is read by the general decoder, which is what
+// reads every file the fast path does not, and whose errors name the entry
+// and what is wrong with it. The two agree on every file the fast path
+// reads (FuzzIndexRead).
+
+// slot is one cached entry. Beside the entry it holds what scans of every
+// entry read (Recent, maintenance, the counter repair), so that they
+// decode nothing.
+type slot struct {
+	c       compactEntry // the entry (entry_compact.go)
+	id      string       // its session id
+	updated int64        // its updatedAt, Unix ns (saturated: see unixNano)
+	active  int64        // its lastInteractionAt, Unix ns (saturated)
+}
+
+func newSlot(c compactEntry) *slot {
+	return &slot{c: c, id: c.str(fieldSessionID),
+		updated: unixNano(c.time(fieldUpdatedAt)), active: unixNano(c.time(fieldLastInteractionAt))}
+}
+
+// entry decodes the slot's entry.
+func (sl *slot) entry() sessions.Entry { return sl.c.entry() }
+
+// updatedAt and lastInteractionAt are the entry's times (as instants).
+func (sl *slot) updatedAt() time.Time { return sl.timeAt(sl.updated, fieldUpdatedAt) }
+func (sl *slot) lastInteractionAt() time.Time {
+	return sl.timeAt(sl.active, fieldLastInteractionAt)
+}
+
+func (sl *slot) timeAt(ns int64, field int) time.Time {
+	if ns == math.MinInt64 || ns == math.MaxInt64 {
+		return sl.c.time(field) // out of int64 nanoseconds' range: decode it
+	}
+	return time.Unix(0, ns)
+}
+
+// unixNano is t in Unix nanoseconds, saturated to the int64 range (years
+// 1678 to 2262) where t.UnixNano is undefined: a zero time sorts first.
+func unixNano(t time.Time) int64 {
+	const maxSec = math.MaxInt64 / int64(time.Second)
+	switch sec := t.Unix(); {
+	case sec < -maxSec:
+		return math.MinInt64
+	case sec >= maxSec:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// readIndex reads the index file f into slots.
+func readIndex(f io.ReadSeeker, slots map[string]*slot) error {
+	r := bufio.NewReaderSize(f, 256<<10)
+	ok, err := scanIndex(r, slots)
+	if ok || err != nil {
+		return err
+	}
+	clear(slots)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r.Reset(f)
+	err = decodeIndex(r, slots, false)
+	if err != nil {
+		// Perhaps an index with epoch-millisecond times (the reference
+		// system's JSON-era format): read it again, leniently.
+		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
+			clear(slots)
+			r.Reset(f)
+			if lerr := decodeIndex(r, slots, true); lerr == nil {
+				err = nil
+			}
+		}
+	}
+	return err
+}
+
+// scanIndex reads the index as encodeLocked writes it: "{", then one
+// `"key": entry` line each (a comma after all but the last), then "}".
+// ok is false when the file is not so (slots then hold part of it).
+func scanIndex(r *bufio.Reader, slots map[string]*slot) (ok bool, err error) {
+	var (
+		buf     []byte // a line longer than r's buffer
+		scratch = make([]byte, 0, 1024)
+		more    = false // the previous entry line ended with a comma
+	)
+	for n := 0; ; n++ {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			buf = append(buf[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				buf = append(buf, line...)
+			}
+			line = buf
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		switch {
+		case n == 0:
+			if string(line) != "{\n" {
+				return false, nil
+			}
+		case string(line) == "}\n" || (string(line) == "}" && err != nil):
+			if more {
+				return false, nil
+			}
+			_, err := r.ReadByte()
+			return errors.Is(err, io.EOF), nil
+		default:
+			if err != nil || (n > 1 && !more) {
+				return false, nil // cut short, or two entries without a comma
+			}
+			line = line[:len(line)-1]
+			line, more = bytes.CutSuffix(line, []byte(","))
+			k, e, ok := splitIndexLine(line)
+			if !ok {
+				return false, nil
+			}
+			var c compactEntry
+			if c, ok = compactOf(scratch, e); !ok {
+				var d sessions.Entry
+				if json.Unmarshal(e, &d) != nil {
+					return false, nil
+				}
+				if c, err = packEntry(&d); err != nil {
+					return false, err
+				}
+			}
+			slots[k] = newSlot(c)
+		}
+		if err != nil {
+			return false, nil
+		}
+	}
+}
+
+// splitIndexLine splits `"key": entry`.
+func splitIndexLine(line []byte) (k string, e []byte, ok bool) {
+	k, n, ok := jsonKey(line)
+	if !ok || !bytes.HasPrefix(line[n:], []byte(": ")) {
+		return "", nil, false
+	}
+	return k, line[n+2:], true
+}
+
+// jsonKey reads the JSON string at the start of b: its value and length.
+func jsonKey(b []byte) (k string, n int, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", 0, false
+	}
+	plain := true
+	i := 1
+	for ; i < len(b) && b[i] != '"'; i++ {
+		switch {
+		case b[i] == '\\':
+			plain = false
+			i++
+		case b[i] < 0x20 || b[i] >= utf8.RuneSelf:
+			plain = false
+		}
+	}
+	if i >= len(b) {
+		return "", 0, false
+	}
+	if plain {
+		return string(b[1:i]), i + 1, true
+	}
+	if json.Unmarshal(b[:i+1], &k) != nil {
+		return "", 0, false
+	}
+	return k, i + 1, true
+}
+
+// decodeIndex streams the index object into slots, one entry at a time
+// (no copy of the file or of the whole map in memory); errors name the
+// entry. It reads any JSON object of entries.
+func decodeIndex(r io.Reader, slots map[string]*slot, lenient bool) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if errors.Is(err, io.EOF) {
+		return nil // an empty file is an empty index
+	}
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("unexpected %v", tok)
+		}
+		var e sessions.Entry
+		var dst any = &e
+		if lenient {
+			dst = (*legacyEntry)(&e)
+		}
+		if err := dec.Decode(dst); err != nil {
+			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
+		}
+		c, err := packEntry(&e)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
+		}
+		slots[k] = newSlot(c)
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	return nil
+}
