@@ -167,7 +167,8 @@ func packEntry(e *sessions.Entry) (compactEntry, error) {
 // JSON), which the caller decodes with encoding/json. scratch, if not nil,
 // is a buffer it may use; the result is a new allocation of its own size.
 func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
-	body := scratch[:0]
+	// The body goes after room for the bit set, which is known at the end.
+	body := append(scratch[:0], make([]byte, binary.MaxVarintLen64)...)
 	var present uint64
 	i, next := 1, 0 // position in b; next field of entryFields
 	if len(b) < 2 || b[0] != '{' {
@@ -204,13 +205,8 @@ func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
 			body = binary.AppendUvarint(body, uint64(len(v)))
 			body = append(body, v...)
 		case kindInt:
-			start := i
-			for i < len(b) && (b[i] == '-' || b[i] >= '0' && b[i] <= '9') {
-				i++
-			}
-			var nb [24]byte
-			n, err := strconv.ParseInt(string(b[start:i]), 10, f.bits)
-			if err != nil || (n == 0 && f.omitEmpty) || !bytes.Equal(strconv.AppendInt(nb[:0], n, 10), b[start:i]) {
+			var n int64
+			if n, i, ok = canonicalInt(b, i, f.bits); !ok || (n == 0 && f.omitEmpty) {
 				return nil, false
 			}
 			body = binary.AppendVarint(body, n)
@@ -250,10 +246,53 @@ func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
 	if i != len(b)-1 {
 		return nil, false
 	}
-	c = make(compactEntry, 0, binary.MaxVarintLen64+len(body))
-	c = binary.AppendUvarint(c, present)
-	return append(c, body...), true
+	var hdr [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[:], present)
+	start := binary.MaxVarintLen64 - n
+	copy(body[start:], hdr[:n])
+	// Appending to nil allocates once and clears only the spare capacity.
+	return append(compactEntry(nil), body[start:]...), true
 }
+
+// canonicalInt reads the JSON number at b[i] as json.Marshal writes an
+// integer of the given size (no leading zeros, no "-0", in range) and
+// returns it and the position after it.
+func canonicalInt(b []byte, i, bits int) (n int64, end int, ok bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	limit := uint64(1)<<(bits-1) - 1 // the largest, or with neg the smallest's magnitude less one
+	if neg {
+		limit++
+	}
+	var u uint64
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		d := uint64(b[i] - '0')
+		if u > (limit-d)/10 {
+			return 0, 0, false // out of range
+		}
+		u = u*10 + d
+	}
+	switch digits := i - start; {
+	case digits == 0, digits > 1 && b[start] == '0', neg && u == 0:
+		return 0, 0, false
+	}
+	if neg {
+		return -int64(u-1) - 1, i, true
+	}
+	return int64(u), i, true
+}
+
+// plainByte marks the bytes json.Marshal writes as they are in a string
+// (printable ASCII but the quote, backslash and HTML characters).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = !strings.ContainsRune("\"\\<>&", rune(c))
+	}
+	return t
+}()
 
 // canonicalString reads the JSON string at b[i] and returns what is
 // between its quotes and the position after it; ok only when json.Marshal
@@ -265,6 +304,9 @@ func canonicalString(b []byte, i int) (v []byte, end int, ok bool) {
 	start := i + 1
 	plain := true // nothing json.Marshal escapes, no escape
 	for i = start; i < len(b) && b[i] != '"'; i++ {
+		if plainByte[b[i]] {
+			continue
+		}
 		switch c := b[i]; {
 		case c == '\\':
 			plain = false
@@ -340,7 +382,25 @@ func parseUTC(t []byte) (sec int64, nsec int, ok bool) {
 			nsec *= 10
 		}
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, second, nsec, time.UTC).Unix(), nsec, true
+	return unixDays(year, month, day)*86400 + int64(hour*3600+minute*60+second), nsec, true
+}
+
+// unixDays is the number of days from 1970-01-01 to the given date of the
+// proleptic Gregorian calendar (as time.Date counts them).
+func unixDays(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400                     // [0, 399]
+	mp := int64((month + 9) % 12)          // March is 0
+	doy := (153*mp+2)/5 + int64(day) - 1   // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy // [0, 146096]
+	return era*146097 + doe - 719468
 }
 
 func daysIn(month, year int) int {

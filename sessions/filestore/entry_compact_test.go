@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,46 @@ func FuzzPackEntry(f *testing.F) {
 		}
 		if got := c.entry(); !sameEntry(got, want) {
 			t.Fatalf("entry() = %+v, encoding/json decodes %+v", got, want)
+		}
+	})
+}
+
+// TestUnixDays: parseUTC's day count agrees with time.Date on every day of
+// the years JSON times can have.
+func TestUnixDays(t *testing.T) {
+	for year := 0; year <= 9999; year++ {
+		for month := 1; month <= 12; month++ {
+			for _, day := range []int{1, 28, daysIn(month, year)} {
+				want := time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC).Unix() / 86400
+				if got := unixDays(year, month, day); got != want {
+					t.Fatalf("unixDays(%d, %d, %d) = %d, want %d", year, month, day, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzCanonicalInt: canonicalInt reads exactly the integers
+// strconv.FormatInt writes, of each size, up to the first byte that is no
+// digit.
+func FuzzCanonicalInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "7", "-7", "01", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "2147483648", "-2147483648", "-", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		canonical := func(s string, bits int) (int64, bool) {
+			v, err := strconv.ParseInt(s, 10, bits)
+			return v, err == nil && strconv.FormatInt(v, 10) == s
+		}
+		for _, bits := range []int{8, 16, 32, 64} {
+			n, end, ok := canonicalInt([]byte(s), 0, bits)
+			if ok {
+				if v, c := canonical(s[:end], bits); !c || v != n || (end < len(s) && s[end] >= '0' && s[end] <= '9') {
+					t.Fatalf("canonicalInt(%q, %d) = %d, %d: not %q as FormatInt writes it", s, bits, n, end, s[:end])
+				}
+			} else if _, c := canonical(s, bits); c {
+				t.Fatalf("canonicalInt(%q, %d) refused it", s, bits)
+			}
 		}
 	})
 }

@@ -29,7 +29,7 @@ import (
 
 // slot is one cached entry. Beside the entry it holds what scans of every
 // entry read (Recent, maintenance, the counter repair), so that they
-// decode nothing.
+// decode nothing. Slots are held by value in the map (no object each).
 type slot struct {
 	c       compactEntry // the entry (entry_compact.go)
 	id      string       // its session id
@@ -37,21 +37,33 @@ type slot struct {
 	active  int64        // its lastInteractionAt, Unix ns (saturated)
 }
 
-func newSlot(c compactEntry) *slot {
-	return &slot{c: c, id: c.str(fieldSessionID),
-		updated: unixNano(c.time(fieldUpdatedAt)), active: unixNano(c.time(fieldLastInteractionAt))}
+func newSlot(c compactEntry) slot {
+	sl := slot{c: c}
+	last := max(fieldSessionID, fieldUpdatedAt, fieldLastInteractionAt)
+	c.fields(func(j int, v []byte) bool {
+		switch j {
+		case fieldSessionID:
+			sl.id = stringValue(v)
+		case fieldUpdatedAt:
+			sl.updated = unixNano(timeValue(v))
+		case fieldLastInteractionAt:
+			sl.active = unixNano(timeValue(v))
+		}
+		return j < last
+	})
+	return sl
 }
 
 // entry decodes the slot's entry.
-func (sl *slot) entry() sessions.Entry { return sl.c.entry() }
+func (sl slot) entry() sessions.Entry { return sl.c.entry() }
 
 // updatedAt and lastInteractionAt are the entry's times (as instants).
-func (sl *slot) updatedAt() time.Time { return sl.timeAt(sl.updated, fieldUpdatedAt) }
-func (sl *slot) lastInteractionAt() time.Time {
+func (sl slot) updatedAt() time.Time { return sl.timeAt(sl.updated, fieldUpdatedAt) }
+func (sl slot) lastInteractionAt() time.Time {
 	return sl.timeAt(sl.active, fieldLastInteractionAt)
 }
 
-func (sl *slot) timeAt(ns int64, field int) time.Time {
+func (sl slot) timeAt(ns int64, field int) time.Time {
 	if ns == math.MinInt64 || ns == math.MaxInt64 {
 		return sl.c.time(field) // out of int64 nanoseconds' range: decode it
 	}
@@ -72,7 +84,7 @@ func unixNano(t time.Time) int64 {
 }
 
 // readIndex reads the index file f into slots.
-func readIndex(f io.ReadSeeker, slots map[string]*slot) error {
+func readIndex(f io.ReadSeeker, slots map[string]slot) error {
 	r := bufio.NewReaderSize(f, 256<<10)
 	ok, err := scanIndex(r, slots)
 	if ok || err != nil {
@@ -101,7 +113,7 @@ func readIndex(f io.ReadSeeker, slots map[string]*slot) error {
 // scanIndex reads the index as encodeLocked writes it: "{", then one
 // `"key": entry` line each (a comma after all but the last), then "}".
 // ok is false when the file is not so (slots then hold part of it).
-func scanIndex(r *bufio.Reader, slots map[string]*slot) (ok bool, err error) {
+func scanIndex(r *bufio.Reader, slots map[string]slot) (ok bool, err error) {
 	var (
 		buf     []byte // a line longer than r's buffer
 		scratch = make([]byte, 0, 1024)
@@ -199,7 +211,7 @@ func jsonKey(b []byte) (k string, n int, ok bool) {
 // decodeIndex streams the index object into slots, one entry at a time
 // (no copy of the file or of the whole map in memory); errors name the
 // entry. It reads any JSON object of entries.
-func decodeIndex(r io.Reader, slots map[string]*slot, lenient bool) error {
+func decodeIndex(r io.Reader, slots map[string]slot, lenient bool) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if errors.Is(err, io.EOF) {

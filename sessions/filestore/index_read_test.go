@@ -13,7 +13,7 @@ import (
 // indexOf renders entries as encodeLocked writes sessions.json.
 func indexOf(t testing.TB, entries map[string]sessions.Entry) []byte {
 	t.Helper()
-	st := &Store{slots: map[string]*slot{}}
+	st := &Store{slots: map[string]slot{}}
 	for k, e := range entries {
 		c, err := packEntry(&e)
 		if err != nil {
@@ -30,8 +30,8 @@ func indexOf(t testing.TB, entries map[string]sessions.Entry) []byte {
 
 // decodeGeneral reads an index with the general decoder alone (as readIndex
 // does when its fast path declines).
-func decodeGeneral(b []byte) (map[string]*slot, error) {
-	slots := map[string]*slot{}
+func decodeGeneral(b []byte) (map[string]slot, error) {
+	slots := map[string]slot{}
 	err := decodeIndex(bytes.NewReader(b), slots, false)
 	if err != nil {
 		clear(slots)
@@ -43,9 +43,9 @@ func decodeGeneral(b []byte) (map[string]*slot, error) {
 }
 
 // checkIndexRead checks that readIndex reads b as the general decoder does.
-func checkIndexRead(t *testing.T, b []byte) (map[string]*slot, error) {
+func checkIndexRead(t *testing.T, b []byte) (map[string]slot, error) {
 	t.Helper()
-	got := map[string]*slot{}
+	got := map[string]slot{}
 	err := readIndex(bytes.NewReader(b), got)
 	want, werr := decodeGeneral(b)
 	if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
@@ -174,7 +174,7 @@ func BenchmarkIndexRead(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		slots := map[string]*slot{}
+		slots := make(map[string]slot, len(data)/512) // as reloadLocked sizes it
 		if err := readIndex(bytes.NewReader(data), slots); err != nil || len(slots) != n {
 			b.Fatal(len(slots), err)
 		}

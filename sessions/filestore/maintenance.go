@@ -65,7 +65,7 @@ func (s *Store) Maintain(ctx context.Context) (sessions.MaintenanceReport, error
 	err = s.commit(lctx, func(tx *opTx) error {
 		// Only the two times each slot holds are read, and the candidates
 		// for the cap are listed only when there are too many.
-		pruned := func(sl *slot) (prune bool, updated time.Time, active bool) {
+		pruned := func(sl slot) (prune bool, updated time.Time, active bool) {
 			updated = sl.updatedAt()
 			active = recentlyActive(updated, sl.lastInteractionAt(), now)
 			return now.Sub(updated) > cfg.PruneAfter && !active, updated, active

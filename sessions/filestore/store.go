@@ -40,7 +40,7 @@ type Store struct {
 	log         *zap.Logger
 
 	mu      sync.Mutex          // guards the fields below
-	slots   map[string]*slot    // cache: disk state with pending applied
+	slots   map[string]slot     // cache: disk state with pending applied
 	keys    []string            // sorted keys of slots; nil when stale
 	stamp   fileStamp           // the index file as last read or written here
 	checked time.Time           // when stamp was last validated
@@ -49,7 +49,8 @@ type Store struct {
 	dirty   bool                // slots differ from the file (a write is due)
 	changed map[string]struct{} // keys changed since the last write
 	// byID maps each entry's session id to its key, kept with slots, so
-	// a session is found by id without a scan.
+	// a session is found by id without a scan; nil until its first use
+	// after a load (byIDLocked).
 	byID   map[string]string
 	dstamp fileStamp // the change log as last read or written here
 	// writing is set while this store's commit writes its files, holding
@@ -152,8 +153,10 @@ func (s *Store) revalidateLocked(now time.Time) error {
 // reloadLocked reads the index file and re-applies the pending updates.
 func (s *Store) reloadLocked() error {
 	s.reloads++
-	slots := make(map[string]*slot, len(s.slots))
-	var st fileStamp
+	var (
+		slots map[string]slot
+		st    fileStamp
+	)
 	f, err := os.Open(s.indexPath)
 	switch {
 	case err == nil:
@@ -163,10 +166,15 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		st = stampOf(fi)
+		// Sized for the entries seen last, or for what the file may hold
+		// (a line takes 400 bytes or more): the map need not grow through
+		// every size on the way.
+		slots = make(map[string]slot, max(len(s.slots), int(min(fi.Size()/512, 1<<24))))
 		if err := readIndex(f, slots); err != nil {
 			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
+		slots = map[string]slot{}
 	default:
 		return fmt.Errorf("sessions: load index: %w", err)
 	}
@@ -182,10 +190,7 @@ func (s *Store) reloadLocked() error {
 	}
 	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
 	s.dstamp, s.deltaGood = dst, good
-	s.byID = make(map[string]string, len(slots))
-	for k, sl := range slots {
-		s.byID[sl.id] = k
-	}
+	s.byID = nil
 	s.dirty = false
 	s.changed = map[string]struct{}{}
 	for k, d := range s.pending {

@@ -174,7 +174,7 @@ func (o *opTx) applyLocked() error {
 		if e == nil {
 			if exists {
 				delete(s.slots, k)
-				if s.byID[old.id] == k {
+				if s.byID != nil && s.byID[old.id] == k {
 					delete(s.byID, old.id)
 				}
 				delete(s.pending, k)
@@ -198,11 +198,13 @@ func (o *opTx) applyLocked() error {
 		} else {
 			s.keys = nil
 		}
-		if exists && old.id != sl.id && s.byID[old.id] == k {
-			delete(s.byID, old.id)
-		}
 		s.slots[k] = sl
-		s.byID[sl.id] = k
+		if s.byID != nil {
+			if exists && old.id != sl.id && s.byID[old.id] == k {
+				delete(s.byID, old.id)
+			}
+			s.byID[sl.id] = k
+		}
 		s.dirty = true
 		s.changed[k] = struct{}{}
 	}
