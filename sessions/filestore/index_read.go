@@ -35,6 +35,7 @@ type slot struct {
 	id      string       // its session id
 	updated int64        // its updatedAt, Unix ns (saturated: see unixNano)
 	active  int64        // its lastInteractionAt, Unix ns (saturated)
+	repair  uint8        // its counter repair state (repair.go)
 }
 
 func newSlot(c compactEntry) slot {
@@ -83,10 +84,10 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// readIndex reads the index file f into slots.
-func readIndex(f io.ReadSeeker, slots map[string]slot) error {
+// readIndex reads the index file f into slots, in the given repair state.
+func readIndex(f io.ReadSeeker, slots map[string]slot, repair uint8) error {
 	r := bufio.NewReaderSize(f, 256<<10)
-	ok, err := scanIndex(r, slots)
+	ok, err := scanIndex(r, slots, repair)
 	if ok || err != nil {
 		return err
 	}
@@ -95,14 +96,14 @@ func readIndex(f io.ReadSeeker, slots map[string]slot) error {
 		return err
 	}
 	r.Reset(f)
-	err = decodeIndex(r, slots, false)
+	err = decodeIndex(r, slots, repair, false)
 	if err != nil {
 		// Perhaps an index with epoch-millisecond times (the reference
 		// system's JSON-era format): read it again, leniently.
 		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
 			clear(slots)
 			r.Reset(f)
-			if lerr := decodeIndex(r, slots, true); lerr == nil {
+			if lerr := decodeIndex(r, slots, repair, true); lerr == nil {
 				err = nil
 			}
 		}
@@ -113,7 +114,7 @@ func readIndex(f io.ReadSeeker, slots map[string]slot) error {
 // scanIndex reads the index as encodeLocked writes it: "{", then one
 // `"key": entry` line each (a comma after all but the last), then "}".
 // ok is false when the file is not so (slots then hold part of it).
-func scanIndex(r *bufio.Reader, slots map[string]slot) (ok bool, err error) {
+func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, err error) {
 	var (
 		buf     []byte // a line longer than r's buffer
 		scratch = make([]byte, 0, 1024)
@@ -163,7 +164,9 @@ func scanIndex(r *bufio.Reader, slots map[string]slot) (ok bool, err error) {
 					return false, err
 				}
 			}
-			slots[k] = newSlot(c)
+			sl := newSlot(c)
+			sl.repair = repair
+			slots[k] = sl
 		}
 		if err != nil {
 			return false, nil
@@ -211,7 +214,7 @@ func jsonKey(b []byte) (k string, n int, ok bool) {
 // decodeIndex streams the index object into slots, one entry at a time
 // (no copy of the file or of the whole map in memory); errors name the
 // entry. It reads any JSON object of entries.
-func decodeIndex(r io.Reader, slots map[string]slot, lenient bool) error {
+func decodeIndex(r io.Reader, slots map[string]slot, repair uint8, lenient bool) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if errors.Is(err, io.EOF) {
@@ -244,7 +247,9 @@ func decodeIndex(r io.Reader, slots map[string]slot, lenient bool) error {
 		if err != nil {
 			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
 		}
-		slots[k] = newSlot(c)
+		sl := newSlot(c)
+		sl.repair = repair
+		slots[k] = sl
 	}
 	if _, err := dec.Token(); err != nil {
 		return err

@@ -32,10 +32,10 @@ func indexOf(t testing.TB, entries map[string]sessions.Entry) []byte {
 // does when its fast path declines).
 func decodeGeneral(b []byte) (map[string]slot, error) {
 	slots := map[string]slot{}
-	err := decodeIndex(bytes.NewReader(b), slots, false)
+	err := decodeIndex(bytes.NewReader(b), slots, repairNone, false)
 	if err != nil {
 		clear(slots)
-		if decodeIndex(bytes.NewReader(b), slots, true) == nil {
+		if decodeIndex(bytes.NewReader(b), slots, repairNone, true) == nil {
 			err = nil
 		}
 	}
@@ -46,7 +46,7 @@ func decodeGeneral(b []byte) (map[string]slot, error) {
 func checkIndexRead(t *testing.T, b []byte) (map[string]slot, error) {
 	t.Helper()
 	got := map[string]slot{}
-	err := readIndex(bytes.NewReader(b), got)
+	err := readIndex(bytes.NewReader(b), got, repairNone)
 	want, werr := decodeGeneral(b)
 	if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
 		t.Fatalf("readIndex(%q): error %v, the general decoder %v", b, err, werr)
@@ -175,7 +175,7 @@ func BenchmarkIndexRead(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		slots := make(map[string]slot, len(data)/512) // as reloadLocked sizes it
-		if err := readIndex(bytes.NewReader(data), slots); err != nil || len(slots) != n {
+		if err := readIndex(bytes.NewReader(data), slots, repairDue); err != nil || len(slots) != n {
 			b.Fatal(len(slots), err)
 		}
 	}

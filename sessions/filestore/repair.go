@@ -41,33 +41,38 @@ const repairBatch = 256
 // repairPassHook, set only by tests, runs as a background pass starts.
 var repairPassHook func(ctx context.Context, s *Store)
 
-// counterRepair is a store's counter repair state.
+// counterRepair is a store's counter repair state. Which sessions are left
+// to check is in their slots (slot.repair): a start lists nothing.
 type counterRepair struct {
 	// reads counts the transcripts read to check counters (tests).
 	reads atomic.Int64
 	once  sync.Once
-	mu    sync.Mutex // guards todo, complete, since
-	// checked is signalled (on mu) when checks finish.
+	// The fields below are guarded by the Store's mu.
+	//
+	// started is set when the repair starts; slots loaded before are due
+	// (every session at the start is checked), slots loaded after are not.
+	started bool
+	// checking counts the checks of first uses under way.
+	checking int
+	// checked is signalled (on the Store's mu) when checks end.
 	checked sync.Cond
-	// todo holds the sessions not checked yet, by key; nil before the
-	// start and once the pass checked them all.
-	todo map[string]repairItem
-	// ended is closed when the background pass ended; complete says it
-	// checked every session (Close may then mark the store clean).
-	ended    chan struct{}
+	// complete says the pass checked every session (Close may then mark
+	// the store clean).
 	complete bool
 	// since is when the clean mark found at the start was written (zero
 	// without one): only transcripts modified after it can hold more than
 	// their entries say.
 	since time.Time
+	// ended is closed when the background pass ended.
+	ended chan struct{}
 }
 
-// repairItem is one session to check (a value in the map: a start lists
-// every session).
-type repairItem struct {
-	id    string
-	taken bool // a check of it is under way
-}
+// A slot's repair state.
+const (
+	repairNone    = iota // nothing to check
+	repairDue            // to check before its first use
+	repairRunning        // a check of it is under way
+)
 
 // cleanMark is what the clean-shutdown mark records: the index and change
 // log as the clean shutdown left them, and when it was written.
@@ -106,9 +111,31 @@ func statStamp(path string) (fileStamp, error) {
 	return stampOf(fi), nil
 }
 
+// loadRepairLocked is the repair state of slots loaded now.
+func (s *Store) loadRepairLocked() uint8 {
+	if s.m.opts.Passive || s.repair.started {
+		return repairNone
+	}
+	return repairDue
+}
+
+// carryRepairLocked gives the slots of a reload the repair state their
+// sessions had, while the repair runs.
+func (s *Store) carryRepairLocked(slots map[string]slot) {
+	if !s.repair.started || s.repair.complete {
+		return
+	}
+	for k, sl := range slots {
+		if old, ok := s.slots[k]; ok && old.repair != repairNone && old.id == sl.id {
+			sl.repair = old.repair
+			slots[k] = sl
+		}
+	}
+}
+
 // ensureRepaired starts the counter repair once: it reads and removes the
-// clean mark, lists the sessions to check and starts the background pass.
-// It does not wait for the pass.
+// clean mark, loads the index (its slots are due) and starts the
+// background pass. It does not wait for the pass.
 func (s *Store) ensureRepaired() {
 	if s.m.opts.Passive {
 		return
@@ -116,19 +143,19 @@ func (s *Store) ensureRepaired() {
 	r := &s.repair
 	r.once.Do(func() {
 		r.ended = make(chan struct{})
-		r.checked.L = &r.mu
-		todo, since, err := s.repairTodo()
+		since, err := s.readCleanMark()
+		s.mu.Lock()
+		if err == nil {
+			err = s.viewLocked()
+		}
+		r.started, r.since = true, since
+		empty := err == nil && len(s.slots) == 0
+		r.complete = empty
+		s.mu.Unlock()
 		if err != nil {
 			s.log.Warn("counter repair from transcripts failed", zap.Error(err))
 		}
-		r.mu.Lock()
-		r.todo, r.since = todo, since
-		if len(todo) == 0 {
-			r.todo = nil
-			r.complete = err == nil
-		}
-		r.mu.Unlock()
-		if len(todo) == 0 {
+		if err != nil || empty {
 			close(r.ended)
 			return
 		}
@@ -138,77 +165,80 @@ func (s *Store) ensureRepaired() {
 	})
 }
 
-// repairTodo lists the sessions to check (every one) and, when the clean
-// mark names the files as they are, when it was written. The mark is
-// removed (durably) either way, before anything is written.
-func (s *Store) repairTodo() (map[string]repairItem, time.Time, error) {
+// readCleanMark returns when the clean mark was written, if it names the
+// files as they are (zero otherwise), and removes it (durably) either way,
+// before anything is written.
+func (s *Store) readCleanMark() (time.Time, error) {
 	markPath := filepath.Join(s.dir, cleanName)
 	var since time.Time
-	if data, err := os.ReadFile(markPath); err == nil {
-		var mk cleanMark
-		idx, ierr := statStamp(s.indexPath)
-		dl, derr := statStamp(s.deltaPath)
-		if json.Unmarshal(data, &mk) == nil && ierr == nil && derr == nil &&
-			mk.Index == toMark(idx) && mk.Delta == toMark(dl) {
-			since = mk.At
-		}
-		if err := os.Remove(markPath); err != nil {
-			return nil, time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
-		}
-		if err := syncDir(s.dir); err != nil {
-			return nil, time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
-		}
+	data, err := os.ReadFile(markPath)
+	if err != nil {
+		return since, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.viewLocked(); err != nil {
-		return nil, since, err
+	var mk cleanMark
+	idx, ierr := statStamp(s.indexPath)
+	dl, derr := statStamp(s.deltaPath)
+	if json.Unmarshal(data, &mk) == nil && ierr == nil && derr == nil &&
+		mk.Index == toMark(idx) && mk.Delta == toMark(dl) {
+		since = mk.At
 	}
-	todo := make(map[string]repairItem, len(s.slots))
-	for k, sl := range s.slots {
-		todo[k] = repairItem{id: sl.id}
+	if err := os.Remove(markPath); err != nil {
+		return time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
 	}
-	return todo, since, nil
+	if err := syncDir(s.dir); err != nil {
+		return time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
+	}
+	return since, nil
 }
 
-// take claims k's check: mine is true when the caller must check k's
-// session id; when another check of k is under way it waits for it. It
-// returns false when k needs no check (any more).
-func (r *counterRepair) take(k string) (id string, mine bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// takeLocked claims the check of k if it is due, returning its session
+// id; when another check of k is under way it waits for its end first if
+// wait is set (a use), and returns at once if not (the pass). mine is
+// false when k needs no check (any more) or another has it.
+func (s *Store) takeLocked(k string, wait bool) (id string, mine bool) {
 	for {
-		it, ok := r.todo[k]
+		sl, ok := s.slots[k]
 		switch {
-		case !ok:
+		case !ok || sl.repair == repairNone:
 			return "", false
-		case !it.taken:
-			it.taken = true
-			r.todo[k] = it
-			return it.id, true
+		case sl.repair == repairDue:
+			sl.repair = repairRunning
+			s.slots[k] = sl
+			return sl.id, true
+		case !wait:
+			return "", false
 		}
-		r.checked.Wait()
+		s.repair.checked.Wait()
 	}
 }
 
-// finish marks the checks of keys done.
-func (r *counterRepair) finish(keys []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, k := range keys {
-		delete(r.todo, k)
+// finishLocked marks the check of k (session id) done.
+func (s *Store) finishLocked(k, id string) {
+	if sl, ok := s.slots[k]; ok && sl.id == id && sl.repair != repairNone {
+		sl.repair = repairNone
+		s.slots[k] = sl
 	}
-	r.checked.Broadcast()
 }
 
 // repairKey checks k before its use unless the pass did already; when the
 // pass is checking it, it waits for that.
 func (s *Store) repairKey(k string) {
 	s.ensureRepaired()
-	if id, mine := s.repair.take(k); mine {
-		s.checkCounters(context.Background(), k, id)
-		s.repair.finish([]string{k})
+	s.mu.Lock()
+	id, mine := s.takeLocked(k, true)
+	if mine {
+		s.repair.checking++
 	}
+	s.mu.Unlock()
+	if !mine {
+		return
+	}
+	s.checkCounters(context.Background(), k, id)
+	s.mu.Lock()
+	s.finishLocked(k, id)
+	s.repair.checking--
+	s.repair.checked.Broadcast()
+	s.mu.Unlock()
 }
 
 // awaitRepair waits for the background pass (List, Recent and GetByID
@@ -228,42 +258,46 @@ func (s *Store) repairPass(ctx context.Context) {
 	if repairPassHook != nil {
 		repairPassHook(ctx, s)
 	}
+	s.mu.Lock()
+	var due []string
+	for k, sl := range s.slots {
+		if sl.repair == repairDue {
+			due = append(due, k)
+		}
+	}
+	s.mu.Unlock()
 	fixed := 0
 	var keys, ids []string
-	for ctx.Err() == nil {
+	for len(due) > 0 && ctx.Err() == nil {
+		batch := due[:min(repairBatch, len(due))]
+		due = due[len(batch):]
 		keys, ids = keys[:0], ids[:0]
-		r.mu.Lock()
-		for k, it := range r.todo {
-			if len(keys) == repairBatch {
-				break
-			}
-			if !it.taken {
-				it.taken = true
-				r.todo[k] = it
-				keys, ids = append(keys, k), append(ids, it.id)
+		s.mu.Lock()
+		for _, k := range batch {
+			if id, mine := s.takeLocked(k, false); mine {
+				keys, ids = append(keys, k), append(ids, id)
 			}
 		}
-		left := len(r.todo)
-		if left == 0 {
-			r.todo = nil // its buckets: a map never shrinks
-			r.complete = true
-		}
-		r.mu.Unlock()
-		if left == 0 {
-			break
-		}
-		if len(keys) == 0 {
-			// The rest are being checked by their first uses.
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
+		s.mu.Unlock()
 		for i, k := range keys {
 			if s.checkCounters(ctx, k, ids[i]) {
 				fixed++
 			}
 		}
-		r.finish(keys)
+		s.mu.Lock()
+		for i, k := range keys {
+			s.finishLocked(k, ids[i])
+		}
+		r.checked.Broadcast()
+		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	// The rest are being checked by their first uses.
+	for r.checking > 0 {
+		r.checked.Wait()
+	}
+	r.complete = ctx.Err() == nil
+	s.mu.Unlock()
 	if fixed > 0 {
 		s.log.Info("lagging counters repaired from transcripts", zap.Int("sessions", fixed))
 	}
@@ -286,13 +320,11 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	if ok = ok && sl.id == id; ok {
 		updated = sl.updatedAt()
 	}
+	since := s.repair.since
 	s.mu.Unlock()
 	if !ok {
 		return false
 	}
-	s.repair.mu.Lock()
-	since := s.repair.since
-	s.repair.mu.Unlock()
 	fi, err := os.Stat(path)
 	if err != nil || !fi.ModTime().After(updated.Add(-mtimeSlack)) ||
 		(!since.IsZero() && !fi.ModTime().After(since.Add(-mtimeSlack))) {
@@ -327,9 +359,9 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 // markClean writes the clean-shutdown mark after Close flushed and folded
 // the store, when its repair pass checked every session this run.
 func (s *Store) markClean() error {
-	s.repair.mu.Lock()
+	s.mu.Lock()
 	complete := s.repair.complete
-	s.repair.mu.Unlock()
+	s.mu.Unlock()
 	if !complete {
 		return nil
 	}

@@ -79,7 +79,7 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		return nil, fmt.Errorf("sessions: store %s: %w", agentID, err)
 	}
 	idx := filepath.Join(dir, indexName)
-	return &Store{
+	s := &Store{
 		m: m, agentID: agentID, dir: dir, indexPath: idx,
 		archivePath: filepath.Join(dir, archiveName),
 		deltaPath:   filepath.Join(dir, deltaName),
@@ -87,7 +87,9 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		lock:        m.locks.get(idx + lockExt),
 		log:         m.log.With(zap.String("agent_id", agentID)),
 		pending:     map[string]*delta{},
-	}, nil
+	}
+	s.repair.checked.L = &s.mu
+	return s, nil
 }
 
 // AgentID is the agent whose sessions this store holds.
@@ -154,8 +156,9 @@ func (s *Store) revalidateLocked(now time.Time) error {
 func (s *Store) reloadLocked() error {
 	s.reloads++
 	var (
-		slots map[string]slot
-		st    fileStamp
+		slots  map[string]slot
+		st     fileStamp
+		repair = s.loadRepairLocked()
 	)
 	f, err := os.Open(s.indexPath)
 	switch {
@@ -170,7 +173,7 @@ func (s *Store) reloadLocked() error {
 		// (a line takes 400 bytes or more): the map need not grow through
 		// every size on the way.
 		slots = make(map[string]slot, max(len(s.slots), int(min(fi.Size()/512, 1<<24))))
-		if err := readIndex(f, slots); err != nil {
+		if err := readIndex(f, slots, repair); err != nil {
 			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
@@ -182,12 +185,15 @@ func (s *Store) reloadLocked() error {
 		if del {
 			delete(slots, k)
 		} else {
-			slots[k] = newSlot(c)
+			sl := newSlot(c)
+			sl.repair = repair
+			slots[k] = sl
 		}
 	})
 	if err != nil {
 		return err
 	}
+	s.carryRepairLocked(slots)
 	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
 	s.dstamp, s.deltaGood = dst, good
 	s.byID = nil

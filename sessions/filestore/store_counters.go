@@ -128,7 +128,9 @@ func (s *Store) addDeltaToSlotLocked(k string, d *delta) bool {
 		s.log.Error("session update dropped", zap.String("session_key", k), zap.Error(err))
 		return false
 	}
-	s.slots[k] = newSlot(c)
+	nsl := newSlot(c)
+	nsl.repair = sl.repair
+	s.slots[k] = nsl
 	return true
 }
 

@@ -188,12 +188,17 @@ func (o *opTx) applyLocked() error {
 			return err
 		}
 		sl := newSlot(c)
+		// The same session keeps its counter repair state; a new one is
+		// due only if it is there when the repair starts.
+		sl.repair = s.loadRepairLocked()
 		if exists {
 			if bytes.Equal(old.c, c) {
 				continue
 			}
 			if old.id != sl.id {
 				delete(s.pending, k)
+			} else {
+				sl.repair = old.repair
 			}
 		} else {
 			s.keys = nil
