@@ -113,22 +113,19 @@ func readIndex(f io.ReadSeeker, slots map[string]slot, repair uint8) error {
 
 // scanIndex reads the index as encodeLocked writes it: "{", then one
 // `"key": entry` line each (a comma after all but the last), then "}".
-// ok is false when the file is not so (slots then hold part of it).
+// ok is false when the file is not so, or has a line longer than r's
+// buffer (slots then hold part of it).
 func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, err error) {
 	var (
-		buf     []byte // a line longer than r's buffer
 		scratch = make([]byte, 0, 1024)
 		more    = false // the previous entry line ended with a comma
 	)
 	for n := 0; ; n++ {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			buf = append(buf[:0], line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = r.ReadSlice('\n')
-				buf = append(buf, line...)
-			}
-			line = buf
+			// Not a line of an index as written (an entry is well under a
+			// KiB): perhaps the whole file on one line. Read no further.
+			return false, nil
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return false, err

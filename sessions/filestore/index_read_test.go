@@ -81,6 +81,7 @@ func TestIndexRead(t *testing.T) {
 		{"empty file", "", 0, ""},
 		{"empty index", "{\n}\n", 0, ""},
 		{"pretty", string(pretty), 1, ""},
+		{"long line", strings.Replace(written, `"title":"`, `"title":"`+strings.Repeat("x", 300<<10), 1), 2, ""},
 		{"crlf", strings.ReplaceAll(written, "\n", "\r\n"), 2, ""},
 		{"one line", strings.ReplaceAll(written, "\n", ""), 2, ""},
 		{"no final newline", strings.TrimSuffix(written, "\n"), 2, ""},
@@ -159,24 +160,29 @@ func FuzzDeltaLine(f *testing.F) {
 }
 
 // BenchmarkIndexRead: reading an index of 100,000 entries like those a
-// daemon writes (readIndex and what a load builds beside it).
+// daemon writes (readIndex and what a load builds beside it), as the store
+// writes it (the fast path) and as one line of JSON (what another writer
+// may leave: the general decoder).
 func BenchmarkIndexRead(b *testing.B) {
 	const n = 100000
-	at := time.Now().UTC()
-	entries := make(map[string]sessions.Entry, n)
-	for i := range n {
-		k := startKey(i)
-		e := sessions.NewEntry(k, sessions.Origin{Channel: "telegram", ChatType: "direct", To: k.Peer, At: at}, at)
-		e.MessageCount = 2
-		entries[k.String()] = e
+	entries := seedEntries(n)
+	other, err := json.Marshal(entries)
+	if err != nil {
+		b.Fatal(err)
 	}
-	data := indexOf(b, entries)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		slots := make(map[string]slot, len(data)/512) // as reloadLocked sizes it
-		if err := readIndex(bytes.NewReader(data), slots, repairDue); err != nil || len(slots) != n {
-			b.Fatal(len(slots), err)
-		}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"written", indexOf(b, entries)}, {"other", other}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				slots := make(map[string]slot, len(tc.data)/512) // as reloadLocked sizes it
+				if err := readIndex(bytes.NewReader(tc.data), slots, repairDue); err != nil || len(slots) != n {
+					b.Fatal(len(slots), err)
+				}
+			}
+		})
 	}
 }

@@ -1,42 +1,9 @@
 package filestore
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/gateway/gateway/sessions"
 )
-
-// writeStartState leaves an index of n sessions of agent main below dir,
-// as the store writes it (no transcripts: the start reads none).
-func writeStartState(t *testing.T, dir string, n int) {
-	t.Helper()
-	sdir := filepath.Join(dir, "agents", "main", "sessions")
-	if err := os.MkdirAll(sdir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	at := time.Now().UTC()
-	st := &Store{slots: make(map[string]slot, n)}
-	for i := range n {
-		k := startKey(i)
-		e := sessions.NewEntry(k, sessions.Origin{Channel: "telegram", ChatType: "direct", To: k.Peer, At: at}, at)
-		e.MessageCount = 2
-		c, err := packEntry(&e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.slots[k.String()] = newSlot(c)
-	}
-	data, err := st.encodeLocked()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sdir, indexName), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // firstAnswer starts on dir as the daemon does and returns how long the
 // first Get took to answer from Open, and how many times the start read
@@ -72,11 +39,12 @@ func firstAnswer(t *testing.T, dir string, n int) (time.Duration, int) {
 
 // TestStartScalesLinearly (issue 21): a start answers its first Get in time
 // linear in the number of sessions, reading the index once. Ten times the
-// sessions may take at most 30 times as long (linear work takes 10 to 20
-// as the index outgrows the caches; quadratic work takes 100): a relative
-// bound, which a slow machine does not break. Each size is timed at its
-// fastest of three starts, the sizes taking turns so that a change in the
-// machine's load falls on both.
+// sessions may take at most 50 times as long: linear work takes 10 to 27
+// here (more than 10 as the index outgrows the caches and the heap the
+// first collections), quadratic work 100 or more (an O(N^2) pass put into
+// the load took 248). A relative bound, which a slow machine does not
+// break; each size is timed at its fastest of three starts, the sizes
+// taking turns so that a change in the machine's load falls on both.
 func TestStartScalesLinearly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an index of 100,000 sessions (seconds, more under -race)")
@@ -85,7 +53,7 @@ func TestStartScalesLinearly(t *testing.T) {
 	dirs := map[int]string{}
 	for _, n := range []int{small, large} {
 		dirs[n] = t.TempDir()
-		writeStartState(t, dirs[n], n)
+		seedIndex(t, dirs[n], n)
 	}
 	fastest := map[int]time.Duration{}
 	for range 3 {
@@ -101,8 +69,8 @@ func TestStartScalesLinearly(t *testing.T) {
 	}
 	ratio := float64(fastest[large]) / float64(fastest[small])
 	t.Logf("first answer: %d sessions %v, %d sessions %v (x%.1f)", small, fastest[small], large, fastest[large], ratio)
-	if ratio > 30 {
-		t.Errorf("%d sessions took %.1f times as long as %d to answer the first Get (%v, %v): want at most 30 (linear)",
+	if ratio > 50 {
+		t.Errorf("%d sessions took %.1f times as long as %d to answer the first Get (%v, %v): want at most 50 (linear)",
 			large, ratio, small, fastest[large], fastest[small])
 	}
 }
