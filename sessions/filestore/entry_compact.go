@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -416,50 +417,58 @@ func daysIn(month, year int) int {
 	return 31
 }
 
-// fields calls fn with each present field of c in order and its encoded
-// value, until fn returns false.
-func (c compactEntry) fields(fn func(j int, v []byte) bool) {
+// fieldCursor walks the present fields of a compactEntry in order.
+type fieldCursor struct {
+	c       compactEntry
+	present uint64
+	i, j    int // position in c; next field of entryFields
+}
+
+func (c compactEntry) cursor() fieldCursor {
 	present, i := binary.Uvarint(c)
-	for j := range entryFields {
-		if present&(1<<j) == 0 {
-			continue
-		}
-		start := i
-		switch entryFields[j].kind {
-		case kindString:
-			n, w := binary.Uvarint(c[i:])
-			i += w + int(n)
-		case kindInt:
-			_, w := binary.Varint(c[i:])
-			i += w
-		case kindTime:
-			i++
-			if c[start] == tagUTC {
-				_, w := binary.Varint(c[i:])
-				_, w2 := binary.Uvarint(c[i+w:])
-				i += w + w2
-			} else {
-				n, w := binary.Uvarint(c[i:])
-				i += w + int(n)
-			}
-		}
-		if !fn(j, c[start:i]) {
-			return
+	return fieldCursor{c: c, present: present, i: i}
+}
+
+// next returns the next present field and its encoded value; ok is false
+// after the last.
+func (fc *fieldCursor) next() (j int, v []byte, ok bool) {
+	rest := fc.present >> fc.j
+	if rest == 0 {
+		return 0, nil, false
+	}
+	j = fc.j + bits.TrailingZeros64(rest)
+	fc.j = j + 1
+	c, start := fc.c, fc.i
+	switch entryFields[j].kind {
+	case kindString:
+		n, w := binary.Uvarint(c[start:])
+		fc.i += w + int(n)
+	case kindInt:
+		_, w := binary.Varint(c[start:])
+		fc.i += w
+	case kindTime:
+		if c[start] == tagUTC {
+			_, w := binary.Varint(c[start+1:])
+			_, w2 := binary.Uvarint(c[start+1+w:])
+			fc.i += 1 + w + w2
+		} else {
+			n, w := binary.Uvarint(c[start+1:])
+			fc.i += 1 + w + int(n)
 		}
 	}
+	return j, c[start:fc.i], true
 }
 
 // field returns the encoded value of field j; ok is false when it is
 // absent (zero).
 func (c compactEntry) field(j int) (v []byte, ok bool) {
-	c.fields(func(k int, b []byte) bool {
-		if k < j {
-			return true
+	fc := c.cursor()
+	for k, v, more := fc.next(); more && k <= j; k, v, more = fc.next() {
+		if k == j {
+			return v, true
 		}
-		v, ok = b, k == j
-		return false
-	})
-	return v, ok
+	}
+	return nil, false
 }
 
 // stringValue decodes an encoded string field.
@@ -523,7 +532,8 @@ func (c compactEntry) int(j int) int64 {
 func (c compactEntry) entry() sessions.Entry {
 	var e sessions.Entry
 	rv := reflect.ValueOf(&e).Elem()
-	c.fields(func(j int, v []byte) bool {
+	fc := c.cursor()
+	for j, v, ok := fc.next(); ok; j, v, ok = fc.next() {
 		f := &entryFields[j]
 		fv := rv.Field(f.index)
 		switch f.kind {
@@ -535,8 +545,7 @@ func (c compactEntry) entry() sessions.Entry {
 		case kindTime:
 			*fv.Addr().Interface().(*time.Time) = timeValue(v)
 		}
-		return true
-	})
+	}
 	return e
 }
 
@@ -544,7 +553,8 @@ func (c compactEntry) entry() sessions.Entry {
 func (c compactEntry) appendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
-	c.fields(func(j int, v []byte) bool {
+	fc := c.cursor()
+	for j, v, ok := fc.next(); ok; j, v, ok = fc.next() {
 		f := &entryFields[j]
 		if !first {
 			dst = append(dst, ',')
@@ -570,7 +580,6 @@ func (c compactEntry) appendJSON(dst []byte) []byte {
 			}
 			dst = append(dst, '"')
 		}
-		return true
-	})
+	}
 	return append(dst, '}')
 }

@@ -41,7 +41,8 @@ type slot struct {
 func newSlot(c compactEntry) slot {
 	sl := slot{c: c}
 	last := max(fieldSessionID, fieldUpdatedAt, fieldLastInteractionAt)
-	c.fields(func(j int, v []byte) bool {
+	fc := c.cursor()
+	for j, v, ok := fc.next(); ok && j <= last; j, v, ok = fc.next() {
 		switch j {
 		case fieldSessionID:
 			sl.id = stringValue(v)
@@ -50,8 +51,7 @@ func newSlot(c compactEntry) slot {
 		case fieldLastInteractionAt:
 			sl.active = unixNano(timeValue(v))
 		}
-		return j < last
-	})
+	}
 	return sl
 }
 
