@@ -3,6 +3,7 @@ package filestore
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,11 +29,11 @@ import (
 // reads (FuzzIndexRead).
 
 // slot is one cached entry. Beside the entry it holds what scans of every
-// entry read (Recent, maintenance, the counter repair), so that they
-// decode nothing. Slots are held by value in the map (no object each).
+// entry read (Recent, maintenance), so that they decode nothing. Slots are
+// held by value in the map (no object each); the session id is read from
+// the entry when asked for (no string each).
 type slot struct {
 	c       compactEntry // the entry (entry_compact.go)
-	id      string       // its session id
 	updated int64        // its updatedAt, Unix ns (saturated: see unixNano)
 	active  int64        // its lastInteractionAt, Unix ns (saturated)
 	repair  uint8        // its counter repair state (repair.go)
@@ -40,12 +41,10 @@ type slot struct {
 
 func newSlot(c compactEntry) slot {
 	sl := slot{c: c}
-	last := max(fieldSessionID, fieldUpdatedAt, fieldLastInteractionAt)
+	last := max(fieldUpdatedAt, fieldLastInteractionAt)
 	fc := c.cursor()
 	for j, v, ok := fc.next(); ok && j <= last; j, v, ok = fc.next() {
 		switch j {
-		case fieldSessionID:
-			sl.id = stringValue(v)
 		case fieldUpdatedAt:
 			sl.updated = unixNano(timeValue(v))
 		case fieldLastInteractionAt:
@@ -57,6 +56,26 @@ func newSlot(c compactEntry) slot {
 
 // entry decodes the slot's entry.
 func (sl slot) entry() sessions.Entry { return sl.c.entry() }
+
+// id is the entry's session id.
+func (sl slot) id() string { return sl.c.str(fieldSessionID) }
+
+// isSession says whether the entry's session id is id (without a copy).
+func (sl slot) isSession(id string) bool {
+	v, _ := sl.c.field(fieldSessionID)
+	n, w := binary.Uvarint(v)
+	if s := v[w : w+int(n)]; bytes.IndexByte(s, '\\') < 0 {
+		return string(s) == id
+	}
+	return sl.id() == id
+}
+
+// sameSession says whether two entries have the same session id.
+func (sl slot) sameSession(o slot) bool {
+	a, _ := sl.c.field(fieldSessionID)
+	b, _ := o.c.field(fieldSessionID)
+	return bytes.Equal(a, b) // one id, one encoding
+}
 
 // updatedAt and lastInteractionAt are the entry's times (as instants).
 func (sl slot) updatedAt() time.Time { return sl.timeAt(sl.updated, fieldUpdatedAt) }
@@ -84,31 +103,45 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// readIndex reads the index file f into slots, in the given repair state.
-func readIndex(f io.ReadSeeker, slots map[string]slot, repair uint8) error {
+// readIndex reads the index file f, of size bytes, into a new map of slots
+// in the given repair state.
+func readIndex(f io.ReadSeeker, size int64, repair uint8) (map[string]slot, error) {
 	r := bufio.NewReaderSize(f, 256<<10)
+	slots := make(map[string]slot, indexEntries(r, size))
 	ok, err := scanIndex(r, slots, repair)
 	if ok || err != nil {
-		return err
+		return slots, err
 	}
 	clear(slots)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
+		return nil, err
 	}
 	r.Reset(f)
-	err = decodeIndex(r, slots, repair, false)
+	err = decodeEntries(r, slots, repair, false)
 	if err != nil {
 		// Perhaps an index with epoch-millisecond times (the reference
 		// system's JSON-era format): read it again, leniently.
 		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
 			clear(slots)
 			r.Reset(f)
-			if lerr := decodeIndex(r, slots, repair, true); lerr == nil {
+			if lerr := decodeEntries(r, slots, repair, true); lerr == nil {
 				err = nil
 			}
 		}
 	}
-	return err
+	return slots, err
+}
+
+// indexEntries estimates how many entries an index of size bytes holds
+// from the lines at its start, so that the map is made at its size (not
+// grown through every size on the way, nor much larger).
+func indexEntries(r *bufio.Reader, size int64) int {
+	head, _ := r.Peek(int(min(size, 64<<10)))
+	lines := bytes.Count(head, []byte("\n"))
+	if lines < 2 {
+		return 0
+	}
+	return int(min(size*int64(lines)/int64(len(head))*21/20, 1<<24))
 }
 
 // scanIndex reads the index as encodeLocked writes it: "{", then one
@@ -208,10 +241,10 @@ func jsonKey(b []byte) (k string, n int, ok bool) {
 	return k, i + 1, true
 }
 
-// decodeIndex streams the index object into slots, one entry at a time
+// decodeEntries streams the index object into slots, one entry at a time
 // (no copy of the file or of the whole map in memory); errors name the
 // entry. It reads any JSON object of entries.
-func decodeIndex(r io.Reader, slots map[string]slot, repair uint8, lenient bool) error {
+func decodeEntries(r io.Reader, slots map[string]slot, repair uint8, lenient bool) error {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if errors.Is(err, io.EOF) {

@@ -126,7 +126,7 @@ func (s *Store) carryRepairLocked(slots map[string]slot) {
 		return
 	}
 	for k, sl := range slots {
-		if old, ok := s.slots[k]; ok && old.repair != repairNone && old.id == sl.id {
+		if old, ok := s.slots[k]; ok && old.repair != repairNone && old.sameSession(sl) {
 			sl.repair = old.repair
 			slots[k] = sl
 		}
@@ -204,7 +204,7 @@ func (s *Store) takeLocked(k string, wait bool) (id string, mine bool) {
 		case sl.repair == repairDue:
 			sl.repair = repairRunning
 			s.slots[k] = sl
-			return sl.id, true
+			return sl.id(), true
 		case !wait:
 			return "", false
 		}
@@ -214,7 +214,7 @@ func (s *Store) takeLocked(k string, wait bool) (id string, mine bool) {
 
 // finishLocked marks the check of k (session id) done.
 func (s *Store) finishLocked(k, id string) {
-	if sl, ok := s.slots[k]; ok && sl.id == id && sl.repair != repairNone {
+	if sl, ok := s.slots[k]; ok && sl.isSession(id) && sl.repair != repairNone {
 		sl.repair = repairNone
 		s.slots[k] = sl
 	}
@@ -317,7 +317,7 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	s.mu.Lock()
 	sl, ok := s.slots[k]
 	var updated time.Time
-	if ok = ok && sl.id == id; ok {
+	if ok = ok && sl.isSession(id); ok {
 		updated = sl.updatedAt()
 	}
 	since := s.repair.since
@@ -345,7 +345,7 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, ok = s.slots[k]
-	if !ok || sl.id != id {
+	if !ok || !sl.isSession(id) {
 		return false
 	}
 	msgs, offset := int(sl.c.int(fieldMessageCount)), sl.c.int(fieldCompactionOffset)

@@ -169,11 +169,7 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		st = stampOf(fi)
-		// Sized for the entries seen last, or for what the file may hold
-		// (a line takes 400 bytes or more): the map need not grow through
-		// every size on the way.
-		slots = make(map[string]slot, max(len(s.slots), int(min(fi.Size()/512, 1<<24))))
-		if err := readIndex(f, slots, repair); err != nil {
+		if slots, err = readIndex(f, fi.Size(), repair); err != nil {
 			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):

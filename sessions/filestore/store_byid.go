@@ -4,7 +4,7 @@ package filestore
 // byID map kept with the slots (no scan of the index).
 func (s *Store) slotByIDLocked(id string) (slot, bool) {
 	sl, ok := s.slots[s.byIDLocked()[id]]
-	if !ok || sl.id != id {
+	if !ok || !sl.isSession(id) {
 		return slot{}, false
 	}
 	return sl, true
@@ -17,7 +17,7 @@ func (s *Store) byIDLocked() map[string]string {
 	if s.byID == nil {
 		s.byID = make(map[string]string, len(s.slots))
 		for k, sl := range s.slots {
-			s.byID[sl.id] = k
+			s.byID[sl.id()] = k
 		}
 	}
 	return s.byID

@@ -96,7 +96,7 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 		return false
 	}
 	if d.sessionID == "" {
-		d.sessionID = sl.id
+		d.sessionID = sl.id()
 	}
 	if !s.addDeltaToSlotLocked(k, d) {
 		return false
@@ -116,7 +116,7 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 // the session d was recorded for.
 func (s *Store) addDeltaToSlotLocked(k string, d *delta) bool {
 	sl, ok := s.slots[k]
-	if !ok || sl.id != d.sessionID {
+	if !ok || !sl.isSession(d.sessionID) {
 		return false
 	}
 	e := sl.entry()

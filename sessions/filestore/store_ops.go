@@ -37,7 +37,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	}
 	if sl, ok := s.slots[k]; ok {
 		if stale, _ := sessions.Evaluate(cfg, key, sl.entry(), now); !stale {
-			s.addDeltaLocked(k, touchDelta(sl.id, o, now))
+			s.addDeltaLocked(k, touchDelta(sl.id(), o, now))
 			e := s.slots[k].entry()
 			s.mu.Unlock()
 			return e, sessions.BeginInfo{}, nil

@@ -174,8 +174,8 @@ func (o *opTx) applyLocked() error {
 		if e == nil {
 			if exists {
 				delete(s.slots, k)
-				if s.byID != nil && s.byID[old.id] == k {
-					delete(s.byID, old.id)
+				if id := old.id(); s.byID != nil && s.byID[id] == k {
+					delete(s.byID, id)
 				}
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
@@ -195,7 +195,7 @@ func (o *opTx) applyLocked() error {
 			if bytes.Equal(old.c, c) {
 				continue
 			}
-			if old.id != sl.id {
+			if !old.sameSession(sl) {
 				delete(s.pending, k)
 			} else {
 				sl.repair = old.repair
@@ -205,10 +205,10 @@ func (o *opTx) applyLocked() error {
 		}
 		s.slots[k] = sl
 		if s.byID != nil {
-			if exists && old.id != sl.id && s.byID[old.id] == k {
-				delete(s.byID, old.id)
+			if exists && !old.sameSession(sl) && s.byID[old.id()] == k {
+				delete(s.byID, old.id())
 			}
-			s.byID[sl.id] = k
+			s.byID[sl.id()] = k
 		}
 		s.dirty = true
 		s.changed[k] = struct{}{}
