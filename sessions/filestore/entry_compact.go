@@ -137,8 +137,108 @@ func fieldIndex(name string) int {
 	panic("filestore: sessions.Entry has no field " + name)
 }
 
-// packEntry is the compact form of e.
+// packEntry is the compact form of e: what compactOf makes of the JSON
+// json.Marshal writes for e. The common entry (strings json.Marshal writes
+// as they are, times it writes as RFC 3339 checked below) is packed
+// directly; any other goes through json.Marshal.
 func packEntry(e *sessions.Entry) (compactEntry, error) {
+	if c, ok := packDirect(e); ok {
+		return c, nil
+	}
+	return packJSON(e)
+}
+
+// packDirect packs e without encoding it; ok is false when it has a field
+// that needs encoding/json's word (a string it escapes or that is not
+// valid UTF-8, a time it would not write and read back the same).
+func packDirect(e *sessions.Entry) (compactEntry, bool) {
+	var (
+		buf     [512]byte
+		present uint64
+	)
+	body := buf[:binary.MaxVarintLen64]
+	rv := reflect.ValueOf(e).Elem()
+	for j := range entryFields {
+		f := &entryFields[j]
+		fv := rv.Field(f.index)
+		switch f.kind {
+		case kindString:
+			s := fv.String()
+			if s == "" && f.omitEmpty {
+				continue
+			}
+			if !writtenAsIs(s) {
+				return nil, false
+			}
+			body = binary.AppendUvarint(body, uint64(len(s)))
+			body = append(body, s...)
+		case kindInt:
+			n := fv.Int()
+			if n == 0 && f.omitEmpty {
+				continue
+			}
+			body = binary.AppendVarint(body, n)
+		case kindTime:
+			t := *fv.Addr().Interface().(*time.Time)
+			if _, offset := t.Zone(); offset == 0 && t.Year() >= 0 && t.Year() <= 9999 {
+				// json.Marshal writes it with "Z", which compactOf holds
+				// as a UTC time.
+				body = append(body, tagUTC)
+				body = binary.AppendVarint(body, t.Unix())
+				body = binary.AppendUvarint(body, uint64(t.Nanosecond()))
+				break
+			}
+			q, err := t.MarshalJSON()
+			if err != nil || !readsBack(q) {
+				return nil, false
+			}
+			body = append(body, tagText)
+			body = binary.AppendUvarint(body, uint64(len(q)-2))
+			body = append(body, q[1:len(q)-1]...)
+		}
+		present |= 1 << j
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[:], present)
+	start := binary.MaxVarintLen64 - n
+	copy(body[start:], hdr[:n])
+	return append(compactEntry(nil), body[start:]...), true
+}
+
+// writtenAsIs says whether json.Marshal writes s between quotes as it is:
+// printable ASCII but the quote, backslash and HTML characters, and valid
+// UTF-8 but U+2028 and U+2029.
+func writtenAsIs(s string) bool {
+	for i := 0; i < len(s); {
+		if plainByte[s[i]] {
+			i++
+			continue
+		}
+		if s[i] < utf8.RuneSelf {
+			return false
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// readsBack says whether the JSON time q decodes to a time that encodes
+// to q again (compactOf holds only such).
+func readsBack(q []byte) bool {
+	var t time.Time
+	if t.UnmarshalJSON(q) != nil {
+		return false
+	}
+	m, err := t.MarshalJSON()
+	return err == nil && bytes.Equal(m, q)
+}
+
+// packJSON is packEntry through json.Marshal.
+func packJSON(e *sessions.Entry) (compactEntry, error) {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: encode entry %q: %w", sessions.Clip(e.SessionKey), err)
@@ -530,7 +630,13 @@ func (c compactEntry) int(j int) int64 {
 
 // entry decodes c.
 func (c compactEntry) entry() sessions.Entry {
-	var e sessions.Entry
+	var (
+		e     sessions.Entry
+		buf   [512]byte
+		spans [64]struct{ j, from, to int } // strings held in buf
+		n     int
+	)
+	text := buf[:0]
 	rv := reflect.ValueOf(&e).Elem()
 	fc := c.cursor()
 	for j, v, ok := fc.next(); ok; j, v, ok = fc.next() {
@@ -538,13 +644,25 @@ func (c compactEntry) entry() sessions.Entry {
 		fv := rv.Field(f.index)
 		switch f.kind {
 		case kindString:
-			fv.SetString(stringValue(v))
+			size, w := binary.Uvarint(v)
+			if s := v[w : w+int(size)]; bytes.IndexByte(s, '\\') < 0 {
+				spans[n] = struct{ j, from, to int }{j, len(text), len(text) + len(s)}
+				text = append(text, s...)
+				n++
+			} else {
+				fv.SetString(stringValue(v))
+			}
 		case kindInt:
 			n, _ := binary.Varint(v)
 			fv.SetInt(n)
 		case kindTime:
 			*fv.Addr().Interface().(*time.Time) = timeValue(v)
 		}
+	}
+	// The strings share one allocation.
+	all := string(text)
+	for _, sp := range spans[:n] {
+		rv.Field(entryFields[sp.j].index).SetString(all[sp.from:sp.to])
 	}
 	return e
 }

@@ -179,6 +179,11 @@ func FuzzPackEntry(f *testing.F) {
 		if err != nil {
 			t.Fatalf("packEntry(%s): %v", b, err)
 		}
+		if d, ok := packDirect(&e); ok {
+			if j, err := packJSON(&e); err != nil || !bytes.Equal(d, j) {
+				t.Fatalf("packDirect(%s) = %x, through json.Marshal %x (%v)", b, d, j, err)
+			}
+		}
 		// What a reload after writing it gives: b decoded, and where b is
 		// not what json.Marshal writes for that (strings that are not
 		// valid UTF-8 come back with U+FFFD, an offset of +00:00 as the

@@ -196,7 +196,11 @@ func (s *Store) reloadLocked() error {
 	s.dirty = false
 	s.changed = map[string]struct{}{}
 	for k, d := range s.pending {
-		if s.addDeltaToSlotLocked(k, d) {
+		sl, ok := s.slots[k]
+		if !ok {
+			continue
+		}
+		if e := sl.entry(); s.storeDeltaLocked(k, sl, &e, d) {
 			s.dirty = true
 			s.changed[k] = struct{}{}
 		}

@@ -95,10 +95,17 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 	if !ok {
 		return false
 	}
+	e := sl.entry()
+	return s.addDeltaToEntryLocked(k, sl, &e, d)
+}
+
+// addDeltaToEntryLocked is addDeltaLocked for a caller that has decoded
+// the entry e of k's slot sl; e becomes the updated entry.
+func (s *Store) addDeltaToEntryLocked(k string, sl slot, e *sessions.Entry, d *delta) bool {
 	if d.sessionID == "" {
-		d.sessionID = sl.id()
+		d.sessionID = e.SessionID
 	}
-	if !s.addDeltaToSlotLocked(k, d) {
+	if !s.storeDeltaLocked(k, sl, e, d) {
 		return false
 	}
 	s.dirty = true
@@ -112,18 +119,14 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 	return true
 }
 
-// addDeltaToSlotLocked applies d to the cached entry of k if it is still
-// the session d was recorded for.
-func (s *Store) addDeltaToSlotLocked(k string, d *delta) bool {
-	sl, ok := s.slots[k]
-	if !ok || !sl.isSession(d.sessionID) {
+// storeDeltaLocked applies d to e, the decoded entry of k's slot sl, and
+// stores the result in the slot, if e is still the session d was recorded
+// for.
+func (s *Store) storeDeltaLocked(k string, sl slot, e *sessions.Entry, d *delta) bool {
+	if !d.apply(e) {
 		return false
 	}
-	e := sl.entry()
-	if !d.apply(&e) {
-		return false
-	}
-	c, err := packEntry(&e)
+	c, err := packEntry(e)
 	if err != nil {
 		s.log.Error("session update dropped", zap.String("session_key", k), zap.Error(err))
 		return false
