@@ -134,15 +134,45 @@ func readIndex(f io.ReadSeeker, size int64, repair uint8) (map[string]slot, erro
 
 // indexEntries estimates how many entries an index of size bytes holds
 // from the lines at its start, so that the map is made at its size (not
-// grown through every size on the way, nor much larger).
+// grown through every size on the way, nor much larger). Only lines that
+// can be entry lines as encodeLocked writes them count (starting with a
+// quote and at least minEntryLine long): a file of another layout
+// (pretty-printed, or many short lines) gets no estimate, and no map far
+// larger than its entries, whatever its size.
 func indexEntries(r *bufio.Reader, size int64) int {
 	head, _ := r.Peek(int(min(size, 64<<10)))
-	lines := bytes.Count(head, []byte("\n"))
-	if lines < 2 {
+	rest, ok := bytes.CutPrefix(head, []byte("{\n"))
+	if !ok {
 		return 0
 	}
+	lines := 0
+	for {
+		line, after, found := bytes.Cut(rest, []byte("\n"))
+		if !found {
+			break
+		}
+		if len(line) >= minEntryLine && line[0] == '"' {
+			lines++
+		}
+		rest = after
+	}
+	if lines < 1 {
+		return 0
+	}
+	// Each counted line is at least minEntryLine long: the estimate is at
+	// most about size/minEntryLine.
 	return int(min(size*int64(lines)/int64(len(head))*21/20, 1<<24))
 }
+
+// minEntryLine is the shortest entry line encodeLocked writes: an empty
+// key and a zero entry (every field without omitempty written).
+var minEntryLine = func() int {
+	b, err := json.Marshal(&sessions.Entry{})
+	if err != nil {
+		panic(err)
+	}
+	return len(`"": `) + len(b)
+}()
 
 // scanIndex reads the index as encodeLocked writes it: "{", then one
 // `"key": entry` line each (a comma after all but the last), then "}".

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -181,6 +182,42 @@ func BenchmarkIndexRead(b *testing.B) {
 				if err != nil || len(slots) != n {
 					b.Fatal(len(slots), err)
 				}
+			}
+		})
+	}
+}
+
+// TestIndexEntries: the map a load makes is sized from the file's first
+// lines. An index as written gets about its number of entries; a file of
+// another layout never gets a map much larger than it can hold entries
+// (a pretty-printed index, or a file of short lines, once made a map of
+// up to 16 million slots, over a GB, before its first entry was read).
+func TestIndexEntries(t *testing.T) {
+	const n = 2000
+	entries := seedEntries(n)
+	pretty, err := json.MarshalIndent(entries, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortLines := "{\n" + strings.Repeat("\"\n", 8<<20)
+	zero, _ := json.Marshal(&sessions.Entry{})
+	shortest := len(`"": `) + len(zero) // an entry line as written
+	tests := []struct {
+		name     string
+		in       []byte
+		min, max int
+	}{
+		{"as written", indexOf(t, entries), n * 9 / 10, n * 12 / 10},
+		{"pretty", pretty, 0, n * 12 / 10},
+		{"short lines", []byte(shortLines), 0, len(shortLines) / shortest * 12 / 10},
+		{"newlines", []byte("{\n" + strings.Repeat("\n", 8<<20)), 0, 0},
+		{"empty", nil, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := indexEntries(bufio.NewReaderSize(bytes.NewReader(tc.in), 256<<10), int64(len(tc.in)))
+			if got < tc.min || got > tc.max {
+				t.Errorf("indexEntries = %d for %d bytes, want %d to %d", got, len(tc.in), tc.min, tc.max)
 			}
 		})
 	}
