@@ -54,6 +54,11 @@ type leader struct {
 	name string
 	ttl  time.Duration
 	log  *zap.Logger
+	// led is set once this call took the role: until then it takes the
+	// lease fresh (AcquireFresh), so a process restarted under its
+	// predecessor's replica id never inherits its token; later re-takes
+	// (after giving the role up under load) keep it.
+	led bool
 }
 
 // margin is how long before the lease's expiry a leader that cannot renew
@@ -71,7 +76,7 @@ func (r *leader) campaign(ctx context.Context) (Lease, error) {
 		if conn == nil {
 			conn = r.listen(ctx)
 		}
-		lease, ok, err := r.l.Acquire(ctx, r.name, r.ttl)
+		lease, ok, err := r.l.acquire(ctx, r.name, r.ttl, !r.led)
 		if ctx.Err() != nil {
 			return Lease{}, ctx.Err()
 		}
@@ -82,6 +87,7 @@ func (r *leader) campaign(ctx context.Context) (Lease, error) {
 			wait, failWait = failWait, min(failWait*2, r.ttl/3)
 		case ok:
 			r.log.Info("leader role taken", zap.Int64("token", lease.Token))
+			r.led = true
 			return lease, nil
 		default:
 			failWait = 100 * time.Millisecond

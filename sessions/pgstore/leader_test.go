@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -308,5 +309,37 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %s", d)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLeaderRestartUnderSameIDFencesPredecessor: a process restarted under
+// the replica id of one that died (its lease still running) takes the
+// role at once, under a higher token, so the predecessor, should it still
+// run (a pause, not a death), is fenced at its next renewal.
+func TestLeaderRestartUnderSameIDFencesPredecessor(t *testing.T) {
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	const ttl = 10 * time.Second
+	old, ok, err := db.Leases("gw-1").Acquire(ctx, "telegram:main", ttl)
+	if err != nil || !ok {
+		t.Fatalf("the predecessor's lease: %v %v", ok, err)
+	}
+	ts := newTerms()
+	campaign(t, db.Leases("gw-1"), ttl, ts, "gw-1")
+	if who := ts.next(t, 5*time.Second); who != "gw-1" {
+		t.Fatalf("%s leads", who)
+	}
+	cur, ok, err := db.Leases("x").Held(ctx, "telegram:main")
+	if err != nil || !ok || cur.Holder != "gw-1" || cur.Token <= old.Token {
+		t.Errorf("after the restart the lease is %+v %v %v: want gw-1's with a token above %d", cur, ok, err, old.Token)
+	}
+	if _, err := db.Leases("gw-1").Renew(ctx, old); !errors.Is(err, ErrFenced) {
+		t.Errorf("the predecessor's renewal = %v, want it fenced", err)
+	}
+	// Within one process a holder that still holds the lease keeps its
+	// token (Acquire), as a leader taking its role back does.
+	again, ok, err := db.Leases("gw-1").Acquire(ctx, "telegram:main", ttl)
+	if err != nil || !ok || again.Token != cur.Token {
+		t.Errorf("Acquire by the holder: %+v %v %v, want token %d kept", again, ok, err, cur.Token)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,6 +106,12 @@ const leaseTakeover = `ON CONFLICT (name) DO UPDATE SET
 			expires_at = EXCLUDED.expires_at
 		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder`
 
+// acquireTakeover is leaseTakeover for Acquire, whose $4 (fresh) makes
+// the holder that still holds the lease take the next token too: a new
+// process under the same replica id fences whatever its predecessor still
+// tries under the old one.
+var acquireTakeover = strings.ReplaceAll(leaseTakeover, "CASE WHEN l.holder", "CASE WHEN NOT $4::boolean AND l.holder")
+
 // Acquire takes lease name for ttl if it is free, expired, or already this
 // holder's. A new holder (or this holder after its lease expired) gets a
 // token above every earlier one; a holder that still holds it keeps its
@@ -112,6 +119,18 @@ const leaseTakeover = `ON CONFLICT (name) DO UPDATE SET
 // returns that holder's lease and false. Concurrent Acquires of any number
 // of processes give the lease to exactly one.
 func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
+	return l.acquire(ctx, name, ttl, false)
+}
+
+// AcquireFresh is Acquire for a holder that must not inherit what it held
+// before (a process started under the replica id of one that died): a
+// lease it still holds is taken with the next token, fencing anything its
+// predecessor still tries under the old one.
+func (l *Leases) AcquireFresh(ctx context.Context, name string, ttl time.Duration) (Lease, bool, error) {
+	return l.acquire(ctx, name, ttl, true)
+}
+
+func (l *Leases) acquire(ctx context.Context, name string, ttl time.Duration, fresh bool) (Lease, bool, error) {
 	ctx = withOp(ctx, OpLease)
 	if err := l.validate(name, ttl); err != nil {
 		return Lease{}, false, fmt.Errorf("pgstore: acquire lease %q: %w", name, err)
@@ -127,8 +146,8 @@ func (l *Leases) Acquire(ctx context.Context, name string, ttl time.Duration) (L
 	got := Lease{Name: name, Holder: l.holder, TTL: ttl}
 	err = conn.QueryRow(ctx, `INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp() + $3::bigint * interval '1 microsecond')
-		`+leaseTakeover+`
-		RETURNING token, acquired_at, expires_at`, name, l.holder, ttl.Microseconds()).
+		`+acquireTakeover+`
+		RETURNING token, acquired_at, expires_at`, name, l.holder, ttl.Microseconds(), fresh).
 		Scan(&got.Token, &got.AcquiredAt, &got.ExpiresAt)
 	conn.Release()
 	if err == nil {
