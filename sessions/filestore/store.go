@@ -1,10 +1,13 @@
 package filestore
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +43,7 @@ type Store struct {
 	log         *zap.Logger
 
 	mu      sync.Mutex          // guards the fields below
-	slots   map[string]slot     // cache: disk state with pending applied
+	slots   map[string]*slot    // cache: disk state with pending applied
 	keys    []string            // sorted keys of slots; nil when stale
 	stamp   fileStamp           // the index file as last read or written here
 	checked time.Time           // when stamp was last validated
@@ -48,9 +51,11 @@ type Store struct {
 	pending map[string]*delta   // coalesced updates not yet on disk
 	dirty   bool                // slots differ from the file (a write is due)
 	changed map[string]struct{} // keys changed since the last write
+	// recency holds each entry's updatedAt (unix ns), kept with slots, so
+	// Recent scans compact map buckets instead of every entry.
+	recency map[string]int64
 	// byID maps each entry's session id to its key, kept with slots, so
-	// a session is found by id without a scan; nil until its first use
-	// after a load (byIDLocked).
+	// a session is found by id without a scan.
 	byID   map[string]string
 	dstamp fileStamp // the change log as last read or written here
 	// writing is set while this store's commit writes its files, holding
@@ -70,6 +75,12 @@ type Store struct {
 	committing bool        // a leader goroutine is writing batches
 }
 
+// slot is one cached entry and its encoded form.
+type slot struct {
+	e   sessions.Entry
+	raw []byte // compact JSON of e; nil after a change
+}
+
 func newStore(m *Manager, agentID string) (*Store, error) {
 	dir, err := agentSessionsDir(m.opts.StateDir, agentID)
 	if err != nil {
@@ -79,7 +90,7 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		return nil, fmt.Errorf("sessions: store %s: %w", agentID, err)
 	}
 	idx := filepath.Join(dir, indexName)
-	s := &Store{
+	return &Store{
 		m: m, agentID: agentID, dir: dir, indexPath: idx,
 		archivePath: filepath.Join(dir, archiveName),
 		deltaPath:   filepath.Join(dir, deltaName),
@@ -87,9 +98,7 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		lock:        m.locks.get(idx + lockExt),
 		log:         m.log.With(zap.String("agent_id", agentID)),
 		pending:     map[string]*delta{},
-	}
-	s.repair.checked.L = &s.mu
-	return s, nil
+	}, nil
 }
 
 // AgentID is the agent whose sessions this store holds.
@@ -155,11 +164,8 @@ func (s *Store) revalidateLocked(now time.Time) error {
 // reloadLocked reads the index file and re-applies the pending updates.
 func (s *Store) reloadLocked() error {
 	s.reloads++
-	var (
-		slots  map[string]slot
-		st     fileStamp
-		repair = s.loadRepairLocked()
-	)
+	slots := map[string]*slot{}
+	var st fileStamp
 	f, err := os.Open(s.indexPath)
 	switch {
 	case err == nil:
@@ -169,42 +175,51 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		st = stampOf(fi)
-		if slots, err = readIndex(f, fi.Size(), repair); err != nil {
+		err = decodeIndex(bufio.NewReaderSize(f, 256<<10), slots, false)
+		if err != nil {
+			// Perhaps an index with epoch-millisecond times (the reference
+			// system's JSON-era format): read it again, leniently.
+			if _, serr := f.Seek(0, io.SeekStart); serr == nil {
+				clear(slots)
+				if lerr := decodeIndex(bufio.NewReaderSize(f, 256<<10), slots, true); lerr == nil {
+					err = nil
+				}
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
-		slots = map[string]slot{}
 	default:
 		return fmt.Errorf("sessions: load index: %w", err)
 	}
-	dst, good, err := readDelta(s.deltaPath, func(k string, c compactEntry, del bool) {
-		if del {
-			delete(slots, k)
-		} else {
-			sl := newSlot(c)
-			sl.repair = repair
-			slots[k] = sl
+	dst, good, err := readDelta(s.deltaPath, func(l deltaLine) {
+		switch {
+		case l.D:
+			delete(slots, l.K)
+		case l.E != nil:
+			slots[l.K] = &slot{e: *l.E}
 		}
 	})
 	if err != nil {
 		return err
 	}
-	s.carryRepairLocked(slots)
-	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
-	s.dstamp, s.deltaGood = dst, good
-	s.byID = nil
 	s.dirty = false
 	s.changed = map[string]struct{}{}
 	for k, d := range s.pending {
-		sl, ok := s.slots[k]
-		if !ok {
-			continue
-		}
-		if e := sl.entry(); s.storeDeltaLocked(k, sl, &e, d) {
+		if sl, ok := slots[k]; ok && d.apply(&sl.e) {
 			s.dirty = true
 			s.changed[k] = struct{}{}
 		}
 	}
+	s.recency = make(map[string]int64, len(slots))
+	s.byID = make(map[string]string, len(slots))
+	for k, sl := range slots {
+		s.recency[k] = sl.e.UpdatedAt.UnixNano()
+		s.byID[sl.e.SessionID] = k
+	}
+	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
+	s.dstamp, s.deltaGood = dst, good
 	return nil
 }
 
@@ -240,7 +255,7 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 			return sessions.Entry{}, false, nil
 		}
 	}
-	return sl.entry(), true, nil
+	return sl.e, true, nil
 }
 
 // GetByID returns the current entry whose session id is id.
@@ -253,7 +268,7 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	}
 	for try := 0; ; try++ {
 		if sl, ok := s.slotByIDLocked(id); ok {
-			return sl.entry(), true, nil
+			return sl.e, true, nil
 		}
 		if try > 0 {
 			return sessions.Entry{}, false, nil
@@ -279,15 +294,11 @@ func (s *Store) List() ([]sessions.Entry, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	cs := make([]compactEntry, 0, len(s.slots))
+	all := make([]sessions.Entry, 0, len(s.slots))
 	for _, sl := range s.slots {
-		cs = append(cs, sl.c)
+		all = append(all, sl.e)
 	}
 	s.mu.Unlock()
-	all := make([]sessions.Entry, len(cs))
-	for i, c := range cs {
-		all[i] = c.entry()
-	}
 	// Sort indexes, not the (large) entries themselves.
 	idx := make([]int32, len(all))
 	for i := range idx {
@@ -308,8 +319,7 @@ func (s *Store) List() ([]sessions.Entry, error) {
 }
 
 // encodeLocked renders the index: one entry per line, keys sorted, so the
-// file is stable (identical state, identical bytes) and diffable, each
-// entry as json.Marshal writes it (readIndex reads this form fast).
+// file is stable (identical state, identical bytes) and diffable.
 func (s *Store) encodeLocked() ([]byte, error) {
 	if s.keys == nil {
 		s.keys = make([]string, 0, len(s.slots))
@@ -320,25 +330,70 @@ func (s *Store) encodeLocked() ([]byte, error) {
 	}
 	size := 4
 	for _, k := range s.keys {
-		size += len(k) + len(s.slots[k].c)*3 + 8
+		sl := s.slots[k]
+		if sl.raw == nil {
+			b, err := json.Marshal(sl.e)
+			if err != nil {
+				return nil, fmt.Errorf("sessions: encode entry %q: %w", sessions.Clip(k), err)
+			}
+			sl.raw = b
+		}
+		size += len(k) + len(sl.raw) + 8
 	}
-	buf := make([]byte, 0, size)
-	buf = append(buf, '{')
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString("{")
 	for i, k := range s.keys {
 		if i > 0 {
-			buf = append(buf, ',')
+			buf.WriteByte(',')
 		}
-		buf = append(buf, '\n')
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return nil, fmt.Errorf("sessions: encode key %q: %w", sessions.Clip(k), err)
-		}
-		buf = append(buf, kb...)
-		buf = append(buf, ": "...)
-		buf = s.slots[k].c.appendJSON(buf)
+		buf.WriteString("\n")
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteString(": ")
+		buf.Write(s.slots[k].raw)
 	}
-	buf = append(buf, "\n}\n"...)
-	return buf, nil
+	buf.WriteString("\n}\n")
+	return buf.Bytes(), nil
+}
+
+// decodeIndex streams the index object into slots, one entry at a time
+// (no copy of the file or of the whole map in memory); errors name the
+// entry.
+func decodeIndex(r io.Reader, slots map[string]*slot, lenient bool) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if errors.Is(err, io.EOF) {
+		return nil // an empty file is an empty index
+	}
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("unexpected %v", tok)
+		}
+		sl := &slot{}
+		var dst any = &sl.e
+		if lenient {
+			dst = (*legacyEntry)(&sl.e)
+		}
+		if err := dec.Decode(dst); err != nil {
+			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
+		}
+		slots[k] = sl
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	return nil
 }
 
 var _ sessions.Index = (*Store)(nil)

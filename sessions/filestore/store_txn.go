@@ -50,7 +50,7 @@ func (o *opTx) get(k string) (sessions.Entry, bool) {
 	if !ok {
 		return sessions.Entry{}, false
 	}
-	return sl.entry(), true
+	return sl.e, true
 }
 
 func (o *opTx) put(k string, e sessions.Entry) { o.puts[k] = &e }
@@ -174,8 +174,9 @@ func (o *opTx) applyLocked() error {
 		if e == nil {
 			if exists {
 				delete(s.slots, k)
-				if id := old.id(); s.byID != nil && s.byID[id] == k {
-					delete(s.byID, id)
+				delete(s.recency, k)
+				if s.byID[old.e.SessionID] == k {
+					delete(s.byID, old.e.SessionID)
 				}
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
@@ -183,33 +184,29 @@ func (o *opTx) applyLocked() error {
 			}
 			continue
 		}
-		c, err := packEntry(e)
+		raw, err := json.Marshal(e)
 		if err != nil {
-			return err
+			return fmt.Errorf("sessions: encode entry: %w", err)
 		}
-		sl := newSlot(c)
-		// The same session keeps its counter repair state; a new one is
-		// due only if it is there when the repair starts.
-		sl.repair = s.loadRepairLocked()
 		if exists {
-			if bytes.Equal(old.c, c) {
+			if old.raw == nil {
+				old.raw, _ = json.Marshal(old.e)
+			}
+			if bytes.Equal(old.raw, raw) {
 				continue
 			}
-			if !old.sameSession(sl) {
+			if old.e.SessionID != e.SessionID {
 				delete(s.pending, k)
-			} else {
-				sl.repair = old.repair
 			}
 		} else {
 			s.keys = nil
 		}
-		s.slots[k] = sl
-		if s.byID != nil {
-			if exists && !old.sameSession(sl) && s.byID[old.id()] == k {
-				delete(s.byID, old.id())
-			}
-			s.byID[sl.id()] = k
+		if exists && old.e.SessionID != e.SessionID && s.byID[old.e.SessionID] == k {
+			delete(s.byID, old.e.SessionID)
 		}
+		s.slots[k] = &slot{e: *e, raw: raw}
+		s.recency[k] = e.UpdatedAt.UnixNano()
+		s.byID[e.SessionID] = k
 		s.dirty = true
 		s.changed[k] = struct{}{}
 	}
