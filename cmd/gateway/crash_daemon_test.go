@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,7 +74,11 @@ func (d *crashDaemon) start() {
 			}
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("restart %d not ready after %s (log %s)", d.runs, crashReadyCap, logf.Name())
+			// Say why here: the log goes with the test's temp dir.
+			_ = cmd.Process.Signal(syscall.SIGQUIT) // a hung daemon prints its goroutines
+			time.Sleep(time.Second)
+			d.t.Fatalf("restart %d not ready after %s (log %s; exited: %v); its log ends:\n%s", d.runs, crashReadyCap, logf.Name(),
+				cmd.ProcessState != nil || processGone(cmd.Process.Pid), logTail(logf.Name(), 200))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -142,4 +147,24 @@ messages:
 		t.Fatal(err) // for the tests that read the file before the first start
 	}
 	return d
+}
+
+// processGone reports whether pid no longer runs (or is a zombie).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+// logTail returns the last n lines of the file at path.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
