@@ -67,7 +67,7 @@ func (r *recovery) resume(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: resume: %w", err)
 	}
-	n := r.resumeWork(ctx, replies, recs)
+	n := r.resumeWork(ctx, replies, recs, false)
 	if n > 0 || len(replies) > 0 {
 		d.log.Info("resumed journaled work", zap.Int("messages", n), zap.Int("replies", len(replies)))
 	}
@@ -79,11 +79,19 @@ func (r *recovery) resume(ctx context.Context) (int, error) {
 
 // resumeWork queues replies (sent first) and records left by a process
 // that stopped, as Resume describes; it returns how many records run
-// again.
-func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, recs []sessions.Record) int {
+// again. Replies taken over from a running replica (adopted, marked in
+// the outbox's resendGate by the caller) are sent on their own
+// goroutines, ahead of their sessions' next replies (resendgate.go): a
+// batch of the session may wait for its turn on the lane, ahead of
+// anything queued now.
+func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, recs []sessions.Record, adopted bool) int {
 	d := r.d
 	for i := range replies {
 		rp := replies[i]
+		if adopted {
+			d.outbox.goResendAdopted(ctx, rp)
+			continue
+		}
 		key, err := routing.Parse(rp.SessionKey)
 		if err != nil {
 			d.outbox.goResend(ctx, rp) // a notice outside any session

@@ -47,7 +47,12 @@ var _ sessions.Turns = (*Delivery)(nil)
 // not among $3 (behind: it must run first, and it waits behind this batch
 // in this process's lane: taken over from a dead replica, or requeued), whether an older pending, unanswered record of the
 // session belongs to another handle (gate: it runs first, so per-session
-// order follows acceptance across replicas), and, unless gated, the
+// order follows acceptance across replicas), whether an older record's
+// reply is still to be sent by another handle (unsent: that handle, or
+// whoever takes the reply over when it died, sends it first, so replies
+// leave in acceptance order too; a reply this handle took over is ordered
+// by dispatch, which sends it before the session's next reply), and,
+// unless gated, the
 // session's lease (take: as Leases.Acquire, and also from a holder that
 // died: its owner lock, keyed by the owner id that ends the holder name,
 // is gone, so a SIGKILLed replica's sessions are taken at once instead of
@@ -65,18 +70,21 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 				WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL AND owner = $4
 					AND NOT (id = ANY($3)) AND seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS behind,
 			EXISTS (SELECT 1 FROM others WHERE seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked,
-			(SELECT min(seq) FROM others WHERE seq > COALESCE((SELECT min(seq) FROM mine), $8)) AS cut),
+			(SELECT min(seq) FROM others WHERE seq > COALESCE((SELECT min(seq) FROM mine), $8)) AS cut,
+			EXISTS (SELECT 1 FROM delivery_records x JOIN delivery_replies r ON r.id = x.reply
+				WHERE x.agent_id = $1 AND x.session_key = $2 AND x.state = 'pending' AND r.owner <> $4
+					AND x.seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS unsent),
 	take AS (
 		INSERT INTO leases AS l (name, holder, token, acquired_at, expires_at)
 		SELECT $5, $6, 1, clock_timestamp(), clock_timestamp() + $7::bigint * interval '1 microsecond'
-		WHERE NOT (SELECT blocked OR behind FROM gate)
+		WHERE NOT (SELECT blocked OR behind OR unsent FROM gate)
 		` + leaseTakeover + `
 			OR ($9 AND hashtextextended($4, 0) IN (SELECT k FROM live)
 				AND hashtextextended(regexp_replace(l.holder, '^.*/', ''), 0) NOT IN (SELECT k FROM live))
 		RETURNING token)
 	SELECT COALESCE((SELECT array_agg(id ORDER BY seq) FROM mine), '{}'),
 		COALESCE((SELECT array_agg(id) FROM mine WHERE seq > (SELECT cut FROM gate)), '{}'),
-		(SELECT blocked FROM gate), (SELECT behind FROM gate), (SELECT token FROM take)`
+		(SELECT blocked OR unsent FROM gate), (SELECT behind FROM gate), (SELECT token FROM take)`
 
 // BeginTurn implements sessions.Turns.
 func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*sessions.TurnHold, error) {

@@ -63,6 +63,9 @@ func TestBeginTurnOrderAndLease(t *testing.T) {
 		woke <- time.Since(start)
 	}()
 	time.Sleep(300 * time.Millisecond) // b listens
+	if err := a.Sent("rp1", 1); err != nil { // rp1 leaves before b's reply may
+		t.Fatal(err)
+	}
 	ha.End()
 	select {
 	case d := <-woke:
@@ -255,6 +258,9 @@ func TestBeginTurnHoldsBackLater(t *testing.T) {
 		t.Fatalf("a's turn over r1 and r3 around b's r2: held %v later %v; want held with r3 later", h.Held, h.Later)
 	}
 	if err := a.Ready(reply("rp1", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Sent("rp1", 1); err != nil {
 		t.Fatal(err)
 	}
 	h.End()

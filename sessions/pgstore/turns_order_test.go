@@ -1,0 +1,79 @@
+package pgstore
+
+import (
+	"testing"
+	"time"
+)
+
+// The attack of issue 22 item 7: a replica answered seq 9, stored its
+// reply and was killed before sending it; another replica then ran seq 10
+// and sent its reply before the take-over sent seq 9's. A turn now waits
+// while an older record's reply is another handle's to send, alive or
+// dead; once this handle took that reply over, dispatch orders it.
+func TestKilledReplicasReplyLeavesBeforeNewerTurn(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	a := db.Delivery(DeliveryOptions{Holder: "replica-a"})
+	b := newDelivery(t, db, DeliveryOptions{Holder: "replica-b"})
+	mustAccept(t, a, "r9")
+	ha, err := a.BeginTurn(ctxT(t), "main", turnKey, []string{"r9"})
+	if err != nil || !ha.Held {
+		t.Fatalf("a's turn: %+v, %v", ha, err)
+	}
+	if err := a.Ready(reply("rp9", "r9")); err != nil {
+		t.Fatal(err)
+	}
+	ha.End()
+	mustAccept(t, b, "r10")
+	// a lives and has not sent rp9 yet: b's newer turn waits.
+	if h := beginTurn(t, b, "r10"); h.Held {
+		t.Fatal("b ran seq 10 while a's reply to seq 9 was unsent")
+	}
+	a.lock.drop() // a is killed with rp9 unsent
+	if h := beginTurn(t, b, "r10"); h.Held {
+		t.Fatal("b ran seq 10 while the dead a's reply to seq 9 was unsent (it would leave before rp9)")
+	}
+	var replies int
+	for deadline := time.Now().Add(10 * time.Second); replies == 0 && time.Now().Before(deadline); {
+		_, reps, err := b.Orphans(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if replies = len(reps); replies == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if replies != 1 {
+		t.Fatalf("b's take-over of a's reply: %d", replies)
+	}
+	// rp9 is b's now: the turn may run (dispatch sends rp9 first).
+	if h := beginTurn(t, b, "r10"); !h.Held {
+		t.Fatalf("b's turn once it holds rp9: %+v; want held", h)
+	}
+	_ = a.Close()
+}
+
+// A live replica's reply to an older record gates the next turn only
+// until it is sent.
+func TestOlderReplySentThenNewerTurnRuns(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	a := newDelivery(t, db, DeliveryOptions{Holder: "replica-a"})
+	b := newDelivery(t, db, DeliveryOptions{Holder: "replica-b"})
+	mustAccept(t, a, "r1")
+	ha := beginTurn(t, a, "r1")
+	if err := a.Ready(reply("rp1", "r1")); err != nil {
+		t.Fatal(err)
+	}
+	ha.End()
+	mustAccept(t, b, "r2")
+	if h := beginTurn(t, b, "r2"); h.Held {
+		t.Fatal("b ran r2 before a sent its reply to r1")
+	}
+	if err := a.Sent("rp1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if h := beginTurn(t, b, "r2"); !h.Held {
+		t.Fatalf("b's turn after rp1 was sent: %+v; want held", h)
+	}
+}
