@@ -62,7 +62,7 @@ func TestBeginTurnOrderAndLease(t *testing.T) {
 		b.WaitTurn(ctxT(t), 20*time.Second)
 		woke <- time.Since(start)
 	}()
-	time.Sleep(300 * time.Millisecond) // b listens
+	time.Sleep(300 * time.Millisecond)       // b listens
 	if err := a.Sent("rp1", 1); err != nil { // rp1 leaves before b's reply may
 		t.Fatal(err)
 	}
