@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,20 +63,30 @@ func (s *Store) Maintain(ctx context.Context) (sessions.MaintenanceReport, error
 	defer unlock()
 	now := s.m.now()
 	err = s.commit(lctx, func(tx *opTx) error {
-		type cand struct {
-			k string
-			e sessions.Entry
+		// Only the two times each slot holds are read, and the candidates
+		// for the cap are listed only when there are too many.
+		pruned := func(sl slot) (prune bool, updated time.Time, active bool) {
+			updated = sl.updatedAt()
+			active = recentlyActive(updated, sl.lastInteractionAt(), now)
+			return now.Sub(updated) > cfg.PruneAfter && !active, updated, active
 		}
-		var rest []cand
 		for k, sl := range s.slots {
-			e := sl.e
-			if now.Sub(e.UpdatedAt) > cfg.PruneAfter && !recentlyActive(e, now) {
+			if p, _, _ := pruned(sl); p {
 				rep.Pruned = append(rep.Pruned, k)
-				continue
 			}
-			rest = append(rest, cand{k, e})
 		}
-		if over := len(rest) - cfg.MaxEntries; over > 0 {
+		if over := len(s.slots) - len(rep.Pruned) - cfg.MaxEntries; over > 0 {
+			type cand struct {
+				k       string
+				updated time.Time
+			}
+			rest := make([]cand, 0, len(s.slots)-len(rep.Pruned))
+			for k, sl := range s.slots {
+				// Never one active in the last minute.
+				if p, updated, active := pruned(sl); !p && !active {
+					rest = append(rest, cand{k, updated})
+				}
+			}
 			slices.SortFunc(rest, func(a, b cand) int {
 				as, bs := isSubagentKey(a.k), isSubagentKey(b.k)
 				if as != bs {
@@ -84,17 +95,10 @@ func (s *Store) Maintain(ctx context.Context) (sessions.MaintenanceReport, error
 					}
 					return 1
 				}
-				return cmp.Or(a.e.UpdatedAt.Compare(b.e.UpdatedAt), cmp.Compare(a.k, b.k))
+				return cmp.Or(a.updated.Compare(b.updated), cmp.Compare(a.k, b.k))
 			})
-			for _, c := range rest {
-				if over == 0 {
-					break
-				}
-				if recentlyActive(c.e, now) {
-					continue
-				}
+			for _, c := range rest[:min(over, len(rest))] {
 				rep.Capped = append(rep.Capped, c.k)
-				over--
 			}
 		}
 		slices.Sort(rep.Pruned)
@@ -129,8 +133,10 @@ func (s *Store) Maintain(ctx context.Context) (sessions.MaintenanceReport, error
 	return rep, nil
 }
 
-func recentlyActive(e sessions.Entry, now time.Time) bool {
-	return now.Sub(e.LastInteractionAt) < sessions.ActiveWindow || now.Sub(e.UpdatedAt) < sessions.ActiveWindow
+// recentlyActive says whether an entry updated and last used at these
+// times was active within sessions.ActiveWindow of now.
+func recentlyActive(updated, lastInteraction, now time.Time) bool {
+	return now.Sub(lastInteraction) < sessions.ActiveWindow || now.Sub(updated) < sessions.ActiveWindow
 }
 
 // isSubagentKey tells subagent keys apart without parsing: the form is
@@ -143,29 +149,29 @@ func isSubagentKey(k string) bool {
 // sweepFiles removes expired archives, lock files of sessions that are no
 // longer current and stale temporary files. It runs under the store lock.
 func (s *Store) sweepFiles(ctx context.Context, cfg sessions.Maintenance, now time.Time, rep *sessions.MaintenanceReport) error {
-	des, err := os.ReadDir(s.dir)
+	// The directory holds two files per session: read it a chunk at a
+	// time rather than list (and sort) it whole.
+	d, err := os.Open(s.dir)
 	if err != nil {
 		return err
 	}
-	current := map[string]bool{}
-	s.mu.Lock()
-	for _, sl := range s.slots {
-		current[sl.e.SessionID] = true
-	}
-	s.mu.Unlock()
+	defer d.Close()
 	expired := map[string]bool{}
-	for _, de := range des {
-		name := de.Name()
-		switch {
-		case strings.HasSuffix(name, ".tmp"):
-			if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) > staleTempAge {
-				if rep.Enforced && os.Remove(filepath.Join(s.dir, name)) == nil {
-					rep.TempsRemoved++
+	for {
+		des, rerr := d.ReadDir(1024)
+		var locks []string // lock files of sessions not current
+		s.mu.Lock()
+		for _, de := range des {
+			if id, ok := strings.CutSuffix(de.Name(), transcriptExt+lockExt); ok {
+				if _, current := s.slotByIDLocked(id); !current {
+					locks = append(locks, de.Name())
 				}
 			}
-		case strings.HasSuffix(name, transcriptExt+lockExt):
+		}
+		s.mu.Unlock()
+		for _, name := range locks {
 			id := strings.TrimSuffix(name, transcriptExt+lockExt)
-			if sessions.CheckSessionID(id) != nil || current[id] || fileExists(filepath.Join(s.dir, id+transcriptExt)) {
+			if sessions.CheckSessionID(id) != nil || fileExists(filepath.Join(s.dir, id+transcriptExt)) {
 				continue
 			}
 			if rep.Enforced {
@@ -174,20 +180,39 @@ func (s *Store) sweepFiles(ctx context.Context, cfg sessions.Maintenance, now ti
 					rep.LocksRemoved++
 				}
 			}
-		default:
-			_, _, at, ok := parseArchiveName(name)
-			if !ok || now.Sub(at) <= cfg.ArchiveRetention {
-				continue
-			}
-			rep.ArchivesRemoved = append(rep.ArchivesRemoved, name)
-			expired[name] = true
-			if rep.Enforced {
-				if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return err
+		}
+		for _, de := range des {
+			name := de.Name()
+			switch {
+			case strings.HasSuffix(name, ".tmp"):
+				if fi, err := de.Info(); err == nil && now.Sub(fi.ModTime()) > staleTempAge {
+					if rep.Enforced && os.Remove(filepath.Join(s.dir, name)) == nil {
+						rep.TempsRemoved++
+					}
+				}
+			case strings.HasSuffix(name, transcriptExt+lockExt):
+			default:
+				_, _, at, ok := parseArchiveName(name)
+				if !ok || now.Sub(at) <= cfg.ArchiveRetention {
+					continue
+				}
+				rep.ArchivesRemoved = append(rep.ArchivesRemoved, name)
+				expired[name] = true
+				if rep.Enforced {
+					if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+						return err
+					}
 				}
 			}
 		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
 	}
+	slices.Sort(rep.ArchivesRemoved)
 	if !rep.Enforced {
 		return nil
 	}

@@ -41,30 +41,38 @@ const repairBatch = 256
 // repairPassHook, set only by tests, runs as a background pass starts.
 var repairPassHook func(ctx context.Context, s *Store)
 
-// counterRepair is a store's counter repair state.
+// counterRepair is a store's counter repair state. Which sessions are left
+// to check is in their slots (slot.repair): a start lists nothing.
 type counterRepair struct {
 	// reads counts the transcripts read to check counters (tests).
 	reads atomic.Int64
 	once  sync.Once
-	mu    sync.Mutex
-	// todo holds the sessions not checked yet, by key; nil before the start.
-	todo map[string]*repairItem
-	// ended is closed when the background pass ended; complete says it
-	// checked every session (Close may then mark the store clean).
-	ended    chan struct{}
+	// The fields below are guarded by the Store's mu.
+	//
+	// started is set when the repair starts; slots loaded before are due
+	// (every session at the start is checked), slots loaded after are not.
+	started bool
+	// checking counts the checks of first uses under way.
+	checking int
+	// checked is signalled (on the Store's mu) when checks end.
+	checked sync.Cond
+	// complete says the pass checked every session (Close may then mark
+	// the store clean).
 	complete bool
 	// since is when the clean mark found at the start was written (zero
 	// without one): only transcripts modified after it can hold more than
 	// their entries say.
 	since time.Time
+	// ended is closed when the background pass ended.
+	ended chan struct{}
 }
 
-// repairItem is one session to check; done is closed once it was.
-type repairItem struct {
-	id    string
-	taken bool
-	done  chan struct{}
-}
+// A slot's repair state.
+const (
+	repairNone    = iota // nothing to check
+	repairDue            // to check before its first use
+	repairRunning        // a check of it is under way
+)
 
 // cleanMark is what the clean-shutdown mark records: the index and change
 // log as the clean shutdown left them, and when it was written.
@@ -103,9 +111,31 @@ func statStamp(path string) (fileStamp, error) {
 	return stampOf(fi), nil
 }
 
+// loadRepairLocked is the repair state of slots loaded now.
+func (s *Store) loadRepairLocked() uint8 {
+	if s.m.opts.Passive || s.repair.started {
+		return repairNone
+	}
+	return repairDue
+}
+
+// carryRepairLocked gives the slots of a reload the repair state their
+// sessions had, while the repair runs.
+func (s *Store) carryRepairLocked(slots map[string]slot) {
+	if !s.repair.started || s.repair.complete {
+		return
+	}
+	for k, sl := range slots {
+		if old, ok := s.slots[k]; ok && old.repair != repairNone && old.sameSession(sl) {
+			sl.repair = old.repair
+			slots[k] = sl
+		}
+	}
+}
+
 // ensureRepaired starts the counter repair once: it reads and removes the
-// clean mark, lists the sessions to check and starts the background pass.
-// It does not wait for the pass.
+// clean mark, loads the index (its slots are due) and starts the
+// background pass. It does not wait for the pass.
 func (s *Store) ensureRepaired() {
 	if s.m.opts.Passive {
 		return
@@ -113,15 +143,19 @@ func (s *Store) ensureRepaired() {
 	r := &s.repair
 	r.once.Do(func() {
 		r.ended = make(chan struct{})
-		todo, since, err := s.repairTodo()
+		since, err := s.readCleanMark()
+		s.mu.Lock()
+		if err == nil {
+			err = s.viewLocked()
+		}
+		r.started, r.since = true, since
+		empty := err == nil && len(s.slots) == 0
+		r.complete = empty
+		s.mu.Unlock()
 		if err != nil {
 			s.log.Warn("counter repair from transcripts failed", zap.Error(err))
 		}
-		r.mu.Lock()
-		r.todo, r.since = todo, since
-		r.mu.Unlock()
-		if len(todo) == 0 {
-			r.complete = err == nil
+		if err != nil || empty {
 			close(r.ended)
 			return
 		}
@@ -131,63 +165,58 @@ func (s *Store) ensureRepaired() {
 	})
 }
 
-// repairTodo lists the sessions to check (every one) and, when the clean
-// mark names the files as they are, when it was written. The mark is
-// removed (durably) either way, before anything is written.
-func (s *Store) repairTodo() (map[string]*repairItem, time.Time, error) {
+// readCleanMark returns when the clean mark was written, if it names the
+// files as they are (zero otherwise), and removes it (durably) either way,
+// before anything is written.
+func (s *Store) readCleanMark() (time.Time, error) {
 	markPath := filepath.Join(s.dir, cleanName)
 	var since time.Time
-	if data, err := os.ReadFile(markPath); err == nil {
-		var mk cleanMark
-		idx, ierr := statStamp(s.indexPath)
-		dl, derr := statStamp(s.deltaPath)
-		if json.Unmarshal(data, &mk) == nil && ierr == nil && derr == nil &&
-			mk.Index == toMark(idx) && mk.Delta == toMark(dl) {
-			since = mk.At
-		}
-		if err := os.Remove(markPath); err != nil {
-			return nil, time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
-		}
-		if err := syncDir(s.dir); err != nil {
-			return nil, time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
-		}
+	data, err := os.ReadFile(markPath)
+	if err != nil {
+		return since, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.viewLocked(); err != nil {
-		return nil, since, err
+	var mk cleanMark
+	idx, ierr := statStamp(s.indexPath)
+	dl, derr := statStamp(s.deltaPath)
+	if json.Unmarshal(data, &mk) == nil && ierr == nil && derr == nil &&
+		mk.Index == toMark(idx) && mk.Delta == toMark(dl) {
+		since = mk.At
 	}
-	todo := make(map[string]*repairItem, len(s.slots))
-	for k, sl := range s.slots {
-		todo[k] = &repairItem{id: sl.e.SessionID, done: make(chan struct{})}
+	if err := os.Remove(markPath); err != nil {
+		return time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
 	}
-	return todo, since, nil
+	if err := syncDir(s.dir); err != nil {
+		return time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
+	}
+	return since, nil
 }
 
-// take claims k's check: mine is true when the caller must check it; when
-// another does, wait is closed once it did. Both are zero when k needs no
-// check.
-func (r *counterRepair) take(k string) (it *repairItem, mine bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	it = r.todo[k]
-	if it == nil {
-		return nil, false
+// takeLocked claims the check of k if it is due, returning its session
+// id; when another check of k is under way it waits for its end first if
+// wait is set (a use), and returns at once if not (the pass). mine is
+// false when k needs no check (any more) or another has it.
+func (s *Store) takeLocked(k string, wait bool) (id string, mine bool) {
+	for {
+		sl, ok := s.slots[k]
+		switch {
+		case !ok || sl.repair == repairNone:
+			return "", false
+		case sl.repair == repairDue:
+			sl.repair = repairRunning
+			s.slots[k] = sl
+			return sl.id(), true
+		case !wait:
+			return "", false
+		}
+		s.repair.checked.Wait()
 	}
-	if it.taken {
-		return it, false
-	}
-	it.taken = true
-	return it, true
 }
 
-// finish marks the checks of items done.
-func (r *counterRepair) finish(items map[string]*repairItem) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, it := range items {
-		delete(r.todo, k)
-		close(it.done)
+// finishLocked marks the check of k (session id) done.
+func (s *Store) finishLocked(k, id string) {
+	if sl, ok := s.slots[k]; ok && sl.isSession(id) && sl.repair != repairNone {
+		sl.repair = repairNone
+		s.slots[k] = sl
 	}
 }
 
@@ -195,15 +224,21 @@ func (r *counterRepair) finish(items map[string]*repairItem) {
 // pass is checking it, it waits for that.
 func (s *Store) repairKey(k string) {
 	s.ensureRepaired()
-	it, mine := s.repair.take(k)
-	switch {
-	case it == nil:
-	case !mine:
-		<-it.done
-	default:
-		s.checkCounters(context.Background(), k, it.id)
-		s.repair.finish(map[string]*repairItem{k: it})
+	s.mu.Lock()
+	id, mine := s.takeLocked(k, true)
+	if mine {
+		s.repair.checking++
 	}
+	s.mu.Unlock()
+	if !mine {
+		return
+	}
+	s.checkCounters(context.Background(), k, id)
+	s.mu.Lock()
+	s.finishLocked(k, id)
+	s.repair.checking--
+	s.repair.checked.Broadcast()
+	s.mu.Unlock()
 }
 
 // awaitRepair waits for the background pass (List, Recent and GetByID
@@ -223,39 +258,46 @@ func (s *Store) repairPass(ctx context.Context) {
 	if repairPassHook != nil {
 		repairPassHook(ctx, s)
 	}
+	s.mu.Lock()
+	var due []string
+	for k, sl := range s.slots {
+		if sl.repair == repairDue {
+			due = append(due, k)
+		}
+	}
+	s.mu.Unlock()
 	fixed := 0
-	for ctx.Err() == nil {
-		batch := map[string]*repairItem{}
-		r.mu.Lock()
-		for k, it := range r.todo {
-			if len(batch) == repairBatch {
-				break
-			}
-			if !it.taken {
-				it.taken = true
-				batch[k] = it
+	var keys, ids []string
+	for len(due) > 0 && ctx.Err() == nil {
+		batch := due[:min(repairBatch, len(due))]
+		due = due[len(batch):]
+		keys, ids = keys[:0], ids[:0]
+		s.mu.Lock()
+		for _, k := range batch {
+			if id, mine := s.takeLocked(k, false); mine {
+				keys, ids = append(keys, k), append(ids, id)
 			}
 		}
-		left := len(r.todo)
-		r.mu.Unlock()
-		if len(batch) == 0 {
-			if left == 0 {
-				r.mu.Lock()
-				r.complete = true
-				r.mu.Unlock()
-				break
-			}
-			// The rest are being checked by their first uses.
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		for k, it := range batch {
-			if s.checkCounters(ctx, k, it.id) {
+		s.mu.Unlock()
+		for i, k := range keys {
+			if s.checkCounters(ctx, k, ids[i]) {
 				fixed++
 			}
 		}
-		r.finish(batch)
+		s.mu.Lock()
+		for i, k := range keys {
+			s.finishLocked(k, ids[i])
+		}
+		r.checked.Broadcast()
+		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	// The rest are being checked by their first uses.
+	for r.checking > 0 {
+		r.checked.Wait()
+	}
+	r.complete = ctx.Err() == nil
+	s.mu.Unlock()
 	if fixed > 0 {
 		s.log.Info("lagging counters repaired from transcripts", zap.Int("sessions", fixed))
 	}
@@ -275,16 +317,14 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	s.mu.Lock()
 	sl, ok := s.slots[k]
 	var updated time.Time
-	if ok {
-		updated = sl.e.UpdatedAt
+	if ok = ok && sl.isSession(id); ok {
+		updated = sl.updatedAt()
 	}
+	since := s.repair.since
 	s.mu.Unlock()
-	if !ok || sl.e.SessionID != id {
+	if !ok {
 		return false
 	}
-	s.repair.mu.Lock()
-	since := s.repair.since
-	s.repair.mu.Unlock()
 	fi, err := os.Stat(path)
 	if err != nil || !fi.ModTime().After(updated.Add(-mtimeSlack)) ||
 		(!since.IsZero() && !fi.ModTime().After(since.Add(-mtimeSlack))) {
@@ -305,19 +345,23 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, ok = s.slots[k]
-	if !ok || sl.e.SessionID != id || (n <= sl.e.MessageCount && off <= sl.e.CompactionOffset) {
+	if !ok || !sl.isSession(id) {
 		return false
 	}
-	return s.addDeltaLocked(k, &delta{sessionID: id, msgs: max(0, n-sl.e.MessageCount),
+	msgs, offset := int(sl.c.int(fieldMessageCount)), sl.c.int(fieldCompactionOffset)
+	if n <= msgs && off <= offset {
+		return false
+	}
+	return s.addDeltaLocked(k, &delta{sessionID: id, msgs: max(0, n-msgs),
 		compaction: off, updatedAt: s.m.now()})
 }
 
 // markClean writes the clean-shutdown mark after Close flushed and folded
 // the store, when its repair pass checked every session this run.
 func (s *Store) markClean() error {
-	s.repair.mu.Lock()
+	s.mu.Lock()
 	complete := s.repair.complete
-	s.repair.mu.Unlock()
+	s.mu.Unlock()
 	if !complete {
 		return nil
 	}

@@ -23,7 +23,7 @@ func (s *Store) currentSessions() (map[string]string, error) {
 	}
 	out := make(map[string]string, len(s.slots))
 	for _, sl := range s.slots {
-		out[sl.e.SessionID] = sl.e.SessionKey
+		out[sl.id()] = sl.c.str(fieldSessionKey)
 	}
 	return out, nil
 }

@@ -1,13 +1,10 @@
 package filestore
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +40,7 @@ type Store struct {
 	log         *zap.Logger
 
 	mu      sync.Mutex          // guards the fields below
-	slots   map[string]*slot    // cache: disk state with pending applied
+	slots   map[string]slot     // cache: disk state with pending applied
 	keys    []string            // sorted keys of slots; nil when stale
 	stamp   fileStamp           // the index file as last read or written here
 	checked time.Time           // when stamp was last validated
@@ -51,11 +48,9 @@ type Store struct {
 	pending map[string]*delta   // coalesced updates not yet on disk
 	dirty   bool                // slots differ from the file (a write is due)
 	changed map[string]struct{} // keys changed since the last write
-	// recency holds each entry's updatedAt (unix ns), kept with slots, so
-	// Recent scans compact map buckets instead of every entry.
-	recency map[string]int64
 	// byID maps each entry's session id to its key, kept with slots, so
-	// a session is found by id without a scan.
+	// a session is found by id without a scan; nil until its first use
+	// after a load (byIDLocked).
 	byID   map[string]string
 	dstamp fileStamp // the change log as last read or written here
 	// writing is set while this store's commit writes its files, holding
@@ -75,12 +70,6 @@ type Store struct {
 	committing bool        // a leader goroutine is writing batches
 }
 
-// slot is one cached entry and its encoded form.
-type slot struct {
-	e   sessions.Entry
-	raw []byte // compact JSON of e; nil after a change
-}
-
 func newStore(m *Manager, agentID string) (*Store, error) {
 	dir, err := agentSessionsDir(m.opts.StateDir, agentID)
 	if err != nil {
@@ -90,7 +79,7 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		return nil, fmt.Errorf("sessions: store %s: %w", agentID, err)
 	}
 	idx := filepath.Join(dir, indexName)
-	return &Store{
+	s := &Store{
 		m: m, agentID: agentID, dir: dir, indexPath: idx,
 		archivePath: filepath.Join(dir, archiveName),
 		deltaPath:   filepath.Join(dir, deltaName),
@@ -98,7 +87,9 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		lock:        m.locks.get(idx + lockExt),
 		log:         m.log.With(zap.String("agent_id", agentID)),
 		pending:     map[string]*delta{},
-	}, nil
+	}
+	s.repair.checked.L = &s.mu
+	return s, nil
 }
 
 // AgentID is the agent whose sessions this store holds.
@@ -164,8 +155,11 @@ func (s *Store) revalidateLocked(now time.Time) error {
 // reloadLocked reads the index file and re-applies the pending updates.
 func (s *Store) reloadLocked() error {
 	s.reloads++
-	slots := map[string]*slot{}
-	var st fileStamp
+	var (
+		slots  map[string]slot
+		st     fileStamp
+		repair = s.loadRepairLocked()
+	)
 	f, err := os.Open(s.indexPath)
 	switch {
 	case err == nil:
@@ -175,51 +169,42 @@ func (s *Store) reloadLocked() error {
 			return fmt.Errorf("sessions: load index: %w", err)
 		}
 		st = stampOf(fi)
-		err = decodeIndex(bufio.NewReaderSize(f, 256<<10), slots, false)
-		if err != nil {
-			// Perhaps an index with epoch-millisecond times (the reference
-			// system's JSON-era format): read it again, leniently.
-			if _, serr := f.Seek(0, io.SeekStart); serr == nil {
-				clear(slots)
-				if lerr := decodeIndex(bufio.NewReaderSize(f, 256<<10), slots, true); lerr == nil {
-					err = nil
-				}
-			}
-		}
-		if err != nil {
+		if slots, err = readIndex(f, fi.Size(), repair); err != nil {
 			return fmt.Errorf("sessions: load index %s: %w", s.indexPath, err)
 		}
 	case errors.Is(err, os.ErrNotExist):
+		slots = map[string]slot{}
 	default:
 		return fmt.Errorf("sessions: load index: %w", err)
 	}
-	dst, good, err := readDelta(s.deltaPath, func(l deltaLine) {
-		switch {
-		case l.D:
-			delete(slots, l.K)
-		case l.E != nil:
-			slots[l.K] = &slot{e: *l.E}
+	dst, good, err := readDelta(s.deltaPath, func(k string, c compactEntry, del bool) {
+		if del {
+			delete(slots, k)
+		} else {
+			sl := newSlot(c)
+			sl.repair = repair
+			slots[k] = sl
 		}
 	})
 	if err != nil {
 		return err
 	}
+	s.carryRepairLocked(slots)
+	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
+	s.dstamp, s.deltaGood = dst, good
+	s.byID = nil
 	s.dirty = false
 	s.changed = map[string]struct{}{}
 	for k, d := range s.pending {
-		if sl, ok := slots[k]; ok && d.apply(&sl.e) {
+		sl, ok := s.slots[k]
+		if !ok {
+			continue
+		}
+		if e := sl.entry(); s.storeDeltaLocked(k, sl, &e, d) {
 			s.dirty = true
 			s.changed[k] = struct{}{}
 		}
 	}
-	s.recency = make(map[string]int64, len(slots))
-	s.byID = make(map[string]string, len(slots))
-	for k, sl := range slots {
-		s.recency[k] = sl.e.UpdatedAt.UnixNano()
-		s.byID[sl.e.SessionID] = k
-	}
-	s.slots, s.keys, s.stamp, s.loaded = slots, nil, st, true
-	s.dstamp, s.deltaGood = dst, good
 	return nil
 }
 
@@ -255,7 +240,7 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 			return sessions.Entry{}, false, nil
 		}
 	}
-	return sl.e, true, nil
+	return sl.entry(), true, nil
 }
 
 // GetByID returns the current entry whose session id is id.
@@ -268,7 +253,7 @@ func (s *Store) GetByID(id string) (sessions.Entry, bool, error) {
 	}
 	for try := 0; ; try++ {
 		if sl, ok := s.slotByIDLocked(id); ok {
-			return sl.e, true, nil
+			return sl.entry(), true, nil
 		}
 		if try > 0 {
 			return sessions.Entry{}, false, nil
@@ -294,11 +279,15 @@ func (s *Store) List() ([]sessions.Entry, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	all := make([]sessions.Entry, 0, len(s.slots))
+	cs := make([]compactEntry, 0, len(s.slots))
 	for _, sl := range s.slots {
-		all = append(all, sl.e)
+		cs = append(cs, sl.c)
 	}
 	s.mu.Unlock()
+	all := make([]sessions.Entry, len(cs))
+	for i, c := range cs {
+		all[i] = c.entry()
+	}
 	// Sort indexes, not the (large) entries themselves.
 	idx := make([]int32, len(all))
 	for i := range idx {
@@ -319,7 +308,8 @@ func (s *Store) List() ([]sessions.Entry, error) {
 }
 
 // encodeLocked renders the index: one entry per line, keys sorted, so the
-// file is stable (identical state, identical bytes) and diffable.
+// file is stable (identical state, identical bytes) and diffable, each
+// entry as json.Marshal writes it (readIndex reads this form fast).
 func (s *Store) encodeLocked() ([]byte, error) {
 	if s.keys == nil {
 		s.keys = make([]string, 0, len(s.slots))
@@ -330,70 +320,25 @@ func (s *Store) encodeLocked() ([]byte, error) {
 	}
 	size := 4
 	for _, k := range s.keys {
-		sl := s.slots[k]
-		if sl.raw == nil {
-			b, err := json.Marshal(sl.e)
-			if err != nil {
-				return nil, fmt.Errorf("sessions: encode entry %q: %w", sessions.Clip(k), err)
-			}
-			sl.raw = b
-		}
-		size += len(k) + len(sl.raw) + 8
+		size += len(k) + len(s.slots[k].c)*3 + 8
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	buf.WriteString("{")
+	buf := make([]byte, 0, size)
+	buf = append(buf, '{')
 	for i, k := range s.keys {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		buf.WriteString("\n")
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteString(": ")
-		buf.Write(s.slots[k].raw)
-	}
-	buf.WriteString("\n}\n")
-	return buf.Bytes(), nil
-}
-
-// decodeIndex streams the index object into slots, one entry at a time
-// (no copy of the file or of the whole map in memory); errors name the
-// entry.
-func decodeIndex(r io.Reader, slots map[string]*slot, lenient bool) error {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
-	if errors.Is(err, io.EOF) {
-		return nil // an empty file is an empty index
-	}
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("not a JSON object")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
+		buf = append(buf, '\n')
+		kb, err := json.Marshal(k)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("sessions: encode key %q: %w", sessions.Clip(k), err)
 		}
-		k, ok := tok.(string)
-		if !ok {
-			return fmt.Errorf("unexpected %v", tok)
-		}
-		sl := &slot{}
-		var dst any = &sl.e
-		if lenient {
-			dst = (*legacyEntry)(&sl.e)
-		}
-		if err := dec.Decode(dst); err != nil {
-			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
-		}
-		slots[k] = sl
+		buf = append(buf, kb...)
+		buf = append(buf, ": "...)
+		buf = s.slots[k].c.appendJSON(buf)
 	}
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	return nil
+	buf = append(buf, "\n}\n"...)
+	return buf, nil
 }
 
 var _ sessions.Index = (*Store)(nil)

@@ -16,32 +16,37 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// seedIndex writes an index of n sessions for agent main directly, the way
-// a long-running daemon would have left it.
-func seedIndex(b *testing.B, dir string, n int) []routing.Key {
-	b.Helper()
-	sdir := filepath.Join(dir, "agents", "main", "sessions")
-	if err := mkdirPrivate(sdir); err != nil {
-		b.Fatal(err)
-	}
+// seedEntries are n entries of agent main like those of a long-running
+// daemon, by key (startKey(0) to startKey(n-1)).
+func seedEntries(n int) map[string]sessions.Entry {
 	now := time.Now().UTC()
 	m := make(map[string]sessions.Entry, n)
-	keys := make([]routing.Key, n)
 	for i := range n {
-		k, _ := routing.PeerKey("main", "telegram", "", routing.Direct, fmt.Sprint(100000+i))
-		keys[i] = k
+		k := startKey(i)
 		m[k.String()] = sessions.Entry{SessionKey: k.String(), SessionID: uuid.NewString(), CreatedAt: now, SessionStartedAt: now,
 			LastInteractionAt: now, UpdatedAt: now.Add(-time.Duration(i) * time.Second), Title: "a chat about something",
 			Channel: "telegram", ChatType: "direct", LastChannel: "telegram", LastTo: fmt.Sprint(100000 + i),
 			LastFrom: fmt.Sprint(100000 + i), DisplayName: "Someone", Model: "gpt-4.1", Provider: "openai",
 			InputTokens: 12345, OutputTokens: 2345, TotalTokens: 14690, ContextTokens: 9000, MessageCount: 42}
 	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		b.Fatal(err)
+	return m
+}
+
+// seedIndex writes an index of n sessions for agent main directly (as the
+// store writes it; no transcripts), the way a long-running daemon would
+// have left it.
+func seedIndex(tb testing.TB, dir string, n int) []routing.Key {
+	tb.Helper()
+	sdir := filepath.Join(dir, "agents", "main", "sessions")
+	if err := mkdirPrivate(sdir); err != nil {
+		tb.Fatal(err)
 	}
-	if err := writeFileAtomic(filepath.Join(sdir, indexName), data); err != nil {
-		b.Fatal(err)
+	if err := writeFileAtomic(filepath.Join(sdir, indexName), indexOf(tb, seedEntries(n))); err != nil {
+		tb.Fatal(err)
+	}
+	keys := make([]routing.Key, n)
+	for i := range keys {
+		keys[i] = startKey(i)
 	}
 	return keys
 }

@@ -95,22 +95,45 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 	if !ok {
 		return false
 	}
+	e := sl.entry()
+	return s.addDeltaToEntryLocked(k, sl, &e, d)
+}
+
+// addDeltaToEntryLocked is addDeltaLocked for a caller that has decoded
+// the entry e of k's slot sl; e becomes the updated entry.
+func (s *Store) addDeltaToEntryLocked(k string, sl slot, e *sessions.Entry, d *delta) bool {
 	if d.sessionID == "" {
-		d.sessionID = sl.e.SessionID
+		d.sessionID = e.SessionID
 	}
-	if !d.apply(&sl.e) {
+	if !s.storeDeltaLocked(k, sl, e, d) {
 		return false
 	}
-	sl.raw = nil
 	s.dirty = true
 	s.changed[k] = struct{}{}
-	s.recency[k] = sl.e.UpdatedAt.UnixNano()
 	if p, ok := s.pending[k]; ok {
 		p.merge(d)
 	} else {
 		cp := *d
 		s.pending[k] = &cp
 	}
+	return true
+}
+
+// storeDeltaLocked applies d to e, the decoded entry of k's slot sl, and
+// stores the result in the slot, if e is still the session d was recorded
+// for.
+func (s *Store) storeDeltaLocked(k string, sl slot, e *sessions.Entry, d *delta) bool {
+	if !d.apply(e) {
+		return false
+	}
+	c, err := packEntry(e)
+	if err != nil {
+		s.log.Error("session update dropped", zap.String("session_key", k), zap.Error(err))
+		return false
+	}
+	nsl := newSlot(c)
+	nsl.repair = sl.repair
+	s.slots[k] = nsl
 	return true
 }
 

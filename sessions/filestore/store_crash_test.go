@@ -42,6 +42,8 @@ func runChild(role, dir, arg string) int {
 		err = childUpdater(dir, arg)
 	case "hold":
 		err = childHold(arg)
+	case "start":
+		err = childStart(dir, arg)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -39,10 +39,12 @@ type deltaLine struct {
 	D bool            `json:"d,omitempty"`
 }
 
-// readDelta applies the change log at path to slots. It returns the log's
-// stamp and the offset after its last whole line (a torn last line, from
-// a crash while appending, is ignored and cut before the next append).
-func readDelta(path string, apply func(deltaLine)) (fileStamp, int64, error) {
+// readDelta calls apply with each change of the change log at path, in
+// order: an entry put (c) or deleted (del). It returns the log's stamp and
+// the offset after its last whole line (a torn last line, from a crash
+// while appending, is ignored and cut before the next append). Lines as
+// encodeChangesLocked writes them are read without encoding/json.
+func readDelta(path string, apply func(k string, c compactEntry, del bool)) (fileStamp, int64, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fileStamp{}, 0, nil
@@ -56,14 +58,30 @@ func readDelta(path string, apply func(deltaLine)) (fileStamp, int64, error) {
 		return fileStamp{}, 0, fmt.Errorf("sessions: change log: %w", err)
 	}
 	r := bufio.NewReaderSize(f, 64<<10)
-	var good int64
-	for {
+	var (
+		good    int64
+		scratch = make([]byte, 0, 1024)
+	)
+	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			good += int64(len(line))
-			var l deltaLine
-			if json.Unmarshal(bytes.TrimSpace(line), &l) == nil && l.K != "" {
-				apply(l)
+			if k, c, del, ok := scanDeltaLine(scratch, line[:len(line)-1]); ok {
+				apply(k, c, del)
+			} else {
+				var l deltaLine
+				if json.Unmarshal(bytes.TrimSpace(line), &l) == nil && l.K != "" {
+					switch {
+					case l.D:
+						apply(l.K, nil, true)
+					case l.E != nil:
+						c, err := packEntry(l.E)
+						if err != nil {
+							return fileStamp{}, 0, fmt.Errorf("sessions: change log %s: line %d: %w", path, n, err)
+						}
+						apply(l.K, c, false)
+					}
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -76,39 +94,56 @@ func readDelta(path string, apply func(deltaLine)) (fileStamp, int64, error) {
 	return stampOf(fi), good, nil
 }
 
-// applyDeltaLine applies one log line to a plain index map.
-func applyDeltaLine(idx map[string]sessions.Entry, l deltaLine) {
-	switch {
-	case l.D:
-		delete(idx, l.K)
-	case l.E != nil:
-		idx[l.K] = *l.E
+// scanDeltaLine reads a change log line as encodeChangesLocked writes it
+// ({"k":key,"e":entry} or {"k":key,"d":true}); ok is false for any other.
+func scanDeltaLine(scratch, line []byte) (k string, c compactEntry, del bool, ok bool) {
+	rest, found := bytes.CutPrefix(line, []byte(`{"k":`))
+	if !found {
+		return "", nil, false, false
 	}
+	k, n, ok := jsonKey(rest)
+	if !ok || k == "" {
+		return "", nil, false, false
+	}
+	rest = rest[n:]
+	if string(rest) == `,"d":true}` {
+		return k, nil, true, true
+	}
+	e, found := bytes.CutPrefix(rest, []byte(`,"e":`))
+	if !found || len(e) == 0 || e[len(e)-1] != '}' {
+		return "", nil, false, false
+	}
+	if c, ok = compactOf(scratch, e[:len(e)-1]); !ok {
+		return "", nil, false, false
+	}
+	return k, c, false, true
 }
 
 // encodeChangesLocked renders the log lines of the entries changed since
-// the last write.
+// the last write (what json.Marshal writes for their deltaLine).
 func (s *Store) encodeChangesLocked() ([]byte, error) {
 	keys := make([]string, 0, len(s.changed))
 	for k := range s.changed {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var buf bytes.Buffer
+	var buf []byte
 	for _, k := range keys {
-		l := deltaLine{K: k, D: true}
-		if sl, ok := s.slots[k]; ok {
-			e := sl.e
-			l = deltaLine{K: k, E: &e}
-		}
-		b, err := json.Marshal(l)
+		kb, err := json.Marshal(k)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: encode change: %w", err)
 		}
-		buf.Write(b)
-		buf.WriteByte('\n')
+		buf = append(buf, `{"k":`...)
+		buf = append(buf, kb...)
+		if sl, ok := s.slots[k]; ok {
+			buf = append(buf, `,"e":`...)
+			buf = sl.c.appendJSON(buf)
+			buf = append(buf, "}\n"...)
+		} else {
+			buf = append(buf, `,"d":true}`+"\n"...)
+		}
 	}
-	return buf.Bytes(), nil
+	return buf, nil
 }
 
 // foldDueLocked says whether the next write should be a whole snapshot:
@@ -173,7 +208,14 @@ func ReadIndex(dir string) (map[string]sessions.Entry, error) {
 			}
 		}
 	}
-	if _, _, err := readDelta(filepath.Join(dir, deltaName), func(l deltaLine) { applyDeltaLine(idx, l) }); err != nil {
+	apply := func(k string, c compactEntry, del bool) {
+		if del {
+			delete(idx, k)
+		} else {
+			idx[k] = c.entry()
+		}
+	}
+	if _, _, err := readDelta(filepath.Join(dir, deltaName), apply); err != nil {
 		return nil, err
 	}
 	return idx, nil

@@ -36,9 +36,9 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
 	}
 	if sl, ok := s.slots[k]; ok {
-		if stale, _ := sessions.Evaluate(cfg, key, sl.e, now); !stale {
-			s.addDeltaLocked(k, touchDelta(sl.e.SessionID, o, now))
-			e := sl.e
+		e := sl.entry()
+		if stale, _ := sessions.Evaluate(cfg, key, e, now); !stale {
+			s.addDeltaToEntryLocked(k, sl, &e, touchDelta(e.SessionID, o, now))
 			s.mu.Unlock()
 			return e, sessions.BeginInfo{}, nil
 		}

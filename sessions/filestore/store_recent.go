@@ -8,7 +8,7 @@ import (
 )
 
 // Recent returns the n most recently updated entries, most recent first
-// (List's order), without copying the whole index: O(entries · log n).
+// (List's order), decoding only those: O(entries · log n).
 func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	if n <= 0 {
 		return nil, nil
@@ -21,8 +21,8 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	}
 	// Select on the compact recency map, then copy only the n entries.
 	h := make(recentHeap, 0, n+1)
-	for k, t := range s.recency {
-		c := recentKey{t: t, k: k}
+	for k, sl := range s.slots {
+		c := recentKey{t: sl.updated, k: k}
 		if len(h) < n {
 			heap.Push(&h, c)
 			continue
@@ -35,7 +35,7 @@ func (s *Store) Recent(n int) ([]sessions.Entry, error) {
 	out := make([]sessions.Entry, 0, len(h))
 	for _, c := range h {
 		if sl, ok := s.slots[c.k]; ok {
-			out = append(out, sl.e)
+			out = append(out, sl.entry())
 		}
 	}
 	s.mu.Unlock()

@@ -89,9 +89,9 @@ func (s *Store) Transcript(sessionID string) (*transcript.File, error) {
 		s.mu.Lock()
 		if s.viewLocked() == nil {
 			if sl, ok := s.slotByIDLocked(sessionID); ok {
-				hdr.SessionKey = sl.e.SessionKey
-				if sl.e.CompactionOffset > 0 {
-					opts = append(opts, transcript.WithCompactionHint(sl.e.CompactionOffset))
+				hdr.SessionKey = sl.c.str(fieldSessionKey)
+				if off := sl.c.int(fieldCompactionOffset); off > 0 {
+					opts = append(opts, transcript.WithCompactionHint(off))
 				}
 			}
 		}

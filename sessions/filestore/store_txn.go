@@ -50,7 +50,7 @@ func (o *opTx) get(k string) (sessions.Entry, bool) {
 	if !ok {
 		return sessions.Entry{}, false
 	}
-	return sl.e, true
+	return sl.entry(), true
 }
 
 func (o *opTx) put(k string, e sessions.Entry) { o.puts[k] = &e }
@@ -174,9 +174,8 @@ func (o *opTx) applyLocked() error {
 		if e == nil {
 			if exists {
 				delete(s.slots, k)
-				delete(s.recency, k)
-				if s.byID[old.e.SessionID] == k {
-					delete(s.byID, old.e.SessionID)
+				if id := old.id(); s.byID != nil && s.byID[id] == k {
+					delete(s.byID, id)
 				}
 				delete(s.pending, k)
 				s.keys, s.dirty = nil, true
@@ -184,29 +183,33 @@ func (o *opTx) applyLocked() error {
 			}
 			continue
 		}
-		raw, err := json.Marshal(e)
+		c, err := packEntry(e)
 		if err != nil {
-			return fmt.Errorf("sessions: encode entry: %w", err)
+			return err
 		}
+		sl := newSlot(c)
+		// The same session keeps its counter repair state; a new one is
+		// due only if it is there when the repair starts.
+		sl.repair = s.loadRepairLocked()
 		if exists {
-			if old.raw == nil {
-				old.raw, _ = json.Marshal(old.e)
-			}
-			if bytes.Equal(old.raw, raw) {
+			if bytes.Equal(old.c, c) {
 				continue
 			}
-			if old.e.SessionID != e.SessionID {
+			if !old.sameSession(sl) {
 				delete(s.pending, k)
+			} else {
+				sl.repair = old.repair
 			}
 		} else {
 			s.keys = nil
 		}
-		if exists && old.e.SessionID != e.SessionID && s.byID[old.e.SessionID] == k {
-			delete(s.byID, old.e.SessionID)
+		s.slots[k] = sl
+		if s.byID != nil {
+			if exists && !old.sameSession(sl) && s.byID[old.id()] == k {
+				delete(s.byID, old.id())
+			}
+			s.byID[sl.id()] = k
 		}
-		s.slots[k] = &slot{e: *e, raw: raw}
-		s.recency[k] = e.UpdatedAt.UnixNano()
-		s.byID[e.SessionID] = k
 		s.dirty = true
 		s.changed[k] = struct{}{}
 	}
