@@ -41,8 +41,11 @@ var _ sessions.Turns = (*Delivery)(nil)
 
 // beginTurnSQL, in one statement: $3's records still this handle's,
 // pending and unanswered (mine; one answered by a reply is that reply's
-// to finish), those of them newer than another handle's pending record
-// newer than the oldest of mine (later: they wait for it), whether an
+// to finish), those of them newer than a pending record outside $3 that
+// is newer than the oldest of mine, another handle's or this one's (later:
+// they wait for it; this handle's: taken over from a stopped replica, its
+// batch queued behind this one, which a lane merged with the older part
+// of the take-over and newer messages of its own), whether an
 // older pending, unanswered record of the session is this handle's but
 // not among $3 (behind: it must run first, and it waits behind this batch
 // in this process's lane: taken over from a dead replica, or requeued), whether an older pending, unanswered record of the
@@ -70,7 +73,10 @@ const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 				WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL AND owner = $4
 					AND NOT (id = ANY($3)) AND seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS behind,
 			EXISTS (SELECT 1 FROM others WHERE seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS blocked,
-			(SELECT min(seq) FROM others WHERE seq > COALESCE((SELECT min(seq) FROM mine), $8)) AS cut,
+			LEAST((SELECT min(seq) FROM others WHERE seq > COALESCE((SELECT min(seq) FROM mine), $8)),
+				(SELECT min(seq) FROM delivery_records
+				WHERE agent_id = $1 AND session_key = $2 AND state = 'pending' AND reply IS NULL AND owner = $4
+					AND NOT (id = ANY($3)) AND seq > COALESCE((SELECT min(seq) FROM mine), $8))) AS cut,
 			EXISTS (SELECT 1 FROM delivery_records x JOIN delivery_replies r ON r.id = x.reply
 				WHERE x.agent_id = $1 AND x.session_key = $2 AND x.state = 'pending' AND r.owner <> $4
 					AND x.seq < COALESCE((SELECT min(seq) FROM mine), $8)) AS unsent),

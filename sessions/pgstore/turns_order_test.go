@@ -77,3 +77,29 @@ func TestOlderReplySentThenNewerTurnRuns(t *testing.T) {
 		t.Fatalf("b's turn after rp1 was sent: %+v; want held", h)
 	}
 }
+
+// The attack behind TestReplicasWebhookFailover's "context n's out of
+// order" (27 31 32, then 28 29 30): a replica took over a stopped one's
+// records 27 to 30, its lane merged the oldest of them with its own newer
+// 31 and 32 into one batch, and that batch ran before 28 to 30. The newer
+// part of such a batch is held back behind the records it skipped.
+func TestBatchSkippingOwnPendingRecordsHoldsBackNewer(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	a := newDelivery(t, db, DeliveryOptions{Holder: "replica-a"})
+	mustAccept(t, a, "r27", "r28", "r29", "r30", "r31", "r32")
+	h := beginTurn(t, a, "r27", "r31", "r32")
+	if !h.Held || len(h.Later) != 2 || h.Later[0] != "r31" || h.Later[1] != "r32" {
+		t.Fatalf("turn over r27, r31, r32 with r28-r30 pending: held %v later %v; want held with r31, r32 later", h.Held, h.Later)
+	}
+	if err := a.Done("r27"); err != nil {
+		t.Fatal(err)
+	}
+	h.End()
+	if h := beginTurn(t, a, "r31", "r32"); h.Held || !h.Behind {
+		t.Fatalf("turn over r31, r32 with r28-r30 pending: held %v behind %v; want behind", h.Held, h.Behind)
+	}
+	if h := beginTurn(t, a, "r28", "r29", "r30"); !h.Held || len(h.Later) != 0 {
+		t.Fatalf("turn over r28-r30: held %v later %v; want all now", h.Held, h.Later)
+	}
+}
