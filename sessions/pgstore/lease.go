@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,25 +91,30 @@ func (l *Leases) validate(name string, ttl time.Duration) error {
 	return nil
 }
 
-// leaseTakeover is the conflict clause of an INSERT INTO leases AS l
+// takeoverClause is the conflict clause of an INSERT INTO leases AS l
 // taking a lease: a new holder (or the same one after expiry) gets the
 // next token, the holder that still holds it keeps its token and has its
-// expiry extended, and a lease held by another holder is taken only when
-// it expired (the WHERE may be extended with more OR conditions).
-const leaseTakeover = `ON CONFLICT (name) DO UPDATE SET
+// expiry extended while keep (an SQL condition) holds, and a lease held
+// by another holder is taken only when it expired (the WHERE may be
+// extended with more OR conditions).
+func takeoverClause(keep string) string {
+	kept := keep + ` AND l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()`
+	return `ON CONFLICT (name) DO UPDATE SET
 			holder = EXCLUDED.holder,
-			token = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.token ELSE l.token + 1 END,
-			acquired_at = CASE WHEN l.holder = EXCLUDED.holder AND l.expires_at > clock_timestamp()
-				THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
+			token = CASE WHEN ` + kept + ` THEN l.token ELSE l.token + 1 END,
+			acquired_at = CASE WHEN ` + kept + ` THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
 			expires_at = EXCLUDED.expires_at
 		WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder`
+}
 
-// acquireTakeover is leaseTakeover for Acquire, whose $4 (fresh) makes
+// leaseTakeover is takeoverClause for a holder that keeps its token.
+var leaseTakeover = takeoverClause("TRUE")
+
+// acquireTakeover is takeoverClause for Acquire, whose $4 (fresh) makes
 // the holder that still holds the lease take the next token too: a new
 // process under the same replica id fences whatever its predecessor still
 // tries under the old one.
-var acquireTakeover = strings.ReplaceAll(leaseTakeover, "CASE WHEN l.holder", "CASE WHEN NOT $4::boolean AND l.holder")
+var acquireTakeover = takeoverClause("NOT $4::boolean")
 
 // Acquire takes lease name for ttl if it is free, expired, or already this
 // holder's. A new holder (or this holder after its lease expired) gets a

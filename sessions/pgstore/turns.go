@@ -62,7 +62,7 @@ var _ sessions.Turns = (*Delivery)(nil)
 // when their leases expire; only while this handle's own lock is live and
 // settled ($9, ownerLock.settled): after a cut every holder's lock is gone
 // for a moment while its turn still runs).
-const beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
+var beginTurnSQL = `WITH ` + liveOwnersCTE + `, mine AS (
 		SELECT id, seq FROM delivery_records
 		WHERE id = ANY($3) AND owner = $4 AND state = 'pending' AND reply IS NULL),
 	others AS (
