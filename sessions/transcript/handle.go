@@ -26,6 +26,12 @@ type opener func(path string, write bool) (handle, error)
 
 var _ handle = (*os.File)(nil)
 
+// fileIdentity is a FileInfo that is not an os one (os.SameFile is false
+// for those) and says itself whether another describes the same file.
+type fileIdentity interface {
+	SameFile(other os.FileInfo) bool
+}
+
 // openOS is the opener of every File outside tests.
 func openOS(path string, write bool) (handle, error) {
 	if write {

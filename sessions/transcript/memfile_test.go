@@ -98,18 +98,25 @@ func (f *memFile) Truncate(size int64) error {
 func (f *memFile) Stat() (os.FileInfo, error) {
 	f.d.mu.Lock()
 	defer f.d.mu.Unlock()
-	return memInfo{name: f.d.name, size: int64(len(f.d.b)), mod: time.Unix(0, f.d.mod)}, nil
+	return memInfo{name: f.d.name, size: int64(len(f.d.b)), mod: time.Unix(0, f.d.mod), d: f.d}, nil
 }
 
 func (f *memFile) Sync() error  { return nil }
 func (f *memFile) Close() error { return nil }
 
-// memInfo is a memFile's FileInfo. os.SameFile never matches it, so a File
-// over memFS re-reads on every call: every call runs the loader.
+// memInfo is a memFile's FileInfo; d identifies the file (fileIdentity),
+// so a File over memFS keeps its parsed state while the file is unchanged,
+// as it does over a real file.
 type memInfo struct {
 	name string
 	size int64
 	mod  time.Time
+	d    *memData
+}
+
+func (i memInfo) SameFile(other os.FileInfo) bool {
+	o, ok := other.(memInfo)
+	return ok && i.d != nil && o.d == i.d
 }
 
 func (i memInfo) Name() string       { return i.name }
