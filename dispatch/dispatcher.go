@@ -256,6 +256,9 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		ID: w.RecordID, AgentID: route.AgentID, SessionKey: route.Key.String(),
 		Payload: payload, AcceptedAt: w.AcceptedAt,
 	})
+	if err != nil || dup {
+		d.releaseHolds(w)
+	}
 	if err != nil {
 		d.recovery.acceptFailed(w, err)
 		if isStorage(err) {
@@ -299,6 +302,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:
 		d.outbox.goResend(ctx, *w.Reply) // never dropped: it answers messages already run
 	case errors.Is(err, lanes.ErrFull):
+		d.releaseHolds(expand(w)...)
 		d.finish(recordIDs(expand(w))...)
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
 	case err != nil:
@@ -330,6 +334,7 @@ func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 		d.outbox.goResend(context.Background(), *w.Reply)
 		return
 	}
+	d.releaseHolds(expand(w)...)
 	d.finish(recordIDs(expand(w))...)
 	d.fails.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }

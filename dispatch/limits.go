@@ -42,6 +42,7 @@ func (d *Dispatcher) throttled(ctx context.Context, w *work) bool {
 	in := w.In
 	dec := lim.Check(ctx, limits.Subject{AgentID: w.AgentID, Channel: in.Channel, SenderID: in.SenderID, ChatID: in.ChatID})
 	if dec.Allow {
+		w.Hold = dec.Hold
 		return false
 	}
 	d.log.Info("message throttled", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
@@ -54,13 +55,18 @@ func (d *Dispatcher) throttled(ctx context.Context, w *work) bool {
 }
 
 // charge adds a turn's usage to the budgets of its senders, room and
-// agent (internal work charges the agent only).
+// agent (internal work charges the agent only) and drops the holds its
+// messages took at their checks (a turn that cost nothing only drops
+// them).
 func (d *Dispatcher) charge(ws []*work, agentID string, u sessions.Usage) {
-	if d.opts.Limits == nil || u.TotalTokens <= 0 && u.Cost.Total <= 0 {
+	if d.opts.Limits == nil {
 		return
 	}
 	c := limits.Usage{AgentID: agentID, Tokens: u.TotalTokens, CostUSD: u.Cost.Total}
 	for _, w := range ws {
+		if w.Hold != "" {
+			c.Holds = append(c.Holds, w.Hold)
+		}
 		if w.Agent != nil {
 			continue
 		}
@@ -70,6 +76,22 @@ func (d *Dispatcher) charge(ws []*work, agentID string, u sessions.Usage) {
 		}
 	}
 	d.opts.Limits.Charge(c)
+}
+
+// releaseHolds drops the budget holds of work that ends without its
+// turn's charge (a duplicate, a journal failure, a dropped or failed
+// message). Dropping a hold twice is harmless.
+func (d *Dispatcher) releaseHolds(ws ...*work) {
+	if d.opts.Limits == nil {
+		return
+	}
+	var ids []string
+	for _, w := range ws {
+		if w.Hold != "" {
+			ids = append(ids, w.Hold)
+		}
+	}
+	d.opts.Limits.Release(ids...)
 }
 
 func contains(list []string, s string) bool {

@@ -51,6 +51,9 @@ type recordState struct {
 	// Replayed is set for work journaled before a restart (or requeued
 	// after a failure): the transcript may already hold part of its turn.
 	Replayed bool
+	// Hold is the budget hold its check took (limits.Decision.Hold): its
+	// turn's charge drops it, and so does any end without a turn.
+	Hold     string
 	Consumed bool // the user message is already in the transcript
 	Reuse    bool // its turn's reply is in the transcript (agents.Turn.Reuse)
 }

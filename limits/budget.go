@@ -60,11 +60,15 @@ func (l *Limiter) load(ctx context.Context, keys []windowKey, now time.Time) {
 }
 
 // Charge adds a turn's usage to the day and month counters of its senders
-// (split evenly), its room and its agent. It only touches memory; Run
-// writes it. Nothing is charged while no budget is configured anywhere.
+// (split evenly), its room and its agent, and drops the turn's holds
+// (u.Holds) in the same step, so a check never sees the turn counted
+// twice or not at all. It only touches memory; Run writes it (and drops
+// the holds taken in the store). Nothing is charged while no budget is
+// configured anywhere.
 func (l *Limiter) Charge(u Usage) {
 	p := l.pol.Load()
 	if !p.budgets || u.Tokens <= 0 && u.CostUSD <= 0 || u.AgentID == "" {
+		l.Release(u.Holds...)
 		return
 	}
 	now := l.now()
@@ -72,6 +76,11 @@ func (l *Limiter) Charge(u Usage) {
 	ms, me := p.monthWindow(now)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, id := range u.Holds {
+		l.dropLocked(id)
+	}
+	m := l.largest[u.AgentID]
+	l.largest[u.AgentID] = sessions.LimitTotal{Tokens: max(m.Tokens, u.Tokens), CostUSD: max(m.CostUSD, u.CostUSD)}
 	add := func(scope, subject string, tokens int64, cost float64) {
 		for _, w := range [2]struct {
 			period     string

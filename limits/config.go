@@ -30,6 +30,7 @@ type Config struct {
 	Timezone     string         `mapstructure:"timezone"`
 	ResetAt      string         `mapstructure:"resetAt"`
 	NoticeEvery  time.Duration  `mapstructure:"noticeEvery"`
+	TurnEstimate Budget         `mapstructure:"turnEstimate"`
 	Exempt       []string       `mapstructure:"exempt"`
 	ExemptOwners bool           `mapstructure:"exemptOwners"`
 	Defaults     Set            `mapstructure:"defaults"`
@@ -64,6 +65,15 @@ type Budget struct {
 
 // DefaultNoticeEvery is how often a throttled sender is told, per room.
 const DefaultNoticeEvery = time.Minute
+
+// DefaultTurnEstimate is what a turn holds on each budget it counts
+// toward from its check until its real cost is charged (a field left zero
+// in turnEstimate takes this one's): a prompt of about 16,000 tokens plus
+// 8,192 tokens of answer (the Anthropic client's default max_tokens), and
+// ten US cents. The limiter raises it per agent to the largest turn it has
+// charged since it started, so a deployment whose turns cost more is held
+// to what they really cost after its first such turn.
+var DefaultTurnEstimate = Budget{Tokens: 24_000, CostUSD: 0.10}
 
 // Default returns the documented defaults: no limits, UTC midnight.
 func Default() Config {

@@ -6,7 +6,11 @@
 // A Limiter is built once per daemon and lives across config reloads
 // (SetConfig swaps the compiled policy; buckets and counters stay). The
 // dispatcher calls Check for each message after the access policy and
-// before the message is journaled, and Charge with each turn's usage.
+// before the message is journaled, and Charge with each turn's usage. An
+// allowed message under a budget holds an estimate of its turn until
+// Charge (or Release) names its hold, so concurrent turns pass a budget by
+// at most one estimate (hold.go: in the store's database when it is a
+// sessions.LimitReserver, else in memory; a hold expires after 15 min).
 // Rate buckets and notice times are in memory only (a restart refills the
 // buckets; with several replicas each replica has its own buckets). Budget
 // counters are kept in memory and written behind: Charge adds to the

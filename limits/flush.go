@@ -49,13 +49,18 @@ func (l *Limiter) Flush(ctx context.Context) error {
 	var batch []sessions.LimitDelta
 	prune := false
 	l.mu.Lock()
+	l.expireLocked(now)
+	release := l.release
+	l.release = nil
 	for k, c := range l.counters {
 		if c.pending != (sessions.LimitTotal{}) {
 			batch = append(batch, sessions.LimitDelta{Key: k, End: c.end, Tokens: c.pending.Tokens, CostUSD: c.pending.CostUSD})
+			c.flushing.Tokens += c.pending.Tokens
+			c.flushing.CostUSD += c.pending.CostUSD
 			c.pending = sessions.LimitTotal{}
 			continue
 		}
-		if c.end <= now.Unix() {
+		if c.end <= now.Unix() && c.flushing == (sessions.LimitTotal{}) && c.held == (sessions.LimitTotal{}) {
 			delete(l.counters, k)
 		}
 	}
@@ -81,20 +86,34 @@ func (l *Limiter) Flush(ctx context.Context) error {
 			l.log.Debug("ended budget windows pruned", zap.Int("counters", n))
 		}
 	}
-	if len(batch) > 0 {
-		if err := l.write(ctx, batch); err != nil {
+	if len(batch) > 0 || len(release) > 0 {
+		if err := l.write(ctx, batch, release); err != nil {
 			return err
 		}
 	}
 	return l.refresh(ctx)
 }
 
-// write adds batch to the store and takes the totals it returns; on
-// failure the charges go back to pending.
-func (l *Limiter) write(ctx context.Context, batch []sessions.LimitDelta) error {
-	totals, err := l.store.AddUsage(ctx, batch)
+// write adds batch to the store and takes the totals it returns, dropping
+// the store's holds in release in the same step; on failure the charges go
+// back to pending and the holds stay to drop.
+func (l *Limiter) write(ctx context.Context, batch []sessions.LimitDelta, release []string) error {
+	var (
+		totals map[sessions.LimitKey]sessions.LimitTotal
+		err    error
+	)
+	if l.reserve != nil {
+		totals, err = l.reserve.SettleLimits(ctx, batch, release)
+	} else {
+		totals, err = l.store.AddUsage(ctx, batch)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for _, d := range batch {
+		if c := l.counters[d.Key]; c != nil {
+			subtract(&c.flushing, sessions.LimitTotal{Tokens: d.Tokens, CostUSD: d.CostUSD})
+		}
+	}
 	if err != nil {
 		l.fails.Inc()
 		for _, d := range batch {
@@ -106,6 +125,7 @@ func (l *Limiter) write(ctx context.Context, batch []sessions.LimitDelta) error 
 			c.pending.Tokens += d.Tokens
 			c.pending.CostUSD += d.CostUSD
 		}
+		l.release = append(l.release, release...)
 		return err
 	}
 	for k, t := range totals {

@@ -55,6 +55,9 @@ type Usage struct {
 	Senders []string
 	Tokens  int64
 	CostUSD float64
+	// Holds are the Decision.Hold of the messages the turn answered:
+	// Charge drops them as it adds the real cost.
+	Holds []string
 }
 
 // Decision is Check's answer.
@@ -70,12 +73,17 @@ type Decision struct {
 	// Notice is the text to send to the chat; empty when allowed or when
 	// this sender was told in this room within noticeEvery.
 	Notice string
+	// Hold is the budget hold an allowed message took (hold.go), "" when
+	// no budget applies: pass it to Charge with the turn's cost
+	// (Usage.Holds), or to Release when the message gets no turn.
+	Hold string
 }
 
 // Limiter applies the limits of the config in force.
 type Limiter struct {
 	pol     atomic.Pointer[policy]
 	store   sessions.LimitCounters
+	reserve sessions.LimitReserver // the store's, nil: holds in memory
 	now     func() time.Time
 	log     *zap.Logger
 	every   time.Duration
@@ -88,6 +96,9 @@ type Limiter struct {
 	notices   map[noticeKey]time.Time
 	lastPrune time.Time
 	fresh     map[sessions.LimitKey]struct{} // written by the flush in progress
+	holds     map[string]*hold               // live holds by id
+	release   []string                       // store holds to drop at the next flush
+	largest   map[string]sessions.LimitTotal // largest turn charged per agent
 }
 
 type bucketKey struct{ scope, subject string }
@@ -103,18 +114,28 @@ type bucket struct {
 type noticeKey struct{ channel, chat, sender string }
 
 // counter is a budget counter: stored is the store's total as last known
-// (what this process flushed included), pending what was charged since.
+// (what this process flushed included), pending what was charged since,
+// flushing what a flush is writing, held this process's live holds.
 type counter struct {
-	end     int64
-	stored  sessions.LimitTotal
-	pending sessions.LimitTotal
-	loaded  bool
-	budget  bool      // a check reads it: refreshed at each flush
-	retryAt time.Time // after a failed read
+	end      int64
+	stored   sessions.LimitTotal
+	pending  sessions.LimitTotal
+	flushing sessions.LimitTotal
+	held     sessions.LimitTotal
+	loaded   bool
+	budget   bool      // a check reads it: refreshed at each flush
+	retryAt  time.Time // after a failed read
 }
 
 func (c *counter) total() sessions.LimitTotal {
-	return sessions.LimitTotal{Tokens: c.stored.Tokens + c.pending.Tokens, CostUSD: c.stored.CostUSD + c.pending.CostUSD}
+	return sessions.LimitTotal{Tokens: c.stored.Tokens + c.pending.Tokens + c.flushing.Tokens,
+		CostUSD: c.stored.CostUSD + c.pending.CostUSD + c.flushing.CostUSD}
+}
+
+// used is what a check compares with the budget: the charges and the holds.
+func (c *counter) used() sessions.LimitTotal {
+	t := c.total()
+	return sessions.LimitTotal{Tokens: t.Tokens + c.held.Tokens, CostUSD: t.CostUSD + c.held.CostUSD}
 }
 
 // New returns a Limiter applying cfg (owners are commands.owners, exempt
@@ -143,8 +164,9 @@ func New(cfg Config, owners []string, o Options) (*Limiter, error) {
 			Help: "Failed reads and writes of budget counters (charges are kept and retried).",
 		}),
 		buckets: map[bucketKey]*bucket{}, counters: map[sessions.LimitKey]*counter{}, notices: map[noticeKey]time.Time{},
-		fresh: map[sessions.LimitKey]struct{}{},
+		fresh: map[sessions.LimitKey]struct{}{}, holds: map[string]*hold{}, largest: map[string]sessions.LimitTotal{},
 	}
+	l.reserve, _ = o.Counters.(sessions.LimitReserver)
 	if o.Registerer != nil {
 		for _, c := range []prometheus.Collector{l.rejects, l.fails} {
 			if err := o.Registerer.Register(c); err != nil {
@@ -211,8 +233,29 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 		l.load(ctx, keys, now)
 	}
 	l.mu.Lock()
-	d := l.decideLocked(p, sc, keys, now)
-	if !d.Allow {
+	d, take := l.decideLocked(sc, keys, now)
+	est := l.estimateLocked(p, s.AgentID)
+	remote := d.Allow && len(keys) > 0 && l.reserve != nil
+	if d.Allow && len(keys) > 0 && !remote {
+		d.Hold, _ = l.holdLocked(keys, est, now, false)
+	}
+	if remote {
+		l.mu.Unlock()
+		id, ok, over := l.reserveRemote(ctx, l.reserve, keys, est, now)
+		l.mu.Lock()
+		if ok {
+			d.Hold = id
+		} else {
+			d = budgetRefusal(over)
+		}
+	}
+	if d.Allow {
+		for _, b := range take {
+			if b != nil {
+				b.tokens--
+			}
+		}
+	} else {
 		nk := noticeKey{s.Channel, s.ChatID, s.SenderID}
 		if last, ok := l.notices[nk]; !ok || now.Sub(last) >= p.noticeEvery {
 			l.notices[nk] = now
@@ -226,23 +269,28 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 	return d
 }
 
-// decideLocked checks the budgets, then the rates; it takes a message from
-// every bucket only when all allow it.
-func (l *Limiter) decideLocked(p *policy, sc []scoped, keys []windowKey, now time.Time) Decision {
+// budgetRefusal is the decision of a budget k reached.
+func budgetRefusal(k windowKey) Decision {
+	kind := KindDaily
+	if k.key.Period == "month" {
+		kind = KindMonthly
+	}
+	return Decision{Scope: k.key.Scope, Kind: kind, ResetAt: time.Unix(k.end, 0)}
+}
+
+// decideLocked checks the budgets (charges and holds), then the rates; it
+// returns the buckets to take a message from when all allow it.
+func (l *Limiter) decideLocked(sc []scoped, keys []windowKey, now time.Time) (Decision, [3]*bucket) {
+	var take [3]*bucket
 	for _, k := range keys {
 		c := l.counters[k.key]
 		if c == nil {
 			continue
 		}
-		if b := k.budget; b.Tokens > 0 && c.total().Tokens >= b.Tokens || b.CostUSD > 0 && c.total().CostUSD >= b.CostUSD {
-			kind := KindDaily
-			if k.key.Period == "month" {
-				kind = KindMonthly
-			}
-			return Decision{Scope: k.key.Scope, Kind: kind, ResetAt: time.Unix(k.end, 0)}
+		if u, b := c.used(), k.budget; b.Tokens > 0 && u.Tokens >= b.Tokens || b.CostUSD > 0 && u.CostUSD >= b.CostUSD {
+			return budgetRefusal(k), take
 		}
 	}
-	var take [3]*bucket
 	for i, x := range sc {
 		if x.lim.rate.perSec <= 0 {
 			continue
@@ -257,16 +305,11 @@ func (l *Limiter) decideLocked(p *policy, sc []scoped, keys []windowKey, now tim
 		b.refill(now)
 		if b.tokens < 1 {
 			wait := time.Duration((1 - b.tokens) / b.perSec * float64(time.Second))
-			return Decision{Scope: x.scope, Kind: KindRate, RetryAfter: wait}
+			return Decision{Scope: x.scope, Kind: KindRate, RetryAfter: wait}, take
 		}
 		take[i] = b
 	}
-	for _, b := range take {
-		if b != nil {
-			b.tokens--
-		}
-	}
-	return Decision{Allow: true}
+	return Decision{Allow: true}, take
 }
 
 // refill adds what the rate gave since last, up to the burst.

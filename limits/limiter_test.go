@@ -223,13 +223,16 @@ func TestLimiterScenarios(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, tc.cfg, tc.owners, tc.start)
+			var holds []string // of the messages allowed since the last charge
 			for i, s := range tc.steps {
 				if !s.at.IsZero() {
 					r.clk.set(s.at)
 				}
 				r.clk.add(s.after)
 				if s.charge != nil {
-					r.l.Charge(*s.charge)
+					u := *s.charge
+					u.Holds, holds = holds, nil // the turn answers them
+					r.l.Charge(u)
 					if i%2 == 0 {
 						r.flush() // flushed or not, the memory copy counts
 					}
@@ -240,6 +243,7 @@ func TestLimiterScenarios(t *testing.T) {
 					t.Fatalf("step %d (%s): Allow = %v (%+v), want %v", i, r.clk.now().Format(time.RFC3339), d.Allow, d, s.allow)
 				}
 				if s.allow {
+					holds = append(holds, d.Hold)
 					continue
 				}
 				if d.Scope != s.scope || d.Kind != s.kind {
@@ -308,10 +312,13 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 	if d := r2.check(alice); d.Allow || d.Kind != KindDaily {
 		t.Errorf("after restart alice = %+v, want refused by the daily budget", d)
 	}
-	if d := r2.check(bob); !d.Allow {
+	d := r2.check(bob)
+	if !d.Allow {
 		t.Errorf("after restart bob = %+v, want allowed", d)
 	}
-	r2.l.Charge(usageOf(bob, 1, 1)) // the agent reaches $3 this month
+	u := usageOf(bob, 1, 1) // the agent reaches $3 this month
+	u.Holds = []string{d.Hold}
+	r2.l.Charge(u)
 	if d := r2.check(bob); d.Allow || d.Scope != ScopeAgent || d.Kind != KindMonthly || !strings.Contains(d.Notice, "I've reached this month's limit") {
 		t.Errorf("bob after the agent's budget = %+v, want refused by the agent's monthly budget", d)
 	}
@@ -327,16 +334,21 @@ func TestSharedCounters(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
 	dir := t.TempDir()
 	a, b := openRig(t, cfg, nil, clk, dir), openRig(t, cfg, nil, clk, dir)
-	if d := b.check(alice); !d.Allow { // b reads the counter now: 0
+	d := b.check(alice) // b reads the counter now: 0
+	if !d.Allow {
 		t.Fatalf("b: %+v", d)
 	}
+	b.l.Release(d.Hold) // its turn charged nothing
 	a.l.Charge(usageOf(alice, 60, 0))
 	a.flush()
 	b.flush() // b charged nothing: its flush re-reads what a check uses
-	if d := b.check(bob); !d.Allow {
+	d = b.check(bob)
+	if !d.Allow {
 		t.Fatalf("b at 60 of 100: %+v", d)
 	}
-	b.l.Charge(usageOf(bob, 40, 0))
+	u := usageOf(bob, 40, 0)
+	u.Holds = []string{d.Hold}
+	b.l.Charge(u)
 	b.flush() // b's add returns 100: a's charge included
 	if d := b.check(alice); d.Allow || d.Scope != ScopeAgent {
 		t.Errorf("b after both flushes: %+v, want refused by the agent's budget", d)

@@ -2,10 +2,12 @@ package limits
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 )
 
 // policy is a Config checked and compiled; it is immutable (SetConfig
@@ -17,7 +19,8 @@ type policy struct {
 	exempt         idSet
 	defaults       compiledSet
 	agents         map[string]compiledSet
-	budgets        bool // some scope of some agent has a budget: turns are charged
+	budgets        bool                // some scope of some agent has a budget: turns are charged
+	estimate       sessions.LimitTotal // a turn's hold before its cost is known
 }
 
 type compiledSet struct {
@@ -93,6 +96,20 @@ func compile(c Config, owners []string) (*policy, error) {
 	case c.NoticeEvery < time.Second || c.NoticeEvery > 24*time.Hour:
 		return nil, fmt.Errorf("%s.noticeEvery: %s is not between 1s and 24h", path, c.NoticeEvery)
 	}
+	est := c.TurnEstimate
+	if est.Tokens < 0 || est.Tokens > 100_000_000 {
+		return nil, fmt.Errorf("%s.turnEstimate.tokens: %d is not between 0 and 100000000", path, est.Tokens)
+	}
+	if est.CostUSD < 0 || est.CostUSD > 1_000_000 || math.IsNaN(est.CostUSD) {
+		return nil, fmt.Errorf("%s.turnEstimate.costUsd: %v is not between 0 and 1000000", path, est.CostUSD)
+	}
+	if est.Tokens == 0 {
+		est.Tokens = DefaultTurnEstimate.Tokens
+	}
+	if est.CostUSD == 0 {
+		est.CostUSD = DefaultTurnEstimate.CostUSD
+	}
+	p.estimate = sessions.LimitTotal{Tokens: est.Tokens, CostUSD: est.CostUSD}
 	for i, e := range c.Exempt {
 		ch, id, ok := strings.Cut(strings.TrimSpace(e), ":")
 		if strings.TrimSpace(e) == "" || strings.ContainsAny(e, " \t") || ok && (ch == "" || id == "") {

@@ -86,9 +86,6 @@ type Manager struct {
 	// bg counts the background work goBackground started (the stores'
 	// counter repair passes); Close waits for it.
 	bg sync.WaitGroup
-	// overCap receives stores whose entry count passed maintenance.maxEntries
-	// as sessions were created; the background loop caps them at once.
-	overCap chan *Store
 }
 
 // Open opens (creating if needed) the state directory and starts the
@@ -135,7 +132,7 @@ func Open(opts Options) (*Manager, error) {
 	m := &Manager{
 		opts: opts, log: opts.Logger, cacheTTL: ttl,
 		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger),
-		stores: map[string]*Store{}, done: make(chan struct{}), overCap: make(chan *Store, 8),
+		stores: map[string]*Store{}, done: make(chan struct{}),
 	}
 	m.search = newSearchIndex(m)
 	rc := opts.Reset
@@ -265,10 +262,6 @@ func (m *Manager) run(ctx context.Context) {
 			if err := m.Flush(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error("flushing sessions failed", zap.Error(err))
 			}
-		case st := <-m.overCap:
-			if _, err := st.Maintain(ctx); err != nil && ctx.Err() == nil {
-				m.log.Error("session cap enforcement failed", zap.String("agent_id", st.agentID), zap.Error(err))
-			}
 		case <-maint.C:
 			if m.opts.Passive {
 				continue
@@ -360,32 +353,3 @@ func (m *Manager) Close() error {
 	m.smu.Unlock()
 	return err
 }
-
-// noteCreated asks the background loop to cap st when a creation took it
-// past maintenance.maxEntries (enforced as entries are added, not only at
-// start and hourly). It never blocks.
-func (m *Manager) noteCreated(st *Store, entries int) {
-	limit := m.maint.Load().MaxEntries
-	if m.opts.Passive || entries <= limit+capSlack(limit) {
-		return
-	}
-	// At most one cap pass per capEvery: sessions created within the last
-	// minute are never capped, so a burst of new chats must not make every
-	// creation rescan the index.
-	now := time.Now().UnixNano()
-	last := st.capAt.Load()
-	if now-last < int64(capEvery) || !st.capAt.CompareAndSwap(last, now) {
-		return
-	}
-	select {
-	case m.overCap <- st:
-	default: // a cap run is already queued
-	}
-}
-
-// capEvery spaces the cap passes triggered by creations.
-const capEvery = 5 * time.Second
-
-// capSlack is how far creations may pass maxEntries before a cap pass
-// runs (5 %, at least 1): a pass archives down to the cap.
-func capSlack(limit int) int { return max(limit/20, 1) }

@@ -62,7 +62,7 @@ type Store struct {
 	// deltaGood is the change log's length in whole lines.
 	deltaGood int64
 	repair    counterRepair   // counter repair from transcripts (repair.go)
-	capAt     atomic.Int64    // unix ns of the last cap pass creations asked for
+	capWarnAt atomic.Int64    // unix ns of the last warning of a cap not met (store_cap.go)
 	tcache    transcriptCache // open transcripts, shared
 
 	cmu        sync.Mutex  // guards queue, committing

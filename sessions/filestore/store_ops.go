@@ -56,6 +56,8 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		case !ok:
 			e = sessions.NewEntry(key, o, tx.now())
 			info.Created = true
+			tx.put(k, e)
+			return tx.capLocked(k)
 		default:
 			expired, reason := sessions.Expiry(cfg, key, cur, now)
 			if expired.IsZero() { // another goroutine or process got here first
@@ -76,12 +78,6 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	})
 	if err != nil {
 		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("sessions: begin: %w", err)
-	}
-	if info.Created {
-		s.mu.Lock()
-		n := len(s.slots)
-		s.mu.Unlock()
-		s.m.noteCreated(s, n)
 	}
 	return e, info, nil
 }
@@ -117,7 +113,7 @@ func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 			e = sessions.NewEntry(key, sessions.Origin{At: tx.now()}, tx.now())
 			e.ModelOverride = o.Model
 			tx.put(k, e)
-			return nil
+			return tx.capLocked(k)
 		}
 		if _, err := tx.archiveSession(k, cur, reason, false); err != nil {
 			return err
@@ -272,6 +268,9 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			return nil
 		})
 		tx.put(k, e)
+		if !ok {
+			return tx.capLocked(k)
+		}
 		return nil
 	})
 	if err != nil {

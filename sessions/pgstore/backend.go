@@ -53,6 +53,9 @@ type Backend struct {
 	rep *replicaState // this replica's id and heartbeat (replica.go)
 	// solo: this daemon is alone on the database (BackendOptions.Solo).
 	solo bool
+	// passive: a tool beside the daemon (BackendOptions.Passive): it
+	// neither maintains nor caps.
+	passive bool
 
 	maint atomic.Pointer[sessions.Maintenance]
 	stop  context.CancelFunc
@@ -88,6 +91,7 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	b.maint.Store(&o.Maintenance)
 	b.rep = newReplica(db, o)
 	b.solo = o.Solo
+	b.passive = o.Passive
 	b.delivery = db.Delivery(DeliveryOptions{Holder: b.rep.id, Solo: o.Solo})
 	b.rooms = db.RoomLog(RoomLogOptions{})
 	b.pairing = db.Pairing()
@@ -164,6 +168,9 @@ func (b *Backend) Store(agentID string) (sessions.AgentStore, error) {
 	st, ok := b.stores[agentID]
 	if !ok {
 		st = b.db.Store(agentID, b.ResetConfig)
+		if !b.passive {
+			st.x.maint, st.x.capWarnAt = b.maintenance, new(atomic.Int64)
+		}
 		b.stores[agentID] = st
 	}
 	return st, nil
@@ -210,6 +217,9 @@ func (b *Backend) Messages() sessions.RoomMessages { return b.db.RoomMessages() 
 func (b *Backend) ResetConfig() sessions.ResetConfig {
 	return *b.reset.Load()
 }
+
+// maintenance is the policy in force, defaults filled.
+func (b *Backend) maintenance() sessions.Maintenance { return b.maint.Load().WithDefaults() }
 
 // SetMaintenance changes the maintenance policy the next pass applies.
 func (b *Backend) SetMaintenance(c sessions.Maintenance) error {

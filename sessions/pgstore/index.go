@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,10 @@ type Index struct {
 	agentID string
 	// reset returns the reset policies Begin evaluates; nil never resets.
 	reset func() sessions.ResetConfig
+	// maint returns the maintenance policy whose maxEntries creations
+	// enforce (maintenance_cap.go); nil caps nothing (the CLI, tests).
+	maint     func() sessions.Maintenance
+	capWarnAt *atomic.Int64 // the last warning of a cap not met, unix ns
 }
 
 // Index returns agentID's session index. reset gives the reset policies

@@ -30,8 +30,12 @@ func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 		}
 	}
 	now := x.db.clock()
-	var e sessions.Entry
+	var (
+		e       sessions.Entry
+		created bool
+	)
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
+		created = !ok
 		if !ok {
 			e = sessions.NewEntry(key, sessions.Origin{At: now}, now)
 			e.ModelOverride = o.Model
@@ -45,6 +49,9 @@ func (x *Index) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 	})
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: reset: %w", err)
+	}
+	if created {
+		x.capAfter(ctx, k)
 	}
 	return e, nil
 }
@@ -118,8 +125,12 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w: %s has no archived session %q", sessions.ErrNotFound, k, clip(sessionID))
 	}
 	now := x.db.clock()
-	var e sessions.Entry
+	var (
+		e       sessions.Entry
+		created bool
+	)
 	err = x.locked(ctx, k, func(tx pgx.Tx, cur sessions.Entry, ok bool) (bool, error) {
+		created = false
 		if ok && cur.SessionID == sessionID {
 			e = cur
 			return true, nil
@@ -154,15 +165,19 @@ func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (
 			if err := x.update(ctx, tx, &e); err != nil {
 				return false, err
 			}
-		} else if created, err := x.insert(ctx, tx, &e); err != nil || !created {
+		} else if ins, err := x.insert(ctx, tx, &e); err != nil || !ins {
 			// Another caller created the key meanwhile: run again on its row.
 			return false, err
 		}
+		created = !ok
 		_, err = tx.Exec(ctx, `DELETE FROM archived WHERE id = $1`, recID)
 		return true, err
 	})
 	if err != nil {
 		return sessions.Entry{}, fmt.Errorf("pgstore: switch: %w", err)
+	}
+	if created {
+		x.capAfter(ctx, k)
 	}
 	return e, nil
 }

@@ -69,6 +69,7 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 		}
 		if created {
+			x.capAfter(ctx, k)
 			return e, sessions.BeginInfo{Created: true}, nil
 		}
 	}
@@ -122,6 +123,9 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 	})
 	if err != nil {
 		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+	}
+	if info.Created {
+		x.capAfter(ctx, k)
 	}
 	return e, info, nil
 }

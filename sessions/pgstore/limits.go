@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,6 +17,48 @@ import (
 // adds to each row and returns the totals, so replicas sharing the
 // database never lose one another's charges.
 type limitStore struct{ db *DB }
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// addLimitUsage adds merged deltas (checked, one per key) and puts the
+// totals after the add in out.
+func addLimitUsage(ctx context.Context, q querier, merged []sessions.LimitDelta, now time.Time, out map[sessions.LimitKey]sessions.LimitTotal) error {
+	if len(merged) == 0 {
+		return nil
+	}
+	// Rows are locked in one order by every replica (key order, kept by
+	// WITH ORDINALITY): two batches over the same counters in different
+	// orders deadlocked (40P01) in the shared-budget test.
+	slices.SortFunc(merged, func(a, b sessions.LimitDelta) int { return compareLimitKeys(a.Key, b.Key) })
+	n := len(merged)
+	scopes, subjects, periods := make([]string, n), make([]string, n), make([]string, n)
+	starts, ends, tokens, costs := make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n)
+	for i, d := range merged {
+		scopes[i], subjects[i], periods[i] = d.Key.Scope, d.Key.Subject, d.Key.Period
+		starts[i], ends[i], tokens[i], costs[i] = d.Key.Start, d.End, d.Tokens, d.CostUSD
+	}
+	rows, err := q.Query(ctx, `INSERT INTO limit_counters AS c
+			(scope, subject, period, window_start, window_end, tokens, cost_usd, updated_at)
+		SELECT s, j, p, st, en, tk, co, $8
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[])
+			WITH ORDINALITY AS u(s, j, p, st, en, tk, co, ord)
+		ORDER BY ord
+		ON CONFLICT (scope, subject, period, window_start) DO UPDATE
+			SET tokens = c.tokens + excluded.tokens, cost_usd = c.cost_usd + excluded.cost_usd,
+				updated_at = excluded.updated_at
+		RETURNING scope, subject, period, window_start, tokens, cost_usd`,
+		scopes, subjects, periods, starts, ends, tokens, costs, now)
+	if err != nil {
+		return fmt.Errorf("pgstore: add limit usage: %w", err)
+	}
+	if err := scanLimits(rows, out); err != nil {
+		return fmt.Errorf("pgstore: add limit usage: %w", err)
+	}
+	return nil
+}
 
 // compareLimitKeys orders counters by scope, subject, period and window.
 func compareLimitKeys(a, b sessions.LimitKey) int {
@@ -37,33 +80,8 @@ func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) 
 	if len(merged) == 0 {
 		return out, nil
 	}
-	// Rows are locked in one order by every replica (key order, kept by
-	// WITH ORDINALITY): two batches over the same counters in different
-	// orders deadlocked (40P01) in the shared-budget test.
-	slices.SortFunc(merged, func(a, b sessions.LimitDelta) int { return compareLimitKeys(a.Key, b.Key) })
-	n := len(merged)
-	scopes, subjects, periods := make([]string, n), make([]string, n), make([]string, n)
-	starts, ends, tokens, costs := make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n)
-	for i, d := range merged {
-		scopes[i], subjects[i], periods[i] = d.Key.Scope, d.Key.Subject, d.Key.Period
-		starts[i], ends[i], tokens[i], costs[i] = d.Key.Start, d.End, d.Tokens, d.CostUSD
-	}
-	rows, err := l.db.pool.Query(ctx, `INSERT INTO limit_counters AS c
-			(scope, subject, period, window_start, window_end, tokens, cost_usd, updated_at)
-		SELECT s, j, p, st, en, tk, co, $8
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::float8[])
-			WITH ORDINALITY AS u(s, j, p, st, en, tk, co, ord)
-		ORDER BY ord
-		ON CONFLICT (scope, subject, period, window_start) DO UPDATE
-			SET tokens = c.tokens + excluded.tokens, cost_usd = c.cost_usd + excluded.cost_usd,
-				updated_at = excluded.updated_at
-		RETURNING scope, subject, period, window_start, tokens, cost_usd`,
-		scopes, subjects, periods, starts, ends, tokens, costs, l.db.clock())
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: add limit usage: %w", err)
-	}
-	if err := scanLimits(rows, out); err != nil {
-		return nil, fmt.Errorf("pgstore: add limit usage: %w", err)
+	if err := addLimitUsage(ctx, l.db.pool, merged, l.db.clock(), out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -102,6 +120,9 @@ func (l limitStore) PruneLimits(ctx context.Context, end int64) (int, error) {
 	tag, err := l.db.pool.Exec(ctx, `DELETE FROM limit_counters WHERE window_end <= $1`, end)
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: prune limit counters: %w", err)
+	}
+	if _, err := l.pruneHolds(ctx); err != nil {
+		return int(tag.RowsAffected()), err
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -31,6 +31,7 @@ func TestLimits(t *testing.T, open LimitsOpener) {
 		{"PruneEndedWindows", testLimitsPrune},
 		{"HostileSubjectsStoredApart", testLimitsHostile},
 		{"RefusedInput", testLimitsRefused},
+		{"HoldsCountForEveryHandle", testLimitsHold},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -34,7 +33,7 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.append(ctx, sync, func(st *fileState, _ *os.File, buf *bytes.Buffer) ([]*Node, error) {
+	return t.append(ctx, sync, func(st *fileState, _ handle, buf *bytes.Buffer) ([]*Node, error) {
 		nodes := make([]*Node, 0, len(msgs))
 		parent := st.leaf
 		now := t.now()
@@ -56,7 +55,7 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
 // entry of the current chain ("" keeps nothing before the compaction).
 func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
-	ids, err := t.append(ctx, true, func(st *fileState, f *os.File, buf *bytes.Buffer) ([]*Node, error) {
+	ids, err := t.append(ctx, true, func(st *fileState, f handle, buf *bytes.Buffer) ([]*Node, error) {
 		if c.FirstKeptEntryID != "" {
 			in, err := st.inChain(f, c.FirstKeptEntryID)
 			if err != nil {
@@ -105,7 +104,7 @@ func (t *File) newIDLocked(st *fileState, pending []*Node) string {
 // tail, writes the header when the file has none, then the lines enc
 // produces, and records the new entries. fsync happens after the lock is
 // released, grouped with concurrent appends.
-func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.File, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
+func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
 	if t.lock == nil {
 		return nil, errors.New("transcript: append: opened read-only")
 	}
@@ -123,7 +122,7 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.F
 		// Cancelled while waiting for the lock: a cancelled turn writes nothing.
 		return nil, fmt.Errorf("transcript: append: %w", err)
 	}
-	f, err := os.OpenFile(t.path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := t.open(t.path, true)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: append: %w", err)
 	}
@@ -156,7 +155,7 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, *os.F
 	return ids, nil
 }
 
-func (t *File) writeLocked(f *os.File, enc func(*fileState, *os.File, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
+func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
 	st, err := t.stateLocked(f)
 	if err != nil {
 		return 0, nil, err
@@ -255,7 +254,7 @@ type syncGroup struct {
 	inflight chan struct{} // closed when the running fsync ends; nil if none
 }
 
-func (g *syncGroup) wait(f *os.File, seq uint64, written func() uint64) error {
+func (g *syncGroup) wait(f handle, seq uint64, written func() uint64) error {
 	for {
 		g.mu.Lock()
 		if g.durable >= seq {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -36,7 +35,8 @@ type File struct {
 	now       func() time.Time
 	rand      func() uint32
 	noSync    bool
-	hint      int64 // compaction offset known from the index entry
+	open      opener // os files; in memory in the fuzz test
+	hint      int64  // compaction offset known from the index entry
 	// onAppend sees each write's entries and the file's new end (the
 	// search index); called after the locks are released.
 	onAppend func(nodes []*Node, end int64)
@@ -88,7 +88,7 @@ func Open(path, sessionID string, hdr Header, lock Locker, log *zap.Logger, opts
 	}
 	t := &File{
 		path: path, sessionID: sessionID, hdr: hdr, lock: lock,
-		log: log.With(zap.String("session_id", sessionID)), now: time.Now, rand: rand.Uint32,
+		log: log.With(zap.String("session_id", sessionID)), now: time.Now, rand: rand.Uint32, open: openOS,
 	}
 	for _, o := range opts {
 		o(t)
@@ -101,7 +101,7 @@ func (t *File) Path() string { return t.path }
 
 // stateLocked brings t.st up to date with the file f (nil: the file does
 // not exist) and resolves the chain.
-func (t *File) stateLocked(f *os.File) (*fileState, error) {
+func (t *File) stateLocked(f handle) (*fileState, error) {
 	if f == nil {
 		if t.st == nil || t.st.fi != nil {
 			t.st = newFileState(nil)
@@ -148,11 +148,8 @@ func (t *File) stateLocked(f *os.File) (*fileState, error) {
 }
 
 // openRead opens the file for reading; nil with no error if it is missing.
-func (t *File) openRead() (*os.File, error) {
-	f, err := os.Open(t.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+func (t *File) openRead() (handle, error) {
+	f, err := t.open(t.path, false)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: open: %w", err)
 	}
@@ -248,7 +245,7 @@ func (t *File) Stats(ctx context.Context) (messages int, lastCompactionOffset in
 
 // scanPrefixLocked makes prefixIDs and prefixMsgs cover what precedes
 // st.lo. Once scanned, prefixIDs stays a valid superset as lo moves back.
-func (t *File) scanPrefixLocked(f *os.File, st *fileState) error {
+func (t *File) scanPrefixLocked(f handle, st *fileState) error {
 	msgs, ids, err := scanPrefix(f, st.headerEnd, st.lo)
 	if err != nil {
 		return err
