@@ -97,8 +97,9 @@ func (o *opTx) capLocked(created string) error {
 	busy, known := s.m.busyKeys()
 	now := o.now()
 	type cand struct {
-		k string
-		e sessions.Entry
+		k       string
+		sl      slot
+		updated time.Time
 	}
 	cands := make([]cand, 0, len(s.slots))
 	for k, sl := range s.slots {
@@ -108,10 +109,11 @@ func (o *opTx) capLocked(created string) error {
 		if _, touched := o.puts[k]; touched {
 			continue
 		}
-		if _, b := busy[k]; b || !known && recentlyActive(sl.e, now) {
+		updated := sl.updatedAt()
+		if _, b := busy[k]; b || !known && recentlyActive(updated, sl.lastInteractionAt(), now) {
 			continue
 		}
-		cands = append(cands, cand{k, sl.e})
+		cands = append(cands, cand{k, sl, updated})
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
 		as, bs := isSubagentKey(a.k), isSubagentKey(b.k)
@@ -121,12 +123,12 @@ func (o *opTx) capLocked(created string) error {
 			}
 			return 1
 		}
-		return cmp.Or(a.e.UpdatedAt.Compare(b.e.UpdatedAt), cmp.Compare(a.k, b.k))
+		return cmp.Or(a.updated.Compare(b.updated), cmp.Compare(a.k, b.k))
 	})
 	n := min(len(cands), over+capSlack(limit))
 	keys := make([]string, n)
 	for i, c := range cands[:n] {
-		if _, err := o.archiveSession(c.k, c.e, "pruned", true); err != nil {
+		if _, err := o.archiveSession(c.k, c.sl.entry(), "pruned", true); err != nil {
 			return err
 		}
 		o.del(c.k)
