@@ -105,7 +105,7 @@ func webRow() channelRow {
 			return []string{"default"}
 		},
 		build: func(d *Daemon, _ *configs.Config, _ string) (channels.Adapter, error) {
-			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer}), nil
+			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer, TurnOf: d.disp.TurnOf}), nil
 		},
 	}
 }
