@@ -33,6 +33,10 @@ type Inbound struct {
 	ParentChatID string
 	SenderID     string
 	SenderName   string
+	// Principal is who the per-sender limits bind when SenderID names a
+	// conversation rather than a person (the web chat, whose SenderID is
+	// the session's peer: channels.web.senderIdentity); empty: SenderID.
+	Principal string `json:",omitempty"`
 	// CaseSensitive says peer ids of this channel keep their case.
 	CaseSensitive bool
 	// Mentioned is true when the bot was mentioned or replied to, or in a DM.
@@ -50,6 +54,15 @@ type Inbound struct {
 	// Interaction is set for a native command (Discord slash command): the
 	// reply goes back through it.
 	Interaction *Interaction `json:",omitempty"`
+}
+
+// LimitSender is the sender the limits bind for in: its Principal, else
+// its SenderID.
+func (in Inbound) LimitSender() string {
+	if in.Principal != "" {
+		return in.Principal
+	}
+	return in.SenderID
 }
 
 // Outbound is a reply to deliver.

@@ -47,7 +47,7 @@ func (a *Adapter) ServeTurn(w http.ResponseWriter, r *http.Request) {
 		a.serveTurnJSON(w, r, agent, t)
 		return
 	}
-	l, created := a.openLog(t, agent, true)
+	l, created := a.openLog(t, agent, a.senderOf(w, r), true)
 	if l == nil {
 		WriteError(w, http.StatusNotFound, notFound(agent, t))
 		return
@@ -185,7 +185,11 @@ type turnJSON struct {
 
 // serveTurnJSON answers the turn's state at once.
 func (a *Adapter) serveTurnJSON(w http.ResponseWriter, r *http.Request, agent string, t turnID) {
-	if l := a.logOf(t.msg); l != nil && l.turn == t && l.agent == agent {
+	if l := a.logOf(t.msg); l != nil {
+		if l.turn != t || l.agent != agent || l.sender != a.senderOf(w, r) {
+			WriteError(w, http.StatusNotFound, notFound(agent, t))
+			return
+		}
 		if _, final, _ := l.read(0); final != nil {
 			writeTurn(w, t, stateOf(final))
 			return

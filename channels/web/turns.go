@@ -29,8 +29,11 @@ const (
 
 // turnLog is one turn's stream.
 type turnLog struct {
-	turn    turnID
-	agent   string // the agent the request was sent to; set once
+	turn  turnID
+	agent string // the agent the request was sent to; set once
+	// sender is the sender identity of the request (Options.Identity;
+	// "" without one); only the same sender may read the log.
+	sender  string
 	created time.Time
 	// late marks a log made for a reconnecting client after the turn began
 	// in another process (a restart) or after its log was dropped: its
@@ -115,23 +118,24 @@ func (l *turnLog) finished() bool {
 	return l.final != nil
 }
 
-// openLog returns the log of turn t to agent, creating it (late as given)
-// when there is none; created says whether it did. It returns nil when the
-// message id is logged for another conversation or agent (a guessed id
-// must neither read nor displace the real turn's log).
-func (a *Adapter) openLog(t turnID, agent string, late bool) (l *turnLog, created bool) {
+// openLog returns the log of turn t to agent from sender, creating it
+// (late as given) when there is none; created says whether it did. It
+// returns nil when the message id is logged for another conversation,
+// agent or sender (a guessed or borrowed id must neither read nor displace
+// the real turn's log).
+func (a *Adapter) openLog(t turnID, agent, sender string, late bool) (l *turnLog, created bool) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if l := a.turns[t.msg]; l != nil {
-		if l.turn != t || l.agent != agent {
+		if l.turn != t || l.agent != agent || l.sender != sender {
 			return nil, false
 		}
 		return l, false
 	}
 	a.sweepLocked(now)
 	l = newTurnLog(t, late, now)
-	l.agent = agent
+	l.agent, l.sender = agent, sender
 	a.turns[t.msg] = l
 	return l, true
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// restart, or long after) gets the reply from it. nil: only turns
 	// whose stream this process still holds can be resumed.
 	TurnOf func(ctx context.Context, in channels.Inbound) (channels.TurnState, error)
+	// Identity names the sender of each request (Inbound.Principal, which
+	// the per-sender limits bind; identity.go); nil: none, the limits bind
+	// each conversation.
+	Identity *Identity
 }
 
 // Adapter is the web channel. Create it with New.
@@ -189,7 +193,8 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	t := turnID{peer: peer, msg: uuid.NewString()}
 	in := inboundOf(agent, t)
 	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, time.Now()
-	l, _ := a.openLog(t, agent, false) // a fresh message id: always created
+	in.Principal = a.senderOf(w, r)
+	l, _ := a.openLog(t, agent, in.Principal, false) // a fresh message id: always created
 	if err := h(r.Context(), in); err != nil {
 		a.dropLog(l)
 		if errors.Is(err, channels.ErrRejected) {
@@ -208,6 +213,14 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	s := startSSE(w)
 	s.event(eventID(t, 0), "turn", map[string]string{"turnId": t.String()})
 	s.live(r.Context(), l, 0)
+}
+
+// senderOf is the sender identity of r ("" without Options.Identity).
+func (a *Adapter) senderOf(w http.ResponseWriter, r *http.Request) string {
+	if a.opts.Identity == nil {
+		return ""
+	}
+	return a.opts.Identity.Of(w, r)
 }
 
 // inboundOf is the inbound message of turn t to agent, as far as its ids
