@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -109,6 +110,11 @@ type Handler func(ctx context.Context, in Inbound) error
 // ErrRejected is returned by a Handler for a message that is refused on
 // purpose (access policy, duplicate): acknowledge it and do not retry.
 var ErrRejected = errors.New("message rejected")
+
+// ErrDuplicate is returned by a Handler for a message whose id was
+// accepted before (a redelivery, a client's retry): it wraps ErrRejected,
+// so adapters that do not tell the two apart acknowledge it and move on.
+var ErrDuplicate = fmt.Errorf("duplicate message: %w", ErrRejected)
 
 // ErrUnavailable is wrapped by a Handler's error when the gateway cannot
 // accept messages for now (its storage is full or failing): the message was

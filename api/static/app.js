@@ -426,6 +426,44 @@ async function resumeTurn(t) {
   setStatus("");
 }
 
+// newRequestId is a random UUID (crypto.randomUUID needs a secure
+// context; getRandomValues does not).
+function newRequestId() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20);
+}
+
+// postChat posts a chat message, sending it again (same request id) while
+// no answer comes or the daemon answers 502 or 504, or 503 a few times
+// (restarting).
+async function postChat(body) {
+  let wait = RESUME_FIRST_WAIT_MS;
+  for (let attempt = 1; ; attempt++) {
+    let res = null;
+    try {
+      res = await fetch(agentPath("/chat"), {
+        method: "POST",
+        headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
+        body: JSON.stringify(body),
+      });
+    } catch (e) {
+      if (attempt >= RESUME_ATTEMPTS) throw e;
+    }
+    // 503 is also a refusal worth showing (storage full): a few tries only.
+    const retry = res && (res.status === 502 || res.status === 504 || (res.status === 503 && attempt < 5));
+    if (res && (!retry || attempt >= RESUME_ATTEMPTS)) {
+      if (attempt > 1) setStatus("");
+      return res;
+    }
+    setStatus("Connection lost; sending again…");
+    await new Promise((r) => setTimeout(r, wait));
+    wait = Math.min(wait * 2, RESUME_MAX_WAIT_MS);
+  }
+}
+
 async function send(text) {
   state.busy = true;
   renderInfo();
@@ -433,15 +471,13 @@ async function send(text) {
   addBubble("user", text);
   const bubble = addBubble("assistant", "");
   bubble.classList.add("streaming");
-  const body = { message: text };
+  // The request id makes the post safe to send again when its answer never
+  // came (the same message, answered with its turn's stream).
+  const body = { message: text, requestId: newRequestId() };
   if (state.sessionId) body.sessionId = state.sessionId;
   const t = { bubble, turn: "", lastId: "", done: false };
   try {
-    const res = await fetch(agentPath("/chat"), {
-      method: "POST",
-      headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
-      body: JSON.stringify(body),
-    });
+    const res = await postChat(body);
     if (res.status === 401) { askToken(); throw new AuthError("token"); }
     if (!res.ok) {
       let msg = res.status + " " + res.statusText;

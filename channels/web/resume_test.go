@@ -40,8 +40,13 @@ func newRig(t *testing.T, turnOf func(context.Context, channels.Inbound) (channe
 		defer close(done)
 		_ = r.a.Run(ctx, func(ctx context.Context, in channels.Inbound) error {
 			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, seen := range r.ins {
+				if seen.ChatID == in.ChatID && seen.MessageID == in.MessageID {
+					return channels.ErrDuplicate // as the journal does
+				}
+			}
 			r.ins = append(r.ins, in)
-			r.mu.Unlock()
 			return nil
 		})
 	}()

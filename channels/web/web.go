@@ -136,6 +136,12 @@ type ChatRequest struct {
 	SessionID string      `json:"sessionId,omitempty"`
 	Context   string      `json:"context,omitempty"`
 	Images    []ChatImage `json:"images,omitempty"`
+	// RequestID, a lower-case UUID the client chose, makes the request
+	// safe to send again: a retry after a connection lost before the
+	// answer's headers is the same message (the journal drops it as a
+	// duplicate) and is answered with that turn's stream (a new chat: in
+	// the same new conversation).
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
@@ -166,7 +172,19 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	peer := uuid.NewString()
+	if req.RequestID != "" && !canonicalUUID(req.RequestID) {
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("requestId: %q is not a lower-case UUID", req.RequestID))
+		return
+	}
+	sender := a.senderOf(w, r)
+	t := turnID{peer: uuid.NewString(), msg: uuid.NewString()}
+	if req.RequestID != "" {
+		// A new chat's conversation follows from the request (and its
+		// sender: another sender's request id names another chat), so a
+		// retry lands in the same one.
+		t.peer = uuid.NewSHA1(retryNamespace, []byte(sender+"\x00"+req.RequestID)).String()
+		t.msg = req.RequestID
+	}
 	if req.SessionID != "" {
 		if a.opts.Lookup == nil {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
@@ -177,7 +195,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
 			return
 		}
-		peer = p
+		t.peer = p
 	}
 	a.mu.Lock()
 	h := a.handler
@@ -190,13 +208,29 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	if req.Context != "" {
 		text = req.Context + "\n\n" + text
 	}
-	t := turnID{peer: peer, msg: uuid.NewString()}
 	in := inboundOf(agent, t)
 	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, time.Now()
-	in.Principal = a.senderOf(w, r)
-	l, _ := a.openLog(t, agent, in.Principal, false) // a fresh message id: always created
+	in.Principal = sender
+	l, created := a.openLog(t, agent, sender, false)
+	switch {
+	case l == nil:
+		WriteError(w, http.StatusConflict, "requestId "+req.RequestID+" was sent before for another chat or sender")
+		return
+	case !created:
+		// A retry of a request this process took: its stream.
+		w.Header().Set("X-Turn-Id", t.String())
+		a.resume(w, r, agent, t, position{n: -1})
+		return
+	}
 	if err := h(r.Context(), in); err != nil {
 		a.dropLog(l)
+		if errors.Is(err, channels.ErrDuplicate) && req.RequestID != "" {
+			// A retry of a request taken before (by a process since
+			// restarted): the turn's reply, as a resume gets it.
+			w.Header().Set("X-Turn-Id", t.String())
+			a.resume(w, r, agent, t, position{n: -1})
+			return
+		}
 		if errors.Is(err, channels.ErrRejected) {
 			WriteError(w, http.StatusForbidden, refusal(l))
 			return
@@ -214,6 +248,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	s.event(eventID(t, 0), "turn", map[string]string{"turnId": t.String()})
 	s.live(r.Context(), l, 0)
 }
+
+// retryNamespace derives the conversation of a new chat sent with a
+// request id (ChatRequest.RequestID).
+var retryNamespace = uuid.MustParse("0b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f")
 
 // senderOf is the sender identity of r ("" without Options.Identity).
 func (a *Adapter) senderOf(w http.ResponseWriter, r *http.Request) string {
