@@ -81,3 +81,53 @@ func TestPageResumesADroppedReply(t *testing.T) {
 		t.Errorf("status line %q after the resume, want it cleared", status)
 	}
 }
+
+// loseFirstAnswer wraps the page's fetch: the first chat post reaches the
+// daemon but its answer is lost (the page sees a network error); the
+// bodies of the chat posts are noted in window.__posts.
+const loseFirstAnswer = `(() => {
+  const real = window.fetch.bind(window);
+  window.__posts = [];
+  let lost = false;
+  window.fetch = async (url, opts) => {
+    const post = String(url).endsWith("/chat");
+    if (post) window.__posts.push(opts.body);
+    const res = await real(url, opts);
+    if (post && !lost) {
+      lost = true;
+      res.body.cancel();
+      throw new TypeError("network error (answer lost by the test)");
+    }
+    return res;
+  };
+})(); undefined`
+
+// TestPageSendsAgainWhenTheAnswerIsLost: the chat post was taken but its
+// answer never came; the page sends it again with the same request id and
+// shows the one reply once (the daemon ran one turn).
+func TestPageSendsAgainWhenTheAnswerIsLost(t *testing.T) {
+	env := Start(t, Config{})
+	ctx := browser(t)
+	do(t, ctx, "load",
+		chromedp.Navigate(env.URL+"/"),
+		chromedp.Poll[chromedp.Void](pageReady),
+		chromedp.Evaluate[chromedp.Void](loseFirstAnswer),
+		chromedp.SendKeys("#input", "hello again"),
+		chromedp.Click("#send"),
+	)
+	reply := value(t, ctx, "reply", chromedp.Poll[string](`(() => {
+		const b = document.querySelector("#messages .msg.assistant");
+		return b && !b.classList.contains("streaming") &&
+			document.getElementById("sessions").getAttribute("aria-busy") === "false" && b.textContent; })()`))
+	if reply != "echo: hello again" {
+		t.Errorf("reply %q, want %q once", reply, "echo: hello again")
+	}
+	posts := value(t, ctx, "posts", chromedp.Evaluate[[]string](`window.__posts`))
+	if len(posts) != 2 || posts[0] != posts[1] || !strings.Contains(posts[0], `"requestId":"`) {
+		t.Errorf("chat posts %q, want the same body, with its request id, twice", posts)
+	}
+	list := apiSessions(t, env, "")
+	if len(list) != 1 || list[0]["messageCount"].(float64) != 2 {
+		t.Errorf("sessions %v, want one with one message and one reply", list)
+	}
+}
