@@ -165,8 +165,8 @@ func TestChatStreamsReplyAndCreatesSession(t *testing.T) {
 	if r.SessionID == "" || r.TokenEstimate <= 0 {
 		t.Errorf("done = %+v, want a session id and a positive token estimate", r)
 	}
-	if r.Events[0] != "delta" {
-		t.Errorf("events %v, want deltas first", r.Events)
+	if len(r.Events) < 2 || r.Events[0] != "turn" || r.Events[1] != "delta" {
+		t.Errorf("events %v, want the turn event, then deltas", r.Events)
 	}
 
 	code, list := c.do("GET", "/api/agents/main/sessions", nil)

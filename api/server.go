@@ -54,10 +54,14 @@ type Options struct {
 	MCP func() []mcp.Status
 }
 
-// ChatHandler serves the web chat's SSE endpoint (channels/web's Adapter):
+// ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
 // api mounts it without importing a channel adapter (internal/archtest).
 type ChatHandler interface {
+	// ServeChat is POST /api/agents/{id}/chat.
 	ServeChat(w http.ResponseWriter, r *http.Request)
+	// ServeTurn is GET /api/agents/{id}/chat/turns/{turn}: the rest of a
+	// chat's reply for a client that reconnects (Last-Event-ID).
+	ServeTurn(w http.ResponseWriter, r *http.Request)
 }
 
 // Server is the HTTP handler. Create it with New.
@@ -99,6 +103,7 @@ func New(opts Options) *Server {
 	}
 	if opts.Web != nil {
 		s.handle("POST /api/agents/{id}/chat", opts.Web.ServeChat)
+		s.handle("GET /api/agents/{id}/chat/turns/{turn}", opts.Web.ServeTurn)
 		s.mux.Handle("/", pageHandler())
 	}
 	s.routes()

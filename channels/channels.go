@@ -3,6 +3,7 @@ package channels
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -33,6 +34,10 @@ type Inbound struct {
 	ParentChatID string
 	SenderID     string
 	SenderName   string
+	// Principal is who the per-sender limits bind when SenderID names a
+	// conversation rather than a person (the web chat, whose SenderID is
+	// the session's peer: channels.web.senderIdentity); empty: SenderID.
+	Principal string `json:",omitempty"`
 	// CaseSensitive says peer ids of this channel keep their case.
 	CaseSensitive bool
 	// Mentioned is true when the bot was mentioned or replied to, or in a DM.
@@ -50,6 +55,15 @@ type Inbound struct {
 	// Interaction is set for a native command (Discord slash command): the
 	// reply goes back through it.
 	Interaction *Interaction `json:",omitempty"`
+}
+
+// LimitSender is the sender the limits bind for in: its Principal, else
+// its SenderID.
+func (in Inbound) LimitSender() string {
+	if in.Principal != "" {
+		return in.Principal
+	}
+	return in.SenderID
 }
 
 // Outbound is a reply to deliver.
@@ -96,6 +110,11 @@ type Handler func(ctx context.Context, in Inbound) error
 // ErrRejected is returned by a Handler for a message that is refused on
 // purpose (access policy, duplicate): acknowledge it and do not retry.
 var ErrRejected = errors.New("message rejected")
+
+// ErrDuplicate is returned by a Handler for a message whose id was
+// accepted before (a redelivery, a client's retry): it wraps ErrRejected,
+// so adapters that do not tell the two apart acknowledge it and move on.
+var ErrDuplicate = fmt.Errorf("duplicate message: %w", ErrRejected)
 
 // ErrUnavailable is wrapped by a Handler's error when the gateway cannot
 // accept messages for now (its storage is full or failing): the message was

@@ -84,6 +84,26 @@ func (l Log) Validate() error {
 type Channels struct {
 	Telegram TelegramChannel `mapstructure:"telegram"`
 	Discord  DiscordChannel  `mapstructure:"discord"`
+	Web      WebChannel      `mapstructure:"web"`
+}
+
+// WebChannel is channels.web (the chat itself is on with http.web).
+type WebChannel struct {
+	// SenderIdentity is who a web chat message is from for the
+	// per-sender limits: token (everyone presenting the API token is one
+	// sender; the default), cookie (a signed cookie per browser, its key
+	// in <stateDir>/web/sender.key) or address (the client address). Read
+	// at start.
+	SenderIdentity string `mapstructure:"senderIdentity"`
+}
+
+// Validate checks channels.web.
+func (w WebChannel) Validate() error {
+	switch w.SenderIdentity {
+	case "token", "cookie", "address":
+		return nil
+	}
+	return fmt.Errorf("channels.web.senderIdentity: %q: want token, cookie or address", w.SenderIdentity)
 }
 
 // TelegramChannel is channels.telegram.
@@ -121,6 +141,7 @@ func Default() *Config {
 		Channels: Channels{
 			Telegram: TelegramChannel{Accounts: map[string]TelegramAccount{}},
 			Discord:  DiscordChannel{Accounts: map[string]DiscordAccount{}},
+			Web:      WebChannel{SenderIdentity: "token"},
 		},
 		Providers: map[string]llm.ProviderConfig{"local": {Type: "echo"}},
 		Agents: Agents{

@@ -37,6 +37,9 @@ func (c Channels) accounts() []channelAccount {
 
 // Validate checks every channel account: its id and its config.
 func (c Channels) Validate() error {
+	if err := c.Web.Validate(); err != nil {
+		return err
+	}
 	for _, a := range c.accounts() {
 		if !routing.ValidID(a.id) {
 			return fmt.Errorf("channels.%s.accounts.%s: not a valid account id", a.channel, a.id)

@@ -271,7 +271,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	}
 	if dup {
 		m.Duplicates.WithLabelValues(in.Channel).Inc()
-		return channels.ErrRejected
+		return channels.ErrDuplicate
 	}
 	if d.recovery.accepted(w.RecordID) {
 		d.admit(ctx, w)

@@ -40,13 +40,13 @@ func (d *Dispatcher) throttled(ctx context.Context, w *work) bool {
 		return false
 	}
 	in := w.In
-	dec := lim.Check(ctx, limits.Subject{AgentID: w.AgentID, Channel: in.Channel, SenderID: in.SenderID, ChatID: in.ChatID})
+	dec := lim.Check(ctx, limits.Subject{AgentID: w.AgentID, Channel: in.Channel, SenderID: in.LimitSender(), ChatID: in.ChatID})
 	if dec.Allow {
 		w.Hold = dec.Hold
 		return false
 	}
 	d.log.Info("message throttled", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
-		zap.String("sender_id", in.SenderID), zap.String("agent_id", w.AgentID),
+		zap.String("sender_id", in.LimitSender()), zap.String("agent_id", w.AgentID),
 		zap.String("scope", dec.Scope), zap.String("kind", dec.Kind), zap.Bool("notice", dec.Notice != ""))
 	if dec.Notice != "" {
 		d.notify(ctx, in, dec.Notice)
@@ -71,8 +71,8 @@ func (d *Dispatcher) charge(ws []*work, agentID string, u sessions.Usage) {
 			continue
 		}
 		c.Channel, c.ChatID = w.In.Channel, w.In.ChatID
-		if w.In.SenderID != "" && !contains(c.Senders, w.In.SenderID) {
-			c.Senders = append(c.Senders, w.In.SenderID)
+		if s := w.In.LimitSender(); s != "" && !contains(c.Senders, s) {
+			c.Senders = append(c.Senders, s)
 		}
 	}
 	d.opts.Limits.Charge(c)

@@ -43,8 +43,8 @@ func TestWebStreamCarriesToolEvents(t *testing.T) {
 			}
 		}
 	}
-	if got := names; len(got) != 3 || got[0] != "tool" || got[1] != "delta" || got[2] != "done" {
-		t.Fatalf("event sequence %v, want tool, delta…, done", got)
+	if got := names; len(got) != 4 || got[0] != "turn" || got[1] != "tool" || got[2] != "delta" || got[3] != "done" {
+		t.Fatalf("event sequence %v, want turn, tool, delta…, done", got)
 	}
 	if tool.Name != "sessions_list" || string(tool.Arguments) != `{"limit":5}` {
 		t.Errorf("tool event = %+v", tool)

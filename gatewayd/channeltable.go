@@ -104,8 +104,19 @@ func webRow() channelRow {
 			}
 			return []string{"default"}
 		},
-		build: func(d *Daemon, _ *configs.Config, _ string) (channels.Adapter, error) {
-			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer}), nil
+		build: func(d *Daemon, cfg *configs.Config, _ string) (channels.Adapter, error) {
+			id, err := webIdentity(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer, TurnOf: d.disp.TurnOf,
+				Identity: id}), nil
+		},
+		restartOnly: func(old, cfg *configs.Config) []string {
+			if old.Channels.Web != cfg.Channels.Web {
+				return []string{"channels.web"}
+			}
+			return nil
 		},
 	}
 }

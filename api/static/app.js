@@ -332,8 +332,8 @@ $("search").addEventListener("search", () => { if (!$("search").value) hideSearc
 
 // ---- chat with a streamed reply -------------------------------------------
 
-// readEvents parses a text/event-stream body and calls onEvent(name, data)
-// for each event.
+// readEvents parses a text/event-stream body and calls onEvent(name, data,
+// id) for each event (id: the event's id field, "" without one).
 async function readEvents(body, onEvent) {
   const reader = body.getReader();
   const dec = new TextDecoder();
@@ -347,6 +347,7 @@ async function readEvents(body, onEvent) {
       const block = buf.slice(0, i);
       buf = buf.slice(i + 2);
       let name = "message";
+      let id = "";
       const data = [];
       for (const line of block.split("\n")) {
         if (line.startsWith(":")) continue;
@@ -356,13 +357,110 @@ async function readEvents(body, onEvent) {
         if (val.startsWith(" ")) val = val.slice(1);
         if (field === "event") name = val;
         if (field === "data") data.push(val);
+        if (field === "id") id = val;
       }
       if (data.length) {
         let parsed = null;
         try { parsed = JSON.parse(data.join("\n")); } catch (e) { parsed = { text: data.join("\n") }; }
-        onEvent(name, parsed);
+        onEvent(name, parsed, id);
       }
     }
+  }
+}
+
+// A reply is never lost to a dropped connection: every event of a chat
+// stream has an id, and when the stream ends before its done event (the
+// network, a proxy, a daemon restart) the page asks for the rest of the
+// turn (GET .../chat/turns/<turn> with Last-Event-ID, as EventSource
+// would), retrying with backoff. The server sends exactly the events after
+// that id, or, when the stream is gone (a restart), the reply whole in a
+// reply event that replaces the bubble's text: each reply shows once.
+const RESUME_FIRST_WAIT_MS = 250;
+const RESUME_MAX_WAIT_MS = 5000;
+const RESUME_ATTEMPTS = 60;
+
+class GiveUp extends Error {}
+
+// applyEvent shows one event of turn view t.
+function applyEvent(t, name, data, id) {
+  if (id) t.lastId = id;
+  if (name === "turn" && data.turnId) t.turn = data.turnId;
+  if (name === "delta") { t.bubble.textContent += data.text || ""; t.bubble.scrollIntoView({ block: "end" }); }
+  if (name === "reply") { t.bubble.textContent = data.text || ""; t.bubble.scrollIntoView({ block: "end" }); }
+  if (name === "tool") addBubble("tool", "tool call: " + (data.name || "?"));
+  if (name === "error") addBubble("error", data.message || "the reply failed");
+  if (name === "done") {
+    t.done = true;
+    if (data.sessionId) state.sessionId = data.sessionId;
+  }
+}
+
+// resumeTurn reconnects to turn view t until its done event arrives.
+async function resumeTurn(t) {
+  let wait = RESUME_FIRST_WAIT_MS;
+  for (let attempt = 1; !t.done; attempt++) {
+    if (!t.turn || attempt > RESUME_ATTEMPTS) {
+      throw new GiveUp("the connection was lost; the reply will be in this session's history");
+    }
+    setStatus("Connection lost; reconnecting…");
+    await new Promise((r) => setTimeout(r, wait));
+    wait = Math.min(wait * 2, RESUME_MAX_WAIT_MS);
+    const h = headers({ "Accept": "text/event-stream" });
+    if (t.lastId) h["Last-Event-ID"] = t.lastId;
+    let res;
+    try {
+      res = await fetch(agentPath("/chat/turns/" + encodeURIComponent(t.turn)), { headers: h });
+    } catch (e) { continue; } // the daemon is not back yet
+    if (res.status === 204) { t.done = true; break; }
+    if (res.status === 401) { askToken(); throw new AuthError("token"); }
+    if (res.status >= 400 && res.status < 500) {
+      let msg = res.status + " " + res.statusText;
+      try { msg = (await res.json()).error || msg; } catch (e) { /* keep status */ }
+      throw new GiveUp(msg);
+    }
+    if (!res.ok) continue; // 502/503 while the daemon restarts
+    try {
+      await readEvents(res.body, (name, data, id) => applyEvent(t, name, data, id));
+    } catch (e) { /* dropped again: go on */ }
+  }
+  setStatus("");
+}
+
+// newRequestId is a random UUID (crypto.randomUUID needs a secure
+// context; getRandomValues does not).
+function newRequestId() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20);
+}
+
+// postChat posts a chat message, sending it again (same request id) while
+// no answer comes or the daemon answers 502 or 504, or 503 a few times
+// (restarting).
+async function postChat(body) {
+  let wait = RESUME_FIRST_WAIT_MS;
+  for (let attempt = 1; ; attempt++) {
+    let res = null;
+    try {
+      res = await fetch(agentPath("/chat"), {
+        method: "POST",
+        headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
+        body: JSON.stringify(body),
+      });
+    } catch (e) {
+      if (attempt >= RESUME_ATTEMPTS) throw e;
+    }
+    // 503 is also a refusal worth showing (storage full): a few tries only.
+    const retry = res && (res.status === 502 || res.status === 504 || (res.status === 503 && attempt < 5));
+    if (res && (!retry || attempt >= RESUME_ATTEMPTS)) {
+      if (attempt > 1) setStatus("");
+      return res;
+    }
+    setStatus("Connection lost; sending again…");
+    await new Promise((r) => setTimeout(r, wait));
+    wait = Math.min(wait * 2, RESUME_MAX_WAIT_MS);
   }
 }
 
@@ -373,26 +471,24 @@ async function send(text) {
   addBubble("user", text);
   const bubble = addBubble("assistant", "");
   bubble.classList.add("streaming");
-  const body = { message: text };
+  // The request id makes the post safe to send again when its answer never
+  // came (the same message, answered with its turn's stream).
+  const body = { message: text, requestId: newRequestId() };
   if (state.sessionId) body.sessionId = state.sessionId;
+  const t = { bubble, turn: "", lastId: "", done: false };
   try {
-    const res = await fetch(agentPath("/chat"), {
-      method: "POST",
-      headers: headers({ "Content-Type": "application/json", "Accept": "text/event-stream" }),
-      body: JSON.stringify(body),
-    });
+    const res = await postChat(body);
     if (res.status === 401) { askToken(); throw new AuthError("token"); }
     if (!res.ok) {
       let msg = res.status + " " + res.statusText;
       try { msg = (await res.json()).error || msg; } catch (e) { /* keep status */ }
       throw new Error(msg);
     }
-    await readEvents(res.body, (name, data) => {
-      if (name === "delta") { bubble.textContent += data.text || ""; bubble.scrollIntoView({ block: "end" }); }
-      if (name === "tool") addBubble("tool", "tool call: " + (data.name || "?"));
-      if (name === "error") addBubble("error", data.message || "the reply failed");
-      if (name === "done" && data.sessionId) state.sessionId = data.sessionId;
-    });
+    t.turn = res.headers.get("X-Turn-Id") || "";
+    try {
+      await readEvents(res.body, (name, data, id) => applyEvent(t, name, data, id));
+    } catch (e) { /* dropped: resumed below */ }
+    if (!t.done) await resumeTurn(t);
   } catch (err) {
     report(err);
   } finally {

@@ -27,5 +27,5 @@ func (a *Adapter) Tool(ctx context.Context, out channels.Outbound, name string, 
 	if !json.Valid(args) {
 		args = nil
 	}
-	a.push(ctx, out, sseEvent{name: "tool", data: toolEvent{Name: name, Arguments: args}})
+	a.push(out, sseEvent{name: "tool", data: toolEvent{Name: name, Arguments: args}})
 }

@@ -29,6 +29,15 @@ type Options struct {
 	// Lookup maps an existing session id of an agent to the conversation
 	// (peer) id it belongs to; nil disables continuing by session id.
 	Lookup func(agentID, sessionID string) (peer string, ok bool)
+	// TurnOf reads a turn's outcome from durable state (the dispatcher's
+	// TurnOf): a client reconnecting after its turn's stream is gone (a
+	// restart, or long after) gets the reply from it. nil: only turns
+	// whose stream this process still holds can be resumed.
+	TurnOf func(ctx context.Context, in channels.Inbound) (channels.TurnState, error)
+	// Identity names the sender of each request (Inbound.Principal, which
+	// the per-sender limits bind; identity.go); nil: none, the limits bind
+	// each conversation.
+	Identity *Identity
 }
 
 // Adapter is the web channel. Create it with New.
@@ -37,9 +46,8 @@ type Adapter struct {
 	log  *zap.Logger
 
 	mu      sync.Mutex
-	handler channels.Handler                  // guarded by mu; set while Run runs
-	waiters map[string]chan channels.Outbound // guarded by mu; by inbound message id
-	deltas  map[string]chan sseEvent          // guarded by mu; deltas and tool calls
+	handler channels.Handler    // guarded by mu; set while Run runs
+	turns   map[string]*turnLog // guarded by mu; by inbound message id (turns.go)
 
 	accepting     chan struct{} // closed once Run has installed the handler
 	acceptingOnce sync.Once
@@ -57,8 +65,7 @@ func New(opts Options) *Adapter {
 		opts.Logger = zap.NewNop()
 	}
 	return &Adapter{opts: opts, log: opts.Logger.With(zap.String("channel", Name)),
-		waiters: map[string]chan channels.Outbound{}, deltas: map[string]chan sseEvent{},
-		accepting: make(chan struct{})}
+		turns: map[string]*turnLog{}, accepting: make(chan struct{})}
 }
 
 // Accepting is closed once Run has installed its handler: from then on a
@@ -95,20 +102,14 @@ func answered(out channels.Outbound) []string {
 	return ids
 }
 
-// Send delivers the final reply to every request it answers that still
-// waits. A request whose client went away is not an error: the reply is in
-// the session's transcript.
+// Send delivers the final reply to the stream of every request it answers
+// (turns.go keeps it for clients that reconnect). A request whose client
+// went away is not an error: the reply is in the session's transcript.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
+	now := time.Now()
 	for _, id := range answered(out) {
-		a.mu.Lock()
-		ch := a.waiters[id]
-		a.mu.Unlock()
-		if ch == nil {
-			continue
-		}
-		select {
-		case ch <- out:
-		default:
+		if l := a.logOf(id); l != nil {
+			l.finish(out, now)
 		}
 	}
 	return nil
@@ -116,23 +117,15 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 
 // Delta streams a piece of the reply to every request it answers.
 func (a *Adapter) Delta(ctx context.Context, out channels.Outbound, text string) {
-	a.push(ctx, out, sseEvent{name: "delta", data: map[string]string{"text": text}, text: true})
+	a.push(out, sseEvent{name: "delta", data: map[string]string{"text": text}, text: true})
 }
 
-// push hands ev to the stream of every request out answers.
-func (a *Adapter) push(ctx context.Context, out channels.Outbound, ev sseEvent) {
+// push logs ev in the stream of every request out answers; it never waits
+// for a client.
+func (a *Adapter) push(out channels.Outbound, ev sseEvent) {
 	for _, id := range answered(out) {
-		a.mu.Lock()
-		ch := a.deltas[id]
-		a.mu.Unlock()
-		if ch == nil {
-			continue
-		}
-		select {
-		case ch <- ev:
-		case <-ctx.Done():
-			return
-		case <-time.After(5 * time.Second): // a stalled client must not stall the run
+		if l := a.logOf(id); l != nil {
+			l.add(ev)
 		}
 	}
 }
@@ -143,6 +136,12 @@ type ChatRequest struct {
 	SessionID string      `json:"sessionId,omitempty"`
 	Context   string      `json:"context,omitempty"`
 	Images    []ChatImage `json:"images,omitempty"`
+	// RequestID, a lower-case UUID the client chose, makes the request
+	// safe to send again: a retry after a connection lost before the
+	// answer's headers is the same message (the journal drops it as a
+	// duplicate) and is answered with that turn's stream (a new chat: in
+	// the same new conversation).
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
@@ -173,7 +172,19 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	peer := uuid.NewString()
+	if req.RequestID != "" && !canonicalUUID(req.RequestID) {
+		WriteError(w, http.StatusBadRequest, fmt.Sprintf("requestId: %q is not a lower-case UUID", req.RequestID))
+		return
+	}
+	sender := a.senderOf(w, r)
+	t := turnID{peer: uuid.NewString(), msg: uuid.NewString()}
+	if req.RequestID != "" {
+		// A new chat's conversation follows from the request (and its
+		// sender: another sender's request id names another chat), so a
+		// retry lands in the same one.
+		t.peer = uuid.NewSHA1(retryNamespace, []byte(sender+"\x00"+req.RequestID)).String()
+		t.msg = req.RequestID
+	}
 	if req.SessionID != "" {
 		if a.opts.Lookup == nil {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
@@ -184,7 +195,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
 			return
 		}
-		peer = p
+		t.peer = p
 	}
 	a.mu.Lock()
 	h := a.handler
@@ -197,24 +208,31 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	if req.Context != "" {
 		text = req.Context + "\n\n" + text
 	}
-	in := channels.Inbound{
-		Address: channels.Address{Channel: Name, AccountID: "default", ChatID: peer}, Agent: agent, MessageID: uuid.NewString(), ChatType: channels.Direct, SenderID: peer, SenderName: "web",
-		CaseSensitive: true, Mentioned: true, Text: text, Attachments: atts, Time: time.Now(),
+	in := inboundOf(agent, t)
+	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, time.Now()
+	in.Principal = sender
+	l, created := a.openLog(t, agent, sender, false)
+	switch {
+	case l == nil:
+		WriteError(w, http.StatusConflict, "requestId "+req.RequestID+" was sent before for another chat or sender")
+		return
+	case !created:
+		// A retry of a request this process took: its stream.
+		w.Header().Set("X-Turn-Id", t.String())
+		a.resume(w, r, agent, t, position{n: -1})
+		return
 	}
-	done := make(chan channels.Outbound, 1)
-	deltas := make(chan sseEvent, 64)
-	a.mu.Lock()
-	a.waiters[in.MessageID], a.deltas[in.MessageID] = done, deltas
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.waiters, in.MessageID)
-		delete(a.deltas, in.MessageID)
-		a.mu.Unlock()
-	}()
 	if err := h(r.Context(), in); err != nil {
+		a.dropLog(l)
+		if errors.Is(err, channels.ErrDuplicate) && req.RequestID != "" {
+			// A retry of a request taken before (by a process since
+			// restarted): the turn's reply, as a resume gets it.
+			w.Header().Set("X-Turn-Id", t.String())
+			a.resume(w, r, agent, t, position{n: -1})
+			return
+		}
 		if errors.Is(err, channels.ErrRejected) {
-			WriteError(w, http.StatusForbidden, refusal(done))
+			WriteError(w, http.StatusForbidden, refusal(l))
 			return
 		}
 		a.log.Warn("chat not accepted", zap.Error(err))
@@ -225,76 +243,31 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusServiceUnavailable, "message not accepted, try again")
 		return
 	}
-	a.stream(w, r, deltas, done)
+	w.Header().Set("X-Turn-Id", t.String())
+	s := startSSE(w)
+	s.event(eventID(t, 0), "turn", map[string]string{"turnId": t.String()})
+	s.live(r.Context(), l, 0)
 }
 
-// The chat stream outlives the server's write timeout: each write gets
-// sseWriteWindow, and a comment line every sseKeepAlive keeps proxies and
-// the deadline alive while the model thinks.
-const (
-	sseWriteWindow = time.Minute
-	sseKeepAlive   = 15 * time.Second
-)
+// retryNamespace derives the conversation of a new chat sent with a
+// request id (ChatRequest.RequestID).
+var retryNamespace = uuid.MustParse("0b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f")
 
-func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, deltas chan sseEvent, done chan channels.Outbound) {
-	fl, _ := w.(http.Flusher)
-	rc := http.NewResponseController(w)
-	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(sseWriteWindow)) }
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	extend()
-	w.WriteHeader(http.StatusOK)
-	if fl != nil {
-		fl.Flush()
+// senderOf is the sender identity of r ("" without Options.Identity).
+func (a *Adapter) senderOf(w http.ResponseWriter, r *http.Request) string {
+	if a.opts.Identity == nil {
+		return ""
 	}
-	keepAlive := time.NewTicker(sseKeepAlive)
-	defer keepAlive.Stop()
-	streamed := false
-	for {
-		extend()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-keepAlive.C:
-			fmt.Fprint(w, ": ping\n\n")
-			if fl != nil {
-				fl.Flush()
-			}
-		case ev := <-deltas:
-			streamed = streamed || ev.text
-			writeEvent(w, ev.name, ev.data)
-			if fl != nil {
-				fl.Flush()
-			}
-		case out := <-done:
-			for drained := false; !drained; {
-				select {
-				case ev := <-deltas:
-					streamed = streamed || ev.text
-					writeEvent(w, ev.name, ev.data)
-				default:
-					drained = true
-				}
-			}
-			if out.Failed {
-				writeEvent(w, "error", map[string]string{"message": out.Text})
-			} else if !streamed && out.Text != "" {
-				writeEvent(w, "delta", map[string]string{"text": out.Text})
-			}
-			writeEvent(w, "done", map[string]any{"sessionId": out.SessionID, "tokenEstimate": out.TokenEstimate})
-			if fl != nil {
-				fl.Flush()
-			}
-			return
-		}
-	}
+	return a.opts.Identity.Of(w, r)
 }
 
-func writeEvent(w http.ResponseWriter, event string, data any) {
-	b, _ := json.Marshal(data)
-	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+// inboundOf is the inbound message of turn t to agent, as far as its ids
+// go (the journal record and the route).
+func inboundOf(agent string, t turnID) channels.Inbound {
+	return channels.Inbound{
+		Address: channels.Address{Channel: Name, AccountID: "default", ChatID: t.peer}, Agent: agent,
+		MessageID: t.msg, ChatType: channels.Direct, SenderID: t.peer, CaseSensitive: true,
+	}
 }
 
 // WriteError writes a JSON error body {"error": msg} with status code.
@@ -304,16 +277,18 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
 // refusal is the error text of a refused chat: the notice the handler
 // sent with the refusal (a rate limit's "Slow down: try again in 12 s.",
 // the access policy's reply), else "message refused".
-func refusal(done chan channels.Outbound) string {
-	select {
-	case out := <-done:
-		if out.Text != "" {
-			return "message refused: " + out.Text
-		}
-	default:
+func refusal(l *turnLog) string {
+	if _, out, _ := l.read(0); out != nil && out.Text != "" {
+		return "message refused: " + out.Text
 	}
 	return "message refused"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,9 @@ type Config struct {
 	Logger *zap.Logger
 	// AllowedOrigins are the config's http.allowedOrigins.
 	AllowedOrigins []string
+	// StateDir, when set, is the state directory (a restart test starts a
+	// second daemon on the first one's); else a new temporary one.
+	StateDir string
 }
 
 // Env is a running in-process gateway.
@@ -32,6 +36,9 @@ type Env struct {
 	StateDir string
 	Server   *api.Server // the daemon's HTTP API handler
 	Daemon   *gatewayd.Daemon
+	// Stop stops the daemon and waits for it (Cleanup calls it too; a
+	// second call does nothing).
+	Stop func()
 }
 
 // Start runs a daemon built by gatewayd on 127.0.0.1:0 with the offline echo
@@ -46,7 +53,10 @@ func Start(t testing.TB, c Config) *Env {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	dir := filepath.Join(t.TempDir(), "state")
+	dir := c.StateDir
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "state")
+	}
 	cfg, err := configs.LoadBytes(configYAML(dir, c), nil)
 	if err != nil {
 		t.Fatalf("webtest: config: %v", err)
@@ -70,18 +80,22 @@ func Start(t testing.TB, c Config) *Env {
 		<-done
 		t.Fatal("webtest: daemon not ready after 30s")
 	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("webtest: daemon: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("webtest: daemon: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("webtest: daemon did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("webtest: daemon did not stop within 30s")
-		}
-	})
-	return &Env{URL: "http://" + addr, StateDir: dir, Server: d.API(), Daemon: d}
+		})
+	}
+	t.Cleanup(stop)
+	return &Env{URL: "http://" + addr, StateDir: dir, Server: d.API(), Daemon: d, Stop: stop}
 }
 
 // configYAML is the daemon's config as an operator would write it (JSON is

@@ -63,7 +63,9 @@ type Reply struct {
 	ErrorMessage string
 	Text         string // streamed in Deltas deltas (0: 3)
 	Deltas       int
-	ToolCalls    []ToolCall
+	// Gap is a pause before each delta after the first (a slow stream).
+	Gap       time.Duration
+	ToolCalls []ToolCall
 	// Usage is reported in the final chunk when the client asked for it;
 	// nil reports estimates (prompt chars/4, completion chars/4).
 	Usage *goopenai.Usage
@@ -259,7 +261,10 @@ func (s *Server) stream(w http.ResponseWriter, body goopenai.ChatCompletionReque
 	if deltas <= 0 {
 		deltas = 3
 	}
-	for _, part := range pieces(rep.Text, deltas) {
+	for i, part := range pieces(rep.Text, deltas) {
+		if i > 0 && rep.Gap > 0 {
+			time.Sleep(rep.Gap)
+		}
 		send(chunk(map[string]any{"content": part}, nil))
 	}
 	for i, tc := range rep.ToolCalls {
