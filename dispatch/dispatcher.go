@@ -77,6 +77,10 @@ type Dispatcher struct {
 	leases  turnLeases   // session leases across replicas (turnlease.go)
 	acks    acker        // the ack reaction (ack.go)
 	tool    messageTool  // the message tool's room (message_room.go)
+	// traffic and givenUp are read by Status (status.go): last messages
+	// per account, and given-up counts by reason (*atomic.Int64 values).
+	traffic traffic
+	givenUp sync.Map
 
 	mu       sync.RWMutex
 	adapters map[channels.AccountKey]channels.Adapter // guarded by mu
@@ -203,6 +207,7 @@ func Resolve(r *routing.Resolver, in channels.Inbound) (routing.Route, error) {
 func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	m := d.opts.Metrics
 	m.Inbound.WithLabelValues(in.Channel).Inc()
+	d.traffic.inbound(in.Channel, in.AccountID, d.opts.Now())
 	if d.closing.Load() {
 		return errors.New("dispatch: shutting down")
 	}

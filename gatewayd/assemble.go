@@ -29,6 +29,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 	if err != nil {
 		return err
 	}
+	d.runner = runner
 	names := slices.Sorted(maps.Keys(cfg.Providers))
 	if err := d.buildDispatcher(cfg, runner, names); err != nil {
 		return err
@@ -121,6 +122,10 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 		MCP:            d.mcp.Status,
+		Status: func(ctx context.Context) (any, bool) {
+			st := d.Status(ctx)
+			return st, st.Overall == StatusFailing
+		},
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

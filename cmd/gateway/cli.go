@@ -31,6 +31,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		routeCmd(cfgPath),
 		doctorCmd(cfgPath),
 		healthcheckCmd(cfgPath),
+		statusCmd(cfgPath),
 		storageCmd(cfgPath),
 	)
 }
