@@ -56,6 +56,9 @@ type Options struct {
 	// whether something is failing (the answer is then 503); nil: the
 	// route answers 404.
 	Status func(ctx context.Context) (status any, failing bool)
+	// DeadLetters serves /api/deliveries/failed (nil: the routes answer
+	// 404).
+	DeadLetters DeadLetters
 }
 
 // ChatHandler serves the web chat's SSE endpoint (channels/web's Adapter):
@@ -109,6 +112,7 @@ func New(opts Options) *Server {
 	s.usageRoutes()
 	s.mcpRoutes()
 	s.statusRoutes()
+	s.deliveryRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

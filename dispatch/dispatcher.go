@@ -40,6 +40,9 @@ type Options struct {
 	// ran (default 5). Either way its chat gets a short notice.
 	MaxFailures int
 	MaxDeaths   int
+	// DeadLetterKeep bounds the dead letters kept (the oldest go past it;
+	// default sessions.DefaultDeadLetterKeep).
+	DeadLetterKeep int
 	// Limits applies per-sender, per-room and per-agent limits and
 	// budgets (limits.go); nil limits nothing.
 	Limits *limits.Limiter
@@ -108,6 +111,9 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	}
 	if opts.MaxDeaths <= 0 {
 		opts.MaxDeaths = 5
+	}
+	if opts.DeadLetterKeep <= 0 {
+		opts.DeadLetterKeep = sessions.DefaultDeadLetterKeep
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)

@@ -113,6 +113,7 @@ func (f *failures) giveUp(ctx context.Context, w *work, why string) {
 	d.gaveUp("failures")
 	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.Stringer("session_key", w.Key),
 		zap.String("reason", why))
+	d.buryWork(ctx, w, why)
 	if w.Agent != nil {
 		d.finish(w.RecordID)
 		return

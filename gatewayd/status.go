@@ -110,6 +110,9 @@ type DeliveryStatus struct {
 	// reason; GivenUpTotal is their sum.
 	GivenUp      map[string]int64 `json:"givenUp"`
 	GivenUpTotal int64            `json:"givenUpTotal"`
+	// DeadLetters counts what is kept of them for the operator (`gateway
+	// deliveries list --failed`), -1 when the store could not be read.
+	DeadLetters int `json:"deadLetters"`
 }
 
 // StorageStatus is the backend's probe and whether the journal takes
@@ -197,6 +200,10 @@ func (d *Daemon) Status(ctx context.Context) Status {
 	st.Delivery = DeliveryStatus{Pending: js.Pending, Replies: js.Replies, WriteFailures: js.WriteFailures, GivenUp: ds.GivenUp}
 	for _, n := range ds.GivenUp {
 		st.Delivery.GivenUpTotal += n
+	}
+	st.Delivery.DeadLetters = -1
+	if ls, err := d.backend.DeadLetters().DeadLetters(ctx); err == nil {
+		st.Delivery.DeadLetters = len(ls)
 	}
 	st.Storage = StorageStatus{BackendStatus: d.backend.Status(ctx)}
 	if err := d.backend.Journal().Health(); err != nil {

@@ -90,6 +90,9 @@ func printStatus(w io.Writer, st gatewayd.Status) {
 		given += " (" + strings.Join(by, ", ") + ")"
 	}
 	fmt.Fprintln(w, given)
+	if d.DeadLetters > 0 {
+		fmt.Fprintf(w, "  dead letters kept: %d (gateway deliveries list --failed)\n", d.DeadLetters)
+	}
 
 	s := st.Storage
 	fmt.Fprintln(w, "\nSTORAGE")
