@@ -22,8 +22,15 @@ type Breaker struct {
 	cooldown  time.Duration
 	now       func() time.Time
 
-	mu     sync.Mutex               // guards states
+	mu     sync.Mutex               // guards states and last
 	states map[string]*breakerState // by provider name
+	last   map[string]lastFailure   // latest failure by provider, kept after recovery
+}
+
+// lastFailure is a provider's latest failed call, for `gateway status`.
+type lastFailure struct {
+	err string
+	at  time.Time
 }
 
 type breakerState struct {
@@ -44,7 +51,8 @@ func NewBreaker(threshold int, cooldown time.Duration, now func() time.Time) *Br
 	if now == nil {
 		now = time.Now
 	}
-	return &Breaker{threshold: threshold, cooldown: cooldown, now: now, states: map[string]*breakerState{}}
+	return &Breaker{threshold: threshold, cooldown: cooldown, now: now, states: map[string]*breakerState{},
+		last: map[string]lastFailure{}}
 }
 
 // Allow reports whether a call to provider may go out now. A true answer
@@ -82,9 +90,16 @@ func (b *Breaker) Success(provider string) {
 
 // Failure records a call that failed through the provider's fault; it
 // reports whether the breaker opened (or reopened) because of it.
-func (b *Breaker) Failure(provider string) bool {
+func (b *Breaker) Failure(provider string) bool { return b.FailureErr(provider, nil) }
+
+// FailureErr is Failure that also keeps err as the provider's latest
+// failure (BreakerStatus.LastError).
+func (b *Breaker) FailureErr(provider string, err error) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err != nil {
+		b.last[provider] = lastFailure{err: err.Error(), at: b.now()}
+	}
 	st := b.states[provider]
 	if st == nil {
 		st = &breakerState{}

@@ -150,7 +150,7 @@ func (r *Runner) attempt(ctx context.Context, s *session, i int, req llm.Request
 		r.breaker.Success(pname)
 		return msg, false, err
 	}
-	if r.breaker.Failure(pname) {
+	if r.breaker.FailureErr(pname, err) {
 		s.log.Warn("circuit breaker opened", zap.String("provider", pname), zap.Duration("cooldown", r.breaker.cooldown))
 	}
 	return msg, !streamed, err
@@ -162,4 +162,5 @@ func (r *Runner) noteFallback(s *session, i int) {
 	from, to := s.cands[s.cur].name, s.cands[i].name
 	s.log.Warn("model fallback", zap.String("from_model", from), zap.String("to_model", to))
 	r.fallbacks.WithLabelValues(from, to).Inc()
+	r.fallbackUse.note(from, to)
 }

@@ -69,9 +69,10 @@ type Runner struct {
 	stores   func(agentID string) (store, error)
 	newID    func() string
 	// breaker and fallbacks serve model fallbacks (fallback.go).
-	breaker   *Breaker
-	fallbacks *prometheus.CounterVec
-	fetch     *webfetch.Fetcher
+	breaker     *Breaker
+	fallbacks   *prometheus.CounterVec
+	fallbackUse fallbackUse // the same counts, for ProviderStatus
+	fetch       *webfetch.Fetcher
 	// prices and usage serve cost accounting (usage.go).
 	prices Prices
 	usage  usageMetrics

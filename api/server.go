@@ -52,6 +52,13 @@ type Options struct {
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
 	// MCP reports the MCP servers' state (nil: none configured).
 	MCP func() []mcp.Status
+	// Status reports what the daemon is doing for GET /api/status, and
+	// whether something is failing (the answer is then 503); nil: the
+	// route answers 404.
+	Status func(ctx context.Context) (status any, failing bool)
+	// DeadLetters serves /api/deliveries/failed (nil: the routes answer
+	// 404).
+	DeadLetters DeadLetters
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -109,6 +116,8 @@ func New(opts Options) *Server {
 	s.routes()
 	s.usageRoutes()
 	s.mcpRoutes()
+	s.statusRoutes()
+	s.deliveryRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

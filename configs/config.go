@@ -162,7 +162,7 @@ func Default() *Config {
 				ArchiveRetention: 720 * time.Hour},
 			LockTimeout: 10 * time.Second,
 		},
-		Messages: Messages{Queue: dispatch.DefaultQueue(), Inbound: dispatch.DefaultInbound(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5}},
+		Messages: Messages{Queue: dispatch.DefaultQueue(), Inbound: dispatch.DefaultInbound(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5, DeadLetters: 1000}},
 		Limits:   limits.Default(),
 	}
 }

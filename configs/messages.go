@@ -14,6 +14,10 @@ type Delivery struct {
 	// MaxCrashes counts process deaths while the message's turn ran.
 	// Default 5.
 	MaxCrashes int `mapstructure:"maxCrashes"`
+	// DeadLetters is how many given-up messages and replies are kept for
+	// `gateway deliveries list --failed` (the oldest go past it). Default
+	// 1000.
+	DeadLetters int `mapstructure:"deadLetters"`
 }
 
 // Validate checks messages.delivery.
@@ -23,6 +27,9 @@ func (d Delivery) Validate() error {
 	}
 	if d.MaxCrashes < 1 || d.MaxCrashes > 100 {
 		return fmt.Errorf("messages.delivery.maxCrashes: %d is not between 1 and 100", d.MaxCrashes)
+	}
+	if d.DeadLetters < 1 || d.DeadLetters > 100000 {
+		return fmt.Errorf("messages.delivery.deadLetters: %d is not between 1 and 100000", d.DeadLetters)
 	}
 	return nil
 }

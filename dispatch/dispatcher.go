@@ -40,6 +40,9 @@ type Options struct {
 	// ran (default 5). Either way its chat gets a short notice.
 	MaxFailures int
 	MaxDeaths   int
+	// DeadLetterKeep bounds the dead letters kept (the oldest go past it;
+	// default sessions.DefaultDeadLetterKeep).
+	DeadLetterKeep int
 	// Limits applies per-sender, per-room and per-agent limits and
 	// budgets (limits.go); nil limits nothing.
 	Limits *limits.Limiter
@@ -77,6 +80,10 @@ type Dispatcher struct {
 	leases  turnLeases   // session leases across replicas (turnlease.go)
 	acks    acker        // the ack reaction (ack.go)
 	tool    messageTool  // the message tool's room (message_room.go)
+	// traffic and givenUp are read by Status (status.go): last messages
+	// per account, and given-up counts by reason (*atomic.Int64 values).
+	traffic traffic
+	givenUp sync.Map
 
 	mu       sync.RWMutex
 	adapters map[channels.AccountKey]channels.Adapter // guarded by mu
@@ -104,6 +111,9 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	}
 	if opts.MaxDeaths <= 0 {
 		opts.MaxDeaths = 5
+	}
+	if opts.DeadLetterKeep <= 0 {
+		opts.DeadLetterKeep = sessions.DefaultDeadLetterKeep
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
@@ -203,6 +213,7 @@ func Resolve(r *routing.Resolver, in channels.Inbound) (routing.Route, error) {
 func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	m := d.opts.Metrics
 	m.Inbound.WithLabelValues(in.Channel).Inc()
+	d.traffic.inbound(in.Channel, in.AccountID, d.opts.Now())
 	if d.closing.Load() {
 		return errors.New("dispatch: shutting down")
 	}

@@ -63,6 +63,12 @@
 // ended. A turn's typing loop, ack reaction, draft stream and lease watch
 // end with the turn.
 //
+// What is given up (a message after MaxFailures or MaxDeaths, a reply the
+// platform kept refusing) is kept as a dead letter in the backend
+// (deadletters.go) for the operator to resubmit — once, however often it
+// is asked — or discard; Status reports the lanes, the last message in and
+// out per account and the give-ups for `gateway status` (status.go).
+//
 // A Dispatcher is safe for concurrent use. Its hot-reloadable settings live
 // in an atomic pointer (SetRuntime); the lanes serialise all work of one
 // session, so no dispatcher lock is held across I/O.

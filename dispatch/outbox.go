@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -204,14 +205,16 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 				return
 			}
 			d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
-			d.opts.Metrics.GivenUp.WithLabelValues("send").Inc()
+			d.gaveUp("send")
 			d.log.Error("reply not delivered; given up", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID),
 				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)), zap.Error(err))
+			d.buryReply(ctx, rp, i, "send: "+err.Error())
 			o.sent(rp.ID, len(rp.Chunks))
 			return
 		}
 		o.sent(rp.ID, i+1)
+		d.traffic.outbound(out.Channel, out.AccountID, d.opts.Now())
 	}
 	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
 }
@@ -230,7 +233,8 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	var out channels.Outbound
 	if err := json.Unmarshal(rp.Target, &out); err != nil {
 		d.log.Error("outbox reply target unreadable; given up", zap.String("reply_id", rp.ID), zap.Error(err))
-		d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
+		d.gaveUp("unreadable")
+		d.buryReply(ctx, rp, rp.Sent, "reply target unreadable: "+err.Error())
 		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}
@@ -238,7 +242,8 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	if a == nil {
 		d.log.Error("outbox reply for a channel not configured; given up", zap.String("reply_id", rp.ID),
 			zap.String("channel", out.Channel), zap.String("account_id", out.AccountID))
-		d.opts.Metrics.GivenUp.WithLabelValues("no_channel").Inc()
+		d.gaveUp("no_channel")
+		d.buryReply(ctx, rp, rp.Sent, fmt.Sprintf("channel %s account %s is not configured", out.Channel, out.AccountID))
 		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}

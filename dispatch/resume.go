@@ -59,6 +59,7 @@ func (r *recovery) shutdown() {
 func (r *recovery) resume(ctx context.Context) (int, error) {
 	d := r.d
 	d.clearLeftDrafts(ctx)
+	r.settleClaimed(ctx)
 	replies, err := d.journal.Replies()
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: resume: %w", err)
@@ -106,7 +107,8 @@ func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, rec
 		w, err := r.workFromRecord(rec)
 		if err != nil {
 			d.log.Error("journal record unreadable; giving it up", zap.String("record_id", rec.ID), zap.Error(err))
-			d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
+			d.gaveUp("unreadable")
+			d.buryRecord(ctx, rec, "unreadable: "+err.Error())
 			d.finish(rec.ID)
 			continue
 		}

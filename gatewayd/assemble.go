@@ -29,6 +29,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 	if err != nil {
 		return err
 	}
+	d.runner = runner
 	names := slices.Sorted(maps.Keys(cfg.Providers))
 	if err := d.buildDispatcher(cfg, runner, names); err != nil {
 		return err
@@ -95,6 +96,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
 		Metrics:     dispatch.NewMetrics(d.reg),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
+		DeadLetterKeep: cfg.Messages.Delivery.DeadLetters,
 		Caps: map[lanes.Class]int{
 			lanes.ClassMain:     cfg.Agents.Defaults.MaxConcurrent,
 			lanes.ClassSubagent: cfg.Agents.Defaults.Subagents.MaxConcurrent,
@@ -121,6 +123,11 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 		MCP:            d.mcp.Status,
+		DeadLetters:    d.disp,
+		Status: func(ctx context.Context) (any, bool) {
+			st := d.Status(ctx)
+			return st, st.Overall == StatusFailing
+		},
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/channels"
@@ -70,6 +71,11 @@ type Daemon struct {
 	mcp      *mcp.Manager                  // MCP servers' connections; hot-reloaded
 	policy   atomic.Pointer[access.Policy] // the access policy in force
 	limits   *limits.Limiter               // per-user limits and budgets (limits.go)
+	runner   *agents.Runner                // the providers' breakers and fallbacks (Status)
+	// startedAt is when Run began; adapterStates are the leader roles
+	// and stops of the adapters (status.go).
+	startedAt     time.Time
+	adapterStates adapterStates
 
 	mu  sync.Mutex
 	cfg *configs.Config // guarded by mu; swapped by hot reload

@@ -21,6 +21,11 @@
 // id, the leases it holds and the lag of unclaimed ingress, read from the
 // database at each scrape (storage_postgres_metrics.go).
 //
+// Daemon.Status (status.go) gathers what `gateway status` and GET
+// /api/status show from where it lives: the adapters' connections, the
+// providers' breakers, the MCP manager, the dispatcher and its lanes, the
+// journal, the backend and, on a shared database, the replicas.
+//
 // It is the one place the daemon is assembled: cmd/gateway's `run`, the
 // end-to-end tests and internal/webtest all build the process through it
 // (the benchmark, cmd/gateway-bench, runs the built binary). Nothing it

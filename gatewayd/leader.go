@@ -38,11 +38,17 @@ func (d *Daemon) runAdapter(ctx context.Context, a channels.Adapter) error {
 		zap.String("role", role), zap.String("replica_id", lr.ReplicaID()))
 	leading := d.leaderGauge().WithLabelValues(role, lr.ReplicaID())
 	leading.Set(0)
+	as := d.adapterStates.of(channels.AccountOf(a))
+	as.mu.Lock()
+	as.role = role
+	as.mu.Unlock()
 	log.Info("channel adapter waits for its leader role")
 	return lr.RunLeader(ctx, role, func(ctx context.Context) error {
 		log.Info("channel adapter leads: starting")
 		leading.Set(1)
+		as.leading.Store(true)
 		defer leading.Set(0)
+		defer as.leading.Store(false)
 		err := a.Run(ctx, d.disp.Handle)
 		log.Info("channel adapter stopped leading")
 		return err

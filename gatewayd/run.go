@@ -32,6 +32,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer func() { _ = d.log.Sync() }()
 	}
 	started := time.Now()
+	d.startedAt = started.UTC()
 	cfg := d.config()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := secureStateDir(cfg.StateDir, d.log); err != nil {
@@ -156,6 +157,10 @@ func (d *Daemon) runAdapters(ctx context.Context) (stop func()) {
 		go func(a channels.Adapter) {
 			defer wg.Done()
 			if err := d.runAdapter(adapterCtx, a); err != nil && adapterCtx.Err() == nil {
+				as := d.adapterStates.of(channels.AccountOf(a))
+				as.mu.Lock()
+				as.stopped = err
+				as.mu.Unlock()
 				d.log.Error("channel adapter stopped", zap.String("channel", a.Name()),
 					zap.String("account_id", a.AccountID()), zap.Error(err))
 			}

@@ -33,6 +33,8 @@ type Backend interface {
 	Cursors() Cursors
 	// Limits holds the budget counters of package limits (seam_limits.go).
 	Limits() LimitCounters
+	// DeadLetters keeps the messages and replies given up (deadletters.go).
+	DeadLetters() DeadLetters
 	// Messages records the messages of each room the bot saw and sent
 	// (the message tool, seam_messages.go).
 	Messages() RoomMessages

@@ -74,8 +74,9 @@ type Adapter struct {
 	botID   string  // guarded by mu; from READY
 	lastNet *gwConn // guarded by mu; the gateway's current TCP connection
 
-	ix     interactions        // slash command acknowledgements (own lock)
-	admins channels.AdminCache // IsAdmin's answers (admin.go)
+	ix     interactions         // slash command acknowledgements (own lock)
+	admins channels.AdminCache  // IsAdmin's answers (admin.go)
+	conn   channels.ConnTracker // connection state for `gateway status`
 
 	// resync tells the registration worker that the rules behind
 	// Options.SlashAllowed changed (ResyncSlash; cap 1).
@@ -83,9 +84,10 @@ type Adapter struct {
 }
 
 var (
-	_ channels.Adapter  = (*Adapter)(nil)
-	_ channels.Typer    = (*Adapter)(nil)
-	_ channels.Notifier = (*Adapter)(nil)
+	_ channels.Adapter      = (*Adapter)(nil)
+	_ channels.ConnReporter = (*Adapter)(nil)
+	_ channels.Typer        = (*Adapter)(nil)
+	_ channels.Notifier     = (*Adapter)(nil)
 )
 
 // New validates cfg and returns an adapter for account accountID. It does
@@ -211,6 +213,10 @@ func (a *Adapter) bot() string {
 	return a.botID
 }
 
+// Connection implements channels.ConnReporter: opening the gateway
+// connection and its drops move it.
+func (a *Adapter) Connection() channels.Connection { return a.conn.Connection() }
+
 // Run connects to the gateway and hands every accepted message to h, one at
 // a time, until ctx ends; then it closes the session and returns nil. It
 // returns an error only for a failure retrying cannot fix (bad token,
@@ -221,6 +227,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 	}
 	defer a.running.Store(false)
 	defer a.startInteractions(ctx, h)()
+	a.conn.SetMode("gateway")
 
 	q := newQueue(maxQueued)
 	disconnected := make(chan struct{}, 1)
@@ -239,6 +246,9 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
 			a.disconnects.Add(1)
+			if ctx.Err() == nil {
+				a.conn.Failed(errors.New("discord: gateway connection closed"))
+			}
 			select {
 			case disconnected <- struct{}{}:
 			default:
@@ -312,6 +322,7 @@ func (a *Adapter) connect(ctx context.Context, last *opened) error {
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 			a.setNetDeadline(time.Time{})
 			if ctx.Err() == nil {
+				a.conn.Connected()
 				a.log.Info("gateway connected")
 			}
 			return nil
@@ -320,8 +331,11 @@ func (a *Adapter) connect(ctx context.Context, last *opened) error {
 			return nil
 		}
 		if permanent(err) {
-			return fmt.Errorf("discord: open gateway: %w", err)
+			err = fmt.Errorf("discord: open gateway: %w", err)
+			a.conn.Stopped(err)
+			return err
 		}
+		a.conn.Failed(err)
 		backoff = min(max(2*backoff, time.Second), a.opts.MaxBackoff)
 		a.log.Warn("gateway connect failed", zap.Error(err), zap.Duration("retry_in", backoff))
 	}

@@ -69,7 +69,8 @@ type Adapter struct {
 	self    atomic.Pointer[botIdentity] // set by Run after getMe
 	pastes  pasteFollow                 // fragments of an addressed paste (paste.go)
 	handler atomic.Pointer[channels.Handler]
-	admins  channels.AdminCache // IsAdmin's answers (admin.go)
+	admins  channels.AdminCache  // IsAdmin's answers (admin.go)
+	conn    channels.ConnTracker // connection state for `gateway status`
 
 	migMu sync.Mutex
 	// toNew and toOld map group ids migrated to supergroups; guarded by migMu.
@@ -77,9 +78,10 @@ type Adapter struct {
 }
 
 var (
-	_ channels.Adapter  = (*Adapter)(nil)
-	_ channels.Typer    = (*Adapter)(nil)
-	_ channels.Notifier = (*Adapter)(nil)
+	_ channels.Adapter      = (*Adapter)(nil)
+	_ channels.ConnReporter = (*Adapter)(nil)
+	_ channels.Typer        = (*Adapter)(nil)
+	_ channels.Notifier     = (*Adapter)(nil)
 )
 
 // New returns an adapter for account accountID. It validates cfg and reads
@@ -149,10 +151,15 @@ func (a *Adapter) BotUserName() string {
 	return ""
 }
 
+// Connection implements channels.ConnReporter: getMe and the long poll
+// (or setWebhook) move it.
+func (a *Adapter) Connection() channels.Connection { return a.conn.Connection() }
+
 // Run connects (getMe), then receives updates by long polling or webhook,
 // calling h for each message, until ctx ends; it returns nil then. It
 // returns an error early only for a token Telegram refuses. Call it once.
 func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
+	a.conn.SetMode(a.cfg.Mode)
 	if err := a.loadMigrations(ctx); err != nil {
 		a.log.Warn("loading group migrations failed", zap.Error(err))
 	}
@@ -188,8 +195,11 @@ func (a *Adapter) connect(ctx context.Context) error {
 		}
 		var ae *APIError
 		if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
-			return fmt.Errorf("telegram: token refused: %w", err)
+			err = fmt.Errorf("telegram: token refused: %w", err)
+			a.conn.Stopped(err)
+			return err
 		}
+		a.conn.Failed(err)
 		wait := bo.next()
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {
 			wait = ae.RetryAfter

@@ -53,6 +53,7 @@ func (a *Adapter) runPolling(ctx context.Context, h channels.Handler) error {
 			if ctx.Err() != nil {
 				break
 			}
+			a.conn.Failed(err)
 			wait := bo.next()
 			var ae *APIError
 			switch {
@@ -68,6 +69,7 @@ func (a *Adapter) runPolling(ctx context.Context, h channels.Handler) error {
 			sleep(ctx, wait)
 			continue
 		}
+		a.conn.Connected()
 		next, herr := a.processBatch(ctx, h, batch, offset)
 		offset = next
 		if time.Since(savedAt) >= offsetSaveEvery {

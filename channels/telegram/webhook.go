@@ -100,11 +100,13 @@ func (a *Adapter) runWebhook(ctx context.Context, h channels.Handler) error {
 	for {
 		err := a.setWebhook(ctx)
 		if err == nil {
+			a.conn.Connected()
 			break
 		}
 		if ctx.Err() != nil {
 			break
 		}
+		a.conn.Failed(err)
 		wait := bo.next()
 		var ae *APIError
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {

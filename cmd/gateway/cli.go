@@ -31,6 +31,8 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		routeCmd(cfgPath),
 		doctorCmd(cfgPath),
 		healthcheckCmd(cfgPath),
+		statusCmd(cfgPath),
+		deliveriesCmd(cfgPath),
 		storageCmd(cfgPath),
 	)
 }

@@ -114,6 +114,8 @@ type side struct {
 	rooms sessions.RoomLog
 	// usage is the usage ledger.
 	usage sessions.UsageLog
+	// dead holds the dead letters.
+	dead  sessions.DeadLetters
 	close func()
 }
 
@@ -177,6 +179,11 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  usage ledger        %d rows copied\n", un)
+	dn, err := transfer.CopyDeadLetters(ctx, from.dead, to.dead)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  dead letters        %d copied\n", dn)
 	return nil
 }
 
@@ -228,7 +235,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
-		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), close: func() {
+		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), close: func() {
 			_ = mgr.Close()
 			unlock()
 		}}, nil
@@ -248,7 +255,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

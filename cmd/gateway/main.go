@@ -26,6 +26,10 @@ func main() {
 		if errors.As(err, &ue) {
 			os.Exit(exitUsage)
 		}
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
 		os.Exit(exitFailure)
 	}
 	os.Exit(exitOK)

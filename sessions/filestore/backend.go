@@ -70,6 +70,7 @@ func (b filesBackend) History() sessions.RoomLog                   { return b.m.
 func (b filesBackend) Pairing() sessions.PairingState              { return b.m.pairingFiles() }
 func (b filesBackend) Cursors() sessions.Cursors                   { return b.m.cursorFiles() }
 func (b filesBackend) Limits() sessions.LimitCounters              { return b.m.limitFiles() }
+func (b filesBackend) DeadLetters() sessions.DeadLetters           { return b.m.deadLetterFiles() }
 func (b filesBackend) Usage() sessions.UsageLog                    { return b.m.usageFiles() }
 func (b filesBackend) Search() sessions.Searcher                   { return b.m.search }
 func (b filesBackend) SetReset(c sessions.ResetConfig)             { b.m.SetReset(c) }
@@ -109,6 +110,16 @@ func (m *Manager) cursorFiles() *Cursors {
 		m.cursors = NewCursors(filepath.Join(m.opts.StateDir, "cursors"), m.opts.LockTimeout)
 	}
 	return m.cursors
+}
+
+// deadLetterFiles is the dead letters' file under <stateDir>/ingress.
+func (m *Manager) deadLetterFiles() *DeadLetters {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.dead == nil {
+		m.dead = NewDeadLetters(filepath.Join(m.opts.StateDir, "ingress"), m.opts.LockTimeout)
+	}
+	return m.dead
 }
 
 // limitFiles is the budget counters' file under <stateDir>/limits.

@@ -75,6 +75,7 @@ type Manager struct {
 	pairing *Pairing
 	cursors *Cursors
 	limits  *Limits
+	dead    *DeadLetters
 	msgs    *RoomMessages
 	usage   *UsageLog
 

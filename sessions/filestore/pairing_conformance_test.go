@@ -230,3 +230,25 @@ func BenchmarkLimits(b *testing.B) {
 	b.Cleanup(func() { _ = m.Close() })
 	sessionstest.BenchLimits(b, m.Backend().Limits())
 }
+
+// TestDeadLettersConformance runs the dead letter suite against the files
+// backend.
+func TestDeadLettersConformance(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		dirs = map[sessions.DeadLetters]string{}
+	)
+	sessionstest.TestDeadLetters(t, func(t *testing.T, share sessions.DeadLetters) sessions.DeadLetters {
+		mu.Lock()
+		dir, ok := dirs[share]
+		mu.Unlock()
+		if !ok {
+			dir = t.TempDir()
+		}
+		d := openBackend(t, dir).DeadLetters()
+		mu.Lock()
+		dirs[d] = dir
+		mu.Unlock()
+		return d
+	})
+}

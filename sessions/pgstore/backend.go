@@ -202,14 +202,15 @@ func (b *Backend) Agents() ([]string, error) {
 	return ids, nil
 }
 
-func (b *Backend) Journal() sessions.Delivery      { return b.delivery }
-func (b *Backend) History() sessions.RoomLog       { return b.rooms }
-func (b *Backend) Pairing() sessions.PairingState  { return b.pairing }
-func (b *Backend) Cursors() sessions.Cursors       { return b.cursors }
-func (b *Backend) Limits() sessions.LimitCounters  { return b.db.Limits() }
-func (b *Backend) Usage() sessions.UsageLog        { return b.db.Usage() }
-func (b *Backend) Search() sessions.Searcher       { return b.db.Search() }
-func (b *Backend) SetReset(c sessions.ResetConfig) { b.reset.Store(&c) }
+func (b *Backend) Journal() sessions.Delivery        { return b.delivery }
+func (b *Backend) History() sessions.RoomLog         { return b.rooms }
+func (b *Backend) Pairing() sessions.PairingState    { return b.pairing }
+func (b *Backend) Cursors() sessions.Cursors         { return b.cursors }
+func (b *Backend) Limits() sessions.LimitCounters    { return b.db.Limits() }
+func (b *Backend) DeadLetters() sessions.DeadLetters { return b.db.DeadLetters() }
+func (b *Backend) Usage() sessions.UsageLog          { return b.db.Usage() }
+func (b *Backend) Search() sessions.Searcher         { return b.db.Search() }
+func (b *Backend) SetReset(c sessions.ResetConfig)   { b.reset.Store(&c) }
 
 // Messages is the message tool's record of the rooms' messages.
 func (b *Backend) Messages() sessions.RoomMessages { return b.db.RoomMessages() }

@@ -91,3 +91,16 @@ func TestLimitsConformance(t *testing.T) {
 func BenchmarkLimits(b *testing.B) {
 	sessionstest.BenchLimits(b, openBench(b, 4).Limits())
 }
+
+// TestDeadLettersConformance runs the dead letter suite against
+// PostgreSQL.
+func TestDeadLettersConformance(t *testing.T) {
+	pgtest.AdminURL(t)
+	dbs := &sharedDBs[sessions.DeadLetters]{urls: map[sessions.DeadLetters]string{}}
+	sessionstest.TestDeadLetters(t, func(t *testing.T, share sessions.DeadLetters) sessions.DeadLetters {
+		db, remember := dbs.open(t, share, share == nil)
+		d := db.DeadLetters()
+		remember(d)
+		return d
+	})
+}

@@ -53,6 +53,7 @@ const (
 	OpCursors    = "cursors"     // channel cursors (the Telegram offset)
 	OpUsage      = "usage"       // the usage log and limit counters
 	OpPairing    = "pairing"     // pairing state
+	OpDead       = "dead"        // dead letters (given-up messages and replies)
 	OpOther      = "other"       // anything without a label (migrations, doctor, tools)
 )
 

@@ -98,6 +98,11 @@ type Server struct {
 	lookups    []MemberLookup       // getChatMember calls
 
 	files fileStore // getFile and downloads (files.go)
+
+	// stopped is set between Stop and Restart; served is closed when the
+	// Serve loop Restart started returns (outage.go).
+	stopped bool
+	served  chan struct{}
 }
 
 type pending struct {
@@ -144,8 +149,12 @@ func (s *Server) Close() {
 	default:
 	}
 	close(s.done)
+	served := s.served
 	s.mu.Unlock()
 	s.srv.Close()
+	if served != nil {
+		<-served
+	}
 }
 
 // Token is the bot token the server accepts.
