@@ -29,19 +29,12 @@ func (r *recovery) adoptOrphans(ctx context.Context, o sessions.Orphans) {
 		if ctx.Err() != nil || d.closing.Load() {
 			return
 		}
-		// Replies sent meanwhile wait until what this claim takes is
-		// known: a reply it takes leaves before its session's next one.
-		d.outbox.adopted.claim()
 		recs, replies, err := o.Orphans(ctx)
 		if err != nil && ctx.Err() == nil {
 			// What was taken over before the failure is this process's
 			// now: it runs below.
 			d.log.Warn("looking for work left by stopped replicas failed", zap.Error(err))
 		}
-		for _, rp := range replies {
-			d.outbox.adopted.add(rp.SessionKey)
-		}
-		d.outbox.adopted.release()
 		if len(recs) == 0 && len(replies) == 0 {
 			continue
 		}

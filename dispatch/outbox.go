@@ -33,27 +33,11 @@ type outbox struct {
 	stop   context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // counts goResend goroutines
-	// adopted orders replies taken over from another replica before the
-	// next reply of their session (resendgate.go).
-	adopted *resendGate
 }
 
 func newOutbox(d *Dispatcher) *outbox {
 	stop, cancel := context.WithCancel(context.Background())
-	return &outbox{d: d, stop: stop, cancel: cancel, adopted: newResendGate()}
-}
-
-// goResendAdopted resends rp, taken over from another replica, on a
-// goroutine of its own (goResend); its session's replies sent meanwhile
-// wait for it (deliver). The caller marked it (o.adopted.add) when it
-// took it over; it is unmarked once sent.
-func (o *outbox) goResendAdopted(ctx context.Context, rp sessions.Reply) {
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		defer o.adopted.done(rp.SessionKey)
-		o.resend(ctx, rp)
-	}()
+	return &outbox{d: d, stop: stop, cancel: cancel}
 }
 
 // goResend resends rp on a goroutine of its own, counted for shutdown. It is
@@ -132,20 +116,8 @@ func (o *outbox) deliver(ctx context.Context, key routing.Key, agentID string, r
 		d.log.Error("outbox write failed", zap.Stringer("session_key", key), zap.Error(err))
 		out.Draft = "" // the draft stays recorded and is removed: send anew
 	}
-	o.awaitAdopted(ctx, rp.SessionKey)
 	o.sendReply(ctx, a, rp, out)
 	return true
-}
-
-// awaitAdopted waits until the replies of key taken over from another
-// replica are sent (resendgate.go), or shutdown.
-func (o *outbox) awaitAdopted(ctx context.Context, key string) {
-	d := o.d
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	defer context.AfterFunc(d.life, cancel)()
-	defer context.AfterFunc(o.stop, cancel)()
-	o.adopted.wait(ctx, key)
 }
 
 // sendReply sends rp's chunks from the first not yet sent. A stored reply

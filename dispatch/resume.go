@@ -80,17 +80,17 @@ func (r *recovery) resume(ctx context.Context) (int, error) {
 
 // resumeWork queues replies (sent first) and records left by a process
 // that stopped, as Resume describes; it returns how many records run
-// again. Replies taken over from a running replica (adopted, marked in
-// the outbox's resendGate by the caller) are sent on their own
-// goroutines, ahead of their sessions' next replies (resendgate.go): a
-// batch of the session may wait for its turn on the lane, ahead of
+// again. Replies taken over from a running replica (adopted) are sent on
+// their own goroutines: their sessions' turns wait until they were sent
+// (sessions.Orphans), and one may be waiting on the lane, ahead of
 // anything queued now.
 func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, recs []sessions.Record, adopted bool) int {
 	d := r.d
 	for i := range replies {
 		rp := replies[i]
 		if adopted {
-			d.outbox.goResendAdopted(ctx, rp)
+			// Its session's turns wait until it was sent (sessions.Orphans).
+			d.outbox.goResend(ctx, rp)
 			continue
 		}
 		key, err := routing.Parse(rp.SessionKey)

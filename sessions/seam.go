@@ -178,6 +178,9 @@ type Delivery interface {
 // records and undelivered replies that a process which died or stopped
 // left, so a running one resumes them as a start would (Pending,
 // Replies). The files backend has none: one process per state directory.
+// A reply taken over answers older messages than any turn of its session
+// this process runs later: until it is marked Sent, BeginTurn keeps those
+// turns waiting, and the caller sends it outside its session's turns.
 type Orphans interface {
 	Orphans(ctx context.Context) (records []Record, replies []Reply, err error)
 	// WaitOrphans returns after d, or earlier when another process may

@@ -122,6 +122,9 @@ type Delivery struct {
 	lock *ownerLock
 	// adopted is what Pending and Drafts took over.
 	adopted adoption
+	// taken orders the replies Orphans took over before their sessions'
+	// next turns (turns_adopted.go).
+	taken takenReplies
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 

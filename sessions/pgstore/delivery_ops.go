@@ -297,6 +297,7 @@ func (d *Delivery) Sent(id string, n int) error {
 		return nil
 	}
 	at := d.clock()
+	d.taken.sent(id, n) // sent (or given up) whether or not the mark is written
 	return d.apply(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
 		b.Queue(`UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1`, id, n)
 		queueComplete(b, id, at)

@@ -37,7 +37,9 @@ var _ sessions.Orphans = (*Delivery)(nil)
 
 // Orphans takes over the pending records (not answered by a reply) and the
 // replies not completely delivered whose owner handle is dead, oldest
-// first, leasing them to this handle. A running replica calls it
+// first, leasing them to this handle. Until a reply taken over is marked
+// sent, its session's turns are not held (BeginTurn): the caller sends it
+// outside its session's turns. A running replica calls it
 // periodically (dispatch) to resume the work of one that died or stopped;
 // it returns nothing while this handle does not hold its own owner lock
 // (it could not be told apart from a dead one then).
@@ -47,10 +49,15 @@ func (d *Delivery) Orphans(ctx context.Context) ([]sessions.Record, []sessions.R
 	if err != nil {
 		return nil, nil, fmt.Errorf("pgstore: delivery orphans: %w", err)
 	}
+	// The replies taken over are noted before any BeginTurn may see them
+	// as this handle's (turns_adopted.go).
+	d.taken.claim.Lock()
+	defer d.taken.claim.Unlock()
 	reps, err := d.claimOrphanReplies(ctx, false)
 	if err != nil {
 		return recs, nil, fmt.Errorf("pgstore: delivery orphans: %w", err)
 	}
+	d.taken.note(reps)
 	return recs, reps, nil
 }
 

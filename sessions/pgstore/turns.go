@@ -113,6 +113,13 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 		behind  bool
 		token   *int64
 	)
+	// A reply Orphans took over answers older records than these: the
+	// turn waits until it was sent (turns_adopted.go).
+	d.taken.claim.RLock()
+	defer d.taken.claim.RUnlock()
+	if d.taken.waiting(sessionKey) {
+		return &sessions.TurnHold{}, nil
+	}
 	sent := time.Now()
 	// Through the group commit (writegroup.go), waiting for its WAL flush
 	// as a statement of its own did: a lease and its token must not be
