@@ -461,16 +461,20 @@ func withRoomPrompt(system, room string) string {
 	return system + "\n\n" + room
 }
 
-func (r *Runner) systemPrompt(s *session) string {
-	if s.key.Subagent == "" {
-		return s.agent.SystemPrompt
+func (r *Runner) systemPrompt(s *session) string { return agentPrompt(s.agent, s.key) }
+
+// agentPrompt is agent a's system prompt in session key: a subagent's gets
+// the note that it works for another session.
+func agentPrompt(a Agent, key routing.Key) string {
+	if key.Subagent == "" {
+		return a.SystemPrompt
 	}
 	note := "You are a subagent working on one task for another session. Do the task and reply with the result; " +
 		"your final reply is reported back to the session that started you. You cannot start subagents."
-	if s.agent.SystemPrompt == "" {
+	if a.SystemPrompt == "" {
 		return note
 	}
-	return s.agent.SystemPrompt + "\n\n" + note
+	return a.SystemPrompt + "\n\n" + note
 }
 
 // stamp fills what the provider may leave out; usage is estimated only

@@ -74,7 +74,7 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gateway: agents: %w", err)
+		return nil, fmt.Errorf("gateway: %w", err) // the runner's errors start "agents: "
 	}
 	return runner, nil
 }
