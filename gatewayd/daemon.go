@@ -119,23 +119,32 @@ func (d *Daemon) config() *configs.Config {
 	return d.cfg
 }
 
-// newLogger builds zap from log.level and log.format (json in production,
-// console for development).
+// newLogger builds zap from log.level and log.format: json, or console
+// (the same production settings in readable lines: ISO 8601 times, stack
+// traces on errors only, never on a warning).
 func newLogger(c configs.Log) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(c.Level)
 	if err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)
 	}
-	var zc zap.Config
-	if c.Format == "console" {
-		zc = zap.NewDevelopmentConfig()
-	} else {
-		zc = zap.NewProductionConfig()
-		zc.Sampling = nil
+	zc := loggerConfig(c.Format, lvl)
+	return zc.Build()
+}
+
+// loggerConfig is zap's production config (no sampling: every line
+// counts) in the given encoding.
+func loggerConfig(format string, lvl zapcore.Level) zap.Config {
+	zc := zap.NewProductionConfig()
+	zc.Sampling = nil
+	if format == "console" {
+		zc.Encoding = "console"
+		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+		zc.EncoderConfig.EncodeDuration = zapcore.StringDurationEncoder
+		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
 	}
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.OutputPaths = []string{"stderr"}
-	return zc.Build()
+	return zc
 }
 
 // registerJournalMetrics exposes the ingress journal's counters (SPEC §10):
