@@ -371,7 +371,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		system := withRoomPrompt(r.systemPrompt(s), t.SystemPrompt)
 		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
 			t.step(Step{Kind: StepCompaction})
-			if ok := r.compactLogged(ctx, s, "", "threshold", est); ok {
+			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
 					return res, fmt.Errorf("agents: load context: %w", err)
 				}
@@ -392,7 +392,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 				overflowRetried = true
 				s.log.Warn("model reported a context overflow; compacting and retrying once")
 				t.step(Step{Kind: StepCompaction})
-				r.compactLogged(ctx, s, "", "overflow", llm.EstimateRequest(req))
+				r.compactLogged(ctx, s, "", CompactOverflow, llm.EstimateRequest(req))
 				continue
 			}
 			s.log.Error("model call failed", zap.Error(err))

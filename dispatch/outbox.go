@@ -165,7 +165,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 			case <-time.After(sendRetries[r]):
 				if !channels.Answered(err) {
 					// The failed attempt may have been posted.
-					d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, "retry").Inc()
+					d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, UncertainRetry).Inc()
 				}
 				err = send()
 			}
@@ -176,7 +176,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 				return
 			}
 			d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
-			d.opts.Metrics.GivenUp.WithLabelValues("send").Inc()
+			d.opts.Metrics.GivenUp.WithLabelValues(GiveUpSend).Inc()
 			d.log.Error("reply not delivered; given up", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID),
 				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)), zap.Error(err))
@@ -202,7 +202,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	var out channels.Outbound
 	if err := json.Unmarshal(rp.Target, &out); err != nil {
 		d.log.Error("outbox reply target unreadable; given up", zap.String("reply_id", rp.ID), zap.Error(err))
-		d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
+		d.opts.Metrics.GivenUp.WithLabelValues(GiveUpUnreadable).Inc()
 		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}
@@ -210,7 +210,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	if a == nil {
 		d.log.Error("outbox reply for a channel not configured; given up", zap.String("reply_id", rp.ID),
 			zap.String("channel", out.Channel), zap.String("account_id", out.AccountID))
-		d.opts.Metrics.GivenUp.WithLabelValues("no_channel").Inc()
+		d.opts.Metrics.GivenUp.WithLabelValues(GiveUpNoChannel).Inc()
 		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}
@@ -218,7 +218,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	if rp.Sent < len(rp.Chunks) {
 		// The process that stored the reply may have posted its first
 		// unmarked chunk before it died (the send window).
-		d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, "resume").Inc()
+		d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, UncertainResume).Inc()
 	}
 	d.log.Info("resuming reply from the outbox", zap.String("reply_id", rp.ID), zap.String("session_key", rp.SessionKey),
 		zap.Int("sent", rp.Sent), zap.Int("chunks", len(rp.Chunks)))

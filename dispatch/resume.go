@@ -98,7 +98,7 @@ func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, rec
 		w, err := r.workFromRecord(rec)
 		if err != nil {
 			d.log.Error("journal record unreadable; giving it up", zap.String("record_id", rec.ID), zap.Error(err))
-			d.opts.Metrics.GivenUp.WithLabelValues("unreadable").Inc()
+			d.opts.Metrics.GivenUp.WithLabelValues(GiveUpUnreadable).Inc()
 			d.finish(rec.ID)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/access"
@@ -93,7 +94,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 	disp, err := dispatch.New(dispatch.Options{
 		Limits:   d.limits,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
-		Metrics:     dispatch.NewMetrics(d.reg),
+		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		Caps: map[lanes.Class]int{
 			lanes.ClassMain:     cfg.Agents.Defaults.MaxConcurrent,
@@ -104,7 +105,23 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 		return fmt.Errorf("gateway: dispatcher: %w", err)
 	}
 	d.disp = disp
+	d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_queue_depth_max",
+		Help: "Messages waiting in the deepest session queue now (behind its running turn)."},
+		func() float64 { return float64(disp.MaxQueueDepth()) }))
 	return nil
+}
+
+// dispatchMetrics are the dispatcher's collectors, registered, with the
+// series of every channel of the channel table and every known reason at
+// zero (alerts on their rates work from the first scrape).
+func (d *Daemon) dispatchMetrics() *dispatch.Metrics {
+	m := dispatch.NewMetrics(d.reg)
+	var names []string
+	for _, ch := range channelTable() {
+		names = append(names, ch.name)
+	}
+	m.Init(names)
+	return m
 }
 
 // buildAPI builds the HTTP API, its metrics and the adapters' webhooks that

@@ -49,6 +49,9 @@ type Options struct {
 	// daemon closes what it returns. The config's storage section selects
 	// the backend otherwise.
 	OpenBackend func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error)
+	// Version is the release (main's -X main.version), shown by
+	// gateway_build_info; empty: the module's version from the build.
+	Version string
 }
 
 // Daemon is one gateway process: its parts are built by Run and live

@@ -33,7 +33,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	started := time.Now()
 	cfg := d.config()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(d.opts.Version))
 	if err := secureStateDir(cfg.StateDir, d.log); err != nil {
 		return err
 	}
@@ -189,9 +190,10 @@ func (d *Daemon) runMCP(ctx context.Context) (stop func()) {
 func (d *Daemon) runLoops(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Add(2)
+	reloads := reloadsTotal(d.reg) // registered before the daemon is ready
 	go func() {
 		defer wg.Done()
-		d.watchConfig(ctx)
+		d.watchConfig(ctx, reloads)
 	}()
 	go func() {
 		defer wg.Done()

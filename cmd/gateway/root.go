@@ -83,7 +83,7 @@ func runDaemon(ctx context.Context, cfgPath string) error {
 	if err != nil {
 		return err
 	}
-	d, err := gatewayd.New(cfg, gatewayd.Options{ConfigPath: cfgPath})
+	d, err := gatewayd.New(cfg, gatewayd.Options{ConfigPath: cfgPath, Version: version})
 	if err != nil {
 		return err
 	}
