@@ -64,7 +64,8 @@ func (d *Daemon) openState(ctx context.Context, cfg *configs.Config) error {
 	open := d.opts.OpenBackend
 	if open == nil {
 		open = func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
-			return OpenBackend(ctx, cfg, BackendOptions{Logger: d.log.Named("sessions"), Now: d.opts.Now})
+			return OpenBackend(ctx, cfg, BackendOptions{Logger: d.log.Named("sessions"), Now: d.opts.Now,
+				Observe: storeTimings(d.reg)})
 		}
 	}
 	b, err := open(ctx, cfg)
