@@ -16,6 +16,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/internal/logring"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -52,6 +53,9 @@ type Options struct {
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
 	// MCP reports the MCP servers' state (nil: none configured).
 	MCP func() []mcp.Status
+	// Logs holds the daemon's recent log lines for GET /api/logs (nil:
+	// the endpoint answers 404).
+	Logs *logring.Ring
 }
 
 // ChatHandler serves the web chat's SSE endpoint (channels/web's Adapter):
@@ -104,6 +108,7 @@ func New(opts Options) *Server {
 	s.routes()
 	s.usageRoutes()
 	s.mcpRoutes()
+	s.logsRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

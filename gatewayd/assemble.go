@@ -138,6 +138,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 		MCP:            d.mcp.Status,
+		Logs:           d.logs,
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

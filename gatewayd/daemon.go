@@ -19,6 +19,7 @@ import (
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/internal/logring"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/sessions"
 )
@@ -61,6 +62,7 @@ type Daemon struct {
 	log     *zap.Logger
 	ownLog  bool // log was built by New: Run syncs it
 	reg     *prometheus.Registry
+	logs    *logring.Ring // the recent log lines (GET /api/logs)
 	started atomic.Bool
 	addr    atomic.Pointer[string]
 
@@ -87,7 +89,7 @@ func New(cfg *configs.Config, opts Options) (*Daemon, error) {
 	if err := cfg.Storage.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: new daemon: %w", err)
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry()}
+	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry(), logs: logring.New(0)}
 	if d.log == nil {
 		log, err := newLogger(cfg.Log)
 		if err != nil {
@@ -95,6 +97,12 @@ func New(cfg *configs.Config, opts Options) (*Daemon, error) {
 		}
 		d.log, d.ownLog = log, true
 	}
+	// Every line the daemon logs is kept in the ring too, at the same
+	// level, for `gateway logs` (GET /api/logs).
+	core := d.log.Core()
+	d.log = d.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewTee(c, d.logs.Core(levelOf(core)))
+	}))
 	return d, nil
 }
 
@@ -132,6 +140,17 @@ func newLogger(c configs.Log) (*zap.Logger, error) {
 	}
 	zc := loggerConfig(c.Format, lvl)
 	return zc.Build()
+}
+
+// levelOf is the lowest level core logs, so the ring keeps what the
+// daemon's own log shows.
+func levelOf(core zapcore.Core) zapcore.Level {
+	for l := zapcore.DebugLevel; l < zapcore.FatalLevel; l++ {
+		if core.Enabled(l) {
+			return l
+		}
+	}
+	return zapcore.FatalLevel
 }
 
 // loggerConfig is zap's production config (no sampling: every line

@@ -32,6 +32,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		doctorCmd(cfgPath),
 		healthcheckCmd(cfgPath),
 		storageCmd(cfgPath),
+		logsCmd(cfgPath),
 	)
 }
 
