@@ -2,8 +2,10 @@ package configs
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -227,4 +229,65 @@ func kindWord(t reflect.Type) string {
 	default:
 		return "a whole number"
 	}
+}
+
+// checkEnv checks each environment override's value as checkNode checks
+// the file's (typed as YAML would type it; a list or mapping is taken as
+// text, as the loader takes it): the error names the variable.
+func checkEnv(names, values map[string]string) error {
+	paths := make([]string, 0, len(values))
+	for p := range values {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // the same error first every time
+	for _, path := range paths {
+		val := values[path]
+		t, key, ok := typeAt(reflect.TypeOf(Config{}), strings.Split(path, "."))
+		if !ok {
+			continue
+		}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(val), &doc); err == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.ScalarNode {
+			n = doc.Content[0]
+		}
+		if err := checkNode(nil, n, t, key); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Env, e.Line, e.Column = names[path], 0, 0
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// typeAt is the type of the key at segs below t, and the key's path with
+// the fields' own names (map keys match any segment, struct keys without
+// case).
+func typeAt(t reflect.Type, segs []string) (reflect.Type, string, bool) {
+	key := ""
+	for _, sg := range segs {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			t, key = t.Elem(), join(key, sg)
+		case reflect.Struct:
+			found := false
+			for _, f := range structKeys(t) {
+				if strings.EqualFold(f.name, sg) {
+					t, key, found = f.typ, join(key, f.name), true
+					break
+				}
+			}
+			if !found {
+				return nil, "", false
+			}
+		default:
+			return nil, "", false
+		}
+	}
+	return t, key, true
 }

@@ -61,7 +61,11 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 		return nil, src.locate(err)
 	}
 	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-	applyEnv(v, environ, src.env)
+	values := map[string]string{}
+	applyEnv(v, environ, src.env, values)
+	if err := checkEnv(src.env, values); err != nil {
+		return nil, src.locate(err)
+	}
 	mergeEnv(m, v.AllSettings(), nil)
 	cfg := Default()
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
@@ -142,8 +146,8 @@ var envAliases = map[string]string{
 // camelCase segments in SNAKE_CASE joined by '_' (stateDir -> STATE_DIR,
 // channels.telegram.accounts.default.token -> CHANNELS_TELEGRAM_ACCOUNTS_DEFAULT_TOKEN).
 // set records which variable set each key (lower case, "." between
-// segments) for errors.
-func applyEnv(v *viper.Viper, environ []string, set map[string]string) {
+// segments) for errors, values its value.
+func applyEnv(v *viper.Viper, environ []string, set, values map[string]string) {
 	patterns := keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{})
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
@@ -152,7 +156,8 @@ func applyEnv(v *viper.Viper, environ []string, set map[string]string) {
 		}
 		if key, ok := envKey(patterns, name); ok {
 			v.Set(key, val)
-			set[strings.ToLower(strings.ReplaceAll(key, "::", "."))] = name
+			path := strings.ToLower(strings.ReplaceAll(key, "::", "."))
+			set[path], values[path] = name, val
 		}
 	}
 }
