@@ -23,9 +23,21 @@ func (r *Runner) Compact(ctx context.Context, agentID string, key routing.Key, i
 	if err != nil {
 		return err
 	}
-	_, err = r.compact(ctx, s, instructions)
+	if _, err = r.compact(ctx, s, instructions); err == nil {
+		r.usage.compactions.WithLabelValues(CompactManual).Inc()
+	}
 	return err
 }
+
+// Causes of a compaction (gateway_compactions_total).
+const (
+	CompactManual    = "manual"    // /compact
+	CompactThreshold = "threshold" // the context neared the window before a model call
+	CompactOverflow  = "overflow"  // the provider refused the context as too long
+)
+
+// CompactionCauses are the causes gateway_compactions_total counts.
+var CompactionCauses = []string{CompactManual, CompactThreshold, CompactOverflow}
 
 // compactLogged runs an automatic compaction; a failure is logged and the
 // turn goes on (pruning still bounds what is sent). It reports whether a
@@ -42,6 +54,7 @@ func (r *Runner) compactLogged(ctx context.Context, s *session, instructions, re
 		}
 		return false
 	}
+	r.usage.compactions.WithLabelValues(reason).Inc()
 	s.log.Info("session compacted", zap.String("reason", reason), zap.Int64("context_tokens", tokens),
 		zap.Int64("tokens_before", res.TokensBefore), zap.Int64("tokens_after", res.TokensAfter),
 		zap.Bool("summary_fallback", res.fallback), zap.Duration("took", time.Since(start)))

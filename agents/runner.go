@@ -372,7 +372,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		system := withRoomPrompt(r.systemPrompt(s), t.SystemPrompt)
 		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
 			t.step(Step{Kind: StepCompaction})
-			if ok := r.compactLogged(ctx, s, "", "threshold", est); ok {
+			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
 					return res, fmt.Errorf("agents: load context: %w", err)
 				}
@@ -393,7 +393,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 				overflowRetried = true
 				s.log.Warn("model reported a context overflow; compacting and retrying once")
 				t.step(Step{Kind: StepCompaction})
-				r.compactLogged(ctx, s, "", "overflow", llm.EstimateRequest(req))
+				r.compactLogged(ctx, s, "", CompactOverflow, llm.EstimateRequest(req))
 				continue
 			}
 			s.log.Error("model call failed", zap.Error(err))
@@ -462,16 +462,20 @@ func withRoomPrompt(system, room string) string {
 	return system + "\n\n" + room
 }
 
-func (r *Runner) systemPrompt(s *session) string {
-	if s.key.Subagent == "" {
-		return s.agent.SystemPrompt
+func (r *Runner) systemPrompt(s *session) string { return agentPrompt(s.agent, s.key) }
+
+// agentPrompt is agent a's system prompt in session key: a subagent's gets
+// the note that it works for another session.
+func agentPrompt(a Agent, key routing.Key) string {
+	if key.Subagent == "" {
+		return a.SystemPrompt
 	}
 	note := "You are a subagent working on one task for another session. Do the task and reply with the result; " +
 		"your final reply is reported back to the session that started you. You cannot start subagents."
-	if s.agent.SystemPrompt == "" {
+	if a.SystemPrompt == "" {
 		return note
 	}
-	return s.agent.SystemPrompt + "\n\n" + note
+	return a.SystemPrompt + "\n\n" + note
 }
 
 // stamp fills what the provider may leave out; usage is estimated only

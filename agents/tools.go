@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -34,12 +33,12 @@ func toolErrorf(format string, a ...any) error { return &toolError{msg: fmt.Spri
 // tool policy allows. A subagent is not offered sessions_spawn (and is
 // refused if it calls it anyway).
 func (r *Runner) tools(ctx context.Context, s *session) []tool {
+	all := map[string]func() tool{spawnToolName: r.spawnTool, listToolName: r.listTool, historyToolName: r.historyTool,
+		webFetchToolName: r.webFetchTool, MessageToolName: func() tool { return r.messageTool(s.room) }, searchToolName: r.searchTool}
 	var ts []tool
-	if r.opts.Dispatch != nil && s.key.Subagent == "" {
-		ts = append(ts, r.spawnTool())
+	for _, name := range BuiltinTools(s.agent, s.key, r.opts.Dispatch != nil) {
+		ts = append(ts, all[name]())
 	}
-	ts = append(ts, r.listTool(), r.historyTool(), r.webFetchTool(), r.messageTool(s.room), r.searchTool())
-	ts = slices.DeleteFunc(ts, func(t tool) bool { return !s.agent.Tools.offers(t.def.Name) })
 	return append(ts, r.mcpTools(ctx, s)...) // filtered by the policy inside
 }
 

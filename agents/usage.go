@@ -36,6 +36,9 @@ const (
 type usageMetrics struct {
 	tokens *prometheus.CounterVec // agent, model, kind
 	cost   *prometheus.CounterVec // agent, model
+	// compactions counts compaction entries written, by cause
+	// (CompactionCauses).
+	compactions *prometheus.CounterVec
 }
 
 // newUsageMetrics creates gateway_tokens_total and gateway_cost_usd_total
@@ -50,9 +53,16 @@ func newUsageMetrics(reg prometheus.Registerer) (usageMetrics, error) {
 			Name: "gateway_cost_usd_total",
 			Help: "Cost in USD of assistant messages from the configured model prices (unpriced models add 0), by agent and provider/model.",
 		}, []string{"agent", "model"}),
+		compactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_compactions_total",
+			Help: "Compactions written, by cause: manual (/compact), threshold (the context neared the window before a model call), overflow (the provider refused the context as too long).",
+		}, []string{"cause"}),
+	}
+	for _, c := range CompactionCauses {
+		m.compactions.WithLabelValues(c) // at zero from the start
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.tokens, m.cost} {
+		for _, c := range []prometheus.Collector{m.tokens, m.cost, m.compactions} {
 			if err := reg.Register(c); err != nil {
 				return usageMetrics{}, fmt.Errorf("agents: register usage counters: %w", err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/internal/logring"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	// DeadLetters serves /api/deliveries/failed (nil: the routes answer
 	// 404).
 	DeadLetters DeadLetters
+	// Logs holds the daemon's recent log lines for GET /api/logs (nil:
+	// the endpoint answers 404).
+	Logs *logring.Ring
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -118,6 +122,7 @@ func New(opts Options) *Server {
 	s.mcpRoutes()
 	s.statusRoutes()
 	s.deliveryRoutes()
+	s.logsRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

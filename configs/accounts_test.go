@@ -93,11 +93,11 @@ func TestAccountsCompose(t *testing.T) {
 // the rules.)
 func TestAccountKeysStrict(t *testing.T) {
 	for _, tt := range []struct{ name, yaml, want string }{
-		{"unknown telegram key", "channels: {telegram: {accounts: {default: {token: '1:a', dmPolicyy: open}}}}\n", `unknown key "dmPolicyy"`},
-		{"guilds on telegram", "channels: {telegram: {accounts: {default: {token: '1:a', guilds: {}}}}}\n", `unknown key "guilds"`},
-		{"groups on discord", "channels: {discord: {accounts: {default: {token: t, groups: {}}}}}\n", `unknown key "groups"`},
-		{"apiRoot on discord", "channels: {discord: {accounts: {default: {token: t, apiRoot: 'https://x'}}}}\n", `unknown key "apiRoot"`},
-		{"unknown rule key", "channels: {telegram: {accounts: {default: {token: '1:a', groups: {'-1': {mention: true}}}}}}\n", `unknown key "mention"`},
+		{"unknown telegram key", "channels: {telegram: {accounts: {default: {token: '1:a', dmPolicyy: open}}}}\n", `.dmPolicyy: unknown key`},
+		{"guilds on telegram", "channels: {telegram: {accounts: {default: {token: '1:a', guilds: {}}}}}\n", `.guilds: unknown key`},
+		{"groups on discord", "channels: {discord: {accounts: {default: {token: t, groups: {}}}}}\n", `.groups: unknown key`},
+		{"apiRoot on discord", "channels: {discord: {accounts: {default: {token: t, apiRoot: 'https://x'}}}}\n", `.apiRoot: unknown key`},
+		{"unknown rule key", "channels: {telegram: {accounts: {default: {token: '1:a', groups: {'-1': {mention: true}}}}}}\n", `.mention: unknown key`},
 		{"bad telegram dm policy", "channels: {telegram: {accounts: {default: {token: '1:a', dmPolicy: everyone}}}}\n", "channels.telegram.accounts.default.dmPolicy:"},
 		{"bad telegram group policy", "channels: {telegram: {accounts: {default: {token: '1:a', groupPolicy: pairing}}}}\n", "channels.telegram.accounts.default.groupPolicy:"},
 		{"bad discord dm policy", "channels: {discord: {accounts: {default: {token: x, dmPolicy: maybe}}}}\n", "channels.discord.accounts.default.dmPolicy:"},

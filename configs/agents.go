@@ -43,19 +43,37 @@ func (a Agents) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, ag := range a.List {
-		id := strings.ToLower(ag.ID)
-		if !routing.ValidID(id) {
-			return fmt.Errorf("agents.list[%d].id: %q is not a valid agent id", i, ag.ID)
+		if err := idError(fmt.Sprintf("agents.list[%d].id", i), "an agent id", ag.ID); err != nil {
+			return err // the runner's rule (agents.Agent.Validate): ids are written normalised
 		}
-		if seen[id] {
+		if seen[ag.ID] {
 			return fmt.Errorf("agents.list[%d].id: %q appears twice", i, ag.ID)
 		}
-		seen[id] = true
+		seen[ag.ID] = true
+		if ag.ContextWindow < 0 {
+			return fmt.Errorf("agents.list[%d].contextWindow: %d must not be negative", i, ag.ContextWindow)
+		}
 		if err := ag.Tools.Validate(); err != nil {
 			return fmt.Errorf("agents.list[%d].%w", i, err)
 		}
+		if err := ag.Validate(); err != nil { // anything the runner checks that is not above
+			return fmt.Errorf("agents.list[%d]: %w", i, err)
+		}
 	}
 	return nil
+}
+
+// idError refuses an agent or account id that is not written in its
+// normalised form (^[a-z0-9][a-z0-9_-]{0,63}$), suggesting that form.
+func idError(key, what, id string) error {
+	if routing.ValidID(id) {
+		return nil
+	}
+	e := &Error{Key: key, Msg: fmt.Sprintf("%q is not %s: lower-case letters, digits, '_' and '-', starting with a letter or digit, at most 64", id, what)}
+	if n, err := routing.NormalizeID(id); err == nil {
+		e.Hint = fmt.Sprintf("did you mean %q?", n)
+	}
+	return e
 }
 
 // ids are the configured agents' ids, lower-cased.

@@ -95,7 +95,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad model", "agents: {defaults: {model: nowhere/x}}\n", "agents.defaults.model"},
 		{"public without token", "http: {listen: '0.0.0.0:8787'}\n", "http.token"},
 		{"binding to unknown agent", "bindings: [{agentId: ghost, match: {channel: telegram}}]\n", "bindings[0].agentId"},
-		{"bad yaml", "http: [\n", "parse YAML"},
+		{"bad yaml", "http: [\n", "YAML syntax"},
 		{"bad log format", "log: {format: xml}\n", "log.format"},
 		{"blank token", "http: {token: '   '}\n", "http.token"},
 		{"bad allowed origin", "http: {allowedOrigins: [evil.example]}\n", "http.allowedOrigins[0]"},

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -30,7 +31,7 @@ func Load(path string) (*Config, error) {
 		}
 		data = b
 	}
-	return LoadBytes(data, os.Environ())
+	return load(path, data, os.Environ())
 }
 
 // LoadBytes is Load over YAML bytes and an explicit environment. The file
@@ -38,18 +39,32 @@ func Load(path string) (*Config, error) {
 // `groups: {"-100123": {}}`); unknown keys are reported with their line,
 // column and the nearest valid key; values must have the key's type (a
 // number may fill a text field: ids are often written as numbers).
-// `config validate`, `run` and hot reload all load through here.
+// `config validate`, `run` and hot reload all load through here (Load).
+// Every error it returns is an *Error; its position names no file.
 func LoadBytes(data []byte, environ []string) (*Config, error) {
+	return load("", data, environ)
+}
+
+// load is LoadBytes for the file named file (in errors).
+func load(file string, data []byte, environ []string) (*Config, error) {
 	m, root, err := parseYAML(data)
 	if err != nil {
-		return nil, err
+		var ce *Error
+		if errors.As(err, &ce) {
+			ce.File = file
+			return nil, ce
+		}
+		return nil, &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "config: ")}
 	}
-	if err := checkKeys(root, reflect.TypeOf(Config{}), ""); err != nil {
-		return nil, err
+	src := &source{file: file, root: root, env: map[string]string{}}
+	if err := checkTree(root); err != nil {
+		return nil, src.locate(err)
 	}
 	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-	if err := applyEnv(v, environ); err != nil {
-		return nil, err
+	values := map[string]string{}
+	applyEnv(v, environ, src.env, values)
+	if err := checkEnv(src.env, values); err != nil {
+		return nil, src.locate(err)
 	}
 	mergeEnv(m, v.AllSettings(), nil)
 	cfg := Default()
@@ -67,14 +82,14 @@ func LoadBytes(data []byte, environ []string) (*Config, error) {
 		return nil, fmt.Errorf("config: decoder: %w", err)
 	}
 	if err := dec.Decode(m); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, src.decodeError(err)
 	}
 	if err := cfg.readSecrets(); err != nil {
-		return nil, err
+		return nil, src.locate(err)
 	}
 	cfg.StateDir = expandHome(cfg.StateDir)
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, src.locate(err)
 	}
 	return cfg, nil
 }
@@ -130,7 +145,9 @@ var envAliases = map[string]string{
 // applyEnv maps GATEWAY_<PATH> variables onto config keys. PATH is the key's
 // camelCase segments in SNAKE_CASE joined by '_' (stateDir -> STATE_DIR,
 // channels.telegram.accounts.default.token -> CHANNELS_TELEGRAM_ACCOUNTS_DEFAULT_TOKEN).
-func applyEnv(v *viper.Viper, environ []string) error {
+// set records which variable set each key (lower case, "." between
+// segments) for errors, values its value.
+func applyEnv(v *viper.Viper, environ []string, set, values map[string]string) {
 	patterns := keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{})
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
@@ -139,9 +156,10 @@ func applyEnv(v *viper.Viper, environ []string) error {
 		}
 		if key, ok := envKey(patterns, name); ok {
 			v.Set(key, val)
+			path := strings.ToLower(strings.ReplaceAll(key, "::", "."))
+			set[path], values[path] = name, val
 		}
 	}
-	return nil
 }
 
 // EnvKey returns the config key (segments joined by "::") that the

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gateway/gateway/access"
-	"github.com/gateway/gateway/routing"
 )
 
 // channelAccount is one account of a channel section, as the checks of the
@@ -41,8 +40,8 @@ func (c Channels) Validate() error {
 		return err
 	}
 	for _, a := range c.accounts() {
-		if !routing.ValidID(a.id) {
-			return fmt.Errorf("channels.%s.accounts.%s: not a valid account id", a.channel, a.id)
+		if err := idError("channels."+a.channel+".accounts."+a.id, "an account id", a.id); err != nil {
+			return err
 		}
 		if err := a.validate(); err != nil {
 			return fmt.Errorf("channels.%s.accounts.%s.%w", a.channel, a.id, err)

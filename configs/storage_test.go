@@ -87,7 +87,7 @@ func TestStorageRejected(t *testing.T) {
 		{"statementTimeout zero", `storage: {postgres: {statementTimeout: 0s}}`, "storage.postgres.statementTimeout: 0s must be positive"},
 		{"replicaId with a slash", `storage: {postgres: {replicaId: "a/b"}}`, `storage.postgres.replicaId: "a/b" is not`},
 		{"statementTimeout not a duration", `storage: {postgres: {statementTimeout: soon}}`, "statementTimeout"},
-		{"unknown key", `storage: {postgres: {password: x}}`, `unknown key "password" in storage.postgres`},
+		{"unknown key", `storage: {postgres: {password: x}}`, `storage.postgres.password: unknown key`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,12 +1,11 @@
 package configs
 
 import (
-	"encoding"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -21,23 +20,37 @@ const maxDepth = 64
 func parseYAML(data []byte) (map[string]any, *yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("config: parse YAML: %w", err)
+		return nil, nil, syntaxError(err)
 	}
 	if len(doc.Content) == 0 {
 		return map[string]any{}, nil, nil
 	}
 	root := doc.Content[0]
 	if n := tooDeep(root, 0); n != nil {
-		return nil, nil, fmt.Errorf("config: line %d column %d: nesting deeper than %d levels", n.Line, n.Column, maxDepth)
+		return nil, nil, &Error{Line: n.Line, Column: n.Column, Msg: fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, nil, fmt.Errorf("config: line %d column %d: the document must be a mapping of keys", root.Line, root.Column)
+		return nil, nil, &Error{Line: root.Line, Column: root.Column, Msg: "the document must be a mapping of keys"}
 	}
 	m := map[string]any{}
 	if err := root.Decode(&m); err != nil {
-		return nil, nil, fmt.Errorf("config: parse YAML: %w", err)
+		return nil, nil, syntaxError(err)
 	}
 	return m, root, nil
+}
+
+// yamlLineRe finds the line in a YAML parser's message.
+var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError turns a YAML parser error into an *Error at its line (the
+// parser gives no column).
+func syntaxError(err error) error {
+	msg := err.Error()
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{Line: line, Column: 1, Msg: "YAML syntax: " + m[2]}
+	}
+	return &Error{Msg: "YAML syntax: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
 func tooDeep(n *yaml.Node, depth int) *yaml.Node {
@@ -52,65 +65,11 @@ func tooDeep(n *yaml.Node, depth int) *yaml.Node {
 	return nil
 }
 
-// checkKeys walks the document against the Config type and reports the
-// first unknown key with its position, as typed, and the nearest valid key.
-func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if n == nil || n.Kind != yaml.MappingNode || isScalarType(t) {
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Map:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkKeys(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
-				return err
-			}
-		}
-	case reflect.Struct:
-		fields := structKeys(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			ft, ok := fieldType(fields, k.Value)
-			if !ok {
-				msg := fmt.Sprintf("config: line %d column %d: unknown key %q in %s", k.Line, k.Column, k.Value, orTop(path))
-				if s := nearest(k.Value, fields); s != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", s)
-				}
-				return fmt.Errorf("%s", msg)
-			}
-			if err := checkKeys(n.Content[i+1], ft, join(path, k.Value)); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		for _, c := range n.Content {
-			if err := checkKeys(c, t.Elem(), path+"[]"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func orTop(path string) string {
-	if path == "" {
-		return "the top level"
-	}
-	return path
-}
-
 func join(path, k string) string {
 	if path == "" {
 		return k
 	}
 	return path + "." + k
-}
-
-func isScalarType(t reflect.Type) bool {
-	tu := reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
-	return t == reflect.TypeOf(time.Duration(0)) || t.Implements(tu) || reflect.PointerTo(t).Implements(tu)
 }
 
 type structField struct {

@@ -178,7 +178,7 @@ func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessio
 		c.reply(ctx, w, "Sorry, the session could not be reset.")
 		return
 	}
-	d.opts.Metrics.Resets.WithLabelValues("manual").Inc()
+	d.opts.Metrics.Resets.WithLabelValues(ResetManual).Inc()
 	d.history.clear(w.Key, d.log)
 	msg := "Started a new session."
 	if model != "" {

@@ -320,8 +320,14 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// Closed: the record stays pending in the journal and runs at next start.
 		d.log.Info("message left for the next start", zap.Stringer("session_key", w.Key), zap.Error(err))
 	}
-	d.opts.Metrics.QueueDepth.Set(float64(d.queue.Depth(w.Key)))
+	depth := float64(d.queue.Depth(w.Key))
+	d.opts.Metrics.QueueDepth.Set(depth)
+	d.opts.Metrics.QueueDepths.Observe(depth)
 }
+
+// MaxQueueDepth is the deepest session queue now (messages waiting behind
+// a session's running turn), for gateway_queue_depth_max.
+func (d *Dispatcher) MaxQueueDepth() int { return d.queue.MaxDepth() }
 
 // finish marks journal records done (no reply), logging failures.
 func (d *Dispatcher) finish(ids ...string) {

@@ -110,7 +110,7 @@ func (f *failures) requeue(ws []*work) {
 // notice in its chat (never silently), a metric and a log line.
 func (f *failures) giveUp(ctx context.Context, w *work, why string) {
 	d := f.d
-	d.gaveUp("failures")
+	d.gaveUp(GiveUpFailures)
 	d.log.Error("message given up", zap.String("record_id", w.RecordID), zap.Stringer("session_key", w.Key),
 		zap.String("reason", why))
 	d.buryWork(ctx, w, why)

@@ -1,17 +1,40 @@
 package dispatch
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Label values the dispatcher counts by, known in advance: Init creates
+// their series at zero, so an alert on a rate works from the first scrape
+// instead of waiting for the first event.
+const (
+	// Reasons a message or reply is given up (gateway_messages_given_up_total).
+	GiveUpFailures   = "failures"   // its turn failed messages.delivery.maxFailures times
+	GiveUpSend       = "send"       // the platform refused the reply for good
+	GiveUpUnreadable = "unreadable" // its stored form cannot be read
+	GiveUpNoChannel  = "no_channel" // its channel is no longer configured
+	// ResetManual is the reset reason of /new and /reset.
+	ResetManual = "manual"
+	// Causes of a reply chunk sent again (gateway_outbound_uncertain_total).
+	UncertainRetry  = "retry"
+	UncertainResume = "resume"
+)
 
 // Metrics are the dispatcher's Prometheus collectors (SPEC §10).
 type Metrics struct {
-	Inbound     *prometheus.CounterVec
-	Outbound    *prometheus.CounterVec
-	SendErrors  *prometheus.CounterVec
-	Refused     *prometheus.CounterVec
-	Duplicates  *prometheus.CounterVec
-	RunLatency  *prometheus.HistogramVec
-	LaneWait    *prometheus.HistogramVec
-	QueueDepth  prometheus.Gauge
+	Inbound    *prometheus.CounterVec
+	Outbound   *prometheus.CounterVec
+	SendErrors *prometheus.CounterVec
+	Refused    *prometheus.CounterVec
+	Duplicates *prometheus.CounterVec
+	RunLatency *prometheus.HistogramVec
+	LaneWait   *prometheus.HistogramVec
+	QueueDepth prometheus.Gauge
+	// QueueDepths observes a session's queue depth at each message.
+	QueueDepths prometheus.Histogram
 	Resets      *prometheus.CounterVec
 	Compactions prometheus.Counter
 	Replayed    prometheus.Counter
@@ -66,7 +89,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 2, 5, 10, 30},
 		}, []string{"class"}),
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "gateway_queue_depth_last", Help: "Queue depth of the last session that received a message.",
+			Name: "gateway_queue_depth_last", Help: "Queue depth of the last session that received a message (deprecated: gateway_queue_depth and gateway_queue_depth_max describe every session).",
+		}),
+		QueueDepths: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gateway_queue_depth", Help: "Messages waiting in a session's queue just after a message joined it (0: it ran at once).",
+			Buckets: []float64{0, 1, 2, 3, 5, 10, 20, 50},
 		}),
 		Resets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_session_resets_total", Help: "Session resets by reason.",
@@ -109,9 +136,32 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
-			m.LaneWait, m.QueueDepth, m.Resets, m.Compactions, m.Replayed,
+			m.LaneWait, m.QueueDepth, m.QueueDepths, m.Resets, m.Compactions, m.Replayed,
 			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost, m.UnsureStored)
 		reg.MustRegister(m.MessageTool, m.Uncertain)
 	}
 	return m
+}
+
+// Init creates at zero the series of every label value known in advance:
+// the message counters of each channel, the given-up reasons, the lane
+// classes, the reset reasons and the causes of uncertain sends.
+func (m *Metrics) Init(channels []string) {
+	for _, ch := range channels {
+		for _, v := range []*prometheus.CounterVec{m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates} {
+			v.WithLabelValues(ch)
+		}
+		for _, c := range []string{UncertainRetry, UncertainResume} {
+			m.Uncertain.WithLabelValues(ch, c)
+		}
+	}
+	for _, r := range []string{GiveUpFailures, GiveUpSend, GiveUpUnreadable, GiveUpNoChannel} {
+		m.GivenUp.WithLabelValues(r)
+	}
+	for _, c := range []lanes.Class{lanes.ClassMain, lanes.ClassSubagent} {
+		m.LaneWait.WithLabelValues(string(c))
+	}
+	for _, r := range []string{ResetManual, sessions.ReasonDaily, sessions.ReasonIdle} {
+		m.Resets.WithLabelValues(r)
+	}
 }

@@ -166,7 +166,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 			case <-time.After(sendRetries[r]):
 				if !channels.Answered(err) {
 					// The failed attempt may have been posted.
-					d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, "retry").Inc()
+					d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, UncertainRetry).Inc()
 				}
 				err = send()
 			}
@@ -177,7 +177,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 				return
 			}
 			d.opts.Metrics.SendErrors.WithLabelValues(out.Channel).Inc()
-			d.gaveUp("send")
+			d.gaveUp(GiveUpSend)
 			d.log.Error("reply not delivered; given up", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID),
 				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)), zap.Error(err))
@@ -205,7 +205,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	var out channels.Outbound
 	if err := json.Unmarshal(rp.Target, &out); err != nil {
 		d.log.Error("outbox reply target unreadable; given up", zap.String("reply_id", rp.ID), zap.Error(err))
-		d.gaveUp("unreadable")
+		d.gaveUp(GiveUpUnreadable)
 		d.buryReply(ctx, rp, rp.Sent, "reply target unreadable: "+err.Error())
 		o.sent(rp.ID, len(rp.Chunks))
 		return
@@ -214,7 +214,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	if a == nil {
 		d.log.Error("outbox reply for a channel not configured; given up", zap.String("reply_id", rp.ID),
 			zap.String("channel", out.Channel), zap.String("account_id", out.AccountID))
-		d.gaveUp("no_channel")
+		d.gaveUp(GiveUpNoChannel)
 		d.buryReply(ctx, rp, rp.Sent, fmt.Sprintf("channel %s account %s is not configured", out.Channel, out.AccountID))
 		o.sent(rp.ID, len(rp.Chunks))
 		return
@@ -223,7 +223,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	if rp.Sent < len(rp.Chunks) {
 		// The process that stored the reply may have posted its first
 		// unmarked chunk before it died (the send window).
-		d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, "resume").Inc()
+		d.opts.Metrics.Uncertain.WithLabelValues(out.Channel, UncertainResume).Inc()
 	}
 	d.log.Info("resuming reply from the outbox", zap.String("reply_id", rp.ID), zap.String("session_key", rp.SessionKey),
 		zap.Int("sent", rp.Sent), zap.Int("chunks", len(rp.Chunks)))

@@ -107,7 +107,7 @@ func (r *recovery) resumeWork(ctx context.Context, replies []sessions.Reply, rec
 		w, err := r.workFromRecord(rec)
 		if err != nil {
 			d.log.Error("journal record unreadable; giving it up", zap.String("record_id", rec.ID), zap.Error(err))
-			d.gaveUp("unreadable")
+			d.gaveUp(GiveUpUnreadable)
 			d.buryRecord(ctx, rec, "unreadable: "+err.Error())
 			d.finish(rec.ID)
 			continue

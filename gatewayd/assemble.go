@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/access"
@@ -75,7 +76,7 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gateway: agents: %w", err)
+		return nil, fmt.Errorf("gateway: %w", err) // the runner's errors start "agents: "
 	}
 	return runner, nil
 }
@@ -94,7 +95,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 	disp, err := dispatch.New(dispatch.Options{
 		Limits:   d.limits,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
-		Metrics:     dispatch.NewMetrics(d.reg),
+		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		DeadLetterKeep: cfg.Messages.Delivery.DeadLetters,
 		Caps: map[lanes.Class]int{
@@ -106,7 +107,23 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 		return fmt.Errorf("gateway: dispatcher: %w", err)
 	}
 	d.disp = disp
+	d.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gateway_queue_depth_max",
+		Help: "Messages waiting in the deepest session queue now (behind its running turn)."},
+		func() float64 { return float64(disp.MaxQueueDepth()) }))
 	return nil
+}
+
+// dispatchMetrics are the dispatcher's collectors, registered, with the
+// series of every channel of the channel table and every known reason at
+// zero (alerts on their rates work from the first scrape).
+func (d *Daemon) dispatchMetrics() *dispatch.Metrics {
+	m := dispatch.NewMetrics(d.reg)
+	var names []string
+	for _, ch := range channelTable() {
+		names = append(names, ch.name)
+	}
+	m.Init(names)
+	return m
 }
 
 // buildAPI builds the HTTP API, its metrics and the adapters' webhooks that
@@ -128,6 +145,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 			st := d.Status(ctx)
 			return st, st.Overall == StatusFailing
 		},
+		Logs: d.logs,
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

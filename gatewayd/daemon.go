@@ -20,6 +20,7 @@ import (
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/internal/logring"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/sessions"
 )
@@ -50,6 +51,9 @@ type Options struct {
 	// daemon closes what it returns. The config's storage section selects
 	// the backend otherwise.
 	OpenBackend func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error)
+	// Version is the release (main's -X main.version), shown by
+	// gateway_build_info; empty: the module's version from the build.
+	Version string
 }
 
 // Daemon is one gateway process: its parts are built by Run and live
@@ -59,6 +63,7 @@ type Daemon struct {
 	log     *zap.Logger
 	ownLog  bool // log was built by New: Run syncs it
 	reg     *prometheus.Registry
+	logs    *logring.Ring // the recent log lines (GET /api/logs)
 	started atomic.Bool
 	addr    atomic.Pointer[string]
 
@@ -90,7 +95,7 @@ func New(cfg *configs.Config, opts Options) (*Daemon, error) {
 	if err := cfg.Storage.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: new daemon: %w", err)
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry()}
+	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry(), logs: logring.New(0)}
 	if d.log == nil {
 		log, err := newLogger(cfg.Log)
 		if err != nil {
@@ -98,6 +103,12 @@ func New(cfg *configs.Config, opts Options) (*Daemon, error) {
 		}
 		d.log, d.ownLog = log, true
 	}
+	// Every line the daemon logs is kept in the ring too, at the same
+	// level, for `gateway logs` (GET /api/logs).
+	core := d.log.Core()
+	d.log = d.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewTee(c, d.logs.Core(levelOf(core)))
+	}))
 	return d, nil
 }
 
@@ -125,23 +136,43 @@ func (d *Daemon) config() *configs.Config {
 	return d.cfg
 }
 
-// newLogger builds zap from log.level and log.format (json in production,
-// console for development).
+// newLogger builds zap from log.level and log.format: json, or console
+// (the same production settings in readable lines: ISO 8601 times, stack
+// traces on errors only, never on a warning).
 func newLogger(c configs.Log) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(c.Level)
 	if err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)
 	}
-	var zc zap.Config
-	if c.Format == "console" {
-		zc = zap.NewDevelopmentConfig()
-	} else {
-		zc = zap.NewProductionConfig()
-		zc.Sampling = nil
+	zc := loggerConfig(c.Format, lvl)
+	return zc.Build()
+}
+
+// levelOf is the lowest level core logs, so the ring keeps what the
+// daemon's own log shows.
+func levelOf(core zapcore.Core) zapcore.Level {
+	for l := zapcore.DebugLevel; l < zapcore.FatalLevel; l++ {
+		if core.Enabled(l) {
+			return l
+		}
+	}
+	return zapcore.FatalLevel
+}
+
+// loggerConfig is zap's production config (no sampling: every line
+// counts) in the given encoding.
+func loggerConfig(format string, lvl zapcore.Level) zap.Config {
+	zc := zap.NewProductionConfig()
+	zc.Sampling = nil
+	if format == "console" {
+		zc.Encoding = "console"
+		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+		zc.EncoderConfig.EncodeDuration = zapcore.StringDurationEncoder
+		zc.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
 	}
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.OutputPaths = []string{"stderr"}
-	return zc.Build()
+	return zc
 }
 
 // registerJournalMetrics exposes the ingress journal's counters (SPEC §10):

@@ -25,6 +25,9 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_config_reloads_total", Help: "Config reloads by result (applied, rejected, unchanged).",
 	}, []string{"result"})
+	for _, r := range []string{"applied", "rejected", "unchanged"} {
+		c.WithLabelValues(r) // at zero from the start: alerts on increase() work at once
+	}
 	reg.MustRegister(c)
 	return c
 }
@@ -33,8 +36,7 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 // place, rename over, vim's backup dance, delete and recreate) or on SIGHUP,
 // until ctx ends. It watches the directory, not the file, so it survives the
 // file being replaced.
-func (d *Daemon) watchConfig(ctx context.Context) {
-	metric := reloadsTotal(d.reg)
+func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -34,7 +34,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	started := time.Now()
 	d.startedAt = started.UTC()
 	cfg := d.config()
-	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(d.opts.Version))
 	if err := secureStateDir(cfg.StateDir, d.log); err != nil {
 		return err
 	}
@@ -64,7 +65,8 @@ func (d *Daemon) openState(ctx context.Context, cfg *configs.Config) error {
 	open := d.opts.OpenBackend
 	if open == nil {
 		open = func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
-			return OpenBackend(ctx, cfg, BackendOptions{Logger: d.log.Named("sessions"), Now: d.opts.Now})
+			return OpenBackend(ctx, cfg, BackendOptions{Logger: d.log.Named("sessions"), Now: d.opts.Now,
+				Observe: storeTimings(d.reg)})
 		}
 	}
 	b, err := open(ctx, cfg)
@@ -194,9 +196,10 @@ func (d *Daemon) runMCP(ctx context.Context) (stop func()) {
 func (d *Daemon) runLoops(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Add(2)
+	reloads := reloadsTotal(d.reg) // registered before the daemon is ready
 	go func() {
 		defer wg.Done()
-		d.watchConfig(ctx)
+		d.watchConfig(ctx, reloads)
 	}()
 	go func() {
 		defer wg.Done()

@@ -24,6 +24,9 @@ type BackendOptions struct {
 	// repaired or maintained in the background, and nothing is created
 	// (a missing state dir is an error).
 	Passive bool
+	// Observe receives the files backend's lock waits and flush times
+	// (filestore.Options.Observe); nil: not observed.
+	Observe func(what string, d time.Duration)
 }
 
 // OpenBackend opens the storage backend cfg.Storage selects (SPEC §3.8):
@@ -62,6 +65,7 @@ func openFiles(cfg *configs.Config, o BackendOptions) (sessions.Backend, error) 
 		Logger:      o.Logger,
 		Now:         o.Now,
 		Passive:     o.Passive,
+		Observe:     o.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storage files: %w", err)

@@ -131,6 +131,9 @@ func TestSteer(t *testing.T) {
 		if got := q.Depth("k"); got != 2 {
 			t.Errorf("Depth = %d, want 2 (x, d)", got)
 		}
+		if got := q.MaxDepth(); got != 2 {
+			t.Errorf("MaxDepth = %d, want 2 (k's x, d)", got)
+		}
 		step <- struct{}{}
 		synctest.Wait()
 		mustEnqueue(t, q, "k", item("e", "g1")) // after the last model call

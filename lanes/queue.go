@@ -204,6 +204,18 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 	return nil
 }
 
+// MaxDepth returns the most items waiting for any one key (not counting
+// active runs'); it walks every key with the lock held.
+func (q *Queue[K]) MaxDepth() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	most := 0
+	for _, l := range q.keys {
+		most = max(most, len(l.items))
+	}
+	return most
+}
+
 // Depth returns how many items wait for key (not counting the active run's).
 func (q *Queue[K]) Depth(key K) int {
 	q.mu.Lock()

@@ -41,6 +41,11 @@ type Config struct {
 	// MediaMaxMb caps one attachment's download (default 20, max 2000;
 	// the public Bot API serves at most 20 MB).
 	MediaMaxMb int `mapstructure:"mediaMaxMb"`
+	// AutomaticForwards answers the copies Telegram posts into a
+	// channel's linked discussion group of every channel post
+	// (is_automatic_forward). Off by default: they are dropped, or a group
+	// that needs no mention would answer every post.
+	AutomaticForwards bool `mapstructure:"automaticForwards"`
 }
 
 // Webhook configures webhook mode.

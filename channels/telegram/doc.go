@@ -21,7 +21,9 @@
 // this bot; other messages are acknowledged and dropped here. The mention is
 // stripped from the text and "/cmd@botname" becomes "/cmd"; commands for
 // another bot are ignored. Media become placeholders ("[photo] caption").
-// Edited messages and channel posts are ignored. When a group is migrated to
+// Edited messages and channel posts are ignored, and so are the copies of
+// a channel's posts that Telegram forwards into its linked discussion group
+// (is_automatic_forward) unless automaticForwards is set. When a group is migrated to
 // a supergroup the adapter records new id → old id (persisted by stores that
 // implement MigrationStore) and keeps reporting the old chat id, so the
 // group keeps its session; Send maps it back to the live id.

@@ -24,6 +24,7 @@ const (
 	dropMigration     = "migration"
 	dropOwnMessage    = "own_message"
 	dropChannel       = "channel_post"
+	dropAutoForward   = "automatic_forward"
 	dropNoMention     = "no_mention"
 	dropOtherBot      = "command_for_other_bot"
 	dropEmpty         = "no_text"
@@ -76,6 +77,9 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		in.ChatType = channels.Direct
 		in.Mentioned = true
 	case "group", "supergroup":
+		if m.IsAutomaticForward && !a.cfg.AutomaticForwards {
+			return channels.Inbound{}, dropAutoForward // a linked channel's post, copied in
+		}
 		in.ChatType = channels.Group
 		if old, ok := a.migratedFrom(m.Chat.ID); ok {
 			in.ChatID = strconv.FormatInt(old, 10)

@@ -34,6 +34,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		statusCmd(cfgPath),
 		deliveriesCmd(cfgPath),
 		storageCmd(cfgPath),
+		logsCmd(cfgPath),
 	)
 }
 

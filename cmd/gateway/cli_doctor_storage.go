@@ -76,7 +76,7 @@ func checkStorage(ctx context.Context, cfg *configs.Config) (storageReport, sess
 		rep := storageReport{BackendStatus: sessions.BackendStatus{Kind: cfg.Storage.Backend, Err: oneLine(err.Error())}}
 		rep.Location = cfg.StateDir
 		if !usesFiles(cfg) {
-			rep.Location = redactURL(cfg.Storage.Postgres.URL)
+			rep.Location = configs.RedactURL(cfg.Storage.Postgres.URL)
 		}
 		return rep, nil
 	}

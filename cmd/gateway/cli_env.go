@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -42,6 +43,9 @@ func withConfig(cmd *cobra.Command, cfgPath string, fn func(env *cliEnv) error) 
 func withStorage(cmd *cobra.Command, cfgPath string, fn func(env *cliEnv) error) error {
 	return withConfig(cmd, cfgPath, func(env *cliEnv) error {
 		state, err := openSessions(env.ctx, env.cfg)
+		if err != nil && cfgPath == "" {
+			return fmt.Errorf("%w (no config was given, so the built-in defaults were used, state dir %s: pass -c FILE or set GATEWAY_CONFIG)", err, env.cfg.StateDir)
+		}
 		if err != nil {
 			return err
 		}

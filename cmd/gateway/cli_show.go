@@ -119,11 +119,30 @@ func sessionsShowCmd(cfgPath *string) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				var preview turnPreview
+				if withContext {
+					if preview, err = previewTurn(env.cfg, f); err != nil {
+						return err
+					}
+				}
+				if asJSON && withContext {
+					return printJSON(env.out, struct {
+						sessionView
+						turnPreview
+					}{v, preview})
+				}
 				if asJSON {
 					return printJSON(env.out, v)
 				}
 				printEntry(env.out, f)
 				fmt.Fprintln(env.out)
+				if withContext {
+					printPreview(env.out, preview)
+					if v.Summary != nil && *v.Summary != "" {
+						fmt.Fprintf(env.out, "compaction summary:\n  %s\n", strings.ReplaceAll(*v.Summary, "\n", "\n  "))
+					}
+					fmt.Fprintln(env.out)
+				}
 				for _, m := range v.Messages {
 					printMessage(env.out, m)
 				}
@@ -132,7 +151,7 @@ func sessionsShowCmd(cfgPath *string) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	c.Flags().BoolVar(&withContext, "context", false, "print the rebuilt model context (compaction summary, kept tail) instead of the full history")
+	c.Flags().BoolVar(&withContext, "context", false, "print what a turn sends the model: the system prompt, the tools, the compaction summary and the kept messages (instead of the full history)")
 	return c
 }
 

@@ -184,7 +184,7 @@ storage:
 	if strings.Contains(r.Stdout, "sk-very-secret") || strings.Contains(r.Stdout, "pg-very-secret") || strings.Contains(r.Stdout, "pg-other-secret") {
 		t.Errorf("print leaks a secret:\n%s", r.Stdout)
 	}
-	for _, want := range []string{"apiKey: <redacted>", "url: postgres://gw:xxxxx@db.example:5432/gateway?password=xxxxx&sslmode=require", "keepRecentTokens: 20000", "stateDir: " + state, "pruneAfter: 720h0m0s"} {
+	for _, want := range []string{"apiKey: REDACTED", "url: postgres://gw:xxxxx@db.example:5432/gateway?password=xxxxx&sslmode=require", "keepRecentTokens: 20000", "stateDir: " + state, "pruneAfter: 720h0m0s"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("print lacks %q:\n%s", want, r.Stdout)
 		}
@@ -200,7 +200,7 @@ storage:
 	if err := json.Unmarshal(out, &tree); err != nil {
 		t.Fatalf("print --json: %v\n%s", err, out)
 	}
-	if got := tree["http"].(map[string]any)["token"]; got != "<redacted>" || bytes.Contains(out, []byte("tok-secret-123")) {
+	if got := tree["http"].(map[string]any)["token"]; got != "REDACTED" || bytes.Contains(out, []byte("tok-secret-123")) {
 		t.Errorf("http.token printed as %v", got)
 	}
 

@@ -18,8 +18,8 @@ func TestOneValidationPathRefusesWhatRunRefuses(t *testing.T) {
 		{"port out of range", "http: {listen: '127.0.0.1:99999'}", "http.listen"},
 		{"bool for an hour", "session: {reset: {mode: daily, atHour: true}}", "atHour"},
 		{"number for a list", "session: {resetTriggers: 5}", "resetTriggers"},
-		{"unknown key with an empty map", "sesion: {}", `line 2 column 1: unknown key "sesion" in the top level (did you mean "session"?)`},
-		{"misspelled key keeps its case", "session: {dmScop: main}", `unknown key "dmScop" in session (did you mean "dmScope"?)`},
+		{"unknown key with an empty map", "sesion: {}", `line 2 column 1: sesion: unknown key (did you mean "session"?)`},
+		{"misspelled key keeps its case", "session: {dmScop: main}", `session.dmScop: unknown key (did you mean "dmScope"?)`},
 		{"deep nesting", "deep: " + strings.Repeat("[", 3000) + strings.Repeat("]", 3000), "nesting deeper than 64"},
 		{"deep maps", "deep: " + strings.Repeat("{a: ", 3000) + "1" + strings.Repeat("}", 3000), "nesting deeper than 64"},
 	}

@@ -17,11 +17,30 @@ var version = "dev"
 func newRootCmd() *cobra.Command {
 	var cfgPath string
 	root := &cobra.Command{
-		Use:           "gateway",
-		Short:         "Connects Telegram, Discord and web chats to LLM agents with durable sessions",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:                        "gateway",
+		Short:                      "Connects Telegram, Discord and web chats to LLM agents with durable sessions",
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return usage("%s; 'gateway --help' lists the commands", msg)
+		},
+		// Bare `gateway` prints the help: starting a daemon on the
+		// built-in defaults (and creating ~/.gateway) is never what a
+		// first try means. Flags without a command run the daemon, as
+		// the quick start's `gateway --config configs/quickstart.yaml`.
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().NFlag() == 0 {
+				_ = cmd.Help()
+				return usage("a command is required (the daemon: gateway run --config FILE)")
+			}
 			return runDaemon(cmd.Context(), cfgPath)
 		},
 	}
@@ -30,7 +49,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
-		Short: "Run the gateway daemon (the default)",
+		Short: "Run the gateway daemon (also: gateway --config FILE)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDaemon(cmd.Context(), cfgPath)
@@ -64,7 +83,7 @@ func runDaemon(ctx context.Context, cfgPath string) error {
 	if err != nil {
 		return err
 	}
-	d, err := gatewayd.New(cfg, gatewayd.Options{ConfigPath: cfgPath})
+	d, err := gatewayd.New(cfg, gatewayd.Options{ConfigPath: cfgPath, Version: version})
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,7 @@ func ReadLockInfo(path string) (LockInfo, error) {
 type lockSet struct {
 	timeout, maxHold time.Duration
 	log              *zap.Logger
+	observe          func(string, time.Duration) // Options.Observe, or nil
 	host             string
 	start            time.Time
 
@@ -75,7 +76,7 @@ type lockSet struct {
 	locks map[string]*fileLock // guarded by mu
 }
 
-func newLockSet(timeout, maxHold time.Duration, log *zap.Logger) *lockSet {
+func newLockSet(timeout, maxHold time.Duration, log *zap.Logger, observe func(string, time.Duration)) *lockSet {
 	host, _ := os.Hostname()
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
@@ -83,7 +84,7 @@ func newLockSet(timeout, maxHold time.Duration, log *zap.Logger) *lockSet {
 	if maxHold <= 0 {
 		maxHold = DefaultMaxHold
 	}
-	return &lockSet{timeout: timeout, maxHold: maxHold, log: log, host: host,
+	return &lockSet{timeout: timeout, maxHold: maxHold, log: log, observe: observe, host: host,
 		start: processStart(), locks: map[string]*fileLock{}}
 }
 
@@ -210,6 +211,9 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 		}
 	}
 	acquired := time.Now().UTC()
+	if l.set.observe != nil {
+		l.set.observe(ObserveLockWait, acquired.Sub(start))
+	}
 	l.mu.Lock()
 	l.gen++
 	gen := l.gen

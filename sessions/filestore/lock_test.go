@@ -18,7 +18,7 @@ import (
 
 // childHold takes the lock at path, says LOCKED and waits to be killed.
 func childHold(path string) error {
-	ls := newLockSet(time.Second, time.Hour, zap.NewNop())
+	ls := newLockSet(time.Second, time.Hour, zap.NewNop(), nil)
 	_, _, err := ls.get(path).Acquire(context.Background())
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func TestKilledHolderNeverBlocks(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	ls := newLockSet(5*time.Second, time.Hour, zap.NewNop())
+	ls := newLockSet(5*time.Second, time.Hour, zap.NewNop(), nil)
 	_, unlock, err := ls.get(path).Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("acquire after holder was killed: %v", err)
@@ -84,7 +84,7 @@ func TestLiveHolderTimesOutWithHolderAndPath(t *testing.T) {
 	cmd, out := startChild(t, "hold", "", path)
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	waitLocked(t, cmd, out)
-	ls := newLockSet(200*time.Millisecond, time.Hour, zap.NewNop())
+	ls := newLockSet(200*time.Millisecond, time.Hour, zap.NewNop(), nil)
 	_, _, err := ls.get(path).Acquire(context.Background())
 	var lte *LockTimeoutError
 	if !errors.As(err, &lte) || !errors.Is(err, ErrLockTimeout) {
@@ -99,7 +99,7 @@ func TestLiveHolderTimesOutWithHolderAndPath(t *testing.T) {
 func TestLockReentrantAndExclusive(t *testing.T) {
 	verifyNoLeaks(t)
 	path := filepath.Join(t.TempDir(), "a.lock")
-	ls := newLockSet(5*time.Second, time.Hour, zap.NewNop())
+	ls := newLockSet(5*time.Second, time.Hour, zap.NewNop(), nil)
 	l := ls.get(path)
 	ctx, unlock, err := l.Acquire(context.Background())
 	if err != nil {
@@ -115,7 +115,7 @@ func TestLockReentrantAndExclusive(t *testing.T) {
 		t.Fatalf("other owner got a held lock: %v", err)
 	}
 	// A second process-level handle (another *lockSet, i.e. another open file) is excluded too.
-	other := newLockSet(20*time.Millisecond, time.Hour, zap.NewNop()).get(path)
+	other := newLockSet(20*time.Millisecond, time.Hour, zap.NewNop(), nil).get(path)
 	if _, _, err := other.Acquire(context.Background()); !errors.Is(err, ErrLockTimeout) {
 		t.Fatalf("second flock handle got a held lock: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestLockReentrantAndExclusive(t *testing.T) {
 func TestMaxHoldWatchdogReleases(t *testing.T) {
 	verifyNoLeaks(t)
 	path := filepath.Join(t.TempDir(), "w.lock")
-	ls := newLockSet(10*time.Second, 30*time.Millisecond, zap.NewNop())
+	ls := newLockSet(10*time.Second, 30*time.Millisecond, zap.NewNop(), nil)
 	l := ls.get(path)
 	_, forgotten, err := l.Acquire(context.Background())
 	if err != nil {
@@ -201,7 +201,7 @@ func (l *fileLock) stopWatchdog() bool {
 
 func TestLockCancelledContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.lock")
-	ls := newLockSet(10*time.Second, time.Hour, zap.NewNop())
+	ls := newLockSet(10*time.Second, time.Hour, zap.NewNop(), nil)
 	_, unlock, _ := ls.get(path).Acquire(context.Background())
 	defer unlock()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -48,7 +48,18 @@ type Options struct {
 	// JournalOpen opens the ingress journal for appending (nil: the file,
 	// O_APPEND). Tests inject storage faults (ENOSPC, short writes) with it.
 	JournalOpen func(path string) (JournalFile, error)
+	// Observe, if set, is told how long each file lock took to acquire
+	// (ObserveLockWait, the waiting for other holders included) and each
+	// flush of a store's coalesced updates to its index (ObserveFlush).
+	// It must not block (the daemon feeds histograms).
+	Observe func(what string, d time.Duration)
 }
+
+// What Options.Observe is told about.
+const (
+	ObserveLockWait = "lock_wait"
+	ObserveFlush    = "flush"
+)
 
 // Manager owns every agent's store below StateDir and the ingress journal.
 // It runs one background goroutine (flushing coalesced counters every
@@ -132,7 +143,7 @@ func Open(opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts: opts, log: opts.Logger, cacheTTL: ttl,
-		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger),
+		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger, opts.Observe),
 		stores: map[string]*Store{}, done: make(chan struct{}),
 	}
 	m.search = newSearchIndex(m)
@@ -242,8 +253,12 @@ func (s *Store) Flush(ctx context.Context) error {
 	if !s.hasPending() {
 		return nil
 	}
+	start := time.Now()
 	if err := s.commit(ctx, nil); err != nil {
 		return fmt.Errorf("sessions: flush %s: %w", s.agentID, err)
+	}
+	if s.m.opts.Observe != nil {
+		s.m.opts.Observe(ObserveFlush, time.Since(start))
 	}
 	return nil
 }

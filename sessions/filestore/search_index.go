@@ -254,7 +254,13 @@ func (x *searchIndex) load(ctx context.Context) error {
 		segs, mf, err = x.openManifest()
 	}
 	if err != nil {
-		x.log.Warn("search index: rebuilding from the transcripts", zap.Error(err))
+		if _, serr := os.Stat(filepath.Join(x.dir, manifestName)); errors.Is(serr, os.ErrNotExist) {
+			// No index yet (a fresh state dir, or one from before it):
+			// nothing is wrong, it is built now.
+			x.log.Info("search index: building from the transcripts")
+		} else {
+			x.log.Warn("search index: rebuilding from the transcripts", zap.Error(err))
+		}
 		segs, mf = nil, manifest{Next: 1}
 		if x.writer {
 			if err := x.removeStale(nil); err != nil {
