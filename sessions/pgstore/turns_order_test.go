@@ -9,7 +9,7 @@ import (
 // reply and was killed before sending it; another replica then ran seq 10
 // and sent its reply before the take-over sent seq 9's. A turn now waits
 // while an older record's reply is another handle's to send, alive or
-// dead; once this handle took that reply over, dispatch orders it.
+// dead, and while this handle sends it after taking it over.
 func TestKilledReplicasReplyLeavesBeforeNewerTurn(t *testing.T) {
 	t.Parallel()
 	db, _ := openTest(t)
@@ -46,9 +46,16 @@ func TestKilledReplicasReplyLeavesBeforeNewerTurn(t *testing.T) {
 	if replies != 1 {
 		t.Fatalf("b's take-over of a's reply: %d", replies)
 	}
-	// rp9 is b's now: the turn may run (dispatch sends rp9 first).
+	// rp9 is b's now, sent outside the session's turns: the turn waits
+	// until it was.
+	if h := beginTurn(t, b, "r10"); h.Held {
+		t.Fatal("b ran seq 10 while the reply to seq 9 it took over was unsent")
+	}
+	if err := b.Sent("rp9", 1); err != nil {
+		t.Fatal(err)
+	}
 	if h := beginTurn(t, b, "r10"); !h.Held {
-		t.Fatalf("b's turn once it holds rp9: %+v; want held", h)
+		t.Fatalf("b's turn once rp9 was sent: %+v; want held", h)
 	}
 	_ = a.Close()
 }
