@@ -164,15 +164,12 @@ func startDiscordCrashRun(t *testing.T) *dcrashRun {
 		t.Fatal(err)
 	}
 	d.cfg = filepath.Join(d.logs, "gateway.yaml")
-	// maxCrashes at its maximum: see newCrashDaemon. The queue's cap is
-	// above any chat's share of the run (about 250 inputs): a restart
-	// resumes a followup chat's backlog, and at cap 50 the overflow drop
-	// summarised a replayed input its dead turn had already appended to
-	// the transcript, so the model answered it twice (seed
-	// 8204659162617901040: m679 in "[m1487 m1823 m647 m679]" and
-	// "[m679 m687]"). That is the lanes' overflow policy meeting the
-	// replay, whatever the channel; this test is about what Discord
-	// receives and shows.
+	// maxCrashes at its maximum: see newCrashDaemon. A restart resumes a
+	// followup chat's backlog above the queue's cap of 50: the replayed
+	// inputs are never dropped to make room (lanes.Item.Keep), or one its
+	// dead turn had appended comes back as the drop's summary and gets a
+	// second reply (seed 8204659162617901040 before that fix: m679 in
+	// "[m1487 m1823 m647 m679]" and "[m679 m687]").
 	cfg := fmt.Sprintf(`stateDir: %s
 http: {listen: %q}
 log: {level: info, format: console}
@@ -191,7 +188,7 @@ agents:
   defaults: {model: fake/test-model, maxConcurrent: 8}
   list: [{id: main}]
 messages:
-  queue: {mode: collect, debounce: 50ms, cap: 500}
+  queue: {mode: collect, debounce: 50ms, cap: 50}
   delivery: {maxCrashes: 100}
 `, state, d.addr, dc.URL(), dcrashGuild, model.BaseURL())
 	if err := os.WriteFile(d.cfg, []byte(cfg), 0o600); err != nil {
