@@ -308,6 +308,11 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// A replayed message is never steered into a running turn: its own
 		// turn first checks what the transcript already holds of it.
 		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
+		// Nor dropped by the queue's cap: its dead turn may have appended
+		// it to the transcript, where the next turn sees it unanswered,
+		// and the drop's summary would put it before the model again
+		// (the Discord crash test: an input answered by two replies).
+		Keep: w.Replayed,
 	})
 	switch {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:

@@ -286,3 +286,46 @@ func TestRecoveryAcrossTwoTurns(t *testing.T) {
 		t.Fatalf("second restart resumed %d (%v), %d replies", n, err, h.journal().Stats().Replies)
 	}
 }
+
+// TestReplayedMessageNotDroppedByCap: a turn died after appending q2 to
+// the transcript; after the restart the session's replayed backlog is
+// above the queue's cap. q2 is not dropped to make room: the drop's
+// summary would put it before the model a second time, beside the
+// transcript's copy that the next turn already answers (the Discord
+// crash test: an input named by two replies).
+func TestReplayedMessageNotDroppedByCap(t *testing.T) {
+	h := newHarness(t, "", nil, withQueue(QueueConfig{Mode: lanes.Followup, Cap: 1, Drop: lanes.DropSummarize}))
+	m1, m2, m3 := in("tg", "14", "q1"), in("tg", "14", "q2"), in("tg", "14", "q3")
+	acceptOnly(t, h, m1)
+	w2 := acceptOnly(t, h, m2)
+	acceptOnly(t, h, m3)
+	if err := h.journal().Start(w2.RecordID); err != nil {
+		t.Fatal(err)
+	}
+	appendTurn(t, h, w2, "")
+	h.restart()
+	if _, err := h.d.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	for i, req := range h.m.requests() {
+		for _, msg := range req.Messages {
+			if text := msg.Text(); strings.Contains(text, "queue overflow") && strings.Contains(text, "q2") {
+				t.Errorf("model request %d repeats q2 as dropped: %q", i+1, text)
+			}
+		}
+	}
+	hist := h.history(w2.Key.String())
+	n := 0
+	for _, m := range hist {
+		if m.Role == sessions.RoleUser && strings.Contains(m.Text(), "q2") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("q2 is in %d user messages of the transcript, want 1", n)
+	}
+	if recs, _ := h.journal().Pending(); len(recs) != 0 {
+		t.Errorf("%d records still pending", len(recs))
+	}
+}

@@ -61,6 +61,30 @@ func (l *lane[K]) dropOldestLocked(n int, summarize bool) []Item {
 	return out
 }
 
+// dropOverflowLocked removes the n oldest queued items not marked Keep
+// (fewer when not that many are), recording their summaries for the next
+// batch when summarize is set.
+func (l *lane[K]) dropOverflowLocked(n int, summarize bool) []Item {
+	var out []Item
+	kept := l.items[:0]
+	for _, it := range l.items {
+		if len(out) < n && !it.Keep {
+			out = append(out, it)
+			if summarize {
+				l.dropped = append(l.dropped, it.Summary)
+			}
+			continue
+		}
+		kept = append(kept, it)
+	}
+	clear(l.items[len(kept):])
+	l.items = kept
+	if len(l.items) == 0 {
+		l.items = nil
+	}
+	return out
+}
+
 // shiftLocked removes the n oldest queued items without keeping references
 // to them in the backing array.
 func (l *lane[K]) shiftLocked(n int) {

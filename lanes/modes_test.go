@@ -291,6 +291,50 @@ func TestCapDrop(t *testing.T) {
 	}
 }
 
+// TestCapKeepsKeptItems: the overflow policy drops the oldest items not
+// marked Keep; a kept item is neither dropped nor rejected, and the lane
+// holds more than its cap while only kept items are left to drop.
+func TestCapKeepsKeptItems(t *testing.T) {
+	for _, drop := range []Drop{DropSummarize, DropNew} {
+		t.Run(string(drop), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRecorder()
+				q := New(Options[string]{Run: r.run, OnDrop: r.onDrop,
+					Settings: fixed(Settings{Mode: Collect, Debounce: -1, Cap: 2, Drop: drop})})
+				r.gate("a")
+				mustEnqueue(t, q, "k", item("a", ""))
+				kept := func(id string) Item { it := item(id, ""); it.Keep = true; return it }
+				mustEnqueue(t, q, "k", kept("b"))
+				mustEnqueue(t, q, "k", item("c", ""))
+				mustEnqueue(t, q, "k", kept("d")) // over the cap: kept items are never refused
+				if got := q.Depth("k"); got != 3 {
+					t.Errorf("Depth = %d, want 3 (b, c and the kept d)", got)
+				}
+				err := q.Enqueue("k", ClassMain, item("e", ""))
+				want := []batchRec{{Key: "k", IDs: []string{"a"}}, {Key: "k", IDs: []string{"b", "d", "e"}, Dropped: []string{"sum c"}}}
+				wantDropped := []string{"c"}
+				if drop == DropNew {
+					if !errors.Is(err, ErrFull) {
+						t.Errorf("Enqueue(e) = %v, want ErrFull", err)
+					}
+					want[1], wantDropped = batchRec{Key: "k", IDs: []string{"b", "c", "d"}}, nil
+				} else if err != nil {
+					t.Errorf("Enqueue(e) = %v", err)
+				}
+				r.release("a")
+				synctest.Wait()
+				if diff := cmp.Diff(want, r.got()); diff != "" {
+					t.Errorf("batches (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(wantDropped, r.gotDropped()); diff != "" {
+					t.Errorf("OnDrop (-want +got):\n%s", diff)
+				}
+				shutdown(t, q)
+			})
+		})
+	}
+}
+
 func TestSettingsReadPerEnqueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRecorder()

@@ -49,6 +49,13 @@ type Item struct {
 	// Batch.Steer (e.g. a chat command); Steer stops before it, so the
 	// items of its Group after it keep their order and run later.
 	NoSteer bool
+	// Keep exempts the item from the overflow policy (cap): it is never
+	// dropped to make room and never rejected (drop=new), so a lane may
+	// hold more than its cap. For items whose run may already have begun
+	// (a replay after a restart or a failure): dropping one would report
+	// it in Batch.Dropped while the run's trace of it stands. Interrupt
+	// mode still supersedes it.
+	Keep bool
 }
 
 // Batch is what one run receives.
@@ -182,12 +189,12 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 		if l.cancel != nil {
 			l.cancel()
 		}
-	case len(l.items) >= s.Cap:
+	case len(l.items) >= s.Cap && !it.Keep:
 		if s.Drop == DropNew {
 			q.mu.Unlock()
 			return ErrFull
 		}
-		dropped = l.dropOldestLocked(len(l.items)-s.Cap+1, s.Drop == DropSummarize)
+		dropped = l.dropOverflowLocked(len(l.items)-s.Cap+1, s.Drop == DropSummarize)
 	}
 	l.items = append(l.items, it)
 	l.last = now

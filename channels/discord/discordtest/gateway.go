@@ -1,6 +1,7 @@
 package discordtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -198,6 +199,18 @@ func (s *Server) Dispatch(t string, d any) int64 {
 // SendMessageCreate dispatches MESSAGE_CREATE for m, filling ID and
 // Timestamp when empty, and returns the message id.
 func (s *Server) SendMessageCreate(m *discordgo.Message) string {
+	id, _ := s.SendMessageCreateLive(m)
+	return id
+}
+
+// SendMessageCreateLive is SendMessageCreate, also telling where the event
+// went: session is the number (1, 2, ... in Identify order) of the gateway
+// session whose live connection it was written to, 0 when no connection
+// was live (or the write failed). Discord does not queue events for a bot
+// that is down: an event sent while no connection is live only reaches a
+// session that resumes, never one a restarted process identifies afresh.
+// A write that succeeded can still be unread when the client dies.
+func (s *Server) SendMessageCreateLive(m *discordgo.Message) (id string, session int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m.ID == "" {
@@ -214,7 +227,16 @@ func (s *Server) SendMessageCreate(m *discordgo.Message) string {
 	}
 	s.dispatchLocked("MESSAGE_CREATE", m)
 	s.notifyLocked()
-	return m.ID
+	if s.current == nil {
+		return m.ID, 0
+	}
+	return m.ID, s.sessions
+}
+
+// WaitDisconnected waits until no gateway connection is open (a killed
+// client's connections are closed once the fake reads their end).
+func (s *Server) WaitDisconnected(ctx context.Context) error {
+	return s.wait(ctx, func() bool { return len(s.conns) == 0 && s.current == nil })
 }
 
 // Reconnect sends op 7 on the live connection: the client must close it
