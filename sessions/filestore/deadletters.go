@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -155,18 +153,7 @@ func (d *DeadLetters) update(ctx context.Context, change func([]sessions.DeadLet
 func (d *DeadLetters) locked(ctx context.Context, fn func() error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(d.path), 0o700); err != nil {
-		return fmt.Errorf("sessions: dead letters: %w", err)
-	}
-	lk := flock.New(d.path + ".lock")
-	lctx, cancel := context.WithTimeout(ctx, d.lockTimeout)
-	defer cancel()
-	ok, err := lk.TryLockContext(lctx, 5*time.Millisecond)
-	if err != nil || !ok {
-		return fmt.Errorf("sessions: dead letters: lock %s: %w", d.path, errors.Join(err, errors.New("timed out")))
-	}
-	defer func() { _ = lk.Unlock() }()
-	return fn()
+	return withFileLock(ctx, d.path, d.lockTimeout, "dead letters", fn)
 }
 
 // readLocked reads the letters (none when the file does not exist).

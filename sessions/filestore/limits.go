@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
-	"github.com/gofrs/flock"
 )
 
 // MaxLimitCounters bounds the files backend's counter file: past it, the
@@ -140,34 +139,25 @@ func (l *Limits) PruneLimits(ctx context.Context, end int64) (int, error) {
 func (l *Limits) update(ctx context.Context, change func(map[sessions.LimitKey]limitRow) bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return fmt.Errorf("sessions: limit counters: %w", err)
-	}
-	lk := flock.New(l.path + ".lock")
-	lctx, cancel := context.WithTimeout(ctx, l.lockTimeout)
-	defer cancel()
-	ok, err := lk.TryLockContext(lctx, 5*time.Millisecond)
-	if err != nil || !ok {
-		return fmt.Errorf("sessions: limit counters: lock %s: %w", l.path, errors.Join(err, errors.New("timed out")))
-	}
-	defer func() { _ = lk.Unlock() }()
-	if err := l.refreshLocked(); err != nil {
-		return err
-	}
-	// Work on a copy: a failed write must not leave the cache ahead of
-	// the file.
-	m := make(map[sessions.LimitKey]limitRow, len(l.cache)+8)
-	for k, r := range l.cache {
-		m[k] = r
-	}
-	if !change(m) {
+	return withFileLock(ctx, l.path, l.lockTimeout, "limit counters", func() error {
+		if err := l.refreshLocked(); err != nil {
+			return err
+		}
+		// Work on a copy: a failed write must not leave the cache ahead
+		// of the file.
+		m := make(map[sessions.LimitKey]limitRow, len(l.cache)+8)
+		for k, r := range l.cache {
+			m[k] = r
+		}
+		if !change(m) {
+			return nil
+		}
+		if err := l.writeLocked(m); err != nil {
+			return err
+		}
+		l.cache = m
 		return nil
-	}
-	if err := l.writeLocked(m); err != nil {
-		return err
-	}
-	l.cache = m
-	return nil
+	})
 }
 
 // refreshLocked re-reads the file when it changed since last seen.
