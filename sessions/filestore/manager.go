@@ -71,6 +71,10 @@ type Manager struct {
 	cacheTTL time.Duration
 	reset    atomic.Pointer[sessions.ResetConfig]
 	maint    atomic.Pointer[sessions.Maintenance]
+	// started is closed once the maintenance pass at Open has run (or
+	// was skipped: passive, or closing); tests wait for it before they
+	// rely on nothing writing the index behind them.
+	started chan struct{}
 
 	mu     sync.Mutex        // guards stores, closed
 	stores map[string]*Store // by agent id
@@ -144,7 +148,7 @@ func Open(opts Options) (*Manager, error) {
 	m := &Manager{
 		opts: opts, log: opts.Logger, cacheTTL: ttl,
 		locks:  newLockSet(opts.LockTimeout, opts.MaxHold, opts.Logger, opts.Observe),
-		stores: map[string]*Store{}, done: make(chan struct{}),
+		stores: map[string]*Store{}, done: make(chan struct{}), started: make(chan struct{}),
 	}
 	m.search = newSearchIndex(m)
 	rc := opts.Reset
@@ -270,6 +274,9 @@ func (m *Manager) run(ctx context.Context) {
 	defer flush.Stop()
 	maint := time.NewTimer(0) // once at Open, then hourly
 	defer maint.Stop()
+	var startedOnce sync.Once
+	started := func() { startedOnce.Do(func() { close(m.started) }) }
+	defer started()
 	for {
 		select {
 		case <-ctx.Done():
@@ -280,12 +287,14 @@ func (m *Manager) run(ctx context.Context) {
 			}
 		case <-maint.C:
 			if m.opts.Passive {
+				started()
 				continue
 			}
 			m.repairAll()
 			if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil {
 				m.log.Error("session maintenance failed", zap.Error(err))
 			}
+			started()
 			maint.Reset(maintenanceEvery)
 		}
 	}
