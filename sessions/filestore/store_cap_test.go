@@ -27,7 +27,7 @@ func TestMaxEntriesTwelveThousandCreatesNeverPassTheCap(t *testing.T) {
 		every   = 97 // every 97th session has work pending
 	)
 	if testing.Short() {
-		t.Skip("12,000 index writes")
+		t.Skip("-short: 12,000 index writes (CI and scripts/test run it)")
 	}
 	clk := newFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	m := openTestManager(t, "", Options{Now: clk.Now,

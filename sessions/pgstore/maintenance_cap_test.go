@@ -28,7 +28,7 @@ func TestMaxEntriesTwelveThousandCreatesNeverPassTheCapPostgres(t *testing.T) {
 		every   = 97
 	)
 	if testing.Short() {
-		t.Skip("12,000 creations")
+		t.Skip("-short: 3,000 creations")
 	}
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()

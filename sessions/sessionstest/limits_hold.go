@@ -7,7 +7,7 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// testLimitsHold checks sessions.LimitReserver where the store has it:
+// testLimitsHold checks sessions.LimitReserver (stores that have it):
 // holds count against the cap for every handle on the storage (replicas),
 // a refusal takes nothing, Local counts, SettleLimits adds the cost and
 // drops the holds in one step, an expired hold counts for nothing, and a
@@ -16,7 +16,7 @@ func testLimitsHold(t *testing.T, open LimitsOpener) {
 	f := newLimitFixture(t, open)
 	r, ok := f.l.(sessions.LimitReserver)
 	if !ok {
-		t.Skip("this store has no LimitReserver: package limits keeps holds in memory (one process owns the counters)")
+		t.Fatalf("%T is not a sessions.LimitReserver (TestLimits runs this case only for one)", f.l)
 	}
 	other := open(t, f.l).(sessions.LimitReserver)
 	key := dayKey("sender", "main/telegram:1")
