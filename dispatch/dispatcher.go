@@ -296,7 +296,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	if w.Key.IsSubagent() {
 		class = lanes.ClassSubagent
 	}
-	summary := w.In.SenderName + ": " + firstLine(w.In.Text, 80)
+	summary := summaryLine(w)
 	id := w.RecordID
 	if w.Reply != nil {
 		id = "reply:" + w.Reply.ID

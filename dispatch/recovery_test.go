@@ -329,3 +329,68 @@ func TestReplayedMessageNotDroppedByCap(t *testing.T) {
 		t.Errorf("%d records still pending", len(recs))
 	}
 }
+
+// TestSummarizedDropSurvivesShutdown: a message the queue dropped with a
+// summary is settled by the turn that carries the summary, not at the
+// drop: when the daemon stops before that turn, it is pending at the next
+// start and answered then. (It was finished at the drop, its summary kept
+// in memory only: the crash test lost such messages.)
+func TestSummarizedDropSurvivesShutdown(t *testing.T) {
+	m := &model{block: make(chan struct{}), started: make(chan struct{}, 10)}
+	h := newHarness(t, "", m, withQueue(QueueConfig{Mode: lanes.Followup, Cap: 1, Drop: lanes.DropSummarize}))
+	h.grace = 50 * time.Millisecond
+	h.handle(in("tg", "15", "first"))
+	<-m.started
+	h.handle(in("tg", "15", "dropped"))
+	h.handle(in("tg", "15", "kept"))
+	h.close() // the turn that would carry the summary never ran
+	m.mu.Lock()
+	m.block, m.started = nil, nil
+	m.mu.Unlock()
+	h.start()
+	recs, err := h.journal().Pending()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("pending after shutdown: %d records (%v), want 3 (first, dropped, kept)", len(recs), err)
+	}
+	if _, err := h.d.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	if got := strings.Join(h.tg.texts(), "|"); !strings.Contains(got, "dropped") {
+		t.Errorf("after the restart sent %q: the dropped message was never answered", got)
+	}
+}
+
+// TestSummarizedDropFinishedWithItsNote: the turn after an overflow gives
+// the model the dropped message as a line of its note, the note carrying
+// the dropped record's id; the record is finished with that turn's reply,
+// and a restart resumes nothing.
+func TestSummarizedDropFinishedWithItsNote(t *testing.T) {
+	m := &model{block: make(chan struct{}), started: make(chan struct{}, 10)}
+	h := newHarness(t, "", m, withQueue(QueueConfig{Mode: lanes.Followup, Cap: 1, Drop: lanes.DropSummarize}))
+	first := in("tg", "16", "first")
+	h.handle(first)
+	<-m.started
+	h.handle(in("tg", "16", "dropped"))
+	h.handle(in("tg", "16", "kept"))
+	close(m.block)
+	h.drained()
+	route, _ := h.d.Route(first)
+	var note *sessions.Message
+	hist := h.history(route.Key.String())
+	for i := range hist {
+		if hist[i].Role == sessions.RoleUser && strings.Contains(hist[i].Text(), "queue overflow") {
+			note = &hist[i]
+		}
+	}
+	if note == nil || !strings.Contains(note.Text(), "dropped") || len(note.RecordIDs) != 1 {
+		t.Fatalf("no overflow note naming the dropped message with its record id in %+v", hist)
+	}
+	if recs, _ := h.journal().Pending(); len(recs) != 0 {
+		t.Errorf("%d records pending after the drain", len(recs))
+	}
+	h.restart()
+	if n, err := h.d.Resume(h.ctx); err != nil || n != 0 {
+		t.Fatalf("restart resumed %d (%v), want nothing", n, err)
+	}
+}

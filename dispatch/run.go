@@ -14,6 +14,7 @@ import (
 // runBatch is the lanes.RunFunc. On a journal several processes share it
 // runs the batch under its session's lease (turnlease.go).
 func (d *Dispatcher) runBatch(ctx context.Context, b laneBatch) {
+	b = d.takeDropped(b) // the queue's dropped messages run with b (overflow.go)
 	if t, ok := d.journal.(sessions.Turns); ok {
 		d.leases.run(ctx, t, b)
 		return
@@ -28,7 +29,7 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 	flush := func() {
 		if len(pending) > 0 {
 			d.runTurn(ctx, pending, b)
-			pending, b.Dropped = nil, nil
+			pending = nil
 		}
 	}
 	var seen map[string]bool // record ids so far; only a batch of several can repeat one

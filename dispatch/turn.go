@@ -16,7 +16,8 @@ import (
 //   - begin: what the transcript already holds of replayed messages is
 //     recovered, the records are started and the session is begun;
 //   - inputs: what the model is given (a new thread's parent context, the
-//     queue's overflow note, each message not yet in the transcript, the
+//     queue's overflow note for the dropped messages among ws (overflow.go),
+//     each message not yet in the transcript, the
 //     room's kept messages before the first);
 //   - run: the agent runs, with the ack reaction, the typing indicator and
 //     the streamed draft around it and steered messages fed in;
@@ -28,7 +29,7 @@ import (
 // lock) is touched by the runner's callbacks.
 type turn struct {
 	d   *Dispatcher
-	b   laneBatch // the lane run the turn belongs to (its steering, its dropped summaries)
+	b   laneBatch // the lane run the turn belongs to (its steering)
 	log *zap.Logger
 
 	ws          []*work // the turn's messages, in order (after begin: those still to run)

@@ -31,13 +31,18 @@ func (t *turn) inputs(ctx context.Context) []sessions.Message {
 			inputs = append(inputs, m)
 		}
 	}
-	if len(t.b.Dropped) > 0 {
-		inputs = append(inputs, sessions.UserText("[queue overflow: "+fmt.Sprint(len(t.b.Dropped))+
-			" earlier messages were dropped]\n"+strings.Join(t.b.Dropped, "\n"), d.opts.Now()))
+	var dropped []*work
+	for _, w := range t.ws {
+		if w.Summarized && !w.Consumed {
+			dropped = append(dropped, w)
+		}
+	}
+	if len(dropped) > 0 {
+		inputs = append(inputs, d.overflowNote(dropped))
 	}
 	for _, w := range t.ws {
 		switch {
-		case w.Consumed:
+		case w.Consumed, w.Summarized:
 		case w.Agent != nil:
 			m := w.Agent.Message
 			m.RecordIDs = recordIDs([]*work{w})

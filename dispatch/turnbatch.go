@@ -56,7 +56,6 @@ func (tl turnLeases) yieldBatch(b laneBatch) {
 func splitBatch(b laneBatch, later []string) (now, rest laneBatch) {
 	now, rest = b, b
 	now.Items, rest.Items = nil, nil
-	rest.Dropped = nil
 	if len(later) == 0 {
 		now.Items = b.Items
 		return now, rest

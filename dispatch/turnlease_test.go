@@ -13,7 +13,7 @@ import (
 // later, splitting a burst bundle between its parts.
 func TestSplitBatch(t *testing.T) {
 	burst := bundle([]*work{{RecordID: "r1"}, {RecordID: "r3"}})
-	b := laneBatch{Key: routing.Key{Agent: "main", Main: "k"}, Dropped: []string{"x"}, Items: []lanes.Item{
+	b := laneBatch{Key: routing.Key{Agent: "main", Main: "k"}, Items: []lanes.Item{
 		{ID: "a", Payload: &work{RecordID: "r0"}},
 		{ID: "c", Payload: &work{chatMessage: chatMessage{Command: "status"}}},
 		{ID: "b", Payload: burst},
@@ -35,9 +35,6 @@ func TestSplitBatch(t *testing.T) {
 	}
 	if got, want := ids(rest), []string{"r3", "new", "r4"}; !slices.Equal(got, want) {
 		t.Errorf("later = %v, want %v", got, want)
-	}
-	if len(now.Dropped) != 1 || len(rest.Dropped) != 0 {
-		t.Errorf("dropped summaries: now %v, later %v; want them with the first turn only", now.Dropped, rest.Dropped)
 	}
 	if now, rest := splitBatch(b, nil); len(now.Items) != len(b.Items) || len(rest.Items) != 0 {
 		t.Errorf("nothing held back: now %d items, later %d", len(now.Items), len(rest.Items))

@@ -40,6 +40,10 @@ type chatMessage struct {
 	// HistoryMark is the room history sequence when it was accepted: its
 	// turn takes the room's kept messages up to it (roomhistory.go).
 	HistoryMark uint64
+	// Summarized is set for a message the lane dropped (queue overflow,
+	// interrupt mode): its turn gives it to the model as a line of the
+	// overflow note (overflow.go), not in full.
+	Summarized bool
 }
 
 // recordState is what is known of a journaled work's record: when it was

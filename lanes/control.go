@@ -10,7 +10,8 @@ import (
 )
 
 // Cancel cancels key's active run (its ctx) and drops its queued items,
-// returning them. It does not wait for the run to return.
+// returning them with the dropped ones no batch took yet (Batch.Dropped),
+// oldest first. It does not wait for the run to return.
 func (q *Queue[K]) Cancel(key K) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -21,7 +22,7 @@ func (q *Queue[K]) Cancel(key K) []Item {
 	if l.cancel != nil {
 		l.cancel()
 	}
-	items := l.items
+	items := append(l.dropped, l.items...)
 	l.items, l.dropped, l.behind = nil, nil, false
 	q.stopTimerLocked(l)
 	q.forgetIfIdleLocked(l)
@@ -94,8 +95,9 @@ func (q *Queue[K]) grantDoLocked(l *lane[K]) {
 
 // Shutdown stops accepting work (Enqueue and Do return ErrClosed), lets the
 // active runs finish until ctx ends, then cancels their contexts and waits
-// for them to return. The items still queued are returned, oldest first
-// (their durable copies live elsewhere). Do calls already waiting still run.
+// for them to return. The items still queued are returned, oldest first,
+// with the dropped ones no batch took yet (their durable copies live
+// elsewhere). Do calls already waiting still run.
 func (q *Queue[K]) Shutdown(ctx context.Context) []Item {
 	q.mu.Lock()
 	var left []Item
@@ -103,6 +105,7 @@ func (q *Queue[K]) Shutdown(ctx context.Context) []Item {
 		q.closed = true
 		for _, l := range q.keys {
 			q.stopTimerLocked(l)
+			left = append(left, l.dropped...)
 			left = append(left, l.items...)
 			l.items, l.dropped, l.behind = nil, nil, false
 			q.forgetIfIdleLocked(l)

@@ -14,14 +14,16 @@
 //     Batch.Steer; leftovers run afterwards like collect without the quiet
 //     window (one batch per Group).
 //   - interrupt: the active run's context is cancelled and the newest item
-//     runs next; the older queued items are dropped, their Summary lines
-//     passed in Batch.Dropped.
+//     runs next; the older queued items are dropped into Batch.Dropped.
 //
 // An item reaching an idle key runs at once in every mode: the quiet window
 // applies only to items that queued behind a run (or a Do). Settings are
 // read through Options.Settings on every Enqueue, so reloads and per-session
 // overrides apply to the next item. Cap bounds the queued items per key;
-// Drop picks what happens past it (summarize, old, new → ErrFull).
+// Drop picks what happens past it (summarize, old, new → ErrFull). Items
+// dropped with a summary (summarize, interrupt) are handed to the next
+// batch in Batch.Dropped for its run to settle, never lost on the way:
+// Cancel and Shutdown return those no batch took yet.
 //
 // A Queue is generic over its key type K, any comparable type (the
 // dispatcher uses routing.Key): the key given to Enqueue is handed back as

@@ -44,7 +44,10 @@ func (r *recorder) release(id string) {
 }
 
 func (r *recorder) run(ctx context.Context, b Batch[string]) {
-	rec := batchRec{Key: b.Key, Dropped: b.Dropped, At: time.Since(r.t0)}
+	rec := batchRec{Key: b.Key, At: time.Since(r.t0)}
+	for _, it := range b.Dropped {
+		rec.Dropped = append(rec.Dropped, it.Summary)
+	}
 	for _, it := range b.Items {
 		rec.IDs = append(rec.IDs, it.ID)
 	}

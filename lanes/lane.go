@@ -13,8 +13,8 @@ type lane[K comparable] struct {
 	class Class
 	set   Settings // latest settings, fetched by Enqueue
 
-	items   []Item   // queued, in arrival order
-	dropped []string // summaries for the next batch
+	items   []Item // queued, in arrival order
+	dropped []Item // dropped with a summary, for the next batch (Batch.Dropped)
 	last    time.Time
 	// behind is set when items queued while the key was busy, so the
 	// collect debounce applies to them.
@@ -44,34 +44,31 @@ func (q *Queue[K]) laneLocked(key K) *lane[K] {
 	return l
 }
 
-// dropOldestLocked removes the n oldest queued items, recording their
-// summaries for the next batch when summarize is set.
-func (l *lane[K]) dropOldestLocked(n int, summarize bool) []Item {
+// dropOldestLocked removes the n oldest queued items into the next
+// batch's Dropped (interrupt mode: they are summarised, never silently
+// lost).
+func (l *lane[K]) dropOldestLocked(n int) {
 	if n <= 0 {
-		return nil
+		return
 	}
-	out := make([]Item, n)
-	copy(out, l.items[:n])
-	if summarize {
-		for _, it := range out {
-			l.dropped = append(l.dropped, it.Summary)
-		}
-	}
+	l.dropped = append(l.dropped, l.items[:n]...)
 	l.shiftLocked(n)
-	return out
 }
 
 // dropOverflowLocked removes the n oldest queued items not marked Keep
-// (fewer when not that many are), recording their summaries for the next
-// batch when summarize is set.
+// (fewer when not that many are). With summarize set they go to the next
+// batch's Dropped; otherwise they are returned, for Options.OnDrop.
 func (l *lane[K]) dropOverflowLocked(n int, summarize bool) []Item {
 	var out []Item
 	kept := l.items[:0]
+	dropped := 0
 	for _, it := range l.items {
-		if len(out) < n && !it.Keep {
-			out = append(out, it)
+		if dropped < n && !it.Keep {
+			dropped++
 			if summarize {
-				l.dropped = append(l.dropped, it.Summary)
+				l.dropped = append(l.dropped, it)
+			} else {
+				out = append(out, it)
 			}
 			continue
 		}
@@ -107,24 +104,24 @@ func (l *lane[K]) readyAt(now time.Time) time.Time {
 
 // idle reports whether the lane holds nothing and can be forgotten.
 func (l *lane[K]) idle() bool {
-	return !l.running && !l.doing && len(l.items) == 0 && len(l.doers) == 0 && l.timer == nil
+	return !l.running && !l.doing && len(l.items) == 0 && len(l.dropped) == 0 && len(l.doers) == 0 && l.timer == nil
 }
 
 // takeBatchLocked removes the next batch's items from the queue according
 // to the mode.
-func (l *lane[K]) takeBatchLocked() (items []Item, dropped []Item) {
+func (l *lane[K]) takeBatchLocked() (items []Item) {
 	switch l.set.Mode {
 	case Followup:
 		items = []Item{l.items[0]}
 		l.shiftLocked(1)
 	case Interrupt:
-		dropped = l.dropOldestLocked(len(l.items)-1, true)
+		l.dropOldestLocked(len(l.items) - 1)
 		items, l.items = l.items, nil
 	default: // Collect, Steer: every queued item of the oldest item's Group.
 		items = l.takeGroupLocked(l.items[0].Group, false)
 	}
 	l.behind = len(l.items) > 0
-	return items, dropped
+	return items
 }
 
 // takeGroupLocked removes and returns the queued items of group, keeping

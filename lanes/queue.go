@@ -42,8 +42,8 @@ type Item struct {
 	Payload any
 	// At is the arrival time; Enqueue sets it when zero.
 	At time.Time
-	// Summary is a one-line description used when the item is dropped
-	// with a summary (drop=summarize, interrupt).
+	// Summary is a one-line description of the item, for the owner's use
+	// when it is dropped with a summary (drop=summarize, interrupt).
 	Summary string
 	// NoSteer keeps the item from being handed to an active run by
 	// Batch.Steer (e.g. a chat command); Steer stops before it, so the
@@ -64,9 +64,12 @@ type Batch[K comparable] struct {
 	Class Class
 	// Items are the items of this run, all of one Group, in arrival order.
 	Items []Item
-	// Dropped holds one-line summaries of items dropped since the previous
-	// batch (drop=summarize, interrupt).
-	Dropped []string
+	// Dropped holds the items dropped with a summary since the previous
+	// batch (drop=summarize, interrupt), oldest first. They are the run's
+	// to settle (e.g. as one summary before Items): OnDrop is not called
+	// for them, and they are not lost if the run never gets to them
+	// (Cancel and Shutdown return the ones no batch took yet).
+	Dropped []Item
 	// Steer is set in steer mode only. It returns the items of the batch's
 	// Group that arrived while the run is active, up to the first NoSteer
 	// one, and removes them from the queue (the runner calls it before each
@@ -94,9 +97,10 @@ type Options[K comparable] struct {
 	// OnWait is called once per batch with the time it waited for a class
 	// slot (zero when a slot was free). Optional.
 	OnWait func(class Class, d time.Duration)
-	// OnDrop is called for each item dropped by the drop policy or by
-	// interrupt mode (not for items returned by Cancel or Shutdown), so
-	// the owner can retire durable copies. Optional.
+	// OnDrop is called for each item dropped silently by the drop policy
+	// (drop=old; not for items dropped with a summary, which go to the next
+	// Batch.Dropped, nor for items returned by Cancel or Shutdown), so the
+	// owner can retire durable copies. Optional.
 	OnDrop func(key K, it Item)
 }
 
@@ -185,7 +189,7 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 	switch {
 	case s.Mode == Interrupt:
 		// Interrupt supersedes everything older, whatever the cap.
-		dropped = l.dropOldestLocked(len(l.items), true)
+		l.dropOldestLocked(len(l.items))
 		if l.cancel != nil {
 			l.cancel()
 		}

@@ -107,7 +107,7 @@ func (q *Queue[K]) forgetIfIdleLocked(l *lane[K]) {
 // startLocked takes a class slot and runs l's next batch in a goroutine
 // owned by q.wg.
 func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
-	items, dropped := l.takeBatchLocked()
+	items := l.takeBatchLocked()
 	b := Batch[K]{Key: l.key, Class: class, Items: items, Dropped: l.dropped}
 	l.dropped = nil
 	l.running, l.runClass = true, class
@@ -122,18 +122,13 @@ func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 	}
 	wait := now.Sub(l.waitSince)
 	q.wg.Add(1)
-	go q.run(ctx, l, b, wait, dropped)
+	go q.run(ctx, l, b, wait)
 }
 
 // run executes one batch and hands the lane and the slot on.
-func (q *Queue[K]) run(ctx context.Context, l *lane[K], b Batch[K], wait time.Duration, dropped []Item) {
+func (q *Queue[K]) run(ctx context.Context, l *lane[K], b Batch[K], wait time.Duration) {
 	defer q.wg.Done()
 	defer q.finish(l)
-	if q.opts.OnDrop != nil {
-		for _, it := range dropped {
-			q.opts.OnDrop(b.Key, it)
-		}
-	}
 	if q.opts.OnWait != nil {
 		q.opts.OnWait(b.Class, wait)
 	}

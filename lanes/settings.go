@@ -26,8 +26,8 @@ type Drop string
 
 // Drop policies.
 const (
-	// DropSummarize drops the oldest queued item and passes its Summary in
-	// Batch.Dropped of the next batch.
+	// DropSummarize drops the oldest queued item into Batch.Dropped of the
+	// next batch (whose run summarises it).
 	DropSummarize Drop = "summarize"
 	// DropOld drops the oldest queued item silently.
 	DropOld Drop = "old"
