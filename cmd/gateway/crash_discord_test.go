@@ -165,15 +165,14 @@ func startDiscordCrashRun(t *testing.T) *dcrashRun {
 	}
 	d.cfg = filepath.Join(d.logs, "gateway.yaml")
 	// maxCrashes at its maximum: see newCrashDaemon. The queue's cap is
-	// above any chat's share of the run (about 250 inputs): a message the
-	// cap drops is finished at once and its summary waits in memory for
-	// the session's next batch, so a kill before that batch loses it by
-	// design (README: "finished, not answered after a restart"). At cap
-	// 50 a followup chat's backlog passes the cap after a few kills:
-	// seed 11471112239839287202 lost 6 inputs that way, and before
-	// lanes.Item.Keep seed 8204659162617901040 answered a replayed input
-	// twice (dispatch's TestReplayedMessageNotDroppedByCap). This test is
-	// about what a crash does, not the drop policy.
+	// the default 20, below a followup chat's share of the run (about 250
+	// inputs), so its backlog passes the cap around the kills: a message
+	// dropped with a summary must be answered by the turn carrying the
+	// summary, or in full after a restart (dispatch/overflow.go; at cap 50
+	// seed 11471112239839287202 lost 6 inputs before it). A replayed
+	// input is never dropped by the cap (lanes.Item.Keep; before it seed
+	// 8204659162617901040 answered one twice, dispatch's
+	// TestReplayedMessageNotDroppedByCap).
 	cfg := fmt.Sprintf(`stateDir: %s
 http: {listen: %q}
 log: {level: info, format: console}
@@ -192,7 +191,7 @@ agents:
   defaults: {model: fake/test-model, maxConcurrent: 8}
   list: [{id: main}]
 messages:
-  queue: {mode: collect, debounce: 50ms, cap: 500}
+  queue: {mode: collect, debounce: 50ms, cap: 20}
   delivery: {maxCrashes: 100}
 `, state, d.addr, dc.URL(), dcrashGuild, model.BaseURL())
 	if err := os.WriteFile(d.cfg, []byte(cfg), 0o600); err != nil {
