@@ -255,3 +255,47 @@ func (c *crashTally) check() {
 		}
 	}
 }
+
+// uncertainSends counts, from every run's log in dir, the reply chunks
+// sent again whose first attempt's outcome was unknown: the chunk a
+// resumed reply sends first (its log line says sent < chunks) and the
+// retries after a failure that may have been posted (outcome_known
+// false). Each is one increment of gateway_outbound_uncertain_total in
+// its run; the killed runs' counters die with them, their logs do not.
+func uncertainSends(t *testing.T, dir string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "run-*.log"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no run logs in %s (%v)", dir, err)
+	}
+	n := 0
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			resumed := strings.Contains(line, "\tresuming reply from the outbox\t")
+			retried := strings.Contains(line, "\treply chunk not delivered; retrying\t")
+			if !resumed && !retried {
+				continue
+			}
+			var f struct {
+				Sent, Chunks int
+				Known        *bool `json:"outcome_known"`
+			}
+			if i := strings.Index(line, "\t{"); i < 0 || json.Unmarshal([]byte(line[i+1:]), &f) != nil {
+				t.Errorf("%s: unreadable log line %q", p, line)
+				continue
+			}
+			if (resumed && f.Sent < f.Chunks) || (retried && f.Known != nil && !*f.Known) {
+				n++
+			}
+		}
+		f.Close()
+	}
+	return n
+}

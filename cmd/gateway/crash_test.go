@@ -346,6 +346,15 @@ func (r *crashRun) report(t *testing.T, kills int, inFlight func(*testing.T, []s
 		t.Errorf("%d reply chunks delivered twice outside the documented window (the first copy was not the last thing its run sent to that chat before the kill): %v\n%s",
 			len(outside), firstN(outside, 5), d.sendLog(outside))
 	}
+	// Every chunk delivered twice was sent again knowing its first
+	// attempt's outcome unknown, and counted so
+	// (gateway_outbound_uncertain_total): the counter never hides one.
+	uncertain := uncertainSends(t, d.logs)
+	t.Logf("%d chunks sent again with their first attempt's outcome unknown (gateway_outbound_uncertain_total over the runs), %d of them delivered twice",
+		uncertain, rep.dupChunks)
+	if rep.dupChunks > uncertain {
+		t.Errorf("%d chunks delivered twice but only %d uncertain resends counted: a duplicate the counter does not show", rep.dupChunks, uncertain)
+	}
 	if rep.dupChunks > kills/20 {
 		// All in the window (checked above); at this rate the window is
 		// about one per 20 kills: more says the window grew.
