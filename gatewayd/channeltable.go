@@ -186,7 +186,10 @@ func discordRow() channelRow {
 				// hot-reloaded access policy.
 				MentionRequired: d.dropUnmentioned,
 				Room:            func(in channels.Inbound) channels.Room { return d.policy.Load().Room(in) },
-				SlashAllowed:    d.slashAllowed})
+				SlashAllowed:    d.slashAllowed,
+				// What was said while the bot was down is caught up from
+				// the channels' history at each connect (catchup.go).
+				Cursors: d.backend.Cursors()})
 		},
 		access:     acc,
 		mediaMaxMb: func(cfg *configs.Config, id string) int { return accts(cfg)[id].MediaMaxMb },

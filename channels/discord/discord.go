@@ -55,6 +55,19 @@ type Options struct {
 	// Commands is the command catalogue registered as slash commands and
 	// accepted from interactions; nil means channels.Commands().
 	Commands []channels.Command
+	// Cursors keeps the newest message seen per channel, so that each
+	// connect catches up on what was said while the bot was down
+	// (catchup.go); nil: no catch-up.
+	Cursors CursorStore
+	// CatchUpMaxAge: older messages are not caught up, nor channels quiet
+	// for longer (24 h when zero).
+	CatchUpMaxAge time.Duration
+	// CatchUpMaxMessages caps the messages caught up per channel and
+	// connect (500 when zero).
+	CatchUpMaxMessages int
+	// CatchUpMaxChannels caps the channels read per connect, the most
+	// recently active first (200 when zero).
+	CatchUpMaxChannels int
 }
 
 // Adapter is one Discord bot account. Create it with New.
@@ -77,6 +90,7 @@ type Adapter struct {
 	ix     interactions         // slash command acknowledgements (own lock)
 	admins channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn   channels.ConnTracker // connection state for `gateway status`
+	seen   seenCursors          // newest message handled per channel (catchup.go)
 
 	// resync tells the registration worker that the rules behind
 	// Options.SlashAllowed changed (ResyncSlash; cap 1).
@@ -268,10 +282,19 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		}
 	}()
 
+	if a.opts.Cursors != nil {
+		// The cursor writer lives as long as Run: stopped and waited for
+		// (with its last write) before Run returns.
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); a.flushCursors(fctx) }()
+		defer func() { stop(); <-done }()
+	}
 	var last opened
 	if err := a.connect(ctx, &last); err != nil || ctx.Err() != nil {
 		return err
 	}
+	a.catchUp(ctx, h)
 	for {
 		select {
 		case <-ctx.Done():
@@ -288,6 +311,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 			if err := a.connect(ctx, &last); err != nil || ctx.Err() != nil {
 				return err
 			}
+			a.catchUp(ctx, h)
 		}
 	}
 }
@@ -387,12 +411,19 @@ func permanent(err error) bool {
 func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) {
 	in, ok := a.inbound(ctx, m.Message)
 	if !ok {
+		if m.Message != nil {
+			a.seen.note(m.ChannelID, m.ID, time.Now())
+		}
 		return
 	}
 	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h(ctx, in)
-		if err == nil || errors.Is(err, channels.ErrRejected) || ctx.Err() != nil {
+		if err == nil || errors.Is(err, channels.ErrRejected) {
+			a.seen.note(m.ChannelID, m.ID, time.Now()) // journaled (or refused): no catch-up needed
+			return
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		if attempt == 3 {

@@ -2,8 +2,8 @@
 // that speaks the real protocol (Hello, Identify, Resume, READY,
 // GUILD_CREATE, heartbeats and ACKs, op 7 reconnect, dispatches with
 // sequence numbers and replay on resume) and the REST endpoints a bot
-// uses (gateway discovery, channel messages, typing, channel, guild and
-// member lookup: SetGuild, SetMember), plus
+// uses (gateway discovery, channel messages and their history, typing,
+// channel, guild and member lookup: SetGuild, SetMember), plus
 // slash commands: application command registration, INTERACTION_CREATE
 // (SendInteraction), the interaction callback and the interaction
 // webhook's edit of @original and followups, all recorded with their flags.
@@ -101,6 +101,9 @@ type Server struct {
 	editLimits int // next message PATCHes to answer with 429
 	deleted    []Deleted
 
+	history      map[string][]*discordgo.Message // by channel (history.go)
+	historyReads int
+
 	guilds        map[string]*discordgo.Guild             // GET /guilds/{id} (members.go)
 	members       map[string]map[string]*discordgo.Member // by guild, then user id
 	memberLookups int
@@ -154,6 +157,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /attachments/{ch}/{id}/{name}", s.serveAttachment)
 	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveEdit))
 	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveDelete))
+	s.historyRoutes(mux)
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
 	s.client = &http.Client{Transport: &rewrite{host: target.Host, base: &http.Transport{}}}
@@ -300,6 +304,7 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	if c, ok := s.channels[channelID]; ok {
 		msg.GuildID = c.GuildID
 	}
+	s.keepLocked(msg)
 	s.sent = append(s.sent, Sent{ChannelID: channelID, Content: body.Content, Reference: body.Reference,
 		AllowedMentions: body.AllowedMentions, MessageID: id, Nonce: nonce})
 	if nonce != "" {

@@ -225,6 +225,7 @@ func (s *Server) SendMessageCreateLive(m *discordgo.Message) (id string, session
 			m.GuildID = ch.GuildID
 		}
 	}
+	s.keepLocked(m)
 	s.dispatchLocked("MESSAGE_CREATE", m)
 	s.notifyLocked()
 	if s.current == nil {

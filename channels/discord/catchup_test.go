@@ -1,0 +1,175 @@
+package discord
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/discord/discordtest"
+)
+
+// memCursors is a CursorStore in memory, shared by successive adapters as
+// the daemon's storage is by successive processes.
+type memCursors struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+func (c *memCursors) CursorsOf(_ context.Context, scope string) (map[string]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range c.m[scope] {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (c *memCursors) SetCursor(_ context.Context, scope, name, value string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]map[string]string{}
+	}
+	if c.m[scope] == nil {
+		c.m[scope] = map[string]string{}
+	}
+	c.m[scope][name] = value
+	return nil
+}
+
+// runProcess runs one adapter ("process") on fake with the cursors store
+// until the returned stop is called (stop waits for Run to return).
+func runProcess(t *testing.T, fake *discordtest.Server, store CursorStore) (<-chan channels.Inbound, func()) {
+	t.Helper()
+	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t), Cursors: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan channels.Inbound, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, func(_ context.Context, in channels.Inbound) error {
+			got <- in
+			return nil
+		})
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return got, stop
+}
+
+func nextIn(t *testing.T, got <-chan channels.Inbound) channels.Inbound {
+	t.Helper()
+	select {
+	case in := <-got:
+		return in
+	case <-time.After(15 * time.Second):
+		t.Fatal("no message delivered")
+	}
+	return channels.Inbound{}
+}
+
+// TestCatchUpAfterDowntime: messages said while no process was connected
+// (Discord does not queue them for a bot that identifies afresh) reach the
+// next process from the channel history, in order, once each, with their
+// guild and mention as if live; messages older than the catch-up age are
+// left, and nothing the first process handled comes again.
+func TestCatchUpAfterDowntime(t *testing.T) {
+	fake := discordtest.New(fakeOptions())
+	defer fake.Close()
+	store := &memCursors{}
+	bot := fake.BotUser()
+	mention := func(text string) *discordgo.Message {
+		return &discordgo.Message{ChannelID: channelID, Author: alice, Content: "<@" + bot.ID + "> " + text, Mentions: []*discordgo.User{bot}}
+	}
+
+	got, stop := runProcess(t, fake, store)
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "before dm"})
+	fake.SendMessageCreate(mention("before guild"))
+	for range 2 {
+		nextIn(t, got)
+	}
+	stop() // its last cursor write is done when Run returns
+	if err := fake.WaitDisconnected(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	stale := &discordgo.Message{ChannelID: dmID, Author: alice, Content: "stale", Timestamp: time.Now().Add(-48 * time.Hour)}
+	fake.SendMessageCreate(stale)
+	down1 := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "while down 1"})
+	down2 := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "while down 2"})
+	down3 := fake.SendMessageCreate(mention("while down 3"))
+
+	got2, _ := runProcess(t, fake, store)
+	if err := fake.WaitReady(ctxT(t), 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	live := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "live"})
+	var dm, guild []string
+	for {
+		in := nextIn(t, got2)
+		if in.MessageID == live {
+			break
+		}
+		switch {
+		case in.ChatID == dmID && in.ChatType == channels.Direct:
+			dm = append(dm, in.MessageID)
+		case in.ChatID == channelID && in.GuildID == guildID && in.ChatType == channels.Channel && in.Mentioned && in.Text == "while down 3":
+			guild = append(guild, in.MessageID)
+		default:
+			t.Errorf("caught up %+v", in)
+		}
+	}
+	if len(dm) != 2 || dm[0] != down1 || dm[1] != down2 {
+		t.Errorf("direct messages caught up %v, want [%s %s] (not the stale %s, not the one handled before)", dm, down1, down2, stale.ID)
+	}
+	if len(guild) != 1 || guild[0] != down3 {
+		t.Errorf("guild messages caught up %v, want [%s]", guild, down3)
+	}
+	if fake.HistoryReads() == 0 {
+		t.Error("the history was never read")
+	}
+}
+
+// TestCatchUpCursorParse: cursors round-trip their stored form, refuse a
+// malformed one, and keep a channel's newest id, compared as a number.
+func TestCatchUpCursorParse(t *testing.T) {
+	c := cursor{id: "123456789012345678", at: time.Unix(1700000000, 0)}
+	back, ok := parseCursor(c.String())
+	if !ok || back.id != c.id || !back.at.Equal(c.at) {
+		t.Fatalf("round trip of %q: %+v %v", c.String(), back, ok)
+	}
+	for _, bad := range []string{"", "abc 1", "12", "12 x", "../x 1"} {
+		if _, ok := parseCursor(bad); ok {
+			t.Errorf("parseCursor(%q) accepted", bad)
+		}
+	}
+	var s seenCursors
+	s.note("c", "10", time.Now())
+	s.note("c", "9", time.Now()) // older: kept at 10
+	s.note("c", "100", time.Now())
+	if got := s.takeDirty()["c"].id; got != "100" {
+		t.Errorf("cursor %s, want the newest id 100 (ids compare as numbers)", got)
+	}
+	if d := s.takeDirty(); len(d) != 0 {
+		t.Errorf("dirty after take: %v", d)
+	}
+}
