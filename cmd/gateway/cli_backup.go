@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,9 @@ func backupCreateCmd(cfgPath *string) *cobra.Command {
 				dir, err := backupStateDir(env.cfg, stateDir, "create")
 				if err != nil {
 					return err
+				}
+				if abs, err := filepath.Abs(args[0]); err == nil && strings.HasPrefix(abs, dir+string(filepath.Separator)) {
+					return usage("backup create: %s is inside the state dir %s: write the archive elsewhere (the next backup would hold this one)", args[0], dir)
 				}
 				if _, err := os.Stat(args[0]); err == nil && !force {
 					return fmt.Errorf("backup create: %s exists; pass --force to replace it", args[0])

@@ -64,6 +64,10 @@ func TestBackupRoundTrip(t *testing.T) {
 		t.Fatalf("archive: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}
 	gw(t, cfg, "backup", "create", archive).want(t, 1) // exists: refused without --force
+	r = gw(t, cfg, "backup", "create", filepath.Join(src, "inside.tar.gz")).want(t, 2)
+	if !strings.Contains(r.Stderr, "inside the state dir") {
+		t.Fatalf("archive inside the state dir: %s", r.Stderr)
+	}
 	r = gw(t, cfg, "backup", "verify", archive).want(t, 0)
 	if !strings.Contains(r.Stdout, "good (") {
 		t.Fatalf("verify output: %s", r.Stdout)
