@@ -3,10 +3,13 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -37,7 +40,7 @@ func (r *Runner) mcpTools(ctx context.Context, s *session) []tool {
 			desc = "Tool " + t.Remote + " of the MCP server " + t.Server + "."
 		}
 		out = append(out, tool{
-			def: llm.Tool{Name: t.Name, Description: desc, Parameters: t.InputSchema},
+			def: llm.Tool{Name: t.Name, Description: desc, Parameters: t.InputSchema}, mcpServer: t.Server,
 			run: func(ctx context.Context, s *session, raw json.RawMessage) (any, error) {
 				res, err := m.Call(ctx, t.Name, raw)
 				if err != nil {
@@ -52,4 +55,33 @@ func (r *Runner) mcpTools(ctx context.Context, s *session) []tool {
 		})
 	}
 	return out
+}
+
+// mcpInstructions is the part of the system prompt that carries the
+// instructions of the MCP servers whose tools ts offers (the
+// "instructions" of their initialize result, how a model should use
+// them), one paragraph per server in the order of ts; "" when none gave
+// any. A server none of whose tools the agent is offered adds nothing.
+func (r *Runner) mcpInstructions(ts []tool) string {
+	m := r.opts.MCP
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if t.mcpServer == "" || seen[t.mcpServer] {
+			continue
+		}
+		seen[t.mcpServer] = true
+		text := m.Instructions(t.mcpServer)
+		if text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "Instructions of the MCP server %q (its tools are named %s%s*):\n%s", t.mcpServer, t.mcpServer, mcp.Separator, text)
+	}
+	return b.String()
 }

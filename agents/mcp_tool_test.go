@@ -109,7 +109,7 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 	}{
 		{"call_1", "local__add", false, "5"},
 		{"call_2", "remote__echo", false, "over http"},
-		{"call_3", "local__image", false, "a dot\n[image: image/png, 70 bytes]"},
+		{"call_3", "local__image", false, "a dot\n\n[image: image/png, 70 bytes]"},
 		{"call_4", "local__fail", true, `unknown tool \"local__fail\"`},
 		{"call_5", "remote__add", true, `unknown tool \"remote__add\"`},
 	}
@@ -131,6 +131,22 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 	if !sawSum {
 		t.Fatalf("the model did not get the MCP result: %+v", reqs[1].Body.Messages)
 	}
+	// The servers' instructions reach the model with their tools, each
+	// once; the parts of a multi-part result reach it apart.
+	sys := reqs[0].Body.Messages[0]
+	for _, server := range []string{"local", "remote"} {
+		want := "Instructions of the MCP server \"" + server + "\" (its tools are named " + server + "__*):\n" + mcptest.Instructions
+		if sys.Role != "system" || strings.Count(sys.Content, want) != 1 {
+			t.Fatalf("system prompt lacks %q once:\n%s", want, sys.Content)
+		}
+	}
+	var sawParts bool
+	for _, msg := range reqs[2].Body.Messages {
+		sawParts = sawParts || (msg.Role == "tool" && msg.ToolCallID == "call_3" && strings.HasPrefix(msg.Content, "a dot\n\n[image: image/png, 70 bytes]\n\n"))
+	}
+	if !sawParts {
+		t.Fatalf("the image result's parts did not reach the model apart: %+v", reqs[2].Body.Messages)
+	}
 
 	// An agent whose policy names no MCP tool gets none.
 	if _, err := h.r.Run(context.Background(), Turn{AgentID: "plain", Key: h.key("plain", "2"), Inputs: []sessions.Message{user("hi")}}); err != nil {
@@ -140,6 +156,9 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 		if strings.Contains(tl.Function.Name, "__") {
 			t.Fatalf("plain agent offered %s", tl.Function.Name)
 		}
+	}
+	if sys := srv.Requests()[3].Body.Messages[0]; strings.Contains(sys.Content, mcptest.Instructions) {
+		t.Fatalf("plain agent (no MCP tools) got the servers' instructions:\n%s", sys.Content)
 	}
 }
 

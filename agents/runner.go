@@ -350,6 +350,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		t.OnInputsAppended()
 	}
 	tools := r.tools(ctx, s)
+	mcpNotes := r.mcpInstructions(tools)
 	overflowRetried := false
 	var last sessions.Message
 	for iter := 0; ; {
@@ -369,7 +370,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			res.Model = last.Provider + "/" + last.Model
 			break
 		}
-		system := withRoomPrompt(r.systemPrompt(s), t.SystemPrompt)
+		system := withRoomPrompt(withRoomPrompt(r.systemPrompt(s), t.SystemPrompt), mcpNotes)
 		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
 			t.step(Step{Kind: StepCompaction})
 			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {

@@ -21,6 +21,8 @@ import (
 type tool struct {
 	def llm.Tool
 	run func(ctx context.Context, s *session, args json.RawMessage) (any, error)
+	// mcpServer is the MCP server serving the tool ("" for a built-in).
+	mcpServer string
 }
 
 type toolError struct{ msg string }

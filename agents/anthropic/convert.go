@@ -53,10 +53,7 @@ func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 			}
 			add(sdk.MessageParamRoleAssistant, blocks)
 		case sessions.RoleToolResult:
-			text := m.Text()
-			if text == "" {
-				text = "(no output)"
-			}
+			text := llm.ToolResultText(m) // parts kept apart (llm.PartSeparator)
 			add(sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(m.ToolCallID, text, m.IsError)})
 		}
 	}

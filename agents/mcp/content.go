@@ -21,6 +21,11 @@ const (
 	MaxImageBytes = 2 << 20
 )
 
+// partSeparator goes between the text parts of one result merged into
+// one block: a blank line (llm.PartSeparator, which the providers put
+// between blocks), so parts that end without a newline stay apart.
+const partSeparator = "\n\n"
+
 // Result is a tool call's outcome as transcript blocks. IsError is the
 // server's isError: the tool ran and reported a failure.
 type Result struct {
@@ -48,7 +53,7 @@ func convert(r *sdk.CallToolResult) Result {
 		}
 		budget -= min(len(s), budget)
 		if n := len(out.Content); n > 0 && out.Content[n-1].Type == sessions.BlockText {
-			out.Content[n-1].Text += "\n" + s
+			out.Content[n-1].Text += partSeparator + s
 			return
 		}
 		out.Content = append(out.Content, sessions.Content{Type: sessions.BlockText, Text: s})
@@ -103,3 +108,21 @@ func optional(sep, s string) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// MaxInstructions is the most of a server's instructions (bytes) that
+// reach a model's system prompt; the rest is cut with a note.
+const MaxInstructions = 8 << 10
+
+// cutInstructions trims s and cuts it to MaxInstructions at a character
+// boundary.
+func cutInstructions(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= MaxInstructions {
+		return s
+	}
+	cut := MaxInstructions
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[cut: %d more bytes of the instructions were left out]", len(s)-cut)
+}

@@ -216,6 +216,18 @@ func (m *Manager) Tools(ctx context.Context, want func(server string) bool) []To
 	return out
 }
 
+// Instructions returns the instructions the server named server gave in
+// its initialize result (the "instructions" field: how a model should use
+// its tools), as of its last connection, cut to MaxInstructions; "" when
+// it gave none or is not configured.
+func (m *Manager) Instructions(server string) string {
+	s, ok := m.server(server)
+	if !ok {
+		return ""
+	}
+	return s.instructionText()
+}
+
 // Call calls a server's tool by its offered name with JSON arguments (an
 // object; empty means {}), within the server's timeout. A result the
 // server marks isError is a Result with IsError, not an error; errors are

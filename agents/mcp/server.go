@@ -38,23 +38,26 @@ type server struct {
 
 	// settled is closed once the first connection attempt ended (either
 	// way), so a turn can wait for a server that is just starting.
-	settled     chan struct{}
-	settleOnce  sync.Once
-	started     bool               // guarded by the Manager's mu
-	cancel      context.CancelFunc // guarded by the Manager's mu; stops the supervisor
-	done        chan struct{}      // closed when the supervisor returned
-	mu          sync.Mutex         // guards the fields below
-	cfg         ServerConfig
-	state       State
-	session     *sdk.ClientSession // nil unless ready
-	changed     chan struct{}      // closed and replaced on every change of state
-	gone        chan struct{}      // closed when session goes; replaced when one is set
-	raw         []*sdk.Tool        // the server's last tool list, unfiltered
-	tools       []Tool             // raw filtered and named
-	lastErr     error
-	restarts    int
-	nextAttempt time.Time
-	since       time.Time
+	settled    chan struct{}
+	settleOnce sync.Once
+	started    bool               // guarded by the Manager's mu
+	cancel     context.CancelFunc // guarded by the Manager's mu; stops the supervisor
+	done       chan struct{}      // closed when the supervisor returned
+	mu         sync.Mutex         // guards the fields below
+	cfg        ServerConfig
+	state      State
+	session    *sdk.ClientSession // nil unless ready
+	changed    chan struct{}      // closed and replaced on every change of state
+	gone       chan struct{}      // closed when session goes; replaced when one is set
+	raw        []*sdk.Tool        // the server's last tool list, unfiltered
+	tools      []Tool             // raw filtered and named
+	// instructions is what the server's initialize result asked of the
+	// model (the last connection's), cut to MaxInstructions.
+	instructions string
+	lastErr      error
+	restarts     int
+	nextAttempt  time.Time
+	since        time.Time
 }
 
 func newServer(name string, cfg ServerConfig, m *Manager) *server {
@@ -136,8 +139,13 @@ func (s *server) open(ctx context.Context, d *dialer) (*sdk.ClientSession, error
 		_ = cs.Close()
 		return nil, err
 	}
+	instr := ""
+	if ir := cs.InitializeResult(); ir != nil {
+		instr = cutInstructions(ir.Instructions)
+	}
 	s.mu.Lock()
 	s.session, s.raw, s.tools = cs, raw, offered(s.name, s.cfg, raw, s.log)
+	s.instructions = instr
 	s.state, s.lastErr, s.since = StateReady, nil, s.now()
 	s.gone = make(chan struct{})
 	s.changedLocked()
@@ -209,6 +217,12 @@ func (s *server) config() ServerConfig {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg
+}
+
+func (s *server) instructionText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.instructions
 }
 
 func (s *server) toolList() []Tool {

@@ -39,10 +39,7 @@ func toMessages(system string, msgs []sessions.Message) []goopenai.ChatCompletio
 			}
 			out = append(out, cm)
 		case sessions.RoleToolResult:
-			text := m.Text()
-			if text == "" {
-				text = "(no output)"
-			}
+			text := llm.ToolResultText(m) // parts kept apart (llm.PartSeparator)
 			out = append(out, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleTool, ToolCallID: m.ToolCallID, Content: text})
 		}
 	}

@@ -35,6 +35,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		deliveriesCmd(cfgPath),
 		storageCmd(cfgPath),
 		logsCmd(cfgPath),
+		backupCmd(cfgPath),
 	)
 }
 

@@ -52,10 +52,14 @@ func text(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }
 
+// Instructions are the servers' instructions (initialize result), which
+// the gateway passes to the model with the server's tools.
+const Instructions = "Use add for arithmetic; echo returns its text unchanged."
+
 // NewServer returns a server with the tools of the package doc; name is
 // its implementation name (the pid is in "pid" tool's answer).
 func NewServer(name string) *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1.0.0"}, nil)
+	s := sdk.NewServer(&sdk.Implementation{Name: name, Version: "1.0.0"}, &sdk.ServerOptions{Instructions: Instructions})
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Return the text."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 			return text(in.Text), nil, nil
