@@ -74,12 +74,17 @@ function svgEl(name, attrs) {
   return el;
 }
 
-// drawChart draws one bar per day, scaled to the most expensive day (to
-// the most tokens when nothing is priced).
+// drawChart draws one bar per day, scaled to the most expensive day, or to
+// the most tokens when nothing is priced; the title says which it plots.
+// A bar is at most MAX_BAR wide (one day is not a full-width block).
+const MAX_BAR = 48;
+
 function drawChart(report) {
   const svg = $("u-chart");
   svg.replaceChildren();
   const ds = days(report.buckets);
+  const priced = ds.some((d) => d.cost > 0);
+  $("u-chart-title").textContent = priced ? "Cost per day (USD, UTC)" : "Tokens per day (UTC; no prices configured)";
   const range = $("u-chart-range");
   range.replaceChildren();
   if (ds.length === 0) {
@@ -88,14 +93,14 @@ function drawChart(report) {
     svg.append(t);
     return;
   }
-  const priced = ds.some((d) => d.cost > 0);
   const value = priced ? (d) => d.cost : tokens;
   const top = Math.max(...ds.map(value)) || 1;
   const W = 720, H = 180, pad = 16, gap = ds.length > 60 ? 1 : 3;
-  const w = (W - 2 * pad) / ds.length;
+  const w = Math.min((W - 2 * pad) / ds.length, MAX_BAR + gap);
+  const left = (W - w * ds.length) / 2;
   ds.forEach((d, i) => {
-    const h = (value(d) / top) * (H - 2 * pad);
-    const bar = svgEl("rect", { class: "bar", x: pad + i * w + gap / 2, y: H - pad - h, width: Math.max(w - gap, 1), height: Math.max(h, 0), "data-day": d.key });
+    const h = (value(d) / top) * (H - 2 * pad - 8);
+    const bar = svgEl("rect", { class: "bar", x: left + i * w + gap / 2, y: H - pad - h, width: Math.max(w - gap, 1), height: Math.max(h, 0), "data-day": d.key });
     const title = svgEl("title", {});
     title.textContent = d.key + ": $" + fmtUSD(d.cost) + ", " + fmtInt(tokens(d)) + " tokens, " + d.turns + " turns";
     bar.append(title);
@@ -121,11 +126,21 @@ function row(cells, tag) {
   return tr;
 }
 
+// nameOf is what the Name column shows: the report's label (a sender's
+// latest name), else for a day its weekday.
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+function nameOf(by, b) {
+  if (b.label) return b.label;
+  if (by === "day" && /^\d{4}-\d{2}-\d{2}$/.test(b.key)) return WEEKDAYS[new Date(b.key + "T00:00:00Z").getUTCDay()];
+  return "";
+}
+
 function drawTable(report) {
   $("u-key").textContent = report.by.charAt(0).toUpperCase() + report.by.slice(1);
+  $("u-name").textContent = report.by === "day" ? "Weekday" : "Name";
   const body = $("u-table").tBodies[0];
   body.replaceChildren(...report.buckets.map((b) =>
-    row([b.key || "–", b.label || "", fmtInt(b.turns), fmtInt(b.input), fmtInt(b.output), fmtInt(b.cacheRead), fmtInt(b.cacheWrite), fmtUSD(b.cost)])));
+    row([b.key || "–", nameOf(report.by, b), fmtInt(b.turns), fmtInt(b.input), fmtInt(b.output), fmtInt(b.cacheRead), fmtInt(b.cacheWrite), fmtUSD(b.cost)])));
   const t = report.total;
   $("u-table").tFoot.replaceChildren(row(["Total", "", fmtInt(t.turns), fmtInt(t.input), fmtInt(t.output), fmtInt(t.cacheRead), fmtInt(t.cacheWrite), fmtUSD(t.cost)]));
 }
