@@ -4,9 +4,6 @@
 // markdown.js.
 "use strict";
 
-const TOKEN_KEY = "gateway.token";
-const $ = (id) => document.getElementById(id);
-
 const state = {
   agent: "",
   sessionId: "", // "" = a new chat
@@ -17,49 +14,11 @@ const state = {
 
 // ---- HTTP -----------------------------------------------------------------
 
-class AuthError extends Error {}
-
-function headers(extra) {
-  const h = Object.assign({}, extra || {});
-  const tok = localStorage.getItem(TOKEN_KEY);
-  if (tok) h["Authorization"] = "Bearer " + tok;
-  return h;
-}
-
-async function api(method, path, body) {
-  const opts = { method, headers: headers(body !== undefined ? { "Content-Type": "application/json" } : {}) };
-  if (body !== undefined) opts.body = JSON.stringify(body);
-  const res = await fetch(path, opts);
-  if (res.status === 401) {
-    askToken();
-    throw new AuthError("the API token is missing or wrong");
-  }
-  let data = null;
-  try { data = await res.json(); } catch (e) { /* no JSON body */ }
-  if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
-  return data;
-}
-
 function agentPath(rest) {
   return "/api/agents/" + encodeURIComponent(state.agent) + rest;
 }
 
-// ---- token ----------------------------------------------------------------
-
-function askToken() {
-  $("token").value = localStorage.getItem(TOKEN_KEY) || "";
-  $("auth").hidden = false;
-  $("token").focus();
-}
-
-$("auth-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const v = $("token").value.trim();
-  if (v) localStorage.setItem(TOKEN_KEY, v); else localStorage.removeItem(TOKEN_KEY);
-  $("auth").hidden = true;
-  start();
-});
-$("change-token").addEventListener("click", askToken);
+onToken(() => start());
 
 // ---- status line -----------------------------------------------------------
 
@@ -387,6 +346,26 @@ async function switchTo(sessionId) {
 
 $("new-chat").addEventListener("click", () => switchTo(""));
 
+// ---- the sidebar as a drawer on narrow screens (style.css) -----------------
+
+function setSidebar(open) {
+  document.body.classList.toggle("sidebar-open", open);
+  $("toggle-sidebar").setAttribute("aria-expanded", String(open));
+  if (open) ($("sessions").querySelector("li.active .title") || $("new-chat")).focus();
+}
+
+$("toggle-sidebar").addEventListener("click", () => setSidebar(!document.body.classList.contains("sidebar-open")));
+$("sidebar").addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && document.body.classList.contains("sidebar-open")) {
+    setSidebar(false);
+    $("toggle-sidebar").focus();
+  }
+});
+// Choosing a session or a new chat closes the drawer.
+$("sidebar").addEventListener("click", (ev) => {
+  if (ev.target.closest("button.title, #new-chat, li.hit")) setSidebar(false);
+});
+
 // ---- search (GET /api/search) ---------------------------------------------
 
 function hideSearch() {
@@ -425,7 +404,11 @@ async function search(text) {
     snip.textContent = h.snippet;
     li.append(meta, snip);
     li.title = "Open this session";
-    li.addEventListener("click", () => { hideSearch(); $("search").value = ""; switchTo(h.sessionId); });
+    li.tabIndex = 0;
+    li.setAttribute("role", "button");
+    const open = () => { hideSearch(); $("search").value = ""; setSidebar(false); switchTo(h.sessionId); };
+    li.addEventListener("click", open);
+    li.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
     ul.append(li);
   }
   ul.hidden = false;

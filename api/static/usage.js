@@ -4,41 +4,8 @@
 // is set with textContent or SVG attributes, never as HTML.
 "use strict";
 
-const TOKEN_KEY = "gateway.token";
 const SVG = "http://www.w3.org/2000/svg";
-const $ = (id) => document.getElementById(id);
-
-class AuthError extends Error {}
-
-async function api(path) {
-  const h = {};
-  const tok = localStorage.getItem(TOKEN_KEY);
-  if (tok) h["Authorization"] = "Bearer " + tok;
-  const res = await fetch(path, { headers: h });
-  if (res.status === 401) {
-    askToken();
-    throw new AuthError("the API token is missing or wrong");
-  }
-  let data = null;
-  try { data = await res.json(); } catch (e) { /* no JSON body */ }
-  if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
-  return data;
-}
-
-function askToken() {
-  $("token").value = localStorage.getItem(TOKEN_KEY) || "";
-  $("auth").hidden = false;
-  $("token").focus();
-}
-
-$("auth-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const v = $("token").value.trim();
-  if (v) localStorage.setItem(TOKEN_KEY, v); else localStorage.removeItem(TOKEN_KEY);
-  $("auth").hidden = true;
-  start();
-});
-$("change-token").addEventListener("click", askToken);
+onToken(() => start());
 
 function setStatus(text) { $("u-status").textContent = text || ""; }
 
@@ -149,7 +116,7 @@ async function show() {
   document.body.dataset.ready = "false";
   setStatus("");
   try {
-    const [perDay, grouped] = await Promise.all([api(query("day")), api(query($("u-by").value))]);
+    const [perDay, grouped] = await Promise.all([api("GET", query("day")), api("GET", query($("u-by").value))]);
     drawChart(perDay);
     drawTable(grouped);
   } catch (err) {
@@ -166,7 +133,7 @@ $("filters").addEventListener("submit", (ev) => {
 
 async function start() {
   try {
-    const agents = (await api("/api/agents")).agents;
+    const agents = (await api("GET", "/api/agents")).agents;
     const sel = $("u-agent");
     sel.replaceChildren(sel.options[0]);
     for (const a of agents) {
