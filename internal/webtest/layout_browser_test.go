@@ -16,7 +16,7 @@ const overflow = `(() => {
 	const bad = [];
 	const de = document.documentElement;
 	if (de.scrollWidth > de.clientWidth) bad.push("document " + de.scrollWidth + ">" + de.clientWidth);
-	for (const id of ["messages", "layout", "session-info", "composer", "usage"]) {
+	for (const id of ["messages", "layout", "session-info", "composer", "usage", "console"]) {
 		const e = document.getElementById(id);
 		if (e && e.scrollWidth > e.clientWidth) bad.push(id + " " + e.scrollWidth + ">" + e.clientWidth);
 	}
@@ -102,5 +102,12 @@ func TestPageAt390Pixels(t *testing.T) {
 	)
 	if bad := value(t, ctx, "usage overflow", chromedp.Evaluate[[]string](overflow)); len(bad) > 0 {
 		t.Errorf("usage page wider than the screen at 390 px: %s", strings.Join(bad, "; "))
+	}
+	do(t, ctx, "console narrow",
+		chromedp.Navigate(env.URL+"/console.html"),
+		chromedp.Poll[chromedp.Void](pageReady),
+	)
+	if bad := value(t, ctx, "console overflow", chromedp.Evaluate[[]string](overflow)); len(bad) > 0 {
+		t.Errorf("console wider than the screen at 390 px: %s", strings.Join(bad, "; "))
 	}
 }

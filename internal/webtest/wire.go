@@ -32,6 +32,10 @@ type Config struct {
 	// an OpenAI-compatible provider there (agents/openai/openaitest) instead
 	// of the echo provider: a test scripts tool calls and Markdown.
 	OpenAIBaseURL string
+	// TelegramAPIRoot and TelegramToken, when set, add the Telegram account
+	// "default" polling a fake Bot API there (channels/telegram/telegramtest),
+	// open to DMs.
+	TelegramAPIRoot, TelegramToken string
 }
 
 // Env is a running in-process gateway.
@@ -123,7 +127,13 @@ func configYAML(stateDir string, c Config) []byte {
 		providers["fake"] = map[string]string{"type": "openai", "baseURL": c.OpenAIBaseURL, "apiKey": "sk-fake"}
 		model = "fake/gpt-test"
 	}
+	channels := map[string]any{}
+	if c.TelegramAPIRoot != "" {
+		channels["telegram"] = map[string]any{"accounts": map[string]any{"default": map[string]any{
+			"token": c.TelegramToken, "apiRoot": c.TelegramAPIRoot, "dmPolicy": "open", "pollTimeoutSeconds": 1}}}
+	}
 	b, _ := json.Marshal(map[string]any{
+		"channels":  channels,
 		"stateDir":  stateDir,
 		"http":      httpCfg,
 		"providers": providers,

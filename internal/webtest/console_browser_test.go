@@ -1,0 +1,90 @@
+package webtest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+)
+
+// accountState is the state the console shows for telegram:default.
+const accountState = `(document.querySelector('#c-channels tr[data-account="telegram:default"]') || {dataset: {}}).dataset.state`
+
+// TestConsoleStatusLive: the console's status, refreshed every second,
+// shows the Telegram account failing while the fake Bot API is down and
+// connected again once it is back, without a reload.
+func TestConsoleStatusLive(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	env := Start(t, Config{TelegramAPIRoot: tg.URL, TelegramToken: tg.Token()})
+	ctx := browser(t)
+	long := chromedp.WithPollingTimeout(60 * time.Second)
+	do(t, ctx, "connected",
+		chromedp.Navigate(env.URL+"/console.html?refresh=1"),
+		chromedp.Poll[chromedp.Void](pageReady+` && `+accountState+` === "connected"`, long),
+	)
+	tg.Stop()
+	do(t, ctx, "failing", chromedp.Poll[chromedp.Void](accountState+` === "failing"`, long))
+	overall := value(t, ctx, "overall", chromedp.Evaluate[string](`document.getElementById("c-overall").textContent`))
+	problems := value(t, ctx, "problems", chromedp.Evaluate[string](`document.getElementById("c-problems").textContent`))
+	if overall != "failing" || !strings.Contains(problems, "telegram") {
+		t.Errorf("while Telegram is down: overall %q, problems %q", overall, problems)
+	}
+	if err := tg.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "connected again", chromedp.Poll[chromedp.Void](accountState+` === "connected"`, long))
+	if o := value(t, ctx, "overall", chromedp.Evaluate[string](`document.getElementById("c-overall").textContent`)); o != "ok" {
+		t.Errorf("overall %q after Telegram came back", o)
+	}
+}
+
+// TestConsoleDeadLetterResubmit: a reply Telegram refused until the
+// dispatcher gave up is listed as a dead letter; Resubmit in the console
+// sends it once.
+func TestConsoleDeadLetterResubmit(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	env := Start(t, Config{TelegramAPIRoot: tg.URL, TelegramToken: tg.Token()})
+	// The dispatcher tries a chunk 4 times before it gives up.
+	for range 4 {
+		tg.FailNext("sendMessage", telegramtest.Failure{Code: 403})
+	}
+	tg.DM(111, "nobody hears this")
+	ctx := browser(t)
+	long := chromedp.WithPollingTimeout(60 * time.Second)
+	const letter = `document.querySelector('#c-dead tr[data-state="failed"]')`
+	do(t, ctx, "dead letter listed",
+		chromedp.Navigate(env.URL+"/console.html?refresh=1"),
+		chromedp.Poll[chromedp.Void](`!!`+letter+` && `+letter+`.textContent.includes("echo: nobody hears this")`, long),
+	)
+	sentTo111 := func() int {
+		n := 0
+		for _, s := range tg.Sent() {
+			if s.ChatID == 111 && s.Text == "echo: nobody hears this" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := sentTo111(); n != 0 {
+		t.Fatalf("the refused reply was sent %d times before the resubmit", n)
+	}
+	do(t, ctx, "resubmit",
+		chromedp.Click(`#c-dead tr[data-state="failed"] button.resubmit`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("c-status").textContent.startsWith("Resubmitted") && !`+letter, long),
+	)
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tg.WaitSent(wctx, 1); err != nil {
+		t.Fatalf("nothing sent after the resubmit: %v", err)
+	}
+	// Nothing is left to send once the status shows no reply in flight.
+	do(t, ctx, "delivered",
+		chromedp.Poll[chromedp.Void](`document.getElementById("c-delivery").textContent.includes("replies being sent: 0")`, long))
+	if n := sentTo111(); n != 1 {
+		t.Errorf("after a resubmit the reply was sent %d times, want once", n)
+	}
+}
