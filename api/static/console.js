@@ -8,7 +8,10 @@
 // ?refresh=N sets the refresh period in seconds (at least 1; default 5).
 const REFRESH_S = Math.max(1, Number(new URLSearchParams(location.search).get("refresh")) || 5);
 
-onToken(() => start());
+onToken(() => {
+  start();
+  if (typeof loadAllSessions === "function") loadAllSessions().catch(report); // console_sessions.js
+});
 
 function setStatus(text) { $("c-status").textContent = text || ""; }
 

@@ -2,6 +2,8 @@ package webtest
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +88,79 @@ func TestConsoleDeadLetterResubmit(t *testing.T) {
 		chromedp.Poll[chromedp.Void](`document.getElementById("c-delivery").textContent.includes("replies being sent: 0")`, long))
 	if n := sentTo111(); n != 1 {
 		t.Errorf("after a resubmit the reply was sent %d times, want once", n)
+	}
+}
+
+// TestConsoleSessionsOfEveryChannel: a Telegram DM and a web chat each
+// make a session; the console lists both, filters by channel, opens the
+// Telegram transcript read-only, resets it (a new session id for the same
+// key) and archives the web one.
+func TestConsoleSessionsOfEveryChannel(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	env := Start(t, Config{TelegramAPIRoot: tg.URL, TelegramToken: tg.Token()})
+	tg.DM(111, "hi from **telegram**")
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := tg.WaitSent(wctx, 1); err != nil {
+		t.Fatalf("no reply in Telegram: %v", err)
+	}
+	res, err := http.Post(env.URL+"/api/agents/main/chat", "application/json", strings.NewReader(`{"message":"hi from web"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body) // the whole stream: the turn is done
+	res.Body.Close()
+	before := apiSessions(t, env, "")
+	if len(before) != 2 {
+		t.Fatalf("sessions: %v", before)
+	}
+	var tgID, webID string
+	for _, s := range before {
+		switch s["channel"] {
+		case "telegram":
+			tgID = s["sessionId"].(string)
+		case "web":
+			webID = s["sessionId"].(string)
+		}
+	}
+	ctx := browser(t)
+	rows := `[...document.querySelectorAll("#c-sessions tbody tr[data-session-id]")].map(r => r.dataset.channel)`
+	do(t, ctx, "listed",
+		chromedp.Navigate(env.URL+"/console.html"),
+		chromedp.Poll[chromedp.Void](`document.body.dataset.sessions === "ready" && document.querySelectorAll("#c-sessions tbody tr[data-session-id]").length === 2`),
+	)
+	do(t, ctx, "filter telegram",
+		chromedp.SetValue("#c-sess-channel", "telegram"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("c-sess-channel").dispatchEvent(new Event("change")); undefined`),
+	)
+	if got := value(t, ctx, "rows", chromedp.Evaluate[[]string](rows)); strings.Join(got, ",") != "telegram" {
+		t.Errorf("filtered by telegram: %q", got)
+	}
+	do(t, ctx, "open",
+		chromedp.Click(`#c-sessions tr[data-channel="telegram"] button.open`),
+		chromedp.Poll[chromedp.Void](`!document.getElementById("c-transcript").hidden`),
+	)
+	tr := value(t, ctx, "transcript", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#c-tr-messages .msg")].map(e => e.className + "|" + e.textContent)`))
+	if strings.Join(tr, "\n") != "msg user|hi from **telegram**\nmsg assistant md|echo: hi from telegram" {
+		t.Errorf("transcript:\n%s", strings.Join(tr, "\n"))
+	}
+	if n := value(t, ctx, "inputs", chromedp.Evaluate[int](`document.querySelectorAll("#c-transcript textarea, #c-transcript input").length`)); n != 0 {
+		t.Errorf("the transcript view has %d inputs, want none (read-only)", n)
+	}
+	do(t, ctx, "reset",
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true; undefined`),
+		chromedp.Click(`#c-sessions tr[data-channel="telegram"] button.reset`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("c-status").textContent.startsWith("Started over") && document.getElementById("c-transcript").hidden`),
+	)
+	do(t, ctx, "archive web",
+		chromedp.SetValue("#c-sess-channel", "web"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("c-sess-channel").dispatchEvent(new Event("change")); undefined`),
+		chromedp.Click(`#c-sessions tr[data-channel="web"] button.archive`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("c-status").textContent.startsWith("Archived") && !document.querySelector('#c-sessions tr[data-channel="web"]')`),
+	)
+	after := apiSessions(t, env, "")
+	if len(after) != 1 || after[0]["channel"] != "telegram" || after[0]["sessionId"] == tgID || after[0]["sessionId"] == webID {
+		t.Errorf("after reset and archive: %v (telegram was %s, web %s)", after, tgID, webID)
 	}
 }
