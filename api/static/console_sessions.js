@@ -1,4 +1,4 @@
-// The console's sessions of every channel: GET /api/agents/{id}/sessions of
+// The console's sessions of every channel and its config view. Sessions: GET /api/agents/{id}/sessions of
 // each agent, filtered here by agent, channel and a text (key, room,
 // title, label); a transcript opens read-only; reset, compact and archive
 // (DELETE) act through the session routes. Loaded after console.js.
@@ -136,3 +136,14 @@ $("c-sess-agent").addEventListener("change", drawSessions);
 $("c-sess-q").addEventListener("input", drawSessions);
 
 loadAllSessions().catch(report);
+
+// ---- the effective config (GET /api/config), read-only, secrets redacted
+// by the daemon; loaded when first shown.
+
+$("c-config-box").addEventListener("toggle", async () => {
+  if (!$("c-config-box").open) return;
+  try {
+    const data = await api("GET", "/api/config");
+    $("c-config").textContent = JSON.stringify(data.config, null, 2);
+  } catch (err) { report(err); }
+});

@@ -164,3 +164,30 @@ func TestConsoleSessionsOfEveryChannel(t *testing.T) {
 		t.Errorf("after reset and archive: %v (telegram was %s, web %s)", after, tgID, webID)
 	}
 }
+
+// TestConsoleConfigRedacted: the console shows the effective config with
+// the API token and the Telegram bot token redacted.
+func TestConsoleConfigRedacted(t *testing.T) {
+	const token = "console-secret-token"
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	env := Start(t, Config{Token: token, TelegramAPIRoot: tg.URL, TelegramToken: tg.Token()})
+	ctx := browser(t)
+	do(t, ctx, "token", chromedp.Navigate(env.URL+"/console.html"),
+		chromedp.WaitVisible("#auth"),
+		chromedp.SendKeys("#token", token),
+		chromedp.Click("#token-save"),
+		chromedp.Poll[chromedp.Void](pageReady),
+	)
+	do(t, ctx, "open the config", chromedp.Click("#c-config-box summary"))
+	text := value(t, ctx, "config text", chromedp.Poll[string](`document.getElementById("c-config").textContent`))
+	for _, secret := range []string{token, tg.Token()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the config view shows a secret %q", secret)
+		}
+	}
+	for _, want := range []string{`"token": "REDACTED"`, `"apiRoot": "` + tg.URL + `"`, `"local/echo"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the config view lacks %s:\n%s", want, text)
+		}
+	}
+}
