@@ -66,6 +66,8 @@ type Options struct {
 	// Config returns the effective config with its secrets redacted for
 	// GET /api/config (nil: the route answers 404).
 	Config func() any
+	// Pairing serves /api/pairing (nil: the routes answer 404).
+	Pairing Pairing
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -127,6 +129,7 @@ func New(opts Options) *Server {
 	s.deliveryRoutes()
 	s.logsRoutes()
 	s.configRoutes()
+	s.pairingRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

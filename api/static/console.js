@@ -160,7 +160,9 @@ let timer = 0;
 
 async function refresh() {
   clearTimeout(timer);
-  const ok = (await Promise.all([loadStatus(), loadLetters()])).every(Boolean);
+  const parts = [loadStatus(), loadLetters()];
+  if (typeof loadPairing === "function") parts.push(loadPairing()); // console_pairing.js
+  const ok = (await Promise.all(parts)).every(Boolean);
   if (ok && $("c-status").textContent.startsWith("Enter the API token")) setStatus("");
   document.body.dataset.ready = "true";
   // The page owns one timer: the next refresh is set when this one ends,

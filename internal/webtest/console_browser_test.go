@@ -191,3 +191,54 @@ func TestConsoleConfigRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestConsolePairingApproveTellsTheSender: an unknown Telegram sender gets
+// a pairing code; Approve in the console admits them and tells them in
+// their chat; their next message is answered; Revoke withdraws them.
+func TestConsolePairingApproveTellsTheSender(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	env := Start(t, Config{TelegramAPIRoot: tg.URL, TelegramToken: tg.Token(), TelegramDMPolicy: "pairing"})
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tg.DM(222, "let me in")
+	sent, err := tg.WaitSent(wctx, 1)
+	if err != nil {
+		t.Fatalf("no pairing code sent: %v", err)
+	}
+	ctx := browser(t)
+	long := chromedp.WithPollingTimeout(60 * time.Second)
+	do(t, ctx, "pending",
+		chromedp.Navigate(env.URL+"/console.html?refresh=1"),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#c-pending tr[data-code]").length === 1`, long),
+	)
+	code := value(t, ctx, "code", chromedp.Evaluate[string](`document.querySelector("#c-pending tr[data-code]").dataset.code`))
+	if !strings.Contains(sent[0].Text, code) {
+		t.Errorf("the sender was given %q, the console shows code %s", sent[0].Text, code)
+	}
+	do(t, ctx, "approve",
+		chromedp.Click(`#c-pending tr[data-code] button.approve`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("c-status").textContent.includes("they were told") &&
+			!!document.querySelector('#c-approved tr[data-sender="telegram:default:222"]')`, long),
+	)
+	all, err := tg.WaitSent(wctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := all[1]; n.ChatID != 222 || !strings.Contains(n.Text, "approved") {
+		t.Errorf("after the approval the sender got %+v, want the notice in chat 222", n)
+	}
+	tg.DM(222, "hello now")
+	all, err = tg.WaitSent(wctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := all[2]; r.ChatID != 222 || r.Text != "echo: hello now" {
+		t.Errorf("the approved sender's message got %+v", r)
+	}
+	do(t, ctx, "revoke",
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true; undefined`),
+		chromedp.Click(`#c-approved tr[data-sender="telegram:default:222"] button.revoke`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("c-status").textContent.startsWith("Revoked") &&
+			!document.querySelector('#c-approved tr[data-sender]')`, long),
+	)
+}

@@ -36,6 +36,8 @@ type Config struct {
 	// "default" polling a fake Bot API there (channels/telegram/telegramtest),
 	// open to DMs.
 	TelegramAPIRoot, TelegramToken string
+	// TelegramDMPolicy is the account's dmPolicy (default open).
+	TelegramDMPolicy string
 }
 
 // Env is a running in-process gateway.
@@ -129,8 +131,11 @@ func configYAML(stateDir string, c Config) []byte {
 	}
 	channels := map[string]any{}
 	if c.TelegramAPIRoot != "" {
+		if c.TelegramDMPolicy == "" {
+			c.TelegramDMPolicy = "open"
+		}
 		channels["telegram"] = map[string]any{"accounts": map[string]any{"default": map[string]any{
-			"token": c.TelegramToken, "apiRoot": c.TelegramAPIRoot, "dmPolicy": "open", "pollTimeoutSeconds": 1}}}
+			"token": c.TelegramToken, "apiRoot": c.TelegramAPIRoot, "dmPolicy": c.TelegramDMPolicy, "pollTimeoutSeconds": 1}}}
 	}
 	b, _ := json.Marshal(map[string]any{
 		"channels":  channels,
