@@ -16,7 +16,7 @@ import (
 )
 
 // chromiumPath finds the browser: $GATEWAY_CHROMIUM, else Debian's chromium.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("GATEWAY_CHROMIUM"); p != "" {
 		return p
