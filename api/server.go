@@ -63,6 +63,11 @@ type Options struct {
 	// Logs holds the daemon's recent log lines for GET /api/logs (nil:
 	// the endpoint answers 404).
 	Logs *logring.Ring
+	// Config returns the effective config with its secrets redacted for
+	// GET /api/config (nil: the route answers 404).
+	Config func() any
+	// Pairing serves /api/pairing (nil: the routes answer 404).
+	Pairing Pairing
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -123,6 +128,8 @@ func New(opts Options) *Server {
 	s.statusRoutes()
 	s.deliveryRoutes()
 	s.logsRoutes()
+	s.configRoutes()
+	s.pairingRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

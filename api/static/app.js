@@ -1,63 +1,24 @@
 // The gateway web page: a session sidebar and a chat with streamed replies.
-// Plain JS, no build step. Everything shown is set with textContent, never
-// as HTML.
+// Plain JS, no build step. Everything shown is set with textContent, except
+// an assistant's reply, which is Markdown rendered and sanitised by
+// markdown.js.
 "use strict";
-
-const TOKEN_KEY = "gateway.token";
-const $ = (id) => document.getElementById(id);
 
 const state = {
   agent: "",
   sessionId: "", // "" = a new chat
+  sessionKey: "", // the open session's key, to follow it over a reset
   sessions: [],
   busy: false,
 };
 
 // ---- HTTP -----------------------------------------------------------------
 
-class AuthError extends Error {}
-
-function headers(extra) {
-  const h = Object.assign({}, extra || {});
-  const tok = localStorage.getItem(TOKEN_KEY);
-  if (tok) h["Authorization"] = "Bearer " + tok;
-  return h;
-}
-
-async function api(method, path, body) {
-  const opts = { method, headers: headers(body !== undefined ? { "Content-Type": "application/json" } : {}) };
-  if (body !== undefined) opts.body = JSON.stringify(body);
-  const res = await fetch(path, opts);
-  if (res.status === 401) {
-    askToken();
-    throw new AuthError("the API token is missing or wrong");
-  }
-  let data = null;
-  try { data = await res.json(); } catch (e) { /* no JSON body */ }
-  if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
-  return data;
-}
-
 function agentPath(rest) {
   return "/api/agents/" + encodeURIComponent(state.agent) + rest;
 }
 
-// ---- token ----------------------------------------------------------------
-
-function askToken() {
-  $("token").value = localStorage.getItem(TOKEN_KEY) || "";
-  $("auth").hidden = false;
-  $("token").focus();
-}
-
-$("auth-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const v = $("token").value.trim();
-  if (v) localStorage.setItem(TOKEN_KEY, v); else localStorage.removeItem(TOKEN_KEY);
-  $("auth").hidden = true;
-  start();
-});
-$("change-token").addEventListener("click", askToken);
+onToken(() => start());
 
 // ---- status line -----------------------------------------------------------
 
@@ -93,22 +54,83 @@ function addBubble(kind, text) {
   return div;
 }
 
-function renderMessage(m) {
-  const texts = [];
-  const tools = [];
+// addReply shows an assistant's text as Markdown (markdown.js sanitises it).
+function addReply(text) {
+  const div = addBubble("assistant", "");
+  Markdown.render(div, text);
+  return div;
+}
+
+// addImage shows an image block of a transcript inline (data: URLs only,
+// as the CSP allows).
+function addImage(kind, c) {
+  const div = addBubble(kind, "");
+  if (c.data && /^image\/(png|jpeg|gif|webp)$/.test(c.mimeType || "")) {
+    const img = document.createElement("img");
+    img.alt = "image";
+    img.src = "data:" + c.mimeType + ";base64," + c.data;
+    div.append(img);
+  } else {
+    div.textContent = "[image]";
+  }
+  return div;
+}
+
+// addTool shows a tool call as a chip in the order the agent made it: its
+// name, and on opening its arguments and (after a reload) its result.
+function addTool(name, args) {
+  const d = document.createElement("details");
+  d.className = "msg tool";
+  d.dataset.tool = name || "?";
+  const s = document.createElement("summary");
+  s.textContent = "tool call: " + (name || "?");
+  d.append(s);
+  if (args && Object.keys(args).length) {
+    const pre = document.createElement("pre");
+    pre.className = "args";
+    pre.textContent = JSON.stringify(args, null, 2);
+    d.append(pre);
+  }
+  $("messages").appendChild(d);
+  d.scrollIntoView({ block: "end" });
+  return d;
+}
+
+function setToolResult(chip, text, isError) {
+  const pre = document.createElement("pre");
+  pre.className = "result";
+  pre.textContent = (isError ? "failed: " : "→ ") + text.slice(0, 2000);
+  if (isError) chip.classList.add("failed");
+  chip.append(pre);
+}
+
+// renderMessage shows one transcript message; its blocks keep their order
+// (text, tool call, text), as they streamed. chips maps tool call ids to
+// their chips so that a result joins its call.
+function renderMessage(m, chips) {
+  const kind = m.role === "user" ? "user" : "assistant";
+  let text = "";
+  const flush = () => {
+    if (text) kind === "user" ? addBubble("user", text) : addReply(text);
+    text = "";
+  };
+  if (m.role === "toolResult") {
+    const texts = (m.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
+    const chip = chips.get(m.toolCallId) || addTool(m.toolName || "tool");
+    setToolResult(chip, texts, m.isError);
+    return;
+  }
+  if (m.role !== "user" && m.role !== "assistant") return;
   for (const c of m.content || []) {
-    if (c.type === "text" && c.text) texts.push(c.text);
-    if (c.type === "toolCall") tools.push(c.name);
-    if (c.type === "image") texts.push("[image]");
+    if (c.type === "text" && c.text) text += c.text;
+    if (c.type === "image") { flush(); addImage(kind, c); }
+    if (c.type === "toolCall") {
+      flush();
+      const chip = addTool(c.name, c.arguments);
+      if (c.id) chips.set(c.id, chip);
+    }
   }
-  if (m.role === "user") {
-    addBubble("user", texts.join(""));
-  } else if (m.role === "assistant") {
-    if (texts.length) addBubble("assistant", texts.join(""));
-    for (const t of tools) addBubble("tool", "tool call: " + t);
-  } else if (m.role === "toolResult") {
-    addBubble("tool", (m.toolName || "tool") + (m.isError ? " failed: " : " → ") + texts.join("").slice(0, 500));
-  }
+  flush();
 }
 
 function currentView() {
@@ -139,7 +161,8 @@ async function loadHistory() {
   if (!state.sessionId) { renderInfo(); return; }
   try {
     const data = await api("GET", agentPath("/sessions/" + encodeURIComponent(state.sessionId)));
-    for (const m of data.messages) renderMessage(m);
+    const chips = new Map();
+    for (const m of data.messages) renderMessage(m, chips);
     setStatus("");
   } catch (err) {
     report(err);
@@ -211,6 +234,7 @@ function startRename(li, s) {
       try {
         await api("PATCH", agentPath("/sessions/" + encodeURIComponent(s.sessionId)), { title });
         setStatus("");
+        announceChange();
       } catch (err) { report(err); }
     }
     await loadSessions();
@@ -227,6 +251,7 @@ async function resetSession(s) {
     const data = await api("POST", agentPath("/sessions/" + encodeURIComponent(s.sessionId) + "/reset"));
     if (state.sessionId === s.sessionId) state.sessionId = data.session.sessionId;
     setStatus("Started over; the previous conversation is archived.");
+    announceChange();
   } catch (err) { report(err); }
   await loadSessions();
   await loadHistory();
@@ -241,6 +266,7 @@ async function deleteSession(s) {
       await loadHistory();
     }
     setStatus("Session deleted (archived).");
+    announceChange();
   } catch (err) { report(err); }
   writeHash();
   await loadSessions();
@@ -250,13 +276,18 @@ async function deleteSession(s) {
 // sidebar is marked aria-busy (it is about to be drawn again).
 let sessionLoads = 0;
 
-async function loadSessions() {
+// loadSessions draws the sidebar again; force follows a session that went
+// away even while a message is being sent (send does, on a 404).
+async function loadSessions(force) {
   const ul = $("sessions");
   sessionLoads++;
   ul.setAttribute("aria-busy", "true");
   try {
     const data = await api("GET", agentPath("/sessions"));
     state.sessions = data.sessions;
+    const note = followCurrent(force);
+    if (note && !state.busy) await loadHistory();
+    if (note) setStatus(note);
   } catch (err) {
     report(err);
     state.sessions = [];
@@ -267,15 +298,73 @@ async function loadSessions() {
   renderInfo();
 }
 
+// followCurrent keeps the open session right when it changed outside this
+// view (/delete, /new, a reset from another tab): a session id no longer
+// listed is followed to its chat's current session, or to a new chat when
+// the chat has none. It returns a note for the user when the open session
+// changed, else "".
+function followCurrent(force) {
+  const cur = state.sessions.find((s) => s.sessionId === state.sessionId);
+  if (cur) {
+    state.sessionKey = cur.sessionKey;
+    return "";
+  }
+  if (!state.sessionId || (state.busy && !force)) return "";
+  const same = state.sessionKey && state.sessions.find((s) => s.sessionKey === state.sessionKey);
+  state.sessionId = same ? same.sessionId : "";
+  state.sessionKey = same ? same.sessionKey : "";
+  writeHash();
+  return same ? "This conversation was started over elsewhere; showing the new one."
+    : "This session was deleted; the next message starts a new chat.";
+}
+
+// Other tabs of this page are told when one changes the sessions (a
+// message, reset, rename, delete) through a localStorage key, and draw
+// their list again; a tab coming back into view does too.
+const CHANGED_KEY = "gateway.sessionsChanged";
+
+function announceChange() {
+  localStorage.setItem(CHANGED_KEY, String(Date.now()) + Math.random());
+}
+
+window.addEventListener("storage", (ev) => {
+  if (ev.key === CHANGED_KEY && state.agent) loadSessions();
+});
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden && state.agent && !state.busy) loadSessions();
+});
+
 async function switchTo(sessionId) {
   if (state.busy) return;
   state.sessionId = sessionId;
+  const s = state.sessions.find((x) => x.sessionId === sessionId);
+  state.sessionKey = s ? s.sessionKey : "";
   writeHash();
   renderSessions();
   await loadHistory();
 }
 
 $("new-chat").addEventListener("click", () => switchTo(""));
+
+// ---- the sidebar as a drawer on narrow screens (style.css) -----------------
+
+function setSidebar(open) {
+  document.body.classList.toggle("sidebar-open", open);
+  $("toggle-sidebar").setAttribute("aria-expanded", String(open));
+  if (open) ($("sessions").querySelector("li.active .title") || $("new-chat")).focus();
+}
+
+$("toggle-sidebar").addEventListener("click", () => setSidebar(!document.body.classList.contains("sidebar-open")));
+$("sidebar").addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && document.body.classList.contains("sidebar-open")) {
+    setSidebar(false);
+    $("toggle-sidebar").focus();
+  }
+});
+// Choosing a session or a new chat closes the drawer.
+$("sidebar").addEventListener("click", (ev) => {
+  if (ev.target.closest("button.title, #new-chat, li.hit")) setSidebar(false);
+});
 
 // ---- search (GET /api/search) ---------------------------------------------
 
@@ -315,7 +404,11 @@ async function search(text) {
     snip.textContent = h.snippet;
     li.append(meta, snip);
     li.title = "Open this session";
-    li.addEventListener("click", () => { hideSearch(); $("search").value = ""; switchTo(h.sessionId); });
+    li.tabIndex = 0;
+    li.setAttribute("role", "button");
+    const open = () => { hideSearch(); $("search").value = ""; setSidebar(false); switchTo(h.sessionId); };
+    li.addEventListener("click", open);
+    li.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
     ul.append(li);
   }
   ul.hidden = false;
@@ -381,17 +474,72 @@ const RESUME_ATTEMPTS = 60;
 
 class GiveUp extends Error {}
 
+// A turn view t shows a reply as it streams: text segments and tool call
+// chips in the order they came (text, a tool call, more text), as the
+// transcript has them after a reload. t.bubble is the segment text goes to
+// (null after a tool call: the next delta starts one), t.text its text,
+// t.replies every segment of the turn.
+function newTurnView() {
+  const t = { bubble: null, text: "", replies: [], turn: "", lastId: "", done: false };
+  segment(t);
+  return t;
+}
+
+function segment(t) {
+  if (!t.bubble) {
+    t.bubble = addBubble("assistant", "");
+    t.bubble.classList.add("streaming");
+    t.text = "";
+    t.replies.push(t.bubble);
+  }
+  return t.bubble;
+}
+
+// closeSegment ends the current text segment (an empty one goes away).
+function closeSegment(t) {
+  const b = t.bubble;
+  if (!b) return;
+  b.classList.remove("streaming");
+  if (!t.text) {
+    b.remove();
+    t.replies = t.replies.filter((x) => x !== b);
+  }
+  t.bubble = null;
+  t.text = "";
+}
+
+function showText(t, text) {
+  const b = segment(t);
+  t.text = text;
+  Markdown.render(b, text);
+  b.scrollIntoView({ block: "end" });
+}
+
 // applyEvent shows one event of turn view t.
 function applyEvent(t, name, data, id) {
   if (id) t.lastId = id;
   if (name === "turn" && data.turnId) t.turn = data.turnId;
-  if (name === "delta") { t.bubble.textContent += data.text || ""; t.bubble.scrollIntoView({ block: "end" }); }
-  if (name === "reply") { t.bubble.textContent = data.text || ""; t.bubble.scrollIntoView({ block: "end" }); }
-  if (name === "tool") addBubble("tool", "tool call: " + (data.name || "?"));
-  if (name === "error") addBubble("error", data.message || "the reply failed");
+  if (name === "delta") showText(t, (t.bubble ? t.text : "") + (data.text || ""));
+  if (name === "reply") {
+    // The reply whole after a restart: it replaces what streamed.
+    for (const b of t.replies) b.remove();
+    t.replies = [];
+    t.bubble = null;
+    showText(t, data.text || "");
+  }
+  if (name === "tool") { closeSegment(t); addTool(data.name, data.arguments); }
+  if (name === "error") { closeSegment(t); addBubble("error", data.message || "the reply failed"); }
   if (name === "done") {
     t.done = true;
-    if (data.sessionId) state.sessionId = data.sessionId;
+    if (data.sessionId) {
+      state.sessionId = data.sessionId;
+    } else if (state.sessionId) {
+      // The turn left its chat without a session (/delete): what it said
+      // stays in view, and the next message starts a new chat.
+      state.sessionId = "";
+      state.sessionKey = "";
+      t.note = "The session was deleted; the next message starts a new chat.";
+    }
   }
 }
 
@@ -469,15 +617,26 @@ async function send(text) {
   renderInfo();
   setStatus("");
   addBubble("user", text);
-  const bubble = addBubble("assistant", "");
-  bubble.classList.add("streaming");
+  let t = newTurnView();
   // The request id makes the post safe to send again when its answer never
   // came (the same message, answered with its turn's stream).
   const body = { message: text, requestId: newRequestId() };
-  if (state.sessionId) body.sessionId = state.sessionId;
-  const t = { bubble, turn: "", lastId: "", done: false };
   try {
-    const res = await postChat(body);
+    let res;
+    for (let attempt = 1; ; attempt++) {
+      if (state.sessionId) body.sessionId = state.sessionId; else delete body.sessionId;
+      res = await postChat(body);
+      // 404: the session went away (deleted or reset in another tab):
+      // the list tells what the chat is now, and the message goes there
+      // (it was not taken, so sending it again is safe).
+      if (res.status !== 404 || !body.sessionId || attempt > 1) break;
+      const gone = body.sessionId;
+      await loadSessions(true);
+      if (state.sessionId === gone) break;
+      await loadHistory();
+      addBubble("user", text);
+      t = newTurnView();
+    }
     if (res.status === 401) { askToken(); throw new AuthError("token"); }
     if (!res.ok) {
       let msg = res.status + " " + res.statusText;
@@ -492,11 +651,12 @@ async function send(text) {
   } catch (err) {
     report(err);
   } finally {
-    bubble.classList.remove("streaming");
-    if (!bubble.textContent) bubble.remove();
+    closeSegment(t);
     state.busy = false;
     writeHash();
+    announceChange();
     await loadSessions();
+    if (t.note) setStatus(t.note);
   }
 }
 

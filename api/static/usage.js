@@ -4,41 +4,8 @@
 // is set with textContent or SVG attributes, never as HTML.
 "use strict";
 
-const TOKEN_KEY = "gateway.token";
 const SVG = "http://www.w3.org/2000/svg";
-const $ = (id) => document.getElementById(id);
-
-class AuthError extends Error {}
-
-async function api(path) {
-  const h = {};
-  const tok = localStorage.getItem(TOKEN_KEY);
-  if (tok) h["Authorization"] = "Bearer " + tok;
-  const res = await fetch(path, { headers: h });
-  if (res.status === 401) {
-    askToken();
-    throw new AuthError("the API token is missing or wrong");
-  }
-  let data = null;
-  try { data = await res.json(); } catch (e) { /* no JSON body */ }
-  if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
-  return data;
-}
-
-function askToken() {
-  $("token").value = localStorage.getItem(TOKEN_KEY) || "";
-  $("auth").hidden = false;
-  $("token").focus();
-}
-
-$("auth-form").addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const v = $("token").value.trim();
-  if (v) localStorage.setItem(TOKEN_KEY, v); else localStorage.removeItem(TOKEN_KEY);
-  $("auth").hidden = true;
-  start();
-});
-$("change-token").addEventListener("click", askToken);
+onToken(() => start());
 
 function setStatus(text) { $("u-status").textContent = text || ""; }
 
@@ -74,12 +41,17 @@ function svgEl(name, attrs) {
   return el;
 }
 
-// drawChart draws one bar per day, scaled to the most expensive day (to
-// the most tokens when nothing is priced).
+// drawChart draws one bar per day, scaled to the most expensive day, or to
+// the most tokens when nothing is priced; the title says which it plots.
+// A bar is at most MAX_BAR wide (one day is not a full-width block).
+const MAX_BAR = 48;
+
 function drawChart(report) {
   const svg = $("u-chart");
   svg.replaceChildren();
   const ds = days(report.buckets);
+  const priced = ds.some((d) => d.cost > 0);
+  $("u-chart-title").textContent = priced ? "Cost per day (USD, UTC)" : "Tokens per day (UTC; no prices configured)";
   const range = $("u-chart-range");
   range.replaceChildren();
   if (ds.length === 0) {
@@ -88,14 +60,14 @@ function drawChart(report) {
     svg.append(t);
     return;
   }
-  const priced = ds.some((d) => d.cost > 0);
   const value = priced ? (d) => d.cost : tokens;
   const top = Math.max(...ds.map(value)) || 1;
   const W = 720, H = 180, pad = 16, gap = ds.length > 60 ? 1 : 3;
-  const w = (W - 2 * pad) / ds.length;
+  const w = Math.min((W - 2 * pad) / ds.length, MAX_BAR + gap);
+  const left = (W - w * ds.length) / 2;
   ds.forEach((d, i) => {
-    const h = (value(d) / top) * (H - 2 * pad);
-    const bar = svgEl("rect", { class: "bar", x: pad + i * w + gap / 2, y: H - pad - h, width: Math.max(w - gap, 1), height: Math.max(h, 0), "data-day": d.key });
+    const h = (value(d) / top) * (H - 2 * pad - 8);
+    const bar = svgEl("rect", { class: "bar", x: left + i * w + gap / 2, y: H - pad - h, width: Math.max(w - gap, 1), height: Math.max(h, 0), "data-day": d.key });
     const title = svgEl("title", {});
     title.textContent = d.key + ": $" + fmtUSD(d.cost) + ", " + fmtInt(tokens(d)) + " tokens, " + d.turns + " turns";
     bar.append(title);
@@ -121,11 +93,21 @@ function row(cells, tag) {
   return tr;
 }
 
+// nameOf is what the Name column shows: the report's label (a sender's
+// latest name), else for a day its weekday.
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+function nameOf(by, b) {
+  if (b.label) return b.label;
+  if (by === "day" && /^\d{4}-\d{2}-\d{2}$/.test(b.key)) return WEEKDAYS[new Date(b.key + "T00:00:00Z").getUTCDay()];
+  return "";
+}
+
 function drawTable(report) {
   $("u-key").textContent = report.by.charAt(0).toUpperCase() + report.by.slice(1);
+  $("u-name").textContent = report.by === "day" ? "Weekday" : "Name";
   const body = $("u-table").tBodies[0];
   body.replaceChildren(...report.buckets.map((b) =>
-    row([b.key || "–", b.label || "", fmtInt(b.turns), fmtInt(b.input), fmtInt(b.output), fmtInt(b.cacheRead), fmtInt(b.cacheWrite), fmtUSD(b.cost)])));
+    row([b.key || "–", nameOf(report.by, b), fmtInt(b.turns), fmtInt(b.input), fmtInt(b.output), fmtInt(b.cacheRead), fmtInt(b.cacheWrite), fmtUSD(b.cost)])));
   const t = report.total;
   $("u-table").tFoot.replaceChildren(row(["Total", "", fmtInt(t.turns), fmtInt(t.input), fmtInt(t.output), fmtInt(t.cacheRead), fmtInt(t.cacheWrite), fmtUSD(t.cost)]));
 }
@@ -134,7 +116,7 @@ async function show() {
   document.body.dataset.ready = "false";
   setStatus("");
   try {
-    const [perDay, grouped] = await Promise.all([api(query("day")), api(query($("u-by").value))]);
+    const [perDay, grouped] = await Promise.all([api("GET", query("day")), api("GET", query($("u-by").value))]);
     drawChart(perDay);
     drawTable(grouped);
   } catch (err) {
@@ -151,7 +133,7 @@ $("filters").addEventListener("submit", (ev) => {
 
 async function start() {
   try {
-    const agents = (await api("/api/agents")).agents;
+    const agents = (await api("GET", "/api/agents")).agents;
     const sel = $("u-agent");
     sel.replaceChildren(sel.options[0]);
     for (const a of agents) {

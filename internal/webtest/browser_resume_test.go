@@ -70,7 +70,7 @@ func TestPageResumesADroppedReply(t *testing.T) {
 	}
 	bubbles := value(t, ctx, "bubbles", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll("#messages .msg")].map(e => e.className + "|" + e.textContent)`))
-	if want := []string{"msg user|hello browser", "msg assistant|echo: hello browser"}; strings.Join(bubbles, "\n") != strings.Join(want, "\n") {
+	if want := []string{"msg user|hello browser", "msg assistant md|echo: hello browser"}; strings.Join(bubbles, "\n") != strings.Join(want, "\n") {
 		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(bubbles, "\n"), strings.Join(want, "\n"))
 	}
 	resumes := value(t, ctx, "resumes", chromedp.Evaluate[[]string](`window.__resumes`))

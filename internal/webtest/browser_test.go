@@ -16,7 +16,7 @@ import (
 )
 
 // chromiumPath finds the browser: $GATEWAY_CHROMIUM, else Debian's chromium.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("GATEWAY_CHROMIUM"); p != "" {
 		return p
@@ -50,14 +50,47 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	bctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(bctx, 90*time.Second)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelCtx()
 		cancelAlloc()
 	})
+	// Registered after the cancels, so it runs before them (LIFO).
+	t.Cleanup(func() { screenshotOnFailure(t, bctx) })
 	return ctx
+}
+
+// screenshotOnFailure saves what the page showed when t failed, as a PNG
+// in $GATEWAY_WEBTEST_ARTIFACTS (default: gateway-webtest in the temporary
+// directory), and logs its path.
+func screenshotOnFailure(t *testing.T, bctx context.Context) {
+	if !t.Failed() {
+		return
+	}
+	dir := os.Getenv("GATEWAY_WEBTEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "gateway-webtest")
+	}
+	ctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot on failure: %v", err)
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + ".png"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("screenshot on failure: %v", err)
+		return
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Logf("screenshot on failure: %v", err)
+		return
+	}
+	t.Logf("screenshot of the page at the failure: %s", p)
 }
 
 // apiSessions lists main's sessions through the API.
@@ -146,7 +179,7 @@ func TestPageChatReloadRenameDelete(t *testing.T) {
 	do(t, ctx, "reload", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady))
 	bubbles := value(t, ctx, "bubbles", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll("#messages .msg")].map(e => e.className + "|" + e.textContent)`))
-	want := []string{"msg user|hello browser", "msg assistant|echo: hello browser"}
+	want := []string{"msg user|hello browser", "msg assistant md|echo: hello browser"}
 	if strings.Join(bubbles, "\n") != strings.Join(want, "\n") {
 		t.Errorf("history after reload:\n%s\nwant:\n%s", strings.Join(bubbles, "\n"), strings.Join(want, "\n"))
 	}

@@ -28,6 +28,16 @@ type Config struct {
 	// StateDir, when set, is the state directory (a restart test starts a
 	// second daemon on the first one's); else a new temporary one.
 	StateDir string
+	// OpenAIBaseURL, when set, makes the agents' model "fake/gpt-test" of
+	// an OpenAI-compatible provider there (agents/openai/openaitest) instead
+	// of the echo provider: a test scripts tool calls and Markdown.
+	OpenAIBaseURL string
+	// TelegramAPIRoot and TelegramToken, when set, add the Telegram account
+	// "default" polling a fake Bot API there (channels/telegram/telegramtest),
+	// open to DMs.
+	TelegramAPIRoot, TelegramToken string
+	// TelegramDMPolicy is the account's dmPolicy (default open).
+	TelegramDMPolicy string
 }
 
 // Env is a running in-process gateway.
@@ -113,12 +123,27 @@ func configYAML(stateDir string, c Config) []byte {
 	if len(c.AllowedOrigins) > 0 {
 		httpCfg["allowedOrigins"] = c.AllowedOrigins
 	}
+	providers := map[string]any{"local": map[string]string{"type": "echo"}}
+	model := "local/echo"
+	if c.OpenAIBaseURL != "" {
+		providers["fake"] = map[string]string{"type": "openai", "baseURL": c.OpenAIBaseURL, "apiKey": "sk-fake"}
+		model = "fake/gpt-test"
+	}
+	channels := map[string]any{}
+	if c.TelegramAPIRoot != "" {
+		if c.TelegramDMPolicy == "" {
+			c.TelegramDMPolicy = "open"
+		}
+		channels["telegram"] = map[string]any{"accounts": map[string]any{"default": map[string]any{
+			"token": c.TelegramToken, "apiRoot": c.TelegramAPIRoot, "dmPolicy": c.TelegramDMPolicy, "pollTimeoutSeconds": 1}}}
+	}
 	b, _ := json.Marshal(map[string]any{
+		"channels":  channels,
 		"stateDir":  stateDir,
 		"http":      httpCfg,
-		"providers": map[string]any{"local": map[string]string{"type": "echo"}},
+		"providers": providers,
 		"agents": map[string]any{
-			"defaults": map[string]any{"model": "local/echo", "timeoutSeconds": 60},
+			"defaults": map[string]any{"model": model, "timeoutSeconds": 60},
 			"list":     list,
 		},
 		"messages": map[string]any{"queue": map[string]string{"debounce": "0s"}},
