@@ -202,7 +202,7 @@ type Result struct {
 func (r *Runner) modelName(a Agent, e sessions.Entry) string {
 	switch {
 	case e.ModelOverride != "":
-		return e.ModelOverride
+		return e.ModelFor()
 	case a.Model.Primary != "":
 		return a.Model.Primary
 	}

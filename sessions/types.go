@@ -25,6 +25,15 @@ type Entry struct {
 	Model             string    `json:"model,omitempty"`
 	Provider          string    `json:"provider,omitempty"`
 	ModelOverride     string    `json:"modelOverride,omitempty"`
+	// ProviderOverride is the provider of a ModelOverride written without
+	// one (OpenClaw's entries keep the two apart); ModelFor joins them.
+	ProviderOverride string `json:"providerOverride,omitempty"`
+	// ThinkingLevel is the session's reasoning effort (/think): one of
+	// ThinkingLevels; "" is the provider's default.
+	ThinkingLevel string `json:"thinkingLevel,omitempty"`
+	// GroupActivation is how a group session is addressed (/activation):
+	// ActivationMention, ActivationAlways, or "" for the room's rule.
+	GroupActivation string `json:"groupActivation,omitempty"`
 	QueueMode         string    `json:"queueMode,omitempty"`
 	QueueDebounceMs   int64     `json:"queueDebounceMs,omitempty"`
 	QueueCap          int       `json:"queueCap,omitempty"`
