@@ -33,20 +33,20 @@ type Entry struct {
 	ThinkingLevel string `json:"thinkingLevel,omitempty"`
 	// GroupActivation is how a group session is addressed (/activation):
 	// ActivationMention, ActivationAlways, or "" for the room's rule.
-	GroupActivation string `json:"groupActivation,omitempty"`
-	QueueMode         string    `json:"queueMode,omitempty"`
-	QueueDebounceMs   int64     `json:"queueDebounceMs,omitempty"`
-	QueueCap          int       `json:"queueCap,omitempty"`
-	QueueDrop         string    `json:"queueDrop,omitempty"`
-	InputTokens       int64     `json:"inputTokens,omitempty"`
-	OutputTokens      int64     `json:"outputTokens,omitempty"`
-	TotalTokens       int64     `json:"totalTokens,omitempty"`
-	ContextTokens     int64     `json:"contextTokens,omitempty"`
-	CompactionCount   int       `json:"compactionCount,omitempty"`
-	MessageCount      int       `json:"messageCount,omitempty"`
-	SpawnedBy         string    `json:"spawnedBy,omitempty"`
-	ParentSessionKey  string    `json:"parentSessionKey,omitempty"`
-	Label             string    `json:"label,omitempty"`
+	GroupActivation  string `json:"groupActivation,omitempty"`
+	QueueMode        string `json:"queueMode,omitempty"`
+	QueueDebounceMs  int64  `json:"queueDebounceMs,omitempty"`
+	QueueCap         int    `json:"queueCap,omitempty"`
+	QueueDrop        string `json:"queueDrop,omitempty"`
+	InputTokens      int64  `json:"inputTokens,omitempty"`
+	OutputTokens     int64  `json:"outputTokens,omitempty"`
+	TotalTokens      int64  `json:"totalTokens,omitempty"`
+	ContextTokens    int64  `json:"contextTokens,omitempty"`
+	CompactionCount  int    `json:"compactionCount,omitempty"`
+	MessageCount     int    `json:"messageCount,omitempty"`
+	SpawnedBy        string `json:"spawnedBy,omitempty"`
+	ParentSessionKey string `json:"parentSessionKey,omitempty"`
+	Label            string `json:"label,omitempty"`
 	// CompactionOffset is the byte offset of the latest compaction entry in
 	// the transcript, so loading need not parse what precedes it.
 	CompactionOffset int64 `json:"compactionOffset,omitempty"`
