@@ -25,6 +25,23 @@ type Entry struct {
 	Model             string    `json:"model,omitempty"`
 	Provider          string    `json:"provider,omitempty"`
 	ModelOverride     string    `json:"modelOverride,omitempty"`
+	QueueMode         string    `json:"queueMode,omitempty"`
+	QueueDebounceMs   int64     `json:"queueDebounceMs,omitempty"`
+	QueueCap          int       `json:"queueCap,omitempty"`
+	QueueDrop         string    `json:"queueDrop,omitempty"`
+	InputTokens       int64     `json:"inputTokens,omitempty"`
+	OutputTokens      int64     `json:"outputTokens,omitempty"`
+	TotalTokens       int64     `json:"totalTokens,omitempty"`
+	ContextTokens     int64     `json:"contextTokens,omitempty"`
+	CompactionCount   int       `json:"compactionCount,omitempty"`
+	MessageCount      int       `json:"messageCount,omitempty"`
+	SpawnedBy         string    `json:"spawnedBy,omitempty"`
+	ParentSessionKey  string    `json:"parentSessionKey,omitempty"`
+	Label             string    `json:"label,omitempty"`
+	// CompactionOffset is the byte offset of the latest compaction entry in
+	// the transcript, so loading need not parse what precedes it.
+	CompactionOffset int64 `json:"compactionOffset,omitempty"`
+
 	// ProviderOverride is the provider of a ModelOverride written without
 	// one (OpenClaw's entries keep the two apart); ModelFor joins them.
 	ProviderOverride string `json:"providerOverride,omitempty"`
@@ -33,23 +50,7 @@ type Entry struct {
 	ThinkingLevel string `json:"thinkingLevel,omitempty"`
 	// GroupActivation is how a group session is addressed (/activation):
 	// ActivationMention, ActivationAlways, or "" for the room's rule.
-	GroupActivation  string `json:"groupActivation,omitempty"`
-	QueueMode        string `json:"queueMode,omitempty"`
-	QueueDebounceMs  int64  `json:"queueDebounceMs,omitempty"`
-	QueueCap         int    `json:"queueCap,omitempty"`
-	QueueDrop        string `json:"queueDrop,omitempty"`
-	InputTokens      int64  `json:"inputTokens,omitempty"`
-	OutputTokens     int64  `json:"outputTokens,omitempty"`
-	TotalTokens      int64  `json:"totalTokens,omitempty"`
-	ContextTokens    int64  `json:"contextTokens,omitempty"`
-	CompactionCount  int    `json:"compactionCount,omitempty"`
-	MessageCount     int    `json:"messageCount,omitempty"`
-	SpawnedBy        string `json:"spawnedBy,omitempty"`
-	ParentSessionKey string `json:"parentSessionKey,omitempty"`
-	Label            string `json:"label,omitempty"`
-	// CompactionOffset is the byte offset of the latest compaction entry in
-	// the transcript, so loading need not parse what precedes it.
-	CompactionOffset int64 `json:"compactionOffset,omitempty"`
+	GroupActivation string `json:"groupActivation,omitempty"`
 }
 
 // Roles of a transcript message.
