@@ -182,3 +182,13 @@ func (c commander) patch(ctx context.Context, store sessions.AgentStore, w *work
 	}
 	return err
 }
+
+// controlStatus is /status's lines for the settings here: the thinking
+// level, and a group session's activation.
+func (c commander) controlStatus(w *work, e sessions.Entry) string {
+	s := "\nThinking: " + thinkingLabel(e.ThinkingLevel)
+	if w.Key.Kind == routing.Group || w.Key.Kind == routing.Channel {
+		s += "\nActivation: " + c.activationLabel(w, e.GroupActivation)
+	}
+	return s
+}
