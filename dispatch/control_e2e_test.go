@@ -168,3 +168,26 @@ func TestActivationAlwaysAnswersUnmentioned(t *testing.T) {
 		t.Errorf("%d model requests; want 1 (chatter after /activation mention starts none)", n)
 	}
 }
+
+// TestMentionByNameCountsAsMention: in a room with mentionByName, a group
+// message that says the bot's display name (Telegram: its first name) is
+// answered like a mention; one that does not is not.
+func TestMentionByNameCountsAsMention(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	room := channels.DefaultRoom("telegram")
+	room.HistoryLimit, room.MentionByName = 0, true
+	newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: room})
+	ctx := rigCtx(t)
+	quiet := say(tg, 222, "bob", "nobody in particular")
+	if err := tg.WaitConfirmed(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	say(tg, 222, "bob", "test bot, are you there?") // the fake's bot is "Test Bot"
+	if got := lastUser(waitModel(t, model, 1)); !strings.Contains(got, "are you there?") || strings.Contains(got, "nobody") {
+		t.Errorf("model got %q", got)
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d model requests; want 1", n)
+	}
+}
