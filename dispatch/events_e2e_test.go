@@ -207,3 +207,46 @@ func TestDiscordReactionStartsTurnWhenConfigured(t *testing.T) {
 		t.Errorf("%d model requests; want 2", n)
 	}
 }
+
+// TestDiscordEditNoted: MESSAGE_UPDATE of a message that addressed the bot,
+// in a room that notes edits, is kept for the next turn and starts none;
+// an update without edited_timestamp (an embed added) is not an edit.
+func TestDiscordEditNoted(t *testing.T) {
+	dc := discordtest.New(discordtest.Options{Token: "tok", NoEcho: true})
+	t.Cleanup(dc.Close)
+	dc.AddChannel(&discordgo.Channel{ID: "900", GuildID: "50", Type: discordgo.ChannelTypeGuildText})
+	model := openaitest.NewServer(t)
+	room := channels.DefaultRoom("discord")
+	room.Events.Edits = channels.EventsNote
+	r := newRoomRig(t, &roomRig{model: model, dc: dc, room: room,
+		access: map[access.Account]access.Config{{Channel: "discord", AccountID: "default"}: {GroupPolicy: access.GroupOpen}}})
+	ctx := rigCtx(t)
+	if err := dc.WaitReady(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	bot := dc.BotUser()
+	carol := &discordgo.User{ID: "7", Username: "carol"}
+	msg := &discordgo.Message{ChannelID: "900", GuildID: "50", Author: carol,
+		Content: "<@" + bot.ID + "> what is 2+2?", Mentions: []*discordgo.User{bot}}
+	id := dc.SendMessageCreate(msg)
+	if _, err := dc.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	embed := *msg
+	embed.ID, embed.Timestamp = id, time.Now()
+	dc.Dispatch("MESSAGE_UPDATE", &embed) // no edited_timestamp
+	edited := embed
+	at := time.Now()
+	edited.Content, edited.EditedTimestamp = "<@"+bot.ID+"> what is 2+3?", &at
+	dc.Dispatch("MESSAGE_UPDATE", &edited)
+	key := "agent:main:discord:channel:900"
+	eventually(t, "edit kept", func() bool { return r.mgr.History().Len(key) == 1 })
+	dc.SendMessageCreate(&discordgo.Message{ChannelID: "900", GuildID: "50", Author: carol,
+		Content: "<@" + bot.ID + "> well?", Mentions: []*discordgo.User{bot}})
+	got := lastUser(waitModel(t, model, 2))
+	if !inOrder(got, "(edited their message [message_id: "+id+"]; it now reads:)", "what is 2+3?", historyFooter, "well?") ||
+		strings.Contains(got, "2+2") {
+		t.Errorf("next turn's input (want the edit once, nothing of the embed update):\n%s", got)
+	}
+	eventually(t, "the turn's entries cut", func() bool { return r.mgr.History().Len(key) == 0 })
+}
