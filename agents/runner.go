@@ -202,7 +202,7 @@ type Result struct {
 func (r *Runner) modelName(a Agent, e sessions.Entry) string {
 	switch {
 	case e.ModelOverride != "":
-		return e.ModelOverride
+		return e.ModelFor()
 	case a.Model.Primary != "":
 		return a.Model.Primary
 	}
@@ -383,7 +383,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
 		msgs := pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-llm.EstimateText(system))
-		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools)}
+		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools), Thinking: s.entry.ThinkingLevel}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := r.stream(ctx, s, req, t.OnDelta)
 		if err != nil {

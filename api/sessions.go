@@ -41,16 +41,22 @@ type SessionView struct {
 	TotalTokens   int64     `json:"totalTokens"`
 	ContextTokens int64     `json:"contextTokens"`
 	Compactions   int       `json:"compactionCount"`
+
+	// ThinkingLevel and GroupActivation are the chat's /think and
+	// /activation settings.
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+	GroupActivation string `json:"groupActivation,omitempty"`
 }
 
 // ViewOf returns the API view of an entry.
 func ViewOf(e sessions.Entry) SessionView {
-	model := e.ModelOverride
+	model := e.ModelFor()
 	if model == "" {
 		model = e.Model
 	}
 	return SessionView{SessionID: e.SessionID, SessionKey: e.SessionKey, Title: e.Title, Label: e.Label,
 		Channel: e.Channel, ChatType: e.ChatType, Model: model, ModelOverride: e.ModelOverride,
+		ThinkingLevel: e.ThinkingLevel, GroupActivation: e.GroupActivation,
 		QueueMode: e.QueueMode, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, MessageCount: e.MessageCount,
 		TotalTokens: e.TotalTokens, ContextTokens: e.ContextTokens, Compactions: e.CompactionCount}
 }

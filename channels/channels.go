@@ -55,6 +55,9 @@ type Inbound struct {
 	// Interaction is set for a native command (Discord slash command): the
 	// reply goes back through it.
 	Interaction *Interaction `json:",omitempty"`
+	// Event is set when this is a reaction or an edit, not a new message
+	// (events.go).
+	Event *Event `json:",omitempty"`
 }
 
 // LimitSender is the sender the limits bind for in: its Principal, else

@@ -60,6 +60,12 @@ func Commands() []Command {
 		{Name: "delete", Usage: "[n]", Description: "Archive a session of this chat",
 			Arg: "session", ArgDescription: "its number in /sessions (default: the current one)", Privileged: true},
 		{Name: "usage", Description: "Tokens and cost of this session, and yours today", Private: true, Group: true},
+		{Name: "model", Usage: "[name|default]", Description: "Show or switch this session's model",
+			Arg: "name", ArgDescription: "a configured model such as openai/gpt-4o, or default", Privileged: true, Group: true},
+		{Name: "think", Usage: "[off|low|medium|high|default]", Description: "Show or set this session's reasoning effort",
+			Arg: "level", ArgDescription: "off, low, medium, high or default", Privileged: true, Group: true},
+		{Name: "activation", Usage: "[mention|always|default]", Description: "Answer this group only when mentioned, or always",
+			Arg: "mode", ArgDescription: "mention, always or default", Privileged: true, Group: true},
 		{Name: "help", Description: "List the commands", Private: true, Group: true},
 	}
 }

@@ -65,6 +65,12 @@ type Room struct {
 	// InheritParent seeds a new thread's or topic's session with its
 	// parent's recent context.
 	InheritParent bool
+	// MentionByName counts the bot's display name (Namer) in a message as
+	// a mention of the bot.
+	MentionByName bool
+	// Events says which reactions and edits of the room reach the agent
+	// (events.go); the zero value hears none.
+	Events EventsConfig
 }
 
 // Defaults of Room that do not depend on the channel.
@@ -115,6 +121,13 @@ type RoomDefaults struct {
 	// AckReaction is an emoji put on an addressed message while its turn
 	// runs ("" inherits; "off" disables an inherited one).
 	AckReaction string `mapstructure:"ackReaction" json:"ackReaction,omitempty"`
+	// MentionByName counts the bot's display name as a mention.
+	MentionByName *bool `mapstructure:"mentionByName" json:"mentionByName,omitempty"`
+	// Reactions (off, note, turn) and Edits (off, note, answer) say what
+	// becomes of users' reactions to the bot's messages and edits of
+	// messages the bot answered (events.go); "" inherits.
+	Reactions string `mapstructure:"reactions" json:"reactions,omitempty"`
+	Edits     string `mapstructure:"edits" json:"edits,omitempty"`
 }
 
 // StreamingConfig is streaming: {mode: off|progress|partial}.
@@ -155,7 +168,7 @@ func (c RoomDefaults) Validate(path string) error {
 	if len(c.AckReaction) > 32 || strings.ContainsAny(c.AckReaction, " \t\r\n") {
 		return fmt.Errorf("%sackReaction: %q is not a single emoji", path, c.AckReaction)
 	}
-	return nil
+	return c.validateEvents(path)
 }
 
 // Apply returns r with the fields c sets.
@@ -193,5 +206,8 @@ func (c RoomDefaults) Apply(r Room) Room {
 	default:
 		r.AckReaction = c.AckReaction
 	}
-	return r
+	if c.MentionByName != nil {
+		r.MentionByName = *c.MentionByName
+	}
+	return c.applyEvents(r)
 }

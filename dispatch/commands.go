@@ -121,6 +121,8 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		c.reply(ctx, w, c.usage(ctx, store, w))
 	case "sessions", "switch", "history", "delete":
 		c.reply(ctx, w, c.archive(ctx, store, w))
+	case "model", "think", "activation":
+		c.reply(ctx, w, c.control(ctx, store, w))
 	default:
 		c.reply(ctx, w, "Unknown command. /help lists them.")
 	}
@@ -212,7 +214,7 @@ func (c commander) status(store sessions.AgentStore, w *work) string {
 	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
 		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
-		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
+		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop) + c.controlStatus(w, e)
 }
 
 func orDash(s string) string {

@@ -80,6 +80,8 @@ type Dispatcher struct {
 	leases  turnLeases   // session leases across replicas (turnlease.go)
 	acks    acker        // the ack reaction (ack.go)
 	tool    messageTool  // the message tool's room (message_room.go)
+	// activations caches sessions' group activation (activation.go).
+	activations activationCache
 	// traffic and givenUp are read by Status (status.go): last messages
 	// per account, and given-up counts by reason (*atomic.Int64 values).
 	traffic traffic
@@ -167,7 +169,7 @@ func (d *Dispatcher) adapter(channel, account string) channels.Adapter {
 
 // RecordID is the journal and dedupe id of an inbound message.
 func RecordID(in channels.Inbound) string {
-	return strings.Join([]string{in.Channel, in.AccountID, in.ChatID, in.MessageID}, ":")
+	return strings.Join([]string{in.Channel, in.AccountID, in.ChatID, in.MessageID}, ":") + eventRecordSuffix(in)
 }
 
 // Route resolves where in goes (exported for `gateway route` and tests).
@@ -221,6 +223,16 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	verdict := Verdict{Allow: true, Privileged: true}
 	if rt.Access != nil {
 		verdict = rt.Access(in)
+	}
+	if in.Event != nil { // a reaction or an edit (events.go)
+		ev, handled, err := d.event(ctx, rt, in, verdict)
+		if handled {
+			return err
+		}
+		in, verdict = ev, Verdict{Allow: true, Privileged: verdict.Privileged}
+	}
+	if !verdict.Allow && verdict.Unaddressed && d.addressed(in) { // activation.go
+		verdict.Allow, in.Mentioned = true, true
 	}
 	if !verdict.Allow && verdict.Unaddressed {
 		if handled, err := d.history.keepUnaddressed(ctx, rt, in); handled {

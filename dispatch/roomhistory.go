@@ -125,8 +125,8 @@ func refusedLevel(in channels.Inbound) zapcore.Level {
 // (0 for DMs, which keep none).
 func (rh roomHistory) mark(in channels.Inbound) uint64 {
 	d := rh.d
-	if in.ChatType == channels.Direct {
-		return 0
+	if in.ChatType == channels.Direct && !d.hearsEvents(in) {
+		return 0 // a DM keeps only noted events (events.go)
 	}
 	return d.opts.Sessions.History().Seq()
 }
@@ -156,13 +156,14 @@ type roomContext struct {
 func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
 	d := rh.d
 	rc := &roomContext{d: d, key: key, log: log}
-	if key.Kind != routing.Group && key.Kind != routing.Channel {
-		return rc // DMs and main sessions keep no room history
+	dm := key.Kind != routing.Group && key.Kind != routing.Channel
+	if dm && !rh.dmEvents(ws) {
+		return rc // DMs and main sessions keep no room history, only noted events
 	}
 	var addressed *work
 	var mark uint64
 	for _, w := range ws {
-		if w.Consumed || w.Agent != nil || w.In.ChatType == channels.Direct || w.In.Channel == "" {
+		if w.Consumed || w.Agent != nil || (w.In.ChatType == channels.Direct && !dm) || w.In.Channel == "" {
 			continue
 		}
 		if addressed == nil {
@@ -190,7 +191,7 @@ func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info s
 	if addressed == nil || mark == 0 {
 		return rc
 	}
-	lim := historyLimits(d.rt.Load().RoomFor(addressed.In))
+	lim := eventLimits(d.rt.Load().RoomFor(addressed.In))
 	ents, err := h.Take(rc.key.String(), mark, lim)
 	if err != nil {
 		// The turn goes on without the context rather than failing.
@@ -205,6 +206,17 @@ func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info s
 		rc.ids = append(rc.ids, e.MessageID)
 	}
 	return rc
+}
+
+// dmEvents reports whether a DM turn of ws may find noted events: its
+// room hears them (events.go).
+func (rh roomHistory) dmEvents(ws []*work) bool {
+	for _, w := range ws {
+		if w.Agent == nil && w.In.Channel != "" && rh.d.hearsEvents(w.In) {
+			return true
+		}
+	}
+	return false
 }
 
 // attach puts the room context before m's text (the first call only) and

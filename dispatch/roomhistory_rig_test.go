@@ -89,8 +89,11 @@ func (r *roomRig) start() {
 		t.Fatal(err)
 	}
 	// The daemon's early filter: drop an unmentioned group message only
-	// when its room keeps no history.
-	drop := func(in channels.Inbound) bool { return policy.MentionRequired(in) && !d.KeepsHistory(in) }
+	// when its room keeps no history and it does not address the bot all
+	// the same (gatewayd dropUnmentioned).
+	drop := func(in channels.Inbound) bool {
+		return policy.MentionRequired(in) && !(d.KeepsHistory(in) || d.Addressed(in))
+	}
 	var adapters []channels.Adapter
 	if r.tg != nil {
 		a, err := telegram.New("default", telegram.Config{Token: r.tg.Token(), APIRoot: r.tg.URL, PollTimeoutSeconds: 1},

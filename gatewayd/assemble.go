@@ -195,11 +195,12 @@ func (d *Daemon) slashAllowed(in channels.Inbound) bool {
 
 // dropUnmentioned is the adapters' early filter: an unmentioned group
 // message is dropped before the dispatcher only when the hot-reloaded policy
-// requires a mention and its room keeps no history (else the dispatcher
-// keeps it as room history).
+// requires a mention, its room keeps no history (else the dispatcher
+// keeps it as room history) and it does not address the bot all the same
+// (/activation always, the bot's name where mentionByName).
 func (d *Daemon) dropUnmentioned(in channels.Inbound) bool {
 	if !d.policy.Load().MentionRequired(in) {
 		return false
 	}
-	return d.disp == nil || !d.disp.KeepsHistory(in)
+	return d.disp == nil || !(d.disp.KeepsHistory(in) || d.disp.Addressed(in))
 }

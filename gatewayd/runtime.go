@@ -89,7 +89,12 @@ func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 		}
 		d := p.Check(in)
 		if !d.Allowed() {
-			return dispatch.Verdict{Reply: d.Reply, Reason: d.Reason, Unaddressed: d.Reason == access.ReasonNotMentioned}
+			v := dispatch.Verdict{Reply: d.Reply, Reason: d.Reason, Unaddressed: d.Reason == access.ReasonNotMentioned}
+			if v.Unaddressed { // the dispatcher may yet admit it (/activation always, mentionByName)
+				v.Privileged = p.Privileged(in)
+				v.AskPlatform = !v.Privileged && p.AskPlatform(in)
+			}
+			return v
 		}
 		privileged := p.Privileged(in)
 		return dispatch.Verdict{Allow: true, Privileged: privileged, AskPlatform: !privileged && p.AskPlatform(in)}

@@ -94,7 +94,8 @@ func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
 // RolledOver is the entry that replaces old when its key starts a new
 // session at now (SPEC §3.6): a fresh session id; counters, compactions and
 // the title cleared; label, display name, lineage and where replies go
-// kept; model and queue overrides kept only on a manual reset (/new,
+// kept, and so is the group activation (how the room addresses the bot);
+// model, thinking and queue overrides kept only on a manual reset (/new,
 // /reset, a switch). A model, when given, becomes the model override.
 func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
 	n := Entry{
@@ -103,14 +104,14 @@ func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
 		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
 		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
 		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
-		Label: old.Label,
+		Label: old.Label, GroupActivation: old.GroupActivation,
 	}
 	if manual {
-		n.ModelOverride = old.ModelOverride
+		n.ModelOverride, n.ProviderOverride, n.ThinkingLevel = old.ModelOverride, old.ProviderOverride, old.ThinkingLevel
 		n.QueueMode, n.QueueDebounceMs, n.QueueCap, n.QueueDrop = old.QueueMode, old.QueueDebounceMs, old.QueueCap, old.QueueDrop
 	}
 	if model != "" {
-		n.ModelOverride = model
+		n.ModelOverride, n.ProviderOverride = model, ""
 	}
 	return n
 }

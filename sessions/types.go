@@ -41,6 +41,16 @@ type Entry struct {
 	// CompactionOffset is the byte offset of the latest compaction entry in
 	// the transcript, so loading need not parse what precedes it.
 	CompactionOffset int64 `json:"compactionOffset,omitempty"`
+
+	// ProviderOverride is the provider of a ModelOverride written without
+	// one (OpenClaw's entries keep the two apart); ModelFor joins them.
+	ProviderOverride string `json:"providerOverride,omitempty"`
+	// ThinkingLevel is the session's reasoning effort (/think): one of
+	// ThinkingLevels; "" is the provider's default.
+	ThinkingLevel string `json:"thinkingLevel,omitempty"`
+	// GroupActivation is how a group session is addressed (/activation):
+	// ActivationMention, ActivationAlways, or "" for the room's rule.
+	GroupActivation string `json:"groupActivation,omitempty"`
 }
 
 // Roles of a transcript message.
@@ -63,6 +73,7 @@ type Content struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
 	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"thinkingSignature,omitempty"` // of a thinking block (Anthropic): sent back with it
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`

@@ -111,6 +111,10 @@ func (p *Provider) TakesImages(model string) bool {
 	return llm.ProviderConfig{VisionModels: p.vision}.TakesImages(model)
 }
 
+// Thinks implements llm.Thinker: the Messages API takes a thinking
+// budget (llm.ThinkingBudget).
+func (p *Provider) Thinks() bool { return true }
+
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
 
@@ -126,6 +130,13 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Even
 	}
 	if params.MaxTokens <= 0 {
 		params.MaxTokens = DefaultMaxTokens
+	}
+	if budget := llm.ThinkingBudget(req.Thinking); budget > 0 {
+		// max_tokens counts the thinking: it must exceed the budget.
+		params.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		if params.MaxTokens <= budget {
+			params.MaxTokens = budget + DefaultMaxTokens
+		}
 	}
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}

@@ -12,7 +12,9 @@ import (
 // toMessages maps transcript messages to Messages API turns: tool calls
 // become tool_use blocks, tool results tool_result blocks in a user turn,
 // and consecutive turns of one role are merged (the API wants them
-// alternating). Thinking blocks are not sent back (they need signatures).
+// alternating). Thinking blocks are sent back only with their signature
+// (the API refuses them without; one is needed to continue a tool call
+// made while thinking).
 func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 	var out []sdk.MessageParam
 	add := func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) {
@@ -43,6 +45,8 @@ func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 				switch {
 				case c.Type == sessions.BlockText && c.Text != "":
 					blocks = append(blocks, sdk.NewTextBlock(c.Text))
+				case c.Type == sessions.BlockThinking && c.Signature != "":
+					blocks = append(blocks, sdk.NewThinkingBlock(c.Signature, c.Thinking))
 				case c.Type == sessions.BlockToolCall:
 					args := c.Arguments
 					if len(args) == 0 || !json.Valid(args) {
@@ -97,7 +101,7 @@ func fromMessage(m sdk.Message) sessions.Message {
 				out.Content = append(out.Content, sessions.Content{Type: sessions.BlockText, Text: c.Text})
 			}
 		case "thinking":
-			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockThinking, Thinking: c.Thinking})
+			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockThinking, Thinking: c.Thinking, Signature: c.Signature})
 		case "tool_use":
 			args := json.RawMessage(c.Input)
 			if len(args) == 0 || !json.Valid(args) {

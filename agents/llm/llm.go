@@ -28,6 +28,10 @@ type Request struct {
 	Messages  []sessions.Message
 	Tools     []Tool
 	MaxTokens int
+	// Thinking is the session's reasoning effort (sessions.ThinkingOff,
+	// Low, Medium, High); "" leaves the provider's default. Providers
+	// that are Thinkers apply it; others ignore it.
+	Thinking string
 }
 
 // Event is one streamed piece of the answer.

@@ -105,6 +105,10 @@ func (p *Provider) TakesImages(model string) bool {
 	return llm.ProviderConfig{VisionModels: p.vision}.TakesImages(model)
 }
 
+// Thinks implements llm.Thinker: an OpenAI-compatible API takes
+// reasoning_effort (for reasoning models).
+func (p *Provider) Thinks() bool { return true }
+
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
 
@@ -119,6 +123,8 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Even
 		Stream:        true,
 		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
 		MaxTokens:     req.MaxTokens,
+		// "" (off, or no level set) leaves the field out.
+		ReasoningEffort: llm.ReasoningEffort(req.Thinking),
 	}
 	stream, err := p.client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {

@@ -25,7 +25,8 @@ const Name = "discord"
 // Intents are the gateway intents the adapter asks for. Message content is
 // a privileged intent: enable it for the bot in the developer portal.
 const Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages |
-	discordgo.IntentsDirectMessages | discordgo.IntentMessageContent
+	discordgo.IntentsDirectMessages | discordgo.IntentMessageContent |
+	discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions
 
 // Options configures an Adapter.
 type Options struct {
@@ -85,6 +86,7 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	botID   string  // guarded by mu; from READY
+	botName string  // guarded by mu; from READY
 	lastNet *gwConn // guarded by mu; the gateway's current TCP connection
 
 	ix     interactions         // slash command acknowledgements (own lock)
@@ -249,8 +251,14 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		a.s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 			if r.User != nil {
 				a.mu.Lock()
-				a.botID = r.User.ID
+				a.botID, a.botName = r.User.ID, r.User.Username
 				a.mu.Unlock()
+			}
+		}),
+		a.s.AddHandler(a.onRawEvent(q)),
+		a.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) {
+			if !q.push(m) {
+				a.log.Warn("inbound queue full, edit dropped", zap.String("message_id", m.ID))
 			}
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
@@ -301,7 +309,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 			return nil
 		case <-q.ready():
 			for _, m := range q.take() {
-				a.handle(ctx, h, m)
+				a.handleQueued(ctx, h, m)
 			}
 		case <-disconnected:
 			if ctx.Err() != nil {
@@ -416,6 +424,11 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		}
 		return
 	}
+	a.deliver(ctx, h, in)
+}
+
+// deliver hands in to h, retrying a failure twice.
+func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) {
 	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h(ctx, in)

@@ -23,12 +23,12 @@ type queue struct {
 	signal chan struct{} // one pending wake-up
 
 	mu    sync.Mutex
-	items []*discordgo.MessageCreate // guarded by mu
+	items []any // *discordgo.MessageCreate, *discordgo.MessageUpdate, *reactionAdd; guarded by mu
 }
 
 func newQueue(max int) *queue { return &queue{max: max, signal: make(chan struct{}, 1)} }
 
-func (q *queue) push(m *discordgo.MessageCreate) bool {
+func (q *queue) push(m any) bool {
 	q.mu.Lock()
 	if len(q.items) >= q.max {
 		q.mu.Unlock()
@@ -45,7 +45,7 @@ func (q *queue) push(m *discordgo.MessageCreate) bool {
 
 func (q *queue) ready() <-chan struct{} { return q.signal }
 
-func (q *queue) take() []*discordgo.MessageCreate {
+func (q *queue) take() []any {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.items

@@ -71,6 +71,7 @@ type Adapter struct {
 	handler atomic.Pointer[channels.Handler]
 	admins  channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn    channels.ConnTracker // connection state for `gateway status`
+	sent    channels.SentLog     // where the bot's messages went (events.go)
 
 	migMu sync.Mutex
 	// toNew and toOld map group ids migrated to supergroups; guarded by migMu.
@@ -186,7 +187,7 @@ func (a *Adapter) connect(ctx context.Context) error {
 			if err := json.Unmarshal(resp.Result, &u); err != nil {
 				return fmt.Errorf("telegram: getMe: decode: %w", err)
 			}
-			a.self.Store(&botIdentity{ID: u.ID, UserName: u.UserName})
+			a.self.Store(&botIdentity{ID: u.ID, UserName: u.UserName, FirstName: u.FirstName})
 			a.log.Info("telegram bot connected", zap.String("bot_username", u.UserName), zap.String("mode", a.cfg.Mode))
 			return nil
 		}

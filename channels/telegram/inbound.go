@@ -34,13 +34,20 @@ const (
 
 // botIdentity is what normalisation needs to know about the bot itself.
 type botIdentity struct {
-	ID       int64
-	UserName string // without "@"
+	ID        int64
+	UserName  string // without "@"
+	FirstName string // the display name (BotName)
 }
 
 // normalise turns an update into an Inbound, or returns a drop reason
 // for updates that must be acknowledged without calling the Handler.
 func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
+	switch {
+	case u.MessageReaction != nil:
+		return a.reaction(u.MessageReaction)
+	case u.Message == nil && u.EditedMessage != nil:
+		return a.edited(u)
+	}
 	m := u.Message
 	if m == nil {
 		if u.ChannelPost != nil {

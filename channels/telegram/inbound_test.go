@@ -174,7 +174,9 @@ func TestPlaceholdersAttachmentsAndEdits(t *testing.T) {
 		{telegramtest.Message{ChatID: alice, Media: "voice"}, "|voice:v1:voice.ogg"},
 		{telegramtest.Message{ChatID: alice, Media: "document", Caption: "the report"}, "the report|document:d1:report.pdf"},
 		{telegramtest.Message{ChatID: alice, Media: "video"}, "|video:f1:video"},
-		{telegramtest.Message{ChatID: alice, Text: "fixed typo", Edited: true}, ""},
+		// An edit is handed on as an event: the dispatcher drops it unless
+		// the room hears edits (off by default).
+		{telegramtest.Message{ChatID: alice, Text: "fixed typo", Edited: true}, "fixed typo|+edit"},
 	}
 	var last int
 	var want []string
@@ -190,6 +192,9 @@ func TestPlaceholdersAttachmentsAndEdits(t *testing.T) {
 		s := in.Text + "|"
 		for _, a := range in.Attachments {
 			s += string(a.Kind) + ":" + a.Ref + ":" + a.FileName
+		}
+		if in.Event != nil {
+			s += "+" + in.Event.Kind
 		}
 		got = append(got, s)
 	}

@@ -81,6 +81,9 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 	}
 	if i == 0 && out.Draft != "" {
 		if done, err := a.replaceDraft(ctx, out, chunk); done {
+			if err == nil {
+				a.sent.Add(params["chat_id"], out.Draft, out.Address)
+			}
 			return out.Draft, err
 		}
 	}
@@ -92,7 +95,9 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 	if err != nil {
 		return "", err
 	}
-	return sentID(resp), nil
+	id := sentID(resp)
+	a.sent.Add(params["chat_id"], id, out.Address)
+	return id, nil
 }
 
 // sentID is the message id in a sendMessage answer ("" if none).

@@ -13,6 +13,8 @@ type update struct {
 	EditedMessage     *message `json:"edited_message,omitempty"`
 	ChannelPost       *message `json:"channel_post,omitempty"`
 	EditedChannelPost *message `json:"edited_channel_post,omitempty"`
+	// MessageReaction is a user's change of their reactions (events.go).
+	MessageReaction *messageReaction `json:"message_reaction,omitempty"`
 }
 
 type message struct {
@@ -31,6 +33,7 @@ type chat struct {
 	IsForum bool `json:"is_forum,omitempty"`
 }
 
-// allowedUpdates is sent with getUpdates and setWebhook: the adapter reads
-// only messages (edits are ignored, so they are not even fetched).
-const allowedUpdates = `["message"]`
+// allowedUpdates is sent with getUpdates and setWebhook: messages, their
+// edits and reactions (events.go; rooms hear the last two only where they
+// opt in, so the dispatcher drops them elsewhere).
+const allowedUpdates = `["message","edited_message","message_reaction"]`

@@ -173,9 +173,15 @@ func printEntry(w io.Writer, f found) {
 	row("updated", e.UpdatedAt.Local().Format(time.RFC3339))
 	model := e.Model
 	if e.ModelOverride != "" {
-		model = e.ModelOverride + " (override)"
+		model = e.ModelFor() + " (override)"
 	}
 	row("model", orDash(model))
+	if e.ThinkingLevel != "" {
+		row("thinking", e.ThinkingLevel)
+	}
+	if e.GroupActivation != "" {
+		row("activation", e.GroupActivation)
+	}
 	row("queue mode", orDash(e.QueueMode))
 	row("messages", e.MessageCount)
 	row("tokens", fmt.Sprintf("in %d, out %d, total %d, context %d", e.InputTokens, e.OutputTokens, e.TotalTokens, e.ContextTokens))

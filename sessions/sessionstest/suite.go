@@ -64,6 +64,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"Counters", testCounters},
 		{"CountersConcurrent", testCountersConcurrent},
 		{"Patch", testPatch},
+		{"ChatSettings", testChatSettings},
 		{"DeleteAndRecover", testDelete},
 		{"SwitchBack", testSwitch},
 		{"SwitchRefusesStrangers", testSwitchStrangers},
