@@ -424,32 +424,34 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		}
 		return
 	}
-	a.deliver(ctx, h, in)
+	if a.deliver(ctx, h, in) {
+		a.seen.note(m.ChannelID, m.ID, time.Now()) // journaled (or refused): no catch-up needed
+	}
 }
 
-// deliver hands in to h, retrying a failure twice.
-func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) {
+// deliver hands in to h, retrying a failure twice; it reports whether h
+// took it (accepted or refused for good).
+func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) bool {
 	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h(ctx, in)
 		if err == nil || errors.Is(err, channels.ErrRejected) {
-			a.seen.note(m.ChannelID, m.ID, time.Now()) // journaled (or refused): no catch-up needed
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		if attempt == 3 {
 			a.log.Error("message not accepted, dropped", zap.String("chat_id", in.ChatID),
 				zap.String("message_id", in.MessageID), zap.Error(err))
-			return
+			return false
 		}
 		a.log.Warn("message not accepted, retrying", zap.String("message_id", in.MessageID), zap.Error(err))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 		delay *= 2
