@@ -60,6 +60,9 @@ func Commands() []Command {
 		{Name: "delete", Usage: "[n]", Description: "Archive a session of this chat",
 			Arg: "session", ArgDescription: "its number in /sessions (default: the current one)", Privileged: true},
 		{Name: "usage", Description: "Tokens and cost of this session, and yours today", Private: true, Group: true},
+		{Name: "memory", Description: "What the bot keeps about you across sessions", Private: true, Group: true},
+		{Name: "forget", Usage: "[n]", Description: "Erase what the bot keeps about you (or only note n)",
+			Arg: "note", ArgDescription: "a note number from /memory (default: all of them)", Private: true, Group: true},
 		{Name: "help", Description: "List the commands", Private: true, Group: true},
 	}
 }
