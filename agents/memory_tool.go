@@ -80,8 +80,8 @@ func memoryToolErr(err error) error {
 		return toolErrorf("note too long: %d bytes, at most %d; shorten it", long.Bytes, long.Max)
 	case errors.Is(err, sessions.ErrNoNote):
 		return toolErrorf("no such note in this scope (see the ids in your saved notes or memory_search)")
-	}
-	if msg := err.Error(); strings.Contains(msg, "empty note") || strings.Contains(msg, "not valid UTF-8") {
+	case errors.Is(err, sessions.ErrBadNote):
+		msg := err.Error()
 		return toolErrorf("invalid note: %s", msg[strings.LastIndex(msg, ": ")+2:])
 	}
 	return err

@@ -63,6 +63,9 @@ type Options struct {
 	// Logs holds the daemon's recent log lines for GET /api/logs (nil:
 	// the endpoint answers 404).
 	Logs *logring.Ring
+	// MemoryLimits are an agent's memory limits for the memory routes'
+	// writes (nil: the defaults).
+	MemoryLimits func(agentID string) sessions.MemoryLimits
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -123,6 +126,7 @@ func New(opts Options) *Server {
 	s.statusRoutes()
 	s.deliveryRoutes()
 	s.logsRoutes()
+	s.memoryRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -145,7 +145,8 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 			st := d.Status(ctx)
 			return st, st.Overall == StatusFailing
 		},
-		Logs: d.logs,
+		Logs:         d.logs,
+		MemoryLimits: memoryLimits(cfg.Agents.List),
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

@@ -175,6 +175,16 @@ type Memory interface {
 // ErrNoNote is wrapped by the error for a note that does not exist.
 var ErrNoNote = errors.New("no such note")
 
+// ErrBadNote matches the error for a note refused for its text (empty,
+// too long, not valid UTF-8 without NUL): the caller's to fix.
+var ErrBadNote = errors.New("bad note")
+
+// badNote is a note refused for its text; it is ErrBadNote.
+type badNote string
+
+func (b badNote) Error() string      { return string(b) }
+func (badNote) Is(target error) bool { return target == ErrBadNote }
+
 // MemoryFullError is a write refused because its scope holds its limit.
 type MemoryFullError struct {
 	Scope MemoryScope
@@ -194,6 +204,9 @@ func (e *NoteTooLongError) Error() string {
 	return fmt.Sprintf("note of %d bytes: at most %d bytes; shorten it or split it", e.Bytes, e.Max)
 }
 
+// Is makes a NoteTooLongError an ErrBadNote.
+func (e *NoteTooLongError) Is(target error) bool { return target == ErrBadNote }
+
 // CheckNoteText refuses a note that is empty (after trimming), longer
 // than lim.MaxNoteBytes (a *NoteTooLongError) or not valid UTF-8 without
 // NUL bytes. Stores call it; callers may call it first for a better
@@ -202,11 +215,11 @@ func CheckNoteText(text string, lim MemoryLimits) error {
 	lim = lim.WithDefaults()
 	switch {
 	case strings.TrimSpace(text) == "":
-		return errors.New("empty note")
+		return badNote("empty note")
 	case len(text) > lim.MaxNoteBytes:
 		return &NoteTooLongError{Bytes: len(text), Max: lim.MaxNoteBytes}
 	case !utf8.ValidString(text) || strings.IndexByte(text, 0) >= 0:
-		return errors.New("note is not valid UTF-8 without NUL bytes")
+		return badNote("note is not valid UTF-8 without NUL bytes")
 	}
 	return nil
 }
