@@ -107,11 +107,11 @@ type Speaker struct {
 	Group bool
 }
 
-// memoryScopes are the scopes a turn of s reads and writes, by kind: the
-// agent's configured scopes that the turn has (a subagent or internal
+// memoryScopes are the scopes a turn of agent a reads and writes, by
+// kind: a's configured scopes that the turn has (a subagent or internal
 // turn has no sender or room).
-func memoryScopes(a Agent, sp *Speaker) map[string]sessions.MemoryScope {
-	if !a.Memory.Enabled {
+func (r *Runner) memoryScopes(a Agent, sp *Speaker) map[string]sessions.MemoryScope {
+	if !a.Memory.Enabled || r.opts.Sessions == nil {
 		return nil
 	}
 	out := map[string]sessions.MemoryScope{}

@@ -190,3 +190,73 @@ func mustKey(t *testing.T, agent, main string) routing.Key {
 	}
 	return k
 }
+
+// TestMemoryFlushBeforeCompaction (issue 27): before /compact summarises a
+// session, an agent with memory gets a silent turn over the messages about
+// to go, with only the memory tools; what it saves is kept, and nothing of
+// the flush reaches the transcript. An agent without memory compacts
+// without one.
+func TestMemoryFlushBeforeCompaction(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		a := memAgent
+		a.Memory.Enabled = enabled
+		k := openDisk(t, t.TempDir(), Defaults{}, []Agent{a}, &fakeProvider{name: "fake"})
+		key := mustKey(t, "main", "main")
+		k.begin("main", key)
+		for _, text := range []string{"my dog is called Rex", "I work nights", "what time is it?"} {
+			memTurn(t, k, key, alice, text)
+		}
+		var flushes []llm.Request
+		var order []string
+		k.p.summary = func(req llm.Request) (string, error) {
+			order = append(order, "summary")
+			return "they talked about a dog", nil
+		}
+		k.p.reply = func(n int, req llm.Request) (sessions.Message, error) {
+			if !strings.Contains(lastUserText(req.Messages), "about to be compacted") {
+				return assistantText("not a flush"), nil
+			}
+			flushes = append(flushes, req)
+			order = append(order, "flush")
+			if len(flushes) == 1 {
+				return assistantCall("f1", "memory_add", map[string]any{"text": "has a dog called Rex", "scope": "agent"}), nil
+			}
+			return assistantText(memoryFlushDone), nil
+		}
+		if err := k.r.Compact(context.Background(), "main", key, ""); err != nil {
+			t.Fatalf("Compact (memory %v): %v", enabled, err)
+		}
+		notes, err := k.mgr.Backend().Memory().Notes(context.Background(), sessions.MemoryScope{AgentID: "main", Kind: sessions.MemoryAgent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !enabled {
+			if len(flushes) != 0 || len(notes) != 0 || !slices.Equal(order, []string{"summary"}) {
+				t.Errorf("without memory: %d flush calls, notes %v, order %q", len(flushes), notes, order)
+			}
+			continue
+		}
+		if !slices.Equal(order, []string{"flush", "flush", "summary"}) || len(notes) != 1 || notes[0].Text != "has a dog called Rex" {
+			t.Fatalf("order %q, notes %+v; want a flush that saved the note, then the summary", order, notes)
+		}
+		var tools []string
+		for _, tl := range flushes[0].Tools {
+			tools = append(tools, tl.Name)
+		}
+		if !slices.Equal(tools, memoryToolNames) {
+			t.Errorf("the flush offered %q, want the memory tools only", tools)
+		}
+		if got := flushes[0].Messages; !strings.Contains(got[0].Text(), "Rex") {
+			t.Errorf("the flush did not see the messages about to be summarised: %q", got[0].Text())
+		}
+		hist, err := k.transcript("main", key).History(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range hist {
+			if strings.Contains(m.Text(), "about to be compacted") || strings.Contains(m.Text(), memoryFlushDone) || m.ToolName == "memory_add" {
+				t.Errorf("the flush reached the transcript: %+v", m)
+			}
+		}
+	}
+}

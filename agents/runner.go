@@ -331,10 +331,10 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		return Result{}, err
 	}
 	if t.Key.Subagent != "" {
-		s.memory = memoryScopes(s.agent, nil)
+		s.memory = r.memoryScopes(s.agent, nil)
 		return r.runChild(ctx, s, t)
 	}
-	s.memory = memoryScopes(s.agent, t.Speaker)
+	s.memory = r.memoryScopes(s.agent, t.Speaker)
 	s.room = t.Room
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)
