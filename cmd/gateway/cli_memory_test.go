@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,5 +64,38 @@ func TestMemoryCLI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStorageMigrateMemory: `gateway storage migrate` carries the notes
+// files -> postgres -> files; a second run copies nothing.
+func TestStorageMigrateMemory(t *testing.T) {
+	stateDir := t.TempDir()
+	url := pgtest.NewDatabase(t)
+	cfg := writeConfig(t, stateDir, "", "")
+	scope := "main/sender/telegram:42"
+	gw(t, cfg, "memory", "edit", scope, "new", "prefers tea").want(t, 0)
+	gw(t, cfg, "memory", "edit", scope, "new", "to forget").want(t, 0)
+	gw(t, cfg, "memory", "edit", scope, "new", "lives in Lyon").want(t, 0)
+	gw(t, cfg, "memory", "forget", scope, "2").want(t, 0)
+	gw(t, cfg, "memory", "edit", "ops/room/discord:9", "new", "standup at 9").want(t, 0)
+	r := gw(t, cfg, "storage", "migrate", "--from", "files", "--to", "postgres", "--postgres-url", url).want(t, 0)
+	if !strings.Contains(r.Stdout, "memory notes        3 copied") {
+		t.Fatalf("files -> postgres:\n%s", r.Stdout)
+	}
+	r = gw(t, cfg, "storage", "migrate", "--from", "files", "--to", "postgres", "--postgres-url", url).want(t, 0)
+	if !strings.Contains(r.Stdout, "memory notes        0 copied") {
+		t.Fatalf("second run:\n%s", r.Stdout)
+	}
+	backDir := filepath.Join(t.TempDir(), "back")
+	gw(t, cfg, "storage", "migrate", "--from", "postgres", "--to", "files", "--postgres-url", url, "--state-dir", backDir).want(t, 0)
+	backCfg := writeConfig(t, backDir, "", "")
+	r = gw(t, backCfg, "memory", "show", scope).want(t, 0)
+	if lines := strings.Split(strings.TrimSpace(r.Stdout), "\n"); len(lines) != 3 || !strings.Contains(lines[1], "prefers tea") ||
+		!strings.HasPrefix(lines[2], "2 ") || !strings.Contains(lines[2], "lives in Lyon") {
+		t.Errorf("after the round trip:\n%s", r.Stdout)
+	}
+	if r := gw(t, backCfg, "memory", "list").want(t, 0); !strings.Contains(r.Stdout, "ops/room/discord:9") {
+		t.Errorf("list after the round trip:\n%s", r.Stdout)
 	}
 }
