@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +52,7 @@ func (c commander) memory(ctx context.Context, w *work) string {
 	}
 	mem := d.opts.Sessions.Memory()
 	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
-	mine, err := senderScopes(ctx, d.opts.Sessions, sp)
+	mine, err := senderScopes(ctx, d.opts.Sessions, w.AgentID, sp)
 	if err != nil {
 		log.Error("memory unavailable", zap.Error(err))
 		return "Sorry, the memory is unavailable right now."
@@ -129,13 +130,18 @@ func forget(ctx context.Context, mem sessions.Memory, w *work, sp *agents.Speake
 	return fmt.Sprintf("Forgot the %d notes I kept about you.", total)
 }
 
-// senderScopes are sp's sender scopes that hold notes, under every agent
-// with sessions (a note is written in a turn, so its agent has one): a
+// senderScopes are sp's sender scopes that hold notes, under the chat's
+// agent and every agent with sessions (a note is written in a turn, so its
+// agent has one; the operator may have written the current agent's): a
 // read per agent, not a scan of every scope.
-func senderScopes(ctx context.Context, b sessions.Backend, sp *agents.Speaker) ([]sessions.MemoryScope, error) {
+func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *agents.Speaker) ([]sessions.MemoryScope, error) {
 	ids, err := b.Agents()
 	if err != nil {
 		return nil, err
+	}
+	if !slices.Contains(ids, agentID) {
+		ids = append(ids, agentID)
+		slices.Sort(ids)
 	}
 	var out []sessions.MemoryScope
 	for _, id := range ids {
