@@ -23,6 +23,7 @@ func (r *Runner) Compact(ctx context.Context, agentID string, key routing.Key, i
 	if err != nil {
 		return err
 	}
+	s.memory = r.memoryScopes(s.agent, nil) // the agent's own notes: a command has no speaker
 	if _, err = r.compact(ctx, s, instructions); err == nil {
 		r.usage.compactions.WithLabelValues(CompactManual).Inc()
 	}
@@ -82,6 +83,9 @@ func (r *Runner) compact(ctx context.Context, s *session, instructions string) (
 	if !ok {
 		return compactResult{}, ErrNothingToCompact
 	}
+	fctx, cancel := context.WithTimeout(ctx, r.defaults.compactionTimeout())
+	r.flushMemory(fctx, s, p.summarize) // memory_flush.go: before the messages go
+	cancel()
 	sctx, cancel := context.WithTimeout(ctx, r.defaults.compactionTimeout())
 	summary, fallback := summarize(sctx, r.summarizer(s), p.summarize, s.window, instructions)
 	cancel()

@@ -35,6 +35,8 @@ type Agent struct {
 	ContextWindow int    `mapstructure:"contextWindow"`
 	// Tools is the agent's tool policy; web_fetch is off unless allowed.
 	Tools Tools `mapstructure:"tools"`
+	// Memory is the agent's notes that survive /new (memory.go).
+	Memory MemoryConfig `mapstructure:"memory"`
 }
 
 // Defaults are agents.defaults.
@@ -146,6 +148,9 @@ func (a Agent) Validate() error {
 		return fmt.Errorf("agent %s: contextWindow %d: must not be negative", a.ID, a.ContextWindow)
 	}
 	if err := a.Tools.Validate(); err != nil {
+		return fmt.Errorf("agent %s: %w", a.ID, err)
+	}
+	if err := a.Memory.Validate(); err != nil {
 		return fmt.Errorf("agent %s: %w", a.ID, err)
 	}
 	return nil

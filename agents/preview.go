@@ -9,13 +9,17 @@ import (
 // BuiltinTools names the built-in tools a turn of agent a in session key
 // offers the model, in the order it sees them: its tool policy applied,
 // sessions_spawn only where subagents can be started (spawn: the runner
-// has a dispatcher) and never to a subagent. The runner builds its tools
+// has a dispatcher) and never to a subagent, the memory tools only with
+// memory.enabled. The runner builds its tools
 // from this list; `gateway sessions show --context` prints it.
 func BuiltinTools(a Agent, key routing.Key, spawn bool) []string {
 	var out []string
 	for _, name := range builtinTools { // in the order the model sees them
 		if name == spawnToolName && (!spawn || key.Subagent != "") {
 			continue
+		}
+		if slices.Contains(memoryToolNames, name) && !a.Memory.Enabled {
+			continue // offered with memory.enabled (memory.go)
 		}
 		if a.Tools.offers(name) {
 			out = append(out, name)

@@ -176,6 +176,9 @@ type Turn struct {
 	OnStep func(Step)
 	// Room is the chat the turn answers, for the message tool (nil: none).
 	Room Room
+	// Speaker is who and where the turn answers, for the sender and room
+	// memory scopes (nil: the agent scope only; memory.go).
+	Speaker *Speaker
 }
 
 // Result is the outcome of a turn.
@@ -270,6 +273,9 @@ type session struct {
 	window   int64
 	log      *zap.Logger
 	room     Room // the turn's chat (message tool); nil outside a chat turn
+	// memory holds the turn's memory scopes by kind (memory.go); nil:
+	// the agent keeps no memory.
+	memory map[string]sessions.MemoryScope
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
@@ -325,8 +331,10 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		return Result{}, err
 	}
 	if t.Key.Subagent != "" {
+		s.memory = r.memoryScopes(s.agent, nil)
 		return r.runChild(ctx, s, t)
 	}
+	s.memory = r.memoryScopes(s.agent, t.Speaker)
 	s.room = t.Room
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)
@@ -351,6 +359,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	}
 	tools := r.tools(ctx, s)
 	mcpNotes := r.mcpInstructions(tools)
+	memory := r.readMemory(ctx, s) // once per turn: the notes as the turn began
 	overflowRetried := false
 	var last sessions.Message
 	for iter := 0; ; {
@@ -371,7 +380,8 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			break
 		}
 		system := withRoomPrompt(withRoomPrompt(r.systemPrompt(s), t.SystemPrompt), mcpNotes)
-		if est := llm.EstimateText(system) + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
+		fixed := llm.EstimateText(system) + llm.EstimateText(memory)
+		if est := fixed + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
 			t.step(Step{Kind: StepCompaction})
 			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
@@ -382,7 +392,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
-		msgs := pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-llm.EstimateText(system))
+		msgs := withMemory(pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-fixed), memory)
 		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools), Thinking: s.entry.ThinkingLevel}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := r.stream(ctx, s, req, t.OnDelta)

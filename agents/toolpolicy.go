@@ -23,7 +23,8 @@ const (
 // tools.allow names them; the sessions tools are on unless denied.
 var optInTools = []string{webFetchToolName, MessageToolName, searchToolName}
 
-var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName, searchToolName}
+var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName, searchToolName,
+	memoryAddToolName, memoryUpdateToolName, memoryForgetToolName, memorySearchToolName}
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
 // opt-in built-in tools (web_fetch); Deny takes any built-in tool away and

@@ -68,6 +68,9 @@ type Options struct {
 	Config func() any
 	// Pairing serves /api/pairing (nil: the routes answer 404).
 	Pairing Pairing
+	// MemoryLimits are an agent's memory limits for the memory routes'
+	// writes (nil: the defaults).
+	MemoryLimits func(agentID string) sessions.MemoryLimits
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -130,6 +133,7 @@ func New(opts Options) *Server {
 	s.logsRoutes()
 	s.configRoutes()
 	s.pairingRoutes()
+	s.memoryRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

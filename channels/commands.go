@@ -66,6 +66,9 @@ func Commands() []Command {
 			Arg: "level", ArgDescription: "off, low, medium, high or default", Privileged: true, Group: true},
 		{Name: "activation", Usage: "[mention|always|default]", Description: "Answer this group only when mentioned, or always",
 			Arg: "mode", ArgDescription: "mention, always or default", Privileged: true, Group: true},
+		{Name: "memory", Description: "What the bot keeps about you across sessions", Private: true, Group: true},
+		{Name: "forget", Usage: "[n]", Description: "Erase what the bot keeps about you (or only note n)",
+			Arg: "note", ArgDescription: "a note number from /memory (default: all of them)", Private: true, Group: true},
 		{Name: "help", Description: "List the commands", Private: true, Group: true},
 	}
 }

@@ -16,8 +16,8 @@ import (
 
 // commander runs chat commands on their session's lane (SPEC §6.1): the
 // session commands here, the archive's in archive.go, /usage in
-// usage_command.go; /stop runs at once, outside the lane. It holds no
-// state of its own.
+// usage_command.go, /memory and /forget in memory_command.go; /stop runs
+// at once, outside the lane. It holds no state of its own.
 type commander struct{ d *Dispatcher }
 
 // knownCommand reports a command of the catalogue (channels.Commands).
@@ -119,6 +119,8 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		c.reply(ctx, w, helpText)
 	case "usage":
 		c.reply(ctx, w, c.usage(ctx, store, w))
+	case "memory", "forget":
+		c.reply(ctx, w, c.memory(ctx, w))
 	case "sessions", "switch", "history", "delete":
 		c.reply(ctx, w, c.archive(ctx, store, w))
 	case "model", "think", "activation":

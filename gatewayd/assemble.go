@@ -145,9 +145,10 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 			st := d.Status(ctx)
 			return st, st.Overall == StatusFailing
 		},
-		Logs:    d.logs,
-		Config:  func() any { return configs.Tree(d.config()) },
-		Pairing: pairingAPI{d},
+		Logs:         d.logs,
+		Config:       func() any { return configs.Tree(d.config()) },
+		Pairing:      pairingAPI{d},
+		MemoryLimits: memoryLimits(cfg.Agents.List),
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

@@ -42,6 +42,8 @@ type Backend interface {
 	Usage() UsageLog
 	// Search finds messages in the transcripts (seam_search.go).
 	Search() Searcher
+	// Memory holds the agents' notes that survive /new (memory.go).
+	Memory() Memory
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

@@ -35,7 +35,8 @@ const migrateLong = `Copy the state from one storage backend to the other, then 
 
 It moves the sessions (index entries, archived sessions, transcripts entry
 by entry), the journal's pending records, unsent replies and drafts,
-pairing, channel cursors, room history and the usage ledger. It verifies
+pairing, channel cursors, room history, the usage ledger, the dead letters
+and the agents' memory notes (renumbered from 1 per scope). It verifies
 the counts, every key's state and transcript lines, the output of ` + "`sessions show KEY --context --json`" + `
 for every session rendered from both, the journal's pending work, pairing,
 cursors and room history; any difference is printed and the exit code is 1.
@@ -115,8 +116,10 @@ type side struct {
 	// usage is the usage ledger.
 	usage sessions.UsageLog
 	// dead holds the dead letters.
-	dead  sessions.DeadLetters
-	close func()
+	dead sessions.DeadLetters
+	// memory holds the agents' notes.
+	memory sessions.Memory
+	close  func()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -184,6 +187,11 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  dead letters        %d copied\n", dn)
+	mn, err := transfer.CopyMemory(ctx, from.memory, to.memory, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  memory notes        %d copied\n", mn)
 	return nil
 }
 
@@ -235,7 +243,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, err
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
-		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), close: func() {
+		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), memory: b.Memory(), close: func() {
 			_ = mgr.Close()
 			unlock()
 		}}, nil
@@ -255,7 +263,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), memory: db.Memory(), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

@@ -65,6 +65,7 @@ func newRootCmd() *cobra.Command {
 	})
 	addOperatorCommands(root, &cfgPath)
 	root.AddCommand(usageCmd(&cfgPath))
+	root.AddCommand(memoryCmd(&cfgPath))
 	root.AddCommand(mcpCmd(&cfgPath))
 	return root
 }

@@ -72,6 +72,7 @@ func (b filesBackend) Cursors() sessions.Cursors                   { return b.m.
 func (b filesBackend) Limits() sessions.LimitCounters              { return b.m.limitFiles() }
 func (b filesBackend) DeadLetters() sessions.DeadLetters           { return b.m.deadLetterFiles() }
 func (b filesBackend) Usage() sessions.UsageLog                    { return b.m.usageFiles() }
+func (b filesBackend) Memory() sessions.Memory                     { return b.m.memoryFiles() }
 func (b filesBackend) Search() sessions.Searcher                   { return b.m.search }
 func (b filesBackend) SetReset(c sessions.ResetConfig)             { b.m.SetReset(c) }
 func (b filesBackend) ResetConfig() sessions.ResetConfig           { return b.m.ResetConfig() }
@@ -110,6 +111,16 @@ func (m *Manager) cursorFiles() *Cursors {
 		m.cursors = NewCursors(filepath.Join(m.opts.StateDir, "cursors"), m.opts.LockTimeout)
 	}
 	return m.cursors
+}
+
+// memoryFiles is the agents' notes under <stateDir>/memory.
+func (m *Manager) memoryFiles() *Memory {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.memory == nil {
+		m.memory = NewMemory(filepath.Join(m.opts.StateDir, "memory"), m.opts.LockTimeout)
+	}
+	return m.memory
 }
 
 // deadLetterFiles is the dead letters' file under <stateDir>/ingress.

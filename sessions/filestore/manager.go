@@ -91,6 +91,7 @@ type Manager struct {
 	cursors *Cursors
 	limits  *Limits
 	dead    *DeadLetters
+	memory  *Memory
 	msgs    *RoomMessages
 	usage   *UsageLog
 

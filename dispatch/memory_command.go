@@ -1,0 +1,158 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Memory in chat (issue 24): /memory shows a member the notes the bot
+// keeps about them (their sender scope, under every agent), /forget erases
+// them all and /forget n one of the current agent's. The notes of a room
+// or of the agent itself are the operator's to edit (gateway memory); a
+// member reaches only their own. A turn's Speaker names the same scopes.
+
+// maxMemoryReply bounds /memory's answer (characters); the rest is counted.
+const maxMemoryReply = 3500
+
+// speaker is who and where the turn answers, for its memory scopes (nil
+// for internal work: subagent runs and announcements).
+func (t *turn) speaker() *agents.Speaker {
+	if t.last.Agent != nil {
+		return nil
+	}
+	return speakerOf(t.last.In)
+}
+
+// speakerOf is in's sender and room. The person is the Principal where a
+// channel sets one (the web chat's SenderID names a conversation).
+func speakerOf(in channels.Inbound) *agents.Speaker {
+	sender := in.Principal
+	if sender == "" {
+		sender = in.SenderID
+	}
+	return &agents.Speaker{Channel: in.Channel, SenderID: sender, ChatID: in.ChatID, Group: in.ChatType != channels.Direct}
+}
+
+// memory answers /memory and /forget.
+func (c commander) memory(ctx context.Context, w *work) string {
+	d := c.d
+	sp := speakerOf(w.In)
+	if sp.Channel == "" || sp.SenderID == "" {
+		return "There is no sender to keep notes about here."
+	}
+	mem := d.opts.Sessions.Memory()
+	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
+	mine, err := senderScopes(ctx, d.opts.Sessions, w.AgentID, sp)
+	if err != nil {
+		log.Error("memory unavailable", zap.Error(err))
+		return "Sorry, the memory is unavailable right now."
+	}
+	if w.Command == "forget" {
+		return forget(ctx, mem, w, sp, mine, log)
+	}
+	if len(mine) == 0 {
+		return "I keep no notes about you."
+	}
+	var b strings.Builder
+	b.WriteString("What I keep about you (/forget erases it, /forget n one note):")
+	shown, total := 0, 0
+	for _, s := range mine {
+		notes, err := mem.Notes(ctx, s)
+		if err != nil {
+			log.Error("memory unavailable", zap.Error(err))
+			return "Sorry, the memory is unavailable right now."
+		}
+		for _, n := range notes {
+			total++
+			line := fmt.Sprintf("\n%d. %s", n.ID, strings.Join(strings.Fields(n.Text), " "))
+			if len(mine) > 1 {
+				line = fmt.Sprintf("\n[%s] %d. %s", s.AgentID, n.ID, strings.Join(strings.Fields(n.Text), " "))
+			}
+			if b.Len()+len(line) > maxMemoryReply {
+				continue
+			}
+			b.WriteString(line)
+			shown++
+		}
+	}
+	if total > shown {
+		fmt.Fprintf(&b, "\n(%d more not shown)", total-shown)
+	}
+	return b.String()
+}
+
+// forget erases the sender's notes: all of them under every agent, or
+// note n of the current agent's.
+func forget(ctx context.Context, mem sessions.Memory, w *work, sp *agents.Speaker, mine []sessions.MemoryScope, log *zap.Logger) string {
+	arg := strings.TrimPrefix(strings.TrimSpace(w.Args), "#")
+	if arg != "" {
+		id, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || id < 1 {
+			return "Usage: /forget [n] — n is a note number from /memory."
+		}
+		err = mem.ForgetNote(ctx, sessions.SenderScope(w.AgentID, sp.Channel, sp.SenderID), id)
+		switch {
+		case errors.Is(err, sessions.ErrNoNote):
+			return fmt.Sprintf("I keep no note %d about you. /memory lists them.", id)
+		case err != nil:
+			log.Error("memory forget failed", zap.Error(err))
+			return "Sorry, the note could not be erased right now."
+		}
+		log.Info("member erased a memory note", zap.String("agent_id", w.AgentID), zap.Int64("note", id))
+		return fmt.Sprintf("Forgot note %d.", id)
+	}
+	total := 0
+	for _, s := range mine {
+		n, err := mem.ForgetScope(ctx, s)
+		if err != nil {
+			log.Error("memory forget failed", zap.Error(err))
+			return "Sorry, your notes could not be erased right now; some may remain. Please try again."
+		}
+		total += n
+	}
+	log.Info("member erased their memory notes", zap.Int("notes", total))
+	switch total {
+	case 0:
+		return "I kept no notes about you."
+	case 1:
+		return "Forgot the 1 note I kept about you."
+	}
+	return fmt.Sprintf("Forgot the %d notes I kept about you.", total)
+}
+
+// senderScopes are sp's sender scopes that hold notes, under the chat's
+// agent and every agent with sessions (a note is written in a turn, so its
+// agent has one; the operator may have written the current agent's): a
+// read per agent, not a scan of every scope.
+func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *agents.Speaker) ([]sessions.MemoryScope, error) {
+	ids, err := b.Agents()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(ids, agentID) {
+		ids = append(ids, agentID)
+		slices.Sort(ids)
+	}
+	var out []sessions.MemoryScope
+	for _, id := range ids {
+		s := sessions.SenderScope(id, sp.Channel, sp.SenderID)
+		notes, err := b.Memory().Notes(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if len(notes) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

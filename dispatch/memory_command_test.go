@@ -1,0 +1,52 @@
+package dispatch
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// TestMemoryCommands: /memory shows the sender their own notes only (the
+// operator's note written before any turn included), /forget n erases one,
+// a bad or unknown n is answered with what to do, and /forget erases the
+// rest without touching another sender's notes.
+func TestMemoryCommands(t *testing.T) {
+	h := newHarness(t, "", nil)
+	mem := h.mgr.Backend().Memory()
+	ctx := context.Background()
+	mine, theirs := sessions.SenderScope("main", "tg", "1"), sessions.SenderScope("main", "tg", "2")
+	for _, n := range []struct {
+		s    sessions.MemoryScope
+		text string
+	}{{mine, "likes tea"}, {mine, "lives in\nLyon"}, {theirs, "likes coffee"}} {
+		if _, err := mem.AddNote(ctx, n.s, n.text, time.Now(), sessions.MemoryLimits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask := func(text, want string) {
+		t.Helper()
+		before := len(h.tg.texts())
+		h.handle(in("tg", "1", text))
+		eventually(t, "the answer to "+text, func() bool { return len(h.tg.texts()) > before })
+		if got := h.tg.texts()[before]; !strings.Contains(got, want) {
+			t.Errorf("%s answered %q, want it to say %q", text, got, want)
+		}
+	}
+	ask("/memory", "1. likes tea\n2. lives in Lyon")
+	ask("/forget x", "Usage: /forget [n]")
+	ask("/forget 9", "I keep no note 9 about you")
+	ask("/forget 1", "Forgot note 1.")
+	ask("/memory", "2. lives in Lyon")
+	ask("/forget", "Forgot the 1 note I kept about you.")
+	ask("/memory", "I keep no notes about you.")
+	if got := h.tg.texts(); slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "coffee") }) {
+		t.Errorf("another sender's note was shown: %q", got)
+	}
+	if ns, err := mem.Notes(ctx, theirs); err != nil || len(ns) != 1 {
+		t.Errorf("the other sender's notes after /forget: %v, %v", ns, err)
+	}
+}
