@@ -183,7 +183,7 @@ func (s slowSummary) Stream(ctx context.Context, req llm.Request, fn func(llm.Ev
 
 func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
 	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: -1}})
+	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
 	if err != nil {
 		t.Fatal(err)
 	}
