@@ -41,6 +41,12 @@ type Entry struct {
 	// CompactionOffset is the byte offset of the latest compaction entry in
 	// the transcript, so loading need not parse what precedes it.
 	CompactionOffset int64 `json:"compactionOffset,omitempty"`
+	// Extra holds, as one JSON object, the members of a stored entry that
+	// this version does not know (fields the reference system or a newer
+	// release wrote: thinkingLevel, groupActivation, origin...), so that a
+	// write-back keeps them. The files backend stores them beside the known
+	// fields; a backend without room for them drops them. Empty: none.
+	Extra string `json:"-"`
 }
 
 // Roles of a transcript message.
