@@ -382,7 +382,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
 		msgs := pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-llm.EstimateText(system))
-		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools)}
+		// Seed 004: never two turns of one role in a row (a reply appended
+		// after a failed one, an announcement beside a reply).
+		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(msgs), Tools: toolDefs(tools)}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := r.stream(ctx, s, req, t.OnDelta)
 		if err != nil {

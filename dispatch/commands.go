@@ -217,9 +217,19 @@ func (c commander) status(store sessions.AgentStore, w *work) string {
 		answered = e.Provider + "/" + e.Model
 	}
 	s := d.laneSettings(w.Key)
-	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
-		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
+	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %s\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
+		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens,
+		contextShare(e.ContextTokens, d.opts.Runner.ContextWindow(w.AgentID, e)),
 		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop)
+}
+
+// contextShare renders the context in use as a count and a share of the
+// model's window: "12400 of 200000 (6%)".
+func contextShare(tokens, window int64) string {
+	if window <= 0 {
+		return strconv.FormatInt(tokens, 10)
+	}
+	return fmt.Sprintf("%d of %d (%d%%)", tokens, window, (tokens*100+window/2)/window)
 }
 
 func orDash(s string) string {

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/routing"
 )
@@ -51,5 +53,22 @@ func TestCompactWithNothingToCompact(t *testing.T) {
 	got := h.tg.texts()
 	if len(got) != 3 || !strings.HasPrefix(got[0], "Nothing to compact") || !strings.HasPrefix(got[2], "Nothing to compact") {
 		t.Fatalf("replies %q, want \"Nothing to compact…\" for both /compact", got)
+	}
+}
+
+// TestStatusShowsContextShare: /status gives the context in use as a share
+// of the model's window too, not only as a count.
+func TestStatusShowsContextShare(t *testing.T) {
+	m := &model{reply: func(llm.Request) (string, error) { return "ok", nil }}
+	h := newHarness(t, "", m, func(h *harness) {
+		h.agent = func(o *agents.Options) { o.Defaults.ContextWindow = 100000 }
+	})
+	h.handle(in("tg", "53", "hello"))
+	h.drained()
+	h.handle(in("tg", "53", "/status"))
+	h.drained()
+	got := h.tg.texts()
+	if len(got) != 2 || !regexp.MustCompile(`context \d+ of 100000 \(\d+%\)`).MatchString(got[1]) {
+		t.Fatalf("/status = %q, want the context as \"N of 100000 (P%%)\"", got)
 	}
 }
