@@ -14,12 +14,16 @@ import (
 )
 
 // ErrNothingToCompact is returned by Compact when the session holds nothing
-// before its last user message.
+// before its last user message, or when key has no session yet.
 var ErrNothingToCompact = &UserError{Msg: "Nothing to compact yet."}
 
 // Compact compacts key's session now (/compact [instructions]).
 func (r *Runner) Compact(ctx context.Context, agentID string, key routing.Key, instructions string) error {
 	s, err := r.open(agentID, key)
+	if errors.Is(err, sessions.ErrNotFound) {
+		// /compact as a chat's first message: no history at all.
+		return ErrNothingToCompact
+	}
 	if err != nil {
 		return err
 	}

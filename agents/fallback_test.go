@@ -32,7 +32,7 @@ func newFallbackRig(t *testing.T, agent Agent) *fallbackRig {
 		clock: &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, registry: prometheus.NewRegistry()}
 	provider := func(name string, srv *openaitest.Server) llm.Provider {
 		cfg := srv.ProviderConfig()
-		cfg.MaxRetries = 1 // the provider's own retry budget, spent before a fallback
+		cfg.MaxRetries = llm.Retry(1) // the provider's own retry budget, spent before a fallback
 		p, err := openai.New(openai.Config{Name: name, Provider: cfg, RetryBaseDelay: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -56,7 +56,7 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 		"remote": {URL: httpSrv.URL, Tools: mcp.Filter{Deny: []string{"crash"}}},
 	})
 	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: -1}})
+	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -393,7 +393,10 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
 		msgs := withMemory(pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-fixed), memory)
-		req := llm.Request{Model: s.model, System: system, Messages: msgs, Tools: toolDefs(tools), Thinking: s.entry.ThinkingLevel}
+		// Seed 004: never two turns of one role in a row (a reply appended
+		// after a failed one, an announcement beside a reply).
+		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(msgs), Tools: toolDefs(tools),
+			Thinking: s.entry.ThinkingLevel}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := r.stream(ctx, s, req, t.OnDelta)
 		if err != nil {

@@ -310,3 +310,28 @@ func (blockAll) Stream(ctx context.Context, _ llm.Request, _ func(llm.Event)) (s
 	<-ctx.Done()
 	return sessions.Message{}, ctx.Err()
 }
+
+// TestRequestMergesSameRoleTurns: two assistant messages in a row in the
+// transcript (a reply, then an announcement) reach the provider as one
+// assistant turn, their texts joined with a blank line (seed 004).
+func TestRequestMergesSameRoleTurns(t *testing.T) {
+	h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, nil)
+	k := h.key("main", "77")
+	reply := func(s string) sessions.Message {
+		return sessions.Message{Role: sessions.RoleAssistant, Content: []sessions.Content{{Type: sessions.BlockText, Text: s}}}
+	}
+	if _, err := h.transcript("main", k).Append(context.Background(), user("q"), reply("a1"), reply("a2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user("next")}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.p.requests()[0].Messages
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	if want := []string{"user:q", "assistant:a1\n\na2", "user:next"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("request messages %q, want %q", got, want)
+	}
+}

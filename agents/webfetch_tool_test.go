@@ -30,7 +30,7 @@ func TestWebFetchToolThroughTurn(t *testing.T) {
 	}))
 	defer page.Close()
 	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: -1}})
+	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -439,6 +439,18 @@ func TestCompact(t *testing.T) {
 	}
 }
 
+// TestCompactNothingToCompact: a session with one exchange has nothing
+// before its last user message; the API says so with 409, not 500.
+func TestCompactNothingToCompact(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{})
+	c := newClient(t, env, "")
+	sid := c.chat("main", "only one", "").SessionID
+	code, body := c.do("POST", "/api/agents/main/sessions/"+sid+"/compact", `{}`)
+	if code != 409 || !strings.Contains(body["error"].(string), "nothing to compact") {
+		t.Fatalf("compact of a one-message session: %d %v, want 409 naming nothing to compact", code, body)
+	}
+}
+
 func TestUnknownThingsAndMethods(t *testing.T) {
 	env := webtest.Start(t, webtest.Config{Agents: []string{"main", "helper"}})
 	c := newClient(t, env, "")

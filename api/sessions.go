@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -368,6 +369,8 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, op string,
 	case err == nil:
 		log.Info("session changed by operator")
 		writeJSON(w, http.StatusOK, out)
+	case errors.Is(err, agents.ErrNothingToCompact):
+		writeError(w, http.StatusConflict, "nothing to compact: the session has no history before its last user message")
 	case errors.Is(err, sessions.ErrNotFound):
 		writeError(w, http.StatusNotFound, "session "+e.SessionID+" not found (it may have just been reset)")
 	case errors.Is(err, lanes.ErrClosed):

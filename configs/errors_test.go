@@ -30,7 +30,7 @@ func TestErrorsInOneStyle(t *testing.T) {
 		{"text for a number from the environment", "", []string{"GATEWAY_HTTP_MAX_CONNECTIONS=lots"},
 			`config: env GATEWAY_HTTP_MAX_CONNECTIONS: http.maxConnections: expected a whole number, got the text "lots"`},
 		{"enum from the environment", "", []string{"GATEWAY_SESSION_DM_SCOPE=per-peeer"},
-			`config: env GATEWAY_SESSION_DM_SCOPE: session.dmScope: "per-peeer" is not main, per-peer, per-channel-peer or per-account-channel-peer (did you mean "per-peer"?)`},
+			`config: env GATEWAY_SESSION_DM_SCOPE: session.dmScope: "per-peeer" is not main, per-peer, per-channel-peer, per-account-channel-peer or global (did you mean "per-peer"?)`},
 		{"yaml syntax", "http: [\n", nil, "config: line 2 column 1: YAML syntax:"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
@@ -105,7 +107,12 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		c.reset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
-		if err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args); err != nil {
+		err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args)
+		switch {
+		case errors.Is(err, agents.ErrNothingToCompact):
+			c.reply(ctx, w, "Nothing to compact yet: there is no earlier history to summarise.")
+			return
+		case err != nil:
 			log.Warn("compaction failed", zap.Error(err))
 			c.reply(ctx, w, "Compaction failed: "+userSafe(err))
 			return
@@ -214,9 +221,19 @@ func (c commander) status(store sessions.AgentStore, w *work) string {
 		answered = e.Provider + "/" + e.Model
 	}
 	s := d.laneSettings(w.Key)
-	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %d\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
-		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens, e.ContextTokens,
+	return fmt.Sprintf("Session: %s\nId: %s\nModel: %s\nAnswered by: %s\nTokens: in %d, out %d, context %s\nCompactions: %d\nMessages: %d\nQueue: %s (debounce %s, cap %d, drop %s)",
+		e.SessionKey, e.SessionID, orDash(model), orDash(answered), e.InputTokens, e.OutputTokens,
+		contextShare(e.ContextTokens, d.opts.Runner.ContextWindow(w.AgentID, e)),
 		e.CompactionCount, e.MessageCount, s.Mode, s.Debounce, s.Cap, s.Drop) + c.controlStatus(w, e)
+}
+
+// contextShare renders the context in use as a count and a share of the
+// model's window: "12400 of 200000 (6%)".
+func contextShare(tokens, window int64) string {
+	if window <= 0 {
+		return strconv.FormatInt(tokens, 10)
+	}
+	return fmt.Sprintf("%d of %d (%d%%)", tokens, window, (tokens*100+window/2)/window)
 }
 
 func orDash(s string) string {
@@ -265,7 +282,7 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 			return "Usage: /queue <collect|followup|steer|interrupt> [debounce:1s cap:20 drop:summarize|old|new] | /queue reset"
 		}
 	}
-	_, err := store.Patch(ctx, w.Key, func(e *sessions.Entry) error {
+	patch := func(e *sessions.Entry) error {
 		if reset {
 			e.QueueMode, e.QueueDebounceMs, e.QueueCap, e.QueueDrop = "", 0, 0, ""
 			return nil
@@ -283,10 +300,22 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 			e.QueueDrop = drop
 		}
 		return nil
-	})
+	}
+	_, err := store.Patch(ctx, w.Key, patch)
+	if errors.Is(err, sessions.ErrNotFound) {
+		// The chat's first message: the setting needs a session to live in.
+		// The title is left to the first real message.
+		o := originFor(w.In, w.Key)
+		o.Title = ""
+		if _, _, err = store.Begin(ctx, w.Key, o); err == nil {
+			_, err = store.Patch(ctx, w.Key, patch)
+		}
+	}
 	if err != nil {
+		d.log.Error("queue setting not saved", zap.Stringer("session_key", w.Key), zap.Error(err))
 		return "Sorry, the queue setting could not be saved."
 	}
+	d.queues.forget(w.Key) // the answer reads the new settings, not the cached ones
 	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }

@@ -24,7 +24,7 @@ func TestStatusNamesTheFallbackThatAnswered(t *testing.T) {
 	})
 	provider := func(name string, srv *openaitest.Server) llm.Provider {
 		cfg := srv.ProviderConfig()
-		cfg.MaxRetries = 1
+		cfg.MaxRetries = llm.Retry(1)
 		p, err := openai.New(openai.Config{Name: name, Provider: cfg, RetryBaseDelay: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -56,6 +56,25 @@ func TestWebChatImageReachesVisionModel(t *testing.T) {
 	}
 }
 
+// TestWebChatImagesAsPlainStrings: seed 000's chat API sends images as
+// plain strings (data: URLs); they are taken beside the object form.
+func TestWebChatImagesAsPlainStrings(t *testing.T) {
+	r := newMediaRig(t, "oa/gpt-4o")
+	b64 := base64.StdEncoding.EncodeToString(pngBytes)
+	status, out := r.postChat(`{"message":"two?","images":["data:image/png;base64,` + b64 + `",{"data":"` + b64 + `"}]}`)
+	if status != http.StatusOK || !strings.Contains(out, "event: done") {
+		t.Fatalf("status %d, stream %q", status, out)
+	}
+	got := r.lastUserOpenAI(1)
+	img := "image:data:image/png;base64," + b64
+	if want := []string{"text:two?", img, img}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("user message %q, want %q", got, want)
+	}
+	if status, out := r.postChat(`{"message":"x","images":[{"data":"` + b64 + `","colour":"red"}]}`); status != http.StatusBadRequest || !strings.Contains(out, "colour") {
+		t.Fatalf("an image object with an unknown field: %d %q, want 400 naming it", status, out)
+	}
+}
+
 // TestWebChatImageRefused: what is not an image, or not what it claims,
 // is refused with 400 before anything is accepted.
 func TestWebChatImageRefused(t *testing.T) {

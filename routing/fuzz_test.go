@@ -12,7 +12,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"agent:main:main", "agent:main:direct:42", "agent:main:telegram:direct:42",
 		"agent:main:telegram:bot2:direct:42", "agent:main:telegram:group:-100:topic:7",
-		"agent:main:discord:channel:1:thread:2", "agent:main:subagent:abc", "agent:x:web:dm:%2F",
+		"agent:main:discord:channel:1:thread:2", "agent:main:main:thread:T1", "agent:main:subagent:abc", "agent:x:web:dm:%2F",
 		"agent:a:b:c:d:e:f:g", "", ":::", "agent:main:telegram:direct:a%",
 	} {
 		f.Add(s)

@@ -46,7 +46,7 @@ var reserved = map[string]bool{
 var ErrInvalidKey = errors.New("invalid session key")
 
 // Key is a parsed session key. Exactly one shape is filled:
-//   - main:     Agent, Main
+//   - main:     Agent, Main, optional ThreadKind (Thread only)+Thread
 //   - subagent: Agent, Subagent
 //   - peer:     Agent, Kind, Peer, and Channel (empty only for a per-peer DM),
 //     Account (only for per-account-channel-peer DMs), optional ThreadKind+Thread.
@@ -141,13 +141,17 @@ func PeerKey(agent, channel, account string, kind PeerKind, peer string) (Key, e
 }
 
 // WithThread returns k with a thread or topic suffix. k must be a peer key
-// without a thread.
+// or a main key without a thread; a main key takes only Thread (seed 002:
+// agent:main:main:thread:<id>, for a DM thread or topic too).
 func (k Key) WithThread(kind ThreadKind, id string) (Key, error) {
-	if k.Peer == "" || k.Thread != "" {
-		return Key{}, fmt.Errorf("routing: thread suffix on %q: not a plain peer key", k.String())
+	if (k.Peer == "" && k.Main == "") || k.Thread != "" {
+		return Key{}, fmt.Errorf("routing: thread suffix on %q: not a plain peer or main key", k.String())
 	}
 	if kind != Thread && kind != Topic {
 		return Key{}, fmt.Errorf("routing: thread kind %q: want thread or topic", kind)
+	}
+	if k.Main != "" && kind != Thread {
+		return Key{}, fmt.Errorf("routing: thread kind %q on main key %q: a main key takes thread", kind, k.String())
 	}
 	if err := checkPeer("routing: thread id", id); err != nil {
 		return Key{}, err
@@ -194,6 +198,10 @@ func (k Key) String() string {
 	case k.Main != "":
 		b.WriteByte(':')
 		b.WriteString(k.Main)
+		if k.Thread != "" {
+			b.WriteString(":thread:")
+			b.WriteString(escapePeer(k.Thread))
+		}
 	case k.Subagent != "":
 		b.WriteString(":subagent:")
 		b.WriteString(k.Subagent)
@@ -279,6 +287,20 @@ func Parse(s string) (Key, error) {
 		if k.Main, err = lower(2, "main key"); err != nil {
 			return bad("%v", err)
 		}
+		return k, nil
+	case len(rest) == 3 && !reserved[head] && strings.ToLower(rest[1]) == string(Thread):
+		// agent:<a>:<mainKey>:thread:<id>, a thread of the main session.
+		if k.Main, err = lower(2, "main key"); err != nil {
+			return bad("%v", err)
+		}
+		thread, err := unescapePeer(rest[2])
+		if err != nil {
+			return bad("thread id: %v", err)
+		}
+		if err := checkPeer("thread id", thread); err != nil {
+			return bad("%v", err)
+		}
+		k.ThreadKind, k.Thread = Thread, thread
 		return k, nil
 	case head == subagentWord:
 		if len(rest) != 2 {

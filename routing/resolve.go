@@ -14,6 +14,11 @@ const (
 	ScopePerPeer               DMScope = "per-peer"
 	ScopePerChannelPeer        DMScope = "per-channel-peer"
 	ScopePerAccountChannelPeer DMScope = "per-account-channel-peer"
+	// ScopeGlobal puts DMs and groups alike in the agent's main session
+	// (seed 002's "global" scope: one session for everything the agent
+	// hears); a thread or topic still gets its own (main key +
+	// ":thread:<id>"), so replies never cross threads.
+	ScopeGlobal DMScope = "global"
 )
 
 // Input is what routing needs to know about an inbound message. The
@@ -65,9 +70,9 @@ type Config struct {
 // Validate checks c and names the first bad field.
 func (c Config) Validate() error {
 	switch c.DMScope {
-	case "", ScopeMain, ScopePerPeer, ScopePerChannelPeer, ScopePerAccountChannelPeer:
+	case "", ScopeMain, ScopePerPeer, ScopePerChannelPeer, ScopePerAccountChannelPeer, ScopeGlobal:
 	default:
-		return fmt.Errorf("session.dmScope: %q is not main, per-peer, per-channel-peer or per-account-channel-peer", c.DMScope)
+		return fmt.Errorf("session.dmScope: %q is not main, per-peer, per-channel-peer, per-account-channel-peer or global", c.DMScope)
 	}
 	if c.MainKey != "" {
 		if _, err := MainKey("x", c.MainKey); err != nil {
@@ -256,8 +261,10 @@ func (r *Resolver) Resolve(in Input) (Route, error) {
 		k   Key
 		err error
 	)
-	switch in.Kind {
-	case Direct:
+	switch {
+	case r.cfg.DMScope == ScopeGlobal && (in.Kind == Direct || in.Kind == Group || in.Kind == Channel):
+		k, err = MainKey(agent, r.cfg.MainKey)
+	case in.Kind == Direct:
 		if canon, ok := r.links[strings.ToLower(in.Channel)+":"+in.PeerID]; ok {
 			peer = canon
 		} else if canon, ok := r.links["*:"+in.PeerID]; ok {
@@ -277,7 +284,7 @@ func (r *Resolver) Resolve(in Input) (Route, error) {
 		default:
 			k, err = PeerKey(agent, in.Channel, "", Direct, peer)
 		}
-	case Group, Channel:
+	case in.Kind == Group || in.Kind == Channel:
 		k, err = PeerKey(agent, in.Channel, "", in.Kind, peer)
 	default:
 		return Route{}, fmt.Errorf("routing: resolve: peer kind %q: want direct, group or channel", in.Kind)
@@ -286,10 +293,10 @@ func (r *Resolver) Resolve(in Input) (Route, error) {
 		return Route{}, fmt.Errorf("routing: resolve: %w", err)
 	}
 	parent := k
-	if in.ThreadID != "" && !k.IsMain() {
+	if in.ThreadID != "" {
 		tk := in.ThreadKind
-		if tk == "" {
-			tk = Thread
+		if tk == "" || k.IsMain() {
+			tk = Thread // seed 002: agent:main:main:thread:<id>, for a DM topic too
 		}
 		if k, err = k.WithThread(tk, in.ThreadID); err != nil {
 			return Route{}, fmt.Errorf("routing: resolve: %w", err)

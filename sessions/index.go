@@ -204,6 +204,20 @@ func MakeTitle(text string) string {
 	return strings.TrimSpace(b.String())
 }
 
+// StoredTitle is the title of a session rebuilt from its transcript's
+// first user message: MakeTitle of the text without the "[message_id: N] "
+// prefix the message tool puts before stored user text (what the live
+// title, made from the inbound text, never had).
+func StoredTitle(text string) string {
+	t := strings.TrimSpace(text)
+	if rest, ok := strings.CutPrefix(t, "[message_id: "); ok {
+		if _, after, found := strings.Cut(rest, "]"); found {
+			t = after
+		}
+	}
+	return MakeTitle(t)
+}
+
 // ErrNotFound is returned when a session key or id is unknown.
 var ErrNotFound = errors.New("session not found")
 

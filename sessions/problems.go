@@ -57,6 +57,7 @@ var ErrNotFixable = errors.New("sessions: repair: needs a human")
 // tests match on. Never rename one; add new ones.
 const (
 	CodeIndexUnreadable   = "index-unreadable"    // the index does not parse
+	CodeIndexForeign      = "index-foreign"       // the index is in a layout this version refuses (seed 000's)
 	CodeMissingTranscript = "missing-transcript"  // an entry whose transcript is gone
 	CodeOrphanTranscript  = "orphan-transcript"   // a transcript no entry points at
 	CodeUnrenamedArchive  = "unrenamed-archive"   // archived, but the transcript kept its live name

@@ -51,6 +51,12 @@ type Entry struct {
 	// GroupActivation is how a group session is addressed (/activation):
 	// ActivationMention, ActivationAlways, or "" for the room's rule.
 	GroupActivation string `json:"groupActivation,omitempty"`
+	// Extra holds, as one JSON object, the members of a stored entry that
+	// this version does not know (fields the reference system or a newer
+	// release wrote: origin, verboseLevel...), so that a
+	// write-back keeps them. The files backend stores them beside the known
+	// fields; a backend without room for them drops them. Empty: none.
+	Extra string `json:"-"`
 }
 
 // Roles of a transcript message.

@@ -137,7 +137,7 @@ func thirds(s string) []string {
 
 func newProvider(t *testing.T, f *fakeServer, retries int) *Provider {
 	t.Helper()
-	p, err := New(Config{Name: "claude", Provider: llm.ProviderConfig{Type: "anthropic", BaseURL: f.URL, APIKey: "sk-ant-test", MaxRetries: retries},
+	p, err := New(Config{Name: "claude", Provider: llm.ProviderConfig{Type: "anthropic", BaseURL: f.URL, APIKey: "sk-ant-test", MaxRetries: llm.Retry(retries)},
 		RetryBaseDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -36,9 +36,11 @@ type ProviderConfig struct {
 	APIKeyFile     string `mapstructure:"apiKeyFile"`
 	APIKeyEnv      string `mapstructure:"apiKeyEnv"`
 	TimeoutSeconds int    `mapstructure:"timeoutSeconds"` // per model call; 0 = 300
-	// MaxRetries is how often a 429/5xx or transport error is retried; 0 =
-	// 3, negative = never.
-	MaxRetries int               `mapstructure:"maxRetries"`
+	// MaxRetries is how often a 429/5xx or transport error is retried after
+	// the first attempt. Unset (nil) means DefaultMaxRetries; 0 means no
+	// retry, as a negative number did before (still accepted). A pointer, so
+	// that an explicit 0 is not read as "unset".
+	MaxRetries *int              `mapstructure:"maxRetries"`
 	Headers    map[string]string `mapstructure:"headers"` // extra request headers
 	// VisionModels are the models of this provider that take images
 	// (patterns as path.Match reads them, "*" for all). Images sent to any
@@ -84,13 +86,16 @@ func (c ProviderConfig) Timeout() time.Duration {
 // Retries is the number of retries after the first attempt.
 func (c ProviderConfig) Retries() int {
 	switch {
-	case c.MaxRetries < 0:
-		return 0
-	case c.MaxRetries == 0:
+	case c.MaxRetries == nil:
 		return DefaultMaxRetries
+	case *c.MaxRetries < 0:
+		return 0
 	}
-	return c.MaxRetries
+	return *c.MaxRetries
 }
+
+// Retry returns a MaxRetries value of n, for configs built in code.
+func Retry(n int) *int { return &n }
 
 // ResolveAPIKey returns the API key (see ProviderConfig). defaultEnv is the
 // type's usual variable; getenv nil means os.Getenv. An empty key is not an

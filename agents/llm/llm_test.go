@@ -53,7 +53,7 @@ func TestProviderConfigValidate(t *testing.T) {
 			t.Errorf("%+v: want an error", c)
 		}
 	}
-	if (ProviderConfig{}).Retries() != DefaultMaxRetries || (ProviderConfig{MaxRetries: -1}).Retries() != 0 {
+	if (ProviderConfig{}).Retries() != DefaultMaxRetries || (ProviderConfig{MaxRetries: Retry(-1)}).Retries() != 0 {
 		t.Error("Retries defaults wrong")
 	}
 }

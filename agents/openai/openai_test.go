@@ -23,7 +23,7 @@ func newProvider(t *testing.T, srv *openaitest.Server, retries int) *Provider {
 	t.Helper()
 	p, err := New(Config{
 		Name:           "openai",
-		Provider:       llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "sk-test", MaxRetries: retries, Headers: map[string]string{"x-extra": "1"}},
+		Provider:       llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "sk-test", MaxRetries: llm.Retry(retries), Headers: map[string]string{"x-extra": "1"}},
 		RetryBaseDelay: time.Millisecond,
 	})
 	if err != nil {

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,10 +16,30 @@ import (
 const MaxImages = 8
 
 // ChatImage is one image of a chat request (SPEC §7 images): base64 data
-// (a data: URL is accepted too) and its MIME type.
+// (a data: URL is accepted too) and its MIME type. In JSON it is an object
+// {data, mimeType?} or, as seed 000's API sends it, a plain string (a data:
+// URL or base64), whose type the bytes tell.
 type ChatImage struct {
 	Data     string `json:"data"`
 	MimeType string `json:"mimeType,omitempty"`
+}
+
+// UnmarshalJSON reads either form; an object with unknown fields is
+// refused, as the request's other fields are.
+func (c *ChatImage) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '"' {
+		*c = ChatImage{}
+		return json.Unmarshal(t, &c.Data)
+	}
+	type plain ChatImage // no methods: no recursion
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("image: want a data: URL or base64 string, or {data, mimeType}: %w", err)
+	}
+	*c = ChatImage(p)
+	return nil
 }
 
 // imageAttachments decodes a request's images into inline attachments; the

@@ -37,7 +37,7 @@ func TestRefusedConfigsOneMessageEverywhere(t *testing.T) {
 		{"duration without a unit", "Session:\n  LockTimeout: 10 sec\n",
 			`5:3: Session.LockTimeout: "10 sec" is not a duration (write it with a unit`},
 		{"enum misspelled", "session:\n  dmScope: per-chanel-peer\n",
-			`5:3: session.dmScope: "per-chanel-peer" is not main, per-peer, per-channel-peer or per-account-channel-peer (did you mean "per-channel-peer"?)`},
+			`5:3: session.dmScope: "per-chanel-peer" is not main, per-peer, per-channel-peer, per-account-channel-peer or global (did you mean "per-channel-peer"?)`},
 		{"unknown key", "messages:\n  queue:\n    debounse: 1s\n",
 			`6:5: messages.queue.debounse: unknown key (did you mean "debounce"?)`},
 		{"binding to a missing agent", "bindings:\n  - agentId: helper\n    match: {channel: telegram}\n",

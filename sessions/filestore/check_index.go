@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,13 @@ func (c *agentCheck) add(p sessions.Problem) {
 func (c *agentCheck) run() error {
 	indexPath := filepath.Join(c.dir, indexName)
 	idx, err := ReadIndex(c.dir)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrSeed000Index):
+		// Not damage: rebuilding from <uuid>.jsonl transcripts would leave
+		// its sessions out, so nothing is done to it.
+		c.add(sessions.Problem{Code: sessions.CodeIndexForeign, Path: indexPath, Message: err.Error()})
+		idx = map[string]sessions.Entry{}
+	case err != nil:
 		c.add(sessions.Problem{Code: sessions.CodeIndexUnreadable, Path: indexPath, Message: err.Error(), Fixable: true,
 			Fix:  "keep it as sessions.json.corrupt.<ts> and rebuild the index from the transcripts",
 			Plan: repairPlan(func(ctx context.Context, r *repairer) error { return r.quarantineIndex(ctx, c.agent) })})
@@ -237,9 +244,10 @@ func entryFromSummary(key routing.Key, id string, s transcriptSummary, now time.
 	}
 	e := sessions.Entry{
 		SessionKey: key.String(), SessionID: id, CreatedAt: started, SessionStartedAt: started,
-		LastInteractionAt: last, UpdatedAt: now, Title: sessions.MakeTitle(s.firstUser), Channel: key.Channel,
+		LastInteractionAt: last, UpdatedAt: now, Title: sessions.StoredTitle(s.firstUser), Channel: key.Channel,
 		LastChannel: key.Channel, LastAccountID: key.Account, MessageCount: s.messages,
-		CompactionCount: s.compactions,
+		CompactionCount: s.compactions, InputTokens: s.input, OutputTokens: s.output, TotalTokens: s.total,
+		ContextTokens: s.context, Model: s.model, Provider: s.provider,
 	}
 	if key.Kind != "" {
 		e.ChatType = string(key.Kind)

@@ -19,7 +19,13 @@ type transcriptSummary struct {
 	compactions int
 	firstUser   string    // text of the first user message (the title)
 	lastAt      time.Time // latest entry timestamp
-	bad         []BadLine // whole lines that do not parse (a torn last line is not one)
+	// Token counters as the runner adds them (agents appendAssistant):
+	// the sums of the assistant messages' reported usage, and the context
+	// of the last one (or the latest compaction's tokensAfter, when it
+	// comes later). The summariser's own usage is not in the transcript.
+	input, output, total, context int64
+	model, provider               string    // of the last assistant message
+	bad                           []BadLine // whole lines that do not parse (a torn last line is not one)
 }
 
 type summaryHeader struct {
@@ -79,8 +85,23 @@ func (s *transcriptSummary) addLine(line int, off int64, b []byte) error {
 		if s.firstUser == "" && n.Msg != nil && n.Msg.Role == sessions.RoleUser {
 			s.firstUser = n.Msg.Text()
 		}
+		if m := n.Msg; m != nil && m.Role == sessions.RoleAssistant {
+			if u := m.Usage; u != nil {
+				s.input, s.output, s.total = s.input+u.Input, s.output+u.Output, s.total+u.TotalTokens
+				s.context = u.Input + u.Output
+			}
+			if m.Model != "" {
+				s.model, s.provider = m.Model, m.Provider
+			}
+		}
 	case n.Kind == transcript.KindCompaction:
 		s.compactions++
+		var c struct {
+			TokensAfter int64 `json:"tokensAfter"`
+		}
+		if json.Unmarshal(b, &c) == nil && c.TokensAfter > 0 {
+			s.context = c.TokensAfter
+		}
 	}
 	return nil
 }

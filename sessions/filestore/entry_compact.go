@@ -121,8 +121,8 @@ func entryFieldsOf(t reflect.Type) []entryField {
 		}
 		out = append(out, ef)
 	}
-	if len(out) > 64 {
-		panic(fmt.Sprintf("filestore: %s has %d fields; a compactEntry holds 64", t, len(out)))
+	if len(out) > 63 {
+		panic(fmt.Sprintf("filestore: %s has %d fields; a compactEntry holds 63 (bit 63 is extraBit)", t, len(out)))
 	}
 	return out
 }
@@ -141,10 +141,21 @@ func fieldIndex(name string) int {
 // as they are, times it writes as RFC 3339 checked below) is packed
 // directly; any other goes through json.Marshal.
 func packEntry(e *sessions.Entry) (compactEntry, error) {
-	if c, ok := packDirect(e); ok {
+	c, ok := packDirect(e)
+	if !ok {
+		var err error
+		if c, err = packJSON(e); err != nil {
+			return nil, err
+		}
+	}
+	if e.Extra == "" {
 		return c, nil
 	}
-	return packJSON(e)
+	x, err := extraMembers(e.Extra)
+	if err != nil {
+		return nil, fmt.Errorf("sessions: encode entry %q: %w", sessions.Clip(e.SessionKey), err)
+	}
+	return withExtra(c, x), nil
 }
 
 // packDirect packs e without encoding it; ok is false when it has a field

@@ -24,7 +24,7 @@ type fieldCursor struct {
 
 func (c compactEntry) cursor() fieldCursor {
 	present, i := binary.Uvarint(c)
-	return fieldCursor{c: c, present: present, i: i}
+	return fieldCursor{c: c, present: present &^ extraBit, i: i}
 }
 
 // next returns the next present field and its encoded value; ok is false
@@ -162,6 +162,9 @@ func (c compactEntry) entry() sessions.Entry {
 	for _, sp := range spans[:n] {
 		rv.Field(entryFields[sp.j].index).SetString(all[sp.from:sp.to])
 	}
+	if x := c.extra(fc.i); x != nil {
+		e.Extra = "{" + string(x) + "}"
+	}
 	return e
 }
 
@@ -196,6 +199,12 @@ func (c compactEntry) appendJSON(dst []byte) []byte {
 			}
 			dst = append(dst, '"')
 		}
+	}
+	if x := c.extra(fc.i); x != nil {
+		if !first {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, x...)
 	}
 	return append(dst, '}')
 }

@@ -1,12 +1,15 @@
 package filestore
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/gateway/gateway/sessions"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // legacyEntry decodes an index entry in this package's format (RFC 3339
@@ -14,24 +17,51 @@ import (
 // createdAt, updatedAt, sessionStartedAt and lastInteractionAt as numbers
 // of milliseconds since the epoch. An index is decoded this way only when
 // the plain decoding fails (it costs twice as much), and is always written
-// back in this package's format.
+// back in this package's format. Those releases keep only updatedAt: a
+// clock they lack starts at it (createdAt, sessionStartedAt,
+// lastInteractionAt), and lastThreadId may be a number (a Telegram topic).
 type legacyEntry sessions.Entry
 
 func (e *legacyEntry) UnmarshalJSON(b []byte) error {
 	type plain sessions.Entry // no methods: no recursion
 	w := struct {
 		*plain
-		CreatedAt         flexTime `json:"createdAt"`
-		SessionStartedAt  flexTime `json:"sessionStartedAt"`
-		LastInteractionAt flexTime `json:"lastInteractionAt"`
-		UpdatedAt         flexTime `json:"updatedAt"`
+		CreatedAt         flexTime   `json:"createdAt"`
+		SessionStartedAt  flexTime   `json:"sessionStartedAt"`
+		LastInteractionAt flexTime   `json:"lastInteractionAt"`
+		UpdatedAt         flexTime   `json:"updatedAt"`
+		LastThreadID      flexString `json:"lastThreadId"`
 	}{plain: (*plain)(e), CreatedAt: flexTime(e.CreatedAt), SessionStartedAt: flexTime(e.SessionStartedAt),
-		LastInteractionAt: flexTime(e.LastInteractionAt), UpdatedAt: flexTime(e.UpdatedAt)}
+		LastInteractionAt: flexTime(e.LastInteractionAt), UpdatedAt: flexTime(e.UpdatedAt), LastThreadID: flexString(e.LastThreadID)}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	e.CreatedAt, e.SessionStartedAt = time.Time(w.CreatedAt), time.Time(w.SessionStartedAt)
 	e.LastInteractionAt, e.UpdatedAt = time.Time(w.LastInteractionAt), time.Time(w.UpdatedAt)
+	e.LastThreadID = string(w.LastThreadID)
+	for _, t := range []*time.Time{&e.CreatedAt, &e.SessionStartedAt, &e.LastInteractionAt} {
+		if t.IsZero() {
+			*t = e.UpdatedAt
+		}
+	}
+	return nil
+}
+
+// flexString is a string written as a JSON string or a number.
+type flexString string
+
+func (s *flexString) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		return json.Unmarshal(b, (*string)(s))
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a string or a number, got %s", sessions.Clip(string(b)))
+	}
+	*s = flexString(n.String())
 	return nil
 }
 
@@ -55,5 +85,50 @@ func (t *flexTime) UnmarshalJSON(b []byte) error {
 	}
 	ms := int64(f)
 	*t = flexTime(time.UnixMilli(ms).Add(time.Duration((f - float64(ms)) * float64(time.Millisecond))).UTC())
+	return nil
+}
+
+// ErrSeed000Index is the error of an index in the layout of the first
+// design document (seed 000): {"sessions": {<id>: {id, agentId, filePath,
+// title, messageCount, createdAt, lastAt, tokenEstimate}}}, keyed by
+// session ids that are not UUIDs, with transcripts in another format. It
+// is refused rather than read as one phantom entry named "sessions";
+// doctor reports it (sessions.CodeIndexForeign) and leaves it as it is.
+var ErrSeed000Index = errors.New(`a seed-000 index ({"sessions": {<id>: {…, "lastAt", "tokenEstimate"}}}), which this version does not read: ` +
+	`its sessions are keyed by ids that are not UUIDs and its transcripts are in another format; move sessions.json and its ses-*.jsonl files aside to start this agent afresh`)
+
+// isSeed000 says whether raw, the value of a top-level member "sessions",
+// is seed 000's map of sessions rather than an entry: an object whose
+// members are all objects (an entry's members are strings and numbers).
+func isSeed000(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		return false
+	}
+	for _, v := range m {
+		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '{' {
+			return false
+		}
+	}
+	return true
+}
+
+// keyEntries copies each entry's map key into an empty sessionKey (the
+// reference system keeps the key only as the map key).
+func keyEntries(slots map[string]slot) error {
+	for k, sl := range slots {
+		if sl.c.str(fieldSessionKey) != "" {
+			continue
+		}
+		e := sl.entry()
+		e.SessionKey = k
+		c, err := packEntry(&e)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
+		}
+		n := newSlot(c)
+		n.repair = sl.repair
+		slots[k] = n
+	}
 	return nil
 }

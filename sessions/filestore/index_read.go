@@ -118,7 +118,7 @@ func readIndex(f io.ReadSeeker, size int64, repair uint8) (map[string]slot, erro
 	}
 	r.Reset(f)
 	err = decodeEntries(r, slots, repair, false)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrSeed000Index) {
 		// Perhaps an index with epoch-millisecond times (the reference
 		// system's JSON-era format): read it again, leniently.
 		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
@@ -129,7 +129,10 @@ func readIndex(f io.ReadSeeker, size int64, repair uint8) (map[string]slot, erro
 			}
 		}
 	}
-	return slots, err
+	if err != nil {
+		return slots, err
+	}
+	return slots, keyEntries(slots)
 }
 
 // indexEntries estimates how many entries an index of size bytes holds
@@ -216,8 +219,8 @@ func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, e
 			}
 			var c compactEntry
 			if c, ok = compactOf(scratch, e); !ok {
-				var d sessions.Entry
-				if json.Unmarshal(e, &d) != nil {
+				d, err := decodeEntry(e, false)
+				if err != nil {
 					return false, nil
 				}
 				if c, err = packEntry(&d); err != nil {
@@ -295,12 +298,15 @@ func decodeEntries(r io.Reader, slots map[string]slot, repair uint8, lenient boo
 		if !ok {
 			return fmt.Errorf("unexpected %v", tok)
 		}
-		var e sessions.Entry
-		var dst any = &e
-		if lenient {
-			dst = (*legacyEntry)(&e)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
 		}
-		if err := dec.Decode(dst); err != nil {
+		if k == "sessions" && isSeed000(raw) {
+			return ErrSeed000Index
+		}
+		e, err := decodeEntry(raw, lenient)
+		if err != nil {
 			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
 		}
 		c, err := packEntry(&e)

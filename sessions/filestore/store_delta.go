@@ -35,7 +35,7 @@ const deltaFoldMin = 64 << 10
 // deltaLine is one line of the change log.
 type deltaLine struct {
 	K string          `json:"k"`
-	E *sessions.Entry `json:"e,omitempty"`
+	E json.RawMessage `json:"e,omitempty"` // an entry (decodeEntry)
 	D bool            `json:"d,omitempty"`
 }
 
@@ -74,8 +74,12 @@ func readDelta(path string, apply func(k string, c compactEntry, del bool)) (fil
 					switch {
 					case l.D:
 						apply(l.K, nil, true)
-					case l.E != nil:
-						c, err := packEntry(l.E)
+					case l.E != nil && string(l.E) != "null":
+						e, err := decodeEntry(l.E, false)
+						if err != nil {
+							return fileStamp{}, 0, fmt.Errorf("sessions: change log %s: line %d: %w", path, n, err)
+						}
+						c, err := packEntry(&e)
 						if err != nil {
 							return fileStamp{}, 0, fmt.Errorf("sessions: change log %s: line %d: %w", path, n, err)
 						}
@@ -198,14 +202,13 @@ func ReadIndex(dir string) (map[string]sessions.Entry, error) {
 	case err != nil:
 		return nil, fmt.Errorf("sessions: read index: %w", err)
 	case len(bytes.TrimSpace(b)) > 0:
-		if err := json.Unmarshal(b, &idx); err != nil {
-			legacy := map[string]legacyEntry{}
-			if json.Unmarshal(b, &legacy) != nil {
-				return nil, fmt.Errorf("sessions: read index %s: %w", filepath.Join(dir, indexName), err)
-			}
-			for k, e := range legacy {
-				idx[k] = sessions.Entry(e)
-			}
+		// As a load reads it (readIndex), so doctor sees what the store sees.
+		slots, err := readIndex(bytes.NewReader(b), int64(len(b)), 0)
+		if err != nil {
+			return nil, fmt.Errorf("sessions: read index %s: %w", filepath.Join(dir, indexName), err)
+		}
+		for k, sl := range slots {
+			idx[k] = sl.entry()
 		}
 	}
 	apply := func(k string, c compactEntry, del bool) {

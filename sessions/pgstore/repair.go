@@ -228,7 +228,7 @@ func (db *DB) firstUserTitles(ctx context.Context, ids []string) (map[string]str
 			return nil // untitled: the body is not an entry this version reads
 		}
 		if h := c.History(); len(h) > 0 {
-			titles[id] = sessions.MakeTitle(h[0].Text())
+			titles[id] = sessions.StoredTitle(h[0].Text())
 		}
 		return nil
 	})
