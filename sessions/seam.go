@@ -42,6 +42,8 @@ type Backend interface {
 	Usage() UsageLog
 	// Search finds messages in the transcripts (seam_search.go).
 	Search() Searcher
+	// Jobs holds the scheduled jobs (seam_jobs.go).
+	Jobs() Jobs
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

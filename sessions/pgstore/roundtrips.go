@@ -54,6 +54,7 @@ const (
 	OpUsage      = "usage"       // the usage log and limit counters
 	OpPairing    = "pairing"     // pairing state
 	OpDead       = "dead"        // dead letters (given-up messages and replies)
+	OpJobs       = "jobs"        // scheduled jobs
 	OpOther      = "other"       // anything without a label (migrations, doctor, tools)
 )
 
