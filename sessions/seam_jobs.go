@@ -150,6 +150,10 @@ type Jobs interface {
 	// releases the claim. A job gone is ErrNoJob; one whose claim owner
 	// lost (it ran out and another took it) is ErrJobClaimLost.
 	SettleJob(ctx context.Context, id, owner string, s JobSettle) error
+	// DisableJob ends job id in state disabled with note, whoever holds
+	// it (a delivered occurrence's reply was given up: the room refuses
+	// the bot). A job already ended keeps its state; no job is ErrNoJob.
+	DisableJob(ctx context.Context, id, note string) error
 }
 
 // Errors of Jobs.

@@ -199,6 +199,21 @@ func (s *Jobs) SettleJob(ctx context.Context, id, owner string, st sessions.JobS
 	})
 }
 
+// DisableJob implements sessions.Jobs.
+func (s *Jobs) DisableJob(ctx context.Context, id, note string) error {
+	return s.update(ctx, func(js []sessions.Job) ([]sessions.Job, error) {
+		i := slices.IndexFunc(js, func(x sessions.Job) bool { return x.ID == id })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("sessions: disable job: %w: %q", sessions.ErrNoJob, id)
+		case js[i].State != sessions.JobActive:
+			return nil, nil
+		}
+		js[i] = sessions.SettledJob(js[i], sessions.JobSettle{State: sessions.JobDisabled, NextAt: js[i].NextAt, Note: note})
+		return js, nil
+	})
+}
+
 // read returns the jobs (from the cache when the file did not change).
 // The slice is the caller's.
 func (s *Jobs) read(ctx context.Context) ([]sessions.Job, error) {

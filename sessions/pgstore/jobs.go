@@ -174,6 +174,24 @@ func (s jobStore) SettleJob(ctx context.Context, id, owner string, st sessions.J
 	return nil
 }
 
+// DisableJob implements sessions.Jobs.
+func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
+	ctx = withOp(ctx, OpJobs)
+	tag, err := s.db.pool.Exec(ctx, `UPDATE jobs SET state = $2, claim_owner = '', claim_until = NULL,
+			body = jsonb_set(body, '{note}', to_jsonb($3::text))
+		WHERE id = $1 AND state = 'active'`, id, sessions.JobDisabled, note)
+	if err != nil {
+		return fmt.Errorf("pgstore: disable job %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.Job(ctx, id); err != nil {
+		return fmt.Errorf("pgstore: disable job: %w", err)
+	}
+	return nil
+}
+
 // scanJob reads a row of jobCols: body, with the columns laid over it.
 func scanJob(row pgx.CollectableRow) (sessions.Job, error) {
 	var (

@@ -31,6 +31,7 @@ func TestJobs(t *testing.T, open JobsOpener) {
 		{"ClaimOnceAcrossHandles", testJobsClaimOnce},
 		{"ClaimRunsOut", testJobsClaimRunsOut},
 		{"SettleNextOccurrence", testJobsSettle},
+		{"DisableWhileClaimed", testJobsDisable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -292,5 +293,43 @@ func testJobsSettle(t *testing.T, open JobsOpener) {
 	js, next, err = s.ClaimDueJobs(ctx, nextAt.Add(time.Hour), "me", time.Minute, 10)
 	if err != nil || len(js) != 0 || !next.IsZero() {
 		t.Errorf("claim of a disabled job: %v, next %v, %v", jobIDs(js), next, err)
+	}
+}
+
+// testJobsDisable disables a claimed job from another handle: it is not
+// claimed again, its holder's settle cannot revive it, and an ended job
+// keeps its state.
+func testJobsDisable(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	a := open(t, nil)
+	b := open(t, a)
+	j := testJob(0, "-100")
+	j.Schedule = sessions.JobSchedule{Cron: "0 * * * *"}
+	addJob(t, a, j)
+	if js, _, err := a.ClaimDueJobs(ctx, jobT0, "me", time.Minute, 10); err != nil || len(js) != 1 {
+		t.Fatalf("claim: %v, %v", jobIDs(js), err)
+	}
+	if err := b.DisableJob(ctx, j.ID, "disabled: 403 bot was kicked"); err != nil {
+		t.Fatalf("DisableJob: %v", err)
+	}
+	settle := sessions.JobSettle{Fired: jobT0, State: sessions.JobActive, NextAt: jobT0.Add(time.Hour)}
+	if err := a.SettleJob(ctx, j.ID, "me", settle); !errors.Is(err, sessions.ErrJobClaimLost) {
+		t.Errorf("settle after disable: %v, want ErrJobClaimLost", err)
+	}
+	got, err := a.Job(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != sessions.JobDisabled || got.Note != "disabled: 403 bot was kicked" || got.ClaimOwner != "" {
+		t.Errorf("disabled job: state %q note %q claim %q", got.State, got.Note, got.ClaimOwner)
+	}
+	if err := b.DisableJob(ctx, j.ID, "again"); err != nil {
+		t.Errorf("DisableJob of a disabled job: %v", err)
+	}
+	if got, _ := a.Job(ctx, j.ID); got.Note != "disabled: 403 bot was kicked" {
+		t.Errorf("a second disable changed the note to %q", got.Note)
+	}
+	if err := b.DisableJob(ctx, "nope", "x"); !errors.Is(err, sessions.ErrNoJob) {
+		t.Errorf("DisableJob of no job: %v, want ErrNoJob", err)
 	}
 }
