@@ -21,7 +21,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // inbox is a Deliver that keeps each occurrence id once, as the
@@ -85,7 +85,7 @@ func job(id string, sched sessions.JobSchedule, now time.Time) sessions.Job {
 	}
 	return sessions.Job{ID: id, AgentID: "main", SessionKey: "agent:main:telegram:group:-1",
 		Target: sessions.JobTarget{Channel: "telegram", AccountID: "default", ChatID: "-1", ChatType: "group"},
-		Text: "reminder " + id, Schedule: sched, State: sessions.JobActive, NextAt: next, CreatedAt: now}
+		Text:   "reminder " + id, Schedule: sched, State: sessions.JobActive, NextAt: next, CreatedAt: now}
 }
 
 func add(t *testing.T, st sessions.Jobs, j sessions.Job) {
@@ -127,8 +127,8 @@ func TestRecurringJobAcrossDSTAndReload(t *testing.T) {
 		}
 	}
 	start := c.Now()
-	check(start, 3)                    // Mar 26-28
-	check(start.AddDate(0, 0, 3), 2)   // Mar 29 (spring forward) - 30
+	check(start, 3)                  // Mar 26-28
+	check(start.AddDate(0, 0, 3), 2) // Mar 29 (spring forward) - 30
 	c.Set(time.Date(2026, 10, 23, 12, 0, 0, 0, berlin))
 	// Down from Mar 31 to Oct 23: the last occurrence (Oct 23 09:00) is
 	// three hours late, past the grace window: missed, not fired.
