@@ -60,6 +60,10 @@ func Commands() []Command {
 		{Name: "delete", Usage: "[n]", Description: "Archive a session of this chat",
 			Arg: "session", ArgDescription: "its number in /sessions (default: the current one)", Privileged: true},
 		{Name: "usage", Description: "Tokens and cost of this session, and yours today", Private: true, Group: true},
+		{Name: "remind", Usage: "<when> <text> | list | cancel <id>",
+			Description: "Remind this chat later (in 2 hours, tomorrow 09:00, every weekday 9:00)",
+			Arg:         "args", ArgDescription: "when and what, e.g. tomorrow 09:00 stand-up; or list, cancel <id>",
+			Group: true},
 		{Name: "help", Description: "List the commands", Private: true, Group: true},
 	}
 }

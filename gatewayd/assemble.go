@@ -98,6 +98,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		DeadLetterKeep: cfg.Messages.Delivery.DeadLetters,
+		Jobs:           d.jobOptions(cfg), JobGivenUp: d.jobGivenUp,
 		Caps: map[lanes.Class]int{
 			lanes.ClassMain:     cfg.Agents.Defaults.MaxConcurrent,
 			lanes.ClassSubagent: cfg.Agents.Defaults.Subagents.MaxConcurrent,

@@ -18,6 +18,12 @@ import (
 // disabled, not retried.
 var ErrRoomGone = errors.New("room refuses delivery")
 
+// ErrRefused is wrapped by a Deliver error that refuses one occurrence on
+// purpose (the limits): it is settled as not delivered, its reason in the
+// job's note, and not retried; a recurring job moves to its next
+// occurrence.
+var ErrRefused = errors.New("occurrence refused")
+
 // Deliver hands occurrence at of job j to its session. id is the
 // occurrence's id (OccurrenceID): a repeat with the same id must be
 // dropped by the receiver, so a scheduler that dies between delivering
@@ -214,6 +220,14 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) {
 		log.Error("job disabled: its room refuses delivery", zap.Error(err))
 		s.settle(ctx, log, j, sessions.JobSettle{State: sessions.JobDisabled, NextAt: due,
 			Note: "disabled: " + err.Error()}, "disabled", 0)
+		return
+	case errors.Is(err, ErrRefused):
+		log.Warn("job occurrence refused", zap.Time("due", due), zap.Error(err))
+		st := sessions.JobSettle{State: sessions.JobDone, NextAt: due, Note: "not delivered at " + due.UTC().Format(time.RFC3339) + ": " + err.Error()}
+		if !next.IsZero() {
+			st.State, st.NextAt = sessions.JobActive, next
+		}
+		s.settle(ctx, log, j, st, "refused", 0)
 		return
 	case err != nil:
 		if ctx.Err() == nil {
