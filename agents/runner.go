@@ -43,6 +43,8 @@ type Options struct {
 	WebFetch *webfetch.Fetcher
 	// MCP serves the MCP servers' tools (nil: none).
 	MCP *mcp.Manager
+	// Jobs are the schedule tool's settings (schedule_tool.go).
+	Jobs JobOptions
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -176,6 +178,9 @@ type Turn struct {
 	OnStep func(Step)
 	// Room is the chat the turn answers, for the message tool (nil: none).
 	Room Room
+	// JobTarget is the chat the turn answers and its sender, where the
+	// schedule tool's jobs go (nil: no chat, the tool refuses).
+	JobTarget *sessions.JobTarget
 }
 
 // Result is the outcome of a turn.
@@ -269,7 +274,8 @@ type session struct {
 	cur      int
 	window   int64
 	log      *zap.Logger
-	room     Room // the turn's chat (message tool); nil outside a chat turn
+	room     Room                // the turn's chat (message tool); nil outside a chat turn
+	jobs     *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
@@ -327,7 +333,7 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	if t.Key.Subagent != "" {
 		return r.runChild(ctx, s, t)
 	}
-	s.room = t.Room
+	s.room, s.jobs = t.Room, t.JobTarget
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

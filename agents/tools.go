@@ -34,7 +34,8 @@ func toolErrorf(format string, a ...any) error { return &toolError{msg: fmt.Spri
 // refused if it calls it anyway).
 func (r *Runner) tools(ctx context.Context, s *session) []tool {
 	all := map[string]func() tool{spawnToolName: r.spawnTool, listToolName: r.listTool, historyToolName: r.historyTool,
-		webFetchToolName: r.webFetchTool, MessageToolName: func() tool { return r.messageTool(s.room) }, searchToolName: r.searchTool}
+		webFetchToolName: r.webFetchTool, MessageToolName: func() tool { return r.messageTool(s.room) }, searchToolName: r.searchTool,
+		ScheduleToolName: r.scheduleTool}
 	var ts []tool
 	for _, name := range BuiltinTools(s.agent, s.key, r.opts.Dispatch != nil) {
 		ts = append(ts, all[name]())

@@ -143,3 +143,15 @@ func (d *Dispatcher) jobGivenUp(ctx context.Context, dl sessions.DeadLetter) {
 		}
 	}
 }
+
+// jobTarget is the room and sender of chat work w, where the schedule
+// tool's jobs go (nil for internal work: no chat).
+func jobTarget(w *work) *sessions.JobTarget {
+	if w == nil || w.Agent != nil || w.In.Channel == "" || w.In.ChatID == "" {
+		return nil
+	}
+	in := w.In
+	return &sessions.JobTarget{Channel: in.Channel, AccountID: in.AccountID, ChatID: in.ChatID, ChatType: string(in.ChatType),
+		ThreadID: in.ThreadID, IsTopic: in.IsTopic, GuildID: in.GuildID, CaseSensitive: in.CaseSensitive,
+		SenderID: in.SenderID, SenderName: in.SenderName}
+}

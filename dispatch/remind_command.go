@@ -101,9 +101,7 @@ func (c commander) remind(ctx context.Context, w *work) string {
 	}
 	in := w.In
 	j, err := jobs.NewJob(jobs.Spec{AgentID: w.AgentID, SessionKey: w.Key.String(), Text: text, Schedule: sched,
-		Target: sessions.JobTarget{Channel: in.Channel, AccountID: in.AccountID, ChatID: in.ChatID, ChatType: string(in.ChatType),
-			ThreadID: in.ThreadID, IsTopic: in.IsTopic, GuildID: in.GuildID, CaseSensitive: in.CaseSensitive,
-			SenderID: in.SenderID, SenderName: in.SenderName}}, now)
+		Target: *jobTarget(w)}, now)
 	if err == nil {
 		err = jobs.Add(ctx, store, j, opts.MaxPerRoom)
 	}

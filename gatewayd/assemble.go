@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -74,6 +75,8 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 		Dispatch: func(ctx context.Context, a agents.Dispatch) error {
 			return d.disp.Dispatch(ctx, a)
 		},
+		Jobs: agents.JobOptions{Zone: func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
+			MaxPerRoom: cfg.Jobs.MaxPerRoom, Added: d.wakeJobs},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err) // the runner's errors start "agents: "
