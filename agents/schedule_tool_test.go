@@ -28,7 +28,7 @@ func TestScheduleTool(t *testing.T) {
 	}
 	other := sessions.Job{ID: "jother", AgentID: "main", SessionKey: "agent:main:telegram:group:-100",
 		Target: sessions.JobTarget{Channel: "telegram", AccountID: "default", ChatID: "-100", SenderID: "8"},
-		Text: "someone else's", Schedule: sessions.JobSchedule{Cron: "@daily"}, State: sessions.JobActive,
+		Text:   "someone else's", Schedule: sessions.JobSchedule{Cron: "@daily"}, State: sessions.JobActive,
 		NextAt: h.r.now().AddDate(0, 0, 1)}
 	if err := store.AddJob(context.Background(), other); err != nil {
 		t.Fatal(err)
