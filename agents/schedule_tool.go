@@ -26,6 +26,8 @@ type JobOptions struct {
 	Added func()
 	// Store holds the jobs (nil: Options.Sessions.Jobs()).
 	Store sessions.Jobs
+	// Off refuses new jobs (jobs.enabled: false).
+	Off bool
 }
 
 // scheduleArgs are the schedule tool's arguments.
@@ -92,6 +94,9 @@ func (r *Runner) runSchedule(ctx context.Context, s *session, args scheduleArgs)
 	}
 	switch strings.ToLower(strings.TrimSpace(args.Action)) {
 	case "add":
+		if o.Off {
+			return nil, toolErrorf("schedule: scheduled jobs are turned off on this gateway")
+		}
 		now := r.now()
 		sched, text, err := jobs.ParseWhen(strings.TrimSpace(args.When)+" "+args.Text, now, loc)
 		if err != nil {

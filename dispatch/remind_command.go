@@ -22,6 +22,8 @@ type JobOptions struct {
 	MaxPerRoom int
 	// Added is told of each job added (the scheduler wakes); may be nil.
 	Added func()
+	// Off refuses new jobs (jobs.enabled: false).
+	Off bool
 }
 
 // zone is the time zone of agentID's jobs.
@@ -93,6 +95,9 @@ func (c commander) remind(ctx context.Context, w *work) string {
 		}
 		d.log.Info("job removed", zap.String("job_id", id), zap.String("sender_id", w.In.SenderID))
 		return "Cancelled " + id + "."
+	}
+	if opts.Off {
+		return "Reminders are turned off on this gateway."
 	}
 	now := d.opts.Now()
 	sched, text, err := jobs.ParseWhen(w.Args, now, loc)

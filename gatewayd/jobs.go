@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/jobs"
@@ -34,6 +35,7 @@ func (d *Daemon) jobOptions(cfg *configs.Config) dispatch.JobOptions {
 		Zone:       func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
 		MaxPerRoom: cfg.Jobs.MaxPerRoom,
 		Added:      d.wakeJobs,
+		Off:        !cfg.Jobs.Enabled,
 	}
 }
 
@@ -126,4 +128,13 @@ func (d *Daemon) runJobs(ctx context.Context, cfg *configs.Config) (stop func())
 		cancel()
 		<-done
 	}
+}
+
+// jobSettings is the API's job settings, nil (the routes answer 404) when
+// jobs are off.
+func jobSettings(cfg *configs.Config, s *api.JobSettings) *api.JobSettings {
+	if !cfg.Jobs.Enabled {
+		return nil
+	}
+	return s
 }

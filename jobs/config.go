@@ -7,8 +7,9 @@ import (
 
 // Config is the jobs section of the configuration.
 type Config struct {
-	// Enabled runs the scheduler and offers /remind, the schedule tool
-	// and the API (default true).
+	// Enabled runs the scheduler and lets /remind, the schedule tool, the
+	// CLI and the API add jobs (default true); off, jobs can still be
+	// listed and removed.
 	Enabled bool `mapstructure:"enabled"`
 	// TimeZone is the zone times of day are read in ("tomorrow 09:00")
 	// and recurring jobs keep (an IANA name; default UTC);

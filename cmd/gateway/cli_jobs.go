@@ -90,6 +90,9 @@ func jobsAddCmd(cfgPath *string) *cobra.Command {
 				return usage("%s: want WHEN and TEXT, e.g. tomorrow 09:00 Stand-up", cmd.CommandPath())
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				if !env.cfg.Jobs.Enabled {
+					return usage("jobs add: scheduled jobs are off (jobs.enabled: false)")
+				}
 				j, err := jobs.ForSession(env.ctx, env.state, session, strings.Join(args, " "), env.cfg.Jobs.Zone, time.Now())
 				if err != nil {
 					return usage("jobs add: %v", err)
