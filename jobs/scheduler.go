@@ -173,11 +173,18 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, fmt.Errorf("jobs: claim: %w", err)
 		}
+		var done []outcome
 		for _, j := range claimed {
 			if ctx.Err() != nil {
-				return time.Time{}, nil // the claims run out; the next scheduler fires them
+				break // the claims left run out; the next scheduler fires them
 			}
-			s.handle(ctx, j)
+			if o, ok := s.handle(ctx, j); ok {
+				done = append(done, o)
+			}
+		}
+		s.settle(ctx, done)
+		if ctx.Err() != nil {
+			return time.Time{}, nil
 		}
 		if len(claimed) < s.opts.Batch {
 			return next, nil
@@ -185,16 +192,23 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 	}
 }
 
+// outcome is a handled occurrence waiting for its settle.
+type outcome struct {
+	st   sessions.JobSettled
+	what string // fired, missed, disabled, refused
+	late time.Duration
+	log  *zap.Logger
+}
+
 // handle delivers or misses the claimed job j's due occurrence and
-// settles it.
-func (s *Scheduler) handle(ctx context.Context, j sessions.Job) {
+// returns how to settle it (false: leave the claim to run out).
+func (s *Scheduler) handle(ctx context.Context, j sessions.Job) (outcome, bool) {
 	now := s.opts.Now()
 	log := s.log.With(zap.String("job_id", j.ID), zap.String("agent_id", j.AgentID), zap.String("session_key", j.SessionKey))
 	due, skipped, err := Latest(j.Schedule, j.NextAt, now)
 	if err != nil {
-		s.settle(ctx, log, j, sessions.JobSettle{State: sessions.JobDisabled, NextAt: j.NextAt,
-			Note: "disabled: its schedule no longer reads: " + err.Error()}, "disabled", 0)
-		return
+		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: sessions.JobSettle{State: sessions.JobDisabled, NextAt: j.NextAt,
+			Note: "disabled: its schedule no longer reads: " + err.Error()}}, what: "disabled", late: 0, log: log}, true
 	}
 	next, err := Next(j.Schedule, maxTime(due, now))
 	if err != nil {
@@ -211,30 +225,27 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) {
 			st.State, st.NextAt = sessions.JobActive, next
 		}
 		log.Warn("job missed", zap.Time("due", due), zap.Duration("late", late))
-		s.settle(ctx, log, j, st, "missed", 0)
-		return
+		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "missed", late: 0, log: log}, true
 	}
 	err = s.opts.Deliver(ctx, j, due, OccurrenceID(j.ID, due))
 	switch {
 	case errors.Is(err, ErrRoomGone):
 		log.Error("job disabled: its room refuses delivery", zap.Error(err))
-		s.settle(ctx, log, j, sessions.JobSettle{State: sessions.JobDisabled, NextAt: due,
-			Note: "disabled: " + err.Error()}, "disabled", 0)
-		return
+		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: sessions.JobSettle{State: sessions.JobDisabled, NextAt: due,
+			Note: "disabled: " + err.Error()}}, what: "disabled", late: 0, log: log}, true
 	case errors.Is(err, ErrRefused):
 		log.Warn("job occurrence refused", zap.Time("due", due), zap.Error(err))
 		st := sessions.JobSettle{State: sessions.JobDone, NextAt: due, Note: "not delivered at " + due.UTC().Format(time.RFC3339) + ": " + err.Error()}
 		if !next.IsZero() {
 			st.State, st.NextAt = sessions.JobActive, next
 		}
-		s.settle(ctx, log, j, st, "refused", 0)
-		return
+		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "refused", late: 0, log: log}, true
 	case err != nil:
 		if ctx.Err() == nil {
 			log.Warn("job delivery failed; retried when its claim runs out", zap.Error(err))
 			s.observe("failed", 0)
 		}
-		return
+		return outcome{}, false
 	}
 	st := sessions.JobSettle{Fired: due, State: sessions.JobDone, NextAt: due}
 	if skipped > 0 {
@@ -243,22 +254,38 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) {
 	if !next.IsZero() {
 		st.State, st.NextAt = sessions.JobActive, next
 	}
-	log.Info("job fired", zap.Time("due", due), zap.Duration("late", s.opts.Now().Sub(due)))
-	s.settle(ctx, log, j, st, "fired", s.opts.Now().Sub(due))
+	late := s.opts.Now().Sub(due)
+	log.Info("job fired", zap.Time("due", due), zap.Duration("late", late))
+	return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "fired", late: late, log: log}, true
 }
 
-// settle writes st under this scheduler's claim. A job removed meanwhile
+// settle writes the outcomes of a batch under this scheduler's claims,
+// in one call (one write on the files backend). A job removed meanwhile
 // or a claim that ran out is logged; the delivery, if any, stands (its id
-// makes a repeat a duplicate).
-func (s *Scheduler) settle(ctx context.Context, log *zap.Logger, j sessions.Job, st sessions.JobSettle, outcome string, late time.Duration) {
-	err := s.opts.Store.SettleJob(context.WithoutCancel(ctx), j.ID, s.opts.Owner, st)
-	switch {
-	case errors.Is(err, sessions.ErrNoJob):
-		log.Info("job removed while it fired")
-	case err != nil:
-		log.Warn("job not settled; its claim runs out and the occurrence is tried again", zap.Error(err))
+// makes a repeat a duplicate). If the settle fails, the claims run out
+// and the occurrences are delivered again, and dropped as duplicates.
+func (s *Scheduler) settle(ctx context.Context, done []outcome) {
+	if len(done) == 0 {
+		return
 	}
-	s.observe(outcome, late)
+	ss := make([]sessions.JobSettled, len(done))
+	for i, o := range done {
+		ss[i] = o.st
+	}
+	errs, err := s.opts.Store.SettleJobs(context.WithoutCancel(ctx), s.opts.Owner, ss)
+	if err != nil {
+		s.log.Warn("jobs not settled; their claims run out and the occurrences are tried again", zap.Int("jobs", len(done)), zap.Error(err))
+		return
+	}
+	for i, o := range done {
+		switch e := errs[i]; {
+		case errors.Is(e, sessions.ErrNoJob):
+			o.log.Info("job removed while it fired")
+		case e != nil:
+			o.log.Warn("job not settled; its claim runs out and the occurrence is tried again", zap.Error(e))
+		}
+		s.observe(o.what, o.late)
+	}
 }
 
 func (s *Scheduler) observe(outcome string, late time.Duration) {

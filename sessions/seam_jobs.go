@@ -127,6 +127,12 @@ type JobSettle struct {
 	Note string
 }
 
+// JobSettled is one job's settle in SettleJobs.
+type JobSettled struct {
+	ID string
+	JobSettle
+}
+
 // Jobs stores scheduled jobs. Implementations are safe for concurrent
 // use by goroutines and processes (filestore.Jobs, pgstore's).
 type Jobs interface {
@@ -150,6 +156,10 @@ type Jobs interface {
 	// releases the claim. A job gone is ErrNoJob; one whose claim owner
 	// lost (it ran out and another took it) is ErrJobClaimLost.
 	SettleJob(ctx context.Context, id, owner string, s JobSettle) error
+	// SettleJobs is SettleJob for several jobs of owner at once (one
+	// write on the files backend, where each write rewrites the file);
+	// errs[i] is ss[i]'s outcome, err a failure of the whole.
+	SettleJobs(ctx context.Context, owner string, ss []JobSettled) (errs []error, err error)
 	// DisableJob ends job id in state disabled with note, whoever holds
 	// it (a delivered occurrence's reply was given up: the room refuses
 	// the bot). A job already ended keeps its state; no job is ErrNoJob.

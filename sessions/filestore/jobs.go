@@ -124,15 +124,21 @@ func (s *Jobs) RemoveJob(ctx context.Context, id string) error {
 
 // ClaimDueJobs implements sessions.Jobs.
 func (s *Jobs) ClaimDueJobs(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]sessions.Job, time.Time, error) {
-	js, err := s.read(ctx)
+	var (
+		due  bool
+		next time.Time
+	)
+	err := s.peek(ctx, func(js []sessions.Job) {
+		due = slices.ContainsFunc(js, func(j sessions.Job) bool { return sessions.ClaimableJob(j, now) })
+		next = nextDue(js, now, nil)
+	})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if !slices.ContainsFunc(js, func(j sessions.Job) bool { return sessions.ClaimableJob(j, now) }) {
-		return nil, nextDue(js, now, nil), nil
+	if !due {
+		return nil, next, nil
 	}
 	var claimed []sessions.Job
-	var next time.Time
 	err = s.update(ctx, func(js []sessions.Job) ([]sessions.Job, error) {
 		claimed = claimed[:0]
 		idx := []int{}
@@ -199,6 +205,33 @@ func (s *Jobs) SettleJob(ctx context.Context, id, owner string, st sessions.JobS
 	})
 }
 
+// SettleJobs implements sessions.Jobs: one rewrite of the file for all.
+func (s *Jobs) SettleJobs(ctx context.Context, owner string, ss []sessions.JobSettled) ([]error, error) {
+	errs := make([]error, len(ss))
+	err := s.update(ctx, func(js []sessions.Job) ([]sessions.Job, error) {
+		changed := false
+		for k, st := range ss {
+			i := slices.IndexFunc(js, func(x sessions.Job) bool { return x.ID == st.ID })
+			switch {
+			case i < 0:
+				errs[k] = fmt.Errorf("sessions: settle job: %w: %q", sessions.ErrNoJob, st.ID)
+			case js[i].ClaimOwner != owner:
+				errs[k] = fmt.Errorf("sessions: settle job %q: %w (held by %q)", st.ID, sessions.ErrJobClaimLost, js[i].ClaimOwner)
+			default:
+				js[i], changed = sessions.SettledJob(js[i], st.JobSettle), true
+			}
+		}
+		if !changed {
+			return nil, nil
+		}
+		return js, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
 // DisableJob implements sessions.Jobs.
 func (s *Jobs) DisableJob(ctx context.Context, id, note string) error {
 	return s.update(ctx, func(js []sessions.Job) ([]sessions.Job, error) {
@@ -217,25 +250,32 @@ func (s *Jobs) DisableJob(ctx context.Context, id, note string) error {
 // read returns the jobs (from the cache when the file did not change).
 // The slice is the caller's.
 func (s *Jobs) read(ctx context.Context) ([]sessions.Job, error) {
+	var out []sessions.Job
+	err := s.peek(ctx, func(js []sessions.Job) { out = slices.Clone(js) })
+	return out, err
+}
+
+// peek runs fn on the jobs as the file holds them now (the cache, read
+// again when the file changed), holding s.mu: fn must not keep or change
+// the slice. The scheduler's poll peeks: a stat and a scan, no copy.
+func (s *Jobs) peek(ctx context.Context, fn func([]sessions.Job)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id, err := statID(s.path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if s.cache.ok && s.cache.id == id {
-		return slices.Clone(s.cache.jobs), nil
+		fn(s.cache.jobs)
+		return nil
 	}
-	var js []sessions.Job
-	err = withFileLock(ctx, s.path, s.lockTimeout, "jobs", func() error {
-		var err error
-		js, err = s.readLocked()
+	return withFileLock(ctx, s.path, s.lockTimeout, "jobs", func() error {
+		js, err := s.readLocked()
+		if err == nil {
+			fn(js)
+		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return slices.Clone(js), nil
 }
 
 // update runs change on the jobs under the locks and writes what it

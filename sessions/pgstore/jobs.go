@@ -174,6 +174,16 @@ func (s jobStore) SettleJob(ctx context.Context, id, owner string, st sessions.J
 	return nil
 }
 
+// SettleJobs implements sessions.Jobs: each job in its own transaction
+// (rows are independent; one settle costs what SettleJob does).
+func (s jobStore) SettleJobs(ctx context.Context, owner string, ss []sessions.JobSettled) ([]error, error) {
+	errs := make([]error, len(ss))
+	for i, st := range ss {
+		errs[i] = s.SettleJob(ctx, st.ID, owner, st.JobSettle)
+	}
+	return errs, nil
+}
+
 // DisableJob implements sessions.Jobs.
 func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 	ctx = withOp(ctx, OpJobs)

@@ -32,6 +32,7 @@ func TestJobs(t *testing.T, open JobsOpener) {
 		{"ClaimRunsOut", testJobsClaimRunsOut},
 		{"SettleNextOccurrence", testJobsSettle},
 		{"DisableWhileClaimed", testJobsDisable},
+		{"SettleBatch", testJobsSettleBatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -331,5 +332,40 @@ func testJobsDisable(t *testing.T, open JobsOpener) {
 	}
 	if err := b.DisableJob(ctx, "nope", "x"); !errors.Is(err, sessions.ErrNoJob) {
 		t.Errorf("DisableJob of no job: %v, want ErrNoJob", err)
+	}
+}
+
+// testJobsSettleBatch settles three claimed jobs at once: one settled,
+// one whose claim another took, one removed; each gets its own outcome.
+func testJobsSettleBatch(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	for i := range 3 {
+		addJob(t, s, testJob(i, "-100"))
+	}
+	if js, _, err := s.ClaimDueJobs(ctx, jobT0.Add(2*time.Minute), "me", time.Minute, 10); err != nil || len(js) != 3 {
+		t.Fatalf("claim: %v, %v", jobIDs(js), err)
+	}
+	if js, _, err := s.ClaimDueJobs(ctx, jobT0.Add(4*time.Minute), "other", time.Minute, 1); err != nil || len(js) != 1 || js[0].ID != "j0000" {
+		t.Fatalf("the claim that ran out: %v, %v", jobIDs(js), err)
+	}
+	if err := s.RemoveJob(ctx, "j0002"); err != nil {
+		t.Fatal(err)
+	}
+	done := func(id string) sessions.JobSettled {
+		return sessions.JobSettled{ID: id, JobSettle: sessions.JobSettle{Fired: jobT0, State: sessions.JobDone, NextAt: jobT0}}
+	}
+	errs, err := s.SettleJobs(ctx, "me", []sessions.JobSettled{done("j0000"), done("j0001"), done("j0002")})
+	if err != nil || len(errs) != 3 {
+		t.Fatalf("SettleJobs: %v, %v", errs, err)
+	}
+	if !errors.Is(errs[0], sessions.ErrJobClaimLost) || errs[1] != nil || !errors.Is(errs[2], sessions.ErrNoJob) {
+		t.Errorf("outcomes %v, want claim lost, nil, no job", errs)
+	}
+	if j, _ := s.Job(ctx, "j0001"); j.State != sessions.JobDone || j.Fires != 1 {
+		t.Errorf("settled job: %s fires %d", j.State, j.Fires)
+	}
+	if j, _ := s.Job(ctx, "j0000"); j.State != sessions.JobActive || j.ClaimOwner != "other" {
+		t.Errorf("the other's job: %s claim %q", j.State, j.ClaimOwner)
 	}
 }
