@@ -43,6 +43,8 @@ type Options struct {
 	WebFetch *webfetch.Fetcher
 	// MCP serves the MCP servers' tools (nil: none).
 	MCP *mcp.Manager
+	// Jobs are the schedule tool's settings (schedule_tool.go).
+	Jobs JobOptions
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -179,6 +181,9 @@ type Turn struct {
 	// Speaker is who and where the turn answers, for the sender and room
 	// memory scopes (nil: the agent scope only; memory.go).
 	Speaker *Speaker
+	// JobTarget is the chat the turn answers and its sender, where the
+	// schedule tool's jobs go (nil: no chat, the tool refuses).
+	JobTarget *sessions.JobTarget
 }
 
 // Result is the outcome of a turn.
@@ -276,6 +281,7 @@ type session struct {
 	// memory holds the turn's memory scopes by kind (memory.go); nil:
 	// the agent keeps no memory.
 	memory map[string]sessions.MemoryScope
+	jobs   *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
@@ -335,7 +341,7 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		return r.runChild(ctx, s, t)
 	}
 	s.memory = r.memoryScopes(s.agent, t.Speaker)
-	s.room = t.Room
+	s.room, s.jobs = t.Room, t.JobTarget
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

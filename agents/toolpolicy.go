@@ -17,14 +17,16 @@ const (
 	// MessageToolName is the message tool (message_tool.go).
 	MessageToolName = "message"
 	searchToolName  = "sessions_search"
+	// ScheduleToolName is the schedule tool (schedule_tool.go).
+	ScheduleToolName = "schedule"
 )
 
 // optInTools are built-in tools an agent is offered only when its
 // tools.allow names them; the sessions tools are on unless denied.
-var optInTools = []string{webFetchToolName, MessageToolName, searchToolName}
+var optInTools = []string{webFetchToolName, MessageToolName, searchToolName, ScheduleToolName}
 
 var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName, searchToolName,
-	memoryAddToolName, memoryUpdateToolName, memoryForgetToolName, memorySearchToolName}
+	memoryAddToolName, memoryUpdateToolName, memoryForgetToolName, memorySearchToolName, ScheduleToolName}
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
 // opt-in built-in tools (web_fetch); Deny takes any built-in tool away and

@@ -60,6 +60,8 @@ type Options struct {
 	// DeadLetters serves /api/deliveries/failed (nil: the routes answer
 	// 404).
 	DeadLetters DeadLetters
+	// Jobs serves /api/jobs over Sessions (nil: the routes answer 404).
+	Jobs *JobSettings
 	// Logs holds the daemon's recent log lines for GET /api/logs (nil:
 	// the endpoint answers 404).
 	Logs *logring.Ring
@@ -130,6 +132,7 @@ func New(opts Options) *Server {
 	s.mcpRoutes()
 	s.statusRoutes()
 	s.deliveryRoutes()
+	s.jobRoutes()
 	s.logsRoutes()
 	s.configRoutes()
 	s.pairingRoutes()

@@ -69,6 +69,10 @@ func Commands() []Command {
 		{Name: "memory", Description: "What the bot keeps about you across sessions", Private: true, Group: true},
 		{Name: "forget", Usage: "[n]", Description: "Erase what the bot keeps about you (or only note n)",
 			Arg: "note", ArgDescription: "a note number from /memory (default: all of them)", Private: true, Group: true},
+		{Name: "remind", Usage: "<when> <text> | list | cancel <id>",
+			Description: "Remind this chat later (in 2 hours, tomorrow 09:00, every weekday 9:00)",
+			Arg:         "args", ArgDescription: "when and what, e.g. tomorrow 09:00 stand-up; or list, cancel <id>",
+			Group: true},
 		{Name: "help", Description: "List the commands", Private: true, Group: true},
 	}
 }

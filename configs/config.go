@@ -11,6 +11,7 @@ import (
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -32,6 +33,7 @@ type Config struct {
 	Media     dispatch.MediaConfig          `mapstructure:"media"`
 	Limits    limits.Config                 `mapstructure:"limits"`
 	MCP       mcp.Config                    `mapstructure:"mcp"`
+	Jobs      jobs.Config                   `mapstructure:"jobs"`
 }
 
 // Commands is the commands section.
@@ -164,6 +166,7 @@ func Default() *Config {
 		},
 		Messages: Messages{Queue: dispatch.DefaultQueue(), Inbound: dispatch.DefaultInbound(), Delivery: Delivery{MaxFailures: 3, MaxCrashes: 5, DeadLetters: 1000}},
 		Limits:   limits.Default(),
+		Jobs:     jobs.Default(),
 	}
 }
 
@@ -197,7 +200,7 @@ func (c *Config) Validate() error {
 	if err := c.RoutingConfig().Validate(); err != nil {
 		return err
 	}
-	for _, section := range []interface{ Validate() error }{c.Session, c.Messages, c.Commands} {
+	for _, section := range []interface{ Validate() error }{c.Session, c.Messages, c.Commands, c.Jobs} {
 		if err := section.Validate(); err != nil {
 			return err
 		}

@@ -122,6 +122,8 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		c.reply(ctx, w, c.status(store, w))
 	case "queue":
 		c.reply(ctx, w, c.queue(ctx, store, w))
+	case "remind":
+		c.reply(ctx, w, c.remind(ctx, w))
 	case "help":
 		c.reply(ctx, w, helpText)
 	case "usage":

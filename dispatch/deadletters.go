@@ -78,6 +78,7 @@ func (d *Dispatcher) bury(ctx context.Context, dl sessions.DeadLetter) {
 	}
 	d.log.Info("given-up "+dl.Kind+" kept as a dead letter", zap.String("dead_letter_id", dl.ID),
 		zap.String("session_key", dl.SessionKey), zap.String("reason", dl.Reason))
+	d.jobGivenUp(ctx, dl)
 	if dropped > 0 {
 		d.log.Warn("dead letters over their bound: the oldest dropped", zap.Int("dropped", dropped),
 			zap.Int("keep", d.opts.DeadLetterKeep))

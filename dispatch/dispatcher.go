@@ -40,6 +40,12 @@ type Options struct {
 	// ran (default 5). Either way its chat gets a short notice.
 	MaxFailures int
 	MaxDeaths   int
+	// JobGivenUp, when set, is told of a scheduled job whose delivered
+	// occurrence was given up (its message or its reply: the room keeps
+	// refusing the bot), so the job can be disabled (jobs.go).
+	JobGivenUp func(ctx context.Context, jobID, why string)
+	// Jobs are the settings of /remind (remind_command.go).
+	Jobs JobOptions
 	// DeadLetterKeep bounds the dead letters kept (the oldest go past it;
 	// default sessions.DefaultDeadLetterKeep).
 	DeadLetterKeep int
@@ -259,7 +265,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
 		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
-	if w.Command != "" && privilegedCommand(w.Command) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
+	if w.Command != "" && (privilegedCommand(w.Command) || privilegedRemind(w.Command, w.Args)) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
 		return channels.ErrRejected
 	}

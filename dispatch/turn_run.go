@@ -48,6 +48,7 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		OnInputsAppended: t.hist.appended,
 		Room:             room,
 		Speaker:          t.speaker(),
+		JobTarget:        jobTarget(t.last),
 	})
 	if !d.recordUsageLater(last, res, t.log) {
 		t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it

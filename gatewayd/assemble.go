@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -74,6 +75,8 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 		Dispatch: func(ctx context.Context, a agents.Dispatch) error {
 			return d.disp.Dispatch(ctx, a)
 		},
+		Jobs: agents.JobOptions{Zone: func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
+			MaxPerRoom: cfg.Jobs.MaxPerRoom, Added: d.wakeJobs, Off: !cfg.Jobs.Enabled},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err) // the runner's errors start "agents: "
@@ -98,6 +101,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		DeadLetterKeep: cfg.Messages.Delivery.DeadLetters,
+		Jobs:           d.jobOptions(cfg), JobGivenUp: d.jobGivenUp,
 		Caps: map[lanes.Class]int{
 			lanes.ClassMain:     cfg.Agents.Defaults.MaxConcurrent,
 			lanes.ClassSubagent: cfg.Agents.Defaults.Subagents.MaxConcurrent,
@@ -141,6 +145,8 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 		MCP:            d.mcp.Status,
 		DeadLetters:    d.disp,
+		Jobs: jobSettings(cfg, &api.JobSettings{Zone: func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
+			MaxPerRoom: cfg.Jobs.MaxPerRoom, Added: d.wakeJobs, Now: d.opts.Now}),
 		Status: func(ctx context.Context) (any, bool) {
 			st := d.Status(ctx)
 			return st, st.Overall == StatusFailing

@@ -21,6 +21,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/internal/logring"
+	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/sessions"
 )
@@ -73,10 +74,11 @@ type Daemon struct {
 	server   *api.Server
 	adapters []channels.Adapter
 	pairing  *access.PairingStore
-	mcp      *mcp.Manager                  // MCP servers' connections; hot-reloaded
-	policy   atomic.Pointer[access.Policy] // the access policy in force
-	limits   *limits.Limiter               // per-user limits and budgets (limits.go)
-	runner   *agents.Runner                // the providers' breakers and fallbacks (Status)
+	mcp      *mcp.Manager                   // MCP servers' connections; hot-reloaded
+	policy   atomic.Pointer[access.Policy]  // the access policy in force
+	limits   *limits.Limiter                // per-user limits and budgets (limits.go)
+	sched    atomic.Pointer[jobs.Scheduler] // the jobs' scheduler while it runs (jobs.go)
+	runner   *agents.Runner                 // the providers' breakers and fallbacks (Status)
 	// startedAt is when Run began; adapterStates are the leader roles
 	// and stops of the adapters (status.go).
 	startedAt     time.Time

@@ -115,6 +115,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 		log.Error("resuming journaled messages failed", zap.Error(err))
 	}
 	waitLoops := d.runLoops(ctx)
+	stopJobs := d.runJobs(ctx, cfg)
 	stopLimits := d.runLimits(ctx)
 	d.waitAccepting(ctx)
 	d.server.SetReady(true)
@@ -135,6 +136,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	}
 	log.Info("shutting down")
 	d.server.SetReady(false)
+	stopJobs() // before the adapters and the dispatcher: no occurrence enters a shutdown
 	stopAdapters()
 	d.shutdown(httpSrv)
 	stopLimits() // after the turns: their charges are flushed

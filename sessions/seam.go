@@ -44,6 +44,8 @@ type Backend interface {
 	Search() Searcher
 	// Memory holds the agents' notes that survive /new (memory.go).
 	Memory() Memory
+	// Jobs holds the scheduled jobs (seam_jobs.go).
+	Jobs() Jobs
 
 	// SetReset and SetMaintenance apply a reloaded configuration.
 	SetReset(ResetConfig)

@@ -33,6 +33,7 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		healthcheckCmd(cfgPath),
 		statusCmd(cfgPath),
 		deliveriesCmd(cfgPath),
+		jobsCmd(cfgPath),
 		storageCmd(cfgPath),
 		logsCmd(cfgPath),
 		backupCmd(cfgPath),

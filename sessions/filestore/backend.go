@@ -156,6 +156,20 @@ func (m *Manager) roomMessageFiles() *RoomMessages {
 	return m.msgs
 }
 
+// Jobs is the scheduled jobs' file under <stateDir>/jobs.
+func (b filesBackend) Jobs() sessions.Jobs { return b.m.jobFiles() }
+
+// jobFiles makes the jobs' file on first use and keeps it (its cache
+// serves every caller).
+func (m *Manager) jobFiles() *Jobs {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	if m.jobs == nil {
+		m.jobs = NewJobs(filepath.Join(m.opts.StateDir, "jobs"), m.opts.LockTimeout)
+	}
+	return m.jobs
+}
+
 var (
 	_ sessions.AgentStore = filesStore{}
 	_ sessions.Backend    = filesBackend{}

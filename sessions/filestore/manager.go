@@ -86,13 +86,14 @@ type Manager struct {
 	hmu     sync.Mutex // guards history
 	history *RoomHistory
 
-	smu     sync.Mutex // guards pairing, cursors, limits, msgs, usage (backend.go)
+	smu     sync.Mutex // guards pairing, cursors, limits, msgs, usage, jobs (backend.go)
 	pairing *Pairing
 	cursors *Cursors
 	limits  *Limits
 	dead    *DeadLetters
 	memory  *Memory
 	msgs    *RoomMessages
+	jobs    *Jobs
 	usage   *UsageLog
 
 	search *searchIndex // transcript search (search_index.go)

@@ -210,6 +210,7 @@ func (b *Backend) Limits() sessions.LimitCounters    { return b.db.Limits() }
 func (b *Backend) DeadLetters() sessions.DeadLetters { return b.db.DeadLetters() }
 func (b *Backend) Usage() sessions.UsageLog          { return b.db.Usage() }
 func (b *Backend) Search() sessions.Searcher         { return b.db.Search() }
+func (b *Backend) Jobs() sessions.Jobs               { return b.db.Jobs() }
 func (b *Backend) SetReset(c sessions.ResetConfig)   { b.reset.Store(&c) }
 
 // Messages is the message tool's record of the rooms' messages.

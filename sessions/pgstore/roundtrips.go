@@ -55,6 +55,7 @@ const (
 	OpPairing    = "pairing"     // pairing state
 	OpDead       = "dead"        // dead letters (given-up messages and replies)
 	OpMemory     = "memory"      // the agents' notes (sessions.Memory)
+	OpJobs       = "jobs"        // scheduled jobs
 	OpOther      = "other"       // anything without a label (migrations, doctor, tools)
 )
 

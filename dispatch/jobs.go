@@ -1,0 +1,157 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// Scheduled jobs (issue 24) arrive here when due: DeliverJob turns one
+// occurrence into an inbound message of the job's session, journaled and
+// run like any other, so the agent answers it in the room, through the
+// outbox, inside the room's and the job setter's limits and budgets, and
+// a crash at any point resumes it as the journal resumes every message.
+// The occurrence's id is the message id: a repeat (a scheduler that died
+// before settling) is a duplicate the journal drops.
+
+// Errors of DeliverJob, for the scheduler's assembler.
+var (
+	// ErrJobNoRoom: the job's account is not served (removed from the
+	// config): the room cannot take it.
+	ErrJobNoRoom = errors.New("no adapter serves the job's account")
+	// ErrJobThrottled: the limits refused the occurrence (the room got
+	// their notice, as a member's message would).
+	ErrJobThrottled = errors.New("refused by the limits")
+)
+
+// JobInbound is the inbound message occurrence id of job j (due at at)
+// becomes: from the job's setter, in its room, addressed to its agent,
+// the text framed so the agent knows it is a scheduled job and not the
+// setter speaking now.
+func JobInbound(j sessions.Job, at time.Time, id string, now time.Time) channels.Inbound {
+	t := j.Target
+	setter := t.SenderName
+	if setter == "" {
+		setter = "the operator"
+	}
+	kind := "reminder"
+	if j.Schedule.Recurring() {
+		kind = "recurring job (" + j.Schedule.Cron + ")"
+	}
+	text := fmt.Sprintf("[Scheduled %s %s set by %s, due %s] %s", kind, j.ID, setter,
+		at.UTC().Format("2006-01-02 15:04 UTC"), j.Text)
+	return channels.Inbound{
+		Address:  channels.Address{Channel: t.Channel, AccountID: t.AccountID, ChatID: t.ChatID, ThreadID: t.ThreadID, IsTopic: t.IsTopic},
+		Agent:    j.AgentID,
+		ChatType: channels.ChatType(t.ChatType), GuildID: t.GuildID, SenderID: t.SenderID, SenderName: t.SenderName,
+		CaseSensitive: t.CaseSensitive, Mentioned: true, MessageID: id, Text: text, Time: now,
+	}
+}
+
+// DeliverJob journals occurrence id of job j into its session and queues
+// it. It returns nil once the occurrence is durably accepted (or was
+// already: a repeat), ErrJobNoRoom when no adapter serves the job's
+// account, ErrJobThrottled when the limits refuse it, and another error
+// when the journal cannot take it now (retry later). The access policy is
+// not asked again: it admitted the setter when the job was set.
+func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Time, id string) error {
+	if d.closing.Load() {
+		return errors.New("dispatch: job: shutting down")
+	}
+	if d.adapter(j.Target.Channel, j.Target.AccountID) == nil {
+		return fmt.Errorf("dispatch: job %s: %w (%s/%s)", j.ID, ErrJobNoRoom, j.Target.Channel, j.Target.AccountID)
+	}
+	key, err := routing.Parse(j.SessionKey)
+	if err != nil {
+		return fmt.Errorf("dispatch: job %s: session key: %w", j.ID, err)
+	}
+	in := JobInbound(j, at, id, d.opts.Now())
+	w := &work{RecordID: RecordID(in), AgentID: j.AgentID, Key: key,
+		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
+	if d.throttled(ctx, w) {
+		return fmt.Errorf("dispatch: job %s: %w", j.ID, ErrJobThrottled)
+	}
+	w.HistoryMark = d.history.mark(in)
+	payload, err := json.Marshal(envelope{Inbound: &in, History: w.HistoryMark})
+	if err != nil {
+		d.releaseHolds(w)
+		return fmt.Errorf("dispatch: job %s: encode: %w", j.ID, err)
+	}
+	dup, err := d.accept(ctx, sessions.Record{ID: w.RecordID, AgentID: j.AgentID, SessionKey: key.String(),
+		Payload: payload, AcceptedAt: w.AcceptedAt})
+	if err != nil || dup {
+		d.releaseHolds(w)
+	}
+	if err != nil {
+		d.recovery.acceptFailed(w, err)
+		return fmt.Errorf("dispatch: job %s: journal: %w", j.ID, err)
+	}
+	if dup {
+		d.log.Info("job occurrence already delivered", zap.String("job_id", j.ID), zap.String("record_id", w.RecordID))
+		return nil
+	}
+	d.opts.Metrics.Inbound.WithLabelValues(in.Channel).Inc()
+	if d.recovery.accepted(w.RecordID) {
+		d.enqueue(ctx, w)
+	}
+	return nil
+}
+
+// jobOccurrence returns the job id of a journal record id that is a job
+// occurrence's (RecordID of JobInbound: channel:account:chat:job:<id>:<unix>).
+func jobOccurrence(recordID string) (string, bool) {
+	i := strings.LastIndex(recordID, ":job:")
+	if i < 0 {
+		return "", false
+	}
+	id, unix, ok := strings.Cut(recordID[i+len(":job:"):], ":")
+	if !ok || id == "" || strings.Contains(unix, ":") {
+		return "", false
+	}
+	if _, err := strconv.ParseInt(unix, 10, 64); err != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// jobGivenUp tells Options.JobGivenUp of the jobs whose occurrences dead
+// letter dl gave up.
+func (d *Dispatcher) jobGivenUp(ctx context.Context, dl sessions.DeadLetter) {
+	if d.opts.JobGivenUp == nil {
+		return
+	}
+	var ids []string
+	if dl.Record != nil {
+		ids = append(ids, dl.Record.ID)
+	}
+	if dl.Reply != nil {
+		ids = append(ids, dl.Reply.Records...)
+	}
+	for _, rid := range ids {
+		if job, ok := jobOccurrence(rid); ok {
+			d.opts.JobGivenUp(context.WithoutCancel(ctx), job, dl.Reason)
+		}
+	}
+}
+
+// jobTarget is the room and sender of chat work w, where the schedule
+// tool's jobs go (nil for internal work: no chat).
+func jobTarget(w *work) *sessions.JobTarget {
+	if w == nil || w.Agent != nil || w.In.Channel == "" || w.In.ChatID == "" {
+		return nil
+	}
+	in := w.In
+	return &sessions.JobTarget{Channel: in.Channel, AccountID: in.AccountID, ChatID: in.ChatID, ChatType: string(in.ChatType),
+		ThreadID: in.ThreadID, IsTopic: in.IsTopic, GuildID: in.GuildID, CaseSensitive: in.CaseSensitive,
+		SenderID: in.SenderID, SenderName: in.SenderName}
+}

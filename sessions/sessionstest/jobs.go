@@ -1,0 +1,371 @@
+package sessionstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// JobsOpener returns a new, empty job store, or with share (a store it
+// returned earlier) a second handle on share's storage, as another process
+// or replica would open it. It releases what it opened when t ends.
+type JobsOpener func(t *testing.T, share sessions.Jobs) sessions.Jobs
+
+// TestJobs runs the conformance suite of sessions.Jobs against the stores
+// open returns, as parallel subtests.
+func TestJobs(t *testing.T, open JobsOpener) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, open JobsOpener)
+	}{
+		{"AddListRemove", testJobsAddList},
+		{"RoundTrip", testJobsRoundTrip},
+		{"RefusedInput", testJobsRefused},
+		{"ClaimOnceAcrossHandles", testJobsClaimOnce},
+		{"ClaimRunsOut", testJobsClaimRunsOut},
+		{"SettleNextOccurrence", testJobsSettle},
+		{"DisableWhileClaimed", testJobsDisable},
+		{"SettleBatch", testJobsSettleBatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, open)
+		})
+	}
+}
+
+var jobT0 = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+
+// testJob is job i of chat, due at jobT0+i minutes.
+func testJob(i int, chat string) sessions.Job {
+	return sessions.Job{
+		ID: fmt.Sprintf("j%04d", i), AgentID: "main", SessionKey: "agent:main:telegram:group:" + chat,
+		Target: sessions.JobTarget{Channel: "telegram", AccountID: "default", ChatID: chat, ChatType: "group",
+			SenderID: "42", SenderName: "Ann"},
+		Text: fmt.Sprintf("reminder %d", i), Schedule: sessions.JobSchedule{At: jobT0.Add(time.Duration(i) * time.Minute)},
+		State: sessions.JobActive, NextAt: jobT0.Add(time.Duration(i) * time.Minute), CreatedAt: jobT0.Add(-time.Hour),
+	}
+}
+
+func addJob(t *testing.T, s sessions.Jobs, j sessions.Job) {
+	t.Helper()
+	if err := s.AddJob(context.Background(), j); err != nil {
+		t.Fatalf("AddJob %s: %v", j.ID, err)
+	}
+}
+
+func jobIDs(js []sessions.Job) []string {
+	ids := []string{}
+	for _, j := range js {
+		ids = append(ids, j.ID)
+	}
+	return ids
+}
+
+func listJobs(t *testing.T, s sessions.Jobs, f sessions.JobFilter) []string {
+	t.Helper()
+	js, err := s.ListJobs(context.Background(), f)
+	if err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	return jobIDs(js)
+}
+
+func testJobsAddList(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	addJob(t, s, testJob(3, "-100"))
+	addJob(t, s, testJob(1, "-100"))
+	addJob(t, s, testJob(2, "-200"))
+	if err := s.AddJob(ctx, testJob(1, "-100")); !errors.Is(err, sessions.ErrJobExists) {
+		t.Fatalf("AddJob of a stored id: %v, want ErrJobExists", err)
+	}
+	other := open(t, s)
+	for _, c := range []struct {
+		name string
+		f    sessions.JobFilter
+		want []string
+	}{
+		{"all, due first", sessions.JobFilter{}, []string{"j0001", "j0002", "j0003"}},
+		{"one room", sessions.JobFilter{ChatKey: "telegram/default/-100"}, []string{"j0001", "j0003"}},
+		{"one session", sessions.JobFilter{SessionKey: "agent:main:telegram:group:-200"}, []string{"j0002"}},
+		{"another agent", sessions.JobFilter{AgentID: "other"}, []string{}},
+	} {
+		if diff := cmp.Diff(c.want, listJobs(t, other, c.f)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
+	}
+	if err := other.RemoveJob(ctx, "j0001"); err != nil {
+		t.Fatalf("RemoveJob: %v", err)
+	}
+	if err := s.RemoveJob(ctx, "j0001"); !errors.Is(err, sessions.ErrNoJob) {
+		t.Fatalf("RemoveJob again: %v, want ErrNoJob", err)
+	}
+	if _, err := s.Job(ctx, "j0001"); !errors.Is(err, sessions.ErrNoJob) {
+		t.Fatalf("Job of a removed job: %v, want ErrNoJob", err)
+	}
+	if diff := cmp.Diff([]string{"j0002", "j0003"}, listJobs(t, s, sessions.JobFilter{})); diff != "" {
+		t.Errorf("after remove (-want +got):\n%s", diff)
+	}
+}
+
+func testJobsRoundTrip(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	j := testJob(1, "-100")
+	j.ID, j.Text = "jcron", "stand-up «in the usual room» 🙂"
+	j.Schedule = sessions.JobSchedule{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}
+	j.Target.ThreadID, j.Target.IsTopic, j.Target.GuildID, j.Target.CaseSensitive = "7", true, "g1", true
+	j.Note = "missed 2 occurrences while down"
+	addJob(t, s, j)
+	got, err := open(t, s).Job(ctx, "jcron")
+	if err != nil {
+		t.Fatalf("Job: %v", err)
+	}
+	if diff := cmp.Diff(j, got); diff != "" {
+		t.Errorf("stored job (-want +got):\n%s", diff)
+	}
+}
+
+func testJobsRefused(t *testing.T, open JobsOpener) {
+	s := open(t, nil)
+	for _, c := range []struct {
+		name string
+		edit func(*sessions.Job)
+	}{
+		{"empty text", func(j *sessions.Job) { j.Text = "  " }},
+		{"no schedule", func(j *sessions.Job) { j.Schedule = sessions.JobSchedule{} }},
+		{"time and cron", func(j *sessions.Job) { j.Schedule.Cron = "@daily" }},
+		{"no room", func(j *sessions.Job) { j.Target.ChatID = "" }},
+		{"unknown state", func(j *sessions.Job) { j.State = "paused" }},
+		{"NUL in text", func(j *sessions.Job) { j.Text = "a\x00b" }},
+		{"text too long", func(j *sessions.Job) { j.Text = string(make([]byte, sessions.MaxJobText+1)) }},
+	} {
+		j := testJob(1, "-100")
+		c.edit(&j)
+		if err := s.AddJob(context.Background(), j); err == nil {
+			t.Errorf("%s: AddJob accepted it", c.name)
+		}
+	}
+	if ids := listJobs(t, s, sessions.JobFilter{}); len(ids) != 0 {
+		t.Errorf("refused jobs were stored: %v", ids)
+	}
+}
+
+// testJobsClaimOnce claims 60 due jobs from two handles and several
+// goroutines at once: each job goes to exactly one claimer.
+func testJobsClaimOnce(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	a := open(t, nil)
+	b := open(t, a)
+	const n = 60
+	for i := range n {
+		addJob(t, a, testJob(i, "-100"))
+	}
+	addJob(t, a, testJob(500, "-100")) // not due
+	now := jobT0.Add(n * time.Minute)
+	var (
+		mu  sync.Mutex
+		got = map[string]string{}
+		wg  sync.WaitGroup
+	)
+	for w := range 6 {
+		s := []sessions.Jobs{a, b}[w%2]
+		owner := fmt.Sprintf("owner-%d", w)
+		wg.Go(func() {
+			for {
+				js, _, err := s.ClaimDueJobs(ctx, now, owner, time.Minute, 7)
+				if err != nil {
+					t.Errorf("ClaimDueJobs: %v", err)
+					return
+				}
+				if len(js) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, j := range js {
+					if prev, ok := got[j.ID]; ok {
+						t.Errorf("job %s claimed by %s and %s", j.ID, prev, owner)
+					}
+					got[j.ID] = owner
+					if j.ClaimOwner != owner || !j.ClaimUntil.Equal(now.Add(time.Minute)) {
+						t.Errorf("claimed job %s: claim %q until %v", j.ID, j.ClaimOwner, j.ClaimUntil)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != n {
+		t.Fatalf("%d jobs claimed, want %d", len(got), n)
+	}
+	js, next, err := a.ClaimDueJobs(ctx, now, "late", time.Minute, 0)
+	if err != nil || len(js) != 0 {
+		t.Fatalf("a claim after all were taken: %v, %v", jobIDs(js), err)
+	}
+	if want := now.Add(time.Minute); !next.Equal(want) {
+		t.Errorf("next due = %v, want %v (the claims run out before j0500 is due)", next, want)
+	}
+}
+
+// testJobsClaimRunsOut: a claim whose holder never settles runs out at
+// its lease, and the holder's late settle is refused.
+func testJobsClaimRunsOut(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	a := open(t, nil)
+	b := open(t, a)
+	addJob(t, a, testJob(0, "-100"))
+	js, _, err := a.ClaimDueJobs(ctx, jobT0, "dead", time.Minute, 10)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("first claim: %v, %v", jobIDs(js), err)
+	}
+	js, next, err := b.ClaimDueJobs(ctx, jobT0.Add(30*time.Second), "alive", time.Minute, 10)
+	if err != nil || len(js) != 0 {
+		t.Fatalf("claim inside the lease: %v, %v", jobIDs(js), err)
+	}
+	if want := jobT0.Add(time.Minute); !next.Equal(want) {
+		t.Errorf("next due inside the lease = %v, want %v", next, want)
+	}
+	later := jobT0.Add(61 * time.Second)
+	js, _, err = b.ClaimDueJobs(ctx, later, "alive", time.Minute, 10)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("claim after the lease: %v, %v", jobIDs(js), err)
+	}
+	settle := sessions.JobSettle{Fired: jobT0, State: sessions.JobDone, NextAt: jobT0}
+	if err := a.SettleJob(ctx, "j0000", "dead", settle); !errors.Is(err, sessions.ErrJobClaimLost) {
+		t.Fatalf("settle by the holder that lost the claim: %v, want ErrJobClaimLost", err)
+	}
+	if err := b.SettleJob(ctx, "j0000", "alive", settle); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	if err := b.SettleJob(ctx, "nope", "alive", settle); !errors.Is(err, sessions.ErrNoJob) {
+		t.Fatalf("settle of no job: %v, want ErrNoJob", err)
+	}
+}
+
+// testJobsSettle settles a recurring job's occurrence: counted, claim
+// released, due again at the next occurrence.
+func testJobsSettle(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	j := testJob(0, "-100")
+	j.Schedule = sessions.JobSchedule{Cron: "0 * * * *"}
+	addJob(t, s, j)
+	js, _, err := s.ClaimDueJobs(ctx, jobT0, "me", time.Minute, 10)
+	if err != nil || len(js) != 1 {
+		t.Fatalf("claim: %v, %v", jobIDs(js), err)
+	}
+	nextAt := jobT0.Add(time.Hour)
+	if err := s.SettleJob(ctx, j.ID, "me", sessions.JobSettle{Fired: jobT0, State: sessions.JobActive, NextAt: nextAt}); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	got, err := open(t, s).Job(ctx, j.ID)
+	if err != nil {
+		t.Fatalf("Job: %v", err)
+	}
+	want := j
+	want.NextAt, want.LastFiredAt, want.Fires = nextAt, jobT0, 1
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settled job (-want +got):\n%s", diff)
+	}
+	js, next, err := s.ClaimDueJobs(ctx, jobT0.Add(time.Minute), "me", time.Minute, 10)
+	if err != nil || len(js) != 0 || !next.Equal(nextAt) {
+		t.Errorf("claim before the next occurrence: %v, next %v, %v; want none, next %v", jobIDs(js), next, err, nextAt)
+	}
+	done := sessions.JobSettle{State: sessions.JobDisabled, NextAt: nextAt, Note: "room refused delivery"}
+	if _, _, err := s.ClaimDueJobs(ctx, nextAt, "me", time.Minute, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SettleJob(ctx, j.ID, "me", done); err != nil {
+		t.Fatalf("settle disabled: %v", err)
+	}
+	if ids := listJobs(t, s, sessions.JobFilter{Active: true}); len(ids) != 0 {
+		t.Errorf("active jobs after disabling: %v", ids)
+	}
+	js, next, err = s.ClaimDueJobs(ctx, nextAt.Add(time.Hour), "me", time.Minute, 10)
+	if err != nil || len(js) != 0 || !next.IsZero() {
+		t.Errorf("claim of a disabled job: %v, next %v, %v", jobIDs(js), next, err)
+	}
+}
+
+// testJobsDisable disables a claimed job from another handle: it is not
+// claimed again, its holder's settle cannot revive it, and an ended job
+// keeps its state.
+func testJobsDisable(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	a := open(t, nil)
+	b := open(t, a)
+	j := testJob(0, "-100")
+	j.Schedule = sessions.JobSchedule{Cron: "0 * * * *"}
+	addJob(t, a, j)
+	if js, _, err := a.ClaimDueJobs(ctx, jobT0, "me", time.Minute, 10); err != nil || len(js) != 1 {
+		t.Fatalf("claim: %v, %v", jobIDs(js), err)
+	}
+	if err := b.DisableJob(ctx, j.ID, "disabled: 403 bot was kicked"); err != nil {
+		t.Fatalf("DisableJob: %v", err)
+	}
+	settle := sessions.JobSettle{Fired: jobT0, State: sessions.JobActive, NextAt: jobT0.Add(time.Hour)}
+	if err := a.SettleJob(ctx, j.ID, "me", settle); !errors.Is(err, sessions.ErrJobClaimLost) {
+		t.Errorf("settle after disable: %v, want ErrJobClaimLost", err)
+	}
+	got, err := a.Job(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != sessions.JobDisabled || got.Note != "disabled: 403 bot was kicked" || got.ClaimOwner != "" {
+		t.Errorf("disabled job: state %q note %q claim %q", got.State, got.Note, got.ClaimOwner)
+	}
+	if err := b.DisableJob(ctx, j.ID, "again"); err != nil {
+		t.Errorf("DisableJob of a disabled job: %v", err)
+	}
+	if got, _ := a.Job(ctx, j.ID); got.Note != "disabled: 403 bot was kicked" {
+		t.Errorf("a second disable changed the note to %q", got.Note)
+	}
+	if err := b.DisableJob(ctx, "nope", "x"); !errors.Is(err, sessions.ErrNoJob) {
+		t.Errorf("DisableJob of no job: %v, want ErrNoJob", err)
+	}
+}
+
+// testJobsSettleBatch settles three claimed jobs at once: one settled,
+// one whose claim another took, one removed; each gets its own outcome.
+func testJobsSettleBatch(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	for i := range 3 {
+		addJob(t, s, testJob(i, "-100"))
+	}
+	if js, _, err := s.ClaimDueJobs(ctx, jobT0.Add(2*time.Minute), "me", time.Minute, 10); err != nil || len(js) != 3 {
+		t.Fatalf("claim: %v, %v", jobIDs(js), err)
+	}
+	if js, _, err := s.ClaimDueJobs(ctx, jobT0.Add(4*time.Minute), "other", time.Minute, 1); err != nil || len(js) != 1 || js[0].ID != "j0000" {
+		t.Fatalf("the claim that ran out: %v, %v", jobIDs(js), err)
+	}
+	if err := s.RemoveJob(ctx, "j0002"); err != nil {
+		t.Fatal(err)
+	}
+	done := func(id string) sessions.JobSettled {
+		return sessions.JobSettled{ID: id, JobSettle: sessions.JobSettle{Fired: jobT0, State: sessions.JobDone, NextAt: jobT0}}
+	}
+	errs, err := s.SettleJobs(ctx, "me", []sessions.JobSettled{done("j0000"), done("j0001"), done("j0002")})
+	if err != nil || len(errs) != 3 {
+		t.Fatalf("SettleJobs: %v, %v", errs, err)
+	}
+	if !errors.Is(errs[0], sessions.ErrJobClaimLost) || errs[1] != nil || !errors.Is(errs[2], sessions.ErrNoJob) {
+		t.Errorf("outcomes %v, want claim lost, nil, no job", errs)
+	}
+	if j, _ := s.Job(ctx, "j0001"); j.State != sessions.JobDone || j.Fires != 1 {
+		t.Errorf("settled job: %s fires %d", j.State, j.Fires)
+	}
+	if j, _ := s.Job(ctx, "j0000"); j.State != sessions.JobActive || j.ClaimOwner != "other" {
+		t.Errorf("the other's job: %s claim %q", j.State, j.ClaimOwner)
+	}
+}
