@@ -49,6 +49,12 @@ func (a *Adapter) cursorScope() string { return "discord:" + a.id }
 // seenCursors is the newest message handled per channel, and which of
 // them changed since the last write. Safe for concurrent use.
 type seenCursors struct {
+	// first is signalled when a channel gets its first cursor in this
+	// process: it is written at once, not at the next tick, so a process
+	// killed within a second of its start (the crash test's) still leaves
+	// every channel it heard a cursor to catch up from. Nil: no signal.
+	first chan struct{}
+
 	mu    sync.Mutex
 	last  map[string]cursor
 	dirty map[string]bool
@@ -87,10 +93,17 @@ func (s *seenCursors) note(channel, id string, now time.Time) {
 	if s.last == nil {
 		s.last, s.dirty = map[string]cursor{}, map[string]bool{}
 	}
-	if c, ok := s.last[channel]; ok && snowflakeCmp(id, c.id) <= 0 {
+	c, ok := s.last[channel]
+	if ok && snowflakeCmp(id, c.id) <= 0 {
 		return
 	}
 	s.last[channel], s.dirty[channel] = cursor{id: id, at: now}, true
+	if !ok && s.first != nil {
+		select {
+		case s.first <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // takeDirty returns the cursors changed since the last call.
@@ -130,6 +143,8 @@ func (a *Adapter) flushCursors(ctx context.Context) {
 			cancel()
 			return
 		case <-t.C:
+			a.writeCursors(ctx)
+		case <-a.seen.first:
 			a.writeCursors(ctx)
 		}
 	}
@@ -216,7 +231,18 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 	var guild string
 	fetched := false
 	n, max := 0, a.catchUpMaxMessages()
-	for n < max {
+	// Only messages new to the journal count against max: a stale cursor
+	// (a process killed before its last write) first re-reads messages
+	// already taken, which the journal refuses as duplicates. The pages
+	// read are bounded all the same.
+	counted := func(ctx context.Context, in channels.Inbound) error {
+		err := h(ctx, in)
+		if err == nil {
+			n++
+		}
+		return err
+	}
+	for pages := 0; n < max && pages < 4*max/historyPage+1; pages++ {
 		page, err := a.s.ChannelMessages(channel, historyPage, "", after, "", discordgo.WithContext(ctx))
 		if err != nil {
 			if ctx.Err() == nil {
@@ -246,8 +272,7 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			if m.GuildID == "" {
 				m.GuildID = guild
 			}
-			a.handle(ctx, h, &discordgo.MessageCreate{Message: m})
-			n++
+			a.handle(ctx, counted, &discordgo.MessageCreate{Message: m})
 		}
 		if len(page) < historyPage {
 			return n

@@ -133,7 +133,8 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}
 	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1),
-		log: opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
+		seen: seenCursors{first: make(chan struct{}, 1)},
+		log:  opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
 	// Run owns reconnection (discordgo's loop cannot be stopped and leaks).
 	s.ShouldReconnectOnError = false
 	s.ShouldReconnectVoiceOnSessionError = false

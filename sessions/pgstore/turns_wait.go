@@ -14,7 +14,8 @@ import (
 // releasedChannel, started by the first wait and kept until the handle
 // closes, and every notification wakes every waiter (each asks again for
 // its own session; releases are as frequent as turns, waiters few). While
-// that connection is down, waits end by their timeout.
+// that connection is down, waits end by their timeout; each time it is
+// (re)established every waiter is woken, for a release it may have missed.
 type leaseWaiters struct {
 	mu      sync.Mutex
 	subs    map[chan struct{}]struct{}
@@ -92,6 +93,10 @@ func (w *leaseWaiters) listenOnce(ctx context.Context, db *DB) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+releasedChannel); err != nil {
 		return err
 	}
+	// A release between a waiter's start and this LISTEN was not heard:
+	// the waiters ask again now (the first WaitTurn of a handle returns
+	// once its listener is up).
+	w.wake()
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
