@@ -293,8 +293,10 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 
 	if a.opts.Cursors != nil {
 		// The cursor writer lives as long as Run: stopped and waited for
-		// (with its last write) before Run returns.
-		fctx, stop := context.WithCancel(ctx)
+		// (with its last write) before Run returns, after the loop below
+		// (whose goroutine notes the cursors) is done, not when ctx ends:
+		// a note made after ctx ended would miss the last write.
+		fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() { defer close(done); a.flushCursors(fctx) }()
 		defer func() { stop(); <-done }()
