@@ -175,6 +175,10 @@ type mark struct {
 	op    string
 	key   string // the write's rowKey
 	queue func(b *pgx.Batch)
+	// records are the pending records a fenced mark (a turn's reply)
+	// settles: when the server refuses it after it waited in memory,
+	// they are released for another run (releaseMark).
+	records []string
 }
 
 var _ sessions.Delivery = (*Delivery)(nil)
@@ -415,11 +419,20 @@ func (d *Delivery) flushLocked() {
 		return
 	}
 	for len(d.backlog) > 0 {
-		if err := d.write(d.backlog[0]); err != nil && !permanent(err) {
-			d.failLocked(d.backlog[0].op, err)
+		m := d.backlog[0]
+		if err := d.write(m); err != nil && !permanent(err) {
+			d.failLocked(m.op, err)
 			return
+		} else if _, isFenced := fenced(err); isFenced && len(m.records) > 0 {
+			// Its caller went on as if it were written (it waited in
+			// memory); the records it settled must not stay pending under
+			// this live owner, which forgot them.
+			d.log.Warn("delivery mark refused: the session's lease moved on while it waited; its records are released to run again",
+				zap.String("op", m.op), zap.Strings("records", m.records), zap.Error(err))
+			d.backlog[0] = d.releaseMark(m.records)
+			continue
 		} else if err != nil {
-			d.log.Error("delivery mark refused by the server; dropped", zap.String("op", d.backlog[0].op), zap.Error(err))
+			d.log.Error("delivery mark refused by the server; dropped", zap.String("op", m.op), zap.Error(err))
 		}
 		d.backlog[0] = mark{}
 		d.backlog = d.backlog[1:]

@@ -254,7 +254,11 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 		records = []string{}
 	}
 	tok, fencedTurn := d.fences.Load(SessionLease(r.SessionKey))
-	return d.apply(mark{op: "ready", key: rowKey("d", r.ID), queue: func(b *pgx.Batch) {
+	var settles []string
+	if fencedTurn {
+		settles = records
+	}
+	return d.apply(mark{op: "ready", key: rowKey("d", r.ID), records: settles, queue: func(b *pgx.Batch) {
 		if fencedTurn {
 			// A turn's reply: written only while its lease is this
 			// handle's (turns.go).
@@ -287,6 +291,26 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 			queueComplete(b, r.ID, now)
 		}
 	}})
+}
+
+// releasedOwner is the owner a released record is given: no handle's, so
+// never live, and the first handle to look for orphans (this one too)
+// takes it over and runs it.
+func releasedOwner(owner string) string { return "released/" + owner }
+
+// releaseMark gives the pending, unanswered records ids that are still
+// this handle's to no one, at once claimable (Orphans): written in place
+// of a turn's reply the server refused after it waited in memory, whose
+// records the dispatcher has let go. Their reply may have been sent: the
+// run they get is within the documented window of a send whose mark was
+// lost.
+func (d *Delivery) releaseMark(ids []string) mark {
+	at := d.clock()
+	return mark{op: "release", key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) {
+		b.Queue(`UPDATE delivery_records SET owner = $2, lease_until = $3
+			WHERE id = ANY($1) AND state = 'pending' AND reply IS NULL AND owner = $4`,
+			ids, releasedOwner(d.owner), at, d.owner)
+	}}
 }
 
 // Sent records that the platform accepted the first n chunks of reply id;
