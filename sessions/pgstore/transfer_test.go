@@ -43,7 +43,7 @@ func noDifferences(t *testing.T, what string, c transfer.Comparison, err error) 
 // copying again skips everything, and a changed key is a conflict unless
 // Overwrite.
 func TestTransferFilesPostgresRoundTrip(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := ctxTransfer(t)
 	srcDir, backDir := t.TempDir(), t.TempDir()
 	src := openFiles(t, srcDir)
 	built := sessionstest.BuildState(t, src.Backend().Store)
@@ -217,7 +217,7 @@ func checkHeads(t *testing.T, db *DB) {
 // context of every session is the same on all three, and the second
 // database holds the first one's transcript rows byte for byte.
 func TestTransferPostgresNativeRoundTrip(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := ctxTransfer(t)
 	db, _ := openTest(t)
 	built := sessionstest.BuildState(t, func(agent string) (sessions.AgentStore, error) { return db.Store(agent, nil), nil })
 	files := openFiles(t, t.TempDir())
@@ -307,7 +307,7 @@ func mustStore(t *testing.T, m *filestore.Manager, agent string) sessions.AgentS
 // sessions.MaxArchivedPerKey exports the newest ones, as Archived lists
 // them and as many as the files backend keeps.
 func TestExportKeepsTheArchivedTheSeamShows(t *testing.T) {
-	ctx := ctxT(t)
+	ctx := ctxTransfer(t)
 	db, _ := openTest(t)
 	k := mustKey(t, "main", "telegram", "g1")
 	x := db.Index("main", nil)
@@ -333,4 +333,13 @@ func TestExportKeepsTheArchivedTheSeamShows(t *testing.T) {
 	}
 	c, err := transfer.Compare(ctx, db.Transfer(), files.Transfer(), 0)
 	noDifferences(t, "postgres vs files", c, err)
+}
+
+// ctxTransfer bounds a whole transfer test (a state built, copied and
+// compared three ways): ctxT's minute is one operation's bound, and a
+// loaded machine took more for all of them (64 s beside seven builds).
+func ctxTransfer(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
