@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/agents/websearch"
 	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/web"
@@ -63,8 +64,13 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	d.mcp.Apply(cfg.MCP)
+	search, err := websearch.New(cfg.WebSearch, websearch.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: webSearch: %w", err)
+	}
 	runner, err := agents.NewRunner(agents.Options{
 		MCP:        d.mcp,
+		WebSearch:  search,
 		Sessions:   d.backend,
 		Providers:  providers,
 		Defaults:   cfg.Agents.Defaults,
