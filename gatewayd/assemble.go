@@ -101,8 +101,12 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 	if err := d.buildLimits(cfg); err != nil {
 		return err
 	}
+	if d.choices, err = choiceKeys(cfg); err != nil {
+		return err
+	}
 	disp, err := dispatch.New(dispatch.Options{
 		Limits:   d.limits,
+		Choices:  d.choices,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
 		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
