@@ -107,7 +107,7 @@ func (r *roomRig) start() {
 	}
 	if r.dc != nil {
 		a, err := discord.New("default", discord.Config{Token: "tok"},
-			discord.Options{HTTPClient: r.dc.Client(), Logger: log, MentionRequired: drop})
+			discord.Options{HTTPClient: r.dc.Client(), Logger: log, MentionRequired: drop, Choices: r.choices})
 		if err != nil {
 			t.Fatal(err)
 		}
