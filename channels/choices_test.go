@@ -80,3 +80,15 @@ func TestCheckChoiceLabels(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func BenchmarkChoiceVerify(b *testing.B) {
+	k, _ := NewChoiceKeys(bytes.Repeat([]byte{1}, ChoiceKeySize), 0, nil)
+	chat := Address{Channel: "telegram", AccountID: "default", ChatID: "-100123"}
+	cs, _ := k.Question(chat, []string{"Yes", "No"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Verify(chat, cs[1].Data, "No"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
