@@ -108,7 +108,6 @@ function addChoices(q) {
   d.append(p);
   const row = document.createElement("div");
   row.className = "buttons";
-  const sessionId = state.sessionId;
   for (const c of q.choices || []) {
     const b = document.createElement("button");
     b.type = "button";
@@ -117,7 +116,9 @@ function addChoices(q) {
       if (state.busy) return;
       for (const x of row.querySelectorAll("button")) x.disabled = true;
       b.classList.add("chosen");
-      send(c.label, { messageId: q.messageId, data: c.data, label: c.label }, sessionId);
+      // The view shows one session: the one that asked (a new chat has
+      // its id once the asking turn is done).
+      send(c.label, { messageId: q.messageId, data: c.data, label: c.label });
     });
     row.append(b);
   }
@@ -643,7 +644,7 @@ async function postChat(body) {
   }
 }
 
-async function send(text, choice, choiceSession) {
+async function send(text, choice) {
   state.busy = true;
   renderInfo();
   setStatus("");
@@ -657,7 +658,7 @@ async function send(text, choice, choiceSession) {
   try {
     let res;
     for (let attempt = 1; ; attempt++) {
-      if (choice) { body.sessionId = choiceSession; res = await postChat(body); break; }
+      if (choice) { body.sessionId = state.sessionId; res = await postChat(body); break; }
       if (state.sessionId) body.sessionId = state.sessionId; else delete body.sessionId;
       res = await postChat(body);
       // 404: the session went away (deleted or reset in another tab):
