@@ -50,11 +50,14 @@
 //     and the subagent sessions it spawned; chats never see each other.
 //     sessions_spawn is not offered to subagents and refuses them if called.
 //     agents.list[].tools.allow turns on opt-in built-in tools (web_fetch,
-//     package webfetch); tools.deny takes any built-in tool away and wins.
+//     package webfetch; web_search, package websearch, which also needs
+//     Options.WebSearch); tools.deny takes any built-in tool away and wins.
 //     A denied or not-allowed tool is neither offered nor run ("unknown tool").
 //     The message tool (opt-in) acts through Turn.Room, which the
 //     dispatcher binds to the turn's chat: agents never reach a channel,
-//     and a turn without a chat (the API, subagents) has no Room.
+//     and a turn without a chat (the API, subagents) has no Room. Its ask
+//     action posts choice buttons; the press comes back later as a new
+//     message of the chat, never within the asking turn.
 //     sessions_search (opt-in) asks the backend's Searcher within
 //     tools.sessionsSearch.scope: session (this chat), agent (default) or
 //     all; it never returns another agent's sessions unless the scope is all.

@@ -39,6 +39,10 @@ type Room interface {
 	// Delete removes one of the bot's own messages in the room and returns
 	// its id.
 	Delete(ctx context.Context, messageID string) (string, error)
+	// Ask posts text with a button per choice and returns the message's
+	// id. A press comes back as a message of the chat whose text is the
+	// chosen label, from whoever pressed (once per question).
+	Ask(ctx context.Context, text string, choices []string) (string, error)
 }
 
 // Errors a Room returns for a call it refuses; their text is shown to the
@@ -57,11 +61,16 @@ type messageArgs struct {
 	MessageID string `json:"messageId"`
 	Emoji     string `json:"emoji"`
 	Text      string `json:"text"`
+	// Choices are ask's button labels.
+	Choices []string `json:"choices"`
 }
 
 // maxMessageToolText bounds a reply or edit (characters); the platform
 // splits or refuses past its own limit.
 const maxMessageToolText = 20000
+
+// maxAskText bounds ask's question: one platform message (Discord's 2000).
+const maxAskText = 2000
 
 // messageTool offers the turn's Room to the model: react, reply, edit,
 // delete. Off unless tools.allow names it (toolpolicy.go).
@@ -70,13 +79,16 @@ func (r *Runner) messageTool(room Room) tool {
 		def: llm.Tool{
 			Name: MessageToolName,
 			Description: "Act on messages of the current chat only: react to a message with an emoji, reply to a specific message, " +
-				"or edit or delete one of your own earlier messages. Message ids appear as [message_id: …] before the messages; " +
+				"edit or delete one of your own earlier messages, or ask a question with buttons (ask: text and 1-10 choices; " +
+				"the first press comes back to you as a message from the member who pressed, its text the chosen label). " +
+				"Message ids appear as [message_id: …] before the messages; " +
 				"without messageId, react and reply target the message you are answering, edit and delete your newest message here.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
-				`"action":{"type":"string","enum":["react","reply","edit","delete"]},` +
+				`"action":{"type":"string","enum":["react","reply","edit","delete","ask"]},` +
 				`"messageId":{"type":"string","description":"the platform message id (see above)"},` +
 				`"emoji":{"type":"string","description":"react: one emoji, e.g. 👍"},` +
-				`"text":{"type":"string","description":"reply and edit: the new text (Markdown)"}},` +
+				`"text":{"type":"string","description":"reply, edit and ask: the text (Markdown)"},` +
+				`"choices":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":10,"description":"ask: the button labels (short, distinct, at most 40 characters)"}},` +
 				`"required":["action"],"additionalProperties":false}`),
 		},
 		run: func(ctx context.Context, s *session, raw json.RawMessage) (any, error) {
@@ -116,7 +128,7 @@ func decodeMessageArgs(raw json.RawMessage) (messageArgs, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return args, toolErrorf("message: unknown argument %s: the tool acts only in the current chat and takes action, messageId, emoji and text", f)
+			return args, toolErrorf("message: unknown argument %s: the tool acts only in the current chat and takes action, messageId, emoji, text and choices", f)
 		}
 		return args, toolErrorf("invalid arguments: %v", err)
 	}
@@ -136,10 +148,26 @@ func decodeMessageArgs(raw json.RawMessage) (messageArgs, error) {
 			return args, toolErrorf("message: text longer than %d characters", maxMessageToolText)
 		}
 	case "delete":
+	case "ask":
+		if strings.TrimSpace(args.Text) == "" {
+			return args, toolErrorf("message: ask needs text: the question")
+		}
+		if utf8.RuneCountInString(args.Text) > maxAskText {
+			return args, toolErrorf("message: ask's text longer than %d characters", maxAskText)
+		}
+		if len(args.Choices) == 0 {
+			return args, toolErrorf("message: ask needs choices: 1 to 10 button labels")
+		}
+		for i, c := range args.Choices {
+			args.Choices[i] = strings.TrimSpace(c)
+		}
 	case "":
-		return args, toolErrorf("message: action is required: react, reply, edit or delete")
+		return args, toolErrorf("message: action is required: react, reply, edit, delete or ask")
 	default:
-		return args, toolErrorf("message: unknown action %q: react, reply, edit or delete", args.Action)
+		return args, toolErrorf("message: unknown action %q: react, reply, edit, delete or ask", args.Action)
+	}
+	if args.Action != "ask" && len(args.Choices) > 0 {
+		return args, toolErrorf("message: choices go with ask only")
 	}
 	return args, nil
 }
@@ -164,6 +192,13 @@ func runMessage(ctx context.Context, room Room, args messageArgs) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"ok": true, "action": "edit", "messageId": id}, nil
+	case "ask":
+		id, err := room.Ask(ctx, args.Text, args.Choices)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"ok": true, "action": "ask", "messageId": id,
+			"note": "The buttons are shown; the first press reaches you as a new message. Do not wait for it in this turn."}, nil
 	default: // delete
 		id, err := room.Delete(ctx, args.MessageID)
 		if err != nil {

@@ -43,6 +43,10 @@ func (r *fakeRoom) Delete(_ context.Context, id string) (string, error) {
 	return id, r.record("delete " + id)
 }
 
+func (r *fakeRoom) Ask(_ context.Context, text string, choices []string) (string, error) {
+	return "q1", r.record("ask " + text + " " + strings.Join(choices, "|"))
+}
+
 // TestMessageToolArguments: each call of a turn reaches the Room as the
 // model asked, or is refused before it with an error naming what is wrong;
 // a Room's refusal is shown to the model, an internal error is not.
@@ -60,6 +64,10 @@ func TestMessageToolArguments(t *testing.T) {
 		{"reply needs text", `{"action":"reply","text":"  "}`, nil, "", "reply needs text"},
 		{"edit", `{"action":"edit","messageId":"9","text":"new"}`, nil, "edit 9 new", ""},
 		{"delete default", `{"action":"delete"}`, nil, "delete ", ""},
+		{"ask", `{"action":"ask","text":"Tea or coffee?","choices":[" Tea ","Coffee"]}`, nil, "ask Tea or coffee? Tea|Coffee", ""},
+		{"ask needs choices", `{"action":"ask","text":"Tea or coffee?"}`, nil, "", "ask needs choices"},
+		{"ask needs text", `{"action":"ask","choices":["a"]}`, nil, "", "ask needs text"},
+		{"choices without ask", `{"action":"reply","text":"x","choices":["a"]}`, nil, "", "choices go with ask only"},
 		{"no action", `{}`, nil, "", "action is required"},
 		{"unknown action", `{"action":"forward"}`, nil, "", `unknown action "forward"`},
 		{"other chat", `{"action":"delete","messageId":"9","chatId":"-100"}`, nil, "", `unknown argument "chatId"`},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/webfetch"
+	"github.com/gateway/gateway/agents/websearch"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -41,6 +43,9 @@ type Options struct {
 	Prices Prices
 	// WebFetch serves the web_fetch tool (nil: webfetch.New with defaults).
 	WebFetch *webfetch.Fetcher
+	// WebSearch serves the web_search tool (nil: off; an agent whose
+	// tools.allow names web_search is then refused).
+	WebSearch *websearch.Searcher
 	// MCP serves the MCP servers' tools (nil: none).
 	MCP *mcp.Manager
 	// Jobs are the schedule tool's settings (schedule_tool.go).
@@ -75,6 +80,7 @@ type Runner struct {
 	fallbacks   *prometheus.CounterVec
 	fallbackUse fallbackUse // the same counts, for ProviderStatus
 	fetch       *webfetch.Fetcher
+	search      *websearch.Searcher // nil: web_search off
 	// prices and usage serve cost accounting (usage.go).
 	prices Prices
 	usage  usageMetrics
@@ -125,12 +131,16 @@ func newRunner(opts Options) (r *Runner, err error) {
 	if r.fetch = opts.WebFetch; r.fetch == nil {
 		r.fetch = webfetch.New(webfetch.Options{Logger: r.log})
 	}
+	r.search = opts.WebSearch
 	if len(opts.Agents) == 0 {
 		return nil, errors.New("agents: list: at least one agent is needed")
 	}
 	for i, a := range opts.Agents {
 		if err := a.Validate(); err != nil {
 			return nil, fmt.Errorf("agents: list[%d]: %w", i, err)
+		}
+		if r.search == nil && slices.Contains(a.Tools.Allow, webSearchToolName) {
+			return nil, fmt.Errorf("agents: list[%d] (%s): tools.allow names web_search, but webSearch.provider is not set", i, a.ID)
 		}
 		if _, dup := r.agents[a.ID]; dup {
 			return nil, fmt.Errorf("agents: list[%d]: duplicate id %q", i, a.ID)
@@ -282,6 +292,8 @@ type session struct {
 	// the agent keeps no memory.
 	memory map[string]sessions.MemoryScope
 	jobs   *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
+	// searches counts the turn's web_search calls (websearch_tool.go).
+	searches int
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {

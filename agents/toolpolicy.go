@@ -23,13 +23,13 @@ const (
 
 // optInTools are built-in tools an agent is offered only when its
 // tools.allow names them; the sessions tools are on unless denied.
-var optInTools = []string{webFetchToolName, MessageToolName, searchToolName, ScheduleToolName}
+var optInTools = []string{webFetchToolName, webSearchToolName, MessageToolName, searchToolName, ScheduleToolName}
 
-var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, MessageToolName, searchToolName,
+var builtinTools = []string{spawnToolName, listToolName, historyToolName, webFetchToolName, webSearchToolName, MessageToolName, searchToolName,
 	memoryAddToolName, memoryUpdateToolName, memoryForgetToolName, memorySearchToolName, ScheduleToolName}
 
 // Tools is an agent's tool policy (agents.list[].tools). Allow turns on
-// opt-in built-in tools (web_fetch); Deny takes any built-in tool away and
+// opt-in built-in tools (web_fetch, web_search); Deny takes any built-in tool away and
 // wins over Allow. Names are checked against the built-in tools. MCP tools
 // are opt-in too, named in either list as "mcp:*" (every server's),
 // "mcp:<server>" (one server's) or "<server>__<tool>" (one tool).

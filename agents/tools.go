@@ -36,7 +36,7 @@ func toolErrorf(format string, a ...any) error { return &toolError{msg: fmt.Spri
 // refused if it calls it anyway).
 func (r *Runner) tools(ctx context.Context, s *session) []tool {
 	all := map[string]func() tool{spawnToolName: r.spawnTool, listToolName: r.listTool, historyToolName: r.historyTool,
-		webFetchToolName: r.webFetchTool, MessageToolName: func() tool { return r.messageTool(s.room) }, searchToolName: r.searchTool,
+		webFetchToolName: r.webFetchTool, webSearchToolName: r.webSearchTool, MessageToolName: func() tool { return r.messageTool(s.room) }, searchToolName: r.searchTool,
 		ScheduleToolName: r.scheduleTool}
 	for _, name := range memoryToolNames {
 		all[name] = r.memoryTool(name, s)

@@ -143,11 +143,12 @@ func TestToolsPolicy(t *testing.T) {
 		want  map[string]bool
 		err   string
 	}{
-		{"default", Tools{}, map[string]bool{"web_fetch": false, "sessions_list": true, "sessions_spawn": true}, ""},
+		{"default", Tools{}, map[string]bool{"web_fetch": false, "web_search": false, "sessions_list": true, "sessions_spawn": true}, ""},
 		{"allow", Tools{Allow: []string{"web_fetch"}}, map[string]bool{"web_fetch": true, "sessions_history": true}, ""},
 		{"deny wins", Tools{Allow: []string{"web_fetch"}, Deny: []string{"web_fetch", "sessions_history"}},
 			map[string]bool{"web_fetch": false, "sessions_history": false, "sessions_list": true}, ""},
-		{"unknown", Tools{Allow: []string{"web_search"}}, nil, `tools.allow: unknown tool "web_search"`},
+		{"unknown", Tools{Allow: []string{"web_browse"}}, nil, `tools.allow: unknown tool "web_browse"`},
+		{"web_search opt-in", Tools{}, map[string]bool{"web_search": false}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

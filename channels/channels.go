@@ -58,6 +58,10 @@ type Inbound struct {
 	// Event is set when this is a reaction or an edit, not a new message
 	// (events.go).
 	Event *Event `json:",omitempty"`
+	// Press marks a choice button press (choices.go): Text is the label
+	// the gateway signed, MessageID the pressed message's; it is never
+	// read as a command or a reset trigger.
+	Press bool `json:",omitempty"`
 }
 
 // LimitSender is the sender the limits bind for in: its Principal, else

@@ -10,6 +10,7 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/agents/websearch"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/limits"
@@ -34,6 +35,7 @@ type Config struct {
 	Limits    limits.Config                 `mapstructure:"limits"`
 	MCP       mcp.Config                    `mapstructure:"mcp"`
 	Jobs      jobs.Config                   `mapstructure:"jobs"`
+	WebSearch websearch.Config              `mapstructure:"webSearch"`
 }
 
 // Commands is the commands section.
@@ -209,6 +211,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateWebSearch(); err != nil {
 		return err
 	}
 	return c.validateMCP()

@@ -52,6 +52,9 @@ type Options struct {
 	// Limits applies per-sender, per-room and per-agent limits and
 	// budgets (limits.go); nil limits nothing.
 	Limits *limits.Limiter
+	// Choices signs the message tool's choice buttons (the adapters
+	// verify presses with the same keys); nil: ask is unsupported.
+	Choices *channels.ChoiceKeys
 }
 
 // Dispatcher routes inbound messages to agent turns and replies back.
@@ -264,7 +267,9 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	}
 	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
 		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
-	w.Command, w.Args = parseCommand(in.Text, rt.Reset)
+	if !in.Press { // a button's label is never a command
+		w.Command, w.Args = parseCommand(in.Text, rt.Reset)
+	}
 	if w.Command != "" && (privilegedCommand(w.Command) || privilegedRemind(w.Command, w.Args)) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
 		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
 		return channels.ErrRejected

@@ -275,6 +275,30 @@ func (r *messageRoom) Delete(ctx context.Context, messageID string) (_ string, e
 	return id, nil
 }
 
+// Ask implements agents.Room: text with a signed button per choice, as
+// one message the bot owns (it may edit or delete it later).
+func (r *messageRoom) Ask(ctx context.Context, text string, choices []string) (_ string, err error) {
+	defer r.count("ask", &err)
+	ak, ok := r.a.(channels.Asker)
+	if !ok || r.d.opts.Choices == nil {
+		return "", r.unsupported("buttons")
+	}
+	buttons, err := r.d.opts.Choices.Question(r.out.Address, choices)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", agents.ErrRefused, err)
+	}
+	var id string
+	err = r.call(ctx, "ask", func(ctx context.Context) error {
+		var err error
+		id, err = ak.Ask(ctx, r.out, text, buttons)
+		return err
+	})
+	if id != "" {
+		r.noteOwn(ctx, id)
+	}
+	return id, err
+}
+
 // count counts one action by its outcome *err.
 func (r *messageRoom) count(action string, err *error) {
 	result := "ok"

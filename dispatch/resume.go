@@ -146,7 +146,9 @@ func (r *recovery) workFromRecord(rec sessions.Record) (*work, error) {
 	switch {
 	case env.Inbound != nil:
 		w.In, w.HistoryMark = *env.Inbound, env.History
-		w.Command, w.Args = parseCommand(w.In.Text, d.rt.Load().Reset)
+		if !w.In.Press {
+			w.Command, w.Args = parseCommand(w.In.Text, d.rt.Load().Reset)
+		}
 	case env.Agent != nil:
 		w.Agent = env.Agent
 	default:

@@ -42,6 +42,8 @@ type roomRig struct {
 	agents []agents.Agent   // nil: main with no tool policy
 	// platformAdmins is the policy's commands.platformAdmins.
 	platformAdmins bool
+	// choices signs and verifies choice buttons (nil: none).
+	choices *channels.ChoiceKeys
 
 	mgr    *filestore.Manager
 	d      *Dispatcher
@@ -83,7 +85,7 @@ func (r *roomRig) start() {
 	if q.Mode == "" {
 		q = QueueConfig{Mode: "followup", Cap: 20, Drop: "summarize"}
 	}
-	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now}, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
+	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now, Choices: r.choices}, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
 		Access: policyVerdict(policy), Room: func(channels.Inbound) channels.Room { return room }})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +99,7 @@ func (r *roomRig) start() {
 	var adapters []channels.Adapter
 	if r.tg != nil {
 		a, err := telegram.New("default", telegram.Config{Token: r.tg.Token(), APIRoot: r.tg.URL, PollTimeoutSeconds: 1},
-			telegram.Options{HTTPClient: r.tg.Client(), Logger: log, MentionRequired: drop})
+			telegram.Options{HTTPClient: r.tg.Client(), Logger: log, MentionRequired: drop, Choices: r.choices})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +107,7 @@ func (r *roomRig) start() {
 	}
 	if r.dc != nil {
 		a, err := discord.New("default", discord.Config{Token: "tok"},
-			discord.Options{HTTPClient: r.dc.Client(), Logger: log, MentionRequired: drop})
+			discord.Options{HTTPClient: r.dc.Client(), Logger: log, MentionRequired: drop, Choices: r.choices})
 		if err != nil {
 			t.Fatal(err)
 		}

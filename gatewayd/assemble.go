@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/agents/websearch"
 	"github.com/gateway/gateway/api"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/web"
@@ -63,8 +64,13 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	d.mcp.Apply(cfg.MCP)
+	search, err := websearch.New(cfg.WebSearch, websearch.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: webSearch: %w", err)
+	}
 	runner, err := agents.NewRunner(agents.Options{
 		MCP:        d.mcp,
+		WebSearch:  search,
 		Sessions:   d.backend,
 		Providers:  providers,
 		Defaults:   cfg.Agents.Defaults,
@@ -95,8 +101,12 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 	if err := d.buildLimits(cfg); err != nil {
 		return err
 	}
+	if d.choices, err = choiceKeys(cfg); err != nil {
+		return err
+	}
 	disp, err := dispatch.New(dispatch.Options{
 		Limits:   d.limits,
+		Choices:  d.choices,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
 		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,

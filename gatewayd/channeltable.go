@@ -110,7 +110,7 @@ func webRow() channelRow {
 				return nil, err
 			}
 			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer, TurnOf: d.disp.TurnOf,
-				Identity: id}), nil
+				Identity: id, Choices: d.choices}), nil
 		},
 		restartOnly: func(old, cfg *configs.Config) []string {
 			if old.Channels.Web != cfg.Channels.Web {
@@ -141,6 +141,7 @@ func telegramRow() channelRow {
 				HTTPClient:      d.opts.HTTPClient,
 				OffsetStore:     newTelegramCursors(d.backend.Cursors(), filepath.Join(cfg.StateDir, "telegram"), log),
 				MentionRequired: d.dropUnmentioned,
+				Choices:         d.choices,
 			})
 		},
 		access:     func(cfg *configs.Config, id string) access.Config { return accts(cfg)[id].Access() },
@@ -189,7 +190,7 @@ func discordRow() channelRow {
 				SlashAllowed:    d.slashAllowed,
 				// What was said while the bot was down is caught up from
 				// the channels' history at each connect (catchup.go).
-				Cursors: d.backend.Cursors()})
+				Cursors: d.backend.Cursors(), Choices: d.choices})
 		},
 		access:     acc,
 		mediaMaxMb: func(cfg *configs.Config, id string) int { return accts(cfg)[id].MediaMaxMb },

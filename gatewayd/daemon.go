@@ -71,6 +71,7 @@ type Daemon struct {
 	// Set by Run before any adapter, the API or the watcher starts.
 	backend  sessions.Backend
 	disp     *dispatch.Dispatcher
+	choices  *channels.ChoiceKeys // signs and verifies choice buttons (choices.go)
 	server   *api.Server
 	adapters []channels.Adapter
 	pairing  *access.PairingStore

@@ -181,6 +181,9 @@ func restartOnly(a, b *configs.Config) []string {
 	if !reflect.DeepEqual(a.Agents, b.Agents) {
 		out = append(out, "agents")
 	}
+	if !reflect.DeepEqual(a.WebSearch, b.WebSearch) {
+		out = append(out, "webSearch")
+	}
 	// Access lists, room settings and media caps apply at once (the
 	// policy, dispatch.Media); the accounts themselves (a new bot, a
 	// changed token, mode or endpoint) need their adapters restarted.

@@ -96,6 +96,37 @@ function addTool(name, args) {
   return d;
 }
 
+// addChoices shows a question with buttons (the message tool's ask). A
+// click disables them all, marks the one chosen and sends the press to the
+// session that asked; the gateway takes one press per question.
+function addChoices(q) {
+  const d = document.createElement("div");
+  d.className = "msg choices";
+  const p = document.createElement("div");
+  p.className = "bubble";
+  p.textContent = q.text || "";
+  d.append(p);
+  const row = document.createElement("div");
+  row.className = "buttons";
+  for (const c of q.choices || []) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = c.label;
+    b.addEventListener("click", () => {
+      if (state.busy) return;
+      for (const x of row.querySelectorAll("button")) x.disabled = true;
+      b.classList.add("chosen");
+      // The view shows one session: the one that asked (a new chat has
+      // its id once the asking turn is done).
+      send(c.label, { messageId: q.messageId, data: c.data, label: c.label });
+    });
+    row.append(b);
+  }
+  d.append(row);
+  $("messages").appendChild(d);
+  d.scrollIntoView({ block: "end" });
+}
+
 function setToolResult(chip, text, isError) {
   const pre = document.createElement("pre");
   pre.className = "result";
@@ -528,6 +559,7 @@ function applyEvent(t, name, data, id) {
     showText(t, data.text || "");
   }
   if (name === "tool") { closeSegment(t); addTool(data.name, data.arguments); }
+  if (name === "choices") { closeSegment(t); addChoices(data); }
   if (name === "error") { closeSegment(t); addBubble("error", data.message || "the reply failed"); }
   if (name === "done") {
     t.done = true;
@@ -612,18 +644,21 @@ async function postChat(body) {
   }
 }
 
-async function send(text) {
+async function send(text, choice) {
   state.busy = true;
   renderInfo();
   setStatus("");
   addBubble("user", text);
   let t = newTurnView();
   // The request id makes the post safe to send again when its answer never
-  // came (the same message, answered with its turn's stream).
-  const body = { message: text, requestId: newRequestId() };
+  // came (the same message, answered with its turn's stream); a button
+  // press is made safe by its question's id, and goes to the session that
+  // asked.
+  const body = choice ? { message: "", choice } : { message: text, requestId: newRequestId() };
   try {
     let res;
     for (let attempt = 1; ; attempt++) {
+      if (choice) { body.sessionId = state.sessionId; res = await postChat(body); break; }
       if (state.sessionId) body.sessionId = state.sessionId; else delete body.sessionId;
       res = await postChat(body);
       // 404: the session went away (deleted or reset in another tab):

@@ -60,6 +60,9 @@ type Options struct {
 	// connect catches up on what was said while the bot was down
 	// (catchup.go); nil: no catch-up.
 	Cursors CursorStore
+	// Choices verifies presses of choice buttons (choices.go); nil: every
+	// press is answered as invalid.
+	Choices *channels.ChoiceKeys
 	// CatchUpMaxAge: older messages are not caught up, nor channels quiet
 	// for longer (24 h when zero).
 	CatchUpMaxAge time.Duration

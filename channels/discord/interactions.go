@@ -109,7 +109,7 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 			}
 		}),
 		a.s.AddHandler(func(_ *discordgo.Session, i *discordgo.InteractionCreate) {
-			if i.Interaction == nil || i.Type != discordgo.InteractionApplicationCommand {
+			if i.Interaction == nil || (i.Type != discordgo.InteractionApplicationCommand && i.Type != discordgo.InteractionMessageComponent) {
 				return
 			}
 			select {
@@ -164,6 +164,10 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 // acknowledges it: deferred (ephemeral for private commands) once the
 // command is accepted, unless a reply or a refusal already answered it.
 func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discordgo.Interaction) {
+	if i.Type == discordgo.InteractionMessageComponent {
+		a.press(ctx, h, i) // a choice button (choices.go)
+		return
+	}
 	in, ok := a.interactionInbound(ctx, i)
 	if !ok {
 		a.respondNotice(ctx, i, "Unknown command. /help lists them.")

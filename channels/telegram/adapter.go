@@ -53,6 +53,9 @@ type Options struct {
 	// Commands is the command catalogue published as the bot's command
 	// menu at start; nil means channels.Commands(), empty publishes none.
 	Commands []channels.Command
+	// Choices verifies presses of choice buttons (choices.go); nil: every
+	// press is answered as invalid.
+	Choices *channels.ChoiceKeys
 }
 
 // Adapter is one Telegram bot account. Create it with New.

@@ -153,6 +153,9 @@ func (a *Adapter) processBatch(ctx context.Context, h channels.Handler, batch []
 // handleUpdate normalises u and calls h. It returns nil when u may be
 // acknowledged: dropped here, accepted, or rejected on purpose.
 func (a *Adapter) handleUpdate(ctx context.Context, h channels.Handler, u *update) error {
+	if u.CallbackQuery != nil {
+		return a.press(ctx, h, u.CallbackQuery)
+	}
 	in, reason := a.normalise(u)
 	if reason != "" {
 		if reason == dropNotConfigured {

@@ -15,6 +15,8 @@ type update struct {
 	EditedChannelPost *message `json:"edited_channel_post,omitempty"`
 	// MessageReaction is a user's change of their reactions (events.go).
 	MessageReaction *messageReaction `json:"message_reaction,omitempty"`
+	// CallbackQuery is a press of a choice button (choices.go).
+	CallbackQuery *callbackQuery `json:"callback_query,omitempty"`
 }
 
 type message struct {
@@ -35,5 +37,6 @@ type chat struct {
 
 // allowedUpdates is sent with getUpdates and setWebhook: messages, their
 // edits and reactions (events.go; rooms hear the last two only where they
-// opt in, so the dispatcher drops them elsewhere).
-const allowedUpdates = `["message","edited_message","message_reaction"]`
+// opt in, so the dispatcher drops them elsewhere) and presses of choice
+// buttons (choices.go).
+const allowedUpdates = `["message","edited_message","message_reaction","callback_query"]`

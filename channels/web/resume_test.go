@@ -32,8 +32,14 @@ type rig struct {
 
 func newRig(t *testing.T, turnOf func(context.Context, channels.Inbound) (channels.TurnState, error)) *rig {
 	t.Helper()
+	return newRigWith(t, Options{TurnOf: turnOf})
+}
+
+// newRigWith is newRig with the adapter's options.
+func newRigWith(t *testing.T, opts Options) *rig {
+	t.Helper()
 	r := &rig{}
-	r.a = New(Options{TurnOf: turnOf})
+	r.a = New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

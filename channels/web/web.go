@@ -38,6 +38,9 @@ type Options struct {
 	// the per-sender limits bind; identity.go); nil: none, the limits bind
 	// each conversation.
 	Identity *Identity
+	// Choices signs and verifies choice buttons (choices.go); nil: a
+	// press is refused as not valid.
+	Choices *channels.ChoiceKeys
 }
 
 // Adapter is the web channel. Create it with New.
@@ -142,6 +145,10 @@ type ChatRequest struct {
 	// duplicate) and is answered with that turn's stream (a new chat: in
 	// the same new conversation).
 	RequestID string `json:"requestId,omitempty"`
+	// Choice is a press of a choice button (choices.go): its label is
+	// the message; it needs SessionID and takes no RequestID (the
+	// question's id makes it safe to send again).
+	Choice *ChatChoice `json:"choice,omitempty"`
 }
 
 // ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
@@ -162,6 +169,13 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	if dec.More() {
 		WriteError(w, http.StatusBadRequest, "bad JSON: trailing data after the object")
 		return
+	}
+	if req.Choice != nil {
+		if req.RequestID != "" || len(req.Images) > 0 || req.Context != "" {
+			WriteError(w, http.StatusBadRequest, "choice: takes no requestId, images or context")
+			return
+		}
+		req.Message = req.Choice.Label
 	}
 	if strings.TrimSpace(req.Message) == "" && len(req.Images) == 0 {
 		WriteError(w, http.StatusBadRequest, "message: must not be empty")
@@ -197,6 +211,14 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		}
 		t.peer = p
 	}
+	if req.Choice != nil {
+		msg, status, err := a.pressInbound(req.Choice, req.SessionID, t.peer)
+		if err != nil {
+			WriteError(w, status, err.Error())
+			return
+		}
+		t.msg = msg
+	}
 	a.mu.Lock()
 	h := a.handler
 	a.mu.Unlock()
@@ -211,6 +233,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	in := inboundOf(agent, t)
 	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, time.Now()
 	in.Principal = sender
+	in.Press = req.Choice != nil
 	l, created := a.openLog(t, agent, sender, false)
 	switch {
 	case l == nil:
@@ -224,7 +247,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h(r.Context(), in); err != nil {
 		a.dropLog(l)
-		if errors.Is(err, channels.ErrDuplicate) && req.RequestID != "" {
+		if errors.Is(err, channels.ErrDuplicate) && (req.RequestID != "" || req.Choice != nil) {
 			// A retry of a request taken before (by a process since
 			// restarted): the turn's reply, as a resume gets it.
 			w.Header().Set("X-Turn-Id", t.String())

@@ -38,6 +38,8 @@ type Config struct {
 	TelegramAPIRoot, TelegramToken string
 	// TelegramDMPolicy is the account's dmPolicy (default open).
 	TelegramDMPolicy string
+	// AgentTools is every agent's tools.allow (default none).
+	AgentTools []string
 }
 
 // Env is a running in-process gateway.
@@ -112,9 +114,13 @@ func Start(t testing.TB, c Config) *Env {
 // YAML): the echo provider, the given agents, the web chat, no debounce so
 // that each message is its own turn at once.
 func configYAML(stateDir string, c Config) []byte {
-	list := make([]map[string]string, 0, len(c.Agents))
+	list := make([]map[string]any, 0, len(c.Agents))
 	for _, a := range c.Agents {
-		list = append(list, map[string]string{"id": a})
+		agent := map[string]any{"id": a}
+		if len(c.AgentTools) > 0 {
+			agent["tools"] = map[string]any{"allow": c.AgentTools}
+		}
+		list = append(list, agent)
 	}
 	httpCfg := map[string]any{"listen": "127.0.0.1:0", "web": true}
 	if c.Token != "" {

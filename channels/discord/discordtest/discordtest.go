@@ -89,6 +89,7 @@ type Server struct {
 	channels   map[string]*discordgo.Channel
 	sent       []Sent
 	inter      interactionsFake
+	comps      componentsFake // buttons (components.go)
 	typing     []string
 	reactions  []Reaction
 	nextID     int64
@@ -296,11 +297,18 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	rows, ok := parseComponents(body.Components)
+	if !ok {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: components", "code": 50035})
+		return
+	}
 	channelID := r.PathValue("id")
 	s.nextID++
 	id := strconv.FormatInt(s.nextID, 10)
 	msg := &discordgo.Message{ID: id, ChannelID: channelID, Content: body.Content, Author: s.opts.BotUser,
-		Timestamp: time.Now().UTC(), MessageReference: body.Reference}
+		Timestamp: time.Now().UTC(), MessageReference: body.Reference, Components: asComponents(rows)}
+	s.setComponentsLocked(id, rows)
 	if c, ok := s.channels[channelID]; ok {
 		msg.GuildID = c.GuildID
 	}

@@ -56,6 +56,7 @@ type openInteraction struct {
 	id      string
 	acked   bool
 	expired bool
+	message string // the message of a component interaction
 }
 
 // interactionRoutes adds the application command, interaction callback
@@ -125,8 +126,9 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Type discordgo.InteractionResponseType `json:"type"`
 		Data *struct {
-			Content string                 `json:"content"`
-			Flags   discordgo.MessageFlags `json:"flags"`
+			Content    string                 `json:"content"`
+			Flags      discordgo.MessageFlags `json:"flags"`
+			Components json.RawMessage        `json:"components"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -154,6 +156,21 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	if body.Type == discordgo.InteractionResponseChannelMessageWithSource && (rep.Content == "" || len([]rune(rep.Content)) > 2000) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: content", "code": 50035})
 		return
+	}
+	switch body.Type {
+	case discordgo.InteractionResponseUpdateMessage, discordgo.InteractionResponseDeferredMessageUpdate:
+		if oi.message == "" { // only a component interaction has a message to update
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Interaction callback type invalid for this interaction", "code": 40050})
+			return
+		}
+	}
+	if body.Type == discordgo.InteractionResponseUpdateMessage && body.Data != nil && body.Data.Components != nil {
+		rows, ok := parseComponents(body.Data.Components)
+		if !ok {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: components", "code": 50035})
+			return
+		}
+		s.setComponentsLocked(oi.message, rows)
 	}
 	oi.acked = true
 	s.inter.replies = append(s.inter.replies, rep)
@@ -274,7 +291,10 @@ func (s *Server) SendInteraction(i *discordgo.Interaction) string {
 		s.inter.open = map[string]*openInteraction{}
 	}
 	s.inter.open[i.Token] = &openInteraction{id: i.ID}
-	s.dispatchLocked("INTERACTION_CREATE", i)
+	if i.Type == discordgo.InteractionMessageComponent && i.Message != nil {
+		s.inter.open[i.Token].message = i.Message.ID
+	}
+	s.dispatchLocked("INTERACTION_CREATE", withMessageComponents(i))
 	s.notifyLocked()
 	return i.ID
 }

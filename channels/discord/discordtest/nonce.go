@@ -24,6 +24,9 @@ const DefaultNonceWindow = 5 * time.Minute
 // which its MessageSend lacks.
 type messageBody struct {
 	discordgo.MessageSend
+	// Components shadows the embedded field, which JSON cannot decode
+	// into (an interface slice): components.go reads it.
+	Components   json.RawMessage `json:"components"`
 	Nonce        json.RawMessage `json:"nonce"`
 	EnforceNonce bool            `json:"enforce_nonce"`
 }

@@ -22,14 +22,24 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, f)
 		return
 	}
+	kb, ok := parseMarkup(r.Form.Get("reply_markup"))
+	if !ok {
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: can't parse reply keyboard markup JSON object"})
+		return
+	}
 	s.mu.Lock()
 	s.nextMsg++
 	sent := Sent{Method: "sendMessage", MessageID: s.nextMsg, ChatID: chat, ThreadID: thread, Text: text,
 		ParseMode: mode, ReplyTo: int(formInt(r, "reply_to_message_id")), Via: viaOf(r)}
+	s.setKeyboardLocked(chat, sent.MessageID, kb)
 	at := s.recordLocked(sent)
 	s.mu.Unlock()
 	s.onSent(sent, at)
-	writeOK(w, s.messageJSON(sent))
+	out := s.messageJSON(sent)
+	if kb != nil {
+		out["reply_markup"] = inlineKeyboard{InlineKeyboard: kb}
+	}
+	writeOK(w, out)
 }
 
 // checkSend applies Telegram's checks to an outgoing text.

@@ -96,6 +96,12 @@ type Server struct {
 	errAnswers []ErrorAnswer        // calls answered with an error (answers.go)
 	members    map[memberKey]string // getChatMember statuses (members.go)
 	lookups    []MemberLookup       // getChatMember calls
+	// Inline keyboards and presses (callback.go).
+	keyboards   map[msgKey][][]Button
+	markupEdits []MarkupEdit
+	queries     map[string]bool // callback queries not answered yet
+	nextQuery   int
+	answers     []CallbackAnswer
 
 	files fileStore // getFile and downloads (files.go)
 
@@ -292,6 +298,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.deleteMessage(w, r)
 	case "getChatMember":
 		s.getChatMember(w, r)
+	case "editMessageReplyMarkup":
+		s.editMessageReplyMarkup(w, r)
+	case "answerCallbackQuery":
+		s.answerCallbackQuery(w, r)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}

@@ -1,0 +1,94 @@
+package channels
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestChoiceKeys(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	k, err := NewChoiceKeys(bytes.Repeat([]byte{1}, ChoiceKeySize), 24*time.Hour, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := Address{Channel: "telegram", AccountID: "default", ChatID: "-100123"}
+	cs, err := k.Question(chat, []string{"Oui", "Non, merci 🙏"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if len(c.Data) > 64 || !IsChoiceData(c.Data) {
+			t.Fatalf("data %q: longer than Telegram's 64 bytes or of another shape", c.Data)
+		}
+		if _, err := k.Verify(chat, c.Data, c.Label); err != nil {
+			t.Fatalf("Verify(%q): %v", c.Label, err)
+		}
+	}
+	other, _ := NewChoiceKeys(bytes.Repeat([]byte{2}, ChoiceKeySize), 0, nil)
+	for name, tc := range map[string]struct {
+		keys        *ChoiceKeys
+		chat        Address
+		data, label string
+		want        error
+	}{
+		"other label":   {k, chat, cs[0].Data, "Non, merci 🙏", ErrChoiceForged},
+		"other chat":    {k, Address{Channel: "telegram", AccountID: "default", ChatID: "-100124"}, cs[0].Data, "Oui", ErrChoiceForged},
+		"other account": {k, Address{Channel: "telegram", AccountID: "b2", ChatID: "-100123"}, cs[0].Data, "Oui", ErrChoiceForged},
+		"other key":     {other, chat, cs[0].Data, "Oui", ErrChoiceForged},
+		"other index":   {k, chat, strings.Replace(cs[0].Data, ".0.", ".1.", 1), "Oui", ErrChoiceForged},
+		"truncated":     {k, chat, cs[0].Data[:len(cs[0].Data)-1], "Oui", ErrChoiceForged},
+		"a path":        {k, chat, "../../etc/passwd", "Oui", ErrChoiceForged},
+		"a command":     {k, chat, "/new", "/new", ErrChoiceForged},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := tc.keys.Verify(tc.chat, tc.data, tc.label); !errors.Is(err, tc.want) {
+				t.Errorf("Verify = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	now = now.Add(25 * time.Hour)
+	if _, err := k.Verify(chat, cs[0].Data, "Oui"); !errors.Is(err, ErrChoiceExpired) {
+		t.Errorf("a day later: %v, want ErrChoiceExpired", err)
+	}
+}
+
+func TestCheckChoiceLabels(t *testing.T) {
+	for name, tc := range map[string]struct {
+		labels []string
+		want   string
+	}{
+		"none":      {nil, "0 given"},
+		"too many":  {strings.Split("a b c d e f g h i j k", " "), "11 given"},
+		"empty":     {[]string{""}, "empty"},
+		"spaces":    {[]string{" a"}, "surrounding spaces"},
+		"long":      {[]string{strings.Repeat("x", MaxChoiceLabel+1)}, "longer than"},
+		"lines":     {[]string{"a\nb"}, "several lines"},
+		"command":   {[]string{"/reset"}, "looks like a command"},
+		"bang":      {[]string{"!stop"}, "looks like a command"},
+		"duplicate": {[]string{"Yes", "yes"}, "given twice"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := CheckChoiceLabels(tc.labels); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("CheckChoiceLabels(%q) = %v, want %q", tc.labels, err, tc.want)
+			}
+		})
+	}
+	if err := CheckChoiceLabels([]string{"Yes", "No"}); err != nil {
+		t.Error(err)
+	}
+}
+
+func BenchmarkChoiceVerify(b *testing.B) {
+	k, _ := NewChoiceKeys(bytes.Repeat([]byte{1}, ChoiceKeySize), 0, nil)
+	chat := Address{Channel: "telegram", AccountID: "default", ChatID: "-100123"}
+	cs, _ := k.Question(chat, []string{"Yes", "No"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Verify(chat, cs[1].Data, "No"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
