@@ -70,7 +70,7 @@ func (tl turnLeases) awaitTurn(ctx context.Context, t sessions.Turns, b laneBatc
 	log := d.log.With(zap.String("session_key", key))
 	start := time.Now()
 	for ctx.Err() == nil && !d.closing.Load() {
-		t.WaitTurn(ctx, turnWaitPoll)
+		t.WaitTurn(ctx, key, turnWaitPoll)
 		h, err := t.BeginTurn(ctx, agentID, key, ids)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -61,9 +61,15 @@ type Turns interface {
 	// message of the session accepted between them and the others, so
 	// they run in a turn after that one (per-session order).
 	BeginTurn(ctx context.Context, agentID, sessionKey string, ids []string) (*TurnHold, error)
-	// WaitTurn returns when a session's lease was released (any
-	// session's: the caller asks again), after d, or when ctx ends.
-	WaitTurn(ctx context.Context, d time.Duration)
+	// WaitTurn returns when sessionKey's lease was released since the
+	// last BeginTurn for it was sent (at once when that happened before
+	// the call), or may have been (a release that could not be heard),
+	// after d, or when ctx ends; the caller asks again. A turn waits for
+	// the release of its own session only: waking every waiter on every
+	// release cost each message a BeginTurn per waiting session, more
+	// with more replicas (issue 21). d bounds the wait for what no
+	// release announces (an expired lease, a reply taken over).
+	WaitTurn(ctx context.Context, sessionKey string, d time.Duration)
 }
 
 // TurnHold is the outcome of Turns.BeginTurn.

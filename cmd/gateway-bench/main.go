@@ -171,6 +171,10 @@ func run(ctx context.Context, o options) (err error) {
 	opsBefore := scrapeOps(daemons)
 	cpuBefore := cpuAll(daemons)
 	tripsBefore := db.RoundTrips()
+	var serverBefore map[int]procCPU
+	if db.url != "" {
+		serverBefore = serverProcs(ctx, db.url)
+	}
 	sendStart := time.Now()
 	total, avail, webhook, err := sendTraffic(ctx, o, res, tg, daemons)
 	if webhook != nil {
@@ -231,7 +235,8 @@ func run(ctx context.Context, o options) (err error) {
 		fmt.Println(s)
 	}
 	if db.url != "" {
-		st := pgStats{cpu: serverCPU(ctx, db.url)}
+		var st pgStats
+		st.run, st.cpu = serverCPU(serverBefore, serverProcs(ctx, db.url))
 		stopAll()
 		var err error
 		if st.commits, st.rows, err = dbCounters(ctx, db.url); err != nil {

@@ -15,9 +15,18 @@ const clockTicks = 100
 
 // cpuTime is the user+system CPU the process pid used so far.
 func cpuTime(pid int) time.Duration {
+	t := procTimes(pid)
+	return t.user + t.sys
+}
+
+// procCPU is the CPU time a process used so far, in user and system mode.
+type procCPU struct{ user, sys time.Duration }
+
+// procTimes reads process pid's CPU time (zero when it is gone).
+func procTimes(pid int) procCPU {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return procCPU{}
 	}
 	// Fields after the command name (which may hold spaces) in parentheses.
 	s := string(b)
@@ -26,11 +35,11 @@ func cpuTime(pid int) time.Duration {
 	}
 	f := strings.Fields(s)
 	if len(f) < 13 {
-		return 0
+		return procCPU{}
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64) // utime is field 14 of stat
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTicks
+	return procCPU{user: time.Duration(ut) * time.Second / clockTicks, sys: time.Duration(st) * time.Second / clockTicks}
 }
 
 // scrape reads the named counters from the daemon's /metrics; a counter

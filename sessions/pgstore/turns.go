@@ -121,6 +121,7 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 		return &sessions.TurnHold{}, nil
 	}
 	sent := time.Now()
+	d.waiters.ask(name) // a release heard from now on ends the WaitTurn after a refusal
 	// Through the group commit (writegroup.go), waiting for its WAL flush
 	// as a statement of its own did: a lease and its token must not be
 	// lost to a crash of the server.
@@ -132,12 +133,14 @@ func (d *Delivery) BeginTurn(ctx context.Context, agentID, sessionKey string, id
 		})
 	}})
 	if err != nil {
+		d.waiters.held(name)
 		return nil, fmt.Errorf("pgstore: begin turn %s: %w", sessionKey, d.storageErr(err))
 	}
 	h := &sessions.TurnHold{Gone: gone(ids, kept), Later: later, Behind: behind, Order: kept}
 	if token == nil {
 		return h, nil
 	}
+	d.waiters.held(name)
 	lease := Lease{Name: name, Holder: d.holder, Token: *token, TTL: d.turnTTL, validUntil: sent.Add(d.turnTTL)}
 	t := d.startHold(lease)
 	h.Held, h.Fence, h.Lost, h.End = true, sessions.Fence{Lease: name, Token: *token, Live: t.live}, t.lost, t.end
@@ -238,10 +241,12 @@ func (t *turnHold) end() {
 	})
 }
 
-// WaitTurn implements sessions.Turns: it returns when a lease is released
-// (Release notifies releasedChannel), after wait, or when ctx ends.
-func (d *Delivery) WaitTurn(ctx context.Context, wait time.Duration) {
-	d.waiters.wait(ctx, d.db, wait)
+// WaitTurn implements sessions.Turns: it returns when sessionKey's lease
+// is released (Release notifies releasedChannel with the lease's name),
+// or was since the last BeginTurn for it was sent, after wait, or when ctx
+// ends.
+func (d *Delivery) WaitTurn(ctx context.Context, sessionKey string, wait time.Duration) {
+	d.waiters.wait(ctx, d.db, SessionLease(sessionKey), wait)
 }
 
 // queueFence queues the check of fence f in batch b (before the writes it

@@ -59,11 +59,11 @@ func TestBeginTurnOrderAndLease(t *testing.T) {
 	// b's first wait returns once its listener is up (a release before
 	// the LISTEN would be missed; the waiters are woken to ask again):
 	// CI run 46 released while the listener was still connecting.
-	b.WaitTurn(ctxT(t), 10*time.Second)
+	b.WaitTurn(ctxT(t), turnKey, 10*time.Second)
 	woke := make(chan time.Duration, 1)
 	go func() {
 		start := time.Now()
-		b.WaitTurn(ctxT(t), 20*time.Second)
+		b.WaitTurn(ctxT(t), turnKey, 20*time.Second)
 		woke <- time.Since(start)
 	}()
 	time.Sleep(300 * time.Millisecond)       // b waits (in process: no connection to make)

@@ -10,27 +10,61 @@ import (
 )
 
 // leaseWaiters wakes the turns waiting for a session (Delivery.WaitTurn)
-// when any lease is released: one connection of the handle LISTENs on
-// releasedChannel, started by the first wait and kept until the handle
-// closes, and every notification wakes every waiter (each asks again for
-// its own session; releases are as frequent as turns, waiters few). While
-// that connection is down, waits end by their timeout; each time it is
+// when that session's lease is released: one connection of the handle
+// LISTENs on releasedChannel, started by the first wait and kept until the
+// handle closes, and each notification (its payload is the lease's name)
+// wakes the waiter of that lease only. Waking every waiter on every
+// release made each retry a BeginTurn, a statement reading pg_locks, for
+// every session waiting in every replica: with three replicas spread round
+// robin, six BeginTurns per message (issue 21). A release heard between a
+// BeginTurn that found the session held and the WaitTurn after it is not
+// lost: asked remembers it, and that wait returns at once. While the
+// connection is down, waits end by their timeout; each time it is
 // (re)established every waiter is woken, for a release it may have missed.
+// In one process a session has at most one waiter (its lane's).
 type leaseWaiters struct {
-	mu      sync.Mutex
-	subs    map[chan struct{}]struct{}
+	// mu guards subs, asked and started.
+	mu sync.Mutex
+	// subs holds each waiting turn's channel and the lease it waits for.
+	subs map[chan struct{}]string
+	// asked holds the leases a BeginTurn was sent for and not held, with
+	// whether a release of it (or a reconnection) was heard since.
+	asked   map[string]bool
 	started bool
 	stop    chan struct{} // the handle's: closed by Close
 	log     *zap.Logger
 }
 
-func (w *leaseWaiters) wait(ctx context.Context, db *DB, d time.Duration) {
+// ask notes that a BeginTurn for lease name is being sent: a release heard
+// from now on ends the WaitTurn after it at once.
+func (w *leaseWaiters) ask(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.asked == nil {
+		w.asked = map[string]bool{}
+	}
+	w.asked[name] = false
+}
+
+// held forgets name's ask: its BeginTurn took the lease (or failed).
+func (w *leaseWaiters) held(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.asked, name)
+}
+
+func (w *leaseWaiters) wait(ctx context.Context, db *DB, name string, d time.Duration) {
 	ch := make(chan struct{}, 1)
 	w.mu.Lock()
-	if w.subs == nil {
-		w.subs = map[chan struct{}]struct{}{}
+	if w.asked[name] {
+		delete(w.asked, name) // released since the BeginTurn was sent
+		w.mu.Unlock()
+		return
 	}
-	w.subs[ch] = struct{}{}
+	if w.subs == nil {
+		w.subs = map[chan struct{}]string{}
+	}
+	w.subs[ch] = name
 	if !w.started {
 		w.started = true
 		go w.listen(db)
@@ -39,6 +73,7 @@ func (w *leaseWaiters) wait(ctx context.Context, db *DB, d time.Duration) {
 	defer func() {
 		w.mu.Lock()
 		delete(w.subs, ch)
+		delete(w.asked, name)
 		w.mu.Unlock()
 	}()
 	t := time.NewTimer(d)
@@ -51,15 +86,27 @@ func (w *leaseWaiters) wait(ctx context.Context, db *DB, d time.Duration) {
 	}
 }
 
-// wake wakes every waiter.
-func (w *leaseWaiters) wake() {
+// released wakes the waiter of lease name and notes the release for a
+// BeginTurn in flight; "" stands for every lease (a release may have been
+// missed).
+func (w *leaseWaiters) released(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for ch := range w.subs {
+	for ch, n := range w.subs {
+		if name != "" && n != name {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default:
 		}
+	}
+	if name == "" {
+		for n := range w.asked {
+			w.asked[n] = true
+		}
+	} else if _, ok := w.asked[name]; ok {
+		w.asked[name] = true
 	}
 }
 
@@ -75,7 +122,7 @@ func (w *leaseWaiters) listen(db *DB) {
 	for ctx.Err() == nil {
 		if err := w.listenOnce(ctx, db); err != nil && ctx.Err() == nil {
 			w.log.Debug("session lease listener lost its connection; reconnecting", zap.Error(err))
-			w.wake() // a release may have been missed meanwhile
+			w.released("") // a release may have been missed meanwhile
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -96,11 +143,12 @@ func (w *leaseWaiters) listenOnce(ctx context.Context, db *DB) error {
 	// A release between a waiter's start and this LISTEN was not heard:
 	// the waiters ask again now (the first WaitTurn of a handle returns
 	// once its listener is up).
-	w.wake()
+	w.released("")
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		w.wake()
+		w.released(n.Payload)
 	}
 }
