@@ -37,6 +37,9 @@ type Agent struct {
 	Tools Tools `mapstructure:"tools"`
 	// Memory is the agent's notes that survive /new (memory.go).
 	Memory MemoryConfig `mapstructure:"memory"`
+	// Workspace is the directory whose files the message tool's
+	// send_media may send (media_out.go); empty: none.
+	Workspace string `mapstructure:"workspace"`
 }
 
 // Defaults are agents.defaults.
@@ -52,6 +55,8 @@ type Defaults struct {
 	// MaxHistoryShare is the largest share of the window the history sent
 	// to the model may take (default 0.5); older turns are left out.
 	MaxHistoryShare float64 `mapstructure:"maxHistoryShare"`
+	// Media caps what the agents send (media_out.go).
+	Media MediaOut `mapstructure:"media"`
 }
 
 // Compaction configures automatic compaction.
@@ -99,6 +104,7 @@ func (d Defaults) WithDefaults() Defaults {
 	if d.MaxHistoryShare == 0 {
 		d.MaxHistoryShare = DefaultMaxHistoryShare
 	}
+	d.Media = d.Media.withDefaults()
 	return d
 }
 
@@ -133,6 +139,9 @@ func (d Defaults) Validate() error {
 	}
 	if d.MaxHistoryShare <= 0 || d.MaxHistoryShare > 1 {
 		errs = append(errs, fmt.Errorf("maxHistoryShare %v: want (0, 1]", d.MaxHistoryShare))
+	}
+	if err := d.Media.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

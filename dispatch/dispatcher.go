@@ -14,6 +14,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
@@ -52,6 +53,9 @@ type Options struct {
 	// Limits applies per-sender, per-room and per-agent limits and
 	// budgets (limits.go); nil limits nothing.
 	Limits *limits.Limiter
+	// Media is the outbound media store the files of replies are read
+	// from (media_out.go); nil: replies carry no files.
+	Media *mediastore.Store
 }
 
 // Dispatcher routes inbound messages to agent turns and replies back.
