@@ -81,8 +81,8 @@ func (r *Runner) messageTool(room Room) tool {
 				`"action":{"type":"string","enum":["react","reply","edit","delete","send_media"]},` +
 				`"messageId":{"type":"string","description":"the platform message id (see above)"},` +
 				`"emoji":{"type":"string","description":"react: one emoji, e.g. 👍"},` +
-				`"text":{"type":"string","description":"reply and edit: the new text (Markdown)"},`+
-				`"files":{"type":"array","items":{"type":"string"},"description":"send_media: workspace paths or media ids, at most 10"},`+
+				`"text":{"type":"string","description":"reply and edit: the new text (Markdown)"},` +
+				`"files":{"type":"array","items":{"type":"string"},"description":"send_media: workspace paths or media ids, at most 10"},` +
 				`"caption":{"type":"string","description":"send_media: the caption (Markdown)"}},` +
 				`"required":["action"],"additionalProperties":false}`),
 		},

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/webfetch"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
