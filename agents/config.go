@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/gateway/gateway/routing"
@@ -161,6 +162,9 @@ func (a Agent) Validate() error {
 	}
 	if err := a.Memory.Validate(); err != nil {
 		return fmt.Errorf("agent %s: %w", a.ID, err)
+	}
+	if a.Workspace != "" && !filepath.IsAbs(a.Workspace) {
+		return fmt.Errorf("agent %s: workspace %q: want an absolute path", a.ID, a.Workspace)
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ type Options struct {
 	// Guilds are sent as GUILD_CREATE after READY, with their Channels and
 	// Threads.
 	Guilds []*discordgo.Guild
+	// UploadLimits are the largest attachment by boost tier 0–3, in bytes
+	// (zero: DefaultUploadLimits; uploads.go).
+	UploadLimits [4]int64
 	// HeartbeatInterval is sent in Hello (45 s when zero).
 	HeartbeatInterval time.Duration
 	// NoEcho disables dispatching the bot's own sent messages back as
@@ -67,6 +70,8 @@ type Sent struct {
 	MessageID       string
 	// Nonce is the post's nonce ("" without one), enforced or not.
 	Nonce string
+	// Files are the post's attachments (uploads.go).
+	Files []Upload `json:",omitempty"`
 }
 
 // Server is a fake Discord. Create it with New.
@@ -264,12 +269,12 @@ func (s *Server) serveTyping(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
-	var body messageBody
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035})
+	body, files, status, fail := s.readMessageBody(r)
+	if fail != nil {
+		writeJSON(w, status, fail)
 		return
 	}
-	if body.Content == "" || len([]rune(body.Content)) > 2000 {
+	if (body.Content == "" && len(files) == 0) || len([]rune(body.Content)) > 2000 {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: content", "code": 50035})
 		return
 	}
@@ -300,13 +305,13 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	s.nextID++
 	id := strconv.FormatInt(s.nextID, 10)
 	msg := &discordgo.Message{ID: id, ChannelID: channelID, Content: body.Content, Author: s.opts.BotUser,
-		Timestamp: time.Now().UTC(), MessageReference: body.Reference}
+		Timestamp: time.Now().UTC(), MessageReference: body.Reference, Attachments: s.attachmentsOf(channelID, files)}
 	if c, ok := s.channels[channelID]; ok {
 		msg.GuildID = c.GuildID
 	}
 	s.keepLocked(msg)
 	s.sent = append(s.sent, Sent{ChannelID: channelID, Content: body.Content, Reference: body.Reference,
-		AllowedMentions: body.AllowedMentions, MessageID: id, Nonce: nonce})
+		AllowedMentions: body.AllowedMentions, MessageID: id, Nonce: nonce, Files: files})
 	if nonce != "" {
 		s.nonces.note(nonce, msg)
 	}
