@@ -57,6 +57,10 @@ type Options struct {
 	// NonceWindow is how long a message post's nonce is remembered for
 	// enforce_nonce (nonce.go; DefaultNonceWindow when zero).
 	NonceWindow time.Duration
+	// OnPost, if set, is called with each message post the fake created,
+	// before it answers (a crash test kills the bot there: the message
+	// exists, the bot never hears so).
+	OnPost func(Sent)
 }
 
 // Sent is one message the bot posted.
@@ -319,8 +323,12 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		s.dispatchLocked("MESSAGE_CREATE", msg)
 	}
 	lost := s.nonces.loseAnswer()
+	created := s.sent[len(s.sent)-1]
 	s.notifyLocked()
 	s.mu.Unlock()
+	if s.opts.OnPost != nil {
+		s.opts.OnPost(created)
+	}
 	if lost {
 		// The message exists; the answer saying so is lost on the way.
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
