@@ -33,9 +33,9 @@ import (
 // Defaults of agents.defaults.media.
 const (
 	DefaultMediaOutMaxMB = 20
-	// maxMediaPerSend bounds the files of one send_media call (Telegram's
-	// album limit; more go out as several albums).
-	maxMediaPerSend = 10
+	// maxMediaPerSend bounds the files of one send_media call (a platform
+	// album holds 10: the adapters send more as several).
+	maxMediaPerSend = 20
 	// maxMediaPerTurn bounds the files one turn attaches.
 	maxMediaPerTurn = 30
 	// maxCaption bounds a caption (characters); the platform's own limit

@@ -82,7 +82,7 @@ func (r *Runner) messageTool(room Room) tool {
 				`"messageId":{"type":"string","description":"the platform message id (see above)"},` +
 				`"emoji":{"type":"string","description":"react: one emoji, e.g. 👍"},` +
 				`"text":{"type":"string","description":"reply and edit: the new text (Markdown)"},` +
-				`"files":{"type":"array","items":{"type":"string"},"description":"send_media: workspace paths or media ids, at most 10"},` +
+				`"files":{"type":"array","items":{"type":"string"},"description":"send_media: workspace paths or media ids, at most 20 (albums of 10)"},` +
 				`"caption":{"type":"string","description":"send_media: the caption (Markdown)"}},` +
 				`"required":["action"],"additionalProperties":false}`),
 		},
