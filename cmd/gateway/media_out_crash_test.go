@@ -45,7 +45,9 @@ type killOnce struct {
 	killed chan struct{}
 }
 
-func newKillOnce() *killOnce { return &killOnce{asked: make(chan struct{}), killed: make(chan struct{})} }
+func newKillOnce() *killOnce {
+	return &killOnce{asked: make(chan struct{}), killed: make(chan struct{})}
+}
 
 // hook is called by the fake while it answers a post.
 func (k *killOnce) hook() {

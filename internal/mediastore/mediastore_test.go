@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +77,34 @@ func TestPrune(t *testing.T) {
 	}
 	if s.Has(old) || !s.Has(keep) {
 		t.Errorf("after Prune: old held %v, keep held %v", s.Has(old), s.Has(keep))
+	}
+}
+
+// BenchmarkPutOpen stores a file (hash, write, fsync, rename) and reads it
+// back, per size; SetBytes makes ns/op read as MB/s.
+func BenchmarkPutOpen(b *testing.B) {
+	for _, mb := range []int{1, 8} {
+		b.Run(strconv.Itoa(mb)+"MB", func(b *testing.B) {
+			s := New(b.TempDir())
+			data := bytes.Repeat([]byte{0xab}, mb<<20)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				data[0] = byte(i) // new content each time: a real write
+				data[1] = byte(i >> 8)
+				sum, _, err := s.Put(bytes.NewReader(data))
+				if err != nil {
+					b.Fatal(err)
+				}
+				f, err := s.Open(sum)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, f)
+				f.Close()
+			}
+		})
 	}
 }
