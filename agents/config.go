@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/gateway/gateway/routing"
@@ -37,6 +38,9 @@ type Agent struct {
 	Tools Tools `mapstructure:"tools"`
 	// Memory is the agent's notes that survive /new (memory.go).
 	Memory MemoryConfig `mapstructure:"memory"`
+	// Workspace is the directory whose files the message tool's
+	// send_media may send (media_out.go); empty: none.
+	Workspace string `mapstructure:"workspace"`
 }
 
 // Defaults are agents.defaults.
@@ -52,6 +56,8 @@ type Defaults struct {
 	// MaxHistoryShare is the largest share of the window the history sent
 	// to the model may take (default 0.5); older turns are left out.
 	MaxHistoryShare float64 `mapstructure:"maxHistoryShare"`
+	// Media caps what the agents send (media_out.go).
+	Media MediaOut `mapstructure:"media"`
 }
 
 // Compaction configures automatic compaction.
@@ -99,6 +105,7 @@ func (d Defaults) WithDefaults() Defaults {
 	if d.MaxHistoryShare == 0 {
 		d.MaxHistoryShare = DefaultMaxHistoryShare
 	}
+	d.Media = d.Media.withDefaults()
 	return d
 }
 
@@ -134,6 +141,9 @@ func (d Defaults) Validate() error {
 	if d.MaxHistoryShare <= 0 || d.MaxHistoryShare > 1 {
 		errs = append(errs, fmt.Errorf("maxHistoryShare %v: want (0, 1]", d.MaxHistoryShare))
 	}
+	if err := d.Media.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -152,6 +162,9 @@ func (a Agent) Validate() error {
 	}
 	if err := a.Memory.Validate(); err != nil {
 		return fmt.Errorf("agent %s: %w", a.ID, err)
+	}
+	if a.Workspace != "" && !filepath.IsAbs(a.Workspace) {
+		return fmt.Errorf("agent %s: workspace %q: want an absolute path", a.ID, a.Workspace)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func (r *Runner) mcpTools(ctx context.Context, s *session) []tool {
 					s.log.Info("mcp tool call failed", zap.String("tool", t.Name), zap.Error(err))
 					return nil, toolErrorf("%s", err.Error())
 				}
-				return blocksResult{content: res.Content, isError: res.IsError}, nil
+				return blocksResult{content: r.noteImageBlocks(s, res.Content), isError: res.IsError}, nil
 			},
 		})
 	}

@@ -63,6 +63,9 @@ type messageArgs struct {
 	Text      string `json:"text"`
 	// Choices are ask's button labels.
 	Choices []string `json:"choices"`
+	// send_media: workspace paths or media ids, and a caption.
+	Files   []string `json:"files"`
+	Caption string   `json:"caption"`
 }
 
 // maxMessageToolText bounds a reply or edit (characters); the platform
@@ -79,16 +82,20 @@ func (r *Runner) messageTool(room Room) tool {
 		def: llm.Tool{
 			Name: MessageToolName,
 			Description: "Act on messages of the current chat only: react to a message with an emoji, reply to a specific message, " +
-				"edit or delete one of your own earlier messages, or ask a question with buttons (ask: text and 1-10 choices; " +
-				"the first press comes back to you as a message from the member who pressed, its text the chosen label). " +
-				"Message ids appear as [message_id: …] before the messages; " +
-				"without messageId, react and reply target the message you are answering, edit and delete your newest message here.",
+				"edit or delete one of your own earlier messages, ask a question with buttons (ask: text and 1-10 choices; " +
+				"the first press comes back to you as a message from the member who pressed, its text the chosen label), " +
+				"or send files with your reply (send_media). Message ids appear as [message_id: …] before the messages; " +
+				"without messageId, react and reply target the message you are answering, edit and delete your newest message here. " +
+				"send_media attaches files to your reply (sent after its text): paths relative to your workspace, or media ids (media:…) a tool result gave; " +
+				"several images go out as one album with the caption.",
 			Parameters: json.RawMessage(`{"type":"object","properties":{` +
-				`"action":{"type":"string","enum":["react","reply","edit","delete","ask"]},` +
+				`"action":{"type":"string","enum":["react","reply","edit","delete","ask","send_media"]},` +
 				`"messageId":{"type":"string","description":"the platform message id (see above)"},` +
 				`"emoji":{"type":"string","description":"react: one emoji, e.g. 👍"},` +
 				`"text":{"type":"string","description":"reply, edit and ask: the text (Markdown)"},` +
-				`"choices":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":10,"description":"ask: the button labels (short, distinct, at most 40 characters)"}},` +
+				`"choices":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":10,"description":"ask: the button labels (short, distinct, at most 40 characters)"},` +
+				`"files":{"type":"array","items":{"type":"string"},"description":"send_media: workspace paths or media ids, at most 20 (albums of 10)"},` +
+				`"caption":{"type":"string","description":"send_media: the caption (Markdown)"}},` +
 				`"required":["action"],"additionalProperties":false}`),
 		},
 		run: func(ctx context.Context, s *session, raw json.RawMessage) (any, error) {
@@ -98,6 +105,9 @@ func (r *Runner) messageTool(room Room) tool {
 			}
 			if room == nil {
 				return nil, toolErrorf("message: this turn has no chat room (a subagent, or a message the API sent); nothing to act on")
+			}
+			if args.Action == "send_media" {
+				return r.sendMedia(s, args)
 			}
 			out, err := runMessage(ctx, room, args)
 			if err != nil {
@@ -128,7 +138,7 @@ func decodeMessageArgs(raw json.RawMessage) (messageArgs, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return args, toolErrorf("message: unknown argument %s: the tool acts only in the current chat and takes action, messageId, emoji, text and choices", f)
+			return args, toolErrorf("message: unknown argument %s: the tool acts only in the current chat and takes action, messageId, emoji, text, choices, files and caption", f)
 		}
 		return args, toolErrorf("invalid arguments: %v", err)
 	}
@@ -161,10 +171,17 @@ func decodeMessageArgs(raw json.RawMessage) (messageArgs, error) {
 		for i, c := range args.Choices {
 			args.Choices[i] = strings.TrimSpace(c)
 		}
+	case "send_media":
+		if len(args.Files) == 0 || len(args.Files) > maxMediaPerSend {
+			return args, toolErrorf("message: send_media needs files: 1 to %d workspace paths or media ids", maxMediaPerSend)
+		}
+		if utf8.RuneCountInString(args.Caption) > maxCaption {
+			return args, toolErrorf("message: caption longer than %d characters", maxCaption)
+		}
 	case "":
-		return args, toolErrorf("message: action is required: react, reply, edit, delete or ask")
+		return args, toolErrorf("message: action is required: react, reply, edit, delete, ask or send_media")
 	default:
-		return args, toolErrorf("message: unknown action %q: react, reply, edit, delete or ask", args.Action)
+		return args, toolErrorf("message: unknown action %q: react, reply, edit, delete, ask or send_media", args.Action)
 	}
 	if args.Action != "ask" && len(args.Choices) > 0 {
 		return args, toolErrorf("message: choices go with ask only")

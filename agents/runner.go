@@ -18,6 +18,7 @@ import (
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/agents/websearch"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -50,6 +51,9 @@ type Options struct {
 	MCP *mcp.Manager
 	// Jobs are the schedule tool's settings (schedule_tool.go).
 	Jobs JobOptions
+	// Media is the outbound media store the message tool's send_media
+	// copies files into (media_out.go); nil: the agents send no files.
+	Media *mediastore.Store
 }
 
 // Dispatch asks the daemon to queue a message for a session's lane; the
@@ -214,6 +218,10 @@ type Result struct {
 	// appended (zero when none): with the session it names the turn in the
 	// usage ledger.
 	AnsweredAt time.Time
+	// Media are the files the turn attached to its reply (the message
+	// tool's send_media, media_out.go), in the order asked; they go out
+	// after Text.
+	Media []MediaSend
 }
 
 // modelName is the "provider/model" a session uses.
@@ -294,6 +302,7 @@ type session struct {
 	jobs   *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
 	// searches counts the turn's web_search calls (websearch_tool.go).
 	searches int
+	media    *turnMedia // the files the turn attaches (media_out.go); nil outside a chat turn
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
@@ -354,6 +363,9 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	}
 	s.memory = r.memoryScopes(s.agent, t.Speaker)
 	s.room, s.jobs = t.Room, t.JobTarget
+	if t.Room != nil {
+		s.media = &turnMedia{}
+	}
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -395,6 +407,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if iter == 0 && t.Reuse && len(t.Inputs) == 0 && finished(c.Messages) {
 			last = c.Messages[len(c.Messages)-1]
 			res.Model = last.Provider + "/" + last.Model
+			if s.media != nil {
+				res.Media = mediaFromTranscript(c.Messages)
+			}
 			break
 		}
 		system := withRoomPrompt(withRoomPrompt(r.systemPrompt(s), t.SystemPrompt), mcpNotes)
@@ -462,10 +477,14 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if iter >= r.defaults.MaxToolIterations {
 			s.log.Warn("tool loop stopped at the iteration limit", zap.Int("iterations", iter))
 			res.Text = strings.TrimSpace(last.Text() + fmt.Sprintf("\n\n(Stopped after %d tool steps.)", iter))
+			res.Media = s.media.result()
 			return res, nil
 		}
 	}
 	res.Text = last.Text()
+	if len(res.Media) == 0 { // a reused reply's came from the transcript
+		res.Media = s.media.result()
+	}
 	if res.TokenEstimate == 0 {
 		if c, err := s.tr.Context(ctx); err == nil {
 			res.TokenEstimate = llm.EstimateMessages(c.Messages)

@@ -17,6 +17,7 @@ import (
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/internal/logring"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -73,6 +74,9 @@ type Options struct {
 	// MemoryLimits are an agent's memory limits for the memory routes'
 	// writes (nil: the defaults).
 	MemoryLimits func(agentID string) sessions.MemoryLimits
+	// Media is the outbound media store GET /api/media/{sha256} serves
+	// (media.go; nil: the route answers 404).
+	Media *mediastore.Store
 }
 
 // ChatHandler serves the web chat's SSE endpoints (channels/web's Adapter):
@@ -137,6 +141,7 @@ func New(opts Options) *Server {
 	s.configRoutes()
 	s.pairingRoutes()
 	s.memoryRoutes()
+	s.mediaRoutes()
 	// Anything else below /api/ is a JSON 404 (after auth, so an
 	// unauthenticated caller learns nothing about the routes).
 	s.mux.Handle("/api/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -88,6 +88,10 @@ type Outbound struct {
 	Answers []string `json:",omitempty"`
 	// Text is Markdown; adapters convert it to the platform's format and split it.
 	Text string
+	// Media are files sent after Text (media_out.go): by adapters that
+	// implement MediaSender, as media chunks; by the web chat, with the
+	// reply.
+	Media []MediaGroup `json:",omitempty"`
 	// SessionID and TokenEstimate describe the session the reply belongs to
 	// (the web channel reports them in its done event).
 	SessionID     string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
@@ -55,6 +56,9 @@ type Options struct {
 	// Choices signs the message tool's choice buttons (the adapters
 	// verify presses with the same keys); nil: ask is unsupported.
 	Choices *channels.ChoiceKeys
+	// Media is the outbound media store the files of replies are read
+	// from (media_out.go); nil: replies carry no files.
+	Media *mediastore.Store
 }
 
 // Dispatcher routes inbound messages to agent turns and replies back.

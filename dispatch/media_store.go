@@ -135,7 +135,13 @@ func (mf mediaFetcher) liveSessions(agentID string) (map[string]bool, error) {
 	return live, nil
 }
 
-// RunMediaPrune calls PruneMedia at once and then every interval until
+// OutMediaKeep is how long the files of replies are kept after their last
+// use (the outbox resends a reply within hours; a file pruned under an
+// older one goes as a text notice).
+const OutMediaKeep = 30 * 24 * time.Hour
+
+// RunMediaPrune calls PruneMedia (and prunes the reply media older than
+// OutMediaKeep) at once and then every interval until
 // ctx ends; it returns then.
 func (d *Dispatcher) RunMediaPrune(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
@@ -145,6 +151,13 @@ func (d *Dispatcher) RunMediaPrune(ctx context.Context, every time.Duration) {
 			d.log.Warn("media prune failed", zap.Error(err))
 		} else if n > 0 {
 			d.log.Info("media of ended sessions removed", zap.Int("sessions", n))
+		}
+		if st := d.opts.Media; st != nil {
+			if n, err := st.Prune(d.opts.Now().Add(-OutMediaKeep)); err != nil {
+				d.log.Warn("reply media prune failed", zap.Error(err))
+			} else if n > 0 {
+				d.log.Info("old reply media removed", zap.Int("files", n))
+			}
 		}
 		select {
 		case <-ctx.Done():

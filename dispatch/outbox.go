@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +147,14 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 			return
 		}
 		send := func() error {
+			if mc, isMedia, err := channels.DecodeMediaChunk(rp.Chunks[i]); isMedia {
+				if err != nil {
+					return channels.Refusal(err) // a stored chunk that never decodes
+				}
+				got, err := o.sendMedia(ctx, a, out, i, mc)
+				ids = append(ids, got...)
+				return err
+			}
 			if withIDs {
 				id, err := ic.SendChunkID(ctx, out, i, rp.Chunks[i])
 				ids = append(ids, id)
@@ -189,6 +199,63 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 		d.traffic.outbound(out.Channel, out.AccountID, d.opts.Now())
 	}
 	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
+}
+
+// sendMedia sends the media chunk mc (chunk i of out) through a's
+// MediaSender, the files read from the dispatcher's media store. Files
+// that cannot be sent (the store lost them, the channel sends no files,
+// the platform refused them) become their text fallback, so the rest of
+// the reply still goes out; a failure whose outcome is unknown is
+// returned for the outbox's retries.
+func (o *outbox) sendMedia(ctx context.Context, a channels.Adapter, out channels.Outbound, i int, mc channels.MediaChunk) ([]string, error) {
+	d := o.d
+	files, err := mc.Files(out)
+	if err != nil {
+		return nil, channels.Refusal(err)
+	}
+	ms, ok := a.(channels.MediaSender)
+	var why string
+	switch {
+	case !ok || d.opts.Media == nil:
+		why = "this chat takes no files from the gateway"
+	case mc.Fallback == "":
+		for _, f := range files {
+			if !d.opts.Media.Has(f.SHA256) {
+				why = "the file is no longer stored on this server"
+				d.log.Error("reply file missing from the media store", zap.String("sha256", f.SHA256),
+					zap.String("media_dir", d.opts.Media.Dir()))
+				break
+			}
+		}
+	}
+	if why == "" {
+		ids, err := ms.SendMedia(ctx, out, i, mc, d.openMedia)
+		if err == nil || !channels.Answered(err) {
+			return ids, err
+		}
+		d.log.Warn("platform refused a reply's file; sending its text fallback", zap.String("channel", out.Channel),
+			zap.String("chat_id", out.ChatID), zap.Int("chunk", i), zap.Error(err))
+		why = "the platform refused it"
+	}
+	var notes []string
+	for _, f := range files {
+		notes = append(notes, channels.FallbackText(f, why))
+	}
+	if mc.Caption != "" {
+		notes = append([]string{mc.Caption}, notes...)
+	}
+	fb := channels.MediaChunk{Group: mc.Group, Items: mc.Items, Fallback: strings.Join(notes, "\n")}
+	if ok {
+		return ms.SendMedia(ctx, out, i, fb, d.openMedia)
+	}
+	o2 := out
+	o2.Text = fb.Fallback
+	return nil, a.Send(ctx, o2)
+}
+
+// openMedia opens a reply's file in the media store.
+func (d *Dispatcher) openMedia(m channels.OutMedia) (io.ReadCloser, error) {
+	return d.opts.Media.Open(m.SHA256)
 }
 
 func (o *outbox) sent(id string, n int) {

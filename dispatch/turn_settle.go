@@ -36,11 +36,12 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 	d.fails.streaks.end(first.Key)
 	t.out.SessionID, t.out.TokenEstimate = res.SessionID, res.TokenEstimate
 	t.out.Text = res.Text
+	t.out.Media = outMedia(res.Media)
 	if t.adapter == nil {
 		d.finish(ids...)
 		return
 	}
-	if strings.TrimSpace(t.out.Text) == "" && !isStreamer(t.adapter) {
+	if strings.TrimSpace(t.out.Text) == "" && len(t.out.Media) == 0 && !isStreamer(t.adapter) {
 		d.finish(ids...)
 		return
 	}

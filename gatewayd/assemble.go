@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
 )
@@ -68,7 +70,13 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: webSearch: %w", err)
 	}
+	// The files of replies live under the state dir whatever the storage
+	// backend (issue 23; with PostgreSQL and several replicas, a reply one
+	// replica stored and another finishes needs this directory shared,
+	// else its files go as text notices).
+	d.media = mediastore.New(filepath.Join(cfg.StateDir, "media-out"))
 	runner, err := agents.NewRunner(agents.Options{
+		Media:      d.media,
 		MCP:        d.mcp,
 		WebSearch:  search,
 		Sessions:   d.backend,
@@ -107,6 +115,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 	disp, err := dispatch.New(dispatch.Options{
 		Limits:   d.limits,
 		Choices:  d.choices,
+		Media:    d.media,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
 		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
@@ -165,6 +174,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		Config:       func() any { return configs.Tree(d.config()) },
 		Pairing:      pairingAPI{d},
 		MemoryLimits: memoryLimits(cfg.Agents.List),
+		Media:        d.media,
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

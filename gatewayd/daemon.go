@@ -21,6 +21,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/dispatch"
 	"github.com/gateway/gateway/internal/logring"
+	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/sessions"
@@ -70,6 +71,7 @@ type Daemon struct {
 
 	// Set by Run before any adapter, the API or the watcher starts.
 	backend  sessions.Backend
+	media    *mediastore.Store // the files of replies: <stateDir>/media-out
 	disp     *dispatch.Dispatcher
 	choices  *channels.ChoiceKeys // signs and verifies choice buttons (choices.go)
 	server   *api.Server

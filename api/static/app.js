@@ -54,6 +54,53 @@ function addBubble(kind, text) {
   return div;
 }
 
+// addMedia shows the files of a reply (a "media" event): each is fetched
+// from the API with the token (GET /api/media/<sha256>) and shown from a
+// blob URL: pictures inline, sound and video with controls, anything else
+// as a download link with its name and size. A caption is Markdown.
+function addMedia(files) {
+  for (const f of files || []) {
+    const div = addBubble("assistant media", "");
+    if (f.caption) {
+      const cap = document.createElement("div");
+      cap.className = "caption";
+      Markdown.render(cap, f.caption);
+      div.append(cap);
+    }
+    const label = (f.name || f.kind || "file") + " (" + humanSize(f.size || 0) + ")";
+    const holder = document.createElement("div");
+    holder.textContent = "loading " + label + "…";
+    div.append(holder);
+    fetch(f.url, { headers: headers() }).then(async (res) => {
+      if (!res.ok) throw new Error("HTTP " + res.status);
+      const url = URL.createObjectURL(await res.blob());
+      let el;
+      if (f.kind === "image") {
+        el = document.createElement("img");
+        el.alt = f.name || "image";
+      } else if (f.kind === "audio" || f.kind === "voice") {
+        el = document.createElement("audio");
+        el.controls = true;
+      } else if (f.kind === "video") {
+        el = document.createElement("video");
+        el.controls = true;
+      }
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = f.name || "file";
+      a.textContent = label;
+      holder.replaceChildren(...(el ? [el, a] : [a]));
+      if (el) el.src = url;
+    }).catch((e) => { holder.textContent = label + ": not available (" + e.message + ")"; });
+  }
+}
+
+function humanSize(n) {
+  if (n < 1024) return n + " B";
+  if (n < 1048576) return (n / 1024).toFixed(1) + " KB";
+  return (n / 1048576).toFixed(1) + " MB";
+}
+
 // addReply shows an assistant's text as Markdown (markdown.js sanitises it).
 function addReply(text) {
   const div = addBubble("assistant", "");
@@ -560,6 +607,7 @@ function applyEvent(t, name, data, id) {
   }
   if (name === "tool") { closeSegment(t); addTool(data.name, data.arguments); }
   if (name === "choices") { closeSegment(t); addChoices(data); }
+  if (name === "media") { closeSegment(t); addMedia(data.files); }
   if (name === "error") { closeSegment(t); addBubble("error", data.message || "the reply failed"); }
   if (name === "done") {
     t.done = true;

@@ -31,6 +31,10 @@ type Config struct {
 	SlashCommands string `mapstructure:"slashCommands"`
 	// MediaMaxMb caps one attachment's download (0: 20; at most 2000).
 	MediaMaxMb int `mapstructure:"mediaMaxMb"`
+	// UploadLimitsMb are the largest file the bot may attach, by the
+	// guild's boost tier 0, 1, 2 and 3 (DMs: tier 0); default 10, 25, 50,
+	// 100 (media_send.go). A larger file is replaced by a text notice.
+	UploadLimitsMb []int `mapstructure:"uploadLimitsMb"`
 }
 
 // Validate checks c and names the offending key ("token: ...").
@@ -54,6 +58,14 @@ func (c Config) Validate() error {
 	}
 	if c.MediaMaxMb < 0 || c.MediaMaxMb > channels.MaxMediaMaxMB {
 		return fmt.Errorf("mediaMaxMb: %d is not between 1 and %d", c.MediaMaxMb, channels.MaxMediaMaxMB)
+	}
+	if n := len(c.UploadLimitsMb); n != 0 && n != 4 {
+		return fmt.Errorf("uploadLimitsMb: %d values; want 4 (boost tiers 0, 1, 2 and 3)", n)
+	}
+	for i, mb := range c.UploadLimitsMb {
+		if mb < 1 || mb > 500 {
+			return fmt.Errorf("uploadLimitsMb[%d]: %d MB is not between 1 and 500", i, mb)
+		}
 	}
 	return nil
 }

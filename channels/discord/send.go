@@ -44,6 +44,9 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 // Chunks implements channels.Chunker: out.Text split at MaxMessageLen
 // without breaking code blocks; none for blank text.
 func (a *Adapter) Chunks(out channels.Outbound) []string {
+	if len(out.Media) > 0 {
+		return a.chunksWithMedia(out) // media_send.go
+	}
 	return channels.SplitMarkdown(out.Text, MaxMessageLen)
 }
 

@@ -60,8 +60,12 @@ func (a *Adapter) deliver(ctx context.Context, out channels.Outbound) error {
 }
 
 // Chunks implements channels.Chunker: out.Text split into messages of at
-// most MaxMessageLength characters without breaking code blocks.
+// most MaxMessageLength characters without breaking code blocks, then the
+// calls that send out.Media (media_send.go).
 func (a *Adapter) Chunks(out channels.Outbound) []string {
+	if len(out.Media) > 0 {
+		return a.chunksWithMedia(out)
+	}
 	return channels.SplitMarkdown(out.Text, MaxMessageLength)
 }
 

@@ -78,6 +78,9 @@ func (l *turnLog) finish(out channels.Outbound, now time.Time) {
 	} else if out.Text != "" && !slices.ContainsFunc(l.events, func(e sseEvent) bool { return e.text }) {
 		l.events = append(l.events, sseEvent{name: "delta", data: map[string]string{"text": out.Text}, text: true})
 	}
+	if !out.Failed && len(out.Media) > 0 {
+		l.events = append(l.events, sseEvent{name: "media", data: mediaData(out.Media)})
+	}
 	l.final, l.doneAt = &out, now
 	close(l.changed)
 	l.changed = make(chan struct{})

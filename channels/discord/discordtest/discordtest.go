@@ -43,6 +43,9 @@ type Options struct {
 	// Guilds are sent as GUILD_CREATE after READY, with their Channels and
 	// Threads.
 	Guilds []*discordgo.Guild
+	// UploadLimits are the largest attachment by boost tier 0–3, in bytes
+	// (zero: DefaultUploadLimits; uploads.go).
+	UploadLimits [4]int64
 	// HeartbeatInterval is sent in Hello (45 s when zero).
 	HeartbeatInterval time.Duration
 	// NoEcho disables dispatching the bot's own sent messages back as
@@ -54,6 +57,10 @@ type Options struct {
 	// NonceWindow is how long a message post's nonce is remembered for
 	// enforce_nonce (nonce.go; DefaultNonceWindow when zero).
 	NonceWindow time.Duration
+	// OnPost, if set, is called with each message post the fake created,
+	// before it answers (a crash test kills the bot there: the message
+	// exists, the bot never hears so).
+	OnPost func(Sent)
 }
 
 // Sent is one message the bot posted.
@@ -67,6 +74,8 @@ type Sent struct {
 	MessageID       string
 	// Nonce is the post's nonce ("" without one), enforced or not.
 	Nonce string
+	// Files are the post's attachments (uploads.go).
+	Files []Upload `json:",omitempty"`
 }
 
 // Server is a fake Discord. Create it with New.
@@ -265,12 +274,12 @@ func (s *Server) serveTyping(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
-	var body messageBody
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body", "code": 50035})
+	body, files, status, fail := s.readMessageBody(r)
+	if fail != nil {
+		writeJSON(w, status, fail)
 		return
 	}
-	if body.Content == "" || len([]rune(body.Content)) > 2000 {
+	if (body.Content == "" && len(files) == 0) || len([]rune(body.Content)) > 2000 {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Invalid Form Body: content", "code": 50035})
 		return
 	}
@@ -307,14 +316,15 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	s.nextID++
 	id := strconv.FormatInt(s.nextID, 10)
 	msg := &discordgo.Message{ID: id, ChannelID: channelID, Content: body.Content, Author: s.opts.BotUser,
-		Timestamp: time.Now().UTC(), MessageReference: body.Reference, Components: asComponents(rows)}
+		Timestamp: time.Now().UTC(), MessageReference: body.Reference, Components: asComponents(rows),
+		Attachments: s.attachmentsOf(channelID, files)}
 	s.setComponentsLocked(id, rows)
 	if c, ok := s.channels[channelID]; ok {
 		msg.GuildID = c.GuildID
 	}
 	s.keepLocked(msg)
 	s.sent = append(s.sent, Sent{ChannelID: channelID, Content: body.Content, Reference: body.Reference,
-		AllowedMentions: body.AllowedMentions, MessageID: id, Nonce: nonce})
+		AllowedMentions: body.AllowedMentions, MessageID: id, Nonce: nonce, Files: files})
 	if nonce != "" {
 		s.nonces.note(nonce, msg)
 	}
@@ -322,8 +332,12 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		s.dispatchLocked("MESSAGE_CREATE", msg)
 	}
 	lost := s.nonces.loseAnswer()
+	created := s.sent[len(s.sent)-1]
 	s.notifyLocked()
 	s.mu.Unlock()
+	if s.opts.OnPost != nil {
+		s.opts.OnPost(created)
+	}
 	if lost {
 		// The message exists; the answer saying so is lost on the way.
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})

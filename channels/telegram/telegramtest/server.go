@@ -42,6 +42,11 @@ type Sent struct {
 	// Via is the tag of the API root the client used (Server.Via), "" for
 	// the plain one.
 	Via string
+	// Upload is the uploaded file of a sendPhoto, sendDocument, … or of one
+	// message of a sendMediaGroup (media.go); Text is then its caption.
+	Upload *Upload `json:",omitempty"`
+	// MediaGroupID is set on the messages of one album.
+	MediaGroupID string `json:",omitempty"`
 }
 
 // Action is one sendChatAction call.
@@ -251,7 +256,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, Failure{Code: 401})
 		return
 	}
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		writeErr(w, Failure{Code: 400, Description: "Bad Request: " + err.Error()})
 		return
 	}
@@ -302,6 +307,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.editMessageReplyMarkup(w, r)
 	case "answerCallbackQuery":
 		s.answerCallbackQuery(w, r)
+	case "sendPhoto", "sendVideo", "sendVoice", "sendAudio", "sendDocument":
+		s.sendFile(w, r, method)
+	case "sendMediaGroup":
+		s.sendMediaGroup(w, r)
 	default:
 		writeErr(w, Failure{Code: 404, Description: "Not Found: method not found"})
 	}
