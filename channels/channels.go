@@ -58,6 +58,10 @@ type Inbound struct {
 	// Event is set when this is a reaction or an edit, not a new message
 	// (events.go).
 	Event *Event `json:",omitempty"`
+	// Ambient marks the dispatcher's own batch of an ambient room's
+	// unaddressed messages (never set by an adapter): its turn answers
+	// only through the message tool, and otherwise sends nothing.
+	Ambient bool `json:",omitempty"`
 }
 
 // LimitSender is the sender the limits bind for in: its Principal, else
