@@ -290,7 +290,7 @@ func (t *turn) ambientGate(ctx context.Context) bool {
 	if outcome == "" {
 		return true
 	}
-	d.opts.Metrics.Ambient.WithLabelValues(outcome).Inc()
+	d.opts.Metrics.Ambient.WithLabelValues(outcome).Add(float64(len(t.ws))) // a lane may join batches into one turn
 	t.log.Debug("ambient batch not run", zap.String("outcome", outcome))
 	d.finish(recordIDs(t.ws)...)
 	return false
@@ -308,6 +308,6 @@ func (t *turn) ambientSettle(ids []string, err error, spoke bool) {
 	case spoke:
 		outcome = AmbientSpoke
 	}
-	d.opts.Metrics.Ambient.WithLabelValues(outcome).Inc()
+	d.opts.Metrics.Ambient.WithLabelValues(outcome).Add(float64(len(ids)))
 	d.finish(ids...)
 }

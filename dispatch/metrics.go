@@ -137,7 +137,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"channel", "cause"}),
 		Ambient: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_ambient_batches_total",
-			Help: "Batches of ambient rooms' unaddressed messages by outcome: silent, spoke (the message tool posted), hourly_cap, throttled, empty (an addressed turn took them), failed.",
+			Help: "Batches of ambient rooms' unaddressed messages by outcome (batches a lane joined into one turn count each): silent, spoke (the message tool posted), hourly_cap, throttled, empty (an addressed turn took them), failed.",
 		}, []string{"outcome"}),
 	}
 	if reg != nil {

@@ -142,7 +142,7 @@ func (t *turn) begin(ctx context.Context) bool {
 	t.hist = d.history.take(t.ws, t.first.Key, t.entry, t.info, t.log)
 	if t.ambient && t.hist.seq == 0 {
 		// An addressed turn took the batch's messages: nothing to read.
-		d.opts.Metrics.Ambient.WithLabelValues(AmbientEmpty).Inc()
+		d.opts.Metrics.Ambient.WithLabelValues(AmbientEmpty).Add(float64(len(t.ws)))
 		d.finish(t.ids...)
 		return false
 	}
