@@ -198,6 +198,12 @@ type Turn struct {
 	// JobTarget is the chat the turn answers and its sender, where the
 	// schedule tool's jobs go (nil: no chat, the tool refuses).
 	JobTarget *sessions.JobTarget
+	// Ambient says the turn reads room events nobody addressed to the
+	// agent (ambient.go): the message tool is offered.
+	Ambient bool
+	// Model, if set, is the "provider/model" of this turn instead of the
+	// session's (a room's ambientModel).
+	Model string
 }
 
 // Result is the outcome of a turn.
@@ -303,6 +309,8 @@ type session struct {
 	// searches counts the turn's web_search calls (websearch_tool.go).
 	searches int
 	media    *turnMedia // the files the turn attaches (media_out.go); nil outside a chat turn
+	// ambient: an ambient turn (ambient.go), offered the message tool.
+	ambient bool
 }
 
 func (r *Runner) open(agentID string, key routing.Key) (*session, error) {
@@ -362,9 +370,14 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		return r.runChild(ctx, s, t)
 	}
 	s.memory = r.memoryScopes(s.agent, t.Speaker)
-	s.room, s.jobs = t.Room, t.JobTarget
+	s.room, s.jobs, s.ambient = t.Room, t.JobTarget, t.Ambient
 	if t.Room != nil {
 		s.media = &turnMedia{}
+	}
+	if t.Model != "" {
+		if err := r.useModel(s, t.Model); err != nil {
+			return Result{}, err
+		}
 	}
 	limit := r.defaults.turnTimeout()
 	rctx, cancel := context.WithTimeout(ctx, limit)

@@ -42,7 +42,7 @@ func (r *Runner) tools(ctx context.Context, s *session) []tool {
 		all[name] = r.memoryTool(name, s)
 	}
 	var ts []tool
-	for _, name := range BuiltinTools(s.agent, s.key, r.opts.Dispatch != nil) {
+	for _, name := range withAmbientTool(s, BuiltinTools(s.agent, s.key, r.opts.Dispatch != nil)) {
 		ts = append(ts, all[name]())
 	}
 	return append(ts, r.mcpTools(ctx, s)...) // filtered by the policy inside

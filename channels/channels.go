@@ -62,6 +62,10 @@ type Inbound struct {
 	// the gateway signed, MessageID the pressed message's; it is never
 	// read as a command or a reset trigger.
 	Press bool `json:",omitempty"`
+	// Ambient marks the dispatcher's own batch of an ambient room's
+	// unaddressed messages (never set by an adapter): its turn answers
+	// only through the message tool, and otherwise sends nothing.
+	Ambient bool `json:",omitempty"`
 }
 
 // LimitSender is the sender the limits bind for in: its Principal, else

@@ -71,6 +71,9 @@ type Room struct {
 	// Events says which reactions and edits of the room reach the agent
 	// (events.go); the zero value hears none.
 	Events EventsConfig
+	// Ambient says whether and how the room's unaddressed messages reach
+	// the agent as room events (ambient.go); off by default.
+	Ambient AmbientConfig
 }
 
 // Defaults of Room that do not depend on the channel.
@@ -83,7 +86,7 @@ const (
 // channel ("telegram", "discord", "web").
 func DefaultRoom(channel string) Room {
 	r := Room{Enabled: true, RequireMention: true, HistoryMaxBytes: DefaultHistoryMaxBytes,
-		Streaming: StreamOff, ErrorPolicy: ErrorsAlways, ReplyToMode: ReplyToFirst}
+		Streaming: StreamOff, ErrorPolicy: ErrorsAlways, ReplyToMode: ReplyToFirst, Ambient: DefaultAmbient()}
 	switch channel {
 	case "telegram":
 		r.HistoryLimit = 50
@@ -128,6 +131,8 @@ type RoomDefaults struct {
 	// messages the bot answered (events.go); "" inherits.
 	Reactions string `mapstructure:"reactions" json:"reactions,omitempty"`
 	Edits     string `mapstructure:"edits" json:"edits,omitempty"`
+	// AmbientDefaults are ambient and its settings (ambient.go).
+	AmbientDefaults `mapstructure:",squash"`
 }
 
 // StreamingConfig is streaming: {mode: off|progress|partial}.
@@ -167,6 +172,9 @@ func (c RoomDefaults) Validate(path string) error {
 	}
 	if len(c.AckReaction) > 32 || strings.ContainsAny(c.AckReaction, " \t\r\n") {
 		return fmt.Errorf("%sackReaction: %q is not a single emoji", path, c.AckReaction)
+	}
+	if err := c.AmbientDefaults.validate(path); err != nil {
+		return err
 	}
 	return c.validateEvents(path)
 }
@@ -209,5 +217,6 @@ func (c RoomDefaults) Apply(r Room) Room {
 	if c.MentionByName != nil {
 		r.MentionByName = *c.MentionByName
 	}
+	r.Ambient = c.AmbientDefaults.apply(r.Ambient)
 	return c.applyEvents(r)
 }

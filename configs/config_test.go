@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gateway/gateway/channels"
 )
 
 func TestEveryConfigFileLoads(t *testing.T) {
@@ -113,6 +115,16 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"unknown agent tool key", "agents: {list: [{id: main, tools: {enable: [web_fetch]}}]}\n", "enable"},
 		{"bad sessions_search scope", "agents: {list: [{id: main, tools: {allow: [sessions_search], sessionsSearch: {scope: everyone}}}]}\n", "tools.sessionsSearch.scope"},
 		{"bad streaming mode", "channels: {telegram: {accounts: {default: {token: '1:x', streaming: {mode: loud}}}}}\n", "channels.telegram.accounts.default.streaming.mode"},
+		{"ambient model of no provider", "channels: {telegram: {accounts: {default: {token: '1:x', groups: {'-100': {ambient: true, ambientModel: cheap/mini}}}}}}\n",
+			`channels.telegram.accounts.default.groups.-100.ambientModel: "cheap/mini" names no provider`},
+		{"ambient model on the account", "channels: {discord: {accounts: {default: {token: x, ambientModel: nowhere/x}}}}\n",
+			"channels.discord.accounts.default.ambientModel"},
+		{"ambient model not provider/model", "channels: {telegram: {accounts: {default: {token: '1:x', ambientModel: mini}}}}\n",
+			`ambientModel: "mini" is not provider/model`},
+		{"ambient debounce", "channels: {telegram: {accounts: {default: {token: '1:x', groups: {'-100': {ambientDebounce: 1h}}}}}}\n",
+			"groups.-100.ambientDebounce: 1h0m0s is not between 1s and 10m0s"},
+		{"ambient batch", "channels: {telegram: {accounts: {default: {token: '1:x', ambientMaxBatch: 0}}}}\n", "ambientMaxBatch: 0 is outside 1..200"},
+		{"ambient per hour", "channels: {telegram: {accounts: {default: {token: '1:x', ambientPerHour: -1}}}}\n", "ambientPerHour: -1 is outside 1..3600"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,5 +174,24 @@ func TestTokenFile(t *testing.T) {
 	}
 	if c.HTTP.Token != "s3cret" {
 		t.Fatalf("token = %q", c.HTTP.Token)
+	}
+}
+
+// TestAmbientRoomKeys: the ambient keys of a group entry and of an
+// account reach the room the dispatcher reads, over the defaults (off).
+func TestAmbientRoomKeys(t *testing.T) {
+	c, err := LoadBytes([]byte("providers: {local: {type: echo}, cheap: {type: echo}}\n"+
+		"channels: {telegram: {accounts: {default: {token: '1:x', ambientPerHour: 4, groups: {'-100': {ambient: true, ambientModel: cheap/mini, ambientDebounce: 5s, ambientMaxBatch: 7}}}}}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := c.Channels.Telegram.Accounts["default"].Access()
+	room := acc.Groups["-100"].RoomConfig.Apply(acc.Room.Apply(channels.DefaultRoom("telegram")))
+	want := channels.AmbientConfig{On: true, Model: "cheap/mini", Debounce: 5 * time.Second, MaxBatch: 7, PerHour: 4}
+	if room.Ambient != want {
+		t.Errorf("group room ambient = %+v, want %+v", room.Ambient, want)
+	}
+	if def := acc.Room.Apply(channels.DefaultRoom("telegram")).Ambient; def.On || def.PerHour != 4 || def.MaxBatch != channels.DefaultAmbientMaxBatch {
+		t.Errorf("account room ambient = %+v, want off with perHour 4 and the default batch", def)
 	}
 }

@@ -51,20 +51,38 @@ func (c Channels) Validate() error {
 }
 
 // validateRoomAgents checks that every agentId set on a group, topic,
-// guild or channel names a configured agent.
+// guild or channel names a configured agent, and every ambientModel (there
+// or on the account) a configured provider.
 func (c *Config) validateRoomAgents() error {
 	agents := c.Agents.ids()
 	for _, a := range c.Channels.accounts() {
+		path := "channels." + a.channel + ".accounts." + a.id
+		if err := c.checkAmbientModel(path, a.access.Room.AmbientModel); err != nil {
+			return err
+		}
 		rooms := a.access.WithDefaults().GroupsKey
-		err := walkRules("channels."+a.channel+".accounts."+a.id+"."+rooms, a.access.Groups, func(p string, r access.GroupRule) error {
+		err := walkRules(path+"."+rooms, a.access.Groups, func(p string, r access.GroupRule) error {
 			if r.AgentID != "" && !agents[strings.ToLower(strings.TrimSpace(r.AgentID))] {
 				return fmt.Errorf("%s.agentId: %q is not an agent in agents.list", p, r.AgentID)
 			}
-			return nil
+			return c.checkAmbientModel(p, r.AmbientModel)
 		})
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkAmbientModel checks a room's ambientModel ("" is none) against
+// the providers.
+func (c *Config) checkAmbientModel(path, model string) error {
+	if model == "" {
+		return nil
+	}
+	p, _, _ := strings.Cut(model, "/")
+	if _, ok := c.Providers[p]; !ok {
+		return fmt.Errorf("%s.ambientModel: %q names no provider in providers (have %v)", path, model, sortedKeys(c.Providers))
 	}
 	return nil
 }

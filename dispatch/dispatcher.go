@@ -69,7 +69,8 @@ type Dispatcher struct {
 	queue   *lanes.Queue[routing.Key]
 	journal sessions.Delivery
 	closing atomic.Bool
-	hold    holder // inbound bursts being assembled (burst.go)
+	hold    holder       // inbound bursts being assembled (burst.go)
+	ambient ambientRooms // ambient rooms' batches being debounced (ambient.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context

@@ -50,6 +50,9 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 	if n := d.hold.close(); n > 0 {
 		d.log.Info("held burst messages left for the next start", zap.Int("count", n))
 	}
+	if n := d.ambient.close(); n > 0 {
+		d.log.Info("held ambient batches left for the next start", zap.Int("count", n))
+	}
 	stop := context.AfterFunc(ctx, d.kill)
 	defer stop()
 	d.later.stop()

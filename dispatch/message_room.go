@@ -52,6 +52,7 @@ type messageRoom struct {
 
 	mu      sync.Mutex
 	reacted map[string]bool // guarded by mu: messages the tool reacted to
+	replied bool            // guarded by mu: the tool posted a reply
 }
 
 var _ agents.Room = (*messageRoom)(nil)
@@ -59,13 +60,21 @@ var _ agents.Room = (*messageRoom)(nil)
 // room returns the turn's Room for the message tool, after noting
 // the turn's inbound message ids and those of the room history it took
 // (history) in the room's record; nil (no room) when the agent does not
-// offer the tool or the turn has no chat.
-func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, log *zap.Logger) agents.Room {
+// offer the tool or the turn has no chat. An ambient turn (ambient.go)
+// has the tool unless the agent's policy denies it, and its default
+// target is the newest room message it read.
+func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels.Outbound, agentID string, ws []*work, history []string, ambient bool, log *zap.Logger) agents.Room {
 	d := mt.d
-	if a == nil || out.Channel == "" || out.ChatID == "" || !d.opts.Runner.OffersMessageTool(agentID) {
+	if a == nil || out.Channel == "" || out.ChatID == "" || !mt.offered(agentID, ambient) {
 		return nil
 	}
 	out.Interaction, out.Draft, out.Text, out.Answers = nil, "", "", nil
+	if ambient {
+		out.ReplyToID = ""
+		if len(history) > 0 {
+			out.ReplyToID = history[len(history)-1]
+		}
+	}
 	r := &messageRoom{d: d, a: a, out: out, room: roomRecord(out), log: log.With(zap.String("tool", agents.MessageToolName))}
 	var seen []sessions.RoomMessage
 	for _, id := range history {
@@ -77,13 +86,31 @@ func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels
 	return r
 }
 
+// offered reports whether a turn of agentID (ambient or not) has the
+// message tool.
+func (mt messageTool) offered(agentID string, ambient bool) bool {
+	r := mt.d.opts.Runner
+	return r.OffersMessageTool(agentID) || (ambient && r.AmbientTool(agentID))
+}
+
+// spoke reports whether room, a turn's message tool room, posted a reply.
+func spoke(room agents.Room) bool {
+	r, ok := room.(*messageRoom)
+	if !ok || r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replied
+}
+
 // noteSeen records the inbound message ids of ws (those of room) and
 // extra as seen in room.
 func (mt messageTool) noteSeen(ctx context.Context, room string, ws []*work, extra []sessions.RoomMessage, log *zap.Logger) {
 	d := mt.d
 	seen := extra
 	for _, w := range ws {
-		if w.Agent == nil && w.In.MessageID != "" && roomRecord(outboundFor(w.In)) == room {
+		if w.Agent == nil && w.In.MessageID != "" && !w.In.Ambient && roomRecord(outboundFor(w.In)) == room {
 			seen = append(seen, sessions.RoomMessage{ID: w.In.MessageID, At: w.In.Time})
 		}
 	}
@@ -219,6 +246,9 @@ func (r *messageRoom) Reply(ctx context.Context, messageID, text string) (_ []st
 		if sent != "" {
 			ids = append(ids, sent)
 			r.noteOwn(ctx, sent)
+			r.mu.Lock()
+			r.replied = true
+			r.mu.Unlock()
 		}
 		if err != nil {
 			return ids, err
@@ -352,7 +382,7 @@ func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Co
 // of an agent that offers the message tool can read it ("[message_id: 42]
 // [Ann] hi"), for chats where the tool can act (reactions or edits).
 func (mt messageTool) withMessageID(w *work, text string) string {
-	if !mt.showsMessageIDs(w) {
+	if !mt.showsMessageIDs(w) || w.In.Ambient { // a batch's own id is no message
 		return text
 	}
 	return "[message_id: " + w.In.MessageID + "] " + text
@@ -362,7 +392,7 @@ func (mt messageTool) withMessageID(w *work, text string) string {
 // agent offers the message tool and its chat can react or edit.
 func (mt messageTool) showsMessageIDs(w *work) bool {
 	d := mt.d
-	if w == nil || w.In.MessageID == "" || !d.opts.Runner.OffersMessageTool(w.AgentID) {
+	if w == nil || w.In.MessageID == "" || !mt.offered(w.AgentID, w.In.Ambient) {
 		return false
 	}
 	switch d.adapter(w.In.Channel, w.In.AccountID).(type) {

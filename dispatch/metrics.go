@@ -60,6 +60,8 @@ type Metrics struct {
 	// Uncertain counts reply chunks sent again although an earlier
 	// attempt may have been posted, by channel and cause (outbox.go).
 	Uncertain *prometheus.CounterVec
+	// Ambient counts ambient rooms' batches by outcome (ambient.go).
+	Ambient *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -133,12 +135,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gateway_outbound_uncertain_total",
 			Help: "Reply chunks sent again although an earlier attempt may have been posted: after a send whose outcome is unknown (cause retry), or resumed from the outbox after a restart or take-over (cause resume). On Telegram each may show a chunk twice; Discord's nonce makes it none.",
 		}, []string{"channel", "cause"}),
+		Ambient: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_ambient_batches_total",
+			Help: "Batches of ambient rooms' unaddressed messages by outcome (batches a lane joined into one turn count each): silent, spoke (the message tool posted), hourly_cap, throttled, empty (an addressed turn took them), failed.",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Inbound, m.Outbound, m.SendErrors, m.Refused, m.Duplicates, m.RunLatency,
 			m.LaneWait, m.QueueDepth, m.QueueDepths, m.Resets, m.Compactions, m.Replayed,
 			m.Resent, m.GivenUp, m.StorageErrors, m.DraftCalls, m.LeaseWaits, m.LeasesLost, m.UnsureStored)
-		reg.MustRegister(m.MessageTool, m.Uncertain)
+		reg.MustRegister(m.MessageTool, m.Uncertain, m.Ambient)
 	}
 	return m
 }
@@ -154,6 +160,9 @@ func (m *Metrics) Init(channels []string) {
 		for _, c := range []string{UncertainRetry, UncertainResume} {
 			m.Uncertain.WithLabelValues(ch, c)
 		}
+	}
+	for _, o := range []string{AmbientSilent, AmbientSpoke, AmbientHourlyCap, AmbientThrottled, AmbientEmpty, AmbientFailed} {
+		m.Ambient.WithLabelValues(o)
 	}
 	for _, r := range []string{GiveUpFailures, GiveUpSend, GiveUpUnreadable, GiveUpNoChannel} {
 		m.GivenUp.WithLabelValues(r)

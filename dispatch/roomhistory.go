@@ -45,12 +45,16 @@ func (d *Dispatcher) KeepsHistory(in channels.Inbound) bool {
 }
 
 func keepsHistory(in channels.Inbound, room channels.Room) bool {
-	return in.ChatType != channels.Direct && room.Enabled && room.HistoryLimit > 0
+	return in.ChatType != channels.Direct && room.Enabled && (room.HistoryLimit > 0 || room.Ambient.On)
 }
 
 // historyLimits are a room's bounds, capped by channels.MaxHistoryLimit.
 func historyLimits(room channels.Room) sessions.HistoryLimits {
-	lim := sessions.HistoryLimits{Count: min(room.HistoryLimit, channels.MaxHistoryLimit), MaxBytes: room.HistoryMaxBytes}
+	count := room.HistoryLimit
+	if room.Ambient.On {
+		count = max(count, room.Ambient.MaxBatch) // an ambient batch is never cut short by the history
+	}
+	lim := sessions.HistoryLimits{Count: min(count, channels.MaxHistoryLimit), MaxBytes: room.HistoryMaxBytes}
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = channels.DefaultHistoryMaxBytes
 	}
@@ -105,9 +109,17 @@ func (rh roomHistory) keepUnaddressed(ctx context.Context, rt *Runtime, in chann
 		return true, channels.ErrRejected
 	case dup:
 		d.opts.Metrics.Duplicates.WithLabelValues(in.Channel).Inc()
+		if room.Ambient.On { // its batch's tick may be what failed before
+			if err := d.ambientKeep(ctx, rt, in, room); err != nil {
+				return true, err
+			}
+		}
 		return true, channels.ErrRejected
 	}
 	d.log.Debug("room message kept", zap.String("channel", in.Channel), zap.Stringer("session_key", route.Key))
+	if room.Ambient.On {
+		return true, d.ambientKeep(ctx, rt, in, room)
+	}
 	return true, nil
 }
 

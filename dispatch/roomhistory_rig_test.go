@@ -19,6 +19,7 @@ import (
 	"github.com/gateway/gateway/channels/discord/discordtest"
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
@@ -44,6 +45,10 @@ type roomRig struct {
 	platformAdmins bool
 	// choices signs and verifies choice buttons (nil: none).
 	choices *channels.ChoiceKeys
+	// limits, when set, gives the dispatcher a Limiter on the backend's
+	// counters (lim, rebuilt by each start).
+	limits *limits.Config
+	lim    *limits.Limiter
 
 	mgr    *filestore.Manager
 	d      *Dispatcher
@@ -85,7 +90,14 @@ func (r *roomRig) start() {
 	if q.Mode == "" {
 		q = QueueConfig{Mode: "followup", Cap: 20, Drop: "summarize"}
 	}
-	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now, Choices: r.choices}, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
+	dopts := Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now, Choices: r.choices}
+	if r.limits != nil {
+		if r.lim, err = limits.New(*r.limits, nil, limits.Options{Counters: mgr.Backend().Limits(), Logger: log}); err != nil {
+			t.Fatal(err)
+		}
+		dopts.Limits = r.lim
+	}
+	d, err := New(dopts, &Runtime{Resolver: resolver, Queue: q, Reset: r.reset,
 		Access: policyVerdict(policy), Room: func(channels.Inbound) channels.Room { return room }})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/sessions"
 )
@@ -43,6 +44,10 @@ type turn struct {
 	info   sessions.BeginInfo
 	media  mediaTurn
 	hist   *roomContext // the room's kept messages the turn takes
+	// ambient: the turn's work is ambient batches only (ambient.go).
+	ambient bool
+	// msgRoom is the message tool's room of the turn (nil: none); set by run.
+	msgRoom agents.Room
 
 	// Set by run: where the reply goes; adapter is nil when it is not
 	// delivered (deliver false: internal work that asked for none).
@@ -99,6 +104,14 @@ func (t *turn) begin(ctx context.Context) bool {
 	}
 	t.first, t.last = t.ws[0], t.ws[len(t.ws)-1]
 	t.ids = recordIDs(t.ws)
+	if t.ambient = ambientTurn(t.ws); t.ambient && !t.ambientGate(ctx) {
+		return false
+	}
+	for _, w := range t.ws {
+		if w.In.Ambient { // a batch takes what its room kept until it runs
+			w.HistoryMark = d.opts.Sessions.History().Seq()
+		}
+	}
 	if err := d.journal.Start(t.ids...); err != nil {
 		t.log.Error("journal start failed", zap.Error(err))
 	}
@@ -127,5 +140,11 @@ func (t *turn) begin(ctx context.Context) bool {
 	}
 	t.media = mediaTurn{agentID: t.first.AgentID, sessionID: t.entry.SessionID, vision: d.opts.Runner.TakesImages(t.first.AgentID, t.entry)}
 	t.hist = d.history.take(t.ws, t.first.Key, t.entry, t.info, t.log)
+	if t.ambient && t.hist.seq == 0 {
+		// An addressed turn took the batch's messages: nothing to read.
+		d.opts.Metrics.Ambient.WithLabelValues(AmbientEmpty).Add(float64(len(t.ws)))
+		d.finish(t.ids...)
+		return false
+	}
 	return true
 }

@@ -43,6 +43,9 @@ func (t *turn) inputs(ctx context.Context) []sessions.Message {
 	for _, w := range t.ws {
 		switch {
 		case w.Consumed, w.Summarized:
+		case w.In.Ambient && !t.ambient:
+			// A batch beside addressed messages: its events go with them
+			// (the room context) and it finishes with their turn.
 		case w.Agent != nil:
 			m := w.Agent.Message
 			m.RecordIDs = recordIDs([]*work{w})

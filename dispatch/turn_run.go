@@ -27,12 +27,21 @@ const typingEvery = 4 * time.Second
 func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Result, error) {
 	d, first, last := t.d, t.first, t.last
 	t.aim()
-	room := d.tool.room(ctx, t.adapter, t.out, first.AgentID, t.ws, t.hist.ids, t.log)
-	t.atEnd(d.acks.ackReaction(ctx, t.adapter, last, reactedTo(room))) // taken off once the answer is out
-	stopTyping := t.startTyping(ctx)
-	stream := d.startStream(ctx, t.adapter, t.out, t.room(), first.Key)
+	room := d.tool.room(ctx, t.adapter, t.out, first.AgentID, t.ws, t.hist.ids, t.ambient, t.log)
+	t.msgRoom = room
+	shown := t.adapter // where the turn shows itself working: nowhere for an ambient turn
+	if t.ambient {
+		shown = nil
+	}
+	t.atEnd(d.acks.ackReaction(ctx, shown, last, reactedTo(room))) // taken off once the answer is out
+	stopTyping := t.startTyping(ctx, shown)
+	stream := d.startStream(ctx, shown, t.out, t.room(), first.Key)
 	t.atEnd(stream.finish)
 	start := time.Now()
+	var model string
+	if t.ambient {
+		model = t.room().Ambient.Model
+	}
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
 		AgentID: first.AgentID,
 		Key:     first.Key,
@@ -49,6 +58,8 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		Room:             room,
 		Speaker:          t.speaker(),
 		JobTarget:        jobTarget(t.last),
+		Ambient:          t.ambient,
+		Model:            model,
 	})
 	if !d.recordUsageLater(last, res, t.log) {
 		t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it
@@ -96,9 +107,9 @@ func (t *turn) roomPrompt() string {
 
 // startTyping shows the typing indicator in the reply's chat until the
 // returned func is called (it waits for the loop to end).
-func (t *turn) startTyping(ctx context.Context) func() {
-	ty, ok := t.adapter.(channels.Typer)
-	if t.adapter == nil || !ok {
+func (t *turn) startTyping(ctx context.Context, a channels.Adapter) func() {
+	ty, ok := a.(channels.Typer)
+	if a == nil || !ok {
 		return func() {}
 	}
 	out := t.out
@@ -155,8 +166,8 @@ func (t *turn) toolFunc(ctx context.Context) func(string, json.RawMessage) {
 // with the run's reply (steered).
 func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 	d := t.d
-	if t.b.Steer == nil {
-		return nil
+	if t.b.Steer == nil || t.ambient {
+		return nil // an ambient turn sends no answer: what is addressed waits for its own turn
 	}
 	return func() []sessions.Message {
 		var msgs []sessions.Message

@@ -22,6 +22,10 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 	d.charge(all, first.AgentID, res.Usage)
 	ids := recordIDs(all)
 	t.out.Answers = answers(all)
+	if err != nil && t.ambient && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+		t.ambientSettle(ids, err, false) // nobody asked: nobody is told
+		return
+	}
 	if err != nil {
 		t.settleFailed(ctx, all, ids, err)
 		return
@@ -34,6 +38,10 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 		return
 	}
 	d.fails.streaks.end(first.Key)
+	if t.ambient {
+		t.ambientSettle(ids, nil, spoke(t.msgRoom)) // the final text is never sent
+		return
+	}
 	t.out.SessionID, t.out.TokenEstimate = res.SessionID, res.TokenEstimate
 	t.out.Text = res.Text
 	t.out.Media = outMedia(res.Media)

@@ -42,6 +42,9 @@ type replica struct {
 	cmd   *exec.Cmd
 	runs  int
 	tag   string // of the current run
+	// extra is YAML appended to every run's config (sections the shared
+	// config does not set: jobs).
+	extra string
 }
 
 func newReplica(t *testing.T, n int, tg *telegramtest.Server, model *openaitest.Server, url string) *replica {
@@ -84,7 +87,7 @@ messages:
   queue: {mode: collect, debounce: 50ms, cap: 50}
 storage: {backend: postgres, postgres: {url: %q, maxConns: 8, statementTimeout: 5s, replicas: true, replicaId: %q}}
 `, filepath.Join(r.dir, "state"), r.addr, r.tg.Token(), r.tg.Via(tag), replicaHookURL, replicaHookSecret,
-		r.model.BaseURLVia(tag), r.url, r.id)
+		r.model.BaseURLVia(tag), r.url, r.id) + r.extra
 }
 
 // cfgPath is the config file of the current run.
