@@ -223,6 +223,12 @@ func Resolve(r *routing.Resolver, in channels.Inbound) (routing.Route, error) {
 // Handle is the channels.Handler: it returns nil once in is durably
 // accepted, channels.ErrRejected when it is refused on purpose.
 func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
+	if in.Event != nil && in.Event.Kind == channels.EventMoved { // the platform's, no message (moved.go)
+		if d.closing.Load() {
+			return errors.New("dispatch: shutting down")
+		}
+		return d.moved(ctx, d.rt.Load(), in)
+	}
 	m := d.opts.Metrics
 	m.Inbound.WithLabelValues(in.Channel).Inc()
 	d.traffic.inbound(in.Channel, in.AccountID, d.opts.Now())
@@ -233,9 +239,6 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	verdict := Verdict{Allow: true, Privileged: true}
 	if rt.Access != nil {
 		verdict = rt.Access(in)
-	}
-	if in.Event != nil && in.Event.Kind == channels.EventMoved { // the platform's, no sender's (moved.go)
-		return d.moved(ctx, rt, in)
 	}
 	if in.Event != nil { // a reaction or an edit (events.go)
 		ev, handled, err := d.event(ctx, rt, in, verdict)
