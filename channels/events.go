@@ -6,6 +6,12 @@ import "fmt"
 const (
 	EventReaction = "reaction" // a user reacted to one of the bot's messages
 	EventEdit     = "edit"     // a user edited a message the bot had heard
+	// EventMoved says the chat of the Inbound's address now has another
+	// id (Event.ChatID): a Telegram group upgraded to a supergroup. It is
+	// no message: the dispatcher moves the conversation's session to the
+	// new chat's key. An adapter may deliver it more than once (both of
+	// Telegram's service messages, a redelivery, a restart).
+	EventMoved = "moved"
 )
 
 // What a room does with its reactions and edits (room keys reactions and
@@ -62,6 +68,8 @@ type Event struct {
 	// reaction's emoji), so a redelivery is a duplicate and a second edit
 	// is not.
 	Stamp string `json:"stamp,omitempty"`
+	// ChatID is the chat's new id (EventMoved).
+	ChatID string `json:"chatId,omitempty"`
 }
 
 func (c RoomDefaults) validateEvents(path string) error {

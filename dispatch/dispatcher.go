@@ -96,6 +96,9 @@ type Dispatcher struct {
 	tool    messageTool  // the message tool's room (message_room.go)
 	// activations caches sessions' group activation (activation.go).
 	activations activationCache
+	// moves are the session keys whose session moved to another key
+	// (moved.go).
+	moves keyMoves
 	// traffic and givenUp are read by Status (status.go): last messages
 	// per account, and given-up counts by reason (*atomic.Int64 values).
 	traffic traffic
@@ -145,6 +148,7 @@ func New(opts Options, rt *Runtime) (*Dispatcher, error) {
 	d.outbox, d.recovery, d.fails = newOutbox(d), newRecovery(d), &failures{d: d}
 	d.cmds, d.media, d.history, d.leases = commander{d}, mediaFetcher{d}, roomHistory{d}, turnLeases{d}
 	d.acks, d.tool = acker{d}, messageTool{d}
+	d.moves.d = d
 	d.SetRuntime(rt)
 	d.queue = lanes.New(lanes.Options[routing.Key]{
 		Caps:     opts.Caps,
@@ -227,6 +231,12 @@ func Resolve(r *routing.Resolver, in channels.Inbound) (routing.Route, error) {
 // Handle is the channels.Handler: it returns nil once in is durably
 // accepted, channels.ErrRejected when it is refused on purpose.
 func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
+	if in.Event != nil && in.Event.Kind == channels.EventMoved { // the platform's, no message (moved.go)
+		if d.closing.Load() {
+			return errors.New("dispatch: shutting down")
+		}
+		return d.moved(ctx, d.rt.Load(), in)
+	}
 	m := d.opts.Metrics
 	m.Inbound.WithLabelValues(in.Channel).Inc()
 	d.traffic.inbound(in.Channel, in.AccountID, d.opts.Now())
@@ -319,7 +329,11 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 }
 
 func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
-	w.Key = w.Key.Canonical() // one lane per session, however the key was built
+	w.Key = w.Key.Canonical()      // one lane per session, however the key was built
+	w.Key = d.moves.resolve(w.Key) // journaled before its chat moved (moved.go)
+	// Once queued, w belongs to its lane item (whose turn may update its
+	// key): only key is read below.
+	key := w.Key
 	class := lanes.ClassMain
 	if w.Key.IsSubagent() {
 		class = lanes.ClassSubagent
@@ -351,9 +365,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		d.notify(ctx, w.In, "Too many messages are waiting; this one was not processed. Please try again shortly.")
 	case err != nil:
 		// Closed: the record stays pending in the journal and runs at next start.
-		d.log.Info("message left for the next start", zap.Stringer("session_key", w.Key), zap.Error(err))
+		d.log.Info("message left for the next start", zap.Stringer("session_key", key), zap.Error(err))
 	}
-	depth := float64(d.queue.Depth(w.Key))
+	depth := float64(d.queue.Depth(key))
 	d.opts.Metrics.QueueDepth.Set(depth)
 	d.opts.Metrics.QueueDepths.Observe(depth)
 }

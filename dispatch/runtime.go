@@ -142,6 +142,11 @@ type Runtime struct {
 	Room func(in channels.Inbound) channels.Room
 	// Media turns attachments into model input (media.go).
 	Media Media
+	// ConfigNames lists the configuration keys (access lists, room rules,
+	// bindings) that name a chat of a channel account by its id: when a
+	// chat moves to a new id (moved.go) the operator is told which to
+	// update. nil names none.
+	ConfigNames func(channel, accountID, chatID string) []string
 }
 
 // RoomFor returns the behaviour of in's room under rt.

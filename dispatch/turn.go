@@ -102,6 +102,11 @@ func (t *turn) begin(ctx context.Context) bool {
 	if t.ws = d.fails.recover(ctx, store, t.ws, t.log); len(t.ws) == 0 {
 		return false
 	}
+	for _, w := range t.ws { // queued before its chat moved (moved.go)
+		if k := d.moves.resolve(w.Key); k != w.Key {
+			w.Key = k
+		}
+	}
 	t.first, t.last = t.ws[0], t.ws[len(t.ws)-1]
 	t.ids = recordIDs(t.ws)
 	if t.ambient = ambientTurn(t.ws); t.ambient && !t.ambientGate(ctx) {

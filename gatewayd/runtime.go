@@ -32,7 +32,8 @@ func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 		return nil, nil, fmt.Errorf("gateway: media.audio: %w", err)
 	}
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
-		Inbound: cfg.Messages.Inbound, Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media}, policy, nil
+		Inbound: cfg.Messages.Inbound, Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media,
+		ConfigNames: configNames(cfg)}, policy, nil
 }
 
 // RouteRuntime is the routing part of the runtime a daemon would run with

@@ -20,7 +20,8 @@ import (
 // backend (pgstore.Store) implement it, and package sessionstest holds the
 // conformance suite both pass. An Index is safe for concurrent use.
 //
-// Begin, Reset, Patch, Delete and Switch are durable when they return.
+// Begin, Reset, Patch, Delete, Switch and RenameKey are durable when they
+// return.
 // AddCounters is routine: its effect is visible to readers at once and
 // durable after the next Flush (a backend may write it at once, and then
 // Flush has nothing to do). Methods name their key's agent; a key of
@@ -61,6 +62,22 @@ type Index interface {
 	// Switch makes the archived session sessionID of key current again,
 	// archiving the current one (reason "switch") in its place.
 	Switch(ctx context.Context, key routing.Key, sessionID string) (Entry, error)
+
+	// RenameKey moves the session of key from to key to (both of this
+	// index's agent, and different): the entry — session id, transcript,
+	// clocks, counters, overrides, label — and from's archived sessions
+	// now belong to to, and from has no session. It is for a conversation
+	// whose platform id changed (a Telegram group upgraded to a
+	// supergroup). It is atomic and durable when it returns: a reader, or
+	// a crash at any instant, sees the session under exactly one of the
+	// two keys. It is idempotent, so a caller repeats it after a crash or
+	// a redelivered event: when from has no session and to has one (the
+	// move was done, or to's own), it changes nothing and returns to's
+	// entry. It refuses, changing nothing, with ErrKeyTaken when both keys
+	// have a session (to's conversation started before the move), and
+	// with ErrNotFound when neither has. Counters added to from before the
+	// call move with the session.
+	RenameKey(ctx context.Context, from, to routing.Key) (Entry, error)
 
 	// AddCounters adds usage to key's current session without moving
 	// lastInteractionAt. It never fails the caller: a key without a
@@ -220,6 +237,10 @@ func StoredTitle(text string) string {
 
 // ErrNotFound is returned when a session key or id is unknown.
 var ErrNotFound = errors.New("session not found")
+
+// ErrKeyTaken is wrapped by RenameKey's error when the key to move a
+// session to already has a session of its own.
+var ErrKeyTaken = errors.New("session key already has a session")
 
 // Origin describes the inbound message that touches a session.
 type Origin struct {

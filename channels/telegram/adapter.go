@@ -77,8 +77,9 @@ type Adapter struct {
 	sent    channels.SentLog     // where the bot's messages went (events.go)
 
 	migMu sync.Mutex
-	// toNew and toOld map group ids migrated to supergroups; guarded by migMu.
-	toNew, toOld map[int64]int64
+	// toNew maps group ids migrated to supergroups (old → new); guarded
+	// by migMu.
+	toNew map[int64]int64
 }
 
 var (
@@ -132,7 +133,6 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		client:  opts.HTTPClient,
 		bot:     tgbotapi.BotAPI{Token: token, Buffer: 100},
 		toNew:   map[int64]int64{},
-		toOld:   map[int64]int64{},
 	}
 	a.bot.SetAPIEndpoint(cfg.APIRoot + "/bot%s/%s")
 	return a, nil
@@ -174,6 +174,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		return err
 	}
 	defer a.startCommandMenu(ctx)()
+	a.replayMigrations(ctx, h)
 	if a.cfg.Mode == ModeWebhook {
 		return a.runWebhook(ctx, h)
 	}

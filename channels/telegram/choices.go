@@ -176,8 +176,10 @@ func (a *Adapter) pressInbound(m *message, q *callbackQuery) (channels.Inbound, 
 		}
 	case "group", "supergroup":
 		in.ChatType = channels.Group
-		if old, ok := a.migratedFrom(m.Chat.ID); ok {
-			in.ChatID = strconv.FormatInt(old, 10)
+		if live := a.liveChatID(m.Chat.ID); live != m.Chat.ID {
+			// A press in a group already upgraded: the supergroup's
+			// conversation (inbound.go), the message id the old chat's.
+			in.ChatID = strconv.FormatInt(live, 10)
 			in.MessageID = migratedPrefix + in.MessageID
 		}
 		if m.IsTopicMessage || m.Chat.IsForum {

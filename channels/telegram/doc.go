@@ -24,9 +24,15 @@
 // Edited messages and channel posts are ignored, and so are the copies of
 // a channel's posts that Telegram forwards into its linked discussion group
 // (is_automatic_forward) unless automaticForwards is set. When a group is migrated to
-// a supergroup the adapter records new id → old id (persisted by stores that
-// implement MigrationStore) and keeps reporting the old chat id, so the
-// group keeps its session; Send maps it back to the live id.
+// a supergroup (the service messages migrate_to_chat_id in the old chat and
+// migrate_from_chat_id in the new one) the adapter records old id → new id
+// (persisted by stores that implement MigrationStore) and hands the Handler
+// a channels.EventMoved for the old chat, so the dispatcher moves the
+// group's session to the supergroup's key; the event comes for each service
+// message and again for every known migration at each start (moving is
+// idempotent). Messages of the supergroup carry its own id; a late message
+// of the old group is reported under the new id (its message id prefixed
+// "m"), and Send to the old id goes to the new one.
 //
 // Sending converts Markdown to Telegram HTML (retrying as plain text when
 // Telegram rejects the entities), splits at 4096 UTF-16 units without

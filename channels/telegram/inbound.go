@@ -14,14 +14,14 @@ import (
 // generalTopic is the forum topic of messages without message_thread_id.
 const generalTopic = "1"
 
-// migratedPrefix marks message ids from a supergroup that replaced a group:
-// the chat keeps the old id, so the ids must not collide with the old ones.
+// migratedPrefix marks the message ids of a group that a supergroup
+// replaced, reported under the supergroup's chat id (a late message): they
+// must not collide with the supergroup's own ids.
 const migratedPrefix = "m"
 
 // drop reasons, logged at debug (stable values).
 const (
 	dropNotMessage    = "not_a_message"
-	dropMigration     = "migration"
 	dropOwnMessage    = "own_message"
 	dropChannel       = "channel_post"
 	dropAutoForward   = "automatic_forward"
@@ -60,11 +60,11 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 	}
 	if m.MigrateToChatID != 0 {
 		a.recordMigration(m.Chat.ID, m.MigrateToChatID)
-		return channels.Inbound{}, dropMigration
+		return a.movedEvent(m.Chat.ID, m.MigrateToChatID), ""
 	}
 	if m.MigrateFromChatID != 0 {
 		a.recordMigration(m.MigrateFromChatID, m.Chat.ID)
-		return channels.Inbound{}, dropMigration
+		return a.movedEvent(m.MigrateFromChatID, m.Chat.ID), ""
 	}
 	self := a.self.Load()
 	if self == nil {
@@ -88,8 +88,10 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 			return channels.Inbound{}, dropAutoForward // a linked channel's post, copied in
 		}
 		in.ChatType = channels.Group
-		if old, ok := a.migratedFrom(m.Chat.ID); ok {
-			in.ChatID = strconv.FormatInt(old, 10)
+		if live := a.liveChatID(m.Chat.ID); live != m.Chat.ID {
+			// A late message of a group already upgraded: it belongs to
+			// the supergroup's conversation, and its id to the old chat.
+			in.ChatID = strconv.FormatInt(live, 10)
 			in.MessageID = migratedPrefix + in.MessageID
 		}
 	case "channel":

@@ -10,11 +10,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // OffsetStore persists the getUpdates offset of each account: the id of
@@ -223,20 +226,21 @@ func (a *Adapter) loadMigrations(ctx context.Context) error {
 	a.migMu.Lock()
 	defer a.migMu.Unlock()
 	for o, n := range m {
-		a.toNew[o], a.toOld[n] = n, o
+		a.toNew[o] = n
 	}
 	return nil
 }
 
-// recordMigration notes that group oldID became supergroup newID. The
-// first (oldest) id stays the reported one, also across repeated events.
+// recordMigration notes that group oldID became supergroup newID: a late
+// message of oldID is reported under newID, and Send to oldID goes to
+// newID. Repeated events change nothing.
 func (a *Adapter) recordMigration(oldID, newID int64) {
 	a.migMu.Lock()
 	if a.toNew[oldID] == newID {
 		a.migMu.Unlock()
 		return
 	}
-	a.toNew[oldID], a.toOld[newID] = newID, oldID
+	a.toNew[oldID] = newID
 	a.migMu.Unlock()
 	a.log.Info("telegram group migrated to supergroup", zap.Int64("chat_id", oldID), zap.Int64("new_chat_id", newID))
 	if ms, ok := a.opts.OffsetStore.(MigrationStore); ok {
@@ -246,20 +250,52 @@ func (a *Adapter) recordMigration(oldID, newID int64) {
 	}
 }
 
-// migratedFrom returns the old group id a supergroup replaced, if any.
-func (a *Adapter) migratedFrom(newID int64) (int64, bool) {
-	a.migMu.Lock()
-	defer a.migMu.Unlock()
-	old, ok := a.toOld[newID]
-	return old, ok
+// movedEvent is the Inbound that tells the Handler group oldID is now
+// supergroup newID (channels.EventMoved): the dispatcher moves the
+// group's session to the supergroup's key. It is delivered for each of
+// the two service messages and again at each start (replayMigrations);
+// moving is idempotent.
+func (a *Adapter) movedEvent(oldID, newID int64) channels.Inbound {
+	return channels.Inbound{
+		Address:  channels.Address{Channel: Name, AccountID: a.account, ChatID: strconv.FormatInt(oldID, 10)},
+		ChatType: channels.Group, CaseSensitive: true,
+		Event: &channels.Event{Kind: channels.EventMoved, ChatID: strconv.FormatInt(newID, 10)},
+	}
 }
 
-// liveChatID maps a reported (possibly migrated) chat id to the live one.
+// replayMigrations hands h every migration the store knows, oldest group
+// id first, so a session that did not follow its group (a crash between
+// recording the migration and moving the session, or state from a release
+// that kept reporting the old id) follows it now. A failure is logged: the
+// next start tries again.
+func (a *Adapter) replayMigrations(ctx context.Context, h channels.Handler) {
+	a.migMu.Lock()
+	olds := make([]int64, 0, len(a.toNew))
+	for o := range a.toNew {
+		olds = append(olds, o)
+	}
+	a.migMu.Unlock()
+	slices.Sort(olds)
+	for _, o := range olds {
+		n := a.liveChatID(o)
+		if err := h(ctx, a.movedEvent(o, n)); err != nil && !errors.Is(err, channels.ErrRejected) && ctx.Err() == nil {
+			a.log.Warn("moving a migrated group's session failed; retried at the next start",
+				zap.Int64("chat_id", o), zap.Int64("new_chat_id", n), zap.Error(err))
+		}
+	}
+}
+
+// liveChatID maps a (possibly migrated) chat id to the live one, following
+// a supergroup that was migrated again.
 func (a *Adapter) liveChatID(id int64) int64 {
 	a.migMu.Lock()
 	defer a.migMu.Unlock()
-	if n, ok := a.toNew[id]; ok {
-		return n
+	for range 4 {
+		n, ok := a.toNew[id]
+		if !ok || n == id {
+			break
+		}
+		id = n
 	}
 	return id
 }

@@ -193,29 +193,56 @@ func TestSendFollowsGroupMigration(t *testing.T) {
 	}
 }
 
-func TestMigratedGroupKeepsChatID(t *testing.T) {
+// TestMigratedGroupMovesChat: the migration's service messages become
+// EventMoved events for the old chat (one each), the supergroup's messages
+// carry its own id, a late message of the old group is reported under the
+// new id, and a restart replays the known migration.
+func TestMigratedGroupMovesChat(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	store := &telegram.MemoryOffsetStore{}
 	rec := newRecorder()
 	a := newAdapter(t, srv, baseConfig(srv), store)
-	run(t, a, rec.handle)
+	stop := run(t, a, rec.handle)
 	const oldID, newID = int64(-4002), int64(-1004002)
 	mention := "@" + srv.BotUserName() + " "
 	srv.Migrate(oldID, newID)
 	u, mid := srv.AddMessage(telegramtest.Message{ChatID: newID, FromID: bob, Text: mention + "still me"})
 	waitConfirmed(t, srv, u)
+	u, lateID := srv.AddMessage(telegramtest.Message{ChatID: oldID, FromID: bob, Text: mention + "late"})
+	waitConfirmed(t, srv, u)
 	got := rec.accepted()
-	if len(got) != 1 || got[0].ChatID != id(int(oldID)) || got[0].MessageID != "m"+id(mid) {
-		t.Fatalf("got %+v, want chat %d and message m%d", got, oldID, mid)
+	if len(got) != 4 {
+		t.Fatalf("accepted %d inbounds, want 2 moves and 2 messages: %+v", len(got), got)
 	}
-	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: got[0].ChatID}, ReplyToID: got[0].MessageID, Text: "yes"}); err != nil {
+	for _, in := range got[:2] {
+		if in.Event == nil || in.Event.Kind != channels.EventMoved || in.ChatID != id(int(oldID)) || in.Event.ChatID != id(int(newID)) {
+			t.Errorf("service message gave %+v (event %+v), want a move of %d to %d", in, in.Event, oldID, newID)
+		}
+	}
+	if m := got[2]; m.Event != nil || m.ChatID != id(int(newID)) || m.MessageID != id(mid) {
+		t.Errorf("supergroup message = chat %s message %s, want chat %d message %d", m.ChatID, m.MessageID, newID, mid)
+	}
+	if m := got[3]; m.ChatID != id(int(newID)) || m.MessageID != "m"+id(lateID) {
+		t.Errorf("late message of the old group = chat %s message %s, want chat %d message m%d", m.ChatID, m.MessageID, newID, lateID)
+	}
+	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: id(int(oldID))}, Text: "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	if s := srv.Sent(); len(s) != 1 || s[0].ChatID != newID || s[0].ReplyTo != mid {
-		t.Errorf("sent %+v, want chat %d reply to %d", s, newID, mid)
+	if s := srv.Sent(); len(s) != 1 || s[0].ChatID != newID {
+		t.Errorf("sent %+v, want chat %d", s, newID)
 	}
 	m, _ := store.LoadMigrations(testCtx(t), "default")
 	if m[oldID] != newID {
 		t.Errorf("migration not persisted: %v", m)
+	}
+	stop()
+
+	// A restart hands the known migration over again.
+	again := newRecorder()
+	b := newAdapter(t, srv, baseConfig(srv), store)
+	run(t, b, again.handle)
+	again.waitCalls(t, 1)
+	if in := again.accepted()[0]; in.Event == nil || in.Event.Kind != channels.EventMoved || in.Event.ChatID != id(int(newID)) {
+		t.Errorf("first inbound after a restart = %+v, want the replayed move", in)
 	}
 }

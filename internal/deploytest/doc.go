@@ -7,5 +7,8 @@
 // `gateway run` load it, and check that the proxy config in front of the
 // replicas names exactly the replicas the Compose file defines, on the
 // port they listen on, with the health and chat routes the API serves.
+// It also reads deploy/Dockerfile's stages: the default image (the last
+// stage) and the node variant for stdio MCP servers run the binary alike
+// (non-root user, entrypoint, command, state volume, health check).
 // Nothing here runs Docker. It has no code of its own.
 package deploytest

@@ -48,6 +48,9 @@ type Store struct {
 	pending map[string]*delta   // coalesced updates not yet on disk
 	dirty   bool                // slots differ from the file (a write is due)
 	changed map[string]struct{} // keys changed since the last write
+	// renamed maps each key a session moved to since the last write to
+	// the key it came from (RenameKey): one change log line each.
+	renamed map[string]string
 	// byID maps each entry's session id to its key, kept with slots, so
 	// a session is found by id without a scan; nil until its first use
 	// after a load (byIDLocked).
@@ -84,6 +87,7 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		archivePath: filepath.Join(dir, archiveName),
 		deltaPath:   filepath.Join(dir, deltaName),
 		changed:     map[string]struct{}{},
+		renamed:     map[string]string{},
 		lock:        m.locks.get(idx + lockExt),
 		log:         m.log.With(zap.String("agent_id", agentID)),
 		pending:     map[string]*delta{},
@@ -195,6 +199,7 @@ func (s *Store) reloadLocked() error {
 	s.byID = nil
 	s.dirty = false
 	s.changed = map[string]struct{}{}
+	s.renamed = map[string]string{}
 	for k, d := range s.pending {
 		sl, ok := s.slots[k]
 		if !ok {

@@ -107,7 +107,9 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 	// whole snapshot is written only when the log is due for a fold.
 	var data, lines []byte
 	if s.dirty {
-		if lines, err = s.encodeChangesLocked(); err == nil && s.foldDueLocked(len(lines)) {
+		// A batch that moves a session never folds: its move must be one
+		// log line after every older one (store_rename.go).
+		if lines, err = s.encodeChangesLocked(); err == nil && len(s.renamed) == 0 && s.foldDueLocked(len(lines)) {
 			lines = nil
 			data, err = s.encodeLocked()
 		}
@@ -119,8 +121,8 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 	}
 	flushed := s.pending
 	s.pending = map[string]*delta{}
-	changed := s.changed
-	s.changed = map[string]struct{}{}
+	changed, renamed := s.changed, s.renamed
+	s.changed, s.renamed = map[string]struct{}{}, map[string]string{}
 	s.dirty = false
 	good := s.deltaGood
 	s.writing = true
@@ -141,6 +143,9 @@ func (s *Store) runBatch(ctx context.Context, ops []*commitOp) {
 		}
 		for k := range changed {
 			s.changed[k] = struct{}{}
+		}
+		for to, from := range renamed {
+			s.renamed[to] = from
 		}
 		s.loaded = false
 	} else if data != nil || lines != nil {

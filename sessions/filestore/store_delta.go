@@ -17,7 +17,9 @@ import (
 )
 
 // deltaName is the append-only change log beside sessions.json: one line
-// per changed entry ({"k":key,"e":entry} or {"k":key,"d":true}), so that
+// per changed entry ({"k":key,"e":entry} or {"k":key,"d":true}, or
+// {"k":key,"r":from,"e":entry} for a session moved from another key,
+// RenameKey, which deletes from and puts key in one line), so that
 // creating or updating a session costs one short fsynced append whatever
 // the index size. Readers see the snapshot with the log applied in order;
 // the log is folded into the snapshot (atomic rename, then truncated) when
@@ -35,6 +37,7 @@ const deltaFoldMin = 64 << 10
 // deltaLine is one line of the change log.
 type deltaLine struct {
 	K string          `json:"k"`
+	R string          `json:"r,omitempty"` // the key a moved entry leaves
 	E json.RawMessage `json:"e,omitempty"` // an entry (decodeEntry)
 	D bool            `json:"d,omitempty"`
 }
@@ -82,6 +85,9 @@ func readDelta(path string, apply func(k string, c compactEntry, del bool)) (fil
 						c, err := packEntry(&e)
 						if err != nil {
 							return fileStamp{}, 0, fmt.Errorf("sessions: change log %s: line %d: %w", path, n, err)
+						}
+						if l.R != "" && l.R != l.K {
+							apply(l.R, nil, true) // a move: both halves or, torn, neither
 						}
 						apply(l.K, c, false)
 					}
@@ -132,7 +138,26 @@ func (s *Store) encodeChangesLocked() ([]byte, error) {
 	}
 	slices.Sort(keys)
 	var buf []byte
+	// Moves first, each one line; a key a session left is written after
+	// (deleted again, or put if the batch made it a session anew).
 	for _, k := range keys {
+		from, ok := s.renamed[k]
+		sl, live := s.slots[k]
+		if !ok || !live {
+			continue
+		}
+		line, err := json.Marshal(deltaLine{K: k, R: from, E: sl.c.appendJSON(nil)})
+		if err != nil {
+			return nil, fmt.Errorf("sessions: encode change: %w", err)
+		}
+		buf = append(append(buf, line...), '\n')
+	}
+	for _, k := range keys {
+		if _, ok := s.renamed[k]; ok {
+			if _, live := s.slots[k]; live {
+				continue
+			}
+		}
 		kb, err := json.Marshal(k)
 		if err != nil {
 			return nil, fmt.Errorf("sessions: encode change: %w", err)

@@ -27,14 +27,17 @@ type txn struct {
 
 // opTx is one op's view of the batch; its changes apply only if it succeeds.
 type opTx struct {
-	tx        *txn
-	puts      map[string]*sessions.Entry // nil value: delete
-	arch      map[string][]sessions.Archived
+	tx   *txn
+	puts map[string]*sessions.Entry // nil value: delete
+	arch map[string][]sessions.Archived
+	// renames are the keys this op moved a session to, each with the key
+	// it came from (RenameKey): each becomes one change log line.
+	renames   map[string]string
 	pre, post []func() error
 }
 
 func (tx *txn) newOp() *opTx {
-	return &opTx{tx: tx, puts: map[string]*sessions.Entry{}, arch: map[string][]sessions.Archived{}}
+	return &opTx{tx: tx, puts: map[string]*sessions.Entry{}, arch: map[string][]sessions.Archived{}, renames: map[string]string{}}
 }
 
 func (o *opTx) now() time.Time { return o.tx.now }
@@ -212,6 +215,9 @@ func (o *opTx) applyLocked() error {
 		}
 		s.dirty = true
 		s.changed[k] = struct{}{}
+	}
+	for to, from := range o.renames {
+		s.renamed[to] = from
 	}
 	if len(o.arch) > 0 {
 		if err := o.tx.loadArchive(); err != nil {

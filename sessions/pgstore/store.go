@@ -158,6 +158,18 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 	return e, s.x.db.storageErr(err)
 }
 
+// RenameKey is Index.RenameKey; the counters queued for either key are
+// written first, so they move with the session.
+func (s *Store) RenameKey(ctx context.Context, from, to routing.Key) (sessions.Entry, error) {
+	for _, k := range []routing.Key{from, to} {
+		if err := s.settle(ctx, k); err != nil {
+			return sessions.Entry{}, s.x.db.storageErr(err)
+		}
+	}
+	e, err := s.x.RenameKey(ctx, from, to)
+	return e, s.x.db.storageErr(err)
+}
+
 // AddCounters adds usage to key's current session in the background
 // (counters.go): it returns at once, and every other method of s (of any
 // Store of the DB) waits for it first. Failures are logged, as the files
