@@ -20,7 +20,7 @@ import (
 // backend (pgstore.Store) implement it, and package sessionstest holds the
 // conformance suite both pass. An Index is safe for concurrent use.
 //
-// Begin, Reset, Patch, Delete and Switch are durable when they return.
+// Begin, Reset, Patch, Delete, DeleteArchived and Switch are durable when they return.
 // AddCounters is routine: its effect is visible to readers at once and
 // durable after the next Flush (a backend may write it at once, and then
 // Flush has nothing to do). Methods name their key's agent; a key of
@@ -61,6 +61,13 @@ type Index interface {
 	// Switch makes the archived session sessionID of key current again,
 	// archiving the current one (reason "switch") in its place.
 	Switch(ctx context.Context, key routing.Key, sessionID string) (Entry, error)
+	// DeleteArchived marks the archived session sessionID of key deleted
+	// (reason "deleted", Deleted true), as Delete marks a current one: the
+	// chat no longer offers it (/sessions, /switch), its transcript is
+	// kept, it stays in Archived(key) and Switch can still bring it back
+	// (an operator's recovery). A session already deleted is left as it
+	// is. ErrNotFound when Archived(key) does not list sessionID.
+	DeleteArchived(ctx context.Context, key routing.Key, sessionID string) error
 
 	// AddCounters adds usage to key's current session without moving
 	// lastInteractionAt. It never fails the caller: a key without a

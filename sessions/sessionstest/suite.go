@@ -66,6 +66,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"Patch", testPatch},
 		{"ChatSettings", testChatSettings},
 		{"DeleteAndRecover", testDelete},
+		{"DeleteArchived", testDeleteArchived},
 		{"SwitchBack", testSwitch},
 		{"SwitchRefusesStrangers", testSwitchStrangers},
 		{"ListAndRecentOrder", testOrder},
