@@ -224,10 +224,8 @@ func (s *Server) validate(p PatchRequest) error {
 		}
 	}
 	if p.QueueMode != nil {
-		switch *p.QueueMode {
-		case "", "collect", "followup", "steer", "interrupt":
-		default:
-			return fmt.Errorf("queueMode: %q is not collect, followup, steer, interrupt or \"\"", *p.QueueMode)
+		if _, ok := lanes.ParseMode(*p.QueueMode); !ok && *p.QueueMode != "" {
+			return fmt.Errorf("queueMode: %q is not collect, followup, steer, interrupt, steer-backlog, queue or \"\"", *p.QueueMode)
 		}
 	}
 	return nil

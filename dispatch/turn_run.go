@@ -152,7 +152,8 @@ func (t *turn) toolFunc(ctx context.Context) func(string, json.RawMessage) {
 
 // steerFunc is agents.Turn.Steer in steer modes: the messages of the
 // session queued while the run is active, as user messages; they finish
-// with the run's reply (steered).
+// with the run's reply (steered), except in steer-backlog mode, where they
+// stay queued for a turn of their own (work.Steered).
 func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 	d := t.d
 	if t.b.Steer == nil {
@@ -170,7 +171,9 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
 				}
 				msgs = d.appendUser(ctx, msgs, p, t.media)
-				t.steered.add(p)
+				if !it.Steered {
+					t.steered.add(p) // steer: answered by this run
+				} // steer-backlog: still queued, for a turn of its own
 				if err := d.journal.Start(p.RecordID); err != nil {
 					d.log.Error("journal start failed", zap.String("record_id", p.RecordID), zap.Error(err))
 				}
