@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.allow(one+"/compact", "POST")
 	s.allow("/api/agents/{id}/chat", "POST")
 	s.searchRoutes()
+	s.sendRoutes()
 }
 
 // listAgents answers the configured agent ids (the page's agent picker).
