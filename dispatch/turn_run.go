@@ -63,10 +63,11 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 
 // aim decides where the reply goes: the last message's chat, or for
 // internal work the session's last known chat (none when it asked for no
-// delivery).
+// delivery, or when the session's send policy is deny: its replies are
+// recorded in the transcript and not sent, seed 002).
 func (t *turn) aim() {
 	d := t.d
-	t.deliver = t.last.Agent == nil || t.last.Agent.Deliver
+	t.deliver = (t.last.Agent == nil || t.last.Agent.Deliver) && t.entry.Sends()
 	t.out, t.adapter = d.replyTarget(t.store, t.last)
 	t.out.Answers = answers(t.ws)
 	t.out.ReplyToMode = d.rt.Load().RoomFor(t.last.In).ReplyToMode

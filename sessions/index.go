@@ -101,7 +101,8 @@ func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
 // RolledOver is the entry that replaces old when its key starts a new
 // session at now (SPEC §3.6): a fresh session id; counters, compactions and
 // the title cleared; label, display name, lineage and where replies go
-// kept, and so is the group activation (how the room addresses the bot);
+// kept, and so are the group activation (how the room addresses the bot),
+// the send policy and the verbose, reasoning and usage settings;
 // model, thinking and queue overrides kept only on a manual reset (/new,
 // /reset, a switch). A model, when given, becomes the model override.
 func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
@@ -111,7 +112,8 @@ func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
 		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
 		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
 		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
-		Label: old.Label, GroupActivation: old.GroupActivation,
+		Label: old.Label, GroupActivation: old.GroupActivation, SendPolicy: old.SendPolicy,
+		VerboseLevel: old.VerboseLevel, ReasoningLevel: old.ReasoningLevel, ResponseUsage: old.ResponseUsage,
 	}
 	if manual {
 		n.ModelOverride, n.ProviderOverride, n.ThinkingLevel = old.ModelOverride, old.ProviderOverride, old.ThinkingLevel

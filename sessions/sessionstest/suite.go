@@ -65,6 +65,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"CountersConcurrent", testCountersConcurrent},
 		{"Patch", testPatch},
 		{"ChatSettings", testChatSettings},
+		{"EntryLevels", testEntryLevels},
 		{"DeleteAndRecover", testDelete},
 		{"DeleteArchived", testDeleteArchived},
 		{"SwitchBack", testSwitch},
