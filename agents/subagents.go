@@ -49,6 +49,7 @@ type spawnArgs struct {
 	Model             string `json:"model"`
 	RunTimeoutSeconds int    `json:"runTimeoutSeconds"`
 	Cleanup           string `json:"cleanup"`
+	Thinking          string `json:"thinking"`
 }
 
 // SpawnResult is the sessions_spawn tool result.
@@ -56,7 +57,12 @@ type SpawnResult struct {
 	Status          string `json:"status"`
 	ChildSessionKey string `json:"childSessionKey,omitempty"`
 	RunID           string `json:"runId,omitempty"`
-	Error           string `json:"error,omitempty"`
+	// ModelApplied says the model asked for is the child's (seed 002);
+	// Warning says why not, when one was asked for and is not configured:
+	// the child then runs on its agent's model.
+	ModelApplied bool   `json:"modelApplied"`
+	Warning      string `json:"warning,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 func newUUID() string { return uuid.NewString() }
@@ -73,7 +79,8 @@ func (r *Runner) spawnTool() tool {
 				`"agentId":{"type":"string","description":"agent to run (default: this agent)"},` +
 				`"model":{"type":"string","description":"provider/model override"},` +
 				`"runTimeoutSeconds":{"type":"integer","minimum":1},` +
-				`"cleanup":{"type":"string","enum":["keep","delete"],"description":"delete archives the child session once it has reported"}` +
+				`"cleanup":{"type":"string","enum":["keep","delete"],"description":"delete archives the child session once it has reported"},` +
+				`"thinking":{"type":"string","enum":["off","low","medium","high"],"description":"the child's reasoning effort"}` +
 				`},"required":["task"]}`),
 		},
 		run: func(ctx context.Context, s *session, raw json.RawMessage) (any, error) {
@@ -111,8 +118,14 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	if target != s.agent.ID && !r.defaults.allows(target) {
 		return SpawnResult{Status: SpawnForbidden, Error: fmt.Sprintf("agent %q is not in subagents.allowAgents", target)}, nil
 	}
+	var warning string
 	if a.Model != "" && !r.HasModel(a.Model) {
-		return SpawnResult{Status: SpawnError, Error: fmt.Sprintf("model %q is not configured", a.Model)}, nil
+		warning = fmt.Sprintf("model %q is not configured; the subagent runs on agent %s's model", a.Model, target)
+		a.Model = ""
+	}
+	thinking, err := sessions.ParseThinking(a.Thinking)
+	if err != nil {
+		return SpawnResult{Status: SpawnError, Error: err.Error()}, nil
 	}
 	switch a.Cleanup {
 	case "", "keep", "delete":
@@ -142,7 +155,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	}
 	if _, err := st.Patch(ctx, child, func(e *sessions.Entry) error {
 		e.SpawnedBy, e.ParentSessionKey, e.Label = parent, parent, label
-		e.ModelOverride = a.Model
+		e.ModelOverride, e.ThinkingLevel = a.Model, thinking
 		return nil
 	}); err != nil {
 		return SpawnResult{}, fmt.Errorf("record spawn: %w", err)
@@ -166,7 +179,8 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 		return SpawnResult{Status: SpawnError, Error: "the subagent could not be queued"}, nil
 	}
 	s.log.Info("subagent spawned", zap.String("child_session_key", child.String()), zap.String("target_agent", target))
-	return SpawnResult{Status: SpawnAccepted, ChildSessionKey: child.String(), RunID: runID}, nil
+	return SpawnResult{Status: SpawnAccepted, ChildSessionKey: child.String(), RunID: runID,
+		ModelApplied: a.Model != "", Warning: warning}, nil
 }
 
 // runChild runs a subagent turn under its run timeout and, when it ends

@@ -189,7 +189,7 @@ func TestSpawnArgumentErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range []string{`{}`, `{"task":"x","agentId":"ghost"}`, `{"task":"x","cleanup":"shred"}`, `{"task":"x","model":"nope/m"}`, `[1]`} {
+	for _, args := range []string{`{}`, `{"task":"x","agentId":"ghost"}`, `{"task":"x","cleanup":"shred"}`, `{"task":"x","thinking":"max"}`, `[1]`} {
 		sr, err := h.r.spawn(context.Background(), s, json.RawMessage(args))
 		if err != nil || sr.Status != SpawnError || sr.Error == "" {
 			t.Errorf("%s: %+v %v", args, sr, err)

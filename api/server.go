@@ -71,6 +71,9 @@ type Options struct {
 	Config func() any
 	// Pairing serves /api/pairing (nil: the routes answer 404).
 	Pairing Pairing
+	// Send delivers an operator's message into a session (nil: the route
+	// answers 404).
+	Send SendFunc
 	// MemoryLimits are an agent's memory limits for the memory routes'
 	// writes (nil: the defaults).
 	MemoryLimits func(agentID string) sessions.MemoryLimits

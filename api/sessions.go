@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.allow(one+"/compact", "POST")
 	s.allow("/api/agents/{id}/chat", "POST")
 	s.searchRoutes()
+	s.sendRoutes()
 }
 
 // listAgents answers the configured agent ids (the page's agent picker).
@@ -224,10 +225,8 @@ func (s *Server) validate(p PatchRequest) error {
 		}
 	}
 	if p.QueueMode != nil {
-		switch *p.QueueMode {
-		case "", "collect", "followup", "steer", "interrupt":
-		default:
-			return fmt.Errorf("queueMode: %q is not collect, followup, steer, interrupt or \"\"", *p.QueueMode)
+		if _, ok := lanes.ParseMode(*p.QueueMode); !ok && *p.QueueMode != "" {
+			return fmt.Errorf("queueMode: %q is not collect, followup, steer, interrupt, steer-backlog, queue or \"\"", *p.QueueMode)
 		}
 	}
 	return nil

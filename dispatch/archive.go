@@ -14,6 +14,10 @@ import (
 
 // archive handles /sessions, /switch, /history and /delete. They act
 // only on sessions of this chat's key, so one chat never reaches another's.
+// /sessions numbers the archived sessions the chat may switch to (1 is the
+// newest); /switch n and /delete n take those numbers, and /delete without
+// a number (or 0) deletes the current session. A deleted session leaves the
+// chat's list; it is kept for an operator (sessions.Index.DeleteArchived).
 func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *work) string {
 	d := c.d
 	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
@@ -22,11 +26,12 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 		log.Error("session lookup failed", zap.Error(err))
 		return "Sorry, the session store is unavailable."
 	}
-	archived, err := store.Archived(w.Key)
+	all, err := store.Archived(w.Key)
 	if err != nil {
 		log.Error("archive lookup failed", zap.Error(err))
 		return "Sorry, the session archive is unavailable."
 	}
+	archived := chatArchived(all)
 	switch w.Command {
 	case "sessions":
 		return listSessions(cur, hasCur, archived)
@@ -34,12 +39,9 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 		if w.Args == "" {
 			return "Usage: /switch <n|sessionId> (see /sessions)"
 		}
-		id := w.Args
-		if n, err := strconv.Atoi(w.Args); err == nil {
-			if n < 1 || n > len(archived) {
-				return fmt.Sprintf("No archived session %d; /sessions lists %d.", n, len(archived))
-			}
-			id = archived[n-1].SessionID
+		id, msg := pickArchived(w.Args, archived, all)
+		if msg != "" {
+			return msg
 		}
 		e, err := store.Switch(ctx, w.Key, id)
 		if errors.Is(err, sessions.ErrNotFound) {
@@ -64,8 +66,18 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 		}
 		return c.history(ctx, store, cur, n)
 	case "delete":
-		if w.Args != "" && w.Args != "0" {
-			return "Archived sessions are kept for the operator; /delete archives the current session."
+		if w.Args != "" && w.Args != "0" && (!hasCur || w.Args != cur.SessionID) {
+			id, msg := pickArchived(w.Args, archived, all)
+			if msg != "" {
+				return msg
+			}
+			if err := store.DeleteArchived(ctx, w.Key, id); errors.Is(err, sessions.ErrNotFound) {
+				return "This chat has no archived session " + id + "."
+			} else if err != nil {
+				log.Error("delete archived failed", zap.Error(err))
+				return "Sorry, the session could not be deleted."
+			}
+			return "Deleted archived session " + id + " (an operator can recover it). /sessions renumbers the rest."
 		}
 		if !hasCur {
 			return "This chat has no session to delete."
@@ -128,4 +140,34 @@ func (c commander) history(ctx context.Context, store sessions.AgentStore, e ses
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// chatArchived is the part of a key's archive the chat is offered: the
+// sessions not deleted, newest first.
+func chatArchived(all []sessions.Archived) []sessions.Archived {
+	var out []sessions.Archived
+	for _, a := range all {
+		if !a.Deleted {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// pickArchived resolves /switch's and /delete's argument, a number from
+// /sessions or a session id, to an archived session of the chat; msg is the
+// reply when it names none.
+func pickArchived(arg string, archived, all []sessions.Archived) (id, msg string) {
+	if n, err := strconv.Atoi(arg); err == nil {
+		if n < 1 || n > len(archived) {
+			return "", fmt.Sprintf("No archived session %d; /sessions lists %d.", n, len(archived))
+		}
+		return archived[n-1].SessionID, ""
+	}
+	for _, a := range all {
+		if a.SessionID == arg && a.Deleted {
+			return "", "Session " + arg + " was deleted; an operator can recover it."
+		}
+	}
+	return arg, ""
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
 )
 
@@ -65,7 +66,8 @@ func holdKeyOf(w *work) holdKey {
 func textLen(s string) int { return utf8.RuneCountInString(s) }
 
 // admit hands journaled work to its lane, holding a sender's message for
-// the burst window first where its channel assembles bursts.
+// the burst window first where its channel assembles bursts (never in
+// queue mode, which merges nothing).
 func (d *Dispatcher) admit(ctx context.Context, w *work) {
 	w.Key = w.Key.Canonical() // one burst and one lane per session
 	if w.Command != "" || w.Agent != nil || w.Reply != nil || w.Replayed {
@@ -74,6 +76,11 @@ func (d *Dispatcher) admit(ctx context.Context, w *work) {
 				d.enqueue(ctx, lead)
 			}
 		}
+		d.enqueue(ctx, w)
+		return
+	}
+	if d.laneSettings(w.Key).Mode == lanes.FIFO {
+		// queue mode: plain FIFO, one turn per message, nothing merged.
 		d.enqueue(ctx, w)
 		return
 	}

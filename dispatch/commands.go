@@ -259,8 +259,9 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 	for _, f := range fields {
 		k, v, hasColon := strings.Cut(strings.ToLower(f), ":")
 		switch {
-		case !hasColon && (k == "collect" || k == "followup" || k == "steer" || k == "interrupt"):
-			mode = k
+		case !hasColon && isMode(k):
+			m, _ := lanes.ParseMode(k)
+			mode = string(m)
 		case !hasColon && k == "reset":
 			reset = true
 		case k == "debounce":
@@ -281,7 +282,7 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 			}
 			drop = v
 		default:
-			return "Usage: /queue <collect|followup|steer|interrupt> [debounce:1s cap:20 drop:summarize|old|new] | /queue reset"
+			return "Usage: /queue <collect|followup|steer|interrupt|steer-backlog|queue> [debounce:1s cap:20 drop:summarize|old|new] | /queue reset"
 		}
 	}
 	patch := func(e *sessions.Entry) error {
@@ -342,4 +343,10 @@ func (c commander) stop(ctx context.Context, w *work) {
 		}
 	}
 	c.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
+}
+
+// isMode reports whether s names a queue mode.
+func isMode(s string) bool {
+	_, ok := lanes.ParseMode(s)
+	return ok
 }

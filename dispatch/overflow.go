@@ -83,3 +83,19 @@ func (d *Dispatcher) overflowNote(ws []*work) sessions.Message {
 func summaryLine(w *work) string {
 	return w.In.SenderName + ": " + firstLine(w.In.Text, 80)
 }
+
+// steerBacklogNote is the user message of a steer-backlog follow-up turn
+// for ws, messages an earlier run already took (they are in the
+// transcript, before its reply): one line each, with their record ids, so
+// the model answers them in a turn of their own and recovery knows them
+// taken. Nothing is appended twice.
+func (d *Dispatcher) steerBacklogNote(ws []*work) sessions.Message {
+	lines := make([]string, len(ws))
+	for i, w := range ws {
+		lines[i] = summaryLine(w)
+	}
+	m := sessions.UserText(fmt.Sprintf("[follow-up: %d messages above reached you while you were answering; "+
+		"answer them now, unless your last reply already did]\n%s", len(ws), strings.Join(lines, "\n")), d.opts.Now())
+	m.RecordIDs = recordIDs(ws)
+	return m
+}

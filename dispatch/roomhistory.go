@@ -175,7 +175,7 @@ func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info s
 	var addressed *work
 	var mark uint64
 	for _, w := range ws {
-		if w.Consumed || w.Agent != nil || (w.In.ChatType == channels.Direct && !dm) || w.In.Channel == "" {
+		if w.Consumed || w.Steered || w.Agent != nil || (w.In.ChatType == channels.Direct && !dm) || w.In.Channel == "" {
 			continue
 		}
 		if addressed == nil {

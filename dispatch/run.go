@@ -54,7 +54,13 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 			d.cmds.run(ctx, w, b)
 			continue
 		}
-		pending = append(pending, expand(w)...)
+		parts := expand(w)
+		if it.Steered {
+			for _, p := range parts {
+				p.Steered = true
+			}
+		}
+		pending = append(pending, parts...)
 	}
 	flush()
 }

@@ -30,10 +30,8 @@ func (q QueueConfig) Validate() error {
 }
 
 func (q QueueConfig) validate(path string) error {
-	switch q.Mode {
-	case "", lanes.Collect, lanes.Followup, lanes.Steer, lanes.Interrupt:
-	default:
-		return fmt.Errorf("%s.mode: %q is not collect, followup, steer or interrupt", path, q.Mode)
+	if _, ok := lanes.ParseMode(string(q.Mode)); !ok && q.Mode != "" {
+		return fmt.Errorf("%s.mode: %q is not collect, followup, steer, interrupt, steer-backlog or queue", path, q.Mode)
 	}
 	switch q.Drop {
 	case "", lanes.DropSummarize, lanes.DropOld, lanes.DropNew:

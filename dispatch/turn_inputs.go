@@ -21,8 +21,9 @@ const inheritMessages = 20
 const inheritRunes = 2000
 
 // inputs are the turn's new messages for the model: a new thread's parent
-// context, the queue's overflow note, then each message not yet in the
-// transcript, the room's kept messages framed before the first of them.
+// context, the queue's overflow note, the steer-backlog note, then each
+// message not yet in the transcript, the room's kept messages framed
+// before the first of them.
 func (t *turn) inputs(ctx context.Context) []sessions.Message {
 	d := t.d
 	var inputs []sessions.Message
@@ -40,9 +41,18 @@ func (t *turn) inputs(ctx context.Context) []sessions.Message {
 	if len(dropped) > 0 {
 		inputs = append(inputs, d.overflowNote(dropped))
 	}
+	var backlog []*work
+	for _, w := range t.ws {
+		if w.Steered && !w.Consumed && !w.Summarized {
+			backlog = append(backlog, w)
+		}
+	}
+	if len(backlog) > 0 {
+		inputs = append(inputs, d.steerBacklogNote(backlog))
+	}
 	for _, w := range t.ws {
 		switch {
-		case w.Consumed, w.Summarized:
+		case w.Consumed, w.Summarized, w.Steered:
 		case w.In.Ambient && !t.ambient:
 			// A batch beside addressed messages: its events go with them
 			// (the room context) and it finishes with their turn.

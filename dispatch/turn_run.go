@@ -74,10 +74,11 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 
 // aim decides where the reply goes: the last message's chat, or for
 // internal work the session's last known chat (none when it asked for no
-// delivery).
+// delivery, or when the session's send policy is deny: its replies are
+// recorded in the transcript and not sent, seed 002).
 func (t *turn) aim() {
 	d := t.d
-	t.deliver = t.last.Agent == nil || t.last.Agent.Deliver
+	t.deliver = (t.last.Agent == nil || t.last.Agent.Deliver) && t.entry.Sends()
 	t.out, t.adapter = d.replyTarget(t.store, t.last)
 	t.out.Answers = answers(t.ws)
 	t.out.ReplyToMode = d.rt.Load().RoomFor(t.last.In).ReplyToMode
@@ -163,7 +164,8 @@ func (t *turn) toolFunc(ctx context.Context) func(string, json.RawMessage) {
 
 // steerFunc is agents.Turn.Steer in steer modes: the messages of the
 // session queued while the run is active, as user messages; they finish
-// with the run's reply (steered).
+// with the run's reply (steered), except in steer-backlog mode, where they
+// stay queued for a turn of their own (work.Steered).
 func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 	d := t.d
 	if t.b.Steer == nil || t.ambient {
@@ -181,7 +183,9 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
 				}
 				msgs = d.appendUser(ctx, msgs, p, t.media)
-				t.steered.add(p)
+				if !it.Steered {
+					t.steered.add(p) // steer: answered by this run
+				} // steer-backlog: still queued, for a turn of its own
 				if err := d.journal.Start(p.RecordID); err != nil {
 					d.log.Error("journal start failed", zap.String("record_id", p.RecordID), zap.Error(err))
 				}

@@ -44,6 +44,12 @@ type chatMessage struct {
 	// interrupt mode): its turn gives it to the model as a line of the
 	// overflow note (overflow.go), not in full.
 	Summarized bool
+	// Steered is set for a message a run took while active in
+	// steer-backlog mode (its user message is in the transcript, before
+	// that run's reply) and that came back for a turn of its own: that
+	// turn gives it to the model as a line of the follow-up note
+	// (steerBacklogNote), not again in full.
+	Steered bool
 }
 
 // recordState is what is known of a journaled work's record: when it was

@@ -164,6 +164,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),
 		MCP:            d.mcp.Status,
 		DeadLetters:    d.disp,
+		Send:           operatorSend(d.disp),
 		Jobs: jobSettings(cfg, &api.JobSettings{Zone: func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
 			MaxPerRoom: cfg.Jobs.MaxPerRoom, Added: d.wakeJobs, Now: d.opts.Now}),
 		Status: func(ctx context.Context) (any, bool) {

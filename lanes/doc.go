@@ -15,6 +15,12 @@
 //     window (one batch per Group).
 //   - interrupt: the active run's context is cancelled and the newest item
 //     runs next; the older queued items are dropped into Batch.Dropped.
+//   - steer-backlog: as steer, but the items handed to the active run stay
+//     queued, marked Item.Steered, and run afterwards like steer's leftovers
+//     (one batch per Group, no quiet window): the run sees them at once and
+//     they get a turn of their own too.
+//   - queue (FIFO): one batch per item, in arrival order, as followup; the
+//     owner merges nothing for it either (the dispatcher's bursts).
 //
 // An item reaching an idle key runs at once in every mode: the quiet window
 // applies only to items that queued behind a run (or a Do). Settings are

@@ -111,17 +111,38 @@ func (l *lane[K]) idle() bool {
 // to the mode.
 func (l *lane[K]) takeBatchLocked() (items []Item) {
 	switch l.set.Mode {
-	case Followup:
+	case Followup, FIFO:
 		items = []Item{l.items[0]}
 		l.shiftLocked(1)
 	case Interrupt:
 		l.dropOldestLocked(len(l.items) - 1)
 		items, l.items = l.items, nil
-	default: // Collect, Steer: every queued item of the oldest item's Group.
+	default: // Collect, Steer, SteerBacklog: every queued item of the oldest item's Group.
 		items = l.takeGroupLocked(l.items[0].Group, false)
 	}
 	l.behind = len(l.items) > 0
 	return items
+}
+
+// markSteeredLocked marks the queued items of group not yet steered, up to
+// the group's first NoSteer item, as Steered and returns copies of them
+// (steer-backlog: they stay queued for a batch of their own).
+func (l *lane[K]) markSteeredLocked(group string) []Item {
+	var out []Item
+	for i := range l.items {
+		it := &l.items[i]
+		if it.Group != group {
+			continue
+		}
+		if it.NoSteer {
+			break
+		}
+		if !it.Steered {
+			it.Steered = true
+			out = append(out, *it)
+		}
+	}
+	return out
 }
 
 // takeGroupLocked removes and returns the queued items of group, keeping
@@ -135,7 +156,7 @@ func (l *lane[K]) takeGroupLocked(group string, steering bool) []Item {
 		if it.Group == group && steering && it.NoSteer {
 			stopped = true
 		}
-		if it.Group == group && !stopped {
+		if it.Group == group && !stopped && !(steering && it.Steered) { // steered once is enough
 			out = append(out, it)
 		} else {
 			rest = append(rest, it)

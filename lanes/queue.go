@@ -56,6 +56,10 @@ type Item struct {
 	// it in Batch.Dropped while the run's trace of it stands. Interrupt
 	// mode still supersedes it.
 	Keep bool
+	// Steered is set by the Queue, never by the caller: in steer-backlog
+	// mode, an active run took the item through Batch.Steer and it stayed
+	// queued for a batch of its own, whose run can tell it was seen.
+	Steered bool
 }
 
 // Batch is what one run receives.
@@ -70,11 +74,12 @@ type Batch[K comparable] struct {
 	// for them, and they are not lost if the run never gets to them
 	// (Cancel and Shutdown return the ones no batch took yet).
 	Dropped []Item
-	// Steer is set in steer mode only. It returns the items of the batch's
-	// Group that arrived while the run is active, up to the first NoSteer
-	// one, and removes them from the queue (the runner calls it before each
-	// model call). After the run ends it returns nil. It is safe for
-	// concurrent use.
+	// Steer is set in the steer modes only. It returns the items of the
+	// batch's Group that arrived while the run is active, up to the first
+	// NoSteer one, and removes them from the queue (the runner calls it
+	// before each model call); in steer-backlog mode it leaves them queued,
+	// marked Steered, and returns each only once. After the run ends it
+	// returns nil. It is safe for concurrent use.
 	Steer func() []Item
 }
 

@@ -116,7 +116,7 @@ func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 	q.active[class]++
 	ctx, cancel := context.WithCancel(q.base)
 	l.cancel = cancel
-	if l.set.Mode == Steer {
+	if l.set.Mode == Steer || l.set.Mode == SteerBacklog {
 		seq := l.seq
 		b.Steer = func() []Item { return q.steer(l, seq) }
 	}
@@ -158,12 +158,16 @@ func (q *Queue[K]) finish(l *lane[K]) {
 	q.pumpLocked(l.runClass, now)
 }
 
-// steer hands the active run the queued items of its Group.
+// steer hands the active run the queued items of its Group (in
+// steer-backlog mode, those it was not handed yet, left queued).
 func (q *Queue[K]) steer(l *lane[K], seq uint64) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !l.running || l.seq != seq || len(l.items) == 0 {
 		return nil
+	}
+	if l.set.Mode == SteerBacklog {
+		return l.markSteeredLocked(l.group)
 	}
 	out := l.takeGroupLocked(l.group, true)
 	l.behind = len(l.items) > 0

@@ -19,7 +19,20 @@ const (
 	// Interrupt cancels the active run and runs the newest item; older
 	// queued items are dropped and reported in Batch.Dropped.
 	Interrupt Mode = "interrupt"
+	// SteerBacklog hands items to the active run through Batch.Steer, as
+	// Steer does, and keeps them queued too (marked Item.Steered): they run
+	// again afterwards, one batch per Group, for a turn of their own.
+	SteerBacklog Mode = "steer-backlog"
+	// FIFO runs one batch per item in arrival order, with no quiet window
+	// and nothing merged ("queue" in the configuration): Followup, for
+	// owners that also hold messages back to merge them (bursts), told
+	// not to.
+	FIFO Mode = "queue"
 )
+
+// steerBacklogAlias is the reference system's other spelling of
+// SteerBacklog, read from imported state.
+const steerBacklogAlias = "steer+backlog"
 
 // Drop is the overflow policy when a key's queue reaches Settings.Cap.
 type Drop string
@@ -61,7 +74,9 @@ func DefaultSettings() Settings {
 // scheduler only ever sees valid settings.
 func (s Settings) normalized() Settings {
 	switch s.Mode {
-	case Collect, Followup, Steer, Interrupt:
+	case Collect, Followup, Steer, Interrupt, SteerBacklog, FIFO:
+	case steerBacklogAlias:
+		s.Mode = SteerBacklog
 	default:
 		s.Mode = DefaultMode
 	}
@@ -80,4 +95,21 @@ func (s Settings) normalized() Settings {
 		s.Drop = DefaultDrop
 	}
 	return s
+}
+
+// Modes lists the queue modes, as a configuration or a command names them.
+var Modes = []Mode{Collect, Followup, Steer, Interrupt, SteerBacklog, FIFO}
+
+// ParseMode reads a mode as a configuration, a command or imported state
+// spells it ("steer+backlog" too); false for anything else.
+func ParseMode(s string) (Mode, bool) {
+	if s == steerBacklogAlias {
+		return SteerBacklog, true
+	}
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, true
+		}
+	}
+	return "", false
 }

@@ -20,8 +20,8 @@ import (
 // backend (pgstore.Store) implement it, and package sessionstest holds the
 // conformance suite both pass. An Index is safe for concurrent use.
 //
-// Begin, Reset, Patch, Delete, Switch and RenameKey are durable when they
-// return.
+// Begin, Reset, Patch, Delete, DeleteArchived, Switch and RenameKey are
+// durable when they return.
 // AddCounters is routine: its effect is visible to readers at once and
 // durable after the next Flush (a backend may write it at once, and then
 // Flush has nothing to do). Methods name their key's agent; a key of
@@ -62,6 +62,13 @@ type Index interface {
 	// Switch makes the archived session sessionID of key current again,
 	// archiving the current one (reason "switch") in its place.
 	Switch(ctx context.Context, key routing.Key, sessionID string) (Entry, error)
+	// DeleteArchived marks the archived session sessionID of key deleted
+	// (reason "deleted", Deleted true), as Delete marks a current one: the
+	// chat no longer offers it (/sessions, /switch), its transcript is
+	// kept, it stays in Archived(key) and Switch can still bring it back
+	// (an operator's recovery). A session already deleted is left as it
+	// is. ErrNotFound when Archived(key) does not list sessionID.
+	DeleteArchived(ctx context.Context, key routing.Key, sessionID string) error
 
 	// RenameKey moves the session of key from to key to (both of this
 	// index's agent, and different): the entry — session id, transcript,
@@ -111,7 +118,8 @@ func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
 // RolledOver is the entry that replaces old when its key starts a new
 // session at now (SPEC §3.6): a fresh session id; counters, compactions and
 // the title cleared; label, display name, lineage and where replies go
-// kept, and so is the group activation (how the room addresses the bot);
+// kept, and so are the group activation (how the room addresses the bot),
+// the send policy and the verbose, reasoning and usage settings;
 // model, thinking and queue overrides kept only on a manual reset (/new,
 // /reset, a switch). A model, when given, becomes the model override.
 func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
@@ -121,7 +129,8 @@ func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
 		Channel: old.Channel, ChatType: old.ChatType, LastChannel: old.LastChannel, LastTo: old.LastTo,
 		LastAccountID: old.LastAccountID, LastThreadID: old.LastThreadID, LastFrom: old.LastFrom,
 		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
-		Label: old.Label, GroupActivation: old.GroupActivation,
+		Label: old.Label, GroupActivation: old.GroupActivation, SendPolicy: old.SendPolicy,
+		VerboseLevel: old.VerboseLevel, ReasoningLevel: old.ReasoningLevel, ResponseUsage: old.ResponseUsage,
 	}
 	if manual {
 		n.ModelOverride, n.ProviderOverride, n.ThinkingLevel = old.ModelOverride, old.ProviderOverride, old.ThinkingLevel

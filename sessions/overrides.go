@@ -57,3 +57,22 @@ func (e Entry) ModelFor() string {
 	}
 	return e.ProviderOverride + "/" + m
 }
+
+// Send policies of Entry.SendPolicy (seed 002).
+const (
+	SendAllow = "allow"
+	SendDeny  = "deny"
+)
+
+// ParseSendPolicy checks a send policy ("" clears it, any case).
+func ParseSendPolicy(s string) (string, error) {
+	switch s = strings.ToLower(strings.TrimSpace(s)); s {
+	case "", SendAllow, SendDeny:
+		return s, nil
+	}
+	return "", fmt.Errorf("send policy %q: want allow or deny", s)
+}
+
+// Sends reports whether e's replies go to its chat (SendPolicy is not
+// deny).
+func (e Entry) Sends() bool { return e.SendPolicy != SendDeny }

@@ -51,9 +51,22 @@ type Entry struct {
 	// GroupActivation is how a group session is addressed (/activation):
 	// ActivationMention, ActivationAlways, or "" for the room's rule.
 	GroupActivation string `json:"groupActivation,omitempty"`
+	// VerboseLevel and ReasoningLevel are the reference system's per-session
+	// levels (seed 002: how much of its tool use and of its reasoning a
+	// session shows), kept as written for operators and tools; "" is the
+	// default.
+	VerboseLevel   string `json:"verboseLevel,omitempty"`
+	ReasoningLevel string `json:"reasoningLevel,omitempty"`
+	// SendPolicy is SendAllow, SendDeny or "" (allow): with deny the
+	// session's replies are recorded in its transcript but not sent to its
+	// chat (seed 002).
+	SendPolicy string `json:"sendPolicy,omitempty"`
+	// ResponseUsage is the reference system's usage footer setting (on,
+	// off, tokens, full), kept as written; "" is the default.
+	ResponseUsage string `json:"responseUsage,omitempty"`
 	// Extra holds, as one JSON object, the members of a stored entry that
 	// this version does not know (fields the reference system or a newer
-	// release wrote: origin, verboseLevel...), so that a
+	// release wrote: origin, deliveryContext...), so that a
 	// write-back keeps them. The files backend stores them beside the known
 	// fields; a backend without room for them drops them. Empty: none.
 	Extra string `json:"-"`

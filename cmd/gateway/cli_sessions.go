@@ -13,12 +13,13 @@ import (
 )
 
 func sessionsCmd(cfgPath *string) *cobra.Command {
-	return group("sessions", "List, inspect, reset, delete and compact sessions",
+	return group("sessions", "List, inspect, reset, delete, compact and send into sessions",
 		sessionsListCmd(cfgPath), sessionsShowCmd(cfgPath),
 		sessionsMutateCmd(cfgPath, "reset", "Start a new session for KEY (the old transcript is archived)"),
 		sessionsMutateCmd(cfgPath, "delete", "Archive KEY's session and remove it from the index (recoverable)"),
 		sessionsMutateCmd(cfgPath, "compact", "Summarise KEY's older history now"),
 		sessionsSearchCmd(cfgPath),
+		sessionsSendCmd(cfgPath),
 	)
 }
 

@@ -185,6 +185,42 @@ func (s *Store) Delete(ctx context.Context, key routing.Key) error {
 	return nil
 }
 
+// DeleteArchived marks the archived session sessionID of key deleted in
+// the archive list. Its transcript keeps its file name: a rename could leave
+// the list naming a file that is not there yet after a crash, and the list,
+// not the name, is what the chat and the seam read.
+func (s *Store) DeleteArchived(ctx context.Context, key routing.Key, sessionID string) error {
+	k, err := s.keyString(key)
+	if err != nil {
+		return fmt.Errorf("sessions: delete archived: %w", err)
+	}
+	if err := sessions.CheckSessionID(sessionID); err != nil {
+		return fmt.Errorf("sessions: delete archived: %w: %w", sessions.ErrNotFound, err)
+	}
+	err = s.commit(ctx, func(tx *opTx) error {
+		list, err := tx.archived(k)
+		if err != nil {
+			return err
+		}
+		for i, a := range list {
+			if a.SessionID != sessionID {
+				continue
+			}
+			if a.Deleted {
+				return nil
+			}
+			list[i].Deleted, list[i].Reason = true, "deleted"
+			tx.setArchived(k, list)
+			return nil
+		}
+		return fmt.Errorf("%w: %s has no archived session %s", sessions.ErrNotFound, k, sessionID)
+	})
+	if err != nil {
+		return fmt.Errorf("sessions: delete archived: %w", err)
+	}
+	return nil
+}
+
 // Archived returns the sessions of key that were reset, deleted or switched
 // away from, newest first (at most MaxArchivedPerKey).
 func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {

@@ -113,6 +113,31 @@ func (x *Index) Delete(ctx context.Context, key routing.Key) error {
 	return nil
 }
 
+// DeleteArchived marks the archived session sessionID of key deleted
+// (reason "deleted"); only the sessions Archived lists qualify, as for
+// Switch.
+func (x *Index) DeleteArchived(ctx context.Context, key routing.Key, sessionID string) error {
+	ctx = withOp(ctx, OpIndex)
+	k, err := x.keyString(key)
+	if err != nil {
+		return fmt.Errorf("pgstore: delete archived: %w", err)
+	}
+	if !isSessionID(sessionID) {
+		return fmt.Errorf("pgstore: delete archived: %w: %s has no archived session %q", sessions.ErrNotFound, k, clip(sessionID))
+	}
+	tag, err := x.db.pool.Exec(ctx, `UPDATE archived SET deleted = true, reason = 'deleted'
+		WHERE session_id = $3 AND id IN (SELECT id FROM archived WHERE agent_id = $1 AND session_key = $2
+			ORDER BY archived_at DESC, id DESC LIMIT $4)`,
+		x.agentID, k, sessionID, sessions.MaxArchivedPerKey)
+	if err != nil {
+		return fmt.Errorf("pgstore: delete archived: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("pgstore: delete archived: %w: %s has no archived session %s", sessions.ErrNotFound, k, sessionID)
+	}
+	return nil
+}
+
 // Switch makes the archived session sessionID of key current again; the
 // current session (if any) is archived in its place (reason "switch").
 func (x *Index) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {

@@ -149,6 +149,14 @@ func (s *Store) Delete(ctx context.Context, key routing.Key) error {
 	return s.x.db.storageErr(s.x.Delete(ctx, key))
 }
 
+// DeleteArchived is Index.DeleteArchived.
+func (s *Store) DeleteArchived(ctx context.Context, key routing.Key, sessionID string) error {
+	if err := s.settle(ctx, key); err != nil {
+		return s.x.db.storageErr(err)
+	}
+	return s.x.db.storageErr(s.x.DeleteArchived(ctx, key, sessionID))
+}
+
 // Switch is Index.Switch.
 func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (sessions.Entry, error) {
 	if err := s.settle(ctx, key); err != nil {
