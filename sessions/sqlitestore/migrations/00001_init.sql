@@ -1,0 +1,100 @@
+-- The session index: one row per (agent, session key), the current
+-- session. body is the sessions.Entry as JSON (its known fields), extra the
+-- members this release does not know (Entry.Extra); the columns beside it
+-- are what queries select and order by. Times are Unix nanoseconds, UTC.
+-- Text compares as bytes (SQLite's BINARY collation), the files backend's
+-- order.
+CREATE TABLE entries (
+    agent_id    TEXT    NOT NULL,
+    session_key TEXT    NOT NULL,
+    session_id  TEXT    NOT NULL UNIQUE,
+    updated_at  INTEGER NOT NULL,
+    body        TEXT    NOT NULL,
+    extra       TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (agent_id, session_key)
+) WITHOUT ROWID;
+CREATE INDEX entries_recent ON entries (agent_id, updated_at DESC, session_key);
+
+-- Sessions of a key that were reset, deleted or switched away from.
+CREATE TABLE archived (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent_id           TEXT    NOT NULL,
+    session_key        TEXT    NOT NULL,
+    session_id         TEXT    NOT NULL,
+    reason             TEXT    NOT NULL,
+    archived_at        INTEGER NOT NULL,
+    title              TEXT    NOT NULL DEFAULT '',
+    session_started_at INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL,
+    message_count      INTEGER NOT NULL DEFAULT 0,
+    total_tokens       INTEGER NOT NULL DEFAULT 0,
+    deleted            INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX archived_by_key ON archived (agent_id, session_key, archived_at DESC, id DESC);
+CREATE INDEX archived_by_session ON archived (session_id);
+
+-- Transcripts: append-only, one row per JSONL line of the files backend,
+-- body the line's bytes; seq numbers a session's entries from 1 (the
+-- session header).
+CREATE TABLE transcript_entries (
+    session_id TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    id         TEXT    NOT NULL,
+    parent_id  TEXT,
+    type       TEXT    NOT NULL,
+    body       TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq),
+    UNIQUE (session_id, id)
+) WITHOUT ROWID;
+CREATE INDEX transcript_compactions ON transcript_entries (session_id, seq) WHERE type = 'compaction';
+
+-- Each transcript's head: its last seq, leaf entry and message count.
+CREATE TABLE transcript_heads (
+    session_id TEXT    PRIMARY KEY,
+    last_seq   INTEGER NOT NULL,
+    leaf_id    TEXT    NOT NULL DEFAULT '',
+    messages   INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+-- Channel cursors (the Telegram offset...): one row per (scope, name).
+CREATE TABLE cursors (
+    scope      TEXT    NOT NULL,
+    name       TEXT    NOT NULL,
+    value      TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (scope, name)
+) WITHOUT ROWID;
+
+-- The ingress journal: records accepted and not yet done (state pending),
+-- and the ids done, kept for duplicate detection (sessions.DoneRetention,
+-- DoneKeep). seq is the accept order.
+CREATE TABLE journal (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          TEXT    NOT NULL UNIQUE,
+    agent_id    TEXT    NOT NULL DEFAULT '',
+    session_key TEXT    NOT NULL DEFAULT '',
+    payload     TEXT    NOT NULL DEFAULT '',
+    starts      INTEGER NOT NULL DEFAULT 0,
+    failures    INTEGER NOT NULL DEFAULT 0,
+    accepted_at INTEGER NOT NULL,
+    done_at     INTEGER
+);
+CREATE INDEX journal_pending ON journal (seq) WHERE done_at IS NULL;
+CREATE INDEX journal_done ON journal (done_at) WHERE done_at IS NOT NULL;
+
+-- The reply outbox: replies stored before their first chunk is sent.
+CREATE TABLE outbox (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         TEXT    NOT NULL UNIQUE,
+    body       TEXT    NOT NULL,
+    chunks     INTEGER NOT NULL,
+    sent       INTEGER NOT NULL DEFAULT 0
+);
+
+-- Drafts: progress messages shown in a chat, to clean up after a crash.
+CREATE TABLE drafts (
+    seq  INTEGER PRIMARY KEY AUTOINCREMENT,
+    id   TEXT    NOT NULL UNIQUE,
+    body TEXT    NOT NULL
+);
