@@ -66,9 +66,11 @@ CREATE TABLE cursors (
     PRIMARY KEY (scope, name)
 ) WITHOUT ROWID;
 
--- The ingress journal: records accepted and not yet done (state pending),
--- and the ids done, kept for duplicate detection (sessions.DoneRetention,
--- DoneKeep). seq is the accept order.
+-- The ingress journal: every accepted record until it is done, and the
+-- ids done, kept for duplicate detection (sessions.DoneRetention,
+-- DoneKeep). seq is the accept order; owner the handle (process) that
+-- accepted it (its records are in its hands, not Pending's); reply the
+-- outbox reply that answers it, while that reply is being delivered.
 CREATE TABLE journal (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
     id          TEXT    NOT NULL UNIQUE,
@@ -77,24 +79,31 @@ CREATE TABLE journal (
     payload     TEXT    NOT NULL DEFAULT '',
     starts      INTEGER NOT NULL DEFAULT 0,
     failures    INTEGER NOT NULL DEFAULT 0,
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    consumed    INTEGER NOT NULL DEFAULT 0,
     accepted_at INTEGER NOT NULL,
+    owner       TEXT    NOT NULL DEFAULT '',
+    reply       TEXT,
     done_at     INTEGER
 );
 CREATE INDEX journal_pending ON journal (seq) WHERE done_at IS NULL;
-CREATE INDEX journal_done ON journal (done_at) WHERE done_at IS NOT NULL;
+CREATE INDEX journal_done ON journal (done_at, seq) WHERE done_at IS NOT NULL;
 
--- The reply outbox: replies stored before their first chunk is sent.
+-- The reply outbox: replies stored before their first chunk is sent, the
+-- sessions.Reply as JSON in body; sent counts the chunks delivered.
 CREATE TABLE outbox (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    id         TEXT    NOT NULL UNIQUE,
-    body       TEXT    NOT NULL,
-    chunks     INTEGER NOT NULL,
-    sent       INTEGER NOT NULL DEFAULT 0
+    seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+    id     TEXT    NOT NULL UNIQUE,
+    body   TEXT    NOT NULL,
+    chunks INTEGER NOT NULL,
+    sent   INTEGER NOT NULL DEFAULT 0
 );
 
--- Drafts: progress messages shown in a chat, to clean up after a crash.
+-- Drafts: progress messages shown in a chat, to clean up after a crash;
+-- owner as in journal.
 CREATE TABLE drafts (
-    seq  INTEGER PRIMARY KEY AUTOINCREMENT,
-    id   TEXT    NOT NULL UNIQUE,
-    body TEXT    NOT NULL
+    seq   INTEGER PRIMARY KEY AUTOINCREMENT,
+    id    TEXT    NOT NULL UNIQUE,
+    owner TEXT    NOT NULL DEFAULT '',
+    body  TEXT    NOT NULL
 );
