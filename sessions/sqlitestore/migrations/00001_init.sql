@@ -107,3 +107,38 @@ CREATE TABLE drafts (
     owner TEXT    NOT NULL DEFAULT '',
     body  TEXT    NOT NULL
 );
+
+-- Pairing: each channel's pairstate.Data (pending requests and approved
+-- senders) as one JSON document, rewritten whole by an update.
+CREATE TABLE pairing (
+    channel    TEXT    PRIMARY KEY,
+    body       TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Dead letters (sessions.DeadLetters): body is the letter's record or
+-- reply as JSON.
+CREATE TABLE dead_letters (
+    id          TEXT    PRIMARY KEY,
+    kind        TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    reason      TEXT    NOT NULL,
+    at          INTEGER NOT NULL,
+    agent_id    TEXT    NOT NULL DEFAULT '',
+    session_key TEXT    NOT NULL DEFAULT '',
+    body        TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX dead_letters_at ON dead_letters (at DESC, id);
+
+-- Budget counters of package limits (sessions.LimitCounters).
+CREATE TABLE limit_counters (
+    scope        TEXT    NOT NULL,
+    subject      TEXT    NOT NULL,
+    period       TEXT    NOT NULL,
+    window_start INTEGER NOT NULL,
+    window_end   INTEGER NOT NULL,
+    tokens       INTEGER NOT NULL DEFAULT 0,
+    cost_usd     REAL    NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope, subject, period, window_start)
+) WITHOUT ROWID;
+CREATE INDEX limit_counters_end ON limit_counters (window_end);
