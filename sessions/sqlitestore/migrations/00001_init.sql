@@ -142,3 +142,31 @@ CREATE TABLE limit_counters (
     PRIMARY KEY (scope, subject, period, window_start)
 ) WITHOUT ROWID;
 CREATE INDEX limit_counters_end ON limit_counters (window_end);
+
+-- The usage ledger (sessions.UsageLog): one row per model call; at is Unix
+-- milliseconds (transcript times are milliseconds). A row whose agent,
+-- session id and time are stored already is a repeat.
+CREATE TABLE usage (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    at          INTEGER NOT NULL,
+    agent_id    TEXT    NOT NULL,
+    session_key TEXT    NOT NULL DEFAULT '',
+    session_id  TEXT    NOT NULL,
+    entry_id    TEXT    NOT NULL DEFAULT '',
+    channel     TEXT    NOT NULL DEFAULT '',
+    room        TEXT    NOT NULL DEFAULT '',
+    sender_id   TEXT    NOT NULL DEFAULT '',
+    sender_name TEXT    NOT NULL DEFAULT '',
+    provider    TEXT    NOT NULL DEFAULT '',
+    model       TEXT    NOT NULL DEFAULT '',
+    input       INTEGER NOT NULL DEFAULT 0,
+    output      INTEGER NOT NULL DEFAULT 0,
+    cache_read  INTEGER NOT NULL DEFAULT 0,
+    cache_write INTEGER NOT NULL DEFAULT 0,
+    cost        REAL    NOT NULL DEFAULT 0,
+    UNIQUE (agent_id, session_id, at)
+);
+CREATE INDEX usage_agent_at ON usage (agent_id, at);
+CREATE INDEX usage_at ON usage (at);
+CREATE INDEX usage_sender ON usage (channel, sender_id, at);
+CREATE INDEX usage_session ON usage (session_key, at);
