@@ -170,3 +170,25 @@ CREATE INDEX usage_agent_at ON usage (agent_id, at);
 CREATE INDEX usage_at ON usage (at);
 CREATE INDEX usage_sender ON usage (channel, sender_id, at);
 CREATE INDEX usage_session ON usage (session_key, at);
+
+-- The agents' notes (sessions.Memory): a scope's row hands out note ids
+-- (never reused while the scope lives) and goes with its last note.
+CREATE TABLE memory_scopes (
+    agent_id   TEXT    NOT NULL,
+    kind       TEXT    NOT NULL,
+    scope_id   TEXT    NOT NULL,
+    next_id    INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, kind, scope_id)
+) WITHOUT ROWID;
+CREATE TABLE memory_notes (
+    agent_id   TEXT    NOT NULL,
+    kind       TEXT    NOT NULL,
+    scope_id   TEXT    NOT NULL,
+    id         INTEGER NOT NULL,
+    body       TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, kind, scope_id, id),
+    FOREIGN KEY (agent_id, kind, scope_id) REFERENCES memory_scopes ON DELETE CASCADE
+) WITHOUT ROWID;
