@@ -192,3 +192,20 @@ CREATE TABLE memory_notes (
     PRIMARY KEY (agent_id, kind, scope_id, id),
     FOREIGN KEY (agent_id, kind, scope_id) REFERENCES memory_scopes ON DELETE CASCADE
 ) WITHOUT ROWID;
+
+-- Scheduled jobs (sessions.Jobs): the job as JSON in body, the columns the
+-- scheduler selects on beside it (authoritative for state, due time and
+-- claim). Times are Unix nanoseconds; claim_until 0 is none.
+CREATE TABLE jobs (
+    id          TEXT    PRIMARY KEY,
+    agent_id    TEXT    NOT NULL,
+    session_key TEXT    NOT NULL,
+    chat_key    TEXT    NOT NULL,
+    state       TEXT    NOT NULL,
+    next_at     INTEGER NOT NULL,
+    claim_owner TEXT    NOT NULL DEFAULT '',
+    claim_until INTEGER NOT NULL DEFAULT 0,
+    body        TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX jobs_due ON jobs (next_at, id) WHERE state = 'active';
+CREATE INDEX jobs_chat ON jobs (chat_key);
