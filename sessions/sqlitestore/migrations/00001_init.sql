@@ -209,3 +209,28 @@ CREATE TABLE jobs (
 ) WITHOUT ROWID;
 CREATE INDEX jobs_due ON jobs (next_at, id) WHERE state = 'active';
 CREATE INDEX jobs_chat ON jobs (chat_key);
+
+-- Named sequences (room history's entries and removals).
+CREATE TABLE sequences (
+    name  TEXT    PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO sequences (name, value) VALUES ('room_history', 0), ('room_history_gone', 0);
+
+-- Room history of group rooms: one row per kept message; seq is global
+-- (sequences 'room_history'). room and message_id are BLOBs: a platform's
+-- ids are compared as the bytes they are. body is the entry as the files
+-- log encodes it (JSON). A removed entry with a message id stays (gone_seq
+-- set) so a redelivery is recognised; the newest removed ones are kept.
+CREATE TABLE room_history (
+    seq        INTEGER PRIMARY KEY,
+    room       BLOB    NOT NULL,
+    message_id BLOB,
+    at_ms      INTEGER NOT NULL,
+    text_bytes INTEGER NOT NULL,
+    body       TEXT    NOT NULL,
+    gone_seq   INTEGER
+);
+CREATE UNIQUE INDEX room_history_message ON room_history (room, message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX room_history_kept ON room_history (room, seq) WHERE gone_seq IS NULL;
+CREATE INDEX room_history_gone ON room_history (gone_seq) WHERE gone_seq IS NOT NULL;
