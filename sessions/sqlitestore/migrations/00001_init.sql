@@ -234,3 +234,15 @@ CREATE TABLE room_history (
 CREATE UNIQUE INDEX room_history_message ON room_history (room, message_id) WHERE message_id IS NOT NULL;
 CREATE INDEX room_history_kept ON room_history (room, seq) WHERE gone_seq IS NULL;
 CREATE INDEX room_history_gone ON room_history (gone_seq) WHERE gone_seq IS NOT NULL;
+
+-- The message tool's record of each room's messages
+-- (sessions.RoomMessages): seq is the order ids were first noted in.
+CREATE TABLE room_messages (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    room       TEXT    NOT NULL,
+    message_id TEXT    NOT NULL,
+    own        INTEGER NOT NULL DEFAULT 0,
+    at         INTEGER NOT NULL,
+    UNIQUE (room, message_id)
+);
+CREATE INDEX room_messages_room ON room_messages (room, seq);
