@@ -50,6 +50,8 @@ func (db *DB) Transcript(sessionID string, hdr transcript.Header) (*TranscriptLo
 type pendingEntry struct {
 	id, typ string
 	enc     func(parent string, now time.Time) ([]byte, error)
+	// msg is the message as encoded (set by enc), for the search index.
+	msg *sessions.Message
 }
 
 // Append writes complete messages as a chain continuing the current leaf
@@ -61,7 +63,8 @@ func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([
 	out := make([]pendingEntry, len(msgs))
 	for i, m := range msgs {
 		out[i] = pendingEntry{typ: typeMessage, enc: func(parent string, now time.Time) ([]byte, error) {
-			b, _, err := transcript.EncodeMessage(out[i].id, parent, m, now)
+			b, norm, err := transcript.EncodeMessage(out[i].id, parent, m, now)
+			out[i].msg = &norm
 			return b, err
 		}}
 	}
@@ -158,6 +161,9 @@ func (t *TranscriptLog) appendChecked(ctx context.Context, entries []pendingEntr
 			}
 			if entries[i].typ == typeMessage {
 				messages++
+				if err := indexMessage(tx, t.sessionID, last, entries[i].msg); err != nil {
+					return err
+				}
 			}
 			parent = id
 		}

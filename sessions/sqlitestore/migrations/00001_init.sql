@@ -246,3 +246,21 @@ CREATE TABLE room_messages (
     UNIQUE (room, message_id)
 );
 CREATE INDEX room_messages_room ON room_messages (room, seq);
+
+-- Transcript search (sessions.Searcher): the user and assistant messages'
+-- text (search_docs) and their words as sessions/searchtext splits them
+-- (search_terms), written by the append that stores the message.
+CREATE TABLE search_docs (
+    session_id TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    role       TEXT    NOT NULL,
+    at_ms      INTEGER NOT NULL,
+    text       TEXT    NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE search_terms (
+    token      TEXT    NOT NULL,
+    session_id TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (token, session_id, seq)
+) WITHOUT ROWID;
