@@ -18,6 +18,9 @@ const (
 	// StoragePostgres keeps sessions, transcripts and the journal in a
 	// PostgreSQL database.
 	StoragePostgres = "postgres"
+	// StorageSQLite keeps the same state in one SQLite database file,
+	// stateDir/gateway.sqlite.
+	StorageSQLite = "sqlite"
 )
 
 // Storage defaults and bounds.
@@ -30,7 +33,7 @@ const (
 // Storage is the storage section. It is read once at start: changing it
 // needs a restart (hot reload says so and keeps the open backend).
 type Storage struct {
-	// Backend is files (default) or postgres.
+	// Backend is files (default), sqlite or postgres.
 	Backend  string          `mapstructure:"backend"`
 	Postgres PostgresStorage `mapstructure:"postgres"`
 }
@@ -94,9 +97,9 @@ func (p *PostgresStorage) readSecret() error {
 // repeat the URL (it may hold a password).
 func (s Storage) Validate() error {
 	switch s.Backend {
-	case StorageFiles, StoragePostgres:
+	case StorageFiles, StorageSQLite, StoragePostgres:
 	default:
-		return fmt.Errorf("storage.backend: %q is not %s or %s", s.Backend, StorageFiles, StoragePostgres)
+		return fmt.Errorf("storage.backend: %q is not %s, %s or %s", s.Backend, StorageFiles, StorageSQLite, StoragePostgres)
 	}
 	p := s.Postgres
 	if s.Backend == StoragePostgres && p.URL == "" {

@@ -65,7 +65,7 @@ func TestStorageRejected(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown backend", `storage: {backend: sqlite}`, `storage.backend: "sqlite" is not files or postgres`},
+		{"unknown backend", `storage: {backend: mysql}`, `storage.backend: "mysql" is not files, sqlite or postgres`},
 		{"postgres without url", `storage: {backend: postgres}`, "storage.postgres: url or urlFile is required with backend postgres"},
 		{"url and urlFile", `storage: {backend: postgres, postgres: {url: "postgres://db/gw", urlFile: "` + urlFile + `"}}`,
 			"storage.postgres: url and urlFile are exclusive"},

@@ -29,9 +29,9 @@ func TestNewRefusesWhatItCannotRun(t *testing.T) {
 		t.Error("New(nil) succeeded")
 	}
 	bad := testConfig(t, "")
-	bad.Storage.Backend = "sqlite"
+	bad.Storage.Backend = "mysql"
 	_, err := New(bad, Options{})
-	if err == nil || !strings.Contains(err.Error(), `storage.backend: "sqlite"`) {
+	if err == nil || !strings.Contains(err.Error(), `storage.backend: "mysql"`) {
 		t.Errorf("unknown backend: %v", err)
 	}
 	d, err := New(testConfig(t, "storage: {backend: files}\n"), Options{Logger: zaptest.NewLogger(t)})

@@ -39,10 +39,13 @@ func OpenBackend(ctx context.Context, cfg *configs.Config, o BackendOptions) (se
 	switch cfg.Storage.Backend {
 	case "", configs.StorageFiles:
 		return openFiles(cfg, o)
+	case configs.StorageSQLite:
+		return openSQLite(ctx, cfg, o)
 	case configs.StoragePostgres:
 		return openPostgres(ctx, cfg, o)
 	default:
-		return nil, fmt.Errorf("storage.backend: %q is not %s or %s", cfg.Storage.Backend, configs.StorageFiles, configs.StoragePostgres)
+		return nil, fmt.Errorf("storage.backend: %q is not %s, %s or %s", cfg.Storage.Backend,
+			configs.StorageFiles, configs.StorageSQLite, configs.StoragePostgres)
 	}
 }
 

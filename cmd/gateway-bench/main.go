@@ -41,6 +41,8 @@ type options struct {
 	// postgres, when set, is an admin URL: the daemon runs on the
 	// postgres storage backend in a fresh database made on that server.
 	postgres string
+	// sqlite runs the daemon on the sqlite backend.
+	sqlite bool
 	// replicas, when above 0, runs that many daemons on the postgres
 	// database, Telegram in webhook mode, updates posted round robin.
 	replicas int
@@ -74,6 +76,7 @@ func main() {
 	flag.IntVar(&o.tools, "tools", 0, "tool calls (sessions_list) the fake model makes in each turn before its answer, one per model call: a progress status is edited between them")
 	flag.StringVar(&o.streaming, "streaming", "off", "streaming.mode of the Telegram account: off, progress or partial")
 	flag.StringVar(&o.postgres, "postgres", "", "run the daemon on the postgres backend: URL of a role that may create databases (a fresh one per run)")
+	flag.BoolVar(&o.sqlite, "sqlite", false, "run the daemon on the sqlite backend (stateDir/gateway.sqlite)")
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
 	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure")
@@ -84,7 +87,7 @@ func main() {
 	o.byChat = *spread == "chat"
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
-	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") ||
+	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
 		(o.signal != "kill" && o.signal != "stop") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
@@ -202,8 +205,11 @@ func run(ctx context.Context, o options) (err error) {
 	lat, lost, dups := res.latencies(avail, total)
 	elapsed := lastReply.Sub(sendStart)
 	backend := "files"
-	if o.postgres != "" {
+	switch {
+	case o.postgres != "":
 		backend = "postgres"
+	case o.sqlite:
+		backend = "sqlite"
 	}
 	fmt.Printf("mode=%s backend=%s replicas=%d messages=%d chats=%d max_concurrent=%d think=%s\n", o.mode, backend, len(daemons), total, o.chats, o.maxConcurrent, o.think)
 	if o.replicas > 0 {
@@ -268,7 +274,7 @@ func startDaemons(ctx context.Context, o options, dir string, tg *telegramtest.S
 			return daemons, 0, fmt.Errorf("pick the http address: %w", err)
 		}
 		spec := daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: modelURL, streaming: o.streaming, dbURL: dbURL,
-			maxConcurrent: o.maxConcurrent}
+			maxConcurrent: o.maxConcurrent, sqlite: o.sqlite}
 		name := "gateway"
 		if o.replicas > 0 {
 			name = fmt.Sprintf("replica-%d", i+1)

@@ -32,6 +32,8 @@ type daemonSpec struct {
 	// maxConcurrent is agents.defaults.maxConcurrent: the turns a daemon
 	// runs at once (0: 8).
 	maxConcurrent int
+	// sqlite runs the daemon on the sqlite backend (dbURL "").
+	sqlite bool
 }
 
 // config is the daemon's YAML.
@@ -68,6 +70,8 @@ messages:
 		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q, replicaId: %s, replicas: true}}\n", s.dbURL, s.replicaID)
 	case s.dbURL != "":
 		cfg += fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", s.dbURL)
+	case s.sqlite:
+		cfg += "storage: {backend: sqlite}\n"
 	}
 	return cfg
 }

@@ -25,12 +25,12 @@ func compareStateDirs(t *testing.T, a, b string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa, err := openFilesSide(cfg, migrateFlags{stateDir: a}, false)
+	sa, err := openFilesSide(cfg, migrateFlags{stateDir: a}, false, newDirLocks())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sa.close()
-	sb, err := openFilesSide(cfg, migrateFlags{stateDir: b}, false)
+	sb, err := openFilesSide(cfg, migrateFlags{stateDir: b}, false, newDirLocks())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,9 +234,14 @@ func checkStored(ctx context.Context, cfg *configs.Config, b sessions.Backend, o
 			return filestore.Repair(ctx, cfg.StateDir, ps, opts)
 		}, err
 	}
+	if b == nil {
+		st.Note = unreachableNote
+		return nil, nil, nil
+	}
 	sc, ok := b.(storeChecker)
 	if !ok {
-		st.Note = unreachableNote
+		st.Note = "the " + b.Kind() + " backend has no stored-state checks (entries, transcripts, delivery) yet; " +
+			"only the state directory's permissions and free space were checked"
 		return nil, nil, nil
 	}
 	ps, err := sc.Check(ctx, opts)

@@ -10,6 +10,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore"
+	"github.com/gateway/gateway/sessions/sqlitestore"
 )
 
 // kindStorage is the doctor's finding when the configured backend cannot
@@ -75,7 +76,10 @@ func checkStorage(ctx context.Context, cfg *configs.Config) (storageReport, sess
 	if err != nil {
 		rep := storageReport{BackendStatus: sessions.BackendStatus{Kind: cfg.Storage.Backend, Err: oneLine(err.Error())}}
 		rep.Location = cfg.StateDir
-		if !usesFiles(cfg) {
+		switch cfg.Storage.Backend {
+		case configs.StorageSQLite:
+			rep.Location = sqlitestore.PathIn(cfg.StateDir)
+		case configs.StoragePostgres:
 			rep.Location = configs.RedactURL(cfg.Storage.Postgres.URL)
 		}
 		return rep, nil

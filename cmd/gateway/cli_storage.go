@@ -1,18 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/configs"
-	"github.com/gateway/gateway/gatewayd"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore"
 	"github.com/gateway/gateway/sessions/transfer"
@@ -24,14 +23,19 @@ func storageCmd(cfgPath *string) *cobra.Command {
 
 // migrateFlags are the flags of `storage migrate`.
 type migrateFlags struct {
-	from, to    string
-	stateDir    string
-	postgresURL string
-	overwrite   bool
-	workers     int
+	from, to       string
+	stateDir       string
+	sqliteStateDir string
+	postgresURL    string
+	overwrite      bool
+	workers        int
 }
 
-const migrateLong = `Copy the state from one storage backend to the other, then verify the copy.
+// backendNames are the backends `storage migrate` moves between.
+var backendNames = []string{"files", "sqlite", "postgres"}
+
+const migrateLong = `Copy the state from one storage backend to another (files, sqlite,
+postgres, in any direction), then verify the copy.
 
 It moves the sessions (index entries, archived sessions, transcripts entry
 by entry), the journal's pending records, unsent replies and drafts,
@@ -41,24 +45,29 @@ the counts, every key's state and transcript lines, the output of ` + "`sessions
 for every session rendered from both, the journal's pending work, pairing,
 cursors and room history; any difference is printed and the exit code is 1.
 
-It refuses while a daemon holds either side (files: the state dir's
-gateway.pid lock; postgres: the daemon advisory lock), and holds them
+The files side is --state-dir (default: the config's stateDir); the sqlite
+side is the database file gateway.sqlite in --sqlite-state-dir (default:
+the config's stateDir, so files and sqlite can share one state dir); the
+postgres side is --postgres-url (default: the config's storage.postgres).
+
+It refuses while a daemon holds either side (files and sqlite: the state
+dir's gateway.pid lock; postgres: the daemon advisory lock), and holds them
 itself until it is done. Running it twice gives the same target: what the
 target already holds with the same content is skipped; a session, pairing
 channel or cursor it holds with other content is an error naming it,
 unless --overwrite.
 
-Clocks: PostgreSQL keeps microseconds, files nanoseconds. The copy cuts the
-clocks of entries and archived sessions to UTC microseconds and the
-verification compares at that resolution; transcript timestamps are text
-and move unchanged. The message tool's record of message ids does not
-move: after a migration it acts only on messages seen since.`
+Clocks: PostgreSQL keeps microseconds, files and sqlite nanoseconds. The
+copy cuts the clocks of entries and archived sessions to UTC microseconds
+and the verification compares at that resolution; transcript timestamps
+are text and move unchanged. The message tool's record of message ids does
+not move: after a migration it acts only on messages seen since.`
 
 func storageMigrateCmd(cfgPath *string) *cobra.Command {
 	var f migrateFlags
 	c := &cobra.Command{
-		Use:   "migrate --from files|postgres --to postgres|files",
-		Short: "Copy the session state between the files and postgres backends, losslessly, and verify it",
+		Use:   "migrate --from files|sqlite|postgres --to files|sqlite|postgres",
+		Short: "Copy the session state between the files, sqlite and postgres backends, losslessly, and verify it",
 		Long:  migrateLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,9 +79,10 @@ func storageMigrateCmd(cfgPath *string) *cobra.Command {
 			})
 		},
 	}
-	c.Flags().StringVar(&f.from, "from", "", "the backend to read: files or postgres")
-	c.Flags().StringVar(&f.to, "to", "", "the backend to write: postgres or files")
+	c.Flags().StringVar(&f.from, "from", "", "the backend to read: files, sqlite or postgres")
+	c.Flags().StringVar(&f.to, "to", "", "the backend to write: files, sqlite or postgres")
 	c.Flags().StringVar(&f.stateDir, "state-dir", "", "the files side's state dir (default: the config's stateDir)")
+	c.Flags().StringVar(&f.sqliteStateDir, "sqlite-state-dir", "", "the state dir of the sqlite side's gateway.sqlite (default: the config's stateDir)")
 	c.Flags().StringVar(&f.postgresURL, "postgres-url", "", "the postgres side's connection URL (default: the config's storage.postgres)")
 	c.Flags().BoolVar(&f.overwrite, "overwrite", false, "replace keys the target holds with other content")
 	c.Flags().IntVar(&f.workers, "workers", transfer.DefaultWorkers, "keys copied at once")
@@ -81,8 +91,8 @@ func storageMigrateCmd(cfgPath *string) *cobra.Command {
 
 func (f migrateFlags) validate() error {
 	for _, b := range []struct{ flag, v string }{{"--from", f.from}, {"--to", f.to}} {
-		if b.v != "files" && b.v != "postgres" {
-			return usage("storage migrate: %s %q: want files or postgres", b.flag, b.v)
+		if !slices.Contains(backendNames, b.v) {
+			return usage("storage migrate: %s %q: want files, sqlite or postgres", b.flag, b.v)
 		}
 	}
 	if f.from == f.to {
@@ -126,28 +136,38 @@ func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migra
 	if f.postgresURL == "" {
 		f.postgresURL = configPostgresURL(cfg)
 	}
-	if f.postgresURL == "" {
+	if f.postgresURL == "" && (f.from == "postgres" || f.to == "postgres") {
 		return usage("storage migrate: --postgres-url is required (the config names no PostgreSQL server)")
 	}
-	files, err := openFilesSide(cfg, f, f.to == "files")
+	locks := newDirLocks()
+	from, err := openSide(ctx, cfg, f, f.from, false, locks)
 	if err != nil {
 		return err
 	}
-	defer files.close()
-	pg, err := openPostgresSide(ctx, cfg, f)
+	defer from.close()
+	to, err := openSide(ctx, cfg, f, f.to, true, locks)
 	if err != nil {
 		return err
 	}
-	defer pg.close()
-	from, to := files, pg
-	if f.from == "postgres" {
-		from, to = pg, files
-	}
+	defer to.close()
 	fmt.Fprintf(out, "storage migrate: %s (%s) -> %s (%s)\n", from.Kind(), from.where, to.Kind(), to.where)
 	if err := copyState(ctx, out, from, to, f); err != nil {
 		return err
 	}
 	return verifyMigration(ctx, out, from, to, f.workers)
+}
+
+// openSide opens backend name as a migration's source (create false: it
+// must exist) or target.
+func openSide(ctx context.Context, cfg *configs.Config, f migrateFlags, name string, create bool, locks *dirLocks) (*side, error) {
+	switch name {
+	case "files":
+		return openFilesSide(cfg, f, create, locks)
+	case "sqlite":
+		return openSQLiteSide(ctx, cfg, f, create, locks)
+	default:
+		return openPostgresSide(ctx, cfg, f)
+	}
 }
 
 // copyState copies the sessions, the journal's pending work, pairing and
@@ -213,26 +233,10 @@ func copyDelivery(ctx context.Context, from, to *side) (transfer.DeliveryCounts,
 
 // openFilesSide opens the state dir under the daemon's lock. A source must
 // exist; a target is created.
-func openFilesSide(cfg *configs.Config, f migrateFlags, create bool) (*side, error) {
-	dir := f.stateDir
-	if dir == "" {
-		dir = cfg.StateDir
-	}
-	abs, err := filepath.Abs(dir)
+func openFilesSide(cfg *configs.Config, f migrateFlags, create bool, locks *dirLocks) (*side, error) {
+	abs, unlock, err := locks.lockDir(cmp.Or(f.stateDir, cfg.StateDir), create)
 	if err != nil {
-		return nil, fmt.Errorf("storage migrate: state dir: %w", err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		if !create {
-			return nil, fmt.Errorf("storage migrate: state dir %s: %w", abs, err)
-		}
-		if err := os.MkdirAll(abs, 0o700); err != nil {
-			return nil, fmt.Errorf("storage migrate: state dir: %w", err)
-		}
-	}
-	unlock, err := gatewayd.LockStateDir(abs)
-	if err != nil {
-		return nil, fmt.Errorf("storage migrate: %w", err)
+		return nil, err
 	}
 	// Passive: no maintenance and no counter repair; the copy moves the
 	// state as it is, and nothing else writes it meanwhile.

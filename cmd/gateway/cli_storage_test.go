@@ -204,7 +204,9 @@ func TestStorageMigrateUsage(t *testing.T) {
 	cfg := writeConfig(t, t.TempDir(), "", "")
 	for _, args := range [][]string{
 		{"--from", "files", "--to", "files"},
-		{"--from", "sqlite", "--to", "postgres"},
+		{"--from", "sqlite", "--to", "postgres"}, // no URL anywhere
+		{"--from", "mysql", "--to", "files"},
+		{"--from", "sqlite", "--to", "sqlite"},
 		{"--from", "files"},
 		{"--from", "files", "--to", "postgres"}, // no URL anywhere
 	} {
@@ -275,7 +277,7 @@ func TestStorageVerifyFindsDifferences(t *testing.T) {
 	}
 	ctx := context.Background()
 	f := migrateFlags{from: "files", to: "postgres", postgresURL: url, workers: 2}
-	files, err := openFilesSide(cfg, f, false)
+	files, err := openFilesSide(cfg, f, false, newDirLocks())
 	if err != nil {
 		t.Fatal(err)
 	}

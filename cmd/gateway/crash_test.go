@@ -116,6 +116,9 @@ type crashBackend struct {
 	// journal records of the given ids. nil: the answers are awaited until
 	// the cap alone.
 	inFlight func(t *testing.T, records []string) (pending int, detail string)
+	// inFlightIn is inFlight for a backend whose storage is in the state
+	// dir (sqlite), given it.
+	inFlightIn func(t *testing.T, state string, records []string) (pending int, detail string)
 }
 
 // crashRun is one crash test's daemon, fakes and traffic.
@@ -180,7 +183,11 @@ func runCrash(t *testing.T, b crashBackend) {
 	}
 	close(stop)
 	<-trafficDone
-	r.report(t, kills, b.inFlight)
+	inFlight := b.inFlight
+	if b.inFlightIn != nil {
+		inFlight = func(t *testing.T, records []string) (int, string) { return b.inFlightIn(t, r.state, records) }
+	}
+	r.report(t, kills, inFlight)
 	t.Logf("the crash run took %s", time.Since(begin).Round(time.Second))
 	b.checkTranscripts(t, d.cfg, r.state)
 }

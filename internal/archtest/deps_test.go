@@ -74,7 +74,7 @@ func TestImportRules(t *testing.T) {
 	}
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
-	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/pgstore", engine, conformance, transferPkg, usagePkg, searchPkg, "channels", "channels/telegram", "channels/discord",
+	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/sqlitestore", "sessions/pgstore", engine, conformance, transferPkg, usagePkg, searchPkg, "channels", "channels/telegram", "channels/discord",
 		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
@@ -140,6 +140,15 @@ func TestRuleTable(t *testing.T) {
 		{assembler, engine, false},
 		{"cmd/gateway", engine, false},
 		{"sessions/pgstore", "sessions/filestore", true},
+		{"sessions/sqlitestore", "sessions", false},
+		{"sessions/sqlitestore", engine, false},
+		{"sessions/sqlitestore", searchPkg, false},
+		{"sessions", "sessions/sqlitestore", true},
+		{"sessions/sqlitestore", "sessions/pgstore", true},
+		{"sessions/sqlitestore", "sessions/filestore", true},
+		{"sessions/filestore", "sessions/sqlitestore", true},
+		{"dispatch", "sessions/sqlitestore", true},
+		{assembler, "sessions/sqlitestore", false},
 		{"sessions/filestore", "dispatch", true},
 		{"sessions/filestore", conformance, true},
 		{conformance, "sessions/filestore", true},

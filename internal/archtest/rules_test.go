@@ -32,9 +32,9 @@ var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true,
 const conformance = "sessions/sessionstest"
 
 // backends are the storage backends below the seam (SPEC §3.8), each in
-// its own package beside the others (STYLE 17): the files backend and the
-// PostgreSQL one.
-var backends = []string{"sessions/filestore", "sessions/pgstore"}
+// its own package beside the others (STYLE 17): the files backend, the
+// SQLite one and the PostgreSQL one.
+var backends = []string{"sessions/filestore", "sessions/sqlitestore", "sessions/pgstore"}
 
 // engine is the transcript engine the backends share: the writing of the
 // wire format (so both store the same bytes), the JSONL file the files
