@@ -112,23 +112,10 @@ func (b *Backend) MaintainAll(ctx context.Context) ([]sessions.MaintenanceReport
 		b.log.Warn("session maintenance: list agents", zap.Error(err))
 		return nil, err
 	}
-	var (
-		out  []sessions.MaintenanceReport
-		errs []error
-	)
 	cfg := *b.maint.Load()
-	for _, a := range agents {
-		rep, err := b.db.Store(a, b.ResetConfig).Maintain(ctx, cfg)
-		if err != nil {
-			if ctx.Err() != nil {
-				return out, ctx.Err()
-			}
-			b.log.Warn("session maintenance failed", zap.String("agent_id", a), zap.Error(err))
-			errs = append(errs, err)
-		}
-		out = append(out, rep)
-	}
-	return out, errors.Join(errs...)
+	return sessions.MaintainAgents(ctx, b.log, agents, func(ctx context.Context, a string) (sessions.MaintenanceReport, error) {
+		return b.db.Store(a, b.ResetConfig).Maintain(ctx, cfg)
+	})
 }
 
 // DB is the database behind b.
