@@ -3,12 +3,19 @@ package agents
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/sessions"
 )
@@ -176,5 +183,40 @@ func TestSniffType(t *testing.T) {
 		if got := sniffType(c.head, c.name); got != c.want && !(c.name == "x.m4a" && strings.HasPrefix(got, "audio/")) {
 			t.Errorf("sniffType(%q) = %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestSendMediaOfFetchedImage: an image web_fetch fetched is stored and
+// named by a media id in the tool result (not its bytes), so the model can
+// send it with send_media; without a chat turn it is only described.
+func TestSendMediaOfFetchedImage(t *testing.T) {
+	img := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(pngBytes)
+	}))
+	defer img.Close()
+	h, st := mediaHarness(t, "")
+	fetch := webfetch.New(webfetch.Options{Permit: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }})
+	res, err := fetch.Fetch(context.Background(), img.URL+"/charts/q3.png", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{media: &turnMedia{}, log: zap.NewNop()}
+	h.r.noteFetchedImage(s, &res)
+	f, ok := s.media.lookup(res.Media)
+	if !ok || !st.Has(f.SHA256) || f.MimeType != "image/png" || f.Size != int64(len(pngBytes)) {
+		t.Fatalf("media id %q: %+v %v", res.Media, f, ok)
+	}
+	if !strings.Contains(res.Note, res.Media) || res.Image != nil {
+		t.Errorf("result note %q, image kept %v", res.Note, res.Image != nil)
+	}
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), "iVBOR") || !strings.Contains(string(b), `"media":"media:`) {
+		t.Errorf("tool result %s: want the media id and no image bytes", b)
+	}
+	res, _ = fetch.Fetch(context.Background(), img.URL+"/x.png", 0)
+	h.r.noteFetchedImage(&session{log: zap.NewNop()}, &res)
+	if res.Media != "" || res.Image != nil {
+		t.Errorf("outside a chat turn: media %q", res.Media)
 	}
 }

@@ -1,13 +1,18 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"path"
 	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/webfetch"
 )
 
 // webFetchTool offers webfetch.Fetcher.Fetch to the model. Every fetch
@@ -41,7 +46,31 @@ func (r *Runner) webFetchTool() tool {
 				s.log.Info("web_fetch refused or failed", zap.Error(err))
 				return nil, toolErrorf("%s", err.Error())
 			}
+			r.noteFetchedImage(s, &res)
 			return res, nil
 		},
 	}
+}
+
+// noteFetchedImage stores a fetched image in the media store and names it
+// in res by a media id, so the model can send what it fetched (issue 23:
+// web_fetch of an image is a source of media out). An image the gateway
+// does not send (type, size) or a turn outside a chat is only described.
+func (r *Runner) noteFetchedImage(s *session, res *webfetch.Result) {
+	img := res.Image
+	res.Image = nil
+	if len(img) == 0 || r.opts.Media == nil || s.media == nil {
+		return
+	}
+	name := "image"
+	if u, err := url.Parse(res.URL); err == nil && path.Base(u.Path) != "/" && path.Base(u.Path) != "." {
+		name = path.Base(u.Path)
+	}
+	f, err := r.storeMedia(bytes.NewReader(img), name)
+	if err != nil {
+		s.log.Info("web_fetch image not kept for sending", zap.Error(err))
+		return
+	}
+	res.Media = s.media.note(f)
+	res.Note += fmt.Sprintf("; it is %s: the message tool's send_media sends it to the chat", res.Media)
 }

@@ -36,6 +36,9 @@ func describe(res *Result, body []byte, contentLength int64, u *url.URL, maxChar
 			size = fmt.Sprintf("more than %d bytes", res.Bytes)
 		}
 		res.Note = fmt.Sprintf("content of type %s, %s, not shown", mt, size)
+		if strings.HasPrefix(mt, "image/") && !res.Truncated {
+			res.Image = body
+		}
 		return
 	}
 	text = strings.ToValidUTF8(text, "\uFFFD")

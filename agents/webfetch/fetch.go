@@ -61,6 +61,12 @@ type Result struct {
 	Note      string `json:"note,omitempty"`
 	Bytes     int64  `json:"bytes"`               // body bytes read
 	Truncated bool   `json:"truncated,omitempty"` // body past MaxBytes or text past maxChars
+	// Media is the media id the caller stored an image under (see
+	// Image), for the model to send with the message tool.
+	Media string `json:"media,omitempty"`
+	// Image is the body of a whole (not truncated) image, not shown to
+	// the model: the caller may keep it for sending (agents, media out).
+	Image []byte `json:"-"`
 }
 
 // New returns a Fetcher.
