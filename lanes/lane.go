@@ -55,15 +55,16 @@ func (l *lane[K]) dropOldestLocked(n int) {
 	l.shiftLocked(n)
 }
 
-// dropOverflowLocked removes the n oldest queued items not marked Keep
-// (fewer when not that many are). With summarize set they go to the next
-// batch's Dropped; otherwise they are returned, for Options.OnDrop.
+// dropOverflowLocked removes the n oldest queued items not marked Keep or
+// Steered (fewer when not that many are). With summarize set they go to
+// the next batch's Dropped; otherwise they are returned, for
+// Options.OnDrop.
 func (l *lane[K]) dropOverflowLocked(n int, summarize bool) []Item {
 	var out []Item
 	kept := l.items[:0]
 	dropped := 0
 	for _, it := range l.items {
-		if dropped < n && !it.Keep {
+		if dropped < n && !it.Keep && !it.Steered {
 			dropped++
 			if summarize {
 				l.dropped = append(l.dropped, it)
@@ -80,6 +81,21 @@ func (l *lane[K]) dropOverflowLocked(n int, summarize bool) []Item {
 		l.items = nil
 	}
 	return out
+}
+
+// waitingLocked counts the queued items the cap applies to: in
+// steer-backlog mode an item already handed to the active run (Steered)
+// stays queued for its follow-up turn, but the model has seen it and its
+// text is in the transcript, so it neither takes a place under the cap
+// nor can the overflow policy drop it.
+func (l *lane[K]) waitingLocked() int {
+	n := 0
+	for i := range l.items {
+		if !l.items[i].Steered {
+			n++
+		}
+	}
+	return n
 }
 
 // shiftLocked removes the n oldest queued items without keeping references

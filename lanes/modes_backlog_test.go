@@ -106,3 +106,55 @@ func TestSteerBacklogAlias(t *testing.T) {
 		t.Errorf("steer+backlog normalized to %q, want %q", got, SteerBacklog)
 	}
 }
+
+// TestSteerBacklogItemsOutsideCap: in steer-backlog mode the items handed
+// to the active run stay queued for their follow-up turn, but they do not
+// take places under the cap (drop=new accepts a new message once the
+// queued ones were steered) and the overflow policy never drops them (the
+// model saw them; dropping one would lose its follow-up).
+func TestSteerBacklogItemsOutsideCap(t *testing.T) {
+	for _, drop := range []Drop{DropNew, DropOld} {
+		t.Run(string(drop), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRecorder()
+				var dropped []string
+				step := make(chan struct{})
+				q := New(Options[string]{
+					Run:      r.run,
+					Settings: fixed(Settings{Mode: SteerBacklog, Debounce: time.Hour, Cap: 1, Drop: drop}),
+					OnDrop:   func(_ string, it Item) { dropped = append(dropped, it.ID) },
+				})
+				r.hook = func(ctx context.Context, b Batch[string]) {
+					if b.Items[0].ID == "a" {
+						<-step
+						b.Steer()
+						<-step
+					}
+				}
+				mustEnqueue(t, q, "k", item("a", "g1"))
+				mustEnqueue(t, q, "k", item("b", "g1"))
+				step <- struct{}{} // b handed to a's run
+				synctest.Wait()
+				mustEnqueue(t, q, "k", item("c", "g1"))
+				if drop == DropOld {
+					mustEnqueue(t, q, "k", item("d", "g1")) // c overflows, never b
+				}
+				step <- struct{}{}
+				synctest.Wait()
+				want := []batchRec{{Key: "k", IDs: []string{"a"}}, {Key: "k", IDs: []string{"b", "c"}}}
+				var wantDropped []string
+				if drop == DropOld {
+					want[1].IDs = []string{"b", "d"}
+					wantDropped = []string{"c"}
+				}
+				shutdown(t, q)
+				if diff := cmp.Diff(want, r.got()); diff != "" {
+					t.Errorf("batches (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(wantDropped, dropped); diff != "" {
+					t.Errorf("dropped (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}

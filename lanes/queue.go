@@ -198,12 +198,12 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 		if l.cancel != nil {
 			l.cancel()
 		}
-	case len(l.items) >= s.Cap && !it.Keep:
+	case l.waitingLocked() >= s.Cap && !it.Keep:
 		if s.Drop == DropNew {
 			q.mu.Unlock()
 			return ErrFull
 		}
-		dropped = l.dropOverflowLocked(len(l.items)-s.Cap+1, s.Drop == DropSummarize)
+		dropped = l.dropOverflowLocked(l.waitingLocked()-s.Cap+1, s.Drop == DropSummarize)
 	}
 	l.items = append(l.items, it)
 	l.last = now
