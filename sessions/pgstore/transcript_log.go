@@ -58,7 +58,9 @@ func (t *TranscriptLog) SessionID() string { return t.sessionID }
 // parent of the first entry, which the statement splices into its body
 // between pre and post. The other entries' parents are in the arguments.
 // A new head row (prev NULL) means the transcript is empty: the session
-// header goes first, at seq 1.
+// header goes first, at seq 1. The search columns come computed
+// (search_fields.go); a row whose search_role is NULL is left to the
+// search trigger.
 const chainSQL = `WITH head AS (
 	INSERT INTO transcript_heads AS h (session_id, last_seq, leaf_id, messages)
 	VALUES ($1, $2::bigint + 1, $3, $4::bigint)
@@ -67,17 +69,22 @@ const chainSQL = `WITH head AS (
 	RETURNING last_seq - $2::bigint AS base, prev_leaf_id AS prev),
 rows AS (
 	SELECT 1::bigint AS seq, $5::text AS id, NULL::text AS parent_id, 'session'::text AS type,
-		$6::text AS body, NULL::text AS kept
+		$6::text AS body, NULL::text AS kept, NULL::text AS srole, NULL::text AS stxt, NULL::bigint AS sat
 	FROM head WHERE head.prev IS NULL
 	UNION ALL
 	SELECT head.base + u.ord, u.id, CASE WHEN u.ord = 1 THEN NULLIF(head.prev, '') ELSE u.parent END, u.type,
 		u.pre || CASE WHEN u.ord = 1 THEN COALESCE(to_json(NULLIF(head.prev, ''))::text, 'null')
 			ELSE to_json(u.parent)::text END || u.post,
-		NULLIF(u.kept, '')
-	FROM head, unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-		WITH ORDINALITY AS u(id, parent, type, pre, post, kept, ord))
-INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
-SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::timestamptz, rows.kept FROM rows
+		NULLIF(u.kept, ''), u.srole, u.stxt, u.sat
+	FROM head, unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+		$14::text[], $15::text[], $16::bigint[])
+		WITH ORDINALITY AS u(id, parent, type, pre, post, kept, srole, stxt, sat, ord))
+INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id,
+	search, search_role, search_at)
+SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::timestamptz, rows.kept,
+	to_tsvector('simple', rows.stxt), rows.srole,
+	CASE WHEN rows.stxt IS NOT NULL THEN COALESCE(to_timestamp(rows.sat / 1000.0), $13::timestamptz) END
+FROM rows
 RETURNING seq`
 
 // pending is one entry to append: its body without the parent id.
@@ -273,9 +280,15 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 	n := len(entries)
 	ids, parents, types := make([]string, n), make([]string, n), make([]string, n)
 	pres, posts, kept := make([]string, n), make([]string, n), make([]string, n)
+	roles, texts, ats := make([]*string, n), make([]*string, n), make([]*int64, n)
+	var body []byte
 	for i, p := range entries {
 		ids[i], parents[i], types[i], pres[i], posts[i], kept[i] = p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept
+		// The parent id is not read by the search: its null stands in.
+		body = append(append(append(body[:0], p.pre...), "null"...), p.post...)
+		f := searchFieldsOf(p.typ, body)
+		roles[i], texts[i], ats[i] = f.role, f.text, f.atMs
 	}
 	return []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
-		ids, parents, types, pres, posts, kept, now}, nil
+		ids, parents, types, pres, posts, kept, now, roles, texts, ats}, nil
 }

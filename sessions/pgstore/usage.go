@@ -17,8 +17,8 @@ import (
 // usageLog implements sessions.UsageLog on the usage table (migration
 // 00008): Record is one INSERT of every row, committed lazily through the
 // group commit (writegroup.go: a turn's row shares a round trip with the
-// writes of other turns, no WAL flush wait), Query one GROUP BY over the indexes of (agent_id, at), (at),
-// (channel, sender_id, at) and (session_key, at).
+// writes of other turns, no WAL flush wait), Query one GROUP BY over the indexes of (at), (agent_id,
+// session_id, at), (channel, sender_id, at) and (session_key, at) (migration 00019).
 type usageLog struct{ db *DB }
 
 // Usage returns the usage ledger stored in the database.
