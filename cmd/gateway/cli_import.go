@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/internal/openclaw"
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
 )
 
@@ -106,7 +108,29 @@ func runImportOpenClaw(ctx context.Context, out io.Writer, cfg *configs.Config, 
 		}{plan, to.Kind() + " " + to.where, res, plan.Report.List()})
 	}
 	printImport(out, plan, to, res)
+	if n := stale(plan, cfg.Session.Maintenance, time.Now()); n > 0 {
+		fmt.Fprintf(out, "note: %d imported session(s) were last updated more than session.maintenance.pruneAfter (%s) ago: "+
+			"the daemon's maintenance archives them at its next start (they stay recoverable); raise pruneAfter first to keep them current\n",
+			n, cfg.Session.Maintenance.PruneAfter)
+	}
 	return nil
+}
+
+// stale counts the keys of p whose current session maintenance would
+// archive (mode enforce, last updated before pruneAfter).
+func stale(p *openclaw.Plan, m sessions.Maintenance, now time.Time) int {
+	if m.Mode != sessions.MaintenanceEnforce || m.PruneAfter <= 0 {
+		return 0
+	}
+	n := 0
+	for _, a := range p.Agents {
+		for _, k := range a.Keys {
+			if k.Entry != nil && now.Sub(k.Entry.UpdatedAt) > m.PruneAfter {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // openConfiguredSide opens the config's storage backend as a target,

@@ -92,6 +92,9 @@ func TestImportOpenClaw(t *testing.T) {
 	if !strings.Contains(r.Stdout, "session keys 4: 4 imported") || !strings.Contains(r.Stdout, "pairing approvals 3 added, 0 already present") {
 		t.Fatalf("import:\n%s", r.Stdout)
 	}
+	if !strings.Contains(r.Stdout, "note: 4 imported session(s) were last updated more than session.maintenance.pruneAfter (720h0m0s) ago") {
+		t.Errorf("no note about sessions maintenance would archive:\n%s", r.Stdout)
+	}
 	t.Logf("import:\n%s", r.Stdout)
 	checkImported(t, cfg, "files")
 	p := gw(t, cfg, "pairing", "list").want(t, 0)
