@@ -40,7 +40,8 @@ var thinkingLevels = map[string]string{"minimal": sessions.ThinkingLow, "xhigh":
 // mappedMembers are the members of an entry this package reads out of
 // Extra into fields of sessions.Entry (they stay in Extra too, which the
 // files backend keeps verbatim, so an export writes them back).
-var mappedMembers = map[string]bool{"origin": true, "deliveryContext": true, "subject": true, "sessionFile": true}
+var mappedMembers = map[string]bool{"origin": true, "deliveryContext": true, "delivery": true, "subject": true,
+	"sessionFile": true, "modelProvider": true}
 
 // route is the origin or delivery context of an entry.
 type route struct {
@@ -59,13 +60,6 @@ type route struct {
 // checked, and the members it cannot map counted.
 func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 	e.SessionKey = key
-	extra := map[string]json.RawMessage{}
-	if e.Extra != "" {
-		_ = json.Unmarshal([]byte(e.Extra), &extra) // the decoder wrote it from JSON
-	}
-	var origin, delivery route
-	_ = json.Unmarshal(extra["origin"], &origin)
-	_ = json.Unmarshal(extra["deliveryContext"], &delivery)
 	fill := func(dst *string, vals ...string) {
 		for _, v := range vals {
 			if *dst == "" {
@@ -73,6 +67,31 @@ func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 			}
 		}
 	}
+	extra := map[string]json.RawMessage{}
+	if e.Extra != "" {
+		_ = json.Unmarshal([]byte(e.Extra), &extra) // the decoder wrote it from JSON
+	}
+	// Releases of 2026.9 nest both under delivery ({route, context,
+	// origin}); older ones keep origin and deliveryContext at the top.
+	var origin, delivery route
+	var nested struct {
+		Context *route `json:"context"`
+		Origin  *route `json:"origin"`
+	}
+	if json.Unmarshal(extra["delivery"], &nested) == nil {
+		if nested.Context != nil {
+			delivery = *nested.Context
+		}
+		if nested.Origin != nil {
+			origin = *nested.Origin
+		}
+	}
+	// The top-level members, where present, are the older releases' own.
+	_ = json.Unmarshal(extra["origin"], &origin)
+	_ = json.Unmarshal(extra["deliveryContext"], &delivery)
+	var provider string
+	_ = json.Unmarshal(extra["modelProvider"], &provider)
+	fill(&e.Provider, provider)
 	fill(&e.LastChannel, delivery.Channel, origin.Provider, origin.Channel)
 	fill(&e.LastTo, delivery.To, origin.To)
 	fill(&e.LastAccountID, delivery.AccountID, origin.AccountID)

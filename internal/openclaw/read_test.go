@@ -93,7 +93,8 @@ func TestReadBothLayouts(t *testing.T) {
 	if strings.Contains(all, "abandoned") {
 		t.Error("main transcript holds the abandoned branch")
 	}
-	if e := main.Entry; e.LastChannel != "telegram" || e.LastFrom != "telegram:555" || e.Channel != "telegram" || e.CompactionCount != 1 ||
+	if e := main.Entry; e.LastChannel != "telegram" || e.LastTo != "telegram:555" || e.LastAccountID != "default" || e.LastFrom != "telegram:555" ||
+		e.Channel != "telegram" || e.Provider != "openai" || e.Model != "gpt-4o" || e.CompactionCount != 1 ||
 		e.TotalTokens != 120 || e.Title != "What's the weather in Paris?" || !strings.Contains(e.Extra, "skillsSnapshot") {
 		t.Errorf("main entry %+v", e)
 	}
@@ -134,7 +135,7 @@ func TestReadBothLayouts(t *testing.T) {
 		}
 	}
 	for field := range rep {
-		if strings.HasPrefix(field, "entry.origin") || strings.HasPrefix(field, "entry.deliveryContext") || field == "entry.sessionFile" {
+		if strings.HasPrefix(field, "entry.origin") || strings.HasPrefix(field, "entry.delivery") || field == "entry.sessionFile" || field == "entry.modelProvider" {
 			t.Errorf("mapped member %s reported unmapped", field)
 		}
 	}

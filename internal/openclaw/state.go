@@ -63,8 +63,8 @@ func readState(dir, tmp string, p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("openclaw: %s: no state schema version (schema_meta): %w", path, err)
 	}
-	if role != "state" {
-		return fmt.Errorf("openclaw: %s: schema_meta says role %q, want state", path, role)
+	if role != "global" && role != "state" {
+		return fmt.Errorf("openclaw: %s: schema_meta says role %q, want global", path, role)
 	}
 	if err := readAllowEntries(db, p); err != nil && !missingTable(err) {
 		return fmt.Errorf("openclaw: %s: channel_pairing_allow_entries: %w", path, err)

@@ -215,9 +215,13 @@ func buildMainAgent(t testing.TB, dir string) {
 		}
 		_, c0 := at(0)
 		node("agent:main:main", MainSession, map[string]any{"sessionId": MainSession, "updatedAt": now, "sessionStartedAt": c0,
-			"chatType": "direct", "lastChannel": "telegram", "lastTo": "telegram:555", "lastAccountId": "default",
-			"inputTokens": 100, "outputTokens": 20, "totalTokens": 120, "compactionCount": 1,
-			"origin":         map[string]any{"provider": "telegram", "surface": "telegram", "chatType": "direct", "from": "telegram:555"},
+			"chatType": "direct", "inputTokens": 100, "outputTokens": 20, "totalTokens": 120, "compactionCount": 1,
+			"modelProvider": "openai", "model": "gpt-4o",
+			// The 2026.9 form: route, context and origin under delivery.
+			"delivery": map[string]any{"kind": "external",
+				"route":   map[string]any{"channel": "telegram", "accountId": "default", "target": map[string]any{"to": "telegram:555"}},
+				"context": map[string]any{"channel": "telegram", "to": "telegram:555", "accountId": "default"},
+				"origin":  map[string]any{"provider": "telegram", "surface": "telegram", "chatType": "direct", "from": "telegram:555", "to": "telegram:555"}},
 			"skillsSnapshot": map[string]any{"prompt": "..."}}, c0, now)
 		win(MainSession, "agent:main:main", "initial", c0)
 		evs, active := MainTranscript()
@@ -289,7 +293,7 @@ func buildState(t testing.TB, dir string) {
 	path := filepath.Join(dir, "state", "openclaw.sqlite")
 	withWAL(t, path, stateDDL, func(db *sql.DB) {
 		_, now := at(60)
-		exec(t, db, `INSERT INTO schema_meta VALUES ('primary', 'state', 18, NULL, '2026.9.6', ?, ?)`, now, now)
+		exec(t, db, `INSERT INTO schema_meta VALUES ('primary', 'global', 18, NULL, '2026.9.6', ?, ?)`, now, now)
 		for i, e := range []struct{ ch, acct, entry string }{
 			{"telegram", "default", "111"}, {"telegram", "default", "@bob"}, {"discord", "default", "222"},
 			{"whatsapp", "default", "+15550001"}, {"telegram", "default", "*"},
