@@ -125,20 +125,22 @@ func applyApprovals(ctx context.Context, list []pairstate.Approval, ps sessions.
 	}
 	slices.Sort(channels)
 	for _, ch := range channels {
+		// add may run more than once (a backend retrying the update): it
+		// counts afresh each time, and the last run's counts are kept.
+		var added, present int
 		add := func(d *pairstate.Data) bool {
-			changed := false
+			added, present = 0, 0
 			for _, a := range byChannel[ch] {
 				if slices.ContainsFunc(d.Allowed, func(b pairstate.Approval) bool {
 					return b.AccountID == a.AccountID && b.SenderID == a.SenderID
 				}) {
-					res.ApprovalsPresent++
+					present++
 					continue
 				}
 				d.Allowed = append(d.Allowed, a)
-				res.Approvals++
-				changed = true
+				added++
 			}
-			return changed
+			return added > 0
 		}
 		if dry {
 			d, err := ps.LoadPairing(ctx, ch)
@@ -146,11 +148,11 @@ func applyApprovals(ctx context.Context, list []pairstate.Approval, ps sessions.
 				return fmt.Errorf("openclaw: import pairing %s: %w", ch, err)
 			}
 			add(&d)
-			continue
-		}
-		if err := ps.UpdatePairing(ctx, ch, func(d *pairstate.Data) (bool, error) { return add(d), nil }); err != nil {
+		} else if err := ps.UpdatePairing(ctx, ch, func(d *pairstate.Data) (bool, error) { return add(d), nil }); err != nil {
 			return fmt.Errorf("openclaw: import pairing %s: %w", ch, err)
 		}
+		res.Approvals += added
+		res.ApprovalsPresent += present
 	}
 	return nil
 }
