@@ -37,6 +37,8 @@ func addOperatorCommands(root *cobra.Command, cfgPath *string) {
 		storageCmd(cfgPath),
 		logsCmd(cfgPath),
 		backupCmd(cfgPath),
+		importCmd(cfgPath),
+		exportCmd(cfgPath),
 	)
 }
 

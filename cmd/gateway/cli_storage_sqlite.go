@@ -19,12 +19,17 @@ import (
 // files and sqlite sides may share one state dir, whose lock (a flock,
 // per open file) must then be taken once.
 type dirLocks struct {
+	// op names the command in errors.
+	op   string
 	mu   sync.Mutex
 	held map[string]*heldLock
 }
 
 // newDirLocks returns a migration's empty set of held locks.
-func newDirLocks() *dirLocks { return &dirLocks{held: map[string]*heldLock{}} }
+func newDirLocks() *dirLocks { return newDirLocksFor("storage migrate") }
+
+// newDirLocksFor returns the empty set of held locks of command op.
+func newDirLocksFor(op string) *dirLocks { return &dirLocks{op: op, held: map[string]*heldLock{}} }
 
 type heldLock struct {
 	n       int
@@ -37,14 +42,14 @@ type heldLock struct {
 func (l *dirLocks) lockDir(dir string, create bool) (abs string, unlock func(), err error) {
 	abs, err = filepath.Abs(dir)
 	if err != nil {
-		return "", nil, fmt.Errorf("storage migrate: state dir: %w", err)
+		return "", nil, fmt.Errorf("%s: state dir: %w", l.op, err)
 	}
 	if _, err := os.Stat(abs); err != nil {
 		if !create {
-			return "", nil, fmt.Errorf("storage migrate: state dir %s: %w", abs, err)
+			return "", nil, fmt.Errorf("%s: state dir %s: %w", l.op, abs, err)
 		}
 		if err := os.MkdirAll(abs, 0o700); err != nil {
-			return "", nil, fmt.Errorf("storage migrate: state dir: %w", err)
+			return "", nil, fmt.Errorf("%s: state dir: %w", l.op, err)
 		}
 	}
 	l.mu.Lock()
@@ -53,7 +58,7 @@ func (l *dirLocks) lockDir(dir string, create bool) (abs string, unlock func(), 
 	if !ok {
 		release, err := gatewayd.LockStateDir(abs)
 		if err != nil {
-			return "", nil, fmt.Errorf("storage migrate: %w", err)
+			return "", nil, fmt.Errorf("%s: %w", l.op, err)
 		}
 		h = &heldLock{release: release}
 		l.held[abs] = h

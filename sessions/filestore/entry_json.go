@@ -132,3 +132,21 @@ func keyEntries(slots map[string]slot) error {
 	}
 	return nil
 }
+
+// DecodeEntry decodes one index entry of key as an index holds it: in this
+// package's format or in the reference system's (legacyEntry: clocks in
+// epoch milliseconds, only updatedAt, the key only outside the entry),
+// the members Entry does not know kept in Extra. The importer of the
+// reference system's SQLite state (internal/openclaw), whose session rows
+// hold the same entry JSON as its JSON-era index, reads them with it, so
+// both layouts are read by one decoder.
+func DecodeEntry(key string, b []byte) (sessions.Entry, error) {
+	e, err := decodeEntry(b, true)
+	if err != nil {
+		return sessions.Entry{}, fmt.Errorf("sessions: decode entry %q: %w", sessions.Clip(key), err)
+	}
+	if e.SessionKey == "" {
+		e.SessionKey = key
+	}
+	return e, nil
+}
