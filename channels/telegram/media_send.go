@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -264,6 +265,13 @@ func (a *Adapter) upload(ctx context.Context, method string, base tgbotapi.Param
 	b := a.bot
 	b.Client = ctxClient{ctx: ctx, c: a.client}
 	resp, err := b.UploadFiles(method, params, reqs)
+	var te *tgbotapi.Error
+	if errors.As(err, &te) && te.Code == 0 && resp != nil {
+		// UploadFiles, unlike MakeRequest, leaves the error code out of
+		// its error (library v5.5.1): without it no 400 is recognised
+		// (APIError.EntitiesRejected).
+		te.Code = resp.ErrorCode
+	}
 	return resp, wrapErr(method, err)
 }
 
