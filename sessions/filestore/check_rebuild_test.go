@@ -11,20 +11,27 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
+// openRebuildState opens a files backend on a new state directory, with
+// agent main's store, for a test that then removes its index.
+func openRebuildState(t *testing.T) (string, *Manager, *Store) {
+	t.Helper()
+	state := t.TempDir()
+	m, err := Open(Options{StateDir: state, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state, m, mustStore(t, m, "main")
+}
+
 // TestRebuildRecomputesTokensAndTitle: doctor --fix rebuilding the index
 // from transcripts sets the token counters from the assistant messages'
 // usage (the context from the last one, or a later compaction's
 // tokensAfter) and titles without the "[message_id: N] " prefix the
 // message tool stores before user text.
 func TestRebuildRecomputesTokensAndTitle(t *testing.T) {
-	state := t.TempDir()
-	at := time.Now().Add(-time.Hour)
-	m, err := Open(Options{StateDir: state, FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := mustStore(t, m, "main")
+	state, m, st := openRebuildState(t)
 	dir := st.Dir()
+	at := time.Now().Add(-time.Hour)
 	ctx := context.Background()
 	reply := func(in, out int64) sessions.Message {
 		a := assistantText("ok")
@@ -98,14 +105,9 @@ func TestStoredTitle(t *testing.T) {
 // from the transcripts puts the entry under the supergroup's key, where
 // the session was moved, not back under the group's.
 func TestRebuildFollowsMovedKeys(t *testing.T) {
-	state := t.TempDir()
-	at := time.Now().Add(-time.Hour)
-	m, err := Open(Options{StateDir: state, FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := mustStore(t, m, "main")
+	state, m, st := openRebuildState(t)
 	dir := st.Dir()
+	at := time.Now().Add(-time.Hour)
 	ctx := context.Background()
 	oldKey, err := routing.Parse("agent:main:telegram:group:-100")
 	must(t, err)
