@@ -165,10 +165,21 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 // TestMCPServerCrashAndTimeout: a stdio server that exits during a call
 // and a call past its timeout each give the model a tool error result; the
 // turn completes, and the next turn's call reaches the restarted server.
+//
+// Only the sleep runs under the short timeout: the model (the fake
+// provider) lowers it just before it asks for the sleep and raises it
+// again before the next call (a timeout change applies without
+// reconnecting), so no other call has to finish within 300 ms on a loaded
+// machine.
 func TestMCPServerCrashAndTimeout(t *testing.T) {
 	cfg := mcptest.StdioConfig(t)
-	cfg.Timeout = 300 * time.Millisecond
+	cfg.Timeout = 30 * time.Second
 	m := startMCP(t, map[string]mcp.ServerConfig{"local": cfg})
+	withTimeout := func(d time.Duration) {
+		c := cfg
+		c.Timeout = d
+		m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"local": c}})
+	}
 	h := newHarness(t, Defaults{}, []Agent{{ID: "main", Tools: Tools{Allow: []string{"mcp:*"}}}}, nil)
 	h.r.opts.MCP = m
 	var pid string
@@ -179,8 +190,10 @@ func TestMCPServerCrashAndTimeout(t *testing.T) {
 			return assistantCall("c1", "local__pid", map[string]any{}), nil
 		case n == 1:
 			pid = last.Text()
+			withTimeout(300 * time.Millisecond)
 			return assistantCall("c2", "local__sleep", map[string]any{"ms": 10000}), nil
 		case n == 2:
+			withTimeout(30 * time.Second)
 			return assistantCall("c3", "local__crash", map[string]any{}), nil
 		case n == 4:
 			return assistantCall("c4", "local__pid", map[string]any{}), nil
@@ -189,18 +202,10 @@ func TestMCPServerCrashAndTimeout(t *testing.T) {
 	}
 	k := h.key("main", "1")
 	for i, input := range []string{"crash it", "again"} {
-		start := time.Now()
 		res, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user(input)}})
 		if err != nil || res.Text != "done" {
 			t.Fatalf("turn %d: %q, %v", i, res.Text, err)
 		}
-		if d := time.Since(start); d > 20*time.Second {
-			t.Fatalf("turn %d took %s", i, d)
-		}
-		// The restart of a -race test binary on a busy machine may take
-		// longer than the 300 ms that made the sleep time out.
-		cfg.Timeout = 30 * time.Second
-		m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"local": cfg}})
 	}
 	hist, _ := h.transcript("main", k).History(context.Background())
 	checkPaired(t, "transcript", hist)

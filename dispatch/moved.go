@@ -174,39 +174,24 @@ func (d *Dispatcher) moveRoom(ctx context.Context, rt *Runtime, oldIn, newIn cha
 	}
 }
 
-// keyMovesScope is the cursor scope of the moved keys: name the old key,
-// value the new one.
-const keyMovesScope = "session-key-moves"
-
 // keyMoves are the session keys whose session moved (moved.go), kept in
-// the backend's cursors and read once into memory. Another replica's
-// moves are seen after its next start (and through the move's own event,
-// which any replica handles).
+// the backend's cursors (sessions.KeyMovesScope) and read once into
+// memory. Another replica's moves are seen after its next start (and
+// through the move's own event, which any replica handles).
 type keyMoves struct {
 	d *Dispatcher
 
 	mu     sync.Mutex
-	loaded bool                        // guarded by mu
-	to     map[routing.Key]routing.Key // guarded by mu
+	loaded bool              // guarded by mu
+	to     sessions.KeyMoves // guarded by mu
 }
-
-// maxMoveHops bounds the chain followed (a group moved, its supergroup
-// moved again); a loop in stored data ends there.
-const maxMoveHops = 4
 
 // resolve returns the key k's session is under now: k, or where it moved.
 func (m *keyMoves) resolve(k routing.Key) routing.Key {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.loadLocked()
-	for range maxMoveHops {
-		n, ok := m.to[k]
-		if !ok {
-			break
-		}
-		k = n
-	}
-	return k
+	return m.to.Resolve(k)
 }
 
 // loadLocked reads the stored moves once; a failure is logged and tried
@@ -216,21 +201,18 @@ func (m *keyMoves) loadLocked() {
 		return
 	}
 	if m.to == nil {
-		m.to = map[routing.Key]routing.Key{}
+		m.to = sessions.KeyMoves{}
 	}
-	all, err := m.d.opts.Sessions.Cursors().CursorsOf(m.d.life, keyMovesScope)
+	all, bad, err := sessions.ReadKeyMoves(m.d.life, m.d.opts.Sessions.Cursors())
 	if err != nil {
 		m.d.log.Warn("moved session keys not read", zap.Error(err))
 		return
 	}
-	for from, to := range all {
-		f, err1 := routing.Parse(from)
-		t, err2 := routing.Parse(to)
-		if err1 != nil || err2 != nil {
-			m.d.log.Warn("moved session key not understood", zap.String("session_key", from), zap.String("new_session_key", to))
-			continue
-		}
-		m.to[f.Canonical()] = t.Canonical()
+	for _, from := range bad {
+		m.d.log.Warn("moved session key not understood", zap.String("session_key", from))
+	}
+	for f, t := range all {
+		m.to[f] = t
 	}
 	m.loaded = true
 }
@@ -241,14 +223,14 @@ func (m *keyMoves) record(ctx context.Context, from, to routing.Key) error {
 	done := m.to[from] == to
 	m.mu.Unlock()
 	if !done {
-		if err := m.d.opts.Sessions.Cursors().SetCursor(ctx, keyMovesScope, from.String(), to.String()); err != nil {
+		if err := m.d.opts.Sessions.Cursors().SetCursor(ctx, sessions.KeyMovesScope, from.String(), to.String()); err != nil {
 			return fmt.Errorf("record moved key: %w", err)
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.to == nil {
-		m.to = map[routing.Key]routing.Key{}
+		m.to = sessions.KeyMoves{}
 	}
 	m.to[from] = to
 	return nil

@@ -105,7 +105,7 @@ func (d *Daemon) runJobs(ctx context.Context, cfg *configs.Config) (stop func())
 	s, err := jobs.New(jobs.Options{
 		Store: d.backend.Jobs(), Deliver: d.deliverJob,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
-		Poll:  cfg.Jobs.Poll, Grace: cfg.Jobs.Grace, Now: d.opts.Now, Log: d.log.Named("jobs"),
+		Poll:  cfg.Jobs.Poll, Grace: cfg.Jobs.Grace, Lease: cfg.Jobs.Lease, Now: d.opts.Now, Log: d.log.Named("jobs"),
 		Observe: func(outcome string, late time.Duration) {
 			m.outcomes.WithLabelValues(outcome).Inc()
 			if outcome == "fired" {

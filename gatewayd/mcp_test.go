@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/mcp/mcptest"
 	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/sessions"
 )
 
 // TestMCPServersFollowReload: an MCP server added to the config file while
@@ -93,7 +93,7 @@ func TestMCPToolInWebChatTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := startFromFile(t, path, &fakeClock{})
-	reply, _ := chat(t, addr, "", "add 2 and 3")
+	reply, sid := chat(t, addr, "", "add 2 and 3")
 	if reply != "it is 5" {
 		t.Fatalf("reply = %q", reply)
 	}
@@ -105,26 +105,33 @@ func TestMCPToolInWebChatTurn(t *testing.T) {
 	for _, tl := range reqs[0].Body.Tools {
 		offered = offered || tl.Function.Name == "remote__add"
 	}
-	var result bool
+	var sent bool
 	for _, m := range reqs[1].Body.Messages {
-		result = result || (m.Role == "tool" && m.ToolCallID == "call_1" && m.Content == "5")
+		sent = sent || (m.Role == "tool" && m.ToolCallID == "call_1" && m.Content == "5")
 	}
-	if !offered || !result {
-		t.Fatalf("remote__add offered %v, its result in the next request %v: %+v", offered, result, reqs[1].Body.Messages)
+	if !offered || !sent {
+		t.Fatalf("remote__add offered %v, its result in the next request %v: %+v", offered, sent, reqs[1].Body.Messages)
 	}
-	// The transcript (files backend, pi's JSONL) holds the call and its result.
-	files, err := filepath.Glob(filepath.Join(dir, "state", "agents", "main", "sessions", "*.jsonl"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("transcripts %v, %v", files, err)
-	}
-	b, err := os.ReadFile(files[0])
+	// The session's transcript, read through the store (the history the
+	// API serves), holds the call and its result.
+	res, err := http.Get("http://" + addr + "/api/agents/main/sessions/" + sid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`{"type":"toolCall","id":"call_1","name":"remote__add","arguments":{"a":2,"b":3}}`,
-		`"role":"toolResult","content":[{"type":"text","text":"5"}],"toolCallId":"call_1","toolName":"remote__add"`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("transcript lacks %s:\n%s", want, b)
+	defer res.Body.Close()
+	var hist struct{ Messages []sessions.Message }
+	if err := json.NewDecoder(res.Body).Decode(&hist); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET session %s: %d %v", sid, res.StatusCode, err)
+	}
+	var call, result bool
+	for _, m := range hist.Messages {
+		for _, c := range m.Content {
+			call = call || (m.Role == sessions.RoleAssistant && c.Type == sessions.BlockToolCall && c.ID == "call_1" &&
+				c.Name == "remote__add" && string(c.Arguments) == `{"a":2,"b":3}`)
 		}
+		result = result || (m.Role == sessions.RoleToolResult && m.ToolCallID == "call_1" && m.ToolName == "remote__add" && m.Text() == "5")
+	}
+	if !call || !result {
+		t.Errorf("transcript has the call %v, its result %v: %+v", call, result, hist.Messages)
 	}
 }

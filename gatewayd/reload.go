@@ -184,6 +184,9 @@ func restartOnly(a, b *configs.Config) []string {
 	if !reflect.DeepEqual(a.WebSearch, b.WebSearch) {
 		out = append(out, "webSearch")
 	}
+	if a.Jobs.Lease != b.Jobs.Lease { // the scheduler is made with it at start
+		out = append(out, "jobs.lease")
+	}
 	// Access lists, room settings and media caps apply at once (the
 	// policy, dispatch.Media); the accounts themselves (a new bot, a
 	// changed token, mode or endpoint) need their adapters restarted.

@@ -22,14 +22,26 @@ type Config struct {
 	// Poll is the longest the scheduler sleeps (default 1s): how soon a
 	// job another process added is seen.
 	Poll time.Duration `mapstructure:"poll"`
+	// Lease is how long a scheduler's claim holds a due job (default 1m):
+	// a replica that dies holding claims leaves their jobs for that long
+	// before another fires them. Read at start.
+	Lease time.Duration `mapstructure:"lease"`
 	// MaxPerRoom bounds the active jobs of one room (default 50).
 	MaxPerRoom int `mapstructure:"maxPerRoom"`
 }
 
+// Bounds of Config.Lease: a claim must outlast the handling of a batch
+// of due jobs (each a journal append), and a dead replica's jobs should
+// not wait for hours.
+const (
+	MinLease = 5 * time.Second
+	MaxLease = time.Hour
+)
+
 // Default is the configuration of a config file that says nothing.
 func Default() Config {
 	return Config{Enabled: true, TimeZone: "UTC", TimeZoneByAgent: map[string]string{}, Grace: DefaultGrace,
-		Poll: DefaultPoll, MaxPerRoom: DefaultMaxPerRoom}
+		Poll: DefaultPoll, Lease: DefaultLease, MaxPerRoom: DefaultMaxPerRoom}
 }
 
 // Validate checks the section; errors name the key.
@@ -47,6 +59,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("jobs.grace: %s is negative", c.Grace)
 	case c.Poll < 0 || c.Poll > time.Minute:
 		return fmt.Errorf("jobs.poll: %s is not between 0 and 1m", c.Poll)
+	case c.Lease != 0 && (c.Lease < MinLease || c.Lease > MaxLease):
+		return fmt.Errorf("jobs.lease: %s is not between %s and %s (0: the default %s)", c.Lease, MinLease, MaxLease, DefaultLease)
 	case c.MaxPerRoom < 0:
 		return fmt.Errorf("jobs.maxPerRoom: %d is negative", c.MaxPerRoom)
 	}

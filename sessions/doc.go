@@ -22,7 +22,9 @@
 // the checks applied before a name reaches a file or a query
 // (CheckCursor, CheckLimitKey, CheckUsageRow, CheckUsageFilter; pairing
 // names and data are checked by internal/pairstate, the pairing contract),
-// the problem codes of Check (Problem, Code*), and the transcript's
+// the problem codes of Check (Problem, Code*), the recorded moves of
+// session keys (KeyMoves, read from Cursors' KeyMovesScope by the
+// dispatcher and by a repair that rebuilds entries), and the transcript's
 // message types (types.go: Message, Content, Usage, Compaction, Context;
 // pi-coding-agent v3, SPEC §3.4).
 //

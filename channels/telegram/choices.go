@@ -24,7 +24,10 @@ import (
 // reply_markup) and the query answered (answerCallbackQuery, within
 // Telegram's 15 s or the client shows an error). A press the access policy
 // refuses is answered with nothing and leaves the keyboard for those who
-// may press; a forged, expired or repeated press gets a short notice.
+// may press; a forged, expired or repeated press gets a short notice. A
+// press on a question asked in a group before its upgrade to a supergroup
+// is reported under the supergroup and verified against the group's id it
+// was signed for (verifyPress).
 
 // Drop reasons of presses (logged at info: they are rare and tell of a
 // modified client or a stale keyboard).
@@ -120,7 +123,7 @@ func (a *Adapter) press(ctx context.Context, h channels.Handler, q *callbackQuer
 		a.answerPress(ctx, q.ID, text)
 		return nil
 	}
-	if _, err := a.opts.Choices.Verify(in.Address, q.Data, in.Text); err != nil {
+	if err := a.verifyPress(in.Address, q.Data, in.Text); err != nil {
 		reason := dropPressInvalid
 		if errors.Is(err, channels.ErrChoiceExpired) {
 			reason = dropPressExpired
@@ -141,6 +144,30 @@ func (a *Adapter) press(ctx context.Context, h channels.Handler, q *callbackQuer
 	case errors.Is(err, channels.ErrRejected):
 		a.answerPress(ctx, q.ID, "") // refused by the policy: nothing happens
 		return nil
+	}
+	return err
+}
+
+// verifyPress checks a press's data against the chat it is reported
+// under (at, the live chat) and, failing that, against each group that was
+// upgraded to it: a question asked before the upgrade was signed for the
+// group's id (the signature binds the chat, so only the chats that became
+// this one can lend it theirs).
+func (a *Adapter) verifyPress(at channels.Address, data, label string) error {
+	_, err := a.opts.Choices.Verify(at, data, label)
+	if err == nil || errors.Is(err, channels.ErrChoiceExpired) {
+		return err
+	}
+	live, perr := strconv.ParseInt(at.ChatID, 10, 64)
+	if perr != nil {
+		return err
+	}
+	for _, old := range a.migratedInto(live) {
+		before := at
+		before.ChatID = strconv.FormatInt(old, 10)
+		if _, verr := a.opts.Choices.Verify(before, data, label); verr == nil || errors.Is(verr, channels.ErrChoiceExpired) {
+			return verr
+		}
 	}
 	return err
 }

@@ -163,3 +163,82 @@ func TestChoiceDuplicateAndExpiry(t *testing.T) {
 		t.Fatal("an expired press reached the handler")
 	}
 }
+
+// TestButtonPressAfterSupergroupMove: a question asked in a group before
+// it was upgraded to a supergroup is signed for the group's id; a press on
+// it after the upgrade (reported under the supergroup's id) verifies and
+// reaches the handler as a press of the supergroup, and so does a press on
+// a copy of the keyboard shown in the supergroup itself. Buttons signed
+// for an unrelated chat are still refused in the supergroup.
+func TestButtonPressAfterSupergroupMove(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	keys := choiceKeys(t, nil)
+	a, err := telegram.New("default", baseConfig(srv), telegram.Options{Logger: zaptest.NewLogger(t), HTTPClient: srv.Client(),
+		Backoff: 10 * time.Millisecond, Choices: keys, OffsetStore: &telegram.MemoryOffsetStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	run(t, a, rec.handle)
+	ctx := testCtx(t)
+	const oldID, newID, otherID = int64(-4101), int64(-1004101), int64(-4102)
+	addr := func(chat int64) channels.Address {
+		return channels.Address{Channel: "telegram", AccountID: "default", ChatID: id(int(chat))}
+	}
+	ask := func(signedFor, sentTo int64) int {
+		t.Helper()
+		b, err := keys.Question(addr(signedFor), []string{"Yes", "No"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qid, err := a.Ask(ctx, channels.Outbound{Address: addr(sentTo)}, "Sure?", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(qid)
+		return n
+	}
+	before := ask(oldID, oldID)
+	beforeAgain := ask(oldID, oldID)
+	srv.Migrate(oldID, newID)
+	u, _ := srv.AddMessage(telegramtest.Message{ChatID: newID, FromID: bob, Text: "hello"}) // the migration is seen
+	waitConfirmed(t, srv, u)
+	foreign := ask(otherID, newID) // buttons of another chat shown in the supergroup
+
+	u, _, ok := srv.Press(oldID, before, 7, "Ann", "Yes")
+	if !ok {
+		t.Fatal("no Yes button")
+	}
+	waitConfirmed(t, srv, u)
+	if ans, err := srv.WaitCallbackAnswers(ctx, 1); err != nil || ans[0].Text != "" {
+		t.Fatalf("press on the old group's question answered %+v, %v; want accepted", ans, err)
+	}
+	got := rec.accepted()
+	p := got[len(got)-1]
+	if !p.Press || p.ChatID != id(int(newID)) || p.Text != "Yes" || p.MessageID != "m"+id(before) {
+		t.Fatalf("press = %+v, want a press of chat %d, text Yes, message m%d", p, newID, before)
+	}
+
+	// The same keyboard as the supergroup shows it (the group's history
+	// carried over): the press comes with the supergroup's id.
+	srv.SetKeyboard(newID, beforeAgain, srv.Keyboard(oldID, beforeAgain))
+	u, _, _ = srv.Press(newID, beforeAgain, 7, "Ann", "No")
+	waitConfirmed(t, srv, u)
+	if ans, err := srv.WaitCallbackAnswers(ctx, 2); err != nil || ans[1].Text != "" {
+		t.Fatalf("press in the supergroup on the old group's question answered %+v, %v; want accepted", ans, err)
+	}
+	got = rec.accepted()
+	if p := got[len(got)-1]; !p.Press || p.ChatID != id(int(newID)) || p.Text != "No" {
+		t.Fatalf("press = %+v, want a press of chat %d, text No", p, newID)
+	}
+
+	calls := rec.callCount()
+	u, _, _ = srv.Press(newID, foreign, 7, "Ann", "Yes")
+	waitConfirmed(t, srv, u)
+	if ans, _ := srv.WaitCallbackAnswers(ctx, 3); ans[2].Text != channels.PressInvalidText {
+		t.Fatalf("press on another chat's buttons answered %+v, want refused", ans[2])
+	}
+	if rec.callCount() != calls {
+		t.Fatal("a press on another chat's buttons reached the handler")
+	}
+}

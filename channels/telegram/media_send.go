@@ -165,46 +165,42 @@ func (a *Adapter) SendMedia(ctx context.Context, out channels.Outbound, i int, c
 		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
 		params["allow_sending_without_reply"] = "true"
 	}
-	html := true
-	for attempt := 0; ; attempt++ {
-		method, resp, err := a.upload(ctx, params, files, c.Caption, html, open)
-		if err == nil {
-			ids := sentIDs(resp)
-			for _, id := range ids {
-				a.sent.Add(params["chat_id"], id, out.Address)
-			}
-			return ids, nil
+	method, html := mediaMethod(files), true
+	resp, err := a.retrying(ctx, method, params, func() (*tgbotapi.APIResponse, error) {
+		return a.upload(ctx, method, params, files, c.Caption, html, open)
+	}, func(ae *APIError) bool {
+		if !ae.EntitiesRejected() || !html {
+			return false
 		}
-		var ae *APIError
-		if !errors.As(err, &ae) || attempt >= maxSendAttempts {
-			return nil, err
-		}
-		switch {
-		case ae.EntitiesRejected() && html:
-			a.log.Warn("telegram rejected a formatted caption, resending it as plain text", zap.String("method", method),
-				zap.String("chat_id", params["chat_id"]), zap.String("reason", ae.Description))
-			html = false
-		case ae.RetryAfter > 0 && ae.RetryAfter <= a.opts.MaxRetryAfter:
-			a.log.Warn("telegram rate limited, waiting", zap.String("method", method),
-				zap.String("chat_id", params["chat_id"]), zap.Duration("retry_after", ae.RetryAfter))
-			if !sleep(ctx, ae.RetryAfter) {
-				return nil, fmt.Errorf("telegram: %s: %w", method, ctx.Err())
-			}
-		case ae.MigrateToChatID != 0:
-			if old, err := strconv.ParseInt(params["chat_id"], 10, 64); err == nil {
-				a.recordMigration(old, ae.MigrateToChatID)
-			}
-			params["chat_id"] = strconv.FormatInt(ae.MigrateToChatID, 10)
-		default:
-			return nil, err
-		}
+		a.log.Warn("telegram rejected a formatted caption, resending it as plain text", zap.String("method", method),
+			zap.String("chat_id", params["chat_id"]), zap.String("reason", ae.Description))
+		html = false
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
+	ids := sentIDs(resp)
+	for _, id := range ids {
+		a.sent.Add(params["chat_id"], id, out.Address)
+	}
+	return ids, nil
 }
 
-// upload makes one call sending files (one: its own method; several:
-// sendMediaGroup) with caption, streaming each file from the store.
-func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []channels.OutMedia, caption string, html bool,
-	open channels.MediaOpener) (string, *tgbotapi.APIResponse, error) {
+// mediaMethod is the call that sends files: one file's own method
+// (sendPhoto, …), several sendMediaGroup.
+func mediaMethod(files []channels.OutMedia) string {
+	if len(files) != 1 {
+		return "sendMediaGroup"
+	}
+	kind := sendKind(files[0])
+	return "send" + strings.ToUpper(kind[:1]) + kind[1:]
+}
+
+// upload makes one call of method (mediaMethod) sending files with
+// caption, streaming each file from the store.
+func (a *Adapter) upload(ctx context.Context, method string, base tgbotapi.Params, files []channels.OutMedia, caption string, html bool,
+	open channels.MediaOpener) (*tgbotapi.APIResponse, error) {
 	params := tgbotapi.Params{}
 	for k, v := range base {
 		params[k] = v
@@ -213,10 +209,7 @@ func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []chan
 	if html && caption != "" {
 		text, mode = FormatHTML(caption), "HTML"
 	}
-	var (
-		method string
-		reqs   []tgbotapi.RequestFile
-	)
+	var reqs []tgbotapi.RequestFile
 	readers := make([]io.ReadCloser, 0, len(files))
 	defer func() {
 		for _, r := range readers {
@@ -226,7 +219,7 @@ func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []chan
 	for k, f := range files {
 		rc, err := open(f)
 		if err != nil {
-			return "", nil, fmt.Errorf("telegram: send media: %w", err)
+			return nil, fmt.Errorf("telegram: send media: %w", err)
 		}
 		readers = append(readers, rc)
 		name := f.FileName
@@ -240,8 +233,6 @@ func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []chan
 		reqs = append(reqs, tgbotapi.RequestFile{Name: field, Data: tgbotapi.FileReader{Name: name, Reader: rc}})
 	}
 	if len(files) == 1 {
-		kind := sendKind(files[0])
-		method = "send" + strings.ToUpper(kind[:1]) + kind[1:]
 		if text != "" {
 			params["caption"] = text
 			if mode != "" {
@@ -249,7 +240,6 @@ func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []chan
 			}
 		}
 	} else {
-		method = "sendMediaGroup"
 		type inputMedia struct {
 			Type      string `json:"type"`
 			Media     string `json:"media"`
@@ -266,7 +256,7 @@ func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []chan
 		}
 		b, err := json.Marshal(media)
 		if err != nil {
-			return method, nil, fmt.Errorf("telegram: %s: %w", method, err)
+			return nil, fmt.Errorf("telegram: %s: %w", method, err)
 		}
 		params["media"] = string(b)
 	}
@@ -275,7 +265,14 @@ func (a *Adapter) upload(ctx context.Context, base tgbotapi.Params, files []chan
 	b := a.bot
 	b.Client = ctxClient{ctx: ctx, c: a.client}
 	resp, err := b.UploadFiles(method, params, reqs)
-	return method, resp, wrapErr(method, err)
+	var te *tgbotapi.Error
+	if errors.As(err, &te) && te.Code == 0 && resp != nil {
+		// UploadFiles, unlike MakeRequest, leaves the error code out of
+		// its error (library v5.5.1): without it no 400 is recognised
+		// (APIError.EntitiesRejected).
+		te.Code = resp.ErrorCode
+	}
+	return resp, wrapErr(method, err)
 }
 
 // sentIDs are the message ids of a send answer: one message or, for an

@@ -131,3 +131,39 @@ func TestSendMediaOverTelegramLimitFallsBack(t *testing.T) {
 		t.Fatalf("sent %+v, want one text fallback naming the file", got)
 	}
 }
+
+// TestSendMediaRetries: a file send meets what a text send meets, and
+// gets past it the same way (the one retry loop of send.go): a caption
+// whose entities Telegram rejects goes again as plain text (the library's
+// upload error carries no error code: upload restores it), a 429 is
+// waited out, and a group's migration is followed to the supergroup.
+func TestSendMediaRetries(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a := newSender(t, srv)
+	store := memMedia{}
+	photo := store.add(channels.MediaImage, "image/png", "chart.png", []byte("\x89PNG fake chart"))
+	const oldID, newID = int64(-4201), int64(-1004201)
+	srv.FailNext("sendPhoto",
+		telegramtest.Failure{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0"},
+		telegramtest.Failure{Code: 429, RetryAfter: 1},
+		telegramtest.Failure{Code: 400, Description: "Bad Request: group chat was upgraded to a supergroup chat", MigrateTo: newID})
+	out := channels.Outbound{Address: channels.Address{ChatID: id(int(oldID))},
+		Media: []channels.MediaGroup{{Items: []channels.OutMedia{photo}, Caption: "**Sales**"}}}
+	sendAll(t, a, out, store.open)
+	got := srv.Sent()
+	if len(got) != 1 {
+		t.Fatalf("sent %+v, want the photo once", got)
+	}
+	if p := got[0]; p.Method != "sendPhoto" || p.ChatID != newID || p.Text != "**Sales**" || p.ParseMode != "" {
+		t.Errorf("photo %+v, want sendPhoto to %d with the caption as plain text", p, newID)
+	}
+	if n := srv.Calls("sendPhoto"); n != 4 {
+		t.Errorf("sendPhoto called %d times, want 4", n)
+	}
+	if err := a.Send(testCtx(t), channels.Outbound{Address: channels.Address{ChatID: id(int(oldID))}, Text: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := srv.Sent(); s[len(s)-1].ChatID != newID {
+		t.Errorf("text after the migration went to %d, want %d", s[len(s)-1].ChatID, newID)
+	}
+}

@@ -285,6 +285,25 @@ func (a *Adapter) replayMigrations(ctx context.Context, h channels.Handler) {
 	}
 }
 
+// migratedInto returns the group ids that were migrated to live, directly
+// or through a supergroup migrated again, in ascending order.
+func (a *Adapter) migratedInto(live int64) []int64 {
+	a.migMu.Lock()
+	olds := make([]int64, 0, len(a.toNew))
+	for o := range a.toNew {
+		olds = append(olds, o)
+	}
+	a.migMu.Unlock()
+	var out []int64
+	for _, o := range olds {
+		if o != live && a.liveChatID(o) == live {
+			out = append(out, o)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // liveChatID maps a (possibly migrated) chat id to the live one, following
 // a supergroup that was migrated again.
 func (a *Adapter) liveChatID(id int64) int64 {

@@ -172,17 +172,33 @@ func (a *Adapter) sendRetrying(ctx context.Context, method string, params tgbota
 
 // sendRetryingResp is sendRetrying, returning Telegram's answer.
 func (a *Adapter) sendRetryingResp(ctx context.Context, method string, params tgbotapi.Params) (*tgbotapi.APIResponse, error) {
+	return a.retrying(ctx, method, params, func() (*tgbotapi.APIResponse, error) {
+		return a.call(ctx, method, params)
+	}, nil)
+}
+
+// retrying makes call (one request of method to params' chat_id) until it
+// succeeds or fails for good, at most maxSendAttempts times: a 429 whose
+// retry_after is at most Options.MaxRetryAfter is waited out, and a
+// group's migration to a supergroup is followed (recorded, and params'
+// chat_id changed for the next call). fix, if not nil, sees each API
+// error first and returns true when it changed what call sends so that
+// it may succeed (a caption sent again as plain text). A transport error
+// is returned at once: the caller (the outbox) retries it.
+func (a *Adapter) retrying(ctx context.Context, method string, params tgbotapi.Params,
+	call func() (*tgbotapi.APIResponse, error), fix func(*APIError) bool) (*tgbotapi.APIResponse, error) {
 	var (
 		resp *tgbotapi.APIResponse
 		err  error
 	)
 	for attempt := 0; attempt < maxSendAttempts; attempt++ {
-		resp, err = a.call(ctx, method, params)
+		resp, err = call()
 		var ae *APIError
 		if !errors.As(err, &ae) {
-			return resp, err // nil or a transport error: the caller retries
+			return resp, err
 		}
 		switch {
+		case fix != nil && fix(ae):
 		case ae.RetryAfter > 0 && ae.RetryAfter <= a.opts.MaxRetryAfter:
 			a.log.Warn("telegram rate limited, waiting", zap.String("method", method),
 				zap.String("chat_id", params["chat_id"]), zap.Duration("retry_after", ae.RetryAfter))

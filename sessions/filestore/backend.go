@@ -108,10 +108,13 @@ func (m *Manager) cursorFiles() *Cursors {
 	m.smu.Lock()
 	defer m.smu.Unlock()
 	if m.cursors == nil {
-		m.cursors = NewCursors(filepath.Join(m.opts.StateDir, "cursors"), m.opts.LockTimeout)
+		m.cursors = NewCursors(filepath.Join(m.opts.StateDir, cursorsDir), m.opts.LockTimeout)
 	}
 	return m.cursors
 }
+
+// cursorsDir is the cursors' directory under the state dir.
+const cursorsDir = "cursors"
 
 // memoryFiles is the agents' notes under <stateDir>/memory.
 func (m *Manager) memoryFiles() *Memory {

@@ -26,6 +26,13 @@ func Check(ctx context.Context, stateDir string, opts sessions.CheckOptions) ([]
 	if _, err := os.Stat(stateDir); err != nil {
 		return nil, fmt.Errorf("sessions: check: state directory: %w", err)
 	}
+	// The key moves recorded when chats moved: a transcript's header
+	// keeps the key its session started under, and an entry rebuilt from
+	// it goes where the session was moved to.
+	moves, _, err := sessions.ReadKeyMoves(ctx, NewCursors(filepath.Join(stateDir, cursorsDir), opts.LockTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("sessions: check: %w", err)
+	}
 	var out, badLines []sessions.Problem
 	agentsDir := filepath.Join(stateDir, "agents")
 	ents, err := os.ReadDir(agentsDir)
@@ -43,7 +50,7 @@ func Check(ctx context.Context, stateDir string, opts sessions.CheckOptions) ([]
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("sessions: check: %w", err)
 		}
-		c := &agentCheck{agent: e.Name(), dir: dir, now: opts.Now}
+		c := &agentCheck{agent: e.Name(), dir: dir, now: opts.Now, moves: moves}
 		if err := c.run(); err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 type agentCheck struct {
 	agent, dir string
 	now        time.Time
+	moves      sessions.KeyMoves // recorded key moves: a header's key resolves through them
 
 	idx         map[string]sessions.Entry
 	transcripts map[string]transcriptSummary // by session id
@@ -154,7 +155,7 @@ func (c *agentCheck) checkOrphans() error {
 		if _, ok := c.byID[id]; ok || s.hdr == nil || s.hdr.id != id {
 			continue
 		}
-		pk, err := routing.Parse(s.hdr.key)
+		pk, err := c.headerKey(s.hdr.key)
 		if err != nil || pk.Agent != c.agent {
 			continue
 		}
@@ -172,6 +173,16 @@ func (c *agentCheck) checkOrphans() error {
 		}
 	}
 	return nil
+}
+
+// headerKey is the key a transcript header names, resolved through the
+// recorded key moves: the key its session is under now.
+func (c *agentCheck) headerKey(s string) (routing.Key, error) {
+	k, err := routing.Parse(s)
+	if err != nil {
+		return k, err
+	}
+	return c.moves.Resolve(k), nil
 }
 
 // orphan classifies transcript id, which no entry points at.
@@ -195,7 +206,7 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) ses
 	var key routing.Key
 	var kerr error
 	if h != nil {
-		key, kerr = routing.Parse(h.key)
+		key, kerr = c.headerKey(h.key)
 	}
 	switch {
 	case h == nil || h.id != id:
@@ -206,6 +217,10 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) ses
 		return p
 	}
 	k := key.String()
+	moved := ""
+	if hk, _ := routing.Parse(h.key); hk.String() != k {
+		moved = " (started as " + hk.String() + ", moved)"
+	}
 	p.Key, p.Fixable = k, true
 	cur, hasEntry := c.idx[k]
 	if w := winner[k]; hasEntry || w != id {
@@ -214,12 +229,12 @@ func (c *agentCheck) orphan(id string, archivedAs, winner map[string]string) ses
 			current = w + " (newer orphan, re-created)"
 		}
 		name := id + transcriptExt + resetInfix + archiveTS(c.now)
-		p.Message = fmt.Sprintf("transcript of %s without an entry; the key's current session is %s", key, current)
+		p.Message = fmt.Sprintf("transcript of %s%s without an entry; the key's current session is %s", key, moved, current)
 		p.Fix = "archive it as " + name + " (kept, recoverable)"
 		p.Plan = repairPlan(func(ctx context.Context, r *repairer) error { return renameDurable(path, filepath.Join(c.dir, name)) })
 		return p
 	}
-	p.Message = fmt.Sprintf("transcript of %s (%d messages) without an entry", key, s.messages)
+	p.Message = fmt.Sprintf("transcript of %s%s (%d messages) without an entry", key, moved, s.messages)
 	p.Fix = "re-create the entry from the transcript's header"
 	entry := entryFromSummary(key, id, s, c.now)
 	p.Plan = repairPlan(func(ctx context.Context, r *repairer) error {

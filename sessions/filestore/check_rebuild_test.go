@@ -7,8 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
+
+// openRebuildState opens a files backend on a new state directory, with
+// agent main's store, for a test that then removes its index.
+func openRebuildState(t *testing.T) (string, *Manager, *Store) {
+	t.Helper()
+	state := t.TempDir()
+	m, err := Open(Options{StateDir: state, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state, m, mustStore(t, m, "main")
+}
 
 // TestRebuildRecomputesTokensAndTitle: doctor --fix rebuilding the index
 // from transcripts sets the token counters from the assistant messages'
@@ -16,14 +29,9 @@ import (
 // tokensAfter) and titles without the "[message_id: N] " prefix the
 // message tool stores before user text.
 func TestRebuildRecomputesTokensAndTitle(t *testing.T) {
-	state := t.TempDir()
-	at := time.Now().Add(-time.Hour)
-	m, err := Open(Options{StateDir: state, FlushInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := mustStore(t, m, "main")
+	state, m, st := openRebuildState(t)
 	dir := st.Dir()
+	at := time.Now().Add(-time.Hour)
 	ctx := context.Background()
 	reply := func(in, out int64) sessions.Message {
 		a := assistantText("ok")
@@ -87,5 +95,49 @@ func TestStoredTitle(t *testing.T) {
 		if got := sessions.StoredTitle(in); got != want {
 			t.Errorf("StoredTitle(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRebuildFollowsMovedKeys: a group's session moved to its
+// supergroup's key (RenameKey, and the move recorded under
+// sessions.KeyMovesScope, as the dispatcher does) keeps its transcript,
+// whose header names the group's key. doctor --fix rebuilding the index
+// from the transcripts puts the entry under the supergroup's key, where
+// the session was moved, not back under the group's.
+func TestRebuildFollowsMovedKeys(t *testing.T) {
+	state, m, st := openRebuildState(t)
+	dir := st.Dir()
+	at := time.Now().Add(-time.Hour)
+	ctx := context.Background()
+	oldKey, err := routing.Parse("agent:main:telegram:group:-100")
+	must(t, err)
+	newKey, err := routing.Parse("agent:main:telegram:group:-1001")
+	must(t, err)
+	e, _ := mustBegin(t, st, oldKey, sessions.Origin{Channel: "telegram", ChatType: "group", At: at})
+	tr, err := st.Transcript(e.SessionID)
+	must(t, err)
+	if _, err := tr.Append(ctx, sessions.UserText("remember mango", at), assistantText("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RenameKey(ctx, oldKey, newKey); err != nil {
+		t.Fatal(err)
+	}
+	must(t, m.cursorFiles().SetCursor(ctx, sessions.KeyMovesScope, oldKey.String(), newKey.String()))
+	must(t, m.Close())
+	must(t, os.Remove(filepath.Join(dir, indexName)))
+	_ = os.Remove(filepath.Join(dir, deltaName))
+
+	ps := wantCodes(t, state, sessions.CodeOrphanTranscript)
+	if ps[0].Key != newKey.String() {
+		t.Errorf("orphan's key %q, want the moved key %q (%s)", ps[0].Key, newKey, ps[0].Message)
+	}
+	repairAll(t, state, ps)
+	idx, err := ReadIndex(dir)
+	must(t, err)
+	if got, ok := idx[newKey.String()]; !ok || got.SessionID != e.SessionID {
+		t.Errorf("rebuilt index %v: want session %s under %s", idx, e.SessionID, newKey)
+	}
+	if _, ok := idx[oldKey.String()]; ok {
+		t.Errorf("rebuilt index has the group's key %s again: the move was undone", oldKey)
 	}
 }

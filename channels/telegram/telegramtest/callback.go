@@ -82,6 +82,15 @@ func (s *Server) setKeyboardLocked(chat int64, id int, kb [][]Button) {
 	s.keyboards[msgKey{chat, id}] = kb
 }
 
+// SetKeyboard makes message id of chat show kb, as a client shows a
+// message the bot did not send there itself (a group's history shown in
+// the supergroup it was upgraded to); a press on it then carries chat.
+func (s *Server) SetKeyboard(chat int64, id int, kb [][]Button) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setKeyboardLocked(chat, id, slices.Clone(kb))
+}
+
 // Keyboard returns the buttons message id of chat shows now (nil: none).
 func (s *Server) Keyboard(chat int64, id int) [][]Button {
 	s.mu.Lock()
