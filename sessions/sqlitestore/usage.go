@@ -33,7 +33,7 @@ func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 			return fmt.Errorf("sqlitestore: usage: record: %w", err)
 		}
 	}
-	err := u.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := u.db.w.do(ctx, func(tx *wtx) error {
 		for _, r := range rows {
 			if _, err := tx.Exec(`INSERT INTO usage (at, agent_id, session_key, session_id, entry_id, channel, room,
 				sender_id, sender_name, provider, model, input, output, cache_read, cache_write, cost)
