@@ -25,9 +25,9 @@
 //     commit with synchronous=FULL: the commit fsyncs the WAL before the
 //     method returns;
 //   - lazy writes (the journal's marks Start, Fail, Abort, Done, Ready,
-//     Sent, Draft, DraftDone; AppendLazy; the session counters) commit
-//     with synchronous=NORMAL, apart from the durable writes of their
-//     group: committed, visible, and in the WAL file in the kernel when the
+//     Sent, Draft, DraftDone; AppendLazy; the session counters; usage
+//     rows) commit with synchronous=NORMAL, apart from the durable writes
+//     of their group: committed, visible, and in the WAL file in the kernel when the
 //     method returns, so they survive the death of the process; the next
 //     durable commit fsyncs the WAL past them (the WAL is one file, read
 //     back in order after a crash, so a durable commit that returned
