@@ -212,7 +212,7 @@ func (b *Backend) Flush(ctx context.Context) error { return ctx.Err() }
 func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {
 	start := time.Now()
 	st := sessions.BackendStatus{Kind: "sqlite", Location: b.db.Path()}
-	v, err := schemaVersion(ctx, b.db.read)
+	v, err := schemaVersion(ctx, b.db.read.DB)
 	if err != nil {
 		st.Err = err.Error()
 	} else if err := b.db.w.health(); err != nil {

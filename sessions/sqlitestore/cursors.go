@@ -64,7 +64,7 @@ func (c cursorStore) SetCursor(ctx context.Context, scope, name, value string) e
 		return err
 	}
 	now := c.db.clock().UnixNano()
-	err := c.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := c.db.w.do(ctx, func(tx *wtx) error {
 		_, err := tx.Exec(`INSERT INTO cursors (scope, name, value, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 			scope, name, value, now)

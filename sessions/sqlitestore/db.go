@@ -46,7 +46,7 @@ type DB struct {
 	path  string
 	log   *zap.Logger
 	now   func() time.Time
-	read  *sql.DB
+	read  *reader
 	write *sql.DB
 	w     *writer
 
@@ -84,10 +84,12 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	db.write.SetMaxOpenConns(1)
 	db.write.SetMaxIdleConns(1)
 	db.write.SetConnMaxLifetime(0)
-	if db.read, err = sql.Open("sqlite", dsn(o.Path, o.BusyTimeout, true)); err != nil {
+	rdb, err := sql.Open("sqlite", dsn(o.Path, o.BusyTimeout, true))
+	if err != nil {
 		_ = db.write.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", o.Path, err)
 	}
+	db.read = newReader(rdb)
 	db.read.SetMaxOpenConns(8)
 	db.read.SetMaxIdleConns(8)
 	if err := db.start(ctx, o.ReadOnly); err != nil {
@@ -113,7 +115,7 @@ func (db *DB) start(ctx context.Context, readOnly bool) error {
 			return err
 		}
 	}
-	v, err := schemaVersion(ctx, db.read)
+	v, err := schemaVersion(ctx, db.read.DB)
 	if err != nil {
 		return err
 	}
@@ -121,7 +123,7 @@ func (db *DB) start(ctx context.Context, readOnly bool) error {
 		return fmt.Errorf("schema version %d is newer than this release's %d: run the release that wrote it", v, latestVersion())
 	}
 	db.schema = v
-	db.w = newWriter(db.write, db.log)
+	db.w = newWriter(db.write, db.path, db.log)
 	return nil
 }
 

@@ -55,7 +55,7 @@ func (s deadLetterStore) Bury(ctx context.Context, dl sessions.DeadLetter, keep 
 		return 0, fmt.Errorf("sqlitestore: bury %q: encode: %w", dl.ID, err)
 	}
 	dropped := 0
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		if _, err := tx.Exec(`INSERT INTO dead_letters (`+deadLetterCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO NOTHING`, dl.ID, dl.Kind, sessions.DeadFailed, dl.Reason, toNanos(dl.At.UTC()),
 			dl.AgentID, dl.SessionKey, string(body)); err != nil {
@@ -96,7 +96,7 @@ func (s deadLetterStore) ClaimDeadLetter(ctx context.Context, id string) (sessio
 		dl  sessions.DeadLetter
 		why error
 	)
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		rows, err := tx.Query(`UPDATE dead_letters SET state = ? WHERE id = ? AND state = ? RETURNING `+deadLetterCols,
 			sessions.DeadResubmitting, id, sessions.DeadFailed)
 		if err != nil {
@@ -130,7 +130,7 @@ var errNoClaim = errors.New("not claimed")
 // RemoveDeadLetter implements sessions.DeadLetters.
 func (s deadLetterStore) RemoveDeadLetter(ctx context.Context, id, state string) error {
 	var n int64
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`DELETE FROM dead_letters WHERE id = ? AND state = ?`, id, state)
 		if err != nil {
 			return err

@@ -25,9 +25,13 @@ const pruneEvery = 1000
 
 // Delivery is the ingress journal, reply outbox and drafts (SPEC §3.7)
 // in the journal, outbox and drafts tables. Every write is one job of the
-// writer, durable when it returns (synchronous=FULL): an accepted record
-// before the channel is acknowledged, a reply before its first chunk is
-// sent, and the marks. A Delivery is one process's handle: the records
+// writer. Accept is durable when it returns (synchronous=FULL), before the
+// channel is acknowledged; the marks (Start, Fail, Abort, Done, Ready,
+// Sent, Draft, DraftDone) are committed when they return, surviving the
+// death of the process, and durable with the next durable commit or
+// within lazySyncAfter (writer.doLazy): the files journal's guarantee for
+// its marks, which it writes to the kernel and fsyncs shortly after. A
+// Delivery is one process's handle: the records
 // and drafts it wrote are in its caller's hands, and Pending and Drafts
 // return those of earlier handles (a process that died or stopped). It
 // starts no goroutine and is safe for concurrent use.
@@ -50,9 +54,20 @@ func (db *DB) Delivery() *Delivery {
 	return &Delivery{db: db, log: db.log.With(zap.String("part", "delivery")), owner: uuid.NewString()}
 }
 
-// write runs fn as one job of the writer and counts it.
+// write runs fn as one durable job of the writer and counts it.
 func (d *Delivery) write(ctx context.Context, fn writeFn) error {
-	err := d.db.w.do(ctx, fn)
+	return d.count(d.db.w.do(ctx, fn))
+}
+
+// writeMark runs fn as one lazy job of the writer (writer.doLazy) and
+// counts it: the marks are committed, not fsynced, when they return, as
+// the files journal's are written to the kernel and pgstore's committed
+// with synchronous_commit off; the next durable commit makes them durable.
+func (d *Delivery) writeMark(ctx context.Context, fn writeFn) error {
+	return d.count(d.db.w.doLazy(ctx, fn))
+}
+
+func (d *Delivery) count(err error) error {
 	if err != nil {
 		d.failures.Add(1)
 		return err
@@ -82,7 +97,7 @@ func (d *Delivery) Accept(ctx context.Context, rec sessions.Record) (dup bool, e
 	if at.IsZero() {
 		at = d.db.clock()
 	}
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`INSERT INTO journal (id, agent_id, session_key, payload, starts, failures, attempts, consumed,
 			accepted_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
@@ -133,7 +148,7 @@ func (d *Delivery) mark(op, set string, ids []string) error {
 	}
 	ctx, cancel := opCtx()
 	defer cancel()
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.writeMark(ctx, func(tx *wtx) error {
 		for _, id := range ids {
 			if _, err := tx.Exec(`UPDATE journal SET `+set+` WHERE id = ? AND done_at IS NULL`, id); err != nil {
 				return err
@@ -176,7 +191,7 @@ func (d *Delivery) markDone(op string, ids []string) error {
 	now := toNanos(d.db.clock())
 	ctx, cancel := opCtx()
 	defer cancel()
-	err := d.write(ctx, func(tx *sql.Tx) error { return doneIn(tx, ids, now) })
+	err := d.writeMark(ctx, func(tx *wtx) error { return doneIn(tx, ids, now) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore: delivery %s: %w", op, err)
 	}
@@ -185,7 +200,7 @@ func (d *Delivery) markDone(op string, ids []string) error {
 }
 
 // doneIn marks ids done at now in tx.
-func doneIn(tx *sql.Tx, ids []string, now int64) error {
+func doneIn(tx *wtx, ids []string, now int64) error {
 	for _, id := range ids {
 		if _, err := tx.Exec(`UPDATE journal SET done_at = ?, reply = NULL WHERE id = ? AND done_at IS NULL`, now, id); err != nil {
 			return err
@@ -212,7 +227,7 @@ func (d *Delivery) prune() error {
 	cut := toNanos(d.db.clock().Add(-sessions.DoneRetention))
 	ctx, cancel := opCtx()
 	defer cancel()
-	return d.db.w.do(ctx, func(tx *sql.Tx) error {
+	return d.db.w.do(ctx, func(tx *wtx) error {
 		_, err := tx.Exec(`DELETE FROM journal WHERE done_at IS NOT NULL AND done_at < ? AND seq NOT IN
 			(SELECT seq FROM journal WHERE done_at IS NOT NULL ORDER BY done_at DESC, seq DESC LIMIT ?)`,
 			cut, sessions.DoneKeep)
@@ -245,7 +260,7 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 	complete := r.Sent >= len(r.Chunks)
 	ctx, cancel := opCtx()
 	defer cancel()
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	err = d.writeMark(ctx, func(tx *wtx) error {
 		if _, err := tx.Exec(`DELETE FROM outbox WHERE id = ?`, r.ID); err != nil {
 			return err
 		}
@@ -288,7 +303,7 @@ func (d *Delivery) Sent(id string, n int) error {
 	var records int
 	ctx, cancel := opCtx()
 	defer cancel()
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.writeMark(ctx, func(tx *wtx) error {
 		records = 0
 		var (
 			body   string
@@ -392,7 +407,7 @@ func (d *Delivery) Draft(dr sessions.Draft) error {
 	}
 	ctx, cancel := opCtx()
 	defer cancel()
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	err = d.writeMark(ctx, func(tx *wtx) error {
 		_, err := tx.Exec(`INSERT INTO drafts (id, owner, body) VALUES (?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, body = excluded.body`, dr.ID, d.owner, string(body))
 		return err
@@ -410,7 +425,7 @@ func (d *Delivery) DraftDone(id string) error {
 	}
 	ctx, cancel := opCtx()
 	defer cancel()
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.writeMark(ctx, func(tx *wtx) error {
 		_, err := tx.Exec(`DELETE FROM drafts WHERE id = ?`, id)
 		return err
 	})
@@ -463,11 +478,11 @@ func (d *Delivery) DraftLive(id string) bool {
 // Health is nil while records can be written: the last commit's error.
 func (d *Delivery) Health() error { return d.db.w.health() }
 
-// Stats counts this handle's writes (each one committed transaction, so
-// Lines and Fsyncs both count them; the fsyncs a group commit shares are
-// counted once per write) and the stored pending records and replies.
+// Stats counts this handle's writes (Lines), the database's commits
+// (Fsyncs: one fsync of the WAL each, shared by every write of the group)
+// and the stored pending records and replies.
 func (d *Delivery) Stats() sessions.JournalStats {
-	st := sessions.JournalStats{Lines: d.writes.Load(), Fsyncs: d.writes.Load(), WriteFailures: d.failures.Load()}
+	st := sessions.JournalStats{Lines: d.writes.Load(), Fsyncs: d.db.w.fsyncs.Load(), WriteFailures: d.failures.Load()}
 	ctx, cancel := opCtx()
 	defer cancel()
 	err := d.db.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM journal WHERE done_at IS NULL),

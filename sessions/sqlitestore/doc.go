@@ -13,17 +13,34 @@
 // working; a cgo driver (mattn/go-sqlite3) would be faster per statement
 // but would need a C toolchain in every build and a libc in the image.
 //
-// Durability: the database is in WAL mode with synchronous=FULL, so every
-// commit fsyncs the WAL before it returns. Every write goes through one
+// Durability: the database is in WAL mode. Every write goes through one
 // goroutine (writer.go) that owns the one writing connection: it takes
-// every write queued while the previous commit was being made durable and
-// commits them together, one fsync for the group (group commit), each
-// write under a savepoint of its own so that one write's error undoes
-// only its statements. A write is durable when its method returns: an
-// accepted record before the channel is acknowledged, a reply before it is
-// sent, a transcript append, a cursor. Reads use a pool of read-only
-// connections, which WAL lets run beside the writer; they see every write
-// whose method has returned.
+// every write queued while the previous commit was being made and commits
+// them together (group commit), each write under a savepoint of its own
+// so that one write's error undoes only its statements. Two kinds of
+// write, as in the files journal and pgstore:
+//
+//   - durable writes (an accepted record before the channel is
+//     acknowledged, a transcript Append, the session index, a cursor)
+//     commit with synchronous=FULL: the commit fsyncs the WAL before the
+//     method returns;
+//   - lazy writes (the journal's marks Start, Fail, Abort, Done, Ready,
+//     Sent, Draft, DraftDone; AppendLazy; the session counters; usage
+//     rows) commit with synchronous=NORMAL, apart from the durable writes
+//     of their group: committed, visible, and in the WAL file in the kernel when the
+//     method returns, so they survive the death of the process; the next
+//     durable commit fsyncs the WAL past them (the WAL is one file, read
+//     back in order after a crash, so a durable commit that returned
+//     implies every lazy one before it), or the writer fsyncs it itself
+//     lazySyncAfter (200 ms) after the first one. Only a crash of the
+//     machine in that window loses them — the files journal writes its
+//     marks to the kernel and fsyncs them shortly after, and pgstore
+//     commits them with synchronous_commit off: the same boundary.
+//
+// Statements are prepared once and kept: the writer's on its connection
+// (writer_stmts.go), the readers' on the reading pool (reader.go). Reads
+// use a pool of read-only connections, which WAL lets run beside the
+// writer; they see every write whose method has returned.
 //
 // Processes: one daemon per database file. Open does not lock (a second
 // handle on the file, as the CLI or a conformance case opens it, is

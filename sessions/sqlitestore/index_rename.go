@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/gateway/gateway/routing"
@@ -21,7 +20,7 @@ func (s *Store) DeleteArchived(ctx context.Context, key routing.Key, sessionID s
 	if sessions.CheckSessionID(sessionID) != nil {
 		return fmt.Errorf("sqlitestore: delete archived: %w: %s has no archived session %q", sessions.ErrNotFound, k, clip(sessionID))
 	}
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`UPDATE archived SET deleted = 1, reason = 'deleted'
 			WHERE session_id = ? AND id IN (SELECT id FROM archived WHERE agent_id = ? AND session_key = ?
 				ORDER BY archived_at DESC, id DESC LIMIT ?)`, sessionID, s.agentID, k, sessions.MaxArchivedPerKey)
@@ -58,7 +57,7 @@ func (s *Store) RenameKey(ctx context.Context, from, to routing.Key) (sessions.E
 	}
 	now := s.db.clock()
 	var e sessions.Entry
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		cur, ok, err := s.get(ctx, tx, fk)
 		if err != nil {
 			return err

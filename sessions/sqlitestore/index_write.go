@@ -42,7 +42,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		e    sessions.Entry
 		info sessions.BeginInfo
 	)
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		info = sessions.BeginInfo{}
 		cur, ok, err := s.get(ctx, tx, k)
 		if err != nil {
@@ -104,7 +104,7 @@ func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOpti
 	}
 	now := s.db.clock()
 	var e sessions.Entry
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		cur, ok, err := s.get(ctx, tx, k)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (s *Store) Patch(ctx context.Context, key routing.Key, fn func(*sessions.En
 	}
 	now := s.db.clock()
 	var e sessions.Entry
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		cur, ok, err := s.get(ctx, tx, k)
 		if err != nil {
 			return err
@@ -167,7 +167,7 @@ func (s *Store) Delete(ctx context.Context, key routing.Key) error {
 		return fmt.Errorf("sqlitestore: delete: %w", err)
 	}
 	now := s.db.clock()
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		cur, ok, err := s.get(ctx, tx, k)
 		if err != nil {
 			return err
@@ -200,7 +200,7 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 	}
 	now := s.db.clock()
 	var e sessions.Entry
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		cur, ok, err := s.get(ctx, tx, k)
 		if err != nil {
 			return err
@@ -263,7 +263,9 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 	ctx, cancel := call()
 	defer cancel()
 	now := s.db.clock()
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	// Lazy (writer.doLazy): the files backend keeps counters in memory
+	// for up to a second, pgstore commits them without the WAL flush.
+	err = s.db.w.doLazy(ctx, func(tx *wtx) error {
 		cur, ok, err := s.get(ctx, tx, k)
 		if err != nil {
 			return err
@@ -297,7 +299,7 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 // Flush has nothing to do: every write is durable when it returns.
 func (s *Store) Flush(ctx context.Context) error { return ctx.Err() }
 
-func (s *Store) insert(tx *sql.Tx, e sessions.Entry) error {
+func (s *Store) insert(tx *wtx, e sessions.Entry) error {
 	body, extra, err := encodeEntry(e)
 	if err != nil {
 		return err
@@ -310,7 +312,7 @@ func (s *Store) insert(tx *sql.Tx, e sessions.Entry) error {
 	return nil
 }
 
-func (s *Store) update(tx *sql.Tx, e sessions.Entry) error {
+func (s *Store) update(tx *wtx, e sessions.Entry) error {
 	body, extra, err := encodeEntry(e)
 	if err != nil {
 		return err
@@ -327,7 +329,7 @@ func (s *Store) update(tx *sql.Tx, e sessions.Entry) error {
 }
 
 // archive records e, the current session of k, in the archived table.
-func (s *Store) archive(tx *sql.Tx, k string, e sessions.Entry, reason string, deleted bool, now time.Time) error {
+func (s *Store) archive(tx *wtx, k string, e sessions.Entry, reason string, deleted bool, now time.Time) error {
 	_, err := tx.Exec(`INSERT INTO archived (agent_id, session_key, session_id, reason, archived_at, title,
 		session_started_at, updated_at, message_count, total_tokens, deleted)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

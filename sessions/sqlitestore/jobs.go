@@ -35,7 +35,7 @@ func (s jobStore) AddJob(ctx context.Context, j sessions.Job) error {
 		return fmt.Errorf("sqlitestore: add job %q: encode: %w", j.ID, err)
 	}
 	var n int64
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`INSERT INTO jobs (id, agent_id, session_key, chat_key, state, next_at, body)
 			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			j.ID, j.AgentID, j.SessionKey, j.Target.ChatKey(), j.State, toNanos(j.NextAt.UTC()), string(body))
@@ -86,7 +86,7 @@ func (s jobStore) ListJobs(ctx context.Context, f sessions.JobFilter) ([]session
 // RemoveJob implements sessions.Jobs.
 func (s jobStore) RemoveJob(ctx context.Context, id string) error {
 	var n int64
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`DELETE FROM jobs WHERE id = ?`, id)
 		if err != nil {
 			return err
@@ -113,7 +113,7 @@ func (s jobStore) ClaimDueJobs(ctx context.Context, now time.Time, owner string,
 		claimed []sessions.Job
 		next    time.Time
 	)
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		claimed, next = nil, time.Time{}
 		err := queryOn(ctx, tx, func(r *sql.Rows) error {
 			j, err := scanJob(r)
@@ -152,14 +152,14 @@ func (s jobStore) ClaimDueJobs(ctx context.Context, now time.Time, owner string,
 
 // SettleJob implements sessions.Jobs.
 func (s jobStore) SettleJob(ctx context.Context, id, owner string, st sessions.JobSettle) error {
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error { return settleIn(tx, id, owner, st) })
+	err := s.db.w.do(ctx, func(tx *wtx) error { return settleIn(tx, id, owner, st) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore: settle job %q: %w", id, err)
 	}
 	return nil
 }
 
-func settleIn(tx *sql.Tx, id, owner string, st sessions.JobSettle) error {
+func settleIn(tx *wtx, id, owner string, st sessions.JobSettle) error {
 	j, err := scanJob(tx.QueryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %q", sessions.ErrNoJob, id)
@@ -193,7 +193,7 @@ func (s jobStore) SettleJobs(ctx context.Context, owner string, ss []sessions.Jo
 // DisableJob implements sessions.Jobs.
 func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 	var missing bool
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		j, err := scanJob(tx.QueryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 		if missing = errors.Is(err, sql.ErrNoRows); missing {
 			return nil

@@ -30,7 +30,7 @@ func (l limitStore) AddUsage(ctx context.Context, deltas []sessions.LimitDelta) 
 	if len(merged) == 0 {
 		return out, nil
 	}
-	err = l.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = l.db.w.do(ctx, func(tx *wtx) error {
 		clear(out)
 		for _, d := range merged {
 			var t sessions.LimitTotal
@@ -80,7 +80,7 @@ func (l limitStore) LimitUsage(ctx context.Context, keys []sessions.LimitKey) (m
 // PruneLimits implements sessions.LimitCounters.
 func (l limitStore) PruneLimits(ctx context.Context, end int64) (int, error) {
 	var n int64
-	err := l.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := l.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`DELETE FROM limit_counters WHERE window_end <= ?`, end)
 		if err != nil {
 			return err

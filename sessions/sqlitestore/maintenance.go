@@ -102,7 +102,7 @@ func isSubagent(key string) bool {
 // archiveIf archives key k's session (reason "pruned", as deleted) if its
 // entry still satisfies cond.
 func (s *Store) archiveIf(ctx context.Context, k string, now time.Time, cond func(sessions.Entry) bool) error {
-	return s.db.w.do(ctx, func(tx *sql.Tx) error {
+	return s.db.w.do(ctx, func(tx *wtx) error {
 		e, ok, err := s.get(ctx, tx, k)
 		if err != nil || !ok || !cond(e) {
 			return err // touched, reset or deleted meanwhile
@@ -119,7 +119,7 @@ func (s *Store) archiveIf(ctx context.Context, k string, now time.Time, cond fun
 // the transcripts that no entry and no remaining archive refers to.
 func (s *Store) expireArchives(ctx context.Context, before int64) ([]string, error) {
 	var ids []string
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		ids = ids[:0]
 		err := queryOn(ctx, tx, func(r *sql.Rows) error {
 			var id string
@@ -150,7 +150,7 @@ func (s *Store) expireArchives(ctx context.Context, before int64) ([]string, err
 }
 
 // deleteTranscript removes session id's transcript and its search index.
-func deleteTranscript(tx *sql.Tx, id string) error {
+func deleteTranscript(tx *wtx, id string) error {
 	for _, q := range []string{
 		`DELETE FROM transcript_entries WHERE session_id = ?`,
 		`DELETE FROM transcript_heads WHERE session_id = ?`,

@@ -60,7 +60,7 @@ func (s memoryStore) AddNote(ctx context.Context, scope sessions.MemoryScope, te
 	at = at.UTC()
 	n := sessions.MemoryNote{Text: text, CreatedAt: at, UpdatedAt: at}
 	var full error
-	err = s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = s.db.w.do(ctx, func(tx *wtx) error {
 		full = nil
 		if err := tx.QueryRow(`INSERT INTO memory_scopes (agent_id, kind, scope_id, next_id, updated_at)
 			VALUES (?, ?, ?, 1, ?)
@@ -103,7 +103,7 @@ func (s memoryStore) UpdateNote(ctx context.Context, scope sessions.MemoryScope,
 		n    sessions.MemoryNote
 		none bool
 	)
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		var err error
 		n, err = scanNote(tx.QueryRow(`UPDATE memory_notes SET body = ?, updated_at = ?
 			WHERE agent_id = ? AND kind = ? AND scope_id = ? AND id = ?
@@ -128,7 +128,7 @@ func (s memoryStore) ForgetNote(ctx context.Context, scope sessions.MemoryScope,
 		return fmt.Errorf("sqlitestore: memory: %w", err)
 	}
 	var gone bool
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`DELETE FROM memory_notes WHERE agent_id = ? AND kind = ? AND scope_id = ? AND id = ?`,
 			scope.AgentID, scope.Kind, scope.ID, id)
 		if err != nil {
@@ -158,7 +158,7 @@ func (s memoryStore) ForgetScope(ctx context.Context, scope sessions.MemoryScope
 		return 0, fmt.Errorf("sqlitestore: memory: %w", err)
 	}
 	var n int64
-	err := s.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := s.db.w.do(ctx, func(tx *wtx) error {
 		r, err := tx.Exec(`DELETE FROM memory_notes WHERE agent_id = ? AND kind = ? AND scope_id = ?`,
 			scope.AgentID, scope.Kind, scope.ID)
 		if err != nil {

@@ -64,7 +64,7 @@ func (p pairingState) UpdatePairing(ctx context.Context, channel string, fn func
 	}
 	var fnErr error
 	now := toNanos(p.db.clock())
-	err := p.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := p.db.w.do(ctx, func(tx *wtx) error {
 		fnErr = nil
 		d, err := loadPairing(ctx, tx, channel)
 		if err != nil {

@@ -73,7 +73,7 @@ func seqParam(s uint64) int64 {
 }
 
 // nextSeq draws the next value of sequence name in tx.
-func nextSeq(tx *sql.Tx, name string) (int64, error) {
+func nextSeq(tx *wtx, name string) (int64, error) {
 	var v int64
 	err := tx.QueryRow(`UPDATE sequences SET value = value + 1 WHERE name = ? RETURNING value`, name).Scan(&v)
 	return v, err
@@ -110,7 +110,7 @@ func (h *RoomLog) Add(ctx context.Context, room string, e sessions.HistoryEntry,
 	}
 	var dup bool
 	var cut int64
-	err = h.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = h.db.w.do(ctx, func(tx *wtx) error {
 		dup, cut = false, 0
 		if msgID != nil {
 			var n int
@@ -161,7 +161,7 @@ func noWait() error { return nil }
 // cutRows removes room's kept entries up to seq upTo in tx: entries
 // without a message id go; the others stay as removed (gone_seq), for
 // redelivery detection, until they are pruned.
-func cutRows(tx *sql.Tx, room string, upTo int64) (int64, error) {
+func cutRows(tx *wtx, room string, upTo int64) (int64, error) {
 	r, err := tx.Exec(`DELETE FROM room_history WHERE room = ? AND gone_seq IS NULL AND seq <= ? AND message_id IS NULL`,
 		[]byte(room), upTo)
 	if err != nil {
@@ -190,7 +190,7 @@ func (h *RoomLog) cutDone(ctx context.Context) {
 	if h.cuts.Add(1)%roomPruneEvery != 0 {
 		return
 	}
-	err := h.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := h.db.w.do(ctx, func(tx *wtx) error {
 		_, err := tx.Exec(`DELETE FROM room_history WHERE seq IN (SELECT seq FROM room_history
 			WHERE gone_seq IS NOT NULL ORDER BY gone_seq DESC, seq DESC LIMIT -1 OFFSET ?)`, RoomGoneKeep)
 		return err
@@ -260,7 +260,7 @@ func (h *RoomLog) Cut(room string, upTo uint64) error {
 	ctx, cancel := roomCall()
 	defer cancel()
 	var n int64
-	err := h.db.w.do(ctx, func(tx *sql.Tx) (err error) {
+	err := h.db.w.do(ctx, func(tx *wtx) (err error) {
 		n, err = cutRows(tx, room, seqParam(upTo))
 		return err
 	})
@@ -285,7 +285,7 @@ func (h *RoomLog) ClearBefore(room string, t time.Time) error {
 	ctx, cancel := roomCall()
 	defer cancel()
 	var n int64
-	err := h.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := h.db.w.do(ctx, func(tx *wtx) error {
 		var upTo sql.NullInt64
 		if err := tx.QueryRow(`SELECT max(seq) FROM room_history WHERE room = ? AND gone_seq IS NULL AND at_ms < ?`,
 			[]byte(room), t.UnixMilli()).Scan(&upTo); err != nil || !upTo.Valid {

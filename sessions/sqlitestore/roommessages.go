@@ -35,7 +35,7 @@ func (r roomMessages) NoteMessages(ctx context.Context, room string, msgs []sess
 		return err
 	}
 	now := r.db.clock()
-	err := r.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := r.db.w.do(ctx, func(tx *wtx) error {
 		for _, m := range msgs {
 			at := m.At.UTC()
 			if m.At.IsZero() {
@@ -79,7 +79,7 @@ func (r roomMessages) ForgetMessage(ctx context.Context, room, id string) error 
 	if err := sessions.CheckRoomMessage(room, id); err != nil {
 		return err
 	}
-	err := r.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := r.db.w.do(ctx, func(tx *wtx) error {
 		_, err := tx.Exec(`DELETE FROM room_messages WHERE room = ? AND message_id = ?`, room, id)
 		return err
 	})

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ func searchText(m sessions.Message) string {
 
 // indexMessage indexes message m, entry seq of sessionID, in tx: what
 // people and the model said (not tool results, which would drown it).
-func indexMessage(tx *sql.Tx, sessionID string, seq int64, m *sessions.Message) error {
+func indexMessage(tx *wtx, sessionID string, seq int64, m *sessions.Message) error {
 	if m == nil || (m.Role != sessions.RoleUser && m.Role != sessions.RoleAssistant) {
 		return nil
 	}
@@ -54,11 +55,15 @@ func indexMessage(tx *sql.Tx, sessionID string, seq int64, m *sessions.Message) 
 		sessionID, seq, m.Role, m.Timestamp, text); err != nil {
 		return fmt.Errorf("search index: %w", err)
 	}
-	for _, w := range words {
-		if _, err := tx.Exec(`INSERT OR IGNORE INTO search_terms (token, session_id, seq) VALUES (?, ?, ?)`,
-			w, sessionID, seq); err != nil {
-			return fmt.Errorf("search index: %w", err)
-		}
+	// Every word in one statement (a JSON array of them), not one
+	// statement per word.
+	list, err := json.Marshal(words)
+	if err != nil {
+		return fmt.Errorf("search index: %w", err)
+	}
+	if _, err := tx.Exec(`INSERT OR IGNORE INTO search_terms (token, session_id, seq)
+		SELECT value, ?, ? FROM json_each(?)`, sessionID, seq, string(list)); err != nil {
+		return fmt.Errorf("search index: %w", err)
 	}
 	return nil
 }

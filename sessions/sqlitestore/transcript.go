@@ -60,6 +60,11 @@ func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([
 	if len(msgs) == 0 {
 		return nil, nil
 	}
+	return t.appendEntries(ctx, messageEntries(msgs), nil, false)
+}
+
+// messageEntries are msgs as entries to append.
+func messageEntries(msgs []sessions.Message) []pendingEntry {
 	out := make([]pendingEntry, len(msgs))
 	for i, m := range msgs {
 		out[i] = pendingEntry{typ: typeMessage, enc: func(parent string, now time.Time) ([]byte, error) {
@@ -68,13 +73,18 @@ func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([
 			return b, err
 		}}
 	}
-	return t.appendChain(ctx, out)
+	return out
 }
 
-// AppendLazy is Append: a commit here costs one fsync shared with the
-// writes queued beside it, so nothing is gained by not waiting for it.
+// AppendLazy is Append committed lazily (writer.doLazy): committed, and
+// so surviving the death of the process, when it returns, durable with the
+// next durable commit or within lazySyncAfter (transcript.File.AppendLazy
+// writes to the kernel and fsyncs later, the same boundary).
 func (t *TranscriptLog) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.Append(ctx, msgs...)
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return t.appendEntries(ctx, messageEntries(msgs), nil, true)
 }
 
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
@@ -86,9 +96,9 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 	ps[0].enc = func(parent string, now time.Time) ([]byte, error) {
 		return transcript.EncodeCompaction(ps[0].id, parent, c, now)
 	}
-	var check func(tx *sql.Tx, leaf string) error
+	var check func(tx *wtx, leaf string) error
 	if c.FirstKeptEntryID != "" {
-		check = func(tx *sql.Tx, leaf string) error {
+		check = func(tx *wtx, leaf string) error {
 			in, err := t.inChain(ctx, tx, leaf, c.FirstKeptEntryID)
 			if err != nil {
 				return err
@@ -99,25 +109,25 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 			return nil
 		}
 	}
-	ids, err := t.appendChecked(ctx, ps, check)
+	ids, err := t.appendEntries(ctx, ps, check, false)
 	if err != nil {
 		return "", err
 	}
 	return ids[0], nil
 }
 
-func (t *TranscriptLog) appendChain(ctx context.Context, entries []pendingEntry) ([]string, error) {
-	return t.appendChecked(ctx, entries, nil)
-}
-
-// appendChecked appends entries after the leaf in one writer job, after
-// check (if any) accepted the leaf.
-func (t *TranscriptLog) appendChecked(ctx context.Context, entries []pendingEntry, check func(*sql.Tx, string) error) ([]string, error) {
+// appendEntries appends entries after the leaf in one writer job (a lazy
+// one if lazy), after check (if any) accepted the leaf.
+func (t *TranscriptLog) appendEntries(ctx context.Context, entries []pendingEntry, check func(*wtx, string) error, lazy bool) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("transcript: append %s: %w", t.sessionID, err)
 	}
 	now := t.db.clock()
-	err := t.db.w.do(ctx, func(tx *sql.Tx) error {
+	submit := t.db.w.do
+	if lazy {
+		submit = t.db.w.doLazy
+	}
+	err := submit(ctx, func(tx *wtx) error {
 		var (
 			last int64
 			leaf string
@@ -182,7 +192,7 @@ func (t *TranscriptLog) appendChecked(ctx context.Context, entries []pendingEntr
 	return ids, nil
 }
 
-func (t *TranscriptLog) insert(tx *sql.Tx, seq int64, id, parent, typ string, body []byte, now time.Time) error {
+func (t *TranscriptLog) insert(tx *wtx, seq int64, id, parent, typ string, body []byte, now time.Time) error {
 	var p any
 	if parent != "" {
 		p = parent
@@ -193,7 +203,7 @@ func (t *TranscriptLog) insert(tx *sql.Tx, seq int64, id, parent, typ string, bo
 }
 
 // newID draws an entry id no entry of the transcript (nor of taken) has.
-func (t *TranscriptLog) newID(tx *sql.Tx, taken []pendingEntry) (string, error) {
+func (t *TranscriptLog) newID(tx *wtx, taken []pendingEntry) (string, error) {
 	for {
 		id := transcript.NewEntryID(t.rand())
 		dup := false
@@ -225,7 +235,7 @@ const inChainSQL = `WITH RECURSIVE walk(id, parent_id, depth) AS (
 	WHERE w.id <> ?3 AND w.depth <= (SELECT count(*) FROM transcript_entries WHERE session_id = ?1))
 SELECT EXISTS (SELECT 1 FROM walk WHERE id = ?3)`
 
-func (t *TranscriptLog) inChain(ctx context.Context, tx *sql.Tx, leaf, id string) (bool, error) {
+func (t *TranscriptLog) inChain(ctx context.Context, tx *wtx, leaf, id string) (bool, error) {
 	var in bool
 	err := tx.QueryRowContext(ctx, inChainSQL, t.sessionID, leaf, id).Scan(&in)
 	return in, err

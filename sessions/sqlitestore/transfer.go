@@ -155,7 +155,7 @@ func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.Key
 		fallback = k.Entry.SessionStartedAt
 	}
 	st := t.db.Store(agentID, nil)
-	err = t.db.w.do(ctx, func(tx *sql.Tx) error {
+	err = t.db.w.do(ctx, func(tx *wtx) error {
 		if _, err := tx.Exec(`DELETE FROM entries WHERE agent_id = ? AND session_key = ?`, agentID, k.Key); err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.Key
 
 // importLines writes session id's transcript lines, numbered from 1, its
 // head and its search index, in tx.
-func importLines(tx *sql.Tx, id string, lines [][]byte, fallback time.Time) error {
+func importLines(tx *wtx, id string, lines [][]byte, fallback time.Time) error {
 	if len(lines) == 0 {
 		return nil
 	}

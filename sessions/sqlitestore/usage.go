@@ -12,7 +12,10 @@ import (
 )
 
 // usageLog implements sessions.UsageLog on the usage table: Record is one
-// writer job inserting every row; Query reads the rows its filter selects
+// lazy writer job inserting every row (writer.doLazy: committed, not yet
+// fsynced, when it returns; the files backend's ledger is not fsynced
+// either, and `gateway usage rebuild` restores rows a machine crash lost);
+// Query reads the rows its filter selects
 // (by the indexes of agent, time, sender and session) and sums them as the
 // files backend does, in the order they were recorded.
 type usageLog struct{ db *DB }
@@ -33,7 +36,7 @@ func (u usageLog) Record(ctx context.Context, rows ...sessions.UsageRow) error {
 			return fmt.Errorf("sqlitestore: usage: record: %w", err)
 		}
 	}
-	err := u.db.w.do(ctx, func(tx *sql.Tx) error {
+	err := u.db.w.doLazy(ctx, func(tx *wtx) error {
 		for _, r := range rows {
 			if _, err := tx.Exec(`INSERT INTO usage (at, agent_id, session_key, session_id, entry_id, channel, room,
 				sender_id, sender_name, provider, model, input, output, cache_read, cache_write, cost)

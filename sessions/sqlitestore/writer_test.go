@@ -1,0 +1,170 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+func openTestDB(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), FileName), Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return db
+}
+
+func putCursor(name, value string) writeFn {
+	return func(tx *wtx) error {
+		_, err := tx.Exec(`INSERT INTO cursors (scope, name, value, updated_at) VALUES ('t', ?, ?, 0)
+			ON CONFLICT (scope, name) DO UPDATE SET value = excluded.value`, name, value)
+		return err
+	}
+}
+
+func cursorValues(t *testing.T, db *DB) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := db.query(context.Background(), func(r *sql.Rows) error {
+		var n, v string
+		if err := r.Scan(&n, &v); err != nil {
+			return err
+		}
+		got[n] = v
+		return nil
+	}, `SELECT name, value FROM cursors WHERE scope = 't'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A batch holding lazy and durable jobs, some failing: each job gets its
+// own outcome, a failed job's statements are undone and the others kept,
+// the lazy ones are committed without an fsync and the durable ones with
+// one. The batch is handed to the writer's commit directly (the writer
+// goroutine is idle: nothing else is queued), so its grouping does not
+// depend on timing.
+func TestCommitSplitLazyAndDurable(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	boom := errors.New("boom")
+	failing := func(name string) writeFn {
+		return func(tx *wtx) error {
+			if err := putCursor(name, "undone")(tx); err != nil {
+				return err
+			}
+			return boom
+		}
+	}
+	ctx := context.Background()
+	mk := func(fn writeFn, lazy bool) *job { return &job{ctx: ctx, fn: fn, lazy: lazy, done: make(chan error, 1)} }
+	batch := []*job{
+		mk(putCursor("lazy-ok", "1"), true),
+		mk(failing("lazy-bad"), true),
+		mk(putCursor("durable-ok", "2"), false),
+		mk(failing("durable-bad"), false),
+	}
+	// Stop the writer goroutine so the test owns the connection.
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	fsyncs := w.fsyncs.Load()
+	w.commitSplit(batch)
+	for i, want := range []error{nil, boom, nil, boom} {
+		if err := <-batch[i].done; !errors.Is(err, want) {
+			t.Errorf("job %d: %v, want %v", i, err, want)
+		}
+	}
+	if got := w.fsyncs.Load() - fsyncs; got != 1 {
+		t.Errorf("fsyncs %d, want 1 (the durable commit only)", got)
+	}
+	if w.unsynced {
+		t.Errorf("the durable commit after the lazy one did not count as fsyncing it")
+	}
+	if got := cursorValues(t, db); len(got) != 2 || got["lazy-ok"] != "1" || got["durable-ok"] != "2" {
+		t.Errorf("stored %v, want lazy-ok=1 durable-ok=2 only", got)
+	}
+	// The statements the jobs ran are prepared now, the savepoint's too.
+	for _, q := range []string{"SAVEPOINT job", "RELEASE job", "ROLLBACK TO job"} {
+		if w.stmts.stmts[q] == nil {
+			t.Errorf("%q not kept prepared", q)
+		}
+	}
+	// Run again on kept statements: same outcomes.
+	batch = []*job{mk(putCursor("lazy-ok", "3"), true), mk(failing("durable-bad"), false)}
+	w.commitSplit(batch)
+	if err := <-batch[0].done; err != nil {
+		t.Errorf("lazy job on kept statements: %v", err)
+	}
+	if err := <-batch[1].done; !errors.Is(err, boom) {
+		t.Errorf("failing job on kept statements: %v", err)
+	}
+	if got := cursorValues(t, db); len(got) != 2 || got["lazy-ok"] != "3" {
+		t.Errorf("stored %v, want lazy-ok=3 durable-ok=2", got)
+	}
+	// Its durable job failed, so nothing fsynced the lazy commit.
+	if !w.unsynced {
+		t.Error("a lazy commit with no durable commit after it counts as fsynced")
+	}
+	w.syncWAL()
+	if w.unsynced {
+		t.Error("still unsynced after syncWAL")
+	}
+	w.stmts.close() // the stopped writer's cache, prepared again by this test
+}
+
+// Lazy writes with no durable write after them are fsynced by the writer
+// on its own (lazySyncAfter later).
+func TestLazyWritesSyncedWithoutDurableWrite(t *testing.T) {
+	db := openTestDB(t)
+	before := db.w.fsyncs.Load()
+	if err := db.w.doLazy(context.Background(), putCursor("a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := cursorValues(t, db); got["a"] != "1" {
+		t.Fatalf("lazy write not visible when it returned: %v", got)
+	}
+	deadline := time.Now().Add(30 * time.Second) // a bound for a loaded machine, not a timing
+	for db.w.fsyncs.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the lazy write was never fsynced")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A statement that does not prepare fails its job, is not kept, and the
+// writer goes on.
+func TestBadStatementNotKept(t *testing.T) {
+	db := openTestDB(t)
+	const bad = `INSERT INTO no_such_table VALUES (1)`
+	err := db.w.do(context.Background(), func(tx *wtx) error { _, err := tx.Exec(bad); return err })
+	if err == nil {
+		t.Fatal("a statement on a missing table succeeded")
+	}
+	if err := db.w.do(context.Background(), putCursor("b", "2")); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	if got := cursorValues(t, db); got["b"] != "2" {
+		t.Errorf("stored %v", got)
+	}
+	// The writer prepared what it missed before it answered the writes:
+	// its cache is settled (and idle) now.
+	if db.w.stmts.stmts[bad] != nil {
+		t.Error("a statement that does not prepare was kept")
+	}
+	if len(db.w.stmts.stmts) == 0 {
+		t.Error("nothing was kept prepared")
+	}
+}
