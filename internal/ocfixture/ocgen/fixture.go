@@ -11,15 +11,18 @@ import (
 	"strings"
 )
 
-// writeFixture copies OpenClaw's state into o.Out — its SQLite databases
+// writeFixture copies OpenClaw's state into o.Out/state — its SQLite databases
 // through VACUUM INTO (a consistent, compacted copy with the WAL folded
 // in; the source is opened read-only), its config, and any transcript
 // archives — and writes the CLI outputs beside it under expected/.
 // Logs, caches, media, the workspace and spools are left out.
 func (oc *openclaw) writeFixture(ctx context.Context, sessions, preview []byte) error {
 	out := oc.o.Out
-	if err := os.RemoveAll(out); err != nil {
-		return fmt.Errorf("write fixture: %w", err)
+	// README.md (hand-written: how and what) stays; the rest is replaced.
+	for _, d := range []string{"state", "expected"} {
+		if err := os.RemoveAll(filepath.Join(out, d)); err != nil {
+			return fmt.Errorf("write fixture: %w", err)
+		}
 	}
 	dst := filepath.Join(out, "state")
 	var dbs []string
