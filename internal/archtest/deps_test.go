@@ -75,7 +75,7 @@ func TestImportRules(t *testing.T) {
 	// The rules must see the packages they name: a rename would silently
 	// turn a rule off.
 	for _, p := range []string{"routing", "lanes", "sessions", "sessions/filestore", "sessions/sqlitestore", "sessions/pgstore", engine, conformance, transferPkg, usagePkg, searchPkg, "channels", "channels/telegram", "channels/discord",
-		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, assembler, "internal/webtest", "limits"} {
+		"channels/web", "agents", "access", "dispatch", "api", "configs", "cmd/gateway", benchPkg, ocgenPkg, assembler, "internal/webtest", "limits"} {
 		if _, ok := g[p]; !ok {
 			t.Errorf("package %s not found: update the rules in rules_test.go", p)
 		}
@@ -261,6 +261,9 @@ func TestRuleTable(t *testing.T) {
 		{"dispatch", "configs", true},
 		{"cmd/gateway", "channels/telegram/telegramtest", true},
 		{"dispatch", "agents/openai/openaitest", true},
+		{ocgenPkg, "channels/telegram/telegramtest", false},
+		{ocgenPkg, "agents/openai/openaitest", false},
+		{"internal/ocfixture", "channels/telegram/telegramtest", true},
 		{"channels/telegram", "internal/webtest", true},
 		{benchPkg, "channels/telegram/telegramtest", false},
 		{benchPkg, "agents/openai/openaitest", false},

@@ -169,6 +169,11 @@ func reaches(prefixes ...string) func(from, to string) bool {
 // main package: nothing can import it, so the fakes never reach the daemon.
 const benchPkg = "cmd/gateway-bench"
 
+// ocgenPkg generates the OpenClaw fixture (issue 28): it runs the real
+// OpenClaw against the fake Telegram and model servers. Like benchPkg it is
+// a main package, so the fakes it imports never reach the daemon.
+const ocgenPkg = "internal/ocfixture/ocgen"
+
 // assembler is the package that builds the daemon from the config (issue
 // 12: one place assembles the process for main, the end-to-end tests and
 // webtest).
@@ -262,9 +267,9 @@ var rules = []depRule{
 		"the parts never import " + assembler + ": it assembles them, and each gets what it needs handed in as options"},
 	{"limits", pkgIs("limits"), only("sessions", "routing"),
 		"limits imports only sessions (the seam's counter interface) and routing: dispatch hands it plain subjects, so it knows no channel, agent or backend"},
-	{"no-fakes", func(p string) bool { return !isTestPkg(p) && p != benchPkg },
+	{"no-fakes", func(p string) bool { return !isTestPkg(p) && p != benchPkg && p != ocgenPkg },
 		func(from, to string) bool { return isTestPkg(to) },
-		"production code never imports a *test package (fakes and harnesses); only tests and " + benchPkg + " do"},
+		"production code never imports a *test package (fakes and harnesses); only tests, " + benchPkg + " and " + ocgenPkg + " do"},
 }
 
 // rule returns the reasons a production package from may not reach to
