@@ -68,8 +68,11 @@
 //     is a tool error result, never a failed turn.
 //   - Subagents: runId is the uuid of the child key; the child entry records
 //     spawnedBy (the parent key) and label durably, so a child replayed after
-//     a restart still announces (at least once). runTimeoutSeconds and
-//     cleanup live in memory: after a restart the child runs with the default
-//     time limit and is kept (subagent sessions are pruned by maintenance).
-//     A child stopped by /stop or shutdown announces nothing.
+//     a restart still announces (at least once). Its cleanup and
+//     runTimeoutSeconds are stored with it too, and the start of its run
+//     (runStartedAt, recorded before the run): after a restart a child with
+//     cleanup delete is still deleted once it has reported, and its run
+//     times out when it would have, counted from its first start (a run
+//     resumed past its limit times out at once). A child stopped by /stop
+//     or shutdown announces nothing and keeps its run's start.
 package agents

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -88,9 +87,6 @@ type Runner struct {
 	// prices and usage serve cost accounting (usage.go).
 	prices Prices
 	usage  usageMetrics
-
-	mu     sync.Mutex           // guards spawns
-	spawns map[string]spawnInfo // child session key -> options not kept in the entry
 }
 
 // NewRunner validates opts and returns a Runner.
@@ -112,7 +108,7 @@ func newRunner(opts Options) (r *Runner, err error) {
 		return nil, fmt.Errorf("agents: defaults: %w", err)
 	}
 	r = &Runner{opts: opts, defaults: d, agents: map[string]Agent{}, log: opts.Logger, now: opts.Now,
-		spawns: map[string]spawnInfo{}, newID: newUUID}
+		newID: newUUID}
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}

@@ -252,9 +252,10 @@ func TestDiskSpawnAnnounceAcrossRestart(t *testing.T) {
 	if !strings.HasPrefix(res.Text, "announced: [subagent result]") {
 		t.Fatalf("parent reply %q", res.Text)
 	}
-	// After a restart the cleanup option is not known: the child is kept.
-	if _, ok := k2.entry("main", d.Key); !ok {
-		t.Fatal("child entry missing")
+	// The cleanup option is stored with the child: a restart still
+	// deletes it once it has reported.
+	if e, ok := k2.entry("main", d.Key); ok {
+		t.Fatalf("child with cleanup delete kept after a restart: %+v", e)
 	}
 }
 

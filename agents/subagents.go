@@ -32,16 +32,6 @@ const (
 	ChildTimedOut = "timed out"
 )
 
-// spawnInfo holds the spawn options the session entry has no field for. It
-// lives in memory: after a restart a child runs with the default timeout
-// and is kept (subagent sessions are disposable and pruned by maintenance).
-// The announcement itself does not depend on it: the entry's spawnedBy is
-// durable.
-type spawnInfo struct {
-	timeout time.Duration
-	cleanup string // keep | delete
-}
-
 type spawnArgs struct {
 	Task              string `json:"task"`
 	Label             string `json:"label"`
@@ -128,7 +118,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 		return SpawnResult{Status: SpawnError, Error: err.Error()}, nil
 	}
 	switch a.Cleanup {
-	case "", "keep", "delete":
+	case "", sessions.CleanupKeep, sessions.CleanupDelete:
 	default:
 		return SpawnResult{Status: SpawnError, Error: "cleanup must be keep or delete"}, nil
 	}
@@ -156,22 +146,15 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	if _, err := st.Patch(ctx, child, func(e *sessions.Entry) error {
 		e.SpawnedBy, e.ParentSessionKey, e.Label = parent, parent, label
 		e.ModelOverride, e.ThinkingLevel = a.Model, thinking
+		// Durable with the child, so a restarted daemon still times its
+		// run out and deletes it (runChild reads them from the entry).
+		e.SubagentCleanup, e.RunTimeoutSeconds = a.Cleanup, a.RunTimeoutSeconds
 		return nil
 	}); err != nil {
 		return SpawnResult{}, fmt.Errorf("record spawn: %w", err)
 	}
-	info := spawnInfo{timeout: r.defaults.turnTimeout(), cleanup: a.Cleanup}
-	if a.RunTimeoutSeconds > 0 {
-		info.timeout = time.Duration(a.RunTimeoutSeconds) * time.Second
-	}
-	r.mu.Lock()
-	r.spawns[child.String()] = info
-	r.mu.Unlock()
 	if err := r.opts.Dispatch(ctx, Dispatch{AgentID: target, Key: child, Subagent: true,
 		Message: sessions.UserText(a.Task, r.now()), Deliver: false}); err != nil {
-		r.mu.Lock()
-		delete(r.spawns, child.String())
-		r.mu.Unlock()
 		s.log.Error("subagent dispatch failed", zap.String("child_session_key", child.String()), zap.Error(err))
 		if derr := st.Delete(ctx, child); derr != nil {
 			s.log.Warn("removing the unstarted child failed", zap.Error(derr))
@@ -185,18 +168,22 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 
 // runChild runs a subagent turn under its run timeout and, when it ends
 // (done, failed or timed out, but not when the daemon stops it), announces
-// the result into the parent session through Dispatch. The parent is read
-// from the entry's spawnedBy, so a child resumed after a restart still
-// reports.
+// the result into the parent session through Dispatch, then deletes the
+// child (cleanup delete) or clears its run's start. Everything it needs is
+// in the child's entry — the parent (spawnedBy), the cleanup, the timeout
+// and when the run began — so a child resumed after a restart still
+// reports, is still deleted, and times out when it would have, counted
+// from its first start.
 func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, error) {
-	key := s.key.String()
-	r.mu.Lock()
-	info, ok := r.spawns[key]
-	r.mu.Unlock()
-	if !ok {
-		info = spawnInfo{timeout: r.defaults.turnTimeout(), cleanup: "keep"}
+	timeout := r.defaults.turnTimeout()
+	if s.entry.RunTimeoutSeconds > 0 {
+		timeout = time.Duration(s.entry.RunTimeoutSeconds) * time.Second
 	}
-	rctx, cancel := context.WithTimeout(ctx, info.timeout)
+	started, err := r.childStarted(ctx, s)
+	if err != nil {
+		return Result{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, started.Add(timeout).Sub(r.now()))
 	res, err := r.run(rctx, s, t)
 	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -206,7 +193,7 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 	status, text := ChildDone, res.Text
 	switch {
 	case err != nil && timedOut:
-		status, text = ChildTimedOut, fmt.Sprintf("The subagent did not finish within %s.", info.timeout)
+		status, text = ChildTimedOut, fmt.Sprintf("The subagent did not finish within %s.", timeout)
 	case err != nil:
 		status, text = ChildFailed, UserMessage(err)
 	}
@@ -218,15 +205,30 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 			}
 		}
 	}
-	if info.cleanup == "delete" {
+	if s.entry.SubagentCleanup == sessions.CleanupDelete {
 		if derr := s.st.Delete(ctx, s.key); derr != nil {
 			s.log.Warn("archiving the finished subagent failed", zap.Error(derr))
 		}
+	} else if _, perr := s.st.Patch(ctx, s.key, func(e *sessions.Entry) error { e.RunStartedAt = 0; return nil }); perr != nil {
+		s.log.Warn("clearing the finished subagent's run start failed", zap.Error(perr))
 	}
-	r.mu.Lock()
-	delete(r.spawns, key)
-	r.mu.Unlock()
 	return res, err
+}
+
+// childStarted is when the child's current run began: read from its entry
+// when the run was begun before (a restart resumes it), else now, recorded
+// durably before the run so a restart counts its timeout from there.
+func (r *Runner) childStarted(ctx context.Context, s *session) (time.Time, error) {
+	if s.entry.RunStartedAt > 0 {
+		return time.UnixMilli(s.entry.RunStartedAt), nil
+	}
+	now := r.now()
+	e, err := s.st.Patch(ctx, s.key, func(e *sessions.Entry) error { e.RunStartedAt = now.UnixMilli(); return nil })
+	if err != nil {
+		return time.Time{}, fmt.Errorf("agents: record the subagent run's start: %w", err)
+	}
+	s.entry = e
+	return now, nil
 }
 
 func (r *Runner) announce(ctx context.Context, s *session, status, text string) error {

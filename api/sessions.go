@@ -47,6 +47,9 @@ type SessionView struct {
 	// /activation settings.
 	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
 	GroupActivation string `json:"groupActivation,omitempty"`
+	// DeliveryContext is where the session's latest reply was delivered
+	// (channel, accountId, to, threadId); absent before its first.
+	DeliveryContext sessions.DeliveryContext `json:"deliveryContext,omitzero"`
 }
 
 // ViewOf returns the API view of an entry.
@@ -57,7 +60,7 @@ func ViewOf(e sessions.Entry) SessionView {
 	}
 	return SessionView{SessionID: e.SessionID, SessionKey: e.SessionKey, Title: e.Title, Label: e.Label,
 		Channel: e.Channel, ChatType: e.ChatType, Model: model, ModelOverride: e.ModelOverride,
-		ThinkingLevel: e.ThinkingLevel, GroupActivation: e.GroupActivation,
+		ThinkingLevel: e.ThinkingLevel, GroupActivation: e.GroupActivation, DeliveryContext: e.DeliveryContext,
 		QueueMode: e.QueueMode, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, MessageCount: e.MessageCount,
 		TotalTokens: e.TotalTokens, ContextTokens: e.ContextTokens, Compactions: e.CompactionCount}
 }

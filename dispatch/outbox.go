@@ -199,6 +199,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 		d.traffic.outbound(out.Channel, out.AccountID, d.opts.Now())
 	}
 	d.opts.Metrics.Outbound.WithLabelValues(out.Channel).Inc()
+	o.noteDelivered(ctx, rp, out.Address)
 }
 
 // sendMedia sends the media chunk mc (chunk i of out) through a's

@@ -118,8 +118,9 @@ func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
 // RolledOver is the entry that replaces old when its key starts a new
 // session at now (SPEC §3.6): a fresh session id; counters, compactions and
 // the title cleared; label, display name, lineage and where replies go
-// kept, and so are the group activation (how the room addresses the bot),
-// the send policy and the verbose, reasoning and usage settings;
+// kept (the delivery context too), and so are the group activation (how
+// the room addresses the bot), the send policy, the verbose, reasoning and
+// usage settings and a subagent's spawn options (not its run's start);
 // model, thinking and queue overrides kept only on a manual reset (/new,
 // /reset, a switch). A model, when given, becomes the model override.
 func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
@@ -131,6 +132,7 @@ func RolledOver(old Entry, manual bool, model string, now time.Time) Entry {
 		DisplayName: old.DisplayName, SpawnedBy: old.SpawnedBy, ParentSessionKey: old.ParentSessionKey,
 		Label: old.Label, GroupActivation: old.GroupActivation, SendPolicy: old.SendPolicy,
 		VerboseLevel: old.VerboseLevel, ReasoningLevel: old.ReasoningLevel, ResponseUsage: old.ResponseUsage,
+		DeliveryContext: old.DeliveryContext, SubagentCleanup: old.SubagentCleanup, RunTimeoutSeconds: old.RunTimeoutSeconds,
 	}
 	if manual {
 		n.ModelOverride, n.ProviderOverride, n.ThinkingLevel = old.ModelOverride, old.ProviderOverride, old.ThinkingLevel
@@ -188,6 +190,15 @@ func (o Origin) Clean() Origin {
 		*f = cleanText(*f)
 	}
 	return o
+}
+
+// Clean returns d with its text made storable by every backend, as
+// Origin.Clean does.
+func (d DeliveryContext) Clean() DeliveryContext {
+	for _, f := range []*string{&d.Channel, &d.To, &d.AccountID, &d.ThreadID} {
+		*f = cleanText(*f)
+	}
+	return d
 }
 
 func cleanText(s string) string {

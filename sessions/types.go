@@ -64,13 +64,44 @@ type Entry struct {
 	// ResponseUsage is the reference system's usage footer setting (on,
 	// off, tokens, full), kept as written; "" is the default.
 	ResponseUsage string `json:"responseUsage,omitempty"`
+	// DeliveryContext is where the session's latest reply was delivered
+	// (seed 002): the channel, bot account, chat and thread the outbox
+	// sent it to. It follows replies, where the last* fields follow
+	// inbound messages; zero until the session has replied somewhere.
+	DeliveryContext DeliveryContext `json:"deliveryContext,omitzero"`
+	// SubagentCleanup and RunTimeoutSeconds are a subagent's spawn options
+	// (sessions_spawn cleanup and runTimeoutSeconds): "delete" archives
+	// the child once its run has ended and reported; a run that lasts
+	// longer than RunTimeoutSeconds (0: the agent's turn timeout) is
+	// stopped and reported as timed out. RunStartedAt (Unix milliseconds,
+	// 0: not running) is when the child's current run began, so the
+	// limit counts from it across a restart.
+	SubagentCleanup   string `json:"subagentCleanup,omitempty"`
+	RunTimeoutSeconds int    `json:"runTimeoutSeconds,omitempty"`
+	RunStartedAt      int64  `json:"runStartedAt,omitempty"`
 	// Extra holds, as one JSON object, the members of a stored entry that
 	// this version does not know (fields the reference system or a newer
-	// release wrote: origin, deliveryContext...), so that a
+	// release wrote: origin, skillsSnapshot...), so that a
 	// write-back keeps them. The files backend stores them beside the known
 	// fields; a backend without room for them drops them. Empty: none.
 	Extra string `json:"-"`
 }
+
+// DeliveryContext is where a reply went: seed 002's deliveryContext
+// object, as the reference system writes it (a numeric threadId is read as
+// text). The zero value is "nowhere yet".
+type DeliveryContext struct {
+	Channel   string `json:"channel,omitempty"`
+	To        string `json:"to,omitempty"`
+	AccountID string `json:"accountId,omitempty"`
+	ThreadID  string `json:"threadId,omitempty"`
+}
+
+// Subagent cleanup modes (Entry.SubagentCleanup).
+const (
+	CleanupKeep   = "keep"
+	CleanupDelete = "delete"
+)
 
 // Roles of a transcript message.
 const (

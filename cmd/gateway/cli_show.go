@@ -183,10 +183,51 @@ func printEntry(w io.Writer, f found) {
 		row("activation", e.GroupActivation)
 	}
 	row("queue mode", orDash(e.QueueMode))
+	row("delivered to", deliveredTo(e.DeliveryContext))
+	if e.SpawnedBy != "" {
+		row("spawned by", e.SpawnedBy)
+		row("subagent", subagentOptions(e))
+	}
 	row("messages", e.MessageCount)
 	row("tokens", fmt.Sprintf("in %d, out %d, total %d, context %d", e.InputTokens, e.OutputTokens, e.TotalTokens, e.ContextTokens))
 	row("compactions", e.CompactionCount)
 	_ = tw.Flush()
+}
+
+// deliveredTo spells where the latest reply went: channel/account chat
+// (thread), or "-" before the first.
+func deliveredTo(d sessions.DeliveryContext) string {
+	if d == (sessions.DeliveryContext{}) {
+		return "-"
+	}
+	s := orDash(d.Channel)
+	if d.AccountID != "" {
+		s += "/" + d.AccountID
+	}
+	s += " chat " + orDash(d.To)
+	if d.ThreadID != "" {
+		s += " thread " + d.ThreadID
+	}
+	return s
+}
+
+// subagentOptions spells a child's spawn options: its cleanup, its run
+// timeout and, while it runs, when its run began.
+func subagentOptions(e sessions.Entry) string {
+	cleanup := e.SubagentCleanup
+	if cleanup == "" {
+		cleanup = sessions.CleanupKeep
+	}
+	s := "cleanup " + cleanup
+	if e.RunTimeoutSeconds > 0 {
+		s += fmt.Sprintf(", run timeout %ds", e.RunTimeoutSeconds)
+	} else {
+		s += ", run timeout: the agent's"
+	}
+	if e.RunStartedAt > 0 {
+		s += ", running since " + time.UnixMilli(e.RunStartedAt).Local().Format(time.RFC3339)
+	}
+	return s
 }
 
 func printMessage(w io.Writer, m sessions.Message) {

@@ -34,7 +34,9 @@ import (
 // length and the bytes between its quotes (escaped as json.Marshal
 // escapes); an integer as a varint; a time as a tag byte, then for tagUTC
 // the Unix seconds (varint) and nanoseconds (uvarint) of a UTC time, for
-// tagText the uvarint length and the RFC 3339 text of any other.
+// tagText the uvarint length and the RFC 3339 text of any other; an object
+// (a struct of strings, such as deliveryContext) as a uvarint length and
+// its JSON text as json.Marshal writes it.
 type compactEntry []byte
 
 // Tags of a time field in a compactEntry.
@@ -49,6 +51,7 @@ const (
 	kindString fieldKind = iota + 1
 	kindInt
 	kindTime
+	kindObject
 )
 
 // entryField is one field of sessions.Entry as json.Marshal writes it.
@@ -59,6 +62,16 @@ type entryField struct {
 	index     int  // in sessions.Entry
 	bits      int  // an integer's size
 	omitEmpty bool // absent when zero
+	// members are an object's fields, in the order json.Marshal writes
+	// them: strings, each absent when empty.
+	members []objectMember
+}
+
+// objectMember is one string field of an object field.
+type objectMember struct {
+	name  string
+	key   []byte // `"name":`
+	index int    // in the object's struct
 }
 
 // entryFields are the fields of sessions.Entry in the order json.Marshal
@@ -97,11 +110,17 @@ func entryFieldsOf(t reflect.Type) []entryField {
 		if name == "" {
 			name = f.Name
 		}
-		if f.Anonymous || (opts != "" && opts != "omitempty") {
-			unsupported("embedded, or a json option other than omitempty")
+		isObject := f.Type.Kind() == reflect.Struct && f.Type != timeType
+		if f.Anonymous || (opts != "" && opts != "omitempty" && !(isObject && opts == "omitzero")) {
+			unsupported("embedded, or a json option other than omitempty (omitzero for a struct)")
 		}
-		ef := entryField{name: name, key: []byte(strconv.Quote(name) + ":"), index: i, omitEmpty: opts == "omitempty"}
+		ef := entryField{name: name, key: []byte(strconv.Quote(name) + ":"), index: i, omitEmpty: opts != ""}
 		switch {
+		case isObject:
+			if opts != "omitzero" {
+				unsupported("a struct without omitzero")
+			}
+			ef.kind, ef.members = kindObject, objectMembersOf(f.Type, unsupported)
 		case f.Type == timeType:
 			// omitempty never omits a struct.
 			ef.kind, ef.omitEmpty = kindTime, false
@@ -123,6 +142,33 @@ func entryFieldsOf(t reflect.Type) []entryField {
 	}
 	if len(out) > 63 {
 		panic(fmt.Sprintf("filestore: %s has %d fields; a compactEntry holds 63 (bit 63 is extraBit)", t, len(out)))
+	}
+	return out
+}
+
+// objectMembersOf lists the fields of the struct t of an object field:
+// strings with omitempty only, which is all an object's compact form holds.
+func objectMembersOf(t reflect.Type, unsupported func(string)) []objectMember {
+	var out []objectMember
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" && opts == "" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if f.Anonymous || opts != "omitempty" || f.Type.Kind() != reflect.String {
+			unsupported("member " + f.Name + " of an object is not a string with omitempty")
+		}
+		out = append(out, objectMember{name: name, key: []byte(strconv.Quote(name) + ":"), index: i})
+	}
+	if len(out) == 0 {
+		unsupported("an object without members")
 	}
 	return out
 }
@@ -161,7 +207,7 @@ func packEntry(e *sessions.Entry) (compactEntry, error) {
 // packDirect packs e without encoding it; ok is false when it has a field
 // that needs encoding/json's word (a string it escapes or that is not
 // valid UTF-8, a time it would not write and read back the same).
-func packDirect(e *sessions.Entry) (compactEntry, bool) {
+func packDirect(e *sessions.Entry) (_ compactEntry, ok bool) {
 	var (
 		buf     [512]byte
 		present uint64
@@ -188,6 +234,16 @@ func packDirect(e *sessions.Entry) (compactEntry, bool) {
 				continue
 			}
 			body = binary.AppendVarint(body, n)
+		case kindObject:
+			if fv.IsZero() {
+				continue
+			}
+			var obj []byte
+			if obj, ok = appendObject(obj, f, fv); !ok {
+				return nil, false
+			}
+			body = binary.AppendUvarint(body, uint64(len(obj)))
+			body = append(body, obj...)
 		case kindTime:
 			t := *fv.Addr().Interface().(*time.Time)
 			if _, offset := t.Zone(); offset == 0 && t.Year() >= 0 && t.Year() <= 9999 {
@@ -213,6 +269,32 @@ func packDirect(e *sessions.Entry) (compactEntry, bool) {
 	start := binary.MaxVarintLen64 - n
 	copy(body[start:], hdr[:n])
 	return append(compactEntry(nil), body[start:]...), true
+}
+
+// appendObject appends the JSON json.Marshal writes for the object field
+// f's value fv (not zero); ok is false when one of its strings needs
+// encoding/json's word.
+func appendObject(dst []byte, f *entryField, fv reflect.Value) ([]byte, bool) {
+	dst = append(dst, '{')
+	first := true
+	for _, m := range f.members {
+		s := fv.Field(m.index).String()
+		if s == "" {
+			continue
+		}
+		if !writtenAsIs(s) {
+			return nil, false
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, m.key...)
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		dst = append(dst, '"')
+	}
+	return append(dst, '}'), true
 }
 
 // writtenAsIs says whether json.Marshal writes s between quotes as it is:

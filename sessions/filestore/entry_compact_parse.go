@@ -61,6 +61,13 @@ func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
 				return nil, false
 			}
 			body = binary.AppendVarint(body, n)
+		case kindObject:
+			start := i
+			if _, i, ok = canonicalObject(b, i, f.members, nil); !ok {
+				return nil, false
+			}
+			body = binary.AppendUvarint(body, uint64(i-start))
+			body = append(body, b[start:i]...)
 		case kindTime:
 			if v, i, ok = canonicalString(b, i); !ok {
 				return nil, false
@@ -103,6 +110,47 @@ func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
 	copy(body[start:], hdr[:n])
 	// Appending to nil allocates once and clears only the spare capacity.
 	return append(compactEntry(nil), body[start:]...), true
+}
+
+// canonicalObject reads the JSON object at b[i] as json.Marshal writes a
+// struct of the string members ms that is not zero (each member absent when
+// empty, in order, at least one) and returns the position after it. Each
+// member's text between its quotes is passed to each, if not nil, with its
+// index in ms.
+func canonicalObject(b []byte, i int, ms []objectMember, each func(k int, v []byte)) (n int, end int, ok bool) {
+	if i >= len(b) || b[i] != '{' {
+		return 0, 0, false
+	}
+	i++
+	next := 0
+	for i < len(b) && b[i] != '}' {
+		if n > 0 {
+			if b[i] != ',' {
+				return 0, 0, false
+			}
+			i++
+		}
+		k := next
+		for ; k < len(ms) && !bytes.HasPrefix(b[i:], ms[k].key); k++ {
+		}
+		if k == len(ms) {
+			return 0, 0, false // unknown, or out of order
+		}
+		i += len(ms[k].key)
+		var v []byte
+		if v, i, ok = canonicalString(b, i); !ok || len(v) == 0 {
+			return 0, 0, false
+		}
+		if each != nil {
+			each(k, v)
+		}
+		n++
+		next = k + 1
+	}
+	if i >= len(b) || n == 0 {
+		return 0, 0, false
+	}
+	return n, i + 1, true
 }
 
 // canonicalInt reads the JSON number at b[i] as json.Marshal writes an

@@ -38,7 +38,7 @@ func (fc *fieldCursor) next() (j int, v []byte, ok bool) {
 	fc.j = j + 1
 	c, start := fc.c, fc.i
 	switch entryFields[j].kind {
-	case kindString:
+	case kindString, kindObject:
 		n, w := binary.Uvarint(c[start:])
 		fc.i += w + int(n)
 	case kindInt:
@@ -153,6 +153,8 @@ func (c compactEntry) entry() sessions.Entry {
 		case kindInt:
 			n, _ := binary.Varint(v)
 			fv.SetInt(n)
+		case kindObject:
+			setObject(fv, f, v)
 		case kindTime:
 			*fv.Addr().Interface().(*time.Time) = timeValue(v)
 		}
@@ -166,6 +168,19 @@ func (c compactEntry) entry() sessions.Entry {
 		e.Extra = "{" + string(x) + "}"
 	}
 	return e
+}
+
+// setObject decodes the encoded object field v of f into fv.
+func setObject(fv reflect.Value, f *entryField, v []byte) {
+	n, w := binary.Uvarint(v)
+	obj := v[w : w+int(n)]
+	canonicalObject(obj, 0, f.members, func(k int, s []byte) { // checked by compactOf
+		out := string(s)
+		if bytes.IndexByte(s, '\\') >= 0 {
+			_ = json.Unmarshal(quoted(s), &out)
+		}
+		fv.Field(f.members[k].index).SetString(out)
+	})
 }
 
 // appendJSON appends the entry's JSON, the bytes c was built from.
@@ -189,6 +204,9 @@ func (c compactEntry) appendJSON(dst []byte) []byte {
 		case kindInt:
 			n, _ := binary.Varint(v)
 			dst = strconv.AppendInt(dst, n, 10)
+		case kindObject:
+			n, w := binary.Uvarint(v)
+			dst = append(dst, v[w:w+int(n)]...)
 		case kindTime:
 			dst = append(dst, '"')
 			if v[0] == tagUTC {

@@ -20,6 +20,8 @@ func sampleEntry() sessions.Entry {
 		CreatedAt: at, SessionStartedAt: at.Add(time.Second), LastInteractionAt: at.Add(time.Minute), UpdatedAt: at.Add(time.Hour),
 		Title: "Café <b>&</b> \"quotes\" \\ \u2028 \t 日本", Channel: "telegram", ChatType: "direct", LastTo: "42",
 		InputTokens: 1 << 40, OutputTokens: -3, MessageCount: 7, CompactionOffset: 123456789, QueueCap: 1,
+		DeliveryContext: sessions.DeliveryContext{Channel: "telegram", To: "-100<42>", ThreadID: "7"},
+		SubagentCleanup: sessions.CleanupDelete, RunTimeoutSeconds: 90, RunStartedAt: 1767225600000,
 	}
 }
 
@@ -120,6 +122,16 @@ func TestCompactEntry(t *testing.T) {
 		{"empty", ``, false},
 		{"cut", string(canonical[:len(canonical)-1]), false},
 		{"invalid utf-8", strings.Replace(string(zero), `"sessionId":""`, "\"sessionId\":\"\xff\"", 1), false},
+		{"object", strings.Replace(string(zero), `}`, `,"deliveryContext":{"channel":"t","threadId":"1"}}`, 1), true},
+		{"object empty", strings.Replace(string(zero), `}`, `,"deliveryContext":{}}`, 1), false},
+		{"object empty member", strings.Replace(string(zero), `}`, `,"deliveryContext":{"channel":""}}`, 1), false},
+		{"object reordered", strings.Replace(string(zero), `}`, `,"deliveryContext":{"threadId":"1","channel":"t"}}`, 1), false},
+		{"object unknown member", strings.Replace(string(zero), `}`, `,"deliveryContext":{"channel":"t","x":"1"}}`, 1), false},
+		{"object numeric member", strings.Replace(string(zero), `}`, `,"deliveryContext":{"threadId":1}}`, 1), false},
+		{"object spaces", strings.Replace(string(zero), `}`, `,"deliveryContext":{"channel": "t"}}`, 1), false},
+		{"object cut", strings.Replace(string(zero), `}`, `,"deliveryContext":{"channel":"t"`, 1), false},
+		{"object escaped", strings.Replace(string(zero), `}`, `,"deliveryContext":{"to":"a\u003cb\\"}}`, 1), true},
+		{"object null", strings.Replace(string(zero), `}`, `,"deliveryContext":null}`, 1), false},
 		{"feb 29 non-leap", strings.Replace(string(zero), `"createdAt":"0001-01-01T00:00:00Z"`, `"createdAt":"2025-02-29T00:00:00Z"`, 1), false},
 	}
 	for _, tc := range tests {
@@ -170,7 +182,8 @@ func FuzzPackEntry(f *testing.F) {
 		}
 		e := sessions.Entry{SessionKey: key, SessionID: text, Title: text, DisplayName: key + text,
 			CreatedAt: at, SessionStartedAt: at.UTC(), LastInteractionAt: at.Local(), UpdatedAt: at.Round(time.Second),
-			InputTokens: n, MessageCount: int(n), QueueCap: int(n % 1000)}
+			InputTokens: n, MessageCount: int(n), QueueCap: int(n % 1000),
+			DeliveryContext: sessions.DeliveryContext{Channel: key, To: text, ThreadID: key + text}}
 		b, err := json.Marshal(&e)
 		if err != nil {
 			return // a time json.Marshal refuses is never written

@@ -19,7 +19,8 @@ import (
 // the plain decoding fails (it costs twice as much), and is always written
 // back in this package's format. Those releases keep only updatedAt: a
 // clock they lack starts at it (createdAt, sessionStartedAt,
-// lastInteractionAt), and lastThreadId may be a number (a Telegram topic).
+// lastInteractionAt), and lastThreadId and deliveryContext.threadId may be
+// a number (a Telegram topic).
 type legacyEntry sessions.Entry
 
 func (e *legacyEntry) UnmarshalJSON(b []byte) error {
@@ -31,6 +32,12 @@ func (e *legacyEntry) UnmarshalJSON(b []byte) error {
 		LastInteractionAt flexTime   `json:"lastInteractionAt"`
 		UpdatedAt         flexTime   `json:"updatedAt"`
 		LastThreadID      flexString `json:"lastThreadId"`
+		DeliveryContext   *struct {
+			Channel   string     `json:"channel"`
+			To        string     `json:"to"`
+			AccountID string     `json:"accountId"`
+			ThreadID  flexString `json:"threadId"`
+		} `json:"deliveryContext"`
 	}{plain: (*plain)(e), CreatedAt: flexTime(e.CreatedAt), SessionStartedAt: flexTime(e.SessionStartedAt),
 		LastInteractionAt: flexTime(e.LastInteractionAt), UpdatedAt: flexTime(e.UpdatedAt), LastThreadID: flexString(e.LastThreadID)}
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -39,6 +46,9 @@ func (e *legacyEntry) UnmarshalJSON(b []byte) error {
 	e.CreatedAt, e.SessionStartedAt = time.Time(w.CreatedAt), time.Time(w.SessionStartedAt)
 	e.LastInteractionAt, e.UpdatedAt = time.Time(w.LastInteractionAt), time.Time(w.UpdatedAt)
 	e.LastThreadID = string(w.LastThreadID)
+	if d := w.DeliveryContext; d != nil {
+		e.DeliveryContext = sessions.DeliveryContext{Channel: d.Channel, To: d.To, AccountID: d.AccountID, ThreadID: string(d.ThreadID)}
+	}
 	for _, t := range []*time.Time{&e.CreatedAt, &e.SessionStartedAt, &e.LastInteractionAt} {
 		if t.IsZero() {
 			*t = e.UpdatedAt

@@ -16,7 +16,7 @@ import (
 // verboseLevel, reasoningLevel, sendPolicy and responseUsage of a JSON-era
 // OpenClaw index are read as fields of ours (not unknown members), a
 // change through the seam is written back, and what this version does not
-// know (deliveryContext among them) is still kept beside them.
+// know (origin among them) is still kept beside them.
 func TestOpenClawEntryLevelsRoundTrip(t *testing.T) {
 	state := t.TempDir()
 	ms := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
@@ -29,7 +29,8 @@ func TestOpenClawEntryLevelsRoundTrip(t *testing.T) {
     "reasoningLevel": "stream",
     "sendPolicy": "deny",
     "responseUsage": "tokens",
-    "deliveryContext": {"channel": "discord", "to": "channel:42", "accountId": "default"}
+    "deliveryContext": {"channel": "discord", "to": "channel:42", "accountId": "default"},
+    "origin": {"provider": "discord"}
   }
 }`)
 	m, err := Open(Options{StateDir: state, CacheTTL: -1})
@@ -62,7 +63,7 @@ func TestOpenClawEntryLevelsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"verboseLevel":"on"`, `"reasoningLevel":"stream"`, `"sendPolicy":"allow"`, `"responseUsage":"tokens"`,
-		`"deliveryContext":{"channel":"discord","to":"channel:42","accountId":"default"}`} {
+		`"deliveryContext":{"channel":"discord","to":"channel:42","accountId":"default"}`, `"origin":{"provider":"discord"}`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("written back without %s:\n%s", want, b)
 		}
@@ -71,7 +72,7 @@ func TestOpenClawEntryLevelsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := idx[key]; got.SendPolicy != "allow" || got.VerboseLevel != "on" || strings.Contains(got.Extra, "verboseLevel") || !strings.Contains(got.Extra, "deliveryContext") {
-		t.Errorf("re-read: send policy %q verbose %q extra %s; want allow, on, only deliveryContext unknown", got.SendPolicy, got.VerboseLevel, got.Extra)
+	if got := idx[key]; got.SendPolicy != "allow" || got.VerboseLevel != "on" || strings.Contains(got.Extra, "verboseLevel") || got.Extra != `{"origin":{"provider":"discord"}}` {
+		t.Errorf("re-read: send policy %q verbose %q extra %s; want allow, on, only origin unknown", got.SendPolicy, got.VerboseLevel, got.Extra)
 	}
 }

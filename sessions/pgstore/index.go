@@ -44,7 +44,9 @@ const entryColumns = `session_key, session_id, created_at, session_started_at, l
 	input_tokens, output_tokens, total_tokens, context_tokens, compaction_count, message_count,
 	spawned_by, parent_session_key, label, compaction_offset,
 	provider_override, thinking_level, group_activation,
-	verbose_level, reasoning_level, send_policy, response_usage`
+	verbose_level, reasoning_level, send_policy, response_usage,
+	delivery_channel, delivery_to, delivery_account_id, delivery_thread_id,
+	subagent_cleanup, run_timeout_seconds, run_started_at`
 
 // entryArgs are e's values for entryColumns, after the agent id ($1).
 func entryArgs(agentID string, e *sessions.Entry) []any {
@@ -54,14 +56,17 @@ func entryArgs(agentID string, e *sessions.Entry) []any {
 		e.InputTokens, e.OutputTokens, e.TotalTokens, e.ContextTokens, e.CompactionCount, e.MessageCount,
 		e.SpawnedBy, e.ParentSessionKey, e.Label, e.CompactionOffset,
 		e.ProviderOverride, e.ThinkingLevel, e.GroupActivation,
-		e.VerboseLevel, e.ReasoningLevel, e.SendPolicy, e.ResponseUsage}
+		e.VerboseLevel, e.ReasoningLevel, e.SendPolicy, e.ResponseUsage,
+		e.DeliveryContext.Channel, e.DeliveryContext.To, e.DeliveryContext.AccountID, e.DeliveryContext.ThreadID,
+		e.SubagentCleanup, e.RunTimeoutSeconds, e.RunStartedAt}
 }
 
 // insertEntry writes a new row; it fails with a unique violation when the
 // key (or the session id) exists.
 const insertEntry = `INSERT INTO entries (agent_id, ` + entryColumns + `) VALUES
 	($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23,
-	 $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40)`
+	 $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39, $40,
+	 $41, $42, $43, $44, $45, $46, $47)`
 
 // updateEntry replaces every column of the row of ($1, $2).
 const updateEntry = `UPDATE entries SET session_id = $3, created_at = $4, session_started_at = $5,
@@ -71,7 +76,9 @@ const updateEntry = `UPDATE entries SET session_id = $3, created_at = $4, sessio
 	queue_drop = $23, input_tokens = $24, output_tokens = $25, total_tokens = $26, context_tokens = $27,
 	compaction_count = $28, message_count = $29, spawned_by = $30, parent_session_key = $31, label = $32,
 	compaction_offset = $33, provider_override = $34, thinking_level = $35, group_activation = $36,
-	verbose_level = $37, reasoning_level = $38, send_policy = $39, response_usage = $40
+	verbose_level = $37, reasoning_level = $38, send_policy = $39, response_usage = $40,
+	delivery_channel = $41, delivery_to = $42, delivery_account_id = $43, delivery_thread_id = $44,
+	subagent_cleanup = $45, run_timeout_seconds = $46, run_started_at = $47
 	WHERE agent_id = $1 AND session_key = $2`
 
 func scanEntry(row pgx.Row) (sessions.Entry, error) {
@@ -82,7 +89,9 @@ func scanEntry(row pgx.Row) (sessions.Entry, error) {
 		&e.InputTokens, &e.OutputTokens, &e.TotalTokens, &e.ContextTokens, &e.CompactionCount, &e.MessageCount,
 		&e.SpawnedBy, &e.ParentSessionKey, &e.Label, &e.CompactionOffset,
 		&e.ProviderOverride, &e.ThinkingLevel, &e.GroupActivation,
-		&e.VerboseLevel, &e.ReasoningLevel, &e.SendPolicy, &e.ResponseUsage)
+		&e.VerboseLevel, &e.ReasoningLevel, &e.SendPolicy, &e.ResponseUsage,
+		&e.DeliveryContext.Channel, &e.DeliveryContext.To, &e.DeliveryContext.AccountID, &e.DeliveryContext.ThreadID,
+		&e.SubagentCleanup, &e.RunTimeoutSeconds, &e.RunStartedAt)
 	e.CreatedAt, e.SessionStartedAt = e.CreatedAt.UTC(), e.SessionStartedAt.UTC()
 	e.LastInteractionAt, e.UpdatedAt = e.LastInteractionAt.UTC(), e.UpdatedAt.UTC()
 	return e, err

@@ -66,6 +66,8 @@ func TestIndex(t *testing.T, open Opener) {
 		{"Patch", testPatch},
 		{"ChatSettings", testChatSettings},
 		{"EntryLevels", testEntryLevels},
+		{"DeliveryContextStored", testDeliveryContext},
+		{"SubagentSpawnOptionsStored", testSubagentSpawnOptions},
 		{"DeleteAndRecover", testDelete},
 		{"DeleteArchived", testDeleteArchived},
 		{"SwitchBack", testSwitch},
