@@ -18,6 +18,17 @@ import (
 // JSON), which the caller decodes with encoding/json. scratch, if not nil,
 // is a buffer it may use; the result is a new allocation of its own size.
 func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
+	body, ok := compactBody(scratch, b)
+	if !ok {
+		return nil, false
+	}
+	// Appending to nil allocates once and clears only the spare capacity.
+	return append(compactEntry(nil), body...), true
+}
+
+// compactBody is compactOf without the copy: the compact form, in scratch
+// when it has room (valid until scratch is used again).
+func compactBody(scratch, b []byte) (c []byte, ok bool) {
 	// The body goes after room for the bit set, which is known at the end.
 	body := append(scratch[:0], make([]byte, binary.MaxVarintLen64)...)
 	var present uint64
@@ -108,8 +119,7 @@ func compactOf(scratch, b []byte) (c compactEntry, ok bool) {
 	n := binary.PutUvarint(hdr[:], present)
 	start := binary.MaxVarintLen64 - n
 	copy(body[start:], hdr[:n])
-	// Appending to nil allocates once and clears only the spare capacity.
-	return append(compactEntry(nil), body[start:]...), true
+	return body[start:], true
 }
 
 // canonicalObject reads the JSON object at b[i] as json.Marshal writes a

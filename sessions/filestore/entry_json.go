@@ -127,8 +127,8 @@ func isSeed000(raw json.RawMessage) bool {
 // reference system keeps the key only as the map key).
 func keyEntries(slots map[string]slot) error {
 	for k, sl := range slots {
-		if sl.c.str(fieldSessionKey) != "" {
-			continue
+		if v, ok := sl.c.field(fieldSessionKey); ok && len(v) > 0 && v[0] != 0 {
+			continue // a key of length > 0 (no copy of it to see that)
 		}
 		e := sl.entry()
 		e.SessionKey = k

@@ -190,7 +190,12 @@ func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, e
 	var (
 		scratch = make([]byte, 0, 1024)
 		more    = false // the previous entry line ended with a comma
+		entries entrySlab
+		batch   = newKeyBatch(slots)
 	)
+	// Whatever is collected goes into the map on every return: the caller
+	// sees what was read (the general decoder clears it to read again).
+	defer batch.flush()
 	for n := 0; ; n++ {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -218,12 +223,14 @@ func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, e
 			}
 			line = line[:len(line)-1]
 			line, more = bytes.CutSuffix(line, []byte(","))
-			k, e, ok := splitIndexLine(line)
+			k, e, ok := splitIndexLineBytes(line)
 			if !ok {
 				return false, nil
 			}
 			var c compactEntry
-			if c, ok = compactOf(scratch, e); !ok {
+			if body, ok := compactBody(scratch, e); ok {
+				c = entries.copyOf(body)
+			} else {
 				d, err := decodeEntry(e, false)
 				if err != nil {
 					return false, nil
@@ -234,7 +241,7 @@ func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, e
 			}
 			sl := newSlot(c)
 			sl.repair = repair
-			slots[k] = sl
+			batch.add(k, sl)
 		}
 		if err != nil {
 			return false, nil
@@ -242,13 +249,32 @@ func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, e
 	}
 }
 
-// splitIndexLine splits `"key": entry`.
-func splitIndexLine(line []byte) (k string, e []byte, ok bool) {
-	k, n, ok := jsonKey(line)
+// splitIndexLineBytes is splitIndexLine with the key as bytes: a view of
+// line when written without escapes.
+func splitIndexLineBytes(line []byte) (k, e []byte, ok bool) {
+	k, n, ok := jsonKeyBytes(line)
 	if !ok || !bytes.HasPrefix(line[n:], []byte(": ")) {
-		return "", nil, false
+		return nil, nil, false
 	}
 	return k, line[n+2:], true
+}
+
+// jsonKeyBytes is jsonKey without a copy of a key written plain.
+func jsonKeyBytes(b []byte) (k []byte, n int, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, 0, false
+	}
+	i := 1
+	for ; i < len(b) && b[i] != '"'; i++ {
+		if b[i] == '\\' || b[i] < 0x20 || b[i] >= utf8.RuneSelf {
+			ks, n, ok := jsonKey(b)
+			return []byte(ks), n, ok
+		}
+	}
+	if i >= len(b) {
+		return nil, 0, false
+	}
+	return b[1:i], i + 1, true
 }
 
 // jsonKey reads the JSON string at the start of b: its value and length.

@@ -13,51 +13,80 @@ import (
 // (pending, or done within the retention). An error wrapping ErrStorage
 // means the journal cannot take writes: refuse the message.
 func (j *Journal) Accept(ctx context.Context, rec sessions.Record) (dup bool, err error) {
+	dup, r, w, err := j.acceptWrite(ctx, rec)
+	if err != nil {
+		return false, err
+	}
+	if err := j.syncTo(w); err != nil {
+		if !dup {
+			j.mu.Lock()
+			if j.recs[rec.ID] == r {
+				delete(j.recs, rec.ID)
+			}
+			j.mu.Unlock()
+		}
+		return false, fmt.Errorf("sessions: journal accept: %w", err)
+	}
+	return dup, nil
+}
+
+// AcceptDeferred is Accept for an adapter that acknowledges a batch of
+// messages at once (channels.Batch): the line is written (it survives the
+// death of this process) when it returns, and wait returns once it is
+// fsynced, wrapping ErrStorage when it cannot be. The waits of records
+// accepted together share one fsync (syncTo): a getUpdates batch of N
+// messages costs N writes and one fsync instead of N fsyncs in a row.
+// A duplicate's wait is for the original's line. When wait fails the
+// record stays pending (the caller runs it already); the sender's
+// redelivery is then a duplicate.
+func (j *Journal) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup bool, wait func() error, err error) {
+	dup, _, w, err := j.acceptWrite(ctx, rec)
+	if err != nil {
+		return false, func() error { return nil }, err
+	}
+	return dup, func() error {
+		if err := j.syncTo(w); err != nil {
+			return fmt.Errorf("sessions: journal accept %q: %w", rec.ID, err)
+		}
+		return nil
+	}, nil
+}
+
+// acceptWrite writes rec's accept line unless its id is known: it returns
+// whether it was (dup), the record made pending (nil for a duplicate) and
+// the sequence number of the line to fsync before the accept (or the
+// duplicate's original) is durable (0: nothing to wait for).
+func (j *Journal) acceptWrite(ctx context.Context, rec sessions.Record) (dup bool, r *jrec, w uint64, err error) {
 	if j.openErr != nil {
-		return false, j.openErr
+		return false, nil, 0, j.openErr
 	}
 	if err := sessions.CheckID("record", rec.ID); err != nil {
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
+		return false, nil, 0, fmt.Errorf("sessions: journal accept: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
+		return false, nil, 0, fmt.Errorf("sessions: journal accept: %w", err)
 	}
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if r, ok := j.recs[rec.ID]; ok {
-		w := r.wseq
-		j.mu.Unlock()
 		// The first Accept may still be syncing: a duplicate is only safe to
 		// acknowledge once the original is durable.
-		if err := j.syncTo(w); err != nil {
-			return false, fmt.Errorf("sessions: journal accept: %w", err)
-		}
-		return true, nil
+		return true, nil, r.wseq, nil
 	}
 	if _, ok := j.done[rec.ID]; ok {
-		j.mu.Unlock()
-		return true, nil
+		return true, nil, 0, nil
 	}
 	if rec.AcceptedAt.IsZero() {
 		rec.AcceptedAt = j.now()
 	}
-	w, err := j.writeLocked(journalLine{Op: "accept", Rec: &rec}, true)
+	w, err = j.writeLocked(journalLine{Op: "accept", Rec: &rec}, true)
 	if err != nil {
-		j.mu.Unlock()
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
+		return false, nil, 0, fmt.Errorf("sessions: journal accept: %w", err)
 	}
 	j.seq++
-	r := &jrec{Record: rec, seq: j.seq, wseq: w, fresh: true}
+	r = &jrec{Record: rec, seq: j.seq, wseq: w, fresh: true}
 	j.recs[rec.ID] = r
-	j.mu.Unlock()
-	if err := j.syncTo(w); err != nil {
-		j.mu.Lock()
-		if j.recs[rec.ID] == r {
-			delete(j.recs, rec.ID)
-		}
-		j.mu.Unlock()
-		return false, fmt.Errorf("sessions: journal accept: %w", err)
-	}
-	return false, nil
+	return false, r, w, nil
 }
 
 // mark writes one non-accept line after applying it to memory. The state
