@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,9 +87,17 @@ func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 			origin = *nested.Origin
 		}
 	}
-	// The top-level members, where present, are the older releases' own.
+	// The top-level members, where present, are the older releases' own
+	// (the entry decoder reads deliveryContext into its field).
 	_ = json.Unmarshal(extra["origin"], &origin)
 	_ = json.Unmarshal(extra["deliveryContext"], &delivery)
+	if dc := e.DeliveryContext; dc != (sessions.DeliveryContext{}) {
+		delivery = route{Channel: dc.Channel, To: dc.To, AccountID: dc.AccountID, ThreadID: json.RawMessage(strconv.Quote(dc.ThreadID))}
+	}
+	if e.DeliveryContext == (sessions.DeliveryContext{}) {
+		e.DeliveryContext = sessions.DeliveryContext{Channel: delivery.Channel, To: delivery.To,
+			AccountID: delivery.AccountID, ThreadID: flexID(delivery.ThreadID)}
+	}
 	var provider string
 	_ = json.Unmarshal(extra["modelProvider"], &provider)
 	fill(&e.Provider, provider)
