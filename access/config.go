@@ -94,9 +94,9 @@ type Config struct {
 	// and channels refine them.
 	// They sit at the account's level in the YAML (squashed).
 	Room channels.RoomDefaults `mapstructure:",squash" json:"room,omitempty"`
-	// InheritParent seeds a new thread's or topic's session with the
-	// parent's recent context (Discord thread.inheritParent).
-	InheritParent bool `mapstructure:"-" json:"inheritParent,omitempty"`
+	// InheritParent is what a new thread's or topic's session takes from
+	// the parent's (Discord thread.inheritParent: digest or fork).
+	InheritParent channels.Inherit `mapstructure:"-" json:"inheritParent,omitempty"`
 	// GroupsKey names the Groups field in error messages ("groups" when
 	// empty; Discord calls it "guilds").
 	GroupsKey string `mapstructure:"-" json:"-"`
@@ -140,6 +140,9 @@ func (c Config) Validate() error {
 	sort.Strings(ids)
 	if err := c.Room.Validate(""); err != nil {
 		return err
+	}
+	if err := c.InheritParent.Validate(); err != nil {
+		return fmt.Errorf("thread.inheritParent: %w", err)
 	}
 	seen := map[string]string{}
 	for _, id := range ids {

@@ -25,7 +25,7 @@ func TestRoomResolution(t *testing.T) {
 				}},
 			"-200": {},
 		}}
-	dc := Config{GroupPolicy: GroupOpen, GroupsKey: "guilds", InheritParent: true, Groups: map[string]GroupRule{
+	dc := Config{GroupPolicy: GroupOpen, GroupsKey: "guilds", InheritParent: channels.InheritDigest, Groups: map[string]GroupRule{
 		"555": {RoomConfig: channels.RoomConfig{SystemPrompt: "guild"},
 			Channels: map[string]GroupRule{
 				"777": {RoomConfig: channels.RoomConfig{AutoThread: boolp(true), RoomDefaults: channels.RoomDefaults{HistoryLimit: intp(0)}}},
@@ -65,7 +65,7 @@ func TestRoomResolution(t *testing.T) {
 			return !r.RequireMention && r.ErrorPolicy == channels.ErrorsOnce && r.AgentID == ""
 		}},
 		{"discord channel refines its guild", dcIn("555", "777", ""), func(r channels.Room) bool {
-			return r.SystemPrompt == "guild" && r.AutoThread && r.HistoryLimit == 0 && r.InheritParent && r.Enabled
+			return r.SystemPrompt == "guild" && r.AutoThread && r.HistoryLimit == 0 && r.InheritParent == channels.InheritDigest && r.Enabled
 		}},
 		{"discord thread of that channel", channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: "777", ThreadID: "888"}, ChatType: channels.Channel,
 			GuildID: "555", ParentChatID: "777", SenderID: "1"}, func(r channels.Room) bool {

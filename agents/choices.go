@@ -40,6 +40,9 @@ func (r *Runner) Models(agentID string) []string {
 	for m := range r.prices {
 		add(m)
 	}
+	for m := range r.windows {
+		add(m)
+	}
 	sort.Strings(rest)
 	return append(out, rest...)
 }

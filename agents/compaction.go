@@ -80,9 +80,9 @@ func (r *Runner) compact(ctx context.Context, s *session, instructions string) (
 	if err != nil {
 		return compactResult{}, fmt.Errorf("agents: compact: load context: %w", err)
 	}
-	p, ok := planCompaction(c, int64(r.defaults.Compaction.KeepRecentTokens))
+	p, ok := planCompaction(c, r.keepRule(s.agent))
 	if !ok {
-		p, ok = planCompaction(c, 0)
+		p, ok = planCompaction(c, KeepRecent{}) // the last turn alone
 	}
 	if !ok {
 		return compactResult{}, ErrNothingToCompact
@@ -128,12 +128,12 @@ type compactionPlan struct {
 }
 
 // planCompaction keeps the last user message and everything after it plus
-// up to keepRecent tokens of the turns before it, and summarises the rest
-// (the previous summary included, so it is folded into the new one). The
-// cut never falls between a tool call and its result, and the first kept
-// message is a real transcript entry. ok is false when nothing would be
-// summarised.
-func planCompaction(c sessions.Context, keepRecent int64) (compactionPlan, bool) {
+// what the keep rule asks for of the turns before it (keep.go), and
+// summarises the rest (the previous summary included, so it is folded into
+// the new one). The cut never falls between a tool call and its result,
+// and the first kept message is a real transcript entry. ok is false when
+// nothing would be summarised.
+func planCompaction(c sessions.Context, keep KeepRecent) (compactionPlan, bool) {
 	msgs := c.Messages
 	start := 0
 	if c.Summary != "" {
@@ -150,10 +150,30 @@ func planCompaction(c sessions.Context, keepRecent int64) (compactionPlan, bool)
 		return compactionPlan{}, false
 	}
 	cut := lastUser
+	if keep.KeepRecentTokens > 0 {
+		cut = min(cut, keepTokensCut(c, start, lastUser, int64(keep.KeepRecentTokens)))
+	}
+	if keep.KeepRecentTurns > 0 {
+		cut = min(cut, keepTurnsCut(c, start, keep.KeepRecentTurns))
+	}
+	if keep.KeepRecentMessages > 0 {
+		cut = min(cut, keepMessagesCut(c, start, keep.KeepRecentMessages))
+	}
+	if cut <= start {
+		return compactionPlan{}, false
+	}
+	return compactionPlan{summarize: msgs[:cut], firstKept: cut, firstKeptID: entryID(c, cut)}, true
+}
+
+// keepTokensCut is where a tail of up to tokens (estimated) before
+// lastUser starts, moved later onto a real entry that is not a tool result.
+func keepTokensCut(c sessions.Context, start, lastUser int, tokens int64) int {
+	msgs := c.Messages
+	cut := lastUser
 	var acc int64
 	for i := lastUser - 1; i >= start; i-- {
 		acc += llm.EstimateMessage(msgs[i])
-		if acc > keepRecent {
+		if acc > tokens {
 			break
 		}
 		cut = i
@@ -161,10 +181,30 @@ func planCompaction(c sessions.Context, keepRecent int64) (compactionPlan, bool)
 	for cut < lastUser && (msgs[cut].Role == sessions.RoleToolResult || entryID(c, cut) == "") {
 		cut++
 	}
-	if cut <= start {
-		return compactionPlan{}, false
+	return cut
+}
+
+// keepTurnsCut is the user message that starts the last n turns (start
+// when the context holds fewer).
+func keepTurnsCut(c sessions.Context, start, n int) int {
+	for i := len(c.Messages) - 1; i >= start; i-- {
+		if c.Messages[i].Role == sessions.RoleUser && entryID(c, i) != "" {
+			if n--; n == 0 {
+				return i
+			}
+		}
 	}
-	return compactionPlan{summarize: msgs[:cut], firstKept: cut, firstKeptID: entryID(c, cut)}, true
+	return start
+}
+
+// keepMessagesCut is where the last n messages start, moved earlier onto
+// a real entry that is not a tool result (so a kept result keeps its call).
+func keepMessagesCut(c sessions.Context, start, n int) int {
+	cut := max(len(c.Messages)-n, start)
+	for cut > start && (c.Messages[cut].Role == sessions.RoleToolResult || entryID(c, cut) == "") {
+		cut--
+	}
+	return cut
 }
 
 func entryID(c sessions.Context, i int) string {

@@ -28,13 +28,13 @@ func TestPlanCompaction(t *testing.T) {
 	ids := []string{"e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9", "e10"}
 	c := sessions.Context{Messages: msgs, EntryIDs: ids}
 	// keepRecent 0: cut right at the last user message.
-	p, ok := planCompaction(c, 0)
+	p, ok := planCompaction(c, KeepRecent{})
 	if !ok || p.firstKeptID != "e7" || len(p.summarize) != 6 {
 		t.Fatalf("plan = %+v, %v", p, ok)
 	}
 	// keepRecent reaching into a tool call's result moves the cut forward
 	// past the result, never between call and result.
-	p, ok = planCompaction(c, 1300)
+	p, ok = planCompaction(c, KeepRecent{KeepRecentTokens: 1300})
 	if !ok || msgs[p.firstKept].Role == sessions.RoleToolResult {
 		t.Fatalf("cut at %d (%s)", p.firstKept, msgs[p.firstKept].Role)
 	}
@@ -42,12 +42,12 @@ func TestPlanCompaction(t *testing.T) {
 		t.Fatalf("first kept = %s, want e6 (after the paired call/result)", p.firstKeptID)
 	}
 	// Everything recent: nothing to summarise.
-	if _, ok := planCompaction(c, 1<<30); ok {
+	if _, ok := planCompaction(c, KeepRecent{KeepRecentTokens: 1 << 30}); ok {
 		t.Fatal("planned a compaction that keeps everything")
 	}
 	// After a compaction the summary alone is never re-summarised.
 	withSummary := sessions.Context{Messages: []sessions.Message{summaryMessage("s"), user("u")}, EntryIDs: []string{"", "e9"}, Summary: "s"}
-	if _, ok := planCompaction(withSummary, 0); ok {
+	if _, ok := planCompaction(withSummary, KeepRecent{}); ok {
 		t.Fatal("planned to summarise only the previous summary")
 	}
 }

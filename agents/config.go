@@ -41,6 +41,9 @@ type Agent struct {
 	// Workspace is the directory whose files the message tool's
 	// send_media may send (media_out.go); empty: none.
 	Workspace string `mapstructure:"workspace"`
+	// Compaction is the agent's own keep rule (keep.go); when it sets any
+	// key it replaces the defaults' keep rule as a whole.
+	Compaction KeepRecent `mapstructure:"compaction"`
 }
 
 // Defaults are agents.defaults.
@@ -62,9 +65,14 @@ type Defaults struct {
 
 // Compaction configures automatic compaction.
 type Compaction struct {
-	ReserveTokens    int `mapstructure:"reserveTokens"`
-	KeepRecentTokens int `mapstructure:"keepRecentTokens"`
-	TimeoutSeconds   int `mapstructure:"timeoutSeconds"` // default 120
+	ReserveTokens int `mapstructure:"reserveTokens"`
+	// KeepRecentTokens, KeepRecentTurns and KeepRecentMessages are what a
+	// compaction keeps verbatim (keep.go); with none set,
+	// keepRecentTokens is DefaultKeepRecentTokens.
+	KeepRecentTokens   int `mapstructure:"keepRecentTokens"`
+	KeepRecentTurns    int `mapstructure:"keepRecentTurns"`
+	KeepRecentMessages int `mapstructure:"keepRecentMessages"`
+	TimeoutSeconds     int `mapstructure:"timeoutSeconds"` // default 120
 }
 
 // Subagents configures sessions_spawn.
@@ -90,7 +98,7 @@ func (d Defaults) WithDefaults() Defaults {
 	if d.Compaction.ReserveTokens == 0 {
 		d.Compaction.ReserveTokens = DefaultReserveTokens
 	}
-	if d.Compaction.KeepRecentTokens == 0 {
+	if d.Compaction.keep().isZero() {
 		d.Compaction.KeepRecentTokens = DefaultKeepRecentTokens
 	}
 	if d.Compaction.TimeoutSeconds == 0 {
@@ -121,8 +129,11 @@ func (d Defaults) Validate() error {
 	if d.TimeoutSeconds < 1 {
 		errs = append(errs, fmt.Errorf("timeoutSeconds %d: at least 1", d.TimeoutSeconds))
 	}
-	if c := d.Compaction; c.ReserveTokens < 0 || c.KeepRecentTokens < 0 || c.TimeoutSeconds < 1 {
-		errs = append(errs, fmt.Errorf("compaction: reserveTokens and keepRecentTokens must not be negative, timeoutSeconds at least 1"))
+	if c := d.Compaction; c.ReserveTokens < 0 || c.TimeoutSeconds < 1 {
+		errs = append(errs, fmt.Errorf("compaction: reserveTokens must not be negative, timeoutSeconds at least 1"))
+	}
+	if err := d.Compaction.keep().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("compaction.%w", err))
 	}
 	if d.Compaction.ReserveTokens >= d.ContextWindow {
 		errs = append(errs, fmt.Errorf("compaction.reserveTokens %d: must be below contextWindow %d", d.Compaction.ReserveTokens, d.ContextWindow))
@@ -159,6 +170,9 @@ func (a Agent) Validate() error {
 	}
 	if err := a.Tools.Validate(); err != nil {
 		return fmt.Errorf("agent %s: %w", a.ID, err)
+	}
+	if err := a.Compaction.Validate(); err != nil {
+		return fmt.Errorf("agent %s: compaction.%w", a.ID, err)
 	}
 	if err := a.Memory.Validate(); err != nil {
 		return fmt.Errorf("agent %s: %w", a.ID, err)

@@ -39,9 +39,10 @@
 //   - History pruning (maxHistoryShare) only shapes what is sent: whole turns
 //     (from a user message on) are left out oldest first, the compaction
 //     summary and the last turn are always sent, the transcript is untouched.
-//   - Compaction keeps the last user message and what follows plus up to
-//     keepRecentTokens of earlier messages, cut never between a tool call and
-//     its result; the previous summary is folded into the new one. A failed or
+//   - Compaction keeps the last user message and what follows plus what the
+//     keep rule asks for of earlier messages (keep.go: keepRecentTokens,
+//     keepRecentTurns, keepRecentMessages, each a minimum, the longest tail
+//     wins), cut never between a tool call and its result; the previous summary is folded into the new one. A failed or
 //     timed-out summary (compaction.timeoutSeconds, default 120) becomes a
 //     plain note, so the session still shrinks and the turn goes on.
 //   - A resumed turn (no new inputs) whose reply is already in the transcript

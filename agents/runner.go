@@ -41,6 +41,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Prices price assistant messages (see PricesFrom); nil: all cost 0.
 	Prices Prices
+	// ContextWindows are the models' own windows (ContextWindowsFrom,
+	// window.go); nil: every model has its agent's window.
+	ContextWindows ContextWindows
 	// WebFetch serves the web_fetch tool (nil: webfetch.New with defaults).
 	WebFetch *webfetch.Fetcher
 	// WebSearch serves the web_search tool (nil: off; an agent whose
@@ -87,6 +90,8 @@ type Runner struct {
 	// prices and usage serve cost accounting (usage.go).
 	prices Prices
 	usage  usageMetrics
+	// windows are the models' own context windows (window.go).
+	windows ContextWindows
 }
 
 // NewRunner validates opts and returns a Runner.
@@ -125,6 +130,7 @@ func newRunner(opts Options) (r *Runner, err error) {
 		return nil, err
 	}
 	r.prices = opts.Prices
+	r.windows = opts.ContextWindows
 	if err := CheckModels("defaults.model", d.Model, r.hasProvider); err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
@@ -273,13 +279,6 @@ func (r *Runner) HasModel(name string) bool {
 	return err == nil
 }
 
-func (r *Runner) window(a Agent) int64 {
-	if a.ContextWindow > 0 {
-		return int64(a.ContextWindow)
-	}
-	return int64(r.defaults.ContextWindow)
-}
-
 // session is what one Run or Compact works on.
 type session struct {
 	agent Agent
@@ -343,10 +342,10 @@ func (r *Runner) openEntry(agentID string, key routing.Key, begun *sessions.Entr
 		return nil, fmt.Errorf("agents: open transcript %s: %w", e.SessionID, err)
 	}
 	s := &session{agent: a, key: key, st: st, tr: tr, entry: e, provider: cands[0].provider, model: cands[0].model,
-		cands: cands, window: r.window(a), log: log}
+		cands: cands, window: r.windowOf(a, name), log: log}
 	if s.window < MinContextWindow {
-		return nil, userErr(fmt.Sprintf("This agent's context window (%d tokens) is too small; at least %d tokens are needed. Ask the operator to raise contextWindow.",
-			s.window, MinContextWindow), fmt.Errorf("context window %d below %d", s.window, MinContextWindow))
+		return nil, userErr(fmt.Sprintf("The context window of %s for this agent (%d tokens) is too small; at least %d tokens are needed. Ask the operator to raise contextWindow.",
+			name, s.window, MinContextWindow), fmt.Errorf("context window %d of %s below %d", s.window, name, MinContextWindow))
 	}
 	if s.window < WarnContextWindow {
 		s.log.Warn("small context window", zap.Int64("context_window", s.window), zap.Int("recommended", WarnContextWindow))

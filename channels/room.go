@@ -62,9 +62,9 @@ type Room struct {
 	// AutoThread (Discord channels) opens a thread for a mention and
 	// continues the conversation there.
 	AutoThread bool
-	// InheritParent seeds a new thread's or topic's session with its
-	// parent's recent context.
-	InheritParent bool
+	// InheritParent is what a new thread's or topic's session takes
+	// from its parent's (inherit.go): nothing, a digest or a fork.
+	InheritParent Inherit
 	// MentionByName counts the bot's display name (Namer) in a message as
 	// a mention of the bot.
 	MentionByName bool

@@ -67,9 +67,11 @@ type DiscordRules struct {
 
 // DiscordThread configures Discord threads (thread).
 type DiscordThread struct {
-	// InheritParent seeds a new thread's session with the parent
-	// channel's recent messages (off by default; done by the dispatcher).
-	InheritParent bool `mapstructure:"inheritParent"`
+	// InheritParent is what a new thread's session takes from the parent
+	// channel's: false (nothing, the default), true or digest (its recent
+	// messages as context), fork (a copy of its transcript); done by the
+	// dispatcher.
+	InheritParent channels.Inherit `mapstructure:"inheritParent"`
 }
 
 // Access returns the account's access configuration.

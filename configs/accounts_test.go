@@ -79,7 +79,7 @@ func TestAccountsCompose(t *testing.T) {
 		t.Errorf("discord platform part: %+v", dc.Config)
 	}
 	da := dc.Access()
-	if da.DMPolicy != access.DMOpen || da.GroupsKey != "guilds" || !da.InheritParent ||
+	if da.DMPolicy != access.DMOpen || da.GroupsKey != "guilds" || da.InheritParent != channels.InheritDigest ||
 		len(da.Groups["555"].Channels["777"].AllowFrom) != 1 || da.Room.HistoryLimit == nil || *da.Room.HistoryLimit != 3 {
 		t.Errorf("discord rules: %+v", da)
 	}

@@ -2,6 +2,8 @@ package configs
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gateway/gateway/agents"
@@ -97,6 +99,9 @@ func (c *Config) validateAgentRefs() error {
 			return err
 		}
 	}
+	if err := c.validateModelWindows(); err != nil {
+		return err
+	}
 	ids := c.Agents.ids()
 	for i, b := range c.Bindings {
 		if !ids[strings.ToLower(b.AgentID)] {
@@ -113,4 +118,22 @@ func (c *Config) checkModels(key string, m agents.Model) error {
 		_, ok := c.Providers[p]
 		return ok
 	})
+}
+
+// validateModelWindows checks each providers.<p>.models.<m>.contextWindow
+// against agents.defaults.compaction.reserveTokens, as the runner checks
+// agents.defaults.contextWindow: a window at or below the reserve would
+// compact before every model call. (Negative ones are refused by the
+// provider's own Validate.)
+func (c *Config) validateModelWindows() error {
+	reserve := c.Agents.Defaults.WithDefaults().Compaction.ReserveTokens
+	for _, name := range slices.Sorted(maps.Keys(c.Providers)) {
+		models := c.Providers[name].Models
+		for _, m := range slices.Sorted(maps.Keys(models)) {
+			if w := models[m].ContextWindow; w > 0 && w <= reserve {
+				return fmt.Errorf("providers.%s.models.%s.contextWindow %d: must be above agents.defaults.compaction.reserveTokens %d", name, m, w, reserve)
+			}
+		}
+	}
+	return nil
 }

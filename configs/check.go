@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // checkTree walks the document against the Config type before it is
@@ -47,6 +49,9 @@ func checkNode(k, v *yaml.Node, t reflect.Type, path string) error {
 	}
 	if t == durationType {
 		return checkDuration(v, fail)
+	}
+	if t == reflect.TypeFor[channels.Inherit]() && v.ShortTag() == "!!bool" {
+		return nil // thread.inheritParent: true or false (boolToInherit)
 	}
 	if t.Implements(textUnmarshal) || reflect.PointerTo(t).Implements(textUnmarshal) {
 		if v.Kind == yaml.ScalarNode {

@@ -73,6 +73,7 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 		ErrorUnused: true,
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			numberToString,
+			boolToInherit,
 			mapstructure.StringToTimeDurationHookFunc(),
 			mapstructure.StringToSliceHookFunc(","),
 			mapstructure.TextUnmarshallerHookFunc(),

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // maxDepth bounds the nesting of a config file (the deepest real key is
@@ -192,6 +194,15 @@ func numberToString(from, to reflect.Type, data any) (any, error) {
 		return strconv.FormatUint(v, 10), nil
 	case float64:
 		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	}
+	return data, nil
+}
+
+// boolToInherit reads thread.inheritParent written as a boolean (its form
+// before the modes had names): true is digest, false none.
+func boolToInherit(from, to reflect.Type, data any) (any, error) {
+	if b, ok := data.(bool); ok && to == reflect.TypeFor[channels.Inherit]() {
+		return channels.InheritFromBool(b), nil
 	}
 	return data, nil
 }

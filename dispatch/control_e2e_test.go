@@ -191,3 +191,29 @@ func TestMentionByNameCountsAsMention(t *testing.T) {
 		t.Errorf("%d model requests; want 1", n)
 	}
 }
+
+// TestStatusContextShareFollowsModel: /status gives the context as a
+// share of the window of the model the session uses: the agent's before
+// /model, the picked model's own (providers.<p>.models.<m>.contextWindow)
+// after it.
+func TestStatusContextShareFollowsModel(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	newRoomRig(t, &roomRig{model: model, tg: tg, access: tgDMAccess(), room: channels.DefaultRoom("telegram"), agents: twoModels(),
+		windows: agents.ContextWindows{"fake/big": 1000000}})
+	n := 0
+	ask := func(text string) string {
+		t.Helper()
+		tg.DM(111, text)
+		n++
+		return waitReply(t, tg, n)
+	}
+	ask("hello")
+	if got := ask("/status"); !strings.Contains(got, " of 200000 (") {
+		t.Errorf("/status on fake/m says:\n%s\nwant the share of the default 200000 window", got)
+	}
+	ask("/model big")
+	if got := ask("/status"); !strings.Contains(got, " of 1000000 (") {
+		t.Errorf("/status after /model big says:\n%s\nwant the share of fake/big's 1000000 window", got)
+	}
+}

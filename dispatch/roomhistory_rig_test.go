@@ -41,6 +41,8 @@ type roomRig struct {
 	reset  sessions.ResetConfig
 	now    func() time.Time // nil: time.Now
 	agents []agents.Agent   // nil: main with no tool policy
+	// windows are the models' own context windows (agents.Options.ContextWindows).
+	windows agents.ContextWindows
 	// platformAdmins is the policy's commands.platformAdmins.
 	platformAdmins bool
 	// choices signs and verifies choice buttons (nil: none).
@@ -73,7 +75,7 @@ func (r *roomRig) start() {
 		agentList = []agents.Agent{{ID: "main"}}
 	}
 	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": prov},
-		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: agentList, Logger: log})
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: agentList, Logger: log, ContextWindows: r.windows})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestDiscordThreadParentKey(t *testing.T) {
 // once; without it the thread starts empty.
 func TestInheritParentSeedsNewThread(t *testing.T) {
 	h := newHarness(t, "", nil)
-	inherit := true
+	inherit := channels.InheritDigest
 	h.withRoom(func(in channels.Inbound) channels.Room {
 		r := channels.DefaultRoom(in.Channel)
 		r.InheritParent = inherit
@@ -140,7 +140,7 @@ func TestInheritParentSeedsNewThread(t *testing.T) {
 	h.drained()
 	h.handle(topicMsg("-100", "3", "and the rollback?"))
 	h.drained()
-	inherit = false
+	inherit = channels.InheritNone
 	h.handle(topicMsg("-100", "4", "fresh topic"))
 	h.drained()
 
@@ -161,5 +161,60 @@ func TestInheritParentSeedsNewThread(t *testing.T) {
 		if strings.Contains(m.Text(), "parent channel") {
 			t.Fatal("a thread without inheritParent was seeded")
 		}
+	}
+}
+
+// TestInheritParentFork: with inheritParent: fork a new topic's session
+// starts with a copy of its group's transcript as it stood (seed 002: the
+// thread branches from the parent's head): the first request holds the
+// parent's messages as they were, not a digest, the copy is made once,
+// and what the group says afterwards stays out of the topic.
+func TestInheritParentFork(t *testing.T) {
+	m := &model{}
+	h := newHarness(t, "", m)
+	h.withRoom(func(in channels.Inbound) channels.Room {
+		r := channels.DefaultRoom(in.Channel)
+		r.InheritParent = channels.InheritFork
+		return r
+	})
+	h.handle(topicMsg("-100", "", "the deploy is on friday"))
+	h.drained()
+	h.handle(topicMsg("-100", "3", "when is the deploy?"))
+	h.drained()
+	h.handle(topicMsg("-100", "", "the channel moves on"))
+	h.drained()
+	h.handle(topicMsg("-100", "3", "and the rollback?"))
+	h.drained()
+
+	want := []string{"user: [Ann] the deploy is on friday", "assistant: re: [Ann] the deploy is on friday",
+		"user: [Ann] when is the deploy?", "assistant: re: [Ann] when is the deploy?",
+		"user: [Ann] and the rollback?", "assistant: re: [Ann] and the rollback?"}
+	var got []string
+	for _, msg := range h.history("agent:main:tg:group:-100:topic:3") {
+		got = append(got, msg.Role+": "+msg.Text())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("topic transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The topic's first request: the parent's exchange as two messages,
+	// then the new question.
+	m.mu.Lock()
+	first := m.calls[1]
+	m.mu.Unlock()
+	if n := len(first.Messages); n != 3 || first.Messages[0].Text() != "[Ann] the deploy is on friday" ||
+		first.Messages[1].Role != sessions.RoleAssistant {
+		t.Fatalf("the topic's first request holds %d messages: %+v", n, first.Messages)
+	}
+	st, err := h.mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := routing.Parse("agent:main:tg:group:-100:topic:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := st.Get(k)
+	if err != nil || e.MessageCount != len(want) {
+		t.Fatalf("topic entry counts %d messages (%v), want %d", e.MessageCount, err, len(want))
 	}
 }

@@ -14,7 +14,8 @@ import (
 // The inputs step of a turn: the new messages the model is given.
 
 // inheritMessages is how many of the parent's recent messages seed a new
-// thread's session (thread.inheritParent).
+// thread's session (thread.inheritParent: digest; fork copies the whole
+// active context).
 const inheritMessages = 20
 
 // inheritRunes caps the text taken from each inherited message.
@@ -28,8 +29,13 @@ func (t *turn) inputs(ctx context.Context) []sessions.Message {
 	d := t.d
 	var inputs []sessions.Message
 	if t.info.Created {
-		if m, ok := t.parentContext(ctx); ok {
-			inputs = append(inputs, m)
+		switch t.inheritMode() {
+		case channels.InheritDigest:
+			if m, ok := t.parentContext(ctx); ok {
+				inputs = append(inputs, m)
+			}
+		case channels.InheritFork:
+			t.forkParent(ctx)
 		}
 	}
 	var dropped []*work
@@ -77,25 +83,14 @@ func (t *turn) inputs(ctx context.Context) []sessions.Message {
 // framed as context, not as instructions.
 func (t *turn) parentContext(ctx context.Context) (sessions.Message, bool) {
 	w := t.first
-	if w.Agent != nil || !t.d.rt.Load().RoomFor(w.In).InheritParent {
+	tr, ok := t.parentTranscript()
+	if !ok {
 		return sessions.Message{}, false
 	}
-	parent := w.Key.Parent()
-	if parent == w.Key {
-		return sessions.Message{}, false
-	}
-	e, ok, err := t.store.Get(parent)
-	if err != nil || !ok {
-		return sessions.Message{}, false
-	}
-	tr, err := t.store.TranscriptOf(e)
-	var c sessions.Context
-	if err == nil {
-		c, err = tr.Context(ctx)
-	}
+	c, err := tr.Context(ctx)
 	if err != nil {
 		t.d.log.Warn("parent context not loaded", zap.Stringer("session_key", w.Key),
-			zap.Stringer("parent_key", parent), zap.Error(err))
+			zap.Stringer("parent_key", w.Key.Parent()), zap.Error(err))
 		return sessions.Message{}, false
 	}
 	msgs := c.Messages
@@ -122,6 +117,67 @@ func (t *turn) parentContext(ctx context.Context) (sessions.Message, bool) {
 	}
 	return sessions.UserText("[This thread continues a conversation from its parent channel. Its recent messages, "+
 		"for context only:]\n"+b.String()+"[end of parent context]", t.origin.At), true
+}
+
+// inheritMode is what the turn's new session takes from its parent's:
+// the room's thread.inheritParent, nothing for an agent's own message.
+func (t *turn) inheritMode() channels.Inherit {
+	if t.first.Agent != nil {
+		return channels.InheritNone
+	}
+	return t.d.rt.Load().RoomFor(t.first.In).InheritParent
+}
+
+// parentTranscript opens the transcript of the parent session of the
+// turn's key, or false when the key has no parent or the parent no
+// session.
+func (t *turn) parentTranscript() (sessions.TranscriptLog, bool) {
+	w := t.first
+	parent := w.Key.Parent()
+	if parent == w.Key {
+		return nil, false
+	}
+	e, ok, err := t.store.Get(parent)
+	if err == nil && ok {
+		var tr sessions.TranscriptLog
+		if tr, err = t.store.TranscriptOf(e); err == nil {
+			return tr, true
+		}
+	}
+	if err != nil {
+		t.d.log.Warn("parent session not opened", zap.Stringer("session_key", w.Key),
+			zap.Stringer("parent_key", parent), zap.Error(err))
+	}
+	return nil, false
+}
+
+// forkParent starts a new thread's or topic's transcript with a copy of
+// its parent's active context (thread.inheritParent: fork,
+// sessions.ForkContext), before the turn's own inputs. It runs once, when
+// Begin created the session: a turn resumed after a crash finds the
+// session already there and forks nothing again. A failure is logged and
+// the thread starts empty.
+func (t *turn) forkParent(ctx context.Context) {
+	from, ok := t.parentTranscript()
+	if !ok {
+		return
+	}
+	to, err := t.store.TranscriptOf(t.entry)
+	n, head := 0, ""
+	if err == nil {
+		n, head, err = sessions.ForkContext(ctx, from, to)
+	}
+	log := t.log.With(zap.Stringer("parent_key", t.first.Key.Parent()))
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("parent transcript not forked; the thread starts empty", zap.Error(err))
+		}
+		return
+	}
+	if n > 0 {
+		t.store.AddCounters(t.first.Key, sessions.Counters{Messages: n})
+	}
+	log.Info("thread forked from its parent", zap.Int("messages", n), zap.String("parent_head", head))
 }
 
 // appendUser adds w's user message to inputs, joined to the last one when

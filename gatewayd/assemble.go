@@ -76,16 +76,17 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 	// else its files go as text notices).
 	d.media = mediastore.New(filepath.Join(cfg.StateDir, "media-out"))
 	runner, err := agents.NewRunner(agents.Options{
-		Media:      d.media,
-		MCP:        d.mcp,
-		WebSearch:  search,
-		Sessions:   d.backend,
-		Providers:  providers,
-		Defaults:   cfg.Agents.Defaults,
-		Agents:     cfg.Agents.List,
-		Logger:     d.log.Named("agents"),
-		Registerer: d.reg,
-		Prices:     agents.PricesFrom(cfg.Providers),
+		Media:          d.media,
+		MCP:            d.mcp,
+		WebSearch:      search,
+		Sessions:       d.backend,
+		Providers:      providers,
+		Defaults:       cfg.Agents.Defaults,
+		Agents:         cfg.Agents.List,
+		Logger:         d.log.Named("agents"),
+		Registerer:     d.reg,
+		Prices:         agents.PricesFrom(cfg.Providers),
+		ContextWindows: agents.ContextWindowsFrom(cfg.Providers),
 		Dispatch: func(ctx context.Context, a agents.Dispatch) error {
 			return d.disp.Dispatch(ctx, a)
 		},

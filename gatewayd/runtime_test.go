@@ -252,7 +252,7 @@ func TestRoomSettingsFromConfig(t *testing.T) {
 		t.Errorf("topic 9 is disabled: %+v", d)
 	}
 	ch := room(channels.Inbound{Address: channels.Address{Channel: "discord", AccountID: "default", ChatID: "777"}, ChatType: channels.Channel, GuildID: "555"})
-	if !ch.AutoThread || ch.Streaming != channels.StreamPartial || ch.HistoryLimit != 10 || !ch.InheritParent || ch.AgentID != "helper" {
+	if !ch.AutoThread || ch.Streaming != channels.StreamPartial || ch.HistoryLimit != 10 || ch.InheritParent != channels.InheritDigest || ch.AgentID != "helper" {
 		t.Errorf("discord channel room = %+v", ch)
 	}
 	if w := room(channels.Inbound{Address: channels.Address{Channel: "web"}, ChatType: channels.Direct}); w.Streaming != channels.StreamOff || w.HistoryLimit != 0 {

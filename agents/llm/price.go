@@ -10,6 +10,9 @@ import (
 // knows about a model of that provider.
 type ModelConfig struct {
 	Price Price `mapstructure:"price"`
+	// ContextWindow is the model's context window in tokens (0: not
+	// set; the agent's or agents.defaults' contextWindow applies).
+	ContextWindow int `mapstructure:"contextWindow"`
 }
 
 // Price is a model's price in USD per million tokens, by token kind.
@@ -55,6 +58,9 @@ func validateModels(models map[string]ModelConfig) error {
 		}
 		if err := m.Price.Validate(); err != nil {
 			return fmt.Errorf("models.%s.price.%w", name, err)
+		}
+		if m.ContextWindow < 0 {
+			return fmt.Errorf("models.%s.contextWindow %d: must not be negative (0: the agent's contextWindow)", name, m.ContextWindow)
 		}
 	}
 	return nil

@@ -102,7 +102,8 @@ func localRunner(cfg *configs.Config, state sessions.Backend) (*agents.Runner, e
 		return nil, err
 	}
 	return agents.NewRunner(agents.Options{Sessions: state, Providers: providers, Defaults: cfg.Agents.Defaults,
-		Agents: cfg.Agents.List, Logger: zap.NewNop(), Prices: agents.PricesFrom(cfg.Providers)})
+		Agents: cfg.Agents.List, Logger: zap.NewNop(), Prices: agents.PricesFrom(cfg.Providers),
+		ContextWindows: agents.ContextWindowsFrom(cfg.Providers)})
 }
 
 func reportMutation(out io.Writer, op string, f found, newID string, compactions int, how string) {

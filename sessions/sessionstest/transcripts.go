@@ -42,6 +42,7 @@ func TestTranscripts(t *testing.T, open StoreOpener) {
 		{"ConcurrentAppendsManySessions", testConcurrentSessions},
 		{"HostileIDsAndContent", testTranscriptHostile},
 		{"ArchivedReadableAfterReset", testArchivedTranscript},
+		{"InheritParentFork", testFork},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
