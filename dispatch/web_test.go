@@ -104,6 +104,9 @@ func TestWebConcurrentChatsInCollectModeAllEnd(t *testing.T) {
 		wg.Go(func() { results[i] = w.chat(t, "s1", "more") })
 	}
 	eventually(t, "the journal to hold the five messages", func() bool { return h.journal().Stats().Pending == 5 })
+	// Accepted is not yet queued: a message queued after the first turn
+	// ended and its debounce ran out would make a batch of its own.
+	eventually(t, "the four later messages to queue", func() bool { return h.d.queue.MaxDepth() == 4 })
 	close(m.block)
 	wg.Wait()
 	for i, evs := range results {
