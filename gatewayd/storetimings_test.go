@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// TestStoreTimingsObserved: a chat turn on the files backend takes file
-// locks and its counters are flushed to the index; both show in the
+// TestStoreTimingsObserved: chat turns on the files backend take file
+// locks and their counters are flushed to the index; both show in the
 // histograms.
 func TestStoreTimingsObserved(t *testing.T) {
 	dir := t.TempDir()
@@ -21,8 +21,15 @@ func TestStoreTimingsObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := startFromFile(t, path, &fakeClock{})
-	if reply, _ := chat(t, addr, "", "hello"); reply == "" {
+	reply, sid := chat(t, addr, "", "hello")
+	if reply == "" {
 		t.Fatal("no reply")
+	}
+	// The first reply records the session's delivery context, an index
+	// write that takes the turn's coalesced counters with it; a second
+	// turn delivered to the same place leaves its counters to the flush.
+	if reply, _ := chat(t, addr, sid, "again"); reply == "" {
+		t.Fatal("no second reply")
 	}
 	count := func(name string) int {
 		res, err := http.Get("http://" + addr + "/metrics")

@@ -58,7 +58,7 @@ func TestJobsFireOnceAcrossReplicas(t *testing.T) {
 	})
 	reps := []*replica{newReplica(t, 1, tg, model, url), newReplica(t, 2, tg, model, url)}
 	for _, r := range reps {
-		r.extra = "jobs: {poll: 100ms, grace: 10m}\n"
+		r.extra = "jobs: {poll: 100ms, grace: 10m, lease: 10s}\n"
 	}
 	t.Cleanup(func() {
 		for _, r := range reps {
@@ -111,8 +111,23 @@ func TestJobsFireOnceAcrossReplicas(t *testing.T) {
 	killed := reps[0].tag
 	reps[0].kill()
 	t.Logf("%s: %s SIGKILLed after %d replies", since(t0), killed, len(replies()))
-	// Claims the dead replica held run out after the scheduler's lease (1 min).
+	// Claims the dead replica held run out after the scheduler's lease
+	// (jobs.lease, 10 s here). A job it delivered (the journal has its
+	// occurrence) but did not settle before it died is answered by the
+	// survivor's adoption of the record, and settled once its claim runs
+	// out: the survivor delivers it again and the journal drops it as a
+	// duplicate. So every job's reply, then every job settled.
 	waitFor(t, 150*time.Second, "every job's reply", func() bool { return len(replies()) == jobsCount })
+	waitFor(t, 150*time.Second, "every job settled", func() bool {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, id := range ids {
+			if j, err := db.Jobs().Job(c, id); err != nil || j.State != sessions.JobDone {
+				return false
+			}
+		}
+		return true
+	})
 	time.Sleep(2 * time.Second) // room for a wrong second reply (poll 100 ms)
 	reps[1].stop()
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
