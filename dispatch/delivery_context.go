@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -38,15 +39,56 @@ func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channel
 		d.log.Warn("delivery context not recorded", zap.String("agent_id", rp.AgentID), zap.Error(err))
 		return
 	}
-	e, ok, err := store.Get(key)
-	if err != nil || !ok || e.DeliveryContext == want {
+	ck := rp.AgentID + "\x00" + rp.SessionKey
+	if o.placed.is(ck, want) {
 		return
 	}
-	_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
-		e.DeliveryContext = want
-		return nil
-	})
-	if err != nil && ctx.Err() == nil {
-		d.log.Warn("delivery context not recorded", zap.Stringer("session_key", key), zap.Error(err))
+	e, ok, err := store.Get(key)
+	if err != nil || !ok {
+		return
 	}
+	if e.DeliveryContext != want {
+		_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
+			e.DeliveryContext = want
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("delivery context not recorded", zap.Stringer("session_key", key), zap.Error(err))
+			}
+			return
+		}
+	}
+	o.placed.set(ck, want)
+}
+
+// placedCap bounds placedCache: past it the cache starts again empty (the
+// next reply of each session reads its entry once more).
+const placedCap = 16384
+
+// placedCache is the delivery context this process last saw stored for
+// each session (agent id and session key). It is a hint that saves the
+// read: another replica recording another place for the session, or the
+// session deleted and begun again, is not seen here, so a reply back to
+// the cached place leaves that record until the place changes again (the
+// field is informational: no delivery reads it; a reset keeps it).
+type placedCache struct {
+	mu sync.Mutex
+	m  map[string]sessions.DeliveryContext // guarded by mu
+}
+
+func (c *placedCache) is(k string, dc sessions.DeliveryContext) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got, ok := c.m[k]
+	return ok && got == dc
+}
+
+func (c *placedCache) set(k string, dc sessions.DeliveryContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= placedCap {
+		c.m = make(map[string]sessions.DeliveryContext)
+	}
+	c.m[k] = dc
 }

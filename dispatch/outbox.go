@@ -35,6 +35,10 @@ type outbox struct {
 	stop   context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // counts goResend goroutines
+	// placed remembers the delivery context last seen stored per session
+	// key (deliveryContext.go), so a reply to the place its session
+	// replied to before reads no entry (a round trip on PostgreSQL).
+	placed placedCache
 }
 
 func newOutbox(d *Dispatcher) *outbox {
