@@ -98,9 +98,13 @@ func TestReplicaMetricsOnPostgresOnly(t *testing.T) {
 	model := openaitest.NewServer(t)
 	r := startReplica(t, "a", replicaConfig(filepath.Join(t.TempDir(), "a"), tg, model, url), url, &polls{}, false)
 	var m string
-	waitUntil(t, 10*time.Second, "the leader lease on /metrics", func() bool {
+	// The lease gauge and the round-trip counters are read at different
+	// moments of a scrape (the gauge from a status read cached up to 2 s):
+	// wait for both rather than take the first scrape that shows the lease.
+	waitUntil(t, 10*time.Second, "the leader lease and its round trips on /metrics", func() bool {
 		m = scrape(t, r.addr)
-		return strings.Contains(m, "gateway_leases_held{kind=\"leader\"} 1\n")
+		return strings.Contains(m, "gateway_leases_held{kind=\"leader\"} 1\n") &&
+			strings.Contains(m, `gateway_storage_roundtrips_total{op="lease"} `)
 	})
 	for _, line := range []string{
 		`gateway_replica_info{replica_id="replica-a"} 1`,

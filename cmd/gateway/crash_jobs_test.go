@@ -34,7 +34,16 @@ func TestCrashReminderFiresOnce(t *testing.T) {
 	time.Sleep(3 * time.Second) // room for a wrong second fire (poll 200 ms)
 	d.stop()
 
-	if got := sentWith(tg, "[Scheduled reminder"); len(got) != 1 || !strings.HasSuffix(got[0], "] ping the room") {
+	// The second kill comes as soon as the reply is seen, often between
+	// its send and its mark: the restart sends the same reply again (the
+	// outbox's documented window, SPEC §3.7), which is allowed once; a
+	// second fire would be a second model call, checked below.
+	got := sentWith(tg, "[Scheduled reminder")
+	if len(got) == 2 && got[0] == got[1] {
+		t.Logf("the reply was sent again after the kill (the send window): %q", got[1])
+		got = got[:1]
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0], "] ping the room") {
 		t.Errorf("scheduled replies %q, want one ending with the reminder's text", got)
 	}
 	calls := 0
