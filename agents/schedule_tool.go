@@ -20,8 +20,10 @@ import (
 type JobOptions struct {
 	// Zone is the time zone of agentID's jobs (jobs.timezone); nil: UTC.
 	Zone func(agentID string) *time.Location
-	// MaxPerRoom bounds a room's active jobs (jobs.DefaultMaxPerRoom when 0).
-	MaxPerRoom int
+	// MaxPerRoom is the bound on a room's active jobs in force
+	// (jobs.maxPerRoom, read at each add so a reload applies); nil or 0:
+	// jobs.DefaultMaxPerRoom.
+	MaxPerRoom func() int
 	// Added is told of each job added (the scheduler wakes); may be nil.
 	Added func()
 	// Store holds the jobs (nil: Options.Sessions.Jobs()).
@@ -104,7 +106,7 @@ func (r *Runner) runSchedule(ctx context.Context, s *session, args scheduleArgs)
 		}
 		j, err := jobs.NewJob(jobs.Spec{AgentID: s.agent.ID, SessionKey: s.key.String(), Target: target, Text: text, Schedule: sched}, now)
 		if err == nil {
-			err = jobs.Add(ctx, store, j, o.MaxPerRoom)
+			err = jobs.Add(ctx, store, j, jobs.Limit(o.MaxPerRoom))
 		}
 		if errors.Is(err, jobs.ErrTooMany) {
 			return nil, toolErrorf("schedule: this chat has too many active jobs; cancel one first")

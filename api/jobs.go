@@ -16,8 +16,10 @@ import (
 type JobSettings struct {
 	// Zone is the time zone of an agent's jobs (jobs.timezone); nil: UTC.
 	Zone func(agentID string) *time.Location
-	// MaxPerRoom bounds a room's active jobs (0: jobs.DefaultMaxPerRoom).
-	MaxPerRoom int
+	// MaxPerRoom is the bound on a room's active jobs in force
+	// (jobs.maxPerRoom, read at each add so a reload applies); nil or 0:
+	// jobs.DefaultMaxPerRoom.
+	MaxPerRoom func() int
 	// Added is told of each job added (the scheduler wakes); may be nil.
 	Added func()
 	// Now is the clock (nil: time.Now).
@@ -68,7 +70,7 @@ func (s *Server) jobRoutes() {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		err = jobs.Add(r.Context(), store(), j, o.MaxPerRoom)
+		err = jobs.Add(r.Context(), store(), j, jobs.Limit(o.MaxPerRoom))
 		switch {
 		case errors.Is(err, jobs.ErrTooMany):
 			writeError(w, http.StatusConflict, err.Error())

@@ -18,8 +18,10 @@ type JobOptions struct {
 	// Zone is the time zone times of day are read in (the room's or
 	// agent's: jobs.timezone); nil is UTC.
 	Zone func(agentID string) *time.Location
-	// MaxPerRoom bounds a room's active jobs (jobs.DefaultMaxPerRoom when 0).
-	MaxPerRoom int
+	// MaxPerRoom is the bound on a room's active jobs in force
+	// (jobs.maxPerRoom, read at each add so a reload applies); nil or 0:
+	// jobs.DefaultMaxPerRoom.
+	MaxPerRoom func() int
 	// Added is told of each job added (the scheduler wakes); may be nil.
 	Added func()
 	// Off refuses new jobs (jobs.enabled: false).
@@ -108,7 +110,7 @@ func (c commander) remind(ctx context.Context, w *work) string {
 	j, err := jobs.NewJob(jobs.Spec{AgentID: w.AgentID, SessionKey: w.Key.String(), Text: text, Schedule: sched,
 		Target: *jobTarget(w)}, now)
 	if err == nil {
-		err = jobs.Add(ctx, store, j, opts.MaxPerRoom)
+		err = jobs.Add(ctx, store, j, jobs.Limit(opts.MaxPerRoom))
 	}
 	switch {
 	case errors.Is(err, jobs.ErrTooMany):

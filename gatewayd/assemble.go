@@ -91,7 +91,7 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 			return d.disp.Dispatch(ctx, a)
 		},
 		Jobs: agents.JobOptions{Zone: func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
-			MaxPerRoom: cfg.Jobs.MaxPerRoom, Added: d.wakeJobs, Off: !cfg.Jobs.Enabled},
+			MaxPerRoom: d.maxJobsPerRoom, Added: d.wakeJobs, Off: !cfg.Jobs.Enabled},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err) // the runner's errors start "agents: "
@@ -167,7 +167,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		DeadLetters:    d.disp,
 		Send:           operatorSend(d.disp),
 		Jobs: jobSettings(cfg, &api.JobSettings{Zone: func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
-			MaxPerRoom: cfg.Jobs.MaxPerRoom, Added: d.wakeJobs, Now: d.opts.Now}),
+			MaxPerRoom: d.maxJobsPerRoom, Added: d.wakeJobs, Now: d.opts.Now}),
 		Status: func(ctx context.Context) (any, bool) {
 			st := d.Status(ctx)
 			return st, st.Overall == StatusFailing

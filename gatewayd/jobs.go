@@ -33,9 +33,23 @@ import (
 func (d *Daemon) jobOptions(cfg *configs.Config) dispatch.JobOptions {
 	return dispatch.JobOptions{
 		Zone:       func(agentID string) *time.Location { return d.config().Jobs.Zone(agentID) },
-		MaxPerRoom: cfg.Jobs.MaxPerRoom,
+		MaxPerRoom: d.maxJobsPerRoom,
 		Added:      d.wakeJobs,
 		Off:        !cfg.Jobs.Enabled,
+	}
+}
+
+// maxJobsPerRoom is jobs.maxPerRoom in force (a reload applies at the
+// next add).
+func (d *Daemon) maxJobsPerRoom() int { return d.config().Jobs.MaxPerRoom }
+
+// reloadJobs applies a reloaded config's scheduler timings; jobs.enabled
+// and jobs.lease need a restart (restartOnly).
+func (d *Daemon) reloadJobs(cfg *configs.Config) {
+	if s := d.sched.Load(); s != nil {
+		s.SetGrace(cfg.Jobs.Grace)
+		s.SetPoll(cfg.Jobs.Poll)
+		s.Wake() // a shorter poll takes effect now, not after the old sleep
 	}
 }
 

@@ -139,6 +139,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	d.policy.Store(policy)
 	d.reloadAdapters(old, cfg)
 	d.mcp.Apply(cfg.MCP) // servers added, removed or changed
+	d.reloadJobs(cfg)
 	d.mu.Lock()
 	d.cfg = cfg
 	d.mu.Unlock()
@@ -186,6 +187,9 @@ func restartOnly(a, b *configs.Config) []string {
 	}
 	if a.Jobs.Lease != b.Jobs.Lease { // the scheduler is made with it at start
 		out = append(out, "jobs.lease")
+	}
+	if a.Jobs.Enabled != b.Jobs.Enabled { // the scheduler runs or not from the start
+		out = append(out, "jobs.enabled")
 	}
 	// Access lists, room settings and media caps apply at once (the
 	// policy, dispatch.Media); the accounts themselves (a new bot, a

@@ -69,6 +69,15 @@ func NewID() string {
 	return "j" + hex.EncodeToString(b[:])
 }
 
+// Limit is the bound a MaxPerRoom setting gives now: 0 (the default)
+// when the setting is nil.
+func Limit(maxPerRoom func() int) int {
+	if maxPerRoom == nil {
+		return 0
+	}
+	return maxPerRoom()
+}
+
 // Add stores j unless its room has max active jobs already (0:
 // DefaultMaxPerRoom; ErrTooMany). Two adds racing may both pass the
 // count: the cap bounds abuse, it is not an invariant.

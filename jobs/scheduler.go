@@ -78,8 +78,9 @@ type Scheduler struct {
 	log  *zap.Logger
 	wake chan struct{}
 
-	mu    sync.Mutex // guards grace
+	mu    sync.Mutex // guards grace and poll
 	grace time.Duration
+	poll  time.Duration
 }
 
 // New returns a Scheduler; Run starts it.
@@ -106,7 +107,7 @@ func New(opts Options) (*Scheduler, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Scheduler{opts: opts, log: log.With(zap.String("component", "jobs")), wake: make(chan struct{}, 1), grace: opts.Grace}, nil
+	return &Scheduler{opts: opts, log: log.With(zap.String("component", "jobs")), wake: make(chan struct{}, 1), grace: opts.Grace, poll: opts.Poll}, nil
 }
 
 // SetGrace changes the grace window (a reloaded config).
@@ -119,7 +120,26 @@ func (s *Scheduler) SetGrace(d time.Duration) {
 	s.mu.Unlock()
 }
 
-func (s *Scheduler) graceWindow() time.Duration {
+// SetPoll changes the longest sleep between two claims (a reloaded
+// config); the sleep running now ends at its old length.
+func (s *Scheduler) SetPoll(d time.Duration) {
+	if d <= 0 {
+		d = DefaultPoll
+	}
+	s.mu.Lock()
+	s.poll = d
+	s.mu.Unlock()
+}
+
+// PollInterval is the longest sleep between two claims in force.
+func (s *Scheduler) PollInterval() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.poll
+}
+
+// GraceWindow is how late an occurrence may be delivered, in force.
+func (s *Scheduler) GraceWindow() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.grace
@@ -150,7 +170,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("jobs: claim failed", zap.Error(err))
 		}
-		sleep := s.opts.Poll
+		sleep := s.PollInterval()
 		if !next.IsZero() {
 			sleep = min(sleep, max(next.Sub(s.opts.Now()), 0))
 		}
@@ -214,9 +234,9 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) (outcome, bool) 
 	if err != nil {
 		next = time.Time{}
 	}
-	if late := now.Sub(due); late > s.graceWindow() {
+	if late := now.Sub(due); late > s.GraceWindow() {
 		note := fmt.Sprintf("missed the occurrence due at %s: %s late, past the grace window of %s",
-			due.UTC().Format(time.RFC3339), late.Round(time.Second), s.graceWindow())
+			due.UTC().Format(time.RFC3339), late.Round(time.Second), s.GraceWindow())
 		if skipped > 0 {
 			note += fmt.Sprintf(" (and %d before it)", skipped)
 		}
