@@ -15,6 +15,8 @@ import (
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/gateway/gateway/agents/llm"
 )
 
 // floorRoleEnv, set to floorRole in a child's environment, makes the bench
@@ -74,13 +76,15 @@ func runFloorBot(ctx context.Context, c floorConfig) error {
 	if c.maxConcurrent < 1 {
 		return fmt.Errorf("max-concurrent %d: want at least 1", c.maxConcurrent)
 	}
-	// The same clients as the daemon's: the libraries' defaults.
-	bot, err := tgbotapi.NewBotAPIWithClient(c.token, c.apiRoot+"/bot%s/%s", &http.Client{})
+	// Clients like the daemon's: the libraries, on a transport that keeps
+	// enough idle connections for the turns running at once.
+	bot, err := tgbotapi.NewBotAPIWithClient(c.token, c.apiRoot+"/bot%s/%s", llm.NewHTTPClient())
 	if err != nil {
 		return fmt.Errorf("telegram: getMe: %w", err)
 	}
 	mcfg := goopenai.DefaultConfig("bench")
 	mcfg.BaseURL = c.modelURL
+	mcfg.HTTPClient = llm.NewHTTPClient()
 	f := &floorBot{bot: bot, model: goopenai.NewClientWithConfig(mcfg),
 		slots: make(chan struct{}, c.maxConcurrent), queues: map[int64][]*tgbotapi.Message{}}
 
