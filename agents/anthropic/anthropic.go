@@ -83,7 +83,7 @@ func New(c Config) (*Provider, error) {
 	log = log.With(zap.String("provider", c.Name))
 	base := c.HTTPClient
 	if base == nil {
-		base = &http.Client{}
+		base = llm.NewHTTPClient()
 	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),

@@ -82,7 +82,7 @@ func New(c Config) (*Provider, error) {
 	log = log.With(zap.String("provider", c.Name))
 	base := c.HTTPClient
 	if base == nil {
-		base = &http.Client{}
+		base = llm.NewHTTPClient()
 	}
 	if len(c.Provider.Headers) > 0 {
 		base = headerDoer{base: base, headers: c.Provider.Headers}

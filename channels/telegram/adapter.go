@@ -111,7 +111,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
+		opts.HTTPClient = newHTTPClient()
 	}
 	if opts.OffsetStore == nil {
 		opts.OffsetStore = &MemoryOffsetStore{}

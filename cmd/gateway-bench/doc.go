@@ -28,6 +28,16 @@
 // (roundtrips.go). -mode takeover SIGKILLs a replica in the middle of a
 // turn and times how long another takes to run it (takeover.go).
 //
+// -floor runs, in place of the gateway, the floor it is compared with
+// (issue 21): a bot that keeps nothing (floorbot.go), the bench binary
+// re-executed as a child so that its CPU and RSS are read the same way.
+// It long-polls the same fake Bot API with telegram-bot-api, runs at most
+// -max-concurrent turns at once, one per chat at a time (followup), asks
+// the same fake model with go-openai about the message alone and replies
+// to it; no disk, no history. Its report has the daemon's lines.
+//
+//	go run ./cmd/gateway-bench -floor -mode burst -n 1000 -chats 100
+//
 // All traffic stays on 127.0.0.1 (and the database's socket); every loop is
 // bounded in count and time.
 package main

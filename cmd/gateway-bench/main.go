@@ -58,9 +58,17 @@ type options struct {
 	signal string
 	// maxConcurrent is each daemon's agents.defaults.maxConcurrent.
 	maxConcurrent int
+	// floor runs the floor bot (floorbot.go) in place of the gateway.
+	floor bool
 }
 
 func main() {
+	if isFloorChild() { // the -floor child: see daemonSpec.command
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := floorMain(ctx, os.Args[1:])
+		stop()
+		os.Exit(code)
+	}
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "path to the built gateway binary (required)")
 	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained, webrounds or takeover (-postgres: SIGKILL a replica mid-turn, time until another answers)")
@@ -81,13 +89,15 @@ func main() {
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
 	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent", 8, "agents.defaults.maxConcurrent of each daemon: the turns it runs at once")
+	flag.BoolVar(&o.floor, "floor", false, "run the floor instead of the gateway: a bot that keeps nothing (no disk, no history) on the same fakes, measured the same way (burst or sustained; no -gateway)")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
 	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
 	flag.Parse()
 	o.byChat = *spread == "chat"
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
-	if o.gateway == "" || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
+	floorOK := !o.floor || (o.mode != "webrounds" && o.mode != "takeover" && o.postgres == "" && !o.sqlite && o.replicas == 0 && o.tools == 0 && o.streaming == "off")
+	if (o.gateway == "" && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
 		(o.signal != "kill" && o.signal != "stop") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
@@ -206,6 +216,8 @@ func run(ctx context.Context, o options) (err error) {
 	elapsed := lastReply.Sub(sendStart)
 	backend := "files"
 	switch {
+	case o.floor:
+		backend = "floor"
 	case o.postgres != "":
 		backend = "postgres"
 	case o.sqlite:
@@ -274,7 +286,7 @@ func startDaemons(ctx context.Context, o options, dir string, tg *telegramtest.S
 			return daemons, 0, fmt.Errorf("pick the http address: %w", err)
 		}
 		spec := daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: modelURL, streaming: o.streaming, dbURL: dbURL,
-			maxConcurrent: o.maxConcurrent, sqlite: o.sqlite}
+			maxConcurrent: o.maxConcurrent, sqlite: o.sqlite, floor: o.floor}
 		name := "gateway"
 		if o.replicas > 0 {
 			name = fmt.Sprintf("replica-%d", i+1)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +35,9 @@ type daemonSpec struct {
 	maxConcurrent int
 	// sqlite runs the daemon on the sqlite backend (dbURL "").
 	sqlite bool
+	// floor runs the floor bot (floorbot.go, this binary re-executed)
+	// instead of the gateway: nothing kept, same fakes, same measures.
+	floor bool
 }
 
 // config is the daemon's YAML.
@@ -84,6 +88,22 @@ func (s daemonSpec) turnsAtOnce() int {
 	return 8
 }
 
+// command is the process the spec runs: the gateway on its config, or
+// with floor this binary as the floor bot (floorMain).
+func (s daemonSpec) command(gateway, cfgPath string) (*exec.Cmd, error) {
+	if !s.floor {
+		return exec.Command(gateway, "run", "--config", cfgPath), nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("floor: own executable: %w", err)
+	}
+	cmd := exec.Command(self, "-api-root", s.tg.URL, "-token", s.tg.Token(), "-model-url", s.modelURL,
+		"-listen", s.httpAddr, "-max-concurrent", strconv.Itoa(s.turnsAtOnce()))
+	cmd.Env = append(os.Environ(), floorRoleEnv+"="+floorRole)
+	return cmd, nil
+}
+
 // daemon is one running gateway process.
 type daemon struct {
 	name     string
@@ -111,7 +131,10 @@ func startDaemon(gateway, name string, spec daemonSpec) (*daemon, error) {
 		return nil, fmt.Errorf("%s: log: %w", name, err)
 	}
 	d.started = time.Now()
-	d.cmd = exec.Command(gateway, "run", "--config", cfgPath)
+	if d.cmd, err = spec.command(gateway, cfgPath); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {
 		logf.Close()
