@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/internal/httpclient"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -83,7 +84,7 @@ func New(c Config) (*Provider, error) {
 	log = log.With(zap.String("provider", c.Name))
 	base := c.HTTPClient
 	if base == nil {
-		base = llm.NewHTTPClient()
+		base = httpclient.New()
 	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/internal/httpclient"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -82,7 +83,7 @@ func New(c Config) (*Provider, error) {
 	log = log.With(zap.String("provider", c.Name))
 	base := c.HTTPClient
 	if base == nil {
-		base = llm.NewHTTPClient()
+		base = httpclient.New()
 	}
 	if len(c.Provider.Headers) > 0 {
 		base = headerDoer{base: base, headers: c.Provider.Headers}

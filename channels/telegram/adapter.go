@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/httpclient"
 )
 
 // Name is the channel name of this adapter.
@@ -111,7 +112,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = newHTTPClient()
+		opts.HTTPClient = httpclient.New()
 	}
 	if opts.OffsetStore == nil {
 		opts.OffsetStore = &MemoryOffsetStore{}

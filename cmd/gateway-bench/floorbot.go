@@ -16,7 +16,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/internal/httpclient"
 )
 
 // floorRoleEnv, set to floorRole in a child's environment, makes the bench
@@ -78,13 +78,13 @@ func runFloorBot(ctx context.Context, c floorConfig) error {
 	}
 	// Clients like the daemon's: the libraries, on a transport that keeps
 	// enough idle connections for the turns running at once.
-	bot, err := tgbotapi.NewBotAPIWithClient(c.token, c.apiRoot+"/bot%s/%s", llm.NewHTTPClient())
+	bot, err := tgbotapi.NewBotAPIWithClient(c.token, c.apiRoot+"/bot%s/%s", httpclient.New())
 	if err != nil {
 		return fmt.Errorf("telegram: getMe: %w", err)
 	}
 	mcfg := goopenai.DefaultConfig("bench")
 	mcfg.BaseURL = c.modelURL
-	mcfg.HTTPClient = llm.NewHTTPClient()
+	mcfg.HTTPClient = httpclient.New()
 	f := &floorBot{bot: bot, model: goopenai.NewClientWithConfig(mcfg),
 		slots: make(chan struct{}, c.maxConcurrent), queues: map[int64][]*tgbotapi.Message{}}
 

@@ -1,4 +1,4 @@
-package llm
+package httpclient
 
 import (
 	"io"
@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-// TestNewHTTPClientReusesConnections makes 16 calls at once, twice: the
+// TestNewReusesConnections makes 16 calls at once, twice: the
 // second round finds the first round's connections idle (net/http's
 // default client keeps 2 per host and dials 14 again).
-func TestNewHTTPClientReusesConnections(t *testing.T) {
+func TestNewReusesConnections(t *testing.T) {
 	const calls = 16
 	var dialled atomic.Int64
 	var arrived sync.WaitGroup
@@ -34,7 +34,7 @@ func TestNewHTTPClientReusesConnections(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	client := NewHTTPClient()
+	client := New()
 	for round := range 2 {
 		arrived.Add(calls)
 		mu.Lock()
