@@ -99,6 +99,8 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 	if s.repair.clean, err = s.readCleanMark(); err != nil {
 		return nil, fmt.Errorf("sessions: store %s: %w", agentID, err)
 	}
+	// Nothing to check: a Close before the first use leaves the mark again.
+	s.repair.complete = s.repair.clean
 	return s, nil
 }
 
