@@ -123,24 +123,23 @@ func isSeed000(raw json.RawMessage) bool {
 	return true
 }
 
-// keyEntries copies each entry's map key into an empty sessionKey (the
-// reference system keeps the key only as the map key).
-func keyEntries(slots map[string]slot) error {
-	for k, sl := range slots {
-		if v, ok := sl.c.field(fieldSessionKey); ok && len(v) > 0 && v[0] != 0 {
-			continue // a key of length > 0 (no copy of it to see that)
-		}
-		e := sl.entry()
-		e.SessionKey = k
-		c, err := packEntry(&e)
-		if err != nil {
-			return fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
-		}
-		n := newSlot(c)
-		n.repair = sl.repair
-		slots[k] = n
+// keySlot copies an entry's map key k into its sessionKey when that is
+// empty (the reference system keeps the key only as the map key). The
+// index readers call it on each entry as they read it: no second pass
+// over a million entries.
+func keySlot(k string, sl slot) (slot, error) {
+	if v, ok := sl.c.field(fieldSessionKey); ok && len(v) > 0 && v[0] != 0 {
+		return sl, nil // a key of length > 0 (no copy of it to see that)
 	}
-	return nil
+	e := sl.entry()
+	e.SessionKey = k
+	c, err := packEntry(&e)
+	if err != nil {
+		return sl, fmt.Errorf("entry %q: %w", sessions.Clip(k), err)
+	}
+	n := newSlot(c)
+	n.repair = sl.repair
+	return n, nil
 }
 
 // DecodeEntry decodes one index entry of key as an index holds it: in this

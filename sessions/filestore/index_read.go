@@ -113,9 +113,7 @@ func readIndex(f io.ReadSeeker, size int64, repair uint8) (map[string]slot, erro
 		return slots, err
 	}
 	if ok {
-		// An entry written without its key (the reference system's) takes
-		// the map's, as the general decoder gives it (FuzzIndexRead).
-		return slots, keyEntries(slots)
+		return slots, nil
 	}
 	clear(slots)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -134,10 +132,7 @@ func readIndex(f io.ReadSeeker, size int64, repair uint8) (map[string]slot, erro
 			}
 		}
 	}
-	if err != nil {
-		return slots, err
-	}
-	return slots, keyEntries(slots)
+	return slots, err
 }
 
 // indexEntries estimates how many entries an index of size bytes holds
@@ -187,15 +182,28 @@ var minEntryLine = func() int {
 // ok is false when the file is not so, or has a line longer than r's
 // buffer (slots then hold part of it).
 func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, err error) {
+	batch := newKeyBatch(slots, repair)
+	ok, err = scanLines(r, batch)
+	// Whatever was collected is in the map on every return: the caller
+	// sees what was read (the general decoder clears it to read again).
+	kerr := batch.close()
+	if err != nil || !ok {
+		return false, err
+	}
+	if kerr != nil {
+		return false, kerr
+	}
+	return true, nil
+}
+
+// scanLines is scanIndex's reading of the lines, each entry handed to
+// batch.
+func scanLines(r *bufio.Reader, batch *keyBatch) (ok bool, err error) {
 	var (
 		scratch = make([]byte, 0, 1024)
 		more    = false // the previous entry line ended with a comma
 		entries entrySlab
-		batch   = newKeyBatch(slots)
 	)
-	// Whatever is collected goes into the map on every return: the caller
-	// sees what was read (the general decoder clears it to read again).
-	defer batch.flush()
 	for n := 0; ; n++ {
 		line, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -239,9 +247,7 @@ func scanIndex(r *bufio.Reader, slots map[string]slot, repair uint8) (ok bool, e
 					return false, err
 				}
 			}
-			sl := newSlot(c)
-			sl.repair = repair
-			batch.add(k, sl)
+			batch.add(k, c)
 		}
 		if err != nil {
 			return false, nil
@@ -346,7 +352,9 @@ func decodeEntries(r io.Reader, slots map[string]slot, repair uint8, lenient boo
 		}
 		sl := newSlot(c)
 		sl.repair = repair
-		slots[k] = sl
+		if slots[k], err = keySlot(k, sl); err != nil {
+			return err
+		}
 	}
 	if _, err := dec.Token(); err != nil {
 		return err

@@ -40,10 +40,7 @@ func decodeGeneral(b []byte) (map[string]slot, error) {
 			err = nil
 		}
 	}
-	if err != nil {
-		return slots, err
-	}
-	return slots, keyEntries(slots)
+	return slots, err
 }
 
 // checkIndexRead checks that readIndex reads b as the general decoder does.

@@ -26,6 +26,11 @@ const (
 	CacheTTLEnv = "GATEWAY_SESSION_CACHE_TTL_MS"
 	// maintenanceEvery is how often maintenance runs after the one at Open.
 	maintenanceEvery = time.Hour
+	// maintenanceAfterStart is how long after Open (and after the counter
+	// repair passes ended) the first maintenance runs: it reads every
+	// entry and the whole directory (two files a session), and the first
+	// replies of a start (a backlog the journal replays) come first.
+	maintenanceAfterStart = 30 * time.Second
 )
 
 // Options configures a Manager.
@@ -53,6 +58,9 @@ type Options struct {
 	// flush of a store's coalesced updates to its index (ObserveFlush).
 	// It must not block (the daemon feeds histograms).
 	Observe func(what string, d time.Duration)
+	// maintainAfter replaces maintenanceAfterStart when not zero
+	// (negative: no wait); tests that wait for the pass at Open set it.
+	maintainAfter time.Duration
 }
 
 // What Options.Observe is told about.
@@ -71,7 +79,7 @@ type Manager struct {
 	cacheTTL time.Duration
 	reset    atomic.Pointer[sessions.ResetConfig]
 	maint    atomic.Pointer[sessions.Maintenance]
-	// started is closed once the maintenance pass at Open has run (or
+	// started is closed once the maintenance pass after Open has run (or
 	// was skipped: passive, or closing); tests wait for it before they
 	// rely on nothing writing the index behind them.
 	started chan struct{}
@@ -269,16 +277,21 @@ func (s *Store) Flush(ctx context.Context) error {
 	return nil
 }
 
-// run is the Manager's background goroutine.
+// run is the Manager's background goroutine: the flushes and the hourly
+// maintenance (the first, after the start, runs in its own goroutine:
+// startMaintenance).
 func (m *Manager) run(ctx context.Context) {
 	defer close(m.done)
 	flush := time.NewTicker(m.opts.FlushInterval)
 	defer flush.Stop()
-	maint := time.NewTimer(0) // once at Open, then hourly
+	maint := time.NewTimer(maintenanceEvery)
 	defer maint.Stop()
-	var startedOnce sync.Once
-	started := func() { startedOnce.Do(func() { close(m.started) }) }
-	defer started()
+	if m.opts.Passive {
+		maint.Stop()
+		close(m.started)
+	} else {
+		m.startMaintenance()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -288,17 +301,58 @@ func (m *Manager) run(ctx context.Context) {
 				m.log.Error("flushing sessions failed", zap.Error(err))
 			}
 		case <-maint.C:
-			if m.opts.Passive {
-				started()
-				continue
-			}
-			m.repairAll()
-			if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil {
-				m.log.Error("session maintenance failed", zap.Error(err))
-			}
-			started()
+			m.maintain(ctx)
 			maint.Reset(maintenanceEvery)
 		}
+	}
+}
+
+// startMaintenance starts the counter repair of every store on disk and,
+// once its passes ended and then a while more, the first maintenance: at
+// Open it would compete with them and with the first replies for the CPU
+// (and the stores' lock), and it can wait. It closes m.started when that
+// maintenance ran, or Close stopped it.
+func (m *Manager) startMaintenance() {
+	if !m.goBackground(func(ctx context.Context) {
+		defer close(m.started)
+		if m.repairAll(ctx) && m.sleep(ctx, m.maintainAfter()) {
+			m.maintain(ctx)
+		}
+	}) {
+		close(m.started)
+	}
+}
+
+// maintain runs maintenance, logging its failure.
+func (m *Manager) maintain(ctx context.Context) {
+	if _, err := m.Maintain(ctx); err != nil && ctx.Err() == nil {
+		m.log.Error("session maintenance failed", zap.Error(err))
+	}
+}
+
+// maintainAfter is how long after the start the first maintenance waits.
+func (m *Manager) maintainAfter() time.Duration {
+	switch d := m.opts.maintainAfter; {
+	case d < 0:
+		return 0
+	case d > 0:
+		return d
+	}
+	return maintenanceAfterStart
+}
+
+// sleep waits d; false when ctx ended first.
+func (m *Manager) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -318,17 +372,31 @@ func (m *Manager) goBackground(fn func(ctx context.Context)) bool {
 	return true
 }
 
-// repairAll starts the counter repair of every store on disk.
-func (m *Manager) repairAll() {
+// repairAll starts the counter repair of every store on disk and waits
+// for its passes to end; false when ctx ended first (Close).
+func (m *Manager) repairAll(ctx context.Context) bool {
 	agents, err := m.Agents()
 	if err != nil {
-		return
+		return ctx.Err() == nil
 	}
+	var stores []*Store
 	for _, a := range agents {
 		if s, err := m.Store(a); err == nil {
 			s.ensureRepaired()
+			stores = append(stores, s)
 		}
 	}
+	for _, s := range stores {
+		if s.repair.ended == nil {
+			continue // passive: no repair
+		}
+		select {
+		case <-s.repair.ended:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // Close stops the background goroutine, flushes coalesced counters and

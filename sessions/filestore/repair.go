@@ -25,8 +25,10 @@ import (
 // GetByID, which answer about every session, wait for the pass. A clean
 // shutdown (Close, with every counter written) leaves a mark naming the
 // index and change log it left; a start that finds the files as the mark
-// names them has nothing to check. The mark is removed at the start, before
-// anything is written.
+// names them has nothing to check, not even a transcript's time. The mark
+// is removed when a process first opens the store (newStore, passive tools
+// as well), before anything can be written through it: while it is there,
+// no transcript has been written since the shutdown that left it.
 
 // mtimeSlack covers the coarse granularity of file modification times.
 const mtimeSlack = 2 * time.Second
@@ -59,10 +61,9 @@ type counterRepair struct {
 	// complete says the pass checked every session (Close may then mark
 	// the store clean).
 	complete bool
-	// since is when the clean mark found at the start was written (zero
-	// without one): only transcripts modified after it can hold more than
-	// their entries say.
-	since time.Time
+	// clean says the store was opened on a valid clean mark: no
+	// session is due.
+	clean bool
 	// ended is closed when the background pass ended.
 	ended chan struct{}
 }
@@ -113,7 +114,7 @@ func statStamp(path string) (fileStamp, error) {
 
 // loadRepairLocked is the repair state of slots loaded now.
 func (s *Store) loadRepairLocked() uint8 {
-	if s.m.opts.Passive || s.repair.started {
+	if s.m.opts.Passive || s.repair.started || s.repair.clean {
 		return repairNone
 	}
 	return repairDue
@@ -133,9 +134,9 @@ func (s *Store) carryRepairLocked(slots map[string]slot) {
 	}
 }
 
-// ensureRepaired starts the counter repair once: it reads and removes the
-// clean mark, loads the index (its slots are due) and starts the
-// background pass. It does not wait for the pass.
+// ensureRepaired starts the counter repair once: it loads the index (its
+// slots are due unless the store was opened on a clean mark) and starts
+// the background pass. It does not wait for the pass.
 func (s *Store) ensureRepaired() {
 	if s.m.opts.Passive {
 		return
@@ -143,13 +144,10 @@ func (s *Store) ensureRepaired() {
 	r := &s.repair
 	r.once.Do(func() {
 		r.ended = make(chan struct{})
-		since, err := s.readCleanMark()
 		s.mu.Lock()
-		if err == nil {
-			err = s.viewLocked()
-		}
-		r.started, r.since = true, since
-		empty := err == nil && len(s.slots) == 0
+		err := s.viewLocked()
+		r.started = true
+		empty := err == nil && (len(s.slots) == 0 || r.clean)
 		r.complete = empty
 		s.mu.Unlock()
 		if err != nil {
@@ -165,30 +163,29 @@ func (s *Store) ensureRepaired() {
 	})
 }
 
-// readCleanMark returns when the clean mark was written, if it names the
-// files as they are (zero otherwise), and removes it (durably) either way,
-// before anything is written.
-func (s *Store) readCleanMark() (time.Time, error) {
+// readCleanMark says whether the clean mark names the files as they are,
+// and removes it (durably) either way, before anything is written.
+func (s *Store) readCleanMark() (bool, error) {
 	markPath := filepath.Join(s.dir, cleanName)
-	var since time.Time
 	data, err := os.ReadFile(markPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
-		return since, nil
+		return false, fmt.Errorf("sessions: counter repair: read the clean mark: %w", err)
 	}
 	var mk cleanMark
 	idx, ierr := statStamp(s.indexPath)
 	dl, derr := statStamp(s.deltaPath)
-	if json.Unmarshal(data, &mk) == nil && ierr == nil && derr == nil &&
-		mk.Index == toMark(idx) && mk.Delta == toMark(dl) {
-		since = mk.At
-	}
+	valid := json.Unmarshal(data, &mk) == nil && ierr == nil && derr == nil &&
+		mk.Index == toMark(idx) && mk.Delta == toMark(dl)
 	if err := os.Remove(markPath); err != nil {
-		return time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
+		return false, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
 	}
 	if err := syncDir(s.dir); err != nil {
-		return time.Time{}, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
+		return false, fmt.Errorf("sessions: counter repair: remove the clean mark: %w", err)
 	}
-	return since, nil
+	return valid, nil
 }
 
 // takeLocked claims the check of k if it is due, returning its session
@@ -305,10 +302,10 @@ func (s *Store) repairPass(ctx context.Context) {
 
 // checkCounters raises the counters of k's entry (session id) to what its
 // transcript holds, when the transcript was modified after the entry's
-// updatedAt and after the clean mark's time (within mtimeSlack: file times
-// come from a coarse kernel clock and may trail the updatedAt written just
-// before an append). With a clean mark that is almost never: one stat. The
-// fix is applied at once and written with the next flush, as counters are.
+// updatedAt (within mtimeSlack: file times come from a coarse kernel clock
+// and may trail the updatedAt written just before an append): one stat,
+// and a read of the few modified since. The fix is applied at once and
+// written with the next flush, as counters are.
 func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	path, err := transcriptPath(s.dir, id)
 	if err != nil {
@@ -320,14 +317,12 @@ func (s *Store) checkCounters(ctx context.Context, k, id string) bool {
 	if ok = ok && sl.isSession(id); ok {
 		updated = sl.updatedAt()
 	}
-	since := s.repair.since
 	s.mu.Unlock()
 	if !ok {
 		return false
 	}
 	fi, err := os.Stat(path)
-	if err != nil || !fi.ModTime().After(updated.Add(-mtimeSlack)) ||
-		(!since.IsZero() && !fi.ModTime().After(since.Add(-mtimeSlack))) {
+	if err != nil || !fi.ModTime().After(updated.Add(-mtimeSlack)) {
 		return false
 	}
 	t, err := s.Transcript(id)

@@ -138,3 +138,95 @@ func TestStartRepairOffFirstUse(t *testing.T) {
 		t.Errorf("a clean mark after a Close that cut the pass short: %v", err)
 	}
 }
+
+// TestCleanMarkGoneOnOpen: a start on a clean mark checks no transcript,
+// not even its time, so the mark must be gone before anything can be
+// written through a store: opening it (a passive tool's as well) removes
+// it. A message a passive tool appended and whose count it did not write
+// (a crash) is then found by the next start.
+func TestCleanMarkGoneOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	keys := buildSessions(t, dir, 20)
+	mark := filepath.Join(dir, "agents", "main", "sessions", cleanName)
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("no clean mark after a clean Close: %v", err)
+	}
+	m := openTestManager(t, dir, Options{Passive: true})
+	s := mustStore(t, m, "main")
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Fatalf("the clean mark is still there after a passive open: %v", err)
+	}
+	e, ok, err := s.Get(keys[3])
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	appendText(t, s, e.SessionID, "count not written")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mark); !os.IsNotExist(err) {
+		t.Fatalf("a passive Close left a clean mark: %v", err)
+	}
+
+	m = openTestManager(t, dir, Options{})
+	s = mustStore(t, m, "main")
+	es, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		want := 2
+		if e.SessionKey == keys[3].String() {
+			want = 3
+		}
+		if e.MessageCount != want {
+			t.Errorf("%s: messageCount %d after the start, want %d", e.SessionKey, e.MessageCount, want)
+		}
+	}
+}
+
+// TestMaintenanceAfterRepair: the maintenance pass after Open waits for
+// the counter repair pass to end (it would compete with it and with the
+// first replies for the CPU); Close during the wait ends it.
+func TestMaintenanceAfterRepair(t *testing.T) {
+	dir := t.TempDir()
+	buildSessions(t, dir, 20)
+	sdir := filepath.Join(dir, "agents", "main", "sessions")
+	hold := make(chan struct{})
+	started := make(chan struct{}, 1)
+	repairPassHook = func(ctx context.Context, st *Store) {
+		if !strings.HasPrefix(st.dir, dir) {
+			return
+		}
+		started <- struct{}{}
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
+	t.Cleanup(func() { repairPassHook = nil })
+	for _, closeFirst := range []bool{false, true} {
+		// A crash: no clean mark, so the pass has sessions to check.
+		if err := os.Remove(filepath.Join(sdir, cleanName)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		m := openTestManager(t, dir, Options{maintainAfter: -1})
+		<-started
+		select {
+		case <-m.started:
+			t.Fatal("maintenance ran while the repair pass was held")
+		case <-time.After(100 * time.Millisecond):
+		}
+		if closeFirst {
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		hold <- struct{}{}
+		<-m.started
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -93,6 +93,14 @@ func newStore(m *Manager, agentID string) (*Store, error) {
 		pending:     map[string]*delta{},
 	}
 	s.repair.checked.L = &s.mu
+	// The clean mark goes before anything can be written through the
+	// store (repair.go): a transcript written after it would not be
+	// checked at the next start.
+	if s.repair.clean, err = s.readCleanMark(); err != nil {
+		return nil, fmt.Errorf("sessions: store %s: %w", agentID, err)
+	}
+	// Nothing to check: a Close before the first use leaves the mark again.
+	s.repair.complete = s.repair.clean
 	return s, nil
 }
 
