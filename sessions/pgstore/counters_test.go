@@ -137,3 +137,42 @@ func TestBeginCarriesCounters(t *testing.T) {
 		t.Errorf("Get waited %s for the counters: the writer lingered", waited)
 	}
 }
+
+// TestBeginCarriesCountersIntoStaleSession: a Begin that finds its
+// session stale still adds the counters queued for it to that session
+// (Begin's touch and the counters are one UPDATE, which touches only a
+// fresh session), and the session that follows starts from zero with the
+// origin of the Begin; the stale one keeps the origin it had.
+func TestBeginCarriesCountersIntoStaleSession(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	clk := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	db.now = clk.now
+	st := db.Store("main", idle)
+	key := mustKey(t, "main", "telegram", "stale")
+	first, _, err := st.Begin(ctx, key, sessions.Origin{Channel: "telegram", Name: "Ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.AddCounters(key, sessions.Counters{Messages: 2, TotalTokens: 20, Model: "m"})
+	clk.t = clk.t.Add(11 * time.Minute)
+	e, info, err := st.Begin(ctx, key, sessions.Origin{Channel: "telegram", Name: "Bea"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Previous != first.SessionID || e.SessionID == first.SessionID {
+		t.Fatalf("stale Begin: info %+v, id %s (old %s)", info, e.SessionID, first.SessionID)
+	}
+	if e.MessageCount != 0 || e.TotalTokens != 0 || e.DisplayName != "Bea" {
+		t.Errorf("new session: %d messages, %d tokens, name %q; want 0, 0, Bea", e.MessageCount, e.TotalTokens, e.DisplayName)
+	}
+	arch, err := st.Archived(key)
+	if err != nil || len(arch) != 1 {
+		t.Fatalf("Archived = %+v, %v", arch, err)
+	}
+	if arch[0].MessageCount != 2 || arch[0].TotalTokens != 20 {
+		t.Errorf("stale session archived with %d messages, %d tokens; want the 2 and 20 queued before its Begin",
+			arch[0].MessageCount, arch[0].TotalTokens)
+	}
+}

@@ -67,6 +67,9 @@ type DB struct {
 	// (writegroup.go); it runs from Open until Close.
 	writes     *writeGroup
 	stopWrites func()
+	// flushPool and lazyPool are the group commit's connections
+	// (writegroup_pools.go).
+	flushPool, lazyPool *pgxpool.Pool
 	// trips counts round trips and commits by operation (roundtrips.go);
 	// it traces every connection made from the pool's config.
 	trips *tripTracer
@@ -122,6 +125,10 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
 	}
+	if err := db.openWritePools(ctx, cfg); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", target, err)
+	}
 	db.startWrites()
 	db.startCounters()
 	return db, nil
@@ -133,6 +140,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 func (db *DB) Close() {
 	db.stopCounters()
 	db.stopWrites()
+	db.closeWritePools()
 	db.pool.Close()
 }
 

@@ -199,11 +199,35 @@ func (d *Delivery) count(op, set string, ids []string) error {
 func (d *Delivery) countMark(op, set string, ids []string) mark {
 	// Only this handle's: a record another handle took over (this one
 	// stopped, and lost it) is that handle's to count.
-	q := `UPDATE delivery_records SET ` + set + ` WHERE id = ANY($1) AND state = 'pending' AND owner = $2`
-	return mark{op: op, key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) { b.Queue(q, ids, d.owner) }}
+	cond, arg := byID("$1", ids)
+	q := `UPDATE delivery_records SET ` + set + ` WHERE ` + cond + ` AND state = $3 AND owner = $2`
+	return mark{op: op, key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) { b.Queue(q, arg, d.owner, statePending) }}
 }
 
-// doneSQL finishes records: their id is remembered as done, their payload
+// statePending is a pending record's state, passed as a parameter to the
+// marks that find records by id or reply: with 'pending' written in the
+// statement, its generic plan (writegroup_pools.go) may scan a partial
+// index of the pending records (delivery_records_pending,
+// delivery_records_session_pending) for the one record, and does when
+// the plan is made while the table is small: every mark then read every
+// pending record, quadratic in a backlog (issue 21: auto_explain in
+// cmd/gateway-bench). A parameter cannot match a partial index's
+// predicate in a generic plan, so the plan looks records up by key.
+const statePending = "pending"
+
+// byID is the condition selecting records by ids through parameter p,
+// and p's value. One id is compared as a scalar: a generic plan counts ten
+// elements in an array parameter, so id = ANY($1) costs ten probes of the
+// primary key and, in a table still small when it was planned, a
+// sequential scan looks cheaper (and stays in the plan as the table grows).
+func byID(p string, ids []string) (cond string, arg any) {
+	if len(ids) == 1 {
+		return "id = " + p, ids[0]
+	}
+	return "id = ANY(" + p + ")", ids
+}
+
+// doneSet finishes records: their id is remembered as done, their payload
 // dropped. $1 selects them (by id or by the reply answering them).
 const doneSet = `state = 'done', done_at = $2, done_seq = nextval('delivery_seq'), payload = NULL,
 	reply = NULL, lease_until = NULL`
@@ -216,16 +240,17 @@ func (d *Delivery) Done(ids ...string) error {
 	d.adopted.forget(adoptedRecords, ids...)
 	at := d.clock()
 	return d.apply(mark{op: "done", key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) {
-		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE id = ANY($1) AND state = 'pending' AND owner = $3`,
-			ids, at, d.owner)
+		cond, arg := byID("$1", ids)
+		b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE `+cond+` AND state = $4 AND owner = $3`,
+			arg, at, d.owner, statePending)
 	}})
 }
 
 // queueComplete retires reply id if all its chunks are sent, finishing
 // the records it still answers.
 func queueComplete(b *pgx.Batch, id string, at time.Time) {
-	b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE reply = $1 AND state = 'pending'
-		AND EXISTS (SELECT 1 FROM delivery_replies WHERE id = $1 AND sent >= n_chunks)`, id, at)
+	b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE reply = $1 AND state = $3
+		AND EXISTS (SELECT 1 FROM delivery_replies WHERE id = $1 AND sent >= n_chunks)`, id, at, statePending)
 	b.Queue(`DELETE FROM delivery_replies WHERE id = $1 AND sent >= n_chunks`, id)
 }
 
@@ -267,26 +292,26 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 		if r.Draft != "" {
 			b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, r.Draft)
 		}
-		b.Queue(`INSERT INTO delivery_replies
+		// The reply and the records it answers in one statement (issue
+		// 21: a statement fewer per message). Its records are this
+		// handle's. Under the session's lease (checked above) they are
+		// even when another handle took them over meanwhile (this one's
+		// owner lock connection dropped while it lived): the lease holder
+		// is the one that runs the session, and an answered record is no
+		// one else's to run.
+		cond, arg := byID("$16", records)
+		b.Queue(`WITH reply AS (INSERT INTO delivery_replies
 			(id, seq, records, agent_id, session_key, target, chunks, n_chunks, sent, entry_id, draft, created_at, owner, lease_until)
 			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, records = excluded.records,
 				agent_id = excluded.agent_id, session_key = excluded.session_key, target = excluded.target,
 				chunks = excluded.chunks, n_chunks = excluded.n_chunks, sent = excluded.sent,
 				entry_id = excluded.entry_id, draft = excluded.draft, created_at = excluded.created_at,
-				owner = excluded.owner, lease_until = excluded.lease_until`,
+				owner = excluded.owner, lease_until = excluded.lease_until)
+			UPDATE delivery_records SET reply = $1, owner = $12, lease_until = $13
+				WHERE `+cond+` AND state = $15 AND (owner = $12 OR $14)`,
 			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
-			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease))
-		if len(records) > 0 {
-			// Its records are this handle's. Under the session's lease
-			// (checked above) they are even when another handle took them
-			// over meanwhile (this one's owner lock connection dropped
-			// while it lived): the lease holder is the one that runs the
-			// session, and an answered record is no one else's to run.
-			b.Queue(`UPDATE delivery_records SET reply = $1, owner = $3, lease_until = $5
-				WHERE id = ANY($2) AND state = 'pending' AND (owner = $3 OR $4)`,
-				r.ID, records, d.owner, fencedTurn, now.Add(d.lease))
-		}
+			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease), fencedTurn, statePending, arg)
 		if r.Sent >= len(r.Chunks) {
 			queueComplete(b, r.ID, now)
 		}
@@ -307,9 +332,10 @@ func releasedOwner(owner string) string { return "released/" + owner }
 func (d *Delivery) releaseMark(ids []string) mark {
 	at := d.clock()
 	return mark{op: "release", key: rowKey("d", ids[0]), queue: func(b *pgx.Batch) {
+		cond, arg := byID("$1", ids)
 		b.Queue(`UPDATE delivery_records SET owner = $2, lease_until = $3
-			WHERE id = ANY($1) AND state = 'pending' AND reply IS NULL AND owner = $4`,
-			ids, releasedOwner(d.owner), at, d.owner)
+			WHERE `+cond+` AND state = $5 AND reply IS NULL AND owner = $4`,
+			arg, releasedOwner(d.owner), at, d.owner, statePending)
 	}}
 }
 
@@ -323,10 +349,23 @@ func (d *Delivery) Sent(id string, n int) error {
 	at := d.clock()
 	d.taken.sent(id, n) // sent (or given up) whether or not the mark is written
 	return d.apply(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
-		b.Queue(`UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1`, id, n)
-		queueComplete(b, id, at)
+		b.Queue(sentSQL, id, n, at, statePending)
 	}})
 }
+
+// sentSQL is Sent's mark in one statement (issue 21: it was three): a
+// reply that is not all sent yet counts its chunks sent ($2); one that is
+// is deleted instead and the records it answers are done (doneSet's
+// columns, done_at $3). Both halves read the reply's row as the statement
+// found it (after waiting for a concurrent writer of it, with its WHERE
+// checked again on the new row), so exactly one applies.
+const sentSQL = `WITH more AS (
+		UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1 AND GREATEST(sent, $2) < n_chunks),
+	fin AS (
+		DELETE FROM delivery_replies WHERE id = $1 AND GREATEST(sent, $2) >= n_chunks RETURNING id)
+	UPDATE delivery_records SET state = 'done', done_at = $3, done_seq = nextval('delivery_seq'), payload = NULL,
+		reply = NULL, lease_until = NULL
+		WHERE reply = (SELECT id FROM fin) AND state = $4`
 
 // checkRecord refuses a record whose id or text fields PostgreSQL text
 // cannot hold unchanged.

@@ -182,10 +182,17 @@ func (x *Index) touchLazy(ctx context.Context, sql string, extra []any, k, sessi
 		e    sessions.Entry
 		none bool
 	)
+	merged := merge(counters)
+	together := sql == touchFreshSQL && len(merged) == 1 && merged[0].agentID == x.agentID && merged[0].key == k
 	err := x.db.writes.do(ctx, &write{op: opOf(ctx), key: rowKey("e", x.agentID, k), fill: func(b *pgx.Batch) {
 		none = false
+		args := append(x.touchArgs(k, sessionID, o, now), extra...)
+		if together { // one UPDATE (index_touch_counters.go)
+			queueTouchCounters(b, args, merged[0], &e, &none)
+			return
+		}
 		x.db.counters.queueBatch(b, counters)
-		b.Queue(sql, append(x.touchArgs(k, sessionID, o, now), extra...)...).QueryRow(func(row pgx.Row) error {
+		b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 			var err error
 			e, err = scanEntry(row)
 			return noRows(err, &none)

@@ -49,7 +49,18 @@ func (g *writeGroup) commit(group []*write) {
 // callbacks' first error, or (when the transaction did not commit and the
 // write has none) the batch's. It reports whether the transaction
 // committed and, if not, whether the server refused it (a statement's
-// error or a ROLLBACK), so that nothing of it was applied.
+// error, or the commit's), so that nothing of it was applied.
+//
+// The transaction is the batch's implicit one: pgx pipelines the
+// statements and ends them with one Sync, and the server runs everything
+// up to a Sync as one transaction, committed at the Sync unless a
+// statement failed. No BEGIN, COMMIT or set_config travels with the
+// statements: the pools the group commits through carry plan_cache_mode
+// (and, for lazy writes, synchronous_commit) as connection parameters
+// (writegroup_pools.go), three statements fewer per group (issue 21). pgx
+// keeps the first error of any statement as the batch's, whatever a
+// callback made of it, so Close reports the server's refusal; a
+// callback's own error fails its write only.
 func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), op), groupOpTimeout)
 	defer cancel()
@@ -58,13 +69,6 @@ func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 		flush = flush || w.sync
 	}
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	if flush {
-		b.Queue(genericPlansSQL)
-	} else {
-		b.Queue(genericPlansLazySQL)
-	}
-	var pe *pgconn.PgError
 	for _, w := range ws {
 		w.err = nil
 		own := &pgx.Batch{}
@@ -72,32 +76,23 @@ func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 		for _, q := range own.QueuedQueries {
 			if fn := q.Fn; fn != nil {
 				// The callback's error is the write's: returned to pgx
-				// it would stop the callbacks after it, COMMIT's too.
+				// it would stop the callbacks after it.
 				q.Fn = func(br pgx.BatchResults) error {
-					err := fn(br)
-					if err != nil && w.err == nil {
+					if err := fn(br); err != nil && w.err == nil {
 						w.err = err
 					}
-					refused = refused || errors.As(err, &pe)
 					return nil
 				}
 			}
 			b.QueuedQueries = append(b.QueuedQueries, q)
 		}
 	}
-	b.Queue(`COMMIT`).Exec(func(tag pgconn.CommandTag) error {
-		committed = tag.String() == "COMMIT"
-		refused = refused || !committed
-		return nil
-	})
-	err := g.db.pool.SendBatch(ctx, b).Close()
-	if committed {
+	err := g.db.writePool(flush).SendBatch(ctx, b).Close()
+	if err == nil {
 		return true, false
 	}
-	refused = refused || errors.As(err, &pe)
-	if err == nil {
-		err = errRolledBack
-	}
+	var pe *pgconn.PgError
+	refused = errors.As(err, &pe)
 	for _, w := range ws {
 		if w.err == nil {
 			w.err = err
@@ -106,30 +101,12 @@ func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 	return false, refused
 }
 
-// genericPlansSQL makes the statements of a group run their generic plans
-// (plan_cache_mode, for the group's transaction only). The writes are
-// short statements that find their rows by key, whose generic plan is the
-// custom one; but with an array or many parameters the planner estimates
-// the generic plan dearer and plans each execution anew: BeginTurn's
-// statement took 1.1-1.7 ms of server CPU to plan against 0.3 ms to run,
-// the marks 0.1-0.2 ms each (issue 21, pg_stat_statements in
-// cmd/gateway-bench). genericPlansLazySQL also commits the group lazily
-// (lazy.go).
-const (
-	genericPlansSQL     = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	genericPlansLazySQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit', 'off', true)`
-)
-
 // rowKey names a row for write.key: its table's letter and the columns
 // that name it. Rows of different tables never conflict; the order
 // between tables only needs to be the same for every group.
 func rowKey(table string, id ...string) string {
 	return table + "\x00" + strings.Join(id, "\x00")
 }
-
-// errRolledBack is a write's error when its transaction did not commit
-// without a statement saying why.
-var errRolledBack = errors.New("transaction rolled back")
 
 // startWrites starts the DB's group commit; stopWrites (called by Close)
 // commits what is queued and stops it.
