@@ -231,6 +231,7 @@ func (j *Journal) checkpoint(all bool) {
 		j.mu.Unlock()
 		return
 	}
+	snap := j.now()
 	var ts []target
 	for rel, rf := range j.redo.files {
 		if n := len(rf.lines); n > 0 {
@@ -252,6 +253,14 @@ func (j *Journal) checkpoint(all bool) {
 	for _, t := range synced {
 		if j.redo.files[t.rel] == t.rf {
 			j.syncedLocked(t.rf, t.end)
+		}
+	}
+	if j.redo.pending > 0 {
+		// What is left was written after the snapshot (or failed its
+		// fsync and waits one more period): the age counts from there,
+		// else every tick would checkpoint again.
+		if snap.After(j.redo.since) {
+			j.redo.since = snap
 		}
 	}
 	j.mu.Unlock()
