@@ -41,8 +41,8 @@
 // journal's next fsync, shared with every session and accept of that
 // moment, and a start restores from redo lines whatever a transcript lost
 // in a power loss; a checkpoint fsyncs the transcripts behind them (4 MB
-// of redo lines, or 30 s) and the journal's rewrite drops them
-// (journal_redo.go). A transcript's first durable append in a process,
+// of redo lines, 30 s, a clean stop, before an archive's rename) and the
+// journal's rewrite drops them (journal_redo.go). A transcript's first durable append in a process,
 // and any append without the journal (the CLI), fsyncs the file. A killed
 // process loses nothing either way: the kernel keeps what it wrote.
 //
