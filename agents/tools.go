@@ -35,17 +35,38 @@ func toolErrorf(format string, a ...any) error { return &toolError{msg: fmt.Spri
 // tool policy allows. A subagent is not offered sessions_spawn (and is
 // refused if it calls it anyway).
 func (r *Runner) tools(ctx context.Context, s *session) []tool {
-	all := map[string]func() tool{spawnToolName: r.spawnTool, listToolName: r.listTool, historyToolName: r.historyTool,
-		webFetchToolName: r.webFetchTool, webSearchToolName: r.webSearchTool, MessageToolName: func() tool { return r.messageTool(s.room) }, searchToolName: r.searchTool,
-		ScheduleToolName: r.scheduleTool}
-	for _, name := range memoryToolNames {
-		all[name] = r.memoryTool(name, s)
-	}
-	var ts []tool
-	for _, name := range withAmbientTool(s, BuiltinTools(s.agent, s.key, r.opts.Dispatch != nil)) {
-		ts = append(ts, all[name]())
+	names := withAmbientTool(s, BuiltinTools(s.agent, s.key, r.opts.Dispatch != nil))
+	ts := make([]tool, 0, len(names))
+	for _, name := range names {
+		ts = append(ts, r.builtinTool(name, s))
 	}
 	return append(ts, r.mcpTools(ctx, s)...) // filtered by the policy inside
+}
+
+// builtinTool builds the built-in tool name (one of builtinTools) for s.
+// Only the tools offered are built: this runs for every model call.
+func (r *Runner) builtinTool(name string, s *session) tool {
+	switch name {
+	case spawnToolName:
+		return r.spawnTool()
+	case listToolName:
+		return r.listTool()
+	case historyToolName:
+		return r.historyTool()
+	case webFetchToolName:
+		return r.webFetchTool()
+	case webSearchToolName:
+		return r.webSearchTool()
+	case MessageToolName:
+		return r.messageTool(s.room)
+	case searchToolName:
+		return r.searchTool()
+	case ScheduleToolName:
+		return r.scheduleTool()
+	case memoryAddToolName, memoryUpdateToolName, memoryForgetToolName, memorySearchToolName:
+		return r.memoryTool(name, s)()
+	}
+	panic(fmt.Sprintf("agents: built-in tool %q has no constructor", name)) // builtinTools and this switch disagree
 }
 
 func toolDefs(ts []tool) []llm.Tool {

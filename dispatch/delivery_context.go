@@ -29,18 +29,24 @@ func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channel
 		return
 	}
 	want := deliveryContextOf(a)
-	key, err := routing.Parse(rp.SessionKey)
-	if err != nil {
-		d.log.Warn("reply's session key unreadable; delivery context not recorded", zap.String("reply_id", rp.ID), zap.Error(err))
-		return
+	ck := rp.AgentID + "\x00" + rp.SessionKey
+	// The cache is asked before the key is parsed: it only holds keys that
+	// parsed (set below), and most replies go where the last one went.
+	cached := o.placed.is(ck, want)
+	var key routing.Key
+	if !cached {
+		var err error
+		if key, err = routing.Parse(rp.SessionKey); err != nil {
+			d.log.Warn("reply's session key unreadable; delivery context not recorded", zap.String("reply_id", rp.ID), zap.Error(err))
+			return
+		}
 	}
 	store, err := d.opts.Sessions.Store(rp.AgentID)
 	if err != nil {
 		d.log.Warn("delivery context not recorded", zap.String("agent_id", rp.AgentID), zap.Error(err))
 		return
 	}
-	ck := rp.AgentID + "\x00" + rp.SessionKey
-	if o.placed.is(ck, want) {
+	if cached {
 		return
 	}
 	e, ok, err := store.Get(key)

@@ -261,7 +261,7 @@ func Parse(s string) (Key, error) {
 		return bad("want agent:<agentId>:...")
 	}
 	for i, p := range parts {
-		if err := checkComponent(fmt.Sprintf("component %d", i+1), p); err != nil {
+		if err := checkComponent(i+1, p); err != nil {
 			return bad("%v", err)
 		}
 	}
