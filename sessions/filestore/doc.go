@@ -31,21 +31,6 @@
 // is held across an LLM call: callers append to a transcript only when a
 // message is complete.
 //
-// Durability boundary: the journal's accepts are fsynced before an
-// adapter acknowledges (one fsync per poll batch, AcceptDeferred); its
-// marks (start, ready, sent, done) reach the kernel at once and are
-// fsynced within 50 ms. A turn appends its inputs to the transcript lazily
-// (the journal holds them) and its replies durably. In the daemon (the
-// journal opened), a durable append does not fsync the transcript: the
-// journal writes the bytes as a redo line, the append waits for the
-// journal's next fsync, shared with every session and accept of that
-// moment, and a start restores from redo lines whatever a transcript lost
-// in a power loss; a checkpoint fsyncs the transcripts behind them (4 MB
-// of redo lines, 30 s, a clean stop, before an archive's rename) and the
-// journal's rewrite drops them (journal_redo.go). A transcript's first durable append in a process,
-// and any append without the journal (the CLI), fsyncs the file. A killed
-// process loses nothing either way: the kernel keeps what it wrote.
-//
 // The package also knows how its files go wrong: Check finds problems
 // (sessions.Problem, each with a stable code) without changing anything,
 // and Repair fixes the fixable ones under the same locks the daemon takes;

@@ -47,13 +47,11 @@ type Journal struct {
 	openErr    error // set when the journal could not be opened; every call returns it
 	doneKeep   int   // DoneKeep; smaller in tests
 	compactMin int64 // journalCompactMin; smaller in tests
-	redoMax    int64 // redoCheckpointBytes; smaller in tests
 	fl         *flock.Flock
 	// openFile opens the log for appending; tests inject faults with it.
 	openFile func(path string) (journalFile, error)
 	stop     chan struct{}
 	loopDone chan struct{}
-	kick     chan struct{} // asks the loop for a checkpoint
 
 	mu        sync.Mutex // guards the fields below
 	f         journalFile
@@ -69,7 +67,6 @@ type Journal struct {
 	backlog   [][]byte // marks not yet written, in order
 	fault     error    // the last write failure; nil when healthy
 	closed    bool
-	redo      redoState // transcript bytes the journal holds (journal_redo.go)
 
 	syncMu sync.Mutex // serialises fsyncs; guards synced
 	synced uint64     // every line up to this sequence number is durable
@@ -104,7 +101,7 @@ type jreply struct {
 
 // journalLine is one line of the log.
 type journalLine struct {
-	Op    string           `json:"op"` // accept, start, fail, abort, ready, sent, done, draft, undraft, redo
+	Op    string           `json:"op"` // accept, start, fail, abort, ready, sent, done, draft, undraft
 	ID    string           `json:"id,omitempty"`
 	IDs   []string         `json:"ids,omitempty"`
 	N     int              `json:"n,omitempty"`
@@ -112,13 +109,6 @@ type journalLine struct {
 	Rec   *sessions.Record `json:"rec,omitempty"`
 	Reply *sessions.Reply  `json:"reply,omitempty"`
 	Draft *sessions.Draft  `json:"draft,omitempty"`
-	// Path, FileID, Off and Data make a redo line (journal_redo.go): the
-	// bytes Data belong at offset Off of the transcript at Path (relative
-	// to the state directory), the file with inode FileID.
-	Path   string `json:"path,omitempty"`
-	FileID uint64 `json:"file,omitempty"`
-	Off    int64  `json:"off,omitempty"`
-	Data   string `json:"data,omitempty"`
 }
 
 // Journal returns the durable ingress journal, opening it on first use. If
@@ -145,7 +135,7 @@ func openJournalWith(dir string, now func() time.Time, log *zap.Logger, open fun
 	}
 	j := &Journal{path: filepath.Join(dir, "journal.jsonl"), log: log, now: now, openFile: open,
 		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: map[string]time.Time{},
-		doneKeep: sessions.DoneKeep, compactMin: journalCompactMin, redoMax: redoCheckpointBytes, kick: make(chan struct{}, 1)}
+		doneKeep: sessions.DoneKeep, compactMin: journalCompactMin}
 	if err := j.open(dir); err != nil {
 		j.openErr = fmt.Errorf("sessions: journal: %w", err)
 		log.Error("ingress journal unavailable", zap.Error(err))
@@ -182,12 +172,9 @@ func (j *Journal) open(dir string) error {
 		return err
 	}
 	j.f = f
-	// Transcript bytes a power loss took are restored before anything
-	// reads a transcript; the rewrite below then drops the redo lines.
-	redone := j.applyRedo()
 	// A log that grew under steady traffic (never drained) is rewritten to
 	// its state now, so each start replays only what is still live.
-	if j.size > j.compactMin || redone {
+	if j.size > j.compactMin {
 		if err := j.compactLocked(); err != nil {
 			j.log.Warn("journal compaction at start failed", zap.Error(err))
 			if j.closed {
@@ -275,10 +262,6 @@ func (j *Journal) applyLocked(l journalLine) {
 		j.eachRec(ids, func(r *jrec) { r.Consumed = true })
 	case "draft", "undraft":
 		j.applyDraftLocked(l)
-	case "redo":
-		if l.Path != "" && l.Data != "" {
-			j.redo.replay = append(j.redo.replay, l)
-		}
 	case "ready":
 		if l.Reply == nil || l.Reply.ID == "" {
 			return

@@ -153,9 +153,6 @@ func (j *Journal) loop() {
 			}
 		case <-retry.C:
 			j.recover()
-			j.checkpoint(false)
-		case <-j.kick:
-			j.checkpoint(false)
 		}
 	}
 }
@@ -294,9 +291,6 @@ func (j *Journal) compactLocked() error {
 	if err := j.encodeDraftsLocked(enc); err != nil {
 		return err
 	}
-	if err := j.encodeRedoLocked(enc); err != nil {
-		return err
-	}
 	if err := writeFileAtomic(j.path, buf.Bytes()); err != nil {
 		return err
 	}
@@ -324,9 +318,6 @@ func (j *Journal) close() error {
 		return nil
 	}
 	j.mu.Unlock()
-	// A clean stop leaves no transcript needing the journal's redo lines
-	// (a CLI may archive one before the next start).
-	j.checkpoint(true)
 	close(j.stop)
 	<-j.loopDone
 	j.syncMu.Lock()

@@ -44,8 +44,6 @@ func runChild(role, dir, arg string) int {
 		err = childHold(arg)
 	case "start":
 		err = childStart(dir, arg)
-	case "redo":
-		err = childRedoWriter(dir, arg)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

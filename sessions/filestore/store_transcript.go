@@ -2,10 +2,8 @@ package filestore
 
 import (
 	"container/list"
-	"errors"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
-	"io/fs"
 	"sync"
 )
 
@@ -69,9 +67,6 @@ func (s *Store) TranscriptOf(e sessions.Entry) (*transcript.File, error) {
 	return s.tcache.get(e.SessionID, func() (*transcript.File, error) {
 		hdr := transcript.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir, SessionKey: e.SessionKey}
 		opts := []transcript.Option{s.searchHook(e.SessionID)}
-		if c := s.m.committer(); c != nil {
-			opts = append(opts, transcript.WithCommitter(c))
-		}
 		if e.CompactionOffset > 0 {
 			opts = append(opts, transcript.WithCompactionHint(e.CompactionOffset))
 		}
@@ -91,9 +86,6 @@ func (s *Store) Transcript(sessionID string) (*transcript.File, error) {
 	return s.tcache.get(sessionID, func() (*transcript.File, error) {
 		hdr := transcript.Header{AgentID: s.agentID, Cwd: s.m.opts.StateDir}
 		opts := []transcript.Option{s.searchHook(sessionID)}
-		if c := s.m.committer(); c != nil {
-			opts = append(opts, transcript.WithCommitter(c))
-		}
 		s.mu.Lock()
 		if s.viewLocked() == nil {
 			if sl, ok := s.slotByIDLocked(sessionID); ok {
@@ -106,33 +98,4 @@ func (s *Store) Transcript(sessionID string) (*transcript.File, error) {
 		s.mu.Unlock()
 		return transcript.Open(path, sessionID, hdr, s.m.locks.get(path+lockExt), s.log, opts...)
 	})
-}
-
-// committer is the journal when this process opened it (the daemon):
-// durable appends of transcripts opened from now on share its fsyncs
-// (journal_redo.go). nil otherwise: they fsync their file.
-func (m *Manager) committer() transcript.Committer {
-	m.jmu.Lock()
-	defer m.jmu.Unlock()
-	if m.journal == nil || m.journal.openErr != nil || m.opts.Passive {
-		return nil
-	}
-	return m.journal
-}
-
-// settleTranscript makes the transcript at path durable before the file is
-// renamed (archived): the journal's redo lines name it by its path. A
-// process without the journal (the CLI) fsyncs it: the daemon's redo lines
-// for it may not be covered by an fsync yet.
-func (m *Manager) settleTranscript(path string) error {
-	m.jmu.Lock()
-	j := m.journal
-	m.jmu.Unlock()
-	if j == nil || j.openErr != nil {
-		if err := fsyncFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	return j.settleTranscript(path)
 }

@@ -135,12 +135,8 @@ func (o *opTx) archiveSession(k string, e sessions.Entry, reason string, deleted
 	ctx := o.tx.ctx
 	locks := o.tx.s.m.locks
 	tcache := &o.tx.s.tcache
-	m := o.tx.s.m
 	o.post = append(o.post, func() error {
 		tcache.drop(e.SessionID)
-		if err := m.settleTranscript(src); err != nil {
-			return fmt.Errorf("archive transcript %s: %w", e.SessionID, err)
-		}
 		if fileExists(src) {
 			if err := renameDurable(src, dst); err != nil {
 				return fmt.Errorf("archive transcript %s: %w", e.SessionID, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -130,17 +129,12 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 	defer f.Close()
 
 	t.mu.Lock()
-	w, nodes, err := t.writeLocked(f, enc)
+	seq, nodes, err := t.writeLocked(f, enc)
 	var end int64
 	if err == nil && t.st != nil {
 		end = t.st.end
 	}
 	t.mu.Unlock()
-	var wait func() error
-	committed := false
-	if err == nil && sync && !t.noSync && t.commit != nil {
-		wait, committed = t.commit.Commit(t.path, w.fi, f, w.at, w.b)
-	}
 	unlock()
 	locked = false
 	if err != nil {
@@ -150,8 +144,8 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 		t.onAppend(nodes, end)
 	}
 	if sync && !t.noSync {
-		if err := t.durable(f, w, wait, committed); err != nil {
-			return nil, err
+		if err := t.sync.wait(f, seq, t.written.Load); err != nil {
+			return nil, fmt.Errorf("transcript: append: fsync: %w", err)
 		}
 	}
 	ids := make([]string, len(nodes))
@@ -161,42 +155,14 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 	return ids, nil
 }
 
-// durable returns once the write w is durable: through the committer's
-// wait, or an fsync of the file (grouped with concurrent appends), which
-// the committer then learns of.
-func (t *File) durable(f handle, w appended, wait func() error, committed bool) error {
-	if committed {
-		if err := wait(); err != nil {
-			return fmt.Errorf("transcript: append: commit: %w", err)
-		}
-		return nil
-	}
-	if err := t.sync.wait(f, w.seq, t.written.Load); err != nil {
-		return fmt.Errorf("transcript: append: fsync: %w", err)
-	}
-	if t.commit != nil {
-		t.commit.Synced(t.path, w.at+int64(len(w.b)))
-	}
-	return nil
-}
-
-// appended is one completed write: its sequence number, where it went in
-// the file and its bytes.
-type appended struct {
-	seq uint64
-	at  int64
-	b   []byte
-	fi  os.FileInfo // the file after the write
-}
-
-func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (appended, []*Node, error) {
+func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
 	st, err := t.stateLocked(f)
 	if err != nil {
-		return appended{}, nil, err
+		return 0, nil, err
 	}
 	if st.lo > st.headerEnd && t.prefixIDs == nil {
 		if err := t.scanPrefixLocked(f, st); err != nil {
-			return appended{}, nil, err
+			return 0, nil, err
 		}
 	}
 	var buf bytes.Buffer
@@ -204,7 +170,7 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 	if writeHeader {
 		line, err := EncodeHeader(t.sessionID, t.hdr, t.now())
 		if err != nil {
-			return appended{}, nil, err
+			return 0, nil, err
 		}
 		writeLine(&buf, line)
 	} else if st.needNL {
@@ -213,7 +179,7 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 	headerLen := int64(buf.Len())
 	nodes, err := enc(st, f, &buf)
 	if err != nil {
-		return appended{}, nil, err
+		return 0, nil, err
 	}
 	at := st.end
 	if writeHeader {
@@ -221,7 +187,7 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 	}
 	if st.tornAt >= 0 || writeHeader {
 		if err := f.Truncate(at); err != nil {
-			return appended{}, nil, fmt.Errorf("transcript: append: cut torn line: %w", err)
+			return 0, nil, fmt.Errorf("transcript: append: cut torn line: %w", err)
 		}
 		if st.tornAt >= 0 {
 			t.log.Warn("transcript: cut torn last line", zap.Int64("offset", st.tornAt))
@@ -230,13 +196,13 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 	if _, err := f.WriteAt(buf.Bytes(), at); err != nil {
 		t.st = nil // re-read: the tail may hold a partial line now
 		_ = f.Truncate(at)
-		return appended{}, nil, fmt.Errorf("transcript: append: %w", err)
+		return 0, nil, fmt.Errorf("transcript: append: %w", err)
 	}
 	seq := t.written.Add(1)
 	fi, err := f.Stat()
 	if err != nil {
 		t.st = nil
-		return appended{}, nil, fmt.Errorf("transcript: append: stat: %w", err)
+		return 0, nil, fmt.Errorf("transcript: append: stat: %w", err)
 	}
 
 	if writeHeader {
@@ -253,7 +219,7 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 	}
 	st.fi, st.end, st.tornAt, st.needNL = fi, at+int64(buf.Len()), -1, false
 	t.extendViewLocked(st, nodes)
-	return appended{seq: seq, at: at, b: buf.Bytes(), fi: fi}, nodes, nil
+	return seq, nodes, nil
 }
 
 // extendViewLocked updates the cached chain after an append: messages

@@ -40,7 +40,6 @@ type File struct {
 	// onAppend sees each write's entries and the file's new end (the
 	// search index); called after the locks are released.
 	onAppend func(nodes []*Node, end int64)
-	commit   Committer // nil: durable appends fsync the file
 
 	written atomic.Uint64 // sequence of the last completed write
 	sync    syncGroup
