@@ -1,14 +1,11 @@
 package gatewayd
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/configs"
 )
@@ -24,26 +21,7 @@ func TestHotReloadJobsSettings(t *testing.T) {
 	if err := os.WriteFile(path, []byte(reloadYAML(state, "jobs: {maxPerRoom: 1, grace: 10m, poll: 1s}\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := configs.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	d, err := New(cfg, Options{ConfigPath: path, Logger: zaptest.NewLogger(t), OnReady: func(a string) { ready <- a }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }() // owned by this test: cancelled and waited below
-	defer func() { cancel(); <-done }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon exited: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("not ready")
-	}
+	d, _ := startDaemonFromFile(t, path, &fakeClock{})
 	s := d.sched.Load()
 	if s == nil {
 		t.Fatal("no scheduler running")
@@ -64,14 +42,7 @@ func TestHotReloadJobsSettings(t *testing.T) {
 // TestReloadJobsKeys: jobs.grace, jobs.poll and jobs.maxPerRoom apply on
 // reload; jobs.enabled and jobs.lease are named as needing a restart.
 func TestReloadJobsKeys(t *testing.T) {
-	load := func(y string) *configs.Config {
-		t.Helper()
-		c, err := configs.LoadBytes([]byte("stateDir: /tmp/x\n"+y), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	load := func(y string) *configs.Config { return loadYAML(t, y) }
 	base := load("jobs: {grace: 10m, poll: 1s, maxPerRoom: 5}\n")
 	if got := restartOnly(base, load("jobs: {grace: 1m, poll: 5s, maxPerRoom: 9}\n")); len(got) != 0 {
 		t.Errorf("grace/poll/maxPerRoom reported as needing a restart: %v", got)

@@ -44,9 +44,28 @@ func reloadYAML(stateDir, extra string) string {
 	return "stateDir: " + stateDir + "\nhttp: {listen: \"127.0.0.1:0\"}\nlog: {level: debug, format: console}\n" + extra
 }
 
+// loadYAML is the config of y under a stateDir of /tmp/x (never created:
+// for the functions that only read a config).
+func loadYAML(t *testing.T, y string) *configs.Config {
+	t.Helper()
+	c, err := configs.LoadBytes([]byte("stateDir: /tmp/x\n"+y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // startFromFile runs a daemon with a config file path (so it is watched),
-// as `gateway run --config path` does.
+// as `gateway run --config path` does, and returns its HTTP address.
 func startFromFile(t *testing.T, path string, clock *fakeClock) string {
+	t.Helper()
+	_, addr := startDaemonFromFile(t, path, clock)
+	return addr
+}
+
+// startDaemonFromFile is startFromFile returning the daemon too. The
+// test's cleanup stops it and waits for Run to return.
+func startDaemonFromFile(t *testing.T, path string, clock *fakeClock) (*Daemon, string) {
 	t.Helper()
 	cfg, err := configs.Load(path)
 	if err != nil {
@@ -79,7 +98,7 @@ func startFromFile(t *testing.T, path string, clock *fakeClock) string {
 			t.Error("daemon did not stop")
 		}
 	})
-	return addr
+	return d, addr
 }
 
 // chat posts one web chat message and returns the reply text and session id.

@@ -17,14 +17,7 @@ import (
 // from the config; the transcriber exists only with media.audio; a
 // mediaMaxMb edit is applied by hot reload (not named as needing a restart).
 func TestMediaRuntimeFollowsConfig(t *testing.T) {
-	load := func(y string) *configs.Config {
-		t.Helper()
-		c, err := configs.LoadBytes([]byte("stateDir: /tmp/x\n"+y), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	load := func(y string) *configs.Config { return loadYAML(t, y) }
 	base := load("channels: {telegram: {accounts: {default: {token: '1:a'}, big: {token: '2:b', mediaMaxMb: 50}}}}\n")
 	m, err := mediaRuntime(base, nil)
 	if err != nil {
@@ -167,14 +160,7 @@ func TestDocumentedAllowListFormsReachThePolicy(t *testing.T) {
 // apply at once and are not reported; a new bot or a changed token is
 // named as needing a restart.
 func TestReloadNamesChannelAccountChangesNeedingRestart(t *testing.T) {
-	load := func(y string) *configs.Config {
-		t.Helper()
-		c, err := configs.LoadBytes([]byte("stateDir: /tmp/x\n"+y), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	load := func(y string) *configs.Config { return loadYAML(t, y) }
 	base := load(`channels: {telegram: {accounts: {default: {token: "1:a", allowFrom: ["1"]}}}}`)
 	if got := restartOnly(base, load(`channels: {telegram: {accounts: {default: {token: "1:a", allowFrom: ["1", "2"], groups: {"*": {}}}}}}`)); len(got) != 0 {
 		t.Errorf("access edits reported as needing a restart: %v", got)

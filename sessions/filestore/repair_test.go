@@ -44,19 +44,7 @@ func TestStartRepairOffFirstUse(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hold := make(chan struct{})
-	started := make(chan struct{}, 1)
-	repairPassHook = func(ctx context.Context, st *Store) {
-		if !strings.HasPrefix(st.dir, dir) {
-			return
-		}
-		started <- struct{}{}
-		select {
-		case <-hold:
-		case <-ctx.Done():
-		}
-	}
-	t.Cleanup(func() { repairPassHook = nil })
+	started, hold := holdRepairPasses(t, dir)
 
 	m = openTestManager(t, dir, Options{})
 	s = mustStore(t, m, "main")
@@ -192,19 +180,7 @@ func TestMaintenanceAfterRepair(t *testing.T) {
 	dir := t.TempDir()
 	buildSessions(t, dir, 20)
 	sdir := filepath.Join(dir, "agents", "main", "sessions")
-	hold := make(chan struct{})
-	started := make(chan struct{}, 1)
-	repairPassHook = func(ctx context.Context, st *Store) {
-		if !strings.HasPrefix(st.dir, dir) {
-			return
-		}
-		started <- struct{}{}
-		select {
-		case <-hold:
-		case <-ctx.Done():
-		}
-	}
-	t.Cleanup(func() { repairPassHook = nil })
+	started, hold := holdRepairPasses(t, dir)
 	for _, closeFirst := range []bool{false, true} {
 		// A crash: no clean mark, so the pass has sessions to check.
 		if err := os.Remove(filepath.Join(sdir, cleanName)); err != nil && !os.IsNotExist(err) {
@@ -229,4 +205,25 @@ func TestMaintenanceAfterRepair(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// holdRepairPasses makes every repair pass of a store under dir signal
+// started when it begins and wait until hold is closed (or its context
+// ends: Close) before it checks anything.
+func holdRepairPasses(t *testing.T, dir string) (started chan struct{}, hold chan struct{}) {
+	t.Helper()
+	hold = make(chan struct{})
+	started = make(chan struct{}, 1)
+	repairPassHook = func(ctx context.Context, st *Store) {
+		if !strings.HasPrefix(st.dir, dir) {
+			return
+		}
+		started <- struct{}{}
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
+	t.Cleanup(func() { repairPassHook = nil })
+	return started, hold
 }
