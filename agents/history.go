@@ -16,14 +16,13 @@ func pruneHistory(c sessions.Context, budget int64) []sessions.Message {
 	if len(msgs) == 0 {
 		return msgs
 	}
+	total := llm.EstimateMessages(msgs)
+	if total <= budget { // the common case: no sizes kept
+		return msgs
+	}
 	sizes := make([]int64, len(msgs))
-	var total int64
 	for i, m := range msgs {
 		sizes[i] = llm.EstimateMessage(m)
-		total += sizes[i]
-	}
-	if total <= budget {
-		return msgs
 	}
 	pinned := 0
 	if c.Summary != "" {

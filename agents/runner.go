@@ -331,7 +331,7 @@ func (r *Runner) openEntry(agentID string, key routing.Key, begun *sessions.Entr
 	} else if !ok {
 		return nil, fmt.Errorf("agents: session %s: %w", key, sessions.ErrNotFound)
 	}
-	log := r.log.With(zap.String("agent_id", agentID), zap.String("session_key", key.String()))
+	log := r.log.WithLazy(zap.String("agent_id", agentID), zap.String("session_key", key.String()))
 	name := r.modelName(a, e)
 	cands, err := r.candidates(r.modelChain(a, e), log)
 	if err != nil {

@@ -75,7 +75,9 @@ type Dispatcher struct {
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
 	life context.Context
 	kill context.CancelFunc
-	gate editGate // spaces streaming edits per chat
+	// typingDrain overrides the const of that name when set (tests).
+	typingDrain time.Duration
+	gate        editGate // spaces streaming edits per chat
 	// queues caches the sessions' own queue settings for the lanes
 	// (queuecache.go).
 	queues queueCache

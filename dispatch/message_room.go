@@ -75,7 +75,7 @@ func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels
 			out.ReplyToID = history[len(history)-1]
 		}
 	}
-	r := &messageRoom{d: d, a: a, out: out, room: roomRecord(out), log: log.With(zap.String("tool", agents.MessageToolName))}
+	r := &messageRoom{d: d, a: a, out: out, room: roomRecord(out), log: log.WithLazy(zap.String("tool", agents.MessageToolName))}
 	var seen []sessions.RoomMessage
 	for _, id := range history {
 		if id != "" {

@@ -156,7 +156,7 @@ func (d *Dispatcher) startStream(ctx context.Context, a channels.Adapter, out ch
 	}
 	lctx, halt := context.WithCancel(ctx)
 	s := &draftStream{d: d, mode: room.Streaming, dr: dr, out: out, key: key, life: d.life,
-		log:  d.log.With(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.Stringer("session_key", key)),
+		log:  d.log.WithLazy(zap.String("channel", out.Channel), zap.String("chat_id", out.ChatID), zap.Stringer("session_key", key)),
 		kick: make(chan struct{}, 1), halt: halt, done: make(chan struct{})}
 	if s.mode == channels.StreamProgress {
 		s.set(statusThinking)

@@ -65,7 +65,7 @@ type turn struct {
 // run they came in).
 func (d *Dispatcher) runTurn(ctx context.Context, ws []*work, b laneBatch) {
 	t := &turn{d: d, b: b, ws: ws, first: ws[0],
-		log: d.log.With(zap.Stringer("session_key", ws[0].Key), zap.String("agent_id", ws[0].AgentID))}
+		log: d.log.WithLazy(zap.Stringer("session_key", ws[0].Key), zap.String("agent_id", ws[0].AgentID))}
 	defer t.end()
 	// Whatever way the turn ends, its messages' budget holds go (settle's
 	// charge drops them first when it gets there).

@@ -21,6 +21,10 @@ import (
 // typingEvery is how often the typing indicator is refreshed during a turn.
 const typingEvery = 4 * time.Second
 
+// typingDrain is how long the end of a turn waits for a typing action
+// still in flight before cancelling it (startTyping).
+const typingDrain = 500 * time.Millisecond
+
 // run aims the reply, runs the agent on inputs and returns its result.
 // The ack reaction and the draft stream come off, and the usage row is
 // recorded, once the turn is settled (atEnd): never before the reply.
@@ -114,25 +118,47 @@ func (t *turn) startTyping(ctx context.Context, a channels.Adapter) func() {
 		return func() {}
 	}
 	out := t.out
-	tctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
+	// The loop stops when the turn ends (stopLoop); a call in flight then
+	// is let finish (up to typingDrain) rather than cancelled: cancelling
+	// an HTTP request closes its connection, so the reply would pay a new
+	// connection (a TLS handshake on the real Bot API) for a typing
+	// action that would have completed. Waiting for it keeps the order:
+	// the action never lands after the reply.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	callCtx, cancelCall := context.WithCancel(ctx)
+	done := make(chan struct{})
+	// Owned by the turn; stopped by the returned func (or the turn's ctx).
 	go func() {
-		defer wg.Done()
+		defer close(done)
 		tick := time.NewTicker(typingEvery)
 		defer tick.Stop()
 		for {
-			if err := ty.Typing(tctx, out); err != nil && tctx.Err() == nil {
+			if err := ty.Typing(callCtx, out); err != nil && callCtx.Err() == nil {
 				t.d.log.Debug("typing indicator failed", zap.Error(err))
 			}
 			select {
-			case <-tctx.Done():
+			case <-loopCtx.Done():
 				return
 			case <-tick.C:
 			}
 		}
 	}()
-	return func() { cancel(); wg.Wait() }
+	return func() {
+		stopLoop()
+		wait := typingDrain
+		if t.d.typingDrain > 0 {
+			wait = t.d.typingDrain
+		}
+		drain := time.NewTimer(wait)
+		defer drain.Stop()
+		select {
+		case <-done:
+		case <-drain.C:
+			cancelCall()
+			<-done
+		}
+		cancelCall()
+	}
 }
 
 // deltaFunc is agents.Turn.OnDelta for adapters that stream the answer

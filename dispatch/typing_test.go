@@ -1,0 +1,102 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/channels"
+)
+
+// typer is a chunking adapter ("ty") that shows a typing indicator: each
+// Typing call blocks until release is closed or its context ends, and
+// the adapter records, in order, the typing calls' ends and the chunks
+// sent.
+type typer struct {
+	chat
+	release chan struct{}
+	mu      sync.Mutex
+	events  []string // "typing", "typing-cancelled", "send"
+	typing  chan struct{}
+}
+
+func (a *typer) Typing(ctx context.Context, out channels.Outbound) error {
+	select {
+	case a.typing <- struct{}{}:
+	default:
+	}
+	ev := "typing"
+	select {
+	case <-a.release:
+	case <-ctx.Done():
+		ev = "typing-cancelled"
+	}
+	a.mu.Lock()
+	a.events = append(a.events, ev)
+	a.mu.Unlock()
+	return ctx.Err()
+}
+
+func (a *typer) SendChunk(ctx context.Context, out channels.Outbound, i int, chunk string) error {
+	a.mu.Lock()
+	a.events = append(a.events, "send")
+	a.mu.Unlock()
+	return a.chat.SendChunk(ctx, out, i, chunk)
+}
+
+func (a *typer) Send(ctx context.Context, out channels.Outbound) error {
+	for i, ch := range a.Chunks(out) {
+		if err := a.SendChunk(ctx, out, i, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *typer) log() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.events...)
+}
+
+// TestTypingInFlightFinishesBeforeReply: a typing action still in flight
+// when the answer is ready is let finish, not cancelled (cancelling an
+// HTTP call closes its connection, which the reply would then have to
+// open again), and the reply goes out only after it: the indicator never
+// lands after the answer.
+func TestTypingInFlightFinishesBeforeReply(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.d.typingDrain = time.Minute
+	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
+	h.d.Register(a)
+	h.handle(in("ty", "c1", "hi"))
+	<-a.typing
+	// The instant model answers while the typing call blocks; the reply
+	// must wait for it.
+	time.Sleep(100 * time.Millisecond)
+	if got := a.log(); len(got) != 0 {
+		t.Fatalf("before the typing call ended: %v, want nothing", got)
+	}
+	close(a.release)
+	h.drained()
+	got := a.log()
+	if len(got) != 2 || got[0] != "typing" || got[1] != "send" {
+		t.Fatalf("events %v, want [typing send]", got)
+	}
+}
+
+// TestTypingStuckIsCancelled: a typing action that does not end within
+// the drain is cancelled, and the reply still goes out.
+func TestTypingStuckIsCancelled(t *testing.T) {
+	h := newHarness(t, "", nil)
+	h.d.typingDrain = 10 * time.Millisecond
+	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
+	h.d.Register(a)
+	h.handle(in("ty", "c1", "hi"))
+	h.drained()
+	got := a.log()
+	if len(got) != 2 || got[0] != "typing-cancelled" || got[1] != "send" {
+		t.Fatalf("events %v, want [typing-cancelled send]", got)
+	}
+}
