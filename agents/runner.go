@@ -206,6 +206,12 @@ type Turn struct {
 	// Model, if set, is the "provider/model" of this turn instead of the
 	// session's (a room's ambientModel).
 	Model string
+	// Stopped, asked once the turn's context is done, says the run was
+	// stopped for good (/stop, an interrupting message) rather than by a
+	// shutdown or a lost lease, after which it resumes. A subagent
+	// stopped for good forgets its run's start, so a later run counts its
+	// timeout afresh. Nil: never stopped for good.
+	Stopped func() bool
 }
 
 // Result is the outcome of a turn.

@@ -98,3 +98,42 @@ func TestSubagentRunTimeoutSurvivesRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestSubagentStoppedForGoodForgetsStart: a child's run stopped for good
+// (/stop, an interrupting message: Turn.Stopped says so) forgets when it
+// began, so the next run sent into the child gets its whole timeout
+// instead of the time left of the stopped one. A run stopped by a
+// shutdown keeps its start (TestSubagentRunTimeoutSurvivesRestart).
+func TestSubagentStoppedForGoodForgetsStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
+		h.r.now = time.Now
+		h.p.reply = scripted(map[string]any{"task": "slow job", "runTimeoutSeconds": 30})
+		parent := h.key("main", "7")
+		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: parent, Inputs: []sessions.Message{user("go")}}); err != nil {
+			t.Fatal(err)
+		}
+		h.r.opts.Providers["fake"] = blockChildren{h.p}
+		d := h.dispatches()[0]
+
+		// The first run is stopped for good 20 s in.
+		stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := h.r.Run(stop, Turn{AgentID: "main", Key: d.Key, Inputs: []sessions.Message{d.Message}, Stopped: func() bool { return true }})
+		cancel()
+		if err == nil {
+			t.Fatal("a stopped child reported success")
+		}
+		if e, ok, _ := h.stores["main"].Get(d.Key); !ok || e.RunStartedAt != 0 {
+			t.Fatalf("child after a stop for good: %+v, %v; want kept with no run start", e, ok)
+		}
+
+		// The next run into the child counts its 30 s from its own start.
+		again := time.Now()
+		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: d.Key, Inputs: []sessions.Message{user("try again")}}); err == nil {
+			t.Fatal("a blocked child reported success")
+		}
+		if got := time.Since(again); got != 30*time.Second {
+			t.Errorf("the next run timed out after %s, want its whole 30 s", got)
+		}
+	})
+}

@@ -188,6 +188,9 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if ctx.Err() != nil {
+		if t.Stopped != nil && t.Stopped() {
+			r.forgetChildStart(ctx, s) // a later run counts from its own start
+		}
 		return res, err // stopped or shutting down: no end state yet
 	}
 	status, text := ChildDone, res.Text
@@ -209,10 +212,29 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 		if derr := s.st.Delete(ctx, s.key); derr != nil {
 			s.log.Warn("archiving the finished subagent failed", zap.Error(derr))
 		}
-	} else if _, perr := s.st.Patch(ctx, s.key, func(e *sessions.Entry) error { e.RunStartedAt = 0; return nil }); perr != nil {
-		s.log.Warn("clearing the finished subagent's run start failed", zap.Error(perr))
+	} else {
+		r.forgetChildStart(ctx, s)
 	}
 	return res, err
+}
+
+// forgetChildStartTimeout bounds clearing a child's run start after a
+// stop (the turn's own context is done by then).
+const forgetChildStartTimeout = 10 * time.Second
+
+// forgetChildStart clears the child's recorded run start (its run ended
+// or was stopped for good). It is written even when ctx is done (a stop
+// cancelled it), bounded by forgetChildStartTimeout; a failure is logged:
+// the next run would count from the old start, as it did before.
+func (r *Runner) forgetChildStart(ctx context.Context, s *session) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetChildStartTimeout)
+	defer cancel()
+	e, err := s.st.Patch(ctx, s.key, func(e *sessions.Entry) error { e.RunStartedAt = 0; return nil })
+	if err != nil {
+		s.log.Warn("clearing the subagent's run start failed", zap.Error(err))
+		return
+	}
+	s.entry = e
 }
 
 // childStarted is when the child's current run began: read from its entry

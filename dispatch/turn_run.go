@@ -64,6 +64,9 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		JobTarget:        jobTarget(t.last),
 		Ambient:          t.ambient,
 		Model:            model,
+		// A stop for good: neither the daemon stopping nor the lease lost
+		// (another replica resumes the run).
+		Stopped: func() bool { return !d.closing.Load() && !leaseLost(ctx, nil) },
 	})
 	if !d.recordUsageLater(last, res, t.log) {
 		t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it
