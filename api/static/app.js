@@ -234,13 +234,36 @@ function renderInfo() {
     : "Message (Enter sends, Shift+Enter adds a line)";
 }
 
+// mediaOf lists the files a message tool's send_media result records (the
+// transcript's trace of a reply's files), as addMedia takes them; nothing
+// for any other message.
+function mediaOf(m) {
+  if (m.role !== "toolResult" || m.toolName !== "message" || m.isError) return [];
+  const text = (m.content || []).filter((c) => c.type === "text").map((c) => c.text).join("");
+  let r;
+  try { r = JSON.parse(text); } catch (_) { return []; }
+  if (!r || r.action !== "send_media" || !Array.isArray(r.files)) return [];
+  return r.files.filter((f) => /^[0-9a-f]{64}$/.test(f.sha256 || "")).map((f, i) => ({
+    url: "/api/media/" + f.sha256, kind: f.kind, mimeType: f.mimeType, name: f.fileName, size: f.size,
+    caption: i === 0 ? r.caption : "",
+  }));
+}
+
 async function loadHistory() {
   $("messages").textContent = "";
   if (!state.sessionId) { renderInfo(); return; }
   try {
     const data = await api("GET", agentPath("/sessions/" + encodeURIComponent(state.sessionId)));
     const chips = new Map();
-    for (const m of data.messages) renderMessage(m, chips);
+    // A turn's files follow its text, as they did live: they are shown
+    // when the next turn starts (a user message) or the history ends.
+    let media = [];
+    for (const m of data.messages) {
+      if (m.role === "user" && media.length) { addMedia(media); media = []; }
+      renderMessage(m, chips);
+      media = media.concat(mediaOf(m));
+    }
+    if (media.length) addMedia(media);
     setStatus("");
   } catch (err) {
     report(err);

@@ -40,6 +40,8 @@ type Config struct {
 	TelegramDMPolicy string
 	// AgentTools is every agent's tools.allow (default none).
 	AgentTools []string
+	// Workspace, when set, is every agent's workspace directory.
+	Workspace string
 }
 
 // Env is a running in-process gateway.
@@ -119,6 +121,9 @@ func configYAML(stateDir string, c Config) []byte {
 		agent := map[string]any{"id": a}
 		if len(c.AgentTools) > 0 {
 			agent["tools"] = map[string]any{"allow": c.AgentTools}
+		}
+		if c.Workspace != "" {
+			agent["workspace"] = c.Workspace
 		}
 		list = append(list, agent)
 	}
