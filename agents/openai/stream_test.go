@@ -149,7 +149,7 @@ func TestStreamErrors(t *testing.T) {
 			wantText: []string{"502", "Bad Gateway"}},
 		{name: "null error", status: 404, body: `{"error":null}`, wantStatus: 404, wantText: []string{"404"}},
 		{name: "mid-stream overflow", status: 200, contentType: "text/event-stream",
-			body: `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"error":{"message":"` + overflow + `","type":"server_error"}}` + "\n\n",
+			body:     `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"error":{"message":"` + overflow + `","type":"server_error"}}` + "\n\n",
 			overflow: true},
 		{name: "mid-stream error", status: 200, contentType: "text/event-stream",
 			body:     `data: {"choices":[{"delta":{"content":"a"}}]}` + "\n\n" + `data: {"error":{"message":"model crashed","type":"server_error","code":"oops"}}` + "\n\n",
