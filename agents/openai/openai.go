@@ -142,8 +142,9 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Even
 	sr := newStreamReader(resp.Body)
 	defer sr.close()
 	var acc accumulator
+	var c chunk // reused: one allocation for the whole stream
 	for {
-		var c chunk
+		c.reset()
 		err := sr.next(&c)
 		if errors.Is(err, io.EOF) {
 			break

@@ -24,6 +24,14 @@ type chunk struct {
 	Usage   *chunkUsage   `json:"usage"`
 }
 
+// reset empties c for the next decode, keeping its choices' backing
+// array: encoding/json decodes into existing elements without zeroing
+// them, so they are cleared here.
+func (c *chunk) reset() {
+	clear(c.Choices[:cap(c.Choices)])
+	*c = chunk{Choices: c.Choices[:0]}
+}
+
 type chunkChoice struct {
 	Delta struct {
 		Content   string          `json:"content"`
