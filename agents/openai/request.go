@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 	"unsafe"
 
@@ -68,7 +69,8 @@ func encodeRequest(buf *bytes.Buffer, req llm.Request) error {
 	}
 	buf.WriteByte(']')
 	if req.MaxTokens != 0 {
-		fmt.Fprintf(buf, `,"max_tokens":%d`, req.MaxTokens)
+		buf.WriteString(`,"max_tokens":`)
+		buf.WriteString(strconv.Itoa(req.MaxTokens))
 	}
 	buf.WriteString(`,"stream":true`)
 	if len(req.Tools) > 0 {
