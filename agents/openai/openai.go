@@ -1,9 +1,13 @@
 // Package openai is the provider for OpenAI-compatible chat completions
-// (OpenAI, Ollama, vLLM, OpenRouter, LM Studio...), built on
-// github.com/sashabaranov/go-openai. It streams with
-// stream_options.include_usage, assembles streamed tool calls by index,
-// retries 429/5xx with backoff (honouring Retry-After) and reports
-// context-window overflows as llm.ErrContextOverflow.
+// (OpenAI, Ollama, vLLM, OpenRouter, LM Studio...). It speaks the chat
+// completions wire protocol itself (request.go writes the body by hand,
+// stream.go reads the server-sent events): the SDK's reflection over the
+// whole history on every call was the daemon's largest CPU cost (issue
+// 21). It streams with stream_options.include_usage, assembles streamed
+// tool calls by index, retries 429/5xx with backoff (honouring
+// Retry-After) and reports context-window overflows as
+// llm.ErrContextOverflow. Transcription (transcribe.go) still goes
+// through github.com/sashabaranov/go-openai.
 //
 // A Provider is safe for concurrent use.
 package openai
@@ -14,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -58,7 +63,10 @@ func (c Config) Validate() error {
 // Provider calls an OpenAI-compatible chat completions endpoint.
 type Provider struct {
 	name    string
-	client  *goopenai.Client
+	url     string           // <baseURL>/chat/completions
+	auth    string           // Authorization header value; "" for no key
+	doer    llm.HTTPDoer     // retries over the configured client
+	audio   *goopenai.Client // transcriptions (transcribe.go)
 	timeout time.Duration
 	vision  []string // ProviderConfig.VisionModels
 	log     *zap.Logger
@@ -88,17 +96,26 @@ func New(c Config) (*Provider, error) {
 	if len(c.Provider.Headers) > 0 {
 		base = headerDoer{base: base, headers: c.Provider.Headers}
 	}
-	cfg := goopenai.DefaultConfig(key)
-	cfg.BaseURL = DefaultBaseURL
+	baseURL := DefaultBaseURL
 	if c.Provider.BaseURL != "" {
-		cfg.BaseURL = c.Provider.BaseURL
+		baseURL = c.Provider.BaseURL
 	}
-	cfg.HTTPClient = &llm.RetryClient{Base: base, MaxRetries: c.Provider.Retries(), BaseDelay: c.RetryBaseDelay, Logger: log}
+	doer := &llm.RetryClient{Base: base, MaxRetries: c.Provider.Retries(), BaseDelay: c.RetryBaseDelay, Logger: log}
+	cfg := goopenai.DefaultConfig(key)
+	cfg.BaseURL = baseURL
+	cfg.HTTPClient = doer
 	now := c.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{name: c.Name, client: goopenai.NewClientWithConfig(cfg), timeout: c.Provider.Timeout(), log: log, now: now, vision: c.Provider.VisionModels}, nil
+	p := &Provider{
+		name: c.Name, url: strings.TrimRight(baseURL, "/") + "/chat/completions", doer: doer,
+		audio: goopenai.NewClientWithConfig(cfg), timeout: c.Provider.Timeout(), log: log, now: now, vision: c.Provider.VisionModels,
+	}
+	if key != "" {
+		p.auth = "Bearer " + key
+	}
+	return p, nil
 }
 
 // TakesImages implements llm.ImageTaker (providers.<name>.visionModels).
@@ -117,31 +134,25 @@ func (p *Provider) Name() string { return p.name }
 func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Event)) (sessions.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	creq := goopenai.ChatCompletionRequest{
-		Model:         req.Model,
-		Messages:      toMessages(req.System, req.Messages),
-		Tools:         toTools(req.Tools),
-		Stream:        true,
-		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
-		MaxTokens:     req.MaxTokens,
-		// "" (off, or no level set) leaves the field out.
-		ReasoningEffort: llm.ReasoningEffort(req.Thinking),
-	}
-	stream, err := p.client.CreateChatCompletionStream(ctx, creq)
+	resp, err := p.send(ctx, req)
 	if err != nil {
 		return sessions.Message{}, wrapErr("chat completion", err)
 	}
-	defer stream.Close()
+	defer resp.Body.Close()
+	sr := newStreamReader(resp.Body)
+	defer sr.close()
 	var acc accumulator
+	var c chunk // reused: one allocation for the whole stream
 	for {
-		chunk, err := stream.Recv()
+		c.reset()
+		err := sr.next(&c)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return sessions.Message{}, wrapErr("chat completion stream", err)
 		}
-		if d := acc.add(chunk); d != "" && fn != nil {
+		if d := acc.add(&c); d != "" && fn != nil {
 			fn(llm.Event{TextDelta: d})
 		}
 	}
@@ -161,28 +172,44 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Even
 	return msg, nil
 }
 
-// wrapErr names the operation and marks context overflows.
-func wrapErr(op string, err error) error {
-	var apiErr *goopenai.APIError
-	if errors.As(err, &apiErr) {
-		code, _ := apiErr.Code.(string)
-		if apiErr.HTTPStatusCode == http.StatusBadRequest || apiErr.HTTPStatusCode == http.StatusRequestEntityTooLarge || apiErr.HTTPStatusCode == 0 {
-			if code == "context_length_exceeded" || llm.IsContextOverflowText(apiErr.Message) {
-				return fmt.Errorf("openai: %s: %w: %w", op, llm.ErrContextOverflow, err)
-			}
-		}
+// send posts the request and returns the response of a 2xx answer (its
+// body is the stream); any other answer is read into an *APIError or a
+// *RequestError.
+func (p *Provider) send(ctx context.Context, req llm.Request) (*http.Response, error) {
+	body := newRequestBody()
+	defer body.release() // readers net/http still holds keep the buffer
+	if err := encodeRequest(body.buf, req); err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
 	}
-	var reqErr *goopenai.RequestError
-	if errors.As(err, &reqErr) && reqErr.HTTPStatusCode == http.StatusBadRequest && llm.IsContextOverflowText(string(reqErr.Body)) {
-		return fmt.Errorf("openai: %s: %w: %w", op, llm.ErrContextOverflow, err)
+	size := int64(body.buf.Len())
+	rc, err := body.open()
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case apiErr != nil:
-		err = llm.WithStatus(apiErr.HTTPStatusCode, err)
-	case reqErr != nil:
-		err = llm.WithStatus(reqErr.HTTPStatusCode, err)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, rc)
+	if err != nil {
+		rc.Close()
+		return nil, err
 	}
-	return fmt.Errorf("openai: %s: %w", op, err)
+	hreq.ContentLength = size
+	hreq.GetBody = body.open
+	h := hreq.Header
+	if p.auth != "" {
+		h.Set("Authorization", p.auth)
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	resp, err := p.doer.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
+		defer resp.Body.Close()
+		return nil, statusError(resp)
+	}
+	return resp, nil
 }
 
 type headerDoer struct {

@@ -28,7 +28,7 @@ func (p *Provider) Transcribe(ctx context.Context, model string, audio io.Reader
 	if fileName == "" || strings.ContainsAny(fileName, "/\\") {
 		fileName = "audio"
 	}
-	res, err := p.client.CreateTranscription(ctx, goopenai.AudioRequest{
+	res, err := p.audio.CreateTranscription(ctx, goopenai.AudioRequest{
 		Model: model, FilePath: fileName, Reader: audio, Format: goopenai.AudioResponseFormatJSON,
 	})
 	if err != nil {
