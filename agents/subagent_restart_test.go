@@ -60,15 +60,7 @@ func TestSubagentCleanupSurvivesRestart(t *testing.T) {
 // s after the restart), and the parent hears it timed out.
 func TestSubagentRunTimeoutSurvivesRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
-		h.r.now = time.Now // the bubble's clock, which the waits below move
-		h.p.reply = scripted(map[string]any{"task": "slow job", "runTimeoutSeconds": 30})
-		parent := h.key("main", "7")
-		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: parent, Inputs: []sessions.Message{user("go")}}); err != nil {
-			t.Fatal(err)
-		}
-		h.r.opts.Providers["fake"] = blockChildren{h.p}
-		d := h.dispatches()[0]
+		h, d := slowChild(t, true) // the bubble's clock, which the waits below move
 
 		// The first run is cut short by a shutdown 20 s in.
 		stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -106,15 +98,7 @@ func TestSubagentRunTimeoutSurvivesRestart(t *testing.T) {
 // shutdown keeps its start (TestSubagentRunTimeoutSurvivesRestart).
 func TestSubagentStoppedForGoodForgetsStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
-		h.r.now = time.Now
-		h.p.reply = scripted(map[string]any{"task": "slow job", "runTimeoutSeconds": 30})
-		parent := h.key("main", "7")
-		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: parent, Inputs: []sessions.Message{user("go")}}); err != nil {
-			t.Fatal(err)
-		}
-		h.r.opts.Providers["fake"] = blockChildren{h.p}
-		d := h.dispatches()[0]
+		h, d := slowChild(t, true) // the bubble's clock, which the waits below move
 
 		// The first run is stopped for good 20 s in.
 		stop, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -136,4 +120,22 @@ func TestSubagentStoppedForGoodForgetsStart(t *testing.T) {
 			t.Errorf("the next run timed out after %s, want its whole 30 s", got)
 		}
 	})
+}
+
+// slowChild spawns, from parent "7", a child with a 30 s run timeout
+// whose model calls then block (blockChildren), and returns its dispatch
+// (the child's key and task message). setClock makes the runner read the
+// clock a synctest bubble moves.
+func slowChild(t *testing.T, setClock bool) (*harness, Dispatch) {
+	t.Helper()
+	h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
+	if setClock {
+		h.r.now = time.Now
+	}
+	h.p.reply = scripted(map[string]any{"task": "slow job", "runTimeoutSeconds": 30})
+	if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: h.key("main", "7"), Inputs: []sessions.Message{user("go")}}); err != nil {
+		t.Fatal(err)
+	}
+	h.r.opts.Providers["fake"] = blockChildren{h.p}
+	return h, h.dispatches()[0]
 }

@@ -202,14 +202,7 @@ func TestSpawnArgumentErrors(t *testing.T) {
 
 func TestChildTimeoutIsAnnounced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
-		h.p.reply = scripted(map[string]any{"task": "slow job", "runTimeoutSeconds": 30})
-		parent := h.key("main", "7")
-		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: parent, Inputs: []sessions.Message{user("go")}}); err != nil {
-			t.Fatal(err)
-		}
-		h.r.opts.Providers["fake"] = blockChildren{h.p}
-		d := h.dispatches()[0]
+		h, d := slowChild(t, false)
 		_, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: d.Key, Inputs: []sessions.Message{d.Message}})
 		if err == nil {
 			t.Fatal("a timed-out child reported success")
