@@ -259,7 +259,7 @@ func entryFromSummary(key routing.Key, id string, s transcriptSummary, now time.
 	}
 	e := sessions.Entry{
 		SessionKey: key.String(), SessionID: id, CreatedAt: started, SessionStartedAt: started,
-		LastInteractionAt: last, UpdatedAt: now, Title: sessions.StoredTitle(s.firstUser), Channel: key.Channel,
+		LastInteractionAt: last, UpdatedAt: now, Title: sessions.StoredTitle(s.title()), Channel: key.Channel,
 		LastChannel: key.Channel, LastAccountID: key.Account, MessageCount: s.messages,
 		CompactionCount: s.compactions, InputTokens: s.input, OutputTokens: s.output, TotalTokens: s.total,
 		ContextTokens: s.context, Model: s.model, Provider: s.provider,

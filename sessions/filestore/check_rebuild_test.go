@@ -141,3 +141,37 @@ func TestRebuildFollowsMovedKeys(t *testing.T) {
 		t.Errorf("rebuilt index has the group's key %s again: the move was undone", oldKey)
 	}
 }
+
+// TestRebuildTitleSkipsForkedCopies: a rebuilt entry is titled by the
+// first user message that came in to its session (one with journal
+// record ids), not by a forked thread's copy of its parent's first
+// message.
+func TestRebuildTitleSkipsForkedCopies(t *testing.T) {
+	state, m, st := openRebuildState(t)
+	dir := st.Dir()
+	at := time.Now().Add(-time.Hour)
+	k := dmKey(t, "main", "p1")
+	e, _ := mustBegin(t, st, k, sessions.Origin{Channel: "telegram", ChatType: "direct", Title: "x", At: at})
+	tr, err := st.Transcript(e.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := sessions.UserText("the thread's own question", at)
+	own.RecordIDs = []string{"tg:default:p1:1"}
+	if _, err := tr.Append(context.Background(), sessions.UserText("the parent's question", at), assistantText("ok"), own, assistantText("ok")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Remove(filepath.Join(dir, indexName)))
+	_ = os.Remove(filepath.Join(dir, deltaName))
+	repairAll(t, state, wantCodes(t, state, sessions.CodeOrphanTranscript))
+	idx, err := ReadIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := idx[k.String()].Title; got != "the thread's own question" {
+		t.Errorf("rebuilt title %q, want the thread's own first message", got)
+	}
+}

@@ -18,6 +18,11 @@ type transcriptSummary struct {
 	messages    int            // "message" entries, as transcript.File.Stats counts them
 	compactions int
 	firstUser   string    // text of the first user message (the title)
+	// firstOwn is the text of the first user message that came in to this
+	// session (it carries journal record ids): the title when there is
+	// one, since a forked thread's transcript starts with its parent's
+	// messages, copied without record ids (sessions.ForkContext).
+	firstOwn string
 	lastAt      time.Time // latest entry timestamp
 	// Token counters as the runner adds them (agents appendAssistant):
 	// the sums of the assistant messages' reported usage, and the context
@@ -82,8 +87,13 @@ func (s *transcriptSummary) addLine(line int, off int64, b []byte) error {
 	switch {
 	case n.IsMessage:
 		s.messages++
-		if s.firstUser == "" && n.Msg != nil && n.Msg.Role == sessions.RoleUser {
-			s.firstUser = n.Msg.Text()
+		if m := n.Msg; m != nil && m.Role == sessions.RoleUser {
+			if s.firstUser == "" {
+				s.firstUser = m.Text()
+			}
+			if s.firstOwn == "" && len(m.RecordIDs) > 0 {
+				s.firstOwn = m.Text()
+			}
 		}
 		if m := n.Msg; m != nil && m.Role == sessions.RoleAssistant {
 			if u := m.Usage; u != nil {
@@ -125,4 +135,13 @@ func badLineProblem(agent, path string, bad []BadLine) sessions.Problem {
 		return err
 	})
 	return p
+}
+
+// title is the text a rebuilt entry is titled by: the first message that
+// came in to this session, else the first user message.
+func (s *transcriptSummary) title() string {
+	if s.firstOwn != "" {
+		return s.firstOwn
+	}
+	return s.firstUser
 }

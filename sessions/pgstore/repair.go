@@ -209,11 +209,14 @@ func (db *DB) archiveOrphans(ctx context.Context, ps []sessions.Problem, now tim
 }
 
 // firstUserTitles titles each transcript of ids by its first user
-// message with text (the rows the search trigger marked as such).
+// message with text (the rows the search trigger marked as such) that
+// came in to the session (it carries journal record ids), else its first
+// user message: a forked thread's transcript starts with its parent's
+// messages, copied without record ids (sessions.ForkContext).
 func (db *DB) firstUserTitles(ctx context.Context, ids []string) (map[string]string, error) {
 	rows, err := db.pool.Query(ctx, `SELECT DISTINCT ON (session_id) session_id, seq, body::text FROM transcript_entries
 		WHERE session_id = ANY($1::text[]) AND type = 'message' AND search_role = 'user'
-		ORDER BY session_id, seq`, ids)
+		ORDER BY session_id, (body->'recordIds' IS NOT NULL) DESC, seq`, ids)
 	if err != nil {
 		return nil, err
 	}
