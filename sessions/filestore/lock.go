@@ -172,8 +172,21 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 		return ctx, func() {}, nil
 	}
 	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	var stopDeadline context.CancelFunc
+	// The deadline's context (a timer) is made only when the lock is busy:
+	// most acquires find it free.
+	var tctx context.Context
+	done := func() <-chan struct{} {
+		if tctx == nil {
+			tctx, stopDeadline = context.WithDeadline(ctx, start.Add(timeout))
+		}
+		return tctx.Done()
+	}
+	defer func() {
+		if stopDeadline != nil {
+			stopDeadline()
+		}
+	}()
 	fail := func() (context.Context, func(), error) {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, fmt.Errorf("lock %s: %w", l.path, err)
@@ -183,8 +196,12 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 	}
 	select {
 	case l.sem <- struct{}{}:
-	case <-tctx.Done():
-		return fail()
+	default:
+		select {
+		case l.sem <- struct{}{}:
+		case <-done():
+			return fail()
+		}
 	}
 	delay := time.Millisecond
 	for {
@@ -199,7 +216,7 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
-		case <-tctx.Done():
+		case <-done():
 			t.Stop()
 			<-l.sem
 			return fail()
