@@ -65,6 +65,7 @@ type Journal struct {
 	done      map[string]time.Time
 	doneOrder []string // done ids, oldest first
 	backlog   [][]byte // marks not yet written, in order
+	lineBuf   []byte   // encoding buffer reused by writeLocked
 	fault     error    // the last write failure; nil when healthy
 	closed    bool
 

@@ -28,11 +28,14 @@ func (j *Journal) writeLocked(l journalLine, must bool) (uint64, error) {
 	if j.closed {
 		return 0, errors.New("journal closed")
 	}
-	b, err := json.Marshal(l)
+	b, err := appendJournalLine(j.lineBuf[:0], &l)
 	if err != nil {
 		return 0, err
 	}
 	b = append(b, '\n')
+	if cap(b) <= maxKeptLineBuf {
+		j.lineBuf = b
+	}
 	_, broken := j.f.(brokenFile)
 	if len(j.backlog) > 0 || broken {
 		j.flushBacklogLocked()
@@ -41,18 +44,21 @@ func (j *Journal) writeLocked(l journalLine, must bool) (uint64, error) {
 		if must {
 			return 0, fmt.Errorf("%w: %w", sessions.ErrStorage, j.fault)
 		}
-		j.backlog = append(j.backlog, b)
+		j.backlog = append(j.backlog, slices.Clone(b))
 		return 0, nil
 	}
 	if err := j.appendLocked(b); err != nil {
 		if must {
 			return 0, err
 		}
-		j.backlog = append(j.backlog, b)
+		j.backlog = append(j.backlog, slices.Clone(b))
 		return 0, nil
 	}
 	return j.written, nil
 }
+
+// maxKeptLineBuf bounds the line buffer a Journal keeps between writes.
+const maxKeptLineBuf = 16 << 10
 
 // appendLocked writes b whole or cuts the file back to the last whole line.
 func (j *Journal) appendLocked(b []byte) error {
@@ -260,10 +266,14 @@ func (j *Journal) compactLocked() error {
 	enc := json.NewEncoder(&buf)
 	if len(j.doneOrder) > 0 {
 		// One line per id keeps lines short and replay simple.
+		ids := []string{""}
 		for _, id := range j.doneOrder {
-			if err := enc.Encode(journalLine{Op: "done", IDs: []string{id}, At: j.done[id]}); err != nil {
+			ids[0] = id
+			b, err := appendJournalLine(buf.AvailableBuffer(), &journalLine{Op: "done", IDs: ids, At: j.done[id]})
+			if err != nil {
 				return err
 			}
+			buf.Write(append(b, '\n'))
 		}
 	}
 	rs := make([]*jrec, 0, len(j.recs))

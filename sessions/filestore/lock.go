@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
 	"go.uber.org/zap"
 )
 
@@ -72,8 +72,11 @@ type lockSet struct {
 	host             string
 	start            time.Time
 
-	mu    sync.Mutex
-	locks map[string]*fileLock // guarded by mu
+	mu      sync.Mutex
+	locks   map[string]*fileLock // guarded by mu
+	open    *list.List           // of *fileLock with a cached fh, most recent first; guarded by mu
+	maxOpen int                  // bound on open's length
+	closed  bool                 // guarded by mu: nothing is cached any more
 }
 
 func newLockSet(timeout, maxHold time.Duration, log *zap.Logger, observe func(string, time.Duration)) *lockSet {
@@ -85,7 +88,7 @@ func newLockSet(timeout, maxHold time.Duration, log *zap.Logger, observe func(st
 		maxHold = DefaultMaxHold
 	}
 	return &lockSet{timeout: timeout, maxHold: maxHold, log: log, observe: observe, host: host,
-		start: processStart(), locks: map[string]*fileLock{}}
+		start: processStart(), locks: map[string]*fileLock{}, open: list.New(), maxOpen: maxOpenLockFiles}
 }
 
 // get returns the process-wide lock for path (the lock file itself).
@@ -94,19 +97,10 @@ func (ls *lockSet) get(path string) *fileLock {
 	defer ls.mu.Unlock()
 	l, ok := ls.locks[path]
 	if !ok {
-		l = &fileLock{path: path, set: ls, sem: make(chan struct{}, 1),
-			fl: flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))}
+		l = &fileLock{path: path, set: ls, sem: make(chan struct{}, 1), fd: -1}
 		ls.locks[path] = l
 	}
 	return l
-}
-
-// forget drops path from the set; the caller holds the lock and is about to
-// remove its file together with its session.
-func (ls *lockSet) forget(path string) {
-	ls.mu.Lock()
-	delete(ls.locks, path)
-	ls.mu.Unlock()
 }
 
 // fileLock is an exclusive lock on one <file>.lock: an in-process semaphore
@@ -115,7 +109,11 @@ type fileLock struct {
 	path string
 	set  *lockSet
 	sem  chan struct{} // holds one token while some goroutine owns the lock
-	fl   *flock.Flock  // used only by the sem holder
+	fh   *os.File      // the open lock file or nil; used only by the sem holder
+	fd   int           // fh's descriptor
+
+	elem    *list.Element // in set.open while fh is cached there; guarded by set.mu
+	dropped bool          // forgotten: fh is closed on release; guarded by set.mu
 
 	mu    sync.Mutex // guards gen, held, timer, meta
 	gen   uint64
@@ -174,8 +172,21 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 		return ctx, func() {}, nil
 	}
 	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	var stopDeadline context.CancelFunc
+	// The deadline's context (a timer) is made only when the lock is busy:
+	// most acquires find it free.
+	var tctx context.Context
+	done := func() <-chan struct{} {
+		if tctx == nil {
+			tctx, stopDeadline = context.WithDeadline(ctx, start.Add(timeout))
+		}
+		return tctx.Done()
+	}
+	defer func() {
+		if stopDeadline != nil {
+			stopDeadline()
+		}
+	}()
 	fail := func() (context.Context, func(), error) {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, fmt.Errorf("lock %s: %w", l.path, err)
@@ -185,12 +196,16 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 	}
 	select {
 	case l.sem <- struct{}{}:
-	case <-tctx.Done():
-		return fail()
+	default:
+		select {
+		case l.sem <- struct{}{}:
+		case <-done():
+			return fail()
+		}
 	}
 	delay := time.Millisecond
 	for {
-		ok, err := l.fl.TryLock()
+		ok, err := l.tryLock()
 		if err != nil {
 			<-l.sem
 			return nil, nil, fmt.Errorf("lock %s: %w", l.path, err)
@@ -201,7 +216,7 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
-		case <-tctx.Done():
+		case <-done():
 			t.Stop()
 			<-l.sem
 			return fail()
@@ -276,7 +291,7 @@ func (l *fileLock) release(gen uint64) {
 			l.set.log.Warn("lock metadata not cleared", zap.String("path", l.path), zap.Error(err))
 		}
 	}
-	if err := l.fl.Unlock(); err != nil {
+	if err := l.unlock(); err != nil {
 		l.set.log.Error("unlock failed", zap.String("path", l.path), zap.Error(err))
 	}
 	<-l.sem

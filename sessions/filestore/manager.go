@@ -446,5 +446,6 @@ func (m *Manager) Close() error {
 		err = errors.Join(err, m.usage.Close())
 	}
 	m.smu.Unlock()
+	m.locks.close()
 	return err
 }

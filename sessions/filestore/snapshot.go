@@ -91,6 +91,7 @@ func Snapshot(ctx context.Context, stateDir string, lockTimeout time.Duration, e
 	}
 	slices.SortStableFunc(tops, func(a, b fs.DirEntry) int { return snapshotOrder(a.Name()) - snapshotOrder(b.Name()) })
 	locks := newLockSet(lockTimeout, 0, zap.NewNop(), nil)
+	defer locks.close()
 	s := &snapshotter{root: stateDir, emit: emit, st: &st}
 	for _, top := range tops {
 		if err := ctx.Err(); err != nil {

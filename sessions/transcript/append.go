@@ -39,11 +39,11 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 		now := t.now()
 		for _, m := range msgs {
 			id := t.newIDLocked(st, nodes)
-			line, m, err := EncodeMessage(id, parent, m, now)
+			line, m, err := appendMessageEntry(buf.AvailableBuffer(), id, parent, m, now)
 			if err != nil {
 				return nil, err
 			}
-			writeLine(buf, line)
+			buf.Write(line)
 			msg := m
 			nodes = append(nodes, &Node{ID: id, Parent: parent, Kind: KindMessage, IsMessage: true, Msg: &msg})
 			parent = id
@@ -67,11 +67,7 @@ func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (str
 		}
 		now := t.now()
 		id := t.newIDLocked(st, nil)
-		line, err := EncodeCompaction(id, st.leaf, c, now)
-		if err != nil {
-			return nil, err
-		}
-		writeLine(buf, line)
+		buf.Write(appendCompactionLine(buf.AvailableBuffer(), id, st.leaf, &c, now))
 		return []*Node{{ID: id, Parent: st.leaf, Kind: KindCompaction, Comp: &CompactionInfo{Compaction: c, At: now.UTC().Truncate(time.Millisecond)}}}, nil
 	})
 	if err != nil {
@@ -165,19 +161,26 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 			return 0, nil, err
 		}
 	}
-	var buf bytes.Buffer
+	buf := &t.wbuf
+	buf.Reset()
+	defer func() {
+		// Keep the buffer for the next append unless one huge message grew it.
+		if buf.Cap() > maxKeptWriteBuf {
+			t.wbuf = bytes.Buffer{}
+		}
+	}()
 	writeHeader := st.hdr == nil
 	if writeHeader {
 		line, err := EncodeHeader(t.sessionID, t.hdr, t.now())
 		if err != nil {
 			return 0, nil, err
 		}
-		writeLine(&buf, line)
+		writeLine(buf, line)
 	} else if st.needNL {
 		buf.WriteByte('\n')
 	}
 	headerLen := int64(buf.Len())
-	nodes, err := enc(st, f, &buf)
+	nodes, err := enc(st, f, buf)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -211,10 +214,12 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 		t.prefixIDs, t.prefixLo, t.prefixMsgs = map[string]struct{}{}, headerLen, 0
 	}
 	off := at + headerLen
-	lines := bytes.SplitAfter(buf.Bytes()[headerLen:], []byte{'\n'})
-	for i, n := range nodes {
+	rest := buf.Bytes()[headerLen:]
+	for _, n := range nodes {
 		n.Off = off
-		off += int64(len(lines[i]))
+		ln := bytes.IndexByte(rest, '\n') + 1
+		off += int64(ln)
+		rest = rest[ln:]
 		st.add(n)
 	}
 	st.fi, st.end, st.tornAt, st.needNL = fi, at+int64(buf.Len()), -1, false
@@ -285,6 +290,9 @@ func (g *syncGroup) wait(f handle, seq uint64, written func() uint64) error {
 		}
 	}
 }
+
+// maxKeptWriteBuf bounds the write buffer a File keeps between appends.
+const maxKeptWriteBuf = 64 << 10
 
 // writeLine appends one encoded line and its '\n' to buf.
 func writeLine(buf *bytes.Buffer, line []byte) {

@@ -30,7 +30,14 @@ type Header struct {
 // NewEntryID renders r as an entry id: 8 lower-case hex characters, as pi
 // writes them. Callers draw r at random and retry on a collision with an
 // id of the same transcript.
-func NewEntryID(r uint32) string { return fmt.Sprintf("%08x", r) }
+func NewEntryID(r uint32) string {
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = hexDigits[r&0xF]
+		r >>= 4
+	}
+	return string(b[:])
+}
 
 // EncodeHeader returns the session line that starts a transcript written
 // at now (without the trailing newline).
@@ -47,22 +54,18 @@ func EncodeHeader(sessionID string, h Header, now time.Time) ([]byte, error) {
 // (without the trailing newline) and the normalised message, which equals
 // what decoding the line gives. parentID "" is JSON null.
 func EncodeMessage(id, parentID string, m sessions.Message, now time.Time) ([]byte, sessions.Message, error) {
-	var buf bytes.Buffer
-	m, err := encodeMessageEntry(&buf, id, parentID, m, now)
+	line, m, err := appendMessageEntry(nil, id, parentID, m, now)
 	if err != nil {
 		return nil, sessions.Message{}, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), m, nil
+	return line[:len(line)-1], m, nil
 }
 
 // EncodeCompaction returns the compaction entry line of c (without the
 // trailing newline). parentID "" is JSON null.
 func EncodeCompaction(id, parentID string, c sessions.Compaction, now time.Time) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encodeCompactionEntry(&buf, id, parentID, c, now); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	line := appendCompactionLine(nil, id, parentID, &c, now)
+	return line[:len(line)-1], nil
 }
 
 func encodeHeader(buf *bytes.Buffer, sessionID string, h Header, now time.Time) error {
@@ -74,28 +77,18 @@ func encodeHeader(buf *bytes.Buffer, sessionID string, h Header, now time.Time) 
 	return nil
 }
 
-func encodeMessageEntry(buf *bytes.Buffer, id, parentID string, m sessions.Message, now time.Time) (sessions.Message, error) {
+// appendMessageEntry normalises m (normalizeForWrite) and appends its
+// entry line and '\n' to dst.
+func appendMessageEntry(dst []byte, id, parentID string, m sessions.Message, now time.Time) ([]byte, sessions.Message, error) {
 	m, err := normalizeForWrite(m, now)
 	if err != nil {
-		return sessions.Message{}, fmt.Errorf("transcript: append: %w", err)
+		return nil, sessions.Message{}, fmt.Errorf("transcript: append: %w", err)
 	}
-	if err := appendJSONLine(buf, outMessageEntry{
-		Type: entryMessage, ID: id, ParentID: nullable(parentID), Timestamp: formatTimestamp(now), Message: toOutMessage(m),
-		RecordIDs: m.RecordIDs, HistorySeq: m.HistorySeq,
-	}); err != nil {
-		return sessions.Message{}, fmt.Errorf("transcript: encode message: %w", err)
+	out, err := appendMessageLine(dst, id, parentID, &m, now)
+	if err != nil {
+		return nil, sessions.Message{}, err
 	}
-	return m, nil
-}
-
-func encodeCompactionEntry(buf *bytes.Buffer, id, parentID string, c sessions.Compaction, now time.Time) error {
-	if err := appendJSONLine(buf, outCompactionEntry{
-		Type: entryCompaction, ID: id, ParentID: nullable(parentID), Timestamp: formatTimestamp(now),
-		Summary: c.Summary, FirstKeptEntryID: c.FirstKeptEntryID, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
-	}); err != nil {
-		return fmt.Errorf("transcript: encode compaction: %w", err)
-	}
-	return nil
+	return out, m, nil
 }
 
 // Output shapes. Field order follows pi's so files diff cleanly.
@@ -108,45 +101,6 @@ type outHeader struct {
 	Cwd        string `json:"cwd"`
 	SessionKey string `json:"sessionKey,omitempty"`
 	AgentID    string `json:"agentId,omitempty"`
-}
-
-type outMessageEntry struct {
-	Type      string     `json:"type"`
-	ID        string     `json:"id"`
-	ParentID  *string    `json:"parentId"`
-	Timestamp string     `json:"timestamp"`
-	Message   outMessage `json:"message"`
-	// RecordIDs is a gateway extension pi ignores (sessions.Message.RecordIDs).
-	RecordIDs []string `json:"recordIds,omitempty"`
-	// HistorySeq is a gateway extension pi ignores (sessions.Message.HistorySeq).
-	HistorySeq uint64 `json:"historySeq,omitempty"`
-}
-
-type outCompactionEntry struct {
-	Type             string  `json:"type"`
-	ID               string  `json:"id"`
-	ParentID         *string `json:"parentId"`
-	Timestamp        string  `json:"timestamp"`
-	Summary          string  `json:"summary"`
-	FirstKeptEntryID string  `json:"firstKeptEntryId"`
-	TokensBefore     int64   `json:"tokensBefore"`
-	TokensAfter      int64   `json:"tokensAfter,omitempty"`
-}
-
-// outMessage is sessions.Message as pi expects it: assistant messages
-// always carry usage (with the cost block pi's totals read, zero when
-// unpriced) and a stop reason, and tool results always say isError.
-type outMessage struct {
-	Role       string             `json:"role"`
-	Content    []sessions.Content `json:"content"`
-	ToolCallID string             `json:"toolCallId,omitempty"`
-	ToolName   string             `json:"toolName,omitempty"`
-	IsError    *bool              `json:"isError,omitempty"`
-	Provider   string             `json:"provider,omitempty"`
-	Model      string             `json:"model,omitempty"`
-	Usage      *sessions.Usage    `json:"usage,omitempty"`
-	StopReason string             `json:"stopReason,omitempty"`
-	Timestamp  int64              `json:"timestamp"`
 }
 
 // normalizeForWrite applies what a written line will say, so the message
@@ -192,26 +146,6 @@ func normalizeForWrite(m sessions.Message, now time.Time) (sessions.Message, err
 	return m, nil
 }
 
-// toOutMessage maps a normalised message to its line shape: tool results
-// always say isError, assistant usage carries the cost block pi sums.
-func toOutMessage(m sessions.Message) outMessage {
-	o := outMessage{
-		Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName,
-		Provider: m.Provider, Model: m.Model, StopReason: m.StopReason, Timestamp: m.Timestamp,
-	}
-	switch m.Role {
-	case sessions.RoleToolResult:
-		isErr := m.IsError
-		o.IsError = &isErr
-	case sessions.RoleAssistant:
-		if m.Usage != nil {
-			u := *m.Usage
-			o.Usage = &u
-		}
-	}
-	return o
-}
-
 // appendJSONLine encodes v without HTML escaping and appends it plus '\n'.
 func appendJSONLine(buf *bytes.Buffer, v any) error {
 	enc := json.NewEncoder(buf)
@@ -220,10 +154,3 @@ func appendJSONLine(buf *bytes.Buffer, v any) error {
 }
 
 func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}

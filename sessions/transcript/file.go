@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,7 @@ type File struct {
 	prefixIDs  map[string]struct{}
 	prefixLo   int64 // prefixIDs and prefixMsgs cover [headerEnd, prefixLo)
 	prefixMsgs int
+	wbuf       bytes.Buffer // write buffer reused by appends
 }
 
 // The files backend hands a File out as its TranscriptLog.
