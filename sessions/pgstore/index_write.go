@@ -64,12 +64,14 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 		// Not fresh, or new: a new key is created by one insert (it
 		// waits for its WAL flush); an existing one takes the paths below.
 		e = sessions.NewEntry(key, o, now)
-		created, err := x.create(ctx, &e)
+		created, count, err := x.create(ctx, &e)
 		if err != nil {
 			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 		}
 		if created {
-			x.capAfter(ctx, k)
+			if !x.underCap(count) {
+				x.capAfter(ctx, k)
+			}
 			return e, sessions.BeginInfo{Created: true}, nil
 		}
 	}
@@ -234,20 +236,27 @@ func (x *Index) locked(ctx context.Context, k string, fn func(tx pgx.Tx, cur ses
 
 // create inserts e's row outside a transaction of the caller's (through
 // the group commit, waiting for its WAL flush); false means the key exists.
-func (x *Index) create(ctx context.Context, e *sessions.Entry) (bool, error) {
+// When creations are capped (maintenance_cap.go) the same transaction
+// counts the agent's entries after the insert: count is that number, or
+// -1 when not counted.
+func (x *Index) create(ctx context.Context, e *sessions.Entry) (created bool, count int, err error) {
 	var n int64
-	err := x.db.writes.do(ctx, &write{op: opOf(ctx), key: rowKey("e", x.agentID, e.SessionKey), sync: true, fill: func(b *pgx.Batch) {
-		n = 0
+	counted := x.capLimit() > 0
+	err = x.db.writes.do(ctx, &write{op: opOf(ctx), key: rowKey("e", x.agentID, e.SessionKey), sync: true, fill: func(b *pgx.Batch) {
+		n, count = 0, -1
 		b.Queue(insertEntry+` ON CONFLICT (agent_id, session_key) DO NOTHING`, entryArgs(x.agentID, e)...).
 			Exec(func(t pgconn.CommandTag) error {
 				n = t.RowsAffected()
 				return nil
 			})
+		if counted {
+			b.Queue(countEntriesSQL, x.agentID).QueryRow(func(row pgx.Row) error { return row.Scan(&count) })
+		}
 	}})
 	if err != nil {
-		return false, fmt.Errorf("create: %w", err)
+		return false, -1, fmt.Errorf("create: %w", err)
 	}
-	return n == 1, nil
+	return n == 1, count, nil
 }
 
 // insert creates e's row; false means another transaction created the key

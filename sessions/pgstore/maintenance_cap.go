@@ -26,6 +26,33 @@ import (
 // replicas have committed and not yet capped, for as long as their cap
 // transactions wait for the lock.
 
+// A creation through Begin's fast path counts the agent's entries in its
+// own transaction (Index.create, no round trip or commit of its own) and
+// skips the cap transaction while that count leaves capSlack free (issue
+// 21: four round trips and a commit fewer per new session): creations
+// that other replicas commit meanwhile are not in the count, and passing
+// the cap would take more than capSlack of them at once; the next
+// creation's count, or the hourly pass, caps them.
+
+// countEntriesSQL counts an agent's entries (the cap's count).
+const countEntriesSQL = `SELECT count(*) FROM entries WHERE agent_id = $1`
+
+// capLimit is the maxEntries creations enforce, 0 for none.
+func (x *Index) capLimit() int {
+	if x.maint == nil {
+		return 0
+	}
+	return max(x.maint().MaxEntries, 0)
+}
+
+// underCap reports whether count (the agent's entries, counted in the
+// creation's transaction; -1 when not counted) leaves capSlack free under
+// the cap, so that the creation needs no cap transaction.
+func (x *Index) underCap(count int) bool {
+	limit := x.capLimit()
+	return limit > 0 && count >= 0 && count <= limit-capSlack(limit)
+}
+
 // capLockClass is the first key of the per-agent cap lock ("cap" in ASCII).
 const capLockClass = 0x636170
 
@@ -63,7 +90,7 @@ func (x *Index) capCreated(ctx context.Context, created string) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, capLockClass, x.agentID); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM entries WHERE agent_id = $1`, x.agentID).Scan(&count); err != nil {
+		if err := tx.QueryRow(ctx, countEntriesSQL, x.agentID).Scan(&count); err != nil {
 			return err
 		}
 		over := count - cfg.MaxEntries
