@@ -17,13 +17,13 @@ type transcriptSummary struct {
 	hdr         *summaryHeader // nil without a usable session line
 	messages    int            // "message" entries, as transcript.File.Stats counts them
 	compactions int
-	firstUser   string    // text of the first user message (the title)
+	firstUser   string // text of the first user message (the title)
 	// firstOwn is the text of the first user message that came in to this
 	// session (it carries journal record ids): the title when there is
 	// one, since a forked thread's transcript starts with its parent's
 	// messages, copied without record ids (sessions.ForkContext).
 	firstOwn string
-	lastAt      time.Time // latest entry timestamp
+	lastAt   time.Time // latest entry timestamp
 	// Token counters as the runner adds them (agents appendAssistant):
 	// the sums of the assistant messages' reported usage, and the context
 	// of the last one (or the latest compaction's tokensAfter, when it
