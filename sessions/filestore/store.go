@@ -213,7 +213,7 @@ func (s *Store) reloadLocked() error {
 		if !ok {
 			continue
 		}
-		if e := sl.entry(); s.storeDeltaLocked(k, sl, &e, d) {
+		if s.applyDeltaLocked(k, sl, d) {
 			s.dirty = true
 			s.changed[k] = struct{}{}
 		}

@@ -95,8 +95,14 @@ func (s *Store) addDeltaLocked(k string, d *delta) bool {
 	if !ok {
 		return false
 	}
-	e := sl.entry()
-	return s.addDeltaToEntryLocked(k, sl, &e, d)
+	if d.sessionID == "" {
+		d.sessionID = sl.id()
+	}
+	if !s.applyDeltaLocked(k, sl, d) {
+		return false
+	}
+	s.queueDeltaLocked(k, d)
+	return true
 }
 
 // addDeltaToEntryLocked is addDeltaLocked for a caller that has decoded
@@ -108,6 +114,13 @@ func (s *Store) addDeltaToEntryLocked(k string, sl slot, e *sessions.Entry, d *d
 	if !s.storeDeltaLocked(k, sl, e, d) {
 		return false
 	}
+	s.queueDeltaLocked(k, d)
+	return true
+}
+
+// queueDeltaLocked marks k changed and merges d, applied to its slot, into
+// what the next flush writes.
+func (s *Store) queueDeltaLocked(k string, d *delta) {
 	s.dirty = true
 	s.changed[k] = struct{}{}
 	if p, ok := s.pending[k]; ok {
@@ -116,7 +129,20 @@ func (s *Store) addDeltaToEntryLocked(k string, sl slot, e *sessions.Entry, d *d
 		cp := *d
 		s.pending[k] = &cp
 	}
-	return true
+}
+
+// applyDeltaLocked applies d to k's slot sl, if its entry is still the
+// session d was recorded for: on the compact entry when it can
+// (patchDelta), else on the decoded entry.
+func (s *Store) applyDeltaLocked(k string, sl slot, d *delta) bool {
+	if c, applied, ok := patchDelta(sl.c, d); ok {
+		if applied {
+			s.setSlotLocked(k, sl, c)
+		}
+		return applied
+	}
+	e := sl.entry()
+	return s.storeDeltaLocked(k, sl, &e, d)
 }
 
 // storeDeltaLocked applies d to e, the decoded entry of k's slot sl, and
@@ -131,10 +157,15 @@ func (s *Store) storeDeltaLocked(k string, sl slot, e *sessions.Entry, d *delta)
 		s.log.Error("session update dropped", zap.String("session_key", k), zap.Error(err))
 		return false
 	}
+	s.setSlotLocked(k, sl, c)
+	return true
+}
+
+// setSlotLocked replaces k's slot sl with one holding c.
+func (s *Store) setSlotLocked(k string, sl slot, c compactEntry) {
 	nsl := newSlot(c)
 	nsl.repair = sl.repair
 	s.slots[k] = nsl
-	return true
 }
 
 // AddCounters records usage of key's current session. It never writes
