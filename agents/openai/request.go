@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/internal/jsonenc"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -196,11 +196,10 @@ func writeField(buf *bytes.Buffer, name, s string) {
 	writeString(buf, s)
 }
 
-// writeString writes s as a JSON string.
+// writeString writes s as a JSON string (jsonenc: byte for byte what
+// encoding/json writes, HTML escaping off).
 func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	writeStringBody(buf, s)
-	buf.WriteByte('"')
+	buf.Write(jsonenc.AppendString(buf.AvailableBuffer(), s))
 }
 
 // writeBytesString writes b as a JSON string. b is only read: viewing it
@@ -209,49 +208,7 @@ func writeBytesString(buf *bytes.Buffer, b []byte) {
 	writeString(buf, unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
-const hexDigits = "0123456789abcdef"
-
-// writeStringBody writes s escaped for the inside of a JSON string: quote,
-// backslash and control characters escaped, invalid UTF-8 replaced by
-// U+FFFD (as encoding/json does). Runs of plain bytes are copied at once.
+// writeStringBody writes s escaped for the inside of a JSON string.
 func writeStringBody(buf *bytes.Buffer, s string) {
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			buf.WriteString(s[start:i])
-			switch b {
-			case '"', '\\':
-				buf.WriteByte('\\')
-				buf.WriteByte(b)
-			case '\n':
-				buf.WriteString(`\n`)
-			case '\r':
-				buf.WriteString(`\r`)
-			case '\t':
-				buf.WriteString(`\t`)
-			default:
-				buf.WriteString(`\u00`)
-				buf.WriteByte(hexDigits[b>>4])
-				buf.WriteByte(hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf.WriteString(s[start:i])
-			buf.WriteString(`\ufffd`)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf.WriteString(s[start:])
+	buf.Write(jsonenc.AppendStringBody(buf.AvailableBuffer(), s))
 }

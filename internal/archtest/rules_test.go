@@ -24,7 +24,10 @@ type depRule struct {
 // interface, the files implementation): sessions names it as its seam's
 // PairingState and access keeps the rules over it. It sits below both so
 // that access reaches no storage layer (rule access).
-var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true, "internal/pairstate": true}
+//
+// internal/jsonenc is the one hand-written JSON string encoder of the
+// reflection-free hot paths (the transcript's lines, the model request).
+var leaf = map[string]bool{"internal/atomicfile": true, "internal/secret": true, "internal/pairstate": true, "internal/jsonenc": true}
 
 // conformance is the suite every backend of the storage seam passes
 // (STYLE 17): test-only code, so production may not import it (rule

@@ -31,6 +31,7 @@ type Header struct {
 // writes them. Callers draw r at random and retry on a collision with an
 // id of the same transcript.
 func NewEntryID(r uint32) string {
+	const hexDigits = "0123456789abcdef"
 	var b [8]byte
 	for i := 7; i >= 0; i-- {
 		b[i] = hexDigits[r&0xF]
