@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"go.uber.org/zap"
@@ -29,35 +30,39 @@ func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channel
 		return
 	}
 	want := deliveryContextOf(a)
-	ck := rp.AgentID + "\x00" + rp.SessionKey
+	ck := placedKey(rp.AgentID, rp.SessionKey)
 	// The cache is asked before the key is parsed: it only holds keys that
-	// parsed (set below), and most replies go where the last one went.
-	cached := o.placed.is(ck, want)
-	var key routing.Key
-	if !cached {
-		var err error
-		if key, err = routing.Parse(rp.SessionKey); err != nil {
-			d.log.Warn("reply's session key unreadable; delivery context not recorded", zap.String("reply_id", rp.ID), zap.Error(err))
-			return
-		}
+	// parsed (noted at Begin or set below), and most replies go where the
+	// last one went.
+	known, have := o.placed.get(ck)
+	if have && known == want {
+		return
+	}
+	key, err := routing.Parse(rp.SessionKey)
+	if err != nil {
+		d.log.Warn("reply's session key unreadable; delivery context not recorded", zap.String("reply_id", rp.ID), zap.Error(err))
+		return
 	}
 	store, err := d.opts.Sessions.Store(rp.AgentID)
 	if err != nil {
 		d.log.Warn("delivery context not recorded", zap.String("agent_id", rp.AgentID), zap.Error(err))
 		return
 	}
-	if cached {
-		return
+	if !have { // a reply recovered at start, or the cache started again: read
+		e, ok, err := store.Get(key)
+		if err != nil || !ok {
+			return
+		}
+		known = e.DeliveryContext
 	}
-	e, ok, err := store.Get(key)
-	if err != nil || !ok {
-		return
-	}
-	if e.DeliveryContext != want {
+	if known != want {
 		_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
 			e.DeliveryContext = want
 			return nil
 		})
+		if errors.Is(err, sessions.ErrNotFound) {
+			return // deleted meanwhile: nothing to record it in
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.Warn("delivery context not recorded", zap.Stringer("session_key", key), zap.Error(err))
@@ -67,6 +72,15 @@ func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channel
 	}
 	o.placed.set(ck, want)
 }
+
+// notePlaced tells the cache the delivery context key's entry holds, as
+// the turn's Begin read it, so that the turn's reply needs no read to
+// know whether to record a new one.
+func (o *outbox) notePlaced(agentID string, key routing.Key, dc sessions.DeliveryContext) {
+	o.placed.set(placedKey(agentID, key.String()), dc)
+}
+
+func placedKey(agentID, sessionKey string) string { return agentID + "\x00" + sessionKey }
 
 // placedCap bounds placedCache: past it the cache starts again empty (the
 // next reply of each session reads its entry once more).
@@ -83,11 +97,11 @@ type placedCache struct {
 	m  map[string]sessions.DeliveryContext // guarded by mu
 }
 
-func (c *placedCache) is(k string, dc sessions.DeliveryContext) bool {
+func (c *placedCache) get(k string) (sessions.DeliveryContext, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	got, ok := c.m[k]
-	return ok && got == dc
+	return got, ok
 }
 
 func (c *placedCache) set(k string, dc sessions.DeliveryContext) {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/gateway/gateway/routing"
@@ -69,4 +70,55 @@ func TestDeliveryContextFollowsReplies(t *testing.T) {
 	if e, _, _ := st.Get(denied); e.DeliveryContext != (sessions.DeliveryContext{}) {
 		t.Errorf("send policy deny: delivery context %+v, want none (nothing was delivered)", e.DeliveryContext)
 	}
+}
+
+// countingGets is a backend whose stores count Get calls.
+type countingGets struct {
+	sessions.Backend
+	gets atomic.Int64
+}
+
+func (b *countingGets) Store(agentID string) (sessions.AgentStore, error) {
+	st, err := b.Backend.Store(agentID)
+	if err != nil {
+		return nil, err
+	}
+	return countingGetsStore{AgentStore: st, b: b}, nil
+}
+
+type countingGetsStore struct {
+	sessions.AgentStore
+	b *countingGets
+}
+
+func (s countingGetsStore) Get(key routing.Key) (sessions.Entry, bool, error) {
+	s.b.gets.Add(1)
+	return s.AgentStore.Get(key)
+}
+
+// TestDeliveryContextNeedsNoRead: recording where a turn's reply went
+// reads no entry: the turn's Begin told the outbox what the entry held
+// (a new session: nothing), so the first reply writes the place at once
+// and the next ones, to the same place, write and read nothing. The one
+// read left is the lanes' of the new session's queue settings, at its
+// first message.
+func TestDeliveryContextNeedsNoRead(t *testing.T) {
+	counting := &countingGets{}
+	h := newHarness(t, "", nil, func(h *harness) {
+		h.wrap = func(b sessions.Backend) sessions.Backend { counting.Backend = b; return counting }
+	})
+	key := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Direct, Peer: "93"}
+	want := sessions.DeliveryContext{Channel: "tg", To: "93", AccountID: "default"}
+	for _, text := range []string{"first", "second"} {
+		h.handle(in("tg", "93", text))
+		h.drained()
+	}
+	if n := counting.gets.Load(); n != 1 {
+		t.Errorf("%d entry reads for two turns of a new session, want 1 (the lanes' queue settings)", n)
+	}
+	st, _ := h.mgr.Backend().Store("main")
+	eventually(t, "the delivery context", func() bool {
+		e, ok, _ := st.Get(key)
+		return ok && e.DeliveryContext == want
+	})
 }

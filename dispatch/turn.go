@@ -139,6 +139,7 @@ func (t *turn) begin(ctx context.Context) bool {
 		return false
 	}
 	d.queues.note(t.first.Key, t.entry)
+	d.outbox.notePlaced(t.first.AgentID, t.first.Key, t.entry.DeliveryContext)
 	if t.info.ResetReason != "" {
 		d.opts.Metrics.Resets.WithLabelValues(t.info.ResetReason).Inc()
 		t.log.Info("session rolled over", zap.String("reason", t.info.ResetReason), zap.String("previous_session_id", t.info.Previous))
