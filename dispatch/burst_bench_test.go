@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/gateway/gateway/agents"
-	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // BenchmarkBurstSingleMessage measures how long a message from a sender
@@ -32,32 +27,9 @@ func BenchmarkBurstSingleMessage(b *testing.B) {
 		window := tc.window
 		b.Run(tc.name, func(b *testing.B) {
 			m := &model{started: make(chan struct{}, 1)}
-			mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir(), CacheTTL: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": m},
-				Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			resolver, err := routing.NewResolver(routing.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner}, &Runtime{Resolver: resolver,
-				Queue: QueueConfig{Mode: "followup"}, Inbound: burstCfg(window, 0)})
-			if err != nil {
-				b.Fatal(err)
-			}
+			d, _ := benchDispatcher(b, m, Runtime{Queue: QueueConfig{Mode: "followup"}, Inbound: burstCfg(window, 0)})
 			tg := &chat{name: "tg"}
 			d.Register(tg)
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				d.Shutdown(ctx)
-				_ = mgr.Close()
-			}()
 			var total time.Duration
 			b.ResetTimer()
 			for i := range b.N {

@@ -4,39 +4,17 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gateway/gateway/agents"
-	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
-	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // BenchmarkNoteDeliveredSamePlace is the outbox's cost, per delivered
 // reply, of keeping the session entry's delivery context when the reply
 // went where the previous one did (the common case: no index write).
 func BenchmarkNoteDeliveredSamePlace(b *testing.B) {
-	mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir(), CacheTTL: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = mgr.Close() }()
-	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": &model{}},
-		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	resolver, err := routing.NewResolver(routing.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner}, &Runtime{Resolver: resolver,
-		Queue: QueueConfig{Mode: "followup"}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	d, mgr := benchDispatcher(b, &model{}, Runtime{Queue: QueueConfig{Mode: "followup"}})
 	ctx := context.Background()
-	defer d.Shutdown(ctx)
 	key := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Group, Peer: "-100123", ThreadKind: routing.Topic, Thread: "7"}
 	st, err := mgr.Backend().Store("main")
 	if err != nil {

@@ -45,20 +45,7 @@ const benchLine = "so what do we think about the release plan so what do we thin
 // newBenchDispatcher is a dispatcher whose access policy admits group
 // messages without a mention only as room history (as the real one does).
 func newBenchDispatcher(b *testing.B) (*Dispatcher, *filestore.Manager) {
-	mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir(), CacheTTL: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": &model{}},
-		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	resolver, err := routing.NewResolver(routing.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner}, &Runtime{Resolver: resolver,
+	return benchDispatcher(b, &model{}, Runtime{
 		Access: func(in channels.Inbound) Verdict {
 			if in.ChatType != channels.Direct && !in.Mentioned {
 				return Verdict{Reason: "not_mentioned", Unaddressed: true}
@@ -67,11 +54,32 @@ func newBenchDispatcher(b *testing.B) (*Dispatcher, *filestore.Manager) {
 		},
 		Room: func(channels.Inbound) channels.Room { return channels.DefaultRoom("telegram") },
 	})
+}
+
+// benchDispatcher is a dispatcher of the benchmarks on a new files state
+// dir, with agent main on model m and the runtime rt (its resolver the
+// default one); it is shut down and its store closed at the benchmark's
+// end.
+func benchDispatcher(b *testing.B, m llm.Provider, rt Runtime) (*Dispatcher, *filestore.Manager) {
+	b.Helper()
+	mgr, err := filestore.Open(filestore.Options{StateDir: b.TempDir(), CacheTTL: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runner, err := agents.NewRunner(agents.Options{Sessions: mgr.Backend(), Providers: map[string]llm.Provider{"fake": m},
+		Defaults: agents.Defaults{Model: agents.Model{Primary: "fake/m"}}, Agents: []agents.Agent{{ID: "main"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if rt.Resolver, err = routing.NewResolver(routing.Config{}); err != nil {
+		b.Fatal(err)
+	}
+	d, err := New(Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner}, &rt)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		d.Shutdown(ctx)
 		_ = mgr.Close()

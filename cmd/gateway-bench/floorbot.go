@@ -120,6 +120,8 @@ func (f *floorBot) accept(ctx context.Context, m *tgbotapi.Message) {
 	f.mu.Unlock()
 	if !running {
 		f.wg.Add(1)
+		// Owned by run, which waits for it (f.wg) before returning; ctx
+		// (run's) stops it between turns.
 		go f.drain(ctx, chat)
 	}
 }
@@ -197,6 +199,8 @@ func serveReady(addr string) (stop func(), err error) {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
+	// Owned by the returned stop, which closes the server (ending Serve)
+	// and waits for done.
 	go func() {
 		defer close(done)
 		_ = srv.Serve(ln)
