@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,6 +93,7 @@ func main() {
 	flag.BoolVar(&o.floor, "floor", false, "run the floor instead of the gateway: a bot that keeps nothing (no disk, no history) on the same fakes, measured the same way (burst or sustained; no -gateway)")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
 	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the fakes and the load, not the daemon) to this file")
 	flag.Parse()
 	o.byChat = *spread == "chat"
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
@@ -102,9 +104,21 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gateway-bench: cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "gateway-bench:", err)
 		os.Exit(1)
 	}
