@@ -158,6 +158,7 @@ func run(ctx context.Context, o options) (err error) {
 	defer tg.Close()
 	model := openaitest.New()
 	defer model.Close()
+	model.Forget() // a long run must not grow the fake's heap (and its GC on the daemon's cores)
 	model.SetReply(benchReply(o.think, o.tools))
 
 	dir, err := os.MkdirTemp("", "gateway-bench-")
@@ -197,6 +198,7 @@ func run(ctx context.Context, o options) (err error) {
 	countersBefore := scrapeAll(daemons, journalCounters...)
 	opsBefore := scrapeOps(daemons)
 	cpuBefore := cpuAll(daemons)
+	harnessBefore := cpuTime(os.Getpid())
 	tripsBefore := db.RoundTrips()
 	var serverBefore map[int]procCPU
 	if db.url != "" {
@@ -217,6 +219,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	lastReply := res.last()
 	cpuUsed := cpuAll(daemons) - cpuBefore
+	harnessUsed := cpuTime(os.Getpid()) - harnessBefore
 	tripsAfter := db.RoundTrips()
 	countersAfter := scrapeAll(daemons, journalCounters...)
 	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
@@ -251,11 +254,12 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 100))
 	fmt.Printf("peak_rss=%.1f MB (largest replica)\n", float64(rss)/1024)
 	fmt.Printf("cpu=%s cpu_per_msg=%.3f ms (all replicas)\n", cpuUsed, float64(cpuUsed.Microseconds())/1000/float64(max(total, 1)))
+	fmt.Printf("harness_cpu_per_msg=%.3f ms (this process: the fakes and the load, on the same cores)\n", float64(harnessUsed.Microseconds())/1000/float64(max(total, 1)))
 	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
 		perMessage(countersBefore, countersAfter, journalCounters[0], total),
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
 	fmt.Printf("streaming=%s tools_per_turn=%d model_calls=%d draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming,
-		o.tools, len(model.Requests()), drafts.Load(), tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
+		o.tools, model.Calls(), drafts.Load(), tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
 	if webhook != nil {
 		fmt.Printf("webhook_retries=%d webhook_failed=%d\n", webhook.retries.Load(), webhook.failed.Load())
 	}

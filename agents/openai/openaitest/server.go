@@ -88,6 +88,8 @@ type Server struct {
 
 	mu        sync.Mutex // guards the fields below
 	requests  []Request
+	calls     int  // chat completion requests served, recorded or not
+	forget    bool // Forget: requests are counted, not kept
 	reply     ReplyFunc
 	cancelled int
 	keys      keyState // SetKey (keys.go)
@@ -144,6 +146,23 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// Forget stops keeping requests: Requests returns only those that came
+// before, Calls still counts every one. A long benchmark calls it so that
+// the fake's memory (and its collector's CPU, on cores the daemon shares)
+// does not grow with every request it has seen.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget = true
+}
+
+// Calls counts the chat completion requests served so far, kept or not.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
 // Cancelled counts held requests whose client went away.
 func (s *Server) Cancelled() int {
 	s.mu.Lock()
@@ -167,8 +186,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{Body: body, Header: r.Header.Clone(), Path: r.URL.Path}
 	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, req)
+	n := s.calls
+	s.calls++
+	if !s.forget {
+		s.requests = append(s.requests, req)
+	}
 	fn := s.reply
 	// The request leaves the count before its last byte is written: the
 	// client cannot start its next request while this one still counts.

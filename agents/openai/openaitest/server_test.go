@@ -50,3 +50,31 @@ func TestNewDelayAndDeltas(t *testing.T) {
 		t.Fatalf("%d requests recorded, want 2", n)
 	}
 }
+
+// TestForgetCountsWithoutKeeping: after Forget the fake still answers
+// and counts every request, numbers them on (the script sees n = 1, 2),
+// and keeps only those that came before.
+func TestForgetCountsWithoutKeeping(t *testing.T) {
+	s := New()
+	defer s.Close()
+	var seen []int
+	s.SetReply(func(n int, r Request) Reply {
+		seen = append(seen, n) // requests are sequential here
+		return DefaultReply(n, r)
+	})
+	chat(t, s, "one")
+	s.Forget()
+	if got := strings.Join(chat(t, s, "two"), ""); got != "reply: two" {
+		t.Fatalf("after Forget the fake answered %q", got)
+	}
+	chat(t, s, "three")
+	if s.Calls() != 3 {
+		t.Fatalf("Calls = %d, want 3", s.Calls())
+	}
+	if r := s.Requests(); len(r) != 1 || r[0].LastUserText() != "one" {
+		t.Fatalf("Requests kept %d (want only the one before Forget)", len(r))
+	}
+	if len(seen) != 3 || seen[1] != 1 || seen[2] != 2 {
+		t.Fatalf("script saw request numbers %v, want [0 1 2]", seen)
+	}
+}
