@@ -1,6 +1,6 @@
 //go:build !unix
 
-package sessions
+package filestore
 
 import "os"
 

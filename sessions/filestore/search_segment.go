@@ -315,7 +315,7 @@ func (w *segmentWriter) addTerm(term []byte, docs []uint32) error {
 
 // bytes renders the file.
 func (w *segmentWriter) bytes() ([]byte, error) {
-	if len(w.terms) > 1<<32-1 {
+	if uint64(len(w.terms)) > 1<<32-1 {
 		return nil, errors.New("search: write segment: too many terms")
 	}
 	n := segHeader + len(w.docs)*docSize + (len(w.tOffs)+1)*12 + len(w.terms) + len(w.posts) + 8
