@@ -129,10 +129,24 @@ func (ls *lockSet) evictLocked() {
 			ls.open.Remove(e)
 			c.elem = nil
 			c.closeFD()
+			ls.trimLocked(c)
 			<-c.sem
 		default: // in use: its holder's unlock keeps it cached
 		}
 		e = prev
+	}
+}
+
+// trimLocked drops c, whose lock nobody holds and whose file was just
+// closed, from ls.locks: the set stays as small as its cache, not as large
+// as every session this process ever touched. A goroutine that got c from
+// get before may still take it; c is then uncached (dropped), and flock(2)
+// excludes it from the path's next fileLock as from another process's (the
+// waiter polls). Called with ls.mu and c.sem held.
+func (ls *lockSet) trimLocked(c *fileLock) {
+	if ls.locks[c.path] == c {
+		delete(ls.locks, c.path)
+		c.dropped = true
 	}
 }
 

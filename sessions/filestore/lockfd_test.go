@@ -151,3 +151,37 @@ func TestLockForgetClosesOnRelease(t *testing.T) {
 		t.Fatalf("%d lock files open", n)
 	}
 }
+
+// TestLockSetTrimmedWithItsCache: locks whose file the cache closed leave
+// the set (it does not grow with every path ever locked), and a goroutine
+// still holding such a lock from before is excluded from the path's new
+// lock by flock, as another process would be.
+func TestLockSetTrimmedWithItsCache(t *testing.T) {
+	dir := t.TempDir()
+	ls := newLockSet(30*time.Millisecond, time.Hour, zap.NewNop(), nil)
+	ls.maxOpen = 3
+	path := func(i int) string { return filepath.Join(dir, fmt.Sprintf("%d.lock", i)) }
+	old := ls.get(path(0))
+	holdOnce(t, old)
+	for i := 1; i < 50; i++ {
+		holdOnce(t, ls.get(path(i)))
+	}
+	ls.mu.Lock()
+	n := len(ls.locks)
+	ls.mu.Unlock()
+	if n > 3 {
+		t.Fatalf("the set keeps %d locks after 50 paths with a cache of 3", n)
+	}
+	_, unlock, err := old.Acquire(context.Background()) // a straggler's pointer
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ls.get(path(0)).Acquire(context.Background()); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("the path's new lock was taken while a trimmed one held it: %v", err)
+	}
+	unlock()
+	holdOnce(t, ls.get(path(0)))
+	if old.fh != nil {
+		t.Fatal("a trimmed lock kept its file open after release")
+	}
+}
