@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -118,14 +119,15 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 		// Cancelled while waiting for the lock: a cancelled turn writes nothing.
 		return nil, fmt.Errorf("transcript: append: %w", err)
 	}
-	f, err := t.open(t.path, true)
+	of, fi, err := t.acquire(true)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: append: %w", err)
 	}
-	defer f.Close()
+	defer t.release(of)
+	f := of.h
 
 	t.mu.Lock()
-	seq, nodes, err := t.writeLocked(f, enc)
+	seq, nodes, err := t.writeLocked(f, fi, enc)
 	var end int64
 	if err == nil && t.st != nil {
 		end = t.st.end
@@ -151,8 +153,8 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 	return ids, nil
 }
 
-func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
-	st, err := t.stateLocked(f)
+func (t *File) writeLocked(f handle, fi os.FileInfo, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
+	st, err := t.stateLocked(f, fi)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -202,7 +204,7 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 		return 0, nil, fmt.Errorf("transcript: append: %w", err)
 	}
 	seq := t.written.Add(1)
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err != nil {
 		t.st = nil
 		return 0, nil, fmt.Errorf("transcript: append: stat: %w", err)

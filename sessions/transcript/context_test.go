@@ -29,7 +29,7 @@ func TestPiSessionFile(t *testing.T) {
 	// that code run on the same file).
 	tr.mu.Lock()
 	f, _ := os.Open(path)
-	st, err := tr.stateLocked(f)
+	st, err := tr.stateLocked(f, nil)
 	f.Close()
 	tr.mu.Unlock()
 	if err != nil {

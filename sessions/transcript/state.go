@@ -40,11 +40,7 @@ func (st *fileState) same(fi os.FileInfo) bool {
 	if st.fi == nil || fi == nil {
 		return st.fi == nil && fi == nil
 	}
-	same := os.SameFile(st.fi, fi)
-	if id, ok := st.fi.(fileIdentity); ok {
-		same = id.SameFile(fi)
-	}
-	return same && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
+	return sameFile(st.fi, fi) && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
 }
 
 func (st *fileState) add(n *Node) {
