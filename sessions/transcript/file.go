@@ -176,9 +176,11 @@ func handleOf(of *openFile) handle {
 	return of.h
 }
 
-// Context rebuilds what the model is sent (SPEC §3.4). The result has its
-// own slices; its content blocks are shared with the cache and must not be
-// modified. A missing file is an empty context.
+// Context rebuilds what the model is sent (SPEC §3.4). The result shares
+// its slices and content blocks with the cache: appending to its slices is
+// fine (they are cut to their length), changing an element is not. Later
+// appends to the transcript never change what it holds. A missing file is
+// an empty context.
 func (t *File) Context(ctx context.Context) (sessions.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return sessions.Context{}, err
@@ -194,11 +196,18 @@ func (t *File) Context(ctx context.Context) (sessions.Context, error) {
 	if err != nil {
 		return sessions.Context{}, err
 	}
+	return t.contextLocked(st), nil
+}
+
+// contextLocked is st's context, built if needed, handed out without a
+// copy (shareContext).
+func (t *File) contextLocked(st *fileState) sessions.Context {
 	if st.ctx == nil {
 		c := buildContext(st.view, st.leaf)
 		st.ctx = &c
 	}
-	return copyContext(st.ctx), nil
+	st.ctxShared = true
+	return shareContext(st.ctx)
 }
 
 // History returns every message of the chain, compactions ignored (for the

@@ -29,6 +29,9 @@ type fileState struct {
 
 	view *chainView        // chain ending at leaf; nil until resolved
 	ctx  *sessions.Context // normalised context of view; nil until built
+	// ctxShared: ctx's slices were handed out (shareContext) since they
+	// were built or copied, so an element of them must not be changed.
+	ctxShared bool
 }
 
 func newFileState(fi os.FileInfo) *fileState {
