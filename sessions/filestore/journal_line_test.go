@@ -30,6 +30,28 @@ func TestJournalLineMatchesMarshal(t *testing.T) {
 			lines = append(lines, journalLine{Op: "done", IDs: []string{"a"}, At: at}, journalLine{Op: "sent", ID: "r", N: 2, At: at})
 		}
 	}
+	payloads := []json.RawMessage{nil, {}, json.RawMessage(`{"text":"hi","n":1}`), json.RawMessage(`{ "text" : "spaced" }`),
+		json.RawMessage(`{"t":"<b>&"}`), json.RawMessage(`{"t":"\u003cb\u003e"}`), json.RawMessage("{\"t\":\"\u2028\"}"),
+		json.RawMessage(`{"t":"é日本"}`), json.RawMessage(`[1,2]`), json.RawMessage(`{"broken":`), json.RawMessage(`"x"`),
+		json.RawMessage(`{"t":"a b","u":"a\" b"}`), json.RawMessage(`{"t":"a\\" ,"u":1}`), json.RawMessage(`{"t":"€ ok"}`),
+		json.RawMessage(`{"t":"tab\there"}`), json.RawMessage(" 1"), json.RawMessage(`{"a":[1, 2]}`)}
+	for i, pl := range payloads {
+		s := odd[i%len(odd)]
+		at := time.Date(2026, 11, 30, 3, 4, 5, i*1000, zones[i%len(zones)])
+		lines = append(lines,
+			journalLine{Op: "accept", At: at, Rec: &sessions.Record{ID: s, AgentID: "main", SessionKey: "agent:main:" + s, Payload: pl, AcceptedAt: at}},
+			journalLine{Op: "accept", Rec: &sessions.Record{ID: "r", Payload: pl, Starts: i, Failures: -i, Attempts: 1, Consumed: i%2 == 0}},
+			journalLine{Op: "ready", Reply: &sessions.Reply{ID: s, Records: []string{s, "r2"}, AgentID: s, SessionKey: s, Target: pl,
+				Chunks: []string{s, "two"}, Sent: i, EntryID: s, Draft: s, CreatedAt: at}},
+			journalLine{Op: "ready", ID: "x", N: 1, Reply: &sessions.Reply{ID: "p", Records: []string{}, Target: pl, Chunks: []string{}}},
+		)
+	}
+	for _, at := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, zones[2]), time.Now()} {
+		lines = append(lines,
+			journalLine{Op: "accept", Rec: &sessions.Record{ID: "r", AcceptedAt: at}},
+			journalLine{Op: "ready", Reply: &sessions.Reply{ID: "p", CreatedAt: at}},
+		)
+	}
 	lines = append(lines,
 		journalLine{Op: "accept", Rec: &sessions.Record{ID: "r<1>"}},
 		journalLine{Op: "ready", Reply: &sessions.Reply{ID: "p", Records: []string{"r"}}},
@@ -59,4 +81,51 @@ func TestJournalLineMatchesMarshal(t *testing.T) {
 			t.Fatalf("line %d decodes to %+v, json.Marshal's to %+v", i, a, b)
 		}
 	}
+}
+
+// BenchmarkJournalLineEncode encodes the lines every message writes with a
+// record or a reply (accept, ready), without the write.
+func BenchmarkJournalLineEncode(b *testing.B) {
+	at := time.Date(2026, 11, 30, 3, 4, 5, 123456789, time.UTC)
+	payload := json.RawMessage(`{"channel":"telegram","accountId":"default","chatType":"direct","chatId":"1234567","senderId":"1234567","senderName":"bench user","messageId":"42","text":"a typical chat message of a few dozen characters, nothing more","at":"2026-11-30T03:04:05Z"}`)
+	lines := map[string]*journalLine{
+		"accept": {Op: "accept", Rec: &sessions.Record{ID: "telegram:default:1234567:42", AgentID: "main",
+			SessionKey: "agent:main:telegram:direct:1234567", Payload: payload, AcceptedAt: at}},
+		"ready": {Op: "ready", Reply: &sessions.Reply{ID: "9f1c2a7e", Records: []string{"telegram:default:1234567:42"}, AgentID: "main",
+			SessionKey: "agent:main:telegram:direct:1234567", Target: json.RawMessage(`{"channel":"telegram","accountId":"default","chatId":"1234567"}`),
+			Chunks: []string{"a reply of about the same size as the message it answers, give or take"}, EntryID: "0a1b2c3d", CreatedAt: at}},
+	}
+	for name, l := range lines {
+		b.Run(name, func(b *testing.B) {
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = appendJournalLine(buf[:0], l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzPlainRaw: a raw value plainRaw accepts is what json.Marshal writes
+// for it, byte for byte.
+func FuzzPlainRaw(f *testing.F) {
+	for _, seed := range []string{`{"a":"b c"}`, `{"a":"\\" ,"b":1}`, "\"\u2028\"", `{"<":1}`, `[1, 2]`, `"x\"y"`, `{"t":"€"}`, ``} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		raw := json.RawMessage(b)
+		if !plainRaw(raw) {
+			return
+		}
+		want, err := json.Marshal(raw)
+		if err != nil {
+			t.Fatalf("plainRaw accepts %q, which json.Marshal rejects: %v", b, err)
+		}
+		if got := appendRaw(nil, raw); !bytes.Equal(got, want) {
+			t.Fatalf("plainRaw accepts %q; json.Marshal writes %q", got, want)
+		}
+	})
 }

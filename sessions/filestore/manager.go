@@ -400,7 +400,7 @@ func (m *Manager) repairAll(ctx context.Context) bool {
 }
 
 // Close stops the background goroutine, flushes coalesced counters and
-// closes the journal. Stores must not be used afterwards.
+// closes the journal and the transcripts' open files. Stores must not be used afterwards.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -431,6 +431,11 @@ func (m *Manager) Close() error {
 			err = errors.Join(err, ferr)
 		}
 	}
+	m.mu.Lock()
+	for _, st := range m.stores {
+		st.tcache.closeAll()
+	}
+	m.mu.Unlock()
 	m.jmu.Lock()
 	if m.journal != nil {
 		err = errors.Join(err, m.journal.close())

@@ -2,16 +2,19 @@ package filestore
 
 import (
 	"container/list"
+	"sync"
+
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
-	"sync"
 )
 
 // transcriptCacheSize bounds how many transcript.File values (each keeps its
 // parsed tail in memory) a store keeps for reuse.
 const transcriptCacheSize = 256
 
-// transcriptCache is a small LRU of open transcripts by session id.
+// transcriptCache is a small LRU of open transcripts by session id. Each
+// keeps its file open (one descriptor per cached transcript); one leaving
+// the cache is closed.
 type transcriptCache struct {
 	mu    sync.Mutex // guards ll, items
 	ll    *list.List // front: most recently used
@@ -41,17 +44,32 @@ func (c *transcriptCache) get(id string, open func() (*transcript.File, error)) 
 	for c.ll.Len() > transcriptCacheSize {
 		old := c.ll.Back()
 		c.ll.Remove(old)
-		delete(c.items, old.Value.(*tcItem).id)
+		it := old.Value.(*tcItem)
+		delete(c.items, it.id)
+		_ = it.t.Close() // a turn still holding it opens its file per use
 	}
 	return t, nil
 }
 
+// drop forgets session id's transcript (archived, moved) and closes the file
+// it keeps open.
 func (c *transcriptCache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[id]; ok {
 		c.ll.Remove(el)
 		delete(c.items, id)
+		_ = el.Value.(*tcItem).t.Close()
+	}
+}
+
+// closeAll closes the files every cached transcript keeps open (shutdown);
+// the transcripts stay cached and usable.
+func (c *transcriptCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, el := range c.items {
+		_ = el.Value.(*tcItem).t.Close()
 	}
 }
 

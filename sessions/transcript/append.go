@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -29,11 +30,40 @@ func (t *File) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]stri
 	return t.appendMessages(ctx, false, msgs)
 }
 
+// AppendLazyContext is AppendLazy followed by Context, in one step: the
+// context the append leaves is taken while the append still holds the
+// file's state, so it costs no second look at the file. The runner uses it
+// for the inputs it appends right before a model call.
+func (t *File) AppendLazyContext(ctx context.Context, msgs ...sessions.Message) ([]string, sessions.Context, error) {
+	var c sessions.Context
+	got := false
+	ids, err := t.appendMessagesContext(ctx, false, msgs, func(st *fileState) {
+		if st.view != nil {
+			c, got = t.contextLocked(st), true
+		}
+	})
+	if err != nil {
+		return nil, sessions.Context{}, err
+	}
+	if !got {
+		if c, err = t.Context(ctx); err != nil {
+			return nil, sessions.Context{}, err
+		}
+	}
+	return ids, c, nil
+}
+
 func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Message) ([]string, error) {
+	return t.appendMessagesContext(ctx, sync, msgs, nil)
+}
+
+// appendMessagesContext appends msgs; after (nil: no) sees the state the
+// write left, under the File's lock.
+func (t *File) appendMessagesContext(ctx context.Context, sync bool, msgs []sessions.Message, after func(*fileState)) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.append(ctx, sync, func(st *fileState, _ handle, buf *bytes.Buffer) ([]*Node, error) {
+	return t.append(ctx, sync, after, func(st *fileState, _ handle, buf *bytes.Buffer) ([]*Node, error) {
 		nodes := make([]*Node, 0, len(msgs))
 		parent := st.leaf
 		now := t.now()
@@ -55,7 +85,7 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
 // entry of the current chain ("" keeps nothing before the compaction).
 func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
-	ids, err := t.append(ctx, true, func(st *fileState, f handle, buf *bytes.Buffer) ([]*Node, error) {
+	ids, err := t.append(ctx, true, nil, func(st *fileState, f handle, buf *bytes.Buffer) ([]*Node, error) {
 		if c.FirstKeptEntryID != "" {
 			in, err := st.inChain(f, c.FirstKeptEntryID)
 			if err != nil {
@@ -99,8 +129,9 @@ func (t *File) newIDLocked(st *fileState, pending []*Node) string {
 // append runs one locked write: it brings the state up to date, cuts a torn
 // tail, writes the header when the file has none, then the lines enc
 // produces, and records the new entries. fsync happens after the lock is
-// released, grouped with concurrent appends.
-func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
+// released, grouped with concurrent appends. after (if not nil) sees the
+// state the write left, under t.mu.
+func (t *File) append(ctx context.Context, sync bool, after func(*fileState), enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
 	if t.lock == nil {
 		return nil, errors.New("transcript: append: opened read-only")
 	}
@@ -118,17 +149,21 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 		// Cancelled while waiting for the lock: a cancelled turn writes nothing.
 		return nil, fmt.Errorf("transcript: append: %w", err)
 	}
-	f, err := t.open(t.path, true)
+	of, fi, err := t.acquire(true)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: append: %w", err)
 	}
-	defer f.Close()
+	defer t.release(of)
+	f := of.h
 
 	t.mu.Lock()
-	seq, nodes, err := t.writeLocked(f, enc)
+	seq, nodes, err := t.writeLocked(f, fi, enc)
 	var end int64
 	if err == nil && t.st != nil {
 		end = t.st.end
+		if after != nil {
+			after(t.st)
+		}
 	}
 	t.mu.Unlock()
 	unlock()
@@ -151,8 +186,8 @@ func (t *File) append(ctx context.Context, sync bool, enc func(*fileState, handl
 	return ids, nil
 }
 
-func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
-	st, err := t.stateLocked(f)
+func (t *File) writeLocked(f handle, fi os.FileInfo, enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) (uint64, []*Node, error) {
+	st, err := t.stateLocked(f, fi)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -202,7 +237,7 @@ func (t *File) writeLocked(f handle, enc func(*fileState, handle, *bytes.Buffer)
 		return 0, nil, fmt.Errorf("transcript: append: %w", err)
 	}
 	seq := t.written.Add(1)
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err != nil {
 		t.st = nil
 		return 0, nil, fmt.Errorf("transcript: append: stat: %w", err)
@@ -239,6 +274,10 @@ func (t *File) extendViewLocked(st *fileState, nodes []*Node) {
 	if st.view == nil {
 		st.ctx = nil
 		return
+	}
+	if st.ctx != nil && st.ctxShared && mergesIntoLast(st.ctx, nodes) {
+		c := copyContext(st.ctx) // the merge must not reach what was handed out
+		st.ctx, st.ctxShared = &c, false
 	}
 	if st.ctx != nil && !extendContext(st.ctx, nodes) {
 		st.ctx = nil

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 // BenchmarkTranscriptAppend appends one user message durably (write under
@@ -30,6 +32,29 @@ func BenchmarkTranscriptAppend(b *testing.B) {
 		for b.Loop() {
 			if _, err := tr.Append(ctx, msg); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("turn-nosync", func(b *testing.B) {
+		// A turn's transcript I/O without the fsync (its CPU), as the
+		// runner does it: the user message and the context for the model
+		// call in one step, then the reply. A compaction
+		// every 64 turns keeps the context the size of a chat's.
+		tr := newTestTranscript(b, filepath.Join(b.TempDir(), "s.jsonl"), newMemLocker(), nil, withoutSync())
+		reply := assistantText("a reply of about the same size as the message it answers, give or take")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, _, err := tr.AppendLazyContext(ctx, msg); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := tr.Append(ctx, reply); err != nil {
+				b.Fatal(err)
+			}
+			if i++; i%64 == 0 {
+				if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "the chat so far"}); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})

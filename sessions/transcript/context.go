@@ -163,3 +163,29 @@ func copyContext(c *sessions.Context) sessions.Context {
 	out.EntryIDs = append([]string(nil), c.EntryIDs...)
 	return out
 }
+
+// shareContext returns c without copying it: its slices are c's, cut to
+// their length, so appending to them reallocates and never reaches the
+// cache's later elements. Neither side changes an element it shares: the
+// caller must not (as with content blocks), and the cache copies its
+// slices before it would (File.extendViewLocked: a merge into the last
+// message), so what was handed out stays as it was.
+func shareContext(c *sessions.Context) sessions.Context {
+	out := *c
+	out.Messages, out.EntryIDs = nil, nil
+	if n := len(c.Messages); n > 0 {
+		out.Messages = c.Messages[:n:n]
+	}
+	if n := len(c.EntryIDs); n > 0 {
+		out.EntryIDs = c.EntryIDs[:n:n]
+	}
+	return out
+}
+
+// mergesIntoLast reports whether extending c with nodes changes its last
+// message rather than only appending (a user message after a user one).
+func mergesIntoLast(c *sessions.Context, nodes []*Node) bool {
+	n := len(c.Messages)
+	return n > 0 && len(nodes) > 0 && c.Messages[n-1].Role == sessions.RoleUser &&
+		nodes[0].Kind == KindMessage && nodes[0].Msg.Role == sessions.RoleUser
+}

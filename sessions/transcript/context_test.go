@@ -29,7 +29,7 @@ func TestPiSessionFile(t *testing.T) {
 	// that code run on the same file).
 	tr.mu.Lock()
 	f, _ := os.Open(path)
-	st, err := tr.stateLocked(f)
+	st, err := tr.stateLocked(f, nil)
 	f.Close()
 	tr.mu.Unlock()
 	if err != nil {
@@ -266,4 +266,100 @@ func TestIncrementalContextMatchesRebuild(t *testing.T) {
 			t.Fatalf("after append %d, cached context differs from a rebuild (-want +got):\n%s", i, d)
 		}
 	}
+}
+
+// TestHandedOutContextStaysAsItWas: Context shares its slices with the
+// cache without copying them; later appends (one merged into the last user
+// message among them) and a caller appending to the slices it got change
+// nothing anyone else holds.
+func TestHandedOutContextStaysAsItWas(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestTranscript(t, tempPath(t), newMemLocker(), nil)
+	t.Cleanup(func() { _ = tr.Close() })
+	if _, err := tr.Append(ctx, user("a")); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := tr.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids1 := append([]string(nil), c1.EntryIDs...)
+	// A second user message merges into the cached last one.
+	if _, err := tr.AppendLazy(ctx, user("b")); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"user:a"}, summarize(c1.Messages)); d != "" {
+		t.Errorf("the merge changed a context handed out before it (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(ids1, c1.EntryIDs); d != "" {
+		t.Errorf("the merge changed entry ids handed out before it (-want +got):\n%s", d)
+	}
+
+	// Two more appends leave the cache's slices room to grow in place.
+	if _, err := tr.Append(ctx, assistantText("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.AppendLazy(ctx, user("c")); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := tr.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := append(c2.Messages, assistantText("the caller's own"))
+	if _, err := tr.Append(ctx, assistantText("appended")); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"user:a\n\nb", "assistant:x", "user:c", "assistant:the caller's own"}, summarize(mine)); d != "" {
+		t.Errorf("an append reached the caller's slice (-want +got):\n%s", d)
+	}
+	c3, err := tr.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"user:a\n\nb", "assistant:x", "user:c", "assistant:appended"}, summarize(c3.Messages)); d != "" {
+		t.Errorf("context after the appends (-want +got):\n%s", d)
+	}
+}
+
+// TestAppendLazyContextIsAppendLazyThenContext: the context AppendLazyContext
+// returns is the one a Context right after the append gives, for a new
+// file, a file another File wrote, and after a compaction.
+func TestAppendLazyContextIsAppendLazyThenContext(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	lock := newMemLocker()
+	tr := newTestTranscript(t, path, lock, nil)
+	other := newTestTranscript(t, path, lock, nil)
+	t.Cleanup(func() { _ = tr.Close(); _ = other.Close() })
+	check := func(step string, msgs ...sessions.Message) {
+		t.Helper()
+		ids, c, err := tr.AppendLazyContext(ctx, msgs...)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if len(ids) != len(msgs) {
+			t.Fatalf("%s: %d ids for %d messages", step, len(ids), len(msgs))
+		}
+		want, err := newTestTranscript(t, path, nil, nil).Context(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, c); d != "" {
+			t.Errorf("%s: AppendLazyContext's context differs from a fresh read (-want +got):\n%s", step, d)
+		}
+	}
+	check("new file", user("one"))
+	if _, err := tr.Append(ctx, assistantText("answer")); err != nil {
+		t.Fatal(err)
+	}
+	check("after a reply", user("two"), user("three"))
+	if _, err := other.Append(ctx, assistantText("from another writer")); err != nil {
+		t.Fatal(err)
+	}
+	check("after another writer", user("four"))
+	if _, err := tr.AppendCompaction(ctx, sessions.Compaction{Summary: "so far"}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a compaction", user("five"))
 }

@@ -13,8 +13,11 @@
 //     disk, the files backend's TranscriptLog: it keeps the parsed tail
 //     and the rebuilt context in memory, extends them on Append, and reads
 //     a file from its end back to the latest compaction (load.go, state.go)
-//     so a long compacted session costs only its kept tail. LoadFile and
-//     ReadHistory read one without locking or writing (doctor, tests).
+//     so a long compacted session costs only its kept tail. A writable
+//     File keeps its file open between operations, checking with one stat
+//     of the path that it is still the file there (keep.go), and hands its
+//     cached context out without copying it. LoadFile and ReadHistory read
+//     one without locking or writing (doctor, tests).
 //   - Chain (chain.go) is the same logic without I/O, over entries the
 //     caller adds one by one: the PostgreSQL backend resolves its rows
 //     with it, so both backends answer Context, History and Records alike.

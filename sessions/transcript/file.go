@@ -36,14 +36,19 @@ type File struct {
 	now       func() time.Time
 	rand      func() uint32
 	noSync    bool
-	open      opener // os files; in memory in the fuzz test
-	hint      int64  // compaction offset known from the index entry
+	open      opener  // os files; in memory in the fuzz test
+	stat      statter // os.Stat; in memory in the fuzz test
+	hint      int64   // compaction offset known from the index entry
 	// onAppend sees each write's entries and the file's new end (the
 	// search index); called after the locks are released.
 	onAppend func(nodes []*Node, end int64)
 
 	written atomic.Uint64 // sequence of the last completed write
 	sync    syncGroup
+
+	hmu    sync.Mutex // guards cur, closed and the refs of open files (keep.go)
+	cur    *openFile  // the file kept open between operations; nil if none
+	closed bool       // Close was called: keep nothing open
 
 	mu         sync.Mutex // guards the fields below
 	st         *fileState // nil until first loaded
@@ -90,7 +95,7 @@ func Open(path, sessionID string, hdr Header, lock Locker, log *zap.Logger, opts
 	}
 	t := &File{
 		path: path, sessionID: sessionID, hdr: hdr, lock: lock,
-		log: log.With(zap.String("session_id", sessionID)), now: time.Now, rand: rand.Uint32, open: openOS,
+		log: log.With(zap.String("session_id", sessionID)), now: time.Now, rand: rand.Uint32, open: openOS, stat: os.Stat,
 	}
 	for _, o := range opts {
 		o(t)
@@ -102,8 +107,10 @@ func Open(path, sessionID string, hdr Header, lock Locker, log *zap.Logger, opts
 func (t *File) Path() string { return t.path }
 
 // stateLocked brings t.st up to date with the file f (nil: the file does
-// not exist) and resolves the chain.
-func (t *File) stateLocked(f handle) (*fileState, error) {
+// not exist) and resolves the chain. fi is f's FileInfo when the caller
+// knows it (nil: f is stat'ed); one that shows a change is checked against
+// f again, as it may predate an append that completed meanwhile.
+func (t *File) stateLocked(f handle, fi os.FileInfo) (*fileState, error) {
 	if f == nil {
 		if t.st == nil || t.st.fi != nil {
 			t.st = newFileState(nil)
@@ -112,9 +119,11 @@ func (t *File) stateLocked(f handle) (*fileState, error) {
 		}
 		return t.st, nil
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("transcript: stat: %w", err)
+	if fi == nil || t.st == nil || !t.st.same(fi) {
+		var err error
+		if fi, err = f.Stat(); err != nil {
+			return nil, fmt.Errorf("transcript: stat: %w", err)
+		}
 	}
 	if t.st != nil && t.st.same(fi) {
 		err := t.st.ensureView(f)
@@ -149,40 +158,56 @@ func (t *File) stateLocked(f handle) (*fileState, error) {
 	return st, nil
 }
 
-// openRead opens the file for reading; nil with no error if it is missing.
-func (t *File) openRead() (handle, error) {
-	f, err := t.open(t.path, false)
+// openRead opens the file for reading: nil with no error if it is
+// missing. Pass the result to t.release.
+func (t *File) openRead() (*openFile, os.FileInfo, error) {
+	of, fi, err := t.acquire(false)
 	if err != nil {
-		return nil, fmt.Errorf("transcript: open: %w", err)
+		return nil, nil, fmt.Errorf("transcript: open: %w", err)
 	}
-	return f, nil
+	return of, fi, nil
 }
 
-// Context rebuilds what the model is sent (SPEC §3.4). The result has its
-// own slices; its content blocks are shared with the cache and must not be
-// modified. A missing file is an empty context.
+// handleOf is of's handle, nil for a missing file.
+func handleOf(of *openFile) handle {
+	if of == nil {
+		return nil
+	}
+	return of.h
+}
+
+// Context rebuilds what the model is sent (SPEC §3.4). The result shares
+// its slices and content blocks with the cache: appending to its slices is
+// fine (they are cut to their length), changing an element is not. Later
+// appends to the transcript never change what it holds. A missing file is
+// an empty context.
 func (t *File) Context(ctx context.Context) (sessions.Context, error) {
 	if err := ctx.Err(); err != nil {
 		return sessions.Context{}, err
 	}
-	f, err := t.openRead()
+	of, fi, err := t.openRead()
 	if err != nil {
 		return sessions.Context{}, err
 	}
-	if f != nil {
-		defer f.Close()
-	}
+	defer t.release(of)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, err := t.stateLocked(f)
+	st, err := t.stateLocked(handleOf(of), fi)
 	if err != nil {
 		return sessions.Context{}, err
 	}
+	return t.contextLocked(st), nil
+}
+
+// contextLocked is st's context, built if needed, handed out without a
+// copy (shareContext).
+func (t *File) contextLocked(st *fileState) sessions.Context {
 	if st.ctx == nil {
 		c := buildContext(st.view, st.leaf)
 		st.ctx = &c
 	}
-	return copyContext(st.ctx), nil
+	st.ctxShared = true
+	return shareContext(st.ctx)
 }
 
 // History returns every message of the chain, compactions ignored (for the
@@ -191,14 +216,15 @@ func (t *File) History(ctx context.Context) ([]sessions.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := t.openRead()
-	if err != nil || f == nil {
+	of, fi, err := t.openRead()
+	if err != nil || of == nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer t.release(of)
+	f := of.h
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, err := t.stateLocked(f)
+	st, err := t.stateLocked(f, fi)
 	if err != nil {
 		return nil, err
 	}
@@ -223,14 +249,15 @@ func (t *File) Stats(ctx context.Context) (messages int, lastCompactionOffset in
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
-	f, err := t.openRead()
-	if err != nil || f == nil {
+	of, fi, err := t.openRead()
+	if err != nil || of == nil {
 		return 0, 0, err
 	}
-	defer f.Close()
+	defer t.release(of)
+	f := of.h
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, err := t.stateLocked(f)
+	st, err := t.stateLocked(f, fi)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -264,14 +291,15 @@ func (t *File) Records(ctx context.Context, ids []string) (sessions.RecordsState
 	if err := ctx.Err(); err != nil {
 		return rs, err
 	}
-	f, err := t.openRead()
-	if err != nil || f == nil {
+	of, fi, err := t.openRead()
+	if err != nil || of == nil {
 		return rs, err
 	}
-	defer f.Close()
+	defer t.release(of)
+	f := of.h
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, err := t.stateLocked(f)
+	st, err := t.stateLocked(f, fi)
 	if err != nil {
 		return rs, fmt.Errorf("transcript: records: %w", err)
 	}

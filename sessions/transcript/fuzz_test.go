@@ -42,7 +42,7 @@ func loadAndAppend(t testing.TB, data []byte, hint int64) {
 	mem := newMemFS()
 	mem.put(path, data)
 	reader := func() *File { // what LoadFile and ReadHistory open
-		tr, err := Open(path, "", Header{}, nil, nil, withOpener(mem.open))
+		tr, err := Open(path, "", Header{}, nil, nil, withMemFS(mem))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func loadAndAppend(t testing.TB, data []byte, hint int64) {
 			t.Fatalf("tail load failed (%v) where the forward load succeeded", loadErr)
 		}
 	}
-	tr := newTestTranscript(t, path, newMemLocker(), nil, WithCompactionHint(hint), withoutSync(), withOpener(mem.open))
+	tr := newTestTranscript(t, path, newMemLocker(), nil, WithCompactionHint(hint), withoutSync(), withMemFS(mem))
 	if _, err := tr.Context(ctx); err != nil {
 		return
 	}

@@ -126,5 +126,16 @@ func (i memInfo) ModTime() time.Time { return i.mod }
 func (i memInfo) IsDir() bool        { return false }
 func (i memInfo) Sys() any           { return nil }
 
-// withOpener makes a File open its path with open (memFS.open in tests).
-func withOpener(open opener) Option { return func(t *File) { t.open = open } }
+// stat is a statter.
+func (m *memFS) stat(path string) (os.FileInfo, error) {
+	m.mu.Lock()
+	d, ok := m.files[path]
+	m.mu.Unlock()
+	if !ok {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist}
+	}
+	return (&memFile{d: d}).Stat()
+}
+
+// withMemFS makes a File open and stat its path in m.
+func withMemFS(m *memFS) Option { return func(t *File) { t.open, t.stat = m.open, m.stat } }

@@ -29,6 +29,9 @@ type fileState struct {
 
 	view *chainView        // chain ending at leaf; nil until resolved
 	ctx  *sessions.Context // normalised context of view; nil until built
+	// ctxShared: ctx's slices were handed out (shareContext) since they
+	// were built or copied, so an element of them must not be changed.
+	ctxShared bool
 }
 
 func newFileState(fi os.FileInfo) *fileState {
@@ -40,11 +43,7 @@ func (st *fileState) same(fi os.FileInfo) bool {
 	if st.fi == nil || fi == nil {
 		return st.fi == nil && fi == nil
 	}
-	same := os.SameFile(st.fi, fi)
-	if id, ok := st.fi.(fileIdentity); ok {
-		same = id.SameFile(fi)
-	}
-	return same && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
+	return sameFile(st.fi, fi) && st.fi.Size() == fi.Size() && st.fi.ModTime().Equal(fi.ModTime())
 }
 
 func (st *fileState) add(n *Node) {
