@@ -73,6 +73,15 @@ func newCounterWriter(db *DB) *counterWriter {
 // sessionID names a session in counterWriter.out.
 func sessionID(agentID, key string) string { return agentID + "\x00" + key }
 
+// of reports whether r is of session (sessionID(r.agentID, r.key) ==
+// session) without building the string: takeLocked asks it of every queued
+// request, under the lock, at each Begin (issue 21: 2.7% of the
+// daemon's CPU in a burst went to those concatenations).
+func (r counterReq) of(session string) bool {
+	a := len(r.agentID)
+	return len(session) == a+1+len(r.key) && session[:a] == r.agentID && session[a] == 0 && session[a+1:] == r.key
+}
+
 // add queues c for key; after Close it is written at once.
 func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 	w.mu.Lock()
@@ -157,9 +166,13 @@ func (w *counterWriter) takeLocked(session string) []counterReq {
 	var mine []counterReq
 	rest := w.queue[:0]
 	for _, r := range w.queue {
-		if session == "" || sessionID(r.agentID, r.key) == session {
+		if session == "" || r.of(session) {
 			mine = append(mine, r)
-			w.out[r.seq] = counterOut{session: sessionID(r.agentID, r.key), taken: true}
+			s := session
+			if s == "" {
+				s = sessionID(r.agentID, r.key)
+			}
+			w.out[r.seq] = counterOut{session: s, taken: true}
 			continue
 		}
 		rest = append(rest, r)

@@ -176,3 +176,49 @@ func TestBeginCarriesCountersIntoStaleSession(t *testing.T) {
 			arch[0].MessageCount, arch[0].TotalTokens)
 	}
 }
+
+// TestCounterReqOf checks that of answers as comparing sessionID's string
+// would, over agents, keys and sessions that differ in length, in a NUL
+// or in one byte of either part.
+func TestCounterReqOf(t *testing.T) {
+	parts := []string{"", "a", "main", "ma", "main\x00x", "x", "agent:main:telegram:dm:1", "agent:main:telegram:dm:2"}
+	for _, agent := range parts {
+		for _, key := range parts {
+			r := counterReq{agentID: agent, key: key}
+			for _, sa := range parts {
+				for _, sk := range parts {
+					for _, session := range []string{sessionID(sa, sk), sa + sk, sa + "\x01" + sk, sa} {
+						if got, want := r.of(session), sessionID(agent, key) == session; got != want {
+							t.Fatalf("counterReq{%q, %q}.of(%q) = %v, want %v", agent, key, session, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCounterTakeLocked is a Begin's take of its session's counters
+// from a queue of 100 sessions' (a burst over 100 chats).
+func BenchmarkCounterTakeLocked(b *testing.B) {
+	w := &counterWriter{out: map[uint64]counterOut{}}
+	fill := func() {
+		w.queue = w.queue[:0]
+		for i := range 100 {
+			w.seq++
+			r := counterReq{agentID: "main", key: fmt.Sprintf("agent:main:telegram:dm:10000%05d", i), seq: w.seq}
+			w.queue = append(w.queue, r)
+			w.out[r.seq] = counterOut{session: sessionID(r.agentID, r.key)}
+		}
+	}
+	session := sessionID("main", "agent:main:telegram:dm:1000000050")
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		fill()
+		b.StartTimer()
+		if got := w.takeLocked(session); len(got) != 1 {
+			b.Fatalf("took %d requests, want 1", len(got))
+		}
+	}
+}

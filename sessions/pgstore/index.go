@@ -179,7 +179,10 @@ func (x *Index) List(ctx context.Context) ([]sessions.Entry, error) {
 	return out, nil
 }
 
-// Recent returns the n most recently updated entries, in List's order.
+// Recent returns the n most recently updated entries, in List's order:
+// the server reads the agent's rows and keeps the n newest (a top-N sort;
+// updated_at has no index, so a turn's updates of it are heap-only:
+// migration 00021).
 func (x *Index) Recent(ctx context.Context, n int) ([]sessions.Entry, error) {
 	ctx = withOp(ctx, OpIndex)
 	if n <= 0 {

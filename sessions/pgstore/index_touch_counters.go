@@ -9,9 +9,9 @@ import (
 )
 
 // Begin's touch of a fresh session and the counters queued for it, in one
-// UPDATE (issue 21). Written as two, each moved updated_at, an indexed
-// column (entries_recent), so each wrote a new row version and an entry in
-// every index of entries: one statement is half of that. The counters
+// UPDATE (issue 21). Written as two, each wrote a new row version (and,
+// while updated_at was indexed, before migration 00021, an entry in every
+// index of entries): one statement is half of that. The counters
 // apply whatever the session's clocks say; the touch's columns change only
 // where touchFreshSQL's bounds hold, and the statement returns whether they
 // held. It needs no second look at the row: the columns the bounds read

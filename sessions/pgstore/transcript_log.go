@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,9 +77,7 @@ rows AS (
 		u.pre || CASE WHEN u.ord = 1 THEN COALESCE(to_json(NULLIF(head.prev, ''))::text, 'null')
 			ELSE to_json(u.parent)::text END || u.post,
 		NULLIF(u.kept, ''), u.srole, u.stxt, u.sat
-	FROM head, unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-		$14::text[], $15::text[], $16::bigint[])
-		WITH ORDINALITY AS u(id, parent, type, pre, post, kept, srole, stxt, sat, ord))
+	FROM head, ` + chainUnnest + `)
 INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id,
 	search, search_role, search_at)
 SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::timestamptz, rows.kept,
@@ -86,6 +85,20 @@ SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::t
 	CASE WHEN rows.stxt IS NOT NULL THEN COALESCE(to_timestamp(rows.sat / 1000.0), $13::timestamptz) END
 FROM rows
 RETURNING seq`
+
+// chainUnnest is chainSQL's source of the appended entries: one array
+// per column, unnested.
+const chainUnnest = `unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+		$14::text[], $15::text[], $16::bigint[])
+		WITH ORDINALITY AS u(id, parent, type, pre, post, kept, srole, stxt, sat, ord)`
+
+// chainOneSQL is chainSQL for one entry, the usual append (a turn's
+// input, its reply): the entry's columns as scalars, where nine
+// one-element arrays cost the server an array decode each and a function
+// scan, and the daemon an array encode each (issue 21).
+var chainOneSQL = strings.Replace(chainSQL, chainUnnest, `(VALUES ($7::text, $8::text, $9::text, $10::text, $11::text, $12::text,
+		$14::text, $15::text, $16::bigint, 1::bigint))
+		AS u(id, parent, type, pre, post, kept, srole, stxt, sat, ord)`, 1)
 
 // pending is one entry to append: its body without the parent id.
 type pending struct {
@@ -240,7 +253,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		if err != nil {
 			return nil, err
 		}
-		args, err := t.chainArgs(entries, messages, now)
+		sql, args, err := t.chainArgs(entries, messages, now)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +261,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 			if fence != nil {
 				queueFence(b, *fence)
 			}
-			b.Queue(chainSQL, args...)
+			b.Queue(sql, args...)
 			if read != nil {
 				sql, args := read.statement()
 				b.Queue(sql, args...).Query(read.scan)
@@ -272,12 +285,20 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 	}
 }
 
-func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time) ([]any, error) {
+// chainArgs returns the statement appending entries (chainSQL, or
+// chainOneSQL for one) and its arguments.
+func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time) (string, []any, error) {
 	hdr, err := transcript.EncodeHeader(t.sessionID, t.hdr, now)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	n := len(entries)
+	if n == 1 {
+		p := entries[0]
+		f := searchFieldsOf(p.typ, append(append(append([]byte(nil), p.pre...), "null"...), p.post...))
+		return chainOneSQL, []any{t.sessionID, n, p.id, messages, t.sessionID, string(hdr),
+			p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept, now, f.role, f.text, f.atMs}, nil
+	}
 	ids, parents, types := make([]string, n), make([]string, n), make([]string, n)
 	pres, posts, kept := make([]string, n), make([]string, n), make([]string, n)
 	roles, texts, ats := make([]*string, n), make([]*string, n), make([]*int64, n)
@@ -289,6 +310,6 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 		f := searchFieldsOf(p.typ, body)
 		roles[i], texts[i], ats[i] = f.role, f.text, f.atMs
 	}
-	return []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
+	return chainSQL, []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
 		ids, parents, types, pres, posts, kept, now, roles, texts, ats}, nil
 }

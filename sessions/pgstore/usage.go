@@ -18,7 +18,8 @@ import (
 // 00008): Record is one INSERT of every row, committed lazily through the
 // group commit (writegroup.go: a turn's row shares a round trip with the
 // writes of other turns, no WAL flush wait), Query one GROUP BY over the indexes of (at), (agent_id,
-// session_id, at), (channel, sender_id, at) and (session_key, at) (migration 00019).
+// session_id, at) (the primary key: migration 00022), (channel, sender_id, at) and (session_key, at)
+// (migration 00019).
 type usageLog struct{ db *DB }
 
 // Usage returns the usage ledger stored in the database.
@@ -65,6 +66,9 @@ func usageInsert(rows []sessions.UsageRow) (func(b *pgx.Batch), error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
+	if len(rows) == 1 {
+		return usageInsertOne(rows[0])
+	}
 	n := len(rows)
 	var (
 		at                                                         = make([]time.Time, 0, n)
@@ -91,6 +95,26 @@ func usageInsert(rows []sessions.UsageRow) (func(b *pgx.Batch), error) {
 			$16::float8[])
 		ON CONFLICT (agent_id, session_id, at) DO NOTHING`,
 			at, agent, key, sid, eid, channel, room, sender, name, pr, mdl, in, out, cr, cw, cost)
+	}, nil
+}
+
+// usageInsertOneSQL is usageInsert's statement for one row, a turn's: its
+// values as scalars, where sixteen one-element arrays cost the server an
+// array decode each and a function scan (issue 21).
+const usageInsertOneSQL = `INSERT INTO usage (at, agent_id, session_key, session_id, entry_id, channel, room,
+	sender_id, sender_name, provider, model, input, output, cache_read, cache_write, cost)
+	VALUES ($1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text,
+		$10::text, $11::text, $12::bigint, $13::bigint, $14::bigint, $15::bigint, $16::float8)
+	ON CONFLICT (agent_id, session_id, at) DO NOTHING`
+
+// usageInsertOne is usageInsert of the one row r.
+func usageInsertOne(r sessions.UsageRow) (func(b *pgx.Batch), error) {
+	if err := sessions.CheckUsageRow(r); err != nil {
+		return nil, fmt.Errorf("pgstore: usage: record: %w", err)
+	}
+	return func(b *pgx.Batch) {
+		b.Queue(usageInsertOneSQL, r.At.UTC(), r.AgentID, r.SessionKey, r.SessionID, r.EntryID, r.Channel, r.Room,
+			r.SenderID, r.SenderName, r.Provider, r.Model, r.Input, r.Output, r.CacheRead, r.CacheWrite, r.Cost)
 	}, nil
 }
 
