@@ -243,3 +243,41 @@ func TestJournalDeletedWhileRunningIsRewritten(t *testing.T) {
 		t.Error("done id forgotten by the rewrite")
 	}
 }
+
+// TestJournalMarksDoNotWaitForAnFsync: Done and Sent with nothing to
+// compact return while an fsync is in flight (syncMu held here, as the
+// group commit holds it through a stalled disk); a turn's last marks used
+// to wait for it only to learn that no rewrite was due.
+func TestJournalMarksDoNotWaitForAnFsync(t *testing.T) {
+	ctx := context.Background()
+	j := openTestJournal(t, t.TempDir(), nil)
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := j.Accept(ctx, sessions.Record{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rp := sessions.Reply{ID: "r1", Records: []string{"b"}, Chunks: []string{"hi"}}
+	if err := j.Ready(rp); err != nil {
+		t.Fatal(err)
+	}
+	j.syncMu.Lock() // an fsync in flight
+	done := make(chan error, 1)
+	go func() { // owned by this test; ends when both marks return
+		err := j.Done("a")
+		if err == nil {
+			err = j.Sent("r1", 1)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		j.syncMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		j.syncMu.Unlock()
+		<-done
+		t.Fatal("Done/Sent waited for the fsync in flight with nothing to compact")
+	}
+}

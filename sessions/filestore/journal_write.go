@@ -246,17 +246,36 @@ func (j *Journal) Stats() sessions.JournalStats {
 
 // maybeCompact rewrites the log to the current state when it has grown.
 func (j *Journal) maybeCompact() {
+	// Nearly every call finds nothing to do, and learns it without
+	// syncMu: a turn's Sent and Done must not wait for the group fsync in
+	// flight (up to a disk stall) only to find that out.
+	j.mu.Lock()
+	due := j.compactDueLocked()
+	j.mu.Unlock()
+	if !due {
+		return
+	}
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	grown := j.size-j.compacted > j.compactMin
-	if j.closed || j.fault != nil || !(grown && len(j.recs) == 0 && len(j.replies) == 0) && j.size < journalCompactMax {
+	if !j.compactDueLocked() {
 		return
 	}
 	if err := j.compactLocked(); err != nil {
 		j.log.Warn("journal compaction failed", zap.Error(err))
 	}
+}
+
+// compactDueLocked reports whether the log is to be rewritten now: it grew
+// by compactMin since the last rewrite and holds nothing live, or it
+// reached journalCompactMax. The caller holds j.mu.
+func (j *Journal) compactDueLocked() bool {
+	if j.closed || j.fault != nil {
+		return false
+	}
+	grown := j.size-j.compacted > j.compactMin
+	return grown && len(j.recs) == 0 && len(j.replies) == 0 || j.size >= journalCompactMax
 }
 
 // compactLocked rewrites the log atomically from memory: remembered done

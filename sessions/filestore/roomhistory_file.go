@@ -94,17 +94,31 @@ func (h *RoomHistory) applyLine(line []byte, off int64, lineNo int) {
 // maybeCompact rewrites the log from its live lines when dead lines
 // dominate it. Appends wait while it runs (it reads only live lines).
 func (h *RoomHistory) maybeCompact() {
+	// Nearly every append finds nothing to do, and learns it without
+	// syncMu: it must not wait for another append's fsync to find that out.
+	h.mu.Lock()
+	due := h.compactDueLocked()
+	h.mu.Unlock()
+	if !due {
+		return
+	}
 	h.syncMu.Lock()
 	defer h.syncMu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	dead := h.size - h.live
-	if h.closed || dead < h.compactMin || dead < h.live {
+	if !h.compactDueLocked() {
 		return
 	}
 	if err := h.compactLocked(); err != nil {
 		h.log.Warn("room history compaction failed", zap.Error(err))
 	}
+}
+
+// compactDueLocked reports whether dead lines dominate the log (at least
+// compactMin of them, and more than the live ones). The caller holds h.mu.
+func (h *RoomHistory) compactDueLocked() bool {
+	dead := h.size - h.live
+	return !h.closed && dead >= h.compactMin && dead >= h.live
 }
 
 // compactLocked writes the live lines, oldest first, to a temporary file,

@@ -385,3 +385,26 @@ func TestRoomHistoryOneHolder(t *testing.T) {
 	_ = h.Close()
 	openTestHistory(t, dir)
 }
+
+// TestRoomHistoryAppendDoesNotWaitForAnotherFsync: an append whose line
+// is durable returns while another append's fsync is in flight (syncMu
+// held here) when nothing is to be compacted; it used to wait for that
+// fsync only to learn it.
+func TestRoomHistoryAppendDoesNotWaitForAnotherFsync(t *testing.T) {
+	h := openTestHistory(t, t.TempDir())
+	addN(t, h, testRoom, 0, 3, sessions.HistoryLimits{Count: 10, MaxBytes: 1 << 10})
+	h.syncMu.Lock() // another append's fsync in flight
+	done := make(chan struct{})
+	go func() { // owned by this test; ends when maybeCompact returns
+		defer close(done)
+		h.maybeCompact()
+	}()
+	select {
+	case <-done:
+		h.syncMu.Unlock()
+	case <-time.After(10 * time.Second):
+		h.syncMu.Unlock()
+		<-done
+		t.Fatal("maybeCompact waited for an fsync in flight with nothing to compact")
+	}
+}
