@@ -85,6 +85,13 @@ var (
 	fieldLastInteractionAt = fieldIndex("lastInteractionAt")
 	fieldMessageCount      = fieldIndex("messageCount")
 	fieldCompactionOffset  = fieldIndex("compactionOffset")
+	// The fields a delta changes besides those above (patchDelta).
+	fieldInputTokens   = fieldIndex("inputTokens")
+	fieldOutputTokens  = fieldIndex("outputTokens")
+	fieldTotalTokens   = fieldIndex("totalTokens")
+	fieldContextTokens = fieldIndex("contextTokens")
+	fieldModel         = fieldIndex("model")
+	fieldProvider      = fieldIndex("provider")
 )
 
 // entryFieldsOf lists the fields of the entry type t. A field of a kind

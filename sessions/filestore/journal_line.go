@@ -31,28 +31,13 @@ func appendJournalLine(dst []byte, l *journalLine) ([]byte, error) {
 	}
 	dst = append(dst, `{"op":`...)
 	dst = appendHTMLSafeString(dst, l.Op)
-	if l.ID != "" {
-		dst = append(dst, `,"id":`...)
-		dst = appendHTMLSafeString(dst, l.ID)
-	}
+	dst = appendStringField(dst, `,"id":`, l.ID)
 	if len(l.IDs) > 0 {
-		dst = append(dst, `,"ids":[`...)
-		for i, id := range l.IDs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendHTMLSafeString(dst, id)
-		}
-		dst = append(dst, ']')
+		dst = appendStrings(append(dst, `,"ids":`...), l.IDs)
 	}
-	if l.N != 0 {
-		dst = append(dst, `,"n":`...)
-		dst = strconv.AppendInt(dst, int64(l.N), 10)
-	}
+	dst = appendIntField(dst, `,"n":`, l.N)
 	if !l.At.IsZero() {
-		dst = append(dst, `,"at":"`...)
-		dst = l.At.AppendFormat(dst, time.RFC3339Nano)
-		dst = append(dst, '"')
+		dst = appendQuotedTime(append(dst, `,"at":`...), l.At)
 	}
 	if l.Rec != nil {
 		dst = appendRecord(append(dst, `,"rec":`...), l.Rec)

@@ -15,17 +15,6 @@ import (
 // origin, a model or provider json.Marshal would escape, a time it would
 // not write in the compact form's common way) takes the decoded path.
 
-// Fields a delta changes, besides fieldUpdatedAt, fieldLastInteractionAt,
-// fieldMessageCount and fieldCompactionOffset.
-var (
-	fieldInputTokens   = fieldIndex("inputTokens")
-	fieldOutputTokens  = fieldIndex("outputTokens")
-	fieldTotalTokens   = fieldIndex("totalTokens")
-	fieldContextTokens = fieldIndex("contextTokens")
-	fieldModel         = fieldIndex("model")
-	fieldProvider      = fieldIndex("provider")
-)
-
 // What patchDelta does with a field.
 const (
 	roleCopy = iota
