@@ -137,12 +137,14 @@ func (ls *lockSet) evictLocked() {
 	}
 }
 
-// trimLocked drops c, whose lock nobody holds and whose file was just
-// closed, from ls.locks: the set stays as small as its cache, not as large
-// as every session this process ever touched. A goroutine that got c from
-// get before may still take it; c is then uncached (dropped), and flock(2)
-// excludes it from the path's next fileLock as from another process's (the
-// waiter polls). Called with ls.mu and c.sem held.
+// trimLocked drops c from ls.locks and marks it dropped (uncached, its
+// file closed on release). evictLocked calls it for a lock nobody holds
+// whose file it just closed, so the set stays as small as its cache rather
+// than as large as every session this process touched; forget, for a lock
+// its caller holds and is about to remove. A goroutine that got c from get
+// before may still take it: flock(2) excludes it from the path's next
+// fileLock as from another process's (the waiter polls). Called with ls.mu
+// held.
 func (ls *lockSet) trimLocked(c *fileLock) {
 	if ls.locks[c.path] == c {
 		delete(ls.locks, c.path)
@@ -159,8 +161,7 @@ func (ls *lockSet) forget(path string) {
 	if !ok {
 		return
 	}
-	delete(ls.locks, path)
-	l.dropped = true
+	ls.trimLocked(l)
 	if l.elem != nil {
 		ls.open.Remove(l.elem)
 		l.elem = nil
