@@ -1,8 +1,9 @@
 // Package jsonenc writes JSON strings by hand, byte for byte as
-// encoding/json writes them with HTML escaping off, for the encoders of
-// hot paths that skip reflection (the transcript's lines, the model
-// request): quote, backslash and control characters escaped, invalid
-// UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped.
+// encoding/json writes them, for the encoders of hot paths that skip
+// reflection: with HTML escaping off (the transcript's lines, the model
+// request) or on, as json.Marshal does (the journal's lines): quote,
+// backslash and control characters escaped, invalid UTF-8 replaced by
+// \ufffd, U+2028 and U+2029 escaped, and with HTML escaping <, > and &.
 package jsonenc
 
 import "unicode/utf8"
@@ -16,14 +17,25 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// AppendStringHTML appends s as a quoted JSON string to dst with <, >
+// and & escaped too, as json.Marshal writes a string.
+func AppendStringHTML(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = appendBody(dst, s, true)
+	return append(dst, '"')
+}
+
 // AppendStringBody appends s escaped for the inside of a JSON string
 // (without the quotes) to dst. Runs of plain bytes are copied at once.
-func AppendStringBody(dst []byte, s string) []byte {
+func AppendStringBody(dst []byte, s string) []byte { return appendBody(dst, s, false) }
+
+// appendBody is AppendStringBody, escaping <, > and & when html is set.
+func appendBody(dst []byte, s string, html bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}

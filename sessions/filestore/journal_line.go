@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/gateway/gateway/internal/jsonenc"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -182,16 +182,5 @@ func simpleTime(t time.Time) bool {
 }
 
 // appendHTMLSafeString appends s quoted as json.Marshal does, escaping
-// <, > and & too. Strings other than plain printable ASCII go through
-// json.Marshal.
-func appendHTMLSafeString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
+// <, > and & too.
+func appendHTMLSafeString(dst []byte, s string) []byte { return jsonenc.AppendStringHTML(dst, s) }

@@ -95,6 +95,9 @@ func BenchmarkJournalLineEncode(b *testing.B) {
 			SessionKey: "agent:main:telegram:direct:1234567", Target: json.RawMessage(`{"channel":"telegram","accountId":"default","chatId":"1234567"}`),
 			Chunks: []string{"a reply of about the same size as the message it answers, give or take"}, EntryID: "0a1b2c3d", CreatedAt: at}},
 	}
+	nonASCII := *lines["ready"].Reply
+	nonASCII.Chunks = []string{"一条与它回答的消息差不多长的回复，前后差不了几个字，就这样。"}
+	lines["ready-nonascii"] = &journalLine{Op: "ready", Reply: &nonASCII}
 	for name, l := range lines {
 		b.Run(name, func(b *testing.B) {
 			var buf []byte
