@@ -105,6 +105,9 @@ type pending struct {
 	id, parent, typ string
 	pre, post       []byte
 	kept            string
+	// search is the entry's search columns when the encoder computed them
+	// from the message (searchFieldsOfMessage); nil: from the body.
+	search *searchFields
 }
 
 // idAttempts bounds the retries after a random entry id collided with one
@@ -143,10 +146,12 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *con
 			if i > 0 {
 				out[i].parent = out[i-1].id
 			}
-			body, _, err := transcript.EncodeMessage(out[i].id, "", m, now)
+			body, norm, err := transcript.EncodeMessage(out[i].id, "", m, now)
 			if err != nil {
 				return nil, err
 			}
+			f := searchFieldsOfMessage(&norm, body)
+			out[i].search = &f
 			if out[i].pre, out[i].post, err = split(body); err != nil {
 				return nil, fmt.Errorf("transcript: append: %w", err)
 			}
@@ -285,6 +290,16 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 	}
 }
 
+// searchFields is p's search columns: computed by its encoder, else from
+// its body.
+func (p *pending) searchFields() searchFields {
+	if p.search != nil {
+		return *p.search
+	}
+	// The parent id is not read by the search: its null stands in.
+	return searchFieldsOf(p.typ, append(append(append([]byte(nil), p.pre...), "null"...), p.post...))
+}
+
 // chainArgs returns the statement appending entries (chainSQL, or
 // chainOneSQL for one) and its arguments.
 func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time) (string, []any, error) {
@@ -295,19 +310,16 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 	n := len(entries)
 	if n == 1 {
 		p := entries[0]
-		f := searchFieldsOf(p.typ, append(append(append([]byte(nil), p.pre...), "null"...), p.post...))
+		f := p.searchFields()
 		return chainOneSQL, []any{t.sessionID, n, p.id, messages, t.sessionID, string(hdr),
 			p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept, now, f.role, f.text, f.atMs}, nil
 	}
 	ids, parents, types := make([]string, n), make([]string, n), make([]string, n)
 	pres, posts, kept := make([]string, n), make([]string, n), make([]string, n)
 	roles, texts, ats := make([]*string, n), make([]*string, n), make([]*int64, n)
-	var body []byte
 	for i, p := range entries {
 		ids[i], parents[i], types[i], pres[i], posts[i], kept[i] = p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept
-		// The parent id is not read by the search: its null stands in.
-		body = append(append(append(body[:0], p.pre...), "null"...), p.post...)
-		f := searchFieldsOf(p.typ, body)
+		f := p.searchFields()
 		roles[i], texts[i], ats[i] = f.role, f.text, f.atMs
 	}
 	return chainSQL, []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
