@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/stack"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -14,6 +15,7 @@ import (
 // runBatch is the lanes.RunFunc. On a journal several processes share it
 // runs the batch under its session's lease (turnlease.go).
 func (d *Dispatcher) runBatch(ctx context.Context, b laneBatch) {
+	stack.Reserve()      // the lane's new goroutine: a turn's depth in one step, not by doublings
 	b = d.takeDropped(b) // the queue's dropped messages run with b (overflow.go)
 	if t, ok := d.journal.(sessions.Turns); ok {
 		d.leases.run(ctx, t, b)
