@@ -40,12 +40,17 @@ type counterWriter struct {
 	log    *zap.Logger
 	linger time.Duration
 
-	// mu guards the fields below.
+	// mu guards the fields below. A Begin takes its session's requests
+	// and waits for its session's outstanding ones by session (queue,
+	// outBy), not by scanning every session's: with thousands of active
+	// sessions a scan per message was the cost of all of them.
 	mu      sync.Mutex
-	queue   []counterReq          // queued, not taken yet
-	seq     uint64                // requests ever queued
-	out     map[uint64]counterOut // by seq: requests queued or being written
-	changed chan struct{}         // closed (and replaced) when requests are written or dropped
+	queue   map[string][]counterReq // by session: queued, not taken yet, in order
+	queued  int                     // requests in queue
+	seq     uint64                  // requests ever queued
+	out     map[uint64]counterOut   // by seq: requests queued or being written
+	outBy   map[string][]uint64     // by session: the seqs of its requests in out
+	changed chan struct{}           // closed (and replaced) when requests are written or dropped
 	stopped bool
 
 	kick   chan struct{} // capacity 1: the writer has work
@@ -66,21 +71,13 @@ type counterOut struct {
 }
 
 func newCounterWriter(db *DB) *counterWriter {
-	return &counterWriter{db: db, log: db.log, linger: counterLinger, out: map[uint64]counterOut{},
+	return &counterWriter{db: db, log: db.log, linger: counterLinger, queue: map[string][]counterReq{},
+		out: map[uint64]counterOut{}, outBy: map[string][]uint64{},
 		changed: make(chan struct{}), kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
 // sessionID names a session in counterWriter.out.
 func sessionID(agentID, key string) string { return agentID + "\x00" + key }
-
-// of reports whether r is of session (sessionID(r.agentID, r.key) ==
-// session) without building the string: takeLocked asks it of every queued
-// request, under the lock, at each Begin (issue 21: 2.7% of the
-// daemon's CPU in a burst went to those concatenations).
-func (r counterReq) of(session string) bool {
-	a := len(r.agentID)
-	return len(session) == a+1+len(r.key) && session[:a] == r.agentID && session[a] == 0 && session[a+1:] == r.key
-}
 
 // add queues c for key; after Close it is written at once.
 func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
@@ -91,8 +88,11 @@ func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 		return
 	}
 	w.seq++
-	w.queue = append(w.queue, counterReq{agentID: agentID, key: key, c: c, seq: w.seq})
-	w.out[w.seq] = counterOut{session: sessionID(agentID, key)}
+	session := sessionID(agentID, key)
+	w.queue[session] = append(w.queue[session], counterReq{agentID: agentID, key: key, c: c, seq: w.seq})
+	w.queued++
+	w.out[w.seq] = counterOut{session: session}
+	w.outBy[session] = append(w.outBy[session], w.seq)
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
@@ -104,8 +104,16 @@ func (w *counterWriter) add(agentID, key string, c sessions.Counters) {
 // (any session when "") is queued or being written; taken restricts it to
 // those being written.
 func (w *counterWriter) outstandingLocked(upTo uint64, session string, taken bool) bool {
+	if session != "" {
+		for _, seq := range w.outBy[session] {
+			if seq <= upTo && (!taken || w.out[seq].taken) {
+				return true
+			}
+		}
+		return false
+	}
 	for seq, o := range w.out {
-		if seq <= upTo && (session == "" || o.session == session) && (!taken || o.taken) {
+		if seq <= upTo && (!taken || o.taken) {
 			return true
 		}
 	}
@@ -163,23 +171,27 @@ func (w *counterWriter) take(ctx context.Context, agentID, key string) ([]counte
 // takeLocked removes session's requests (every one when "") from the
 // queue and marks them taken.
 func (w *counterWriter) takeLocked(session string) []counterReq {
-	var mine []counterReq
-	rest := w.queue[:0]
-	for _, r := range w.queue {
-		if session == "" || r.of(session) {
-			mine = append(mine, r)
-			s := session
-			if s == "" {
-				s = sessionID(r.agentID, r.key)
-			}
-			w.out[r.seq] = counterOut{session: s, taken: true}
-			continue
-		}
-		rest = append(rest, r)
+	if session != "" {
+		mine := w.queue[session]
+		delete(w.queue, session)
+		w.markTakenLocked(session, mine)
+		return mine
 	}
-	clear(w.queue[len(rest):])
-	w.queue = rest
+	mine := make([]counterReq, 0, w.queued)
+	for s, reqs := range w.queue {
+		mine = append(mine, reqs...)
+		w.markTakenLocked(s, reqs)
+	}
+	clear(w.queue)
 	return mine
+}
+
+// markTakenLocked marks reqs, session's, taken.
+func (w *counterWriter) markTakenLocked(session string, reqs []counterReq) {
+	w.queued -= len(reqs)
+	for _, r := range reqs {
+		w.out[r.seq] = counterOut{session: session, taken: true}
+	}
 }
 
 // finish records that reqs, taken, were written or dropped.
@@ -190,7 +202,14 @@ func (w *counterWriter) finish(reqs []counterReq) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range reqs {
+		session := w.out[r.seq].session
 		delete(w.out, r.seq)
+		seqs := slices.DeleteFunc(w.outBy[session], func(s uint64) bool { return s == r.seq })
+		if len(seqs) == 0 {
+			delete(w.outBy, session)
+		} else {
+			w.outBy[session] = seqs
+		}
 	}
 	close(w.changed)
 	w.changed = make(chan struct{})

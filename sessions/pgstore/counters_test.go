@@ -177,48 +177,65 @@ func TestBeginCarriesCountersIntoStaleSession(t *testing.T) {
 	}
 }
 
-// TestCounterReqOf checks that of answers as comparing sessionID's string
-// would, over agents, keys and sessions that differ in length, in a NUL
-// or in one byte of either part.
-func TestCounterReqOf(t *testing.T) {
-	parts := []string{"", "a", "main", "ma", "main\x00x", "x", "agent:main:telegram:dm:1", "agent:main:telegram:dm:2"}
-	for _, agent := range parts {
-		for _, key := range parts {
-			r := counterReq{agentID: agent, key: key}
-			for _, sa := range parts {
-				for _, sk := range parts {
-					for _, session := range []string{sessionID(sa, sk), sa + sk, sa + "\x01" + sk, sa} {
-						if got, want := r.of(session), sessionID(agent, key) == session; got != want {
-							t.Fatalf("counterReq{%q, %q}.of(%q) = %v, want %v", agent, key, session, got, want)
-						}
-					}
-				}
-			}
-		}
+// TestCounterBookkeepingBySession: a Begin takes its own session's
+// requests in the order queued and no other's, waits only for its own
+// taken ones, the writer's take gets every other session's, and once all
+// are finished nothing is left in the indexes (no entry per session ever
+// seen).
+func TestCounterBookkeepingBySession(t *testing.T) {
+	w := newCounterWriter(&DB{})
+	w.add("main", "a", sessions.Counters{Messages: 1})
+	w.add("main", "b", sessions.Counters{Messages: 10})
+	w.add("main", "a", sessions.Counters{Messages: 2})
+	a, b := sessionID("main", "a"), sessionID("main", "b")
+	w.mu.Lock()
+	mine := w.takeLocked(a)
+	if len(mine) != 2 || mine[0].c.Messages != 1 || mine[1].c.Messages != 2 {
+		t.Fatalf("take(a) = %+v, want a's two requests in order", mine)
+	}
+	if !w.outstandingLocked(w.seq, a, true) || w.outstandingLocked(w.seq, b, true) || !w.outstandingLocked(w.seq, b, false) {
+		t.Fatal("outstanding: want a's taken, b's queued and not taken")
+	}
+	if w.outstandingLocked(0, a, false) {
+		t.Fatal("outstanding up to seq 0: nothing was queued before it")
+	}
+	rest := w.takeLocked("")
+	w.mu.Unlock()
+	if len(rest) != 1 || rest[0].key != "b" {
+		t.Fatalf("take(all) = %+v, want b's request", rest)
+	}
+	w.finish(mine)
+	w.mu.Lock()
+	if w.outstandingLocked(w.seq, a, false) || !w.outstandingLocked(w.seq, "", true) {
+		t.Fatal("after a's finish: want nothing of a outstanding, b's still taken")
+	}
+	w.mu.Unlock()
+	w.finish(rest)
+	if len(w.queue) != 0 || w.queued != 0 || len(w.out) != 0 || len(w.outBy) != 0 {
+		t.Fatalf("left after every finish: queue %d (%d), out %d, outBy %d", len(w.queue), w.queued, len(w.out), len(w.outBy))
 	}
 }
 
 // BenchmarkCounterTakeLocked is a Begin's take of its session's counters
 // from a queue of 100 sessions' (a burst over 100 chats).
 func BenchmarkCounterTakeLocked(b *testing.B) {
-	w := &counterWriter{out: map[uint64]counterOut{}}
-	fill := func() {
-		w.queue = w.queue[:0]
-		for i := range 100 {
-			w.seq++
-			r := counterReq{agentID: "main", key: fmt.Sprintf("agent:main:telegram:dm:10000%05d", i), seq: w.seq}
-			w.queue = append(w.queue, r)
-			w.out[r.seq] = counterOut{session: sessionID(r.agentID, r.key)}
-		}
-	}
-	session := sessionID("main", "agent:main:telegram:dm:1000000050")
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
-		fill()
-		b.StartTimer()
-		if got := w.takeLocked(session); len(got) != 1 {
-			b.Fatalf("took %d requests, want 1", len(got))
-		}
+	for _, n := range []int{100, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			w := newCounterWriter(&DB{})
+			for i := range n {
+				w.add("main", fmt.Sprintf("agent:main:telegram:dm:10000%05d", i), sessions.Counters{Messages: 1})
+			}
+			key := "agent:main:telegram:dm:1000000050"
+			session := sessionID("main", key)
+			b.ReportAllocs()
+			for b.Loop() {
+				got := w.takeLocked(session)
+				if len(got) != 1 {
+					b.Fatalf("took %d requests, want 1", len(got))
+				}
+				w.finish(got)
+				w.add("main", key, sessions.Counters{Messages: 1})
+			}
+		})
 	}
 }
