@@ -247,12 +247,30 @@ func (d *Delivery) Done(ids ...string) error {
 }
 
 // queueComplete retires reply id if all its chunks are sent, finishing
-// the records it still answers.
+// the records it still answers (finishAnswered).
 func queueComplete(b *pgx.Batch, id string, at time.Time) {
-	b.Queue(`UPDATE delivery_records SET `+doneSet+` WHERE reply = $1 AND state = $3
-		AND EXISTS (SELECT 1 FROM delivery_replies WHERE id = $1 AND sent >= n_chunks)`, id, at, statePending)
-	b.Queue(`DELETE FROM delivery_replies WHERE id = $1 AND sent >= n_chunks`, id)
+	b.Queue(`WITH fin AS (DELETE FROM delivery_replies WHERE id = $1 AND sent >= n_chunks RETURNING records), `+
+		finishAnswered, id, at, statePending)
 }
+
+// finishAnswered ends a statement whose CTE fin deleted reply $1 (returning
+// its records): it finishes the pending records the reply still answers,
+// those of its records whose reply it is, as the files journal's
+// completion picks them (doneSet, done_at $2, state $3). They are found
+// by id through the primary key, not by reply: migration 00024 drops the
+// index on reply so that Ready's update of a record (reply, owner,
+// lease_until) changes no indexed column and is heap-only (issue 21). The
+// first record is compared as a scalar, the others (a turn that answered
+// several messages) as an array behind a one-time filter, so a reply of
+// one record never runs that scan: a generic plan counts ten elements in
+// an array, and planned while the table was small it reads the table
+// instead of probing the key ten times (byID).
+const finishAnswered = `rest AS (
+		UPDATE delivery_records SET ` + doneSet + `
+		WHERE id = ANY((SELECT records[2:] FROM fin)::text[]) AND reply = $1 AND state = $3
+			AND (SELECT cardinality(records) FROM fin) > 1)
+	UPDATE delivery_records SET ` + doneSet + `
+		WHERE id = (SELECT records[1] FROM fin) AND reply = $1 AND state = $3`
 
 // Ready stores a reply before its first chunk is sent, in one transaction:
 // its records are answered by it from now on (no longer Pending, done when
@@ -349,23 +367,22 @@ func (d *Delivery) Sent(id string, n int) error {
 	at := d.clock()
 	d.taken.sent(id, n) // sent (or given up) whether or not the mark is written
 	return d.apply(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
-		b.Queue(sentSQL, id, n, at, statePending)
+		b.Queue(sentSQL, id, at, statePending, n)
 	}})
 }
 
 // sentSQL is Sent's mark in one statement (issue 21: it was three): a
-// reply that is not all sent yet counts its chunks sent ($2); one that is
-// is deleted instead and the records it answers are done (doneSet's
-// columns, done_at $3). Both halves read the reply's row as the statement
-// found it (after waiting for a concurrent writer of it, with its WHERE
-// checked again on the new row), so exactly one applies.
+// reply that is not all sent yet counts its chunks sent ($4); one that is
+// is deleted instead and the records it answers are done
+// (finishAnswered: done_at $2, state $3). Both halves read the reply's
+// row as the statement found it (after waiting for a concurrent writer of
+// it, with its WHERE checked again on the new row), so exactly one
+// applies.
 const sentSQL = `WITH more AS (
-		UPDATE delivery_replies SET sent = GREATEST(sent, $2) WHERE id = $1 AND GREATEST(sent, $2) < n_chunks),
+		UPDATE delivery_replies SET sent = GREATEST(sent, $4) WHERE id = $1 AND GREATEST(sent, $4) < n_chunks),
 	fin AS (
-		DELETE FROM delivery_replies WHERE id = $1 AND GREATEST(sent, $2) >= n_chunks RETURNING id)
-	UPDATE delivery_records SET state = 'done', done_at = $3, done_seq = nextval('delivery_seq'), payload = NULL,
-		reply = NULL, lease_until = NULL
-		WHERE reply = (SELECT id FROM fin) AND state = $4`
+		DELETE FROM delivery_replies WHERE id = $1 AND GREATEST(sent, $4) >= n_chunks RETURNING records), ` +
+	finishAnswered
 
 // checkRecord refuses a record whose id or text fields PostgreSQL text
 // cannot hold unchanged.
