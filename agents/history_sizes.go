@@ -2,7 +2,6 @@ package agents
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
@@ -22,10 +21,6 @@ import (
 // it alive, so its address cannot be reused for other blocks while the
 // memo names it.
 
-// maxHistorySizes bounds the sessions whose estimates are kept; beyond it
-// an arbitrary one is forgotten (and weighed afresh on its next turn).
-const maxHistorySizes = 1024
-
 // msgSize is one message's estimate and the blocks it was computed from.
 type msgSize struct {
 	blocks *sessions.Content // first content block; nil when there are none
@@ -35,8 +30,7 @@ type msgSize struct {
 }
 
 // historySizes is one session's per-message estimates, by position in the
-// last context weighed. A turn takes it out of the sizeMemo, so one turn at
-// a time uses it.
+// last context weighed (kept in its sessionMemo, session_memo.go).
 type historySizes struct {
 	msgs []msgSize
 }
@@ -66,38 +60,3 @@ func (h *historySizes) weigh(msgs []sessions.Message) int64 {
 
 // size is the estimate of message i of the msgs last weighed.
 func (h *historySizes) size(i int) int64 { return h.msgs[i].size }
-
-// sizeMemo keeps the sessions' historySizes between their turns, by
-// session id.
-type sizeMemo struct {
-	mu sync.Mutex
-	m  map[string]*historySizes
-}
-
-// take removes and returns the session's sizes (empty ones when none are
-// kept).
-func (s *sizeMemo) take(sessionID string) *historySizes {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h, ok := s.m[sessionID]; ok {
-		delete(s.m, sessionID)
-		return h
-	}
-	return &historySizes{}
-}
-
-// put keeps h for the session's next turn.
-func (s *sizeMemo) put(sessionID string, h *historySizes) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[string]*historySizes)
-	}
-	if len(s.m) >= maxHistorySizes {
-		for id := range s.m {
-			delete(s.m, id)
-			break
-		}
-	}
-	s.m[sessionID] = h
-}

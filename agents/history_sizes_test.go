@@ -126,7 +126,7 @@ func TestRunnerWeighsAsAfresh(t *testing.T) {
 				}
 			}
 			if forget {
-				k.r.sizes = sizeMemo{}
+				k.r.memos = memos{}
 			}
 			in := []sessions.Message{sessions.UserText(fmt.Sprintf("question %d %s", i, strings.Repeat("q", 400*(i%5))), time.Unix(int64(i), 0))}
 			if i%4 == 3 { // two inputs: merged into one user message

@@ -92,9 +92,8 @@ type Runner struct {
 	usage  usageMetrics
 	// windows are the models' own context windows (window.go).
 	windows ContextWindows
-	// sizes keeps the sessions' message estimates between turns
-	// (history_sizes.go).
-	sizes sizeMemo
+	// memos keep what the sessions' turns can reuse (session_memo.go).
+	memos memos
 }
 
 // NewRunner validates opts and returns a Runner.
@@ -396,8 +395,9 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 
 func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	res := Result{SessionID: s.entry.SessionID}
-	sizes := r.sizes.take(s.entry.SessionID)
-	defer r.sizes.put(s.entry.SessionID, sizes)
+	memo := r.memos.take(s.entry.SessionID)
+	defer r.memos.put(s.entry.SessionID, memo)
+	sizes := &memo.sizes
 	if len(t.Inputs) > 0 {
 		if err := r.appendMessages(ctx, s, t.Inputs); err != nil {
 			return res, err
@@ -451,7 +451,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		// Seed 004: never two turns of one role in a row (a reply appended
 		// after a failed one, an announcement beside a reply).
 		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(msgs), Tools: toolDefs(tools),
-			Thinking: s.entry.ThinkingLevel}
+			Thinking: s.entry.ThinkingLevel, Memo: &memo.model}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := r.stream(ctx, s, req, t.OnDelta)
 		if err != nil {

@@ -50,23 +50,7 @@ func encodeRequest(buf *bytes.Buffer, req llm.Request) error {
 		writeString(buf, req.System)
 		buf.WriteByte('}')
 	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		switch m.Role {
-		case sessions.RoleUser:
-			sep()
-			writeUser(buf, m)
-		case sessions.RoleAssistant:
-			sep()
-			writeAssistant(buf, m)
-		case sessions.RoleToolResult:
-			sep()
-			buf.WriteString(`{"role":"tool"`)
-			writeField(buf, "content", llm.ToolResultText(*m)) // parts kept apart (llm.PartSeparator)
-			writeField(buf, "tool_call_id", m.ToolCallID)
-			buf.WriteByte('}')
-		}
-	}
+	writeMessages(buf, req.Messages, first, req.Memo)
 	buf.WriteByte(']')
 	if req.MaxTokens != 0 {
 		buf.WriteString(`,"max_tokens":`)
@@ -99,6 +83,25 @@ func encodeRequest(buf *bytes.Buffer, req llm.Request) error {
 	writeField(buf, "reasoning_effort", llm.ReasoningEffort(req.Thinking))
 	buf.WriteByte('}')
 	return nil
+}
+
+// writeMessage writes m if its role is sent (user, assistant, tool
+// result) and reports whether it did.
+func writeMessage(buf *bytes.Buffer, m *sessions.Message) bool {
+	switch m.Role {
+	case sessions.RoleUser:
+		writeUser(buf, m)
+	case sessions.RoleAssistant:
+		writeAssistant(buf, m)
+	case sessions.RoleToolResult:
+		buf.WriteString(`{"role":"tool"`)
+		writeField(buf, "content", llm.ToolResultText(*m)) // parts kept apart (llm.PartSeparator)
+		writeField(buf, "tool_call_id", m.ToolCallID)
+		buf.WriteByte('}')
+	default:
+		return false
+	}
+	return true
 }
 
 // writeUser writes a user message: its text, or content parts when it
