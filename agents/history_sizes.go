@@ -27,23 +27,27 @@ type msgSize struct {
 	n      int               // number of content blocks
 	size   int64             // llm.EstimateMessage
 	ok     bool              // size was computed (a new slot has none)
+	image  bool              // a block is an image
 }
 
 // historySizes is one session's per-message estimates, by position in the
 // last context weighed (kept in its sessionMemo, session_memo.go).
 type historySizes struct {
-	msgs []msgSize
+	msgs   []msgSize
+	images bool // a message of the last weigh holds an image
 }
 
 // weigh returns the sum of llm.EstimateMessage over msgs, weighing only
 // the messages whose blocks differ from those at the same position last
-// time; size(i) is then msgs[i]'s.
+// time; size(i) is then msgs[i]'s, and hasImages says whether any holds an
+// image (seen with the size, so the request spares a walk of its own).
 func (h *historySizes) weigh(msgs []sessions.Message) int64 {
 	if len(h.msgs) > len(msgs) {
 		clear(h.msgs[len(msgs):]) // let go of the blocks
 	}
 	h.msgs = slices.Grow(h.msgs[:0], len(msgs))[:len(msgs)]
 	var total int64
+	h.images = false
 	for i := range msgs {
 		m, e := &msgs[i], &h.msgs[i]
 		var blocks *sessions.Content
@@ -51,11 +55,26 @@ func (h *historySizes) weigh(msgs []sessions.Message) int64 {
 			blocks = &m.Content[0]
 		}
 		if !e.ok || e.blocks != blocks || e.n != len(m.Content) {
-			*e = msgSize{blocks: blocks, n: len(m.Content), size: llm.EstimateMessage(*m), ok: true}
+			*e = msgSize{blocks: blocks, n: len(m.Content), size: llm.EstimateMessage(*m), ok: true, image: hasImage(m)}
 		}
 		total += e.size
+		h.images = h.images || e.image
 	}
 	return total
+}
+
+// hasImages reports whether a message of the msgs last weighed holds an
+// image block. A request made of them (pruned, merged, given the memory
+// block) holds none when they hold none, and needs no llm.WithoutImages.
+func (h *historySizes) hasImages() bool { return h.images }
+
+func hasImage(m *sessions.Message) bool {
+	for i := range m.Content {
+		if m.Content[i].Type == sessions.BlockImage {
+			return true
+		}
+	}
+	return false
 }
 
 // size is the estimate of message i of the msgs last weighed.

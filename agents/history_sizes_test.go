@@ -26,6 +26,10 @@ func checkWeigh(t *testing.T, what string, h *historySizes, c sessions.Context) 
 	if !slices.Equal(sizes, want) || total != llm.EstimateMessages(c.Messages) {
 		t.Fatalf("%s: weighed %v (sum %d), want %v (sum %d)", what, sizes, total, want, llm.EstimateMessages(c.Messages))
 	}
+	images := slices.ContainsFunc(c.Messages, func(m sessions.Message) bool { return hasImage(&m) })
+	if h.hasImages() != images {
+		t.Fatalf("%s: hasImages %v, the messages hold images: %v", what, h.hasImages(), images)
+	}
 }
 
 // TestHistorySizesFollowTheTranscript weighs a files backend session's
@@ -101,6 +105,65 @@ func TestHistorySizesSeeReplacedBlocks(t *testing.T) {
 	msgs[1].Content = []sessions.Content{{Type: sessions.BlockText, Text: strings.Repeat("b", 400)}}
 	checkWeigh(t, "replaced", h, sessions.Context{Messages: msgs})
 	checkWeigh(t, "grown", h, sessions.Context{Messages: append(msgs, user("c"), user(""))})
+	img := sessions.Content{Type: sessions.BlockImage, MimeType: "image/png", Data: "iVBORw0KGgo="}
+	msgs[1].Content = []sessions.Content{msgs[1].Content[0], img}
+	checkWeigh(t, "image added", h, sessions.Context{Messages: msgs})
+	checkWeigh(t, "image left out", h, sessions.Context{Messages: msgs[2:]})
+	msgs[1].Content = msgs[1].Content[:1]
+	checkWeigh(t, "image cut off", h, sessions.Context{Messages: msgs})
+}
+
+// TestRunnerLeavesOutImagesWithoutAWalk: a model that takes no images is
+// sent the note for an image in the history, on the turn that brought it
+// and on later ones (the runner skips llm.WithoutImages only when the
+// weighed history holds no image), and the image reaches a model that
+// takes images.
+func TestRunnerLeavesOutImagesWithoutAWalk(t *testing.T) {
+	for _, vision := range []bool{false, true} {
+		p := &fakeProvider{name: "fake"}
+		var pr llm.Provider = p
+		if vision {
+			pr = visionProvider{p}
+		}
+		h := newHarnessWith(t, Defaults{}, []Agent{{ID: "main"}}, nil, map[string]llm.Provider{"fake": pr})
+		k := h.key("main", "img")
+		img := sessions.Content{Type: sessions.BlockImage, MimeType: "image/png", Data: "iVBORw0KGgo="}
+		inputs := [][]sessions.Message{{user("before")},
+			{{Role: sessions.RoleUser, Content: []sessions.Content{{Type: sessions.BlockText, Text: "look"}, img}, Timestamp: 1}},
+			{user("after")}}
+		for _, in := range inputs {
+			if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Inputs: in}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, req := range p.requests()[1:] {
+			var images, notes int
+			for _, m := range req.Messages {
+				if m.Role != sessions.RoleUser { // the fake's answers repeat the note
+					continue
+				}
+				for _, c := range m.Content {
+					images += btoi(c.Type == sessions.BlockImage)
+					notes += btoi(strings.Contains(c.Text, llm.NoImagesNote))
+				}
+			}
+			if vision && (images != 1 || notes != 0) || !vision && (images != 0 || notes != 1) {
+				t.Fatalf("vision %v, request %d: %d images, %d notes", vision, i+2, images, notes)
+			}
+		}
+	}
+}
+
+// visionProvider is a fakeProvider whose models take images.
+type visionProvider struct{ *fakeProvider }
+
+func (visionProvider) TakesImages(string) bool { return true }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestRunnerWeighsAsAfresh runs one script of turns twice, with /compact

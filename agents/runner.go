@@ -453,7 +453,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(msgs), Tools: toolDefs(tools),
 			Thinking: s.entry.ThinkingLevel, Memo: &memo.model}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
-		msg, err := r.stream(ctx, s, req, t.OnDelta)
+		msg, err := r.stream(ctx, s, req, sizes.hasImages(), t.OnDelta)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, fmt.Errorf("agents: model call: %w", ctx.Err())
