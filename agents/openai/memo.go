@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"slices"
 	"unsafe"
 
 	"github.com/gateway/gateway/agents/llm"
@@ -22,6 +23,13 @@ import (
 // are the same blocks; a message built anew (a merge, a memory block, a
 // compaction's summary, images left out) has a new array. The memo holds
 // the arrays, so their addresses are not reused while it names them.
+
+// The tools a session is offered are built anew each turn but are mostly
+// the same, and compacting their JSON schemas cost more than the messages
+// once those were kept (1.6% of the daemon's CPU). The memo keeps the
+// tools array as last written, with a copy of the tools it was written
+// from; tools equal to those, byte for byte, are written again as they
+// were.
 
 // maxEncodedMemo is the largest encoding kept (an image-laden history is
 // encoded afresh rather than held).
@@ -49,6 +57,10 @@ type encodedMessages struct {
 	keys []msgKey
 	ends []int        // enc.Len() after message i
 	enc  bytes.Buffer // each sent message after a comma
+	// tools are the tools last written (parameters copied), toolsEnc what
+	// was written for them.
+	tools    []llm.Tool
+	toolsEnc []byte
 }
 
 // writeMessages writes msgs, the elements of the request's messages array
@@ -102,5 +114,48 @@ func writeMessages(buf *bytes.Buffer, msgs []sessions.Message, first bool, memo 
 		return
 	}
 	memo.Value = e
-	memo.Size = e.enc.Cap() + cap(e.keys)*int(unsafe.Sizeof(msgKey{})) + cap(e.ends)*8
+	memo.Size = e.size()
+}
+
+func (e *encodedMessages) size() int {
+	n := e.enc.Cap() + cap(e.keys)*int(unsafe.Sizeof(msgKey{})) + cap(e.ends)*8 + cap(e.toolsEnc)
+	for _, t := range e.tools {
+		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return n
+}
+
+// writeToolsMemo is writeTools, writing again what the memo keeps when the
+// tools are equal to those it was written from, and keeping what it
+// writes otherwise. writeMessages has set the memo's value (or dropped it).
+func writeToolsMemo(buf *bytes.Buffer, tools []llm.Tool, memo *llm.Memo) error {
+	var e *encodedMessages
+	if memo != nil {
+		e, _ = memo.Value.(*encodedMessages)
+	}
+	if e == nil {
+		return writeTools(buf, tools)
+	}
+	if e.tools != nil && slices.EqualFunc(tools, e.tools, sameTool) {
+		buf.Write(e.toolsEnc)
+		return nil
+	}
+	start := buf.Len()
+	if err := writeTools(buf, tools); err != nil {
+		e.tools, e.toolsEnc = nil, nil
+		return err
+	}
+	e.tools = make([]llm.Tool, len(tools))
+	for i, t := range tools {
+		e.tools[i] = llm.Tool{Name: t.Name, Description: t.Description, Parameters: bytes.Clone(t.Parameters)}
+	}
+	e.toolsEnc = append(e.toolsEnc[:0], buf.Bytes()[start:]...)
+	memo.Size = e.size()
+	return nil
+}
+
+// sameTool reports whether a and b are written alike: equal name,
+// description and parameters, byte for byte.
+func sameTool(a, b llm.Tool) bool {
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters)
 }

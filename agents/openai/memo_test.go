@@ -131,3 +131,46 @@ func BenchmarkEncodeHistory(b *testing.B) {
 		})
 	}
 }
+
+// TestMemoTools: a session's tools, rebuilt each turn, are written as
+// afresh whether equal to the last ones (new slices, the same bytes) or
+// changed in a parameter byte, a description, a name, their number; a
+// tool whose parameters are broken fails as afresh and is not kept.
+func TestMemoTools(t *testing.T) {
+	memo := &llm.Memo{}
+	tools := func(params, desc string) []llm.Tool {
+		return []llm.Tool{
+			{Name: "sessions_list", Description: desc, Parameters: json.RawMessage("{\n  \"type\": \"object\",\n  \"properties\": {\"limit\": {\"type\": \"integer\"}}\n}")},
+			{Name: "t2", Parameters: json.RawMessage(params)},
+			{Name: "none"},
+		}
+	}
+	msgs := []sessions.Message{user("hi")}
+	step := func(what string, ts []llm.Tool) {
+		t.Helper()
+		req := llm.Request{Model: "m", Messages: msgs, Tools: ts}
+		checkMemoBytes(t, what, req, memo, afresh(t, req))
+	}
+	step("first", tools(`{"a": 1}`, "List <sessions>"))
+	step("rebuilt", tools(`{"a": 1}`, "List <sessions>"))
+	step("parameter byte", tools(`{"a": 2}`, "List <sessions>"))
+	step("description", tools(`{"a": 2}`, "List sessions"))
+	ts := tools(`{"a": 2}`, "List sessions")
+	ts[2].Name = "other"
+	step("name", ts)
+	step("fewer", ts[:1])
+	step("none", nil)
+	step("again", tools(`{"a": 2}`, "List sessions"))
+	var buf bytes.Buffer
+	bad := llm.Request{Model: "m", Messages: msgs, Tools: tools(`{"a":`, "x"), Memo: memo}
+	if err := encodeRequest(&buf, bad); err == nil {
+		t.Fatal("broken parameters encoded")
+	}
+	step("after broken", tools(`{"a": 2}`, "List sessions"))
+	// The memo's copy is its own: changing the caller's parameters in
+	// place does not change what it compares with.
+	ts = tools(`{"a": 3}`, "d")
+	step("before change in place", ts)
+	ts[1].Parameters[6] = '4'
+	step("changed in place", ts)
+}

@@ -57,31 +57,41 @@ func encodeRequest(buf *bytes.Buffer, req llm.Request) error {
 		buf.WriteString(strconv.Itoa(req.MaxTokens))
 	}
 	buf.WriteString(`,"stream":true`)
-	if len(req.Tools) > 0 {
-		buf.WriteString(`,"tools":[`)
-		for i, t := range req.Tools {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			buf.WriteString(`{"function":{"name":`)
-			writeString(buf, t.Name)
-			writeField(buf, "description", t.Description)
-			buf.WriteString(`,"parameters":`)
-			params := []byte(t.Parameters)
-			if len(params) == 0 {
-				params = []byte(emptyParams)
-			}
-			if err := json.Compact(buf, params); err != nil {
-				return fmt.Errorf("tool %q: parameters: %w", t.Name, err)
-			}
-			buf.WriteString(`},"type":"function"}`)
-		}
-		buf.WriteByte(']')
+	if err := writeToolsMemo(buf, req.Tools, req.Memo); err != nil {
+		return err
 	}
 	buf.WriteString(`,"stream_options":{"include_usage":true}`)
 	// "" (off, or no level set) leaves the field out.
 	writeField(buf, "reasoning_effort", llm.ReasoningEffort(req.Thinking))
 	buf.WriteByte('}')
+	return nil
+}
+
+// writeTools writes the tools array (nothing when there are none); it
+// fails only on parameters that are not valid JSON.
+func writeTools(buf *bytes.Buffer, tools []llm.Tool) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	buf.WriteString(`,"tools":[`)
+	for i, t := range tools {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"function":{"name":`)
+		writeString(buf, t.Name)
+		writeField(buf, "description", t.Description)
+		buf.WriteString(`,"parameters":`)
+		params := []byte(t.Parameters)
+		if len(params) == 0 {
+			params = []byte(emptyParams)
+		}
+		if err := json.Compact(buf, params); err != nil {
+			return fmt.Errorf("tool %q: parameters: %w", t.Name, err)
+		}
+		buf.WriteString(`},"type":"function"}`)
+	}
+	buf.WriteByte(']')
 	return nil
 }
 
