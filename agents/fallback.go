@@ -85,7 +85,7 @@ func newFallbackCounter(reg prometheus.Registerer) (*prometheus.CounterVec, erro
 // anyway: a breaker only saves time, it never leaves a turn with no model
 // to try. A call that already streamed text is not retried elsewhere (the
 // chat has seen part of an answer).
-func (r *Runner) stream(ctx context.Context, s *session, req llm.Request, onDelta func(string)) (sessions.Message, error) {
+func (r *Runner) stream(ctx context.Context, s *session, req llm.Request, images bool, onDelta func(string)) (sessions.Message, error) {
 	var lastErr error
 	tried := false
 	for i := s.cur; i < len(s.cands); i++ {
@@ -95,7 +95,7 @@ func (r *Runner) stream(ctx context.Context, s *session, req llm.Request, onDelt
 			continue
 		}
 		tried = true
-		msg, next, err := r.attempt(ctx, s, i, req, onDelta)
+		msg, next, err := r.attempt(ctx, s, i, req, images, onDelta)
 		if !next {
 			return msg, err
 		}
@@ -107,7 +107,7 @@ func (r *Runner) stream(ctx context.Context, s *session, req llm.Request, onDelt
 	}
 	if !tried {
 		s.log.Warn("every model's circuit breaker is open; calling the current one anyway", zap.String("model", s.cands[s.cur].name))
-		msg, _, err := r.attempt(ctx, s, s.cur, req, onDelta)
+		msg, _, err := r.attempt(ctx, s, s.cur, req, images, onDelta)
 		return msg, err
 	}
 	if lastErr == nil {
@@ -117,12 +117,13 @@ func (r *Runner) stream(ctx context.Context, s *session, req llm.Request, onDelt
 }
 
 // attempt calls candidate i; next says the failure may move on to the next
-// model.
-func (r *Runner) attempt(ctx context.Context, s *session, i int, req llm.Request, onDelta func(string)) (sessions.Message, bool, error) {
+// model. images says req's messages may hold images (false: they hold
+// none, and a model that takes none needs them replaced in no message).
+func (r *Runner) attempt(ctx context.Context, s *session, i int, req llm.Request, images bool, onDelta func(string)) (sessions.Message, bool, error) {
 	c := s.cands[i]
 	pname := c.provider.Name()
 	req.Model = c.model
-	if !llm.Images(c.provider, c.model) {
+	if images && !llm.Images(c.provider, c.model) {
 		req.Messages = llm.WithoutImages(req.Messages)
 	}
 	streamed := false

@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -12,17 +11,16 @@ import (
 // when c has one) and the last turn are always kept. The transcript is not
 // changed: compaction, not pruning, is what shortens a session for good.
 func pruneHistory(c sessions.Context, budget int64) []sessions.Message {
+	var h historySizes
+	return pruneSized(c, budget, &h, h.weigh(c.Messages))
+}
+
+// pruneSized is pruneHistory given c's messages weighed by h (the last
+// weigh, whose sum is total).
+func pruneSized(c sessions.Context, budget int64, h *historySizes, total int64) []sessions.Message {
 	msgs := c.Messages
-	if len(msgs) == 0 {
+	if len(msgs) == 0 || total <= budget { // the common case
 		return msgs
-	}
-	total := llm.EstimateMessages(msgs)
-	if total <= budget { // the common case: no sizes kept
-		return msgs
-	}
-	sizes := make([]int64, len(msgs))
-	for i, m := range msgs {
-		sizes[i] = llm.EstimateMessage(m)
 	}
 	pinned := 0
 	if c.Summary != "" {
@@ -47,7 +45,7 @@ func pruneHistory(c sessions.Context, budget int64) []sessions.Message {
 			break
 		}
 		for i := drop; i < next; i++ {
-			total -= sizes[i]
+			total -= h.size(i)
 		}
 		drop = next
 	}

@@ -92,6 +92,8 @@ type Runner struct {
 	usage  usageMetrics
 	// windows are the models' own context windows (window.go).
 	windows ContextWindows
+	// memos keep what the sessions' turns can reuse (session_memo.go).
+	memos memos
 }
 
 // NewRunner validates opts and returns a Runner.
@@ -393,6 +395,9 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 
 func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	res := Result{SessionID: s.entry.SessionID}
+	memo := r.memos.take(s.entry.SessionID)
+	defer r.memos.put(s.entry.SessionID, memo)
+	sizes := &memo.sizes
 	if len(t.Inputs) > 0 {
 		if err := r.appendMessages(ctx, s, t.Inputs); err != nil {
 			return res, err
@@ -428,24 +433,27 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 		system := withRoomPrompt(withRoomPrompt(r.systemPrompt(s), t.SystemPrompt), mcpNotes)
 		fixed := llm.EstimateText(system) + llm.EstimateText(memory)
-		if est := fixed + llm.EstimateMessages(c.Messages); est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
+		hist := sizes.weigh(c.Messages)
+		if est := fixed + hist; est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
 			t.step(Step{Kind: StepCompaction})
 			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
 					return res, fmt.Errorf("agents: load context: %w", err)
 				}
+				hist = sizes.weigh(c.Messages)
 			}
 		}
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
-		msgs := withMemory(pruneHistory(c, int64(float64(s.window)*r.defaults.MaxHistoryShare)-fixed), memory)
+		budget := int64(float64(s.window)*r.defaults.MaxHistoryShare) - fixed
+		msgs := withMemory(pruneSized(c, budget, sizes, hist), memory)
 		// Seed 004: never two turns of one role in a row (a reply appended
 		// after a failed one, an announcement beside a reply).
 		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(msgs), Tools: toolDefs(tools),
-			Thinking: s.entry.ThinkingLevel}
+			Thinking: s.entry.ThinkingLevel, Memo: &memo.model}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
-		msg, err := r.stream(ctx, s, req, t.OnDelta)
+		msg, err := r.stream(ctx, s, req, sizes.hasImages(), t.OnDelta)
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, fmt.Errorf("agents: model call: %w", ctx.Err())
@@ -501,7 +509,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	}
 	if res.TokenEstimate == 0 {
 		if c, err := s.tr.Context(ctx); err == nil {
-			res.TokenEstimate = llm.EstimateMessages(c.Messages)
+			res.TokenEstimate = sizes.weigh(c.Messages)
 		}
 	}
 	return res, nil

@@ -32,6 +32,9 @@ type Request struct {
 	// Low, Medium, High); "" leaves the provider's default. Providers
 	// that are Thinkers apply it; others ignore it.
 	Thinking string
+	// Memo is the session's Memo (nil: none): a provider may keep there
+	// what later calls of the session can reuse.
+	Memo *Memo
 }
 
 // Event is one streamed piece of the answer.

@@ -50,55 +50,68 @@ func encodeRequest(buf *bytes.Buffer, req llm.Request) error {
 		writeString(buf, req.System)
 		buf.WriteByte('}')
 	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		switch m.Role {
-		case sessions.RoleUser:
-			sep()
-			writeUser(buf, m)
-		case sessions.RoleAssistant:
-			sep()
-			writeAssistant(buf, m)
-		case sessions.RoleToolResult:
-			sep()
-			buf.WriteString(`{"role":"tool"`)
-			writeField(buf, "content", llm.ToolResultText(*m)) // parts kept apart (llm.PartSeparator)
-			writeField(buf, "tool_call_id", m.ToolCallID)
-			buf.WriteByte('}')
-		}
-	}
+	writeMessages(buf, req.Messages, first, req.Memo)
 	buf.WriteByte(']')
 	if req.MaxTokens != 0 {
 		buf.WriteString(`,"max_tokens":`)
 		buf.WriteString(strconv.Itoa(req.MaxTokens))
 	}
 	buf.WriteString(`,"stream":true`)
-	if len(req.Tools) > 0 {
-		buf.WriteString(`,"tools":[`)
-		for i, t := range req.Tools {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			buf.WriteString(`{"function":{"name":`)
-			writeString(buf, t.Name)
-			writeField(buf, "description", t.Description)
-			buf.WriteString(`,"parameters":`)
-			params := []byte(t.Parameters)
-			if len(params) == 0 {
-				params = []byte(emptyParams)
-			}
-			if err := json.Compact(buf, params); err != nil {
-				return fmt.Errorf("tool %q: parameters: %w", t.Name, err)
-			}
-			buf.WriteString(`},"type":"function"}`)
-		}
-		buf.WriteByte(']')
+	if err := writeToolsMemo(buf, req.Tools, req.Memo); err != nil {
+		return err
 	}
 	buf.WriteString(`,"stream_options":{"include_usage":true}`)
 	// "" (off, or no level set) leaves the field out.
 	writeField(buf, "reasoning_effort", llm.ReasoningEffort(req.Thinking))
 	buf.WriteByte('}')
 	return nil
+}
+
+// writeTools writes the tools array (nothing when there are none); it
+// fails only on parameters that are not valid JSON.
+func writeTools(buf *bytes.Buffer, tools []llm.Tool) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	buf.WriteString(`,"tools":[`)
+	for i, t := range tools {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"function":{"name":`)
+		writeString(buf, t.Name)
+		writeField(buf, "description", t.Description)
+		buf.WriteString(`,"parameters":`)
+		params := []byte(t.Parameters)
+		if len(params) == 0 {
+			params = []byte(emptyParams)
+		}
+		if err := json.Compact(buf, params); err != nil {
+			return fmt.Errorf("tool %q: parameters: %w", t.Name, err)
+		}
+		buf.WriteString(`},"type":"function"}`)
+	}
+	buf.WriteByte(']')
+	return nil
+}
+
+// writeMessage writes m if its role is sent (user, assistant, tool
+// result) and reports whether it did.
+func writeMessage(buf *bytes.Buffer, m *sessions.Message) bool {
+	switch m.Role {
+	case sessions.RoleUser:
+		writeUser(buf, m)
+	case sessions.RoleAssistant:
+		writeAssistant(buf, m)
+	case sessions.RoleToolResult:
+		buf.WriteString(`{"role":"tool"`)
+		writeField(buf, "content", llm.ToolResultText(*m)) // parts kept apart (llm.PartSeparator)
+		writeField(buf, "tool_call_id", m.ToolCallID)
+		buf.WriteByte('}')
+	default:
+		return false
+	}
+	return true
 }
 
 // writeUser writes a user message: its text, or content parts when it

@@ -119,6 +119,24 @@ func checkSameJSON(t *testing.T, req llm.Request) {
 	if !reflect.DeepEqual(want, got) {
 		t.Fatalf("bodies differ\ngo-openai: %s\nours:      %s", old, buf.Bytes())
 	}
+	// With a session's memo, cold and then warm, the body is the same bytes.
+	memo := &llm.Memo{}
+	for _, what := range []string{"cold memo", "warm memo"} {
+		checkMemoBytes(t, what, req, memo, buf.Bytes())
+	}
+}
+
+// checkMemoBytes fails unless encoding req with memo gives want.
+func checkMemoBytes(t *testing.T, what string, req llm.Request, memo *llm.Memo, want []byte) {
+	t.Helper()
+	req.Memo = memo
+	var buf bytes.Buffer
+	if err := encodeRequest(&buf, req); err != nil {
+		t.Fatalf("%s: encodeRequest: %v", what, err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("%s: body differs from the one encoded afresh\nafresh: %s\nmemo:   %s", what, want, buf.Bytes())
+	}
 }
 
 // TestEncodeRequestBadToolParameters: a tool whose schema is not JSON
