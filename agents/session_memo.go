@@ -24,10 +24,13 @@ func (m *sessionMemo) cost() int {
 }
 
 // Bounds on what the memos keep: beyond either, arbitrary sessions' memos
-// are dropped.
+// are dropped. The bytes bound is the daemon's memory that buys the CPU:
+// a 150-message session's encoding is some 30–60 KB, so 16 MiB keeps a
+// few hundred sessions' (the ones talking now); the content blocks a memo
+// names stay alive with it as well.
 const (
 	maxMemos     = 1024
-	maxMemoBytes = 64 << 20
+	maxMemoBytes = 16 << 20
 )
 
 // memos keeps the sessions' memos between their turns, by session id.
