@@ -258,35 +258,8 @@ func (t *File) writeLocked(f handle, fi os.FileInfo, enc func(*fileState, handle
 		st.add(n)
 	}
 	st.fi, st.end, st.tornAt, st.needNL = fi, at+int64(buf.Len()), -1, false
-	t.extendViewLocked(st, nodes)
+	st.extendView(nodes)
 	return seq, nodes, nil
-}
-
-// extendViewLocked updates the cached chain after an append: messages
-// extend it; a compaction re-resolves it (on the next read).
-func (t *File) extendViewLocked(st *fileState, nodes []*Node) {
-	for _, n := range nodes {
-		if n.Kind == KindCompaction {
-			st.view, st.ctx = nil, nil
-			return
-		}
-	}
-	if st.view == nil {
-		st.ctx = nil
-		return
-	}
-	if st.ctx != nil && st.ctxShared && mergesIntoLast(st.ctx, nodes) {
-		c := copyContext(st.ctx) // the merge must not reach what was handed out
-		st.ctx, st.ctxShared = &c, false
-	}
-	if st.ctx != nil && !extendContext(st.ctx, nodes) {
-		st.ctx = nil
-	}
-	for _, n := range nodes {
-		if n.Kind == KindMessage {
-			st.view.entries = append(st.view.entries, n)
-		}
-	}
 }
 
 // syncGroup coalesces fsyncs: an appender whose write is already covered

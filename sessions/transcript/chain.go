@@ -38,14 +38,26 @@ func NewChain(complete bool) *Chain {
 // Add decodes one entry (one line of the JSONL, without its newline) found
 // at pos; positions grow in the order entries were written (byte offset,
 // sequence number) and must be >= 0. A session header or a blank line is
-// ignored; an entry whose JSON cannot be read is an error.
+// ignored; an entry whose JSON cannot be read is an error. An entry that
+// continues the chain from its leaf (the usual next entry) extends the
+// context Context built, as a File's append does; any other makes the
+// next Context resolve the chain again.
 func (c *Chain) Add(line []byte, pos int64) error {
 	n, err := ParseEntry(line, pos)
 	if err != nil {
 		return fmt.Errorf("transcript: entry at %d: %w", pos, err)
 	}
-	if n != nil {
-		c.st.add(n)
+	if n == nil {
+		return nil
+	}
+	st := c.st
+	_, seen := st.nodes[n.ID]
+	extends := st.view != nil && !seen && n.Parent == st.leaf && n.Off > st.leafOff
+	st.add(n)
+	if extends {
+		st.extendView([]*Node{n})
+	} else {
+		st.view, st.ctx = nil, nil
 	}
 	return nil
 }
@@ -61,12 +73,20 @@ func (c *Chain) Messages() int { return c.st.msgs }
 // after it. ok is false when the chain needs an entry that was not added
 // (and the chain is not complete).
 func (c *Chain) Context() (ctx sessions.Context, ok bool) {
-	v, more := c.st.resolve()
-	if more {
-		return sessions.Context{}, false
+	st := c.st
+	if st.view == nil {
+		v, more := st.resolve()
+		if more {
+			return sessions.Context{}, false
+		}
+		st.view, st.ctx = v, nil
 	}
-	built := buildContext(v, c.st.leaf)
-	return copyContext(&built), true // nil slices when empty, as File.Context gives
+	if st.ctx == nil {
+		built := buildContext(st.view, st.leaf)
+		st.ctx = &built
+	}
+	st.ctxShared = true
+	return shareContext(st.ctx), true // nil slices when empty, as File.Context gives
 }
 
 // History is every message of the chain ending at the leaf, compactions

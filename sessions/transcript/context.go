@@ -168,7 +168,7 @@ func copyContext(c *sessions.Context) sessions.Context {
 // their length, so appending to them reallocates and never reaches the
 // cache's later elements. Neither side changes an element it shares: the
 // caller must not (as with content blocks), and the cache copies its
-// slices before it would (File.extendViewLocked: a merge into the last
+// slices before it would (fileState.extendView: a merge into the last
 // message), so what was handed out stays as it was.
 func shareContext(c *sessions.Context) sessions.Context {
 	out := *c

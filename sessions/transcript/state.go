@@ -59,6 +59,36 @@ func (st *fileState) add(n *Node) {
 	}
 }
 
+// extendView updates the cached chain after nodes were added that
+// continue it from its leaf (a File's append; a Chain's entry whose parent
+// was the leaf): messages extend it; a compaction re-resolves it (on the
+// next read). A context handed out is never changed: a merge into its last
+// message copies it first.
+func (st *fileState) extendView(nodes []*Node) {
+	for _, n := range nodes {
+		if n.Kind == KindCompaction {
+			st.view, st.ctx = nil, nil
+			return
+		}
+	}
+	if st.view == nil {
+		st.ctx = nil
+		return
+	}
+	if st.ctx != nil && st.ctxShared && mergesIntoLast(st.ctx, nodes) {
+		c := copyContext(st.ctx) // the merge must not reach what was handed out
+		st.ctx, st.ctxShared = &c, false
+	}
+	if st.ctx != nil && !extendContext(st.ctx, nodes) {
+		st.ctx = nil
+	}
+	for _, n := range nodes {
+		if n.Kind == KindMessage {
+			st.view.entries = append(st.view.entries, n)
+		}
+	}
+}
+
 // chainView is the chain ending at the leaf, cut at the latest compaction.
 type chainView struct {
 	comp    *Node   // latest compaction in the chain, nil if none
