@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -11,6 +12,9 @@ import (
 // when c has one) and the last turn are always kept. The transcript is not
 // changed: compaction, not pruning, is what shortens a session for good.
 func pruneHistory(c sessions.Context, budget int64) []sessions.Message {
+	if llm.EstimateMessages(c.Messages) <= budget { // the common case: no sizes kept
+		return c.Messages
+	}
 	var h historySizes
 	return pruneSized(c, budget, &h, h.weigh(c.Messages))
 }

@@ -69,14 +69,8 @@ type encodedMessages struct {
 func writeMessages(buf *bytes.Buffer, msgs []sessions.Message, first bool, memo *llm.Memo) {
 	if memo == nil {
 		for i := range msgs {
-			if !first {
-				buf.WriteByte(',')
-			}
-			n := buf.Len()
-			if writeMessage(buf, &msgs[i]) {
+			if writeSent(buf, &msgs[i], !first) {
 				first = false
-			} else if !first {
-				buf.Truncate(n - 1)
 			}
 		}
 		return
@@ -97,10 +91,7 @@ func writeMessages(buf *bytes.Buffer, msgs []sessions.Message, first bool, memo 
 	e.keys, e.ends = e.keys[:k], e.ends[:k]
 	e.enc.Truncate(end)
 	for i := k; i < len(msgs); i++ {
-		e.enc.WriteByte(',')
-		if !writeMessage(&e.enc, &msgs[i]) {
-			e.enc.Truncate(e.enc.Len() - 1)
-		}
+		writeSent(&e.enc, &msgs[i], true)
 		e.keys = append(e.keys, keyOf(&msgs[i]))
 		e.ends = append(e.ends, e.enc.Len())
 	}
@@ -115,6 +106,20 @@ func writeMessages(buf *bytes.Buffer, msgs []sessions.Message, first bool, memo 
 	}
 	memo.Value = e
 	memo.Size = e.size()
+}
+
+// writeSent writes m after a comma (when comma is set) if its role is
+// sent, and reports whether it did; an unsent message leaves buf as it was.
+func writeSent(buf *bytes.Buffer, m *sessions.Message, comma bool) bool {
+	n := buf.Len()
+	if comma {
+		buf.WriteByte(',')
+	}
+	if writeMessage(buf, m) {
+		return true
+	}
+	buf.Truncate(n)
+	return false
 }
 
 func (e *encodedMessages) size() int {

@@ -39,8 +39,7 @@ var notSearchable = ""
 // string nor null, a timestamp that is not an integer of milliseconds in
 // a sane range after rounding.
 func searchFieldsOf(typ string, body []byte) searchFields {
-	if typ != TypeMessage || bytes.Contains(body, []byte(`\u0000`)) ||
-		bytes.Contains(body, []byte(`\ud`)) || bytes.Contains(body, []byte(`\uD`)) {
+	if typ != TypeMessage || triggerEscapes(body) {
 		return searchFields{}
 	}
 	var top map[string]json.RawMessage
@@ -78,6 +77,12 @@ func searchFieldsOf(typ string, body []byte) searchFields {
 	}
 	out.role, out.text = &role, text
 	return out
+}
+
+// triggerEscapes reports whether body holds an escape the SQL functions
+// treat apart (\u0000, a surrogate): such a row is left to the trigger.
+func triggerEscapes(body []byte) bool {
+	return bytes.Contains(body, []byte(`\u0000`)) || bytes.Contains(body, []byte(`\ud`)) || bytes.Contains(body, []byte(`\uD`))
 }
 
 // contentText is the message's text as gateway_search_row reads it: a

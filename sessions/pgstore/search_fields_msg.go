@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"bytes"
 	"unicode/utf8"
 
 	"github.com/gateway/gateway/sessions"
@@ -16,7 +15,7 @@ import (
 // search reads is not valid UTF-8 (encoded as U+FFFD, which the decoding
 // would return) or m is otherwise unusual it falls back to searchFieldsOf.
 func searchFieldsOfMessage(m *sessions.Message, body []byte) searchFields {
-	if bytes.Contains(body, []byte(`\u0000`)) || bytes.Contains(body, []byte(`\ud`)) || bytes.Contains(body, []byte(`\uD`)) {
+	if triggerEscapes(body) {
 		return searchFields{}
 	}
 	if !utf8.ValidString(m.Role) {
