@@ -23,7 +23,9 @@ func deliveryContextOf(a channels.Address) sessions.DeliveryContext {
 // entry is written only when the place changed, so a session that keeps
 // replying to one chat costs no index write per reply. A reply without a
 // session (a notice) or whose session is gone changes nothing; a failed
-// write is logged: the reply itself was delivered.
+// write is logged: the reply itself was delivered. A store that records
+// it without a read-modify-write (sessions.DeliveryRecorder: PostgreSQL)
+// writes it in the background.
 func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channels.Address) {
 	d := o.d
 	if rp.SessionKey == "" || rp.AgentID == "" || a.Channel == "" {
@@ -55,20 +57,33 @@ func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channel
 		}
 		known = e.DeliveryContext
 	}
-	if known != want {
-		_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
-			e.DeliveryContext = want
-			return nil
-		})
-		if errors.Is(err, sessions.ErrNotFound) {
-			return // deleted meanwhile: nothing to record it in
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Warn("delivery context not recorded", zap.Stringer("session_key", key), zap.Error(err))
+	if known == want {
+		o.placed.set(ck, want)
+		return
+	}
+	if rec, ok := store.(sessions.DeliveryRecorder); ok {
+		// Written in the background (PostgreSQL: riding the next commit);
+		// a failed write forgets the place, so the next reply tries again.
+		o.placed.set(ck, want)
+		rec.RecordDelivery(key, want, func(err error) {
+			if err != nil {
+				o.placed.forget(ck, want)
 			}
-			return
+		})
+		return
+	}
+	_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
+		e.DeliveryContext = want
+		return nil
+	})
+	if errors.Is(err, sessions.ErrNotFound) {
+		return // deleted meanwhile: nothing to record it in
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("delivery context not recorded", zap.Stringer("session_key", key), zap.Error(err))
 		}
+		return
 	}
 	o.placed.set(ck, want)
 }
@@ -102,6 +117,15 @@ func (c *placedCache) get(k string) (sessions.DeliveryContext, bool) {
 	defer c.mu.Unlock()
 	got, ok := c.m[k]
 	return got, ok
+}
+
+// forget drops k's entry if it still holds dc.
+func (c *placedCache) forget(k string, dc sessions.DeliveryContext) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if got, ok := c.m[k]; ok && got == dc {
+		delete(c.m, k)
+	}
 }
 
 func (c *placedCache) set(k string, dc sessions.DeliveryContext) {
