@@ -47,12 +47,16 @@ import (
 // nothing left finishes without calling the model. A sender the access
 // policy refuses never reaches the history, so never a batch.
 //
-// After a crash a held or running tick is pending in the journal and runs
-// at the next start (without waiting a window), taking what the history
-// holds then. At shutdown the held ticks' windows stop and their records
-// stay pending. The reply the tool posts is sent at once (it is the tool's
-// action, as in any turn), not through the outbox: a crash between the
-// post and the end of the turn may run the batch again.
+// After a crash a held tick, or one whose turn died before its input
+// reached the transcript, is pending in the journal and runs at the next
+// start (without waiting a window), taking what the history holds then.
+// At shutdown the held ticks' windows stop and their records stay
+// pending. The reply the tool posts is sent at once (it is the tool's
+// action, as in any turn), not through the outbox; a tick whose input is
+// in the transcript is never run again (replayed.go: its batch was taken,
+// so the replay finds nothing to read), so a post interrupted by a crash
+// is sent at most once, and a tick whose turn had ended is finished
+// without sending its final text.
 
 // ambientText is the tick's input: what the agent is told after the room
 // events (framed before it by the room context).

@@ -113,6 +113,13 @@ func (f *failures) settleReplayed(ctx context.Context, store sessions.AgentStore
 	if len(answered) == 0 {
 		return
 	}
+	if ambient := ambientTurn(answered); ambient && t.Answered {
+		// An ambient turn's final text is never sent (ambient.go): the
+		// tick ended before the restart, whatever its message tool posted.
+		log.Info("replayed ambient batch had finished before the restart; finished", zap.Strings("record_ids", recordIDs(answered)))
+		d.finish(recordIDs(answered)...)
+		return
+	}
 	done := recordIDs(answered)
 	if t.Superseded {
 		log.Info("replayed messages already taken into a later turn; finished", zap.Strings("record_ids", done))
