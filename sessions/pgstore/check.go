@@ -80,7 +80,11 @@ func (db *DB) Check(ctx context.Context, opts sessions.CheckOptions) ([]sessions
 			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
 				return err
 			}
-			ps, err := checkTranscripts(ctx, tx)
+			moves, err := checkKeyMoves(ctx, tx)
+			if err != nil {
+				return fmt.Errorf("key moves: %w", err)
+			}
+			ps, err := checkTranscripts(ctx, tx, moves)
 			if err != nil {
 				return fmt.Errorf("transcripts: %w", err)
 			}
@@ -181,7 +185,7 @@ type transcriptFinding struct {
 	header *string // an orphan's session header (body), if it has one
 }
 
-func checkTranscripts(ctx context.Context, tx pgx.Tx) ([]sessions.Problem, error) {
+func checkTranscripts(ctx context.Context, tx pgx.Tx, moves sessions.KeyMoves) ([]sessions.Problem, error) {
 	rows, err := tx.Query(ctx, checkTranscriptsSQL)
 	if err != nil {
 		return nil, err
@@ -203,7 +207,7 @@ func checkTranscripts(ctx context.Context, tx pgx.Tx) ([]sessions.Problem, error
 		case findingHead:
 			out = append(out, f.headProblem())
 		default:
-			out = append(out, f.orphanProblem())
+			out = append(out, f.orphanProblem(moves))
 		}
 	}
 	return out, nil
@@ -269,9 +273,11 @@ type orphanHeader struct {
 }
 
 // orphanProblem: transcript rows that no entry and no archived session
-// name. With a usable header they become an archived session of its key;
-// without one they need a human.
-func (f transcriptFinding) orphanProblem() sessions.Problem {
+// name. With a usable header they become an archived session of its key,
+// or of the key it moved to (moves: a chat whose id changed, whose
+// session RenameKey moved; the header keeps the key the session started
+// under); without one they need a human.
+func (f transcriptFinding) orphanProblem(moves sessions.KeyMoves) sessions.Problem {
 	p := sessions.Problem{Code: sessions.CodeOrphanTranscript, Path: "transcript_entries " + f.sessionID, SessionID: f.sessionID}
 	var h orphanHeader
 	if f.header == nil || json.Unmarshal([]byte(*f.header), &h) != nil || h.ID != f.sessionID {
@@ -285,12 +291,36 @@ func (f transcriptFinding) orphanProblem() sessions.Problem {
 			h.SessionKey, h.AgentID)
 		return p
 	}
+	moved := ""
+	if to := moves.Resolve(k); to.Canonical() != k.Canonical() && to.Agent == k.Agent {
+		moved = fmt.Sprintf(" (its chat moved: the header's key %s is now %s)", k, to)
+		k = to
+	}
 	key := k.String()
 	p.Agent, p.Key, p.Fixable = k.Agent, key, true
-	p.Message = fmt.Sprintf("transcript of %s (%d messages) named by no entry and no archived session", key, f.messages)
+	p.Message = fmt.Sprintf("transcript of %s (%d messages) named by no entry and no archived session%s", key, f.messages, moved)
 	p.Fix = "record it as an archived session of " + key + " (reason " + RepairReason +
 		"), listed with the key's archive and switchable back to; no row is changed"
 	return p
+}
+
+// checkKeyMoves reads the recorded key moves (sessions.KeyMoves) in the
+// check's snapshot; pairs that do not parse are left out.
+func checkKeyMoves(ctx context.Context, tx pgx.Tx) (sessions.KeyMoves, error) {
+	rows, err := tx.Query(ctx, `SELECT name, value FROM cursors WHERE scope = $1`, sessions.KeyMovesScope)
+	if err != nil {
+		return nil, err
+	}
+	all := map[string]string{}
+	var name, value string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &value}, func() error {
+		all[name] = value
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	moves, _ := sessions.ParseKeyMoves(all)
+	return moves, nil
 }
 
 // checkBacklogSQL counts the pending records and the replies not

@@ -378,3 +378,38 @@ func TestRepairRefusedWhileDaemonRuns(t *testing.T) {
 		t.Errorf("after the repair: %+v", ps)
 	}
 }
+
+// TestOrphanRepairFollowsKeyMoves: a transcript whose header names a key
+// that was moved (a group upgraded to a supergroup: RenameKey, the move
+// recorded under sessions.KeyMovesScope) is recovered as an archived
+// session of the key it moved to, as the files backend's check does, not
+// of the old key no chat uses any more.
+func TestOrphanRepairFollowsKeyMoves(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	moved := mustKey(t, "main", "telegram", "-1002")
+	if err := f.db.Cursors().SetCursor(f.ctx, sessions.KeyMovesScope, f.compacted.String(), moved.String()); err != nil {
+		t.Fatal(err)
+	}
+	f.exec(t, `DELETE FROM entries WHERE session_id = $1`, f.ids[f.compacted])
+	ps := f.check(t)
+	if got := codes(ps); !slices.Equal(got, []string{sessions.CodeOrphanTranscript}) {
+		t.Fatalf("Check found %q, want the orphan: %+v", got, ps)
+	}
+	if p := ps[0]; p.Key != moved.String() || !p.Fixable || !strings.Contains(p.Message, moved.String()) {
+		t.Fatalf("orphan reported as %+v, want it fixable under the key it moved to, %s", p, moved)
+	}
+	if errs := f.db.Repair(f.ctx, ps, sessions.CheckOptions{}); errs[0] != nil {
+		t.Fatalf("Repair: %v", errs[0])
+	}
+	a, err := f.st.Archived(moved)
+	if err != nil || len(a) != 1 || a[0].SessionID != f.ids[f.compacted] || a[0].Reason != RepairReason {
+		t.Fatalf("archived under the new key: %+v, %v; want the recovered session", a, err)
+	}
+	if old, _ := f.st.Archived(f.compacted); len(old) != 0 {
+		t.Errorf("recovered under the old key too: %+v", old)
+	}
+	if ps := f.check(t); len(ps) != 0 {
+		t.Fatalf("after the repair Check found %+v", ps)
+	}
+}
