@@ -3,8 +3,12 @@ package transcript
 import "github.com/gateway/gateway/sessions"
 
 // missingToolResult is the text of the synthetic result given to a tool call
-// whose result never reached the transcript (crash or cancel mid-turn).
-const missingToolResult = "tool result missing (interrupted)"
+// whose result never reached the transcript (crash or cancel mid-turn). The
+// call may have run to its end before the interruption (a message posted,
+// a note saved): the model is told so, lest it repeat a call that acted.
+const missingToolResult = "tool result missing: the call was interrupted (the gateway stopped or the turn was cancelled), " +
+	"so its outcome is unknown and it may already have taken effect (for example a message sent). " +
+	"Do not repeat it unless you can tell that it did not."
 
 // buildContext turns a resolved chain into what the model is sent: the
 // latest compaction summary first, then the kept and later entries, with
