@@ -17,8 +17,8 @@ import (
 // Append after its commit, a turn's inputs with AppendLazyContext's read,
 // which leaves them out), and the context that chain gives is the one a
 // DB with no cache builds from the rows: through random turns with tool
-// calls, compactions, appends by a replica before and while this DB
-// appends. A turn's reply leaves the cached chain at the transcript's
+// calls, messages whose lines decode otherwise, compactions, appends by a
+// replica before and while this DB appends. A turn's reply leaves the cached chain at the transcript's
 // last entry, with no read.
 func TestCachedChainAppendedEqualsFresh(t *testing.T) {
 	t.Parallel()
@@ -76,6 +76,14 @@ func TestCachedChainAppendedEqualsFresh(t *testing.T) {
 		return sessions.Message{Role: sessions.RoleToolResult, ToolCallID: fmt.Sprint("c", i), ToolName: "x",
 			Content: []sessions.Content{{Type: sessions.BlockText, Text: "out"}}}
 	}
+	// odd is a message whose line decodes to another message
+	// (transcript.MessageRoundTrips): invalid UTF-8, pi's custom role.
+	odd := func(i int) sessions.Message {
+		if i%2 == 0 {
+			return text(sessions.RoleUser, fmt.Sprint("bad \xff utf8 ", i))
+		}
+		return sessions.Message{Role: "custom", Content: []sessions.Content{{Type: sessions.BlockText, Text: fmt.Sprint("custom ", i)}}}
+	}
 	rng := rand.New(rand.NewPCG(21, 4))
 	for step := range 60 {
 		switch r := rng.IntN(10); {
@@ -83,6 +91,9 @@ func TestCachedChainAppendedEqualsFresh(t *testing.T) {
 			var inputs []sessions.Message
 			for j := range 1 + rng.IntN(3) {
 				inputs = append(inputs, input(step*10+j))
+			}
+			if rng.IntN(4) == 0 { // one whose line decodes otherwise
+				inputs[len(inputs)-1] = odd(step)
 			}
 			_, got, err := tr.AppendLazyContext(ctx, inputs...)
 			if err != nil {
@@ -98,7 +109,11 @@ func TestCachedChainAppendedEqualsFresh(t *testing.T) {
 				}
 				compare(step, "a tool result", got)
 			}
-			if _, err := tr.Append(ctx, text(sessions.RoleAssistant, fmt.Sprint("reply ", step))); err != nil {
+			reply, decodable := text(sessions.RoleAssistant, fmt.Sprint("reply ", step)), true
+			if rng.IntN(4) == 0 { // left to the next read
+				reply, decodable = odd(step+1), false
+			}
+			if _, err := tr.Append(ctx, reply); err != nil {
 				t.Fatal(err)
 			}
 			cc := db.chains.get(sidA)
@@ -108,7 +123,7 @@ func TestCachedChainAppendedEqualsFresh(t *testing.T) {
 			cc.mu.Lock()
 			last := cc.last
 			cc.mu.Unlock()
-			if want := lastSeq(); last != want {
+			if want := lastSeq(); decodable && last != want {
 				t.Fatalf("step %d: after the reply the cached chain ends at seq %d, the transcript at %d", step, last, want)
 			}
 		case r < 6: // a replica's append, then this DB's inputs

@@ -118,16 +118,22 @@ type contextRead struct {
 }
 
 // exclude makes the read leave out entries, which the append it follows
-// writes in the same transaction (a cached chain's read only).
+// writes in the same transaction: a cached chain's read only, and only
+// when every entry can be added decoded (else the read returns them).
 func (r *contextRead) exclude(entries []pending) {
+	r.except, r.own, r.ownOK = nil, nil, false
 	if r.cc == nil {
 		return
+	}
+	for _, p := range entries {
+		if p.msg == nil {
+			return
+		}
 	}
 	r.except = make([]string, len(entries))
 	for i, p := range entries {
 		r.except[i] = p.id
 	}
-	r.own, r.ownOK = nil, false
 }
 
 // contextRead plans the read of t's next Context.

@@ -110,8 +110,9 @@ type pending struct {
 	// search is the entry's search columns when the encoder computed them
 	// from the message (searchFieldsOfMessage); nil: from the body.
 	search *searchFields
-	// msg is a message entry's normalised message (what decoding its body
-	// gives); nil for other entries.
+	// msg is a message entry's normalised message, when decoding its body
+	// gives it back (transcript.MessageRoundTrips); nil otherwise and for
+	// other entries.
 	msg *sessions.Message
 }
 
@@ -156,7 +157,10 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *con
 				return nil, err
 			}
 			f := searchFieldsOfMessage(&norm, body)
-			out[i].search, out[i].msg = &f, &norm
+			out[i].search = &f
+			if transcript.MessageRoundTrips(&norm) {
+				out[i].msg = &norm
+			}
 			if out[i].pre, out[i].post, err = split(body); err != nil {
 				return nil, fmt.Errorf("transcript: append: %w", err)
 			}

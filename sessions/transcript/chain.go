@@ -55,9 +55,10 @@ func (c *Chain) Add(line []byte, pos int64) error {
 
 // AddMessage adds the message entry id (child of parent) found at pos
 // already decoded, as Add adds its line: m must be the normalised message
-// EncodeMessage returned for that line (what decoding the line gives). An
-// appender that holds what it wrote so skips parsing it again. The chain
-// keeps m: its slices must not change afterwards.
+// EncodeMessage returned for that line, and MessageRoundTrips(&m) must
+// hold (decoding the line gives m). An appender that holds what it wrote
+// so skips parsing it again. The chain keeps m: its slices must not change
+// afterwards.
 func (c *Chain) AddMessage(id, parent string, m sessions.Message, pos int64) {
 	if parent == id {
 		parent = "" // as ParseEntry reads such a line
