@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +89,11 @@ const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.t
 FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq > $2
 WHERE h.session_id = $1 ORDER BY e.seq`
 
+// sinceOthersSQL is sinceSQL without the entries whose ids are $3: those
+// the transaction it runs in appended (AppendLazyContext), which the
+// appender adds decoded.
+var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq > $2", "e.seq > $2 AND e.id <> ALL ($3::text[])", 1)
+
 // contextRead is the read a Context needs: with a cached chain, the
 // transcript's head and the entries past the chain (sinceSQL); without
 // one, the tail from the latest compaction (loadTailSQL). It is one
@@ -101,6 +107,33 @@ type contextRead struct {
 	head    int64             // sinceSQL: the head's last seq (0: none)
 	entries []TranscriptEntry // sinceSQL: the entries after after
 	tail    Tail              // loadTailSQL
+
+	// With AppendLazyContext, set per try of its append: the ids it
+	// appends, which sinceOthersSQL leaves out (nil: sinceSQL); then, once
+	// committed, those entries decoded (own, in seq order) and whether
+	// they could be (ownOK).
+	except []string
+	own    []appendedEntry
+	ownOK  bool
+}
+
+// exclude makes the read leave out entries, which the append it follows
+// writes in the same transaction: a cached chain's read only, and only
+// when every entry can be added decoded (else the read returns them).
+func (r *contextRead) exclude(entries []pending) {
+	r.except, r.own, r.ownOK = nil, nil, false
+	if r.cc == nil {
+		return
+	}
+	for _, p := range entries {
+		if p.msg == nil {
+			return
+		}
+	}
+	r.except = make([]string, len(entries))
+	for i, p := range entries {
+		r.except[i] = p.id
+	}
 }
 
 // contextRead plans the read of t's next Context.
@@ -116,6 +149,9 @@ func (t *TranscriptLog) contextRead() *contextRead {
 
 // statement is the read's SQL and arguments.
 func (r *contextRead) statement() (string, []any) {
+	if r.cc != nil && r.except != nil {
+		return sinceOthersSQL, []any{r.sessionID, r.after, r.except}
+	}
 	if r.cc != nil {
 		return sinceSQL, []any{r.sessionID, r.after}
 	}
@@ -155,17 +191,29 @@ func (r *contextRead) scan(rows pgx.Rows) error {
 }
 
 // extendCached rebuilds the context from the cached chain extended by
-// the entries r read past it; ok is false when the cache is of no use
-// (the transcript was cut or removed, or the chain needs older entries).
+// the entries r read past it and those its append wrote, in seq order; ok
+// is false when the cache is of no use (the transcript was cut or
+// removed, the chain needs older entries, or the entries appended could
+// not be added decoded).
 func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok bool, err error) {
 	cc := r.cc
+	if r.except != nil && !r.ownOK { // the read left out entries not at hand
+		return sessions.Context{}, false, nil
+	}
 	if r.head < r.after { // cut, removed or never written: start over
 		t.db.chains.drop(t.sessionID)
 		return sessions.Context{}, false, nil
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
+	own := r.own
 	for _, e := range r.entries {
+		for len(own) > 0 && own[0].seq < e.Seq {
+			if own[0].seq > cc.last {
+				cc.addAppended(own[0])
+			}
+			own = own[1:]
+		}
 		if e.Seq <= cc.last {
 			continue // a concurrent Context added it already
 		}
@@ -174,6 +222,11 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 			return sessions.Context{}, false, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
 		}
 		cc.last = e.Seq
+	}
+	for _, e := range own {
+		if e.seq > cc.last {
+			cc.addAppended(e)
+		}
 	}
 	out, ok = cc.chain.Context()
 	if !ok { // the chain now needs entries older than those cached

@@ -23,8 +23,9 @@ import (
 // compaction by the same code (transcript.Chain). Every read asks the
 // database, so replicas sharing it see each other's appends at once;
 // Context keeps the chain it decoded in the DB's cache (transcript_cache.go)
-// so that the next one decodes only the entries appended since. It is safe
-// for concurrent use.
+// so that the next one decodes only the entries appended since, and the
+// entries this DB appends go into that chain as it holds them, never
+// decoded again (transcript_appended.go). It is safe for concurrent use.
 //
 // Appends go through the DB's group commit (writegroup.go): one statement
 // per append reserves seq numbers under the transcript_heads row lock and
@@ -61,7 +62,8 @@ func (t *TranscriptLog) SessionID() string { return t.sessionID }
 // A new head row (prev NULL) means the transcript is empty: the session
 // header goes first, at seq 1. The search columns come computed
 // (search_fields.go); a row whose search_role is NULL is left to the
-// search trigger.
+// search trigger. It returns each row's seq, id and parent id, so that the
+// appender can add what it wrote to its cached chain (transcript_appended.go).
 const chainSQL = `WITH head AS (
 	INSERT INTO transcript_heads AS h (session_id, last_seq, leaf_id, messages)
 	VALUES ($1, $2::bigint + 1, $3, $4::bigint)
@@ -84,7 +86,7 @@ SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::t
 	to_tsvector('simple', rows.stxt), rows.srole,
 	CASE WHEN rows.stxt IS NOT NULL THEN COALESCE(to_timestamp(rows.sat / 1000.0), $13::timestamptz) END
 FROM rows
-RETURNING seq`
+RETURNING seq, id, COALESCE(parent_id, '')`
 
 // chainUnnest is chainSQL's source of the appended entries: one array
 // per column, unnested.
@@ -108,6 +110,10 @@ type pending struct {
 	// search is the entry's search columns when the encoder computed them
 	// from the message (searchFieldsOfMessage); nil: from the body.
 	search *searchFields
+	// msg is a message entry's normalised message, when decoding its body
+	// gives it back (transcript.MessageRoundTrips); nil otherwise and for
+	// other entries.
+	msg *sessions.Message
 }
 
 // idAttempts bounds the retries after a random entry id collided with one
@@ -152,6 +158,9 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *con
 			}
 			f := searchFieldsOfMessage(&norm, body)
 			out[i].search = &f
+			if transcript.MessageRoundTrips(&norm) {
+				out[i].msg = &norm
+			}
 			if out[i].pre, out[i].post, err = split(body); err != nil {
 				return nil, fmt.Errorf("transcript: append: %w", err)
 			}
@@ -262,11 +271,19 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		if err != nil {
 			return nil, err
 		}
+		if read != nil {
+			read.exclude(entries) // this try's ids
+		}
+		var written []writtenRow
 		err = t.db.writes.do(withOp(ctx, OpAppend), &write{op: OpAppend, key: rowKey("t", t.sessionID), sync: !lazy, fill: func(b *pgx.Batch) {
+			written = nil // a try's rows only
 			if fence != nil {
 				queueFence(b, *fence)
 			}
-			b.Queue(sql, args...)
+			b.Queue(sql, args...).Query(func(rows pgx.Rows) (err error) {
+				written, err = scanWritten(rows)
+				return err
+			})
 			if read != nil {
 				sql, args := read.statement()
 				b.Queue(sql, args...).Query(read.scan)
@@ -276,6 +293,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 			err = ferr
 		}
 		if err == nil {
+			t.appended(read, entries, written)
 			ids := make([]string, len(entries))
 			for i, p := range entries {
 				ids[i] = p.id

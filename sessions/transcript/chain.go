@@ -47,9 +47,28 @@ func (c *Chain) Add(line []byte, pos int64) error {
 	if err != nil {
 		return fmt.Errorf("transcript: entry at %d: %w", pos, err)
 	}
-	if n == nil {
-		return nil
+	if n != nil {
+		c.add(n)
 	}
+	return nil
+}
+
+// AddMessage adds the message entry id (child of parent) found at pos
+// already decoded, as Add adds its line: m must be the normalised message
+// EncodeMessage returned for that line, and MessageRoundTrips(&m) must
+// hold (decoding the line gives m). An appender that holds what it wrote
+// so skips parsing it again. The chain keeps m: its slices must not change
+// afterwards.
+func (c *Chain) AddMessage(id, parent string, m sessions.Message, pos int64) {
+	if parent == id {
+		parent = "" // as ParseEntry reads such a line
+	}
+	c.add(&Node{ID: id, Parent: parent, Off: pos, Kind: KindMessage, IsMessage: true, Msg: &m})
+}
+
+// add records n: an entry that continues the chain from its leaf extends
+// the context built, any other makes the next Context resolve again.
+func (c *Chain) add(n *Node) {
 	st := c.st
 	_, seen := st.nodes[n.ID]
 	extends := st.view != nil && !seen && n.Parent == st.leaf && n.Off > st.leafOff
@@ -59,7 +78,6 @@ func (c *Chain) Add(line []byte, pos int64) error {
 	} else {
 		st.view, st.ctx = nil, nil
 	}
-	return nil
 }
 
 // Leaf is the id of the chain's last entry ("" when none was added).

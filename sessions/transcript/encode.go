@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gateway/gateway/sessions"
 )
@@ -155,3 +156,44 @@ func appendJSONLine(buf *bytes.Buffer, v any) error {
 }
 
 func formatTimestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// MessageRoundTrips reports whether decoding the line EncodeMessage wrote
+// for a message gives back m, the normalised message it returned: what an
+// appender may keep instead of decoding the line again (Chain.AddMessage).
+// It holds for what the gateway writes; it does not for a role read as
+// another (pi's custom and bash messages), a field the line leaves out
+// (usage off an assistant message, isError off a tool result, arguments
+// off a tool call, an empty but non-nil record list), invalid UTF-8 (the
+// line holds U+FFFD instead), or a timestamp past float64's integers.
+func MessageRoundTrips(m *sessions.Message) bool {
+	switch m.Role {
+	case sessions.RoleUser, sessions.RoleAssistant, sessions.RoleToolResult:
+	default:
+		return false
+	}
+	if (m.Usage != nil && m.Role != sessions.RoleAssistant) || (m.IsError && m.Role != sessions.RoleToolResult) ||
+		(m.RecordIDs != nil && len(m.RecordIDs) == 0) || m.Timestamp > 1<<53 ||
+		m.Timestamp < -(1<<53) {
+		return false
+	}
+	valid := utf8.ValidString
+	if !valid(m.ToolCallID) || !valid(m.ToolName) || !valid(m.Provider) || !valid(m.Model) || !valid(m.StopReason) {
+		return false
+	}
+	for _, r := range m.RecordIDs {
+		if !valid(r) {
+			return false
+		}
+	}
+	for i := range m.Content {
+		c := &m.Content[i]
+		if (c.Arguments != nil) != (c.Type == sessions.BlockToolCall) {
+			return false // normalizeForWrite sets a tool call's, compacted
+		}
+		if !valid(c.Type) || !valid(c.Text) || !valid(c.Thinking) || !valid(c.Signature) || !valid(c.ID) ||
+			!valid(c.Name) || !valid(c.Data) || !valid(c.MimeType) {
+			return false
+		}
+	}
+	return true
+}
