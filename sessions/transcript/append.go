@@ -73,8 +73,17 @@ func (t *File) appendMessagesContext(ctx context.Context, sync bool, msgs []sess
 			if err != nil {
 				return nil, err
 			}
-			buf.Write(line)
 			msg := m
+			if !MessageRoundTrips(&msg) {
+				// The line does not decode back to m (a custom role,
+				// invalid UTF-8, ...): keep what a reload would read.
+				n, err := ParseEntry(line, 0)
+				if err != nil || n == nil || n.Msg == nil {
+					return nil, fmt.Errorf("transcript: append: the entry written does not read back: %v", err)
+				}
+				msg = *n.Msg
+			}
+			buf.Write(line)
 			nodes = append(nodes, &Node{ID: id, Parent: parent, Kind: KindMessage, IsMessage: true, Msg: &msg})
 			parent = id
 		}

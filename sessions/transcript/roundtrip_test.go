@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -51,5 +52,39 @@ func TestMessageRoundTrips(t *testing.T) {
 		if got := MessageRoundTrips(&norm); got != tt.want || same != tt.want {
 			t.Errorf("%s: MessageRoundTrips = %v, decoded line equal = %v, want %v\n line %s\n norm %+v\n  dec %+v", tt.name, got, same, tt.want, line, norm, n.Msg)
 		}
+	}
+}
+
+// TestFileAppendKeepsWhatReloadReads: a File keeps in memory, after its
+// append, what reading its lines back gives, also for messages whose line
+// does not decode to the message appended (pi's custom role, invalid
+// UTF-8, fields the line leaves out): its context equals a reloaded
+// File's.
+func TestFileAppendKeepsWhatReloadReads(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	tr := newTestTranscript(t, path, newMemLocker(), nil)
+	now := time.Now()
+	msgs := []sessions.Message{
+		sessions.UserText("bad \xff byte", now),
+		{Role: "custom", Content: []sessions.Content{{Type: sessions.BlockText, Text: "a note"}}, Timestamp: now.UnixMilli()},
+		{Role: sessions.RoleUser, IsError: true, Usage: &sessions.Usage{Input: 3}, Content: []sessions.Content{{Type: sessions.BlockText, Text: "odd"}}},
+		{Role: sessions.RoleAssistant, Model: "m\xfe", Content: []sessions.Content{{Type: sessions.BlockText, Text: "ok"}}},
+	}
+	for _, m := range msgs {
+		if _, err := tr.Append(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tr.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := newTestTranscript(t, path, newMemLocker(), nil).Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("context after the appends differs from a reload's:\n got %+v\nwant %+v", got, want)
 	}
 }
