@@ -25,7 +25,7 @@ func deliveryContextOf(a channels.Address) sessions.DeliveryContext {
 // session (a notice) or whose session is gone changes nothing; a failed
 // write is logged: the reply itself was delivered. A store that records
 // it without a read-modify-write (sessions.DeliveryRecorder: PostgreSQL)
-// writes it in the background.
+// is asked to.
 func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channels.Address) {
 	d := o.d
 	if rp.SessionKey == "" || rp.AgentID == "" || a.Channel == "" {
@@ -62,20 +62,13 @@ func (o *outbox) noteDelivered(ctx context.Context, rp sessions.Reply, a channel
 		return
 	}
 	if rec, ok := store.(sessions.DeliveryRecorder); ok {
-		// Written in the background (PostgreSQL: riding the next commit);
-		// a failed write forgets the place, so the next reply tries again.
-		o.placed.set(ck, want)
-		rec.RecordDelivery(key, want, func(err error) {
-			if err != nil {
-				o.placed.forget(ck, want)
-			}
+		err = rec.RecordDelivery(ctx, key, want) // PostgreSQL: one UPDATE, no read
+	} else {
+		_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
+			e.DeliveryContext = want
+			return nil
 		})
-		return
 	}
-	_, err = store.Patch(ctx, key, func(e *sessions.Entry) error {
-		e.DeliveryContext = want
-		return nil
-	})
 	if errors.Is(err, sessions.ErrNotFound) {
 		return // deleted meanwhile: nothing to record it in
 	}
@@ -117,15 +110,6 @@ func (c *placedCache) get(k string) (sessions.DeliveryContext, bool) {
 	defer c.mu.Unlock()
 	got, ok := c.m[k]
 	return got, ok
-}
-
-// forget drops k's entry if it still holds dc.
-func (c *placedCache) forget(k string, dc sessions.DeliveryContext) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if got, ok := c.m[k]; ok && got == dc {
-		delete(c.m, k)
-	}
 }
 
 func (c *placedCache) set(k string, dc sessions.DeliveryContext) {

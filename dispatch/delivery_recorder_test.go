@@ -15,11 +15,10 @@ import (
 // fail is set, and count what the outbox used.
 type recordingBackend struct {
 	sessions.Backend
-	mu       sync.Mutex
-	fail     bool
-	records  int
-	patches  int
-	failures int
+	mu      sync.Mutex
+	fail    bool
+	records int
+	patches int
 }
 
 func (b *recordingBackend) Store(agentID string) (sessions.AgentStore, error) {
@@ -42,23 +41,19 @@ func (s recordingStore) Patch(ctx context.Context, key routing.Key, fn func(*ses
 	return s.AgentStore.Patch(ctx, key, fn)
 }
 
-func (s recordingStore) RecordDelivery(key routing.Key, dc sessions.DeliveryContext, done func(error)) {
+func (s recordingStore) RecordDelivery(ctx context.Context, key routing.Key, dc sessions.DeliveryContext) error {
 	s.b.mu.Lock()
 	s.b.records++
 	fail := s.b.fail
-	if fail {
-		s.b.failures++
-	}
 	s.b.mu.Unlock()
 	if fail {
-		done(errors.New("storage down"))
-		return
+		return errors.New("storage down")
 	}
-	_, err := s.AgentStore.Patch(context.Background(), key, func(e *sessions.Entry) error { e.DeliveryContext = dc; return nil })
+	_, err := s.AgentStore.Patch(ctx, key, func(e *sessions.Entry) error { e.DeliveryContext = dc; return nil })
 	if errors.Is(err, sessions.ErrNotFound) {
 		err = nil
 	}
-	done(err)
+	return err
 }
 
 func (b *recordingBackend) counts() (records, patches int) {
@@ -69,8 +64,8 @@ func (b *recordingBackend) counts() (records, patches int) {
 
 // TestDeliveryContextThroughRecorder: a store that records deliveries
 // (sessions.DeliveryRecorder, PostgreSQL) gets the place through it, never
-// through Patch, once per place; a write it reports failed is tried again
-// at the next reply to that place rather than taken as done.
+// through Patch, once per place; a write that failed is tried again at the
+// next reply to that place rather than taken as done.
 func TestDeliveryContextThroughRecorder(t *testing.T) {
 	rb := &recordingBackend{fail: true}
 	h := newHarness(t, "", nil, func(h *harness) {

@@ -225,7 +225,6 @@ func (b *Backend) Flush(ctx context.Context) error {
 	if err := b.db.counters.wait(ctx, "", ""); err != nil {
 		return err
 	}
-	b.db.writes.barrier() // riders handed over before (RecordDelivery, usage rows, marks)
 	if err := b.db.flushWAL(ctx); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
 	}

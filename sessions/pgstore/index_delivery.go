@@ -1,10 +1,10 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -18,31 +18,28 @@ const recordDeliverySQL = `UPDATE entries SET delivery_channel = $3, delivery_to
 	delivery_thread_id = $6, updated_at = GREATEST(updated_at, $7::timestamptz)
 	WHERE agent_id = $1 AND session_key = $2`
 
-// RecordDelivery is sessions.DeliveryRecorder: one UPDATE that rides with
-// the group commit's next write (a rider, writegroup.go), where Patch took
-// a transaction of its own (BEGIN, the row read FOR UPDATE, the UPDATE,
+// RecordDelivery is sessions.DeliveryRecorder: one UPDATE committed lazily
+// with the group commit's other writes (lazy.go), where Patch took a
+// transaction of its own (BEGIN, the row read FOR UPDATE, the UPDATE,
 // COMMIT: four round trips and a commit, at the first reply of every
-// session). Flush waits for it.
-func (s *Store) RecordDelivery(key routing.Key, dc sessions.DeliveryContext, done func(error)) {
-	finish := func(err error) {
-		if done != nil {
-			done(err)
-		}
-	}
+// session). It is not a rider (writegroup.go): a rider holds back the
+// outcome of every write handed over after it, so one waiting for a row
+// another transaction locked (an operator's Patch, a doctor run) would
+// stall every session's writes; a waiting write fails alone at the
+// statement timeout.
+func (s *Store) RecordDelivery(ctx context.Context, key routing.Key, dc sessions.DeliveryContext) error {
+	ctx = withOp(ctx, OpIndex)
 	k, err := s.x.keyString(key)
 	if err != nil {
-		finish(fmt.Errorf("pgstore: record delivery: %w", err))
-		return
+		return fmt.Errorf("pgstore: record delivery: %w", err)
 	}
 	dc = dc.Clean()
 	args := []any{s.x.agentID, k, dc.Channel, dc.To, dc.AccountID, dc.ThreadID, s.x.db.clock()}
-	s.x.db.writes.ride(&write{op: OpIndex, key: rowKey("e", s.x.agentID, k), fill: func(b *pgx.Batch) {
+	err = s.x.db.writes.do(ctx, &write{op: OpIndex, key: rowKey("e", s.x.agentID, k), fill: func(b *pgx.Batch) {
 		b.Queue(recordDeliverySQL, args...)
-	}, done: func(err error) {
-		if err != nil {
-			err = s.x.db.storageErr(fmt.Errorf("pgstore: record delivery: %w", err))
-			s.log.Warn("delivery context not recorded", zap.String("session_key", k), zap.Error(err))
-		}
-		finish(err)
 	}})
+	if err != nil {
+		return s.x.db.storageErr(fmt.Errorf("pgstore: record delivery: %w", err))
+	}
+	return nil
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // RecordDelivery leaves the entry as a Patch of its DeliveryContext does
-// (the rest unchanged, updatedAt moved), is durable after Flush, skips a
-// key without a session and refuses another agent's key.
+// (the rest unchanged, updatedAt moved), skips a key without a session and
+// refuses another agent's key.
 func TestRecordDeliveryIsPatchOfDeliveryContext(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
@@ -35,21 +35,11 @@ func TestRecordDeliveryIsPatchOfDeliveryContext(t *testing.T) {
 	clock.t = clock.t.Add(time.Minute)
 	dc := sessions.DeliveryContext{Channel: "telegram", To: "-100", AccountID: "default", ThreadID: "7"}
 
-	outcome := make(chan error, 1)
-	st.RecordDelivery(key, dc, func(err error) { outcome <- err })
+	if err := st.RecordDelivery(ctx, key, dc); err != nil {
+		t.Fatalf("record delivery: %v", err)
+	}
 	if _, err := st.Patch(ctx, patched, func(e *sessions.Entry) error { e.DeliveryContext = dc; return nil }); err != nil {
 		t.Fatal(err)
-	}
-	if err := st.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-outcome:
-		if err != nil {
-			t.Fatalf("record delivery: %v", err)
-		}
-	default:
-		t.Fatal("Flush returned before the recorded delivery's write was over")
 	}
 	got, ok, err := st.Get(key)
 	if err != nil || !ok {
@@ -67,20 +57,15 @@ func TestRecordDeliveryIsPatchOfDeliveryContext(t *testing.T) {
 
 	// A key without a session: skipped, nothing created.
 	none := mustKey(t, "main", "telegram", "-300")
-	st.RecordDelivery(none, dc, func(err error) { outcome <- err })
-	if err := st.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-outcome; err != nil {
+	if err := st.RecordDelivery(ctx, none, dc); err != nil {
 		t.Fatalf("record delivery of a key without a session: %v", err)
 	}
 	if _, ok, _ := st.Get(none); ok {
 		t.Fatal("recording a delivery created a session")
 	}
 
-	// Another agent's key: refused at once.
-	st.RecordDelivery(mustKey(t, "other", "telegram", "-100"), dc, func(err error) { outcome <- err })
-	if err := <-outcome; err == nil {
+	// Another agent's key: refused.
+	if err := st.RecordDelivery(ctx, mustKey(t, "other", "telegram", "-100"), dc); err == nil {
 		t.Fatal("another agent's key was accepted")
 	}
 }

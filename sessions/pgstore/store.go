@@ -205,15 +205,13 @@ func (s *Store) settle(ctx context.Context, key routing.Key) error {
 	return s.x.db.counters.wait(ctx, s.x.agentID, k)
 }
 
-// Flush writes the counters queued and the delivery contexts recorded
-// (RecordDelivery) and waits for the WAL flush past them (and past every
-// lazy commit before it); every other write of a Store is durable when it
-// returns.
+// Flush writes the counters queued and waits for the WAL flush past them
+// (and past every lazy commit before it); every other write of a Store
+// is durable when it returns.
 func (s *Store) Flush(ctx context.Context) error {
 	if err := s.settle(ctx, routing.Key{}); err != nil {
 		return err
 	}
-	s.x.db.writes.barrier() // the riders handed over before: RecordDelivery's
 	if err := s.x.db.flushWAL(ctx); err != nil {
 		return fmt.Errorf("pgstore: flush: %w", err)
 	}
