@@ -34,26 +34,16 @@ func ambientOn(h *harness) {
 	h.d.SetRuntime(&rt)
 }
 
-// appendAmbient writes an ambient turn's input and then msgs to its
-// session's transcript, as a turn that died after them would have.
-func appendAmbient(t *testing.T, h *harness, w *work, msgs ...sessions.Message) {
+// restartAmbient restarts h with ambient on in its group rooms, resumes
+// the journal and waits for the lanes to drain.
+func restartAmbient(t *testing.T, h *harness) {
 	t.Helper()
-	st, err := h.mgr.Store(w.AgentID)
-	if err != nil {
+	h.restart()
+	ambientOn(h)
+	if _, err := h.d.Resume(h.ctx); err != nil {
 		t.Fatal(err)
 	}
-	e, _, err := st.Begin(h.ctx, w.Key, sessions.Origin{At: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := st.Transcript(e.SessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := h.d.userMessage(h.ctx, w, mediaTurn{})
-	if _, err := tr.Append(h.ctx, append([]sessions.Message{in}, msgs...)...); err != nil {
-		t.Fatal(err)
-	}
+	h.drained()
 }
 
 // TestAmbientTickRecoveredNeverPostsItsText: an ambient turn's final text
@@ -64,14 +54,9 @@ func appendAmbient(t *testing.T, h *harness, w *work, msgs ...sessions.Message) 
 func TestAmbientTickRecoveredNeverPostsItsText(t *testing.T) {
 	h := newHarness(t, "", nil)
 	w := ambientTick(t, h, "-31")
-	appendAmbient(t, h, w, sessions.Message{Role: sessions.RoleAssistant, StopReason: "stop",
+	appendInput(t, h, w, sessions.Message{Role: sessions.RoleAssistant, StopReason: "stop",
 		Content: []sessions.Content{{Type: sessions.BlockText, Text: "(nothing worth adding; staying quiet)"}}})
-	h.restart()
-	ambientOn(h)
-	if _, err := h.d.Resume(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.drained()
+	restartAmbient(t, h)
 	if got := h.tg.texts(); len(got) != 0 {
 		t.Errorf("a recovered ambient tick posted %q", got)
 	}
@@ -92,15 +77,10 @@ func TestAmbientTickRecoveredNeverPostsItsText(t *testing.T) {
 func TestAmbientTickDiedInMessageToolRunsNotAgain(t *testing.T) {
 	h := newHarness(t, "", nil)
 	w := ambientTick(t, h, "-32")
-	appendAmbient(t, h, w, sessions.Message{Role: sessions.RoleAssistant, StopReason: "toolUse",
+	appendInput(t, h, w, sessions.Message{Role: sessions.RoleAssistant, StopReason: "toolUse",
 		Content: []sessions.Content{{Type: sessions.BlockToolCall, ID: "call-1", Name: agents.MessageToolName,
 			Arguments: json.RawMessage(`{"action":"reply","text":"Good point, Alice."}`)}}})
-	h.restart()
-	ambientOn(h)
-	if _, err := h.d.Resume(h.ctx); err != nil {
-		t.Fatal(err)
-	}
-	h.drained()
+	restartAmbient(t, h)
 	if got := h.tg.texts(); len(got) != 0 {
 		t.Errorf("a recovered ambient tick posted %q", got)
 	}

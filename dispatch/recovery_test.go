@@ -35,6 +35,18 @@ func storeReply(t *testing.T, h *harness, w *work, chunks []string, sent int) se
 // transcript as a turn that died would have.
 func appendTurn(t *testing.T, h *harness, w *work, reply string) {
 	t.Helper()
+	var after []sessions.Message
+	if reply != "" {
+		after = append(after, sessions.Message{Role: sessions.RoleAssistant, StopReason: "stop",
+			Content: []sessions.Content{{Type: sessions.BlockText, Text: reply}}})
+	}
+	appendInput(t, h, w, after...)
+}
+
+// appendInput writes w's user message and then after to its session's
+// transcript.
+func appendInput(t *testing.T, h *harness, w *work, after ...sessions.Message) {
+	t.Helper()
 	st, err := h.mgr.Store(w.AgentID)
 	if err != nil {
 		t.Fatal(err)
@@ -47,11 +59,7 @@ func appendTurn(t *testing.T, h *harness, w *work, reply string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := []sessions.Message{h.d.userMessage(h.ctx, w, mediaTurn{})}
-	if reply != "" {
-		msgs = append(msgs, sessions.Message{Role: sessions.RoleAssistant, StopReason: "stop",
-			Content: []sessions.Content{{Type: sessions.BlockText, Text: reply}}})
-	}
+	msgs := append([]sessions.Message{h.d.userMessage(h.ctx, w, mediaTurn{})}, after...)
 	if _, err := tr.Append(h.ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
