@@ -113,7 +113,7 @@ func (f *failures) settleReplayed(ctx context.Context, store sessions.AgentStore
 	if len(answered) == 0 {
 		return
 	}
-	if ambient := ambientTurn(answered); ambient && t.Answered {
+	if t.Answered && ambientTurn(answered) {
 		// An ambient turn's final text is never sent (ambient.go): the
 		// tick ended before the restart, whatever its message tool posted.
 		log.Info("replayed ambient batch had finished before the restart; finished", zap.Strings("record_ids", recordIDs(answered)))

@@ -72,6 +72,12 @@ func (db *DB) Check(ctx context.Context, opts sessions.CheckOptions) ([]sessions
 	if err != nil {
 		return nil, err
 	}
+	// The key moves recorded when chats moved (as the files check reads
+	// them): an orphan's header keeps the key its session started under.
+	moves, _, err := sessions.ReadKeyMoves(ctx, db.Cursors())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: check %s: %w", db.target, err)
+	}
 	err = pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
 			// A full check reads every transcript row once: at a million
@@ -79,10 +85,6 @@ func (db *DB) Check(ctx context.Context, opts sessions.CheckOptions) ([]sessions
 			// a turn's statements. ctx bounds it instead.
 			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
 				return err
-			}
-			moves, err := checkKeyMoves(ctx, tx)
-			if err != nil {
-				return fmt.Errorf("key moves: %w", err)
 			}
 			ps, err := checkTranscripts(ctx, tx, moves)
 			if err != nil {
@@ -302,25 +304,6 @@ func (f transcriptFinding) orphanProblem(moves sessions.KeyMoves) sessions.Probl
 	p.Fix = "record it as an archived session of " + key + " (reason " + RepairReason +
 		"), listed with the key's archive and switchable back to; no row is changed"
 	return p
-}
-
-// checkKeyMoves reads the recorded key moves (sessions.KeyMoves) in the
-// check's snapshot; pairs that do not parse are left out.
-func checkKeyMoves(ctx context.Context, tx pgx.Tx) (sessions.KeyMoves, error) {
-	rows, err := tx.Query(ctx, `SELECT name, value FROM cursors WHERE scope = $1`, sessions.KeyMovesScope)
-	if err != nil {
-		return nil, err
-	}
-	all := map[string]string{}
-	var name, value string
-	if _, err := pgx.ForEachRow(rows, []any{&name, &value}, func() error {
-		all[name] = value
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	moves, _ := sessions.ParseKeyMoves(all)
-	return moves, nil
 }
 
 // checkBacklogSQL counts the pending records and the replies not

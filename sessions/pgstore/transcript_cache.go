@@ -149,7 +149,7 @@ func (t *TranscriptLog) contextRead() *contextRead {
 
 // statement is the read's SQL and arguments.
 func (r *contextRead) statement() (string, []any) {
-	if r.cc != nil && r.except != nil {
+	if r.except != nil { // set only with a cached chain (exclude)
 		return sinceOthersSQL, []any{r.sessionID, r.after, r.except}
 	}
 	if r.cc != nil {

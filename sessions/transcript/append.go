@@ -78,8 +78,11 @@ func (t *File) appendMessagesContext(ctx context.Context, sync bool, msgs []sess
 				// The line does not decode back to m (a custom role,
 				// invalid UTF-8, ...): keep what a reload would read.
 				n, err := ParseEntry(line, 0)
-				if err != nil || n == nil || n.Msg == nil {
-					return nil, fmt.Errorf("transcript: append: the entry written does not read back: %v", err)
+				if err != nil {
+					return nil, fmt.Errorf("transcript: append: the entry written does not read back: %w", err)
+				}
+				if n == nil || n.Msg == nil {
+					return nil, errors.New("transcript: append: the entry written reads back as no message")
 				}
 				msg = *n.Msg
 			}
