@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,7 @@ type messageRoom struct {
 	a    channels.Adapter
 	out  channels.Outbound // the turn's reply target; ReplyToID is the message answered
 	room string            // roomRecord(out)
+	once string            // turnOnce of the turn's work: its posts' identity
 	log  *zap.Logger
 
 	mu      sync.Mutex
@@ -75,7 +77,8 @@ func (mt messageTool) room(ctx context.Context, a channels.Adapter, out channels
 			out.ReplyToID = history[len(history)-1]
 		}
 	}
-	r := &messageRoom{d: d, a: a, out: out, room: roomRecord(out), log: log.WithLazy(zap.String("tool", agents.MessageToolName))}
+	r := &messageRoom{d: d, a: a, out: out, room: roomRecord(out), once: turnOnce(ws),
+		log: log.WithLazy(zap.String("tool", agents.MessageToolName))}
 	var seen []sessions.RoomMessage
 	for _, id := range history {
 		if id != "" {
@@ -235,6 +238,7 @@ func (r *messageRoom) Reply(ctx context.Context, messageID, text string) (_ []st
 	}
 	o := r.out
 	o.ReplyToID, o.ReplyToMode, o.Text = id, channels.ReplyToFirst, text
+	o.DeliveryID = postOnceID(r.once, "reply", id, text)
 	var ids []string
 	for i, chunk := range ch.Chunks(o) {
 		var sent string
@@ -317,10 +321,12 @@ func (r *messageRoom) Ask(ctx context.Context, text string, choices []string) (_
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", agents.ErrRefused, err)
 	}
+	o := r.out
+	o.DeliveryID = postOnceID(r.once, "ask", "", text+"\x00"+strings.Join(choices, "\x00"))
 	var id string
 	err = r.call(ctx, "ask", func(ctx context.Context) error {
 		var err error
-		id, err = ak.Ask(ctx, r.out, text, buttons)
+		id, err = ak.Ask(ctx, o, text, buttons)
 		return err
 	})
 	if id != "" {
@@ -375,8 +381,16 @@ func (r *messageRoom) call(ctx context.Context, op string, f func(ctx context.Co
 	if ra := channels.RetryAfter(err); ra > 0 {
 		return fmt.Errorf("%w: the chat is rate limited; try the %s again in %s", agents.ErrRefused, op, ra.Round(time.Second))
 	}
+	if posts(op) && !channels.Answered(err) {
+		return fmt.Errorf("%w: the %s platform's answer to the %s was lost, so it may have been posted: do not post it again unless you know it was not",
+			agents.ErrRefused, r.out.Channel, op)
+	}
 	return fmt.Errorf("%w: the %s platform did not accept the %s (the message may be gone or too old)", agents.ErrRefused, r.out.Channel, op)
 }
+
+// posts reports whether the tool's call op posts a message (whose
+// repeat after an unknown outcome may show it twice).
+func posts(op string) bool { return op == "reply" || op == "ask" }
 
 // withMessageID puts the platform message id before text, where the model
 // of an agent that offers the message tool can read it ("[message_id: 42]

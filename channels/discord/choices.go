@@ -29,21 +29,28 @@ const buttonsPerRow = 5
 var _ channels.Asker = (*Adapter)(nil)
 
 // Ask implements channels.Asker: text (cut to one message) with a row of
-// buttons per five choices. Nobody is pinged.
+// buttons per five choices. Nobody is pinged. With out.DeliveryID the post
+// carries its enforced nonce, as a reply's chunk does.
 func (a *Adapter) Ask(ctx context.Context, out channels.Outbound, text string, choices []channels.Choice) (string, error) {
 	to, err := target(out)
 	if err != nil {
-		return "", fmt.Errorf("discord: ask: %w", err)
+		return "", channels.Refusal(fmt.Errorf("discord: ask: %w", err)) // nothing posted
 	}
 	if r := []rune(text); len(r) > MaxMessageLen {
 		text = string(r[:MaxMessageLen-2]) + " …"
 	}
-	m, err := a.s.ChannelMessageSendComplex(to, &discordgo.MessageSend{
+	msg := &discordgo.MessageSend{
 		Content: text, Components: buttonRows(choices, ""),
 		AllowedMentions: &discordgo.MessageAllowedMentions{},
-	}, discordgo.WithContext(ctx))
+	}
+	var m *discordgo.Message
+	if out.DeliveryID != "" { // asked once (nonce.go): asking again shows the first question
+		m, err = a.postOnce(ctx, to, msg, nonceOf(out.DeliveryID, 0))
+	} else {
+		m, err = a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
+	}
 	if err != nil {
-		return "", fmt.Errorf("discord: ask: %w", err)
+		return "", fmt.Errorf("discord: ask: %w", answered(err))
 	}
 	return m.ID, nil
 }

@@ -46,7 +46,7 @@ var _ channels.Asker = (*Adapter)(nil)
 // requests out answers, under a new message id.
 func (a *Adapter) Ask(ctx context.Context, out channels.Outbound, text string, choices []channels.Choice) (string, error) {
 	if len(answered(out)) == 0 {
-		return "", errors.New("web: ask: the turn answers no request")
+		return "", channels.Refusal(errors.New("web: ask: the turn answers no request")) // nothing shown
 	}
 	ev := choiceEvent{MessageID: uuid.NewString(), Text: text}
 	for _, c := range choices {
