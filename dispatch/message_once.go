@@ -18,8 +18,9 @@ import (
 // a crash inside the tool, whose model posts the same text again: the
 // records are the same, so is the id. Platforms without an idempotency key
 // (Telegram) ignore it. A turn that means to post one text twice to the
-// same message gets one post; a turn without records (an ambient tick, a
-// resent reply) gets no id and posts as before.
+// same message gets one post; a turn without records (internal work)
+// gets no id and posts as before. An ambient tick has its record, so its
+// posts are once too.
 
 // turnOnce is the identity of the turn of ws for postOnceID: its records'
 // ids, sorted; "" when it has none.
