@@ -117,6 +117,9 @@ func runImportOpenClaw(ctx context.Context, out io.Writer, cfg *configs.Config, 
 		}{plan, to.Kind() + " " + to.where, res, plan.Report.List()})
 	}
 	printImport(out, plan, to, res)
+	if !cfg.Jobs.Enabled && res.JobsImported > 0 {
+		fmt.Fprintf(out, "note: scheduled jobs are off (jobs.enabled: false): the %d imported job(s) fire once they are on\n", res.JobsImported)
+	}
 	if n := stale(plan, cfg.Session.Maintenance, time.Now()); n > 0 {
 		fmt.Fprintf(out, "note: %d imported session(s) were last updated more than session.maintenance.pruneAfter (%s) ago: "+
 			"the daemon's maintenance archives them at its next start (they stay recoverable); raise pruneAfter first to keep them current\n",
