@@ -161,3 +161,76 @@ func TestImportCronJobsRouting(t *testing.T) {
 		t.Errorf("%d jobs skipped naming telegram/default, want the 4 mappable ones", n)
 	}
 }
+
+// TestImportCronJobShapes: the shapes beyond the fixture's: a six-field
+// cron with seconds 0 maps as its five fields; a recurring job deleted
+// after its first run maps as a one-shot at its next occurrence; the
+// legacy agentTurn delivery fields map; an interval under a minute, a
+// webhook, a @username target, a cron expression robfig/cron does not
+// read, a command payload and a job for a session that was not imported
+// are skipped, each under its own field.
+func TestImportCronJobShapes(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tg := map[string]any{"mode": "announce", "channel": "telegram", "to": "-1001"}
+	add := func(id string, sched, payload, extra map[string]any) {
+		j := map[string]any{"id": id, "agentId": "main", "name": id, "enabled": true, "schedule": sched,
+			"sessionTarget": "isolated", "payload": payload, "delivery": tg}
+		for k, v := range extra {
+			j[k] = v
+		}
+		openclawtest.AddCronJob(t, dir, j)
+	}
+	turn := map[string]any{"kind": "agentTurn", "message": "hello"}
+	daily := map[string]any{"kind": "cron", "expr": "0 0 9 * * *", "tz": "UTC"}
+	add("seconds", daily, turn, nil)
+	add("once", daily, turn, map[string]any{"deleteAfterRun": true})
+	add("legacy", daily, map[string]any{"kind": "agentTurn", "message": "hello", "deliver": true, "channel": "telegram", "to": "555"},
+		map[string]any{"delivery": nil})
+	add("fast", map[string]any{"kind": "every", "everyMs": 30000}, turn, nil)
+	add("hook", daily, turn, map[string]any{"delivery": map[string]any{"mode": "webhook", "to": "https://example.com/h"}})
+	add("byname", daily, turn, map[string]any{"delivery": map[string]any{"mode": "announce", "channel": "telegram", "to": "@somechannel"}})
+	add("quartz", map[string]any{"kind": "cron", "expr": "0 9 L * *", "tz": "UTC"}, turn, nil)
+	add("script", daily, map[string]any{"kind": "command", "command": "ls"}, nil)
+	add("elsewhere", daily, map[string]any{"kind": "systemEvent", "text": "hi"},
+		map[string]any{"sessionTarget": "main", "delivery": nil, "sessionKey": "agent:main:telegram:group:-42"})
+
+	p := read(t, dir)
+	openclaw.MapJobs(p, jobOptions(t, now, ""))
+	want := map[string]string{"fast": "schedule.every", "hook": "delivery=webhook", "byname": "telegram.notAnID",
+		"quartz": "schedule.cron", "script": "payload=command", "elsewhere": "session.absent"}
+	rep := map[string]int{}
+	for _, u := range p.Report.List() {
+		rep[u.Field] = u.Count
+	}
+	for _, it := range p.Jobs {
+		if _, fixture := openclawtest.Jobs[it.SourceID]; fixture {
+			continue
+		}
+		if field, skipped := want[it.SourceID]; skipped {
+			if it.Job != nil || rep["cron_jobs."+field] != 1 {
+				t.Errorf("%s: %+v, report %v; want skipped as %s", it.SourceID, it.Job, rep, field)
+			}
+			continue
+		}
+		j := it.Job
+		if j == nil {
+			t.Errorf("%s skipped: %s", it.SourceID, it.Why)
+			continue
+		}
+		switch it.SourceID {
+		case "seconds":
+			if j.Schedule.Cron != "0 9 * * *" || j.SessionKey != "agent:main:telegram:group:-1001" {
+				t.Errorf("seconds: %+v", j)
+			}
+		case "once":
+			if !j.Schedule.At.Equal(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)) || j.Schedule.Recurring() {
+				t.Errorf("once: schedule %+v, want a one-shot at the next 09:00 UTC", j.Schedule)
+			}
+		case "legacy":
+			if j.SessionKey != "agent:main:telegram:direct:555" || j.Target.ChatID != "555" {
+				t.Errorf("legacy: %+v", j)
+			}
+		}
+	}
+}

@@ -155,7 +155,7 @@ func schedule(j cronJob, agent string, o JobOptions) (sessions.JobSchedule, time
 	case "every":
 		ms, ok := flexInt(s.EveryMs)
 		if ms > maxEvery.Milliseconds() {
-			return sessions.JobSchedule{}, time.Time{}, &skip{"schedule.every", "an interval longer than ten years: not imported", ""}
+			return sessions.JobSchedule{}, time.Time{}, &skip{"schedule.everyTooLong", "an interval longer than ten years: not imported", ""}
 		}
 		d := time.Duration(ms) * time.Millisecond
 		if !ok || d < time.Minute || d%time.Second != 0 {
@@ -195,7 +195,7 @@ func schedule(j cronJob, agent string, o JobOptions) (sessions.JobSchedule, time
 		if j.DeleteAfterRun {
 			n, err := jobs.Next(sched, o.Now)
 			if err != nil || n.IsZero() {
-				return sessions.JobSchedule{}, time.Time{}, &skip{"schedule.cron", "a cron expression that fires no more: not imported", ""}
+				return sessions.JobSchedule{}, time.Time{}, &skip{"schedule.cronEnded", "a cron expression that fires no more: not imported", ""}
 			}
 			return sessions.JobSchedule{At: n}, time.Time{}, nil
 		}
