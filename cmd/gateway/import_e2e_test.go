@@ -72,7 +72,10 @@ func TestImportOpenClawThenAnswer(t *testing.T) {
 // answer goes to the topic.
 func TestImportOpenClawJobFires(t *testing.T) {
 	oc := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
-	due := time.Now().Add(6 * time.Second).UTC()
+	// Due far enough ahead that the import (a process of its own, on a
+	// loaded machine) reads it as still to come: a one-shot already past
+	// is not imported.
+	due := time.Now().Add(15 * time.Second).UTC()
 	openclawtest.AddCronJob(t, oc, map[string]any{"id": "soon", "agentId": "main", "name": "soon", "enabled": true,
 		"schedule": map[string]any{"kind": "at", "at": due.Format(time.RFC3339Nano)}, "sessionTarget": "isolated",
 		"payload":  map[string]any{"kind": "agentTurn", "message": "Stand-up starts now"},
@@ -93,7 +96,10 @@ func TestImportOpenClawJobFires(t *testing.T) {
 	}
 	startDaemon(t, yaml)
 
-	s := waitReply(t, tg, "Stand-up starts now")
+	if time.Now().After(due) {
+		t.Fatalf("the import and start took past the reminder's time %s", due)
+	}
+	s := waitReplyUntil(t, tg, "Stand-up starts now", due.Add(30*time.Second))
 	if s.ChatID != -1001 || s.ThreadID != 7 {
 		t.Fatalf("the reminder's answer went to chat %d thread %d, want the topic -1001/7", s.ChatID, s.ThreadID)
 	}
