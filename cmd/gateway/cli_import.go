@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +35,12 @@ transcripts). Each session key comes over with its entry (ids, title,
 clocks, token counters, origin and delivery context, model and thinking
 overrides, group activation) and its transcript's active branch (messages,
 tool calls and results, compactions); the Telegram and Discord pairing
-allowlists come over as approvals. The databases are copied to a temporary
+allowlists come over as approvals, and the users' cron jobs as gateway
+jobs (a reminder announcing to a Telegram chat or topic of an account the
+config serves, or a main-session system event: on that room's session,
+with its text and schedule, first due after now). OpenClaw's managed jobs
+(heartbeat, memory dreaming), disabled ones and those with no chat to land
+in are listed as skipped, with why. The databases are copied to a temporary
 directory and read there: the source is never written. Stop OpenClaw first,
 so the copy is consistent.
 
@@ -53,7 +61,7 @@ func importOpenClawCmd(cfgPath *string) *cobra.Command {
 	var f importFlags
 	c := &cobra.Command{
 		Use:   "openclaw --from DIR [--agent ID ...] [--dry-run]",
-		Short: "Import an OpenClaw state directory (SQLite or JSON-era layout): sessions, transcripts, pairing allowlists",
+		Short: "Import an OpenClaw state directory (SQLite or JSON-era layout): sessions, transcripts, pairing allowlists, cron jobs",
 		Long:  importOpenClawLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +101,8 @@ func runImportOpenClaw(ctx context.Context, out io.Writer, cfg *configs.Config, 
 		return err
 	}
 	defer to.close()
-	res, err := openclaw.Apply(ctx, plan, openclaw.Target{Sessions: to, Pairing: to.pairing}, f.dry)
+	openclaw.MapJobs(plan, openclaw.JobOptions{Now: time.Now(), Zone: cfg.Jobs.Zone, Routing: cfg.RoutingConfig(), Serves: servesAccount(cfg)})
+	res, err := openclaw.Apply(ctx, plan, openclaw.Target{Sessions: to, Pairing: to.pairing, Jobs: to.jobs, MaxPerRoom: cfg.Jobs.MaxPerRoom}, f.dry)
 	if err != nil {
 		return err
 	}
@@ -108,12 +117,30 @@ func runImportOpenClaw(ctx context.Context, out io.Writer, cfg *configs.Config, 
 		}{plan, to.Kind() + " " + to.where, res, plan.Report.List()})
 	}
 	printImport(out, plan, to, res)
+	if !cfg.Jobs.Enabled && res.JobsImported > 0 {
+		fmt.Fprintf(out, "note: scheduled jobs are off (jobs.enabled: false): the %d imported job(s) fire once they are on\n", res.JobsImported)
+	}
 	if n := stale(plan, cfg.Session.Maintenance, time.Now()); n > 0 {
 		fmt.Fprintf(out, "note: %d imported session(s) were last updated more than session.maintenance.pruneAfter (%s) ago: "+
 			"the daemon's maintenance archives them at its next start (they stay recoverable); raise pruneAfter first to keep them current\n",
 			n, cfg.Session.Maintenance.PruneAfter)
 	}
 	return nil
+}
+
+// servesAccount reports whether cfg serves a channel's account (the
+// rooms an imported job may be delivered into).
+func servesAccount(cfg *configs.Config) func(channel, account string) bool {
+	return func(channel, account string) bool {
+		var ids []string
+		switch channel {
+		case "telegram":
+			ids = slices.Collect(maps.Keys(cfg.Channels.Telegram.Accounts))
+		case "discord":
+			ids = slices.Collect(maps.Keys(cfg.Channels.Discord.Accounts))
+		}
+		return slices.ContainsFunc(ids, func(id string) bool { return strings.EqualFold(id, account) })
+	}
 }
 
 // stale counts the keys of p whose current session maintenance would
@@ -163,8 +190,31 @@ func printImport(out io.Writer, p *openclaw.Plan, to *side, res openclaw.Result)
 		res.Keys, res.Imported, res.Present, res.Conflicts)
 	fmt.Fprintf(out, "messages %d, archived sessions %d; pairing approvals %d added, %d already present\n",
 		res.Messages, res.Archived, res.Approvals, res.ApprovalsPresent)
+	printImportJobs(out, p, res)
 	p.Report.Print(out)
 	if res.Imported > 0 && !res.DryRun {
 		fmt.Fprintln(out, "the usage ledger is filled from transcripts by `gateway usage rebuild`")
 	}
+}
+
+// printImportJobs lists the plan's cron jobs: what each became, or why
+// it was skipped.
+func printImportJobs(out io.Writer, p *openclaw.Plan, res openclaw.Result) {
+	if len(p.Jobs) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "cron jobs %d: %d imported, %d already present, %d skipped\n", res.Jobs, res.JobsImported, res.JobsPresent, res.JobsSkipped)
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STATUS\tOPENCLAW JOB\tJOB\tSCHEDULE\tSESSION\tWHY")
+	for _, it := range p.Jobs {
+		id, sched, key := "-", "-", "-"
+		if j := it.Job; j != nil {
+			id, key, sched = j.ID, j.SessionKey, "once "+j.Schedule.At.UTC().Format(time.RFC3339)
+			if j.Schedule.Recurring() {
+				sched = j.Schedule.Cron + " " + j.Schedule.TZ
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", it.Status, it.SourceID, id, sched, key, orDash(it.Why))
+	}
+	_ = tw.Flush()
 }

@@ -5,12 +5,16 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/gatewayd"
+	"github.com/gateway/gateway/internal/openclaw"
 	"github.com/gateway/gateway/internal/openclaw/openclawtest"
+	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 )
 
@@ -76,7 +80,8 @@ func TestImportOpenClaw(t *testing.T) {
 	r := gw(t, cfg, "import", "openclaw", "--from", oc, "--dry-run").want(t, 0)
 	for _, w := range []string{"dry run: nothing written", "agent main (sqlite layout", "agent ops (json layout",
 		"import  agent:ops:discord:direct:777", "agent:ops:discord:dm:777", "session keys 4: 4 imported, 0 already present",
-		"pairing approvals 3 added", "sessionKey agent:<id>:cron:…", "state.cron_jobs"} {
+		"pairing approvals 3 added", "sessionKey agent:<id>:cron:…",
+		"cron jobs 9: 0 imported, 0 already present, 9 skipped", "cron_jobs.accountNotServed"} {
 		if !strings.Contains(r.Stdout, w) {
 			t.Fatalf("dry run lacks %q:\n%s", w, r.Stdout)
 		}
@@ -145,9 +150,103 @@ func TestImportOpenClaw(t *testing.T) {
 	gw(t, cfg2, "import", "openclaw").want(t, 2)
 }
 
+// ocJobsConfig serves the Telegram account the fixture's cron jobs
+// announce to, in the time zone they expect.
+const ocJobsConfig = "channels: {telegram: {accounts: {default: {token: \"123:abc\"}}}}\njobs: {timezone: " + openclawtest.TZ + "}\n"
+
+// listJobs returns `gateway jobs list --all --json`'s jobs by id.
+func listJobs(t *testing.T, cfg string) map[string]sessions.Job {
+	t.Helper()
+	r := gw(t, cfg, "jobs", "list", "--all", "--json").want(t, 0)
+	var v struct {
+		Jobs []sessions.Job `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+		t.Fatalf("jobs list --json: %v\n%s", err, r.Stdout)
+	}
+	out := map[string]sessions.Job{}
+	for _, j := range v.Jobs {
+		out[j.ID] = j
+	}
+	return out
+}
+
+// checkImportedJobs checks the store holds, as `gateway jobs list` shows
+// them, exactly the fixture's mapped cron jobs, each on its session and
+// room with its text and schedule, active and due after now.
+func checkImportedJobs(t *testing.T, cfg, backend string) {
+	t.Helper()
+	got := listJobs(t, cfg)
+	n := 0
+	for src, want := range openclawtest.Jobs {
+		j, ok := got[openclaw.JobID(src)]
+		if want.Skip != "" {
+			if ok {
+				t.Errorf("%s: skipped job %s was imported: %+v", backend, src, j)
+			}
+			continue
+		}
+		n++
+		room := j.Target.ChatKey()
+		if j.Target.ThreadID != "" {
+			room += ":" + j.Target.ThreadID
+		}
+		if !ok || j.AgentID != want.Agent || j.SessionKey != want.Key || room != want.Room || j.Text != want.Text ||
+			j.Schedule.Cron != want.Cron || j.Schedule.TZ != want.TZ || !j.Schedule.At.Equal(want.At) ||
+			j.State != sessions.JobActive || !j.NextAt.After(time.Now()) {
+			t.Errorf("%s: job of %s is %+v (present %v), want %+v", backend, src, j, ok, want)
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%s: the store holds %d jobs, want %d", backend, len(got), n)
+	}
+}
+
+// TestImportOpenClawJobs: the users' cron jobs come over as gateway jobs
+// (`gateway jobs list` shows them on the right session and room, with
+// their text and schedule); the managed, disabled, silent, Discord and
+// past ones are listed as skipped with why; a dry run writes no job; a
+// second import adds none.
+func TestImportOpenClawJobs(t *testing.T) {
+	oc := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	cfg := writeConfig(t, filepath.Join(t.TempDir(), "state"), "", ocAgents+ocJobsConfig)
+
+	r := gw(t, cfg, "import", "openclaw", "--from", oc, "--dry-run").want(t, 0)
+	if !strings.Contains(r.Stdout, "cron jobs 9: 4 imported, 0 already present, 5 skipped") {
+		t.Fatalf("dry run:\n%s", r.Stdout)
+	}
+	if got := listJobs(t, cfg); len(got) != 0 {
+		t.Fatalf("the dry run wrote jobs: %v", got)
+	}
+
+	r = gw(t, cfg, "import", "openclaw", "--from", oc).want(t, 0)
+	for _, w := range []string{`cron jobs 9: 4 imported, 0 already present, 5 skipped`,
+		`import\s+standup\s+` + openclaw.JobID("standup") + `\s+0 9 \* \* 1-5 Europe/Berlin\s+agent:main:telegram:group:-1001:topic:7`,
+		`skipped\s+heartbeat\s+-.*manages itself`, `cron_jobs\.managed\s+1\s`, `cron_jobs\.disabled\s+1\s`, `cron_jobs\.delivery=none\s+1\s`,
+		`cron_jobs\.channel=discord\s+1\s`, `cron_jobs\.atPassed\s+1\s`, `cron_jobs\.schedule\.noTimeZone\s+1\s`} {
+		if !regexp.MustCompile(w).MatchString(r.Stdout) {
+			t.Errorf("import lacks %q:\n%s", w, r.Stdout)
+		}
+	}
+	checkImportedJobs(t, cfg, "files")
+
+	r = gw(t, cfg, "import", "openclaw", "--from", oc, "--json").want(t, 0)
+	var js struct {
+		Result openclaw.Result `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &js); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.Stdout)
+	}
+	if js.Result.Jobs != 9 || js.Result.JobsImported != 0 || js.Result.JobsPresent != 4 || js.Result.JobsSkipped != 5 {
+		t.Fatalf("second run: %+v", js.Result)
+	}
+	checkImportedJobs(t, cfg, "files (after the second run)")
+}
+
 // TestImportOpenClawBackends: the import writes through the seam of
 // whichever backend the config names: on sqlite and on postgres every
-// session shows as on files, and a second run imports nothing.
+// session and cron job shows as on files, and a second run imports
+// nothing.
 func TestImportOpenClawBackends(t *testing.T) {
 	oc := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
 	url := pgtest.NewDatabase(t)
@@ -156,14 +255,17 @@ func TestImportOpenClawBackends(t *testing.T) {
 		"postgres": "storage: {backend: postgres, postgres: {url: \"" + url + "\"}}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg := writeConfig(t, t.TempDir(), "", ocAgents+extra)
+			cfg := writeConfig(t, t.TempDir(), "", ocAgents+ocJobsConfig+extra)
 			r := gw(t, cfg, "import", "openclaw", "--from", oc).want(t, 0)
-			if !strings.Contains(r.Stdout, "session keys 4: 4 imported") || !strings.Contains(r.Stdout, "-> "+name) {
+			if !strings.Contains(r.Stdout, "session keys 4: 4 imported") || !strings.Contains(r.Stdout, "-> "+name) ||
+				!strings.Contains(r.Stdout, "cron jobs 9: 4 imported") {
 				t.Fatalf("import into %s:\n%s", name, r.Stdout)
 			}
 			checkImported(t, cfg, name)
+			checkImportedJobs(t, cfg, name)
 			r = gw(t, cfg, "import", "openclaw", "--from", oc).want(t, 0)
-			if !strings.Contains(r.Stdout, "session keys 4: 0 imported, 4 already present") {
+			if !strings.Contains(r.Stdout, "session keys 4: 0 imported, 4 already present") ||
+				!strings.Contains(r.Stdout, "cron jobs 9: 0 imported, 4 already present") {
 				t.Fatalf("second import into %s:\n%s", name, r.Stdout)
 			}
 		})

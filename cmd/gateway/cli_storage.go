@@ -129,7 +129,9 @@ type side struct {
 	dead sessions.DeadLetters
 	// memory holds the agents' notes.
 	memory sessions.Memory
-	close  func()
+	// jobs holds the scheduled jobs.
+	jobs  sessions.Jobs
+	close func()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -247,7 +249,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool, locks *dirL
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
-		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), memory: b.Memory(), close: func() {
+		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), memory: b.Memory(), jobs: b.Jobs(), close: func() {
 			_ = mgr.Close()
 			unlock()
 		}}, nil
@@ -267,7 +269,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) 
 		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), memory: db.Memory(), close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), memory: db.Memory(), jobs: db.Jobs(), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

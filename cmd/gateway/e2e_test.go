@@ -42,7 +42,12 @@ messages:
 // waitReply waits for a sent message whose text contains want.
 func waitReply(t *testing.T, tg *telegramtest.Server, want string) telegramtest.Sent {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	return waitReplyUntil(t, tg, want, time.Now().Add(20*time.Second))
+}
+
+// waitReplyUntil is waitReply with its deadline.
+func waitReplyUntil(t *testing.T, tg *telegramtest.Server, want string, deadline time.Time) telegramtest.Sent {
+	t.Helper()
 	for time.Now().Before(deadline) {
 		for _, s := range tg.Sent() {
 			if strings.Contains(s.Text, want) {

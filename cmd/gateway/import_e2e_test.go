@@ -3,12 +3,16 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/internal/openclaw"
 	"github.com/gateway/gateway/internal/openclaw/openclawtest"
+	"github.com/gateway/gateway/sessions"
 )
 
 // TestImportOpenClawThenAnswer: after `gateway import openclaw`, the
@@ -58,5 +62,55 @@ func TestImportOpenClawThenAnswer(t *testing.T) {
 	}
 	if req.Body.Model != "claude-sonnet" {
 		t.Errorf("the topic's request went to model %q, want its imported override claude-sonnet", req.Body.Model)
+	}
+}
+
+// TestImportOpenClawJobFires: an imported OpenClaw reminder (a one-shot
+// announcing to a forum topic, written "telegram:<chat>:topic:<id>") is
+// fired by the daemon's scheduler when due: its text reaches the model in
+// the topic's imported session, with that session's history, and the
+// answer goes to the topic.
+func TestImportOpenClawJobFires(t *testing.T) {
+	oc := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	// Due far enough ahead that the import (a process of its own, on a
+	// loaded machine) reads it as still to come: a one-shot already past
+	// is not imported.
+	due := time.Now().Add(15 * time.Second).UTC()
+	openclawtest.AddCronJob(t, oc, map[string]any{"id": "soon", "agentId": "main", "name": "soon", "enabled": true,
+		"schedule": map[string]any{"kind": "at", "at": due.Format(time.RFC3339Nano)}, "sessionTarget": "isolated",
+		"payload":  map[string]any{"kind": "agentTurn", "message": "Stand-up starts now"},
+		"delivery": map[string]any{"mode": "announce", "to": "telegram:-1001:topic:7"}})
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	yaml := strings.Replace(e2eConfig(stateDir, tg, model), "providers:\n",
+		"providers:\n  anthropic: {type: openai, baseURL: \""+model.BaseURL()+"\", apiKey: test-key, maxRetries: 1}\n", 1) +
+		"session: {maintenance: {pruneAfter: 87600h}}\n"
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := gw(t, cfg, "import", "openclaw", "--from", oc).want(t, 0)
+	if !regexp.MustCompile(`import\s+soon\s+` + openclaw.JobID("soon") + `\s+once`).MatchString(r.Stdout) {
+		t.Fatalf("the reminder was not imported:\n%s", r.Stdout)
+	}
+	startDaemon(t, yaml)
+
+	if time.Now().After(due) {
+		t.Fatalf("the import and start took past the reminder's time %s", due)
+	}
+	s := waitReplyUntil(t, tg, "Stand-up starts now", due.Add(30*time.Second))
+	if s.ChatID != -1001 || s.ThreadID != 7 {
+		t.Fatalf("the reminder's answer went to chat %d thread %d, want the topic -1001/7", s.ChatID, s.ThreadID)
+	}
+	req, ok := lastRequestFor(model, "Stand-up starts now")
+	if !ok {
+		t.Fatal("the model never saw the reminder")
+	}
+	if got := convo(req); len(got) < 3 || got[0] != "user: ping the topic" || got[1] != "assistant: Pong from the topic." {
+		t.Fatalf("the reminder's request history = %q, want the topic's imported exchange first", got)
+	}
+	if js := listJobs(t, cfg); js[openclaw.JobID("soon")].State != sessions.JobDone {
+		t.Errorf("after firing, the job is %+v, want done", js[openclaw.JobID("soon")])
 	}
 }

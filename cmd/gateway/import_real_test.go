@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,15 @@ func TestImportRealOpenClawFixture(t *testing.T) {
 	r := gw(t, cfg, "import", "openclaw", "--from", src).want(t, 0)
 	if !strings.Contains(r.Stdout, "session keys 6: 6 imported") {
 		t.Errorf("the import did not bring all 6 keys:\n%s", r.Stdout)
+	}
+	// Its three cron jobs are OpenClaw's own (memory dreaming, the
+	// heartbeat, the skill review): skipped as managed, none imported.
+	if !strings.Contains(r.Stdout, "cron jobs 3: 0 imported, 0 already present, 3 skipped") ||
+		!regexp.MustCompile(`cron_jobs\.managed\s+3\s`).MatchString(r.Stdout) {
+		t.Errorf("the fixture's managed cron jobs were not all skipped as managed:\n%s", r.Stdout)
+	}
+	if js := gw(t, cfg, "jobs", "list", "--all").want(t, 0); !strings.Contains(js.Stdout, "no jobs") {
+		t.Errorf("jobs after importing only managed cron jobs:\n%s", js.Stdout)
 	}
 
 	for _, s := range list.Sessions {

@@ -2,10 +2,12 @@ package openclaw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/gateway/gateway/internal/pairstate"
+	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -26,6 +28,11 @@ const (
 type Target struct {
 	Sessions sessions.Importer
 	Pairing  sessions.PairingState
+	// Jobs is the backend's job store (nil: the plan's jobs are not
+	// applied); MaxPerRoom bounds a room's active jobs (jobs.maxPerRoom,
+	// 0: the default).
+	Jobs       sessions.Jobs
+	MaxPerRoom int
 }
 
 // Result counts what Apply did (or, dry, would do).
@@ -40,9 +47,16 @@ type Result struct {
 	Archived int `json:"archived"`
 	// Approvals were added to the pairing state; ApprovalsPresent were
 	// there already.
-	Approvals        int  `json:"approvals"`
-	ApprovalsPresent int  `json:"approvalsPresent"`
-	DryRun           bool `json:"dryRun"`
+	Approvals        int `json:"approvals"`
+	ApprovalsPresent int `json:"approvalsPresent"`
+	// Jobs counts the plan's cron jobs: JobsImported were added as
+	// gateway jobs, JobsPresent were there (an earlier import),
+	// JobsSkipped have no gateway form (their items say why).
+	Jobs         int  `json:"jobs"`
+	JobsImported int  `json:"jobsImported"`
+	JobsPresent  int  `json:"jobsPresent"`
+	JobsSkipped  int  `json:"jobsSkipped"`
+	DryRun       bool `json:"dryRun"`
 }
 
 // Apply writes p into t, or with dry only decides what it would write
@@ -64,7 +78,55 @@ func Apply(ctx context.Context, p *Plan, t Target, dry bool) (Result, error) {
 	if err := applyApprovals(ctx, p.Approvals, t.Pairing, dry, &res); err != nil {
 		return res, err
 	}
+	if t.Jobs != nil {
+		if err := applyJobs(ctx, p, t, dry, &res); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
+}
+
+// applyJobs adds the mapped jobs the store lacks (the same id: JobID of
+// OpenClaw's), so a second import adds none. A room with its maximum of
+// active jobs skips the job, as /remind would refuse it.
+func applyJobs(ctx context.Context, p *Plan, t Target, dry bool, res *Result) error {
+	for i := range p.Jobs {
+		it := &p.Jobs[i]
+		res.Jobs++
+		if it.Job == nil {
+			it.Status = StatusSkipped
+			res.JobsSkipped++
+			continue
+		}
+		_, err := t.Jobs.Job(ctx, it.Job.ID)
+		if err == nil {
+			it.Status = StatusPresent
+			res.JobsPresent++
+			continue
+		}
+		if !errors.Is(err, sessions.ErrNoJob) {
+			return fmt.Errorf("openclaw: import job %s: %w", it.SourceID, err)
+		}
+		err = nil
+		if !dry {
+			err = jobs.Add(ctx, t.Jobs, *it.Job, t.MaxPerRoom)
+		}
+		switch {
+		case errors.Is(err, sessions.ErrJobExists):
+			it.Status = StatusPresent
+			res.JobsPresent++
+		case errors.Is(err, jobs.ErrTooMany):
+			it.Status, it.Why = StatusSkipped, "its room has jobs.maxPerRoom active jobs already"
+			p.Report.add("cron_jobs.roomFull", "its room has jobs.maxPerRoom active jobs already: not imported")
+			res.JobsSkipped++
+		case err != nil:
+			return fmt.Errorf("openclaw: import job %s: %w", it.SourceID, err)
+		default:
+			it.Status = StatusImport
+			res.JobsImported++
+		}
+	}
+	return nil
 }
 
 func applyAgent(ctx context.Context, a *AgentPlan, to sessions.Importer, dry bool, res *Result) error {

@@ -25,6 +25,12 @@
 // has no place in the gateway is counted in the Report by field, never
 // dropped in silence.
 //
+// The cron jobs of state/openclaw.sqlite are read as they are (Plan.Jobs);
+// MapJobs, given what it needs of the gateway's configuration (routing,
+// time zones, the accounts served), decides the sessions.Job each becomes
+// or why it has none (cronmap.go), and Apply adds them to the backend's
+// job store under ids derived from OpenClaw's, so a second run adds none.
+//
 // Apply writes a Plan through sessions.Importer (the same interface
 // `gateway storage migrate` writes through, so every backend works) and
 // sessions.PairingState; a key the target holds already is skipped, so

@@ -40,13 +40,16 @@ const (
 )
 
 // Plan is what an import brings over: per agent, the session keys with
-// their transcripts, and the pairing approvals.
+// their transcripts, the pairing approvals and the cron jobs.
 type Plan struct {
 	Dir    string       `json:"from"`
 	Agents []*AgentPlan `json:"agents"`
 	// Approvals are the senders the reference system's allowlists admit.
 	Approvals []pairstate.Approval `json:"approvals,omitempty"`
-	Report    *Report              `json:"-"`
+	// Jobs are the cron jobs of the state database; MapJobs decides what
+	// each becomes.
+	Jobs   []JobItem `json:"jobs,omitempty"`
+	Report *Report   `json:"-"`
 }
 
 // AgentPlan is one agent's part of a Plan.
@@ -108,7 +111,7 @@ func Read(dir string, o Options) (*Plan, error) {
 			p.Agents = append(p.Agents, ap)
 		}
 	}
-	if err := readState(abs, tmp, p); err != nil {
+	if err := readState(abs, tmp, o.Agents, p); err != nil {
 		return nil, err
 	}
 	if err := readCredentials(abs, p); err != nil {

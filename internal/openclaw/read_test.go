@@ -118,6 +118,9 @@ func TestReadBothLayouts(t *testing.T) {
 		t.Errorf("ops dm %+v", dm)
 	}
 
+	if len(p.Jobs) != len(openclawtest.Jobs) {
+		t.Errorf("read %d cron jobs, want the fixture's %d", len(p.Jobs), len(openclawtest.Jobs))
+	}
 	if len(p.Approvals) != 3 {
 		t.Errorf("approvals %+v, want telegram 111, discord 222 and 333", p.Approvals)
 	}
@@ -127,7 +130,7 @@ func TestReadBothLayouts(t *testing.T) {
 	}
 	for field, n := range map[string]int{
 		"sessionKey agent:<id>:cron:…": 1, "pairing.whatsapp": 1, "pairing.nonNumericEntry": 1, "pairing.wildcard": 1,
-		"state.cron_jobs": 1, "state.channel_pairing_requests": 1, "transcript.abandonedBranch": 3,
+		"state.channel_pairing_requests": 1, "transcript.abandonedBranch": 3,
 		"transcript.entry.custom": 1, "entry.skillsSnapshot": 2, "transcript.archivedFile": 1,
 	} {
 		if rep[field] != n {

@@ -48,8 +48,9 @@ func approval(channel, account, entry string, at time.Time, rep *Report) (pairst
 }
 
 // readState reads the global database state/openclaw.sqlite (when there
-// is one): the pairing allowlists, and counts of what has no place here.
-func readState(dir, tmp string, p *Plan) error {
+// is one): the pairing allowlists, the cron jobs of agents (all when
+// empty), and counts of what has no place here.
+func readState(dir, tmp string, agents []string, p *Plan) error {
 	path := filepath.Join(dir, "state", "openclaw.sqlite")
 	if _, err := os.Stat(path); err != nil {
 		return nil
@@ -69,9 +70,11 @@ func readState(dir, tmp string, p *Plan) error {
 	if err := readAllowEntries(db, p); err != nil && !missingTable(err) {
 		return fmt.Errorf("openclaw: %s: channel_pairing_allow_entries: %w", path, err)
 	}
+	if err := readCronJobs(db, agents, p); err != nil && !missingTable(err) {
+		return fmt.Errorf("openclaw: %s: cron_jobs: %w", path, err)
+	}
 	for _, t := range []struct{ table, why string }{
 		{"channel_pairing_requests", "pending pairing codes (they expire within the hour): not imported; the sender asks again"},
-		{"cron_jobs", "OpenClaw cron jobs (payloads, isolated sessions, delivery rules) have no faithful form in the gateway's scheduler: recreate them with `gateway jobs add`"},
 		{"delivery_queue_entries", "OpenClaw's outbound queue: undelivered replies are not resent"},
 		{"channel_ingress_events", "OpenClaw's inbound queue: unprocessed messages are not run"},
 		{"subagent_runs", "subagent run records: the child sessions come over as sessions, the runs do not"},

@@ -3,7 +3,7 @@
 // the reference system's own DDL (testdata/*.sql, copied from its
 // published package) and left with its rows in the -wal as a running
 // OpenClaw leaves them, an agent in the JSON-era layout, and the global
-// state database with pairing allowlists and a cron job.
+// state database with pairing allowlists and cron jobs of each shape.
 package openclawtest
 
 import (
@@ -301,9 +301,94 @@ func buildState(t testing.TB, dir string) {
 			exec(t, db, `INSERT INTO channel_pairing_allow_entries VALUES (?, ?, ?, ?, ?)`, e.ch, e.acct, e.entry, i, now)
 		}
 		exec(t, db, `INSERT INTO channel_pairing_requests VALUES ('telegram', 'default', 'r1', 'ABCD1234', '2026-09-01T10:00:00Z', '2026-09-01T10:00:00Z', NULL)`)
-		exec(t, db, `INSERT INTO cron_jobs (store_key, job_id, name, enabled, agent_id, payload_kind, job_json, updated_at) VALUES ('default', 'nightly', 'nightly', 1, 'main', 'agentTurn', ?, ?)`,
-			js(map[string]any{"id": "nightly", "schedule": map[string]any{"kind": "cron", "expr": "0 3 * * *"}}), now)
+		for _, j := range cronJobs() {
+			enabled := 1
+			if j["enabled"] == false {
+				enabled = 0
+			}
+			var decl any
+			if d, ok := j["declarationKey"]; ok {
+				decl = d
+			}
+			payload, _ := j["payload"].(map[string]any)
+			agent, _ := j["agentId"].(string)
+			exec(t, db, `INSERT INTO cron_jobs (store_key, job_id, declaration_key, name, enabled, agent_id, payload_kind, job_json, state_json, updated_at)
+				VALUES ('/home/oc/.openclaw/cron/jobs.json', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				j["id"], decl, j["name"], enabled, agent, payload["kind"], js(j), js(map[string]any{"nextRunAtMs": base.UnixMilli()}), now)
+		}
 	})
+}
+
+// JobWant is what an import makes of one of the fixture's cron jobs: the
+// gateway job's agent, session key, room ("channel/account/chat" and
+// ":thread" for a thread or topic), text and schedule (Cron and TZ, or At
+// for a one-shot), or, when it is skipped, the report field of why.
+type JobWant struct {
+	Agent, Key, Room, Text string
+	Cron, TZ               string
+	At                     time.Time
+	Skip                   string
+}
+
+// Jobs are the fixture's cron jobs by OpenClaw job id, with what an
+// import into a config serving Telegram's default account, in dmScope
+// per-channel-peer and jobs.timezone TZ, makes of them. A job without a
+// time zone gets TZ: the test's config must say jobs.timezone: TZ.
+var Jobs = map[string]JobWant{
+	// A weekday cron in Berlin time announcing to a forum topic.
+	"standup": {Agent: "main", Key: "agent:main:telegram:group:-1001:topic:7", Room: "telegram/default/-1001:7",
+		Text: "Post the stand-up reminder", Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"},
+	// Every two hours into the main session: its last chat, the DM.
+	"water": {Agent: "main", Key: "agent:main:main", Room: "telegram/default/555", Text: "Drink some water", Cron: "@every 2h"},
+	// A one-shot announced to a DM: the DM's own session (per-channel-peer).
+	"dentist": {Agent: "main", Key: "agent:main:telegram:direct:555", Room: "telegram/default/555", Text: "Dentist at 10:00",
+		At: time.Date(2030, 3, 1, 8, 30, 0, 0, time.UTC)},
+	// A system event set in the topic, no time zone: the agent's.
+	"report": {Agent: "main", Key: "agent:main:telegram:group:-1001:topic:7", Room: "telegram/default/-1001:7",
+		Text: "Morning report", Cron: "30 7 * * *", TZ: TZ},
+	"heartbeat":   {Skip: "cron_jobs.managed"},
+	"paused":      {Skip: "cron_jobs.disabled"},
+	"digest":      {Skip: "cron_jobs.delivery=none"},
+	"ops-discord": {Skip: "cron_jobs.channel=discord"},
+	"expired":     {Skip: "cron_jobs.atPassed"},
+}
+
+// TZ is the jobs.timezone the fixture's jobs expect.
+const TZ = "America/New_York"
+
+// cronJobs are the fixture's rows of cron_jobs, as OpenClaw's job_json.
+func cronJobs() []map[string]any {
+	_, created := at(0)
+	job := func(id, agent string, sched, payload map[string]any, extra map[string]any) map[string]any {
+		j := map[string]any{"id": id, "agentId": agent, "name": id, "enabled": true, "createdAtMs": created, "updatedAtMs": created,
+			"schedule": sched, "sessionTarget": "isolated", "wakeMode": "now", "payload": payload, "state": map[string]any{}}
+		for k, v := range extra {
+			j[k] = v
+		}
+		return j
+	}
+	turn := func(m string) map[string]any { return map[string]any{"kind": "agentTurn", "message": m} }
+	event := func(m string) map[string]any { return map[string]any{"kind": "systemEvent", "text": m} }
+	main := map[string]any{"sessionTarget": "main"}
+	return []map[string]any{
+		job("standup", "main", map[string]any{"kind": "cron", "expr": "0 9 * * 1-5", "tz": "Europe/Berlin"}, turn("Post the stand-up reminder"),
+			map[string]any{"delivery": map[string]any{"mode": "announce", "channel": "telegram", "to": "-1001", "threadId": 7}}),
+		job("water", "main", map[string]any{"kind": "every", "everyMs": 7200000, "anchorMs": created}, event("Drink some water"), main),
+		job("dentist", "main", map[string]any{"kind": "at", "at": "2030-03-01T08:30:00.000Z"}, turn("Dentist at 10:00"),
+			map[string]any{"deleteAfterRun": true, "delivery": map[string]any{"mode": "announce", "to": "telegram:555"}}),
+		job("report", "main", map[string]any{"kind": "cron", "expr": "30 7 * * *"}, event("Morning report"),
+			map[string]any{"sessionTarget": "main", "sessionKey": "agent:main:telegram:group:-1001:topic:7"}),
+		job("heartbeat", "main", map[string]any{"kind": "every", "everyMs": 1800000}, map[string]any{"kind": "heartbeat"},
+			map[string]any{"sessionTarget": "main", "declarationKey": "heartbeat:main"}),
+		job("paused", "main", map[string]any{"kind": "cron", "expr": "0 8 * * *", "tz": "UTC"}, turn("Paused one"),
+			map[string]any{"enabled": false, "delivery": map[string]any{"mode": "announce", "channel": "telegram", "to": "555"}}),
+		job("digest", "main", map[string]any{"kind": "cron", "expr": "0 6 * * *"}, turn("Summarise the inbox into notes"),
+			map[string]any{"delivery": map[string]any{"mode": "none"}}),
+		job("ops-discord", "ops", map[string]any{"kind": "cron", "expr": "0 12 * * *", "tz": "UTC"}, turn("Lunch"),
+			map[string]any{"delivery": map[string]any{"mode": "announce", "channel": "discord", "to": "channel:999"}}),
+		job("expired", "main", map[string]any{"kind": "at", "at": "2026-08-01T09:00:00Z"}, turn("Too late"),
+			map[string]any{"delivery": map[string]any{"mode": "announce", "channel": "telegram", "to": "555"}}),
+	}
 }
 
 // Snapshot returns every file under dir with its mode and content, to
@@ -331,4 +416,20 @@ func Snapshot(t testing.TB, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// AddCronJob adds job (OpenClaw's job_json: id, agentId, schedule,
+// payload, delivery, ...) to the state database of the fixture at dir,
+// enabled, for a test that needs a job of its own (one due in seconds).
+func AddCronJob(t testing.TB, dir string, job map[string]any) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "state", "openclaw.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	payload, _ := job["payload"].(map[string]any)
+	_, now := at(60)
+	exec(t, db, `INSERT INTO cron_jobs (store_key, job_id, name, enabled, agent_id, payload_kind, job_json, updated_at)
+		VALUES ('/home/oc/.openclaw/cron/jobs.json', ?, ?, 1, ?, ?, ?, ?)`, job["id"], job["id"], job["agentId"], payload["kind"], js(job), now)
 }
