@@ -97,6 +97,7 @@ type chatResult struct {
 	SessionID     string
 	TokenEstimate int64
 	Events        []string
+	Choices       []string // the data of each choices event
 }
 
 // chat posts a message and parses the event stream with a real SSE client.
@@ -122,6 +123,8 @@ func (c *client) chat(agent, message, sessionID string) chatResult {
 		}
 		out.Events = append(out.Events, ev.Type)
 		switch ev.Type {
+		case "choices":
+			out.Choices = append(out.Choices, ev.Data)
 		case "delta":
 			var d struct{ Text string }
 			mustJSON(c.t, ev.Data, &d)

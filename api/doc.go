@@ -1,6 +1,7 @@
 // Package api serves the operator HTTP API (SPEC §7): chat over SSE (through
 // the web channel), session listing, history, patch, delete, reset and
-// compact, health and readiness probes, Prometheus metrics and the web page;
+// compact (a web session's history carries its questions with buttons,
+// signed again: questions.go), health and readiness probes, Prometheus metrics and the web page;
 // the daemon's status (GET /api/status, status.go) and the dead letters
 // (/api/deliveries/failed, deliveries.go).
 //

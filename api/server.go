@@ -16,6 +16,7 @@ import (
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/internal/logring"
 	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/routing"
@@ -77,6 +78,9 @@ type Options struct {
 	// MemoryLimits are an agent's memory limits for the memory routes'
 	// writes (nil: the defaults).
 	MemoryLimits func(agentID string) sessions.MemoryLimits
+	// Choices signs the web chat's choice buttons again for a session's
+	// history (questions.go); nil: the history carries no questions.
+	Choices *channels.ChoiceKeys
 	// Media is the outbound media store GET /api/media/{sha256} serves
 	// (media.go; nil: the route answers 404).
 	Media *mediastore.Store

@@ -176,7 +176,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	e, _, ok := s.entry(w, r, st)
+	e, key, ok := s.entry(w, r, st)
 	if !ok {
 		return
 	}
@@ -195,7 +195,11 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if msgs == nil {
 		msgs = []sessions.Message{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": ViewOf(e), "messages": msgs})
+	qs := questionsOf(s.opts.Choices, key, msgs)
+	if qs == nil {
+		qs = []question{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session": ViewOf(e), "messages": msgs, "questions": qs})
 }
 
 // validate checks p and returns a user-facing error naming the field.

@@ -130,14 +130,19 @@ func (k *ChoiceKeys) Question(a Address, labels []string) ([]Choice, error) {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	nonce := base64.RawURLEncoding.EncodeToString(b[:])
-	issued := strconv.FormatInt(k.now().Unix()/60, 36)
+	return k.sign(a, base64.RawURLEncoding.EncodeToString(b[:]), k.now(), labels), nil
+}
+
+// sign signs labels (checked) as the buttons of the question with nonce,
+// issued at.
+func (k *ChoiceKeys) sign(a Address, nonce string, at time.Time, labels []string) []Choice {
+	issued := strconv.FormatInt(at.Unix()/60, 36)
 	out := make([]Choice, len(labels))
 	for i, l := range labels {
 		idx := strconv.Itoa(i)
 		out[i] = Choice{Label: l, Data: "c1." + nonce + "." + idx + "." + issued + "." + k.mac(a, nonce, idx, issued, l)}
 	}
-	return out, nil
+	return out
 }
 
 func (k *ChoiceKeys) mac(a Address, nonce, idx, issued, label string) string {

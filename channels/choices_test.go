@@ -92,3 +92,44 @@ func BenchmarkChoiceVerify(b *testing.B) {
 		}
 	}
 }
+
+// TestChoiceQuestionFor: buttons signed for a question id verify for that
+// id only, and signing again from the id, the labels and the time asked
+// gives the same data (what a history redraws).
+func TestChoiceQuestionFor(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	k, err := NewChoiceKeys(bytes.Repeat([]byte{1}, ChoiceKeySize), 24*time.Hour, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := Address{Channel: "web", AccountID: "default", ChatID: "peer-1"}
+	const id = "6f1c8f62-4c5e-4a53-9d1e-2b7f0c3a9e11"
+	cs, err := k.QuestionFor(chat, id, now.Add(-time.Hour), []string{"Tea", "Coffee"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := k.QuestionFor(chat, id, now.Add(-time.Hour+time.Second), []string{"Tea", "Coffee"})
+	if err != nil || again[0] != cs[0] || again[1] != cs[1] {
+		t.Fatalf("signed again: %v %v, want %v", again, err, cs)
+	}
+	if err := k.VerifyQuestion(chat, id, cs[1].Data, "Coffee"); err != nil {
+		t.Fatalf("VerifyQuestion: %v", err)
+	}
+	if err := k.VerifyQuestion(chat, "7f1c8f62-4c5e-4a53-9d1e-2b7f0c3a9e11", cs[1].Data, "Coffee"); !errors.Is(err, ErrChoiceForged) {
+		t.Fatalf("another question's id: %v, want ErrChoiceForged", err)
+	}
+	if err := k.VerifyQuestion(chat, id, cs[0].Data, "Coffee"); !errors.Is(err, ErrChoiceForged) {
+		t.Fatalf("another label: %v, want ErrChoiceForged", err)
+	}
+	random, _ := k.Question(chat, []string{"Tea"})
+	if err := k.VerifyQuestion(chat, id, random[0].Data, "Tea"); !errors.Is(err, ErrChoiceForged) {
+		t.Fatalf("a button of a random nonce: %v, want ErrChoiceForged", err)
+	}
+	old, _ := k.QuestionFor(chat, id, now.Add(-25*time.Hour), []string{"Tea"})
+	if err := k.VerifyQuestion(chat, id, old[0].Data, "Tea"); !errors.Is(err, ErrChoiceExpired) {
+		t.Fatalf("asked 25 h ago: %v, want ErrChoiceExpired", err)
+	}
+	if _, err := k.QuestionFor(chat, id, now, []string{"/reset"}); err == nil {
+		t.Fatal("a command as a label was signed")
+	}
+}

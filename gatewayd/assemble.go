@@ -177,6 +177,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 		Pairing:      pairingAPI{d},
 		MemoryLimits: memoryLimits(cfg.Agents.List),
 		Media:        d.media,
+		Choices:      d.choices,
 	})
 	registerJournalMetrics(d.reg, d.backend.Journal())
 	registerReplicaMetrics(d.reg, d.backend, d.log.Named("replicas"))

@@ -143,9 +143,12 @@ function addTool(name, args) {
   return d;
 }
 
-// addChoices shows a question with buttons (the message tool's ask). A
-// click disables them all, marks the one chosen and sends the press to the
-// session that asked; the gateway takes one press per question.
+// addChoices shows a question with buttons (the message tool's ask): live
+// (a choices event) or from the history (its questions, signed again by
+// the gateway). A click disables them all, marks the one chosen and sends
+// the press to the session that asked; the gateway takes one press per
+// question. A question the history says was answered is drawn as a click
+// leaves it: every button disabled, the chosen one marked.
 function addChoices(q) {
   const d = document.createElement("div");
   d.className = "msg choices";
@@ -167,6 +170,10 @@ function addChoices(q) {
       // its id once the asking turn is done).
       send(c.label, { messageId: q.messageId, data: c.data, label: c.label });
     });
+    if (q.answered) {
+      b.disabled = true;
+      if (c.label === q.chosen) b.classList.add("chosen");
+    }
     row.append(b);
   }
   d.append(row);
@@ -255,12 +262,15 @@ async function loadHistory() {
   try {
     const data = await api("GET", agentPath("/sessions/" + encodeURIComponent(state.sessionId)));
     const chips = new Map();
+    // A question with buttons follows its ask call, as it did live.
+    const questions = new Map((data.questions || []).map((q) => [q.toolCallId, q]));
     // A turn's files follow its text, as they did live: they are shown
     // when the next turn starts (a user message) or the history ends.
     let media = [];
     for (const m of data.messages) {
       if (m.role === "user" && media.length) { addMedia(media); media = []; }
       renderMessage(m, chips);
+      if (m.role === "toolResult" && questions.has(m.toolCallId)) addChoices(questions.get(m.toolCallId));
       media = media.concat(mediaOf(m));
     }
     if (media.length) addMedia(media);

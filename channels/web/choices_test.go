@@ -16,8 +16,8 @@ import (
 // TestChoicePress: a question asked in a turn reaches that turn's stream
 // as a choices event; a press posted with the session continues its
 // conversation as a press whose text is the label; a press with another
-// label (or data) is refused 403 before the handler; pressing again is the
-// same turn, never a second message.
+// label (or data), or under another question's id, is refused 403 before
+// the handler; pressing again is the same turn, never a second message.
 func TestChoicePress(t *testing.T) {
 	keys, err := channels.NewChoiceKeys(bytes.Repeat([]byte{5}, channels.ChoiceKeySize), 0, nil)
 	if err != nil {
@@ -64,6 +64,14 @@ func TestChoicePress(t *testing.T) {
 	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), channels.PressInvalidText) {
 		t.Fatalf("forged press: %s %s", res.Status, body)
 	}
+	qid0 := qid
+	qid = "0b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f" // the right button under another question's id
+	res = press("Coffee", q.Choices[1].Data)
+	body, _ = io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), channels.PressInvalidText) {
+		t.Fatalf("press under another id: %s %s", res.Status, body)
+	}
+	qid = qid0
 	if res := press("Coffee", q.Choices[1].Data); res.StatusCode != http.StatusOK {
 		t.Fatalf("press: %s", res.Status)
 	}

@@ -1,0 +1,140 @@
+package api_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/internal/webtest"
+)
+
+// historyQuestion is a question of GET /api/agents/{id}/sessions/{sid}.
+type historyQuestion struct {
+	ToolCallID string `json:"toolCallId"`
+	MessageID  string `json:"messageId"`
+	Text       string `json:"text"`
+	Choices    []struct {
+		Label string `json:"label"`
+		Data  string `json:"data"`
+	} `json:"choices"`
+	Answered bool   `json:"answered"`
+	Chosen   string `json:"chosen"`
+}
+
+// historyQuestions reads the session's history and returns its questions.
+func historyQuestions(t *testing.T, env *webtest.Env, sessionID string) []historyQuestion {
+	t.Helper()
+	res, err := http.Get(env.URL + "/api/agents/main/sessions/" + sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Questions []historyQuestion `json:"questions"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("history: %s: %v", res.Status, err)
+	}
+	return body.Questions
+}
+
+// press posts a press of button label with data of question messageID; it
+// returns the status and the reply's text, or the error body.
+func press(t *testing.T, env *webtest.Env, sessionID, messageID, label, data string) (int, string) {
+	t.Helper()
+	c := newClient(t, env, "")
+	res := c.raw("POST", "/api/agents/main/chat", map[string]any{"message": "", "sessionId": sessionID,
+		"choice": map[string]string{"messageId": messageID, "label": label, "data": data}})
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	var text strings.Builder
+	for ev, err := range sse.Read(res.Body, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == "delta" {
+			var d struct{ Text string }
+			mustJSON(t, ev.Data, &d)
+			text.WriteString(d.Text)
+		}
+	}
+	return res.StatusCode, text.String()
+}
+
+// TestHistoryQuestions: a question the agent asked with buttons comes back
+// in the session's history with its buttons signed (after a restart too),
+// the model's context never holds a signature, a press of a redrawn
+// button runs the turn, and the history then says the question was
+// answered, with which label, and hands out no data for it.
+func TestHistoryQuestions(t *testing.T) {
+	fake := openaitest.NewServer(t)
+	ask, _ := json.Marshal(map[string]any{"action": "ask", "text": "Tea or coffee?", "choices": []string{"Tea", " Coffee "}})
+	fake.Script(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "message", Arguments: string(ask)}}},
+		openaitest.Reply{Text: "Asked."},
+		openaitest.Reply{Text: "Coffee it is."},
+	)
+	env := webtest.Start(t, webtest.Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"}})
+	res := newClient(t, env, "").chat("main", "a drink?", "")
+	if res.SessionID == "" || len(res.Choices) != 1 {
+		t.Fatalf("chat: session %q, events %q: want a choices event", res.SessionID, res.Events)
+	}
+	live := res.Choices[0]
+	env.Stop()
+	env = webtest.Start(t, webtest.Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"}, StateDir: env.StateDir})
+
+	qs := historyQuestions(t, env, res.SessionID)
+	if len(qs) != 1 {
+		t.Fatalf("history questions = %+v, want the one asked", qs)
+	}
+	q := qs[0]
+	if q.ToolCallID != "c1" || q.Text != "Tea or coffee?" || q.Answered || len(q.Choices) != 2 ||
+		q.Choices[0].Label != "Tea" || q.Choices[1].Label != "Coffee" || !strings.Contains(live, q.MessageID) {
+		t.Fatalf("question = %+v, want c1's, unanswered, the id of the live one (%s)", q, live)
+	}
+	for _, c := range q.Choices {
+		if !strings.HasPrefix(c.Data, "c1.") {
+			t.Fatalf("button %q: data %q, want signed data", c.Label, c.Data)
+		}
+	}
+	for i, r := range fake.Requests() {
+		b, _ := json.Marshal(r.Body.Messages)
+		for _, c := range q.Choices {
+			if strings.Contains(string(b), c.Data) || strings.Contains(string(b), "c1.") {
+				t.Fatalf("model request %d holds button data: %s", i, b)
+			}
+		}
+	}
+
+	// The redrawn button is verified like a live one: another label's
+	// data, or another question's id, is refused.
+	if st, body := press(t, env, res.SessionID, q.MessageID, "Coffee", q.Choices[0].Data); st != http.StatusForbidden {
+		t.Fatalf("press with Tea's data as Coffee: %d %s, want 403", st, body)
+	}
+	other := "0b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f"
+	if st, body := press(t, env, res.SessionID, other, "Coffee", q.Choices[1].Data); st != http.StatusForbidden {
+		t.Fatalf("press under another question id: %d %s, want 403", st, body)
+	}
+	if st, body := press(t, env, res.SessionID, q.MessageID, "Coffee", q.Choices[1].Data); st != http.StatusOK || !strings.Contains(body, "Coffee it is.") {
+		t.Fatalf("press: %d %s, want the reply", st, body)
+	}
+	if st, _ := press(t, env, res.SessionID, q.MessageID, "Tea", q.Choices[0].Data); st != http.StatusOK {
+		t.Fatalf("second press: %d, want the first press's turn", st)
+	}
+	if n := len(fake.Requests()); n != 3 {
+		t.Fatalf("%d model requests, want 3 (the second press runs nothing)", n)
+	}
+
+	qs = historyQuestions(t, env, res.SessionID)
+	if len(qs) != 1 || !qs[0].Answered || qs[0].Chosen != "Coffee" || qs[0].Choices[0].Data != "" || qs[0].Choices[1].Data != "" {
+		t.Fatalf("after the press: %+v, want it answered with Coffee and no data", qs)
+	}
+}
