@@ -63,7 +63,7 @@ func (a *Adapter) Ask(ctx context.Context, out channels.Outbound, text string, c
 		}
 		signed, err := a.opts.Choices.QuestionFor(out.Address, ev.MessageID, time.Time{}, labels)
 		if err != nil {
-			return "", fmt.Errorf("web: ask: %w", err)
+			return "", channels.Refusal(fmt.Errorf("web: ask: %w", err)) // nothing shown
 		}
 		choices = signed
 	}
