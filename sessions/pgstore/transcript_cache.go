@@ -25,7 +25,26 @@ const chainCacheSize = 256
 // cache of what the database holds, never a source: every Context still
 // asks the database for the entries past the cached ones (so appends by
 // other replicas count at once) and drops the cached chain when the
-// transcript's head says it was cut or removed.
+// transcript was cut or removed since.
+//
+// A cut is noticed by the entry the chain ends at, in the same statement
+// that reads the entries past it (sinceSQL): that entry must still be at
+// its seq with its id. Seqs alone do not tell: a transcript cut and grown
+// back to or past the cached seq (an import restoring an older copy, then
+// appends; an operator's delete) has a head as high, but other entries,
+// which the chain must not be mixed with. Entry ids are drawn at random
+// (32 bits: an entry appended after a cut takes the old one's id at its
+// seq once in 4 billion) and the rows of a transcript are only appended,
+// or removed all together (an import replaces them all, maintenance
+// deletes them all; nothing updates one), so the same id at the same seq
+// is the same entry with the same entries before it: an import of an
+// older copy of the transcript brings back its ids at their seqs, after
+// the same entries. The check is of the rows themselves, not of a
+// generation every deleting path would have to bump: it holds whoever cut
+// them (an older binary, another replica, an operator with psql). Only the
+// session header's id (the session id) comes back with another entry
+// after a cut, and a chain ending at the header holds nothing
+// (transcript.Chain ignores headers).
 //
 // mu guards ll and m; each cachedChain has its own lock, held only while
 // its chain is read or extended (never across a query).
@@ -36,12 +55,13 @@ type chainCache struct {
 }
 
 // cachedChain is one transcript's chain: the entries read so far, up to
-// seq last.
+// seq last, whose entry is lastID.
 type cachedChain struct {
-	id    string
-	mu    sync.Mutex
-	chain *transcript.Chain
-	last  int64
+	id     string
+	mu     sync.Mutex
+	chain  *transcript.Chain
+	last   int64
+	lastID string
 }
 
 func (c *chainCache) get(id string) *cachedChain {
@@ -83,16 +103,21 @@ func (c *chainCache) drop(id string) {
 	}
 }
 
-// sinceSQL reads the head's last seq and the entries after $2: no row
-// means no head (an empty or removed transcript).
+// sinceSQL reads the head's last seq and the entries after $2, provided
+// the entry at $2 is still $3 (the cached chain's last: one probe of the
+// primary key, which the server runs once, before the rest). No row means
+// no head (an empty or removed transcript) or no entry $3 at $2 any more
+// (a transcript cut, maybe grown back since).
 const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.type, e.body::text, e.created_at
 FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq > $2
-WHERE h.session_id = $1 ORDER BY e.seq`
+WHERE h.session_id = $1
+	AND EXISTS (SELECT 1 FROM transcript_entries k WHERE k.session_id = $1 AND k.seq = $2 AND k.id = $3)
+ORDER BY e.seq`
 
-// sinceOthersSQL is sinceSQL without the entries whose ids are $3: those
+// sinceOthersSQL is sinceSQL without the entries whose ids are $4: those
 // the transaction it runs in appended (AppendLazyContext), which the
 // appender adds decoded.
-var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq > $2", "e.seq > $2 AND e.id <> ALL ($3::text[])", 1)
+var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq > $2", "e.seq > $2 AND e.id <> ALL ($4::text[])", 1)
 
 // contextRead is the read a Context needs: with a cached chain, the
 // transcript's head and the entries past the chain (sinceSQL); without
@@ -103,6 +128,7 @@ type contextRead struct {
 	sessionID string
 	cc        *cachedChain // nil: read the tail
 	after     int64        // cc's last seq when the read was planned
+	afterID   string       // the entry at after, which must still be there
 
 	head    int64             // sinceSQL: the head's last seq (0: none)
 	entries []TranscriptEntry // sinceSQL: the entries after after
@@ -141,7 +167,7 @@ func (t *TranscriptLog) contextRead() *contextRead {
 	r := &contextRead{sessionID: t.sessionID, cc: t.db.chains.get(t.sessionID)}
 	if r.cc != nil {
 		r.cc.mu.Lock()
-		r.after = r.cc.last
+		r.after, r.afterID = r.cc.last, r.cc.lastID
 		r.cc.mu.Unlock()
 	}
 	return r
@@ -150,10 +176,10 @@ func (t *TranscriptLog) contextRead() *contextRead {
 // statement is the read's SQL and arguments.
 func (r *contextRead) statement() (string, []any) {
 	if r.except != nil { // set only with a cached chain (exclude)
-		return sinceOthersSQL, []any{r.sessionID, r.after, r.except}
+		return sinceOthersSQL, []any{r.sessionID, r.after, r.afterID, r.except}
 	}
 	if r.cc != nil {
-		return sinceSQL, []any{r.sessionID, r.after}
+		return sinceSQL, []any{r.sessionID, r.after, r.afterID}
 	}
 	return loadTailSQL, []any{r.sessionID}
 }
@@ -200,7 +226,7 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 	if r.except != nil && !r.ownOK { // the read left out entries not at hand
 		return sessions.Context{}, false, nil
 	}
-	if r.head < r.after { // cut, removed or never written: start over
+	if r.head < r.after { // cut (and maybe grown back), removed, or no row: start over
 		t.db.chains.drop(t.sessionID)
 		return sessions.Context{}, false, nil
 	}
@@ -221,7 +247,7 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 			t.db.chains.drop(t.sessionID)
 			return sessions.Context{}, false, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
 		}
-		cc.last = e.Seq
+		cc.last, cc.lastID = e.Seq, e.ID
 	}
 	for _, e := range own {
 		if e.seq > cc.last {
@@ -236,7 +262,8 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 }
 
 // scanSince reads sinceSQL's rows: the head's last seq (0 when there is
-// no head) and the entries after the seq asked for.
+// no row: no head, or the entry the chain ends at is gone) and the entries
+// after the seq asked for.
 func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error) {
 	defer rows.Close()
 	for rows.Next() {
@@ -264,5 +291,6 @@ func (t *TranscriptLog) keepChain(c *transcript.Chain, entries []TranscriptEntry
 	if len(entries) == 0 {
 		return
 	}
-	t.db.chains.put(&cachedChain{id: t.sessionID, chain: c, last: entries[len(entries)-1].Seq})
+	last := entries[len(entries)-1]
+	t.db.chains.put(&cachedChain{id: t.sessionID, chain: c, last: last.Seq, lastID: last.ID})
 }
