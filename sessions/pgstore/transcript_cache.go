@@ -27,12 +27,12 @@ const chainCacheSize = 256
 // other replicas count at once) and drops the cached chain when the
 // transcript was cut or removed since.
 //
-// A cut is noticed by the entry the chain ends at, in the same statement
-// that reads the entries past it (sinceSQL): that entry must still be at
-// its seq with its id. Seqs alone do not tell: a transcript cut and grown
-// back to or past the cached seq (an import restoring an older copy, then
-// appends; an operator's delete) has a head as high, but other entries,
-// which the chain must not be mixed with. Entry ids are drawn at random
+// A cut is noticed by the entry the chain ends at, which the statement
+// reading the entries past it (sinceSQL) reads too, as the first of its
+// range: it must still be at its seq with its id. Seqs alone do not tell:
+// a transcript cut and grown back to or past the cached seq (an import
+// restoring an older copy, then appends; an operator's delete) has a head
+// as high, but other entries, which the chain must not be mixed with. Entry ids are drawn at random
 // (32 bits: an entry appended after a cut takes the old one's id at its
 // seq once in 4 billion) and the rows of a transcript are only appended,
 // or removed all together (an import replaces them all, maintenance
@@ -103,21 +103,20 @@ func (c *chainCache) drop(id string) {
 	}
 }
 
-// sinceSQL reads the head's last seq and the entries after $2, provided
-// the entry at $2 is still $3 (the cached chain's last: one probe of the
-// primary key, which the server runs once, before the rest). No row means
-// no head (an empty or removed transcript) or no entry $3 at $2 any more
-// (a transcript cut, maybe grown back since).
-const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.type, e.body::text, e.created_at
-FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq > $2
-WHERE h.session_id = $1
-	AND EXISTS (SELECT 1 FROM transcript_entries k WHERE k.session_id = $1 AND k.seq = $2 AND k.id = $3)
-ORDER BY e.seq`
+// sinceSQL reads the head's last seq and the entries from $2 on: the one
+// at $2 (the cached chain's last, without its body: one more row of the
+// same range of the primary key) tells that the transcript was not cut
+// since, those after it extend the chain. No row means no head (an empty
+// or removed transcript).
+const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.type,
+	CASE WHEN e.seq > $2 THEN e.body::text END, e.created_at
+FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq >= $2
+WHERE h.session_id = $1 ORDER BY e.seq`
 
-// sinceOthersSQL is sinceSQL without the entries whose ids are $4: those
+// sinceOthersSQL is sinceSQL without the entries whose ids are $3: those
 // the transaction it runs in appended (AppendLazyContext), which the
 // appender adds decoded.
-var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq > $2", "e.seq > $2 AND e.id <> ALL ($4::text[])", 1)
+var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq >= $2", "e.seq >= $2 AND e.id <> ALL ($3::text[])", 1)
 
 // contextRead is the read a Context needs: with a cached chain, the
 // transcript's head and the entries past the chain (sinceSQL); without
@@ -133,6 +132,10 @@ type contextRead struct {
 	head    int64             // sinceSQL: the head's last seq (0: none)
 	entries []TranscriptEntry // sinceSQL: the entries after after
 	tail    Tail              // loadTailSQL
+	// found says sinceSQL found the entry at after still afterID: the
+	// transcript was not cut since the chain was read (else its entries
+	// are of no use to the chain).
+	found bool
 
 	// With AppendLazyContext, set per try of its append: the ids it
 	// appends, which sinceOthersSQL leaves out (nil: sinceSQL); then, once
@@ -176,10 +179,10 @@ func (t *TranscriptLog) contextRead() *contextRead {
 // statement is the read's SQL and arguments.
 func (r *contextRead) statement() (string, []any) {
 	if r.except != nil { // set only with a cached chain (exclude)
-		return sinceOthersSQL, []any{r.sessionID, r.after, r.afterID, r.except}
+		return sinceOthersSQL, []any{r.sessionID, r.after, r.except}
 	}
 	if r.cc != nil {
-		return sinceSQL, []any{r.sessionID, r.after, r.afterID}
+		return sinceSQL, []any{r.sessionID, r.after}
 	}
 	return loadTailSQL, []any{r.sessionID}
 }
@@ -199,8 +202,14 @@ func (r *contextRead) query(ctx context.Context, db *DB) error {
 func (r *contextRead) scan(rows pgx.Rows) error {
 	if r.cc != nil {
 		var err error
-		r.head, r.entries, err = scanSince(rows)
-		return err
+		if r.head, r.entries, err = scanSince(rows); err != nil {
+			return err
+		}
+		r.found = len(r.entries) > 0 && r.entries[0].Seq == r.after && r.entries[0].ID == r.afterID
+		if r.found {
+			r.entries = r.entries[1:]
+		}
+		return nil
 	}
 	entries, err := pgx.CollectRows(rows, scanTranscriptEntry)
 	if err != nil {
@@ -226,7 +235,7 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 	if r.except != nil && !r.ownOK { // the read left out entries not at hand
 		return sessions.Context{}, false, nil
 	}
-	if r.head < r.after { // cut (and maybe grown back), removed, or no row: start over
+	if r.head < r.after || !r.found { // cut (and maybe grown back), removed: start over
 		t.db.chains.drop(t.sessionID)
 		return sessions.Context{}, false, nil
 	}
@@ -262,8 +271,8 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 }
 
 // scanSince reads sinceSQL's rows: the head's last seq (0 when there is
-// no row: no head, or the entry the chain ends at is gone) and the entries
-// after the seq asked for.
+// no head) and the entries from the seq asked for (the first without its
+// body).
 func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error) {
 	defer rows.Close()
 	for rows.Next() {
@@ -277,10 +286,13 @@ func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error)
 			return 0, nil, err
 		}
 		if seq == nil {
-			continue // the head alone: nothing new
+			continue // the head alone: no entry from the seq asked for
 		}
-		entries = append(entries, TranscriptEntry{Seq: *seq, ID: *id, ParentID: *parent, Type: *typ,
-			Body: json.RawMessage(*body), CreatedAt: at.UTC()})
+		e := TranscriptEntry{Seq: *seq, ID: *id, ParentID: *parent, Type: *typ, CreatedAt: at.UTC()}
+		if body != nil {
+			e.Body = json.RawMessage(*body)
+		}
+		entries = append(entries, e)
 	}
 	return head, entries, rows.Err()
 }
