@@ -16,9 +16,11 @@ import (
 // leaf the statement found under the head's lock), and the message is the
 // one EncodeMessage normalised, which equals what parsing the row's body
 // gives (transcript.Chain.AddMessage). A turn's reply (Append) goes in
-// after its commit when the cached chain ends right before it; a turn's
-// inputs (AppendLazyContext) go in with the rows its read returns, which
-// leave out the entries the same transaction appended.
+// after its commit when the cached chain ends right before it, at the
+// entry it continues (the transcript was not cut and grown back to the
+// cached seq meanwhile: transcript_cache.go); a turn's inputs
+// (AppendLazyContext) go in with the rows its read returns, which leave
+// out the entries the same transaction appended.
 
 // writtenRow is one row chainSQL inserted.
 type writtenRow struct {
@@ -89,8 +91,13 @@ func (t *TranscriptLog) appendedEntries(entries []pending, written []writtenRow)
 }
 
 // cacheAppended adds own (in seq order) to the session's cached chain when
-// that chain ends right before them; otherwise the next Context reads
-// what lies between.
+// that chain ends right before them, at the entry the first continues;
+// otherwise the next Context reads what lies between. The first one's
+// parent is the head's leaf the append found under the head's lock: the
+// entry at the seq before. One other than the chain's last means the
+// transcript was cut and grown back to that seq since the chain was read;
+// added anyway, the appended entry would become the chain's last, the one
+// the next read checks, and the cut would go unnoticed.
 func (t *TranscriptLog) cacheAppended(own []appendedEntry) {
 	cc := t.db.chains.get(t.sessionID)
 	if cc == nil || len(own) == 0 {
@@ -98,7 +105,7 @@ func (t *TranscriptLog) cacheAppended(own []appendedEntry) {
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	if cc.last != own[0].seq-1 {
+	if cc.last != own[0].seq-1 || cc.lastID != own[0].parent {
 		return
 	}
 	for _, e := range own {
@@ -110,5 +117,5 @@ func (t *TranscriptLog) cacheAppended(own []appendedEntry) {
 // cc.mu.
 func (cc *cachedChain) addAppended(e appendedEntry) {
 	cc.chain.AddMessage(e.id, e.parent, *e.msg, e.seq)
-	cc.last = e.seq
+	cc.last, cc.lastID = e.seq, e.id
 }

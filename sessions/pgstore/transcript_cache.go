@@ -25,7 +25,26 @@ const chainCacheSize = 256
 // cache of what the database holds, never a source: every Context still
 // asks the database for the entries past the cached ones (so appends by
 // other replicas count at once) and drops the cached chain when the
-// transcript's head says it was cut or removed.
+// transcript was cut or removed since.
+//
+// A cut is noticed by the entry the chain ends at, which the statement
+// reading the entries past it (sinceSQL) reads too, as the first of its
+// range: it must still be at its seq with its id. Seqs alone do not tell:
+// a transcript cut and grown back to or past the cached seq (an import
+// restoring an older copy, then appends; an operator's delete) has a head
+// as high, but other entries, which the chain must not be mixed with. Entry ids are drawn at random
+// (32 bits: an entry appended after a cut takes the old one's id at its
+// seq once in 4 billion) and the rows of a transcript are only appended,
+// or removed all together (an import replaces them all, maintenance
+// deletes them all; nothing updates one), so the same id at the same seq
+// is the same entry with the same entries before it: an import of an
+// older copy of the transcript brings back its ids at their seqs, after
+// the same entries. The check is of the rows themselves, not of a
+// generation every deleting path would have to bump: it holds whoever cut
+// them (an older binary, another replica, an operator with psql). Only the
+// session header's id (the session id) comes back with another entry
+// after a cut, and a chain ending at the header holds nothing
+// (transcript.Chain ignores headers).
 //
 // mu guards ll and m; each cachedChain has its own lock, held only while
 // its chain is read or extended (never across a query).
@@ -36,12 +55,13 @@ type chainCache struct {
 }
 
 // cachedChain is one transcript's chain: the entries read so far, up to
-// seq last.
+// seq last, whose entry is lastID.
 type cachedChain struct {
-	id    string
-	mu    sync.Mutex
-	chain *transcript.Chain
-	last  int64
+	id     string
+	mu     sync.Mutex
+	chain  *transcript.Chain
+	last   int64
+	lastID string
 }
 
 func (c *chainCache) get(id string) *cachedChain {
@@ -83,16 +103,20 @@ func (c *chainCache) drop(id string) {
 	}
 }
 
-// sinceSQL reads the head's last seq and the entries after $2: no row
-// means no head (an empty or removed transcript).
-const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.type, e.body::text, e.created_at
-FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq > $2
+// sinceSQL reads the head's last seq and the entries from $2 on: the one
+// at $2 (the cached chain's last, without its body: one more row of the
+// same range of the primary key) tells that the transcript was not cut
+// since, those after it extend the chain. No row means no head (an empty
+// or removed transcript).
+const sinceSQL = `SELECT h.last_seq, e.seq, e.id, COALESCE(e.parent_id, ''), e.type,
+	CASE WHEN e.seq > $2 THEN e.body::text END, e.created_at
+FROM transcript_heads h LEFT JOIN transcript_entries e ON e.session_id = h.session_id AND e.seq >= $2
 WHERE h.session_id = $1 ORDER BY e.seq`
 
 // sinceOthersSQL is sinceSQL without the entries whose ids are $3: those
 // the transaction it runs in appended (AppendLazyContext), which the
 // appender adds decoded.
-var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq > $2", "e.seq > $2 AND e.id <> ALL ($3::text[])", 1)
+var sinceOthersSQL = strings.Replace(sinceSQL, "e.seq >= $2", "e.seq >= $2 AND e.id <> ALL ($3::text[])", 1)
 
 // contextRead is the read a Context needs: with a cached chain, the
 // transcript's head and the entries past the chain (sinceSQL); without
@@ -103,10 +127,15 @@ type contextRead struct {
 	sessionID string
 	cc        *cachedChain // nil: read the tail
 	after     int64        // cc's last seq when the read was planned
+	afterID   string       // the entry at after, which must still be there
 
 	head    int64             // sinceSQL: the head's last seq (0: none)
 	entries []TranscriptEntry // sinceSQL: the entries after after
 	tail    Tail              // loadTailSQL
+	// found says sinceSQL found the entry at after still afterID: the
+	// transcript was not cut since the chain was read (else its entries
+	// are of no use to the chain).
+	found bool
 
 	// With AppendLazyContext, set per try of its append: the ids it
 	// appends, which sinceOthersSQL leaves out (nil: sinceSQL); then, once
@@ -141,7 +170,7 @@ func (t *TranscriptLog) contextRead() *contextRead {
 	r := &contextRead{sessionID: t.sessionID, cc: t.db.chains.get(t.sessionID)}
 	if r.cc != nil {
 		r.cc.mu.Lock()
-		r.after = r.cc.last
+		r.after, r.afterID = r.cc.last, r.cc.lastID
 		r.cc.mu.Unlock()
 	}
 	return r
@@ -173,8 +202,14 @@ func (r *contextRead) query(ctx context.Context, db *DB) error {
 func (r *contextRead) scan(rows pgx.Rows) error {
 	if r.cc != nil {
 		var err error
-		r.head, r.entries, err = scanSince(rows)
-		return err
+		if r.head, r.entries, err = scanSince(rows); err != nil {
+			return err
+		}
+		r.found = len(r.entries) > 0 && r.entries[0].Seq == r.after && r.entries[0].ID == r.afterID
+		if r.found {
+			r.entries = r.entries[1:]
+		}
+		return nil
 	}
 	entries, err := pgx.CollectRows(rows, scanTranscriptEntry)
 	if err != nil {
@@ -200,7 +235,7 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 	if r.except != nil && !r.ownOK { // the read left out entries not at hand
 		return sessions.Context{}, false, nil
 	}
-	if r.head < r.after { // cut, removed or never written: start over
+	if r.head < r.after || !r.found { // cut (and maybe grown back), removed: start over
 		t.db.chains.drop(t.sessionID)
 		return sessions.Context{}, false, nil
 	}
@@ -221,7 +256,7 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 			t.db.chains.drop(t.sessionID)
 			return sessions.Context{}, false, fmt.Errorf("transcript: context %s: %w", t.sessionID, err)
 		}
-		cc.last = e.Seq
+		cc.last, cc.lastID = e.Seq, e.ID
 	}
 	for _, e := range own {
 		if e.seq > cc.last {
@@ -236,7 +271,8 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 }
 
 // scanSince reads sinceSQL's rows: the head's last seq (0 when there is
-// no head) and the entries after the seq asked for.
+// no head) and the entries from the seq asked for (the first without its
+// body).
 func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error) {
 	defer rows.Close()
 	for rows.Next() {
@@ -250,10 +286,13 @@ func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error)
 			return 0, nil, err
 		}
 		if seq == nil {
-			continue // the head alone: nothing new
+			continue // the head alone: no entry from the seq asked for
 		}
-		entries = append(entries, TranscriptEntry{Seq: *seq, ID: *id, ParentID: *parent, Type: *typ,
-			Body: json.RawMessage(*body), CreatedAt: at.UTC()})
+		e := TranscriptEntry{Seq: *seq, ID: *id, ParentID: *parent, Type: *typ, CreatedAt: at.UTC()}
+		if body != nil {
+			e.Body = json.RawMessage(*body)
+		}
+		entries = append(entries, e)
 	}
 	return head, entries, rows.Err()
 }
@@ -264,5 +303,6 @@ func (t *TranscriptLog) keepChain(c *transcript.Chain, entries []TranscriptEntry
 	if len(entries) == 0 {
 		return
 	}
-	t.db.chains.put(&cachedChain{id: t.sessionID, chain: c, last: entries[len(entries)-1].Seq})
+	last := entries[len(entries)-1]
+	t.db.chains.put(&cachedChain{id: t.sessionID, chain: c, last: last.Seq, lastID: last.ID})
 }
