@@ -214,6 +214,11 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  memory notes        %d copied\n", mn)
+	jn, err := transfer.CopyJobs(ctx, from.jobs, to.jobs, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  scheduled jobs      %d copied\n", jn)
 	return nil
 }
 
