@@ -25,18 +25,7 @@ func TestImportOpenClawThenAnswer(t *testing.T) {
 	oc := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
-	stateDir := filepath.Join(t.TempDir(), "state")
-	// The fixture's sessions are from 2026-09: a pruneAfter that keeps
-	// them current (the import warns about the default's).
-	// The topic's imported model override names anthropic/claude-sonnet:
-	// a provider of that name (the fake) serves it.
-	yaml := strings.Replace(e2eConfig(stateDir, tg, model), "providers:\n",
-		"providers:\n  anthropic: {type: openai, baseURL: \""+model.BaseURL()+"\", apiKey: test-key, maxRetries: 1}\n", 1) +
-		"session: {dmScope: main, maintenance: {pruneAfter: 87600h}}\n"
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	yaml, cfg := importConfig(t, tg, model, "dmScope: main, ")
 	gw(t, cfg, "import", "openclaw", "--from", oc, "--agent", "main").want(t, 0)
 	startDaemon(t, yaml)
 
@@ -82,14 +71,7 @@ func TestImportOpenClawJobFires(t *testing.T) {
 		"delivery": map[string]any{"mode": "announce", "to": "telegram:-1001:topic:7"}})
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
-	stateDir := filepath.Join(t.TempDir(), "state")
-	yaml := strings.Replace(e2eConfig(stateDir, tg, model), "providers:\n",
-		"providers:\n  anthropic: {type: openai, baseURL: \""+model.BaseURL()+"\", apiKey: test-key, maxRetries: 1}\n", 1) +
-		"session: {maintenance: {pruneAfter: 87600h}}\n"
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	yaml, cfg := importConfig(t, tg, model, "")
 	r := gw(t, cfg, "import", "openclaw", "--from", oc).want(t, 0)
 	if !regexp.MustCompile(`import\s+soon\s+` + openclaw.JobID("soon") + `\s+once`).MatchString(r.Stdout) {
 		t.Fatalf("the reminder was not imported:\n%s", r.Stdout)
@@ -113,4 +95,24 @@ func TestImportOpenClawJobFires(t *testing.T) {
 	if js := listJobs(t, cfg); js[openclaw.JobID("soon")].State != sessions.JobDone {
 		t.Errorf("after firing, the job is %+v, want done", js[openclaw.JobID("soon")])
 	}
+}
+
+// importConfig writes the daemon's configuration for an import test (a
+// new state dir, tg and model) and returns it and its path. The fixture's
+// sessions are from 2026-09: a pruneAfter that keeps them current (the
+// import warns about the default's). The topic's imported model override
+// names anthropic/claude-sonnet: a provider of that name (the fake)
+// serves it. session is put first in the session settings
+// ("dmScope: main, ").
+func importConfig(t *testing.T, tg *telegramtest.Server, model *openaitest.Server, session string) (yaml, path string) {
+	t.Helper()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	yaml = strings.Replace(e2eConfig(stateDir, tg, model), "providers:\n",
+		"providers:\n  anthropic: {type: openai, baseURL: \""+model.BaseURL()+"\", apiKey: test-key, maxRetries: 1}\n", 1) +
+		"session: {" + session + "maintenance: {pruneAfter: 87600h}}\n"
+	path = filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return yaml, path
 }

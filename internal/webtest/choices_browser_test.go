@@ -14,13 +14,7 @@ import (
 // ask); the page shows them in the turn, a click disables them all and
 // sends the label to the same session, whose next model call reads it.
 func TestChatChoiceButtons(t *testing.T) {
-	fake := openaitest.NewServer(t)
-	ask, _ := json.Marshal(map[string]any{"action": "ask", "text": "Tea or coffee?", "choices": []string{"Tea", "Coffee"}})
-	fake.Script(
-		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "message", Arguments: string(ask)}}},
-		openaitest.Reply{Text: "Asked."},
-		openaitest.Reply{Text: "Coffee it is."},
-	)
+	fake := askingModel(t)
 	env := Start(t, Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"}})
 	ctx := browser(t)
 	do(t, ctx, "ask",
@@ -51,4 +45,19 @@ func TestChatChoiceButtons(t *testing.T) {
 	if !strings.Contains(last, "Coffee") || !strings.Contains(reqs[2].Body.Messages[0].Content, "a drink?") {
 		t.Errorf("third request's messages = %+v, want the first question and then the press in one session", reqs[2].Body.Messages)
 	}
+}
+
+// askingModel is a fake model that asks "Tea or coffee?" with a button
+// for each (the message tool's ask), says "Asked.", then answers the
+// press "Coffee it is.".
+func askingModel(t *testing.T) *openaitest.Server {
+	t.Helper()
+	fake := openaitest.NewServer(t)
+	ask, _ := json.Marshal(map[string]any{"action": "ask", "text": "Tea or coffee?", "choices": []string{"Tea", "Coffee"}})
+	fake.Script(
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "message", Arguments: string(ask)}}},
+		openaitest.Reply{Text: "Asked."},
+		openaitest.Reply{Text: "Coffee it is."},
+	)
+	return fake
 }

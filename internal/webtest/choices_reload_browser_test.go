@@ -1,13 +1,10 @@
 package webtest
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/gateway/gateway/agents/openai/openaitest"
 )
 
 // choicesView is the question with buttons #messages shows, as it is
@@ -22,13 +19,7 @@ const choicesView = `[...document.querySelectorAll("#messages .msg.choices")].ma
 // button is the answer, and a later reload shows the question answered:
 // its buttons disabled, the chosen one marked.
 func TestChatChoicesAfterReload(t *testing.T) {
-	fake := openaitest.NewServer(t)
-	ask, _ := json.Marshal(map[string]any{"action": "ask", "text": "Tea or coffee?", "choices": []string{"Tea", "Coffee"}})
-	fake.Script(
-		openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "c1", Name: "message", Arguments: string(ask)}}},
-		openaitest.Reply{Text: "Asked."},
-		openaitest.Reply{Text: "Coffee it is."},
-	)
+	fake := askingModel(t)
 	cfg := Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"}}
 	env := Start(t, cfg)
 	ctx := browser(t)
