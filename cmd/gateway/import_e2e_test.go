@@ -116,3 +116,48 @@ func importConfig(t *testing.T, tg *telegramtest.Server, model *openaitest.Serve
 	}
 	return yaml, path
 }
+
+// TestImportOpenClawLastRoute: an imported session's last route holds the
+// chat as the gateway addresses it (OpenClaw wrote "telegram:555" and
+// "telegram:-1001" with thread 7), so before the session hears a new
+// message a job added with `gateway jobs add --session` targets the forum
+// topic -1001/7, and `gateway sessions send` reaches the topic and the DM
+// main session's chat 555.
+func TestImportOpenClawLastRoute(t *testing.T) {
+	oc := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	yaml, cfg := importConfig(t, tg, model, "dmScope: main, ")
+	gw(t, cfg, "import", "openclaw", "--from", oc, "--agent", "main").want(t, 0)
+
+	const topic = "agent:main:telegram:group:-1001:topic:7"
+	r := gw(t, cfg, "jobs", "add", "--session", topic, "tomorrow", "09:00", "Stand-up").want(t, 0)
+	f := strings.Fields(r.Stdout)
+	if len(f) < 2 {
+		t.Fatalf("jobs add printed %q", r.Stdout)
+	}
+	j, ok := listJobs(t, cfg)[strings.TrimSuffix(f[1], ":")]
+	if want := (sessions.JobTarget{Channel: "telegram", AccountID: "default", ChatID: "-1001", ChatType: "group", ThreadID: "7", IsTopic: true}); !ok || j.Target != want {
+		t.Errorf("the job added to the imported topic targets %+v, want %+v (add printed %q)", j.Target, want, r.Stdout)
+	}
+
+	addr, _ := startDaemon(t, yaml)
+	// The CLI reaches the daemon at the config's listen address.
+	if err := os.WriteFile(cfg, []byte(strings.Replace(yaml, `listen: "127.0.0.1:0"`, `listen: "`+addr+`"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key, text string
+		chat      int64
+		thread    int
+	}{{topic, "Operator to the topic", -1001, 7}, {"agent:main:main", "Operator to the DM", 555, 0}} {
+		r := gw(t, cfg, "sessions", "send", c.key, c.text)
+		if r.Code != 0 {
+			t.Errorf("sessions send %s: exit %d: %s%s", c.key, r.Code, r.Stdout, r.Stderr)
+			continue
+		}
+		if s := waitReply(t, tg, c.text); s.ChatID != c.chat || s.ThreadID != c.thread {
+			t.Errorf("the operator's message to %s went to chat %d thread %d, want %d/%d", c.key, s.ChatID, s.ThreadID, c.chat, c.thread)
+		}
+	}
+}

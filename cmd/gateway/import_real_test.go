@@ -109,9 +109,10 @@ func realMessageCounts(t *testing.T, state string) map[string]int {
 // sessions --json` is present under the same key, with the message count
 // of its active path; `gateway sessions show` ends with the last messages
 // `sessions.preview` showed (user and assistant text, as the preview
-// shows them); each tool call has its result; a second run imports
-// nothing; and the daemon then answers the next message of an imported
-// DM with the imported history in the model request.
+// shows them); each tool call has its result; the sessions' last route
+// is the chat as the gateway addresses it; a second run imports nothing;
+// and the daemon then answers the next message of an imported DM with the
+// imported history in the model request.
 func TestImportRealOpenClawFixture(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "oc")
 	if err := os.CopyFS(src, os.DirFS(filepath.Join(realFixture, "state"))); err != nil {
@@ -190,6 +191,31 @@ func TestImportRealOpenClawFixture(t *testing.T) {
 		if s.Key == "agent:main:telegram:direct:1001" && len(calls) == 0 {
 			t.Errorf("%s: the ls tool call was not imported", s.Key)
 		}
+	}
+
+	// The sessions' last route is the chat as the gateway addresses it
+	// (OpenClaw wrote "telegram:1001" and "telegram:-1003001:topic:42"):
+	// a job added on an imported session goes there, and its delivery
+	// context shows it.
+	for _, c := range []struct {
+		key, chat, thread, shown string
+	}{
+		{"agent:main:telegram:direct:1001", "1001", "", `telegram/default chat 1001
+`},
+		{"agent:main:telegram:group:-1002001", "-1002001", "", `telegram/default chat -1002001
+`},
+		{"agent:main:telegram:group:-1003001:topic:42", "-1003001", "42", `telegram/default chat -1003001 thread 42
+`},
+	} {
+		if out := gw(t, cfg, "sessions", "show", c.key).want(t, 0).Stdout; !regexp.MustCompile(`delivered to:\s+` + c.shown).MatchString(out) {
+			t.Errorf("%s: the imported delivery context is not %q:\n%s", c.key, c.shown, out)
+		}
+		r := gw(t, cfg, "jobs", "add", "--session", c.key, "tomorrow", "09:00", "check").want(t, 0)
+		id := strings.TrimSuffix(strings.Fields(r.Stdout)[1], ":")
+		if j := listJobs(t, cfg)[id]; j.Target.ChatID != c.chat || j.Target.ThreadID != c.thread || j.Target.IsTopic != (c.thread != "") {
+			t.Errorf("%s: a job added on it targets %+v, want chat %s thread %q", c.key, j.Target, c.chat, c.thread)
+		}
+		gw(t, cfg, "jobs", "remove", id).want(t, 0)
 	}
 
 	again := gw(t, cfg, "import", "openclaw", "--from", src).want(t, 0)

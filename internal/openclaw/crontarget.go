@@ -19,15 +19,7 @@ var channelPrefix = regexp.MustCompile(`(?i)^(telegram|tg|discord):`)
 // target reads an OpenClaw delivery target into a room of a channel
 // account the gateway serves.
 func target(channel, to, account, thread string, o JobOptions) (sessions.JobTarget, *skip) {
-	if channel == "" || channel == "last" {
-		channel = ""
-		if m := channelPrefix.FindStringSubmatch(to); m != nil {
-			channel = strings.ToLower(m[1])
-		}
-		if channel == "tg" {
-			channel = "telegram"
-		}
-	}
+	channel = channelOf(channel, to)
 	var t sessions.JobTarget
 	switch channel {
 	case "telegram":

@@ -57,8 +57,9 @@ type route struct {
 }
 
 // mapEntry completes the decoded entry e of key: the origin and delivery
-// context read into the last-route fields where those are empty, levels
-// checked, and the members it cannot map counted.
+// context read into the last-route fields where those are empty, the
+// last route and delivery context's chat in the gateway's form
+// (lastroute.go), levels checked, and the members it cannot map counted.
 func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 	e.SessionKey = key
 	fill := func(dst *string, vals ...string) {
@@ -106,6 +107,7 @@ func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 	fill(&e.LastAccountID, delivery.AccountID, origin.AccountID)
 	fill(&e.LastThreadID, flexID(delivery.ThreadID), flexID(origin.ThreadID))
 	fill(&e.LastFrom, origin.From)
+	gatewayRoute(key, &e, rep)
 	fill(&e.Channel, origin.Provider, origin.Channel, e.LastChannel)
 	fill(&e.ChatType, origin.ChatType)
 	if e.ChatType == "room" {

@@ -93,15 +93,17 @@ func TestReadBothLayouts(t *testing.T) {
 	if strings.Contains(all, "abandoned") {
 		t.Error("main transcript holds the abandoned branch")
 	}
-	if e := main.Entry; e.LastChannel != "telegram" || e.LastTo != "telegram:555" || e.LastAccountID != "default" || e.LastFrom != "telegram:555" ||
+	if e := main.Entry; e.LastChannel != "telegram" || e.LastTo != "555" || e.LastAccountID != "default" || e.LastFrom != "telegram:555" ||
 		e.Channel != "telegram" || e.Provider != "openai" || e.Model != "gpt-4o" || e.CompactionCount != 1 ||
-		e.TotalTokens != 120 || e.Title != "What's the weather in Paris?" || !strings.Contains(e.Extra, "skillsSnapshot") {
+		e.TotalTokens != 120 || e.Title != "What's the weather in Paris?" || !strings.Contains(e.Extra, "skillsSnapshot") ||
+		e.DeliveryContext != (sessions.DeliveryContext{Channel: "telegram", To: "555", AccountID: "default"}) {
 		t.Errorf("main entry %+v", e)
 	}
 
 	topic := keyOf(p, "agent:main:telegram:group:-1001:topic:7")
 	if e := topic.Entry; e.GroupActivation != "always" || e.ThinkingLevel != "high" || e.ModelFor() != "anthropic/claude-sonnet" ||
-		e.LastThreadID != "7" || e.LastTo != "telegram:-1001" || e.DisplayName != "Ops room" {
+		e.LastThreadID != "7" || e.LastTo != "-1001" || e.DisplayName != "Ops room" ||
+		e.DeliveryContext != (sessions.DeliveryContext{Channel: "telegram", To: "-1001", AccountID: "default", ThreadID: "7"}) {
 		t.Errorf("topic entry %+v", e)
 	}
 	if len(topic.Archived) != 1 || topic.Archived[0].SessionID != openclawtest.TopicEarlier || topic.Archived[0].MessageCount != 2 ||
