@@ -107,6 +107,7 @@ func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 	fill(&e.LastAccountID, delivery.AccountID, origin.AccountID)
 	fill(&e.LastThreadID, flexID(delivery.ThreadID), flexID(origin.ThreadID))
 	fill(&e.LastFrom, origin.From)
+	e.LastFrom = gatewayFrom(e.LastFrom, rep)
 	gatewayRoute(key, &e, rep)
 	fill(&e.Channel, origin.Provider, origin.Channel, e.LastChannel)
 	fill(&e.ChatType, origin.ChatType)

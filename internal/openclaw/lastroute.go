@@ -121,3 +121,32 @@ func channelOf(channel, to string) string {
 	}
 	return channel
 }
+
+// senderID matches OpenClaw's sender of a message (origin.from) that names
+// a person: a channel prefix, an optional "user:", and a numeric id.
+var senderID = regexp.MustCompile(`(?i)^(?:telegram|tg|discord):(?:user:)?(\d{1,20})$`)
+
+// gatewayFrom is OpenClaw's origin.from as the gateway keeps a session's
+// last sender (Entry.LastFrom: the bare id its channel adapter names the
+// sender by, which usage rows and the usage rebuild key senders on):
+// "telegram:555" is "555". OpenClaw writes a group's chat there
+// ("telegram:group:-100…"), which names no sender: it is not imported
+// (counted in rep), nor is any other form.
+func gatewayFrom(from string, rep *Report) string {
+	from = strings.TrimSpace(from)
+	if from == "" {
+		return ""
+	}
+	if m := senderID.FindStringSubmatch(from); m != nil && !strings.HasPrefix(m[1], "-") {
+		return m[1]
+	}
+	if senderIDBare.MatchString(from) {
+		return from // already the gateway's form
+	}
+	rep.add("entry.lastFrom.notASender", "an origin sender that names a chat or no id (a group's \"telegram:group:…\"): the last sender left empty")
+	return ""
+}
+
+// senderIDBare is a sender id in the gateway's form (an entry imported
+// twice).
+var senderIDBare = regexp.MustCompile(`^\d{1,20}$`)

@@ -101,3 +101,23 @@ func TestLastRoomBothForms(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayFrom: OpenClaw's origin sender becomes the bare id the
+// gateway keys senders on; a group's chat written there names no sender
+// and is left out (counted), an id already bare is kept.
+func TestGatewayFrom(t *testing.T) {
+	for _, c := range []struct{ from, want string }{
+		{"telegram:555", "555"}, {"tg:555", "555"}, {"discord:user:42", "42"}, {"discord:42", "42"},
+		{"555", "555"}, {"", ""},
+		{"telegram:group:-1002001", ""}, {"telegram:group:-1003001:topic:42", ""}, {"telegram:-1001", ""},
+		{"telegram:@ann", ""},
+	} {
+		rep := &Report{}
+		if got := gatewayFrom(c.from, rep); got != c.want {
+			t.Errorf("gatewayFrom(%q) = %q, want %q", c.from, got, c.want)
+		}
+		if counted := len(rep.List()) > 0; counted != (c.want == "" && c.from != "") {
+			t.Errorf("gatewayFrom(%q): report %+v", c.from, rep.List())
+		}
+	}
+}

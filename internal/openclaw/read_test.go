@@ -93,7 +93,7 @@ func TestReadBothLayouts(t *testing.T) {
 	if strings.Contains(all, "abandoned") {
 		t.Error("main transcript holds the abandoned branch")
 	}
-	if e := main.Entry; e.LastChannel != "telegram" || e.LastTo != "555" || e.LastAccountID != "default" || e.LastFrom != "telegram:555" ||
+	if e := main.Entry; e.LastChannel != "telegram" || e.LastTo != "555" || e.LastAccountID != "default" || e.LastFrom != "555" ||
 		e.Channel != "telegram" || e.Provider != "openai" || e.Model != "gpt-4o" || e.CompactionCount != 1 ||
 		e.TotalTokens != 120 || e.Title != "What's the weather in Paris?" || !strings.Contains(e.Extra, "skillsSnapshot") ||
 		e.DeliveryContext != (sessions.DeliveryContext{Channel: "telegram", To: "555", AccountID: "default"}) {
