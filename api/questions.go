@@ -27,7 +27,11 @@ import (
 //
 // A question already answered (its press is in the transcript: the user
 // message that took the press's journal record) comes without data: the
-// page draws its buttons disabled, the chosen one marked.
+// page draws its buttons disabled, the chosen one marked. A question
+// unanswered whose buttons have expired (channels.ChoiceKeys.Expired: a
+// press would be refused as expired) comes without data too, marked
+// expired: the page draws its buttons disabled and says it expired.
+// Answered wins: an answered question is never marked expired.
 
 // webChannel and webAccount are the web chat's channel and only account
 // (channels/web's Name and AccountID; api does not import the adapter).
@@ -46,11 +50,12 @@ type question struct {
 	Choices    []questionButton `json:"choices"`
 	Answered   bool             `json:"answered,omitempty"`
 	Chosen     string           `json:"chosen,omitempty"`
+	Expired    bool             `json:"expired,omitempty"` // unanswered, its buttons expired
 }
 
 type questionButton struct {
 	Label string `json:"label"`
-	Data  string `json:"data,omitempty"` // "" once answered
+	Data  string `json:"data,omitempty"` // "" once answered or expired
 }
 
 // askCall is what questionsOf reads of the message tool's ask: its
@@ -77,6 +82,7 @@ func questionsOf(keys *channels.ChoiceKeys, key routing.Key, msgs []sessions.Mes
 	chat := channels.Address{Channel: webChannel, AccountID: webAccount, ChatID: key.Peer}
 	calls := map[string]askCall{}
 	var out []question
+	var asked []time.Time        // when out[i] was asked
 	byRecord := map[string]int{} // a press's journal record id → its question in out
 	for _, m := range msgs {
 		switch m.Role {
@@ -93,6 +99,7 @@ func questionsOf(keys *channels.ChoiceKeys, key routing.Key, msgs []sessions.Mes
 			if ok {
 				byRecord[pressRecordID(chat, q.MessageID)] = len(out)
 				out = append(out, q)
+				asked = append(asked, time.UnixMilli(m.Timestamp))
 			}
 		case sessions.RoleUser:
 			for _, id := range m.RecordIDs {
@@ -100,6 +107,11 @@ func questionsOf(keys *channels.ChoiceKeys, key routing.Key, msgs []sessions.Mes
 					answer(&out[i], m.Text())
 				}
 			}
+		}
+	}
+	for i := range out {
+		if !out[i].Answered && keys.Expired(asked[i]) {
+			expire(&out[i])
 		}
 	}
 	return out
@@ -148,6 +160,14 @@ func answer(q *question, text string) {
 		if strings.HasSuffix(text, l) && len(l) > len(q.Chosen) {
 			q.Chosen = l
 		}
+		q.Choices[i].Data = ""
+	}
+}
+
+// expire marks q expired: its buttons keep their labels, not their data.
+func expire(q *question) {
+	q.Expired = true
+	for i := range q.Choices {
 		q.Choices[i].Data = ""
 	}
 }

@@ -1,16 +1,25 @@
 package api_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/api"
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/internal/webtest"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // historyQuestion is a question of GET /api/agents/{id}/sessions/{sid}.
@@ -24,6 +33,7 @@ type historyQuestion struct {
 	} `json:"choices"`
 	Answered bool   `json:"answered"`
 	Chosen   string `json:"chosen"`
+	Expired  bool   `json:"expired"`
 }
 
 // historyQuestions reads the session's history and returns its questions.
@@ -136,5 +146,96 @@ func TestHistoryQuestions(t *testing.T) {
 	qs = historyQuestions(t, env, res.SessionID)
 	if len(qs) != 1 || !qs[0].Answered || qs[0].Chosen != "Coffee" || qs[0].Choices[0].Data != "" || qs[0].Choices[1].Data != "" {
 		t.Fatalf("after the press: %+v, want it answered with Coffee and no data", qs)
+	}
+}
+
+// TestHistoryQuestionsExpired: a question asked longer ago than its
+// buttons' expiry comes back in the history marked expired, without data
+// (a press would be refused as expired); one asked within the expiry
+// still has data a press verifies with; an answered question stays
+// answered, not expired, however old.
+func TestHistoryQuestionsExpired(t *testing.T) {
+	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close()
+	st, err := mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const peer = "peer-1"
+	k, _ := routing.PeerKey("main", "web", "", routing.Direct, peer)
+	e, _, err := st.Begin(ctx, k, sessions.Origin{Channel: "web", ChatType: "direct", AccountID: "default", To: peer, From: peer, At: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	keys, err := channels.NewChoiceKeys(bytes.Repeat([]byte{4}, channels.ChoiceKeySize), 0, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Three questions: one asked 8 days ago, one answered 8 days ago,
+	// one asked an hour ago (the expiry is channels.DefaultChoiceTTL, 7 days).
+	ids := []string{"1b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f", "2b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f", "3b5c3f4e-2d1a-4c8e-9f67-5a4b3c2d1e0f"}
+	asked := []time.Time{now.Add(-8 * 24 * time.Hour), now.Add(-8*24*time.Hour + time.Minute), now.Add(-time.Hour)}
+	var msgs []sessions.Message
+	for i, id := range ids {
+		call := "c" + string(rune('1'+i))
+		args, _ := json.Marshal(map[string]any{"action": "ask", "text": "Tea or coffee?", "choices": []string{"Tea", "Coffee"}})
+		result, _ := json.Marshal(map[string]any{"ok": true, "action": "ask", "messageId": id})
+		at := asked[i].UnixMilli()
+		msgs = append(msgs,
+			sessions.Message{Role: sessions.RoleUser, Content: []sessions.Content{{Type: sessions.BlockText, Text: "a drink?"}}, Timestamp: at},
+			sessions.Message{Role: sessions.RoleAssistant, Content: []sessions.Content{{Type: sessions.BlockToolCall, ID: call, Name: "message", Arguments: args}}, Timestamp: at},
+			sessions.Message{Role: sessions.RoleToolResult, ToolCallID: call, ToolName: "message", Content: []sessions.Content{{Type: sessions.BlockText, Text: string(result)}}, Timestamp: at},
+		)
+		if i == 1 {
+			msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Content: []sessions.Content{{Type: sessions.BlockText, Text: "Coffee"}},
+				Timestamp: at + 1000, RecordIDs: []string{"web:default:" + peer + ":" + id}})
+		}
+	}
+	tr, err := st.TranscriptOf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Append(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := httptest.NewServer(api.New(api.Options{Sessions: mgr.Backend(), Agents: []string{"main"}, Choices: keys}))
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/api/agents/main/sessions/" + e.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Questions []historyQuestion `json:"questions"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("history: %s: %v", res.Status, err)
+	}
+	qs := body.Questions
+	if len(qs) != 3 || qs[0].MessageID != ids[0] || qs[1].MessageID != ids[1] || qs[2].MessageID != ids[2] {
+		t.Fatalf("questions = %+v, want the three asked", qs)
+	}
+	if q := qs[0]; !q.Expired || q.Answered || len(q.Choices) != 2 || q.Choices[0].Label != "Tea" || q.Choices[0].Data != "" || q.Choices[1].Data != "" {
+		t.Errorf("the question of 8 days ago = %+v, want it expired, its labels without data", q)
+	}
+	if q := qs[1]; q.Expired || !q.Answered || q.Chosen != "Coffee" || q.Choices[0].Data != "" || q.Choices[1].Data != "" {
+		t.Errorf("the question answered 8 days ago = %+v, want it answered (not expired), without data", q)
+	}
+	q := qs[2]
+	if q.Expired || q.Answered || len(q.Choices) != 2 {
+		t.Fatalf("the question of an hour ago = %+v, want it live", q)
+	}
+	chat := channels.Address{Channel: "web", AccountID: "default", ChatID: peer}
+	for _, c := range q.Choices {
+		if err := keys.VerifyQuestion(chat, q.MessageID, c.Data, c.Label); err != nil {
+			t.Errorf("the hour-old question's %q: data %q: %v, want valid", c.Label, c.Data, err)
+		}
 	}
 }

@@ -174,10 +174,24 @@ func (k *ChoiceKeys) Verify(a Address, data, label string) (nonce string, err er
 	if err != nil {
 		return "", ErrChoiceForged
 	}
-	if at := time.Unix(mins*60, 0); k.now().Sub(at) > k.ttl {
+	if k.expired(mins) {
 		return "", ErrChoiceExpired
 	}
 	return nonce, nil
+}
+
+// Expired reports whether the buttons of a question asked at have expired:
+// Verify refuses a press of them with ErrChoiceExpired (their data carries
+// the minute asked, so a press may be refused up to a minute before
+// asked+ttl).
+func (k *ChoiceKeys) Expired(asked time.Time) bool {
+	return k.expired(asked.Unix() / 60)
+}
+
+// expired reports whether buttons issued in the minute mins (since the
+// epoch) have expired.
+func (k *ChoiceKeys) expired(mins int64) bool {
+	return k.now().Sub(time.Unix(mins*60, 0)) > k.ttl
 }
 
 // PressAnswer is what a press that was not accepted gets told: "" for a

@@ -133,3 +133,37 @@ func TestChoiceQuestionFor(t *testing.T) {
 		t.Fatal("a command as a label was signed")
 	}
 }
+
+// TestChoiceExpired: Expired says of a question's time asked what Verify
+// says of its buttons' presses, on either side of the expiry and within
+// the minute the data keeps.
+func TestChoiceExpired(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 30, 0, time.UTC)
+	k, err := NewChoiceKeys(bytes.Repeat([]byte{1}, ChoiceKeySize), 24*time.Hour, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := Address{Channel: "web", AccountID: "default", ChatID: "peer-1"}
+	const id = "6f1c8f62-4c5e-4a53-9d1e-2b7f0c3a9e11"
+	var expired, live int
+	for _, ago := range []time.Duration{time.Hour, 24*time.Hour - 2*time.Minute, 24*time.Hour - 10*time.Second,
+		24 * time.Hour, 24*time.Hour + 40*time.Second, 24*time.Hour + 2*time.Minute, 8 * 24 * time.Hour} {
+		asked := now.Add(-ago)
+		cs, err := k.QuestionFor(chat, id, asked, []string{"Tea"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verr := k.VerifyQuestion(chat, id, cs[0].Data, "Tea")
+		if got, want := k.Expired(asked), errors.Is(verr, ErrChoiceExpired); got != want || (verr != nil && !want) {
+			t.Errorf("asked %v ago: Expired %v, Verify %v", ago, got, verr)
+		}
+		if k.Expired(asked) {
+			expired++
+		} else {
+			live++
+		}
+	}
+	if expired == 0 || live == 0 {
+		t.Errorf("%d expired, %d live: want both", expired, live)
+	}
+}

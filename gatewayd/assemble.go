@@ -110,7 +110,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 	if err := d.buildLimits(cfg); err != nil {
 		return err
 	}
-	if d.choices, err = choiceKeys(cfg); err != nil {
+	if d.choices, err = choiceKeys(cfg, d.opts.ChoicesNow); err != nil {
 		return err
 	}
 	disp, err := dispatch.New(dispatch.Options{

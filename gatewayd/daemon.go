@@ -47,6 +47,9 @@ type Options struct {
 	OnReady func(addr string)
 	// Now replaces the session clock (reset-policy tests).
 	Now func() time.Time
+	// ChoicesNow replaces the choice buttons' clock: when they are signed
+	// and whether they expired (expiry tests); nil is time.Now.
+	ChoicesNow func() time.Time
 	// Grace replaces DefaultGrace (crash/restart tests).
 	Grace time.Duration
 	// OpenBackend replaces OpenBackend (tests inject a backend); the

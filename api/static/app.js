@@ -148,7 +148,9 @@ function addTool(name, args) {
 // the gateway). A click disables them all, marks the one chosen and sends
 // the press to the session that asked; the gateway takes one press per
 // question. A question the history says was answered is drawn as a click
-// leaves it: every button disabled, the chosen one marked.
+// leaves it: every button disabled, the chosen one marked. One it says
+// expired (unanswered, too old for a press) has every button disabled and
+// a note saying so.
 function addChoices(q) {
   const d = document.createElement("div");
   d.className = "msg choices";
@@ -173,10 +175,18 @@ function addChoices(q) {
     if (q.answered) {
       b.disabled = true;
       if (c.label === q.chosen) b.classList.add("chosen");
+    } else if (q.expired) {
+      b.disabled = true;
     }
     row.append(b);
   }
   d.append(row);
+  if (!q.answered && q.expired) {
+    const note = document.createElement("div");
+    note.className = "note";
+    note.textContent = "This question has expired.";
+    d.append(note);
+  }
   $("messages").appendChild(d);
   d.scrollIntoView({ block: "end" });
 }

@@ -2,9 +2,13 @@ package webtest
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // choicesView is the question with buttons #messages shows, as it is
@@ -82,5 +86,44 @@ func TestChatChoicesAfterReload(t *testing.T) {
 	}
 	if last := fake.Requests()[2].LastUserText(); !strings.Contains(last, "Coffee") {
 		t.Errorf("the press's model input %q, want the label", last)
+	}
+}
+
+// TestChatChoicesExpiredAfterReload: a question whose buttons expired
+// (the buttons' clock moved past channels.DefaultChoiceTTL) is drawn after
+// a reload with every button disabled and a note that it expired.
+func TestChatChoicesExpiredAfterReload(t *testing.T) {
+	fake := askingModel(t)
+	var ahead atomic.Int64 // how far the buttons' clock is ahead of time.Now
+	env := Start(t, Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"},
+		ChoicesNow: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+	ctx := browser(t)
+	const drawn = `document.querySelectorAll("#messages .msg.choices button").length === 2`
+	do(t, ctx, "ask",
+		chromedp.Navigate(env.URL+"/"),
+		chromedp.Poll[chromedp.Void](pageReady),
+		chromedp.SendKeys("#input", "a drink?"),
+		chromedp.Click("#send"),
+		chromedp.Poll[chromedp.Void](drawn+` && `+settled),
+	)
+	live := value(t, ctx, "live view", chromedp.Evaluate[[]string](choicesView))
+	if len(live) != 1 || strings.Contains(live[0], "expired") || !strings.HasSuffix(live[0], "| Tea:enabled,Coffee:enabled") {
+		t.Fatalf("live question %q", live)
+	}
+	do(t, ctx, "reload within the expiry", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+drawn))
+	if got := value(t, ctx, "reloaded view", chromedp.Evaluate[[]string](choicesView)); strings.Join(got, "\n") != strings.Join(live, "\n") {
+		t.Fatalf("reloaded within the expiry:\n%s\nlive:\n%s", strings.Join(got, "\n"), strings.Join(live, "\n"))
+	}
+
+	ahead.Store(int64(channels.DefaultChoiceTTL + time.Hour))
+	do(t, ctx, "reload after the expiry", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+drawn))
+	expired := value(t, ctx, "expired view", chromedp.Evaluate[[]string](choicesView))
+	if len(expired) != 1 || !strings.HasSuffix(expired[0], "| Tea:disabled,Coffee:disabled") {
+		t.Fatalf("the expired question after a reload: %q, want its buttons disabled", expired)
+	}
+	note := value(t, ctx, "note", chromedp.Evaluate[string](`(() => { const n = document.querySelector("#messages .msg.choices .note");
+		return n && n.offsetParent !== null ? n.textContent : ""; })()`))
+	if note != "This question has expired." {
+		t.Fatalf("the expired question's visible note = %q, want that it expired", note)
 	}
 }

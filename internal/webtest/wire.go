@@ -42,6 +42,10 @@ type Config struct {
 	AgentTools []string
 	// Workspace, when set, is every agent's workspace directory.
 	Workspace string
+	// ChoicesNow, when set, is the choice buttons' clock
+	// (gatewayd.Options.ChoicesNow): a test expires a question's buttons
+	// without waiting.
+	ChoicesNow func() time.Time
 }
 
 // Env is a running in-process gateway.
@@ -76,7 +80,7 @@ func Start(t testing.TB, c Config) *Env {
 		t.Fatalf("webtest: config: %v", err)
 	}
 	ready := make(chan string, 1)
-	d, err := gatewayd.New(cfg, gatewayd.Options{Logger: log, OnReady: func(addr string) { ready <- addr }})
+	d, err := gatewayd.New(cfg, gatewayd.Options{Logger: log, OnReady: func(addr string) { ready <- addr }, ChoicesNow: c.ChoicesNow})
 	if err != nil {
 		t.Fatalf("webtest: new daemon: %v", err)
 	}
