@@ -39,7 +39,14 @@ type historyQuestion struct {
 // historyQuestions reads the session's history and returns its questions.
 func historyQuestions(t *testing.T, env *webtest.Env, sessionID string) []historyQuestion {
 	t.Helper()
-	res, err := http.Get(env.URL + "/api/agents/main/sessions/" + sessionID)
+	return questionsAt(t, env.URL, sessionID)
+}
+
+// questionsAt reads the history of main's session sessionID from the API
+// at url and returns its questions.
+func questionsAt(t *testing.T, url, sessionID string) []historyQuestion {
+	t.Helper()
+	res, err := http.Get(url + "/api/agents/main/sessions/" + sessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,18 +214,7 @@ func TestHistoryQuestionsExpired(t *testing.T) {
 
 	srv := httptest.NewServer(api.New(api.Options{Sessions: mgr.Backend(), Agents: []string{"main"}, Choices: keys}))
 	defer srv.Close()
-	res, err := http.Get(srv.URL + "/api/agents/main/sessions/" + e.SessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var body struct {
-		Questions []historyQuestion `json:"questions"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("history: %s: %v", res.Status, err)
-	}
-	qs := body.Questions
+	qs := questionsAt(t, srv.URL, e.SessionID)
 	if len(qs) != 3 || qs[0].MessageID != ids[0] || qs[1].MessageID != ids[1] || qs[2].MessageID != ids[2] {
 		t.Fatalf("questions = %+v, want the three asked", qs)
 	}

@@ -1,6 +1,7 @@
 package webtest
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,15 +28,7 @@ func TestChatChoicesAfterReload(t *testing.T) {
 	cfg := Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"}}
 	env := Start(t, cfg)
 	ctx := browser(t)
-	const drawn = `document.querySelectorAll("#messages .msg.choices button").length === 2`
-	do(t, ctx, "ask",
-		chromedp.Navigate(env.URL+"/"),
-		chromedp.Poll[chromedp.Void](pageReady),
-		chromedp.SendKeys("#input", "a drink?"),
-		chromedp.Click("#send"),
-		chromedp.Poll[chromedp.Void](drawn+` && `+settled),
-	)
-	live := value(t, ctx, "live view", chromedp.Evaluate[[]string](choicesView))
+	live := askInPage(t, ctx, env)
 	order := `[...document.querySelectorAll("#messages .msg")].map(e => e.classList.contains("tool") ? "tool" :
 		e.classList.contains("choices") ? "choices" : e.classList.contains("user") ? "user" : "assistant").join(",")`
 	liveOrder := value(t, ctx, "live order", chromedp.Evaluate[string](order))
@@ -43,7 +36,7 @@ func TestChatChoicesAfterReload(t *testing.T) {
 		t.Fatalf("live question %q", live)
 	}
 
-	do(t, ctx, "reload", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+drawn))
+	do(t, ctx, "reload", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+twoButtons))
 	if got := value(t, ctx, "reloaded view", chromedp.Evaluate[[]string](choicesView)); strings.Join(got, "\n") != strings.Join(live, "\n") {
 		t.Fatalf("after a reload:\n%s\nlive:\n%s", strings.Join(got, "\n"), strings.Join(live, "\n"))
 	}
@@ -58,7 +51,7 @@ func TestChatChoicesAfterReload(t *testing.T) {
 	env = Start(t, cfg)
 	do(t, ctx, "after a restart",
 		chromedp.Navigate(env.URL+"/"+hash),
-		chromedp.Poll[chromedp.Void](pageReady+` && `+drawn),
+		chromedp.Poll[chromedp.Void](pageReady+` && `+twoButtons),
 	)
 	if got := value(t, ctx, "restarted view", chromedp.Evaluate[[]string](choicesView)); strings.Join(got, "\n") != strings.Join(live, "\n") {
 		t.Fatalf("after a restart:\n%s\nlive:\n%s", strings.Join(got, "\n"), strings.Join(live, "\n"))
@@ -73,7 +66,7 @@ func TestChatChoicesAfterReload(t *testing.T) {
 	}
 	pressed := value(t, ctx, "pressed view", chromedp.Evaluate[[]string](choicesView))
 	do(t, ctx, "reload after the press", chromedp.Reload(),
-		chromedp.Poll[chromedp.Void](pageReady+` && `+drawn+` && [...document.querySelectorAll("#messages .msg.assistant")].some(e => e.textContent.includes("Coffee it is"))`))
+		chromedp.Poll[chromedp.Void](pageReady+` && `+twoButtons+` && [...document.querySelectorAll("#messages .msg.assistant")].some(e => e.textContent.includes("Coffee it is"))`))
 	answered := value(t, ctx, "answered view", chromedp.Evaluate[[]string](choicesView))
 	if len(answered) != 1 || !strings.HasSuffix(answered[0], "| Tea:disabled,Coffee:disabled:chosen") {
 		t.Fatalf("the answered question after a reload: %q", answered)
@@ -98,25 +91,17 @@ func TestChatChoicesExpiredAfterReload(t *testing.T) {
 	env := Start(t, Config{OpenAIBaseURL: fake.BaseURL(), AgentTools: []string{"message"},
 		ChoicesNow: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
 	ctx := browser(t)
-	const drawn = `document.querySelectorAll("#messages .msg.choices button").length === 2`
-	do(t, ctx, "ask",
-		chromedp.Navigate(env.URL+"/"),
-		chromedp.Poll[chromedp.Void](pageReady),
-		chromedp.SendKeys("#input", "a drink?"),
-		chromedp.Click("#send"),
-		chromedp.Poll[chromedp.Void](drawn+` && `+settled),
-	)
-	live := value(t, ctx, "live view", chromedp.Evaluate[[]string](choicesView))
+	live := askInPage(t, ctx, env)
 	if len(live) != 1 || strings.Contains(live[0], "expired") || !strings.HasSuffix(live[0], "| Tea:enabled,Coffee:enabled") {
 		t.Fatalf("live question %q", live)
 	}
-	do(t, ctx, "reload within the expiry", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+drawn))
+	do(t, ctx, "reload within the expiry", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+twoButtons))
 	if got := value(t, ctx, "reloaded view", chromedp.Evaluate[[]string](choicesView)); strings.Join(got, "\n") != strings.Join(live, "\n") {
 		t.Fatalf("reloaded within the expiry:\n%s\nlive:\n%s", strings.Join(got, "\n"), strings.Join(live, "\n"))
 	}
 
 	ahead.Store(int64(channels.DefaultChoiceTTL + time.Hour))
-	do(t, ctx, "reload after the expiry", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+drawn))
+	do(t, ctx, "reload after the expiry", chromedp.Reload(), chromedp.Poll[chromedp.Void](pageReady+` && `+twoButtons))
 	expired := value(t, ctx, "expired view", chromedp.Evaluate[[]string](choicesView))
 	if len(expired) != 1 || !strings.HasSuffix(expired[0], "| Tea:disabled,Coffee:disabled") {
 		t.Fatalf("the expired question after a reload: %q, want its buttons disabled", expired)
@@ -127,3 +112,21 @@ func TestChatChoicesExpiredAfterReload(t *testing.T) {
 		t.Fatalf("the expired question's visible note = %q, want that it expired", note)
 	}
 }
+
+// askInPage opens env's chat page, asks the model (askingModel) and waits
+// for its question's two buttons and the turn's end; it returns the
+// questions as drawn (choicesView).
+func askInPage(t *testing.T, ctx context.Context, env *Env) []string {
+	t.Helper()
+	do(t, ctx, "ask",
+		chromedp.Navigate(env.URL+"/"),
+		chromedp.Poll[chromedp.Void](pageReady),
+		chromedp.SendKeys("#input", "a drink?"),
+		chromedp.Click("#send"),
+		chromedp.Poll[chromedp.Void](twoButtons+` && `+settled),
+	)
+	return value(t, ctx, "live view", chromedp.Evaluate[[]string](choicesView))
+}
+
+// twoButtons is true once the page shows a question's two buttons.
+const twoButtons = `document.querySelectorAll("#messages .msg.choices button").length === 2`
