@@ -20,15 +20,7 @@ import (
 // naming what is wrong for a malformed schedule or an unknown session;
 // GET lists; DELETE removes once, then 404; the token is required.
 func TestJobRoutes(t *testing.T) {
-	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mgr.Close()
-	st, err := mgr.Store("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, st := mainStore(t)
 	k, _ := routing.PeerKey("main", "telegram", "", routing.Group, "-100")
 	if _, _, err := st.Begin(context.Background(), k, sessions.Origin{Channel: "telegram", ChatType: "group", AccountID: "default",
 		To: "-100", From: "7", At: time.Now()}); err != nil {
@@ -79,4 +71,20 @@ func TestJobRoutes(t *testing.T) {
 	if code, _ := call("DELETE", "/api/jobs/"+added.Job.ID, "tok", ""); code != 404 {
 		t.Errorf("second remove: %d", code)
 	}
+}
+
+// mainStore opens a files backend in a temporary state dir (closed when t
+// ends) and returns it with agent main's store.
+func mainStore(t *testing.T) (*filestore.Manager, *filestore.Store) {
+	t.Helper()
+	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgr.Close() })
+	st, err := mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr, st
 }

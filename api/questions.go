@@ -51,6 +51,8 @@ type question struct {
 	Answered   bool             `json:"answered,omitempty"`
 	Chosen     string           `json:"chosen,omitempty"`
 	Expired    bool             `json:"expired,omitempty"` // unanswered, its buttons expired
+
+	asked time.Time // when it was asked (its result's time): its buttons expire from it
 }
 
 type questionButton struct {
@@ -82,7 +84,6 @@ func questionsOf(keys *channels.ChoiceKeys, key routing.Key, msgs []sessions.Mes
 	chat := channels.Address{Channel: webChannel, AccountID: webAccount, ChatID: key.Peer}
 	calls := map[string]askCall{}
 	var out []question
-	var asked []time.Time        // when out[i] was asked
 	byRecord := map[string]int{} // a press's journal record id → its question in out
 	for _, m := range msgs {
 		switch m.Role {
@@ -97,9 +98,8 @@ func questionsOf(keys *channels.ChoiceKeys, key routing.Key, msgs []sessions.Mes
 		case sessions.RoleToolResult:
 			q, ok := askedIn(keys, chat, calls, m)
 			if ok {
-				byRecord[pressRecordID(chat, q.MessageID)] = len(out)
+				byRecord[channels.MessageRecordID(chat, q.MessageID)] = len(out)
 				out = append(out, q)
-				asked = append(asked, time.UnixMilli(m.Timestamp))
 			}
 		case sessions.RoleUser:
 			for _, id := range m.RecordIDs {
@@ -110,7 +110,7 @@ func questionsOf(keys *channels.ChoiceKeys, key routing.Key, msgs []sessions.Mes
 		}
 	}
 	for i := range out {
-		if !out[i].Answered && keys.Expired(asked[i]) {
+		if !out[i].Answered && keys.Expired(out[i].asked) {
 			expire(&out[i])
 		}
 	}
@@ -132,21 +132,16 @@ func askedIn(keys *channels.ChoiceKeys, chat channels.Address, calls map[string]
 	for i, l := range a.Choices {
 		labels[i] = strings.TrimSpace(l) // as the message tool took them
 	}
-	signed, err := keys.QuestionFor(chat, r.MessageID, time.UnixMilli(m.Timestamp), labels)
+	asked := time.UnixMilli(m.Timestamp)
+	signed, err := keys.QuestionFor(chat, r.MessageID, asked, labels)
 	if err != nil {
 		return question{}, false // not a question the tool asked
 	}
-	q := question{ToolCallID: m.ToolCallID, MessageID: r.MessageID, Text: a.Text}
+	q := question{ToolCallID: m.ToolCallID, MessageID: r.MessageID, Text: a.Text, asked: asked}
 	for _, c := range signed {
 		q.Choices = append(q.Choices, questionButton{Label: c.Label, Data: c.Data})
 	}
 	return q, true
-}
-
-// pressRecordID is the journal record id of a press of question id in
-// chat (dispatch.RecordID of the press: its message id is the question's).
-func pressRecordID(chat channels.Address, id string) string {
-	return strings.Join([]string{chat.Channel, chat.AccountID, chat.ChatID, id}, ":")
 }
 
 // answer marks q answered by the user message text: the chosen label is

@@ -19,7 +19,6 @@ import (
 	"github.com/gateway/gateway/internal/webtest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
-	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // historyQuestion is a question of GET /api/agents/{id}/sessions/{sid}.
@@ -162,15 +161,7 @@ func TestHistoryQuestions(t *testing.T) {
 // still has data a press verifies with; an answered question stays
 // answered, not expired, however old.
 func TestHistoryQuestionsExpired(t *testing.T) {
-	mgr, err := filestore.Open(filestore.Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mgr.Close()
-	st, err := mgr.Store("main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, st := mainStore(t)
 	ctx := context.Background()
 	const peer = "peer-1"
 	k, _ := routing.PeerKey("main", "web", "", routing.Direct, peer)

@@ -1,5 +1,7 @@
 package channels
 
+import "strings"
+
 // Address is where a message comes from or a reply goes: one chat (and
 // thread or forum topic below it) of one bot account of one channel.
 // Inbound and Outbound embed it, so their JSON (the ingress journal, the
@@ -38,4 +40,12 @@ func (a Address) Account() AccountKey {
 // stored (draft and room-message record ids), so its spelling is fixed.
 func (a Address) ChatKey() string {
 	return a.Channel + "/" + a.AccountID + "/" + a.ChatID
+}
+
+// MessageRecordID is the journal's id of message id of chat a (the
+// dispatcher's record id of an inbound message, before any event suffix):
+// channel, account, chat and message joined by ':'. A web chat press takes
+// its question's message id, so the history finds the press's record by it.
+func MessageRecordID(a Address, id string) string {
+	return strings.Join([]string{a.Channel, a.AccountID, a.ChatID, id}, ":")
 }

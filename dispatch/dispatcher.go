@@ -189,7 +189,7 @@ func (d *Dispatcher) adapter(channel, account string) channels.Adapter {
 
 // RecordID is the journal and dedupe id of an inbound message.
 func RecordID(in channels.Inbound) string {
-	return strings.Join([]string{in.Channel, in.AccountID, in.ChatID, in.MessageID}, ":") + eventRecordSuffix(in)
+	return channels.MessageRecordID(in.Address, in.MessageID) + eventRecordSuffix(in)
 }
 
 // Route resolves where in goes (exported for `gateway route` and tests).

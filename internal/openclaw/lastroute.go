@@ -137,16 +137,12 @@ func gatewayFrom(from string, rep *Report) string {
 	if from == "" {
 		return ""
 	}
-	if m := senderID.FindStringSubmatch(from); m != nil && !strings.HasPrefix(m[1], "-") {
+	if m := senderID.FindStringSubmatch(from); m != nil {
 		return m[1]
 	}
-	if senderIDBare.MatchString(from) {
-		return from // already the gateway's form
+	if numericID.MatchString(from) { // a bare user id (state.go): already the gateway's form
+		return from
 	}
 	rep.add("entry.lastFrom.notASender", "an origin sender that names a chat or no id (a group's \"telegram:group:…\"): the last sender left empty")
 	return ""
 }
-
-// senderIDBare is a sender id in the gateway's form (an entry imported
-// twice).
-var senderIDBare = regexp.MustCompile(`^\d{1,20}$`)

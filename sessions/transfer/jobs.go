@@ -40,6 +40,9 @@ func CopyJobs(ctx context.Context, from, to sessions.Jobs, overwrite bool) (int,
 			if !overwrite {
 				return n, fmt.Errorf("sessions: copy jobs: the target holds another job %s (use --overwrite to replace it)", j.ID)
 			}
+			if err := sessions.CheckJob(j); err != nil { // refused after the removal, the target's would be lost
+				return n, fmt.Errorf("sessions: copy job %s: %w", j.ID, err)
+			}
 			if err := to.RemoveJob(ctx, j.ID); err != nil && !errors.Is(err, sessions.ErrNoJob) {
 				return n, fmt.Errorf("sessions: copy job %s: %w", j.ID, err)
 			}
