@@ -2,10 +2,14 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -34,39 +38,50 @@ func fireJob(t *testing.T, h *harness, id string) sessions.Job {
 	return j
 }
 
-// TestRemindInTopicArrivesInTopic: a reminder set in a Telegram forum
-// topic is delivered into the topic's session and answered in the topic,
-// not in the group's general chat.
-func TestRemindInTopicArrivesInTopic(t *testing.T) {
-	h := newHarness(t, "", nil)
-	withRoomMembers(h)
-	m := remindMsg("2", "/remind in 2 hours stand-up")
-	m.ThreadID, m.IsTopic = "7", true
-	h.handle(m)
-	h.drained()
-	id := jobIDRe.FindString(strings.Join(h.tg.texts(), " "))
-	if id == "" {
-		t.Fatalf("/remind answered %q", h.tg.texts())
-	}
-	j := fireJob(t, h, id)
-	if j.SessionKey != "agent:main:tg:group:-100:topic:7" || j.Target.ThreadID != "7" || !j.Target.IsTopic {
-		t.Errorf("job stored for session %s, thread %q topic %v", j.SessionKey, j.Target.ThreadID, j.Target.IsTopic)
-	}
-	h.drained()
-	sent := h.tg.sent()
-	if len(sent) != 2 {
-		t.Fatalf("sent %d messages, want the /remind answer and the reminder's reply", len(sent))
-	}
-	for _, s := range sent {
-		if s.Out.ChatID != "-100" || s.Out.ThreadID != "7" || !s.Out.IsTopic {
-			t.Errorf("%q went to chat %s thread %q topic %v, want topic 7 of -100", s.Out.Text, s.Out.ChatID, s.Out.ThreadID, s.Out.IsTopic)
-		}
-	}
-	if !strings.Contains(sent[1].Out.Text, "stand-up") {
-		t.Errorf("the reminder's reply is %q", sent[1].Out.Text)
-	}
-	if msgs := h.history(j.SessionKey); countRole(msgs, "user") != 1 {
-		t.Errorf("the topic's session holds %d user messages, want the reminder", countRole(msgs, "user"))
+// TestRemindInThreadArrivesInThread: a reminder set in a Telegram forum
+// topic, or in a thread (as Discord's arrive: the parent channel and the
+// thread), is delivered into that topic's or thread's session and
+// answered there, not in the group's or channel's main chat.
+func TestRemindInThreadArrivesInThread(t *testing.T) {
+	for _, c := range []struct {
+		name, thread, key string
+		topic             bool
+	}{
+		{"forum topic", "7", "agent:main:tg:group:-100:topic:7", true},
+		{"thread", "555", "agent:main:tg:group:-100:thread:555", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, "", nil)
+			withRoomMembers(h)
+			m := remindMsg("2", "/remind in 2 hours stand-up")
+			m.ThreadID, m.IsTopic = c.thread, c.topic
+			h.handle(m)
+			h.drained()
+			id := jobIDRe.FindString(strings.Join(h.tg.texts(), " "))
+			if id == "" {
+				t.Fatalf("/remind answered %q", h.tg.texts())
+			}
+			j := fireJob(t, h, id)
+			if j.SessionKey != c.key || j.Target.ThreadID != c.thread || j.Target.IsTopic != c.topic {
+				t.Errorf("job stored for session %s, thread %q topic %v", j.SessionKey, j.Target.ThreadID, j.Target.IsTopic)
+			}
+			h.drained()
+			sent := h.tg.sent()
+			if len(sent) != 2 {
+				t.Fatalf("sent %d messages, want the /remind answer and the reminder's reply", len(sent))
+			}
+			for _, s := range sent {
+				if s.Out.ChatID != "-100" || s.Out.ThreadID != c.thread || s.Out.IsTopic != c.topic {
+					t.Errorf("%q went to chat %s thread %q topic %v, want thread %s of -100", s.Out.Text, s.Out.ChatID, s.Out.ThreadID, s.Out.IsTopic, c.thread)
+				}
+			}
+			if !strings.Contains(sent[1].Out.Text, "stand-up") {
+				t.Errorf("the reminder's reply is %q", sent[1].Out.Text)
+			}
+			if msgs := h.history(c.key); countRole(msgs, "user") != 1 {
+				t.Errorf("the thread's session holds %d user messages, want the reminder", countRole(msgs, "user"))
+			}
+		})
 	}
 }
 
@@ -188,3 +203,74 @@ func TestRemindMalformedStoresNothing(t *testing.T) {
 		t.Errorf("jobs stored: %v, %v", js, err)
 	}
 }
+
+// TestJobGivenUpOnlyWhenTheRoomRefuses: a job is disabled
+// (Options.JobGivenUp) when its occurrence's reply is refused by the
+// platform (the bot was kicked or blocked), not when the turn is given up
+// (it kept failing: a store error, a crash loop), nor when the send failed for a reason
+// that says nothing about the room (a timeout, a flood wait): a recurring
+// job must not end for good on one bad morning.
+func TestJobGivenUpOnlyWhenTheRoomRefuses(t *testing.T) {
+	defer func(r []time.Duration) { sendRetries = r }(sendRetries)
+	sendRetries = []time.Duration{time.Millisecond}
+	for _, c := range []struct {
+		name    string
+		model   error
+		send    error
+		disable bool
+	}{
+		{"turn given up", errBoom, nil, false},
+		{"send times out", nil, errors.New("telegram: sendMessage: context deadline exceeded"), false},
+		{"flood wait", nil, channels.Refusal(retryAfterErr{}), false},
+		{"bot kicked", nil, channels.Refusal(errors.New("telegram: sendMessage: 403 Forbidden: bot was kicked")), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &model{reply: func(llm.Request) (string, error) { return "ok", nil }}
+			var (
+				mu       sync.Mutex
+				disabled []string
+			)
+			h := newHarness(t, "", m, func(h *harness) {
+				h.disp = func(o *Options) {
+					o.MaxFailures = 1
+					o.JobGivenUp = func(_ context.Context, id, why string) {
+						mu.Lock()
+						disabled = append(disabled, id)
+						mu.Unlock()
+					}
+				}
+			})
+			if c.send != nil {
+				h.tg.failSend = func(channels.Outbound, int) error { return c.send }
+			}
+			now := time.Now()
+			j, err := jobs.NewJob(jobs.Spec{AgentID: "main", SessionKey: "agent:main:tg:group:-100", Text: "stand-up",
+				Schedule: sessions.JobSchedule{Cron: "0 9 * * *"},
+				Target:   sessions.JobTarget{Channel: "tg", AccountID: "default", ChatID: "-100", ChatType: "group", SenderID: "2"}}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.model != nil { // the turn fails until it is given up (a session store error, a crash loop)
+				w := acceptOnly(t, h, JobInbound(j, j.NextAt, jobs.OccurrenceID(j.ID, j.NextAt), now))
+				h.d.fails.failed(h.ctx, []*work{w}, h.d.log, c.model)
+			} else if err := h.d.DeliverJob(h.ctx, j, j.NextAt, jobs.OccurrenceID(j.ID, j.NextAt)); err != nil {
+				t.Fatal(err)
+			}
+			h.drained()
+			eventually(t, "the dead letter", func() bool { return len(letters(t, h)) == 1 })
+			mu.Lock()
+			defer mu.Unlock()
+			if got := len(disabled) == 1 && disabled[0] == j.ID; got != c.disable || len(disabled) > 1 {
+				t.Errorf("jobs disabled: %v, want the job disabled %v", disabled, c.disable)
+			}
+		})
+	}
+}
+
+// retryAfterErr is a platform's flood-control answer (Telegram 429).
+type retryAfterErr struct{}
+
+func (retryAfterErr) Error() string {
+	return "telegram: sendMessage: 429 Too Many Requests (retry after 5s)"
+}
+func (retryAfterErr) RetryDelay() time.Duration { return 5 * time.Second }
