@@ -268,8 +268,8 @@ func clockAfterAt(s string) (h, m int, rest string, err error) {
 	return h, m, rest, err
 }
 
-// twelveHour reports a time of day on the 12-hour clock: "9pm", "9:30am",
-// "9:30 p.m." (w lower-case, its am/pm glued or not).
+// twelveHour reports a time of day on the 12-hour clock, its am or pm
+// glued on: "9pm", "9:30am", "9:30p.m." (w lower-case).
 func twelveHour(w string) bool {
 	w = strings.ReplaceAll(w, ".", "")
 	for _, suf := range []string{"am", "pm"} {
