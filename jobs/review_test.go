@@ -158,3 +158,28 @@ func TestCancelledAfterDeliveryStaysGone(t *testing.T) {
 		t.Error("the settle brought the removed job back")
 	}
 }
+
+// TestOneShotAcrossDST: "tomorrow 09:00" set the day before a DST change
+// is 09:00 local on the day of the change (its UTC time an hour off the
+// day before's), in both directions and both zones.
+func TestOneShotAcrossDST(t *testing.T) {
+	for _, c := range []struct {
+		zone string
+		set  time.Time // noon UTC the day before the change
+		want string    // the UTC instant of 09:00 local on the day of the change
+	}{
+		{"Europe/Berlin", time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC), "2026-03-29T07:00:00Z"},
+		{"Europe/Berlin", time.Date(2026, 10, 24, 12, 0, 0, 0, time.UTC), "2026-10-25T08:00:00Z"},
+		{"America/New_York", time.Date(2026, 3, 7, 18, 0, 0, 0, time.UTC), "2026-03-08T13:00:00Z"},
+		{"America/New_York", time.Date(2026, 10, 31, 18, 0, 0, 0, time.UTC), "2026-11-01T14:00:00Z"},
+	} {
+		loc, err := time.LoadLocation(c.zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := ParseWhen("tomorrow 09:00 x", c.set, loc)
+		if err != nil || got.At.Format(time.RFC3339) != c.want {
+			t.Errorf("%s, set %s: tomorrow 09:00 = %v, %v; want %s", c.zone, c.set.Format("01-02"), got.At, err, c.want)
+		}
+	}
+}
