@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -63,11 +64,26 @@ func (d *Dispatcher) buryWork(ctx context.Context, w *work, why string) {
 }
 
 // buryReply keeps a reply given up after sent of its chunks were
-// delivered.
-func (d *Dispatcher) buryReply(ctx context.Context, rp sessions.Reply, sent int, why string) {
+// delivered. roomRefuses says the room will not take the bot's messages
+// (the platform refused the send, not for a rate limit; the account is
+// gone): the scheduled jobs the reply answers are then disabled
+// (jobGivenUp).
+func (d *Dispatcher) buryReply(ctx context.Context, rp sessions.Reply, sent int, why string, roomRefuses bool) {
 	rp.Sent = sent
-	d.bury(ctx, sessions.DeadLetter{ID: deadLetterID(sessions.DeadReply, rp.ID), Kind: sessions.DeadReply,
-		Reason: why, At: d.opts.Now(), AgentID: rp.AgentID, SessionKey: rp.SessionKey, Reply: &rp})
+	dl := sessions.DeadLetter{ID: deadLetterID(sessions.DeadReply, rp.ID), Kind: sessions.DeadReply,
+		Reason: why, At: d.opts.Now(), AgentID: rp.AgentID, SessionKey: rp.SessionKey, Reply: &rp}
+	d.bury(ctx, dl)
+	if roomRefuses {
+		d.jobGivenUp(ctx, dl)
+	}
+}
+
+// refusedRoom reports whether send error err is the platform's answer
+// that the room does not take the bot's messages: a refusal
+// (channels.Answered) that is not a rate limit. A timeout, a server
+// error or a flood wait says nothing about the room.
+func refusedRoom(err error) bool {
+	return channels.Answered(err) && channels.RetryAfter(err) == 0
 }
 
 func (d *Dispatcher) bury(ctx context.Context, dl sessions.DeadLetter) {
@@ -78,7 +94,6 @@ func (d *Dispatcher) bury(ctx context.Context, dl sessions.DeadLetter) {
 	}
 	d.log.Info("given-up "+dl.Kind+" kept as a dead letter", zap.String("dead_letter_id", dl.ID),
 		zap.String("session_key", dl.SessionKey), zap.String("reason", dl.Reason))
-	d.jobGivenUp(ctx, dl)
 	if dropped > 0 {
 		d.log.Warn("dead letters over their bound: the oldest dropped", zap.Int("dropped", dropped),
 			zap.Int("keep", d.opts.DeadLetterKeep))

@@ -42,8 +42,9 @@ type Options struct {
 	MaxFailures int
 	MaxDeaths   int
 	// JobGivenUp, when set, is told of a scheduled job whose delivered
-	// occurrence was given up (its message or its reply: the room keeps
-	// refusing the bot), so the job can be disabled (jobs.go).
+	// occurrence's reply was given up because the room refuses the bot
+	// (the platform refused the send, the account is gone), so the job
+	// can be disabled (jobs.go).
 	JobGivenUp func(ctx context.Context, jobID, why string)
 	// Jobs are the settings of /remind (remind_command.go).
 	Jobs JobOptions

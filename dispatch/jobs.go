@@ -125,7 +125,11 @@ func jobOccurrence(recordID string) (string, bool) {
 }
 
 // jobGivenUp tells Options.JobGivenUp of the jobs whose occurrences dead
-// letter dl gave up.
+// letter dl gave up because their room refuses the bot (buryReply). A
+// turn given up (the model kept failing, the process kept dying) or a
+// reply that could not be sent for another reason (a timeout, a server
+// error) leaves the job as it is: a daily job is not ended for good by
+// one bad morning; its next occurrence is tried.
 func (d *Dispatcher) jobGivenUp(ctx context.Context, dl sessions.DeadLetter) {
 	if d.opts.JobGivenUp == nil {
 		return

@@ -195,7 +195,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 			d.log.Error("reply not delivered; given up", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID),
 				zap.Int("chunk", i), zap.Int("chunks", len(rp.Chunks)), zap.Error(err))
-			d.buryReply(ctx, rp, i, "send: "+err.Error())
+			d.buryReply(ctx, rp, i, "send: "+err.Error(), refusedRoom(err))
 			o.sent(rp.ID, len(rp.Chunks))
 			return
 		}
@@ -278,7 +278,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	if err := json.Unmarshal(rp.Target, &out); err != nil {
 		d.log.Error("outbox reply target unreadable; given up", zap.String("reply_id", rp.ID), zap.Error(err))
 		d.gaveUp(GiveUpUnreadable)
-		d.buryReply(ctx, rp, rp.Sent, "reply target unreadable: "+err.Error())
+		d.buryReply(ctx, rp, rp.Sent, "reply target unreadable: "+err.Error(), false)
 		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}
@@ -287,7 +287,7 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 		d.log.Error("outbox reply for a channel not configured; given up", zap.String("reply_id", rp.ID),
 			zap.String("channel", out.Channel), zap.String("account_id", out.AccountID))
 		d.gaveUp(GiveUpNoChannel)
-		d.buryReply(ctx, rp, rp.Sent, fmt.Sprintf("channel %s account %s is not configured", out.Channel, out.AccountID))
+		d.buryReply(ctx, rp, rp.Sent, fmt.Sprintf("channel %s account %s is not configured", out.Channel, out.AccountID), true)
 		o.sent(rp.ID, len(rp.Chunks))
 		return
 	}

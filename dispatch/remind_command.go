@@ -96,7 +96,7 @@ func (c commander) remind(ctx context.Context, w *work) string {
 			return "Sorry, reminders are unavailable right now."
 		}
 		d.log.Info("job removed", zap.String("job_id", id), zap.String("sender_id", w.In.SenderID))
-		return "Cancelled " + id + "."
+		return cancelled(j, loc, d.opts.Now())
 	}
 	if opts.Off {
 		return "Reminders are turned off on this gateway."
@@ -131,4 +131,20 @@ func (c commander) remind(ctx context.Context, w *work) string {
 		return fmt.Sprintf("Recurring reminder %s set (%s, %s); next %s. /remind cancel %s stops it.", j.ID, sched.Cron, sched.TZ, when, j.ID)
 	}
 	return fmt.Sprintf("Reminder %s set for %s. /remind cancel %s removes it.", j.ID, when, j.ID)
+}
+
+// cancelled is /remind cancel's answer for job j, removed at now: a job
+// that had ended already (a one-shot reminder that fired) or that was
+// firing as it was removed may have arrived or still arrive, and the
+// answer says so rather than promising that nothing will.
+func cancelled(j sessions.Job, loc *time.Location, now time.Time) string {
+	switch {
+	case j.State == sessions.JobDone && !j.LastFiredAt.IsZero():
+		return fmt.Sprintf("Reminder %s had already fired (%s); removed it.", j.ID, j.LastFiredAt.In(loc).Format("Mon 2006-01-02 15:04 MST"))
+	case j.State != sessions.JobActive:
+		return fmt.Sprintf("Reminder %s had already ended (%s); removed it.", j.ID, j.State)
+	case j.ClaimOwner != "" && j.ClaimUntil.After(now):
+		return fmt.Sprintf("Cancelled %s, but it was firing just now: this occurrence may still arrive.", j.ID)
+	}
+	return "Cancelled " + j.ID + "."
 }

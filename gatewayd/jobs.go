@@ -24,8 +24,8 @@ import (
 // owns the scheduler's one goroutine: serve starts it once journaled work
 // has resumed and stops it (cancel, then wait for Run to return) before
 // the adapters stop, so no occurrence is delivered into a dispatcher
-// that is shutting down. A job whose delivered occurrence is given up by
-// the dispatcher (the room keeps refusing the bot) is disabled
+// that is shutting down. A job whose delivered occurrence's reply the
+// platform refuses (the bot was kicked or blocked) is disabled
 // (dispatch.Options.JobGivenUp).
 
 // jobOptions are the dispatcher's /remind settings over the config in

@@ -21,8 +21,10 @@
 // recurring one moves to its next occurrence, and both keep a note and
 // are logged (job_missed). A delivery the room refuses for good
 // (ErrRoomGone: the bot left, the account is gone) disables the job with a
-// note instead of retrying it forever (Disable does the same for a
-// refusal found later, when the delivered turn's reply is given up).
+// note instead of retrying it forever (the daemon does the same for a
+// refusal found later, when the platform refuses the delivered turn's
+// reply). A job cancelled after its claim is not delivered: the claimed
+// job is read again just before its delivery.
 // Other delivery errors leave the claim to run out: the next claim
 // retries within the grace window.
 //
@@ -31,5 +33,5 @@
 // Run is the scheduler's only goroutine, owned by whoever calls it (the
 // daemon's assembler, gatewayd, which cancels its context at shutdown and
 // waits for Run to return); Deliver runs on it, one occurrence at a time.
-// Wake and Disable may be called from any goroutine.
+// Wake may be called from any goroutine.
 package jobs

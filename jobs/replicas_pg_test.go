@@ -135,3 +135,64 @@ func TestPostgresTwoReplicasFireEachJobOnce(t *testing.T) {
 	}
 	t.Logf("%d occurrences accepted once each, %d repeats dropped as duplicates", len(accepted), dups)
 }
+
+// takeoverAfterClaim is replica A's store: once A has claimed its batch,
+// A stalls past its lease (the clock moves on) and replica B claims the
+// same jobs, as happens when A's journal writes are slow.
+type takeoverAfterClaim struct {
+	sessions.Jobs
+	b     sessions.Jobs
+	clock *clock
+	lease time.Duration
+}
+
+func (s takeoverAfterClaim) ClaimDueJobs(ctx context.Context, now time.Time, owner string, lease time.Duration, n int) ([]sessions.Job, time.Time, error) {
+	claimed, next, err := s.Jobs.ClaimDueJobs(ctx, now, owner, lease, n)
+	if err != nil || len(claimed) == 0 {
+		return claimed, next, err
+	}
+	s.clock.Set(now.Add(s.lease + time.Second))
+	if taken, _, err := s.b.ClaimDueJobs(ctx, s.clock.Now(), "replica-b", s.lease, n); err != nil || len(taken) != len(claimed) {
+		return nil, time.Time{}, fmt.Errorf("replica b took %d of %d: %v", len(taken), len(claimed), err)
+	}
+	return claimed, next, nil
+}
+
+// TestPostgresLapsedClaimNotDeliveredByBoth: replica A claims due jobs,
+// stalls past its lease, and replica B takes them over. A must not
+// deliver the jobs it no longer holds (B does, once): the journal would
+// drop A's repeat, but only while it remembers the id, and a cancel or a
+// settle by B in between would make A's delivery wrong.
+func TestPostgresLapsedClaimNotDeliveredByBoth(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	open := func(id string) *pgstore.Backend {
+		b, err := pgstore.OpenBackend(ctx, pgstore.BackendOptions{
+			Options: pgstore.Options{URL: url, MaxConns: 4, Logger: zaptest.NewLogger(t)}, ReplicaID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	backA, backB := open("replica-a"), open("replica-b")
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	c := &clock{t: t0}
+	add(t, backA.Jobs(), job("once", sessions.JobSchedule{At: t0.Add(time.Minute)}, t0))
+	add(t, backA.Jobs(), job("daily", sessions.JobSchedule{Cron: "1 9 * * *"}, t0))
+	c.Set(t0.Add(time.Minute))
+	b := newInbox()
+	a, err := New(Options{Store: takeoverAfterClaim{Jobs: backA.Jobs(), b: backB.Jobs(), clock: c, lease: DefaultLease},
+		Deliver: b.deliver, Owner: "replica-a", Now: c.Now, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick(t, a)
+	if b.calls != 0 {
+		t.Errorf("replica a delivered %v, jobs replica b holds", b.ids())
+	}
+	tick(t, newScheduler(t, backB.Jobs(), &clock{t: c.Now().Add(DefaultLease + time.Second)}, b, "replica-b"))
+	if b.calls != 2 || len(b.ids()) != 2 {
+		t.Errorf("deliveries %d of %v, want each job once (by replica b)", b.calls, b.ids())
+	}
+}

@@ -247,6 +247,9 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) (outcome, bool) 
 		log.Warn("job missed", zap.Time("due", due), zap.Duration("late", late))
 		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "missed", late: 0, log: log}, true
 	}
+	if !s.stillClaimed(ctx, j, log) {
+		return outcome{}, false
+	}
 	err = s.opts.Deliver(ctx, j, due, OccurrenceID(j.ID, due))
 	switch {
 	case errors.Is(err, ErrRoomGone):
@@ -277,6 +280,32 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) (outcome, bool) 
 	late := s.opts.Now().Sub(due)
 	log.Info("job fired", zap.Time("due", due), zap.Duration("late", late))
 	return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "fired", late: late, log: log}, true
+}
+
+// stillClaimed reads claimed job j again just before its delivery and
+// reports whether it is still there, active, due at the same time and
+// held by this scheduler. A batch's jobs are delivered one after the
+// other, each a journal write, so a job cancelled (/remind cancel, the
+// CLI, the API) after the claim would otherwise still arrive after its
+// setter was told it was cancelled. A store that cannot answer leaves
+// the claim to run out (the next claim retries).
+func (s *Scheduler) stillClaimed(ctx context.Context, j sessions.Job, log *zap.Logger) bool {
+	cur, err := s.opts.Store.Job(ctx, j.ID)
+	switch {
+	case errors.Is(err, sessions.ErrNoJob):
+		log.Info("job removed before it fired")
+		return false
+	case err != nil:
+		if ctx.Err() == nil {
+			log.Warn("job not read before its delivery; retried when its claim runs out", zap.Error(err))
+			s.observe("failed", 0)
+		}
+		return false
+	case cur.State != sessions.JobActive || cur.ClaimOwner != s.opts.Owner || !cur.NextAt.Equal(j.NextAt):
+		log.Info("job changed before it fired; not delivered", zap.String("state", cur.State), zap.String("claim_owner", cur.ClaimOwner))
+		return false
+	}
+	return true
 }
 
 // settle writes the outcomes of a batch under this scheduler's claims,

@@ -64,6 +64,13 @@ func parseWhen(s string, now time.Time, loc *time.Location) (sessions.JobSchedul
 		if err != nil {
 			return sessions.JobSchedule{}, "", err
 		}
+		if next, after := word(rest); strings.EqualFold(next, "at") || isClock(next) {
+			if strings.EqualFold(next, "at") {
+				next, _ = word(after)
+			}
+			return sessions.JobSchedule{}, "", fmt.Errorf("%q then %q: give a duration (in 2 hours) or a day and a time (tomorrow 09:00, 2026-12-01 09:00), not both",
+				strings.TrimSpace(s[:len(s)-len(rest)]), next)
+		}
 		return sessions.JobSchedule{At: now.Add(d)}, rest, nil
 	case lw == "today" || lw == "tomorrow":
 		h, m, rest, err := clockAfterAt(rest)
@@ -80,8 +87,17 @@ func parseWhen(s string, now time.Time, loc *time.Location) (sessions.JobSchedul
 			w, rest = word(rest)
 		}
 		h, m, err := parseClock(w)
+		if err == nil {
+			err = noMeridiem(w, rest)
+		}
 		if err != nil {
 			return sessions.JobSchedule{}, "", err
+		}
+		switch day, after := word(rest); strings.ToLower(day) { // "09:00 tomorrow", "at 9:00 today"
+		case "today":
+			return sessions.JobSchedule{At: time.Date(now.Year(), now.Month(), now.Day(), h, m, 0, 0, loc)}, after, nil
+		case "tomorrow":
+			return sessions.JobSchedule{At: time.Date(now.Year(), now.Month(), now.Day()+1, h, m, 0, 0, loc)}, after, nil
 		}
 		at := time.Date(now.Year(), now.Month(), now.Day(), h, m, 0, 0, loc)
 		if !at.After(now) {
@@ -113,6 +129,9 @@ func parseWhen(s string, now time.Time, loc *time.Location) (sessions.JobSchedul
 		}
 		return sessions.JobSchedule{Cron: expr, TZ: tzName}, rest, nil
 	}
+	if twelveHour(lw) {
+		return sessions.JobSchedule{}, "", fmt.Errorf("%q: write the time of day on the 24-hour clock (e.g. 21:00)", w)
+	}
 	return sessions.JobSchedule{}, "", fmt.Errorf("cannot read the time %q: write %s", w, WhenHelp)
 }
 
@@ -139,8 +158,38 @@ var units = map[string]time.Duration{
 // maxIn bounds "in ..." (a year).
 const maxIn = 366 * 24 * time.Hour
 
-// parseIn reads "2 hours", "2h", "90s", "1h30m" at the start of s.
+// parseIn reads "2 hours", "2h", "90s", "1h30m" at the start of s, and
+// the further pieces that follow it ("1 hour 30 minutes", "2 days and 3
+// hours"), which add up: a piece left unread would become the job's text
+// and the job would fire early.
 func parseIn(s string) (time.Duration, string, error) {
+	d, rest, err := inPiece(s)
+	if err != nil {
+		return 0, "", err
+	}
+	for {
+		more := rest
+		if w, after := word(rest); strings.EqualFold(w, "and") {
+			more = after
+		}
+		if w, _ := word(more); w == "" || w[0] < '0' || w[0] > '9' {
+			break
+		}
+		e, after, err := inPiece(more)
+		if err != nil {
+			break // "in 2 hours 3 people arrive": the rest is the text
+		}
+		d, rest = d+e, after
+	}
+	if d > maxIn {
+		return 0, "", fmt.Errorf("in %s: out of range (more than zero, at most a year)", strings.TrimSpace(s[:len(s)-len(rest)]))
+	}
+	return d, rest, nil
+}
+
+// inPiece reads one duration at the start of s: "2 hours", "2h", "90s",
+// "1h30m".
+func inPiece(s string) (time.Duration, string, error) {
 	w, rest := word(s)
 	lw := strings.ToLower(w)
 	if lw == "" {
@@ -191,6 +240,9 @@ func allDigits(s string) bool {
 
 // parseClock reads "9:05" or "09:05".
 func parseClock(w string) (h, m int, err error) {
+	if twelveHour(strings.ToLower(w)) {
+		return 0, 0, fmt.Errorf("%q: write the time of day on the 24-hour clock (e.g. 21:00)", w)
+	}
 	if !isClock(w) {
 		return 0, 0, fmt.Errorf("%q is not a time of day (HH:MM, e.g. 09:00)", w)
 	}
@@ -210,7 +262,34 @@ func clockAfterAt(s string) (h, m int, rest string, err error) {
 		w, rest = word(rest)
 	}
 	h, m, err = parseClock(w)
+	if err == nil {
+		err = noMeridiem(w, rest)
+	}
 	return h, m, rest, err
+}
+
+// twelveHour reports a time of day on the 12-hour clock, its am or pm
+// glued on: "9pm", "9:30am", "9:30p.m." (w lower-case).
+func twelveHour(w string) bool {
+	w = strings.ReplaceAll(w, ".", "")
+	for _, suf := range []string{"am", "pm"} {
+		if c, ok := strings.CutSuffix(w, suf); ok && (isClock(c) || (allDigits(c) && len(c) <= 2)) {
+			return true
+		}
+	}
+	return false
+}
+
+// noMeridiem refuses a time of day clock followed by "am" or "pm" in
+// rest: read as 24-hour, "9:00 pm" would fire at 09:00 with "pm" in
+// the text.
+func noMeridiem(clock, rest string) error {
+	next, _ := word(rest)
+	switch strings.ToLower(strings.ReplaceAll(next, ".", "")) {
+	case "am", "pm":
+		return fmt.Errorf("%q: write the time of day on the 24-hour clock (e.g. 21:00)", clock+" "+next)
+	}
+	return nil
 }
 
 func isDate(w string) bool {

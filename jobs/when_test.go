@@ -89,3 +89,49 @@ func TestCheckScheduleTimeZone(t *testing.T) {
 		t.Errorf("CheckSchedule with a bad zone: %v", err)
 	}
 }
+
+// TestParseWhenNaturalForms: what people write beyond the documented
+// forms is read right or refused, never stored at another time with the
+// rest of the time in the text: a 12-hour clock is refused (read as
+// 24-hour, "9:00 pm" fired at 09:00), durations in pieces add up ("in 1
+// hour 30 minutes" fired after an hour), a day after the time counts
+// ("09:00 tomorrow" fired today), a duration with a time is refused.
+func TestParseWhenNaturalForms(t *testing.T) {
+	now := time.Date(2026, 11, 29, 8, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		in   string
+		at   time.Time
+		text string
+	}{
+		{"in 1 hour 30 minutes call Bob", now.Add(90 * time.Minute), "call Bob"},
+		{"in 2 days and 3 hours renew", now.Add(51 * time.Hour), "renew"},
+		{"in 2h 30m tea", now.Add(150 * time.Minute), "tea"},
+		{"in 2 hours 3 people arrive", now.Add(2 * time.Hour), "3 people arrive"},
+		{"09:00 tomorrow stand-up", time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), "stand-up"},
+		{"at 9:00 tomorrow stand-up", time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), "stand-up"},
+		{"at 18:00 today dinner", time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC), "dinner"},
+	} {
+		got, text, err := ParseWhen(c.in, now, time.UTC)
+		if err != nil || !got.At.Equal(c.at) || text != c.text {
+			t.Errorf("ParseWhen(%q) = %v, %q, %v; want %v, %q", c.in, got.At, text, err, c.at, c.text)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{"9:00 pm call mom", "24-hour clock"},
+		{"tomorrow 09:00 PM call mom", "24-hour clock"},
+		{"tomorrow at 9:30 p.m. call mom", "24-hour clock"},
+		{"every day at 7:00 am water", "24-hour clock"},
+		{"2026-12-24 6:00 pm presents", "24-hour clock"},
+		{"9pm call mom", `"9pm": write the time of day on the 24-hour clock`},
+		{"tomorrow 9:30am call mom", `"9:30am": write the time of day on the 24-hour clock`},
+		{"in 2 days at 09:00 dentist", "not both"},
+		{"in 1 hour 09:00 dentist", "not both"},
+		{"at 07:00 today x", "is in the past"},
+		{"in 300 days 100 days x", "out of range"},
+	} {
+		_, _, err := ParseWhen(c.in, now, time.UTC)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseWhen(%q) = %v, want an error containing %q", c.in, err, c.want)
+		}
+	}
+}

@@ -85,14 +85,22 @@ func (s *Jobs) AddJob(ctx context.Context, j sessions.Job) error {
 
 // Job implements sessions.Jobs.
 func (s *Jobs) Job(ctx context.Context, id string) (sessions.Job, error) {
-	js, err := s.read(ctx)
+	var (
+		j     sessions.Job
+		found bool
+	)
+	err := s.peek(ctx, func(js []sessions.Job) { // no copy of the file: the scheduler reads each job it fires
+		if i := slices.IndexFunc(js, func(x sessions.Job) bool { return x.ID == id }); i >= 0 {
+			j, found = js[i], true
+		}
+	})
 	if err != nil {
 		return sessions.Job{}, err
 	}
-	if i := slices.IndexFunc(js, func(x sessions.Job) bool { return x.ID == id }); i >= 0 {
-		return js[i], nil
+	if !found {
+		return sessions.Job{}, fmt.Errorf("sessions: job: %w: %q", sessions.ErrNoJob, id)
 	}
-	return sessions.Job{}, fmt.Errorf("sessions: job: %w: %q", sessions.ErrNoJob, id)
+	return j, nil
 }
 
 // ListJobs implements sessions.Jobs.
