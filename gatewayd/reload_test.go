@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/channels"
@@ -67,12 +68,18 @@ func startFromFile(t *testing.T, path string, clock *fakeClock) string {
 // test's cleanup stops it and waits for Run to return.
 func startDaemonFromFile(t *testing.T, path string, clock *fakeClock) (*Daemon, string) {
 	t.Helper()
+	return startDaemonLogged(t, path, clock, zaptest.NewLogger(t))
+}
+
+// startDaemonLogged is startDaemonFromFile with the daemon's logger.
+func startDaemonLogged(t *testing.T, path string, clock *fakeClock, log *zap.Logger) (*Daemon, string) {
+	t.Helper()
 	cfg, err := configs.Load(path)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ready := make(chan string, 1)
-	d, err := New(cfg, Options{ConfigPath: path, Logger: zaptest.NewLogger(t), Now: clock.now,
+	d, err := New(cfg, Options{ConfigPath: path, Logger: log, Now: clock.now,
 		OnReady: func(a string) { ready <- a }})
 	if err != nil {
 		t.Fatal(err)
@@ -291,3 +298,4 @@ func TestHotReloadDiscordGuildGetsSlashCommands(t *testing.T) {
 		t.Fatalf("after the reload: commands by guild %v, want %v", got, want)
 	}
 }
+
