@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"syscall"
@@ -33,22 +32,23 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 }
 
 // watchConfig reloads the config file when it changes (any save style: in
-// place, rename over, vim's backup dance, delete and recreate) or on SIGHUP,
-// until ctx ends. It watches the directory, not the file, so it survives the
-// file being replaced.
+// place, rename over, vim's backup dance, delete and recreate, a symlink
+// swapped as a Kubernetes ConfigMap is: configWatch) or on SIGHUP, until
+// ctx ends.
 func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
+	var watch *configWatch
 	if d.opts.ConfigPath != "" {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
 			d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 		} else {
 			defer w.Close()
-			if err := w.Add(filepath.Dir(d.opts.ConfigPath)); err != nil {
+			if watch, err = newConfigWatch(w, d.opts.ConfigPath); err != nil {
 				d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 			} else {
 				events, errs = w.Events, w.Errors
@@ -60,7 +60,6 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec)
 		// fired no event: read the file once now.
 		d.reload(metric, true)
 	}
-	base := filepath.Base(d.opts.ConfigPath)
 	var timer *time.Timer
 	var fire <-chan time.Time
 	for {
@@ -73,7 +72,7 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec)
 		case <-hup:
 			d.reload(metric, false)
 		case ev := <-events:
-			if filepath.Base(ev.Name) != base {
+			if !watch.touches(ev) {
 				continue
 			}
 			if timer == nil {

@@ -299,3 +299,85 @@ func TestHotReloadDiscordGuildGetsSlashCommands(t *testing.T) {
 	}
 }
 
+// TestHotReloadSymlinkSwaps: a config that is a symlink is reloaded when
+// what it points at changes, every time: the Kubernetes ConfigMap volume
+// (gateway.yaml -> ..data/gateway.yaml, ..data -> a timestamped directory
+// swapped by renaming a new ..data link over it, the old one removed),
+// and a link to a file in another directory that an editor saves by
+// renaming over it.
+func TestHotReloadSymlinkSwaps(t *testing.T) {
+	for _, layout := range []string{"configmap", "link elsewhere"} {
+		t.Run(layout, func(t *testing.T) {
+			dir := t.TempDir()
+			state := filepath.Join(dir, "state")
+			write := func(mode string) string {
+				return reloadYAML(state, "messages: {queue: {mode: "+mode+"}}\n")
+			}
+			mount := filepath.Join(dir, "mount")
+			other := filepath.Join(dir, "elsewhere")
+			for _, d := range []string{mount, other} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(mount, "gateway.yaml")
+			gen := 0
+			var save func(content string) error
+			switch layout {
+			case "configmap":
+				save = func(content string) error { // what the kubelet's atomic writer does
+					gen++
+					ts := filepath.Join(mount, fmt.Sprintf("..2026_11_30_%02d", gen))
+					if err := os.Mkdir(ts, 0o700); err != nil {
+						return err
+					}
+					if err := os.WriteFile(filepath.Join(ts, "gateway.yaml"), []byte(content), 0o600); err != nil {
+						return err
+					}
+					old, _ := os.Readlink(filepath.Join(mount, "..data"))
+					tmp := filepath.Join(mount, "..data_tmp")
+					if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+						return err
+					}
+					if err := os.Rename(tmp, filepath.Join(mount, "..data")); err != nil {
+						return err
+					}
+					if old != "" {
+						return os.RemoveAll(filepath.Join(mount, old))
+					}
+					return nil
+				}
+				if err := save(write("collect")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join("..data", "gateway.yaml"), path); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				target := filepath.Join(other, "gateway.yaml")
+				save = func(content string) error { // an editor's rename over
+					tmp := target + ".tmp"
+					if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+						return err
+					}
+					return os.Rename(tmp, target)
+				}
+				if err := save(write("collect")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(target, path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			addr := startFromFile(t, path, &fakeClock{})
+			_, sid := chat(t, addr, "", "hello")
+			waitStatus(t, addr, sid, "Queue: collect")
+			for _, mode := range []string{"followup", "steer", "interrupt"} { // the second and third edits too
+				if err := save(write(mode)); err != nil {
+					t.Fatal(err)
+				}
+				waitStatus(t, addr, sid, "Queue: "+mode)
+			}
+		})
+	}
+}
