@@ -2,10 +2,12 @@ package gatewayd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"reflect"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -118,6 +120,11 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		}
 		return
 	}
+	if err := d.routesToRunning(cfg); err != nil {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
+		return
+	}
 	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		metric.WithLabelValues("rejected").Inc()
@@ -147,6 +154,30 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
 	}
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
+}
+
+// runningAgents are the ids of the agents a runner built from cfg runs.
+func runningAgents(cfg *configs.Config) map[string]bool {
+	ids := map[string]bool{}
+	for _, a := range cfg.Agents.List {
+		ids[strings.ToLower(a.ID)] = true
+	}
+	return ids
+}
+
+// routesToRunning checks that cfg routes messages only to agents the
+// daemon runs. Agents are built at start (agents.list needs a restart):
+// an edit that adds one and routes a chat to it (a binding, a room's
+// agentId, or the new agent listed first, so the default) would have that
+// chat answered "This agent is not configured." until the restart. It is
+// rejected instead, whole, and the running config stays.
+func (d *Daemon) routesToRunning(cfg *configs.Config) error {
+	for _, r := range cfg.AgentRefs() {
+		if !d.running[r.AgentID] {
+			return fmt.Errorf("%s: agent %q is not running: a new agent starts only on a restart (restart the daemon to apply this edit)", r.Key, r.AgentID)
+		}
+	}
+	return nil
 }
 
 // reloadAdapters hands each running adapter what its channel applies
