@@ -381,3 +381,38 @@ func TestHotReloadSymlinkSwaps(t *testing.T) {
 		})
 	}
 }
+
+// TestHotReloadInvalidEditThenValid: an invalid save (broken YAML, a bad
+// value) is rejected with an error naming the file and what is wrong, the
+// running config stays, and the next valid save is applied.
+func TestHotReloadInvalidEditThenValid(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := func(m string) string { return reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n") }
+	write(mode("collect"))
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, &fakeClock{}, log)
+	_, sid := chat(t, addr, "", "hello")
+	waitStatus(t, addr, sid, "Queue: collect")
+	for i, bad := range []struct{ content, says string }{
+		{mode("collect") + "session: {reset: {mode: daily, atHour: 4\n", "yaml"},
+		{mode("shout"), "messages.queue.mode"},
+	} {
+		write(bad.content)
+		waitFor(t, func() bool { return logs.FilterMessageSnippet("config reload rejected").Len() > i })
+		e := logs.FilterMessageSnippet("config reload rejected").All()[i]
+		if e.ContextMap()["path"] != path || !strings.Contains(fmt.Sprint(e.ContextMap()["error"]), bad.says) {
+			t.Fatalf("rejection %d logged %v, want the path and %q", i, e.ContextMap(), bad.says)
+		}
+		waitStatus(t, addr, sid, "Queue: collect")
+	}
+	write(mode("followup"))
+	waitStatus(t, addr, sid, "Queue: followup")
+}
