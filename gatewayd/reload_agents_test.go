@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +77,65 @@ func TestReloadBindingToAgentNeedingRestart(t *testing.T) {
 				t.Fatalf("rejections %v, want one saying the agents need a restart", rej)
 			}
 		})
+	}
+}
+
+// TestReloadBindingMovesPeerQueuedStaysWithItsAgent pins what a binding
+// edit does to a peer's work in flight: the edit routes the messages that
+// arrive after it. The running turn is not cut, and a message accepted
+// before the edit (queued behind that turn) is answered by the agent it
+// was accepted for, in the session it was journaled into; the next one
+// goes to the new agent.
+func TestReloadBindingMovesPeerQueuedStaysWithItsAgent(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	release := make(chan struct{})
+	var held atomic.Bool
+	model.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		text := r.LastUserText()
+		rep := openaitest.Reply{Text: r.Body.Model + " answers: " + text}
+		if strings.Contains(text, "long question") && held.CompareAndSwap(false, true) {
+			rep.Hold = release
+		}
+		return rep
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	agents := `[{id: main, model: fake/main-model}, {id: sales, model: fake/sales-model}]`
+	write := func(to string) {
+		t.Helper()
+		b := `[{agentId: ` + to + `, match: {channel: telegram, peer: {kind: direct, id: "100"}}}]`
+		if err := os.WriteFile(path, []byte(agentsReloadYAML(state, tg, model, agents, b)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main")
+	log, logs := observedLogger(t)
+	startDaemonLogged(t, path, &fakeClock{}, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	tg.DM(100, "long question")
+	waitFor(t, func() bool { return model.Calls() >= 1 })
+	if err := tg.WaitConfirmed(ctx, tg.DM(100, "queued before the edit")); err != nil {
+		t.Fatal(err)
+	}
+	write("sales")
+	waitFor(t, func() bool { return logs.FilterMessage("config reloaded").Len() > 0 })
+	close(release)
+	if _, err := tg.WaitSent(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	tg.DM(100, "sent after the edit")
+	sent, err := tg.WaitSent(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"main-model answers: long question", "main-model answers: queued before the edit", "sales-model answers: sent after the edit"}
+	for i, w := range want {
+		if !strings.Contains(sent[i].Text, w) {
+			t.Fatalf("reply %d = %q, want %q", i, sent[i].Text, w)
+		}
 	}
 }

@@ -416,3 +416,62 @@ func TestHotReloadInvalidEditThenValid(t *testing.T) {
 	write(mode("followup"))
 	waitStatus(t, addr, sid, "Queue: followup")
 }
+
+// TestHotReloadResetPolicyEditKeepsFreshSessions pins that a reset policy
+// edit judges existing sessions by the new policy alone, with nothing
+// remembered of the old one: a session fresh under both is kept (idle 60
+// -> 120 minutes with 90 idle minutes; a daily hour moved while the
+// session started after both boundaries), and one stale under the new
+// policy resets at its next message.
+func TestHotReloadResetPolicyEditKeepsFreshSessions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(policy string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(reloadYAML(state, "session: {reset: "+policy+"}\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("{mode: idle, idleMinutes: 60}")
+	clock := &fakeClock{}
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, clock, log)
+	_, sid := chat(t, addr, "", "first")
+	applied := func(n int) {
+		t.Helper()
+		waitFor(t, func() bool { return logs.FilterMessage("config reloaded").Len() >= n })
+	}
+
+	write("{mode: idle, idleMinutes: 120}")
+	applied(1)
+	clock.advance(90 * time.Minute) // stale under the old policy, fresh under the new
+	if _, got := chat(t, addr, sid, "ninety minutes later"); got != sid {
+		t.Fatalf("a session fresh under the new policy was reset: %s -> %s", sid, got)
+	}
+
+	// Daily, with the boundary one to two hours ago: the session started
+	// three hours ago and resets. The new one started after the boundary
+	// and after the one an hour earlier: moving atHour there keeps it.
+	clock.advance(90 * time.Minute)
+	now := clock.now().In(time.UTC)
+	h1, h2 := (now.Hour()+23)%24, (now.Hour()+22)%24
+	write(fmt.Sprintf("{mode: daily, atHour: %d, timezone: UTC}", h1))
+	applied(2)
+	_, sid2 := chat(t, addr, sid, "daily now")
+	if sid2 == sid {
+		t.Fatalf("a session started before the daily boundary was kept")
+	}
+	write(fmt.Sprintf("{mode: daily, atHour: %d, timezone: UTC}", h2))
+	applied(3)
+	if _, got := chat(t, addr, sid2, "boundary moved earlier"); got != sid2 {
+		t.Fatalf("a session started after both daily boundaries was reset: %s -> %s", sid2, got)
+	}
+
+	write("{mode: idle, idleMinutes: 30}")
+	applied(4)
+	clock.advance(45 * time.Minute) // stale under the new policy
+	if _, got := chat(t, addr, sid2, "forty-five minutes later"); got == sid2 {
+		t.Fatal("a session stale under the new policy was kept")
+	}
+}
