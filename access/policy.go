@@ -259,8 +259,10 @@ func (p *Policy) listed(c *compiled, in channels.Inbound) bool {
 // the policy in force admit its sender and its room? Mention gating is left
 // out (the message was addressed when it came), and it has no side effects:
 // an unknown DM sender under dmPolicy pairing is refused without a pairing
-// request. A group message without a sender (the dispatcher's ambient tick
-// over a room's kept messages) is judged by its room alone.
+// request. A failed read of the pairing store admits: the message was
+// admitted when it came and is not dropped for a storage error. A group
+// message without a sender (the dispatcher's ambient tick over a room's
+// kept messages) is judged by its room alone.
 func (p *Policy) Admits(in channels.Inbound) Decision {
 	c := p.account(in)
 	if in.ChatType != channels.Direct {
@@ -281,7 +283,20 @@ func (p *Policy) Admits(in channels.Inbound) Decision {
 	case DMOpen:
 		return Decision{Outcome: Allow}
 	}
-	if p.listed(c, in) {
+	if c.allowFrom.has(in.SenderID, in.CaseSensitive) {
+		return Decision{Outcome: Allow}
+	}
+	if p.store == nil {
+		return deny(ReasonNotAllowlisted)
+	}
+	ok, err := p.store.IsApproved(in.Channel, in.AccountID, in.SenderID, in.CaseSensitive)
+	if err != nil {
+		// Admitted when it came, and the store cannot say otherwise now:
+		// a message is not dropped for a failed read.
+		p.log.Warn("pairing store read failed; the message keeps its admission", zap.String("channel", in.Channel), zap.Error(err))
+		return Decision{Outcome: Allow}
+	}
+	if ok {
 		return Decision{Outcome: Allow}
 	}
 	return deny(ReasonNotAllowlisted)

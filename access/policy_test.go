@@ -1,10 +1,13 @@
 package access
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/pairstate"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -329,5 +332,24 @@ func TestAdmits(t *testing.T) {
 				t.Fatalf("pairing requests after Admits: %v, %v", reqs, err)
 			}
 		})
+	}
+}
+
+// brokenState is a pairing state whose reads fail.
+type brokenState struct{ pairstate.State }
+
+func (brokenState) LoadPairing(context.Context, string) (pairstate.Data, error) {
+	return pairstate.Data{}, errors.New("disk on fire")
+}
+
+// TestAdmitsKeepsMessageOnStoreError: a message admitted when it came is
+// not dropped because the pairing store cannot be read now.
+func TestAdmitsKeepsMessageOnStoreError(t *testing.T) {
+	p := mustPolicy(t, Config{}, NewPairingStore(brokenState{}, StoreOptions{}))
+	if got := p.Admits(dm("u1")); got.Outcome != Allow {
+		t.Fatalf("Admits with a failing store = %+v, want allow", got)
+	}
+	if got := p.Check(dm("u1")); got.Outcome == Allow {
+		t.Fatalf("Check with a failing store = %+v, want a refusal", got)
 	}
 }

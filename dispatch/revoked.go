@@ -11,7 +11,8 @@ import (
 // its group off. A message the policy does not admit never reaches an
 // agent (SPEC §6), so the policy in force is asked again (Runtime.Admits)
 // right before the message does: when its turn or its chat command runs,
-// and when a running turn would take it in steer mode. A message no longer
+// and when a running turn would take it in steer mode (nothing is asked
+// while the runtime that admitted it is still in force). A message no longer
 // admitted is finished without a turn and without a reply (as it would have
 // been refused had it come now) and logged. A turn already running is not
 // cut: what it took, it answers.
@@ -25,8 +26,8 @@ import (
 // A burst's parts share their sender and session: its lead answers for all.
 func (d *Dispatcher) stillAdmitted(w *work) (ok bool, reason string) {
 	rt := d.rt.Load()
-	if rt.Admits == nil || w.Agent != nil || w.Reply != nil {
-		return true, ""
+	if rt.Admits == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil {
+		return true, "" // no reload since Handle admitted it, or not a member's message
 	}
 	if _, job := jobOccurrence(w.RecordID); job {
 		return true, ""
