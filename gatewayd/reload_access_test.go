@@ -17,6 +17,7 @@ import (
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/configs"
 )
 
 // accessReloadYAML is a Telegram bot whose group -100777 admits the senders
@@ -165,5 +166,94 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition never met")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRevokedSenderJournaledMessageDroppedAfterRestart: a message accepted
+// before a stop and still pending in the journal is not run at the next
+// start when the config edited meanwhile no longer admits its sender. (The
+// message whose turn the stop cut is in the transcript already: the model
+// saw it before the edit, and the room's next turn has it as history.)
+func TestRevokedSenderJournaledMessageDroppedAfterRestart(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	release := make(chan struct{})
+	defer close(release)
+	model.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		if n == 0 {
+			return openaitest.Reply{Text: "long answer", Hold: release} // cut by the stop
+		}
+		return openaitest.Reply{Text: "reply: " + r.LastUserText()}
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(rule string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(accessReloadYAML(state, tg, model, rule)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{requireMention: false, allowFrom: ["100", "200"]}`)
+	run := func(log *zap.Logger) (stop func()) {
+		t.Helper()
+		cfg, err := configs.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan string, 1)
+		d, err := New(cfg, Options{ConfigPath: path, Logger: log, Grace: 100 * time.Millisecond,
+			OnReady: func(a string) { ready <- a }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("daemon exited: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("not ready")
+		}
+		stopped := false
+		stop = func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				<-done
+			}
+		}
+		t.Cleanup(stop)
+		return stop
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	stop := run(zaptest.NewLogger(t))
+	tg.Group(-100777, 100, "long question")
+	waitFor(t, func() bool { return model.Calls() >= 1 })
+	if err := tg.WaitConfirmed(ctx, tg.Group(-100777, 100, "queued secret")); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	write(`{requireMention: false, allowFrom: ["200"]}`)
+	log, logs := observedLogger(t)
+	run(log)
+	tg.Group(-100777, 200, "still here")
+	sent, err := tg.WaitSent(ctx, 1)
+	if err != nil {
+		t.Fatalf("the allowed member's answer: %v", err)
+	}
+	if !strings.Contains(sent[0].Text, "still here") {
+		t.Fatalf("reply %q", sent[0].Text)
+	}
+	if reachedModel(model, "queued secret") {
+		t.Fatal("a message of a revoked sender reached the model after the restart")
+	}
+	if logs.FilterMessageSnippet("no longer admits").Len() == 0 {
+		t.Fatal("no log line for the dropped message")
 	}
 }
