@@ -254,13 +254,70 @@ func (p *Policy) listed(c *compiled, in channels.Inbound) bool {
 	return ok
 }
 
-func (c *compiled) checkGroup(in channels.Inbound) Decision {
-	if c.cfg.GroupPolicy == GroupDisabled {
-		return deny(ReasonGroupDisabled)
+// Admits is Check asked again of a message accepted earlier, before it
+// reaches an agent (a hot reload may have changed the policy since): does
+// the policy in force admit its sender and its room? Mention gating is left
+// out (the message was addressed when it came), and it has no side effects:
+// an unknown DM sender under dmPolicy pairing is refused without a pairing
+// request. A failed read of the pairing store admits: the message was
+// admitted when it came and is not dropped for a storage error. A group
+// message without a sender (the dispatcher's ambient tick over a room's
+// kept messages) is judged by its room alone.
+func (p *Policy) Admits(in channels.Inbound) Decision {
+	c := p.account(in)
+	if in.ChatType != channels.Direct {
+		if in.SenderID == "" {
+			if reason := c.roomRefusal(c.group(in)); reason != "" {
+				return deny(reason)
+			}
+			return Decision{Outcome: Allow}
+		}
+		return c.checkGroup(withMention(in))
 	}
-	g := c.group(in)
+	if in.SenderID == "" {
+		return deny(ReasonNoSender)
+	}
+	switch c.cfg.DMPolicy {
+	case DMDisabled:
+		return deny(ReasonDMDisabled)
+	case DMOpen:
+		return Decision{Outcome: Allow}
+	}
+	if c.allowFrom.has(in.SenderID, in.CaseSensitive) {
+		return Decision{Outcome: Allow}
+	}
+	if p.store == nil {
+		return deny(ReasonNotAllowlisted)
+	}
+	ok, err := p.store.IsApproved(in.Channel, in.AccountID, in.SenderID, in.CaseSensitive)
+	if err != nil {
+		// Admitted when it came, and the store cannot say otherwise now:
+		// a message is not dropped for a failed read.
+		p.log.Warn("pairing store read failed; the message keeps its admission", zap.String("channel", in.Channel), zap.Error(err))
+		return Decision{Outcome: Allow}
+	}
+	if ok {
+		return Decision{Outcome: Allow}
+	}
+	return deny(ReasonNotAllowlisted)
+}
+
+// roomRefusal is why the account refuses the room g was resolved for
+// ("" when it admits it): the group policy and the room's own rule.
+func (c *compiled) roomRefusal(g resolved) string {
+	if c.cfg.GroupPolicy == GroupDisabled {
+		return ReasonGroupDisabled
+	}
 	if !g.allow || (c.cfg.GroupPolicy == GroupAllowlist && !g.matched) {
-		return deny(ReasonGroupNotAllowed)
+		return ReasonGroupNotAllowed
+	}
+	return ""
+}
+
+func (c *compiled) checkGroup(in channels.Inbound) Decision {
+	g := c.group(in)
+	if reason := c.roomRefusal(g); reason != "" {
+		return deny(reason)
 	}
 	if !g.allowFrom.empty() && !g.allowFrom.has(in.SenderID, in.CaseSensitive) {
 		return deny(ReasonSenderNotListed)

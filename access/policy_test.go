@@ -1,10 +1,13 @@
 package access
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/internal/pairstate"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -291,5 +294,62 @@ func TestNewNamesAccount(t *testing.T) {
 	_, err := New(map[Account]Config{{"telegram", "bot2"}: {DMPolicy: "x"}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "channels.telegram.accounts.bot2.dmPolicy") {
 		t.Fatalf("New error = %v", err)
+	}
+}
+
+// TestAdmits: the second look at a message accepted earlier follows the
+// policy in force, ignores mention gating, and never creates a pairing
+// request; a sender-less group message (an ambient tick) is judged by its
+// room alone.
+func TestAdmits(t *testing.T) {
+	tests := []struct {
+		name   string
+		cfg    Config
+		in     channels.Inbound
+		want   Outcome
+		reason string
+	}{
+		{"listed DM sender", Config{DMPolicy: DMAllowlist, AllowFrom: []string{"u1"}}, dm("u1"), Allow, ""},
+		{"DM sender removed", Config{DMPolicy: DMAllowlist, AllowFrom: []string{"u2"}}, dm("u1"), Deny, ReasonNotAllowlisted},
+		{"DMs switched off", Config{DMPolicy: DMDisabled, AllowFrom: []string{"u1"}}, dm("u1"), Deny, ReasonDMDisabled},
+		{"unknown DM sender under pairing: no code", Config{}, dm("u9"), Deny, ReasonNotAllowlisted},
+		{"group member, mention aside", Config{Groups: map[string]GroupRule{"c1": {AllowFrom: []string{"u1"}}}}, group("c1", "u1", false), Allow, ""},
+		{"group member removed", Config{Groups: map[string]GroupRule{"c1": {AllowFrom: []string{"u2"}}}}, group("c1", "u1", true), Deny, ReasonSenderNotListed},
+		{"group switched off", Config{Groups: map[string]GroupRule{"c1": {Enabled: ptr(false)}}}, group("c1", "u1", true), Deny, ReasonGroupNotAllowed},
+		{"groups disabled", Config{GroupPolicy: GroupDisabled, Groups: map[string]GroupRule{"c1": {}}}, group("c1", "u1", true), Deny, ReasonGroupDisabled},
+		{"ambient tick in a listed room", Config{Groups: map[string]GroupRule{"c1": {AllowFrom: []string{"u1"}}}}, group("c1", "", false), Allow, ""},
+		{"ambient tick in a room no longer listed", Config{Groups: map[string]GroupRule{"c2": {}}}, group("c1", "", false), Deny, ReasonGroupNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newStore(t, newClock())
+			p := mustPolicy(t, tt.cfg, store)
+			got := p.Admits(tt.in)
+			if got.Outcome != tt.want || got.Reason != tt.reason || got.Reply != "" {
+				t.Fatalf("Admits = %+v, want %v/%q", got, tt.want, tt.reason)
+			}
+			if reqs, err := store.List("discord"); err != nil || len(reqs) != 0 {
+				t.Fatalf("pairing requests after Admits: %v, %v", reqs, err)
+			}
+		})
+	}
+}
+
+// brokenState is a pairing state whose reads fail.
+type brokenState struct{ pairstate.State }
+
+func (brokenState) LoadPairing(context.Context, string) (pairstate.Data, error) {
+	return pairstate.Data{}, errors.New("disk on fire")
+}
+
+// TestAdmitsKeepsMessageOnStoreError: a message admitted when it came is
+// not dropped because the pairing store cannot be read now.
+func TestAdmitsKeepsMessageOnStoreError(t *testing.T) {
+	p := mustPolicy(t, Config{}, NewPairingStore(brokenState{}, StoreOptions{}))
+	if got := p.Admits(dm("u1")); got.Outcome != Allow {
+		t.Fatalf("Admits with a failing store = %+v, want allow", got)
+	}
+	if got := p.Check(dm("u1")); got.Outcome == Allow {
+		t.Fatalf("Check with a failing store = %+v, want a refusal", got)
 	}
 }

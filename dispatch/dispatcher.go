@@ -284,7 +284,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		return channels.ErrRejected
 	}
 	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
-		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
+		chatMessage: chatMessage{In: in, AdmittedBy: rt}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	if !in.Press { // a button's label is never a command
 		w.Command, w.Args = parseCommand(in.Text, rt.Reset)
 	}

@@ -46,6 +46,9 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 		if seen != nil && w.Reply == nil && d.queuedTwice(w, seen) {
 			continue
 		}
+		if d.revoked(w) { // its sender lost access while it waited (revoked.go)
+			continue
+		}
 		if w.Reply != nil {
 			flush()
 			d.outbox.resend(ctx, *w.Reply)

@@ -129,6 +129,10 @@ type Runtime struct {
 	Resolver *routing.Resolver
 	// Access decides whether a message may reach an agent. nil allows all.
 	Access func(in channels.Inbound) Verdict
+	// Admits asks again, without side effects, whether the policy admits
+	// the sender and room of a message accepted earlier, before it reaches
+	// an agent (revoked.go); reason names a refusal. nil admits all.
+	Admits func(in channels.Inbound) (ok bool, reason string)
 	Queue  QueueConfig
 	Reset  sessions.ResetConfig
 	// Inbound joins a sender's quick messages into one input (burst.go);

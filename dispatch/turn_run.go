@@ -207,6 +207,12 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
 				continue // NoSteer items: lanes does not hand them out
 			}
+			if ok, reason := d.stillAdmitted(w); !ok { // revoked.go
+				if !it.Steered { // steer-backlog: its own turn drops it
+					d.dropRevoked(w, reason)
+				}
+				continue
+			}
 			for _, p := range expand(w) {
 				if d.tool.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
 					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)

@@ -37,6 +37,11 @@ type chatMessage struct {
 	In      channels.Inbound
 	Command string // chat command name without '/', "" for a message
 	Args    string // command arguments
+	// AdmittedBy is the runtime whose access policy admitted it in Handle
+	// (nil for replayed work and jobs): while that runtime is in force, the
+	// second look before it reaches the agent has nothing to ask
+	// (revoked.go).
+	AdmittedBy *Runtime
 	// HistoryMark is the room history sequence when it was accepted: its
 	// turn takes the room's kept messages up to it (roomhistory.go).
 	HistoryMark uint64

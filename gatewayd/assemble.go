@@ -34,7 +34,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 	if err != nil {
 		return err
 	}
-	d.runner = runner
+	d.runner, d.running = runner, runningAgents(cfg)
 	names := slices.Sorted(maps.Keys(cfg.Providers))
 	if err := d.buildDispatcher(cfg, runner, names); err != nil {
 		return err

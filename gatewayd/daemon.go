@@ -85,6 +85,9 @@ type Daemon struct {
 	limits   *limits.Limiter                // per-user limits and budgets (limits.go)
 	sched    atomic.Pointer[jobs.Scheduler] // the jobs' scheduler while it runs (jobs.go)
 	runner   *agents.Runner                 // the providers' breakers and fallbacks (Status)
+	// running are the ids of the agents the runner was built with (lower
+	// case): a reload may route only to them (reloadAgents).
+	running map[string]bool
 	// startedAt is when Run began; adapterStates are the leader roles
 	// and stops of the adapters (status.go).
 	startedAt     time.Time

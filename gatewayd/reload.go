@@ -2,11 +2,12 @@ package gatewayd
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,22 +34,23 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 }
 
 // watchConfig reloads the config file when it changes (any save style: in
-// place, rename over, vim's backup dance, delete and recreate) or on SIGHUP,
-// until ctx ends. It watches the directory, not the file, so it survives the
-// file being replaced.
+// place, rename over, vim's backup dance, delete and recreate, a symlink
+// swapped as a Kubernetes ConfigMap is: configWatch) or on SIGHUP, until
+// ctx ends.
 func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var events <-chan fsnotify.Event
 	var errs <-chan error
+	var watch *configWatch
 	if d.opts.ConfigPath != "" {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
 			d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 		} else {
 			defer w.Close()
-			if err := w.Add(filepath.Dir(d.opts.ConfigPath)); err != nil {
+			if watch, err = newConfigWatch(w, d.opts.ConfigPath); err != nil {
 				d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 			} else {
 				events, errs = w.Events, w.Errors
@@ -60,7 +62,6 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec)
 		// fired no event: read the file once now.
 		d.reload(metric, true)
 	}
-	base := filepath.Base(d.opts.ConfigPath)
 	var timer *time.Timer
 	var fire <-chan time.Time
 	for {
@@ -73,7 +74,7 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec)
 		case <-hup:
 			d.reload(metric, false)
 		case ev := <-events:
-			if filepath.Base(ev.Name) != base {
+			if !watch.touches(ev) {
 				continue
 			}
 			if timer == nil {
@@ -119,6 +120,11 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		}
 		return
 	}
+	if err := d.routesToRunning(cfg); err != nil {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
+		return
+	}
 	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		metric.WithLabelValues("rejected").Inc()
@@ -148,6 +154,30 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
 	}
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
+}
+
+// runningAgents are the ids of the agents a runner built from cfg runs.
+func runningAgents(cfg *configs.Config) map[string]bool {
+	ids := map[string]bool{}
+	for _, a := range cfg.Agents.List {
+		ids[strings.ToLower(a.ID)] = true
+	}
+	return ids
+}
+
+// routesToRunning checks that cfg routes messages only to agents the
+// daemon runs. Agents are built at start (agents.list needs a restart):
+// an edit that adds one and routes a chat to it (a binding, a room's
+// agentId, or the new agent listed first, so the default) would have that
+// chat answered "This agent is not configured." until the restart. It is
+// rejected instead, whole, and the running config stays.
+func (d *Daemon) routesToRunning(cfg *configs.Config) error {
+	for _, r := range cfg.AgentRefs() {
+		if !d.running[r.AgentID] {
+			return fmt.Errorf("%s: agent %q is not running: a new agent starts only on a restart (restart the daemon to apply this edit)", r.Key, r.AgentID)
+		}
+	}
+	return nil
 }
 
 // reloadAdapters hands each running adapter what its channel applies

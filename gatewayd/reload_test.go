@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/gateway/gateway/channels"
@@ -67,12 +68,18 @@ func startFromFile(t *testing.T, path string, clock *fakeClock) string {
 // test's cleanup stops it and waits for Run to return.
 func startDaemonFromFile(t *testing.T, path string, clock *fakeClock) (*Daemon, string) {
 	t.Helper()
+	return startDaemonLogged(t, path, clock, zaptest.NewLogger(t))
+}
+
+// startDaemonLogged is startDaemonFromFile with the daemon's logger.
+func startDaemonLogged(t *testing.T, path string, clock *fakeClock, log *zap.Logger) (*Daemon, string) {
+	t.Helper()
 	cfg, err := configs.Load(path)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ready := make(chan string, 1)
-	d, err := New(cfg, Options{ConfigPath: path, Logger: zaptest.NewLogger(t), Now: clock.now,
+	d, err := New(cfg, Options{ConfigPath: path, Logger: log, Now: clock.now,
 		OnReady: func(a string) { ready <- a }})
 	if err != nil {
 		t.Fatal(err)
@@ -289,5 +296,182 @@ func TestHotReloadDiscordGuildGetsSlashCommands(t *testing.T) {
 	}
 	if want := map[string]int{"501": len(channels.Commands()), "500": 0}; !maps.Equal(got, want) {
 		t.Fatalf("after the reload: commands by guild %v, want %v", got, want)
+	}
+}
+
+// TestHotReloadSymlinkSwaps: a config that is a symlink is reloaded when
+// what it points at changes, every time: the Kubernetes ConfigMap volume
+// (gateway.yaml -> ..data/gateway.yaml, ..data -> a timestamped directory
+// swapped by renaming a new ..data link over it, the old one removed),
+// and a link to a file in another directory that an editor saves by
+// renaming over it.
+func TestHotReloadSymlinkSwaps(t *testing.T) {
+	for _, layout := range []string{"configmap", "link elsewhere"} {
+		t.Run(layout, func(t *testing.T) {
+			dir := t.TempDir()
+			state := filepath.Join(dir, "state")
+			write := func(mode string) string {
+				return reloadYAML(state, "messages: {queue: {mode: "+mode+"}}\n")
+			}
+			mount := filepath.Join(dir, "mount")
+			other := filepath.Join(dir, "elsewhere")
+			for _, d := range []string{mount, other} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(mount, "gateway.yaml")
+			gen := 0
+			var save func(content string) error
+			switch layout {
+			case "configmap":
+				save = func(content string) error { // what the kubelet's atomic writer does
+					gen++
+					ts := filepath.Join(mount, fmt.Sprintf("..2026_11_30_%02d", gen))
+					if err := os.Mkdir(ts, 0o700); err != nil {
+						return err
+					}
+					if err := os.WriteFile(filepath.Join(ts, "gateway.yaml"), []byte(content), 0o600); err != nil {
+						return err
+					}
+					old, _ := os.Readlink(filepath.Join(mount, "..data"))
+					tmp := filepath.Join(mount, "..data_tmp")
+					if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+						return err
+					}
+					if err := os.Rename(tmp, filepath.Join(mount, "..data")); err != nil {
+						return err
+					}
+					if old != "" {
+						return os.RemoveAll(filepath.Join(mount, old))
+					}
+					return nil
+				}
+				if err := save(write("collect")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join("..data", "gateway.yaml"), path); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				target := filepath.Join(other, "gateway.yaml")
+				save = func(content string) error { // an editor's rename over
+					tmp := target + ".tmp"
+					if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+						return err
+					}
+					return os.Rename(tmp, target)
+				}
+				if err := save(write("collect")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(target, path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			addr := startFromFile(t, path, &fakeClock{})
+			_, sid := chat(t, addr, "", "hello")
+			waitStatus(t, addr, sid, "Queue: collect")
+			for _, mode := range []string{"followup", "steer", "interrupt"} { // the second and third edits too
+				if err := save(write(mode)); err != nil {
+					t.Fatal(err)
+				}
+				waitStatus(t, addr, sid, "Queue: "+mode)
+			}
+		})
+	}
+}
+
+// TestHotReloadInvalidEditThenValid: an invalid save (broken YAML, a bad
+// value) is rejected with an error naming the file and what is wrong, the
+// running config stays, and the next valid save is applied.
+func TestHotReloadInvalidEditThenValid(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := func(m string) string { return reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n") }
+	write(mode("collect"))
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, &fakeClock{}, log)
+	_, sid := chat(t, addr, "", "hello")
+	waitStatus(t, addr, sid, "Queue: collect")
+	for i, bad := range []struct{ content, says string }{
+		{mode("collect") + "session: {reset: {mode: daily, atHour: 4\n", "yaml"},
+		{mode("shout"), "messages.queue.mode"},
+	} {
+		write(bad.content)
+		waitFor(t, func() bool { return logs.FilterMessageSnippet("config reload rejected").Len() > i })
+		e := logs.FilterMessageSnippet("config reload rejected").All()[i]
+		if e.ContextMap()["path"] != path || !strings.Contains(fmt.Sprint(e.ContextMap()["error"]), bad.says) {
+			t.Fatalf("rejection %d logged %v, want the path and %q", i, e.ContextMap(), bad.says)
+		}
+		waitStatus(t, addr, sid, "Queue: collect")
+	}
+	write(mode("followup"))
+	waitStatus(t, addr, sid, "Queue: followup")
+}
+
+// TestHotReloadResetPolicyEditKeepsFreshSessions pins that a reset policy
+// edit judges existing sessions by the new policy alone, with nothing
+// remembered of the old one: a session fresh under both is kept (idle 60
+// -> 120 minutes with 90 idle minutes; a daily hour moved while the
+// session started after both boundaries), and one stale under the new
+// policy resets at its next message.
+func TestHotReloadResetPolicyEditKeepsFreshSessions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	write := func(policy string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(reloadYAML(state, "session: {reset: "+policy+"}\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("{mode: idle, idleMinutes: 60}")
+	clock := &fakeClock{}
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, clock, log)
+	_, sid := chat(t, addr, "", "first")
+	applied := func(n int) {
+		t.Helper()
+		waitFor(t, func() bool { return logs.FilterMessage("config reloaded").Len() >= n })
+	}
+
+	write("{mode: idle, idleMinutes: 120}")
+	applied(1)
+	clock.advance(90 * time.Minute) // stale under the old policy, fresh under the new
+	if _, got := chat(t, addr, sid, "ninety minutes later"); got != sid {
+		t.Fatalf("a session fresh under the new policy was reset: %s -> %s", sid, got)
+	}
+
+	// Daily, with the boundary one to two hours ago: the session started
+	// three hours ago and resets. The new one started after the boundary
+	// and after the one an hour earlier: moving atHour there keeps it.
+	clock.advance(90 * time.Minute)
+	now := clock.now().In(time.UTC)
+	h1, h2 := (now.Hour()+23)%24, (now.Hour()+22)%24
+	write(fmt.Sprintf("{mode: daily, atHour: %d, timezone: UTC}", h1))
+	applied(2)
+	_, sid2 := chat(t, addr, sid, "daily now")
+	if sid2 == sid {
+		t.Fatalf("a session started before the daily boundary was kept")
+	}
+	write(fmt.Sprintf("{mode: daily, atHour: %d, timezone: UTC}", h2))
+	applied(3)
+	if _, got := chat(t, addr, sid2, "boundary moved earlier"); got != sid2 {
+		t.Fatalf("a session started after both daily boundaries was reset: %s -> %s", sid2, got)
+	}
+
+	write("{mode: idle, idleMinutes: 30}")
+	applied(4)
+	clock.advance(45 * time.Minute) // stale under the new policy
+	if _, got := chat(t, addr, sid2, "forty-five minutes later"); got == sid2 {
+		t.Fatal("a session stale under the new policy was kept")
 	}
 }

@@ -31,7 +31,7 @@ func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: media.audio: %w", err)
 	}
-	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Queue: cfg.Messages.Queue,
+	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Admits: admitsFunc(policy), Queue: cfg.Messages.Queue,
 		Inbound: cfg.Messages.Inbound, Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media,
 		ConfigNames: configNames(cfg)}, policy, nil
 }
@@ -99,6 +99,20 @@ func accessFunc(p *access.Policy) func(in channels.Inbound) dispatch.Verdict {
 		}
 		privileged := p.Privileged(in)
 		return dispatch.Verdict{Allow: true, Privileged: privileged, AskPlatform: !privileged && p.AskPlatform(in)}
+	}
+}
+
+// admitsFunc adapts a policy's second look at a message accepted earlier
+// (access.Policy.Admits) to the dispatcher; channels without access rules
+// (web) are open, as in accessFunc.
+func admitsFunc(p *access.Policy) func(in channels.Inbound) (bool, string) {
+	open := openChannels()
+	return func(in channels.Inbound) (bool, string) {
+		if open[in.Channel] {
+			return true, ""
+		}
+		d := p.Admits(in)
+		return d.Allowed(), d.Reason
 	}
 }
 

@@ -1,0 +1,59 @@
+package dispatch
+
+import (
+	"go.uber.org/zap"
+)
+
+// Messages whose sender a reload has revoked. Handle asks the access policy
+// when a message comes; the message may then wait (behind a long turn in
+// its lane, in a burst's window, in the journal across a restart) while the
+// operator edits the config: removes its sender from an allowlist, switches
+// its group off. A message the policy does not admit never reaches an
+// agent (SPEC §6), so the policy in force is asked again (Runtime.Admits)
+// right before the message does: when its turn or its chat command runs,
+// and when a running turn would take it in steer mode (nothing is asked
+// while the runtime that admitted it is still in force). A message no longer
+// admitted is finished without a turn and without a reply (as it would have
+// been refused had it come now) and logged. A turn already running is not
+// cut: what it took, it answers.
+//
+// Only chat members' messages are asked again: not internal work (subagent
+// results), nor resent replies, nor job occurrences (DeliverJob: the policy
+// admitted their setter when the job was set).
+
+// stillAdmitted reports whether the policy in force admits w (a lane item:
+// a message, the burst it leads, a command) and, when it does not, why.
+// A burst's parts share their sender and session: its lead answers for all.
+func (d *Dispatcher) stillAdmitted(w *work) (ok bool, reason string) {
+	rt := d.rt.Load()
+	if rt.Admits == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil {
+		return true, "" // no reload since Handle admitted it, or not a member's message
+	}
+	if _, job := jobOccurrence(w.RecordID); job {
+		return true, ""
+	}
+	return rt.Admits(w.In)
+}
+
+// revoked finishes w, with every part of its burst, when the policy in
+// force no longer admits it, and reports whether it did.
+func (d *Dispatcher) revoked(w *work) bool {
+	ok, reason := d.stillAdmitted(w)
+	if !ok {
+		d.dropRevoked(w, reason)
+	}
+	return !ok
+}
+
+// dropRevoked finishes w and its burst's parts without a turn.
+func (d *Dispatcher) dropRevoked(w *work, reason string) {
+	parts := expand(w)
+	ids := recordIDs(parts)
+	d.opts.Metrics.Refused.WithLabelValues(w.In.Channel).Add(float64(len(parts)))
+	d.log.Warn("queued message dropped: the access policy in force no longer admits it",
+		zap.String("channel", w.In.Channel), zap.String("account_id", w.In.AccountID),
+		zap.String("chat_id", w.In.ChatID), zap.String("sender_id", w.In.SenderID),
+		zap.Stringer("session_key", w.Key), zap.Strings("record_ids", ids), zap.String("reason", reason))
+	d.releaseHolds(parts...)
+	d.finish(ids...)
+}
