@@ -38,6 +38,11 @@ func sessionsSearchCmd(cfgPath *string) *cobra.Command {
 				return err
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				if agent != "" {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						return err
+					}
+				}
 				hits, err := env.state.Search().Search(env.ctx, q)
 				if errors.Is(err, sessions.ErrBadQuery) {
 					return usage("%v", err)

@@ -13,7 +13,7 @@ func TestSessionsSearch(t *testing.T) {
 	state := t.TempDir()
 	at := time.Now().Add(-2 * time.Hour)
 	keys := seed(t, state, at, []string{"where is the invoice", "thanks"}, []string{"invoice paid yesterday"})
-	cfg := writeConfig(t, state, "", "")
+	cfg := writeConfig(t, state, "", "agents: {list: [{id: main}, {id: other}]}\n")
 
 	r := gw(t, cfg, "sessions", "search", "invoice", "--json").want(t, 0)
 	var hits []sessions.SearchHit

@@ -39,6 +39,13 @@ func usageCmd(cfgPath *string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("usage: %w", err)
 				}
+				// The ledger keeps the turns of agents since removed; an
+				// id with no turns that names no agent is a typo.
+				if f.AgentID != "" && rep.Total.Turns == 0 {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						return err
+					}
+				}
 				if asJSON {
 					return printJSON(env.out, rep)
 				}
@@ -109,6 +116,11 @@ func usageRebuildCmd(cfgPath *string) *cobra.Command {
 				return usage("--agent %q: not a valid agent id", agent)
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				if agent != "" {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						return err
+					}
+				}
 				prices := agents.PricesFrom(env.cfg.Providers)
 				rep, err := usagereport.Rebuild(env.ctx, env.state, usagereport.RebuildOptions{
 					AgentID: agent, Before: time.Now().Add(-time.Minute), Price: prices.Total,

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTypoAgentIsAnError: an agent id that no config lists and nothing
+// stores (a typo) makes every command that takes one exit 2 naming the
+// known agents, instead of an empty answer with exit 0; reading never
+// leaves a store directory for it behind, writing never stores a note
+// for it. An agent removed from the config whose notes remain still
+// answers.
+func TestTypoAgentIsAnError(t *testing.T) {
+	stateDir := t.TempDir()
+	cfg := writeConfig(t, stateDir, "", "")
+	keys := seed(t, stateDir, time.Now(), []string{"hello there"})
+	typoDir := filepath.Join(stateDir, "agents", "mian")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"sessions", "list", "--agent", "mian"}, 2},
+		{[]string{"sessions", "list", "--agent", "mian", "--json"}, 2},
+		{[]string{"sessions", "search", "hello", "--agent", "mian"}, 2},
+		{[]string{"usage", "--agent", "mian"}, 2},
+		{[]string{"usage", "rebuild", "--agent", "mian"}, 2},
+		{[]string{"memory", "list", "--agent", "mian"}, 2},
+		{[]string{"memory", "show", "mian/agent"}, 2},
+		{[]string{"memory", "edit", "mian/agent", "new", "ships on Fridays"}, 2},
+		{[]string{"memory", "forget", "mian/sender/telegram:42"}, 2},
+		{[]string{"sessions", "show", "agent:mian:web:direct:peer-0"}, 1},
+		{[]string{"sessions", "reset", "agent:mian:web:direct:peer-0"}, 1},
+	} {
+		r := gw(t, cfg, c.args...)
+		if r.Code != c.code || !strings.Contains(r.Stderr, "mian") || !strings.Contains(r.Stderr, "agents: main") {
+			t.Errorf("gateway %v: exit %d, stderr %q; want %d naming mian and the agents", c.args, r.Code, r.Stderr, c.code)
+		}
+		if _, err := os.Stat(typoDir); err == nil {
+			t.Errorf("gateway %v left %s behind", c.args, typoDir)
+			must(t, os.RemoveAll(typoDir))
+		}
+	}
+	if r := gw(t, cfg, "memory", "list").want(t, 0); strings.Contains(r.Stdout, "mian") {
+		t.Errorf("a note was stored for the typo:\n%s", r.Stdout)
+	}
+
+	// The right id, in any case, answers.
+	if r := gw(t, cfg, "sessions", "list", "--agent", "MAIN").want(t, 0); !strings.Contains(r.Stdout, keys[0].String()) {
+		t.Errorf("sessions list --agent MAIN:\n%s", r.Stdout)
+	}
+	gw(t, cfg, "sessions", "search", "hello", "--agent", "main").want(t, 0)
+	gw(t, cfg, "usage", "--agent", "main").want(t, 0)
+
+	// Notes of an agent no longer configured, without sessions, stay reachable.
+	helper := writeConfig(t, stateDir, "", "agents: {list: [{id: helper}]}\n")
+	gw(t, helper, "memory", "edit", "helper/agent", "new", "ships on Fridays").want(t, 0)
+	for _, args := range [][]string{
+		{"memory", "show", "helper/agent"}, {"memory", "list", "--agent", "helper"},
+		{"memory", "edit", "helper/agent", "new", "and on Mondays"}, {"memory", "forget", "helper/agent"},
+	} {
+		gw(t, cfg, args...).want(t, 0)
+	}
+}
