@@ -65,3 +65,19 @@ func TestTypoAgentIsAnError(t *testing.T) {
 		gw(t, cfg, args...).want(t, 0)
 	}
 }
+
+// TestRouteExplicitAgent: `route --agent` answers as the web API does: a
+// configured agent in any case routes to it, one the config lacks (the
+// API answers 404) exits 2 naming the agents instead of printing a route
+// no message can take.
+func TestRouteExplicitAgent(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), "", "agents: {list: [{id: main}, {id: helper}]}\n")
+	r := gw(t, cfg, "route", "--channel", "web", "--peer", "x", "--agent", "Helper").want(t, 0)
+	if !strings.Contains(r.Stdout, "session key: agent:helper:web:direct:x") {
+		t.Errorf("route --agent Helper:\n%s", r.Stdout)
+	}
+	r = gw(t, cfg, "route", "--channel", "web", "--peer", "x", "--agent", "hepler")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "hepler") || !strings.Contains(r.Stderr, "main, helper") {
+		t.Errorf("route --agent hepler: exit %d, stdout %q, stderr %q; want 2 naming the agents", r.Code, r.Stdout, r.Stderr)
+	}
+}
