@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gateway/gateway/access"
 )
 
 // TestTypoAgentIsAnError: an agent id that no config lists and nothing
@@ -79,5 +82,37 @@ func TestRouteExplicitAgent(t *testing.T) {
 	r = gw(t, cfg, "route", "--channel", "web", "--peer", "x", "--agent", "hepler")
 	if r.Code != 2 || !strings.Contains(r.Stderr, "hepler") || !strings.Contains(r.Stderr, "main, helper") {
 		t.Errorf("route --agent hepler: exit %d, stdout %q, stderr %q; want 2 naming the agents", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestPairingChannelNames: CHANNEL is a channel whose senders pair, in any
+// case; a typo exits 2 naming the channels instead of an empty list with
+// exit 0, and leaves no file for it in the pairing state.
+func TestPairingChannelNames(t *testing.T) {
+	state := t.TempDir()
+	cfg := writeConfig(t, state, "", "")
+	ps, err := access.OpenPairingStore(filepath.Join(state, "pairing"), access.StoreOptions{})
+	must(t, err)
+	req, _, err := ps.Request("telegram", "default", "4242", "Ada", "4242", false)
+	must(t, err)
+	for _, args := range [][]string{
+		{"pairing", "list", "telegramm"}, {"pairing", "list", "web"}, {"pairing", "approve", "telegramm", req.Code},
+		{"pairing", "revoke", "discrod", "default", "4242"},
+	} {
+		r := gw(t, cfg, args...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "telegram, discord") {
+			t.Errorf("gateway %v: exit %d, stdout %q, stderr %q; want 2 naming the channels", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(state, "pairing", "*")); slices.ContainsFunc(m, func(p string) bool {
+		return strings.Contains(filepath.Base(p), "telegramm") || strings.Contains(filepath.Base(p), "discrod")
+	}) {
+		t.Errorf("the pairing state holds files of the typos: %v", m)
+	}
+	if r := gw(t, cfg, "pairing", "list", "Telegram").want(t, 0); !strings.Contains(r.Stdout, req.Code) {
+		t.Errorf("pairing list Telegram:\n%s", r.Stdout)
+	}
+	if r := gw(t, cfg, "pairing", "approve", "TELEGRAM", req.Code).want(t, 0); !strings.Contains(r.Stdout, "approved telegram sender 4242") {
+		t.Errorf("approve TELEGRAM: %s", r.Stdout)
 	}
 }
