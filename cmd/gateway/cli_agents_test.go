@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/sessions/sessionstest"
 )
 
 // TestTypoAgentIsAnError: an agent id that no config lists and nothing
@@ -114,5 +115,21 @@ func TestPairingChannelNames(t *testing.T) {
 	}
 	if r := gw(t, cfg, "pairing", "approve", "TELEGRAM", req.Code).want(t, 0); !strings.Contains(r.Stdout, "approved telegram sender 4242") {
 		t.Errorf("approve TELEGRAM: %s", r.Stdout)
+	}
+}
+
+// TestUsageOfRemovedAgent: the usage ledger keeps the turns of an agent
+// the config no longer lists and no session holds; --agent with its id
+// answers (exit 0, also for a range without its turns), a typo exits 2.
+func TestUsageOfRemovedAgent(t *testing.T) {
+	state := t.TempDir()
+	cfg := writeConfig(t, state, "", "")
+	recordUsage(t, state, sessionstest.UsageFixture()...) // main's and ops's turns
+	if r := gw(t, cfg, "usage", "--agent", "ops").want(t, 0); !strings.Contains(r.Stdout, "TOTAL") || strings.Contains(r.Stdout, "TOTAL        0 ") {
+		t.Errorf("usage --agent ops:\n%s", r.Stdout)
+	}
+	gw(t, cfg, "usage", "--agent", "ops", "--since", "1h").want(t, 0)
+	if r := gw(t, cfg, "usage", "--agent", "osp"); r.Code != 2 || !strings.Contains(r.Stderr, "no such agent") {
+		t.Errorf("usage --agent osp: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

@@ -40,10 +40,16 @@ func usageCmd(cfgPath *string) *cobra.Command {
 					return fmt.Errorf("usage: %w", err)
 				}
 				// The ledger keeps the turns of agents since removed; an
-				// id with no turns that names no agent is a typo.
+				// id with no turns ever that names no agent is a typo.
 				if f.AgentID != "" && rep.Total.Turns == 0 {
 					if _, err := knownAgent(env, "--agent", agent); err != nil {
-						return err
+						ever, qerr := usagereport.Query(env.ctx, env.state.Usage(), sessions.UsageFilter{AgentID: f.AgentID})
+						if qerr != nil {
+							return fmt.Errorf("usage: %w", qerr)
+						}
+						if ever.Total.Turns == 0 {
+							return err
+						}
 					}
 				}
 				if asJSON {
