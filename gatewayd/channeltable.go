@@ -67,6 +67,19 @@ func channelOf(name string) *channelRow {
 	return nil
 }
 
+// PairingChannels names the channels whose senders pair (those with
+// access rules: dmPolicy pairing admits their unknown DM senders), in
+// table order: what `gateway pairing` takes as CHANNEL.
+func PairingChannels() []string {
+	var out []string
+	for _, r := range channelTable() {
+		if r.access != nil {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // openChannels are the channels without access rules (channelRow.access).
 func openChannels() map[string]bool {
 	open := map[string]bool{}

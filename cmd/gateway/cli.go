@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -105,6 +106,26 @@ func agentIDs(cfg *configs.Config, b sessions.Backend) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// knownAgent normalises what names an agent (an --agent flag, a session
+// key's or a memory scope's agent, told by what) and checks that the config
+// lists it or the storage holds sessions of it: a typo'd id is a usage
+// error naming the known agents, not an empty answer with exit 0 (nor, on
+// the files backend, an empty store directory left behind by opening it).
+func knownAgent(env *cliEnv, what, agent string) (string, error) {
+	id, err := routing.NormalizeID(agent)
+	if err != nil {
+		return "", usage("%s %q: %v", what, agent, err)
+	}
+	ids, err := agentIDs(env.cfg, env.state)
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(ids, id) {
+		return "", usage("%s %q: no such agent (agents: %s)", what, agent, strings.Join(ids, ", "))
+	}
+	return id, nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -65,3 +65,25 @@ func TestBareGatewayPrintsHelp(t *testing.T) {
 		t.Errorf("gateway --config (run): exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestErrorsNameTheCommandOnce: a message that names its command by its
+// path (usage mistakes, "the daemon is not running") reads "gateway:
+// deliveries list: ...", not "gateway: gateway deliveries list: ...".
+func TestErrorsNameTheCommandOnce(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), "", "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deliveries", "list"}, "gateway: deliveries list: say --failed"},
+		{[]string{"deliveries", "discard", "x"}, "gateway: deliveries discard: the daemon is not running"},
+		{[]string{"sessions", "show"}, "gateway: sessions show: want 1 argument(s)"},
+		{[]string{"sessions", "frob"}, `gateway: sessions: unknown subcommand "frob"`},
+		{[]string{"sessions", "search"}, "gateway: sessions search: want the words"},
+	} {
+		r := gw(t, cfg, c.args...)
+		if r.Code == 0 || !strings.HasPrefix(r.Stderr, c.want) {
+			t.Errorf("gateway %v: exit %d, stderr %q; want it to start %q", c.args, r.Code, r.Stderr, c.want)
+		}
+	}
+}

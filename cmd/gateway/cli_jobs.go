@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gateway/gateway/jobs"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -31,11 +32,34 @@ func jobsListCmd(cfgPath *string) *cobra.Command {
 			"  gateway jobs list --json",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The filters match stored ids exactly: spell them as stored,
+			// as every other command accepts them (MAIN, AGENT:MAIN:...).
+			if f.AgentID != "" {
+				a, err := routing.NormalizeID(f.AgentID)
+				if err != nil {
+					return usage("--agent %q: %v", f.AgentID, err)
+				}
+				f.AgentID = a
+			}
+			if f.SessionKey != "" {
+				k, err := routing.Parse(f.SessionKey)
+				if err != nil {
+					return usage("--session: %v (`gateway sessions list` shows the keys)", err)
+				}
+				f.SessionKey = k.String()
+			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				f.Active = !all
 				js, err := env.state.Jobs().ListJobs(env.ctx, f)
 				if err != nil {
 					return fmt.Errorf("jobs list: %w", err)
+				}
+				// A removed agent's jobs stay listed; no jobs for an id
+				// that names no agent is a typo.
+				if f.AgentID != "" && len(js) == 0 {
+					if _, err := knownAgent(env, "--agent", f.AgentID); err != nil {
+						return err
+					}
 				}
 				if asJSON {
 					return printJSON(env.out, map[string]any{"jobs": js})
@@ -92,6 +116,11 @@ func jobsAddCmd(cfgPath *string) *cobra.Command {
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				if !env.cfg.Jobs.Enabled {
 					return usage("jobs add: scheduled jobs are off (jobs.enabled: false)")
+				}
+				if k, err := routing.Parse(session); err == nil {
+					if _, err := knownAgent(env, "jobs add: --session agent", k.Agent); err != nil {
+						return err
+					}
 				}
 				j, err := jobs.ForSession(env.ctx, env.state, session, strings.Join(args, " "), env.cfg.Jobs.Zone, time.Now())
 				if err != nil {

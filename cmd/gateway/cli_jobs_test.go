@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,43 @@ func TestJobsAddListRemove(t *testing.T) {
 	}
 	if out := gw(t, cfg, "jobs", "list").want(t, 0).Stdout; strings.TrimSpace(out) != "no jobs" {
 		t.Errorf("jobs list after remove: %q", out)
+	}
+}
+
+// TestJobsListFilters: `jobs list --agent/--session` take the ids as every
+// other command does (any case; a key as `sessions show` takes it), so a
+// job is found however its agent or key is spelled; a key that does not
+// parse exits 2, and so does an agent id that names no agent, instead of
+// "no jobs" with exit 0. `jobs add` into a key of no agent creates
+// nothing for it.
+func TestJobsListFilters(t *testing.T) {
+	state := t.TempDir()
+	keys := seed(t, state, time.Now(), []string{"hello"})
+	cfg := writeConfig(t, state, "", "")
+	key := keys[0].String()
+	r := gw(t, cfg, "jobs", "add", "--session", key, "every", "day", "at", "09:00", "standup").want(t, 0)
+	id := strings.TrimSuffix(strings.Fields(r.Stdout)[1], ":")
+
+	for _, args := range [][]string{
+		{"--agent", "main"}, {"--agent", "MAIN"},
+		{"--session", key}, {"--session", strings.ToUpper(key[:10]) + key[10:]},
+	} {
+		if out := gw(t, cfg, append([]string{"jobs", "list"}, args...)...).want(t, 0).Stdout; !strings.Contains(out, id) {
+			t.Errorf("jobs list %v:\n%s", args, out)
+		}
+	}
+	for _, args := range [][]string{
+		{"--agent", "mian"}, {"--agent", "a b"}, {"--session", "peer-0"}, {"--session", "main:web:direct:peer-0"},
+	} {
+		if r := gw(t, cfg, append([]string{"jobs", "list"}, args...)...); r.Code != 2 || r.Stderr == "" {
+			t.Errorf("jobs list %v: exit %d, stdout %q, stderr %q; want 2 and a message", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	r = gw(t, cfg, "jobs", "add", "--session", "agent:mian:web:direct:peer-0", "in", "2", "hours", "x").want(t, 2)
+	if !strings.Contains(r.Stderr, "no such agent") {
+		t.Errorf("jobs add into a typo'd agent: %q", r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(state, "agents", "mian")); err == nil {
+		t.Errorf("jobs add into a typo'd agent left its store directory behind")
 	}
 }

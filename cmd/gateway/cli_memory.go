@@ -50,6 +50,11 @@ func memoryListCmd(cfgPath *string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("memory list: %w", err)
 				}
+				if agent != "" && len(l) == 0 {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						return err
+					}
+				}
 				if asJSON {
 					return printJSON(env.out, l)
 				}
@@ -92,6 +97,11 @@ func memoryShowCmd(cfgPath *string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("memory show: %w", err)
 				}
+				if len(notes) == 0 {
+					if err := memoryAgent(env, scope); err != nil {
+						return err
+					}
+				}
 				if asJSON {
 					return printJSON(env.out, notes)
 				}
@@ -129,6 +139,9 @@ func memoryEditCmd(cfgPath *string) *cobra.Command {
 				}
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				if err := memoryAgent(env, scope); err != nil {
+					return err
+				}
 				lim := memoryLimits(env.cfg, scope.AgentID)
 				var n sessions.MemoryNote
 				if id == 0 {
@@ -182,11 +195,30 @@ func memoryForgetCmd(cfgPath *string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("memory forget: %w", err)
 				}
+				if n == 0 {
+					if err := memoryAgent(env, scope); err != nil {
+						return err
+					}
+				}
 				fmt.Fprintf(env.out, "forgot %d notes of %s\n", n, scope)
 				return nil
 			})
 		},
 	}
+}
+
+// memoryAgent checks that scope's agent is one: configured, holding
+// sessions, or holding notes (an agent since removed from the config).
+func memoryAgent(env *cliEnv, scope sessions.MemoryScope) error {
+	l, err := env.state.Memory().MemoryScopes(env.ctx, scope.AgentID)
+	if err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	if len(l) > 0 {
+		return nil
+	}
+	_, err = knownAgent(env, "scope "+scope.String()+": agent", scope.AgentID)
+	return err
 }
 
 // memoryLimits are the configured limits of agentID's memory (the

@@ -72,7 +72,7 @@ func TestMemoryCLI(t *testing.T) {
 func TestStorageMigrateMemory(t *testing.T) {
 	stateDir := t.TempDir()
 	url := pgtest.NewDatabase(t)
-	cfg := writeConfig(t, stateDir, "", "")
+	cfg := writeConfig(t, stateDir, "", "agents: {list: [{id: main}, {id: ops}]}\n")
 	scope := "main/sender/telegram:42"
 	gw(t, cfg, "memory", "edit", scope, "new", "prefers tea").want(t, 0)
 	gw(t, cfg, "memory", "edit", scope, "new", "to forget").want(t, 0)

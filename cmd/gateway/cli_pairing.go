@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gateway/gateway/access"
+	"github.com/gateway/gateway/gatewayd"
 )
 
 func pairingCmd(cfgPath *string) *cobra.Command {
@@ -32,7 +35,10 @@ func pairingListCmd(cfgPath *string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			channel := ""
 			if len(args) == 1 {
-				channel = args[0]
+				var err error
+				if channel, err = pairingChannel(args[0]); err != nil {
+					return err
+				}
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				ps := env.pairing()
@@ -88,6 +94,11 @@ func pairingApproveCmd(cfgPath *string) *cobra.Command {
 		Short: "Admit the sender who was given CODE (the running daemon sees it on their next message)",
 		Args:  exactArgs("CHANNEL", "CODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			channel, err := pairingChannel(args[0])
+			if err != nil {
+				return err
+			}
+			args[0] = channel
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				a, err := env.pairing().Approve(args[0], args[1])
 				switch {
@@ -116,6 +127,11 @@ func pairingRevokeCmd(cfgPath *string) *cobra.Command {
 		Short: "Withdraw an approved sender",
 		Args:  exactArgs("CHANNEL", "ACCOUNT", "SENDER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			channel, err := pairingChannel(args[0])
+			if err != nil {
+				return err
+			}
+			args[0] = channel
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				ok, err := env.pairing().Revoke(args[0], args[1], args[2])
 				if err != nil {
@@ -129,4 +145,16 @@ func pairingRevokeCmd(cfgPath *string) *cobra.Command {
 			})
 		},
 	}
+}
+
+// pairingChannel spells a CHANNEL argument as the pairing state names it
+// (lower case); a name no channel pairs under is a usage error naming
+// those that do, not an empty list (nor a lock file left for the typo).
+func pairingChannel(arg string) (string, error) {
+	ch := strings.ToLower(strings.TrimSpace(arg))
+	names := gatewayd.PairingChannels()
+	if !slices.Contains(names, ch) {
+		return "", usage("pairing: channel %q: want one of %s", arg, strings.Join(names, ", "))
+	}
+	return ch, nil
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/gatewayd"
+	"github.com/gateway/gateway/routing"
 )
 
 // routeResult is the output of `gateway route`.
@@ -47,6 +49,11 @@ func routeCmd(cfgPath *string) *cobra.Command {
 				in.SenderID = in.ChatID // in a DM the peer is the sender
 			}
 			return withConfig(cmd, *cfgPath, func(env *cliEnv) error {
+				if in.Agent != "" {
+					if err := configuredAgent(env.cfg, in.Agent); err != nil {
+						return err
+					}
+				}
 				res, err := route(env.cfg, in)
 				if err != nil {
 					return err
@@ -90,6 +97,24 @@ func route(cfg *configs.Config, in channels.Inbound) (routeResult, error) {
 		res.ParentKey = r.ParentKey.String()
 	}
 	return res, nil
+}
+
+// configuredAgent checks an explicit --agent against the config's
+// agents: the daemon refuses a message for any other (the web API answers
+// 404), so no route is printed for it.
+func configuredAgent(cfg *configs.Config, agent string) error {
+	id, err := routing.NormalizeID(agent)
+	if err != nil {
+		return usage("route: --agent %q: %v", agent, err)
+	}
+	var ids []string
+	for _, a := range cfg.Agents.List {
+		if strings.EqualFold(a.ID, id) {
+			return nil
+		}
+		ids = append(ids, a.ID)
+	}
+	return usage("route: --agent %q: no such agent in the config (agents: %s)", agent, strings.Join(ids, ", "))
 }
 
 func printRoute(out io.Writer, res routeResult) {

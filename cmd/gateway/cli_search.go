@@ -38,6 +38,11 @@ func sessionsSearchCmd(cfgPath *string) *cobra.Command {
 				return err
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				if agent != "" {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						return err
+					}
+				}
 				hits, err := env.state.Search().Search(env.ctx, q)
 				if errors.Is(err, sessions.ErrBadQuery) {
 					return usage("%v", err)
@@ -55,7 +60,7 @@ func sessionsSearchCmd(cfgPath *string) *cobra.Command {
 	}
 	c.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")
 	c.Flags().StringVar(&room, "room", "", "only this room: a session key (with its threads/topics) or a peer id such as a Telegram chat id")
-	c.Flags().StringVar(&since, "since", "", "only messages since: a duration (24h, 7d), a date (2026-11-01) or an RFC 3339 time")
+	c.Flags().StringVar(&since, "since", "", "only messages since: a duration (24h, 7d), a date (2026-11-01, from local midnight) or an RFC 3339 time")
 	c.Flags().IntVar(&limit, "limit", sessions.DefaultSearchLimit, fmt.Sprintf("at most this many hits (1..%d)", sessions.MaxSearchLimit))
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
@@ -75,6 +80,11 @@ func searchQuery(words []string, agent, room, since string, limit int) (sessions
 	var err error
 	if q.Since, err = sessions.ParseSince(since, time.Now()); err != nil {
 		return q, usage("--since: %v", err)
+	}
+	// A date is the operator's day, as the TIME column prints it (local
+	// time), not a UTC day that starts hours before or after it.
+	if d, err := time.ParseInLocation(time.DateOnly, strings.TrimSpace(since), time.Local); err == nil {
+		q.Since = d
 	}
 	if q, err = q.Normalize(); err != nil {
 		return q, usage("%v", err)

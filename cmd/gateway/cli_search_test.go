@@ -13,7 +13,7 @@ func TestSessionsSearch(t *testing.T) {
 	state := t.TempDir()
 	at := time.Now().Add(-2 * time.Hour)
 	keys := seed(t, state, at, []string{"where is the invoice", "thanks"}, []string{"invoice paid yesterday"})
-	cfg := writeConfig(t, state, "", "")
+	cfg := writeConfig(t, state, "", "agents: {list: [{id: main}, {id: other}]}\n")
 
 	r := gw(t, cfg, "sessions", "search", "invoice", "--json").want(t, 0)
 	var hits []sessions.SearchHit
@@ -65,5 +65,32 @@ func TestSessionsSearch(t *testing.T) {
 	r = gw(t, cfg, "sessions", "search", "invoice").want(t, 0)
 	if strings.TrimSpace(r.Stdout) != "no messages match" {
 		t.Errorf("after reset and delete:\n%s", r.Stdout)
+	}
+}
+
+// TestSessionsSearchSinceLocalDay: --since DATE starts at that day's local
+// midnight, the day the TIME column prints: in Tokyo a message of
+// 2026-11-30 18:09 UTC is listed at 2026-12-01 03:09 and --since
+// 2026-12-01 finds it; in Los Angeles it is listed on 2026-11-30 and
+// --since 2026-12-01 does not.
+func TestSessionsSearchSinceLocalDay(t *testing.T) {
+	state := t.TempDir()
+	seed(t, state, time.Date(2026, 11, 30, 18, 9, 0, 0, time.UTC), []string{"where is the invoice"})
+	cfg := writeConfig(t, state, "", "")
+	for _, c := range []struct {
+		tz, day string
+		found   bool
+	}{
+		{"Asia/Tokyo", "2026-12-01 03:09", true},
+		{"America/Los_Angeles", "2026-11-30 10:09", false},
+	} {
+		t.Setenv("TZ", c.tz)
+		if out := gw(t, cfg, "sessions", "search", "invoice").want(t, 0).Stdout; !strings.Contains(out, c.day) {
+			t.Fatalf("TZ=%s: the table does not print %s:\n%s", c.tz, c.day, out)
+		}
+		out := gw(t, cfg, "sessions", "search", "invoice", "--since", "2026-12-01").want(t, 0).Stdout
+		if got := strings.Contains(out, c.day); got != c.found {
+			t.Errorf("TZ=%s: --since 2026-12-01 lists the message of %s: %v, want %v\n%s", c.tz, c.day, got, c.found, out)
+		}
 	}
 }

@@ -69,16 +69,18 @@ func sessionsListCmd(cfgPath *string) *cobra.Command {
 // listRows reads the sessions of agent (every agent when empty) with what
 // the reset policy would do to them at now.
 func listRows(env *cliEnv, agent string, now time.Time) ([]listRow, error) {
-	ids, err := agentIDs(env.cfg, env.state)
-	if err != nil {
-		return nil, fmt.Errorf("sessions list: %w", err)
-	}
+	var ids []string
 	if agent != "" {
-		a, err := routing.NormalizeID(agent)
+		a, err := knownAgent(env, "--agent", agent)
 		if err != nil {
-			return nil, usage("--agent %q: %v", agent, err)
+			return nil, err
 		}
 		ids = []string{a}
+	} else {
+		var err error
+		if ids, err = agentIDs(env.cfg, env.state); err != nil {
+			return nil, fmt.Errorf("sessions list: %w", err)
+		}
 	}
 	rc := env.cfg.Session.ResetConfig()
 	rows := []listRow{}

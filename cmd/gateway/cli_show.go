@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -61,7 +62,17 @@ type found struct {
 // findSession resolves arg, a session key or a session id (searched in
 // every agent).
 func findSession(state sessions.Backend, cfg *configs.Config, arg string) (found, error) {
+	ids, err := agentIDs(cfg, state)
+	if err != nil {
+		return found{}, fmt.Errorf("session %s: %w", arg, err)
+	}
 	if k, err := routing.Parse(arg); err == nil {
+		// An agent nobody configured and nothing stored is a typo: say so,
+		// and do not open a store for it (the files backend would leave
+		// its directory behind).
+		if !slices.Contains(ids, k.Agent) {
+			return found{}, fmt.Errorf("session %s: no agent %s (agents: %s): %w", arg, k.Agent, strings.Join(ids, ", "), sessions.ErrNotFound)
+		}
 		st, err := state.Store(k.Agent)
 		if err != nil {
 			return found{}, err
@@ -74,10 +85,6 @@ func findSession(state sessions.Backend, cfg *configs.Config, arg string) (found
 			return found{}, fmt.Errorf("session %s: %w", arg, sessions.ErrNotFound)
 		}
 		return found{AgentID: k.Agent, Key: k, Entry: e, Store: st}, nil
-	}
-	ids, err := agentIDs(cfg, state)
-	if err != nil {
-		return found{}, fmt.Errorf("session %s: %w", arg, err)
 	}
 	for _, id := range ids {
 		st, err := state.Store(id)

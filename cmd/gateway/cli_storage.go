@@ -168,7 +168,7 @@ func openSide(ctx context.Context, cfg *configs.Config, f migrateFlags, name str
 	case "sqlite":
 		return openSQLiteSide(ctx, cfg, f, create, locks)
 	default:
-		return openPostgresSide(ctx, cfg, f)
+		return openPostgresSide(ctx, cfg, f, locks.op)
 	}
 }
 
@@ -250,7 +250,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool, locks *dirL
 	mgr, err := openFiles(abs, cfg.Session.LockTimeout)
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("storage migrate: %w", err)
+		return nil, fmt.Errorf("%s: %w", locks.op, err)
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
@@ -261,17 +261,17 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool, locks *dirL
 }
 
 // openPostgresSide connects (applying the schema migrations) and takes
-// the daemon advisory lock exclusively.
-func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags) (*side, error) {
+// the daemon advisory lock exclusively; op names the command in errors.
+func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags, op string) (*side, error) {
 	url := f.postgresURL
 	db, err := pgstore.Open(ctx, pgstore.Options{URL: url, MaxConns: int32(max(f.workers+2, cfg.Storage.Postgres.MaxConns)), Logger: zap.NewNop()})
 	if err != nil {
-		return nil, fmt.Errorf("storage migrate: %w", err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	unlock, err := db.LockExclusive(ctx)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("storage migrate: stop the daemons using it first: %w", err)
+		return nil, fmt.Errorf("%s: stop the daemons using it first: %w", op, err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
 		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), memory: db.Memory(), jobs: db.Jobs(), close: func() {

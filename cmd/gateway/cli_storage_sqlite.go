@@ -89,13 +89,13 @@ func openSQLiteSide(ctx context.Context, cfg *configs.Config, f migrateFlags, cr
 	if !create {
 		if _, err := os.Stat(path); err != nil {
 			unlock()
-			return nil, fmt.Errorf("storage migrate: sqlite database %s: %w", path, err)
+			return nil, fmt.Errorf("%s: sqlite database %s: %w", locks.op, path, err)
 		}
 	}
 	db, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: path, Logger: zap.NewNop()})
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("storage migrate: %w", err)
+		return nil, fmt.Errorf("%s: %w", locks.op, err)
 	}
 	return &side{Importer: db.Transfer(), where: path,
 		store: func(agent string) (sessions.AgentStore, error) { return db.Store(agent, nil), nil },

@@ -282,7 +282,7 @@ func TestStorageVerifyFindsDifferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer files.close()
-	pg, err := openPostgresSide(ctx, cfg, f)
+	pg, err := openPostgresSide(ctx, cfg, f, "storage migrate")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,19 @@ func usageCmd(cfgPath *string) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("usage: %w", err)
 				}
+				// The ledger keeps the turns of agents since removed; an
+				// id with no turns ever that names no agent is a typo.
+				if f.AgentID != "" && rep.Total.Turns == 0 {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						ever, qerr := usagereport.Query(env.ctx, env.state.Usage(), sessions.UsageFilter{AgentID: f.AgentID})
+						if qerr != nil {
+							return fmt.Errorf("usage: %w", qerr)
+						}
+						if ever.Total.Turns == 0 {
+							return err
+						}
+					}
+				}
 				if asJSON {
 					return printJSON(env.out, rep)
 				}
@@ -109,6 +122,11 @@ func usageRebuildCmd(cfgPath *string) *cobra.Command {
 				return usage("--agent %q: not a valid agent id", agent)
 			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
+				if agent != "" {
+					if _, err := knownAgent(env, "--agent", agent); err != nil {
+						return err
+					}
+				}
 				prices := agents.PricesFrom(env.cfg.Providers)
 				rep, err := usagereport.Rebuild(env.ctx, env.state, usagereport.RebuildOptions{
 					AgentID: agent, Before: time.Now().Add(-time.Minute), Price: prices.Total,

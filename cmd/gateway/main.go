@@ -22,7 +22,7 @@ func main() {
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", strings.TrimPrefix(err.Error(), "gateway: "))
+		fmt.Fprintln(os.Stderr, "gateway:", errorLine(err))
 		var ue *usageError
 		if errors.As(err, &ue) {
 			os.Exit(exitUsage)
@@ -34,6 +34,15 @@ func main() {
 		os.Exit(exitFailure)
 	}
 	os.Exit(exitOK)
+}
+
+// errorLine is err as printed after "gateway: ": without the program's
+// name again, whether the message starts with it as a prefix ("gateway:
+// ...", gatewayd's) or as its command's path ("gateway sessions show: ...",
+// cobra's CommandPath).
+func errorLine(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "gateway: ")
+	return strings.TrimPrefix(msg, "gateway ")
 }
 
 // usageError marks a command-line mistake (exit code 2).
