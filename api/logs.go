@@ -19,8 +19,8 @@ const (
 
 // logsRoutes serves GET /api/logs?n=200&follow=1: the daemon's most recent
 // log lines as JSON lines (oldest first), then, with follow, every new
-// line until the client goes. A follower that falls behind gets a line
-// saying how many it lost.
+// line until the client goes or the daemon shuts down (EndStreams). A
+// follower that falls behind gets a line saying how many it lost.
 func (s *Server) logsRoutes() {
 	s.allow("/api/logs", "GET")
 	s.mux.Handle("GET /api/logs", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,6 +71,8 @@ func (s *Server) logsRoutes() {
 		for {
 			select {
 			case <-r.Context().Done():
+				return
+			case <-s.streamsEnd:
 				return
 			case l := <-f.Lines():
 				if d := f.Dropped(); d > 0 {

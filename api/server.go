@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,6 +105,9 @@ type Server struct {
 	guarded http.Handler    // mux behind guard
 	mounted map[string]bool // paths served by Mount, outside guard
 	ready   atomic.Bool
+
+	streamsEnd     chan struct{} // closed by EndStreams
+	streamsEndOnce sync.Once
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -113,7 +117,8 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(), mounted: map[string]bool{}}
+	s := &Server{opts: opts, log: opts.Logger, mux: http.NewServeMux(), mounted: map[string]bool{},
+		streamsEnd: make(chan struct{})}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -160,6 +165,12 @@ func New(opts Options) *Server {
 
 // SetReady flips /readyz (/healthz stays 200 while the process lives).
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
+
+// EndStreams ends the answers that stream until their client goes (GET
+// /api/logs?follow=1): the daemon calls it as its HTTP server shuts down,
+// which otherwise waits for them until its deadline. Later streams end at
+// once. Safe to call more than once.
+func (s *Server) EndStreams() { s.streamsEndOnce.Do(func() { close(s.streamsEnd) }) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
