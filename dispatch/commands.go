@@ -107,7 +107,7 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		c.reset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
-		err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args)
+		err := d.opts.Runner.CompactFor(ctx, w.AgentID, w.Key, w.Args, speakerOf(w.In))
 		switch {
 		case errors.Is(err, agents.ErrNothingToCompact):
 			c.reply(ctx, w, "Nothing to compact yet: there is no earlier history to summarise.")
