@@ -63,8 +63,15 @@ func (c commander) memory(ctx context.Context, w *work) string {
 	if len(mine) == 0 {
 		return "I keep no notes about you."
 	}
+	// Notes are numbered per agent and /forget n takes this chat's
+	// agent's: notes of another agent say whose they are.
+	labelled := len(mine) > 1 || mine[0].AgentID != w.AgentID
 	var b strings.Builder
-	b.WriteString("What I keep about you (/forget erases it, /forget n one note):")
+	if labelled {
+		fmt.Fprintf(&b, "What I keep about you, by agent (/forget erases it all, /forget n erases note n of [%s]):", w.AgentID)
+	} else {
+		b.WriteString("What I keep about you (/forget erases it, /forget n one note):")
+	}
 	shown, total := 0, 0
 	for _, s := range mine {
 		notes, err := mem.Notes(ctx, s)
@@ -75,7 +82,7 @@ func (c commander) memory(ctx context.Context, w *work) string {
 		for _, n := range notes {
 			total++
 			line := fmt.Sprintf("\n%d. %s", n.ID, strings.Join(strings.Fields(n.Text), " "))
-			if len(mine) > 1 {
+			if labelled {
 				line = fmt.Sprintf("\n[%s] %d. %s", s.AgentID, n.ID, strings.Join(strings.Fields(n.Text), " "))
 			}
 			if b.Len()+len(line) > maxMemoryReply {
