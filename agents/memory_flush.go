@@ -22,8 +22,9 @@ import (
 // tool failure is logged and the compaction goes on. It runs within the
 // compaction's time limit. Its scopes are those of the turn it runs in or
 // of the member who ran /compact (a note given no scope is theirs); a
-// chat session's compaction that no member asked for gets no flush when
-// the agent keeps per-person or per-room notes (sharedOnly).
+// chat session's flush that would have the agent's shared scope alone
+// where the agent keeps per-person or per-room notes does not run
+// (sharedOnly).
 
 // memoryFlushPrompt is the flush's instruction (after the notes block).
 const memoryFlushPrompt = "The conversation above is about to be compacted: its older messages will be replaced by a summary. " +
@@ -96,15 +97,19 @@ func (r *Runner) flushMemory(ctx context.Context, s *session, msgs []sessions.Me
 	return ran
 }
 
-// sharedOnly reports a flush that nobody in the chat asked for (internal
-// work, the API's or the CLI's compaction) of a chat session whose agent
-// keeps notes per person or per room: it would have only the agent's
-// scope, which every chat of the agent reads, and would copy what one
-// person said in one chat into all of them. Such a compaction runs
-// without a flush. A subagent's session, and an agent that keeps only its
-// own notes, have nothing more private to keep them in.
+// sharedOnly reports a flush of a chat session that would have only the
+// agent's scope, which every chat of the agent reads, where the agent
+// keeps notes per person or per room: a compaction nobody in the chat
+// asked for (the API's, the CLI's, one inside an announcement's turn) or
+// one inside a turn that answers several people without a room scope.
+// It would copy what was said in one chat into all of them, so such a
+// compaction runs without a flush. A subagent's session, and an agent that
+// keeps only its own notes, have nothing more private to keep them in.
 func sharedOnly(s *session) bool {
-	if s.speaker != nil || s.key.IsSubagent() {
+	if s.key.IsSubagent() || len(s.memory) != 1 {
+		return false
+	}
+	if _, ok := s.memory[sessions.MemoryAgent]; !ok {
 		return false
 	}
 	return slices.ContainsFunc(s.agent.Memory.WithDefaults().Scopes, func(kind string) bool { return kind != sessions.MemoryAgent })

@@ -266,18 +266,24 @@ func TestMemoryFlushBeforeCompaction(t *testing.T) {
 // hers; a compaction nobody in the chat asked for (the API, the CLI) of a
 // chat session whose agent keeps per-person notes runs no flush, since
 // the agent's notes alone would carry what alice said to every chat; an
-// agent that keeps only its own notes still flushes into them.
+// agent that keeps only its own notes still flushes into them. A group
+// turn of several people (a speaker without a sender) saves into the
+// room's notes where the agent keeps them, and runs no flush where not.
 func TestMemoryFlushScopes(t *testing.T) {
+	room := &Speaker{Channel: "telegram", ChatID: "-100", Group: true}
 	for _, tc := range []struct {
 		name      string
 		scopes    []string
 		speaker   *Speaker
 		wantAgent []string
 		wantAlice []string
+		wantRoom  []string
 	}{
-		{"alice's /compact", nil, alice, nil, []string{"has a dog called Rex"}},
-		{"no speaker, per-person notes", nil, nil, nil, nil},
-		{"no speaker, agent notes only", []string{"agent"}, nil, []string{"has a dog called Rex"}, nil},
+		{"alice's /compact", nil, alice, nil, []string{"has a dog called Rex"}, nil},
+		{"no speaker, per-person notes", nil, nil, nil, nil, nil},
+		{"no speaker, agent notes only", []string{"agent"}, nil, []string{"has a dog called Rex"}, nil, nil},
+		{"several people, room notes kept", []string{"agent", "sender", "room"}, room, nil, nil, []string{"has a dog called Rex"}},
+		{"several people, no room notes", nil, room, nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := Agent{ID: "main", Memory: MemoryConfig{Enabled: true, Scopes: tc.scopes}}
@@ -320,6 +326,9 @@ func TestMemoryFlushScopes(t *testing.T) {
 			}
 			if got := texts(sessions.SenderScope("main", "telegram", "42")); !slices.Equal(got, tc.wantAlice) {
 				t.Errorf("alice's notes %q, want %q", got, tc.wantAlice)
+			}
+			if got := texts(sessions.RoomScope("main", "telegram", "-100")); !slices.Equal(got, tc.wantRoom) {
+				t.Errorf("the room's notes %q, want %q", got, tc.wantRoom)
 			}
 		})
 	}

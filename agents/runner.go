@@ -308,11 +308,7 @@ type session struct {
 	// memory holds the turn's memory scopes by kind (memory.go); nil:
 	// the agent keeps no memory.
 	memory map[string]sessions.MemoryScope
-	// speaker is the chat member the work is for (memory scopes, the
-	// flush before a compaction); nil for internal work and for a
-	// compaction asked outside the chat.
-	speaker *Speaker
-	jobs    *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
+	jobs   *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
 	// searches counts the turn's web_search calls (websearch_tool.go).
 	searches int
 	media    *turnMedia // the files the turn attaches (media_out.go); nil outside a chat turn
@@ -376,7 +372,7 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		s.memory = r.memoryScopes(s.agent, nil)
 		return r.runChild(ctx, s, t)
 	}
-	s.memory, s.speaker = r.memoryScopes(s.agent, t.Speaker), t.Speaker
+	s.memory = r.memoryScopes(s.agent, t.Speaker)
 	s.room, s.jobs, s.ambient = t.Room, t.JobTarget, t.Ambient
 	if t.Room != nil {
 		s.media = &turnMedia{}

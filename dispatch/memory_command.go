@@ -25,12 +25,24 @@ import (
 const maxMemoryReply = 3500
 
 // speaker is who and where the turn answers, for its memory scopes (nil
-// for internal work: subagent runs and announcements).
+// for internal work: subagent runs and announcements). A turn that
+// answers messages of several people (a group's collect turn) has no one
+// sender: the room's notes apply, nobody's own, which another person's
+// message in the same turn could otherwise have told to the room.
 func (t *turn) speaker() *agents.Speaker {
 	if t.last.Agent != nil {
 		return nil
 	}
-	return speakerOf(t.last.In)
+	sp := speakerOf(t.last.In)
+	for _, w := range t.ws {
+		for _, x := range expand(w) {
+			if o := speakerOf(x.In); x.Agent == nil && (o.Channel != sp.Channel || o.SenderID != sp.SenderID) {
+				sp.SenderID = ""
+				return sp
+			}
+		}
+	}
+	return sp
 }
 
 // speakerOf is in's sender and room. The person is the Principal where a
