@@ -158,8 +158,8 @@ func (c commander) reply(ctx context.Context, w *work, text string) {
 	d.outbox.deliver(ctx, w.Key, w.AgentID, ids, out, "")
 }
 
-// isModel reports whether s is written as a model of one of providers
-// ("openai/gpt-4o"), configured or not.
+// isModel reports whether s is written "provider/model" with one of
+// providers ("openai/gpt-4o"), whether or not /model offers that model.
 func isModel(providers []string, s string) bool {
 	if strings.ContainsAny(s, " \n") {
 		return false
