@@ -17,8 +17,17 @@ import (
 // before its last user message, or when key has no session yet.
 var ErrNothingToCompact = &UserError{Msg: "Nothing to compact yet."}
 
-// Compact compacts key's session now (/compact [instructions]).
+// Compact compacts key's session now for someone outside the chat (the
+// API, the CLI): CompactFor without a speaker.
 func (r *Runner) Compact(ctx context.Context, agentID string, key routing.Key, instructions string) error {
+	return r.CompactFor(ctx, agentID, key, instructions, nil)
+}
+
+// CompactFor compacts key's session now (/compact [instructions]) as sp
+// asked in the chat: the memory flush before it has the scopes of a turn
+// of sp (memory_flush.go; none without a speaker in a chat session whose
+// agent keeps notes per person or room).
+func (r *Runner) CompactFor(ctx context.Context, agentID string, key routing.Key, instructions string, sp *Speaker) error {
 	s, err := r.open(agentID, key)
 	if errors.Is(err, sessions.ErrNotFound) {
 		// /compact as a chat's first message: no history at all.
@@ -27,7 +36,7 @@ func (r *Runner) Compact(ctx context.Context, agentID string, key routing.Key, i
 	if err != nil {
 		return err
 	}
-	s.memory = r.memoryScopes(s.agent, nil) // the agent's own notes: a command has no speaker
+	s.memory = r.memoryScopes(s.agent, sp)
 	if _, err = r.compact(ctx, s, instructions); err == nil {
 		r.usage.compactions.WithLabelValues(CompactManual).Inc()
 	}

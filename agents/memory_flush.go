@@ -20,7 +20,11 @@ import (
 // instruction, its answer, the tool calls and results — is written to the
 // transcript or sent to the chat. The flush is best effort: a model or
 // tool failure is logged and the compaction goes on. It runs within the
-// compaction's time limit.
+// compaction's time limit. Its scopes are those of the turn it runs in or
+// of the member who ran /compact (a note given no scope is theirs); a
+// chat session's flush that would have the agent's shared scope alone
+// where the agent keeps per-person or per-room notes does not run
+// (sharedOnly).
 
 // memoryFlushPrompt is the flush's instruction (after the notes block).
 const memoryFlushPrompt = "The conversation above is about to be compacted: its older messages will be replaced by a summary. " +
@@ -37,7 +41,7 @@ const maxFlushCalls = 4
 // flushMemory runs the flush over msgs, the messages about to be
 // summarised. It reports how many memory tool calls ran.
 func (r *Runner) flushMemory(ctx context.Context, s *session, msgs []sessions.Message) int {
-	if len(s.memory) == 0 || len(msgs) == 0 {
+	if len(s.memory) == 0 || len(msgs) == 0 || sharedOnly(s) {
 		return 0
 	}
 	var tools []tool
@@ -91,4 +95,22 @@ func (r *Runner) flushMemory(ctx context.Context, s *session, msgs []sessions.Me
 		s.log.Info("memory flushed before compaction", zap.Int("tool_calls", ran))
 	}
 	return ran
+}
+
+// sharedOnly reports a flush of a chat session that would have only the
+// agent's scope, which every chat of the agent reads, where the agent
+// keeps notes per person or per room: a compaction nobody in the chat
+// asked for (the API's, the CLI's, one inside an announcement's turn) or
+// one inside a turn that answers several people without a room scope.
+// It would copy what was said in one chat into all of them, so such a
+// compaction runs without a flush. A subagent's session, and an agent that
+// keeps only its own notes, have nothing more private to keep them in.
+func sharedOnly(s *session) bool {
+	if s.key.IsSubagent() || len(s.memory) != 1 {
+		return false
+	}
+	if _, ok := s.memory[sessions.MemoryAgent]; !ok {
+		return false
+	}
+	return slices.ContainsFunc(s.agent.Memory.WithDefaults().Scopes, func(kind string) bool { return kind != sessions.MemoryAgent })
 }

@@ -223,7 +223,7 @@ func TestMemoryFlushBeforeCompaction(t *testing.T) {
 			}
 			return assistantText(memoryFlushDone), nil
 		}
-		if err := k.r.Compact(context.Background(), "main", key, ""); err != nil {
+		if err := k.r.CompactFor(context.Background(), "main", key, "", alice); err != nil {
 			t.Fatalf("Compact (memory %v): %v", enabled, err)
 		}
 		notes, err := k.mgr.Backend().Memory().Notes(context.Background(), sessions.MemoryScope{AgentID: "main", Kind: sessions.MemoryAgent})
@@ -258,5 +258,78 @@ func TestMemoryFlushBeforeCompaction(t *testing.T) {
 				t.Errorf("the flush reached the transcript: %+v", m)
 			}
 		}
+	}
+}
+
+// TestMemoryFlushScopes: the flush before a compaction saves into the
+// scopes of whoever asked: alice's /compact keeps a note given no scope as
+// hers; a compaction nobody in the chat asked for (the API, the CLI) of a
+// chat session whose agent keeps per-person notes runs no flush, since
+// the agent's notes alone would carry what alice said to every chat; an
+// agent that keeps only its own notes still flushes into them. A group
+// turn of several people (a speaker without a sender) saves into the
+// room's notes where the agent keeps them, and runs no flush where not.
+func TestMemoryFlushScopes(t *testing.T) {
+	room := &Speaker{Channel: "telegram", ChatID: "-100", Group: true}
+	for _, tc := range []struct {
+		name      string
+		scopes    []string
+		speaker   *Speaker
+		wantAgent []string
+		wantAlice []string
+		wantRoom  []string
+	}{
+		{"alice's /compact", nil, alice, nil, []string{"has a dog called Rex"}, nil},
+		{"no speaker, per-person notes", nil, nil, nil, nil, nil},
+		{"no speaker, agent notes only", []string{"agent"}, nil, []string{"has a dog called Rex"}, nil, nil},
+		{"several people, room notes kept", []string{"agent", "sender", "room"}, room, nil, nil, []string{"has a dog called Rex"}},
+		{"several people, no room notes", nil, room, nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Agent{ID: "main", Memory: MemoryConfig{Enabled: true, Scopes: tc.scopes}}
+			k := openDisk(t, t.TempDir(), Defaults{}, []Agent{a}, &fakeProvider{name: "fake"})
+			key, err := routing.PeerKey("main", "telegram", "", routing.Direct, "42")
+			if err != nil {
+				t.Fatal(err)
+			}
+			k.begin("main", key)
+			for _, text := range []string{"my dog is called Rex", "what time is it?"} {
+				memTurn(t, k, key, alice, text)
+			}
+			k.p.summary = func(llm.Request) (string, error) { return "a dog", nil }
+			flushes := 0
+			k.p.reply = func(n int, req llm.Request) (sessions.Message, error) {
+				if !strings.Contains(lastUserText(req.Messages), "about to be compacted") {
+					return assistantText("not a flush"), nil
+				}
+				if flushes++; flushes == 1 {
+					return assistantCall("f1", "memory_add", map[string]any{"text": "has a dog called Rex"}), nil
+				}
+				return assistantText(memoryFlushDone), nil
+			}
+			if err := k.r.CompactFor(context.Background(), "main", key, "", tc.speaker); err != nil {
+				t.Fatal(err)
+			}
+			texts := func(s sessions.MemoryScope) []string {
+				notes, err := k.mgr.Backend().Memory().Notes(context.Background(), s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, n := range notes {
+					out = append(out, n.Text)
+				}
+				return out
+			}
+			if got := texts(sessions.MemoryScope{AgentID: "main", Kind: sessions.MemoryAgent}); !slices.Equal(got, tc.wantAgent) {
+				t.Errorf("the agent's notes %q, want %q", got, tc.wantAgent)
+			}
+			if got := texts(sessions.SenderScope("main", "telegram", "42")); !slices.Equal(got, tc.wantAlice) {
+				t.Errorf("alice's notes %q, want %q", got, tc.wantAlice)
+			}
+			if got := texts(sessions.RoomScope("main", "telegram", "-100")); !slices.Equal(got, tc.wantRoom) {
+				t.Errorf("the room's notes %q, want %q", got, tc.wantRoom)
+			}
+		})
 	}
 }

@@ -39,7 +39,7 @@ type memoryNoteInfo struct {
 func scopeParam(kinds []string) string {
 	b, _ := json.Marshal(kinds)
 	return `"scope":{"type":"string","enum":` + string(b) + `,"description":"whose note: sender (the person you answer), ` +
-		`room (this group chat) or agent (yours, shared by all your chats); default sender, else agent"}`
+		`room (this group chat) or agent (yours, shared by all your chats); default sender, else room, else agent"}`
 }
 
 // memoryKinds are the kinds of s's scopes in show order.
@@ -53,12 +53,16 @@ func memoryKinds(s *session) []string {
 	return out
 }
 
-// scopeOf resolves a scope argument in s ("" picks the default).
+// scopeOf resolves a scope argument in s ("" picks the default: the
+// sender's, else the room's, else the agent's; the narrowest the turn has).
 func scopeOf(s *session, kind string) (sessions.MemoryScope, error) {
 	if kind == "" {
 		kind = sessions.MemoryAgent
-		if _, ok := s.memory[sessions.MemorySender]; ok {
-			kind = sessions.MemorySender
+		for _, k := range []string{sessions.MemorySender, sessions.MemoryRoom} {
+			if _, ok := s.memory[k]; ok {
+				kind = k
+				break
+			}
 		}
 	}
 	sc, ok := s.memory[kind]

@@ -107,7 +107,7 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		c.reset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
-		err := d.opts.Runner.Compact(ctx, w.AgentID, w.Key, w.Args)
+		err := d.opts.Runner.CompactFor(ctx, w.AgentID, w.Key, w.Args, speakerOf(w.In))
 		switch {
 		case errors.Is(err, agents.ErrNothingToCompact):
 			c.reply(ctx, w, "Nothing to compact yet: there is no earlier history to summarise.")
@@ -158,8 +158,8 @@ func (c commander) reply(ctx context.Context, w *work, text string) {
 	d.outbox.deliver(ctx, w.Key, w.AgentID, ids, out, "")
 }
 
-// isModel reports whether s names a model of one of providers
-// ("openai/gpt-4o"), as /new's first argument may.
+// isModel reports whether s is written "provider/model" with one of
+// providers ("openai/gpt-4o"), whether or not /model offers that model.
 func isModel(providers []string, s string) bool {
 	if strings.ContainsAny(s, " \n") {
 		return false
@@ -176,14 +176,33 @@ func isModel(providers []string, s string) bool {
 	return false
 }
 
+// newModel splits /new's arguments into a model and the rest. A first
+// word that names one of /model's choices (any case) is the model, as the
+// choice is written; one that names a configured provider but no choice
+// is refused (refusal says so), so /new cannot reach a model the operator
+// did not offer; any other first word starts the first message.
+func (c commander) newModel(w *work) (model, rest, refusal string) {
+	d := c.d
+	first, tail, _ := strings.Cut(w.Args, " ")
+	if w.Command != "new" || !strings.Contains(first, "/") {
+		return "", w.Args, ""
+	}
+	choices := d.opts.Runner.Models(w.AgentID)
+	if name, ok := pickModel(choices, first); ok {
+		return name, strings.TrimSpace(tail), ""
+	}
+	if isModel(d.opts.Providers, first) {
+		return "", "", fmt.Sprintf("Unknown model %q: the session was not reset. Choices: %s.", firstLine(first, 60), strings.Join(choices, ", "))
+	}
+	return "", w.Args, ""
+}
+
 func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) {
 	d := c.d
-	model, rest := "", w.Args
-	if w.Command == "new" && rest != "" {
-		first, tail, _ := strings.Cut(rest, " ")
-		if isModel(d.opts.Providers, first) {
-			model, rest = first, strings.TrimSpace(tail)
-		}
+	model, rest, refusal := c.newModel(w)
+	if refusal != "" {
+		c.reply(ctx, w, refusal)
+		return
 	}
 	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
 	if err != nil {

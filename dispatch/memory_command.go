@@ -25,12 +25,24 @@ import (
 const maxMemoryReply = 3500
 
 // speaker is who and where the turn answers, for its memory scopes (nil
-// for internal work: subagent runs and announcements).
+// for internal work: subagent runs and announcements). A turn that
+// answers messages of several people (a group's collect turn) has no one
+// sender: the room's notes apply, nobody's own, which another person's
+// message in the same turn could otherwise have told to the room.
 func (t *turn) speaker() *agents.Speaker {
 	if t.last.Agent != nil {
 		return nil
 	}
-	return speakerOf(t.last.In)
+	sp := speakerOf(t.last.In)
+	for _, w := range t.ws {
+		for _, x := range expand(w) {
+			if o := speakerOf(x.In); x.Agent == nil && (o.Channel != sp.Channel || o.SenderID != sp.SenderID) {
+				sp.SenderID = ""
+				return sp
+			}
+		}
+	}
+	return sp
 }
 
 // speakerOf is in's sender and room. The person is the Principal where a
@@ -63,8 +75,15 @@ func (c commander) memory(ctx context.Context, w *work) string {
 	if len(mine) == 0 {
 		return "I keep no notes about you."
 	}
+	// Notes are numbered per agent and /forget n takes this chat's
+	// agent's: notes of another agent say whose they are.
+	labelled := len(mine) > 1 || mine[0].AgentID != w.AgentID
 	var b strings.Builder
-	b.WriteString("What I keep about you (/forget erases it, /forget n one note):")
+	if labelled {
+		fmt.Fprintf(&b, "What I keep about you, by agent (/forget erases it all, /forget n erases note n of [%s]):", w.AgentID)
+	} else {
+		b.WriteString("What I keep about you (/forget erases it, /forget n one note):")
+	}
 	shown, total := 0, 0
 	for _, s := range mine {
 		notes, err := mem.Notes(ctx, s)
@@ -75,7 +94,7 @@ func (c commander) memory(ctx context.Context, w *work) string {
 		for _, n := range notes {
 			total++
 			line := fmt.Sprintf("\n%d. %s", n.ID, strings.Join(strings.Fields(n.Text), " "))
-			if len(mine) > 1 {
+			if labelled {
 				line = fmt.Sprintf("\n[%s] %d. %s", s.AgentID, n.ID, strings.Join(strings.Fields(n.Text), " "))
 			}
 			if b.Len()+len(line) > maxMemoryReply {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -48,5 +49,42 @@ func TestMemoryCommands(t *testing.T) {
 	}
 	if ns, err := mem.Notes(ctx, theirs); err != nil || len(ns) != 1 {
 		t.Errorf("the other sender's notes after /forget: %v, %v", ns, err)
+	}
+}
+
+// TestMemoryOfAnotherAgentIsLabelled: when the notes /memory shows are
+// another agent's, each says whose it is and the header says /forget n
+// erases this chat's agent's note n, so a listed "1." is never answered
+// "no note 1" without a word of why; /forget still erases every agent's.
+func TestMemoryOfAnotherAgentIsLabelled(t *testing.T) {
+	h := newHarness(t, "", nil)
+	mem := h.mgr.Backend().Memory()
+	ctx := context.Background()
+	st, err := h.mgr.Store("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := routing.PeerKey("other", "tg", "", routing.Direct, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Begin(ctx, k, sessions.Origin{Channel: "tg", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.AddNote(ctx, sessions.SenderScope("other", "tg", "1"), "likes tea", time.Now(), sessions.MemoryLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(text string) string {
+		t.Helper()
+		before := len(h.tg.texts())
+		h.handle(in("tg", "1", text))
+		eventually(t, "the answer to "+text, func() bool { return len(h.tg.texts()) > before })
+		return h.tg.texts()[before]
+	}
+	if got := ask("/memory"); !strings.Contains(got, "[other] 1. likes tea") || !strings.Contains(got, "/forget n erases note n of [main]") {
+		t.Errorf("/memory answered %q; want the note labelled with its agent and what /forget n erases", got)
+	}
+	if got := ask("/forget"); !strings.Contains(got, "Forgot the 1 note") {
+		t.Errorf("/forget answered %q", got)
 	}
 }

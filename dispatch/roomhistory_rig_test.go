@@ -43,8 +43,10 @@ type roomRig struct {
 	agents []agents.Agent   // nil: main with no tool policy
 	// windows are the models' own context windows (agents.Options.ContextWindows).
 	windows agents.ContextWindows
-	// platformAdmins is the policy's commands.platformAdmins.
+	// platformAdmins is the policy's commands.platformAdmins, owners its
+	// commands.owners.
 	platformAdmins bool
+	owners         []string
 	// choices signs and verifies choice buttons (nil: none).
 	choices *channels.ChoiceKeys
 	// limits, when set, gives the dispatcher a Limiter on the backend's
@@ -83,7 +85,7 @@ func (r *roomRig) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := access.New(r.access, access.Options{Logger: log, PlatformAdmins: r.platformAdmins})
+	policy, err := access.New(r.access, access.Options{Logger: log, PlatformAdmins: r.platformAdmins, Owners: r.owners})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,8 @@ func (r *roomRig) start() {
 	if q.Mode == "" {
 		q = QueueConfig{Mode: "followup", Cap: 20, Drop: "summarize"}
 	}
-	dopts := Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now, Choices: r.choices}
+	dopts := Options{Sessions: mgr.Backend(), StateDir: mgr.StateDir(), Runner: runner, Logger: log, Now: r.now, Choices: r.choices,
+		Providers: []string{"fake"}}
 	if r.limits != nil {
 		if r.lim, err = limits.New(*r.limits, nil, limits.Options{Counters: mgr.Backend().Limits(), Logger: log}); err != nil {
 			t.Fatal(err)
