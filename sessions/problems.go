@@ -38,6 +38,23 @@ type CheckOptions struct {
 	// BacklogAfter is how old the oldest pending ingress record may be
 	// before it is reported (0: 24 h).
 	BacklogAfter time.Duration
+	// Settle spares the counters of a transcript written within Settle
+	// before Now: a running daemon adds a turn's counters after its rows
+	// (the files backend coalesces them for up to a second, PostgreSQL
+	// commits them in a later group), so a check beside it would report
+	// the turn in flight as counter-lag. 0 judges every transcript (a
+	// check of state no daemon writes); gateway doctor uses DefaultSettle.
+	Settle time.Duration
+}
+
+// DefaultSettle is the Settle gateway doctor checks with: far above the
+// daemon's counter flush (1 s on files, a group commit on PostgreSQL).
+const DefaultSettle = 30 * time.Second
+
+// Settling reports whether a transcript last written at lastAt is within
+// o.Settle of o.Now, so its counters are not judged yet.
+func (o CheckOptions) Settling(lastAt time.Time) bool {
+	return o.Settle > 0 && !lastAt.IsZero() && lastAt.After(o.Now.Add(-o.Settle))
 }
 
 func (o CheckOptions) WithDefaults() CheckOptions {

@@ -184,7 +184,8 @@ func runDoctor(ctx context.Context, cfg *configs.Config, fix bool) (*doctorRepor
 	if p := rep.Storage.problem(); p != nil {
 		rep.Problems = append(rep.Problems, p)
 	}
-	opts := sessions.CheckOptions{Now: time.Now(), LockTimeout: cfg.Session.LockTimeout}
+	// Settle: a daemon running beside the check is mid-turn somewhere.
+	opts := sessions.CheckOptions{Now: time.Now(), LockTimeout: cfg.Session.LockTimeout, Settle: sessions.DefaultSettle}
 	stored, repairStored, err := checkStored(ctx, cfg, b, opts, &rep.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("doctor: %w", err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/pgstore"
@@ -130,6 +132,13 @@ func TestDoctorPostgresStoredChecks(t *testing.T) {
 	// The entry says 9 messages; the transcript has one.
 	_, err = st.Patch(ctx, k, func(e *sessions.Entry) error { e.MessageCount = 9; return nil })
 	must(t, err)
+	// An hour ago: doctor spares the counters of a transcript written
+	// within its settle time (a turn in flight beside a running daemon).
+	conn, err := pgx.Connect(ctx, url)
+	must(t, err)
+	_, err = conn.Exec(ctx, `UPDATE transcript_entries SET created_at = created_at - interval '1 hour'`)
+	must(t, err)
+	must(t, conn.Close(ctx))
 
 	state := t.TempDir()
 	must(t, os.Chmod(state, 0o700))

@@ -391,6 +391,11 @@ func TestDoctorDetectsAndRepairs(t *testing.T) {
 	lock := indexPath + ".lock"
 	meta := `{"pid":999999,"startTime":"2020-01-01T00:00:00Z","createdAt":"2020-01-01T00:00:00Z","host":"gone"}`
 	must(t, os.WriteFile(lock, []byte(meta), 0o600))
+	// Written an hour ago, as the entries say: doctor spares the counters
+	// of a transcript written within its settle time (a turn in flight).
+	for _, e := range []sessions.Entry{alpha, beta, gamma} {
+		must(t, os.Chtimes(filepath.Join(dir, e.SessionID+".jsonl"), at, at))
+	}
 
 	r := gw(t, cfg, "doctor", "--json").want(t, 1)
 	var rep doctorReport

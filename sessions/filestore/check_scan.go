@@ -24,6 +24,7 @@ type transcriptSummary struct {
 	// messages, copied without record ids (sessions.ForkContext).
 	firstOwn string
 	lastAt   time.Time // latest entry timestamp
+	modTime  time.Time // the file's mtime: its last write (CheckOptions.Settle)
 	// Token counters as the runner adds them (agents appendAssistant):
 	// the sums of the assistant messages' reported usage, and the context
 	// of the last one (or the latest compaction's tokensAfter, when it
@@ -48,6 +49,9 @@ func summarizeTranscript(path string) (transcriptSummary, error) {
 		return s, fmt.Errorf("transcript: scan: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		s.modTime = fi.ModTime()
+	}
 	err = eachLine(f, func(line int, off int64, b []byte, complete bool) {
 		if perr := s.addLine(line, off, b); perr != nil && complete {
 			s.bad = append(s.bad, BadLine{Line: line, Offset: off, Err: perr.Error()})

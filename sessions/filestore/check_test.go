@@ -193,3 +193,30 @@ func TestCheckIndexUnreadable(t *testing.T) {
 		t.Errorf("rebuilt messageCount %d, want 4", got)
 	}
 }
+
+// TestCheckSettleSparesATurnInFlight: a running daemon coalesces a turn's
+// counters for up to its flush interval after the transcript lines, so a
+// check beside it sees the entry behind its transcript for a moment. With
+// Settle (gateway doctor's) a transcript written that recently is not
+// reported; without it, or once its last write is older than Settle, it is.
+func TestCheckSettleSparesATurnInFlight(t *testing.T) {
+	now := time.Now()
+	f := seedCheck(t, now, []string{"one", "two"})
+	idx := f.index(t)
+	e := idx[f.keys[0].String()]
+	e.MessageCount = 2
+	idx[f.keys[0].String()] = e
+	f.writeIndex(t, idx)
+	now = time.Now() // the transcripts' mtime: their last write
+
+	if got := codes(mustCheck(t, f.state, sessions.CheckOptions{Now: now, Settle: sessions.DefaultSettle})); got != "" {
+		t.Errorf("a turn written just now, with Settle: %q, want nothing", got)
+	}
+	if got := codes(mustCheck(t, f.state, sessions.CheckOptions{Now: now})); got != sessions.CodeCounterLag {
+		t.Errorf("without Settle: %q, want the counter lag", got)
+	}
+	later := sessions.CheckOptions{Now: now.Add(2 * sessions.DefaultSettle), Settle: sessions.DefaultSettle}
+	if got := codes(mustCheck(t, f.state, later)); got != sessions.CodeCounterLag {
+		t.Errorf("a transcript older than Settle: %q, want the counter lag", got)
+	}
+}

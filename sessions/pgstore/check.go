@@ -86,7 +86,7 @@ func (db *DB) Check(ctx context.Context, opts sessions.CheckOptions) ([]sessions
 			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
 				return err
 			}
-			ps, err := checkTranscripts(ctx, tx, moves)
+			ps, err := checkTranscripts(ctx, tx, moves, opts)
 			if err != nil {
 				return fmt.Errorf("transcripts: %w", err)
 			}
@@ -134,31 +134,34 @@ func (db *DB) checkSchema(ctx context.Context) ([]sessions.Problem, error) {
 // one finding: kind, agent, key, session id, two stored numbers (entry:
 // messageCount, compactionCount; head: last_seq, messages), the rows'
 // count, messages, compactions (entry) or highest seq (head), whether the
-// rows hold a session header (head: whether the head row exists), and an
-// orphan's header body.
+// rows hold a session header (head: whether the head row exists), an
+// orphan's header body, and (entry) when its newest row was written.
 const checkTranscriptsSQL = `WITH t AS MATERIALIZED (
 	SELECT session_id, count(*) AS n,
 		count(*) FILTER (WHERE type = 'message') AS messages,
 		count(*) FILTER (WHERE type = 'compaction') AS compactions,
 		max(seq) AS max_seq,
-		bool_or(type = 'session') AS header
+		bool_or(type = 'session') AS header,
+		max(created_at) AS newest
 	FROM transcript_entries GROUP BY session_id)
 SELECT 1 AS kind, e.agent_id, e.session_key, e.session_id,
 	e.message_count::bigint, e.compaction_count::bigint,
-	COALESCE(t.n, 0), COALESCE(t.messages, 0), COALESCE(t.compactions, 0), COALESCE(t.header, false), NULL::text
+	COALESCE(t.n, 0), COALESCE(t.messages, 0), COALESCE(t.compactions, 0), COALESCE(t.header, false), NULL::text,
+	t.newest
 FROM entries e LEFT JOIN t ON t.session_id = e.session_id
 WHERE CASE WHEN t.session_id IS NULL THEN e.message_count <> 0 OR e.compaction_count <> 0
 	ELSE NOT t.header OR e.message_count <> t.messages OR e.compaction_count <> t.compactions END
 UNION ALL
 SELECT 2, '', '', COALESCE(t.session_id, h.session_id),
 	COALESCE(h.last_seq, 0), COALESCE(h.messages, 0),
-	COALESCE(t.n, 0), COALESCE(t.messages, 0), COALESCE(t.max_seq, 0), h.session_id IS NOT NULL, NULL
+	COALESCE(t.n, 0), COALESCE(t.messages, 0), COALESCE(t.max_seq, 0), h.session_id IS NOT NULL, NULL, NULL::timestamptz
 FROM t FULL JOIN transcript_heads h ON h.session_id = t.session_id
 WHERE h.session_id IS NULL OR t.session_id IS NULL OR h.messages <> t.messages OR h.last_seq < t.max_seq
 UNION ALL
 SELECT 3, '', '', t.session_id, 0, 0, t.n, t.messages, 0, t.header,
 	(SELECT x.body::text FROM transcript_entries x
-		WHERE x.session_id = t.session_id AND x.type = 'session' ORDER BY x.seq LIMIT 1)
+		WHERE x.session_id = t.session_id AND x.type = 'session' ORDER BY x.seq LIMIT 1),
+	NULL
 FROM t
 WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.session_id = t.session_id)
 	AND NOT EXISTS (SELECT 1 FROM archived a WHERE a.session_id = t.session_id)
@@ -184,10 +187,11 @@ type transcriptFinding struct {
 	// flag: the rows hold a session header (entry, orphan); the head row
 	// exists (head).
 	flag   bool
-	header *string // an orphan's session header (body), if it has one
+	header *string    // an orphan's session header (body), if it has one
+	newest *time.Time // an entry's newest transcript row (nil: no rows)
 }
 
-func checkTranscripts(ctx context.Context, tx pgx.Tx, moves sessions.KeyMoves) ([]sessions.Problem, error) {
+func checkTranscripts(ctx context.Context, tx pgx.Tx, moves sessions.KeyMoves, opts sessions.CheckOptions) ([]sessions.Problem, error) {
 	rows, err := tx.Query(ctx, checkTranscriptsSQL)
 	if err != nil {
 		return nil, err
@@ -195,7 +199,7 @@ func checkTranscripts(ctx context.Context, tx pgx.Tx, moves sessions.KeyMoves) (
 	fs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (transcriptFinding, error) {
 		var f transcriptFinding
 		err := r.Scan(&f.kind, &f.agent, &f.key, &f.sessionID, &f.stored1, &f.stored2,
-			&f.rows, &f.messages, &f.third, &f.flag, &f.header)
+			&f.rows, &f.messages, &f.third, &f.flag, &f.header, &f.newest)
 		return f, err
 	})
 	if err != nil {
@@ -205,7 +209,7 @@ func checkTranscripts(ctx context.Context, tx pgx.Tx, moves sessions.KeyMoves) (
 	for _, f := range fs {
 		switch f.kind {
 		case findingEntry:
-			out = append(out, f.entryProblems()...)
+			out = append(out, f.entryProblems(opts)...)
 		case findingHead:
 			out = append(out, f.headProblem())
 		default:
@@ -216,8 +220,10 @@ func checkTranscripts(ctx context.Context, tx pgx.Tx, moves sessions.KeyMoves) (
 }
 
 // entryProblems: an entry with counters but no transcript rows, with rows
-// but no session header, or whose counters disagree with its rows.
-func (f transcriptFinding) entryProblems() []sessions.Problem {
+// but no session header, or whose counters disagree with its rows (unless
+// its newest row is within opts.Settle: a turn whose counters are on
+// their way).
+func (f transcriptFinding) entryProblems(opts sessions.CheckOptions) []sessions.Problem {
 	msgs, comps := f.stored1, f.stored2
 	p := sessions.Problem{Path: "entries " + f.key, Agent: f.agent, Key: f.key, SessionID: f.sessionID}
 	if f.rows == 0 {
@@ -234,7 +240,7 @@ func (f transcriptFinding) entryProblems() []sessions.Problem {
 			f.key, f.rows)
 		out = append(out, m)
 	}
-	if msgs != f.messages || comps != f.third {
+	if (msgs != f.messages || comps != f.third) && (f.newest == nil || !opts.Settling(*f.newest)) {
 		p.Code, p.Fixable = sessions.CodeCounterLag, true
 		p.Message = fmt.Sprintf("messageCount %d, compactionCount %d; its transcript %s has %d and %d",
 			msgs, comps, f.sessionID, f.messages, f.third)
