@@ -18,12 +18,13 @@ const WhenHelp = `"in 2 hours", "in 90s", "tomorrow 09:00", "today 18:30", "09:0
 // ParseWhen reads a schedule at the start of s and returns it with the
 // rest of s (the job's text, spaces trimmed). Times of day are wall-clock
 // times in loc (the room's or agent's zone), which a recurring schedule
-// keeps (TZ); now is the present. A time of day alone is its next
-// occurrence. An error names what is wrong: an unknown form, a number or
+// keeps (TZ), unless the time names its zone ("09:00 UTC", "09:00
+// Europe/Berlin"; when_zone.go); now is the present. A time of day alone
+// is its next occurrence. An error names what is wrong: an unknown form, a number or
 // time out of range, a time in the past, a cron expression that does not
 // parse, no text.
 func ParseWhen(s string, now time.Time, loc *time.Location) (sessions.JobSchedule, string, error) {
-	sched, rest, err := parseWhen(s, now.In(loc), loc)
+	sched, rest, err := withZone(s, now, loc) // when_zone.go
 	if err != nil {
 		return sessions.JobSchedule{}, "", err
 	}
