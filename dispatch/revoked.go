@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"context"
+
 	"go.uber.org/zap"
 )
 
@@ -56,4 +58,33 @@ func (d *Dispatcher) dropRevoked(w *work, reason string) {
 		zap.Stringer("session_key", w.Key), zap.Strings("record_ids", ids), zap.String("reason", reason))
 	d.releaseHolds(parts...)
 	d.finish(ids...)
+}
+
+// stillPrivileged reports whether the sender of w, a privileged command
+// (/new, /reset, /switch, /delete, /remind for others) that waited in its
+// lane across a reload, may still run it: the operator may have removed
+// them from commands.owners or the room's allowFrom meanwhile. Asked only
+// when a reload happened since Handle (or for a command replayed after a
+// restart); a command no longer allowed is answered as Handle would have
+// answered it, and its record finishes with the answer.
+func (c commander) stillPrivileged(ctx context.Context, w *work) bool {
+	d := c.d
+	rt := d.rt.Load()
+	if rt.Access == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil ||
+		!(privilegedCommand(w.Command) || privilegedRemind(w.Command, w.Args)) {
+		return true
+	}
+	if _, job := jobOccurrence(w.RecordID); job {
+		return true
+	}
+	verdict := rt.Access(w.In)
+	if verdict.Privileged || c.platformAdmin(ctx, w.In, verdict) {
+		return true
+	}
+	d.log.Warn("queued command refused: the access policy in force no longer privileges its sender",
+		zap.String("channel", w.In.Channel), zap.String("account_id", w.In.AccountID),
+		zap.String("chat_id", w.In.ChatID), zap.String("sender_id", w.In.SenderID),
+		zap.Stringer("session_key", w.Key), zap.String("command", w.Command), zap.String("record_id", w.RecordID))
+	c.reply(ctx, w, "Only allowed members can use /"+w.Command+" here.")
+	return false
 }

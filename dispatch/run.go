@@ -56,7 +56,9 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 		}
 		if w.Command != "" {
 			flush()
-			d.cmds.run(ctx, w, b)
+			if d.cmds.stillPrivileged(ctx, w) { // its sender may have lost the right meanwhile (revoked.go)
+				d.cmds.run(ctx, w, b)
+			}
 			continue
 		}
 		parts := expand(w)
