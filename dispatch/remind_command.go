@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/sessions"
 )
@@ -79,7 +80,7 @@ func (c commander) remind(ctx context.Context, w *work) string {
 		}
 		lines := []string{"Reminders in this chat:"}
 		for _, j := range js {
-			lines = append(lines, jobs.Describe(j, loc))
+			lines = append(lines, jobs.Describe(j, loc)+elsewhere(j.Target, w.In.Address))
 		}
 		return strings.Join(lines, "\n")
 	case "cancel", "remove":
@@ -147,4 +148,19 @@ func cancelled(j sessions.Job, loc *time.Location, now time.Time) string {
 		return fmt.Sprintf("Cancelled %s, but it was firing just now: this occurrence may still arrive.", j.ID)
 	}
 	return "Cancelled " + j.ID + "."
+}
+
+// elsewhere marks a job of the chat that arrives in another thread or
+// topic than the one listing it (a forum's topics share their reminders'
+// list): "" when it arrives here.
+func elsewhere(t sessions.JobTarget, here channels.Address) string {
+	switch {
+	case t.ThreadID == here.ThreadID:
+		return ""
+	case t.ThreadID == "":
+		return " (in the main chat)"
+	case t.IsTopic:
+		return " (in topic " + t.ThreadID + ")"
+	}
+	return " (in thread " + t.ThreadID + ")"
 }

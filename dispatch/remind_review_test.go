@@ -274,3 +274,43 @@ func (retryAfterErr) Error() string {
 	return "telegram: sendMessage: 429 Too Many Requests (retry after 5s)"
 }
 func (retryAfterErr) RetryDelay() time.Duration { return 5 * time.Second }
+
+// TestRemindListSaysWhereEachArrives: a forum's topics share one list of
+// reminders (the chat's); /remind list in a topic marks those that arrive
+// elsewhere (another topic, the main chat) and not its own.
+func TestRemindListSaysWhereEachArrives(t *testing.T) {
+	h := newHarness(t, "", nil)
+	withRoomMembers(h)
+	inTopic := func(topic, text string) channels.Inbound {
+		m := remindMsg("1", text)
+		if topic != "" {
+			m.ThreadID, m.IsTopic = topic, true
+		}
+		return m
+	}
+	h.handle(inTopic("7", "/remind in 2 hours here"))
+	h.handle(inTopic("9", "/remind in 3 hours there"))
+	h.handle(inTopic("", "/remind in 4 hours main"))
+	h.drained()
+	n := len(h.tg.texts())
+	h.handle(inTopic("7", "/remind list"))
+	h.drained()
+	got := h.tg.texts()[n:]
+	if len(got) != 1 {
+		t.Fatalf("answers %q", got)
+	}
+	want := map[string]string{"here": "", "there": " (in topic 9)", "main": " (in the main chat)"}
+	for _, line := range strings.Split(got[0], "\n")[1:] {
+		for text, mark := range want {
+			if strings.Contains(line, text) {
+				if mark == "" && strings.Contains(line, "(in ") || mark != "" && !strings.HasSuffix(line, mark) {
+					t.Errorf("line %q, want it marked %q", line, mark)
+				}
+				delete(want, text)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("not listed: %v in %q", want, got[0])
+	}
+}
