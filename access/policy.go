@@ -195,6 +195,22 @@ func (c *compiled) group(in channels.Inbound) resolved {
 	return r
 }
 
+// dmByPolicy decides direct message in by the account's dmPolicy alone:
+// done is false under pairing or allowlist for a sender, who is then
+// looked up in the lists.
+func (c *compiled) dmByPolicy(in channels.Inbound) (d Decision, done bool) {
+	if in.SenderID == "" {
+		return deny(ReasonNoSender), true
+	}
+	switch c.cfg.DMPolicy {
+	case DMDisabled:
+		return deny(ReasonDMDisabled), true
+	case DMOpen:
+		return Decision{Outcome: Allow}, true
+	}
+	return Decision{}, false
+}
+
 // Check decides on in. Under dmPolicy pairing it may create a pairing
 // request in the store (the only side effect).
 func (p *Policy) Check(in channels.Inbound) Decision {
@@ -202,14 +218,8 @@ func (p *Policy) Check(in channels.Inbound) Decision {
 	if in.ChatType != channels.Direct {
 		return c.checkGroup(in)
 	}
-	if in.SenderID == "" {
-		return deny(ReasonNoSender)
-	}
-	switch c.cfg.DMPolicy {
-	case DMDisabled:
-		return deny(ReasonDMDisabled)
-	case DMOpen:
-		return Decision{Outcome: Allow}
+	if d, done := c.dmByPolicy(in); done {
+		return d
 	}
 	if p.listed(c, in) {
 		return Decision{Outcome: Allow}
@@ -274,14 +284,8 @@ func (p *Policy) Admits(in channels.Inbound) Decision {
 		}
 		return c.checkGroup(withMention(in))
 	}
-	if in.SenderID == "" {
-		return deny(ReasonNoSender)
-	}
-	switch c.cfg.DMPolicy {
-	case DMDisabled:
-		return deny(ReasonDMDisabled)
-	case DMOpen:
-		return Decision{Outcome: Allow}
+	if d, done := c.dmByPolicy(in); done {
+		return d
 	}
 	if c.allowFrom.has(in.SenderID, in.CaseSensitive) {
 		return Decision{Outcome: Allow}

@@ -42,6 +42,23 @@ messages: {queue: {mode: collect, debounce: 50ms}}
 `, tg.Token(), tg.URL, groupRule, model.BaseURL()))
 }
 
+// longTurnModel is a fake model that holds its first answer to "long
+// question" ("long answer") until release is closed, and answers every
+// other message "reply: <text>" at once.
+func longTurnModel(t *testing.T) (model *openaitest.Server, release chan struct{}) {
+	model = openaitest.NewServer(t)
+	release = make(chan struct{})
+	var held atomic.Bool
+	model.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		text := r.LastUserText()
+		if strings.Contains(text, "long question") && held.CompareAndSwap(false, true) {
+			return openaitest.Reply{Text: "long answer", Hold: release}
+		}
+		return openaitest.Reply{Text: "reply: " + text}
+	})
+	return model, release
+}
+
 // observedLogger tees the test's log into an observer the test reads.
 func observedLogger(t *testing.T) (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.DebugLevel)
@@ -63,16 +80,7 @@ func TestReloadRevokedSenderQueuedMessageNeverReachesAgent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := telegramtest.Start(t, telegramtest.Options{})
-			model := openaitest.NewServer(t)
-			release := make(chan struct{})
-			var held atomic.Bool
-			model.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
-				text := r.LastUserText()
-				if strings.Contains(text, "long question") && held.CompareAndSwap(false, true) {
-					return openaitest.Reply{Text: "long answer", Hold: release}
-				}
-				return openaitest.Reply{Text: "reply: " + text}
-			})
+			model, release := longTurnModel(t)
 			dir := t.TempDir()
 			path := filepath.Join(dir, "gateway.yaml")
 			state := filepath.Join(dir, "state")

@@ -5,11 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
@@ -19,16 +17,7 @@ import (
 // from the owners: the session is not reset and the room is told why.
 func TestReloadRevokedOwnerQueuedCommandRefused(t *testing.T) {
 	tg := telegramtest.Start(t, telegramtest.Options{})
-	model := openaitest.NewServer(t)
-	release := make(chan struct{})
-	var held atomic.Bool
-	model.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
-		text := r.LastUserText()
-		if strings.Contains(text, "long question") && held.CompareAndSwap(false, true) {
-			return openaitest.Reply{Text: "long answer", Hold: release}
-		}
-		return openaitest.Reply{Text: "reply: " + text}
-	})
+	model, release := longTurnModel(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gateway.yaml")
 	state := filepath.Join(dir, "state")
