@@ -314,3 +314,36 @@ func TestRemindListSaysWhereEachArrives(t *testing.T) {
 		t.Errorf("not listed: %v in %q", want, got[0])
 	}
 }
+
+// TestNoteJobMissedTellsTheRoom: a one-shot reminder the scheduler found
+// past its grace window (the gateway was down) is not delivered, but its
+// room is told, in its topic, with the due time in the chat's zone and
+// the reminder's text; the notice replies to nothing (the occurrence is
+// not a platform message).
+func TestNoteJobMissedTellsTheRoom(t *testing.T) {
+	h := newHarness(t, "", nil)
+	withRoomMembers(h)
+	m := remindMsg("1", "/remind in 2 hours call the dentist")
+	m.ThreadID, m.IsTopic = "7", true
+	h.handle(m)
+	h.drained()
+	id := jobIDRe.FindString(strings.Join(h.tg.texts(), " "))
+	j, err := h.mgr.Backend().Jobs().Job(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(h.tg.sent())
+	h.d.NoteJobMissed(context.Background(), j, j.NextAt)
+	sent := h.tg.sent()[n:]
+	if len(sent) != 1 {
+		t.Fatalf("sent %d notices, want 1", len(sent))
+	}
+	o := sent[0].Out
+	due := j.NextAt.UTC().Format("Mon 2006-01-02 15:04 MST")
+	if o.ChatID != "-100" || o.ThreadID != "7" || !o.IsTopic || o.ReplyToID != "" {
+		t.Errorf("notice went to chat %s thread %q topic %v replying to %q", o.ChatID, o.ThreadID, o.IsTopic, o.ReplyToID)
+	}
+	if want := "Reminder " + id + " was due " + due + " but was not delivered"; !strings.HasPrefix(o.Text, want) || !strings.HasSuffix(o.Text, "It said: call the dentist") {
+		t.Errorf("notice %q, want it to start %q and end with the reminder's text", o.Text, want)
+	}
+}

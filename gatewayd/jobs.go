@@ -117,7 +117,7 @@ func (d *Daemon) runJobs(ctx context.Context, cfg *configs.Config) (stop func())
 	host, _ := os.Hostname()
 	m := newJobsMetrics(d.reg)
 	s, err := jobs.New(jobs.Options{
-		Store: d.backend.Jobs(), Deliver: d.deliverJob,
+		Store: d.backend.Jobs(), Deliver: d.deliverJob, Missed: d.disp.NoteJobMissed,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
 		Poll:  cfg.Jobs.Poll, Grace: cfg.Jobs.Grace, Lease: cfg.Jobs.Lease, Now: d.opts.Now, Log: d.log.Named("jobs"),
 		Observe: func(outcome string, late time.Duration) {

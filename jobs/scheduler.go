@@ -58,6 +58,12 @@ type Options struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	Log *zap.Logger
+	// Missed, when set, is told of a one-shot job that ended missed (its
+	// occurrence past the grace window), once, after its settle under
+	// this scheduler's claim, so its room can be told
+	// (dispatch.Dispatcher.NoteJobMissed). A recurring job's missed
+	// occurrences are not told: its next one comes.
+	Missed func(ctx context.Context, j sessions.Job, due time.Time)
 	// Observe, when set, is told each outcome ("fired", "missed",
 	// "disabled", "failed") and, for "fired", how late the delivery
 	// was after the occurrence.
@@ -214,6 +220,8 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 
 // outcome is a handled occurrence waiting for its settle.
 type outcome struct {
+	job  sessions.Job // as claimed
+	due  time.Time    // the occurrence handled
 	st   sessions.JobSettled
 	what string // fired, missed, disabled, refused
 	late time.Duration
@@ -245,7 +253,7 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) (outcome, bool) 
 			st.State, st.NextAt = sessions.JobActive, next
 		}
 		log.Warn("job missed", zap.Time("due", due), zap.Duration("late", late))
-		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "missed", late: 0, log: log}, true
+		return outcome{job: j, due: due, st: sessions.JobSettled{ID: j.ID, JobSettle: st}, what: "missed", late: 0, log: log}, true
 	}
 	if !s.stillClaimed(ctx, j, log) {
 		return outcome{}, false
@@ -332,6 +340,8 @@ func (s *Scheduler) settle(ctx context.Context, done []outcome) {
 			o.log.Info("job removed while it fired")
 		case e != nil:
 			o.log.Warn("job not settled; its claim runs out and the occurrence is tried again", zap.Error(e))
+		case o.what == "missed" && o.st.State == sessions.JobMissed && s.opts.Missed != nil:
+			s.opts.Missed(context.WithoutCancel(ctx), o.job, o.due) // settled under our claim: told once
 		}
 		s.observe(o.what, o.late)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,7 +187,14 @@ func TestMissedWhileDown(t *testing.T) {
 	}
 	add(t, store, job("missed", sessions.JobSchedule{At: t0.Add(12 * time.Minute)}, t0))
 	c.Set(t0.Add(3*time.Hour + 30*time.Minute)) // missed is 3h18m late; hourly missed 10:00, 11:00, 12:00
+	var told []string
+	s.opts.Missed = func(_ context.Context, j sessions.Job, due time.Time) {
+		told = append(told, j.ID+" "+due.Format("15:04"))
+	}
 	tick(t, s)
+	if want := []string{"missed 09:12"}; !slices.Equal(told, want) {
+		t.Errorf("told of missed jobs %q, want %q (the one-shot once, not the recurring one)", told, want)
+	}
 	if got := b.ids(); len(got) != 2 {
 		t.Fatalf("delivered %v after the long downtime, want nothing more", got)
 	}
