@@ -34,6 +34,16 @@ func privilegedCommand(c string) bool {
 	return ok && cmd.Privileged
 }
 
+// needsPrivilege reports whether w is a command only privileged senders
+// may run in groups (Handle asks, and again after a reload: revoked.go).
+func needsPrivilege(w *work) bool {
+	return w.Command != "" && (privilegedCommand(w.Command) || privilegedRemind(w.Command, w.Args))
+}
+
+// onlyAllowed is the answer to a privileged command from a sender who
+// may not run it.
+func onlyAllowed(command string) string { return "Only allowed members can use /" + command + " here." }
+
 // platformAdminTimeout bounds the adapter's answer to platformAdmin: the
 // message's handling (and the adapter's receiving) waits for it.
 const platformAdminTimeout = 5 * time.Second

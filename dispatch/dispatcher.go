@@ -288,8 +288,8 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if !in.Press { // a button's label is never a command
 		w.Command, w.Args = parseCommand(in.Text, rt.Reset)
 	}
-	if w.Command != "" && (privilegedCommand(w.Command) || privilegedRemind(w.Command, w.Args)) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
-		d.notify(ctx, in, "Only allowed members can use /"+w.Command+" here.")
+	if needsPrivilege(w) && !verdict.Privileged && !d.cmds.platformAdmin(ctx, in, verdict) {
+		d.notify(ctx, in, onlyAllowed(w.Command))
 		return channels.ErrRejected
 	}
 	if w.Command == "stop" {

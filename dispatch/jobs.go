@@ -51,11 +51,16 @@ func JobInbound(j sessions.Job, at time.Time, id string, now time.Time) channels
 	text := fmt.Sprintf("[Scheduled %s %s set by %s, due %s] %s", kind, j.ID, setter,
 		at.UTC().Format("2006-01-02 15:04 UTC"), j.Text)
 	return channels.Inbound{
-		Address:  channels.Address{Channel: t.Channel, AccountID: t.AccountID, ChatID: t.ChatID, ThreadID: t.ThreadID, IsTopic: t.IsTopic},
+		Address:  jobAddress(t),
 		Agent:    j.AgentID,
 		ChatType: channels.ChatType(t.ChatType), GuildID: t.GuildID, SenderID: t.SenderID, SenderName: t.SenderName,
 		CaseSensitive: t.CaseSensitive, Mentioned: true, MessageID: id, Text: text, Time: now,
 	}
+}
+
+// jobAddress is the room (and thread or topic) job target t delivers to.
+func jobAddress(t sessions.JobTarget) channels.Address {
+	return channels.Address{Channel: t.Channel, AccountID: t.AccountID, ChatID: t.ChatID, ThreadID: t.ThreadID, IsTopic: t.IsTopic}
 }
 
 // DeliverJob journals occurrence id of job j into its session and queues

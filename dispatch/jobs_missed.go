@@ -26,8 +26,7 @@ func (d *Dispatcher) NoteJobMissed(ctx context.Context, j sessions.Job, due time
 			zap.String("channel", t.Channel), zap.String("account_id", t.AccountID))
 		return
 	}
-	out := channels.Outbound{Address: channels.Address{Channel: t.Channel, AccountID: t.AccountID, ChatID: t.ChatID,
-		ThreadID: t.ThreadID, IsTopic: t.IsTopic}}
+	out := channels.Outbound{Address: jobAddress(t)}
 	out.Text = fmt.Sprintf("Reminder %s was due %s but was not delivered: the gateway was not running then. It said: %s",
 		j.ID, due.In(d.opts.Jobs.zone(j.AgentID)).Format("Mon 2006-01-02 15:04 MST"), firstLine(j.Text, 300))
 	if err := a.Send(ctx, out); err != nil {

@@ -70,8 +70,7 @@ func (d *Dispatcher) dropRevoked(w *work, reason string) {
 func (c commander) stillPrivileged(ctx context.Context, w *work) bool {
 	d := c.d
 	rt := d.rt.Load()
-	if rt.Access == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil ||
-		!(privilegedCommand(w.Command) || privilegedRemind(w.Command, w.Args)) {
+	if rt.Access == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil || !needsPrivilege(w) {
 		return true
 	}
 	if _, job := jobOccurrence(w.RecordID); job {
@@ -85,6 +84,6 @@ func (c commander) stillPrivileged(ctx context.Context, w *work) bool {
 		zap.String("channel", w.In.Channel), zap.String("account_id", w.In.AccountID),
 		zap.String("chat_id", w.In.ChatID), zap.String("sender_id", w.In.SenderID),
 		zap.Stringer("session_key", w.Key), zap.String("command", w.Command), zap.String("record_id", w.RecordID))
-	c.reply(ctx, w, "Only allowed members can use /"+w.Command+" here.")
+	c.reply(ctx, w, onlyAllowed(w.Command))
 	return false
 }

@@ -59,6 +59,19 @@ func longTurnModel(t *testing.T) (model *openaitest.Server, release chan struct{
 	return model, release
 }
 
+// queueBehindLongTurn has sender 100 start a long turn in group -100777
+// (longTurnModel holds it) and then send text, which waits in the lane
+// once journaled.
+func queueBehindLongTurn(ctx context.Context, t *testing.T, tg *telegramtest.Server, model *openaitest.Server, text string) {
+	t.Helper()
+	tg.Group(-100777, 100, "long question")
+	waitFor(t, func() bool { return model.Calls() >= 1 })
+	id := tg.Group(-100777, 100, text)
+	if err := tg.WaitConfirmed(ctx, id); err != nil { // journaled: accepted
+		t.Fatalf("queued %q not accepted: %v", text, err)
+	}
+}
+
 // observedLogger tees the test's log into an observer the test reads.
 func observedLogger(t *testing.T) (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.DebugLevel)
@@ -93,12 +106,7 @@ func TestReloadRevokedSenderQueuedMessageNeverReachesAgent(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
-			tg.Group(-100777, 100, "long question")
-			waitFor(t, func() bool { return model.Calls() >= 1 })
-			id := tg.Group(-100777, 100, "queued secret")
-			if err := tg.WaitConfirmed(ctx, id); err != nil { // journaled: accepted
-				t.Fatalf("queued message not accepted: %v", err)
-			}
+			queueBehindLongTurn(ctx, t, tg, model, "queued secret")
 			if err := os.WriteFile(path, []byte(accessReloadYAML(state, tg, model, tc.after)), 0o600); err != nil {
 				t.Fatal(err)
 			}

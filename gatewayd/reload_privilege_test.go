@@ -33,12 +33,7 @@ func TestReloadRevokedOwnerQueuedCommandRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	tg.Group(-100777, 100, "long question")
-	waitFor(t, func() bool { return model.Calls() >= 1 })
-	id := tg.Group(-100777, 100, "/reset")
-	if err := tg.WaitConfirmed(ctx, id); err != nil { // journaled: accepted
-		t.Fatalf("queued /reset not accepted: %v", err)
-	}
+	queueBehindLongTurn(ctx, t, tg, model, "/reset")
 	if err := os.WriteFile(path, yaml("200"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func Check(ctx context.Context, stateDir string, opts sessions.CheckOptions) ([]
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("sessions: check: %w", err)
 		}
-		c := &agentCheck{agent: e.Name(), dir: dir, now: opts.Now, settle: opts.Settle, moves: moves}
+		c := &agentCheck{agent: e.Name(), dir: dir, now: opts.Now, opts: opts, moves: moves}
 		if err := c.run(); err != nil {
 			return nil, err
 		}

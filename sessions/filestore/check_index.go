@@ -18,8 +18,8 @@ import (
 type agentCheck struct {
 	agent, dir string
 	now        time.Time
-	settle     time.Duration // counters of a transcript written this recently are not judged
-	moves      sessions.KeyMoves // recorded key moves: a header's key resolves through them
+	opts       sessions.CheckOptions // Settle: counters of a transcript written this recently are not judged
+	moves      sessions.KeyMoves     // recorded key moves: a header's key resolves through them
 
 	idx         map[string]sessions.Entry
 	transcripts map[string]transcriptSummary // by session id
@@ -121,7 +121,7 @@ func (c *agentCheck) checkEntry(k string, e sessions.Entry) {
 	if e.MessageCount >= s.messages && e.CompactionCount >= s.compactions {
 		return
 	}
-	if (sessions.CheckOptions{Now: c.now, Settle: c.settle}).Settling(s.modTime) {
+	if c.opts.Settling(s.modTime) {
 		return // a turn in flight: the daemon adds its counters after its rows
 	}
 	n, comp := s.messages, s.compactions
