@@ -36,7 +36,7 @@ func (r *Runner) CompactFor(ctx context.Context, agentID string, key routing.Key
 	if err != nil {
 		return err
 	}
-	s.memory = r.memoryScopes(s.agent, sp)
+	r.setMemory(s, sp)
 	if _, err = r.compact(ctx, s, instructions); err == nil {
 		r.usage.compactions.WithLabelValues(CompactManual).Inc()
 	}

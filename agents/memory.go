@@ -52,6 +52,13 @@ type MemoryConfig struct {
 	// (defaults 40 notes, 8000 bytes, over all its scopes).
 	ReadNotes int `mapstructure:"readNotes"`
 	ReadBytes int `mapstructure:"readBytes"`
+	// SenderInGroups reads a person's own notes into the turns that answer
+	// them in a group or channel too. Off by default: there the model
+	// answers in front of the room, so a person's notes (often saved in a
+	// direct chat) are read only in direct chats, as OpenClaw keeps its
+	// personal memory to the main session; a group turn may still save a
+	// note to them (what they said in front of the room).
+	SenderInGroups bool `mapstructure:"senderInGroups"`
 }
 
 // WithDefaults fills zero fields.
@@ -107,6 +114,21 @@ type Speaker struct {
 	Group bool
 }
 
+// setMemory gives s the memory scopes of a turn answering sp (nil: no
+// one) and seals the sender's in a group unless senderInGroups.
+func (r *Runner) setMemory(s *session, sp *Speaker) {
+	s.memory = r.memoryScopes(s.agent, sp)
+	_, hasSender := s.memory[sessions.MemorySender]
+	s.senderSealed = hasSender && sp.Group && !s.agent.Memory.SenderInGroups
+}
+
+// readable reports whether the turn reads the notes of scope kind: every
+// scope it has but a sealed sender's (written, never read, in a group).
+func (s *session) readable(kind string) bool {
+	_, ok := s.memory[kind]
+	return ok && (kind != sessions.MemorySender || !s.senderSealed)
+}
+
 // memoryScopes are the scopes a turn of agent a reads and writes, by
 // kind: a's configured scopes that the turn has (a subagent or internal
 // turn has no sender or room).
@@ -145,14 +167,13 @@ func (r *Runner) readMemory(ctx context.Context, s *session) string {
 	}
 	var all []line
 	for _, kind := range memoryOrder {
-		scope, ok := s.memory[kind]
-		if !ok {
+		if !s.readable(kind) {
 			continue
 		}
-		notes, err := r.opts.Sessions.Memory().Notes(ctx, scope)
+		notes, err := r.opts.Sessions.Memory().Notes(ctx, s.memory[kind])
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Warn("memory read failed; the turn runs without its notes", zap.String("scope", scope.Kind), zap.Error(err))
+				s.log.Warn("memory read failed; the turn runs without its notes", zap.String("scope", kind), zap.Error(err))
 			}
 			continue
 		}

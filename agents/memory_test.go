@@ -333,3 +333,55 @@ func TestMemoryFlushScopes(t *testing.T) {
 		})
 	}
 }
+
+// TestMemorySenderSealedInGroups: a person's own notes are read only in
+// turns of a direct chat unless memory.senderInGroups: a group turn that
+// answers them neither reads nor searches nor changes them (the model
+// answers in front of the room), yet may save a new note for them, which
+// their direct chat then reads.
+func TestMemorySenderSealedInGroups(t *testing.T) {
+	for _, inGroups := range []bool{false, true} {
+		a := memAgent
+		a.Memory.SenderInGroups = inGroups
+		k := openDisk(t, t.TempDir(), Defaults{MaxToolIterations: 20}, []Agent{a}, &fakeProvider{name: "fake"})
+		dm, room := mustKey(t, "main", "main"), mustKey(t, "main", "room")
+		k.begin("main", dm)
+		k.begin("main", room)
+		memTurn(t, k, dm, alice, "remember", "memory_add", map[string]any{"text": "takes insulin at noon"})
+		group := &Speaker{Channel: "telegram", SenderID: "42", ChatID: "-100", Group: true}
+		reqs, results := memTurn(t, k, room, group, "hi all",
+			"memory_search", map[string]any{"query": ""},
+			"memory_forget", map[string]any{"id": 1, "scope": "sender"},
+			"memory_update", map[string]any{"id": 1, "text": "x", "scope": "sender"},
+			"memory_add", map[string]any{"text": "cheers for the blue team"})
+		read := lastUserText(reqs[0].Messages)
+		if got := strings.Contains(read, "insulin"); got != inGroups {
+			t.Errorf("senderInGroups %v: the group turn read the sender's note = %v:\n%s", inGroups, got, read)
+		}
+		if len(results) != 4 {
+			t.Fatalf("senderInGroups %v: results %q", inGroups, results)
+		}
+		if got := strings.Contains(results[0], "insulin"); got != inGroups {
+			t.Errorf("senderInGroups %v: memory_search in the group = %s", inGroups, results[0])
+		}
+		if inGroups {
+			if !strings.Contains(results[1], `"ok":true`) {
+				t.Errorf("memory_forget with senderInGroups = %s", results[1])
+			}
+		} else {
+			for _, r := range results[1:3] {
+				if !strings.Contains(r, "private in a group") {
+					t.Errorf("a sealed note was changed or the refusal does not say why: %s", r)
+				}
+			}
+		}
+		if !strings.Contains(results[3], `"scope":"sender"`) {
+			t.Errorf("memory_add in the group = %s, want the sender's note", results[3])
+		}
+		reqs, _ = memTurn(t, k, dm, alice, "what do you know?")
+		read = lastUserText(reqs[0].Messages)
+		if !strings.Contains(read, "blue team") || strings.Contains(read, "insulin") == inGroups {
+			t.Errorf("senderInGroups %v: the direct chat read:\n%s", inGroups, read)
+		}
+	}
+}

@@ -53,23 +53,48 @@ func memoryKinds(s *session) []string {
 	return out
 }
 
+// readableKinds are the kinds of the scopes s reads (a sealed sender's
+// scope is left out: memory_update and memory_forget cannot name it).
+func readableKinds(s *session) []string {
+	return slices.DeleteFunc(memoryKinds(s), func(k string) bool { return !s.readable(k) })
+}
+
+// readableScopeOf is scopeOf for a tool that shows or changes existing
+// notes: a sealed sender's notes are refused, with why.
+func readableScopeOf(s *session, kind string) (sessions.MemoryScope, error) {
+	if kind == "" {
+		kind = defaultKind(s.readable)
+	}
+	sc, err := scopeOf(s, kind)
+	if err == nil && !s.readable(sc.Kind) {
+		return sc, toolErrorf("this person's notes are private in a group: they are read and changed only in a direct chat " +
+			"(memory_add still saves a new note for them)")
+	}
+	return sc, err
+}
+
 // scopeOf resolves a scope argument in s ("" picks the default: the
 // sender's, else the room's, else the agent's; the narrowest the turn has).
 func scopeOf(s *session, kind string) (sessions.MemoryScope, error) {
 	if kind == "" {
-		kind = sessions.MemoryAgent
-		for _, k := range []string{sessions.MemorySender, sessions.MemoryRoom} {
-			if _, ok := s.memory[k]; ok {
-				kind = k
-				break
-			}
-		}
+		kind = defaultKind(func(k string) bool { _, ok := s.memory[k]; return ok })
 	}
 	sc, ok := s.memory[kind]
 	if !ok {
 		return sc, toolErrorf("scope %q is not available here (available: %s)", kind, strings.Join(memoryKinds(s), ", "))
 	}
 	return sc, nil
+}
+
+// defaultKind is the narrowest kind that has admits: the sender's, else the
+// room's, else the agent's.
+func defaultKind(has func(kind string) bool) string {
+	for _, k := range []string{sessions.MemorySender, sessions.MemoryRoom} {
+		if has(k) {
+			return k
+		}
+	}
+	return sessions.MemoryAgent
 }
 
 // memoryToolErr turns a store error into what the model reads: the
@@ -93,15 +118,15 @@ func memoryToolErr(err error) error {
 
 // memoryTool returns the constructor of memory tool name in s.
 func (r *Runner) memoryTool(name string, s *session) func() tool {
-	kinds := memoryKinds(s)
+	kinds, readable := memoryKinds(s), readableKinds(s)
 	return func() tool {
 		switch name {
 		case memoryAddToolName:
 			return r.memoryAddTool(kinds)
 		case memoryUpdateToolName:
-			return r.memoryUpdateTool(kinds)
+			return r.memoryUpdateTool(readable)
 		case memoryForgetToolName:
-			return r.memoryForgetTool(kinds)
+			return r.memoryForgetTool(readable)
 		}
 		return r.memorySearchTool()
 	}
@@ -150,7 +175,7 @@ func (r *Runner) memoryUpdateTool(kinds []string) tool {
 			if err := decodeArgs(raw, &args); err != nil {
 				return nil, err
 			}
-			sc, err := scopeOf(s, args.Scope)
+			sc, err := readableScopeOf(s, args.Scope)
 			if err != nil {
 				return nil, err
 			}
@@ -179,7 +204,7 @@ func (r *Runner) memoryForgetTool(kinds []string) tool {
 			if err := decodeArgs(raw, &args); err != nil {
 				return nil, err
 			}
-			sc, err := scopeOf(s, args.Scope)
+			sc, err := readableScopeOf(s, args.Scope)
 			if err != nil {
 				return nil, err
 			}
@@ -207,7 +232,7 @@ func (r *Runner) memorySearchTool() tool {
 			}
 			words := strings.Fields(strings.ToLower(args.Query))
 			var out []memoryNoteInfo
-			for _, kind := range memoryKinds(s) {
+			for _, kind := range readableKinds(s) {
 				notes, err := r.opts.Sessions.Memory().Notes(ctx, s.memory[kind])
 				if err != nil {
 					return nil, fmt.Errorf("memory_search: %w", err)

@@ -308,7 +308,10 @@ type session struct {
 	// memory holds the turn's memory scopes by kind (memory.go); nil:
 	// the agent keeps no memory.
 	memory map[string]sessions.MemoryScope
-	jobs   *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
+	// senderSealed: the sender's notes are written, not read, in this turn
+	// (a group turn; memory.senderInGroups off).
+	senderSealed bool
+	jobs         *sessions.JobTarget // the turn's chat and sender (schedule tool); nil outside a chat turn
 	// searches counts the turn's web_search calls (websearch_tool.go).
 	searches int
 	media    *turnMedia // the files the turn attaches (media_out.go); nil outside a chat turn
@@ -369,10 +372,10 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 		return Result{}, err
 	}
 	if t.Key.Subagent != "" {
-		s.memory = r.memoryScopes(s.agent, nil)
+		r.setMemory(s, nil)
 		return r.runChild(ctx, s, t)
 	}
-	s.memory = r.memoryScopes(s.agent, t.Speaker)
+	r.setMemory(s, t.Speaker)
 	s.room, s.jobs, s.ambient = t.Room, t.JobTarget, t.Ambient
 	if t.Room != nil {
 		s.media = &turnMedia{}

@@ -75,6 +75,9 @@ func (c commander) memory(ctx context.Context, w *work) string {
 	if len(mine) == 0 {
 		return "I keep no notes about you."
 	}
+	if sp.Group {
+		return privateMemory(ctx, mem, mine, log)
+	}
 	// Notes are numbered per agent and /forget n takes this chat's
 	// agent's: notes of another agent say whose they are.
 	labelled := len(mine) > 1 || mine[0].AgentID != w.AgentID
@@ -108,6 +111,28 @@ func (c commander) memory(ctx context.Context, w *work) string {
 		fmt.Fprintf(&b, "\n(%d more not shown)", total-shown)
 	}
 	return b.String()
+}
+
+// privateMemory answers /memory in a group or channel: how many notes
+// there are, not what they say (the room would read them; a person's
+// notes are read into turns only in direct chats unless the operator
+// chose otherwise, agents.MemoryConfig.SenderInGroups).
+func privateMemory(ctx context.Context, mem sessions.Memory, mine []sessions.MemoryScope, log *zap.Logger) string {
+	total := 0
+	for _, s := range mine {
+		notes, err := mem.Notes(ctx, s)
+		if err != nil {
+			log.Error("memory unavailable", zap.Error(err))
+			return "Sorry, the memory is unavailable right now."
+		}
+		total += len(notes)
+	}
+	what := fmt.Sprintf("%d notes", total)
+	if total == 1 {
+		what = "1 note"
+	}
+	return "I keep " + what + " about you. They are private: send /memory to me in a direct chat to read them " +
+		"(/forget here erases them all)."
 }
 
 // forget erases the sender's notes: all of them under every agent, or

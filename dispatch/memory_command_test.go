@@ -88,3 +88,28 @@ func TestMemoryOfAnotherAgentIsLabelled(t *testing.T) {
 		t.Errorf("/forget answered %q", got)
 	}
 }
+
+// TestMemoryInGroupIsPrivate: /memory typed in a group says how many notes
+// there are and where to read them, never their text (the room would read
+// it); /forget there still erases them.
+func TestMemoryInGroupIsPrivate(t *testing.T) {
+	h := newHarness(t, "", nil)
+	mem := h.mgr.Backend().Memory()
+	if _, err := mem.AddNote(context.Background(), sessions.SenderScope("main", "tg", "1"), "takes insulin at noon", time.Now(), sessions.MemoryLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(text string) string {
+		t.Helper()
+		before := len(h.tg.texts())
+		h.handle(groupMsg("-100", "1", text))
+		eventually(t, "the answer to "+text, func() bool { return len(h.tg.texts()) > before })
+		return h.tg.texts()[before]
+	}
+	if got := ask("/memory"); strings.Contains(got, "insulin") || !strings.Contains(got, "I keep 1 note about you") ||
+		!strings.Contains(got, "direct chat") {
+		t.Errorf("/memory in a group answered %q; want the count and where to read them, not the note", got)
+	}
+	if got := ask("/forget"); !strings.Contains(got, "Forgot the 1 note") {
+		t.Errorf("/forget in a group answered %q", got)
+	}
+}
