@@ -3,6 +3,7 @@ package agents
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
@@ -45,6 +46,46 @@ func (r *Runner) Models(agentID string) []string {
 	}
 	sort.Strings(rest)
 	return append(out, rest...)
+}
+
+// Offers reports whether a session of agentID may run on name
+// ("provider/model"): one of its Models, the provider's name spelt as
+// configured, the model's in any case. A session whose override the
+// config no longer offers (the operator took the model out of the agent's,
+// the defaults' and the providers' model lists) runs on the agent's model:
+// a model nobody priced or listed is never used, nor a subagent's that the
+// config does not name (spawn).
+func (r *Runner) Offers(agentID, name string) bool { return r.offers(r.agents[agentID], name) }
+
+// offers is Offers for agent a, without building Models' list (it runs
+// for every turn).
+func (r *Runner) offers(a Agent, name string) bool {
+	if !r.HasModel(name) {
+		return false
+	}
+	named := func(list ...string) bool {
+		return slices.ContainsFunc(list, func(m string) bool { return strings.EqualFold(m, name) })
+	}
+	if named(a.Model.Primary, r.defaults.Model.Primary) || named(a.Model.Fallbacks...) || named(r.defaults.Model.Fallbacks...) {
+		return true
+	}
+	if _, ok := r.prices[name]; ok {
+		return true
+	}
+	if _, ok := r.windows[name]; ok {
+		return true
+	}
+	for m := range r.prices {
+		if strings.EqualFold(m, name) {
+			return true
+		}
+	}
+	for m := range r.windows {
+		if strings.EqualFold(m, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Thinks reports whether the model a session of agentID uses takes a

@@ -92,6 +92,7 @@ type Runner struct {
 	usage  usageMetrics
 	// windows are the models' own context windows (window.go).
 	windows ContextWindows
+
 	// memos keep what the sessions' turns can reuse (session_memo.go).
 	memos memos
 }
@@ -240,10 +241,11 @@ type Result struct {
 	Media []MediaSend
 }
 
-// modelName is the "provider/model" a session uses.
+// modelName is the "provider/model" a session uses: its override while
+// the config still offers it (Offers), else the agent's model.
 func (r *Runner) modelName(a Agent, e sessions.Entry) string {
 	switch {
-	case e.ModelOverride != "":
+	case e.ModelOverride != "" && r.offers(a, e.ModelFor()):
 		return e.ModelFor()
 	case a.Model.Primary != "":
 		return a.Model.Primary
@@ -344,6 +346,10 @@ func (r *Runner) openEntry(agentID string, key routing.Key, begun *sessions.Entr
 	}
 	log := r.log.WithLazy(zap.String("agent_id", agentID), zap.String("session_key", key.String()))
 	name := r.modelName(a, e)
+	if e.ModelOverride != "" && name != e.ModelFor() {
+		log.Info("session's model is no longer offered by the config; the agent's model runs",
+			zap.String("model_override", e.ModelFor()), zap.String("model", name))
+	}
 	cands, err := r.candidates(r.modelChain(a, e), log)
 	if err != nil {
 		return nil, userErr("The model "+name+" is not configured. Use /new provider/model to pick another.", err)

@@ -71,6 +71,7 @@ func TestUsageReportedIsKept(t *testing.T) {
 
 func TestModelOverride(t *testing.T) {
 	h := newHarness(t, Defaults{}, []Agent{{ID: "main", Model: Model{Primary: "fake/agent-model"}}}, nil)
+	h.r.prices = Prices{"fake/override": {}}
 	k := h.key("main", "1")
 	run := func() string {
 		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user("x")}}); err != nil {
@@ -86,10 +87,17 @@ func TestModelOverride(t *testing.T) {
 	if m := run(); m != "override" {
 		t.Fatalf("model = %q, want the override", m)
 	}
-	h.stores["main"].Patch(context.Background(), k, func(e *sessions.Entry) error { e.ModelOverride = "nope/x"; return nil })
-	_, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user("x")}})
-	if UserMessage(err) == UserMessage(errors.New("")) || !strings.Contains(UserMessage(err), "nope/x") {
-		t.Fatalf("unknown model: err %v, user message %q", err, UserMessage(err))
+	// An override the config no longer offers (taken out of its lists, or
+	// its provider removed) runs the agent's model: never a model nobody
+	// priced, never a turn that fails for a choice that is gone.
+	for _, gone := range []string{"fake/unlisted", "nope/x"} {
+		h.stores["main"].Patch(context.Background(), k, func(e *sessions.Entry) error { e.ModelOverride = gone; return nil })
+		if m := run(); m != "agent-model" {
+			t.Errorf("override %s: model = %q, want the agent's", gone, m)
+		}
+		if got := h.r.Model("main", sessions.Entry{ModelOverride: gone}); got != "fake/agent-model" {
+			t.Errorf("Model with override %s = %q, want the agent's", gone, got)
+		}
 	}
 }
 

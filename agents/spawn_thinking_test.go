@@ -11,11 +11,14 @@ import (
 
 // TestSpawnTakesThinkingAndReportsModel (seed 002, issue 27):
 // sessions_spawn takes thinking (stored on the child and sent with its
-// model calls) and answers modelApplied; a model that is not configured
-// no longer fails the spawn: the child runs on its agent's model and the
-// answer says so in warning. A thinking level that is not one is an error.
+// model calls) and answers modelApplied; a model the config does not offer
+// (no provider, or a provider's model nobody listed or priced: a spawn
+// must not reach a model the budgets cannot price) does not fail the
+// spawn: the child runs on its agent's model and the answer says so in
+// warning, with the choices. A thinking level that is not one is an error.
 func TestSpawnTakesThinkingAndReportsModel(t *testing.T) {
 	h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
+	h.r.windows = ContextWindows{"fake/model-2": 200000}
 	s, err := h.r.open("main", h.key("main", "7"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,12 +62,18 @@ func TestSpawnTakesThinkingAndReportsModel(t *testing.T) {
 		t.Error("the child's model call did not carry thinking high")
 	}
 
-	warn := spawn(`{"task":"x","model":"nope/m"}`)
-	if warn.Status != SpawnAccepted || warn.ModelApplied || !strings.Contains(warn.Warning, `"nope/m" is not configured`) {
-		t.Errorf("unknown model: %+v, want accepted, not applied, a warning naming it", warn)
+	for _, m := range []string{"nope/m", "fake/o1-pro-unlisted"} {
+		warn := spawn(`{"task":"x","model":"` + m + `"}`)
+		if warn.Status != SpawnAccepted || warn.ModelApplied || !strings.Contains(warn.Warning, `"`+m+`" is not offered`) ||
+			!strings.Contains(warn.Warning, "fake/model-2") {
+			t.Errorf("model %s: %+v, want accepted, not applied, a warning naming it and the choices", m, warn)
+		}
+		if e := child(warn); e.ModelOverride != "" {
+			t.Errorf("child of model %s has override %q, want none", m, e.ModelOverride)
+		}
 	}
-	if e := child(warn); e.ModelOverride != "" {
-		t.Errorf("child of an unknown model has override %q, want none", e.ModelOverride)
+	if e := child(spawn(`{"task":"x","model":"FAKE/Model-2"}`)); e.ModelOverride != "fake/model-2" {
+		t.Errorf("a listed model in another case: child override %q, want fake/model-2 as configured", e.ModelOverride)
 	}
 	if plain := spawn(`{"task":"x"}`); plain.Status != SpawnAccepted || plain.ModelApplied || plain.Warning != "" {
 		t.Errorf("no model: %+v, want accepted, modelApplied false, no warning", plain)

@@ -304,13 +304,13 @@ func TestPatch(t *testing.T) {
 	sid := c.chat("main", "hi", "").SessionID
 	one := "/api/agents/main/sessions/" + sid
 
-	code, body := c.do("PATCH", one, map[string]string{"title": "  Renamed  ", "label": "ops", "model": "local/echo-2", "queueMode": "steer"})
+	code, body := c.do("PATCH", one, map[string]string{"title": "  Renamed  ", "label": "ops", "model": "LOCAL/Echo", "queueMode": "steer"})
 	if code != 200 {
 		t.Fatalf("patch: %d %v", code, body)
 	}
 	s := body["session"].(map[string]any)
 	got := [4]any{s["title"], s["label"], s["modelOverride"], s["queueMode"]}
-	if want := [4]any{"Renamed", "ops", "local/echo-2", "steer"}; got != want {
+	if want := [4]any{"Renamed", "ops", "local/echo", "steer"}; got != want { // the model as configured
 		t.Errorf("patched %v, want %v", got, want)
 	}
 	// Absent fields stay; "" clears.
@@ -343,6 +343,7 @@ func TestPatch(t *testing.T) {
 		{"bad queue mode", `{"queueMode":"later"}`, 400},
 		{"model without provider", `{"model":"gpt-4o"}`, 400},
 		{"model of unknown provider", `{"model":"nope/gpt-4o"}`, 400},
+		{"model the config does not offer", `{"model":"local/echo-2"}`, 400},
 		{"wrong type", `{"title":5}`, 400},
 		{"oversized", `{"title":"` + strings.Repeat("a", api.MaxBody) + `"}`, 413},
 	}

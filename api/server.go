@@ -31,7 +31,7 @@ const MaxBody = 1 << 20
 // Options wires the API.
 type Options struct {
 	Sessions sessions.Backend
-	Runner   *agents.Runner // nil: compact answers 503
+	Runner   *agents.Runner // nil: compact answers 503; else PATCH model must be one of its Models
 	Web      ChatHandler    // nil disables chat and the page
 	Gatherer prometheus.Gatherer
 	Logger   *zap.Logger

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -256,6 +257,15 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 	if err := s.validate(p); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	if p.Model != nil && *p.Model != "" && s.opts.Runner != nil {
+		models := s.opts.Runner.Models(strings.ToLower(r.PathValue("id")))
+		i := slices.IndexFunc(models, func(m string) bool { return strings.EqualFold(m, *p.Model) })
+		if i < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("model: %q is not offered to this agent (choices: %s)", *p.Model, strings.Join(models, ", ")))
+			return
+		}
+		*p.Model = models[i]
 	}
 	s.mutate(w, r, "patch", func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error) {
 		e, err := st.Patch(ctx, key, func(e *sessions.Entry) error {

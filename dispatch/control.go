@@ -48,8 +48,11 @@ func (c commander) model(ctx context.Context, store sessions.AgentStore, w *work
 	if arg == "" {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Model: %s", orDash(cur))
-		if e.ModelOverride == "" {
+		switch {
+		case e.ModelOverride == "":
 			b.WriteString(" (the agent's)")
+		case !strings.EqualFold(cur, e.ModelFor()):
+			fmt.Fprintf(&b, " (the agent's: this session's %s is no longer offered)", e.ModelFor())
 		}
 		b.WriteString("\nChoices:")
 		for _, m := range choices {

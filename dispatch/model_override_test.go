@@ -151,41 +151,6 @@ func TestNewWithModelKeepsToTheChoices(t *testing.T) {
 	}
 }
 
-// TestOverrideOfRemovedModel: a session whose override names a provider
-// the operator has since removed is answered, once per message, that the
-// model is not configured and how to pick another (no retry, no crash
-// loop, the model is not called); /model lists the choices and /model
-// default brings the session back to the agent's model.
-func TestOverrideOfRemovedModel(t *testing.T) {
-	tg := telegramtest.Start(t, telegramtest.Options{})
-	model := openaitest.NewServer(t)
-	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgDMAccess(), room: channels.DefaultRoom("telegram"), agents: twoModels()})
-	a := &dmAsker{t: t, tg: tg}
-	a.ask("hello")
-	r.patchEntry(dmKey, func(e *sessions.Entry) { e.ModelOverride = "gone/x" })
-
-	for _, text := range []string{"are you there?", "hello?"} {
-		got := a.ask(text)
-		if !strings.Contains(got, "The model gone/x is not configured") || !strings.Contains(got, "to pick another") {
-			t.Errorf("a turn on a removed model answered %q; want it named and how to pick another", got)
-		}
-	}
-	if got := a.ask("/model"); !strings.Contains(got, "Model: gone/x") || !strings.Contains(got, "fake/m") {
-		t.Errorf("/model answered %q", got)
-	}
-	if got := a.ask("/model default"); !strings.Contains(got, "fake/m") {
-		t.Errorf("/model default answered %q", got)
-	}
-	a.ask("and now?")
-	if got := waitModel(t, model, 2).Body.Model; got != "m" {
-		t.Errorf("request after /model default went to %q, want m", got)
-	}
-	r.stop() // every retry or notice would be sent by now
-	if sent := len(tg.Sent()); sent != a.n {
-		t.Errorf("the bot sent %d messages for %d asked: a failure was retried or told twice", sent, a.n)
-	}
-}
-
 // TestGroupModelCommandsAddressedToTheBot: in a Telegram group that
 // admits everyone, where only the operator's owners may change the
 // shared session, "/model@bot big" from an owner switches it and
@@ -243,5 +208,34 @@ func TestGroupModelCommandsAddressedToTheBot(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 1 {
 		t.Errorf("%d model requests, want 1 (a command reached the model)", n)
+	}
+}
+
+// TestModelOverrideNoLongerOffered: a session whose /model choice the
+// operator has since taken out of the config (the model out of the lists,
+// or its whole provider removed; set here as the entry records it) keeps
+// answering, on the agent's model, not on a model nobody prices or chose
+// and not with a refusal to every message; /model says why the choice is
+// not in force and /model default clears it.
+func TestModelOverrideNoLongerOffered(t *testing.T) {
+	for _, gone := range []string{"fake/retired", "gone/x"} {
+		tg := telegramtest.Start(t, telegramtest.Options{})
+		model := openaitest.NewServer(t)
+		r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgDMAccess(), room: channels.DefaultRoom("telegram"), agents: twoModels()})
+		a := &dmAsker{t: t, tg: tg}
+		a.ask("hello")
+		r.patchEntry(dmKey, func(e *sessions.Entry) { e.ModelOverride = gone })
+		if got := a.ask("which model now?"); got == "" || strings.Contains(got, "not configured") {
+			t.Errorf("%s: the turn answered %q", gone, got)
+		}
+		if got := waitModel(t, model, 2).Body.Model; got != "m" {
+			t.Errorf("%s: a turn of a session overridden to a model no longer offered went to %q, want the agent's m", gone, got)
+		}
+		if got := a.ask("/model"); !strings.Contains(got, "Model: fake/m (the agent's: this session's "+gone+" is no longer offered)") {
+			t.Errorf("%s: /model answered %q; want the agent's model and why the choice is not in force", gone, got)
+		}
+		if a.ask("/model default"); r.entry(dmKey).ModelOverride != "" {
+			t.Errorf("%s: /model default left the override %q", gone, r.entry(dmKey).ModelOverride)
+		}
 	}
 }
