@@ -19,6 +19,7 @@ type APIError struct {
 	Message    string
 	Type       string
 	Code       string // e.g. "context_length_exceeded"; "" when none or not a string
+	Param      string // the request parameter it names, e.g. "reasoning_effort"; "" when none
 }
 
 func (e *APIError) Error() string {
@@ -57,6 +58,7 @@ type errorBody struct {
 		Message json.RawMessage `json:"message"`
 		Type    string          `json:"type"`
 		Code    any             `json:"code"`
+		Param   any             `json:"param"`
 	} `json:"error"`
 }
 
@@ -68,6 +70,7 @@ func parseAPIError(data []byte) *APIError {
 	}
 	e := &APIError{Type: eb.Error.Type}
 	e.Code, _ = eb.Error.Code.(string)
+	e.Param, _ = eb.Error.Param.(string)
 	if err := json.Unmarshal(eb.Error.Message, &e.Message); err != nil {
 		var parts []string
 		if json.Unmarshal(eb.Error.Message, &parts) != nil {

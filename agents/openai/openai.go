@@ -71,6 +71,8 @@ type Provider struct {
 	vision  []string // ProviderConfig.VisionModels
 	log     *zap.Logger
 	now     func() time.Time
+	// noEffort: models that refused reasoning_effort (effort.go).
+	noEffort noEffort
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -134,7 +136,7 @@ func (p *Provider) Name() string { return p.name }
 func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Event)) (sessions.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	resp, err := p.send(ctx, req)
+	resp, err := p.sendWithEffort(ctx, req)
 	if err != nil {
 		return sessions.Message{}, wrapErr("chat completion", err)
 	}
