@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -37,8 +38,9 @@ var (
 // JobInbound is the inbound message occurrence id of job j (due at at)
 // becomes: from the job's setter, in its room, addressed to its agent,
 // the text framed so the agent knows it is a scheduled job and not the
-// setter speaking now.
-func JobInbound(j sessions.Job, at time.Time, id string, now time.Time) channels.Inbound {
+// setter speaking now, with the due time in loc (the job's zone, so the
+// agent speaks of the time the setter asked for).
+func JobInbound(j sessions.Job, at time.Time, loc *time.Location, id string, now time.Time) channels.Inbound {
 	t := j.Target
 	setter := t.SenderName
 	if setter == "" {
@@ -49,13 +51,24 @@ func JobInbound(j sessions.Job, at time.Time, id string, now time.Time) channels
 		kind = "recurring job (" + j.Schedule.Cron + ")"
 	}
 	text := fmt.Sprintf("[Scheduled %s %s set by %s, due %s] %s", kind, j.ID, setter,
-		at.UTC().Format("2006-01-02 15:04 UTC"), j.Text)
+		at.In(loc).Format("2006-01-02 15:04 MST"), j.Text)
 	return channels.Inbound{
 		Address:  jobAddress(t),
 		Agent:    j.AgentID,
 		ChatType: channels.ChatType(t.ChatType), GuildID: t.GuildID, SenderID: t.SenderID, SenderName: t.SenderName,
 		CaseSensitive: t.CaseSensitive, Mentioned: true, MessageID: id, Text: text, Time: now,
 	}
+}
+
+// jobZone is the zone job j's times are told in: its schedule's (a cron
+// job's tz), else its agent's (jobs.timezone), as /remind read them.
+func (d *Dispatcher) jobZone(j sessions.Job) *time.Location {
+	if j.Schedule.TZ != "" {
+		if loc, err := jobs.Location(j.Schedule.TZ); err == nil {
+			return loc
+		}
+	}
+	return d.opts.Jobs.zone(j.AgentID)
 }
 
 // jobAddress is the room (and thread or topic) job target t delivers to.
@@ -80,7 +93,7 @@ func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Tim
 	if err != nil {
 		return fmt.Errorf("dispatch: job %s: session key: %w", j.ID, err)
 	}
-	in := JobInbound(j, at, id, d.opts.Now())
+	in := JobInbound(j, at, d.jobZone(j), id, d.opts.Now())
 	w := &work{RecordID: RecordID(in), AgentID: j.AgentID, Key: key,
 		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	if d.throttled(ctx, w) {

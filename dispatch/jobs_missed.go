@@ -28,7 +28,7 @@ func (d *Dispatcher) NoteJobMissed(ctx context.Context, j sessions.Job, due time
 	}
 	out := channels.Outbound{Address: jobAddress(t)}
 	out.Text = fmt.Sprintf("Reminder %s was due %s but was not delivered: the gateway was not running then. It said: %s",
-		j.ID, due.In(d.opts.Jobs.zone(j.AgentID)).Format("Mon 2006-01-02 15:04 MST"), firstLine(j.Text, 300))
+		j.ID, due.In(d.jobZone(j)).Format("Mon 2006-01-02 15:04 MST"), firstLine(j.Text, 300))
 	if err := a.Send(ctx, out); err != nil {
 		d.log.Warn("missed job not noted in its room", zap.String("job_id", j.ID), zap.String("channel", t.Channel),
 			zap.String("chat_id", t.ChatID), zap.Error(err))

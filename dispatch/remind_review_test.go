@@ -251,7 +251,7 @@ func TestJobGivenUpOnlyWhenTheRoomRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.model != nil { // the turn fails until it is given up (a session store error, a crash loop)
-				w := acceptOnly(t, h, JobInbound(j, j.NextAt, jobs.OccurrenceID(j.ID, j.NextAt), now))
+				w := acceptOnly(t, h, JobInbound(j, j.NextAt, time.UTC, jobs.OccurrenceID(j.ID, j.NextAt), now))
 				h.d.fails.failed(h.ctx, []*work{w}, h.d.log, c.model)
 			} else if err := h.d.DeliverJob(h.ctx, j, j.NextAt, jobs.OccurrenceID(j.ID, j.NextAt)); err != nil {
 				t.Fatal(err)

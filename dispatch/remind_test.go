@@ -120,3 +120,24 @@ func TestJobOccurrenceOfRecordID(t *testing.T) {
 		}
 	}
 }
+
+// TestJobFramingSaysTheJobsZone: the framing tells the agent the due time
+// in the zone the setter's time was read in — a cron job's tz, else the
+// agent's jobs.timezone — not in UTC, so the agent speaks of the time the
+// setter asked for.
+func TestJobFramingSaysTheJobsZone(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err) // sessions embeds time/tzdata
+	}
+	d := &Dispatcher{opts: Options{Jobs: JobOptions{Zone: func(string) *time.Location { return berlin }}}}
+	due := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC) // 09:00 in Berlin
+	one := sessions.Job{ID: "j1", AgentID: "main", Text: "stand-up", Schedule: sessions.JobSchedule{At: due}}
+	if got := JobInbound(one, due, d.jobZone(one), "occ", due).Text; !strings.Contains(got, "due 2026-12-01 09:00 CET]") {
+		t.Errorf("one-shot framing %q, want the due time in the agent's zone", got)
+	}
+	cron := sessions.Job{ID: "j2", AgentID: "main", Text: "stand-up", Schedule: sessions.JobSchedule{Cron: "0 17 * * *", TZ: "America/New_York"}}
+	if got := JobInbound(cron, due.Add(14*time.Hour), d.jobZone(cron), "occ", due).Text; !strings.Contains(got, "due 2026-12-01 17:00 EST]") {
+		t.Errorf("cron framing %q, want the due time in the job's own zone", got)
+	}
+}
