@@ -10,6 +10,9 @@
 // failed is retried later and never skipped.
 //
 // Normalisation: private chats are direct chats whose peer is the sender;
+// a message sent on behalf of a chat (sender_chat: an anonymous
+// administrator's, which is the group itself, or a channel's) comes from
+// that chat, not from the placeholder user Telegram puts in "from";
 // groups and supergroups are groups; a forum message belongs to the topic
 // in message_thread_id, or to topic 1 (General) when it has none. In groups
 // where a mention is required (Options.MentionRequired, the daemon's answer
