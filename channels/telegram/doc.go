@@ -35,7 +35,9 @@
 // message and again for every known migration at each start (moving is
 // idempotent). Messages of the supergroup carry its own id; a late message
 // of the old group is reported under the new id (its message id prefixed
-// "m"), and Send to the old id goes to the new one.
+// "m"), and Send to the old id goes to the new one. The supergroup numbers
+// its messages afresh, so no message of the old group is quoted, edited or
+// reacted to there.
 //
 // Sending converts Markdown to Telegram HTML (retrying as plain text when
 // Telegram rejects the entities), splits at 4096 UTF-16 units without
