@@ -21,7 +21,9 @@
 // Handler only if
 // it mentions the bot (@name or a text mention), replies to one of the bot's
 // messages (a topic's root message does not count) or is a bot command for
-// this bot; other messages are acknowledged and dropped here. The mention is
+// this bot, or follows such a message as the next fragment of a paste the
+// client split (paste.go) or another file of its album (album.go); other
+// messages are acknowledged and dropped here. The mention is
 // stripped from the text and "/cmd@botname" becomes "/cmd"; commands for
 // another bot are ignored. Media become placeholders ("[photo] caption").
 // Edited messages and channel posts are ignored, and so are the copies of

@@ -160,8 +160,10 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		}
 	}
 	in.Text = text
-	if in.ChatType == channels.Group && a.pastes.follow(in) {
-		in.Mentioned = true
+	if in.ChatType == channels.Group {
+		// Both remember an addressed message: ask both.
+		paste, album := a.pastes.follow(in), a.albums.follow(in, m.MediaGroupID)
+		in.Mentioned = in.Mentioned || paste || album
 	}
 	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(in) {
 		return channels.Inbound{}, dropNoMention
