@@ -217,11 +217,13 @@ func TestMentionInCaptionOfGroupPhoto(t *testing.T) {
 	}
 }
 
-// TestReplyThreadInGroupIsNotATopic: outside forums a supergroup's reply
+// TestReplyThreadInGroupIsNotATopic: outside topics a supergroup's reply
 // carries message_thread_id (the reply thread's root) but no
 // is_topic_message: it belongs to the group's conversation, not to a
 // topic, and the answer goes to the group without message_thread_id,
-// quoting the reply.
+// quoting the reply. In a forum's General topic such a reply belongs to
+// General (tdlib/telegram-bot-api#447: answering it with that
+// message_thread_id fails with "message thread not found").
 func TestReplyThreadInGroupIsNotATopic(t *testing.T) {
 	srv := telegramtest.Start(t, telegramtest.Options{})
 	a, rec := startPolling(t, srv, baseConfig(srv))
@@ -243,5 +245,20 @@ func TestReplyThreadInGroupIsNotATopic(t *testing.T) {
 	}
 	if s := srv.Sent(); len(s) != 1 || s[0].ChatID != group || s[0].ThreadID != 0 || s[0].ReplyTo != mid {
 		t.Errorf("sent %+v, want chat %d, no thread, quoting %d", s, group, mid)
+	}
+
+	u, mid = srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, FromID: bob, Text: "in General",
+		ReplyTo: &telegramtest.Reply{MessageID: 901, FromID: srv.BotID(), Text: "an answer"}})
+	waitConfirmed(t, srv, u)
+	got = rec.accepted()
+	if len(got) != 2 || got[1].ThreadID != "1" || !got[1].IsTopic || got[1].ReplyToID != "901" {
+		t.Fatalf("inbound %+v, want General (topic 1), a reply to the bot's 901", got[1:])
+	}
+	out = channels.Outbound{Address: got[1].Address, ReplyToID: got[1].MessageID, Text: "General answer"}
+	if err := a.Send(testCtx(t), out); err != nil {
+		t.Fatal(err)
+	}
+	if s := srv.Sent(); len(s) != 2 || s[1].ChatID != forum || s[1].ThreadID != 0 || s[1].ReplyTo != mid {
+		t.Errorf("sent %+v, want chat %d, no thread (General), quoting %d", s[1:], forum, mid)
 	}
 }
