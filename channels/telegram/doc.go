@@ -25,8 +25,11 @@
 // client split (paste.go) or another file of its album (album.go); other
 // messages are acknowledged and dropped here. The mention is
 // stripped from the text and "/cmd@botname" becomes "/cmd"; commands for
-// another bot are ignored. Media become placeholders ("[photo] caption").
-// Edited messages and channel posts are ignored, and so are the copies of
+// another bot are ignored. Files become attachments with the caption as
+// text (media.go); stickers, locations, polls and the like become
+// placeholders ("[sticker 😀]"). An edited message comes as an edit event
+// (events.go), which the dispatcher drops unless the room hears edits.
+// Channel posts are ignored, and so are the copies of
 // a channel's posts that Telegram forwards into its linked discussion group
 // (is_automatic_forward) unless automaticForwards is set. When a group is migrated to
 // a supergroup (the service messages migrate_to_chat_id in the old chat and
