@@ -1,6 +1,8 @@
 package configs
 
 import (
+	"fmt"
+
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/discord"
@@ -36,6 +38,25 @@ func (a TelegramAccount) Validate() error {
 		return err
 	}
 	return a.Rules.Validate()
+}
+
+// validateBots refuses two accounts on one bot (the same token or the same
+// tokenFile): they would poll it against each other, each poll ending the
+// other's with 409, or take each other's webhook.
+func (c TelegramChannel) validateBots() error {
+	first := map[string]string{} // token or "file:"+tokenFile → the first account using it
+	for _, id := range sortedKeys(c.Accounts) {
+		a := c.Accounts[id]
+		key, bot := "token", a.Token
+		if bot == "" {
+			key, bot = "tokenFile", "file:"+a.TokenFile
+		}
+		if other, ok := first[bot]; ok {
+			return fmt.Errorf("channels.telegram.accounts.%s.%s: the same bot as account %s (one bot serves one account)", id, key, other)
+		}
+		first[bot] = id
+	}
+	return nil
 }
 
 // DiscordAccount is channels.discord.accounts.<id>.

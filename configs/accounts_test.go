@@ -114,3 +114,28 @@ func TestAccountKeysStrict(t *testing.T) {
 		})
 	}
 }
+
+// TestTelegramAccountsNeedTheirOwnBot: two accounts on one bot (the same
+// token, or the same tokenFile) would poll it against each other, each
+// ending the other's getUpdates with 409, or steal each other's webhook:
+// the config is refused, naming both accounts.
+func TestTelegramAccountsNeedTheirOwnBot(t *testing.T) {
+	for _, tc := range []struct {
+		name, a, b, want string
+	}{
+		{"same token", "token: '1:a'", "token: '1:a'", "channels.telegram.accounts.b.token: the same bot as account a"},
+		{"same tokenFile", "tokenFile: /run/secrets/tg", "tokenFile: /run/secrets/tg", "channels.telegram.accounts.b.tokenFile: the same bot as account a"},
+		{"two bots", "token: '1:a'", "token: '2:b'", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			yaml := "channels: {telegram: {accounts: {a: {" + tc.a + "}, b: {" + tc.b + "}}}}\n"
+			_, err := LoadBytes([]byte(yaml), nil)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

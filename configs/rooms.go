@@ -47,7 +47,7 @@ func (c Channels) Validate() error {
 			return fmt.Errorf("channels.%s.accounts.%s.%w", a.channel, a.id, err)
 		}
 	}
-	return nil
+	return c.Telegram.validateBots()
 }
 
 // validateRoomAgents checks that every agentId set on a group, topic,

@@ -203,6 +203,30 @@ func TestBurstRejoinsSplitPaste(t *testing.T) {
 	})
 }
 
+// TestBurstRejoinsSplitPasteOfEmoji: Telegram clients cut a paste at 4096
+// UTF-16 units, two for an emoji: a fragment full of emoji (3413
+// characters) is a fragment all the same, and the next one, 600 ms later,
+// joins it without a line break.
+func TestBurstRejoinsSplitPasteOfEmoji(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, "", nil)
+		setInbound(h, burstCfg(300*time.Millisecond, 1500*time.Millisecond))
+		first := strings.Repeat("ok 👍 ", 682) // 4092 units
+		h.handle(in("tg", "37", first))
+		time.Sleep(600 * time.Millisecond)
+		h.handle(in("tg", "37", "the end"))
+		time.Sleep(2 * time.Second)
+		h.drained()
+		reqs := h.m.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d model calls, want 1", len(reqs))
+		}
+		if got := lastUserTexts(reqs[0].Messages); len(got) != 1 || got[0] != first+"the end" {
+			t.Fatalf("model input is not the paste rejoined (%d parts)", len(got))
+		}
+	})
+}
+
 // pasteText is n characters of numbered tokens, so a lost, doubled or
 // reordered cut shows.
 func pasteText(n int) string {

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"fmt"
 	"time"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // InboundConfig is messages.inbound: how messages from one sender that
@@ -15,7 +17,8 @@ type InboundConfig struct {
 	// sender in the same room; each arrival restarts it. 0 is off.
 	Debounce time.Duration `mapstructure:"debounce"`
 	// PasteWindow is the longer hold after a fragment of at least
-	// PasteMinChars characters (a client's split of a long paste); such a
+	// PasteMinChars characters, counted in UTF-16 units as Telegram does
+	// (a client's split of a long paste); such a
 	// fragment and the next part are joined with nothing between them.
 	PasteWindow   time.Duration `mapstructure:"pasteWindow"`
 	PasteMinChars int           `mapstructure:"pasteMinChars"`
@@ -135,8 +138,10 @@ func (r burstRule) window(last *work) time.Duration {
 }
 
 // fragment reports whether w looks like a piece of a client-split paste.
+// Its length is counted in UTF-16 units, the unit Telegram clients cut at
+// (an emoji is two).
 func (r burstRule) fragment(w *work) bool {
-	return r.paste > 0 && textLen(w.In.Text) >= r.pasteMin
+	return r.paste > 0 && channels.UTF16Len(w.In.Text) >= r.pasteMin
 }
 
 // glue is what joins part w to prev in one input: nothing when prev is a

@@ -72,6 +72,7 @@ type Adapter struct {
 
 	self    atomic.Pointer[botIdentity] // set by Run after getMe
 	pastes  pasteFollow                 // fragments of an addressed paste (paste.go)
+	albums  albumFollow                 // files of an addressed album (album.go)
 	handler atomic.Pointer[channels.Handler]
 	admins  channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn    channels.ConnTracker // connection state for `gateway status`

@@ -10,6 +10,9 @@
 // failed is retried later and never skipped.
 //
 // Normalisation: private chats are direct chats whose peer is the sender;
+// a message sent on behalf of a chat (sender_chat: an anonymous
+// administrator's, which is the group itself, or a channel's) comes from
+// that chat, not from the placeholder user Telegram puts in "from";
 // groups and supergroups are groups; a forum message belongs to the topic
 // in message_thread_id, or to topic 1 (General) when it has none. In groups
 // where a mention is required (Options.MentionRequired, the daemon's answer
@@ -18,10 +21,15 @@
 // Handler only if
 // it mentions the bot (@name or a text mention), replies to one of the bot's
 // messages (a topic's root message does not count) or is a bot command for
-// this bot; other messages are acknowledged and dropped here. The mention is
+// this bot, or follows such a message as the next fragment of a paste the
+// client split (paste.go) or another file of its album (album.go); other
+// messages are acknowledged and dropped here. The mention is
 // stripped from the text and "/cmd@botname" becomes "/cmd"; commands for
-// another bot are ignored. Media become placeholders ("[photo] caption").
-// Edited messages and channel posts are ignored, and so are the copies of
+// another bot are ignored. Files become attachments with the caption as
+// text (media.go); stickers, locations, polls and the like become
+// placeholders ("[sticker 😀]"). An edited message comes as an edit event
+// (events.go), which the dispatcher drops unless the room hears edits.
+// Channel posts are ignored, and so are the copies of
 // a channel's posts that Telegram forwards into its linked discussion group
 // (is_automatic_forward) unless automaticForwards is set. When a group is migrated to
 // a supergroup (the service messages migrate_to_chat_id in the old chat and
@@ -32,7 +40,9 @@
 // message and again for every known migration at each start (moving is
 // idempotent). Messages of the supergroup carry its own id; a late message
 // of the old group is reported under the new id (its message id prefixed
-// "m"), and Send to the old id goes to the new one.
+// "m"), and Send to the old id goes to the new one. The supergroup numbers
+// its messages afresh, so no message of the old group is quoted, edited or
+// reacted to there.
 //
 // Sending converts Markdown to Telegram HTML (retrying as plain text when
 // Telegram rejects the entities), splits at 4096 UTF-16 units without

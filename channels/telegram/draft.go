@@ -43,10 +43,7 @@ func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text str
 	if err != nil {
 		return "", err
 	}
-	if out.Quotes(0) {
-		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
-		params["allow_sending_without_reply"] = "true"
-	}
+	quote(params, out, 0)
 	resp, err := a.draftCall(ctx, "sendMessage", params, cutDraft(text))
 	if err != nil {
 		return "", err

@@ -232,6 +232,8 @@ func writeTag(b *strings.Builder, tag, inner string) {
 }
 
 // link handles [text](url) at the start of s for web, tg and mailto URLs.
+// Parentheses inside the URL must balance, as in CommonMark: a Wikipedia
+// link's "(programming_language)" stays in it.
 func link(b *strings.Builder, s string) int {
 	close := strings.Index(s, "](")
 	if close < 0 {
@@ -241,7 +243,7 @@ func link(b *strings.Builder, s string) int {
 	if text == "" || strings.ContainsAny(text, "[]\n") {
 		return 0
 	}
-	end := strings.IndexByte(s[close+2:], ')')
+	end := closingParen(s[close+2:])
 	if end < 0 {
 		return 0
 	}
@@ -255,6 +257,24 @@ func link(b *strings.Builder, s string) int {
 	writeInline(b, text)
 	b.WriteString("</a>")
 	return close + 2 + end + 1
+}
+
+// closingParen is the index in s of the ")" that closes a "(" just before
+// s, skipping balanced pairs; -1 if there is none.
+func closingParen(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return -1
 }
 
 func safeURL(u string) bool {

@@ -99,12 +99,17 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 	default:
 		return channels.Inbound{}, dropUnknownChat
 	}
-	if m.From != nil {
-		in.SenderID = strconv.FormatInt(m.From.ID, 10)
-		in.SenderName = displayName(m.From)
-	} else if m.SenderChat != nil { // anonymous admin or linked channel
+	switch {
+	case m.SenderChat != nil:
+		// Sent on behalf of a chat: the group itself (an anonymous
+		// administrator), a linked channel, or a channel a member posts
+		// as. "from" then holds a placeholder user every such message
+		// shares (@GroupAnonymousBot, @Channel_Bot, Telegram).
 		in.SenderID = strconv.FormatInt(m.SenderChat.ID, 10)
 		in.SenderName = m.SenderChat.Title
+	case m.From != nil:
+		in.SenderID = strconv.FormatInt(m.From.ID, 10)
+		in.SenderName = displayName(m.From)
 	}
 	isTopic := m.IsTopicMessage || m.Chat.IsForum
 	switch {
@@ -155,8 +160,10 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		}
 	}
 	in.Text = text
-	if in.ChatType == channels.Group && a.pastes.follow(in) {
-		in.Mentioned = true
+	if in.ChatType == channels.Group {
+		// Both remember an addressed message: ask both.
+		paste, album := a.pastes.follow(in), a.albums.follow(in, m.MediaGroupID)
+		in.Mentioned = in.Mentioned || paste || album
 	}
 	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(in) {
 		return channels.Inbound{}, dropNoMention

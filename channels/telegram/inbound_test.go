@@ -1,7 +1,9 @@
 package telegram_test
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -212,5 +214,51 @@ func TestMentionInCaptionOfGroupPhoto(t *testing.T) {
 	got := rec.accepted()
 	if len(got) != 1 || got[0].Text != "what is this?" || len(got[0].Attachments) != 1 || !got[0].Mentioned {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+// TestReplyThreadInGroupIsNotATopic: outside topics a supergroup's reply
+// carries message_thread_id (the reply thread's root) but no
+// is_topic_message: it belongs to the group's conversation, not to a
+// topic, and the answer goes to the group without message_thread_id,
+// quoting the reply. In a forum's General topic such a reply belongs to
+// General (tdlib/telegram-bot-api#447: answering it with that
+// message_thread_id fails with "message thread not found").
+func TestReplyThreadInGroupIsNotATopic(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a, rec := startPolling(t, srv, baseConfig(srv))
+	u, mid := srv.AddMessage(telegramtest.Message{ChatID: group, FromID: bob, Text: "and then?",
+		ReplyTo: &telegramtest.Reply{MessageID: 900, FromID: srv.BotID(), Text: "an answer"}})
+	waitConfirmed(t, srv, u)
+	raw, _ := json.Marshal(srv.MessageObject(telegramtest.Message{ChatID: group, FromID: bob, Text: "x",
+		ReplyTo: &telegramtest.Reply{MessageID: 900, FromID: srv.BotID()}}, 1))
+	if !strings.Contains(string(raw), `"message_thread_id":900`) {
+		t.Fatalf("the fake's reply in a supergroup has no message_thread_id: %s", raw)
+	}
+	got := rec.accepted()
+	if len(got) != 1 || got[0].ThreadID != "" || got[0].IsTopic || got[0].ReplyToID != "900" || !got[0].Mentioned {
+		t.Fatalf("inbound %+v, want the group's conversation (no thread), a reply to the bot's 900", got)
+	}
+	out := channels.Outbound{Address: got[0].Address, ReplyToID: got[0].MessageID, Text: "then this"}
+	if err := a.Send(testCtx(t), out); err != nil {
+		t.Fatal(err)
+	}
+	if s := srv.Sent(); len(s) != 1 || s[0].ChatID != group || s[0].ThreadID != 0 || s[0].ReplyTo != mid {
+		t.Errorf("sent %+v, want chat %d, no thread, quoting %d", s, group, mid)
+	}
+
+	u, mid = srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, FromID: bob, Text: "in General",
+		ReplyTo: &telegramtest.Reply{MessageID: 901, FromID: srv.BotID(), Text: "an answer"}})
+	waitConfirmed(t, srv, u)
+	got = rec.accepted()
+	if len(got) != 2 || got[1].ThreadID != "1" || !got[1].IsTopic || got[1].ReplyToID != "901" {
+		t.Fatalf("inbound %+v, want General (topic 1), a reply to the bot's 901", got[1:])
+	}
+	out = channels.Outbound{Address: got[1].Address, ReplyToID: got[1].MessageID, Text: "General answer"}
+	if err := a.Send(testCtx(t), out); err != nil {
+		t.Fatal(err)
+	}
+	if s := srv.Sent(); len(s) != 2 || s[1].ChatID != forum || s[1].ThreadID != 0 || s[1].ReplyTo != mid {
+		t.Errorf("sent %+v, want chat %d, no thread (General), quoting %d", s[1:], forum, mid)
 	}
 }

@@ -161,10 +161,7 @@ func (a *Adapter) SendMedia(ctx context.Context, out channels.Outbound, i int, c
 	if err != nil {
 		return nil, err
 	}
-	if out.Quotes(i) {
-		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
-		params["allow_sending_without_reply"] = "true"
-	}
+	quote(params, out, i)
 	method, html := mediaMethod(files), true
 	resp, err := a.retrying(ctx, method, params, func() (*tgbotapi.APIResponse, error) {
 		return a.upload(ctx, method, params, files, c.Caption, html, open)

@@ -3,7 +3,6 @@ package telegram
 import (
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gateway/gateway/channels"
 )
@@ -11,7 +10,8 @@ import (
 // Telegram clients cut a message longer than 4096 characters into several
 // sent back to back, and only the first carries the @mention. pasteFollow
 // lets the rest through mention gating: a group message from the sender
-// of an addressed fragment (at least pasteFragmentMin characters), in the
+// of an addressed fragment (at least pasteFragmentMin UTF-16 units, the
+// unit of Telegram's limit: an emoji counts two), in the
 // same chat and topic, dated within pasteFollowWindow of it, is addressed
 // too. The dispatcher then joins the fragments into one input
 // (messages.inbound). Telegram's own message dates (whole seconds) are
@@ -41,7 +41,7 @@ func (p *pasteFollow) follow(in channels.Inbound) bool {
 		return in.Mentioned
 	}
 	k := pasteKey(in)
-	fragment := utf8.RuneCountInString(in.Text) >= pasteFragmentMin
+	fragment := channels.UTF16Len(in.Text) >= pasteFragmentMin
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	addressed := in.Mentioned

@@ -49,3 +49,28 @@ func TestSplitPasteFollowsItsMention(t *testing.T) {
 		t.Errorf("accepted %v, want %v", got, want)
 	}
 }
+
+// TestSplitPasteWithEmojiFollowsItsMention: Telegram cuts a paste at 4096
+// UTF-16 units, and an emoji takes two of them: a fragment full of emoji
+// has far fewer characters than units, and the next fragment still
+// follows its mention.
+func TestSplitPasteWithEmojiFollowsItsMention(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	const t0 = int64(1_800_000_000)
+	msg := func(at int64, text string) telegramtest.Message {
+		return telegramtest.Message{ChatID: group, FromID: bob, Text: text, Extra: map[string]any{"date": at}}
+	}
+	bot := "@" + srv.BotUserName() + " "
+	first := bot + strings.Repeat("ok 👍 ", 679) // 4092 units, 3413 characters
+	srv.AddMessage(msg(t0, first))
+	u, _ := srv.AddMessage(msg(t0+1, "the end of the paste"))
+	waitConfirmed(t, srv, u)
+	var got []string
+	for _, in := range rec.accepted() {
+		got = append(got, fmt.Sprintf("%.6s", in.Text))
+	}
+	if want := []string{"ok 👍 o", "the en"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("accepted %q, want %q (the paste's two fragments)", got, want)
+	}
+}

@@ -112,12 +112,20 @@ func (a *Adapter) getUpdates(ctx context.Context, offset int) ([]json.RawMessage
 	return batch, nil
 }
 
-// processBatch hands each update from offset on to h, in order, and returns
+// processBatch hands each update of batch to h, in order, and returns
 // the new offset: one past the last update acknowledged. It stops at the
 // first update h failed on (returning h's error): that update and the
 // rest of the batch are fetched again. Handlers may defer their durability
 // wait to the end of the batch (channels.Batch): the offset moves on only
 // once it is done.
+//
+// Telegram answers an offset it knows with updates from that offset on,
+// and one it does not know (past the end of its queue: ids of the bot the
+// token named before, of another Bot API server, or ids Telegram chose
+// afresh after a week without updates) from the head of its queue, below
+// the offset. Those updates are new: they are handled and the offset
+// follows Telegram's ids (skipping them would poll the same head again
+// and again and never see a message).
 func (a *Adapter) processBatch(ctx context.Context, h channels.Handler, batch []json.RawMessage, offset int) (next int, err error) {
 	ctx, acks := channels.WithBatch(ctx)
 	defer func(start int) {
@@ -136,11 +144,12 @@ func (a *Adapter) processBatch(ctx context.Context, h channels.Handler, batch []
 				return offset, nil
 			}
 			a.log.Error("undecodable telegram update acknowledged", zap.Int("update_id", id.UpdateID), zap.Error(err))
-			offset = max(offset, id.UpdateID+1)
+			offset = id.UpdateID + 1
 			continue
 		}
-		if u.UpdateID < offset { // at-least-once delivery: already handled
-			continue
+		if u.UpdateID < offset {
+			a.log.Warn("telegram update id below the offset: Telegram did not know the offset, following its ids",
+				zap.Int("offset", offset), zap.Int("update_id", u.UpdateID))
 		}
 		if err := a.handleUpdate(ctx, h, &u); err != nil {
 			return offset, err

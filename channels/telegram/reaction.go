@@ -30,11 +30,15 @@ func (a *Adapter) React(ctx context.Context, r channels.Reaction) error {
 		return fmt.Errorf("telegram: setMessageReaction: %w", err)
 	}
 	delete(params, "message_thread_id") // the message id names it within the chat
-	id := strings.TrimPrefix(r.MessageID, migratedPrefix)
-	if id == "" {
+	if r.MessageID == "" {
 		return errors.New("telegram: setMessageReaction: empty message id")
 	}
-	params["message_id"] = id
+	if strings.HasPrefix(r.MessageID, migratedPrefix) || params["chat_id"] != r.Target.ChatID {
+		// A message of a group that became a supergroup: the
+		// supergroup's ids are its own (see quote).
+		return channels.Refusal(errors.New("telegram: setMessageReaction: the message's group became a supergroup"))
+	}
+	params["message_id"] = r.MessageID
 	list := []reactionType{}
 	if !r.Remove {
 		list = append(list, reactionType{Type: "emoji", Emoji: r.Emoji})

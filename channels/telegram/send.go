@@ -91,10 +91,7 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 			return out.Draft, err
 		}
 	}
-	if out.Quotes(i) {
-		params["reply_to_message_id"] = strings.TrimPrefix(out.ReplyToID, migratedPrefix)
-		params["allow_sending_without_reply"] = "true"
-	}
+	quote(params, out, i)
 	resp, err := a.sendChunkResp(ctx, "sendMessage", params, chunk)
 	if err != nil {
 		return "", err
@@ -133,6 +130,26 @@ func (a *Adapter) target(out channels.Outbound) (tgbotapi.Params, error) {
 		p["message_thread_id"] = out.ThreadID
 	}
 	return p, nil
+}
+
+// quote makes chunk i of out, to be sent with params, a reply to
+// out.ReplyToID if out quotes it there. A supergroup numbers its messages
+// afresh: a message id of the group it replaced (prefixed, or one of a
+// reply to the group that params now send to the supergroup) would name
+// another message there, or none, so such a reply quotes nothing.
+func quote(params tgbotapi.Params, out channels.Outbound, i int) {
+	if !out.Quotes(i) || strings.HasPrefix(out.ReplyToID, migratedPrefix) || params["chat_id"] != out.ChatID {
+		return
+	}
+	params["reply_to_message_id"] = out.ReplyToID
+	params["allow_sending_without_reply"] = "true"
+}
+
+// unquote drops a reply from params whose chat_id changed to a
+// supergroup (see quote).
+func unquote(params tgbotapi.Params) {
+	delete(params, "reply_to_message_id")
+	delete(params, "allow_sending_without_reply")
 }
 
 // sendChunk sends one chunk as HTML, falling back to plain text.
@@ -180,8 +197,10 @@ func (a *Adapter) sendRetryingResp(ctx context.Context, method string, params tg
 // retrying makes call (one request of method to params' chat_id) until it
 // succeeds or fails for good, at most maxSendAttempts times: a 429 whose
 // retry_after is at most Options.MaxRetryAfter is waited out, and a
-// group's migration to a supergroup is followed (recorded, and params'
-// chat_id changed for the next call). fix, if not nil, sees each API
+// group's migration to a supergroup is recorded and, for a new message,
+// followed (params' chat_id changed for the next call, a quote of the
+// group's message dropped); a call about an existing message (message_id)
+// fails then. fix, if not nil, sees each API
 // error first and returns true when it changed what call sends so that
 // it may succeed (a caption sent again as plain text). A transport error
 // is returned at once: the caller (the outbox) retries it.
@@ -209,7 +228,14 @@ func (a *Adapter) retrying(ctx context.Context, method string, params tgbotapi.P
 			if old, err := strconv.ParseInt(params["chat_id"], 10, 64); err == nil {
 				a.recordMigration(old, ae.MigrateToChatID)
 			}
+			if params["message_id"] != "" {
+				// An edit of or a reaction to a message of the group: it
+				// stays there, and its id names another message in the
+				// supergroup (see quote).
+				return resp, err
+			}
 			params["chat_id"] = strconv.FormatInt(ae.MigrateToChatID, 10)
+			unquote(params)
 		default:
 			return resp, err
 		}

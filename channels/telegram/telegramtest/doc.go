@@ -4,8 +4,9 @@
 // the telegram adapter talk to it unchanged.
 //
 // It implements getMe, getUpdates (long poll with offsets and timeout;
-// updates below the offset are confirmed and forgotten; a newer poll ends
-// an older one with 409), sendMessage (validates Telegram HTML and the
+// updates below the offset are confirmed and forgotten; an offset past the
+// end of the queue is answered from its head, confirming nothing, as the
+// Bot API server does; a newer poll ends an older one with 409), sendMessage (validates Telegram HTML and the
 // 4096-character limit, rejects message_thread_id 1 and messages to
 // migrated groups), sendChatAction, editMessageText, setMessageReaction
 // (recorded: Reactions), getChatMember (statuses set with SetChatMember,

@@ -202,6 +202,12 @@ func (s *Server) MessageObject(m Message, messageID int) map[string]any {
 			reply["message_thread_id"] = m.ThreadID
 			reply["is_topic_message"] = true
 		}
+		if m.ThreadID == 0 && m.ChatType == "supergroup" {
+			// Outside topics (a plain supergroup, a forum's General) a
+			// supergroup threads replies: a reply carries the thread's
+			// root message as message_thread_id, without is_topic_message.
+			msg["message_thread_id"] = r.MessageID
+		}
 		msg["reply_to_message"] = reply
 	}
 	for k, v := range m.Extra {

@@ -42,7 +42,13 @@ func (s *Server) setMessageReaction(w http.ResponseWriter, r *http.Request) {
 	if raw == "" {
 		raw = "[]"
 	}
+	s.mu.Lock()
+	newID, migrated := s.migrated[chat]
+	s.mu.Unlock()
 	switch err := json.Unmarshal([]byte(raw), &list); {
+	case migrated:
+		writeErr(w, Failure{Code: 400, Description: "Bad Request: group chat was upgraded to a supergroup chat", MigrateTo: newID})
+		return
 	case chat == 0:
 		writeErr(w, Failure{Code: 400, Description: "Bad Request: chat not found"})
 		return

@@ -334,6 +334,14 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, Failure{Code: 409, Description: "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"})
 		return
 	}
+	if offset > s.nextUpdate+10 {
+		// An offset past the queue's end is not one Telegram handed out
+		// (another bot's, another Bot API server's, or ids chosen afresh
+		// after a week without updates): the Bot API server answers from
+		// the head of its queue and confirms nothing (tdlib TQueue::get:
+		// "Specified from_id is in the future").
+		offset = 0
+	}
 	if offset > 0 {
 		// Updates below offset are confirmed and forgotten.
 		i := 0
