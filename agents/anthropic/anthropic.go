@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -64,6 +65,9 @@ type Provider struct {
 	timeout time.Duration
 	vision  []string // ProviderConfig.VisionModels
 	now     func() time.Time
+	log     *zap.Logger
+	// noThinking: models that refused a thinking budget (thinking.go).
+	noThinking sync.Map // model name -> struct{}
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -104,7 +108,8 @@ func New(c Config) (*Provider, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Provider{name: c.Name, client: sdk.NewClient(opts...), timeout: c.Provider.Timeout(), now: now, vision: c.Provider.VisionModels}, nil
+	return &Provider{name: c.Name, client: sdk.NewClient(opts...), timeout: c.Provider.Timeout(), now: now, vision: c.Provider.VisionModels,
+		log: log}, nil
 }
 
 // TakesImages implements llm.ImageTaker (providers.<name>.visionModels).
@@ -119,10 +124,26 @@ func (p *Provider) Thinks() bool { return true }
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
 
-// Stream runs one streaming Messages call.
+// Stream runs one streaming Messages call (asked once more without the
+// thinking budget when the model refuses one: thinking.go).
 func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Event)) (sessions.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
+	if llm.ThinkingBudget(req.Thinking) > 0 && p.refusedThinking(req.Model) {
+		req.Thinking = sessions.ThinkingOff
+	}
+	msg, err := p.stream(ctx, req, fn)
+	if err != nil && llm.ThinkingBudget(req.Thinking) > 0 && refusesThinking(err) {
+		level := req.Thinking
+		req.Thinking = sessions.ThinkingOff
+		if msg, err = p.stream(ctx, req, fn); err == nil {
+			p.noteNoThinking(req.Model, level) // only a model that answered without it
+		}
+	}
+	return msg, err
+}
+
+func (p *Provider) stream(ctx context.Context, req llm.Request, fn func(llm.Event)) (sessions.Message, error) {
 	params := sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(req.MaxTokens),

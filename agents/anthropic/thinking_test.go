@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
@@ -63,5 +64,28 @@ func TestThinkingLevelSetsBudget(t *testing.T) {
 	}
 	if len(thinking) != 1 || thinking[0] != "hmm/sig-1" {
 		t.Errorf("thinking blocks sent back: %q, want only the signed one", thinking)
+	}
+}
+
+// TestThinkingRefusedByModel: a model that refuses a thinking budget (a
+// 400 naming thinking) gets the request again without it, and later
+// requests to that model leave it out from the start, while another model
+// still gets it: a /think level carried across /model does not fail turns.
+func TestThinkingRefusedByModel(t *testing.T) {
+	f := newFake(t, reply{status: 400, errType: "invalid_request_error", errMsg: "thinking: extended thinking is not supported by this model"},
+		reply{text: "a"}, reply{text: "b"}, reply{text: "c"})
+	p := newProvider(t, f, 0)
+	for i, model := range []string{"claude-3-haiku", "claude-3-haiku", "claude-opus"} {
+		m, err := p.Stream(context.Background(), llm.Request{Model: model, Messages: []sessions.Message{user("q")}, Thinking: sessions.ThinkingHigh}, nil)
+		if want := string(rune('a' + i)); err != nil || m.Text() != want {
+			t.Fatalf("request %d (%s): %q, %v; want %q", i, model, m.Text(), err, want)
+		}
+	}
+	var got []bool
+	for _, b := range f.requests() {
+		got = append(got, b["thinking"] != nil)
+	}
+	if want := []bool{true, false, false, true}; !slices.Equal(got, want) {
+		t.Errorf("thinking sent per request %v, want %v", got, want)
 	}
 }

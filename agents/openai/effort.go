@@ -41,12 +41,15 @@ func (p *Provider) sendWithEffort(ctx context.Context, req llm.Request) (*http.R
 	if err == nil || llm.ReasoningEffort(req.Thinking) == "" || !refusesEffort(err) {
 		return resp, err
 	}
-	if _, known := p.noEffort.models.LoadOrStore(req.Model, struct{}{}); !known {
-		p.log.Info("model does not take reasoning_effort: sent without it from now on",
-			zap.String("provider", p.name), zap.String("model", req.Model), zap.String("thinking", req.Thinking))
-	}
+	level := req.Thinking
 	req.Thinking = sessions.ThinkingOff
-	return p.send(ctx, req)
+	if resp, err = p.send(ctx, req); err == nil { // only a model that answered without it is remembered
+		if _, known := p.noEffort.models.LoadOrStore(req.Model, struct{}{}); !known {
+			p.log.Info("model does not take reasoning_effort: sent without it from now on",
+				zap.String("provider", p.name), zap.String("model", req.Model), zap.String("thinking", level))
+		}
+	}
+	return resp, err
 }
 
 // refusesEffort reports a 400 that names the reasoning_effort parameter.
