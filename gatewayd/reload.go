@@ -102,13 +102,16 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	if d.opts.ConfigPath == "" {
 		return
 	}
+	reject := func(err error) {
+		metric.WithLabelValues("rejected").Inc()
+		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
+	}
 	cfg, err := configs.Load(d.opts.ConfigPath)
 	if err != nil && quiet {
 		return // being written: its save fires an event
 	}
 	if err != nil {
-		metric.WithLabelValues("rejected").Inc()
-		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
+		reject(err)
 		return
 	}
 	d.mu.Lock()
@@ -121,24 +124,20 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		return
 	}
 	if err := d.routesToRunning(cfg); err != nil {
-		metric.WithLabelValues("rejected").Inc()
-		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
+		reject(err)
 		return
 	}
 	rt, policy, err := d.runtime(cfg)
 	if err != nil {
-		metric.WithLabelValues("rejected").Inc()
-		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
+		reject(err)
 		return
 	}
 	if err := d.backend.SetMaintenance(cfg.Session.Maintenance); err != nil {
-		metric.WithLabelValues("rejected").Inc()
-		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
+		reject(err)
 		return
 	}
 	if err := d.limits.SetConfig(cfg.Limits, cfg.Commands.Owners); err != nil {
-		metric.WithLabelValues("rejected").Inc()
-		d.log.Error("config reload rejected; keeping the running config", zap.Error(err))
+		reject(err)
 		return
 	}
 	d.disp.SetRuntime(rt)
