@@ -245,3 +245,34 @@ func TestResubmitRefusedWhileClaimed(t *testing.T) {
 		t.Errorf("%d turns, want none", got)
 	}
 }
+
+// TestRefusedSendIsNotRetried: a chunk the platform refused (the bot
+// blocked, the chat gone) is asked once and becomes a dead letter at once;
+// a failure whose outcome is unknown (a timeout) is still retried.
+func TestRefusedSendIsNotRetried(t *testing.T) {
+	defer func(r []time.Duration) { sendRetries = r }(sendRetries)
+	sendRetries = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	h := newHarness(t, "", nil)
+	var mu sync.Mutex
+	tries := map[string]int{}
+	h.tg.failSend = func(out channels.Outbound, _ int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		tries[out.ChatID]++
+		if out.ChatID == "41" {
+			return channels.Refusal(errors.New("403 Forbidden: bot was blocked by the user"))
+		}
+		return errors.New("read tcp: i/o timeout")
+	}
+	h.handle(in("tg", "41", "hi"))
+	h.handle(in("tg", "42", "hi"))
+	h.drained()
+	mu.Lock()
+	defer mu.Unlock()
+	if tries["41"] != 1 || tries["42"] != 1+len(sendRetries) {
+		t.Errorf("send attempts %v, want 1 for the refusal and %d for the unknown outcome", tries, 1+len(sendRetries))
+	}
+	if ls := letters(t, h); len(ls) != 2 {
+		t.Errorf("dead letters %+v, want both replies kept", ls)
+	}
+}

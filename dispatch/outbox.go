@@ -172,7 +172,10 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 			return a.Send(ctx, o)
 		}
 		err := send()
-		for r := 0; err != nil && r < len(sendRetries) && ctx.Err() == nil; r++ {
+		// A refusal (the platform answered that it will not post it: the
+		// bot blocked or removed, the chat or topic gone) is final: asking
+		// again costs requests and holds the lane for nothing.
+		for r := 0; err != nil && !refusedRoom(err) && r < len(sendRetries) && ctx.Err() == nil; r++ {
 			d.log.Warn("reply chunk not delivered; retrying", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.Int("chunk", i), zap.Bool("outcome_known", channels.Answered(err)), zap.Error(err))
 			select {
