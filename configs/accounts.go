@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
@@ -44,15 +45,28 @@ func (a TelegramAccount) Validate() error {
 // tokenFile): they would poll it against each other, each poll ending the
 // other's with 409, or take each other's webhook.
 func (c TelegramChannel) validateBots() error {
+	return oneBotEach("telegram", c.Accounts, func(a TelegramAccount) (string, string) { return a.Token, a.TokenFile })
+}
+
+// validateBots refuses two accounts on one bot: both would open a gateway
+// session on its token and take every message twice (two replies).
+func (c DiscordChannel) validateBots() error {
+	return oneBotEach("discord", c.Accounts, func(a DiscordAccount) (string, string) { return a.Token, a.TokenFile })
+}
+
+// oneBotEach refuses two accounts of channel with the same token (or,
+// without one, the same tokenFile), naming both; a token read from two
+// different files is not compared.
+func oneBotEach[A any](channel string, accounts map[string]A, creds func(A) (token, file string)) error {
 	first := map[string]string{} // token or "file:"+tokenFile → the first account using it
-	for _, id := range sortedKeys(c.Accounts) {
-		a := c.Accounts[id]
-		key, bot := "token", a.Token
+	for _, id := range sortedKeys(accounts) {
+		token, file := creds(accounts[id])
+		key, bot := "token", strings.TrimSpace(token)
 		if bot == "" {
-			key, bot = "tokenFile", "file:"+a.TokenFile
+			key, bot = "tokenFile", "file:"+file
 		}
 		if other, ok := first[bot]; ok {
-			return fmt.Errorf("channels.telegram.accounts.%s.%s: the same bot as account %s (one bot serves one account)", id, key, other)
+			return fmt.Errorf("channels.%s.accounts.%s.%s: the same bot as account %s (one bot serves one account)", channel, id, key, other)
 		}
 		first[bot] = id
 	}

@@ -115,20 +115,24 @@ func TestAccountKeysStrict(t *testing.T) {
 	}
 }
 
-// TestTelegramAccountsNeedTheirOwnBot: two accounts on one bot (the same
-// token, or the same tokenFile) would poll it against each other, each
-// ending the other's getUpdates with 409, or steal each other's webhook:
-// the config is refused, naming both accounts.
-func TestTelegramAccountsNeedTheirOwnBot(t *testing.T) {
+// TestAccountsNeedTheirOwnBot: two accounts on one bot (the same token,
+// or the same tokenFile) would poll it against each other (Telegram: each
+// getUpdates ending the other's with 409, or stealing the other's webhook)
+// or open two gateway sessions on it and take every message twice
+// (Discord: two replies): the config is refused, naming both accounts.
+func TestAccountsNeedTheirOwnBot(t *testing.T) {
 	for _, tc := range []struct {
-		name, a, b, want string
+		channel, name, a, b, want string
 	}{
-		{"same token", "token: '1:a'", "token: '1:a'", "channels.telegram.accounts.b.token: the same bot as account a"},
-		{"same tokenFile", "tokenFile: /run/secrets/tg", "tokenFile: /run/secrets/tg", "channels.telegram.accounts.b.tokenFile: the same bot as account a"},
-		{"two bots", "token: '1:a'", "token: '2:b'", ""},
+		{"telegram", "same token", "token: '1:a'", "token: '1:a'", "channels.telegram.accounts.b.token: the same bot as account a"},
+		{"telegram", "same tokenFile", "tokenFile: /run/secrets/tg", "tokenFile: /run/secrets/tg", "channels.telegram.accounts.b.tokenFile: the same bot as account a"},
+		{"telegram", "two bots", "token: '1:a'", "token: '2:b'", ""},
+		{"discord", "same token", "token: 'abc'", "token: ' abc '", "channels.discord.accounts.b.token: the same bot as account a"},
+		{"discord", "same tokenFile", "tokenFile: /run/secrets/dc", "tokenFile: /run/secrets/dc", "channels.discord.accounts.b.tokenFile: the same bot as account a"},
+		{"discord", "two bots", "token: 'abc'", "token: 'def'", ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			yaml := "channels: {telegram: {accounts: {a: {" + tc.a + "}, b: {" + tc.b + "}}}}\n"
+		t.Run(tc.channel+" "+tc.name, func(t *testing.T) {
+			yaml := "channels: {" + tc.channel + ": {accounts: {a: {" + tc.a + "}, b: {" + tc.b + "}}}}\n"
 			_, err := LoadBytes([]byte(yaml), nil)
 			switch {
 			case tc.want == "" && err != nil:

@@ -47,7 +47,10 @@ func (c Channels) Validate() error {
 			return fmt.Errorf("channels.%s.accounts.%s.%w", a.channel, a.id, err)
 		}
 	}
-	return c.Telegram.validateBots()
+	if err := c.Telegram.validateBots(); err != nil {
+		return err
+	}
+	return c.Discord.validateBots()
 }
 
 // validateRoomAgents checks that every agentId set on a group, topic,
