@@ -353,6 +353,12 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// A replayed message is never steered into a running turn: its own
 		// turn first checks what the transcript already holds of it.
 		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
+		// Nor does a command or a reply to resend interrupt the active run
+		// in interrupt mode, or get superseded there by a newer message:
+		// neither is a message for the model to answer instead (a /status
+		// cancelled the turn it asked about, whose message then got no
+		// answer; a queued /reset was dropped unsaid).
+		NoInterrupt: w.Command != "" || w.Reply != nil,
 		// Nor dropped by the queue's cap: its dead turn may have appended
 		// it to the transcript, where the next turn sees it unanswered,
 		// and the drop's summary would put it before the model again
