@@ -371,6 +371,7 @@ func (c commander) stop(ctx context.Context, w *work) {
 		case x.Reply != nil:
 			d.outbox.goResend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
 		default:
+			d.releaseHolds(expand(x)...) // no turn: their budget holds go now
 			d.finish(recordIDs(expand(x))...)
 			d.fails.release(ctx, expand(x), "Stopped before an answer was ready.")
 		}
