@@ -358,12 +358,17 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// neither is a message for the model to answer instead (a /status
 		// cancelled the turn it asked about, whose message then got no
 		// answer; a queued /reset was dropped unsaid).
-		NoInterrupt: w.Command != "" || w.Reply != nil,
-		// Nor dropped by the queue's cap: its dead turn may have appended
-		// it to the transcript, where the next turn sees it unanswered,
-		// and the drop's summary would put it before the model again
-		// (the Discord crash test: an input answered by two replies).
-		Keep: w.Replayed,
+		// Internal work (a subagent's announcement into its parent) is
+		// no chat message either: it waits for the turn it would cancel,
+		// and a newer message does not supersede it.
+		NoInterrupt: w.Command != "" || w.Reply != nil || w.Agent != nil,
+		// Nor is a replayed message dropped by the queue's cap: its dead
+		// turn may have appended it to the transcript, where the next turn
+		// sees it unanswered, and the drop's summary would put it before
+		// the model again (the Discord crash test: an input answered by
+		// two replies). Nor internal work: it has no summary line for the
+		// model (takeDropped), so a drop lost it.
+		Keep: w.Replayed || w.Agent != nil,
 	})
 	switch {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:
