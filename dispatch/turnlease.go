@@ -115,6 +115,9 @@ func (tl turnLeases) awaitTurn(ctx context.Context, t sessions.Turns, b laneBatc
 		b = rest
 		_, ids, _ = batchScope(b)
 	}
+	if ctx.Err() != nil && !d.closing.Load() {
+		tl.stopped(b) // /stop (lanes.Queue.Cancel ends a Next fn's wait)
+	}
 	// Shutdown: the records stay pending for the next start or another
 	// replica.
 }

@@ -28,6 +28,9 @@ type lane[K comparable] struct {
 
 	doing bool            // a Do fn runs
 	doers []chan struct{} // Do calls waiting, closed to grant
+	// nexts cancel the contexts of the Next fns registered and not
+	// returned yet, by registration number (Cancel calls them).
+	nexts map[uint64]context.CancelFunc
 
 	inWait    bool // in the class waitList
 	waitSince time.Time

@@ -137,6 +137,7 @@ type Queue[K comparable] struct {
 	active map[Class]int
 	waits  map[Class]*waitList[K]
 	closed bool
+	nextN  uint64 // Next registrations so far (lane.nexts keys)
 }
 
 // New returns a Queue ready for Enqueue. opts.Run must not be nil.
