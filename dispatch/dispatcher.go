@@ -402,7 +402,7 @@ func (d *Dispatcher) finish(ids ...string) {
 
 // onDrop is the lanes drop hook: a message dropped by the queue policy
 // (or by interrupt mode) is finished, never run after a restart; a web
-// request waiting for it is told.
+// request waiting for it is told, and so is the sender of a command.
 func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 	w, ok := it.Payload.(*work)
 	if !ok {
@@ -414,6 +414,12 @@ func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 	}
 	d.releaseHolds(expand(w)...)
 	d.finish(recordIDs(expand(w))...)
+	if w.Command != "" && w.In.Channel != "" {
+		// No summary line carries a command to the model, and it gets no
+		// turn: its sender is told, never left wondering.
+		d.notify(d.life, w.In, fmt.Sprintf("Too many messages were waiting: /%s was not run. Please send it again.", w.Command))
+		return
+	}
 	d.fails.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }
 
