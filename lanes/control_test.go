@@ -380,3 +380,33 @@ func TestCancelCancelsNext(t *testing.T) {
 		assertForgotten(t, q)
 	})
 }
+
+// TestBusyKeyDoesNotStarveOthers: under the class cap a key with a long
+// queue takes its turn in line like any other: a key that queued while
+// the busy one ran goes next, not after the busy key's whole queue.
+func TestBusyKeyDoesNotStarveOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Followup}), Caps: map[Class]int{ClassMain: 1}})
+		r.gate("a1")
+		mustEnqueue(t, q, "a", item("a1", ""))
+		synctest.Wait()
+		for _, id := range []string{"a2", "a3", "a4"} {
+			mustEnqueue(t, q, "a", item(id, ""))
+		}
+		mustEnqueue(t, q, "b", item("b1", ""))
+		mustEnqueue(t, q, "c", item("c1", ""))
+		r.release("a1")
+		synctest.Wait()
+		var got []string
+		for _, b := range r.got() {
+			got = append(got, b.IDs...)
+		}
+		want := []string{"a1", "b1", "c1", "a2", "a3", "a4"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("run order (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		assertForgotten(t, q)
+	})
+}
