@@ -353,11 +353,22 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// A replayed message is never steered into a running turn: its own
 		// turn first checks what the transcript already holds of it.
 		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
-		// Nor dropped by the queue's cap: its dead turn may have appended
-		// it to the transcript, where the next turn sees it unanswered,
-		// and the drop's summary would put it before the model again
-		// (the Discord crash test: an input answered by two replies).
-		Keep: w.Replayed,
+		// Nor does a command or a reply to resend interrupt the active run
+		// in interrupt mode, or get superseded there by a newer message:
+		// neither is a message for the model to answer instead (a /status
+		// cancelled the turn it asked about, whose message then got no
+		// answer; a queued /reset was dropped unsaid).
+		// Internal work (a subagent's announcement into its parent) is
+		// no chat message either: it waits for the turn it would cancel,
+		// and a newer message does not supersede it.
+		NoInterrupt: w.Command != "" || w.Reply != nil || w.Agent != nil,
+		// Nor is a replayed message dropped by the queue's cap: its dead
+		// turn may have appended it to the transcript, where the next turn
+		// sees it unanswered, and the drop's summary would put it before
+		// the model again (the Discord crash test: an input answered by
+		// two replies). Nor internal work: it has no summary line for the
+		// model (takeDropped), so a drop lost it.
+		Keep: w.Replayed || w.Agent != nil,
 	})
 	switch {
 	case errors.Is(err, lanes.ErrFull) && w.Reply != nil:
@@ -391,7 +402,7 @@ func (d *Dispatcher) finish(ids ...string) {
 
 // onDrop is the lanes drop hook: a message dropped by the queue policy
 // (or by interrupt mode) is finished, never run after a restart; a web
-// request waiting for it is told.
+// request waiting for it is told, and so is the sender of a command.
 func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 	w, ok := it.Payload.(*work)
 	if !ok {
@@ -403,6 +414,12 @@ func (d *Dispatcher) onDrop(_ routing.Key, it lanes.Item) {
 	}
 	d.releaseHolds(expand(w)...)
 	d.finish(recordIDs(expand(w))...)
+	if w.Command != "" && w.In.Channel != "" {
+		// No summary line carries a command to the model, and it gets no
+		// turn: its sender is told, never left wondering.
+		d.notify(d.life, w.In, fmt.Sprintf("Too many messages were waiting: /%s was not run. Please send it again.", w.Command))
+		return
+	}
 	d.fails.release(context.Background(), expand(w), "Dropped: newer messages in this conversation replaced it.")
 }
 

@@ -22,6 +22,8 @@ import (
 type failures struct {
 	d       *Dispatcher
 	streaks streaks // rooms in a failure streak (errpolicy.go)
+	// waits is the work waiting to run again, for /stop (retries.go).
+	waits retries
 }
 
 // Waits before a failed turn runs again (failures beyond it give up), and
@@ -73,23 +75,31 @@ func (f *failures) failed(ctx context.Context, ws []*work, log *zap.Logger, err 
 		return
 	}
 	wait := failureBackoff[min(retry[0].Failures, len(failureBackoff))-1]
-	d.later.after(wait, func() { f.requeue(retry) })
+	x := f.waits.add(retry)
+	d.later.after(wait, func() {
+		if f.waits.take(x) {
+			f.requeue(retry)
+		}
+	})
 }
 
 // park queues ws again once the journal takes writes (checked every
 // storageRetry). Parked work is not a failure: it waits for the disk.
 func (f *failures) park(ws []*work) {
 	d := f.d
+	x := f.waits.add(ws)
 	var check func()
 	check = func() {
-		if d.closing.Load() {
+		if d.closing.Load() || !f.waits.waiting(x) {
 			return
 		}
 		if d.journal.Health() != nil {
 			d.later.after(storageRetry, check)
 			return
 		}
-		f.requeue(ws)
+		if f.waits.take(x) {
+			f.requeue(ws)
+		}
 	}
 	d.later.after(storageRetry, check)
 }

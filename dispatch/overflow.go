@@ -21,7 +21,10 @@ import (
 
 // takeDropped moves b.Dropped into b's items: the dropped messages as one
 // item before b's first message (at the end when b has none), so the turn
-// that runs it carries their note. A dropped reply is resent and a dropped
+// that runs it carries their note; but before a command that changes the
+// session (/new, /reset, /switch, /delete) coming first, since they were
+// sent before it: their note is answered in the session they were sent
+// to, not put into the next one. A dropped reply is resent and a dropped
 // command or internal work finished (onDrop), as before: neither is
 // summarised for the model.
 func (d *Dispatcher) takeDropped(b laneBatch) laneBatch {
@@ -52,7 +55,7 @@ func (d *Dispatcher) takeDropped(b laneBatch) laneBatch {
 		Keep: true, NoSteer: true}
 	pos := len(b.Items)
 	for i, it := range b.Items {
-		if w, ok := it.Payload.(*work); ok && w.Reply == nil && w.Command == "" {
+		if w, ok := it.Payload.(*work); ok && w.Reply == nil && (w.Command == "" || changesSession(w.Command)) {
 			pos = i
 			break
 		}
@@ -98,4 +101,14 @@ func (d *Dispatcher) steerBacklogNote(ws []*work) sessions.Message {
 		"answer them now, unless your last reply already did]\n%s", len(ws), strings.Join(lines, "\n")), d.opts.Now())
 	m.RecordIDs = recordIDs(ws)
 	return m
+}
+
+// changesSession reports whether command makes another session the
+// chat's current one (what comes after it runs there).
+func changesSession(command string) bool {
+	switch command {
+	case "new", "reset", "switch", "delete":
+		return true
+	}
+	return false
 }

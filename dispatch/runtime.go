@@ -97,6 +97,9 @@ func (q QueueConfig) settings(channel string, sq sessionQueue) lanes.Settings {
 	if s.Mode == "" {
 		s.Mode = d.Mode
 	}
+	if s.Debounce == 0 { // what the lanes apply for it: /queue and /status show that
+		s.Debounce = d.Debounce
+	}
 	if s.Cap == 0 {
 		s.Cap = d.Cap
 	}

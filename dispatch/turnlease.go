@@ -52,13 +52,40 @@ func (tl turnLeases) run(ctx context.Context, t sessions.Turns, b laneBatch) {
 			return
 		}
 		b = rest
+	case ctx.Err() != nil && d.closing.Load():
+		return // shutdown: the records stay pending for the next start
 	case ctx.Err() != nil:
-		return // cancelled (/stop, shutdown): the records stay pending
+		tl.stopped(b) // /stop, interrupt: as a turn cancelled later is
+		return
 	}
 	// Wait for the session outside the slot, before what queued behind.
 	if nerr := d.queue.Next(d.life, b.Key, func(ctx context.Context) { tl.awaitTurn(ctx, t, b) }); nerr != nil {
 		d.log.Info("shutting down: a batch waiting for its session stays pending", zap.Stringer("session_key", b.Key))
 	}
+}
+
+// stopped ends b, cancelled (/stop, interrupt mode) before its session's
+// lease was granted, as turn.cancelled ends a cancelled turn and /stop
+// the work it drops: its messages and commands are finished and waiting
+// web clients told; a reply in it is resent (it answers messages already
+// run).
+func (tl turnLeases) stopped(b laneBatch) {
+	d := tl.d
+	var ws []*work
+	for _, it := range b.Items {
+		w, ok := it.Payload.(*work)
+		switch {
+		case !ok:
+		case w.Reply != nil:
+			d.outbox.goResend(d.life, *w.Reply)
+		default:
+			ws = append(ws, expand(w)...)
+		}
+	}
+	d.log.Info("turn cancelled before its session's lease", zap.Stringer("session_key", b.Key))
+	d.releaseHolds(ws...)
+	d.finish(recordIDs(ws)...)
+	d.fails.release(d.life, ws, "Stopped before an answer was ready.")
 }
 
 // awaitTurn waits until b's session may run here, then runs it (on the
@@ -87,6 +114,9 @@ func (tl turnLeases) awaitTurn(ctx context.Context, t sessions.Turns, b laneBatc
 		}
 		b = rest
 		_, ids, _ = batchScope(b)
+	}
+	if ctx.Err() != nil && !d.closing.Load() {
+		tl.stopped(b) // /stop (lanes.Queue.Cancel ends a Next fn's wait)
 	}
 	// Shutdown: the records stay pending for the next start or another
 	// replica.

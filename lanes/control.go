@@ -9,9 +9,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// Cancel cancels key's active run (its ctx) and drops its queued items,
-// returning them with the dropped ones no batch took yet (Batch.Dropped),
-// oldest first. It does not wait for the run to return.
+// Cancel cancels key's active run (its ctx) and the contexts of the fns
+// Next registered for key (running or waiting: a run's work handed on is
+// that run's), and drops its queued items, returning them with the
+// dropped ones no batch took yet (Batch.Dropped), oldest first. It does
+// not wait for the run or the fns to return.
 func (q *Queue[K]) Cancel(key K) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -21,6 +23,9 @@ func (q *Queue[K]) Cancel(key K) []Item {
 	}
 	if l.cancel != nil {
 		l.cancel()
+	}
+	for _, cancel := range l.nexts {
+		cancel()
 	}
 	items := append(l.dropped, l.items...)
 	l.items, l.dropped, l.behind = nil, nil, false
@@ -134,9 +139,10 @@ func (q *Queue[K]) Shutdown(ctx context.Context) []Item {
 // queued when it is granted. Called from key's active run, fn runs as soon
 // as that run returns, ahead of what queued meanwhile (a run that must
 // wait for something outside the process hands its batch on this way,
-// without holding a class slot). fn gets ctx, which Next does not watch:
-// fn must return soon after ctx ends. It returns ErrClosed after Shutdown
-// began; fn then does not run.
+// without holding a class slot). fn gets a context derived from ctx that
+// Cancel(key) cancels too; Next does not watch it: fn must return soon
+// after it ends. It returns ErrClosed after Shutdown began; fn then does
+// not run.
 func (q *Queue[K]) Next(ctx context.Context, key K, fn func(ctx context.Context)) error {
 	q.mu.Lock()
 	if q.closed {
@@ -151,10 +157,23 @@ func (q *Queue[K]) Next(ctx context.Context, key K, fn func(ctx context.Context)
 		l.doing = true
 		close(ch)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	q.nextN++
+	id := q.nextN
+	if l.nexts == nil {
+		l.nexts = map[uint64]context.CancelFunc{}
+	}
+	l.nexts[id] = cancel
 	q.mu.Unlock()
 	go func() {
 		<-ch
 		defer q.endDo(l)
+		defer func() {
+			q.mu.Lock()
+			delete(l.nexts, id)
+			q.mu.Unlock()
+			cancel()
+		}()
 		defer func() {
 			if r := recover(); r != nil { // as a run's: never wedge the lane
 				q.log.Error("lane next panicked", zap.Any("session_key", key), zap.Any("panic", r), zap.Stack("stack"))

@@ -329,3 +329,84 @@ func TestNextRunsBeforeQueuedItems(t *testing.T) {
 		assertForgotten(t, q)
 	})
 }
+
+// Cancel ends the wait of the work a run handed on with Next, as it ends
+// the run itself: fn's context is cancelled, whether fn runs already or
+// still waits for its turn.
+func TestCancelCancelsNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ev eventLog
+		release := make(chan struct{})
+		var q *Queue[string]
+		q = New(Options[string]{
+			Settings: fixed(Settings{Mode: Followup}),
+			Run: func(ctx context.Context, b Batch[string]) {
+				if b.Items[0].ID != "a" {
+					return
+				}
+				for _, name := range []string{"first", "second"} {
+					if err := q.Next(t.Context(), "k", func(ctx context.Context) {
+						ev.add(name + " runs")
+						<-ctx.Done()
+						ev.add(name + " cancelled")
+					}); err != nil {
+						t.Errorf("Next: %v", err)
+					}
+				}
+				<-release
+			},
+		})
+		mustEnqueue(t, q, "k", item("a", ""))
+		synctest.Wait()
+		close(release)
+		synctest.Wait() // first runs; second waits for its turn
+		if got := q.Cancel("k"); len(got) != 0 {
+			t.Errorf("Cancel returned %d items, want none", len(got))
+		}
+		synctest.Wait()
+		want := []string{"first runs", "first cancelled", "second runs", "second cancelled"}
+		if diff := cmp.Diff(want, ev.get()); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+		// A later Next is not cancelled by the earlier Cancel.
+		done := make(chan error, 1)
+		if err := q.Next(t.Context(), "k", func(ctx context.Context) { done <- ctx.Err() }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("a Next after Cancel got ctx error %v", err)
+		}
+		shutdown(t, q)
+		assertForgotten(t, q)
+	})
+}
+
+// TestBusyKeyDoesNotStarveOthers: under the class cap a key with a long
+// queue takes its turn in line like any other: a key that queued while
+// the busy one ran goes next, not after the busy key's whole queue.
+func TestBusyKeyDoesNotStarveOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options[string]{Run: r.run, Settings: fixed(Settings{Mode: Followup}), Caps: map[Class]int{ClassMain: 1}})
+		r.gate("a1")
+		mustEnqueue(t, q, "a", item("a1", ""))
+		synctest.Wait()
+		for _, id := range []string{"a2", "a3", "a4"} {
+			mustEnqueue(t, q, "a", item(id, ""))
+		}
+		mustEnqueue(t, q, "b", item("b1", ""))
+		mustEnqueue(t, q, "c", item("c1", ""))
+		r.release("a1")
+		synctest.Wait()
+		var got []string
+		for _, b := range r.got() {
+			got = append(got, b.IDs...)
+		}
+		want := []string{"a1", "b1", "c1", "a2", "a3", "a4"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("run order (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		assertForgotten(t, q)
+	})
+}

@@ -15,6 +15,8 @@
 //     window (one batch per Group).
 //   - interrupt: the active run's context is cancelled and the newest item
 //     runs next; the older queued items are dropped into Batch.Dropped.
+//     An item marked Item.NoInterrupt (a chat command) interrupts nothing
+//     and is superseded by nothing: it runs in order, as in followup.
 //   - steer-backlog: as steer, but the items handed to the active run stay
 //     queued, marked Item.Steered, and run afterwards like steer's leftovers
 //     (one batch per Group, no quiet window): the run sees them at once and

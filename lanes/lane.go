@@ -28,6 +28,9 @@ type lane[K comparable] struct {
 
 	doing bool            // a Do fn runs
 	doers []chan struct{} // Do calls waiting, closed to grant
+	// nexts cancel the contexts of the Next fns registered and not
+	// returned yet, by registration number (Cancel calls them).
+	nexts map[uint64]context.CancelFunc
 
 	inWait    bool // in the class waitList
 	waitSince time.Time
@@ -44,15 +47,38 @@ func (q *Queue[K]) laneLocked(key K) *lane[K] {
 	return l
 }
 
-// dropOldestLocked removes the n oldest queued items into the next
-// batch's Dropped (interrupt mode: they are summarised, never silently
-// lost).
-func (l *lane[K]) dropOldestLocked(n int) {
+// supersedeLocked moves the items among the n oldest queued ones not
+// marked NoInterrupt into the next batch's Dropped (interrupt mode: they
+// are summarised, never silently lost); the NoInterrupt ones stay queued,
+// in order.
+func (l *lane[K]) supersedeLocked(n int) {
 	if n <= 0 {
 		return
 	}
-	l.dropped = append(l.dropped, l.items[:n]...)
-	l.shiftLocked(n)
+	kept := l.items[:0]
+	for i, it := range l.items {
+		if i < n && !it.NoInterrupt {
+			l.dropped = append(l.dropped, it)
+			continue
+		}
+		kept = append(kept, it)
+	}
+	clear(l.items[len(kept):])
+	l.items = kept
+	if len(l.items) == 0 {
+		l.items = nil
+	}
+}
+
+// newestInterruptingLocked is the index of the newest queued item not
+// marked NoInterrupt, -1 when there is none.
+func (l *lane[K]) newestInterruptingLocked() int {
+	for i := len(l.items) - 1; i >= 0; i-- {
+		if !l.items[i].NoInterrupt {
+			return i
+		}
+	}
+	return -1
 }
 
 // dropOverflowLocked removes the n oldest queued items not marked Keep or
@@ -131,7 +157,10 @@ func (l *lane[K]) takeBatchLocked() (items []Item) {
 		items = []Item{l.items[0]}
 		l.shiftLocked(1)
 	case Interrupt:
-		l.dropOldestLocked(len(l.items) - 1)
+		// The newest item supersedes those before it (a mode changed to
+		// interrupt while several queued); NoInterrupt items run in order
+		// with it.
+		l.supersedeLocked(l.newestInterruptingLocked())
 		items, l.items = l.items, nil
 	default: // Collect, Steer, SteerBacklog: every queued item of the oldest item's Group.
 		items = l.takeGroupLocked(l.items[0].Group, false)

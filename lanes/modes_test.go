@@ -353,3 +353,73 @@ func TestSettingsReadPerEnqueue(t *testing.T) {
 		shutdown(t, q)
 	})
 }
+
+// TestInterruptSparesNoInterrupt: in interrupt mode an item marked
+// NoInterrupt neither cancels the active run nor is superseded by a newer
+// item; the newer item supersedes only the plain items before it, and
+// runs after the NoInterrupt one, in order.
+func TestInterruptSparesNoInterrupt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder()
+		q := New(Options[string]{Run: r.run, OnDrop: r.onDrop, Settings: fixed(Settings{Mode: Interrupt})})
+		var cancelled []error
+		release := make(chan struct{})
+		r.hook = func(ctx context.Context, b Batch[string]) {
+			if b.Items[0].ID == "a" {
+				<-release
+				cancelled = append(cancelled, ctx.Err())
+			}
+		}
+		cmd := func(id string) Item { it := item(id, ""); it.NoInterrupt = true; return it }
+		mustEnqueue(t, q, "k", item("a", ""))
+		synctest.Wait()
+		mustEnqueue(t, q, "k", cmd("s"))
+		mustEnqueue(t, q, "k", item("b", ""))
+		mustEnqueue(t, q, "k", cmd("r"))
+		mustEnqueue(t, q, "k", item("c", ""))
+		close(release)
+		synctest.Wait()
+		if len(cancelled) != 1 || !errors.Is(cancelled[0], context.Canceled) {
+			t.Errorf("a's run saw %v, want context.Canceled (b and c interrupt it)", cancelled)
+		}
+		want := []batchRec{
+			{Key: "k", IDs: []string{"a"}},
+			{Key: "k", IDs: []string{"s", "r", "c"}, Dropped: []string{"sum b"}},
+		}
+		if diff := cmp.Diff(want, r.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+
+		// Alone, a NoInterrupt item leaves the active run be.
+		r2 := newRecorder()
+		q2 := New(Options[string]{Run: r2.run, Settings: fixed(Settings{Mode: Interrupt})})
+		var seen error
+		release2 := make(chan struct{})
+		r2.hook = func(ctx context.Context, b Batch[string]) {
+			if b.Items[0].ID == "a" {
+				<-release2
+				seen = ctx.Err()
+			}
+		}
+		if err := q2.Enqueue("k", ClassMain, item("a", "")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := q2.Enqueue("k", ClassMain, cmd("s")); err != nil {
+			t.Fatal(err)
+		}
+		close(release2)
+		synctest.Wait()
+		if seen != nil {
+			t.Errorf("a's run saw %v: a NoInterrupt item cancelled it", seen)
+		}
+		want = []batchRec{{Key: "k", IDs: []string{"a"}}, {Key: "k", IDs: []string{"s"}}}
+		if diff := cmp.Diff(want, r2.got()); diff != "" {
+			t.Errorf("batches (-want +got):\n%s", diff)
+		}
+		shutdown(t, q)
+		shutdown(t, q2)
+		assertForgotten(t, q)
+		assertForgotten(t, q2)
+	})
+}

@@ -56,6 +56,12 @@ type Item struct {
 	// it in Batch.Dropped while the run's trace of it stands. Interrupt
 	// mode still supersedes it.
 	Keep bool
+	// NoInterrupt keeps the item out of interrupt mode's superseding: it
+	// neither cancels the active run nor supersedes the items queued
+	// before it, and a newer item does not supersede it; it waits its
+	// turn in order, as in followup (e.g. a chat command: /status is no
+	// newer message to answer instead of the running turn's).
+	NoInterrupt bool
 	// Steered is set by the Queue, never by the caller: in steer-backlog
 	// mode, an active run took the item through Batch.Steer and it stayed
 	// queued for a batch of its own, whose run can tell it was seen.
@@ -131,6 +137,7 @@ type Queue[K comparable] struct {
 	active map[Class]int
 	waits  map[Class]*waitList[K]
 	closed bool
+	nextN  uint64 // Next registrations so far (lane.nexts keys)
 }
 
 // New returns a Queue ready for Enqueue. opts.Run must not be nil.
@@ -192,9 +199,10 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 	l.set, l.class = s, class
 	var dropped []Item
 	switch {
-	case s.Mode == Interrupt:
-		// Interrupt supersedes everything older, whatever the cap.
-		l.dropOldestLocked(len(l.items))
+	case s.Mode == Interrupt && !it.NoInterrupt:
+		// Interrupt supersedes everything older, whatever the cap, but
+		// the NoInterrupt items, which keep their place.
+		l.supersedeLocked(len(l.items))
 		if l.cancel != nil {
 			l.cancel()
 		}

@@ -386,6 +386,10 @@ func parsePeer(s string, k Key, rest []string) (Key, error) {
 // then never holds one session twice.
 func (k Key) Canonical() Key {
 	switch {
+	case k.Main != "" && k.Thread != "":
+		// A thread of the main session: its own session (String and
+		// Parse keep it, as "thread" whatever the kind it was built with).
+		return Key{Agent: k.Agent, Main: k.Main, ThreadKind: Thread, Thread: k.Thread}
 	case k.Main != "":
 		return Key{Agent: k.Agent, Main: k.Main}
 	case k.Subagent != "":

@@ -177,10 +177,16 @@ func TestCanonicalKeys(t *testing.T) {
 		{{Agent: "main", Main: "main", Channel: "telegram", Kind: Direct, Peer: "1"}, {Agent: "main", Main: "main"}},
 		{{Agent: "main", Subagent: "u", Channel: "web"}, {Agent: "main", Subagent: "u"}},
 		{{Agent: "main", Channel: "telegram", Kind: Group, Peer: "-1", ThreadKind: "topic"}, {Agent: "main", Channel: "telegram", Kind: Group, Peer: "-1"}},
+		// A thread of the main session is a session of its own.
+		{{Agent: "main", Main: "main", Channel: "telegram", Kind: Direct, Peer: "1", ThreadKind: Thread, Thread: "42"}, {Agent: "main", Main: "main", ThreadKind: Thread, Thread: "42"}},
+		{{Agent: "main", Main: "main", ThreadKind: Topic, Thread: "42"}, {Agent: "main", Main: "main", ThreadKind: Thread, Thread: "42"}},
 	} {
 		a, b := pair[0], pair[1]
 		if a.String() != b.String() {
 			t.Fatalf("%q and %q differ", a.String(), b.String())
+		}
+		if p, err := Parse(a.String()); err == nil && p.Canonical() != p {
+			t.Errorf("Parse(%q) = %#v is not canonical: Canonical gives %#v", a.String(), p, p.Canonical())
 		}
 		if a.Canonical() != b.Canonical() {
 			t.Errorf("%#v and %#v print %q but are not equal when canonical", a, b, a.String())
