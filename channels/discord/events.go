@@ -68,7 +68,7 @@ func (a *Adapter) edit(ctx context.Context, m *discordgo.MessageUpdate) (channel
 	if m.Message == nil || m.EditedTimestamp == nil || m.Author == nil {
 		return channels.Inbound{}, false
 	}
-	in, ok := a.inbound(ctx, m.Message)
+	in, ok := a.inboundOf(ctx, m.Message, true)
 	if !ok {
 		return in, false
 	}
