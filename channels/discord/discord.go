@@ -49,6 +49,10 @@ type Options struct {
 	// Room returns the room settings in force (hot-reloaded) for a
 	// message; the adapter reads autoThread from it. nil: no auto threads.
 	Room func(channels.Inbound) channels.Room
+	// MaxRetryAfter is the longest 429 retry_after a message post waits
+	// out before it returns the rate limit (ratelimit.go; one minute when
+	// zero).
+	MaxRetryAfter time.Duration
 	// OpenTimeout bounds one gateway connect (30 s when zero).
 	OpenTimeout time.Duration
 	// MaxBackoff caps the wait between failed connects (2 min when zero).
@@ -96,6 +100,7 @@ type Adapter struct {
 	admins channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn   channels.ConnTracker // connection state for `gateway status`
 	seen   seenCursors          // newest message handled per channel (catchup.go)
+	holds  holds                // routes Discord rate limited (ratelimit.go)
 
 	// resync tells the registration worker that the rules behind
 	// Options.SlashAllowed changed (ResyncSlash; cap 1).
@@ -160,6 +165,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		base, _ := url.Parse(cfg.APIBase) // checked by Validate
 		s.Client = &http.Client{Timeout: 20 * time.Second, Transport: &endpointRewrite{base: base, next: http.DefaultTransport}}
 	}
+	s.Client = limitedClient(s.Client, &a.holds)
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: opts.OpenTimeout,
 		NetDialContext: a.dial}
 	a.mention = opts.MentionRequired

@@ -103,12 +103,16 @@ func start(t *testing.T, cfg Config, fo discordtest.Options) *harness {
 	return startWith(t, cfg, fo, Options{})
 }
 
-// startWith is start with adapter options (HTTPClient and Logger are set).
+// startWith is start with adapter options (HTTPClient is set, and Logger
+// unless given).
 func startWith(t *testing.T, cfg Config, fo discordtest.Options, opts Options) *harness {
 	t.Helper()
 	fake := discordtest.New(fo)
 	cfg.Token = "tok"
-	opts.HTTPClient, opts.Logger = fake.Client(), zaptest.NewLogger(t)
+	opts.HTTPClient = fake.Client()
+	if opts.Logger == nil {
+		opts.Logger = zaptest.NewLogger(t)
+	}
 	a, err := New("default", cfg, opts)
 	if err != nil {
 		fake.Close()

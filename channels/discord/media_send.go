@@ -139,7 +139,11 @@ func (a *Adapter) SendMedia(ctx context.Context, out channels.Outbound, i int, c
 		return nil, fmt.Errorf("discord: send media: %w", err)
 	}
 	ep := discordgo.EndpointChannelMessages(to)
-	resp, err := a.s.RequestRaw(http.MethodPost, ep, ctype, body, ep, 0, discordgo.WithContext(ctx))
+	var resp []byte
+	err = a.rest(ctx, postRoute(to), true, func(opts ...discordgo.RequestOption) (err error) {
+		resp, err = a.s.RequestRaw(http.MethodPost, ep, ctype, body, ep, 0, opts...)
+		return err
+	})
 	if err != nil {
 		if tooLarge(err) {
 			a.log.Warn("discord refused an attachment as too large", zap.String("chat_id", to), zap.Int("files", len(files)))

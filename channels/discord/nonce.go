@@ -1,7 +1,6 @@
 package discord
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -41,12 +40,12 @@ type messageSendOnce struct {
 }
 
 // postOnce posts msg (text only: no files) to channel to with nonce
-// enforced; the message returned is the one the first post with that
+// enforced (opts: rest's); the message returned is the one the first post with that
 // nonce created.
-func (a *Adapter) postOnce(ctx context.Context, to string, msg *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
+func (a *Adapter) postOnce(to string, msg *discordgo.MessageSend, nonce string, opts ...discordgo.RequestOption) (*discordgo.Message, error) {
 	ep := discordgo.EndpointChannelMessages(to)
 	body, err := a.s.RequestWithBucketID(http.MethodPost, ep, messageSendOnce{MessageSend: msg, Nonce: nonce, EnforceNonce: true},
-		ep, discordgo.WithContext(ctx))
+		ep, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -90,11 +90,14 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
 	var m *discordgo.Message
-	if out.DeliveryID != "" {
-		m, err = a.postOnce(ctx, to, msg, nonceOf(out.DeliveryID, i))
-	} else {
-		m, err = a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
-	}
+	err = a.rest(ctx, postRoute(to), true, func(opts ...discordgo.RequestOption) (err error) {
+		if out.DeliveryID != "" {
+			m, err = a.postOnce(to, msg, nonceOf(out.DeliveryID, i), opts...)
+		} else {
+			m, err = a.s.ChannelMessageSendComplex(to, msg, opts...)
+		}
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("discord: send message (part %d): %w", i+1, answered(err))
 	}

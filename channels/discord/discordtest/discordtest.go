@@ -102,13 +102,14 @@ type Server struct {
 	typing     []string
 	reactions  []Reaction
 	nextID     int64
-	rateLimits int // next message POSTs to answer with 429
+	postLimits []rateLimit // next message POSTs to answer with 429 (ratelimit.go)
+	limited    int         // requests answered with 429
 	nonces     nonceBook
 	threads    []StartedThread
 
 	files      fileStore // attachments served as the CDN (files.go)
 	edits      []Edit
-	editLimits int // next message PATCHes to answer with 429
+	editLimits []rateLimit // next message PATCHes to answer with 429
 	deleted    []Deleted
 
 	history      map[string][]*discordgo.Message // by channel (history.go)
@@ -289,12 +290,9 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.rateLimits > 0 {
-		s.rateLimits--
+	if rl, ok := takeLimitLocked(&s.postLimits); ok {
+		s.writeRateLimitLocked(w, rl)
 		s.mu.Unlock()
-		w.Header().Set("Retry-After", "0")
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"message": "You are being rate limited.",
-			"retry_after": 0.01, "global": false})
 		return
 	}
 	if body.EnforceNonce && nonce != "" {
@@ -344,14 +342,6 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, msg)
-}
-
-// RateLimitNext makes the next n message posts fail with 429 and a short
-// retry_after.
-func (s *Server) RateLimitNext(n int) {
-	s.mu.Lock()
-	s.rateLimits = n
-	s.mu.Unlock()
 }
 
 // AddChannel makes a channel (or thread) known to GET /channels/{id}
