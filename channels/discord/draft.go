@@ -39,8 +39,9 @@ func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text str
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
 	var m *discordgo.Message
+	nonce := freshNonce()
 	err = a.rest(ctx, postRoute(to), false, func(opts ...discordgo.RequestOption) (err error) {
-		m, err = a.s.ChannelMessageSendComplex(to, msg, opts...)
+		m, err = a.postOnce(to, msg, nonce, opts...)
 		return err
 	})
 	if err != nil {

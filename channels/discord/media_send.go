@@ -130,10 +130,7 @@ func (a *Adapter) SendMedia(ctx context.Context, out channels.Outbound, i int, c
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
-	payload := any(msg)
-	if out.DeliveryID != "" {
-		payload = messageSendOnce{MessageSend: msg, Nonce: nonceOf(out.DeliveryID, i), EnforceNonce: true}
-	}
+	payload := messageSendOnce{MessageSend: msg, Nonce: postNonce(out, i), EnforceNonce: true}
 	ctype, body, err := multipartBody(payload, files, open)
 	if err != nil {
 		return nil, fmt.Errorf("discord: send media: %w", err)

@@ -51,8 +51,8 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 }
 
 // SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
-// With out.DeliveryID the post carries a nonce Discord enforces (nonce.go):
-// sending the same chunk again posts nothing new.
+// The post carries a nonce Discord enforces (nonce.go): with
+// out.DeliveryID, sending the same chunk again posts nothing new.
 // A reply to a slash command goes through its interaction while the token
 // is valid, else to the channel.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
@@ -90,12 +90,9 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
 	var m *discordgo.Message
+	nonce := postNonce(out, i)
 	err = a.rest(ctx, postRoute(to), true, func(opts ...discordgo.RequestOption) (err error) {
-		if out.DeliveryID != "" {
-			m, err = a.postOnce(to, msg, nonceOf(out.DeliveryID, i), opts...)
-		} else {
-			m, err = a.s.ChannelMessageSendComplex(to, msg, opts...)
-		}
+		m, err = a.postOnce(to, msg, nonce, opts...)
 		return err
 	})
 	if err != nil {

@@ -329,7 +329,7 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.NoEcho {
 		s.dispatchLocked("MESSAGE_CREATE", msg)
 	}
-	lost := s.nonces.loseAnswer()
+	lost, lostStatus := s.nonces.loseAnswer(), s.nonces.loseStatus
 	created := s.sent[len(s.sent)-1]
 	s.notifyLocked()
 	s.mu.Unlock()
@@ -338,7 +338,10 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if lost {
 		// The message exists; the answer saying so is lost on the way.
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
+		if lostStatus == 0 {
+			lostStatus = http.StatusInternalServerError
+		}
+		writeJSON(w, lostStatus, map[string]any{"message": http.StatusText(lostStatus), "code": 0})
 		return
 	}
 	writeJSON(w, http.StatusOK, msg)
