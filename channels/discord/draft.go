@@ -101,7 +101,7 @@ func (a *Adapter) replaceDraft(ctx context.Context, out channels.Outbound, part 
 		return false, nil
 	}
 	if err != nil {
-		return true, fmt.Errorf("discord: edit draft into the reply: %w", err)
+		return true, fmt.Errorf("discord: edit draft into the reply: %w", answered(err))
 	}
 	return true, nil
 }

@@ -102,8 +102,10 @@ type Server struct {
 	typing     []string
 	reactions  []Reaction
 	nextID     int64
-	postLimits []rateLimit // next message POSTs to answer with 429 (ratelimit.go)
-	limited    int         // requests answered with 429
+	postLimits []rateLimit        // next message POSTs to answer with 429 (ratelimit.go)
+	limited    int                // requests answered with 429
+	refused    map[string]refusal // channels that refuse the bot (refuse.go)
+	refusals   int                // requests they refused
 	nonces     nonceBook
 	threads    []StartedThread
 
@@ -162,12 +164,12 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("GET /api/v9/guilds/{id}", s.auth(s.serveGuild))
 	mux.HandleFunc("GET /api/v9/guilds/{id}/members/{uid}", s.auth(s.serveMember))
-	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
-	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
-	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.serveStartThread))
+	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.usable(s.serveMessage)))
+	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.usable(s.serveTyping)))
+	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.usable(s.serveStartThread)))
 	mux.HandleFunc("GET /attachments/{ch}/{id}/{name}", s.serveAttachment)
-	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveEdit))
-	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveDelete))
+	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.usable(s.serveEdit)))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.usable(s.serveDelete)))
 	s.historyRoutes(mux)
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
