@@ -3,6 +3,7 @@ package discord
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +19,9 @@ import (
 // Catching up: Discord does not queue events for a bot that is down (a new
 // process identifies afresh and gets nothing of what was said meanwhile),
 // so the adapter remembers, per channel, the newest message it has seen
-// (a cursor kept by the daemon's storage, written at most once a second)
-// and, on every gateway connect, reads each remembered channel's history
+// (a cursor kept by the daemon's storage, written at most once a second,
+// and in memory) and, on every gateway connect, reads each remembered
+// channel's history (stored, or noted by this process and not yet stored)
 // after it (GET /channels/{id}/messages?after=…) and hands those messages
 // to the handler in order, as if they had just arrived. Messages already
 // journaled are duplicates there (the journal knows their ids), so a
@@ -183,10 +185,11 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 	}
 	stored, err := a.opts.Cursors.CursorsOf(ctx, a.cursorScope())
 	if err != nil {
-		if ctx.Err() == nil {
-			a.log.Warn("catch-up skipped: cursors not readable", zap.Error(err))
+		if ctx.Err() != nil {
+			return
 		}
-		return
+		a.log.Warn("catch-up limited to the channels heard since the start: stored cursors not readable", zap.Error(err))
+		stored = nil
 	}
 	now := time.Now()
 	cutoff := now.Add(-a.catchUpMaxAge())
@@ -195,6 +198,7 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 		cursor
 	}
 	var todo []chanCursor
+	taken := map[string]bool{} // channels whose stored cursor was read
 	for ch, v := range stored {
 		c, ok := parseCursor(v)
 		if !ok {
@@ -205,6 +209,15 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 			c = mine // this process saw newer (a reconnect)
 		}
 		if c.at.After(cutoff) {
+			todo = append(todo, chanCursor{ch, c})
+		}
+		taken[ch] = true
+	}
+	// Channels this process heard whose cursor is not stored yet (the
+	// write is pending, slow or failing): a reconnect that could not
+	// resume must catch them up too.
+	for ch, c := range a.seen.all() {
+		if !taken[ch] && c.at.After(cutoff) {
 			todo = append(todo, chanCursor{ch, c})
 		}
 	}
@@ -283,6 +296,13 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			zap.String("chat_id", channel), zap.Int("max_messages", max))
 	}
 	return n
+}
+
+// all returns every channel's cursor noted by this process.
+func (s *seenCursors) all() map[string]cursor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.last)
 }
 
 // get returns channel's cursor as noted by this process.

@@ -175,3 +175,53 @@ func TestCatchUpCursorParse(t *testing.T) {
 		t.Errorf("dirty after take: %v", d)
 	}
 }
+
+// slowCursors is memCursors whose writes wait for release (a storage
+// that is slow, or failing and retried).
+type slowCursors struct {
+	memCursors
+	release chan struct{}
+}
+
+func (c *slowCursors) SetCursor(ctx context.Context, scope, name, value string) error {
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return c.memCursors.SetCursor(ctx, scope, name, value)
+}
+
+// TestResumeRefusedCatchesUp: when Discord refuses to resume the session
+// after a drop (op 9: the events of the gap are gone), the messages said
+// in the gap are caught up from the history, also in a channel this
+// process heard first and whose cursor is not stored yet (a slow or
+// failing cursor write).
+func TestResumeRefusedCatchesUp(t *testing.T) {
+	fake := discordtest.New(fakeOptions())
+	defer fake.Close()
+	store := &slowCursors{release: make(chan struct{})}
+	defer close(store.release)
+	got, _ := runProcess(t, fake, store)
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	first := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "first"})
+	if in := nextIn(t, got); in.MessageID != first {
+		t.Fatalf("got %+v", in)
+	}
+	fake.InvalidateSession()
+	if err := fake.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	gap, live := fake.SendMessageCreateLive(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "in the gap"})
+	if live != 0 {
+		t.Fatalf("the gap's message went to session %d", live)
+	}
+	if err := fake.WaitReady(ctxT(t), 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if in := nextIn(t, got); in.MessageID != gap {
+		t.Fatalf("got %+v, want the gap's message %s", in, gap)
+	}
+}
