@@ -16,7 +16,7 @@ import (
 // Rate limits (429). discordgo answers a 429 by sleeping its retry_after
 // regardless of the request's context and then retrying, for ever, and a
 // global 429 it keeps to the one request. The adapter's message posts,
-// edits and deletions turn that off (WithRetryOnRatelimit(false)) and
+// edits, deletions and typing turn that off (WithRetryOnRatelimit(false)) and
 // wait themselves: a route's 429 holds that route (one channel's message
 // posts, or its edits and deletions), a global one (X-RateLimit-Global,
 // seen by the HTTP transport) every route, until retry_after has passed;
@@ -25,7 +25,9 @@ import (
 // longer hold, and any for a draft (channels.Drafter: the caller skips to
 // its latest text), is returned at once as a *RateLimitError, which
 // channels.Answered (nothing was posted) and channels.RetryAfter read.
-// Other calls (interactions, lookups, typing) keep discordgo's handling.
+// Typing is best effort: its 429 is returned at once too (the dispatcher
+// waits for a typing call in flight before the reply). Other calls
+// (interactions, lookups, reactions) keep discordgo's handling.
 
 // DefaultMaxRetryAfter is Options.MaxRetryAfter when zero.
 const DefaultMaxRetryAfter = time.Minute

@@ -21,15 +21,16 @@ func sendAsync(ctx context.Context, a *Adapter, chat, text string) <-chan error 
 	return done
 }
 
-// returned waits for a Send started by sendAsync; it fails the test when
-// the Send is still blocked long after it should have returned.
+// returned waits for a call started on its own goroutine (sendAsync); it
+// fails the test when the call is still blocked long after it should have
+// returned.
 func returned(t *testing.T, done <-chan error, what string) error {
 	t.Helper()
 	select {
 	case err := <-done:
 		return err
 	case <-time.After(15 * time.Second):
-		t.Fatalf("%s: Send still blocked", what)
+		t.Fatalf("%s: still blocked", what)
 	}
 	return nil
 }
@@ -100,5 +101,25 @@ func TestSendLongRateLimitAnswered(t *testing.T) {
 	}
 	if n, sent := h.fake.RateLimited(), h.fake.Sent(); n != 2 || len(sent) != 1 || sent[0].Content != "elsewhere" {
 		t.Fatalf("429s %d, posts %+v; want 2 and only the other channel's", n, sent)
+	}
+}
+
+// TestTypingRateLimitReturnsAtOnce: the typing indicator is best effort;
+// a 429 on it is returned at once (the dispatcher waits for a typing call
+// in flight before it sends the reply: a wait here would hold the reply
+// back for the whole retry_after), and the route stays held.
+func TestTypingRateLimitReturnsAtOnce(t *testing.T) {
+	h := start(t, Config{}, fakeOptions())
+	h.fake.RateLimitTypingFor(1, 40*time.Second)
+	out := channels.Outbound{Address: channels.Address{ChatID: channelID}}
+	for i := range 2 {
+		done := make(chan error, 1)
+		go func() { done <- h.a.Typing(ctxT(t), out) }()
+		if err := returned(t, done, "typing under a 40 s retry_after"); channels.RetryAfter(err) <= 0 {
+			t.Fatalf("typing %d = %v, want the rate limit", i, err)
+		}
+	}
+	if n := h.fake.RateLimited(); n != 1 {
+		t.Fatalf("Discord asked %d times, want once", n)
 	}
 }

@@ -123,13 +123,16 @@ func (a *Adapter) Notify(ctx context.Context, out channels.Outbound) error {
 }
 
 // Typing shows the typing indicator once (Discord shows it for about 10 s
-// or until the bot posts).
+// or until the bot posts). A rate limit is returned at once.
 func (a *Adapter) Typing(ctx context.Context, out channels.Outbound) error {
 	to, err := target(out)
 	if err != nil {
 		return fmt.Errorf("discord: typing: %w", err)
 	}
-	if err := a.s.ChannelTyping(to, discordgo.WithContext(ctx)); err != nil {
+	err = a.rest(ctx, discordgo.EndpointChannelTyping(to), false, func(opts ...discordgo.RequestOption) error {
+		return a.s.ChannelTyping(to, opts...)
+	})
+	if err != nil {
 		return fmt.Errorf("discord: typing: %w", err)
 	}
 	return nil

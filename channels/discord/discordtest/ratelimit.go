@@ -55,6 +55,17 @@ func (s *Server) RateLimitPostsFor(n int, after time.Duration, global bool) {
 	}
 }
 
+// RateLimitTypingFor makes the next n typing triggers fail with 429 and
+// retry_after after.
+func (s *Server) RateLimitTypingFor(n int, after time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.typingLimits = nil
+	for range n {
+		s.typingLimits = append(s.typingLimits, rateLimit{after: after})
+	}
+}
+
 // RateLimitEditsNext makes the next n message edits fail with 429 and a
 // short retry_after.
 func (s *Server) RateLimitEditsNext(n int) {
