@@ -100,6 +100,7 @@ type Adapter struct {
 	admins channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn   channels.ConnTracker // connection state for `gateway status`
 	seen   seenCursors          // newest message handled per channel (catchup.go)
+	recent recentIDs            // messages handled lately; Run's goroutine only (recent.go)
 	holds  holds                // routes Discord rate limited (ratelimit.go)
 
 	// resync tells the registration worker that the rules behind
@@ -425,19 +426,22 @@ func permanent(err error) bool {
 	return false
 }
 
-// handle normalises one message and hands it to h. Discord cannot
-// redeliver, so a handler error is retried a few times before the message
-// is given up (and logged).
+// handle normalises one message and hands it to h, once however often
+// it comes (recent.go). Discord cannot redeliver, so a handler error is
+// retried a few times before the message is given up (and logged).
 func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) {
+	if m.Message == nil || a.recent.has(m.ID) { // a second copy (recent.go)
+		return
+	}
 	in, ok := a.inbound(ctx, m.Message)
 	if !ok {
-		if m.Message != nil {
-			a.seen.note(m.ChannelID, m.ID, time.Now())
-		}
+		a.seen.note(m.ChannelID, m.ID, time.Now())
+		a.recent.add(m.ID)
 		return
 	}
 	if a.deliver(ctx, h, in) {
 		a.seen.note(m.ChannelID, m.ID, time.Now()) // journaled (or refused): no catch-up needed
+		a.recent.add(m.ID)
 	}
 }
 
