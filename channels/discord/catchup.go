@@ -60,6 +60,7 @@ type seenCursors struct {
 	mu    sync.Mutex
 	last  map[string]cursor
 	dirty map[string]bool
+	held  map[string]string // channel → the first message not taken (held.go)
 }
 
 // cursor is a channel's newest handled message and when it was handled.
@@ -85,7 +86,9 @@ func parseCursor(v string) (cursor, bool) {
 }
 
 // note records that message id of channel was handled (kept when newer
-// than the channel's cursor).
+// than the channel's cursor). A channel held at a message the handler did
+// not take (held.go) keeps its cursor before it until that message itself
+// is noted.
 func (s *seenCursors) note(channel, id string, now time.Time) {
 	if channel == "" || id == "" {
 		return
@@ -94,6 +97,14 @@ func (s *seenCursors) note(channel, id string, now time.Time) {
 	defer s.mu.Unlock()
 	if s.last == nil {
 		s.last, s.dirty = map[string]cursor{}, map[string]bool{}
+	}
+	if h, held := s.held[channel]; held {
+		if snowflakeCmp(id, h) > 0 {
+			return
+		}
+		if id == h {
+			delete(s.held, channel)
+		}
 	}
 	c, ok := s.last[channel]
 	if ok && snowflakeCmp(id, c.id) <= 0 {

@@ -316,10 +316,14 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		return err
 	}
 	a.catchUp(ctx, h)
+	retry := time.NewTicker(heldRetryEvery)
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-retry.C:
+			a.retryHeld(ctx, h)
 		case <-q.ready():
 			for _, m := range q.take() {
 				a.handleQueued(ctx, h, m)
@@ -427,10 +431,16 @@ func permanent(err error) bool {
 }
 
 // handle normalises one message and hands it to h, once however often
-// it comes (recent.go). Discord cannot redeliver, so a handler error is
-// retried a few times before the message is given up (and logged).
+// it comes (recent.go). A handler error is retried a few times; a message
+// still not taken for an outage (channels.ErrUnavailable) or a shutdown
+// holds its channel's cursor so that it is read again from the history
+// (held.go); other failures give it up.
 func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) {
-	if m.Message == nil || a.recent.has(m.ID) { // a second copy (recent.go)
+	if m.Message == nil {
+		return
+	}
+	if a.recent.has(m.ID) { // a second copy (recent.go)
+		a.seen.note(m.ChannelID, m.ID, time.Now())
 		return
 	}
 	in, ok := a.inbound(ctx, m.Message)
@@ -439,35 +449,49 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		a.recent.add(m.ID)
 		return
 	}
-	if a.deliver(ctx, h, in) {
+	err := a.deliver(ctx, h, in)
+	switch {
+	case err == nil:
 		a.seen.note(m.ChannelID, m.ID, time.Now()) // journaled (or refused): no catch-up needed
+		a.recent.add(m.ID)
+	case ctx.Err() != nil:
+		a.seen.hold(m.ChannelID, m.ID, time.Now()) // the next start reads it again (held.go)
+	case errors.Is(err, channels.ErrUnavailable):
+		a.log.Warn("channel held at a message not accepted: it is read again from the history", zap.String("chat_id", m.ChannelID),
+			zap.String("message_id", m.ID), zap.Duration("retry_every", heldRetryEvery))
+		a.seen.hold(m.ChannelID, m.ID, time.Now())
+	default:
+		// Not a passing outage: given up (logged by deliver), not retried
+		// for ever.
+		a.seen.note(m.ChannelID, m.ID, time.Now())
 		a.recent.add(m.ID)
 	}
 }
 
-// deliver hands in to h, retrying a failure twice; it reports whether h
-// took it (accepted or refused for good).
-func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) bool {
+// deliver hands in to h, retrying a failure twice; it returns nil when h
+// took it (accepted or refused for good), else the last error (the
+// context's when it ended).
+func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) error {
 	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h(ctx, in)
 		if err == nil || errors.Is(err, channels.ErrRejected) {
-			return true
+			return nil
 		}
 		if ctx.Err() != nil {
-			return false
+			return ctx.Err()
 		}
 		if attempt == 3 {
-			a.log.Error("message not accepted, dropped", zap.String("chat_id", in.ChatID),
+			a.log.Error("message not accepted", zap.String("chat_id", in.ChatID),
 				zap.String("message_id", in.MessageID), zap.Error(err))
-			return false
+			return err
 		}
 		a.log.Warn("message not accepted, retrying", zap.String("message_id", in.MessageID), zap.Error(err))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return ctx.Err()
 		case <-t.C:
 		}
 		delay *= 2
