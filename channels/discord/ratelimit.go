@@ -25,9 +25,11 @@ import (
 // longer hold, and any for a draft (channels.Drafter: the caller skips to
 // its latest text), is returned at once as a *RateLimitError, which
 // channels.Answered (nothing was posted) and channels.RetryAfter read.
-// Typing is best effort: its 429 is returned at once too (the dispatcher
-// waits for a typing call in flight before the reply). Other calls
-// (interactions, lookups, reactions) keep discordgo's handling.
+// A reply through a slash command's interaction (its first part edited
+// in, later ones as followups) is handled like a post. Typing is best
+// effort: its 429 is returned at once too (the dispatcher waits for a
+// typing call in flight before the reply). Other calls (interaction
+// callbacks, lookups, reactions) keep discordgo's handling.
 
 // DefaultMaxRetryAfter is Options.MaxRetryAfter when zero.
 const DefaultMaxRetryAfter = time.Minute

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/channels"
 )
 
@@ -121,5 +122,32 @@ func TestTypingRateLimitReturnsAtOnce(t *testing.T) {
 	}
 	if n := h.fake.RateLimited(); n != 1 {
 		t.Fatalf("Discord asked %d times, want once", n)
+	}
+}
+
+// TestSlashFollowupRateLimitAnswered: a 429 on a slash command's
+// followup (a reply's later part) is handled like a post's: beyond
+// MaxRetryAfter it is returned at once as a rate limit, not slept out
+// regardless of the context (the outbox's lane would hang).
+func TestSlashFollowupRateLimitAnswered(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	fake, a := startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), accept(got))
+	fake.SendInteraction(fake.SlashCommand(channelID, alice, "status", nil))
+	in := <-got
+	waitReplies(t, fake, 1)
+	out := channels.Outbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: in.ChatID},
+		Interaction: in.Interaction}
+	if err := a.SendChunk(ctxT(t), out, 0, "part one"); err != nil {
+		t.Fatal(err)
+	}
+	fake.RateLimitFollowupsFor(1, time.Hour)
+	done := make(chan error, 1)
+	go func() { done <- a.SendChunk(ctxT(t), out, 1, "part two") }()
+	err := returned(t, done, "followup under a retry_after of an hour")
+	if !channels.Answered(err) || channels.RetryAfter(err) < 59*time.Minute {
+		t.Fatalf("followup = %v, want the rate limit", err)
+	}
+	if s := fake.Sent(); len(s) != 0 {
+		t.Fatalf("posted to the channel instead: %+v", s)
 	}
 }

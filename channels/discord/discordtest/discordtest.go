@@ -85,30 +85,31 @@ type Server struct {
 	client *http.Client
 	up     websocket.Upgrader
 
-	mu           sync.Mutex
-	changed      chan struct{}      // closed and replaced on every state change
-	seq          int64              // last dispatched sequence number
-	events       []dispatch         // every dispatch of the current session, for resume
-	sessionID    string             // current gateway session
-	sessions     int                // sessions started (READY)
-	resumes      int                // successful resumes (RESUMED)
-	current      *conn              // connection dispatches go to; nil while disconnected
-	conns        map[*conn]struct{} // every open connection
-	intents      discordgo.Intent   // from the last Identify
-	channels     map[string]*discordgo.Channel
-	sent         []Sent
-	inter        interactionsFake
-	comps        componentsFake // buttons (components.go)
-	typing       []string
-	reactions    []Reaction
-	nextID       int64
-	postLimits   []rateLimit        // next message POSTs to answer with 429 (ratelimit.go)
-	limited      int                // requests answered with 429
-	typingLimits []rateLimit        // next typing triggers to answer with 429
-	refused      map[string]refusal // channels that refuse the bot (refuse.go)
-	refusals     int                // requests they refused
-	nonces       nonceBook
-	threads      []StartedThread
+	mu             sync.Mutex
+	changed        chan struct{}      // closed and replaced on every state change
+	seq            int64              // last dispatched sequence number
+	events         []dispatch         // every dispatch of the current session, for resume
+	sessionID      string             // current gateway session
+	sessions       int                // sessions started (READY)
+	resumes        int                // successful resumes (RESUMED)
+	current        *conn              // connection dispatches go to; nil while disconnected
+	conns          map[*conn]struct{} // every open connection
+	intents        discordgo.Intent   // from the last Identify
+	channels       map[string]*discordgo.Channel
+	sent           []Sent
+	inter          interactionsFake
+	comps          componentsFake // buttons (components.go)
+	typing         []string
+	reactions      []Reaction
+	nextID         int64
+	postLimits     []rateLimit        // next message POSTs to answer with 429 (ratelimit.go)
+	limited        int                // requests answered with 429
+	followupLimits []rateLimit        // next interaction followups to answer with 429
+	typingLimits   []rateLimit        // next typing triggers to answer with 429
+	refused        map[string]refusal // channels that refuse the bot (refuse.go)
+	refusals       int                // requests they refused
+	nonces         nonceBook
+	threads        []StartedThread
 
 	files      fileStore // attachments served as the CDN (files.go)
 	edits      []Edit

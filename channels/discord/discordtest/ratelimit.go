@@ -66,6 +66,17 @@ func (s *Server) RateLimitTypingFor(n int, after time.Duration) {
 	}
 }
 
+// RateLimitFollowupsFor makes the next n interaction followups fail with
+// 429 and retry_after after.
+func (s *Server) RateLimitFollowupsFor(n int, after time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.followupLimits = nil
+	for range n {
+		s.followupLimits = append(s.followupLimits, rateLimit{after: after})
+	}
+}
+
 // RateLimitEditsNext makes the next n message edits fail with 429 and a
 // short retry_after.
 func (s *Server) RateLimitEditsNext(n int) {
