@@ -101,7 +101,9 @@ type Adapter struct {
 	conn   channels.ConnTracker // connection state for `gateway status`
 	seen   seenCursors          // newest message handled per channel (catchup.go)
 	recent recentIDs            // messages handled lately; Run's goroutine only (recent.go)
-	holds  holds                // routes Discord rate limited (ratelimit.go)
+	// heldEvery is how often held channels are read again (held.go).
+	heldEvery time.Duration
+	holds     holds // routes Discord rate limited (ratelimit.go)
 
 	// resync tells the registration worker that the rules behind
 	// Options.SlashAllowed changed (ResyncSlash; cap 1).
@@ -141,7 +143,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}
-	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1),
+	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1), heldEvery: heldRetryEvery,
 		seen: seenCursors{first: make(chan struct{}, 1)},
 		log:  opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
 	// Run owns reconnection (discordgo's loop cannot be stopped and leaks).
@@ -316,7 +318,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		return err
 	}
 	a.catchUp(ctx, h)
-	retry := time.NewTicker(heldRetryEvery)
+	retry := time.NewTicker(a.heldEvery)
 	defer retry.Stop()
 	for {
 		select {
@@ -458,7 +460,7 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		a.seen.hold(m.ChannelID, m.ID, time.Now()) // the next start reads it again (held.go)
 	case errors.Is(err, channels.ErrUnavailable):
 		a.log.Warn("channel held at a message not accepted: it is read again from the history", zap.String("chat_id", m.ChannelID),
-			zap.String("message_id", m.ID), zap.Duration("retry_every", heldRetryEvery))
+			zap.String("message_id", m.ID), zap.Duration("retry_every", a.heldEvery))
 		a.seen.hold(m.ChannelID, m.ID, time.Now())
 	default:
 		// Not a passing outage: given up (logged by deliver), not retried

@@ -20,8 +20,9 @@ import (
 // reconnect; messages handled meanwhile are not handed over twice
 // (recent.go, and the journal).
 
-// heldRetryEvery is how often held channels are read again.
-var heldRetryEvery = 10 * time.Second
+// heldRetryEvery is how often held channels are read again
+// (Adapter.heldEvery; tests shorten it).
+const heldRetryEvery = 10 * time.Second
 
 // hold keeps channel's cursor before message id, which was not taken,
 // until id itself is noted.

@@ -20,8 +20,6 @@ import (
 // channel are taken: when the storage is back it reaches the handler,
 // once, without a reconnect, and the channel's cursor then moves on.
 func TestMessageNotTakenComesAgain(t *testing.T) {
-	defer func(d time.Duration) { heldRetryEvery = d }(heldRetryEvery)
-	heldRetryEvery = 20 * time.Millisecond
 	fake := discordtest.New(fakeOptions())
 	defer fake.Close()
 	store := &memCursors{}
@@ -29,6 +27,7 @@ func TestMessageNotTakenComesAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.heldEvery = 20 * time.Millisecond
 	var full atomic.Bool
 	failures := make(chan struct{}, 16)
 	got := make(chan channels.Inbound, 64)
