@@ -296,7 +296,9 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			if m.GuildID == "" {
 				m.GuildID = guild
 			}
-			a.handle(ctx, counted, &discordgo.MessageCreate{Message: m})
+			if a.handle(ctx, counted, &discordgo.MessageCreate{Message: m}) {
+				return n // not taken (an outage): the channel is read again from it later (held.go)
+			}
 		}
 		if len(page) < historyPage {
 			return n

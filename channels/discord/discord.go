@@ -436,20 +436,20 @@ func permanent(err error) bool {
 // it comes (recent.go). A handler error is retried a few times; a message
 // still not taken for an outage (channels.ErrUnavailable) or a shutdown
 // holds its channel's cursor so that it is read again from the history
-// (held.go); other failures give it up.
-func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) {
+// (held.go; held reports it); other failures give it up.
+func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) (held bool) {
 	if m.Message == nil {
-		return
+		return false
 	}
 	if a.recent.has(m.ID) { // a second copy (recent.go)
 		a.seen.note(m.ChannelID, m.ID, time.Now())
-		return
+		return false
 	}
 	in, ok := a.inbound(ctx, m.Message)
 	if !ok {
 		a.seen.note(m.ChannelID, m.ID, time.Now())
 		a.recent.add(m.ID)
-		return
+		return false
 	}
 	err := a.deliver(ctx, h, in)
 	switch {
@@ -458,16 +458,19 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		a.recent.add(m.ID)
 	case ctx.Err() != nil:
 		a.seen.hold(m.ChannelID, m.ID, time.Now()) // the next start reads it again (held.go)
+		return true
 	case errors.Is(err, channels.ErrUnavailable):
 		a.log.Warn("channel held at a message not accepted: it is read again from the history", zap.String("chat_id", m.ChannelID),
 			zap.String("message_id", m.ID), zap.Duration("retry_every", a.heldEvery))
 		a.seen.hold(m.ChannelID, m.ID, time.Now())
+		return true
 	default:
 		// Not a passing outage: given up (logged by deliver), not retried
 		// for ever.
 		a.seen.note(m.ChannelID, m.ID, time.Now())
 		a.recent.add(m.ID)
 	}
+	return false
 }
 
 // deliver hands in to h, retrying a failure twice; it returns nil when h

@@ -51,7 +51,7 @@ func (a *Adapter) onRawEvent(q *queue) func(*discordgo.Session, *discordgo.Event
 func (a *Adapter) handleQueued(ctx context.Context, h channels.Handler, it any) {
 	switch x := it.(type) {
 	case *discordgo.MessageCreate:
-		a.handle(ctx, h, x)
+		_ = a.handle(ctx, h, x) // a message held is read again (held.go)
 	case *discordgo.MessageUpdate:
 		if in, ok := a.edit(ctx, x); ok {
 			_ = a.deliver(ctx, h, in) // not caught up: given up when not taken
