@@ -3,6 +3,7 @@ package discord
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -77,3 +78,56 @@ func TestThreadName(t *testing.T) {
 	}
 }
 func boolPtr(v bool) *bool { return &v }
+
+// TestAutoThreadNotOpenedTwice: a message of an autoThread room that
+// already has its thread stays in it. An edit of the message (a
+// MESSAGE_UPDATE) is routed to the thread the message opened, and a
+// message whose thread exists though this process never heard of it (it
+// opened it, then died before the message was journaled: the catch-up
+// brings the message again) goes to that thread; neither starts another
+// (Discord refuses a second thread on a message, code 160004, and the
+// conversation would fall back to the channel).
+func TestAutoThreadNotOpenedTwice(t *testing.T) {
+	room := func(in channels.Inbound) channels.Room {
+		r := channels.DefaultRoom(in.Channel)
+		r.AutoThread = in.ChatID == channelID
+		return r
+	}
+	fo := fakeOptions()
+	fo.NoEcho = true
+	h := startWith(t, Config{}, fo, newRules(t, access.Config{RequireMention: boolPtr(false)}).options(Options{Room: room}))
+	bot := h.fake.BotUser()
+	msg := &discordgo.Message{ChannelID: channelID, GuildID: guildID, Content: "<@" + bot.ID + "> question",
+		Mentions: []*discordgo.User{bot}}
+	id := h.post(msg)
+	in := h.next(t)
+	if in.MessageID != id || in.ThreadID == "" {
+		t.Fatalf("first message not moved into a thread: %+v", in)
+	}
+	thread := in.ThreadID
+
+	edited := *msg
+	edited.Content = "<@" + bot.ID + "> question, rephrased"
+	now := time.Now()
+	edited.EditedTimestamp = &now
+	h.fake.Dispatch("MESSAGE_UPDATE", &edited)
+	got := h.next(t)
+	if got.Event == nil || got.Event.Kind != channels.EventEdit || got.MessageID != id {
+		t.Fatalf("edit delivered as %+v", got)
+	}
+	if got.ThreadID != thread || got.ParentChatID != channelID {
+		t.Fatalf("edit routed to thread %q (parent %q), want the message's thread %s", got.ThreadID, got.ParentChatID, thread)
+	}
+
+	// A thread on the message that only REST knows (opened before a crash).
+	const earlier = "123456789"
+	h.fake.AddChannel(&discordgo.Channel{ID: earlier, GuildID: guildID, ParentID: channelID, Type: discordgo.ChannelTypeGuildPublicThread})
+	h.post(&discordgo.Message{ID: earlier, ChannelID: channelID, GuildID: guildID, Content: "<@" + bot.ID + "> again",
+		Mentions: []*discordgo.User{bot}})
+	if got := h.next(t); got.MessageID != earlier || got.ThreadID != earlier || got.ParentChatID != channelID {
+		t.Fatalf("message whose thread exists routed to %+v, want thread %s", got, earlier)
+	}
+	if n := len(h.fake.Threads()); n != 1 {
+		t.Fatalf("%d threads started, want 1: %+v", n, h.fake.Threads())
+	}
+}

@@ -3,6 +3,7 @@ package discord
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +19,9 @@ import (
 // Catching up: Discord does not queue events for a bot that is down (a new
 // process identifies afresh and gets nothing of what was said meanwhile),
 // so the adapter remembers, per channel, the newest message it has seen
-// (a cursor kept by the daemon's storage, written at most once a second)
-// and, on every gateway connect, reads each remembered channel's history
+// (a cursor kept by the daemon's storage, written at most once a second,
+// and in memory) and, on every gateway connect, reads each remembered
+// channel's history (stored, or noted by this process and not yet stored)
 // after it (GET /channels/{id}/messages?after=…) and hands those messages
 // to the handler in order, as if they had just arrived. Messages already
 // journaled are duplicates there (the journal knows their ids), so a
@@ -58,6 +60,7 @@ type seenCursors struct {
 	mu    sync.Mutex
 	last  map[string]cursor
 	dirty map[string]bool
+	held  map[string]string // channel → the first message not taken (held.go)
 }
 
 // cursor is a channel's newest handled message and when it was handled.
@@ -83,7 +86,9 @@ func parseCursor(v string) (cursor, bool) {
 }
 
 // note records that message id of channel was handled (kept when newer
-// than the channel's cursor).
+// than the channel's cursor). A channel held at a message the handler did
+// not take (held.go) keeps its cursor before it until that message itself
+// is noted.
 func (s *seenCursors) note(channel, id string, now time.Time) {
 	if channel == "" || id == "" {
 		return
@@ -92,6 +97,14 @@ func (s *seenCursors) note(channel, id string, now time.Time) {
 	defer s.mu.Unlock()
 	if s.last == nil {
 		s.last, s.dirty = map[string]cursor{}, map[string]bool{}
+	}
+	if h, held := s.held[channel]; held {
+		if snowflakeCmp(id, h) > 0 {
+			return
+		}
+		if id == h {
+			delete(s.held, channel)
+		}
 	}
 	c, ok := s.last[channel]
 	if ok && snowflakeCmp(id, c.id) <= 0 {
@@ -183,10 +196,11 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 	}
 	stored, err := a.opts.Cursors.CursorsOf(ctx, a.cursorScope())
 	if err != nil {
-		if ctx.Err() == nil {
-			a.log.Warn("catch-up skipped: cursors not readable", zap.Error(err))
+		if ctx.Err() != nil {
+			return
 		}
-		return
+		a.log.Warn("catch-up limited to the channels heard since the start: stored cursors not readable", zap.Error(err))
+		stored = nil
 	}
 	now := time.Now()
 	cutoff := now.Add(-a.catchUpMaxAge())
@@ -195,6 +209,7 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 		cursor
 	}
 	var todo []chanCursor
+	taken := map[string]bool{} // channels whose stored cursor was read
 	for ch, v := range stored {
 		c, ok := parseCursor(v)
 		if !ok {
@@ -205,6 +220,15 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 			c = mine // this process saw newer (a reconnect)
 		}
 		if c.at.After(cutoff) {
+			todo = append(todo, chanCursor{ch, c})
+		}
+		taken[ch] = true
+	}
+	// Channels this process heard whose cursor is not stored yet (the
+	// write is pending, slow or failing): a reconnect that could not
+	// resume must catch them up too.
+	for ch, c := range a.seen.all() {
+		if !taken[ch] && c.at.After(cutoff) {
 			todo = append(todo, chanCursor{ch, c})
 		}
 	}
@@ -272,7 +296,9 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			if m.GuildID == "" {
 				m.GuildID = guild
 			}
-			a.handle(ctx, counted, &discordgo.MessageCreate{Message: m})
+			if a.handle(ctx, counted, &discordgo.MessageCreate{Message: m}) {
+				return n // not taken (an outage): the channel is read again from it later (held.go)
+			}
 		}
 		if len(page) < historyPage {
 			return n
@@ -283,6 +309,13 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			zap.String("chat_id", channel), zap.Int("max_messages", max))
 	}
 	return n
+}
+
+// all returns every channel's cursor noted by this process.
+func (s *seenCursors) all() map[string]cursor {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.last)
 }
 
 // get returns channel's cursor as noted by this process.

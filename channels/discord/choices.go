@@ -44,11 +44,11 @@ func (a *Adapter) Ask(ctx context.Context, out channels.Outbound, text string, c
 		AllowedMentions: &discordgo.MessageAllowedMentions{},
 	}
 	var m *discordgo.Message
-	if out.DeliveryID != "" { // asked once (nonce.go): asking again shows the first question
-		m, err = a.postOnce(ctx, to, msg, nonceOf(out.DeliveryID, 0))
-	} else {
-		m, err = a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
-	}
+	nonce := postNonce(out, 0) // with a delivery, asked once (nonce.go): asking again shows the first question
+	err = a.rest(ctx, postRoute(to), true, func(opts ...discordgo.RequestOption) (err error) {
+		m, err = a.postOnce(to, msg, nonce, opts...)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("discord: ask: %w", answered(err))
 	}

@@ -49,6 +49,10 @@ type Options struct {
 	// Room returns the room settings in force (hot-reloaded) for a
 	// message; the adapter reads autoThread from it. nil: no auto threads.
 	Room func(channels.Inbound) channels.Room
+	// MaxRetryAfter is the longest 429 retry_after a message post waits
+	// out before it returns the rate limit (ratelimit.go; one minute when
+	// zero).
+	MaxRetryAfter time.Duration
 	// OpenTimeout bounds one gateway connect (30 s when zero).
 	OpenTimeout time.Duration
 	// MaxBackoff caps the wait between failed connects (2 min when zero).
@@ -96,6 +100,10 @@ type Adapter struct {
 	admins channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn   channels.ConnTracker // connection state for `gateway status`
 	seen   seenCursors          // newest message handled per channel (catchup.go)
+	recent recentIDs            // messages handled lately; Run's goroutine only (recent.go)
+	// heldEvery is how often held channels are read again (held.go).
+	heldEvery time.Duration
+	holds     holds // routes Discord rate limited (ratelimit.go)
 
 	// resync tells the registration worker that the rules behind
 	// Options.SlashAllowed changed (ResyncSlash; cap 1).
@@ -135,7 +143,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}
-	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1),
+	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1), heldEvery: heldRetryEvery,
 		seen: seenCursors{first: make(chan struct{}, 1)},
 		log:  opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
 	// Run owns reconnection (discordgo's loop cannot be stopped and leaks).
@@ -160,6 +168,7 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		base, _ := url.Parse(cfg.APIBase) // checked by Validate
 		s.Client = &http.Client{Timeout: 20 * time.Second, Transport: &endpointRewrite{base: base, next: http.DefaultTransport}}
 	}
+	s.Client = limitedClient(s.Client, &a.holds)
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: opts.OpenTimeout,
 		NetDialContext: a.dial}
 	a.mention = opts.MentionRequired
@@ -309,10 +318,14 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 		return err
 	}
 	a.catchUp(ctx, h)
+	retry := time.NewTicker(a.heldEvery)
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-retry.C:
+			a.retryHeld(ctx, h)
 		case <-q.ready():
 			for _, m := range q.take() {
 				a.handleQueued(ctx, h, m)
@@ -419,45 +432,71 @@ func permanent(err error) bool {
 	return false
 }
 
-// handle normalises one message and hands it to h. Discord cannot
-// redeliver, so a handler error is retried a few times before the message
-// is given up (and logged).
-func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) {
+// handle normalises one message and hands it to h, once however often
+// it comes (recent.go). A handler error is retried a few times; a message
+// still not taken for an outage (channels.ErrUnavailable) or a shutdown
+// holds its channel's cursor so that it is read again from the history
+// (held.go; held reports it); other failures give it up.
+func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.MessageCreate) (held bool) {
+	if m.Message == nil {
+		return false
+	}
+	if a.recent.has(m.ID) { // a second copy (recent.go)
+		a.seen.note(m.ChannelID, m.ID, time.Now())
+		return false
+	}
 	in, ok := a.inbound(ctx, m.Message)
 	if !ok {
-		if m.Message != nil {
-			a.seen.note(m.ChannelID, m.ID, time.Now())
-		}
-		return
+		a.seen.note(m.ChannelID, m.ID, time.Now())
+		a.recent.add(m.ID)
+		return false
 	}
-	if a.deliver(ctx, h, in) {
+	err := a.deliver(ctx, h, in)
+	switch {
+	case err == nil:
 		a.seen.note(m.ChannelID, m.ID, time.Now()) // journaled (or refused): no catch-up needed
+		a.recent.add(m.ID)
+	case ctx.Err() != nil:
+		a.seen.hold(m.ChannelID, m.ID, time.Now()) // the next start reads it again (held.go)
+		return true
+	case errors.Is(err, channels.ErrUnavailable):
+		a.log.Warn("channel held at a message not accepted: it is read again from the history", zap.String("chat_id", m.ChannelID),
+			zap.String("message_id", m.ID), zap.Duration("retry_every", a.heldEvery))
+		a.seen.hold(m.ChannelID, m.ID, time.Now())
+		return true
+	default:
+		// Not a passing outage: given up (logged by deliver), not retried
+		// for ever.
+		a.seen.note(m.ChannelID, m.ID, time.Now())
+		a.recent.add(m.ID)
 	}
+	return false
 }
 
-// deliver hands in to h, retrying a failure twice; it reports whether h
-// took it (accepted or refused for good).
-func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) bool {
+// deliver hands in to h, retrying a failure twice; it returns nil when h
+// took it (accepted or refused for good), else the last error (the
+// context's when it ended).
+func (a *Adapter) deliver(ctx context.Context, h channels.Handler, in channels.Inbound) error {
 	delay := 250 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h(ctx, in)
 		if err == nil || errors.Is(err, channels.ErrRejected) {
-			return true
+			return nil
 		}
 		if ctx.Err() != nil {
-			return false
+			return ctx.Err()
 		}
 		if attempt == 3 {
-			a.log.Error("message not accepted, dropped", zap.String("chat_id", in.ChatID),
+			a.log.Error("message not accepted", zap.String("chat_id", in.ChatID),
 				zap.String("message_id", in.MessageID), zap.Error(err))
-			return false
+			return err
 		}
 		a.log.Warn("message not accepted, retrying", zap.String("message_id", in.MessageID), zap.Error(err))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return ctx.Err()
 		case <-t.C:
 		}
 		delay *= 2

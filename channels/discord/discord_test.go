@@ -103,12 +103,16 @@ func start(t *testing.T, cfg Config, fo discordtest.Options) *harness {
 	return startWith(t, cfg, fo, Options{})
 }
 
-// startWith is start with adapter options (HTTPClient and Logger are set).
+// startWith is start with adapter options (HTTPClient is set, and Logger
+// unless given).
 func startWith(t *testing.T, cfg Config, fo discordtest.Options, opts Options) *harness {
 	t.Helper()
 	fake := discordtest.New(fo)
 	cfg.Token = "tok"
-	opts.HTTPClient, opts.Logger = fake.Client(), zaptest.NewLogger(t)
+	opts.HTTPClient = fake.Client()
+	if opts.Logger == nil {
+		opts.Logger = zaptest.NewLogger(t)
+	}
 	a, err := New("default", cfg, opts)
 	if err != nil {
 		fake.Close()
@@ -176,6 +180,9 @@ func TestGuildChannelMentionGating(t *testing.T) {
 	bot := h.fake.BotUser()
 
 	h.post(&discordgo.Message{ChannelID: channelID, Content: "no mention here"})
+	// @everyone and @here address the room, not the bot.
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "@everyone meeting now", MentionEveryone: true})
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "@here anyone?", MentionEveryone: true})
 	if got := h.marker(t); len(got) != 0 {
 		t.Fatalf("unmentioned message delivered: %+v", got)
 	}
@@ -264,6 +271,22 @@ func TestThread(t *testing.T) {
 	}
 }
 
+// TestForumPost: a forum post is a thread of the forum channel; its
+// messages (the starter message has the post's id) are keyed like a
+// thread's, under the forum, and replies go to the post.
+func TestForumPost(t *testing.T) {
+	fo := fakeOptions()
+	fo.Guilds[0].Channels = append(fo.Guilds[0].Channels, &discordgo.Channel{ID: "610", Name: "help", Type: discordgo.ChannelTypeGuildForum})
+	h := start(t, Config{}, fo)
+	bot := h.fake.BotUser()
+	h.fake.Dispatch("THREAD_CREATE", &discordgo.Channel{ID: "710", GuildID: guildID, Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "610", Name: "how do I"})
+	h.post(&discordgo.Message{ID: "710", ChannelID: "710", Content: "<@" + bot.ID + "> how do I deploy?", Mentions: []*discordgo.User{bot}})
+	in := h.next(t)
+	if in.ChatID != "610" || in.ThreadID != "710" || in.ParentChatID != "610" || in.ChatType != channels.Channel || in.GuildID != guildID {
+		t.Fatalf("forum post message: %+v", in)
+	}
+}
+
 func TestDirectMessage(t *testing.T) {
 	h := start(t, Config{}, fakeOptions())
 	cat := "https://cdn.discordapp.com/attachments/900/1/cat.png"
@@ -286,6 +309,10 @@ func TestOwnAndBotMessagesIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.post(&discordgo.Message{ChannelID: dmID, Content: "from another bot", Author: &discordgo.User{ID: "43", Bot: true}})
+	// A webhook's post (its author is no bot user) mentioning the bot.
+	bot := h.fake.BotUser()
+	h.post(&discordgo.Message{ChannelID: channelID, Content: "<@" + bot.ID + "> from a webhook", WebhookID: "55",
+		Author: &discordgo.User{ID: "55", Username: "Deploy Hook"}, Mentions: []*discordgo.User{bot}})
 	h.post(&discordgo.Message{ChannelID: dmID, Content: "system", Type: discordgo.MessageTypeChannelPinnedMessage})
 	h.post(&discordgo.Message{ChannelID: dmID, Content: "<@" + h.fake.BotUser().ID + ">"}) // empty after stripping
 	if got := h.marker(t); len(got) != 0 {

@@ -23,8 +23,10 @@
 //
 // Send posts Markdown as is (Discord renders it), split at 2000 characters
 // without breaking code blocks, the first part as a reply to
-// Outbound.ReplyToID, to the thread when Outbound.ThreadID is set. 429
-// answers are retried by discordgo. Send, Notify and Typing use REST only
+// Outbound.ReplyToID, to the thread when Outbound.ThreadID is set. A 429
+// holds its route (a global one every route) for its retry_after: posts
+// wait up to Options.MaxRetryAfter within their context, drafts and
+// longer holds get a *RateLimitError (ratelimit.go). Send, Notify and Typing use REST only
 // and are safe for concurrent use, also while Run is not running.
 //
 // Slash commands: at start the command catalogue (channels.Commands) is

@@ -26,8 +26,8 @@ func cutDraft(text string) string {
 }
 
 // SendDraft implements channels.Drafter: a post that pings no one (a reply
-// to out.ReplyToID if set) whose id is returned. discordgo waits out rate
-// limits.
+// to out.ReplyToID if set) whose id is returned. A rate limit is returned
+// at once (ratelimit.go), as for EditDraft and DeleteDraft.
 func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text string) (string, error) {
 	to, err := target(out)
 	if err != nil {
@@ -38,7 +38,12 @@ func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text str
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
-	m, err := a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
+	var m *discordgo.Message
+	nonce := freshNonce()
+	err = a.rest(ctx, postRoute(to), false, func(opts ...discordgo.RequestOption) (err error) {
+		m, err = a.postOnce(to, msg, nonce, opts...)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("discord: send draft: %w", err)
 	}
@@ -51,7 +56,11 @@ func (a *Adapter) EditDraft(ctx context.Context, out channels.Outbound, id, text
 	if err != nil {
 		return fmt.Errorf("discord: edit draft: %w", err)
 	}
-	if _, err := a.s.ChannelMessageEdit(to, id, cutDraft(text), discordgo.WithContext(ctx)); err != nil {
+	err = a.rest(ctx, editRoute(to), false, func(opts ...discordgo.RequestOption) error {
+		_, err := a.s.ChannelMessageEdit(to, id, cutDraft(text), opts...)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("discord: edit draft: %w", err)
 	}
 	return nil
@@ -63,7 +72,10 @@ func (a *Adapter) DeleteDraft(ctx context.Context, out channels.Outbound, id str
 	if err != nil {
 		return fmt.Errorf("discord: delete draft: %w", err)
 	}
-	if err := a.s.ChannelMessageDelete(to, id, discordgo.WithContext(ctx)); err != nil {
+	err = a.rest(ctx, editRoute(to), false, func(opts ...discordgo.RequestOption) error {
+		return a.s.ChannelMessageDelete(to, id, opts...)
+	})
+	if err != nil {
 		return fmt.Errorf("discord: delete draft: %w", err)
 	}
 	return nil
@@ -79,14 +91,17 @@ func (a *Adapter) replaceDraft(ctx context.Context, out channels.Outbound, part 
 	}
 	edit := discordgo.NewMessageEdit(to, out.Draft).SetContent(part)
 	edit.AllowedMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{discordgo.AllowedMentionTypeUsers}}
-	_, err = a.s.ChannelMessageEditComplex(edit, discordgo.WithContext(ctx))
+	err = a.rest(ctx, editRoute(to), true, func(opts ...discordgo.RequestOption) error {
+		_, err := a.s.ChannelMessageEditComplex(edit, opts...)
+		return err
+	})
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusNotFound {
 		a.log.Info("draft gone; reply part posted as a new message", zap.String("chat_id", out.ChatID))
 		return false, nil
 	}
 	if err != nil {
-		return true, fmt.Errorf("discord: edit draft into the reply: %w", err)
+		return true, fmt.Errorf("discord: edit draft into the reply: %w", answered(err))
 	}
 	return true, nil
 }

@@ -2,13 +2,15 @@ package discord
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/channels"
 )
 
 // TestDraftPostEditDelete: a draft is posted as a reply that pings no one,
-// edited (a 429 on the edit is waited out by discordgo and the edit
-// lands), replaced by a reply's first part, and a reply whose draft is
+// edited (a 429 on the edit is returned at once with its retry_after, as
+// channels.Drafter asks: the caller skips to its latest text; once it
+// has passed the edit lands), replaced by a reply's first part, and a reply whose draft is
 // gone posts its first part instead; a deleted draft is gone.
 func TestDraftPostEditDelete(t *testing.T) {
 	fo := fakeOptions()
@@ -24,6 +26,12 @@ func TestDraftPostEditDelete(t *testing.T) {
 		t.Fatalf("draft posted as %+v", s)
 	}
 	h.fake.RateLimitEditsNext(1)
+	err = h.a.EditDraft(ctx, out, id, "Searching…")
+	ra := channels.RetryAfter(err)
+	if ra <= 0 {
+		t.Fatalf("rate-limited edit = %v, want its retry_after", err)
+	}
+	time.Sleep(ra)
 	if err := h.a.EditDraft(ctx, out, id, "Using search…"); err != nil {
 		t.Fatal(err)
 	}

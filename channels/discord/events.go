@@ -51,14 +51,14 @@ func (a *Adapter) onRawEvent(q *queue) func(*discordgo.Session, *discordgo.Event
 func (a *Adapter) handleQueued(ctx context.Context, h channels.Handler, it any) {
 	switch x := it.(type) {
 	case *discordgo.MessageCreate:
-		a.handle(ctx, h, x)
+		_ = a.handle(ctx, h, x) // a message held is read again (held.go)
 	case *discordgo.MessageUpdate:
 		if in, ok := a.edit(ctx, x); ok {
-			a.deliver(ctx, h, in)
+			_ = a.deliver(ctx, h, in) // not caught up: given up when not taken
 		}
 	case *reactionAdd:
 		if in, ok := a.reaction(ctx, x); ok {
-			a.deliver(ctx, h, in)
+			_ = a.deliver(ctx, h, in) // not caught up: given up when not taken
 		}
 	}
 }
@@ -68,7 +68,7 @@ func (a *Adapter) edit(ctx context.Context, m *discordgo.MessageUpdate) (channel
 	if m.Message == nil || m.EditedTimestamp == nil || m.Author == nil {
 		return channels.Inbound{}, false
 	}
-	in, ok := a.inbound(ctx, m.Message)
+	in, ok := a.inboundOf(ctx, m.Message, true)
 	if !ok {
 		return in, false
 	}

@@ -53,10 +53,16 @@ func (q *queue) take() []any {
 	return items
 }
 
-// inbound turns a message into a channels.Inbound; ok is false for
+// inbound turns a new message into a channels.Inbound; ok is false for
 // messages the bot ignores (its own, other bots, system messages, empty
 // ones, unmentioned guild messages where a mention is required).
 func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.Inbound, bool) {
+	return a.inboundOf(ctx, m, false)
+}
+
+// inboundOf is inbound for a new message or, with edit, the edited
+// message of a MESSAGE_UPDATE (which opens no thread).
+func (a *Adapter) inboundOf(ctx context.Context, m *discordgo.Message, edit bool) (channels.Inbound, bool) {
 	bot := a.bot()
 	if m == nil || m.Author == nil || m.Author.ID == bot || m.Author.Bot || m.WebhookID != "" {
 		return channels.Inbound{}, false
@@ -93,7 +99,7 @@ func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.I
 		a.log.Debug("unmentioned guild message ignored", zap.String("chat_id", in.ChatID))
 		return channels.Inbound{}, false
 	}
-	return a.autoThread(ctx, m, in), true
+	return a.autoThread(ctx, m, in, edit), true
 }
 
 func displayName(m *discordgo.Message) string {

@@ -37,13 +37,17 @@ func (a *Adapter) sendInteraction(ctx context.Context, out channels.Outbound, i 
 		st.acked = true
 	}
 	di := &discordgo.Interaction{ID: ix.ID, AppID: ix.AppID, Token: ix.Token}
-	if i == 0 {
-		_, err = a.s.InteractionResponseEdit(di, &discordgo.WebhookEdit{Content: &part, AllowedMentions: userMentions()},
-			discordgo.WithContext(ctx))
-	} else {
-		_, err = a.s.FollowupMessageCreate(di, true, &discordgo.WebhookParams{Content: part, Flags: ephemeral(ix.Private),
-			AllowedMentions: userMentions()}, discordgo.WithContext(ctx))
-	}
+	// Rate limits as for posts (ratelimit.go); the route is named by the
+	// interaction's id, never its token (logs).
+	err = a.rest(ctx, "interaction "+ix.ID, true, func(opts ...discordgo.RequestOption) (err error) {
+		if i == 0 {
+			_, err = a.s.InteractionResponseEdit(di, &discordgo.WebhookEdit{Content: &part, AllowedMentions: userMentions()}, opts...)
+		} else {
+			_, err = a.s.FollowupMessageCreate(di, true, &discordgo.WebhookParams{Content: part, Flags: ephemeral(ix.Private),
+				AllowedMentions: userMentions()}, opts...)
+		}
+		return err
+	})
 	if err != nil {
 		return a.interactionFailed(ix, fmt.Errorf("discord: interaction reply (part %d): %w", i+1, err))
 	}

@@ -130,16 +130,17 @@ func (a *Adapter) SendMedia(ctx context.Context, out channels.Outbound, i int, c
 		no := false
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
-	payload := any(msg)
-	if out.DeliveryID != "" {
-		payload = messageSendOnce{MessageSend: msg, Nonce: nonceOf(out.DeliveryID, i), EnforceNonce: true}
-	}
+	payload := messageSendOnce{MessageSend: msg, Nonce: postNonce(out, i), EnforceNonce: true}
 	ctype, body, err := multipartBody(payload, files, open)
 	if err != nil {
 		return nil, fmt.Errorf("discord: send media: %w", err)
 	}
 	ep := discordgo.EndpointChannelMessages(to)
-	resp, err := a.s.RequestRaw(http.MethodPost, ep, ctype, body, ep, 0, discordgo.WithContext(ctx))
+	var resp []byte
+	err = a.rest(ctx, postRoute(to), true, func(opts ...discordgo.RequestOption) (err error) {
+		resp, err = a.s.RequestRaw(http.MethodPost, ep, ctype, body, ep, 0, opts...)
+		return err
+	})
 	if err != nil {
 		if tooLarge(err) {
 			a.log.Warn("discord refused an attachment as too large", zap.String("chat_id", to), zap.Int("files", len(files)))

@@ -1,7 +1,7 @@
 package discord
 
 import (
-	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // Exactly-once posts (issue 22): Discord deduplicates message creation by
@@ -21,7 +23,9 @@ import (
 // and the sent mark, another replica took the reply over) posts nothing
 // new. discordgo's MessageSend has no field for it: the request is made
 // here, on the library's session (its rate-limit buckets, retries and
-// headers).
+// headers). Posts outside the outbox (notices, drafts, questions without
+// a delivery) carry a fresh nonce, so that discordgo's own repeat of a
+// post answered 502 does not show it twice.
 
 // maxNonceLen is Discord's limit on a nonce's length.
 const maxNonceLen = 25
@@ -33,6 +37,23 @@ func nonceOf(delivery string, i int) string {
 	return hex.EncodeToString(sum[:])[:maxNonceLen]
 }
 
+// freshNonce is the nonce of a post outside the outbox (a notice, a
+// draft): discordgo repeats a post answered 502 by itself, and the repeat
+// must not show the message twice.
+func freshNonce() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// postNonce is the nonce of chunk i of out: its delivery's when it has one.
+func postNonce(out channels.Outbound, i int) string {
+	if out.DeliveryID != "" {
+		return nonceOf(out.DeliveryID, i)
+	}
+	return freshNonce()
+}
+
 // messageSendOnce is a message post with a nonce Discord enforces.
 type messageSendOnce struct {
 	*discordgo.MessageSend
@@ -41,12 +62,12 @@ type messageSendOnce struct {
 }
 
 // postOnce posts msg (text only: no files) to channel to with nonce
-// enforced; the message returned is the one the first post with that
+// enforced (opts: rest's); the message returned is the one the first post with that
 // nonce created.
-func (a *Adapter) postOnce(ctx context.Context, to string, msg *discordgo.MessageSend, nonce string) (*discordgo.Message, error) {
+func (a *Adapter) postOnce(to string, msg *discordgo.MessageSend, nonce string, opts ...discordgo.RequestOption) (*discordgo.Message, error) {
 	ep := discordgo.EndpointChannelMessages(to)
 	body, err := a.s.RequestWithBucketID(http.MethodPost, ep, messageSendOnce{MessageSend: msg, Nonce: nonce, EnforceNonce: true},
-		ep, discordgo.WithContext(ctx))
+		ep, opts...)
 	if err != nil {
 		return nil, err
 	}

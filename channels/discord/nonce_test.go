@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/gateway/gateway/channels"
@@ -70,5 +71,29 @@ func TestLostAnswerResentPostsOnce(t *testing.T) {
 	}
 	if sent := h.fake.Sent(); len(sent) != 1 || sent[0].MessageID != id {
 		t.Errorf("posts %+v, want one, message %s", sent, id)
+	}
+}
+
+// TestBadGatewayRetryPostsOnce: discordgo repeats a post answered 502 Bad
+// Gateway by itself (a proxy failing on the way back, after Discord made
+// the message). A post without an outbox delivery (a notice, a draft)
+// still carries a nonce of its own, so the repeat shows nothing new.
+func TestBadGatewayRetryPostsOnce(t *testing.T) {
+	h := start(t, Config{}, discordtest.Options{Token: "tok", NoEcho: true})
+	ctx := ctxT(t)
+	out := channels.Outbound{Address: channels.Address{Channel: Name, AccountID: "default", ChatID: "c1"}}
+	out.Text = "your pairing code is 1234"
+	h.fake.LoseAnswerNextWith(1, http.StatusBadGateway)
+	if err := h.a.Notify(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.LoseAnswerNextWith(1, http.StatusBadGateway)
+	id, err := h.a.SendDraft(ctx, out, "Thinking…")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := h.fake.Sent()
+	if len(sent) != 2 || sent[1].MessageID != id || h.fake.NonceRepeats() != 2 {
+		t.Fatalf("posts %+v (%d answered by an earlier one); want the notice and the draft %s once each", sent, h.fake.NonceRepeats(), id)
 	}
 }

@@ -51,8 +51,8 @@ func (a *Adapter) Chunks(out channels.Outbound) []string {
 }
 
 // SendChunk implements channels.Chunker; chunk 0 replies to out.ReplyToID.
-// With out.DeliveryID the post carries a nonce Discord enforces (nonce.go):
-// sending the same chunk again posts nothing new.
+// The post carries a nonce Discord enforces (nonce.go): with
+// out.DeliveryID, sending the same chunk again posts nothing new.
 // A reply to a slash command goes through its interaction while the token
 // is valid, else to the channel.
 func (a *Adapter) SendChunk(ctx context.Context, out channels.Outbound, i int, part string) error {
@@ -90,11 +90,11 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		msg.Reference = &discordgo.MessageReference{MessageID: out.ReplyToID, ChannelID: to, FailIfNotExists: &no}
 	}
 	var m *discordgo.Message
-	if out.DeliveryID != "" {
-		m, err = a.postOnce(ctx, to, msg, nonceOf(out.DeliveryID, i))
-	} else {
-		m, err = a.s.ChannelMessageSendComplex(to, msg, discordgo.WithContext(ctx))
-	}
+	nonce := postNonce(out, i)
+	err = a.rest(ctx, postRoute(to), true, func(opts ...discordgo.RequestOption) (err error) {
+		m, err = a.postOnce(to, msg, nonce, opts...)
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("discord: send message (part %d): %w", i+1, answered(err))
 	}
@@ -123,13 +123,16 @@ func (a *Adapter) Notify(ctx context.Context, out channels.Outbound) error {
 }
 
 // Typing shows the typing indicator once (Discord shows it for about 10 s
-// or until the bot posts).
+// or until the bot posts). A rate limit is returned at once.
 func (a *Adapter) Typing(ctx context.Context, out channels.Outbound) error {
 	to, err := target(out)
 	if err != nil {
 		return fmt.Errorf("discord: typing: %w", err)
 	}
-	if err := a.s.ChannelTyping(to, discordgo.WithContext(ctx)); err != nil {
+	err = a.rest(ctx, discordgo.EndpointChannelTyping(to), false, func(opts ...discordgo.RequestOption) error {
+		return a.s.ChannelTyping(to, opts...)
+	})
+	if err != nil {
 		return fmt.Errorf("discord: typing: %w", err)
 	}
 	return nil

@@ -85,30 +85,35 @@ type Server struct {
 	client *http.Client
 	up     websocket.Upgrader
 
-	mu         sync.Mutex
-	changed    chan struct{}      // closed and replaced on every state change
-	seq        int64              // last dispatched sequence number
-	events     []dispatch         // every dispatch of the current session, for resume
-	sessionID  string             // current gateway session
-	sessions   int                // sessions started (READY)
-	resumes    int                // successful resumes (RESUMED)
-	current    *conn              // connection dispatches go to; nil while disconnected
-	conns      map[*conn]struct{} // every open connection
-	intents    discordgo.Intent   // from the last Identify
-	channels   map[string]*discordgo.Channel
-	sent       []Sent
-	inter      interactionsFake
-	comps      componentsFake // buttons (components.go)
-	typing     []string
-	reactions  []Reaction
-	nextID     int64
-	rateLimits int // next message POSTs to answer with 429
-	nonces     nonceBook
-	threads    []StartedThread
+	mu             sync.Mutex
+	changed        chan struct{}      // closed and replaced on every state change
+	seq            int64              // last dispatched sequence number
+	events         []dispatch         // every dispatch of the current session, for resume
+	sessionID      string             // current gateway session
+	sessions       int                // sessions started (READY)
+	resumes        int                // successful resumes (RESUMED)
+	current        *conn              // connection dispatches go to; nil while disconnected
+	conns          map[*conn]struct{} // every open connection
+	intents        discordgo.Intent   // from the last Identify
+	channels       map[string]*discordgo.Channel
+	sent           []Sent
+	inter          interactionsFake
+	comps          componentsFake // buttons (components.go)
+	typing         []string
+	reactions      []Reaction
+	nextID         int64
+	postLimits     []rateLimit        // next message POSTs to answer with 429 (ratelimit.go)
+	limited        int                // requests answered with 429
+	followupLimits []rateLimit        // next interaction followups to answer with 429
+	typingLimits   []rateLimit        // next typing triggers to answer with 429
+	refused        map[string]refusal // channels that refuse the bot (refuse.go)
+	refusals       int                // requests they refused
+	nonces         nonceBook
+	threads        []StartedThread
 
 	files      fileStore // attachments served as the CDN (files.go)
 	edits      []Edit
-	editLimits int // next message PATCHes to answer with 429
+	editLimits []rateLimit // next message PATCHes to answer with 429
 	deleted    []Deleted
 
 	history      map[string][]*discordgo.Message // by channel (history.go)
@@ -161,12 +166,12 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /api/v9/channels/{id}", s.auth(s.serveChannel))
 	mux.HandleFunc("GET /api/v9/guilds/{id}", s.auth(s.serveGuild))
 	mux.HandleFunc("GET /api/v9/guilds/{id}/members/{uid}", s.auth(s.serveMember))
-	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.serveMessage))
-	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.serveTyping))
-	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.serveStartThread))
+	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.usable(s.serveMessage)))
+	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.usable(s.serveTyping)))
+	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.usable(s.serveStartThread)))
 	mux.HandleFunc("GET /attachments/{ch}/{id}/{name}", s.serveAttachment)
-	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveEdit))
-	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.serveDelete))
+	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.usable(s.serveEdit)))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.usable(s.serveDelete)))
 	s.historyRoutes(mux)
 	s.srv = httptest.NewServer(mux)
 	target, _ := url.Parse(s.srv.URL)
@@ -267,6 +272,11 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveTyping(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	if rl, ok := takeLimitLocked(&s.typingLimits); ok {
+		s.writeRateLimitLocked(w, rl)
+		s.mu.Unlock()
+		return
+	}
 	s.typing = append(s.typing, r.PathValue("id"))
 	s.notifyLocked()
 	s.mu.Unlock()
@@ -289,12 +299,9 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.rateLimits > 0 {
-		s.rateLimits--
+	if rl, ok := takeLimitLocked(&s.postLimits); ok {
+		s.writeRateLimitLocked(w, rl)
 		s.mu.Unlock()
-		w.Header().Set("Retry-After", "0")
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"message": "You are being rate limited.",
-			"retry_after": 0.01, "global": false})
 		return
 	}
 	if body.EnforceNonce && nonce != "" {
@@ -331,7 +338,7 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.NoEcho {
 		s.dispatchLocked("MESSAGE_CREATE", msg)
 	}
-	lost := s.nonces.loseAnswer()
+	lost, lostStatus := s.nonces.loseAnswer(), s.nonces.loseStatus
 	created := s.sent[len(s.sent)-1]
 	s.notifyLocked()
 	s.mu.Unlock()
@@ -340,18 +347,13 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	if lost {
 		// The message exists; the answer saying so is lost on the way.
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
+		if lostStatus == 0 {
+			lostStatus = http.StatusInternalServerError
+		}
+		writeJSON(w, lostStatus, map[string]any{"message": http.StatusText(lostStatus), "code": 0})
 		return
 	}
 	writeJSON(w, http.StatusOK, msg)
-}
-
-// RateLimitNext makes the next n message posts fail with 429 and a short
-// retry_after.
-func (s *Server) RateLimitNext(n int) {
-	s.mu.Lock()
-	s.rateLimits = n
-	s.mu.Unlock()
 }
 
 // AddChannel makes a channel (or thread) known to GET /channels/{id}

@@ -53,12 +53,9 @@ func (s *Server) serveEdit(w http.ResponseWriter, r *http.Request) {
 	}
 	channel, id := r.PathValue("id"), r.PathValue("mid")
 	s.mu.Lock()
-	if s.editLimits > 0 {
-		s.editLimits--
+	if rl, ok := takeLimitLocked(&s.editLimits); ok {
+		s.writeRateLimitLocked(w, rl)
 		s.mu.Unlock()
-		w.Header().Set("Retry-After", "0")
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"message": "You are being rate limited.",
-			"retry_after": 0.01, "global": false})
 		return
 	}
 	if _, ok := s.liveLocked(channel, id); !ok {
@@ -118,12 +115,4 @@ func (s *Server) Visible(channel string) []Sent {
 		}
 	}
 	return out
-}
-
-// RateLimitEditsNext makes the next n message edits fail with 429 and a
-// short retry_after (discordgo waits and retries them).
-func (s *Server) RateLimitEditsNext(n int) {
-	s.mu.Lock()
-	s.editLimits = n
-	s.mu.Unlock()
 }

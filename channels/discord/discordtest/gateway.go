@@ -266,3 +266,13 @@ func (s *Server) Drop() error {
 	s.notifyLocked()
 	return c.ws.Close()
 }
+
+// InvalidateSession makes the current gateway session not resumable (as
+// when Discord dropped it): a client's next Resume gets op 9 and must
+// identify afresh, and the events since are not replayed.
+func (s *Server) InvalidateSession() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessionID += "-invalidated"
+	s.events = nil
+}

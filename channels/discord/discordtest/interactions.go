@@ -232,6 +232,10 @@ func (s *Server) serveFollowup(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if rl, ok := takeLimitLocked(&s.followupLimits); ok {
+		s.writeRateLimitLocked(w, rl)
+		return
+	}
 	oi, ok := s.webhookTargetLocked(w, r)
 	if !ok {
 		return

@@ -3,6 +3,7 @@ package discordtest
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -55,7 +56,9 @@ func (b messageBody) nonce() (string, error) {
 type nonceBook struct {
 	byNonce map[string]nonceSeen
 	repeats int // posts answered with an earlier message
-	lose    int // next created posts whose answer is lost (500)
+	lose    int // next created posts whose answer is lost
+	// loseStatus is the status of a lost answer (500 when zero).
+	loseStatus int
 }
 
 type nonceSeen struct {
@@ -99,9 +102,14 @@ func (s *Server) nonceWindow() time.Duration {
 // LoseAnswerNext makes the next n message posts create their message but
 // answer 500, as when the answer is lost on the way back: the bot cannot
 // tell whether its message was posted.
-func (s *Server) LoseAnswerNext(n int) {
+func (s *Server) LoseAnswerNext(n int) { s.LoseAnswerNextWith(n, http.StatusInternalServerError) }
+
+// LoseAnswerNextWith is LoseAnswerNext answering status instead: 502 Bad
+// Gateway (a proxy between the bot and Discord failing on the way back)
+// is one discordgo retries by itself.
+func (s *Server) LoseAnswerNextWith(n, status int) {
 	s.mu.Lock()
-	s.nonces.lose = n
+	s.nonces.lose, s.nonces.loseStatus = n, status
 	s.mu.Unlock()
 }
 
