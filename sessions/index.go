@@ -106,13 +106,27 @@ func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
 	o = o.Clean()
 	e := Entry{
 		SessionKey: key.String(), SessionID: uuid.NewString(),
-		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
+		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: StartInteraction(o, now), UpdatedAt: now,
 	}
 	if key.IsSubagent() {
 		e.SpawnedBy = o.ParentKey
 	}
 	ApplyOrigin(&e, o)
 	return e
+}
+
+// StartInteraction is the lastInteractionAt of a session that starts at
+// now for the message o (created, or rolled over by Begin): the message's
+// time, but never before now. A message of a backlog (sent while the
+// gateway was down, or while an earlier turn ran) carries its platform
+// time, which may be hours old: a new session whose idle clock started
+// then would be stale at once, and the backlog's next message would roll
+// it over again, taking the first message's context with it.
+func StartInteraction(o Origin, now time.Time) time.Time {
+	if o.At.After(now) {
+		return o.At
+	}
+	return now
 }
 
 // RolledOver is the entry that replaces old when its key starts a new

@@ -69,7 +69,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 				return err
 			}
 			e = sessions.RolledOver(cur, false, "", tx.now())
-			e.LastInteractionAt = o.At
+			e.LastInteractionAt = sessions.StartInteraction(o, tx.now())
 			sessions.ApplyOrigin(&e, o)
 			info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		}

@@ -118,7 +118,7 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 			return false, err
 		}
 		e = sessions.RolledOver(cur, false, "", now)
-		e.LastInteractionAt = o.At
+		e.LastInteractionAt = sessions.StartInteraction(o, now)
 		sessions.ApplyOrigin(&e, o)
 		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		return true, x.update(ctx, tx, &e)

@@ -59,6 +59,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"ResetByType", testResetByType},
 		{"ResetOffByDefault", testResetOff},
 		{"ResetClockIgnoresInternalWork", testResetInternal},
+		{"ResetBacklogNotBornIdle", testResetBacklog},
 		{"ManualReset", testManualReset},
 		{"ArchivedIsCapped", testArchivedCap},
 		{"Counters", testCounters},

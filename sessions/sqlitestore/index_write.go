@@ -62,7 +62,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 			return err
 		}
 		e = sessions.RolledOver(cur, false, "", now)
-		e.LastInteractionAt = o.At
+		e.LastInteractionAt = sessions.StartInteraction(o, now)
 		sessions.ApplyOrigin(&e, o)
 		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		return s.update(tx, e)
