@@ -129,6 +129,16 @@ func StartInteraction(o Origin, now time.Time) time.Time {
 	return now
 }
 
+// JudgedAt is the instant Begin evaluates the reset policy at for the
+// message o when its clock reads now: o.Arrived, or now when that is zero
+// or later.
+func (o Origin) JudgedAt(now time.Time) time.Time {
+	if o.Arrived.IsZero() || o.Arrived.After(now) {
+		return now
+	}
+	return o.Arrived
+}
+
 // RolledOver is the entry that replaces old when its key starts a new
 // session at now (SPEC §3.6): a fresh session id; counters, compactions and
 // the title cleared; label, display name, lineage and where replies go
@@ -288,6 +298,14 @@ type Origin struct {
 	Title     string // first message text (first 30 chars become the title)
 	ParentKey string
 	At        time.Time
+	// Arrived is when the gateway accepted the message (its journal
+	// record's AcceptedAt, by the gateway's clock). Begin judges the reset
+	// policy at that instant, not when the message's turn starts: a
+	// message that arrived before 04:00 and waited behind a turn running
+	// across it, or in the journal across a restart, stays in the session
+	// it arrived in (SPEC §3.6, "evaluated when the next message arrives").
+	// Zero, or later than Begin's clock: the clock at Begin.
+	Arrived time.Time
 	// Internal marks work of the agent runtime (a subagent's announcement):
 	// it is not user or channel input, so it does not move
 	// lastInteractionAt (the idle reset's clock, SPEC §3.2).

@@ -60,6 +60,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"ResetOffByDefault", testResetOff},
 		{"ResetClockIgnoresInternalWork", testResetInternal},
 		{"ResetBacklogNotBornIdle", testResetBacklog},
+		{"ResetJudgedAtArrival", testResetAtArrival},
 		{"ManualReset", testManualReset},
 		{"ArchivedIsCapped", testArchivedCap},
 		{"Counters", testCounters},
