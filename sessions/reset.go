@@ -203,6 +203,7 @@ func sortedKeys(m map[string]ResetPolicy) []string {
 // updatedAt is never consulted, so writes that are not user input (counter
 // flushes, heartbeats) do not keep a session fresh. Mode daily with
 // idleMinutes > 0 applies both rules and reports the one that expired first.
+// A subagent's session is never stale.
 func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale bool, reason string) {
 	at, reason := Expiry(cfg, key, e, now)
 	return !at.IsZero(), reason
@@ -212,6 +213,12 @@ func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale b
 // it is fresh): the room history kept before that instant belongs to the
 // session the reset ends.
 func Expiry(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (at time.Time, reason string) {
+	if key.IsSubagent() {
+		// A subagent's session lives for its task (SPEC §3.3: disposable).
+		// A timed rollover while it waited for its run would drop the model
+		// and thinking level it was spawned with, and its task's context.
+		return time.Time{}, ""
+	}
 	channel := key.Channel
 	if channel == "" {
 		channel = e.LastChannel

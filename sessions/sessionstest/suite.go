@@ -61,6 +61,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"ResetClockIgnoresInternalWork", testResetInternal},
 		{"ResetBacklogNotBornIdle", testResetBacklog},
 		{"ResetJudgedAtArrival", testResetAtArrival},
+		{"ResetNeverRollsSubagentOver", testResetSubagent},
 		{"ManualReset", testManualReset},
 		{"ArchivedIsCapped", testArchivedCap},
 		{"Counters", testCounters},
