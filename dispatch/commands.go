@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
@@ -193,7 +194,12 @@ func isModel(providers []string, s string) bool {
 // did not offer; any other first word starts the first message.
 func (c commander) newModel(w *work) (model, rest, refusal string) {
 	d := c.d
-	first, tail, _ := strings.Cut(w.Args, " ")
+	// The model is the first word, whatever white space ends it: "/new
+	// openai/gpt-4o" and the message may be on two lines.
+	first, tail := w.Args, ""
+	if i := strings.IndexFunc(w.Args, unicode.IsSpace); i >= 0 {
+		first, tail = w.Args[:i], w.Args[i:]
+	}
 	if w.Command != "new" || !strings.Contains(first, "/") {
 		return "", w.Args, ""
 	}

@@ -163,6 +163,8 @@ type harness struct {
 	wrap  func(sessions.Backend) sessions.Backend          // wraps the backend the dispatcher and runner see; nil: none
 	agent func(*agents.Options)                            // changes the runner's options; nil: none
 	disp  func(*Options)                                   // changes the dispatcher's options; nil: none
+	store func(*filestore.Options)                         // changes the store's options; nil: none
+	reset sessions.ResetConfig                             // the runtime's reset policies
 	ctx   context.Context
 	stop  context.CancelFunc
 }
@@ -192,7 +194,11 @@ func newHarness(t *testing.T, dir string, m *model, opts ...harnessOpt) *harness
 func (h *harness) start() {
 	t := h.t
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	mgr, err := filestore.Open(filestore.Options{StateDir: h.dir, CacheTTL: -1, Logger: log, JournalOpen: h.open})
+	fopts := filestore.Options{StateDir: h.dir, CacheTTL: -1, Logger: log, JournalOpen: h.open}
+	if h.store != nil {
+		h.store(&fopts)
+	}
+	mgr, err := filestore.Open(fopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +225,7 @@ func (h *harness) start() {
 	if h.disp != nil {
 		h.disp(&dopts)
 	}
-	d, err := New(dopts, &Runtime{Resolver: resolver, Queue: h.queue})
+	d, err := New(dopts, &Runtime{Resolver: resolver, Queue: h.queue, Reset: h.reset})
 	if err != nil {
 		t.Fatal(err)
 	}

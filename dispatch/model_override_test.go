@@ -239,3 +239,23 @@ func TestModelOverrideNoLongerOffered(t *testing.T) {
 		}
 	}
 }
+
+// TestNewWithModelOnItsOwnLine: "/new provider/model" followed by a
+// newline (a message typed on two lines) sets the model and sends the
+// lines after it as the new session's first message, as with a space.
+func TestNewWithModelOnItsOwnLine(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgDMAccess(), room: channels.DefaultRoom("telegram"), agents: twoModels()})
+	a := &dmAsker{t: t, tg: tg}
+
+	a.ask("hello")
+	first := r.entry(dmKey).SessionID
+	a.ask("/new fake/big\ntell me\na story")
+	if req := waitModel(t, model, 2); req.Body.Model != "big" || req.LastUserText() != "tell me\na story" {
+		t.Errorf("/new fake/big<newline>... sent %q to model %q; want the lines after the model to big", req.LastUserText(), req.Body.Model)
+	}
+	if e := r.entry(dmKey); e.SessionID == first || e.ModelOverride != "fake/big" {
+		t.Errorf("after /new fake/big<newline>...: new session %v, override %q; want a new session on fake/big", e.SessionID != first, e.ModelOverride)
+	}
+}

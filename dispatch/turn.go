@@ -121,6 +121,10 @@ func (t *turn) begin(ctx context.Context) bool {
 		t.log.Error("journal start failed", zap.Error(err))
 	}
 	t.origin = originFor(t.last.In, t.first.Key)
+	// The reset policy is judged when the batch's last message arrived,
+	// not now: one queued behind a turn that ran past the daily boundary
+	// (or journaled across a restart) stays in the session it arrived in.
+	t.origin.Arrived = t.last.AcceptedAt
 	if t.last.Agent != nil {
 		t.origin = sessions.Origin{At: d.opts.Now(), Internal: true}
 	}

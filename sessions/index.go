@@ -106,13 +106,37 @@ func NewEntry(key routing.Key, o Origin, now time.Time) Entry {
 	o = o.Clean()
 	e := Entry{
 		SessionKey: key.String(), SessionID: uuid.NewString(),
-		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: o.At, UpdatedAt: now,
+		CreatedAt: now, SessionStartedAt: now, LastInteractionAt: StartInteraction(o, now), UpdatedAt: now,
 	}
 	if key.IsSubagent() {
 		e.SpawnedBy = o.ParentKey
 	}
 	ApplyOrigin(&e, o)
 	return e
+}
+
+// StartInteraction is the lastInteractionAt of a session that starts at
+// now for the message o (created, or rolled over by Begin): the message's
+// time, but never before now. A message of a backlog (sent while the
+// gateway was down, or while an earlier turn ran) carries its platform
+// time, which may be hours old: a new session whose idle clock started
+// then would be stale at once, and the backlog's next message would roll
+// it over again, taking the first message's context with it.
+func StartInteraction(o Origin, now time.Time) time.Time {
+	if o.At.After(now) {
+		return o.At
+	}
+	return now
+}
+
+// JudgedAt is the instant Begin evaluates the reset policy at for the
+// message o when its clock reads now: o.Arrived, or now when that is zero
+// or later.
+func (o Origin) JudgedAt(now time.Time) time.Time {
+	if o.Arrived.IsZero() || o.Arrived.After(now) {
+		return now
+	}
+	return o.Arrived
 }
 
 // RolledOver is the entry that replaces old when its key starts a new
@@ -274,6 +298,14 @@ type Origin struct {
 	Title     string // first message text (first 30 chars become the title)
 	ParentKey string
 	At        time.Time
+	// Arrived is when the gateway accepted the message (its journal
+	// record's AcceptedAt, by the gateway's clock). Begin judges the reset
+	// policy at that instant, not when the message's turn starts: a
+	// message that arrived before 04:00 and waited behind a turn running
+	// across it, or in the journal across a restart, stays in the session
+	// it arrived in (SPEC §3.6, "evaluated when the next message arrives").
+	// Zero, or later than Begin's clock: the clock at Begin.
+	Arrived time.Time
 	// Internal marks work of the agent runtime (a subagent's announcement):
 	// it is not user or channel input, so it does not move
 	// lastInteractionAt (the idle reset's clock, SPEC §3.2).

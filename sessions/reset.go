@@ -203,6 +203,7 @@ func sortedKeys(m map[string]ResetPolicy) []string {
 // updatedAt is never consulted, so writes that are not user input (counter
 // flushes, heartbeats) do not keep a session fresh. Mode daily with
 // idleMinutes > 0 applies both rules and reports the one that expired first.
+// A subagent's session is never stale.
 func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale bool, reason string) {
 	at, reason := Expiry(cfg, key, e, now)
 	return !at.IsZero(), reason
@@ -212,6 +213,12 @@ func Evaluate(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (stale b
 // it is fresh): the room history kept before that instant belongs to the
 // session the reset ends.
 func Expiry(cfg ResetConfig, key routing.Key, e Entry, now time.Time) (at time.Time, reason string) {
+	if key.IsSubagent() {
+		// A subagent's session lives for its task (SPEC §3.3: disposable).
+		// A timed rollover while it waited for its run would drop the model
+		// and thinking level it was spawned with, and its task's context.
+		return time.Time{}, ""
+	}
 	channel := key.Channel
 	if channel == "" {
 		channel = e.LastChannel
@@ -257,27 +264,58 @@ func evaluatePolicy(p ResetPolicy, e Entry, now time.Time) (time.Time, string) {
 	return time.Time{}, ""
 }
 
-// lastBoundary is the most recent hour:00 in loc at or before now. It uses
-// time.Date per calendar day so days of 23 or 25 hours are handled.
+// lastBoundary is the most recent boundary (boundaryOn) at or before now.
 func lastBoundary(now time.Time, hour int, loc *time.Location) time.Time {
-	l := now.In(loc)
-	y, m, d := l.Date()
-	b := time.Date(y, m, d, hour, 0, 0, 0, loc)
+	y, m, d := now.In(loc).Date()
+	b := boundaryOn(y, m, d, hour, loc)
 	if b.After(now) {
-		b = time.Date(y, m, d-1, hour, 0, 0, 0, loc)
+		b = boundaryOn(y, m, d-1, hour, loc)
 	}
 	return b
 }
 
-// nextBoundary is the first hour:00 in loc strictly after t.
+// nextBoundary is the first boundary (boundaryOn) strictly after t.
 func nextBoundary(t time.Time, hour int, loc *time.Location) time.Time {
-	l := t.In(loc)
-	y, m, d := l.Date()
-	b := time.Date(y, m, d, hour, 0, 0, 0, loc)
+	y, m, d := t.In(loc).Date()
+	b := boundaryOn(y, m, d, hour, loc)
 	if !b.After(t) {
-		b = time.Date(y, m, d+1, hour, 0, 0, 0, loc)
+		b = boundaryOn(y, m, d+1, hour, loc)
 	}
 	return b
+}
+
+// boundaryOn is the daily reset instant of the day y-m-d in loc: the first
+// instant its clock reads hour:00 or later. That is hour:00 on most days;
+// on a day the clocks fall back over it, its first occurrence (one reset a
+// day); on a day they spring forward over it, the instant they jump, as in
+// the reference system (JavaScript's Date). time.Date alone leaves both
+// cases unspecified: it put New York's skipped 02:00 at 01:00 EST and
+// Havana's skipped midnight on the day before, and Berlin's repeated 02:00
+// at its second occurrence. d may be out of range (time.Date normalises).
+func boundaryOn(y int, m time.Month, d, hour int, loc *time.Location) time.Time {
+	wall := time.Date(y, m, d, hour, 0, 0, 0, time.UTC) // the clock reading, as if in UTC
+	_, before := wall.Add(-36 * time.Hour).In(loc).Zone()
+	_, after := wall.Add(36 * time.Hour).In(loc).Zone()
+	if before == after { // no change of offset near that day (nearly always)
+		return wall.Add(-time.Duration(before) * time.Second)
+	}
+	var first time.Time
+	for _, off := range [...]int{before, after} {
+		t := wall.Add(-time.Duration(off) * time.Second)
+		if _, o := t.In(loc).Zone(); o == off && (first.IsZero() || t.Before(first)) {
+			first = t // the clock reads hour:00 at t
+		}
+	}
+	if !first.IsZero() {
+		return first
+	}
+	// The clocks skipped hour:00: read with the earlier offset it lies
+	// after the jump, which is where that offset's period ends.
+	t := wall.Add(-time.Duration(before) * time.Second)
+	if start, _ := t.In(loc).ZoneBounds(); !start.IsZero() && !start.After(t) {
+		return start
+	}
+	return t
 }
 
 func firstSet(ts ...time.Time) time.Time {

@@ -17,6 +17,9 @@ import (
 // depends on the entry (a key without a channel, such as the main
 // session): the entry must be read first.
 func FreshBounds(cfg ResetConfig, key routing.Key, now time.Time) (started, last time.Time, ok bool) {
+	if key.IsSubagent() {
+		return time.Time{}, time.Time{}, true // never stale (Expiry)
+	}
 	if key.Channel == "" {
 		return time.Time{}, time.Time{}, false
 	}

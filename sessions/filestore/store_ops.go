@@ -24,7 +24,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	if o.At.IsZero() {
 		o.At = now
 	}
-	cfg := s.m.resetConfig()
+	cfg, judged := s.m.resetConfig(), o.JudgedAt(now)
 	s.repairKey(k)
 
 	s.mu.Lock()
@@ -37,7 +37,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	}
 	if sl, ok := s.slots[k]; ok {
 		e := sl.entry()
-		if stale, _ := sessions.Evaluate(cfg, key, e, now); !stale {
+		if stale, _ := sessions.Evaluate(cfg, key, e, judged); !stale {
 			s.addDeltaToEntryLocked(k, sl, &e, touchDelta(e.SessionID, o, now))
 			s.mu.Unlock()
 			return e, sessions.BeginInfo{}, nil
@@ -59,7 +59,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 			tx.put(k, e)
 			return tx.capLocked(k)
 		default:
-			expired, reason := sessions.Expiry(cfg, key, cur, now)
+			expired, reason := sessions.Expiry(cfg, key, cur, judged)
 			if expired.IsZero() { // another goroutine or process got here first
 				e = cur
 				touchDelta(cur.SessionID, o, tx.now()).apply(&e)
@@ -69,7 +69,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 				return err
 			}
 			e = sessions.RolledOver(cur, false, "", tx.now())
-			e.LastInteractionAt = o.At
+			e.LastInteractionAt = sessions.StartInteraction(o, tx.now())
 			sessions.ApplyOrigin(&e, o)
 			info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		}

@@ -28,10 +28,12 @@ func readIndexFile(t *testing.T, s *Store) map[string]sessions.Entry {
 
 func TestBeginCreatesDurableEntry(t *testing.T) {
 	verifyNoLeaks(t)
-	m := openTestManager(t, "", Options{})
+	// The message is begun when it was sent: a new session's idle clock
+	// never starts before the session (sessions.StartInteraction).
+	at := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	m := openTestManager(t, "", Options{Now: func() time.Time { return at }})
 	s := mustStore(t, m, "main")
 	k := dmKey(t, "main", "42")
-	at := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 	e, info := mustBegin(t, s, k, sessions.Origin{Channel: "telegram", ChatType: "direct", To: "42", From: "42", Name: "Ann",
 		Title: "  hello\n\tthere, this is a fairly long first message", At: at})
 	if !info.Created || info.ResetReason != "" {

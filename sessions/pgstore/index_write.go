@@ -47,12 +47,12 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 	}
 	o.At = o.At.UTC().Truncate(time.Microsecond)
 	o = o.Clean() // touchSQL takes its fields as they are
-	cfg := x.resetConfig()
+	cfg, judged := x.resetConfig(), o.JudgedAt(now)
 
 	// Fastest path: for a key whose policy does not depend on its entry,
 	// one UPDATE touches the session if its own clocks prove it fresh
 	// (sessions.FreshBounds), all in one lazy commit.
-	if started, last, ok := sessions.FreshBounds(cfg, key, now); ok {
+	if started, last, ok := sessions.FreshBounds(cfg, key, judged); ok {
 		e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now, counters)
 		counters = nil
 		if err != nil {
@@ -86,7 +86,7 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 		return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 	}
 	if ok {
-		if stale, _ := sessions.Evaluate(cfg, key, cur, now); !stale {
+		if stale, _ := sessions.Evaluate(cfg, key, cur, judged); !stale {
 			e, ok, err := x.touchLazy(ctx, touchSQL, nil, k, cur.SessionID, o, now, nil)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
@@ -108,7 +108,7 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 			info.Created = true
 			return x.insert(ctx, tx, &e)
 		}
-		expired, reason := sessions.Expiry(cfg, key, cur, now)
+		expired, reason := sessions.Expiry(cfg, key, cur, judged)
 		if expired.IsZero() { // another caller got here first
 			var err error
 			e, _, err = x.touch(ctx, tx, k, cur.SessionID, o, now)
@@ -118,7 +118,7 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 			return false, err
 		}
 		e = sessions.RolledOver(cur, false, "", now)
-		e.LastInteractionAt = o.At
+		e.LastInteractionAt = sessions.StartInteraction(o, now)
 		sessions.ApplyOrigin(&e, o)
 		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		return true, x.update(ctx, tx, &e)

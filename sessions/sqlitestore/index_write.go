@@ -37,7 +37,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	}
 	o.At = o.At.UTC()
 	o = o.Clean()
-	cfg := s.resetConfig()
+	cfg, judged := s.resetConfig(), o.JudgedAt(now)
 	var (
 		e    sessions.Entry
 		info sessions.BeginInfo
@@ -53,7 +53,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 			info.Created = true
 			return s.insert(tx, e)
 		}
-		expired, reason := sessions.Expiry(cfg, key, cur, now)
+		expired, reason := sessions.Expiry(cfg, key, cur, judged)
 		if expired.IsZero() {
 			e = touched(cur, o, now)
 			return s.update(tx, e)
@@ -62,7 +62,7 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 			return err
 		}
 		e = sessions.RolledOver(cur, false, "", now)
-		e.LastInteractionAt = o.At
+		e.LastInteractionAt = sessions.StartInteraction(o, now)
 		sessions.ApplyOrigin(&e, o)
 		info = sessions.BeginInfo{ResetReason: reason, Previous: cur.SessionID, ExpiredAt: expired}
 		return s.update(tx, e)
