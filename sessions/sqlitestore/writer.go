@@ -223,7 +223,16 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 			errs[i] = err
 			continue
 		}
-		errs[i] = w.run1(tx, j.fn)
+		var lost bool
+		lost, errs[i] = w.run1(tx, j.fn)
+		if lost {
+			// SQLite rolled the whole transaction back (a full disk, an
+			// I/O error): the jobs before this one are undone, and the
+			// ones after it must not run outside any transaction, each
+			// committed on its own while its caller hears of a failure.
+			_ = tx.Rollback()
+			return w.failed(batch, errs[i])
+		}
 		if errs[i] == nil {
 			ran++
 		}
@@ -250,13 +259,17 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 }
 
 // run1 runs one job under a savepoint: its failure rolls back its own
-// statements only.
-func (w *writer) run1(tx *wtx, fn writeFn) error {
+// statements only. lost reports that the savepoint is gone: SQLite
+// rolled back the whole transaction (after SQLITE_FULL or an I/O error a
+// statement may take the transaction with it), or the savepoint could not
+// be taken, rolled back to or released; the transaction is then no
+// longer the batch's and must not be committed.
+func (w *writer) run1(tx *wtx, fn writeFn) (lost bool, err error) {
 	// One name serves every job: each job's savepoint is released (or
 	// rolled back to and released) before the next job's is taken, and
 	// constant statements stay prepared.
 	if _, err := tx.Exec("SAVEPOINT job"); err != nil {
-		return fmt.Errorf("sqlitestore: savepoint: %w", err)
+		return true, fmt.Errorf("sqlitestore: savepoint: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		_, rerr := tx.Exec("ROLLBACK TO job")
@@ -264,14 +277,14 @@ func (w *writer) run1(tx *wtx, fn writeFn) error {
 			_, rerr = tx.Exec("RELEASE job")
 		}
 		if rerr != nil {
-			return errors.Join(err, fmt.Errorf("sqlitestore: rollback to savepoint: %w", rerr))
+			return true, errors.Join(err, fmt.Errorf("sqlitestore: rollback to savepoint: %w", rerr))
 		}
-		return err
+		return false, err
 	}
 	if _, err := tx.Exec("RELEASE job"); err != nil {
-		return fmt.Errorf("sqlitestore: release savepoint: %w", err)
+		return true, fmt.Errorf("sqlitestore: release savepoint: %w", err)
 	}
-	return nil
+	return false, nil
 }
 
 // syncWAL makes the lazy commits durable when no durable commit came

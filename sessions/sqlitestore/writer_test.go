@@ -4,11 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 func openTestDB(t *testing.T) *DB {
@@ -167,4 +172,62 @@ func TestBadStatementNotKept(t *testing.T) {
 	if len(db.w.stmts.stmts) == 0 {
 		t.Error("nothing was kept prepared")
 	}
+}
+
+// A job whose statement fails with an error after which SQLite rolls the
+// whole transaction back by itself (SQLITE_FULL here: the file may not
+// grow) must not leave the jobs after it running outside any transaction,
+// each committed on its own while its caller is told the batch failed:
+// every job of the batch fails with sessions.ErrStorage and none of them
+// is stored. The writer goes on with the next batch.
+func TestStorageErrorMidBatchFailsWholeBatch(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	// Stop the writer goroutine so the test owns the connection.
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	defer w.stmts.close()
+	var pages int
+	if err := w.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.db.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mk := func(fn writeFn) *job { return &job{ctx: ctx, fn: fn, done: make(chan error, 1)} }
+	batch := []*job{
+		mk(putCursor("before", "1")),
+		mk(putCursor("big", strings.Repeat("x", 1<<20))), // more than the file may grow
+		mk(putCursor("after", "3")),
+	}
+	w.commitSplit(batch)
+	for i, j := range batch {
+		if err := <-j.done; !errors.Is(err, sessions.ErrStorage) {
+			t.Errorf("job %d: %v, want sessions.ErrStorage", i, err)
+		}
+	}
+	if got := cursorValues(t, db); len(got) != 0 {
+		t.Errorf("stored %v after a batch every caller was told failed", keys(got))
+	}
+	if _, err := w.db.Exec(`PRAGMA max_page_count = 1073741823`); err != nil {
+		t.Fatal(err)
+	}
+	next := []*job{mk(putCursor("next", "4"))}
+	w.commitSplit(next)
+	if err := <-next[0].done; err != nil {
+		t.Fatalf("the next batch: %v", err)
+	}
+	if got := cursorValues(t, db); len(got) != 1 || got["next"] != "4" {
+		t.Errorf("stored %v, want next=4 only", got)
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
