@@ -105,7 +105,26 @@ func (w *writer) submit(ctx context.Context, fn writeFn, lazy bool) error {
 	case <-w.quit:
 		return errClosed
 	}
-	return <-j.done // the writer answers every job it takes, even at close
+	return w.wait(j)
+}
+
+// wait returns j's answer. The writer answers every job it takes, even
+// at close, before it stops; but a job can enter the queue after the
+// writer drained it for the last time (close came between submit's check
+// of quit and its send, and the send won the select): nothing will take
+// it, and it never ran.
+func (w *writer) wait(j *job) error {
+	select {
+	case err := <-j.done:
+		return err
+	case <-w.done:
+		select {
+		case err := <-j.done: // answered just before the writer stopped
+			return err
+		default:
+			return errClosed
+		}
+	}
 }
 
 func (w *writer) run() {

@@ -231,3 +231,30 @@ func keys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A job that reaches the queue after the writer stopped (Close came
+// between submit's look at quit and its send, and the send won the
+// select) is answered errClosed, never left waiting for a writer that is
+// gone. The test queues it past submit's check, as that interleaving
+// would.
+func TestJobQueuedAfterWriterStoppedIsRefused(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	w.close()
+	ran := false
+	j := &job{ctx: context.Background(), fn: func(*wtx) error { ran = true; return nil }, done: make(chan error, 1)}
+	w.jobs <- j
+	got := make(chan error, 1)
+	go func() { got <- w.wait(j) }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, errClosed) {
+			t.Errorf("wait: %v, want errClosed", err)
+		}
+	case <-time.After(time.Minute): // a hang, not a timing
+		t.Fatal("a job queued after the writer stopped is never answered")
+	}
+	if ran {
+		t.Error("a job queued after the writer stopped ran")
+	}
+}
