@@ -258,3 +258,43 @@ func TestJobQueuedAfterWriterStoppedIsRefused(t *testing.T) {
 		t.Error("a job queued after the writer stopped ran")
 	}
 }
+
+// The connection's synchronous setting during each commit is the one its
+// kind needs: FULL (2) for a durable write, so that its commit fsyncs the
+// WAL before do returns, also right after a lazy commit set NORMAL (1),
+// and after a batch whose durable jobs all failed.
+func TestDurableCommitRunsSynchronousFull(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	defer w.stmts.close()
+	ctx := context.Background()
+	level := func(got *int) writeFn {
+		// Not through the writer's kept statements: a prepared PRAGMA
+		// returns the value of when it was prepared.
+		return func(tx *wtx) error { return tx.Tx.QueryRow(`PRAGMA synchronous`).Scan(got) }
+	}
+	var lazy1, durable1, lazy2, durable2 int
+	boom := errors.New("boom")
+	batch := []*job{
+		{ctx: ctx, fn: level(&lazy1), lazy: true, done: make(chan error, 1)},
+		{ctx: ctx, fn: level(&durable1), done: make(chan error, 1)},
+	}
+	w.commitSplit(batch)
+	batch = append(batch,
+		&job{ctx: ctx, fn: func(*wtx) error { return boom }, done: make(chan error, 1)},
+		&job{ctx: ctx, fn: level(&lazy2), lazy: true, done: make(chan error, 1)},
+	)
+	w.commitSplit(batch[2:])
+	last := &job{ctx: ctx, fn: level(&durable2), done: make(chan error, 1)}
+	w.commitSplit([]*job{last})
+	for _, j := range append(batch, last) {
+		if err := <-j.done; err != nil && !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+	}
+	if lazy1 != 1 || lazy2 != 1 || durable1 != 2 || durable2 != 2 {
+		t.Errorf("synchronous: lazy %d and %d, durable %d and %d; want lazy 1 (NORMAL), durable 2 (FULL)", lazy1, lazy2, durable1, durable2)
+	}
+}
