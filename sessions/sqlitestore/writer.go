@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +106,35 @@ func (w *writer) submit(ctx context.Context, fn writeFn, lazy bool) error {
 	case <-w.quit:
 		return errClosed
 	}
-	return w.wait(j)
+	err := w.wait(j)
+	var p *jobPanic
+	if errors.As(err, &p) {
+		panic(p.value) // in the caller's goroutine, where the other backends run fn
+	}
+	return err
+}
+
+// jobPanic is the answer of a job whose fn panicked: its statements are
+// rolled back, the writer goes on with the others, and submit panics with
+// value in the goroutine that queued the job.
+type jobPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *jobPanic) Error() string {
+	return fmt.Sprintf("sqlitestore: write panicked: %v\n%s", p.value, p.stack)
+}
+
+// runJob runs fn, turning a panic into a *jobPanic: a panic in the writer
+// goroutine would end the process, with every write queued beside it.
+func runJob(tx *wtx, fn writeFn) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &jobPanic{value: v, stack: debug.Stack()}
+		}
+	}()
+	return fn(tx)
 }
 
 // wait returns j's answer. The writer answers every job it takes, even
@@ -290,12 +319,17 @@ func (w *writer) run1(tx *wtx, fn writeFn) (lost bool, err error) {
 	if _, err := tx.Exec("SAVEPOINT job"); err != nil {
 		return true, fmt.Errorf("sqlitestore: savepoint: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := runJob(tx, fn); err != nil {
 		_, rerr := tx.Exec("ROLLBACK TO job")
 		if rerr == nil {
 			_, rerr = tx.Exec("RELEASE job")
 		}
 		if rerr != nil {
+			var p *jobPanic
+			if errors.As(err, &p) {
+				// Every job of the batch gets this error: none may panic.
+				err = errors.New(p.Error())
+			}
 			return true, errors.Join(err, fmt.Errorf("sqlitestore: rollback to savepoint: %w", rerr))
 		}
 		return false, err

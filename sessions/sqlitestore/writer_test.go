@@ -298,3 +298,32 @@ func TestDurableCommitRunsSynchronousFull(t *testing.T) {
 		t.Errorf("synchronous: lazy %d and %d, durable %d and %d; want lazy 1 (NORMAL), durable 2 (FULL)", lazy1, lazy2, durable1, durable2)
 	}
 }
+
+// A write whose fn panics (a Patch callback, say) panics in the goroutine
+// that made it, as on the other backends, where fn runs in the caller:
+// not in the writer goroutine, which would end the process with every
+// write queued beside it. Its statements are undone and the writer goes
+// on.
+func TestPanickingWritePanicsInItsCaller(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	got := make(chan any, 1)
+	go func() {
+		defer func() { got <- recover() }()
+		_ = db.w.do(ctx, func(tx *wtx) error {
+			if err := putCursor("undone", "1")(tx); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	if v := <-got; v != "boom" {
+		t.Errorf("the caller recovered %v, want boom", v)
+	}
+	if err := db.w.do(ctx, putCursor("next", "2")); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	if got := cursorValues(t, db); len(got) != 1 || got["next"] != "2" {
+		t.Errorf("stored %v, want next=2 only", got)
+	}
+}
