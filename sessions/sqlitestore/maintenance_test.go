@@ -2,7 +2,9 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/searchtext"
+	"github.com/gateway/gateway/sessions/transcript"
 )
 
 // Deleting a transcript (an archive past retention, storage migrate
@@ -96,5 +100,55 @@ func TestDeleteTranscriptScansNoTable(t *testing.T) {
 		if err := rows.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// Importing a key again replaces its transcript's search rows with the
+// new lines' words: none of the old words is left to be found.
+func TestImportAgainReplacesSearchRows(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	key, err := routing.Parse("agent:main:telegram:direct:42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	e := sessions.NewEntry(key, sessions.Origin{At: now}, now)
+	lines := func(text string) [][]byte {
+		hdr, err := transcript.EncodeHeader(e.SessionID, transcript.Header{SessionKey: key.String(), AgentID: "main"}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _, err := transcript.EncodeMessage("m1", e.SessionID, sessions.UserText(text, now), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [][]byte{hdr, msg}
+	}
+	for _, text := range []string{"apples grow on trees", "pears only"} {
+		k := sessions.KeyCopy{KeyState: sessions.KeyState{Key: key.String(), Entry: &e},
+			Transcripts: map[string][][]byte{e.SessionID: lines(text)}}
+		if err := db.Transfer().ImportKey(ctx, "main", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var terms []string
+	err = db.query(ctx, func(r *sql.Rows) error {
+		var w string
+		terms = append(terms, w)
+		return r.Scan(&terms[len(terms)-1])
+	}, `SELECT token FROM search_terms ORDER BY token`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := searchtext.Tokens("pears only"); !slices.Equal(terms, slices.Sorted(slices.Values(want))) {
+		t.Errorf("search rows %q, want the new line's words %q only", terms, want)
+	}
+	hits, err := db.Search().Search(ctx, sessions.SearchQuery{Text: "apples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 0 {
+		t.Errorf("an old word still finds %d messages", len(hits))
 	}
 }
