@@ -3,6 +3,8 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/searchtext"
 )
 
 // Maintain applies cfg to the agent's sessions (SPEC §3.3) as the files
@@ -150,14 +153,56 @@ func (s *Store) expireArchives(ctx context.Context, before int64) ([]string, err
 }
 
 // deleteTranscript removes session id's transcript and its search index.
+// Every statement finds the rows through a key: search_terms is keyed by
+// word first, so a message's rows are found from its words, split again
+// from the text search_docs kept (indexMessage's split of the same text),
+// not by reading the whole index for the session's rows.
 func deleteTranscript(tx *wtx, id string) error {
+	if err := unindexTranscript(tx, id); err != nil {
+		return err
+	}
 	for _, q := range []string{
 		`DELETE FROM transcript_entries WHERE session_id = ?`,
 		`DELETE FROM transcript_heads WHERE session_id = ?`,
 		`DELETE FROM search_docs WHERE session_id = ?`,
-		`DELETE FROM search_terms WHERE session_id = ?`,
 	} {
 		if _, err := tx.Exec(q, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unindexTranscript deletes the search_terms rows of session id's
+// messages, message by message.
+func unindexTranscript(tx *wtx, id string) error {
+	type doc struct {
+		seq  int64
+		text string
+	}
+	var docs []doc
+	rows, err := tx.Query(`SELECT seq, text FROM search_docs WHERE session_id = ?`, id)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var d doc
+		if err := rows.Scan(&d.seq, &d.text); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		docs = append(docs, d)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		list, err := json.Marshal(searchtext.Tokens(d.text))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`DELETE FROM search_terms WHERE session_id = ?1 AND seq = ?2
+			AND token IN (SELECT value FROM json_each(?3))`, id, d.seq, string(list)); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +106,54 @@ func (w *writer) submit(ctx context.Context, fn writeFn, lazy bool) error {
 	case <-w.quit:
 		return errClosed
 	}
-	return <-j.done // the writer answers every job it takes, even at close
+	err := w.wait(j)
+	var p *jobPanic
+	if errors.As(err, &p) {
+		panic(p.value) // in the caller's goroutine, where the other backends run fn
+	}
+	return err
+}
+
+// jobPanic is the answer of a job whose fn panicked: its statements are
+// rolled back, the writer goes on with the others, and submit panics with
+// value in the goroutine that queued the job.
+type jobPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *jobPanic) Error() string {
+	return fmt.Sprintf("sqlitestore: write panicked: %v\n%s", p.value, p.stack)
+}
+
+// runJob runs fn, turning a panic into a *jobPanic: a panic in the writer
+// goroutine would end the process, with every write queued beside it.
+func runJob(tx *wtx, fn writeFn) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &jobPanic{value: v, stack: debug.Stack()}
+		}
+	}()
+	return fn(tx)
+}
+
+// wait returns j's answer. The writer answers every job it takes, even
+// at close, before it stops; but a job can enter the queue after the
+// writer drained it for the last time (close came between submit's check
+// of quit and its send, and the send won the select): nothing will take
+// it, and it never ran.
+func (w *writer) wait(j *job) error {
+	select {
+	case err := <-j.done:
+		return err
+	case <-w.done:
+		select {
+		case err := <-j.done: // answered just before the writer stopped
+			return err
+		default:
+			return errClosed
+		}
+	}
 }
 
 func (w *writer) run() {
@@ -223,7 +271,16 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 			errs[i] = err
 			continue
 		}
-		errs[i] = w.run1(tx, j.fn)
+		var lost bool
+		lost, errs[i] = w.run1(tx, j.fn)
+		if lost {
+			// SQLite rolled the whole transaction back (a full disk, an
+			// I/O error): the jobs before this one are undone, and the
+			// ones after it must not run outside any transaction, each
+			// committed on its own while its caller hears of a failure.
+			_ = tx.Rollback()
+			return w.failed(batch, errs[i])
+		}
 		if errs[i] == nil {
 			ran++
 		}
@@ -250,28 +307,37 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 }
 
 // run1 runs one job under a savepoint: its failure rolls back its own
-// statements only.
-func (w *writer) run1(tx *wtx, fn writeFn) error {
+// statements only. lost reports that the savepoint is gone: SQLite
+// rolled back the whole transaction (after SQLITE_FULL or an I/O error a
+// statement may take the transaction with it), or the savepoint could not
+// be taken, rolled back to or released; the transaction is then no
+// longer the batch's and must not be committed.
+func (w *writer) run1(tx *wtx, fn writeFn) (lost bool, err error) {
 	// One name serves every job: each job's savepoint is released (or
 	// rolled back to and released) before the next job's is taken, and
 	// constant statements stay prepared.
 	if _, err := tx.Exec("SAVEPOINT job"); err != nil {
-		return fmt.Errorf("sqlitestore: savepoint: %w", err)
+		return true, fmt.Errorf("sqlitestore: savepoint: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := runJob(tx, fn); err != nil {
 		_, rerr := tx.Exec("ROLLBACK TO job")
 		if rerr == nil {
 			_, rerr = tx.Exec("RELEASE job")
 		}
 		if rerr != nil {
-			return errors.Join(err, fmt.Errorf("sqlitestore: rollback to savepoint: %w", rerr))
+			var p *jobPanic
+			if errors.As(err, &p) {
+				// Every job of the batch gets this error: none may panic.
+				err = errors.New(p.Error())
+			}
+			return true, errors.Join(err, fmt.Errorf("sqlitestore: rollback to savepoint: %w", rerr))
 		}
-		return err
+		return false, err
 	}
 	if _, err := tx.Exec("RELEASE job"); err != nil {
-		return fmt.Errorf("sqlitestore: release savepoint: %w", err)
+		return true, fmt.Errorf("sqlitestore: release savepoint: %w", err)
 	}
-	return nil
+	return false, nil
 }
 
 // syncWAL makes the lazy commits durable when no durable commit came

@@ -4,11 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/sessions"
 )
 
 func openTestDB(t *testing.T) *DB {
@@ -166,5 +171,159 @@ func TestBadStatementNotKept(t *testing.T) {
 	}
 	if len(db.w.stmts.stmts) == 0 {
 		t.Error("nothing was kept prepared")
+	}
+}
+
+// A job whose statement fails with an error after which SQLite rolls the
+// whole transaction back by itself (SQLITE_FULL here: the file may not
+// grow) must not leave the jobs after it running outside any transaction,
+// each committed on its own while its caller is told the batch failed:
+// every job of the batch fails with sessions.ErrStorage and none of them
+// is stored. The writer goes on with the next batch.
+func TestStorageErrorMidBatchFailsWholeBatch(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	// Stop the writer goroutine so the test owns the connection.
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	defer w.stmts.close()
+	var pages int
+	if err := w.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.db.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mk := func(fn writeFn) *job { return &job{ctx: ctx, fn: fn, done: make(chan error, 1)} }
+	batch := []*job{
+		mk(putCursor("before", "1")),
+		mk(putCursor("big", strings.Repeat("x", 1<<20))), // more than the file may grow
+		mk(putCursor("after", "3")),
+	}
+	w.commitSplit(batch)
+	for i, j := range batch {
+		if err := <-j.done; !errors.Is(err, sessions.ErrStorage) {
+			t.Errorf("job %d: %v, want sessions.ErrStorage", i, err)
+		}
+	}
+	if got := cursorValues(t, db); len(got) != 0 {
+		t.Errorf("stored %v after a batch every caller was told failed", keys(got))
+	}
+	if _, err := w.db.Exec(`PRAGMA max_page_count = 1073741823`); err != nil {
+		t.Fatal(err)
+	}
+	next := []*job{mk(putCursor("next", "4"))}
+	w.commitSplit(next)
+	if err := <-next[0].done; err != nil {
+		t.Fatalf("the next batch: %v", err)
+	}
+	if got := cursorValues(t, db); len(got) != 1 || got["next"] != "4" {
+		t.Errorf("stored %v, want next=4 only", got)
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A job that reaches the queue after the writer stopped (Close came
+// between submit's look at quit and its send, and the send won the
+// select) is answered errClosed, never left waiting for a writer that is
+// gone. The test queues it past submit's check, as that interleaving
+// would.
+func TestJobQueuedAfterWriterStoppedIsRefused(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	w.close()
+	ran := false
+	j := &job{ctx: context.Background(), fn: func(*wtx) error { ran = true; return nil }, done: make(chan error, 1)}
+	w.jobs <- j
+	got := make(chan error, 1)
+	go func() { got <- w.wait(j) }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, errClosed) {
+			t.Errorf("wait: %v, want errClosed", err)
+		}
+	case <-time.After(time.Minute): // a hang, not a timing
+		t.Fatal("a job queued after the writer stopped is never answered")
+	}
+	if ran {
+		t.Error("a job queued after the writer stopped ran")
+	}
+}
+
+// The connection's synchronous setting during each commit is the one its
+// kind needs: FULL (2) for a durable write, so that its commit fsyncs the
+// WAL before do returns, also right after a lazy commit set NORMAL (1),
+// and after a batch whose durable jobs all failed.
+func TestDurableCommitRunsSynchronousFull(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	defer w.stmts.close()
+	ctx := context.Background()
+	level := func(got *int) writeFn {
+		// Not through the writer's kept statements: a prepared PRAGMA
+		// returns the value of when it was prepared.
+		return func(tx *wtx) error { return tx.Tx.QueryRow(`PRAGMA synchronous`).Scan(got) }
+	}
+	var lazy1, durable1, lazy2, durable2 int
+	boom := errors.New("boom")
+	batch := []*job{
+		{ctx: ctx, fn: level(&lazy1), lazy: true, done: make(chan error, 1)},
+		{ctx: ctx, fn: level(&durable1), done: make(chan error, 1)},
+	}
+	w.commitSplit(batch)
+	batch = append(batch,
+		&job{ctx: ctx, fn: func(*wtx) error { return boom }, done: make(chan error, 1)},
+		&job{ctx: ctx, fn: level(&lazy2), lazy: true, done: make(chan error, 1)},
+	)
+	w.commitSplit(batch[2:])
+	last := &job{ctx: ctx, fn: level(&durable2), done: make(chan error, 1)}
+	w.commitSplit([]*job{last})
+	for _, j := range append(batch, last) {
+		if err := <-j.done; err != nil && !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+	}
+	if lazy1 != 1 || lazy2 != 1 || durable1 != 2 || durable2 != 2 {
+		t.Errorf("synchronous: lazy %d and %d, durable %d and %d; want lazy 1 (NORMAL), durable 2 (FULL)", lazy1, lazy2, durable1, durable2)
+	}
+}
+
+// A write whose fn panics (a Patch callback, say) panics in the goroutine
+// that made it, as on the other backends, where fn runs in the caller:
+// not in the writer goroutine, which would end the process with every
+// write queued beside it. Its statements are undone and the writer goes
+// on.
+func TestPanickingWritePanicsInItsCaller(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	got := make(chan any, 1)
+	go func() {
+		defer func() { got <- recover() }()
+		_ = db.w.do(ctx, func(tx *wtx) error {
+			if err := putCursor("undone", "1")(tx); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	if v := <-got; v != "boom" {
+		t.Errorf("the caller recovered %v, want boom", v)
+	}
+	if err := db.w.do(ctx, putCursor("next", "2")); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	if got := cursorValues(t, db); len(got) != 1 || got["next"] != "2" {
+		t.Errorf("stored %v, want next=2 only", got)
 	}
 }
