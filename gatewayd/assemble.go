@@ -118,6 +118,7 @@ func (d *Daemon) buildDispatcher(cfg *configs.Config, runner *agents.Runner, pro
 		Choices:  d.choices,
 		Media:    d.media,
 		Sessions: d.backend, StateDir: cfg.StateDir, Runner: runner, Logger: d.log.Named("dispatch"), Providers: providers,
+		Now:         d.opts.Now, // the backend's clock: the reset policy is judged at a record's AcceptedAt
 		Metrics:     d.dispatchMetrics(),
 		MaxFailures: cfg.Messages.Delivery.MaxFailures, MaxDeaths: cfg.Messages.Delivery.MaxCrashes,
 		DeadLetterKeep: cfg.Messages.Delivery.DeadLetters,
