@@ -239,6 +239,15 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 	if d.Allow && len(keys) > 0 && !remote {
 		d.Hold, _ = l.holdLocked(keys, est, now, false)
 	}
+	if d.Allow {
+		// Taken before the mutex is let go for the store's hold, so a
+		// message checked meanwhile sees the bucket without this token.
+		for _, b := range take {
+			if b != nil {
+				b.tokens--
+			}
+		}
+	}
 	if remote {
 		l.mu.Unlock()
 		id, ok, over := l.reserveRemote(ctx, l.reserve, keys, est, now)
@@ -247,15 +256,14 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 			d.Hold = id
 		} else {
 			d = budgetRefusal(over)
-		}
-	}
-	if d.Allow {
-		for _, b := range take {
-			if b != nil {
-				b.tokens--
+			for _, b := range take { // a refused message used no rate
+				if b != nil {
+					b.tokens = min(b.burst, b.tokens+1)
+				}
 			}
 		}
-	} else {
+	}
+	if !d.Allow {
 		nk := noticeKey{s.Channel, s.ChatID, s.SenderID}
 		if last, ok := l.notices[nk]; !ok || now.Sub(last) >= p.noticeEvery {
 			l.notices[nk] = now
