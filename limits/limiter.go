@@ -71,7 +71,8 @@ type Decision struct {
 	RetryAfter time.Duration
 	ResetAt    time.Time
 	// Notice is the text to send to the chat; empty when allowed or when
-	// this sender was told in this room within noticeEvery.
+	// this sender was told this reason (Scope and Kind) in this room
+	// within noticeEvery.
 	Notice string
 	// Hold is the budget hold an allowed message took (hold.go), "" when
 	// no budget applies: pass it to Charge with the turn's cost
@@ -111,7 +112,9 @@ type bucket struct {
 	perSec float64
 }
 
-type noticeKey struct{ channel, chat, sender string }
+// noticeKey is whom a notice told, and why: a sender told one reason
+// (say, the rate) still hears another (its budget) when it comes.
+type noticeKey struct{ channel, chat, sender, scope, kind string }
 
 // counter is a budget counter: stored is the store's total as last known
 // (what this process flushed included), pending what was charged since,
@@ -264,7 +267,7 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 		}
 	}
 	if !d.Allow {
-		nk := noticeKey{s.Channel, s.ChatID, s.SenderID}
+		nk := noticeKey{s.Channel, s.ChatID, s.SenderID, d.Scope, d.Kind}
 		if last, ok := l.notices[nk]; !ok || now.Sub(last) >= p.noticeEvery {
 			l.notices[nk] = now
 			d.Notice = notice(p, d, now)
