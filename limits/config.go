@@ -13,7 +13,7 @@ import (
 //	limits:
 //	  timezone: Europe/Berlin   # budget days and months start at resetAt here (default UTC)
 //	  resetAt: "04:00"          # default 00:00
-//	  noticeEvery: 1m           # at most one notice per sender and room in this window
+//	  noticeEvery: 1m           # at most one notice per sender, room and reason in this window
 //	  exempt: ["telegram:123"]  # senders never limited ("channel:id", or a bare id on every channel)
 //	  exemptOwners: true        # commands.owners are exempt too
 //	  defaults:
@@ -63,7 +63,8 @@ type Budget struct {
 	CostUSD float64 `mapstructure:"costUsd"`
 }
 
-// DefaultNoticeEvery is how often a throttled sender is told, per room.
+// DefaultNoticeEvery is how often a throttled sender is told, per room and
+// reason.
 const DefaultNoticeEvery = time.Minute
 
 // DefaultTurnEstimate is what a turn holds on each budget it counts

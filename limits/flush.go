@@ -18,7 +18,11 @@ const (
 )
 
 // Run flushes pending charges every FlushEvery until ctx ends, then once
-// more (bounded by 5 s). It returns nil.
+// more (bounded by 5 s). It returns nil. Ending ctx is the daemon's
+// shutdown, after its turns settled: the holds still live are of messages
+// that get no turn in this process (queued ones run at the next start,
+// without a hold), so the last flush drops them from the store too rather
+// than leave them counting until they expire.
 func (l *Limiter) Run(ctx context.Context) error {
 	t := time.NewTicker(l.every)
 	defer t.Stop()
@@ -27,6 +31,11 @@ func (l *Limiter) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
+			l.mu.Lock()
+			for id := range l.holds {
+				l.dropLocked(id)
+			}
+			l.mu.Unlock()
 			if err := l.Flush(fctx); err != nil {
 				l.log.Error("budget charges not written at shutdown", zap.Error(err))
 			}

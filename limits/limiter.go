@@ -71,7 +71,8 @@ type Decision struct {
 	RetryAfter time.Duration
 	ResetAt    time.Time
 	// Notice is the text to send to the chat; empty when allowed or when
-	// this sender was told in this room within noticeEvery.
+	// this sender was told this reason (Scope and Kind) in this room
+	// within noticeEvery.
 	Notice string
 	// Hold is the budget hold an allowed message took (hold.go), "" when
 	// no budget applies: pass it to Charge with the turn's cost
@@ -111,7 +112,9 @@ type bucket struct {
 	perSec float64
 }
 
-type noticeKey struct{ channel, chat, sender string }
+// noticeKey is whom a notice told, and why: a sender told one reason
+// (say, the rate) still hears another (its budget) when it comes.
+type noticeKey struct{ channel, chat, sender, scope, kind string }
 
 // counter is a budget counter: stored is the store's total as last known
 // (what this process flushed included), pending what was charged since,
@@ -239,6 +242,15 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 	if d.Allow && len(keys) > 0 && !remote {
 		d.Hold, _ = l.holdLocked(keys, est, now, false)
 	}
+	if d.Allow {
+		// Taken before the mutex is let go for the store's hold, so a
+		// message checked meanwhile sees the bucket without this token.
+		for _, b := range take {
+			if b != nil {
+				b.tokens--
+			}
+		}
+	}
 	if remote {
 		l.mu.Unlock()
 		id, ok, over := l.reserveRemote(ctx, l.reserve, keys, est, now)
@@ -247,16 +259,15 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 			d.Hold = id
 		} else {
 			d = budgetRefusal(over)
-		}
-	}
-	if d.Allow {
-		for _, b := range take {
-			if b != nil {
-				b.tokens--
+			for _, b := range take { // a refused message used no rate
+				if b != nil {
+					b.tokens = min(b.burst, b.tokens+1)
+				}
 			}
 		}
-	} else {
-		nk := noticeKey{s.Channel, s.ChatID, s.SenderID}
+	}
+	if !d.Allow {
+		nk := noticeKey{s.Channel, s.ChatID, s.SenderID, d.Scope, d.Kind}
 		if last, ok := l.notices[nk]; !ok || now.Sub(last) >= p.noticeEvery {
 			l.notices[nk] = now
 			d.Notice = notice(p, d, now)

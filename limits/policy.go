@@ -43,19 +43,41 @@ type idSet struct {
 	bare  map[string]struct{}
 }
 
+// An entry is read as package access reads commands.owners: a prefix
+// before ":" is a channel only when it is letters ("addr-2001:db8::" is a
+// bare id), and a Discord mention "<@42>" or "<@!42>" names 42.
 func newIDSet(lists ...[]string) idSet {
 	s := idSet{pairs: map[string]struct{}{}, bare: map[string]struct{}{}}
 	for _, l := range lists {
 		for _, e := range l {
 			e = strings.TrimSpace(e)
-			if ch, id, ok := strings.Cut(e, ":"); ok {
+			ch, id, ok := strings.Cut(e, ":")
+			if !ok || !isLetters(ch) {
+				ch, id = "", e
+			}
+			id = strings.TrimSpace(id)
+			if strings.HasPrefix(id, "<@") && strings.HasSuffix(id, ">") {
+				id = strings.TrimPrefix(strings.TrimSuffix(id[2:], ">"), "!")
+			}
+			switch {
+			case id == "":
+			case ch != "":
 				s.pairs[strings.ToLower(ch)+":"+id] = struct{}{}
-			} else if e != "" {
-				s.bare[e] = struct{}{}
+			default:
+				s.bare[id] = struct{}{}
 			}
 		}
 	}
 	return s
+}
+
+func isLetters(s string) bool {
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (s idSet) has(channel, id string) bool {
