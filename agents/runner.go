@@ -63,7 +63,11 @@ type Options struct {
 // with Subagent=true; announcements of a finished child into its parent use
 // it with Subagent=false. Deliver says whether the resulting reply goes to
 // the session's chat. The dispatcher journals it, so it survives a restart.
+// ID, when set, makes it idempotent: work with an ID already journaled
+// (pending, or done within the journal's retention) is not queued again —
+// a child's run replayed after a crash announces its result once.
 type Dispatch struct {
+	ID       string
 	AgentID  string
 	Key      routing.Key
 	Subagent bool

@@ -276,7 +276,10 @@ func (r *Runner) announce(ctx context.Context, s *session, status, text string) 
 	}
 	fmt.Fprintf(&b, "status: %s\nchildSessionKey: %s\nrunId: %s\n\n%s\n\n", status, s.key, s.key.Subagent, text)
 	b.WriteString("This is the result of a subagent this session started. Tell the user what matters from it.")
-	err = r.opts.Dispatch(ctx, Dispatch{AgentID: parent.Agent, Key: parent, Subagent: false,
+	// One announcement per child: a run replayed after a crash (its
+	// record still pending, its reply reused) announces under the same id,
+	// which the journal takes once.
+	err = r.opts.Dispatch(ctx, Dispatch{ID: "announce:" + s.key.String(), AgentID: parent.Agent, Key: parent, Subagent: false,
 		Message: sessions.UserText(b.String(), r.now()), Deliver: true})
 	if err != nil {
 		return fmt.Errorf("agents: announce: %w", err)
