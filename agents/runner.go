@@ -379,6 +379,9 @@ func (r *Runner) openEntry(agentID string, key routing.Key, begun *sessions.Entr
 func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	s, err := r.openEntry(t.AgentID, t.Key, t.Entry)
 	if err != nil {
+		if t.Key.Subagent != "" {
+			r.childUnopened(ctx, t, err)
+		}
 		return Result{}, err
 	}
 	if t.Key.Subagent != "" {
