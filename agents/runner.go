@@ -63,7 +63,11 @@ type Options struct {
 // with Subagent=true; announcements of a finished child into its parent use
 // it with Subagent=false. Deliver says whether the resulting reply goes to
 // the session's chat. The dispatcher journals it, so it survives a restart.
+// ID, when set, makes it idempotent: work with an ID already journaled
+// (pending, or done within the journal's retention) is not queued again —
+// a child's run replayed after a crash announces its result once.
 type Dispatch struct {
+	ID       string
 	AgentID  string
 	Key      routing.Key
 	Subagent bool
@@ -375,6 +379,9 @@ func (r *Runner) openEntry(agentID string, key routing.Key, begun *sessions.Entr
 func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	s, err := r.openEntry(t.AgentID, t.Key, t.Entry)
 	if err != nil {
+		if t.Key.Subagent != "" {
+			r.childUnopened(ctx, t, err)
+		}
 		return Result{}, err
 	}
 	if t.Key.Subagent != "" {

@@ -223,6 +223,34 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 	return res, err
 }
 
+// childUnopened announces into its parent that a child could not run at
+// all (err from opening it): its agent was removed from the config, its
+// model is not configured, its window is too small. Such a turn's record
+// is finished without a reply, so unsaid the parent would wait for a
+// result that never comes. Only a user error is final: a storage error is
+// tried again by the dispatcher, and a child no longer stored (deleted
+// after it reported) has nothing to say.
+func (r *Runner) childUnopened(ctx context.Context, t Turn, err error) {
+	var ue *UserError
+	if !errors.As(err, &ue) {
+		return
+	}
+	st, serr := r.stores(t.AgentID)
+	if serr != nil {
+		r.log.Warn("subagent could not run; its parent is not told", zap.String("session_key", t.Key.String()), zap.Error(serr))
+		return
+	}
+	e, ok, gerr := st.Get(t.Key)
+	if gerr != nil || !ok || e.SpawnedBy == "" {
+		return
+	}
+	s := &session{key: t.Key, st: st, entry: e,
+		log: r.log.With(zap.String("agent_id", t.AgentID), zap.String("session_key", t.Key.String()))}
+	if aerr := r.announce(ctx, s, ChildFailed, ue.Msg); aerr != nil {
+		s.log.Error("subagent announcement failed", zap.Error(aerr))
+	}
+}
+
 // forgetChildStartTimeout bounds clearing a child's run start after a
 // stop (the turn's own context is done by then).
 const forgetChildStartTimeout = 10 * time.Second
@@ -276,7 +304,10 @@ func (r *Runner) announce(ctx context.Context, s *session, status, text string) 
 	}
 	fmt.Fprintf(&b, "status: %s\nchildSessionKey: %s\nrunId: %s\n\n%s\n\n", status, s.key, s.key.Subagent, text)
 	b.WriteString("This is the result of a subagent this session started. Tell the user what matters from it.")
-	err = r.opts.Dispatch(ctx, Dispatch{AgentID: parent.Agent, Key: parent, Subagent: false,
+	// One announcement per child: a run replayed after a crash (its
+	// record still pending, its reply reused) announces under the same id,
+	// which the journal takes once.
+	err = r.opts.Dispatch(ctx, Dispatch{ID: "announce:" + s.key.String(), AgentID: parent.Agent, Key: parent, Subagent: false,
 		Message: sessions.UserText(b.String(), r.now()), Deliver: true})
 	if err != nil {
 		return fmt.Errorf("agents: announce: %w", err)

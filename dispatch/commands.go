@@ -358,33 +358,6 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }
 
-// stop cancels the session's active run and queued work (it does not wait
-// for the lane: that is the point): what its lane holds, the burst being
-// held, and failed turns' work waiting to run again.
-func (c commander) stop(ctx context.Context, w *work) {
-	d := c.d
-	dropped := d.queue.Cancel(w.Key)
-	for _, lead := range d.hold.drop(w.Key) {
-		dropped = append(dropped, lanes.Item{Payload: lead})
-	}
-	for _, ws := range d.fails.waits.drop(w.Key) {
-		dropped = append(dropped, lanes.Item{Payload: bundle(ws)})
-	}
-	for _, it := range dropped {
-		x, ok := it.Payload.(*work)
-		switch {
-		case !ok:
-		case x.Reply != nil:
-			d.outbox.goResend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
-		default:
-			d.releaseHolds(expand(x)...) // no turn: their budget holds go now
-			d.finish(recordIDs(expand(x))...)
-			d.fails.release(ctx, expand(x), "Stopped before an answer was ready.")
-		}
-	}
-	c.reply(ctx, w, fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped)))
-}
-
 // isMode reports whether s names a queue mode.
 func isMode(s string) bool {
 	_, ok := lanes.ParseMode(s)

@@ -19,7 +19,9 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) { return d.recover
 
 // Dispatch is agents.Options.Dispatch: it journals internal work (subagent
 // runs, announcements into a parent session) and queues it on its lane, so it
-// survives a restart like any inbound message.
+// survives a restart like any inbound message. Work with an ID is journaled
+// under it and queued once: a repeat is dropped (a child's announcement
+// made again by its run replayed after a crash).
 func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
 	aw := &agentWork{AgentID: a.AgentID, Key: a.Key.String(), Subagent: a.Subagent, Message: a.Message, Deliver: a.Deliver}
 	payload, err := json.Marshal(envelope{Agent: aw})
@@ -27,10 +29,18 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
 		return fmt.Errorf("dispatch: encode agent work: %w", err)
 	}
 	id := "agent:" + uuid.NewString()
-	if _, err := d.journal.Accept(ctx, sessions.Record{
+	if a.ID != "" {
+		id = "agent:" + a.ID
+	}
+	dup, err := d.journal.Accept(ctx, sessions.Record{
 		ID: id, AgentID: a.AgentID, SessionKey: aw.Key, Payload: payload, AcceptedAt: d.opts.Now(),
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("dispatch: journal agent work: %w", err)
+	}
+	if dup {
+		d.log.Info("agent work already journaled; not queued again", zap.String("record_id", id), zap.String("session_key", aw.Key))
+		return nil
 	}
 	d.enqueue(ctx, &work{RecordID: id, AgentID: a.AgentID, Key: a.Key, Agent: aw})
 	return nil

@@ -1,0 +1,112 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/lanes"
+	"github.com/gateway/gateway/routing"
+)
+
+// stop cancels the session's active run and queued work (it does not wait
+// for the lane: that is the point): what its lane holds, the burst being
+// held, and failed turns' work waiting to run again.
+// The subagents the session started are stopped too (their runs
+// cancelled, their queued work dropped): a child left working would
+// announce its result into this session afterwards, and the parent would
+// answer in the chat after the person said stop.
+func (c commander) stop(ctx context.Context, w *work) {
+	dropped := c.cancelKey(w.Key)
+	children := 0
+	for _, ch := range c.children(w.Key) {
+		// A child counts when it was queued or running (its run start is
+		// recorded while it runs).
+		if items := c.cancelKey(ch.key); len(items) > 0 || ch.running {
+			children++
+			c.dropStopped(ctx, items)
+		}
+	}
+	c.dropStopped(ctx, dropped)
+	text := fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped))
+	if children > 0 {
+		text += fmt.Sprintf(" %d subagent(s) stopped.", children)
+	}
+	c.reply(ctx, w, text)
+}
+
+// cancelKey cancels key's active run and takes what its lane holds, the
+// burst being held and failed turns' work waiting to run again.
+func (c commander) cancelKey(key routing.Key) []lanes.Item {
+	d := c.d
+	dropped := d.queue.Cancel(key)
+	for _, lead := range d.hold.drop(key) {
+		dropped = append(dropped, lanes.Item{Payload: lead})
+	}
+	for _, ws := range d.fails.waits.drop(key) {
+		dropped = append(dropped, lanes.Item{Payload: bundle(ws)})
+	}
+	return dropped
+}
+
+// children are the keys of the subagent sessions key started (a
+// subagent starts none). A store that cannot be read is logged and
+// skipped: the parent's own stop does not wait on it.
+func (c commander) children(key routing.Key) []child {
+	d := c.d
+	if key.IsSubagent() {
+		return nil
+	}
+	ids, err := d.opts.Sessions.Agents()
+	if err != nil {
+		d.log.Warn("stop: listing agents for subagents failed", zap.Stringer("session_key", key), zap.Error(err))
+		return nil
+	}
+	parent := key.String()
+	var out []child
+	for _, id := range ids {
+		st, err := d.opts.Sessions.Store(id)
+		if err != nil {
+			d.log.Warn("stop: opening an agent's sessions failed", zap.String("agent_id", id), zap.Error(err))
+			continue
+		}
+		list, err := st.List()
+		if err != nil {
+			d.log.Warn("stop: listing an agent's sessions failed", zap.String("agent_id", id), zap.Error(err))
+			continue
+		}
+		for _, e := range list {
+			if e.SpawnedBy != parent {
+				continue
+			}
+			if k, err := routing.Parse(e.SessionKey); err == nil && k.IsSubagent() {
+				out = append(out, child{key: k.Canonical(), running: e.RunStartedAt > 0})
+			}
+		}
+	}
+	return out
+}
+
+// child is a subagent session /stop stops.
+type child struct {
+	key     routing.Key
+	running bool
+}
+
+// dropStopped finishes work /stop took off its lanes, without a turn.
+func (c commander) dropStopped(ctx context.Context, dropped []lanes.Item) {
+	d := c.d
+	for _, it := range dropped {
+		x, ok := it.Payload.(*work)
+		switch {
+		case !ok:
+		case x.Reply != nil:
+			d.outbox.goResend(context.WithoutCancel(ctx), *x.Reply) // it answers messages already run
+		default:
+			d.releaseHolds(expand(x)...) // no turn: their budget holds go now
+			d.finish(recordIDs(expand(x))...)
+			d.fails.release(ctx, expand(x), "Stopped before an answer was ready.")
+		}
+	}
+}

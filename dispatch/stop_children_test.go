@@ -1,0 +1,65 @@
+package dispatch
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+)
+
+// TestStopStopsChildren (SPEC §4 /stop, §5): /stop in a chat cancels
+// the subagents its session started as well as its own run: a child
+// still working would otherwise announce its result into the parent
+// later, which answers in the chat after the person said stop. The
+// stopped child announces nothing and its record is finished.
+func TestStopStopsChildren(t *testing.T) {
+	m := &model{started: make(chan struct{}, 10)}
+	h := newHarness(t, "", m, func(h *harness) {
+		h.agent = func(o *agents.Options) {
+			o.Dispatch = func(ctx context.Context, a agents.Dispatch) error { return h.d.Dispatch(ctx, a) }
+		}
+	})
+	parent := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Direct, Peer: "98"}
+	h.handle(in("tg", "98", "hello"))
+	<-m.started
+	h.drained()
+
+	st, err := h.mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := routing.SubagentKey("main", "5d1c7a3e-2b7f-4f0e-8a51-0c9e6f4b2d10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Begin(h.ctx, child, sessions.Origin{ParentKey: parent.String(), Title: "job", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Patch(h.ctx, child, func(e *sessions.Entry) error { e.SpawnedBy = parent.String(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	defer close(block)
+	m.mu.Lock()
+	m.block = block // the child's model call waits until the test ends
+	m.mu.Unlock()
+	if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
+		Message: sessions.UserText("the job", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	<-m.started // the child is working
+	h.handle(in("tg", "98", "/stop"))
+	h.drained()
+	for _, msg := range h.history(parent.String()) {
+		if strings.Contains(msg.Text(), "[subagent result]") {
+			t.Errorf("a child stopped by /stop in its parent announced: %q", msg.Text())
+		}
+	}
+	if n := len(m.requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want 2 (hello, the child's one call)", n)
+	}
+}
