@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gateway/gateway/internal/webtest"
+)
+
+// TestEveryRouteNeedsTheToken: with a token configured, every operator
+// route, the chat's resume stream and the catch-all answer 401 (JSON, with
+// WWW-Authenticate) without it; only the probes and the page are open.
+func TestEveryRouteNeedsTheToken(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{Token: "s3cret"})
+	anon := newClient(t, env, "")
+	turn := "/api/agents/main/chat/turns/00000000-0000-4000-8000-000000000000.00000000-0000-4000-8000-000000000001"
+	sum := strings.Repeat("a", 64)
+	routes := []struct{ method, path, body string }{
+		{"GET", turn, ""},
+		{"GET", "/api/agents/main/memory", ""},
+		{"GET", "/api/agents/main/memory/agent", ""},
+		{"POST", "/api/agents/main/memory/agent", `{"text":"x"}`},
+		{"PATCH", "/api/agents/main/memory/agent/1", `{"text":"x"}`},
+		{"DELETE", "/api/agents/main/memory/agent/1", ""},
+		{"DELETE", "/api/agents/main/memory/agent", ""},
+		{"GET", "/api/search?q=x", ""},
+		{"GET", "/api/usage", ""},
+		{"GET", "/api/status", ""},
+		{"GET", "/api/logs", ""},
+		{"GET", "/api/config", ""},
+		{"GET", "/api/mcp/servers", ""},
+		{"GET", "/api/jobs", ""},
+		{"POST", "/api/jobs", `{"session":"x","when":"x"}`},
+		{"DELETE", "/api/jobs/x", ""},
+		{"GET", "/api/deliveries/failed", ""},
+		{"POST", "/api/deliveries/failed/x/resubmit", ""},
+		{"DELETE", "/api/deliveries/failed/x", ""},
+		{"GET", "/api/pairing", ""},
+		{"POST", "/api/pairing/telegram/approve", `{"code":"x"}`},
+		{"POST", "/api/pairing/telegram/revoke", `{"id":"x"}`},
+		{"GET", "/api/media/" + sum, ""},
+		{"POST", "/api/agents/main/sessions/x/messages", `{"text":"x"}`},
+		{"GET", "/api/agents/nope/sessions", ""},
+		{"GET", "/api/agents/main/sessions/x/reset", ""},
+	}
+	for _, r := range routes {
+		var body any
+		if r.body != "" {
+			body = r.body
+		}
+		res := anon.raw(r.method, r.path, body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s %s without token: %d, want 401", r.method, r.path, res.StatusCode)
+		}
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("%s %s: Content-Type %q, want JSON", r.method, r.path, ct)
+		}
+	}
+}
+
+// TestMemoryBadScopeAndNoteOneAnswer: a note route whose scope and note
+// number are both bad answers one 400 with one JSON error (it wrote two
+// bodies, the second after the status was sent).
+func TestMemoryBadScopeAndNoteOneAnswer(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{})
+	c := newClient(t, env, "")
+	for _, m := range []string{"PATCH", "DELETE"} {
+		var body any
+		if m == "PATCH" {
+			body = `{"text":"x"}`
+		}
+		code, out := c.do(m, "/api/agents/main/memory/bogus/abc", body)
+		if code != http.StatusBadRequest || out["error"] == nil {
+			t.Errorf("%s bad scope and note: %d %v, want 400 with an error", m, code, out)
+		}
+	}
+}
