@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -75,5 +76,25 @@ func TestMemoryBadScopeAndNoteOneAnswer(t *testing.T) {
 		if code != http.StatusBadRequest || out["error"] == nil {
 			t.Errorf("%s bad scope and note: %d %v, want 400 with an error", m, code, out)
 		}
+	}
+}
+
+// TestChatAgentIDCaseInsensitive: the API matches agent ids whatever their
+// case, so a chat posted to /api/agents/MAIN is the agent main's turn: its
+// reply can be fetched at /api/agents/main/chat/turns/{turn} (it was a 404:
+// the turn was kept under "MAIN").
+func TestChatAgentIDCaseInsensitive(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{})
+	c := newClient(t, env, "")
+	res := c.raw("POST", "/api/agents/MAIN/chat", map[string]string{"message": "hello"})
+	turn := res.Header.Get("X-Turn-Id")
+	_, _ = io.Copy(io.Discard, res.Body) // to the done event
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || turn == "" {
+		t.Fatalf("chat to MAIN: %d, turn %q", res.StatusCode, turn)
+	}
+	code, out := c.do("GET", "/api/agents/main/chat/turns/"+turn, nil)
+	if code != http.StatusOK || out["status"] != "answered" {
+		t.Errorf("turn of a chat to MAIN read at main: %d %v, want 200 answered", code, out)
 	}
 }

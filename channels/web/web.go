@@ -153,7 +153,7 @@ type ChatRequest struct {
 
 // ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
 func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
-	agent := r.PathValue("id")
+	agent := agentOf(r)
 	var req ChatRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
@@ -283,6 +283,10 @@ func (a *Adapter) senderOf(w http.ResponseWriter, r *http.Request) string {
 	}
 	return a.opts.Identity.Of(w, r)
 }
+
+// agentOf is the agent id of r's path, lower-cased as the API matches it
+// (a turn posted to /api/agents/MAIN is agent main's, wherever it is read).
+func agentOf(r *http.Request) string { return strings.ToLower(r.PathValue("id")) }
 
 // inboundOf is the inbound message of turn t to agent, as far as its ids
 // go (the journal record and the route).
