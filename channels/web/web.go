@@ -247,6 +247,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h(r.Context(), in); err != nil {
 		a.dropLog(l)
+		refused := refusal(l)
+		// A retry of this request may be reading l already (it came while
+		// this one was being taken): end its stream, or it waits forever.
+		l.finish(channels.Outbound{Failed: true, Text: notTaken}, time.Now())
 		if errors.Is(err, channels.ErrDuplicate) && (req.RequestID != "" || req.Choice != nil) {
 			// A retry of a request taken before (by a process since
 			// restarted): the turn's reply, as a resume gets it.
@@ -255,7 +259,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if errors.Is(err, channels.ErrRejected) {
-			WriteError(w, http.StatusForbidden, refusal(l))
+			WriteError(w, http.StatusForbidden, refused)
 			return
 		}
 		a.log.Warn("chat not accepted", zap.Error(err))
@@ -309,6 +313,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// notTaken ends the stream of a retry that was reading the log of a
+// request whose taking then failed.
+const notTaken = "This message was not taken; send it again."
 
 // refusal is the error text of a refused chat: the notice the handler
 // sent with the refusal (a rate limit's "Slow down: try again in 12 s.",
