@@ -98,3 +98,22 @@ func TestChatAgentIDCaseInsensitive(t *testing.T) {
 		t.Errorf("turn of a chat to MAIN read at main: %d %v, want 200 answered", code, out)
 	}
 }
+
+// TestConfiguredOriginMatchesAsBrowsersSendIt: http.allowedOrigins written
+// with capitals or a trailing slash (config validation accepts both) admits
+// the origin a browser sends, which is lower-case and has no path (it was
+// refused with 403, and the listed page could not use the API); another
+// origin stays refused.
+func TestConfiguredOriginMatchesAsBrowsersSendIt(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{AllowedOrigins: []string{"https://Ops.Example.com/"}})
+	for origin, want := range map[string]int{
+		"https://ops.example.com":      http.StatusOK,
+		"https://ops.example.com.evil": http.StatusForbidden,
+		"http://ops.example.com":       http.StatusForbidden,
+	} {
+		code, body := send(t, env, "GET", "/api/agents/main/sessions", map[string]string{"Origin": origin}, "")
+		if code != want {
+			t.Errorf("Origin %s: %d %s, want %d", origin, code, body, want)
+		}
+	}
+}
