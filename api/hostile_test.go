@@ -117,3 +117,27 @@ func TestConfiguredOriginMatchesAsBrowsersSendIt(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongMethodIs405: a route that exists answers another method with a
+// JSON 405 and its Allow header, not the catch-all's 404 "no such route".
+func TestWrongMethodIs405(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{})
+	c := newClient(t, env, "")
+	turn := "/api/agents/main/chat/turns/00000000-0000-4000-8000-000000000000.00000000-0000-4000-8000-000000000001"
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", turn, "GET"},
+		{"PUT", "/api/agents/main/memory", "GET"},
+		{"PUT", "/api/agents/main/memory/agent", "GET, POST, DELETE"},
+		{"GET", "/api/agents/main/memory/agent/1", "PATCH, DELETE"},
+		{"POST", "/api/status", "GET"},
+		{"POST", "/api/mcp/servers", "GET"},
+		{"PUT", "/api/jobs", "GET, POST"},
+		{"GET", "/api/jobs/x", "DELETE"},
+	} {
+		res := c.raw(tc.method, tc.path, nil)
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d Allow %q, want 405 Allow %q", tc.method, tc.path, res.StatusCode, res.Header.Get("Allow"), tc.allow)
+		}
+	}
+}

@@ -26,6 +26,9 @@ import (
 // Writes obey the agent's configured limits (Options.MemoryLimits).
 func (s *Server) memoryRoutes() {
 	mem := func() sessions.Memory { return s.opts.Sessions.Memory() }
+	s.allow("/api/agents/{id}/memory", "GET")
+	s.allow("/api/agents/{id}/memory/{kind}", "GET", "POST", "DELETE")
+	s.allow("/api/agents/{id}/memory/{kind}/{note}", "PATCH", "DELETE")
 	s.handle("GET /api/agents/{id}/memory", func(w http.ResponseWriter, r *http.Request) {
 		l, err := mem().MemoryScopes(r.Context(), strings.ToLower(r.PathValue("id")))
 		if err != nil {
