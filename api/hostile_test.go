@@ -141,3 +141,13 @@ func TestWrongMethodIs405(t *testing.T) {
 		}
 	}
 }
+
+// TestChatEmptyBodySaysSo: a chat request without a body is a 400 that says
+// the body is empty, as the other routes say (it was "bad JSON: EOF").
+func TestChatEmptyBodySaysSo(t *testing.T) {
+	env := webtest.Start(t, webtest.Config{})
+	code, body := send(t, env, "POST", "/api/agents/main/chat", nil, "")
+	if code != http.StatusBadRequest || !strings.Contains(body, `"bad JSON: empty body"`) {
+		t.Errorf("empty chat body: %d %s, want 400 bad JSON: empty body", code, body)
+	}
+}

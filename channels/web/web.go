@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -161,6 +162,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody))
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			WriteError(w, http.StatusBadRequest, "bad JSON: empty body")
 			return
 		}
 		WriteError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
