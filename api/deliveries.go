@@ -28,6 +28,9 @@ func (s *Server) deliveryRoutes() {
 		return
 	}
 	dl := s.opts.DeadLetters
+	s.allow("/api/deliveries/failed", "GET")
+	s.allow("/api/deliveries/failed/{id}/resubmit", "POST")
+	s.allow("/api/deliveries/failed/{id}", "DELETE")
 	s.mux.Handle("GET /api/deliveries/failed", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ls, err := dl.DeadLetters(r.Context())
 		if err != nil {

@@ -63,7 +63,10 @@ func (s *Server) hostAllowed(hostport string) bool {
 }
 
 func (s *Server) originAllowed(origin, host string) bool {
-	if slices.Contains(s.opts.AllowedOrigins, "*") || slices.Contains(s.opts.AllowedOrigins, origin) {
+	// A browser sends the origin's scheme and host lower-case and no
+	// path; the config may list it with capitals or a trailing slash.
+	listed := func(a string) bool { return a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }
+	if slices.ContainsFunc(s.opts.AllowedOrigins, listed) {
 		return true
 	}
 	// Same origin: the page served by this API posting to it.

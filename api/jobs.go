@@ -42,6 +42,8 @@ func (s *Server) jobRoutes() {
 		now = time.Now
 	}
 	store := func() sessions.Jobs { return s.opts.Sessions.Jobs() }
+	s.allow("/api/jobs", "GET", "POST")
+	s.allow("/api/jobs/{id}", "DELETE")
 	s.mux.Handle("GET /api/jobs", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f := sessions.JobFilter{AgentID: q.Get("agent"), SessionKey: q.Get("session"), Active: q.Get("all") == ""}

@@ -10,6 +10,7 @@ import (
 // its connection state, restarts, last error and the tool names offered
 // (`gateway mcp list` reads it from a running daemon).
 func (s *Server) mcpRoutes() {
+	s.allow("/api/mcp/servers", "GET")
 	s.mux.Handle("GET /api/mcp/servers", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := []mcp.Status{}
 		if s.opts.MCP != nil {

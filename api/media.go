@@ -24,6 +24,7 @@ func (s *Server) mediaRoutes() {
 		return
 	}
 	s.mux.Handle("GET /api/media/{sum}", s.auth(http.HandlerFunc(s.serveMedia)))
+	s.allow("/api/media/{sum}", "GET")
 }
 
 func (s *Server) serveMedia(w http.ResponseWriter, r *http.Request) {

@@ -26,6 +26,9 @@ import (
 // Writes obey the agent's configured limits (Options.MemoryLimits).
 func (s *Server) memoryRoutes() {
 	mem := func() sessions.Memory { return s.opts.Sessions.Memory() }
+	s.allow("/api/agents/{id}/memory", "GET")
+	s.allow("/api/agents/{id}/memory/{kind}", "GET", "POST", "DELETE")
+	s.allow("/api/agents/{id}/memory/{kind}/{note}", "PATCH", "DELETE")
 	s.handle("GET /api/agents/{id}/memory", func(w http.ResponseWriter, r *http.Request) {
 		l, err := mem().MemoryScopes(r.Context(), strings.ToLower(r.PathValue("id")))
 		if err != nil {
@@ -63,11 +66,14 @@ func (s *Server) memoryRoutes() {
 	})
 	s.handle("PATCH /api/agents/{id}/memory/{kind}/{note}", func(w http.ResponseWriter, r *http.Request) {
 		scope, ok := memoryScope(w, r)
-		id, okID := noteID(w, r)
+		if !ok {
+			return
+		}
+		id, ok := noteID(w, r)
 		var body struct {
 			Text string `json:"text"`
 		}
-		if !ok || !okID || !decodeJSON(w, r, &body, false) {
+		if !ok || !decodeJSON(w, r, &body, false) {
 			return
 		}
 		n, err := mem().UpdateNote(r.Context(), scope, id, body.Text, time.Now(), s.memoryLimits(scope.AgentID))
@@ -79,8 +85,11 @@ func (s *Server) memoryRoutes() {
 	})
 	s.handle("DELETE /api/agents/{id}/memory/{kind}/{note}", func(w http.ResponseWriter, r *http.Request) {
 		scope, ok := memoryScope(w, r)
-		id, okID := noteID(w, r)
-		if !ok || !okID {
+		if !ok {
+			return
+		}
+		id, ok := noteID(w, r)
+		if !ok {
 			return
 		}
 		if err := mem().ForgetNote(r.Context(), scope, id); err != nil {

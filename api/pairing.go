@@ -35,6 +35,9 @@ func (s *Server) pairingRoutes() {
 		return
 	}
 	p := s.opts.Pairing
+	s.allow("/api/pairing", "GET")
+	s.allow("/api/pairing/{channel}/approve", "POST")
+	s.allow("/api/pairing/{channel}/revoke", "POST")
 	s.mux.Handle("GET /api/pairing", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pending, approved, err := p.List()
 		if err != nil {

@@ -141,6 +141,7 @@ func New(opts Options) *Server {
 	if opts.Web != nil {
 		s.handle("POST /api/agents/{id}/chat", opts.Web.ServeChat)
 		s.handle("GET /api/agents/{id}/chat/turns/{turn}", opts.Web.ServeTurn)
+		s.allow("/api/agents/{id}/chat/turns/{turn}", "GET")
 		s.mux.Handle("/", pageHandler())
 	}
 	s.routes()

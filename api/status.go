@@ -8,6 +8,7 @@ import "net/http"
 // is failing (overall ok or degraded) and 503 with the same body when
 // something is, so a plain HTTP check can use it.
 func (s *Server) statusRoutes() {
+	s.allow("/api/status", "GET")
 	s.mux.Handle("GET /api/status", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Status == nil {
 			writeError(w, http.StatusNotFound, "status not available")

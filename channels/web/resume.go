@@ -32,7 +32,7 @@ const turnLookupLimit = 10 * time.Second
 // status pending, answered or ended. A turn id that is not well formed or a
 // Last-Event-ID of another turn is a 400, an unknown turn a 404.
 func (a *Adapter) ServeTurn(w http.ResponseWriter, r *http.Request) {
-	agent := r.PathValue("id")
+	agent := agentOf(r)
 	t, err := parseTurnID(r.PathValue("turn"))
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, err.Error())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -153,7 +154,7 @@ type ChatRequest struct {
 
 // ServeChat handles POST /api/agents/{id}/chat (the caller checked auth).
 func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
-	agent := r.PathValue("id")
+	agent := agentOf(r)
 	var req ChatRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
@@ -161,6 +162,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBody))
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			WriteError(w, http.StatusBadRequest, "bad JSON: empty body")
 			return
 		}
 		WriteError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
@@ -247,6 +252,10 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h(r.Context(), in); err != nil {
 		a.dropLog(l)
+		refused := refusal(l)
+		// A retry of this request may be reading l already (it came while
+		// this one was being taken): end its stream, or it waits forever.
+		l.finish(channels.Outbound{Failed: true, Text: notTaken}, time.Now())
 		if errors.Is(err, channels.ErrDuplicate) && (req.RequestID != "" || req.Choice != nil) {
 			// A retry of a request taken before (by a process since
 			// restarted): the turn's reply, as a resume gets it.
@@ -255,7 +264,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if errors.Is(err, channels.ErrRejected) {
-			WriteError(w, http.StatusForbidden, refusal(l))
+			WriteError(w, http.StatusForbidden, refused)
 			return
 		}
 		a.log.Warn("chat not accepted", zap.Error(err))
@@ -284,6 +293,10 @@ func (a *Adapter) senderOf(w http.ResponseWriter, r *http.Request) string {
 	return a.opts.Identity.Of(w, r)
 }
 
+// agentOf is the agent id of r's path, lower-cased as the API matches it
+// (a turn posted to /api/agents/MAIN is agent main's, wherever it is read).
+func agentOf(r *http.Request) string { return strings.ToLower(r.PathValue("id")) }
+
 // inboundOf is the inbound message of turn t to agent, as far as its ids
 // go (the journal record and the route).
 func inboundOf(agent string, t turnID) channels.Inbound {
@@ -305,6 +318,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// notTaken ends the stream of a retry that was reading the log of a
+// request whose taking then failed.
+const notTaken = "This message was not taken; send it again."
 
 // refusal is the error text of a refused chat: the notice the handler
 // sent with the refusal (a rate limit's "Slow down: try again in 12 s.",
