@@ -101,7 +101,9 @@ func writeConfig(t *testing.T, stateDir, listen, extra string) string {
 // returns their keys.
 func seed(t *testing.T, stateDir string, at time.Time, msgs ...[]string) []routing.Key {
 	t.Helper()
-	mgr, err := filestore.Open(filestore.Options{StateDir: stateDir})
+	// The store's clock reads at: the sessions start then (a new session's
+	// idle clock never starts before the session does).
+	mgr, err := filestore.Open(filestore.Options{StateDir: stateDir, Now: func() time.Time { return at }})
 	if err != nil {
 		t.Fatal(err)
 	}

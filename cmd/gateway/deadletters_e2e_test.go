@@ -32,12 +32,8 @@ func testDeadLetters(t *testing.T, storage string) {
 	addr := startFromFile(t, writeYAML(t, e2eConfig(state, tg, model)+storage))
 	cfg := writeConfig(t, state, addr, storage)
 
-	// The dispatcher tries a chunk 4 times (sendRetries) before it gives up.
-	blocked := func() {
-		for range 4 {
-			tg.FailNext("sendMessage", telegramtest.Failure{Code: 403})
-		}
-	}
+	// A refusal (403) is given up at once: the chunk is asked once.
+	blocked := func() { tg.FailNext("sendMessage", telegramtest.Failure{Code: 403}) }
 	blocked()
 	tg.DM(111, "nobody hears this")
 	l := waitLetter(t, cfg, "nobody hears this")

@@ -108,7 +108,9 @@ func importConfig(t *testing.T, tg *telegramtest.Server, model *openaitest.Serve
 	t.Helper()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	yaml = strings.Replace(e2eConfig(stateDir, tg, model), "providers:\n",
-		"providers:\n  anthropic: {type: openai, baseURL: \""+model.BaseURL()+"\", apiKey: test-key, maxRetries: 1}\n", 1) +
+		"providers:\n  anthropic: {type: openai, baseURL: \""+model.BaseURL()+"\", apiKey: test-key, maxRetries: 1, "+
+			// The imported override's model is one the config offers (OPERATIONS: "Coming from OpenClaw").
+			"models: {claude-sonnet: {price: {input: 3, output: 15}}}}\n", 1) +
 		"session: {" + session + "maintenance: {pruneAfter: 87600h}}\n"
 	path = filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {

@@ -50,10 +50,8 @@ func TestConsoleStatusLive(t *testing.T) {
 func TestConsoleDeadLetterResubmit(t *testing.T) {
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	env := Start(t, Config{TelegramAPIRoot: tg.URL, TelegramToken: tg.Token()})
-	// The dispatcher tries a chunk 4 times before it gives up.
-	for range 4 {
-		tg.FailNext("sendMessage", telegramtest.Failure{Code: 403})
-	}
+	// A refusal (403) is given up at once: the chunk is asked once.
+	tg.FailNext("sendMessage", telegramtest.Failure{Code: 403})
 	tg.DM(111, "nobody hears this")
 	ctx := browser(t)
 	long := chromedp.WithPollingTimeout(60 * time.Second)
