@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -34,18 +35,35 @@ func (r *Runner) Models(agentID string) []string {
 	if len(rest) == 1 {
 		out, rest = rest, nil
 	}
-	for _, m := range slices.Concat([]string{a.Model.Primary}, a.Model.Fallbacks,
-		[]string{r.defaults.Model.Primary}, r.defaults.Model.Fallbacks) {
-		add(m)
-	}
-	for m := range r.prices {
-		add(m)
-	}
-	for m := range r.windows {
+	for m := range r.choices(a) {
 		add(m)
 	}
 	sort.Strings(rest)
 	return append(out, rest...)
+}
+
+// choices yields the names Models is made of, unfiltered (repeats, names
+// of providers not configured): the one list of where choices come from.
+func (r *Runner) choices(a Agent) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, list := range [][]string{{a.Model.Primary}, a.Model.Fallbacks, {r.defaults.Model.Primary}, r.defaults.Model.Fallbacks} {
+			for _, m := range list {
+				if !yield(m) {
+					return
+				}
+			}
+		}
+		for m := range r.prices {
+			if !yield(m) {
+				return
+			}
+		}
+		for m := range r.windows {
+			if !yield(m) {
+				return
+			}
+		}
+	}
 }
 
 // Offers reports whether a session of agentID may run on name
@@ -58,34 +76,27 @@ func (r *Runner) Models(agentID string) []string {
 func (r *Runner) Offers(agentID, name string) bool { return r.offers(r.agents[agentID], name) }
 
 // offers is Offers for agent a, without building Models' list (it runs
-// for every turn).
+// for every turn whose session has an override).
 func (r *Runner) offers(a Agent, name string) bool {
-	if !r.HasModel(name) {
+	if name == "" || !r.HasModel(name) {
 		return false
 	}
-	named := func(list ...string) bool {
-		return slices.ContainsFunc(list, func(m string) bool { return strings.EqualFold(m, name) })
-	}
-	if named(a.Model.Primary, r.defaults.Model.Primary) || named(a.Model.Fallbacks...) || named(r.defaults.Model.Fallbacks...) {
-		return true
-	}
-	if _, ok := r.prices[name]; ok {
-		return true
-	}
-	if _, ok := r.windows[name]; ok {
-		return true
-	}
-	for m := range r.prices {
-		if strings.EqualFold(m, name) {
-			return true
-		}
-	}
-	for m := range r.windows {
+	for m := range r.choices(a) {
 		if strings.EqualFold(m, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// OfferedModel is name as the config spells it among agentID's Models
+// (any case), false when it is not one: what spawn and the API store.
+func (r *Runner) OfferedModel(agentID, name string) (string, bool) {
+	models := r.Models(agentID)
+	if i := slices.IndexFunc(models, func(m string) bool { return strings.EqualFold(m, name) }); i >= 0 {
+		return models[i], true
+	}
+	return "", false
 }
 
 // Thinks reports whether the model a session of agentID uses takes a

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -110,12 +109,11 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 		return SpawnResult{Status: SpawnForbidden, Error: fmt.Sprintf("agent %q is not in subagents.allowAgents", target)}, nil
 	}
 	var warning string
-	models := r.Models(target)
-	if i := slices.IndexFunc(models, func(m string) bool { return strings.EqualFold(m, a.Model) }); i >= 0 {
-		a.Model = models[i] // as the config spells it
+	if name, ok := r.OfferedModel(target, a.Model); ok {
+		a.Model = name // as the config spells it
 	} else if a.Model != "" {
 		warning = fmt.Sprintf("model %q is not offered to agent %s (choices: %s); the subagent runs on its model",
-			a.Model, target, strings.Join(models, ", "))
+			a.Model, target, strings.Join(r.Models(target), ", "))
 		a.Model = ""
 	}
 	thinking, err := sessions.ParseThinking(a.Thinking)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -259,13 +258,14 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.Model != nil && *p.Model != "" && s.opts.Runner != nil {
-		models := s.opts.Runner.Models(strings.ToLower(r.PathValue("id")))
-		i := slices.IndexFunc(models, func(m string) bool { return strings.EqualFold(m, *p.Model) })
-		if i < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("model: %q is not offered to this agent (choices: %s)", *p.Model, strings.Join(models, ", ")))
+		agentID := strings.ToLower(r.PathValue("id"))
+		name, ok := s.opts.Runner.OfferedModel(agentID, *p.Model)
+		if !ok {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("model: %q is not offered to this agent (choices: %s)",
+				*p.Model, strings.Join(s.opts.Runner.Models(agentID), ", ")))
 			return
 		}
-		*p.Model = models[i]
+		*p.Model = name
 	}
 	s.mutate(w, r, "patch", func(ctx context.Context, st sessions.AgentStore, key routing.Key, sid string) (any, error) {
 		e, err := st.Patch(ctx, key, func(e *sessions.Entry) error {

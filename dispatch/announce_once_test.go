@@ -75,20 +75,7 @@ func TestAnnouncementOnceAcrossRestart(t *testing.T) {
 	h.handle(in("tg", "98", "hello"))
 	h.drained()
 
-	st, err := h.mgr.Store("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := routing.SubagentKey("main", "0b0e4c1e-6f8e-4c55-9d3a-2f8f1b0c7a11")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.Begin(h.ctx, child, sessions.Origin{ParentKey: parent.String(), Title: "job", At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Patch(h.ctx, child, func(e *sessions.Entry) error { e.SpawnedBy = parent.String(); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	child := spawnedChild(t, h, parent, "0b0e4c1e-6f8e-4c55-9d3a-2f8f1b0c7a11")
 	if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
 		Message: sessions.UserText("the job", time.Now())}); err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func (c commander) memory(ctx context.Context, w *work) string {
 		return "I keep no notes about you."
 	}
 	if sp.Group {
-		return privateMemory(ctx, mem, mine, log)
+		return privateMemory(mine)
 	}
 	// Notes are numbered per agent and /forget n takes this chat's
 	// agent's: notes of another agent say whose they are.
@@ -89,12 +89,7 @@ func (c commander) memory(ctx context.Context, w *work) string {
 	}
 	shown, total := 0, 0
 	for _, s := range mine {
-		notes, err := mem.Notes(ctx, s)
-		if err != nil {
-			log.Error("memory unavailable", zap.Error(err))
-			return "Sorry, the memory is unavailable right now."
-		}
-		for _, n := range notes {
+		for _, n := range s.notes {
 			total++
 			line := fmt.Sprintf("\n%d. %s", n.ID, strings.Join(strings.Fields(n.Text), " "))
 			if labelled {
@@ -117,15 +112,10 @@ func (c commander) memory(ctx context.Context, w *work) string {
 // there are, not what they say (the room would read them; a person's
 // notes are read into turns only in direct chats unless the operator
 // chose otherwise, agents.MemoryConfig.SenderInGroups).
-func privateMemory(ctx context.Context, mem sessions.Memory, mine []sessions.MemoryScope, log *zap.Logger) string {
+func privateMemory(mine []heldNotes) string {
 	total := 0
 	for _, s := range mine {
-		notes, err := mem.Notes(ctx, s)
-		if err != nil {
-			log.Error("memory unavailable", zap.Error(err))
-			return "Sorry, the memory is unavailable right now."
-		}
-		total += len(notes)
+		total += len(s.notes)
 	}
 	what := fmt.Sprintf("%d notes", total)
 	if total == 1 {
@@ -137,7 +127,7 @@ func privateMemory(ctx context.Context, mem sessions.Memory, mine []sessions.Mem
 
 // forget erases the sender's notes: all of them under every agent, or
 // note n of the current agent's.
-func forget(ctx context.Context, mem sessions.Memory, w *work, sp *agents.Speaker, mine []sessions.MemoryScope, log *zap.Logger) string {
+func forget(ctx context.Context, mem sessions.Memory, w *work, sp *agents.Speaker, mine []heldNotes, log *zap.Logger) string {
 	arg := strings.TrimPrefix(strings.TrimSpace(w.Args), "#")
 	if arg != "" {
 		id, err := strconv.ParseInt(arg, 10, 64)
@@ -157,7 +147,7 @@ func forget(ctx context.Context, mem sessions.Memory, w *work, sp *agents.Speake
 	}
 	total := 0
 	for _, s := range mine {
-		n, err := mem.ForgetScope(ctx, s)
+		n, err := mem.ForgetScope(ctx, s.MemoryScope)
 		if err != nil {
 			log.Error("memory forget failed", zap.Error(err))
 			return "Sorry, your notes could not be erased right now; some may remain. Please try again."
@@ -174,11 +164,17 @@ func forget(ctx context.Context, mem sessions.Memory, w *work, sp *agents.Speake
 	return fmt.Sprintf("Forgot the %d notes I kept about you.", total)
 }
 
-// senderScopes are sp's sender scopes that hold notes, under the chat's
+// heldNotes is a sender scope and the notes it holds.
+type heldNotes struct {
+	sessions.MemoryScope
+	notes []sessions.MemoryNote
+}
+
+// senderScopes are sp's sender scopes that hold notes, with their notes, under the chat's
 // agent and every agent with sessions (a note is written in a turn, so its
 // agent has one; the operator may have written the current agent's): a
 // read per agent, not a scan of every scope.
-func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *agents.Speaker) ([]sessions.MemoryScope, error) {
+func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *agents.Speaker) ([]heldNotes, error) {
 	ids, err := b.Agents()
 	if err != nil {
 		return nil, err
@@ -187,7 +183,7 @@ func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *a
 		ids = append(ids, agentID)
 		slices.Sort(ids)
 	}
-	var out []sessions.MemoryScope
+	var out []heldNotes
 	for _, id := range ids {
 		s := sessions.SenderScope(id, sp.Channel, sp.SenderID)
 		notes, err := b.Memory().Notes(ctx, s)
@@ -195,7 +191,7 @@ func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *a
 			return nil, err
 		}
 		if len(notes) > 0 {
-			out = append(out, s)
+			out = append(out, heldNotes{s, notes})
 		}
 	}
 	return out, nil

@@ -28,20 +28,7 @@ func TestStopStopsChildren(t *testing.T) {
 	<-m.started
 	h.drained()
 
-	st, err := h.mgr.Store("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := routing.SubagentKey("main", "5d1c7a3e-2b7f-4f0e-8a51-0c9e6f4b2d10")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.Begin(h.ctx, child, sessions.Origin{ParentKey: parent.String(), Title: "job", At: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Patch(h.ctx, child, func(e *sessions.Entry) error { e.SpawnedBy = parent.String(); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	child := spawnedChild(t, h, parent, "5d1c7a3e-2b7f-4f0e-8a51-0c9e6f4b2d10")
 	block := make(chan struct{})
 	defer close(block)
 	m.mu.Lock()
@@ -62,4 +49,25 @@ func TestStopStopsChildren(t *testing.T) {
 	if n := len(m.requests()); n != 2 {
 		t.Errorf("the model was asked %d times, want 2 (hello, the child's one call)", n)
 	}
+}
+
+// spawnedChild makes the session of subagent uuid of agent main, spawned
+// by parent (as sessions_spawn records it), and returns its key.
+func spawnedChild(t *testing.T, h *harness, parent routing.Key, uuid string) routing.Key {
+	t.Helper()
+	st, err := h.mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := routing.SubagentKey("main", uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Begin(h.ctx, child, sessions.Origin{ParentKey: parent.String(), Title: "job", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Patch(h.ctx, child, func(e *sessions.Entry) error { e.SpawnedBy = parent.String(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return child
 }
