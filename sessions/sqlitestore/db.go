@@ -127,6 +127,12 @@ func (db *DB) start(ctx context.Context, readOnly bool) error {
 	return nil
 }
 
+// walSizeLimit is the size the WAL file is cut back to once a checkpoint
+// emptied it (PRAGMA journal_size_limit): without it the file keeps the
+// size of the largest burst it ever held (SQLite reuses it, never
+// shrinks it), gigabytes after an import or a storage migrate.
+var walSizeLimit int64 = 64 << 20
+
 // dsn is the driver's connection string: the pragmas every connection
 // applies when it opens. synchronous=FULL makes every commit durable
 // (fsync of the WAL) when it returns; the writer groups commits so that a
@@ -140,6 +146,7 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 		q.Add("_pragma", "query_only(ON)")
 	} else {
 		q.Add("_txlock", "immediate")
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walSizeLimit))
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
