@@ -1,15 +1,19 @@
 package telegram
 
 import (
+	"bytes"
+	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/gateway/gateway/channels"
 )
 
 // An album is one message per file, sharing a media_group_id, and clients
-// put its caption (so its @mention) on the first. albumFollow lets the
-// album's other files through mention gating once its first was
-// addressed; the dispatcher then joins them like any quick messages of
+// put its caption (so its @mention) on one of them, mostly the first.
+// albumFollow lets the album's other files through mention gating once one
+// was addressed (markAlbums looks ahead in a getUpdates batch for a
+// caption on a later file); the dispatcher then joins them like any quick messages of
 // one sender. Telegram sends an album's messages back to back, so a
 // bounded memory of recent addressed albums is enough.
 const maxAlbumMarks = 1024
@@ -40,6 +44,21 @@ func (f *albumFollow) follow(in channels.Inbound, group string) bool {
 	if !in.Mentioned {
 		return false
 	}
+	f.markLocked(k)
+	return true
+}
+
+// mark remembers album group of chat chatID as addressed.
+func (f *albumFollow) mark(chatID, group string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.markLocked(chatID + "/" + group)
+}
+
+func (f *albumFollow) markLocked(k string) {
+	if _, ok := f.marks[k]; ok {
+		return
+	}
 	if f.marks == nil {
 		f.marks = map[string]struct{}{}
 	}
@@ -49,5 +68,39 @@ func (f *albumFollow) follow(in channels.Inbound, group string) bool {
 	}
 	f.marks[k] = struct{}{}
 	f.order = append(f.order, k)
-	return true
+}
+
+// markAlbums marks as addressed every album of batch one of whose files
+// is (its caption mentions or commands the bot, or it replies to the
+// bot), before any of them is handled: clients may put the caption on any
+// file, and the files before it would otherwise be dropped unaddressed.
+// Only updates naming a media_group_id are decoded a second time.
+func (a *Adapter) markAlbums(batch []json.RawMessage) {
+	self := a.self.Load()
+	if self == nil {
+		return
+	}
+	for _, raw := range batch {
+		if !bytes.Contains(raw, []byte(`"media_group_id"`)) {
+			continue
+		}
+		var u update
+		if json.Unmarshal(raw, &u) != nil || u.Message == nil || u.Message.Chat == nil || u.Message.MediaGroupID == "" {
+			continue
+		}
+		m := u.Message
+		if m.Chat.Type != "group" && m.Chat.Type != "supergroup" {
+			continue
+		}
+		_, mentioned, command, other := stripAddressing(m.Caption, m.CaptionEntities, self)
+		reply := m.ReplyToMessage
+		if reply != nil && m.IsTopicMessage && reply.MessageID == m.MessageThreadID {
+			reply = nil // a topic's root, not a reply
+		}
+		toBot := reply != nil && reply.From != nil && reply.From.ID == self.ID
+		if other || !(mentioned || command || toBot) {
+			continue
+		}
+		a.albums.mark(strconv.FormatInt(a.liveChatID(m.Chat.ID), 10), m.MediaGroupID)
+	}
 }

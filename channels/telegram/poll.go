@@ -133,6 +133,7 @@ func (a *Adapter) processBatch(ctx context.Context, h channels.Handler, batch []
 			next, err = start, werr
 		}
 	}(offset)
+	a.markAlbums(batch)
 	for _, raw := range batch {
 		var u update
 		if err := json.Unmarshal(raw, &u); err != nil {
