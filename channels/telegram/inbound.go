@@ -192,6 +192,13 @@ func displayName(u *tgbotapi.User) string {
 	return name
 }
 
+// textCut is a span of a text (UTF-16 units) that stripAddressing
+// replaces with repl.
+type textCut struct {
+	from, to int
+	repl     string
+}
+
 // stripAddressing removes mentions of the bot from text and turns a leading
 // "/cmd@bot" into "/cmd". mentioned reports a mention of the bot, command a
 // leading bot command for this bot (or for every bot), other a leading
@@ -201,11 +208,7 @@ func stripAddressing(text string, entities []tgbotapi.MessageEntity, self *botId
 		return strings.TrimSpace(text), false, false, false
 	}
 	units := utf16.Encode([]rune(text))
-	type cut struct {
-		from, to int
-		repl     string
-	}
-	var cuts []cut
+	var cuts []textCut
 	for _, e := range entities {
 		from, to := e.Offset, e.Offset+e.Length
 		if from < 0 || to > len(units) || from >= to {
@@ -216,16 +219,16 @@ func stripAddressing(text string, entities []tgbotapi.MessageEntity, self *botId
 			name := string(utf16.Decode(units[from:to]))
 			if strings.EqualFold(strings.TrimPrefix(name, "@"), self.UserName) {
 				mentioned = true
-				cuts = append(cuts, cut{from: from, to: to})
+				cuts = append(cuts, textCut{from: from, to: to})
 			}
 		case "text_mention":
 			if e.User != nil && e.User.ID == self.ID {
 				mentioned = true
-				cuts = append(cuts, cut{from: from, to: to})
+				cuts = append(cuts, textCut{from: from, to: to})
 			}
 		case "bot_command":
-			if from != 0 {
-				continue
+			if from != 0 && !onlyMentions(units[:from], cuts) {
+				continue // a command is the message's start ("@bot /new" too)
 			}
 			cmd := string(utf16.Decode(units[from:to]))
 			name, target, hasTarget := strings.Cut(cmd, "@")
@@ -234,7 +237,7 @@ func stripAddressing(text string, entities []tgbotapi.MessageEntity, self *botId
 				command = true
 			case strings.EqualFold(target, self.UserName):
 				command = true
-				cuts = append(cuts, cut{from: from, to: to, repl: name})
+				cuts = append(cuts, textCut{from: from, to: to, repl: name})
 			default:
 				other = true
 			}
@@ -260,6 +263,25 @@ func stripAddressing(text string, entities []tgbotapi.MessageEntity, self *botId
 	}
 	b.WriteString(string(utf16.Decode(units[pos:])))
 	return collapseSpaces(b.String()), mentioned, command, other
+}
+
+// onlyMentions reports whether head (the text before a command) holds
+// nothing but the bot's mentions cut so far, spaces and the punctuation
+// glued to a mention: "@bot /new" and "@bot, /new" start with a command.
+func onlyMentions(head []uint16, cuts []textCut) bool {
+	for i := 0; i < len(head); i++ {
+		in := false
+		for _, c := range cuts {
+			if i >= c.from && i < c.to {
+				in, i = true, c.to-1
+				break
+			}
+		}
+		if !in && head[i] != ' ' && head[i] != '\n' && head[i] != ',' && head[i] != ':' {
+			return false
+		}
+	}
+	return len(cuts) > 0
 }
 
 // collapseSpaces trims s and squeezes runs of spaces left by a removed

@@ -66,6 +66,9 @@ func TestGroupMentionGating(t *testing.T) {
 		{"command with args", g("/new@" + bot + " gpt-4"), "/new gpt-4"},
 		{"command for every bot", g("/help"), "/help"},
 		{"command for another bot", g("/status@other_bot"), ""},
+		{"mention then command", g("@" + bot + " /reset@" + bot), "/reset"},
+		{"mention, then command with args", g("@" + bot + ", /new gpt-4"), "/new gpt-4"},
+		{"command later in the text", g("@" + bot + " what does /new do?"), "what does /new do?"},
 	}
 	var last int
 	wantMsgs := map[string]string{}

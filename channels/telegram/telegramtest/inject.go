@@ -216,38 +216,36 @@ func (s *Server) MessageObject(m Message, messageID int) map[string]any {
 	return msg
 }
 
-// Entities computes mention and leading bot_command entities of text, with
-// UTF-16 offsets as Telegram does.
+// Entities computes the mention and bot_command entities of text, with
+// UTF-16 offsets, in offset order, as Telegram does: a command is a "/"
+// at the start or after a space or newline ("@bot /new" holds one).
 func Entities(text string) []map[string]any {
 	units := utf16.Encode([]rune(text))
 	var out []map[string]any
 	isName := func(u uint16) bool {
 		return u < 0x80 && (unicode.IsLetter(rune(u)) || unicode.IsDigit(rune(u)) || u == '_')
 	}
-	if len(units) > 1 && units[0] == '/' {
-		n := 1
-		for n < len(units) && (isName(units[n]) || units[n] == '@') {
-			n++
-		}
-		if n > 1 {
-			out = append(out, map[string]any{"type": "bot_command", "offset": 0, "length": n})
-		}
-	}
 	for i := 0; i < len(units); i++ {
-		if units[i] != '@' || (i > 0 && (isName(units[i-1]) || units[i-1] == '@')) {
-			continue
+		switch {
+		case units[i] == '/' && (i == 0 || units[i-1] == ' ' || units[i-1] == '\n'):
+			n := i + 1
+			for n < len(units) && (isName(units[n]) || units[n] == '@') {
+				n++
+			}
+			if n > i+1 {
+				out = append(out, map[string]any{"type": "bot_command", "offset": i, "length": n - i})
+			}
+			i = n - 1
+		case units[i] == '@' && (i == 0 || !(isName(units[i-1]) || units[i-1] == '@')):
+			n := i + 1
+			for n < len(units) && isName(units[n]) {
+				n++
+			}
+			if n-i >= 4 { // usernames are at least 5 characters; allow short test names from 3
+				out = append(out, map[string]any{"type": "mention", "offset": i, "length": n - i})
+			}
+			i = n - 1
 		}
-		if len(out) > 0 && out[0]["type"] == "bot_command" && i < out[0]["length"].(int) {
-			continue
-		}
-		n := i + 1
-		for n < len(units) && isName(units[n]) {
-			n++
-		}
-		if n-i >= 4 { // usernames are at least 5 characters; allow short test names from 3
-			out = append(out, map[string]any{"type": "mention", "offset": i, "length": n - i})
-		}
-		i = n - 1
 	}
 	return out
 }

@@ -48,6 +48,15 @@ func TestEntities(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entities (-want +got):\n%s", diff)
 	}
+	got = Entities("@my_bot /new@my_bot a/b\n/help")
+	want = []map[string]any{
+		{"type": "mention", "offset": 0, "length": 7},
+		{"type": "bot_command", "offset": 8, "length": 11},
+		{"type": "bot_command", "offset": 24, "length": 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entities of commands after a mention (-want +got):\n%s", diff)
+	}
 }
 
 func post(t *testing.T, s *Server, method string, form url.Values) map[string]any {
