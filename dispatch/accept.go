@@ -28,6 +28,7 @@ const acceptTimeout = 30 * time.Second
 // that timed out): cancelled after its commit, it would report a failure
 // for a stored record that nobody then runs. acceptTimeout bounds it.
 func (d *Dispatcher) accept(ctx context.Context, rec sessions.Record) (dup bool, err error) {
+	d.flushStaged(ctx) // journaled after what its batch staged before it
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), acceptTimeout)
 	defer cancel()
 	b := channels.BatchFrom(ctx)

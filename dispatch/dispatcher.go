@@ -70,7 +70,10 @@ type Dispatcher struct {
 	queue   *lanes.Queue[routing.Key]
 	journal sessions.Delivery
 	closing atomic.Bool
-	hold    holder       // inbound bursts being assembled (burst.go)
+	hold    holder // inbound bursts being assembled (burst.go)
+	// staging holds the records of adapters' batches waiting to be
+	// accepted together, by *channels.Batch (accept_batch.go).
+	staging sync.Map
 	ambient ambientRooms // ambient rooms' batches being debounced (ambient.go)
 	// life ends when the shutdown grace period does: it bounds deliveries,
 	// which a lane's cancellation (/stop, interrupt) must not cut short.
@@ -238,6 +241,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		if d.closing.Load() {
 			return errors.New("dispatch: shutting down")
 		}
+		d.flushStaged(ctx)
 		return d.moved(ctx, d.rt.Load(), in)
 	}
 	m := d.opts.Metrics
@@ -252,6 +256,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		verdict = rt.Access(in)
 	}
 	if in.Event != nil { // a reaction or an edit (events.go)
+		d.flushStaged(ctx)
 		ev, handled, err := d.event(ctx, rt, in, verdict)
 		if handled {
 			return err
@@ -293,6 +298,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		return channels.ErrRejected
 	}
 	if w.Command == "stop" {
+		d.flushStaged(ctx) // what came before it in its batch is queued first
 		d.cmds.stop(ctx, w)
 		return nil
 	}
@@ -304,10 +310,21 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if err != nil {
 		return fmt.Errorf("dispatch: encode inbound: %w", err)
 	}
-	dup, err := d.accept(ctx, sessions.Record{
+	rec := sessions.Record{
 		ID: w.RecordID, AgentID: route.AgentID, SessionKey: route.Key.String(),
 		Payload: payload, AcceptedAt: w.AcceptedAt,
-	})
+	}
+	if d.stage(ctx, w, rec) {
+		return nil // accepted with the rest of its batch (accept_batch.go)
+	}
+	dup, err := d.accept(ctx, rec)
+	return d.accepted(ctx, w, dup, err)
+}
+
+// accepted settles w after its record's accept answered dup, err: a
+// refusal (the error Handle returns), a duplicate, or the work queued.
+func (d *Dispatcher) accepted(ctx context.Context, w *work, dup bool, err error) error {
+	in, m := w.In, d.opts.Metrics
 	if err != nil || dup {
 		d.releaseHolds(w)
 	}

@@ -66,20 +66,8 @@ func (d *Delivery) accept(ctx context.Context, rec sessions.Record, lazy bool) (
 	if err != nil {
 		return false, fmt.Errorf("pgstore: delivery accept %q: %w", rec.ID, err)
 	}
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("pgstore: delivery accept: %w", err)
-	}
-	if d.isClosed.Load() {
-		return false, fmt.Errorf("pgstore: delivery accept: %w", errClosed)
-	}
-	if d.faulted.Load() {
-		d.mu.Lock()
-		d.flushLocked()
-		n, failure := len(d.backlog), d.failure
-		d.mu.Unlock()
-		if n > 0 {
-			return false, fmt.Errorf("pgstore: delivery accept: %d marks wait: %w", n, failure)
-		}
+	if err := d.acceptable(ctx); err != nil {
+		return false, err
 	}
 	now := d.clock()
 	at := rec.AcceptedAt
