@@ -152,6 +152,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	for _, k := range restartOnly(old, cfg) {
 		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
 	}
+	d.logNotices(cfg)
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
 }
 
@@ -251,4 +252,12 @@ func changedAccounts[C any](prefix string, a, b map[string]C, strip func(C) C) [
 	}
 	slices.Sort(out)
 	return out
+}
+
+// logNotices logs what cfg sets that will not do what it says
+// (configs.Config.Notices), at start and at each reload.
+func (d *Daemon) logNotices(cfg *configs.Config) {
+	for _, n := range cfg.Notices() {
+		d.log.Warn("config notice", zap.String("notice", n))
+	}
 }

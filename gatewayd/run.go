@@ -55,6 +55,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.assemble(cfg); err != nil {
 		return err
 	}
+	d.logNotices(cfg)
 	return d.serve(ctx, cfg, started)
 }
 

@@ -25,6 +25,9 @@ func configCmd(cfgPath *string) *cobra.Command {
 					src = "built-in defaults"
 				}
 				fmt.Fprintf(env.out, "config ok (%s)\n", src)
+				for _, n := range env.cfg.Notices() {
+					fmt.Fprintf(env.out, "note: %s\n", n)
+				}
 				return nil
 			})
 		},

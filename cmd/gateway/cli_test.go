@@ -540,3 +540,20 @@ func TestDoctorQuarantinesBadTranscriptLine(t *testing.T) {
 		t.Errorf("quarantine holds %q", q)
 	}
 }
+
+// validate tells the operator when a cost budget cannot bind: a model an
+// agent runs has no price (exit 0: the config loads).
+func TestConfigValidateNotesUnpricedModels(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), "", `
+providers:
+  openai: {type: openai, baseURL: "http://127.0.0.1:1/v1", apiKey: sk-x}
+agents:
+  defaults: {model: openai/gpt-4o}
+limits:
+  defaults: {sender: {monthly: {costUsd: 5}}}
+`)
+	r := gw(t, cfg, "config", "validate").want(t, 0)
+	if !strings.Contains(r.Stdout, "config ok") || !strings.Contains(r.Stdout, "note: limits: a costUsd budget is set, but openai/gpt-4o") {
+		t.Errorf("validate: %q", r.Stdout)
+	}
+}

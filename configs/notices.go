@@ -1,0 +1,73 @@
+package configs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gateway/gateway/limits"
+)
+
+// Notices are what the config sets that will not do what it says, though
+// it loads: `gateway config validate` prints them and the daemon logs them
+// at start and at each reload. Today: a costUsd budget while a model an
+// agent runs has no price (its turns count 0 USD: the budget never binds
+// on them).
+func (c *Config) Notices() []string {
+	if !costBudgets(c.Limits) {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	check := func(key, ref string) {
+		if ref == "" || seen[ref] {
+			return
+		}
+		seen[ref] = true
+		prov, model, ok := strings.Cut(ref, "/")
+		if !ok {
+			return
+		}
+		p, ok := c.Providers[prov]
+		if !ok || p.Type == "echo" { // the offline echo costs nothing indeed
+			return
+		}
+		if m, ok := p.Models[model]; ok && (m.Price.Input > 0 || m.Price.Output > 0) {
+			return
+		}
+		out = append(out, fmt.Sprintf("limits: a costUsd budget is set, but %s (%s) has no price "+
+			"(providers.%s.models.%s.price): its turns count 0 USD toward every cost budget", ref, key, prov, model))
+	}
+	models := func(key string, primary string, fallbacks []string) {
+		check(key+".primary", primary)
+		for i, f := range fallbacks {
+			check(fmt.Sprintf("%s.fallbacks[%d]", key, i), f)
+		}
+	}
+	d := c.Agents.Defaults.Model
+	models("agents.defaults.model", d.Primary, d.Fallbacks)
+	for i, a := range c.Agents.List {
+		models(fmt.Sprintf("agents.list[%d].model", i), a.Model.Primary, a.Model.Fallbacks)
+	}
+	return out
+}
+
+// costBudgets reports whether any scope of l caps a cost in USD.
+func costBudgets(l limits.Config) bool {
+	set := func(s limits.Set) bool {
+		for _, sc := range []limits.Scope{s.Sender, s.Room, s.Agent} {
+			if sc.Daily.CostUSD > 0 || sc.Monthly.CostUSD > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if set(l.Defaults) {
+		return true
+	}
+	for _, s := range l.Agents {
+		if set(s) {
+			return true
+		}
+	}
+	return false
+}

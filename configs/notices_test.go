@@ -1,0 +1,53 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+)
+
+// A costUsd budget with a model an agent runs that has no price is a
+// notice naming the model, the key that uses it and where its price goes;
+// priced models, the free echo provider and token-only budgets are none.
+func TestNoticeCostBudgetOnUnpricedModel(t *testing.T) {
+	providers := `
+providers:
+  local: {type: echo}
+  openai:
+    type: openai
+    apiKey: sk-x
+    models:
+      gpt-4o: {price: {input: 2.5, output: 10}}
+      gpt-4o-mini: {contextWindow: 128000}
+agents:
+  defaults: {model: {primary: openai/gpt-4o, fallbacks: [openai/gpt-4o-mini, local/echo]}}
+  list: [{id: main}, {id: cheap, model: openai/o3}]
+`
+	for _, tc := range []struct {
+		name, limits string
+		want         []string // substrings, one notice each
+	}{
+		{"cost budget", "limits: {defaults: {sender: {daily: {costUsd: 1}}}}", []string{
+			"openai/gpt-4o-mini (agents.defaults.model.fallbacks[0]) has no price (providers.openai.models.gpt-4o-mini.price)",
+			"openai/o3 (agents.list[1].model.primary) has no price (providers.openai.models.o3.price)",
+		}},
+		{"an agent's cost budget", "limits: {agents: {cheap: {agent: {monthly: {costUsd: 50}}}}}", []string{"gpt-4o-mini", "openai/o3"}},
+		{"token budget only", "limits: {defaults: {sender: {daily: {tokens: 1000}}}}", nil},
+		{"no limits", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := LoadBytes([]byte(providers+tc.limits), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.Notices()
+			if len(got) != len(tc.want) {
+				t.Fatalf("notices %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("notice %d = %q, want it to hold %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
