@@ -213,6 +213,8 @@ func TestRemindMalformedStoresNothing(t *testing.T) {
 func TestJobGivenUpOnlyWhenTheRoomRefuses(t *testing.T) {
 	defer func(r []time.Duration) { sendRetries = r }(sendRetries)
 	sendRetries = []time.Duration{time.Millisecond}
+	defer func(b time.Duration) { rateLimitBudget = b }(rateLimitBudget)
+	rateLimitBudget = time.Second // the flood wait (5 s) outlasts the outbox's budget
 	for _, c := range []struct {
 		name    string
 		model   error
