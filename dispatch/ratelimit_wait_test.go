@@ -3,10 +3,12 @@ package dispatch
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/lanes"
 )
@@ -152,6 +154,47 @@ func TestRateLimitedReplySurvivesRestart(t *testing.T) {
 	}
 	if n := len(m.requests()); n != 2 {
 		t.Errorf("%d model calls, want 2 (the stored reply is not generated again)", n)
+	}
+	if ls := letters(t, h); len(ls) != 0 {
+		t.Errorf("dead letters: %+v", ls)
+	}
+}
+
+// TestStopDuringRateLimitWaitStillDelivers: /stop while a reply waits out
+// a rate limit cancels nothing already answered: the reply (and the one
+// queued behind it) still goes out once the limit passed, and nothing is
+// dead-lettered.
+func TestStopDuringRateLimitWaitStillDelivers(t *testing.T) {
+	waits := stubRateWaits(t)
+	m := &model{reply: func(llm.Request) (string, error) { return "one§two", nil }}
+	h := newHarness(t, "", m)
+	var mu sync.Mutex
+	limited := true
+	h.tg.failSend = func(out channels.Outbound, i int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if limited && i == 1 && !strings.HasPrefix(out.Text, "/") {
+			return floodErr{after: 120 * time.Second}
+		}
+		return nil
+	}
+	h.handle(in("tg", "55", "first"))
+	eventually(t, "the rate-limit wait", func() bool { return len(waits.waits()) == 1 })
+	h.handle(in("tg", "55", "/stop"))
+	eventually(t, "the wait begun again off the lane", func() bool { return len(waits.waits()) == 2 })
+	mu.Lock()
+	limited = false
+	mu.Unlock()
+	close(waits.release)
+	h.drained()
+	var got []string
+	for _, s := range h.tg.sent() {
+		if s.Out.ChatID == "55" && (s.Text == "one" || s.Text == "two") {
+			got = append(got, s.Text)
+		}
+	}
+	if !slices.Equal(got, []string{"one", "two"}) {
+		t.Errorf("sent %q, want each part once", got)
 	}
 	if ls := letters(t, h); len(ls) != 0 {
 		t.Errorf("dead letters: %+v", ls)
