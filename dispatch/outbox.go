@@ -245,7 +245,7 @@ func (o *outbox) sendFrom(ctx context.Context, a channels.Adapter, rp sessions.R
 				err = send()
 				continue
 			}
-			if refusedRoom(err) || r == len(sendRetries) {
+			if refusedSend(err) || r == len(sendRetries) {
 				break
 			}
 			d.log.Warn("reply chunk not delivered; retrying", zap.String("channel", out.Channel),
