@@ -286,8 +286,8 @@ func (o *outbox) sendFrom(ctx context.Context, a channels.Adapter, rp sessions.R
 // MediaSender, the files read from the dispatcher's media store. Files
 // that cannot be sent (the store lost them, the channel sends no files,
 // the platform refused them) become their text fallback, so the rest of
-// the reply still goes out; a failure whose outcome is unknown is
-// returned for the outbox's retries.
+// the reply still goes out; a failure whose outcome is unknown, or a rate
+// limit, is returned for the outbox's retries.
 func (o *outbox) sendMedia(ctx context.Context, a channels.Adapter, out channels.Outbound, i int, mc channels.MediaChunk) ([]string, error) {
 	d := o.d
 	files, err := mc.Files(out)
@@ -311,7 +311,9 @@ func (o *outbox) sendMedia(ctx context.Context, a channels.Adapter, out channels
 	}
 	if why == "" {
 		ids, err := ms.SendMedia(ctx, out, i, mc, d.openMedia)
-		if err == nil || !channels.Answered(err) {
+		if err == nil || !channels.Answered(err) || channels.RetryAfter(err) > 0 {
+			// Sent, unknown, or rate limited (the outbox waits it out and
+			// sends the file again): not a refusal of the file.
 			return ids, err
 		}
 		d.log.Warn("platform refused a reply's file; sending its text fallback", zap.String("channel", out.Channel),
