@@ -28,3 +28,26 @@ type refusal struct{ err error }
 func (r refusal) Error() string  { return r.err.Error() }
 func (r refusal) Unwrap() error  { return r.err }
 func (r refusal) Answered() bool { return true }
+
+// AccountRefused reports whether err, returned by a send, is the
+// platform's refusal of the bot's own credentials (a token revoked or
+// rotated before the configuration caught up): an answer (Answered) that
+// says nothing about the chat it was sent to. Adapters mark it with
+// AccountRefusal or by an error type with an AccountRefused() bool method.
+func AccountRefused(err error) bool {
+	var a interface{ AccountRefused() bool }
+	return errors.As(err, &a) && a.AccountRefused()
+}
+
+// AccountRefusal marks err as the platform's refusal of the bot's
+// credentials (Answered and AccountRefused report true for it).
+func AccountRefusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return accountRefusal{refusal{err}}
+}
+
+type accountRefusal struct{ refusal }
+
+func (accountRefusal) AccountRefused() bool { return true }

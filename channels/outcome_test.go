@@ -31,3 +31,27 @@ func TestAnswered(t *testing.T) {
 		t.Error("a refusal does not keep its error")
 	}
 }
+
+func TestAccountRefused(t *testing.T) {
+	token := AccountRefusal(errors.New("401 unauthorized"))
+	for _, c := range []struct {
+		name           string
+		err            error
+		answered, acct bool
+	}{
+		{"account refusal", token, true, true},
+		{"wrapped account refusal", fmt.Errorf("send part 1: %w", token), true, true},
+		{"room refusal", Refusal(errors.New("403 forbidden")), true, false},
+		{"timeout", context.DeadlineExceeded, false, false},
+	} {
+		if got := Answered(c.err); got != c.answered {
+			t.Errorf("%s: Answered = %v, want %v", c.name, got, c.answered)
+		}
+		if got := AccountRefused(c.err); got != c.acct {
+			t.Errorf("%s: AccountRefused = %v, want %v", c.name, got, c.acct)
+		}
+	}
+	if AccountRefusal(nil) != nil || token.Error() != "401 unauthorized" {
+		t.Error("AccountRefusal does not keep its error")
+	}
+}

@@ -80,9 +80,16 @@ func (d *Dispatcher) buryReply(ctx context.Context, rp sessions.Reply, sent int,
 
 // refusedRoom reports whether send error err is the platform's answer
 // that the room does not take the bot's messages: a refusal
-// (channels.Answered) that is not a rate limit. A timeout, a server
-// error or a flood wait says nothing about the room.
+// (refusedSend) that is not of the bot's credentials. A timeout, a server
+// error, a flood wait or a revoked token says nothing about the room.
 func refusedRoom(err error) bool {
+	return refusedSend(err) && !channels.AccountRefused(err)
+}
+
+// refusedSend reports whether send error err is a final refusal: the
+// platform answered (channels.Answered), and not with a rate limit. It is
+// not asked again.
+func refusedSend(err error) bool {
 	return channels.Answered(err) && channels.RetryAfter(err) == 0
 }
 

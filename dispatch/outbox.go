@@ -22,6 +22,27 @@ import (
 // could not deliver (adapters already wait out rate limits themselves).
 var sendRetries = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 
+// rateLimitBudget bounds how long, in all, one reply waits out platform
+// rate limits the adapter returned instead of waiting them out itself (a
+// Telegram 429 with retry_after past Options.MaxRetryAfter, a Discord
+// hold past its MaxRetryAfter; both a minute by default). A retry_after
+// that would take a reply's waits past it gives the reply up (a dead
+// letter). A var for tests.
+var rateLimitBudget = 15 * time.Minute
+
+// rateLimitWait waits d within ctx and reports whether it passed (a var:
+// tests stand in for the clock).
+var rateLimitWait = func(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // outbox sends replies (SPEC §3.7): deliver stores a turn's reply before
 // its first chunk is sent and marks each chunk the platform accepted;
 // resend finishes a reply found stored. It owns the goroutines it starts
@@ -39,6 +60,11 @@ type outbox struct {
 	// key (deliveryContext.go), so a reply to the place its session
 	// replied to before reads no entry (a round trip on PostgreSQL).
 	placed placedCache
+
+	mu sync.Mutex
+	// parked holds, per session lane, the replies queued behind its
+	// rate-limited one (outbox_park.go); a key is present while one waits.
+	parked map[routing.Key][]parkedReply // guarded by mu
 }
 
 func newOutbox(d *Dispatcher) *outbox {
@@ -56,7 +82,7 @@ func (o *outbox) goResend(ctx context.Context, rp sessions.Reply) {
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
-		o.resend(ctx, rp)
+		o.resend(ctx, rp, nil)
 	}()
 }
 
@@ -122,7 +148,8 @@ func (o *outbox) deliver(ctx context.Context, key routing.Key, agentID string, r
 		d.log.Error("outbox write failed", zap.Stringer("session_key", key), zap.Error(err))
 		out.Draft = "" // the draft stays recorded and is removed: send anew
 	}
-	o.sendReply(ctx, a, rp, out)
+	lane := key.Canonical()
+	o.sendReply(ctx, a, rp, out, &lane)
 	return true
 }
 
@@ -131,8 +158,24 @@ func (o *outbox) deliver(ctx context.Context, key routing.Key, agentID string, r
 // only the end of the shutdown grace period (or, for a resend on its own
 // goroutine, the outbox's shutdown once the lanes drained) cuts it short,
 // leaving the rest in the outbox for the next start.
-func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound) {
+//
+// A chunk the platform rate-limits for longer than the adapter waits (it
+// returns the limit, channels.RetryAfter) is sent again once the limit
+// passed, within rateLimitBudget for the whole reply. lane, when not nil,
+// is the session whose lane the caller runs on: the wait is then handed
+// on to that lane (park), outside any concurrency slot, so other chats
+// run meanwhile and the session's next work waits behind the reply.
+// Without it (a resend on its own goroutine) the wait is made in place.
+func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound, lane *routing.Key) {
+	o.sendFrom(ctx, a, rp, out, lane, 0)
+}
+
+// sendFrom is sendReply, waited already for rate limits in all.
+func (o *outbox) sendFrom(ctx context.Context, a channels.Adapter, rp sessions.Reply, out channels.Outbound, lane *routing.Key, waited time.Duration) {
 	d := o.d
+	if lane != nil && o.behindParked(*lane, parkedReply{a: a, rp: rp, out: out}) {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(d.life, cancel)()
@@ -172,10 +215,39 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 			return a.Send(ctx, o)
 		}
 		err := send()
-		// A refusal (the platform answered that it will not post it: the
-		// bot blocked or removed, the chat or topic gone) is final: asking
-		// again costs requests and holds the lane for nothing.
-		for r := 0; err != nil && !refusedRoom(err) && r < len(sendRetries) && ctx.Err() == nil; r++ {
+		// A rate limit the adapter did not wait out is waited out here,
+		// within the budget; it is not a failed attempt. A refusal (the
+		// platform answered that it will not post it: the bot blocked or
+		// removed, the chat or topic gone) is final: asking again costs
+		// requests and holds the lane for nothing.
+		for r := 0; err != nil && ctx.Err() == nil; {
+			if ra := max(channels.RetryAfter(err), 0); ra > 0 {
+				ra = max(ra, time.Second)
+				if waited+ra > rateLimitBudget {
+					d.log.Warn("reply chunk rate limited past the outbox's budget", zap.String("channel", out.Channel),
+						zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID), zap.Int("chunk", i),
+						zap.Duration("retry_after", ra), zap.Duration("waited", waited), zap.Duration("budget", rateLimitBudget))
+					break
+				}
+				waited += ra
+				d.log.Warn("reply chunk rate limited; waiting", zap.String("channel", out.Channel),
+					zap.String("chat_id", out.ChatID), zap.String("reply_id", rp.ID), zap.Int("chunk", i),
+					zap.Duration("retry_after", ra), zap.Bool("on_lane", lane != nil))
+				if lane != nil {
+					rp.Sent = i
+					if o.park(*lane, parkedReply{a: a, rp: rp, out: out, waited: waited}, ra) {
+						return
+					}
+				}
+				if !rateLimitWait(ctx, ra) {
+					break
+				}
+				err = send()
+				continue
+			}
+			if refusedSend(err) || r == len(sendRetries) {
+				break
+			}
 			d.log.Warn("reply chunk not delivered; retrying", zap.String("channel", out.Channel),
 				zap.String("chat_id", out.ChatID), zap.Int("chunk", i), zap.Bool("outcome_known", channels.Answered(err)), zap.Error(err))
 			select {
@@ -187,6 +259,7 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 				}
 				err = send()
 			}
+			r++
 		}
 		if err != nil {
 			if ctx.Err() != nil && d.closing.Load() {
@@ -213,8 +286,8 @@ func (o *outbox) sendReply(ctx context.Context, a channels.Adapter, rp sessions.
 // MediaSender, the files read from the dispatcher's media store. Files
 // that cannot be sent (the store lost them, the channel sends no files,
 // the platform refused them) become their text fallback, so the rest of
-// the reply still goes out; a failure whose outcome is unknown is
-// returned for the outbox's retries.
+// the reply still goes out; a failure whose outcome is unknown, or a rate
+// limit, is returned for the outbox's retries.
 func (o *outbox) sendMedia(ctx context.Context, a channels.Adapter, out channels.Outbound, i int, mc channels.MediaChunk) ([]string, error) {
 	d := o.d
 	files, err := mc.Files(out)
@@ -238,7 +311,9 @@ func (o *outbox) sendMedia(ctx context.Context, a channels.Adapter, out channels
 	}
 	if why == "" {
 		ids, err := ms.SendMedia(ctx, out, i, mc, d.openMedia)
-		if err == nil || !channels.Answered(err) {
+		if err == nil || !channels.Answered(err) || channels.RetryAfter(err) > 0 {
+			// Sent, unknown, or rate limited (the outbox waits it out and
+			// sends the file again): not a refusal of the file.
 			return ids, err
 		}
 		d.log.Warn("platform refused a reply's file; sending its text fallback", zap.String("channel", out.Channel),
@@ -274,8 +349,10 @@ func (o *outbox) sent(id string, n int) {
 }
 
 // resend finishes a reply found in the outbox at start: only the chunks
-// not yet marked are sent; the model is not run again.
-func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
+// not yet marked are sent; the model is not run again. lane is the
+// session whose lane the caller runs on, nil on a goroutine of its own
+// (see sendReply).
+func (o *outbox) resend(ctx context.Context, rp sessions.Reply, lane *routing.Key) {
 	d := o.d
 	var out channels.Outbound
 	if err := json.Unmarshal(rp.Target, &out); err != nil {
@@ -302,5 +379,5 @@ func (o *outbox) resend(ctx context.Context, rp sessions.Reply) {
 	}
 	d.log.Info("resuming reply from the outbox", zap.String("reply_id", rp.ID), zap.String("session_key", rp.SessionKey),
 		zap.Int("sent", rp.Sent), zap.Int("chunks", len(rp.Chunks)))
-	o.sendReply(ctx, a, rp, out)
+	o.sendReply(ctx, a, rp, out, lane)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/jobs"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -213,6 +214,8 @@ func TestRemindMalformedStoresNothing(t *testing.T) {
 func TestJobGivenUpOnlyWhenTheRoomRefuses(t *testing.T) {
 	defer func(r []time.Duration) { sendRetries = r }(sendRetries)
 	sendRetries = []time.Duration{time.Millisecond}
+	defer func(b time.Duration) { rateLimitBudget = b }(rateLimitBudget)
+	rateLimitBudget = time.Second // the flood wait (5 s) outlasts the outbox's budget
 	for _, c := range []struct {
 		name    string
 		model   error
@@ -223,6 +226,10 @@ func TestJobGivenUpOnlyWhenTheRoomRefuses(t *testing.T) {
 		{"send times out", nil, errors.New("telegram: sendMessage: context deadline exceeded"), false},
 		{"flood wait", nil, channels.Refusal(retryAfterErr{}), false},
 		{"bot kicked", nil, channels.Refusal(errors.New("telegram: sendMessage: 403 Forbidden: bot was kicked")), true},
+		// The account's token was revoked or rotated (before the config
+		// caught up): the room refused nothing.
+		{"token refused", nil, &telegram.APIError{Method: "sendMessage", Code: 401, Description: "Unauthorized"}, false},
+		{"token unknown", nil, &telegram.APIError{Method: "sendMessage", Code: 404, Description: "Not Found"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := &model{reply: func(llm.Request) (string, error) { return "ok", nil }}

@@ -51,7 +51,7 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 		}
 		if w.Reply != nil {
 			flush()
-			d.outbox.resend(ctx, *w.Reply)
+			d.outbox.resend(ctx, *w.Reply, &b.Key)
 			continue
 		}
 		if w.Command != "" {

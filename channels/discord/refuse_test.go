@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -43,5 +44,17 @@ func TestChannelGoneOrForbidden(t *testing.T) {
 	refused("Send to a deleted channel", h.a.Send(ctx, channels.Outbound{Address: channels.Address{ChatID: "778"}, Text: "late"}), "10003")
 	if n := h.fake.Refusals(); n != 3 {
 		t.Fatalf("Discord refused %d requests, want 3 (one per call, no retries)", n)
+	}
+}
+
+// TestTokenRefusalIsTheAccounts: a 401 (the bot's token refused) is a
+// refusal of the account, not of the channel (a 403 or 404 is the
+// channel's); a 5xx leaves the outcome unknown.
+func TestTokenRefusalIsTheAccounts(t *testing.T) {
+	for code, want := range map[int][2]bool{401: {true, true}, 403: {true, false}, 404: {true, false}, 502: {false, false}} {
+		err := answered(&discordgo.RESTError{Response: &http.Response{StatusCode: code}})
+		if channels.Answered(err) != want[0] || channels.AccountRefused(err) != want[1] {
+			t.Errorf("%d: answered %v, account refused %v, want %v", code, channels.Answered(err), channels.AccountRefused(err), want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -102,9 +103,13 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 }
 
 // answered marks a REST error answer below 500 as the platform's refusal
-// (channels.Answered); anything else leaves the outcome unknown.
+// (channels.Answered; a 401, the bot's token refused, also
+// channels.AccountRefused); anything else leaves the outcome unknown.
 func answered(err error) error {
 	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
+		return channels.AccountRefusal(err) // the bot's token, not the channel
+	}
 	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
 		return channels.Refusal(err)
 	}

@@ -3,6 +3,7 @@ package telegram
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -33,6 +34,12 @@ func (e *APIError) Error() string {
 // the request was refused, so nothing was posted; a server error (and the
 // adapter's own 502 for an answer it could not read) leaves it unknown.
 func (e *APIError) Answered() bool { return e.Code > 0 && e.Code < 500 }
+
+// AccountRefused implements channels.AccountRefused: Telegram answers a
+// token it does not know (revoked, rotated) with 401 or 404 to any method.
+func (e *APIError) AccountRefused() bool {
+	return e.Code == http.StatusUnauthorized || e.Code == http.StatusNotFound
+}
 
 // Conflict reports a 409: another getUpdates consumer or an active webhook.
 func (e *APIError) Conflict() bool { return e.Code == 409 }
