@@ -113,7 +113,7 @@ func (d *dialer) transport() (sdk.Transport, error) {
 	ownGroup(cmd)
 	cmd.WaitDelay = stdioWaitDelay
 	d.cmd = cmd
-	return &sdk.CommandTransport{Command: cmd}, nil
+	return &stdioTransport{cmd: cmd, log: d.log}, nil
 }
 
 // env is the stdio server's environment: inheritedEnv, then env, then
