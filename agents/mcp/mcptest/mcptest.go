@@ -6,9 +6,9 @@
 // Tools: echo {text} returns the text; add {a, b} the sum; image a 1×1 PNG;
 // fail a result with isError; sleep {ms} sleeps (for timeouts); crash exits
 // the process during the call (stdio); grow adds the tool "extra" (the
-// server then sends notifications/tools/list_changed); noise prints a line
-// that is not JSON to stdout (stdio) before it answers; "dotted.name" has a
-// name outside [A-Za-z0-9_-].
+// server then sends notifications/tools/list_changed); "dotted.name" has a
+// name outside [A-Za-z0-9_-]. With EnvBanner, the stdio server also has
+// noise, which prints a line that is not JSON to stdout before it answers.
 package mcptest
 
 import (
@@ -32,7 +32,8 @@ import (
 const EnvStdio = "GATEWAY_MCPTEST_STDIO"
 
 // EnvBanner=1 makes the stdio server print a line that is not JSON to
-// stdout before it serves (as servers that log to stdout do).
+// stdout before it serves (as servers that log to stdout do), and offer
+// the tool noise.
 const EnvBanner = "GATEWAY_MCPTEST_BANNER"
 
 // PNG is the image the image tool returns.
@@ -110,11 +111,6 @@ func NewServer(name string) *sdk.Server {
 				})
 			return text("grown"), nil, nil
 		})
-	sdk.AddTool(s, &sdk.Tool{Name: "noise", Description: "Print a line that is not JSON to stdout, then answer."},
-		func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
-			fmt.Fprintln(os.Stdout, "debug: noise was called")
-			return text("quiet"), nil, nil
-		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dotted.name", Description: "A tool whose name has a dot."},
 		func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
 			return text("dotted"), nil, nil
@@ -129,10 +125,16 @@ func ServeStdioIfAsked() {
 	if os.Getenv(EnvStdio) != "1" {
 		return
 	}
+	s := NewServer("mcptest-stdio")
 	if os.Getenv(EnvBanner) == "1" {
 		fmt.Fprintln(os.Stdout, "mcptest server listening on stdio")
+		sdk.AddTool(s, &sdk.Tool{Name: "noise", Description: "Print a line that is not JSON to stdout, then answer."},
+			func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+				fmt.Fprintln(os.Stdout, "debug: noise was called")
+				return text("quiet"), nil, nil
+			})
 	}
-	if err := NewServer("mcptest-stdio").Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
 	}
