@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/gateway/gateway/sessions"
 )
@@ -253,7 +254,7 @@ func kindOf(mt string) string {
 
 // openWorkspace opens name inside the agent's workspace. Absolute paths,
 // "..", and symlinks that lead out are refused (os.Root); so are
-// directories and other non-regular files.
+// directories and other non-regular files (a named pipe without blocking).
 func openWorkspace(workspace, name string) (*os.File, error) {
 	if workspace == "" {
 		return nil, toolErrorf("message: send_media: this agent has no workspace; only media ids from tool results can be sent")
@@ -268,7 +269,10 @@ func openWorkspace(workspace, name string) (*os.File, error) {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(clean))
+	// O_NONBLOCK: a named pipe opens at once (and is refused below as not
+	// a regular file) instead of blocking until a writer comes; reads of a
+	// regular file are not affected.
+	f, err := root.OpenFile(filepath.FromSlash(clean), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, toolErrorf("message: send_media: %q: no such file in the workspace", name)

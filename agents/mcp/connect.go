@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -46,7 +47,18 @@ type dialer struct {
 	onToolsChanged func()
 	// stderr keeps the tail of a stdio server's stderr for error messages.
 	stderr *tailWriter
+	// cmd is the stdio server's process (nil for HTTP), the leader of its
+	// own process group.
+	cmd *exec.Cmd
 }
+
+// Stopping a stdio server's leftovers: how long Wait waits for the stderr
+// pipe once the server exited (a process it started may hold it open),
+// and how long the group gets between SIGTERM and SIGKILL.
+const (
+	stdioWaitDelay = time.Second
+	groupGrace     = time.Second
+)
 
 // connect starts or reaches the server and completes the MCP handshake.
 func (d *dialer) connect(ctx context.Context) (*sdk.ClientSession, error) {
@@ -96,7 +108,12 @@ func (d *dialer) transport() (sdk.Transport, error) {
 	cmd.Env = env
 	d.stderr = newTailWriter(d.log)
 	cmd.Stderr = d.stderr
-	return &sdk.CommandTransport{Command: cmd}, nil
+	// What the server starts goes in its group, stopped with it (reap);
+	// Wait does not hang on a pipe such a process still holds.
+	ownGroup(cmd)
+	cmd.WaitDelay = stdioWaitDelay
+	d.cmd = cmd
+	return &stdioTransport{cmd: cmd, log: d.log}, nil
 }
 
 // env is the stdio server's environment: inheritedEnv, then env, then
@@ -127,6 +144,16 @@ func (d *dialer) env() ([]string, error) {
 		env = append(env, k+"="+v)
 	}
 	return env, nil
+}
+
+// reap stops what is left of a stdio server's process group once its
+// session closed (or never opened): processes the server started and did
+// not stop, which would otherwise outlive it — and the daemon.
+func (d *dialer) reap() {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	killGroup(d.cmd.Process.Pid, groupGrace)
 }
 
 // stderrTail is ": stderr: <last lines>" of a stdio server, or "".

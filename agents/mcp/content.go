@@ -19,6 +19,10 @@ const (
 	// MaxImageBytes is the largest image kept as an image block; a larger
 	// one is described.
 	MaxImageBytes = 2 << 20
+	// MaxResultImageBytes is the most image bytes one result keeps as
+	// image blocks in all; later images are described. The transcript
+	// carries them to every later request of the session.
+	MaxResultImageBytes = 4 << 20
 )
 
 // partSeparator goes between the text parts of one result merged into
@@ -34,12 +38,13 @@ type Result struct {
 }
 
 // convert turns a CallToolResult into transcript blocks: text as text,
-// images (up to MaxImageBytes) as pi image blocks, audio, resource links and
-// embedded resources described or inlined as text. Structured content is
+// images (up to MaxImageBytes each, MaxResultImageBytes in all) as pi
+// image blocks, audio, resource links and embedded resources described or
+// inlined as text. Structured content is
 // the text when the server sent no content blocks.
 func convert(r *sdk.CallToolResult) Result {
 	out := Result{IsError: r.IsError}
-	budget := MaxResultText
+	budget, images := MaxResultText, MaxResultImageBytes
 	addText := func(s string) {
 		if s == "" {
 			return
@@ -67,6 +72,11 @@ func convert(r *sdk.CallToolResult) Result {
 				addText(fmt.Sprintf("[image: %s, %d bytes, not shown: over %d bytes or not an image type]", c.MIMEType, len(c.Data), MaxImageBytes))
 				continue
 			}
+			if len(c.Data) > images {
+				addText(fmt.Sprintf("[image: %s, %d bytes, not shown: the result's images are over %d bytes in all]", c.MIMEType, len(c.Data), MaxResultImageBytes))
+				continue
+			}
+			images -= len(c.Data)
 			// The text note tells a model that reads only a tool result's
 			// text (the providers send tool results as text) what came.
 			addText(fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))

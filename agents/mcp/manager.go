@@ -150,7 +150,9 @@ func sameConnection(a, b ServerConfig) bool {
 
 // Run supervises the servers Apply set (and sets later) until ctx ends,
 // then closes every session (stdio servers get their stdin closed, then
-// SIGTERM, then SIGKILL) and returns nil once all supervisors returned.
+// SIGTERM, then SIGKILL; then whatever is left of the process group each
+// was started in — processes it started — gets SIGTERM, then SIGKILL) and
+// returns nil once all supervisors returned.
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for {

@@ -92,12 +92,16 @@ func (s *server) supervise(ctx context.Context) {
 			if cs != nil {
 				_ = cs.Close()
 			}
+			d.reap()
 			s.setDown(StateStopped, nil, 0)
 			return
 		}
-		if err == nil {
+		if err != nil {
+			d.reap()
+		} else {
 			s.log.Info("mcp server connected", zap.String("transport", d.cfg.Transport()), zap.Int("tools", len(s.toolList())))
 			err = s.serve(ctx, cs, d)
+			d.reap() // the session is closed: what the server left behind goes too
 			if ctx.Err() != nil {
 				s.setDown(StateStopped, nil, 0)
 				return

@@ -84,7 +84,8 @@ func albumFamily(kind string) string {
 
 // mediaPlan splits group g into calls: runs of files of one album family
 // become albums of at most MaxAlbum, other files single sends; a file over
-// MaxUpload becomes its text fallback. The caption goes on the first call.
+// MaxUpload becomes its text fallback. The caption goes on the first call
+// that sends files; with none, it follows the notices as text.
 func mediaPlan(g int, mg channels.MediaGroup) ([]channels.MediaChunk, string) {
 	caption, rest := captionSplit(mg.Caption)
 	var out []channels.MediaChunk
@@ -114,12 +115,13 @@ func mediaPlan(g int, mg channels.MediaGroup) ([]channels.MediaChunk, string) {
 		}
 	}
 	flush()
-	if len(out) > 0 {
-		out[0].Caption = caption
-	} else {
-		rest = strings.TrimSpace(caption + "\n\n" + rest)
+	for i := range out {
+		if out[i].Fallback == "" { // a notice is sent as it is: the caption goes with files
+			out[i].Caption = caption
+			return out, rest
+		}
 	}
-	return out, rest
+	return out, strings.TrimSpace(caption + "\n\n" + rest)
 }
 
 // captionSplit cuts a caption to MaxCaptionLength UTF-16 units of its

@@ -132,6 +132,35 @@ func TestSendMediaOverTelegramLimitFallsBack(t *testing.T) {
 	}
 }
 
+// A group whose first file is over Telegram's limit keeps its caption:
+// the notice is its own message, and the caption goes with the next file
+// (here a photo) or, with none, as text after the notice.
+func TestSendMediaOverLimitKeepsCaption(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a := newSender(t, srv)
+	store := memMedia{}
+	big := channels.OutMedia{Kind: channels.MediaVideo, MimeType: "video/mp4", FileName: "big.mp4", Size: 60 << 20, SHA256: strings.Repeat("a", 64)}
+	photo := store.add(channels.MediaImage, "image/png", "chart.png", []byte("\x89PNG fake chart"))
+	out := channels.Outbound{Address: channels.Address{ChatID: "111"}, Media: []channels.MediaGroup{
+		{Items: []channels.OutMedia{big, photo}, Caption: "the sales video and its chart"},
+		{Items: []channels.OutMedia{big}, Caption: "the video again"},
+	}}
+	sendAll(t, a, out, store.open)
+	var texts []string
+	for _, s := range srv.Sent() {
+		texts = append(texts, s.Method+": "+s.Text)
+	}
+	want := []string{
+		"sendMessage: 📎 big.mp4 (60.0 MB) could not be attached: over Telegram's 50 MB limit for bots.",
+		"sendPhoto: the sales video and its chart",
+		"sendMessage: 📎 big.mp4 (60.0 MB) could not be attached: over Telegram's 50 MB limit for bots.",
+		"sendMessage: the video again",
+	}
+	if strings.Join(texts, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("sent:\n%s\nwant:\n%s", strings.Join(texts, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestSendMediaRetries: a file send meets what a text send meets, and
 // gets past it the same way (the one retry loop of send.go): a caption
 // whose entities Telegram rejects goes again as plain text (the library's

@@ -7,7 +7,8 @@
 // fail a result with isError; sleep {ms} sleeps (for timeouts); crash exits
 // the process during the call (stdio); grow adds the tool "extra" (the
 // server then sends notifications/tools/list_changed); "dotted.name" has a
-// name outside [A-Za-z0-9_-].
+// name outside [A-Za-z0-9_-]. With EnvBanner, the stdio server also has
+// noise, which prints a line that is not JSON to stdout before it answers.
 package mcptest
 
 import (
@@ -29,6 +30,11 @@ import (
 // EnvStdio makes a test binary that calls ServeStdioIfAsked serve the
 // tools on stdin/stdout instead of running its tests.
 const EnvStdio = "GATEWAY_MCPTEST_STDIO"
+
+// EnvBanner=1 makes the stdio server print a line that is not JSON to
+// stdout before it serves (as servers that log to stdout do), and offer
+// the tool noise.
+const EnvBanner = "GATEWAY_MCPTEST_BANNER"
 
 // PNG is the image the image tool returns.
 var PNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
@@ -119,7 +125,16 @@ func ServeStdioIfAsked() {
 	if os.Getenv(EnvStdio) != "1" {
 		return
 	}
-	if err := NewServer("mcptest-stdio").Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	s := NewServer("mcptest-stdio")
+	if os.Getenv(EnvBanner) == "1" {
+		fmt.Fprintln(os.Stdout, "mcptest server listening on stdio")
+		sdk.AddTool(s, &sdk.Tool{Name: "noise", Description: "Print a line that is not JSON to stdout, then answer."},
+			func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+				fmt.Fprintln(os.Stdout, "debug: noise was called")
+				return text("quiet"), nil, nil
+			})
+	}
+	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
 	}

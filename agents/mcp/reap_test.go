@@ -1,0 +1,74 @@
+package mcp_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/agents/mcp"
+	"github.com/gateway/gateway/agents/mcp/mcptest"
+)
+
+// running reports whether pid is a live process (a zombie is not: no
+// reaper may run in a container).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// A stdio server started through a wrapper that leaves a helper process
+// behind (a shell running a background job, npx, a language's launcher):
+// when the manager stops, nothing of it is left running, and the stop does
+// not wait on the helper holding the server's stderr.
+func TestStdioServerLeavesNoProcesses(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	pidFile := filepath.Join(t.TempDir(), "helper.pid")
+	cfg := mcptest.StdioConfig(t)
+	exe := cfg.Command
+	cfg.Command = "/bin/sh"
+	cfg.Args = []string{"-c", `sleep 300 & echo $! > "$HELPER_PID"; exec "$0"`, exe}
+	cfg.Env["HELPER_PID"] = pidFile
+	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"wrapped": cfg}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = m.Run(ctx)
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	if got := text(call(t, m, "wrapped__echo", `{"text":"up"}`)); got != "up" {
+		t.Fatalf("echo = %q", got)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !running(helper) {
+		t.Fatalf("helper pid %q not running (%v)", b, err)
+	}
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(helper); err == nil {
+			_ = p.Kill()
+		}
+	})
+	cancel()
+	wg.Wait()
+	if running(helper) {
+		t.Fatalf("the server's helper process %d still runs after the manager stopped", helper)
+	}
+}

@@ -1,0 +1,186 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+)
+
+// stdioTransport runs a stdio server as the SDK's CommandTransport does
+// (newline-delimited JSON on its stdin and stdout; closing stops it:
+// stdin closed, then SIGTERM, then SIGKILL), except that lines of its
+// stdout that are not JSON between messages (a start banner, a stray
+// debug print) are skipped and logged, as the other SDKs' clients skip
+// them, instead of ending the session.
+type stdioTransport struct {
+	cmd *exec.Cmd
+	log *zap.Logger
+}
+
+// stdioTerminate is how long closing waits for the server to exit after
+// closing its stdin, and again after SIGTERM, before SIGKILL.
+const stdioTerminate = 5 * time.Second
+
+func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout: %w", err)
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin: %w", err)
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	p := &stdioProcess{cmd: t.cmd, stdin: stdin}
+	tr := &sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log}, Writer: p}
+	return tr.Connect(ctx)
+}
+
+// stdioProcess is the server's stdin; closing it stops the server.
+type stdioProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+func (p *stdioProcess) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close closes stdin and waits for the server to exit: after
+// stdioTerminate it gets SIGTERM, after as long again SIGKILL.
+func (p *stdioProcess) Close() error {
+	if err := p.stdin.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(stdioTerminate)
+		defer t.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if p.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill: %w", err)
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the server process does not exit")
+}
+
+// jsonLines passes a server's stdout through, but for the lines that begin
+// outside any JSON value with something else than '{' or '[' (messages
+// are objects, or arrays of them): those are dropped and logged. It
+// follows strings and nesting so a message spread over several lines
+// passes whole.
+type jsonLines struct {
+	r   *bufio.Reader
+	log *zap.Logger
+
+	pending []byte // passed bytes not yet returned
+	inLine  bool   // the last chunk did not end its line
+	drop    bool   // the current line is being dropped
+	depth   int    // nesting of the JSON value being passed
+	inStr   bool   // inside a string of it
+	escape  bool   // after a backslash in that string
+	dropped []byte // the start of the line being dropped, for the log
+}
+
+// maxDroppedLog is how much of a dropped line is logged.
+const maxDroppedLog = 200
+
+func (j *jsonLines) Read(p []byte) (int, error) {
+	for len(j.pending) == 0 {
+		chunk, err := j.r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			j.take(chunk)
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if len(j.pending) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, j.pending)
+	j.pending = j.pending[n:]
+	return n, nil
+}
+
+// take decides about chunk, a piece of a line (ending with its newline,
+// if it is the line's last), and queues what passes.
+func (j *jsonLines) take(chunk []byte) {
+	if !j.inLine && j.depth == 0 {
+		// A line that starts between messages: JSON, blank, or noise.
+		first := byte('\n')
+		for _, c := range chunk {
+			if c != ' ' && c != '\t' && c != '\r' {
+				first = c
+				break
+			}
+		}
+		j.drop = first != '{' && first != '[' && first != '\n'
+	}
+	j.inLine = chunk[len(chunk)-1] != '\n'
+	if j.drop {
+		if len(j.dropped) < maxDroppedLog {
+			j.dropped = append(j.dropped, chunk[:min(len(chunk), maxDroppedLog-len(j.dropped))]...)
+		}
+		if !j.inLine {
+			j.log.Warn("mcp server wrote a line that is not JSON to stdout; skipped",
+				zap.ByteString("line", bytesTrimNewline(j.dropped)))
+			j.dropped, j.drop = j.dropped[:0], false
+		}
+		return
+	}
+	for _, c := range chunk {
+		switch {
+		case j.inStr && j.escape:
+			j.escape = false
+		case j.inStr && c == '\\':
+			j.escape = true
+		case j.inStr && c == '"':
+			j.inStr = false
+		case j.inStr:
+		case c == '"':
+			j.inStr = true
+		case c == '{' || c == '[':
+			j.depth++
+		case c == '}' || c == ']':
+			j.depth = max(j.depth-1, 0)
+		}
+	}
+	j.pending = append(j.pending, chunk...)
+}
+
+func bytesTrimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// Close does nothing: the session ends by closing stdin (stdioProcess).
+func (j *jsonLines) Close() error { return nil }
