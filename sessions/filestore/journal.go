@@ -69,8 +69,14 @@ type Journal struct {
 	fault     error    // the last write failure; nil when healthy
 	closed    bool
 
-	syncMu sync.Mutex // serialises fsyncs; guards synced
+	syncMu sync.Mutex // serialises fsyncs; guards synced, lost, lostErr
 	synced uint64     // every line up to this sequence number is durable
+	// lost is the last line a failed fsync covered (0: none since the log
+	// was last rewritten), lostErr that failure. The kernel reports a lost
+	// write-back once and the next fsync succeeds without those lines, so
+	// they stay failed until recover rewrites the log from memory.
+	lost    uint64
+	lostErr error
 
 	lines, fsyncs, failures atomic.Int64
 }

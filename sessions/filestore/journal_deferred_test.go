@@ -109,12 +109,22 @@ func TestJournalAcceptDeferredFailedWaitKeepsRecord(t *testing.T) {
 		t.Fatalf("held after the failed wait: %v, want [m]", got)
 	}
 	failing.Store(false)
+	// The line the failed fsync covered is durable once the journal has
+	// rewritten its log (recover, within journalRetryEvery); until then
+	// the redelivery's wait fails too (TestJournalFailedFsyncLosesNoAcknowledgedAccept).
+	deadline := time.Now().Add(20 * time.Second)
+	for j.Health() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("journal did not recover once fsync worked")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	dup, wait, err = j.AcceptDeferred(ctx, sessions.Record{ID: "m", Payload: json.RawMessage(`{}`)})
 	if err != nil || !dup {
 		t.Fatalf("redelivery: dup %v, %v; want a duplicate", dup, err)
 	}
 	if err := wait(); err != nil {
-		t.Fatalf("redelivery's wait once fsync works: %v", err)
+		t.Fatalf("redelivery's wait once the journal recovered: %v", err)
 	}
 }
 

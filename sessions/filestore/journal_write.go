@@ -118,6 +118,9 @@ type brokenFile struct{ journalFile }
 func (j *Journal) syncTo(seq uint64) error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
+	if seq <= j.lost {
+		return j.lostErr
+	}
 	if j.synced >= seq {
 		return nil
 	}
@@ -131,6 +134,7 @@ func (j *Journal) syncTo(seq uint64) error {
 	if err := f.Sync(); err != nil {
 		j.mu.Lock()
 		j.fault = fmt.Errorf("%w: fsync %s: %w", sessions.ErrStorage, j.path, err)
+		j.lost, j.lostErr = target, j.fault
 		j.mu.Unlock()
 		return j.fault
 	}
@@ -196,12 +200,27 @@ func (j *Journal) recover() {
 	if _, ok := j.f.(brokenFile); ok {
 		return
 	}
+	if j.lost > 0 {
+		// An fsync failed: lines it covered may be written nowhere but
+		// in memory. Rewrite the log from memory (fsynced, renamed), which
+		// also proves it takes writes again.
+		if err := j.compactLocked(); err != nil {
+			if !j.closed {
+				j.fault = fmt.Errorf("%w: rewrite %s after a failed fsync: %w", sessions.ErrStorage, j.path, err)
+			}
+			return
+		}
+		j.fault = nil
+		j.log.Info("journal rewritten after a failed fsync; writable again")
+		return
+	}
 	// Nothing waits: prove the log takes writes again before saying so.
 	if err := j.appendLocked([]byte(`{"op":"probe"}` + "\n")); err != nil {
 		return
 	}
 	if err := j.f.Sync(); err != nil {
 		j.fault = fmt.Errorf("%w: fsync %s: %w", sessions.ErrStorage, j.path, err)
+		j.lost, j.lostErr = j.written, j.fault
 		return
 	}
 	j.synced = j.written
@@ -333,6 +352,7 @@ func (j *Journal) compactLocked() error {
 	j.backlog = nil // the rewrite holds every mark
 	j.size, j.compacted = int64(buf.Len()), int64(buf.Len())
 	j.synced = j.written
+	j.lost, j.lostErr = 0, nil // the rewrite holds every line
 	j.log.Debug("journal compacted", zap.Int("pending", len(rs)), zap.Int("replies", len(rps)), zap.Int("done_ids", len(j.doneOrder)))
 	return nil
 }

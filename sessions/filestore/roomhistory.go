@@ -45,8 +45,10 @@ type RoomHistory struct {
 	fl      *flock.Flock
 	// compactMin is historyCompactMin; smaller in tests.
 	compactMin int64
-	// write appends to the log ((*os.File).Write); tests inject faults.
+	// write appends to the log ((*os.File).Write) and fsync makes it
+	// durable ((*os.File).Sync); tests inject faults.
 	write func(f *os.File, b []byte) (int, error)
+	fsync func(f *os.File) error
 
 	mu      sync.Mutex // guards the fields below
 	f       *os.File
@@ -61,8 +63,13 @@ type RoomHistory struct {
 	gone      map[uint64]struct{}
 	goneOrder []uint64
 
-	syncMu sync.Mutex // serialises fsyncs; guards synced
+	syncMu sync.Mutex // serialises fsyncs; guards synced, failed, ferr
 	synced uint64
+	// failed is the last write a failed fsync covered, ferr its error:
+	// those writes stay failed, as the kernel reports a lost write-back
+	// once and the next fsync succeeds without them.
+	failed uint64
+	ferr   error
 
 	appends, fsyncs atomic.Int64
 }
@@ -112,7 +119,7 @@ func OpenRoomHistory(dir string, log *zap.Logger) *RoomHistory {
 		log = zap.NewNop()
 	}
 	h := &RoomHistory{path: filepath.Join(dir, historyFile), log: log, rooms: map[string]*histRoom{},
-		gone: map[uint64]struct{}{}, compactMin: historyCompactMin, write: (*os.File).Write}
+		gone: map[uint64]struct{}{}, compactMin: historyCompactMin, write: (*os.File).Write, fsync: (*os.File).Sync}
 	if err := h.open(dir); err != nil {
 		h.openErr = fmt.Errorf("sessions: room history: %w", err)
 		log.Error("room history unavailable", zap.Error(err))

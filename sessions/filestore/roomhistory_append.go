@@ -178,6 +178,9 @@ func (h *RoomHistory) writeLocked(b []byte) error {
 func (h *RoomHistory) syncTo(w uint64) error {
 	h.syncMu.Lock()
 	defer h.syncMu.Unlock()
+	if w <= h.failed {
+		return h.ferr
+	}
 	if h.synced >= w {
 		return nil
 	}
@@ -188,8 +191,10 @@ func (h *RoomHistory) syncTo(w uint64) error {
 		return errors.New("room history closed")
 	}
 	h.fsyncs.Add(1)
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%w: fsync %s: %w", sessions.ErrStorage, h.path, err)
+	if err := h.fsync(f); err != nil {
+		h.failed = target
+		h.ferr = fmt.Errorf("%w: fsync %s: %w", sessions.ErrStorage, h.path, err)
+		return h.ferr
 	}
 	h.synced = target
 	return nil

@@ -408,3 +408,39 @@ func TestRoomHistoryAppendDoesNotWaitForAnotherFsync(t *testing.T) {
 		t.Fatal("maybeCompact waited for an fsync in flight with nothing to compact")
 	}
 }
+
+// TestRoomHistoryFailedFsyncFailsEveryWriteItCovered: two lines written
+// before one fsync that fails are both reported lost. On main the second
+// wait ran a new fsync, which succeeds (the kernel reports a lost
+// write-back once), and said its line was durable.
+func TestRoomHistoryFailedFsyncFailsEveryWriteItCovered(t *testing.T) {
+	h := openTestHistory(t, t.TempDir())
+	lim := sessions.HistoryLimits{Count: 50, MaxBytes: 1 << 10}
+	ctx := context.Background()
+	_, waitA, err := h.Add(ctx, testRoom, sessions.HistoryEntry{MessageID: "a", Text: "a"}, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, waitB, err := h.Add(ctx, testRoom, sessions.HistoryEntry{MessageID: "b", Text: "b"}, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	h.fsync = func(f *os.File) error {
+		if !failed {
+			failed = true
+			return &os.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
+		}
+		return f.Sync()
+	}
+	if err := waitA(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("first wait: %v, want EIO", err)
+	}
+	if err := waitB(); !errors.Is(err, syscall.EIO) || !errors.Is(err, sessions.ErrStorage) {
+		t.Errorf("the other line the failed fsync covered: %v, want ErrStorage wrapping EIO", err)
+	}
+	// A line written after the failure is fsynced anew.
+	if _, err := h.Append(ctx, testRoom, sessions.HistoryEntry{MessageID: "c", Text: "c"}, lim); err != nil {
+		t.Errorf("append after the failed fsync: %v", err)
+	}
+}

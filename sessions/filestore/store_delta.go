@@ -201,11 +201,24 @@ func appendDelta(path string, good int64, lines []byte) error {
 		_ = f.Truncate(good)
 		return fmt.Errorf("sessions: change log: append: %w", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncDelta(f); err != nil {
+		// The lines may be in the file but not on disk: cut them, so the
+		// file holds none of a change its caller is told failed, and the
+		// next append is written (and fsynced) where they were. Left in
+		// place, a later append's successful fsync would say nothing of
+		// them (the kernel reports a lost write-back once): after a power
+		// loss their range could be garbage glued to that append's line,
+		// which would then be skipped as bad.
+		if terr := f.Truncate(good); terr != nil {
+			err = errors.Join(err, fmt.Errorf("cut back: %w", terr))
+		}
 		return fmt.Errorf("sessions: change log: fsync: %w", err)
 	}
 	return nil
 }
+
+// syncDelta fsyncs the change log ((*os.File).Sync; tests inject faults).
+var syncDelta = (*os.File).Sync
 
 // truncateDelta empties the change log after a fold.
 func truncateDelta(path string) error {

@@ -276,41 +276,66 @@ func (t *File) writeLocked(f handle, fi os.FileInfo, enc func(*fileState, handle
 
 // syncGroup coalesces fsyncs: an appender whose write is already covered
 // by a finished fsync returns at once; one running fsync serves every write
-// completed before it started.
+// completed before it started. A failed fsync fails every write it
+// covered, also the writes of those who waited for it: the kernel reports
+// a lost write-back once, so a second fsync would succeed without those
+// bytes being on disk.
 type syncGroup struct {
-	mu       sync.Mutex    // guards the fields below
-	durable  uint64        // highest write sequence known to be on disk
-	inflight chan struct{} // closed when the running fsync ends; nil if none
+	mu       sync.Mutex // guards the fields below
+	durable  uint64     // highest write sequence known to be on disk
+	failed   uint64     // highest write sequence a failed fsync covered
+	ferr     error      // that fsync's error
+	inflight *syncCall  // the running fsync; nil if none
+}
+
+// syncCall is one fsync: done is closed when it ended with err, having
+// covered the writes up to target.
+type syncCall struct {
+	done   chan struct{}
+	target uint64
+	err    error
 }
 
 func (g *syncGroup) wait(f handle, seq uint64, written func() uint64) error {
 	for {
 		g.mu.Lock()
+		if seq <= g.failed {
+			// Also when a later fsync succeeded: it does not bring back
+			// what the failed one lost.
+			err := g.ferr
+			g.mu.Unlock()
+			return err
+		}
 		if g.durable >= seq {
 			g.mu.Unlock()
 			return nil
 		}
-		if ch := g.inflight; ch != nil {
+		if c := g.inflight; c != nil {
 			g.mu.Unlock()
-			<-ch
+			<-c.done
+			if c.target >= seq {
+				return c.err
+			}
 			continue
 		}
-		ch := make(chan struct{})
-		g.inflight = ch
-		target := written()
+		c := &syncCall{done: make(chan struct{}), target: written()}
+		g.inflight = c
 		g.mu.Unlock()
 
-		err := f.Sync()
+		c.err = f.Sync()
 
 		g.mu.Lock()
 		g.inflight = nil
-		if err == nil && target > g.durable {
-			g.durable = target
+		switch {
+		case c.err != nil && c.target > g.failed:
+			g.failed, g.ferr = c.target, c.err
+		case c.err == nil && c.target > g.durable:
+			g.durable = c.target
 		}
 		g.mu.Unlock()
-		close(ch)
-		if err != nil {
-			return err
+		close(c.done)
+		if c.err != nil || c.target >= seq {
+			return c.err
 		}
 	}
 }
