@@ -185,3 +185,41 @@ func TestReadBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestReadTornLastLine: OpenClaw killed mid-append leaves its transcript
+// with a torn last line (no newline, not JSON). Like loading one here
+// (SPEC §3.4), the import drops that fragment and counts it in the report;
+// it refused the whole state before. A bad line before the last, or a
+// last line ended by its newline, is still an error naming the line.
+func TestReadTornLastLine(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	path := filepath.Join(dir, "agents", "ops", "sessions", openclawtest.OpsDMSession+".jsonl")
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := read(t, dir)
+	want := len(keyOf(before, "agent:ops:discord:direct:777").Transcripts[openclawtest.OpsDMSession])
+	torn := append(bytes.TrimRight(whole, "\n"), []byte("\n{\"type\":\"message\",\"id\":\"zz\",\"parentId\":\"x\",\"mess")...)
+	if err := os.WriteFile(path, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, dir)
+	dm := keyOf(p, "agent:ops:discord:direct:777")
+	if dm == nil || len(dm.Transcripts[openclawtest.OpsDMSession]) != want {
+		t.Fatalf("with a torn last line: %+v, want the %d lines read without it", dm, want)
+	}
+	found := false
+	for _, u := range p.Report.List() {
+		found = found || (u.Field == "transcript.tornLastLine" && u.Count == 1)
+	}
+	if !found {
+		t.Errorf("the torn line is not in the report: %+v", p.Report.List())
+	}
+	if err := os.WriteFile(path, append(torn, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openclaw.Read(dir, openclaw.Options{Decoders: decoders, TempDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "line") {
+		t.Errorf("a bad line ended by its newline: %v, want an error naming the line", err)
+	}
+}
