@@ -223,3 +223,32 @@ func TestReadTornLastLine(t *testing.T) {
 		t.Errorf("a bad line ended by its newline: %v, want an error naming the line", err)
 	}
 }
+
+// TestReadNewerTranscriptVersion: a transcript whose header says a format
+// newer than version 3 is read as version 3, and the report says so (it
+// came over with "unmapped: nothing").
+func TestReadNewerTranscriptVersion(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	path := filepath.Join(dir, "agents", "ops", "sessions", openclawtest.OpsDMSession+".jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := bytes.Replace(b, []byte(`"version":3`), []byte(`"version":7`), 1)
+	if bytes.Equal(nb, b) {
+		t.Fatalf("no version 3 header in %s", b)
+	}
+	if err := os.WriteFile(path, nb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, dir)
+	if keyOf(p, "agent:ops:discord:direct:777") == nil {
+		t.Fatal("the session was not read")
+	}
+	for _, u := range p.Report.List() {
+		if u.Field == "transcript.version.7" && u.Count == 1 {
+			return
+		}
+	}
+	t.Errorf("the newer version is not in the report: %+v", p.Report.List())
+}
