@@ -2,6 +2,7 @@ package openclaw_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -251,4 +252,44 @@ func TestReadNewerTranscriptVersion(t *testing.T) {
 		}
 	}
 	t.Errorf("the newer version is not in the report: %+v", p.Report.List())
+}
+
+// TestReadCleansEntryText: an entry whose text holds NUL or invalid UTF-8
+// (a display name from a chat) is cleaned as the gateway cleans what
+// chats send (sessions.Origin.Clean) and counted; PostgreSQL refused the
+// whole import with its driver error ("invalid byte sequence for encoding
+// UTF8: 0x00").
+func TestReadCleansEntryText(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	path := filepath.Join(dir, "agents", "ops", "sessions", "sessions.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]map[string]any{}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	e := idx["agent:ops:discord:dm:777"]
+	if e == nil {
+		t.Fatalf("no dm entry in %s", b)
+	}
+	e["displayName"], e["label"] = "Ann\x00Lee", "l\x00"
+	if b, err = json.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, dir)
+	dm := keyOf(p, "agent:ops:discord:direct:777")
+	if dm == nil || dm.Entry.DisplayName != "AnnLee" || dm.Entry.Label != "l" {
+		t.Fatalf("dm entry %+v, want the NUL bytes dropped", dm)
+	}
+	for _, u := range p.Report.List() {
+		if u.Field == "entry.text" && u.Count == 2 {
+			return
+		}
+	}
+	t.Errorf("the cleaned fields are not in the report: %+v", p.Report.List())
 }
