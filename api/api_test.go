@@ -345,6 +345,10 @@ func TestPatch(t *testing.T) {
 		{"model of unknown provider", `{"model":"nope/gpt-4o"}`, 400},
 		{"model the config does not offer", `{"model":"local/echo-2"}`, 400},
 		{"wrong type", `{"title":5}`, 400},
+		// PostgreSQL text holds no NUL (it answered 500 with its driver
+		// error; files stored it, and `storage migrate` then failed).
+		{"NUL in label", `{"label":"a\u0000b"}`, 400},
+		{"NUL in model", `{"model":"local/ec\u0000ho"}`, 400},
 		{"oversized", `{"title":"` + strings.Repeat("a", api.MaxBody) + `"}`, 413},
 	}
 	for _, tc := range bad {

@@ -41,6 +41,9 @@ func (s *Server) deliveryRoutes() {
 		writeJSON(w, http.StatusOK, map[string]any{"letters": ls})
 	})))
 	s.mux.Handle("POST /api/deliveries/failed/{id}/resubmit", s.auth(limitBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !letterID(w, r) {
+			return
+		}
 		got, err := dl.Resubmit(r.Context(), r.PathValue("id"))
 		if err != nil {
 			writeLetterError(w, err)
@@ -49,12 +52,26 @@ func (s *Server) deliveryRoutes() {
 		writeJSON(w, http.StatusOK, map[string]any{"resubmitted": got})
 	}))))
 	s.mux.Handle("DELETE /api/deliveries/failed/{id}", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !letterID(w, r) {
+			return
+		}
 		if err := dl.Discard(r.Context(), r.PathValue("id")); err != nil {
 			writeLetterError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"discarded": r.PathValue("id")})
 	})))
+}
+
+// letterID answers 400 for a path id no letter can have (not UTF-8, or
+// with a NUL), the caller's mistake on every backend, and reports whether
+// the id may go on.
+func letterID(w http.ResponseWriter, r *http.Request) bool {
+	if err := sessions.CheckID("dead letter", r.PathValue("id")); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return false
+	}
+	return true
 }
 
 // writeLetterError answers 404 for a letter that is not there, 409 for

@@ -80,6 +80,10 @@ func TestDeliveryRoutes(t *testing.T) {
 		{"DELETE", "/api/deliveries/failed/c", "tok", http.StatusConflict},
 		{"DELETE", "/api/deliveries/failed/b", "tok", http.StatusOK},
 		{"DELETE", "/api/deliveries/failed/b", "tok", http.StatusNotFound},
+		// An id no letter can have is the caller's mistake on every
+		// backend (PostgreSQL answered 500 with its driver error).
+		{"DELETE", "/api/deliveries/failed/a%00b", "tok", http.StatusBadRequest},
+		{"POST", "/api/deliveries/failed/a%FFb/resubmit", "tok", http.StatusBadRequest},
 	} {
 		if got := call(c.method, c.path, c.token); got != c.want {
 			t.Errorf("%s %s (token %q): %d, want %d", c.method, c.path, c.token, got, c.want)

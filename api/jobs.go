@@ -47,6 +47,12 @@ func (s *Server) jobRoutes() {
 	s.mux.Handle("GET /api/jobs", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f := sessions.JobFilter{AgentID: q.Get("agent"), SessionKey: q.Get("session"), Active: q.Get("all") == ""}
+		for name, v := range map[string]string{"agent": f.AgentID, "session": f.SessionKey} {
+			if err := sessions.CheckID(name, v); v != "" && err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+		}
 		js, err := store().ListJobs(r.Context(), f)
 		if err != nil {
 			s.log.Error("listing jobs failed", zap.Error(err))
@@ -88,6 +94,10 @@ func (s *Server) jobRoutes() {
 		writeJSON(w, http.StatusCreated, map[string]any{"job": j})
 	}))))
 	s.mux.Handle("DELETE /api/jobs/{id}", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := sessions.CheckID("job", r.PathValue("id")); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		err := store().RemoveJob(r.Context(), r.PathValue("id"))
 		switch {
 		case errors.Is(err, sessions.ErrNoJob):

@@ -71,6 +71,18 @@ func TestJobRoutes(t *testing.T) {
 	if code, _ := call("DELETE", "/api/jobs/"+added.Job.ID, "tok", ""); code != 404 {
 		t.Errorf("second remove: %d", code)
 	}
+	// An id or a filter no job can have is the caller's mistake on every
+	// backend (PostgreSQL answered 500 with its driver error).
+	for _, path := range []string{"/api/jobs/a%00b", "/api/jobs/a%FFb"} {
+		if code, body := call("DELETE", path, "tok", ""); code != 400 || !strings.Contains(body, "job id") {
+			t.Errorf("DELETE %s: %d %s, want 400 naming the job id", path, code, body)
+		}
+	}
+	for _, q := range []string{"session=a%00b", "agent=a%00b", "session=a%FFb"} {
+		if code, body := call("GET", "/api/jobs?"+q, "tok", ""); code != 400 {
+			t.Errorf("GET /api/jobs?%s: %d %s, want 400", q, code, body)
+		}
+	}
 }
 
 // mainStore opens a files backend in a temporary state dir (closed when t

@@ -42,3 +42,19 @@ func TestErrorsInOneStyle(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadNamesThePathOnce: a --config that is missing or a directory is
+// an error naming the path once ("config: read /x: read /x: is a
+// directory" said it twice).
+func TestLoadNamesThePathOnce(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{dir, dir + "/missing.yaml"} {
+		_, err := Load(p)
+		if err == nil {
+			t.Fatalf("Load(%s) succeeded", p)
+		}
+		if n := strings.Count(err.Error(), p); n != 1 {
+			t.Errorf("Load(%s): %q names the path %d times, want once", p, err, n)
+		}
+	}
+}

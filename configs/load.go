@@ -27,7 +27,7 @@ func Load(path string) (*Config, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: read %s: %w", path, err)
+			return nil, fmt.Errorf("config: %w", err) // names the path and the operation
 		}
 		data = b
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/filestore"
+	"github.com/gateway/gateway/sessions/sqlitestore"
 )
 
 func backupCmd(cfgPath *string) *cobra.Command {
@@ -59,6 +60,9 @@ func backupCreateCmd(cfgPath *string) *cobra.Command {
 				}
 				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 					return fmt.Errorf("backup create: state dir %s: not a directory (%v)", dir, err)
+				}
+				if err := refuseSQLite(dir); err != nil {
+					return err
 				}
 				start := time.Now()
 				st, err := createBackup(env.ctx, dir, args[0], env.cfg.Session.LockTimeout)
@@ -175,6 +179,10 @@ func relTo(dir, path string) string {
 // backupStateDir is the state dir a backup command works on: flag, else
 // the config's. The config must keep its state in files.
 func backupStateDir(cfg *configs.Config, flag, op string) (string, error) {
+	if flag == "" && cfg.Storage.Backend == configs.StorageSQLite {
+		return "", fmt.Errorf("backup %s: the config keeps its state in sqlite (%s): %s; this command handles the files backend's state dir",
+			op, filepath.Join(cfg.StateDir, sqlitestore.FileName), sqliteBackupHint)
+	}
 	if flag == "" && !usesFiles(cfg) {
 		return "", fmt.Errorf("backup %s: the config keeps its state in %s: back it up with pg_dump and restore with pg_restore "+
 			"(deploy/OPERATIONS.md, \"Backup and restore\"); this command handles the files backend's state dir", op, cfg.Storage.Backend)
@@ -188,6 +196,22 @@ func backupStateDir(cfg *configs.Config, flag, op string) (string, error) {
 		return "", fmt.Errorf("backup %s: state dir: %w", op, err)
 	}
 	return abs, nil
+}
+
+// sqliteBackupHint says how a SQLite database is backed up while a daemon
+// may be writing it (SQLite's online backup, a consistent copy).
+const sqliteBackupHint = `back it up with sqlite3's online backup, also while the daemon runs: sqlite3 DB ".backup FILE"`
+
+// refuseSQLite refuses a files backup of a state dir that holds the sqlite
+// backend's database: copied file by file beside a daemon writing it, the
+// database and its -wal would be torn.
+func refuseSQLite(dir string) error {
+	db := filepath.Join(dir, sqlitestore.FileName)
+	if _, err := os.Stat(db); err != nil {
+		return nil
+	}
+	return fmt.Errorf("backup create: state dir %s holds a SQLite database (%s), which a file copy would tear: %s; "+
+		"to back up only the files state, move the database out of the state dir first", dir, db, sqliteBackupHint)
 }
 
 // isEmptyDir reports whether dir holds nothing but ignore (a missing dir

@@ -85,6 +85,9 @@ func findSession(state sessions.Backend, cfg *configs.Config, arg string) (found
 			return found{}, fmt.Errorf("session %s: %w", arg, sessions.ErrNotFound)
 		}
 		return found{AgentID: k.Agent, Key: k, Entry: e, Store: st}, nil
+	} else if strings.HasPrefix(arg, "agent:") {
+		// Shaped like a key (no session id is): say what is wrong with it.
+		return found{}, usage("session: %v", err) // err quotes arg, clipped
 	}
 	for _, id := range ids {
 		st, err := state.Store(id)
@@ -103,7 +106,7 @@ func findSession(state sessions.Backend, cfg *configs.Config, arg string) (found
 			return found{AgentID: id, Key: k, Entry: e, Store: st}, nil
 		}
 	}
-	return found{}, fmt.Errorf("session %s: not a session key, and no agent has a session with this id: %w", arg, sessions.ErrNotFound)
+	return found{}, fmt.Errorf("session %q: not a session key, and no agent has a session with this id: %w", sessions.Clip(arg), sessions.ErrNotFound)
 }
 
 func sessionsShowCmd(cfgPath *string) *cobra.Command {

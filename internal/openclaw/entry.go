@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -62,6 +63,7 @@ type route struct {
 // (lastroute.go), levels checked, and the members it cannot map counted.
 func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 	e.SessionKey = key
+	cleanEntryText(&e, rep)
 	fill := func(dst *string, vals ...string) {
 		for _, v := range vals {
 			if *dst == "" {
@@ -143,6 +145,24 @@ func mapEntry(key string, e sessions.Entry, rep *Report) sessions.Entry {
 		}
 	}
 	return e
+}
+
+// cleanEntryText makes e's text storable by every backend, as the gateway
+// makes what chats send (sessions.Origin.Clean): invalid UTF-8 becomes
+// U+FFFD, NUL bytes (which PostgreSQL text cannot hold) are dropped. Each
+// field changed is counted.
+func cleanEntryText(e *sessions.Entry, rep *Report) {
+	for _, f := range []*string{&e.Title, &e.Channel, &e.ChatType, &e.LastChannel, &e.LastTo, &e.LastAccountID,
+		&e.LastThreadID, &e.LastFrom, &e.DisplayName, &e.Model, &e.Provider, &e.ModelOverride, &e.QueueMode,
+		&e.QueueDrop, &e.SpawnedBy, &e.ParentSessionKey, &e.Label, &e.ProviderOverride, &e.ThinkingLevel,
+		&e.GroupActivation, &e.VerboseLevel, &e.ReasoningLevel, &e.SendPolicy, &e.ResponseUsage, &e.SubagentCleanup,
+		&e.DeliveryContext.Channel, &e.DeliveryContext.To, &e.DeliveryContext.AccountID, &e.DeliveryContext.ThreadID} {
+		if utf8.ValidString(*f) && !strings.ContainsRune(*f, 0) {
+			continue
+		}
+		*f = strings.ReplaceAll(strings.ToValidUTF8(*f, "\uFFFD"), "\x00", "")
+		rep.add("entry.text", "a text field with NUL bytes or invalid UTF-8: NUL dropped, invalid bytes made U+FFFD (as the gateway stores what chats send)")
+	}
 }
 
 // flexID is an id written as a JSON string or number ("" for neither).

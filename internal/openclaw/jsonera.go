@@ -48,7 +48,7 @@ func readJSONAgent(dir, agent string, o Options, rep *Report) (*AgentPlan, error
 		if file == "" {
 			rep.add("transcript.missing", "an entry whose transcript file is not there: imported with an empty transcript")
 		}
-		ls, err := parseLines(filepath.Join(dir, file), raw)
+		ls, err := parseLines(filepath.Join(dir, file), dropTorn(raw, rep))
 		if err != nil {
 			return nil, fmt.Errorf("openclaw: %w", err)
 		}
@@ -65,6 +65,18 @@ func readJSONAgent(dir, agent string, o Options, rep *Report) (*AgentPlan, error
 	}
 	countArchivedFiles(dir, rep)
 	return a, nil
+}
+
+// dropTorn returns the lines of a transcript file (split at '\n') without
+// a torn last line: text after the last newline that is not JSON, what a
+// crash mid-append leaves. It is counted in rep, as loading such a file
+// ignores it (SPEC §3.4); a bad line ended by its newline stays (an error).
+func dropTorn(raw [][]byte, rep *Report) [][]byte {
+	if n := len(raw); n > 0 && len(bytes.TrimSpace(raw[n-1])) > 0 && !json.Valid(raw[n-1]) {
+		rep.add("transcript.tornLastLine", "a last line cut short (OpenClaw stopped mid-write): left out, as loading the file leaves it out")
+		return raw[:n-1]
+	}
+	return raw
 }
 
 // transcriptName is what a transcript file of the JSON-era layout is

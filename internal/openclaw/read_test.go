@@ -2,6 +2,7 @@ package openclaw_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -184,4 +185,111 @@ func TestReadBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadTornLastLine: OpenClaw killed mid-append leaves its transcript
+// with a torn last line (no newline, not JSON). Like loading one here
+// (SPEC §3.4), the import drops that fragment and counts it in the report;
+// it refused the whole state before. A bad line before the last, or a
+// last line ended by its newline, is still an error naming the line.
+func TestReadTornLastLine(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	path := filepath.Join(dir, "agents", "ops", "sessions", openclawtest.OpsDMSession+".jsonl")
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := read(t, dir)
+	want := len(keyOf(before, "agent:ops:discord:direct:777").Transcripts[openclawtest.OpsDMSession])
+	torn := append(bytes.TrimRight(whole, "\n"), []byte("\n{\"type\":\"message\",\"id\":\"zz\",\"parentId\":\"x\",\"mess")...)
+	if err := os.WriteFile(path, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, dir)
+	dm := keyOf(p, "agent:ops:discord:direct:777")
+	if dm == nil || len(dm.Transcripts[openclawtest.OpsDMSession]) != want {
+		t.Fatalf("with a torn last line: %+v, want the %d lines read without it", dm, want)
+	}
+	found := false
+	for _, u := range p.Report.List() {
+		found = found || (u.Field == "transcript.tornLastLine" && u.Count == 1)
+	}
+	if !found {
+		t.Errorf("the torn line is not in the report: %+v", p.Report.List())
+	}
+	if err := os.WriteFile(path, append(torn, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openclaw.Read(dir, openclaw.Options{Decoders: decoders, TempDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "line") {
+		t.Errorf("a bad line ended by its newline: %v, want an error naming the line", err)
+	}
+}
+
+// TestReadNewerTranscriptVersion: a transcript whose header says a format
+// newer than version 3 is read as version 3, and the report says so (it
+// came over with "unmapped: nothing").
+func TestReadNewerTranscriptVersion(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	path := filepath.Join(dir, "agents", "ops", "sessions", openclawtest.OpsDMSession+".jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := bytes.Replace(b, []byte(`"version":3`), []byte(`"version":7`), 1)
+	if bytes.Equal(nb, b) {
+		t.Fatalf("no version 3 header in %s", b)
+	}
+	if err := os.WriteFile(path, nb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, dir)
+	if keyOf(p, "agent:ops:discord:direct:777") == nil {
+		t.Fatal("the session was not read")
+	}
+	for _, u := range p.Report.List() {
+		if u.Field == "transcript.version.7" && u.Count == 1 {
+			return
+		}
+	}
+	t.Errorf("the newer version is not in the report: %+v", p.Report.List())
+}
+
+// TestReadCleansEntryText: an entry whose text holds NUL or invalid UTF-8
+// (a display name from a chat) is cleaned as the gateway cleans what
+// chats send (sessions.Origin.Clean) and counted; PostgreSQL refused the
+// whole import with its driver error ("invalid byte sequence for encoding
+// UTF8: 0x00").
+func TestReadCleansEntryText(t *testing.T) {
+	dir := openclawtest.Build(t, filepath.Join(t.TempDir(), "oc"))
+	path := filepath.Join(dir, "agents", "ops", "sessions", "sessions.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]map[string]any{}
+	if err := json.Unmarshal(b, &idx); err != nil {
+		t.Fatal(err)
+	}
+	e := idx["agent:ops:discord:dm:777"]
+	if e == nil {
+		t.Fatalf("no dm entry in %s", b)
+	}
+	e["displayName"], e["label"] = "Ann\x00Lee", "l\x00"
+	if b, err = json.Marshal(idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := read(t, dir)
+	dm := keyOf(p, "agent:ops:discord:direct:777")
+	if dm == nil || dm.Entry.DisplayName != "AnnLee" || dm.Entry.Label != "l" {
+		t.Fatalf("dm entry %+v, want the NUL bytes dropped", dm)
+	}
+	for _, u := range p.Report.List() {
+		if u.Field == "entry.text" && u.Count == 2 {
+			return
+		}
+	}
+	t.Errorf("the cleaned fields are not in the report: %+v", p.Report.List())
 }

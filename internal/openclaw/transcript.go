@@ -116,6 +116,14 @@ func build(agent, key, id string, header *line, path []line, rep *Report) (trans
 	if err != nil {
 		return transcript{}, err
 	}
+	if header != nil {
+		var hv struct {
+			Version int `json:"version"`
+		}
+		if json.Unmarshal(header.Raw, &hv) == nil && hv.Version > 3 {
+			rep.add(fmt.Sprintf("transcript.version.%d", hv.Version), "a transcript format newer than the version 3 this gateway knows: read as version 3 (check its sessions with `gateway sessions show KEY --context`)")
+		}
+	}
 	t := transcript{lines: make([][]byte, 0, 1+len(path))}
 	t.lines = append(t.lines, h)
 	for _, l := range path {

@@ -43,7 +43,7 @@ func checkLocks(stateDir string, now time.Time) ([]sessions.Problem, error) {
 				Plan:    repairPlan(func(ctx context.Context, r *repairer) error { return truncateIfFree(path) })})
 			return nil
 		}
-		if rerr == nil && !info.CreatedAt.IsZero() && now.Sub(info.CreatedAt) > DefaultMaxHold {
+		if rerr == nil && !info.CreatedAt.IsZero() && now.Sub(info.CreatedAt) > DefaultMaxHold && !processLock(stateDir, path) {
 			out = append(out, sessions.Problem{Code: sessions.CodeLongHeldLock, Path: path,
 				Message: "held for " + now.Sub(info.CreatedAt).Round(time.Second).String() + " by " + describeHolder(info, nil) +
 					"; its owner's watchdog should release it (restart that process if it does not)"})
@@ -54,6 +54,21 @@ func checkLocks(stateDir string, now time.Time) ([]sessions.Problem, error) {
 		return nil, fmt.Errorf("sessions: check locks: %w", err)
 	}
 	return out, nil
+}
+
+// processLock reports whether path is a lock its holder keeps for as long
+// as it runs (the ingress journal's, the room history's): held long is
+// what it is for, so no maxHold applies.
+func processLock(stateDir, path string) bool {
+	rel, err := filepath.Rel(stateDir, path)
+	if err != nil {
+		return false
+	}
+	switch filepath.ToSlash(rel) {
+	case "ingress/journal.jsonl" + lockExt, "history/" + historyFile + lockExt:
+		return true
+	}
+	return false
 }
 
 func describeHolder(info LockInfo, err error) string {

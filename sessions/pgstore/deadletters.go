@@ -77,6 +77,9 @@ func (s deadLetterStore) DeadLetters(ctx context.Context) ([]sessions.DeadLetter
 // ClaimDeadLetter implements sessions.DeadLetters.
 func (s deadLetterStore) ClaimDeadLetter(ctx context.Context, id string) (sessions.DeadLetter, error) {
 	ctx = withOp(ctx, OpDead)
+	if !storableText(id) {
+		return sessions.DeadLetter{}, fmt.Errorf("%w: %q", sessions.ErrNoDeadLetter, id)
+	}
 	rows, err := s.db.pool.Query(ctx, `UPDATE dead_letters SET state = $2 WHERE id = $1 AND state = $3
 		RETURNING `+deadLetterCols, id, sessions.DeadResubmitting, sessions.DeadFailed)
 	if err != nil {
@@ -95,6 +98,9 @@ func (s deadLetterStore) ClaimDeadLetter(ctx context.Context, id string) (sessio
 // RemoveDeadLetter implements sessions.DeadLetters.
 func (s deadLetterStore) RemoveDeadLetter(ctx context.Context, id, state string) error {
 	ctx = withOp(ctx, OpDead)
+	if !storableText(id) {
+		return fmt.Errorf("%w: %q", sessions.ErrNoDeadLetter, id)
+	}
 	tag, err := s.db.pool.Exec(ctx, `DELETE FROM dead_letters WHERE id = $1 AND state = $2`, id, state)
 	if err != nil {
 		return fmt.Errorf("pgstore: remove dead letter %q: %w", id, err)

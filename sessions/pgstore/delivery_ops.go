@@ -410,6 +410,18 @@ func checkText(owner string, pairs ...string) error {
 	return nil
 }
 
+// storableText reports whether every value can be a PostgreSQL text
+// value (valid UTF-8 without NUL); one that cannot names nothing stored,
+// so a lookup answers "no such" without a query the server would refuse.
+func storableText(vs ...string) bool {
+	for _, v := range vs {
+		if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // validIDs keeps the ids that can name a stored record (others were
 // refused by Accept, so they name nothing).
 func validIDs(ids []string) []string {

@@ -51,6 +51,9 @@ func (s jobStore) AddJob(ctx context.Context, j sessions.Job) error {
 // Job implements sessions.Jobs.
 func (s jobStore) Job(ctx context.Context, id string) (sessions.Job, error) {
 	ctx = withOp(ctx, OpJobs)
+	if !storableText(id) {
+		return sessions.Job{}, fmt.Errorf("pgstore: job: %w: %q", sessions.ErrNoJob, id)
+	}
 	rows, err := s.db.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id)
 	if err != nil {
 		return sessions.Job{}, fmt.Errorf("pgstore: job %q: %w", id, err)
@@ -68,6 +71,9 @@ func (s jobStore) Job(ctx context.Context, id string) (sessions.Job, error) {
 // ListJobs implements sessions.Jobs.
 func (s jobStore) ListJobs(ctx context.Context, f sessions.JobFilter) ([]sessions.Job, error) {
 	ctx = withOp(ctx, OpJobs)
+	if !storableText(f.AgentID, f.SessionKey, f.ChatKey) {
+		return []sessions.Job{}, nil // no stored job has such a value
+	}
 	rows, err := s.db.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs
 		WHERE ($1 = '' OR agent_id = $1) AND ($2 = '' OR session_key = $2) AND ($3 = '' OR chat_key = $3)
 		  AND (NOT $4 OR state = 'active')
@@ -88,6 +94,9 @@ func (s jobStore) ListJobs(ctx context.Context, f sessions.JobFilter) ([]session
 // RemoveJob implements sessions.Jobs.
 func (s jobStore) RemoveJob(ctx context.Context, id string) error {
 	ctx = withOp(ctx, OpJobs)
+	if !storableText(id) {
+		return fmt.Errorf("pgstore: remove job: %w: %q", sessions.ErrNoJob, id)
+	}
 	tag, err := s.db.pool.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, id)
 	if err != nil {
 		return fmt.Errorf("pgstore: remove job %q: %w", id, err)
@@ -187,6 +196,9 @@ func (s jobStore) SettleJobs(ctx context.Context, owner string, ss []sessions.Jo
 // DisableJob implements sessions.Jobs.
 func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 	ctx = withOp(ctx, OpJobs)
+	if !storableText(id) {
+		return fmt.Errorf("pgstore: disable job: %w: %q", sessions.ErrNoJob, id)
+	}
 	tag, err := s.db.pool.Exec(ctx, `UPDATE jobs SET state = $2, claim_owner = '', claim_until = NULL,
 			body = jsonb_set(body, '{note}', to_jsonb($3::text))
 		WHERE id = $1 AND state = 'active'`, id, sessions.JobDisabled, note)

@@ -32,6 +32,7 @@ func TestDeadLetters(t *testing.T, open DeadLettersOpener) {
 		{"ClaimOnceAcrossHandles", testDeadClaimOnce},
 		{"DiscardAndSettle", testDeadRemove},
 		{"RefusedInput", testDeadRefused},
+		{"HostileIDs", testDeadHostileIDs},
 		{"CopiedByMigrate", testDeadCopy},
 	}
 	for _, c := range cases {
@@ -208,6 +209,26 @@ func testDeadRefused(t *testing.T, open DeadLettersOpener) {
 	}
 	if ls := listDead(t, d); len(ls) != 0 {
 		t.Fatalf("refused letters were stored: %+v", ls)
+	}
+}
+
+// testDeadHostileIDs: an id no letter can have (NUL, bad UTF-8, which
+// PostgreSQL text refuses) is no letter on every backend, never a driver
+// error: `gateway deliveries discard` answers "no such dead letter".
+func testDeadHostileIDs(t *testing.T, open DeadLettersOpener) {
+	ctx := context.Background()
+	d := open(t, nil)
+	bury(t, d, deadMessage(1), 0)
+	for _, id := range []string{"a\x00b", "a\xffb"} {
+		if _, err := d.ClaimDeadLetter(ctx, id); !errors.Is(err, sessions.ErrNoDeadLetter) {
+			t.Errorf("ClaimDeadLetter(%q) = %v, want ErrNoDeadLetter", id, err)
+		}
+		if err := d.RemoveDeadLetter(ctx, id, sessions.DeadFailed); !errors.Is(err, sessions.ErrNoDeadLetter) {
+			t.Errorf("RemoveDeadLetter(%q) = %v, want ErrNoDeadLetter", id, err)
+		}
+	}
+	if ls := listDead(t, d); len(ls) != 1 {
+		t.Errorf("letters after hostile ids: %d, want 1", len(ls))
 	}
 }
 

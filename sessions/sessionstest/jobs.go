@@ -28,6 +28,7 @@ func TestJobs(t *testing.T, open JobsOpener) {
 		{"AddListRemove", testJobsAddList},
 		{"RoundTrip", testJobsRoundTrip},
 		{"RefusedInput", testJobsRefused},
+		{"HostileIDs", testJobsHostileIDs},
 		{"ClaimOnceAcrossHandles", testJobsClaimOnce},
 		{"ClaimRunsOut", testJobsClaimRunsOut},
 		{"SettleNextOccurrence", testJobsSettle},
@@ -157,6 +158,35 @@ func testJobsRefused(t *testing.T, open JobsOpener) {
 	}
 	if ids := listJobs(t, s, sessions.JobFilter{}); len(ids) != 0 {
 		t.Errorf("refused jobs were stored: %v", ids)
+	}
+}
+
+// testJobsHostileIDs: an id or a filter no job can have (NUL, bad UTF-8,
+// which PostgreSQL text refuses) is no job on every backend, never a
+// driver error: `gateway jobs remove` and the API answer "no such job".
+func testJobsHostileIDs(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	addJob(t, s, testJob(1, "-100"))
+	for _, id := range []string{"a\x00b", "a\xffb"} {
+		if err := s.RemoveJob(ctx, id); !errors.Is(err, sessions.ErrNoJob) {
+			t.Errorf("RemoveJob(%q) = %v, want ErrNoJob", id, err)
+		}
+		if _, err := s.Job(ctx, id); !errors.Is(err, sessions.ErrNoJob) {
+			t.Errorf("Job(%q) = %v, want ErrNoJob", id, err)
+		}
+		if err := s.DisableJob(ctx, id, "note"); !errors.Is(err, sessions.ErrNoJob) {
+			t.Errorf("DisableJob(%q) = %v, want ErrNoJob", id, err)
+		}
+		for _, f := range []sessions.JobFilter{{AgentID: id}, {SessionKey: id}, {ChatKey: id}} {
+			js, err := s.ListJobs(ctx, f)
+			if err != nil || len(js) != 0 {
+				t.Errorf("ListJobs(%+v) = %v, %v; want none", f, jobIDs(js), err)
+			}
+		}
+	}
+	if ids := listJobs(t, s, sessions.JobFilter{}); len(ids) != 1 {
+		t.Errorf("jobs after hostile ids: %v", ids)
 	}
 }
 

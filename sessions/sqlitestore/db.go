@@ -74,6 +74,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 	} else if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", o.Path, err)
+	} else if err := createPrivate(o.Path); err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", o.Path, err)
 	}
 	db := &DB{path: o.Path, log: o.Logger.With(zap.String("backend", "sqlite")), now: o.Now}
 	var err error
@@ -98,6 +100,18 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", o.Path, err)
 	}
 	return db, nil
+}
+
+// createPrivate makes a missing database file empty with mode 0600 (SPEC
+// §3.1), so SQLite, which would create it 0644 under the usual umask,
+// finds it there; its -wal and -shm files take the database's mode. An
+// existing file is left as it is (`gateway doctor --fix` tightens it).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // start checks the file is a database in WAL mode, migrates it and starts

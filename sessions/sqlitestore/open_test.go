@@ -120,3 +120,27 @@ func TestOpenRefusesNewerSchemaAndMissingReadOnly(t *testing.T) {
 		t.Errorf("a read-only open made %s: %v", missing, err)
 	}
 }
+
+// A new database and its WAL and shared-memory files are 0600 whatever the
+// umask (they hold every message; SPEC §3.1: files 0600), so `gateway
+// doctor` finds nothing to fix on a store the daemon made.
+func TestOpenNewDatabaseIsPrivate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gateway.sqlite")
+	db, err := Open(context.Background(), Options{Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.write.Exec(`CREATE TABLE IF NOT EXISTS private_probe (x)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{p, p + "-wal", p + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m&0o077 != 0 {
+			t.Errorf("%s: mode %#o, want 0600", f, m)
+		}
+	}
+}
