@@ -1,0 +1,79 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/sessions"
+)
+
+// TestStreamCutShortIsNotAnAnswer: a stream that ends with neither a
+// finish_reason nor "[DONE]" (a proxy or server that closed the
+// connection mid-answer; a 200 whose body is a proxy's HTML page) is an
+// error the fallback layer can act on, not a complete answer to store.
+// A stream whose last chunk carried a finish_reason stays an answer
+// (TestStreamEndsWithoutDone), and so does one ended by "[DONE]".
+func TestStreamCutShortIsNotAnAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType, body string
+		wantText                []string
+	}{
+		{name: "cut after text", contentType: "text/event-stream",
+			body: `data: {"choices":[{"delta":{"content":"The answer is"}}]}` + "\n\n"},
+		{name: "cut inside a tool call", contentType: "text/event-stream",
+			body: `data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"rm","arguments":"{\"path\":\"/tmp"}}]}}]}` + "\n\n"},
+		{name: "proxy page", contentType: "text/html",
+			body: "<html><head><title>Login required</title></head><body>Please sign in</body></html>", wantText: []string{"Login required"}},
+		{name: "empty body", contentType: "text/event-stream", body: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRawServer(t, http.StatusOK, tc.contentType, tc.body)
+			msg, err := rawProvider(t, srv.URL).Stream(context.Background(), llm.Request{Model: "m", Messages: []sessions.Message{user("x")}}, nil)
+			if err == nil {
+				t.Fatalf("no error; stored as an answer: %+v", msg)
+			}
+			if !llm.ProviderFault(err) {
+				t.Errorf("not a provider fault (no fallback would be tried): %v", err)
+			}
+			for _, s := range tc.wantText {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+	srv := newRawServer(t, http.StatusOK, "text/event-stream",
+		`data: {"choices":[{"delta":{"content":"whole"}}]}`+"\n\n"+"data: [DONE]\n\n")
+	msg, err := rawProvider(t, srv.URL).Stream(context.Background(), llm.Request{Model: "m"}, nil)
+	if err != nil || msg.Text() != "whole" || msg.StopReason != llm.StopEnd {
+		t.Fatalf("ended by [DONE]: %q %q, %v", msg.Text(), msg.StopReason, err)
+	}
+}
+
+// TestStreamErrorInsideAChunk: OpenRouter reports a failure mid-stream as
+// a chunk with an "error" object beside its choices and finish_reason
+// "error"; that is an error, not the partial text as a finished answer.
+func TestStreamErrorInsideAChunk(t *testing.T) {
+	for _, tc := range []struct{ name, chunk string }{
+		{name: "error beside choices", chunk: `{"id":"gen-1","object":"chat.completion.chunk","error":{"code":502,"message":"Provider disconnected unexpectedly"},` +
+			`"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`},
+		{name: "error first, spaced", chunk: `{ "error": {"message":"Provider disconnected unexpectedly","code":"server_error"}}`},
+		{name: "finish_reason error alone", chunk: `{"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `data: {"choices":[{"delta":{"content":"half an ans"}}]}` + "\n\n" + "data: " + tc.chunk + "\n\n" + "data: [DONE]\n\n"
+			srv := newRawServer(t, http.StatusOK, "text/event-stream", body)
+			msg, err := rawProvider(t, srv.URL).Stream(context.Background(), llm.Request{Model: "m", Messages: []sessions.Message{user("x")}}, nil)
+			if err == nil {
+				t.Fatalf("no error; stored as an answer: %q", msg.Text())
+			}
+			if !llm.ProviderFault(err) || errors.Is(err, llm.ErrContextOverflow) {
+				t.Errorf("want a provider fault: %v", err)
+			}
+		})
+	}
+}
