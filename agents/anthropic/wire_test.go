@@ -1,0 +1,146 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/sessions"
+)
+
+// rawFake answers each Messages request with the next scripted body (the
+// last one repeats), as a 200 of contentType, and records request bodies.
+type rawFake struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newRawFake(t *testing.T, contentType string, bodies ...string) *rawFake {
+	t.Helper()
+	f := &rawFake{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		n := len(f.bodies)
+		f.bodies = append(f.bodies, string(b))
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, bodies[min(n, len(bodies)-1)])
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *rawFake) requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.bodies...)
+}
+
+func rawProvider(t *testing.T, url string) *Provider {
+	t.Helper()
+	p, err := New(Config{Name: "claude", Provider: llm.ProviderConfig{Type: "anthropic", BaseURL: url, APIKey: "sk-ant-test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sse renders events as the Messages API streams them: "event:" and
+// "data:" lines, CRLF endings when crlf is set.
+func sse(crlf bool, events ...string) string {
+	nl := "\n"
+	if crlf {
+		nl = "\r\n"
+	}
+	var b strings.Builder
+	for _, e := range events {
+		var typ struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal([]byte(e), &typ)
+		fmt.Fprintf(&b, "event: %s%sdata: %s%s%s", typ.Type, nl, e, nl, nl)
+	}
+	return b.String()
+}
+
+const (
+	evStart     = `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`
+	evTextStart = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+	evTextDelta = `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"The answer is"}}`
+	evTextStop  = `{"type":"content_block_stop","index":0}`
+	evEndTurn   = `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5}}`
+	evStop      = `{"type":"message_stop"}`
+)
+
+// TestStreamCutShortIsNotAnAnswer: a Messages stream that ends before
+// message_stop (the connection closed mid-answer, a proxy's page with a
+// 200) is an error the fallback layer can act on, not a complete answer;
+// a whole stream, CRLF endings included, is the answer.
+func TestStreamCutShortIsNotAnAnswer(t *testing.T) {
+	for _, tc := range []struct{ name, contentType, body string }{
+		{name: "cut after text", contentType: "text/event-stream", body: sse(false, evStart, evTextStart, evTextDelta)},
+		{name: "cut before message_stop", contentType: "text/event-stream", body: sse(false, evStart, evTextStart, evTextDelta, evTextStop)},
+		{name: "empty stream", contentType: "text/event-stream", body: ""},
+		{name: "proxy page", contentType: "text/html", body: "<html><body>Please sign in</body></html>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRawFake(t, tc.contentType, tc.body)
+			msg, err := rawProvider(t, f.URL).Stream(context.Background(), llm.Request{Model: "claude-test", Messages: []sessions.Message{user("x")}}, nil)
+			if err == nil {
+				t.Fatalf("no error; stored as an answer: %q (stop %q)", msg.Text(), msg.StopReason)
+			}
+			if !llm.ProviderFault(err) {
+				t.Errorf("not a provider fault (no fallback would be tried): %v", err)
+			}
+		})
+	}
+	f := newRawFake(t, "text/event-stream", sse(true, evStart, evTextStart, evTextDelta, evTextStop, evEndTurn, evStop))
+	msg, err := rawProvider(t, f.URL).Stream(context.Background(), llm.Request{Model: "claude-test", Messages: []sessions.Message{user("x")}}, nil)
+	if err != nil || msg.Text() != "The answer is" || msg.StopReason != llm.StopEnd {
+		t.Fatalf("whole CRLF stream: %q %q, %v", msg.Text(), msg.StopReason, err)
+	}
+}
+
+// TestStreamErrorEventIsTheProvidersFault: an error event mid-stream
+// (Anthropic sends overloaded_error this way under load) is the
+// provider's trouble, so the next model of the chain is tried and the
+// breaker counts it; the SDK reports it with the response's 200.
+func TestStreamErrorEventIsTheProvidersFault(t *testing.T) {
+	for _, tc := range []struct {
+		errType string
+		status  int
+	}{
+		{"overloaded_error", 529},
+		{"api_error", 500},
+		{"rate_limit_error", 429},
+	} {
+		t.Run(tc.errType, func(t *testing.T) {
+			evErr := `{"type":"error","error":{"type":"` + tc.errType + `","message":"Overloaded"}}`
+			f := newRawFake(t, "text/event-stream", sse(false, evStart, evErr))
+			_, err := rawProvider(t, f.URL).Stream(context.Background(), llm.Request{Model: "claude-test", Messages: []sessions.Message{user("x")}}, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !llm.ProviderFault(err) {
+				t.Errorf("not a provider fault: status %d: %v", llm.HTTPStatus(err), err)
+			}
+			if got := llm.HTTPStatus(err); got != tc.status {
+				t.Errorf("status %d, want %d: %v", got, tc.status, err)
+			}
+			if errors.Is(err, llm.ErrContextOverflow) {
+				t.Errorf("an overflow: %v", err)
+			}
+		})
+	}
+}
