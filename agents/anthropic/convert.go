@@ -14,7 +14,7 @@ import (
 // and consecutive turns of one role are merged (the API wants them
 // alternating). Thinking blocks are sent back only with their signature
 // (the API refuses them without; one is needed to continue a tool call
-// made while thinking).
+// made while thinking), redacted ones with their encrypted data.
 func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 	var out []sdk.MessageParam
 	add := func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) {
@@ -47,6 +47,8 @@ func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 					blocks = append(blocks, sdk.NewTextBlock(c.Text))
 				case c.Type == sessions.BlockThinking && c.Signature != "":
 					blocks = append(blocks, sdk.NewThinkingBlock(c.Signature, c.Thinking))
+				case c.Type == sessions.BlockThinking && c.Data != "":
+					blocks = append(blocks, sdk.NewRedactedThinkingBlock(c.Data))
 				case c.Type == sessions.BlockToolCall:
 					args := c.Arguments
 					if len(args) == 0 || !json.Valid(args) {
@@ -102,6 +104,11 @@ func fromMessage(m sdk.Message) sessions.Message {
 			}
 		case "thinking":
 			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockThinking, Thinking: c.Thinking, Signature: c.Signature})
+		case "redacted_thinking":
+			// Encrypted reasoning: a thinking block whose Data is the
+			// API's opaque data, sent back as it came (a tool call made
+			// after it needs it in the next request).
+			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockThinking, Data: c.Data})
 		case "tool_use":
 			args := json.RawMessage(c.Input)
 			if len(args) == 0 || !json.Valid(args) {

@@ -144,3 +144,67 @@ func TestStreamErrorEventIsTheProvidersFault(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactedThinkingGoesBackAcrossToolTurns: with thinking on, the
+// answer that calls a tool may hold redacted_thinking blocks (encrypted
+// reasoning); the API wants every thinking block of that answer back,
+// redacted ones included, when the tool result is sent, or it refuses the
+// request. The block is kept in the transcript and sent back as it came.
+func TestRedactedThinkingGoesBackAcrossToolTurns(t *testing.T) {
+	answer := sse(false, evStart,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me look."}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig-A"}}`,
+		`{"type":"content_block_stop","index":0}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"ENCRYPTED-1"}}`,
+		`{"type":"content_block_stop","index":1}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_9","name":"look","input":{}}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"q\":"}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"\"x\"}"}}`,
+		`{"type":"content_block_stop","index":2}`,
+		`{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`,
+		evStop)
+	f := newRawFake(t, "text/event-stream", answer, sse(false, evStart, evTextStart, evTextDelta, evTextStop, evEndTurn, evStop))
+	p := rawProvider(t, f.URL)
+	msgs := []sessions.Message{user("look x")}
+	msg, err := p.Stream(context.Background(), llm.Request{Model: "claude-test", Messages: msgs, Thinking: sessions.ThinkingHigh}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through the transcript's JSON, as a later turn reads it.
+	b, _ := json.Marshal(msg)
+	var stored sessions.Message
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	msgs = append(msgs, stored, sessions.Message{Role: sessions.RoleToolResult, ToolCallID: "toolu_9", ToolName: "look",
+		Content: []sessions.Content{{Type: sessions.BlockText, Text: "found"}}})
+	if _, err := p.Stream(context.Background(), llm.Request{Model: "claude-test", Messages: msgs, Thinking: sessions.ThinkingHigh}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type      string `json:"type"`
+				Signature string `json:"signature"`
+				Data      string `json:"data"`
+				ID        string `json:"id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(f.requests()[1]), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent.Messages) != 3 {
+		t.Fatalf("sent %d messages: %s", len(sent.Messages), f.requests()[1])
+	}
+	var got []string
+	for _, c := range sent.Messages[1].Content {
+		got = append(got, c.Type+":"+c.Signature+c.Data+c.ID)
+	}
+	want := []string{"thinking:sig-A", "redacted_thinking:ENCRYPTED-1", "tool_use:toolu_9"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("assistant turn sent back = %q, want %q", got, want)
+	}
+}
