@@ -14,9 +14,11 @@ import (
 // and consecutive turns of one role are merged (the API wants them
 // alternating). Thinking blocks are sent back only with their signature
 // (the API refuses them without; one is needed to continue a tool call
-// made while thinking), redacted ones with their encrypted data.
+// made while thinking), redacted ones with their encrypted data. Tool
+// call ids another provider gave are made valid here (toolids.go).
 func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 	var out []sdk.MessageParam
+	var ids toolIDs // toolids.go
 	add := func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
 			return
@@ -54,13 +56,13 @@ func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 					if len(args) == 0 || !json.Valid(args) {
 						args = json.RawMessage(`{}`)
 					}
-					blocks = append(blocks, sdk.NewToolUseBlock(c.ID, args, c.Name))
+					blocks = append(blocks, sdk.NewToolUseBlock(ids.call(c.ID), args, c.Name))
 				}
 			}
 			add(sdk.MessageParamRoleAssistant, blocks)
 		case sessions.RoleToolResult:
 			text := llm.ToolResultText(m) // parts kept apart (llm.PartSeparator)
-			add(sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(m.ToolCallID, text, m.IsError)})
+			add(sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(ids.result(m.ToolCallID), text, m.IsError)})
 		}
 	}
 	return out

@@ -208,3 +208,74 @@ func TestRedactedThinkingGoesBackAcrossToolTurns(t *testing.T) {
 		t.Fatalf("assistant turn sent back = %q, want %q", got, want)
 	}
 }
+
+// TestToolIDsFromAnotherProviderAreValid: a session that moved to this
+// provider (a fallback, /model) carries tool calls another provider
+// named: Kimi and others served through OpenAI-compatible endpoints write
+// ids like "functions.search:0", some local servers none at all. The
+// Messages API refuses a tool_use id outside ^[a-zA-Z0-9_-]+$ with a 400
+// (the request's fault: no further fallback, the turn fails), so ids are
+// mapped onto that alphabet, each result keeping its call's.
+func TestToolIDsFromAnotherProviderAreValid(t *testing.T) {
+	f := newRawFake(t, "text/event-stream", sse(false, evStart, evTextStart, evTextDelta, evTextStop, evEndTurn, evStop))
+	call := func(ids ...string) sessions.Message {
+		m := sessions.Message{Role: sessions.RoleAssistant}
+		for _, id := range ids {
+			m.Content = append(m.Content, sessions.Content{Type: sessions.BlockToolCall, ID: id, Name: "search", Arguments: json.RawMessage(`{}`)})
+		}
+		return m
+	}
+	result := func(id string) sessions.Message {
+		return sessions.Message{Role: sessions.RoleToolResult, ToolCallID: id, ToolName: "search", Content: []sessions.Content{{Type: "text", Text: "r-" + id}}}
+	}
+	msgs := []sessions.Message{user("q"),
+		call("functions.search:0", "functions.search:1"), result("functions.search:0"), result("functions.search:1"),
+		call("", ""), result(""), result(""),
+		call("toolu_ok"), result("toolu_ok"),
+		user("again")}
+	if _, err := rawProvider(t, f.URL).Stream(context.Background(), llm.Request{Model: "claude-test", Messages: msgs}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Messages []struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ID        string `json:"id"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(f.requests()[0]), &sent); err != nil {
+		t.Fatal(err)
+	}
+	valid := func(id string) bool {
+		if id == "" {
+			return false
+		}
+		for _, r := range id {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+				return false
+			}
+		}
+		return true
+	}
+	var uses, results []string
+	seen := map[string]bool{}
+	for _, m := range sent.Messages {
+		for _, c := range m.Content {
+			switch c.Type {
+			case "tool_use":
+				if !valid(c.ID) || seen[c.ID] {
+					t.Errorf("tool_use id %q: invalid or repeated", c.ID)
+				}
+				seen[c.ID] = true
+				uses = append(uses, c.ID)
+			case "tool_result":
+				results = append(results, c.ToolUseID)
+			}
+		}
+	}
+	if strings.Join(uses, ",") != strings.Join(results, ",") || len(uses) != 5 || uses[4] != "toolu_ok" {
+		t.Fatalf("tool_use ids %q, tool_result ids %q: want the same, in order, toolu_ok kept", uses, results)
+	}
+}
