@@ -67,8 +67,10 @@ func (a *accumulator) add(chunk *chunk) string {
 		if tc.ID != "" {
 			c.id = tc.ID
 		}
-		if tc.Function.Name != "" {
-			c.name += tc.Function.Name
+		if n := tc.Function.Name; n != "" && n != c.name {
+			// Pieces of a name are joined; a name repeated in every
+			// fragment (some servers) is kept once.
+			c.name += n
 		}
 		c.args.WriteString(tc.Function.Arguments)
 	}

@@ -77,3 +77,32 @@ func TestStreamErrorInsideAChunk(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamToolCallNameRepeated: some OpenAI-compatible servers repeat
+// the function name in every fragment of a call; the name is the name,
+// not the names joined ("looklook" is no tool). Interleaved fragments of
+// two calls, ids arriving after the first fragment, still assemble.
+func TestStreamToolCallNameRepeated(t *testing.T) {
+	body := strings.Join([]string{
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"look","arguments":""}}]}}]}`,
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"find","arguments":"{\"b\""}}]}}]}`,
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"look","arguments":"{\"a\":"}}]}}]}`,
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"name":"find","arguments":":2}"}}]}}]}`,
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"look","arguments":"1}"}}]}}]}`,
+		`data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`,
+		`data: [DONE]`, ``,
+	}, "\n\n")
+	srv := newRawServer(t, http.StatusOK, "text/event-stream", body)
+	msg, err := rawProvider(t, srv.URL).Stream(context.Background(), llm.Request{Model: "m", Messages: []sessions.Message{user("x")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range msg.Content {
+		got = append(got, c.ID+" "+c.Name+" "+string(c.Arguments))
+	}
+	want := []string{`c1 look {"a":1}`, `c2 find {"b":2}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+}
