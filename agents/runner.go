@@ -521,6 +521,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 	}
 	res.Text = last.Text()
+	if last.StopReason == llm.StopRefusal && strings.TrimSpace(res.Text) == "" {
+		res.Text = RefusalText
+	}
 	if len(res.Media) == 0 { // a reused reply's came from the transcript
 		res.Media = s.media.result()
 	}
@@ -531,6 +534,11 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	}
 	return res, nil
 }
+
+// RefusalText is the reply to a turn whose model declined with no text
+// (llm.StopRefusal): an empty reply is not sent, and the member would
+// hear nothing.
+const RefusalText = "The model declined to answer this message."
 
 // finished reports whether msgs end with a complete assistant answer.
 func finished(msgs []sessions.Message) bool {

@@ -128,6 +128,8 @@ func fromMessage(m sdk.Message) sessions.Message {
 		out.StopReason = llm.StopToolUse
 	case "max_tokens":
 		out.StopReason = llm.StopLength
+	case "refusal":
+		out.StopReason = llm.StopRefusal
 	default:
 		out.StopReason = llm.StopEnd
 	}

@@ -279,3 +279,14 @@ func TestToolIDsFromAnotherProviderAreValid(t *testing.T) {
 		t.Fatalf("tool_use ids %q, tool_result ids %q: want the same, in order, toolu_ok kept", uses, results)
 	}
 }
+
+// TestRefusalStopReason: stop_reason "refusal" is llm.StopRefusal (the
+// runner then tells the member the model declined), not a plain stop.
+func TestRefusalStopReason(t *testing.T) {
+	f := newRawFake(t, "text/event-stream", sse(false, evStart,
+		`{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":1}}`, evStop))
+	msg, err := rawProvider(t, f.URL).Stream(context.Background(), llm.Request{Model: "claude-test", Messages: []sessions.Message{user("x")}}, nil)
+	if err != nil || msg.StopReason != llm.StopRefusal {
+		t.Fatalf("stop %q, %v; want %q", msg.StopReason, err, llm.StopRefusal)
+	}
+}

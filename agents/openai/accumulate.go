@@ -97,6 +97,8 @@ func (a *accumulator) message() sessions.Message {
 		m.StopReason = llm.StopToolUse
 	case a.finish == "length":
 		m.StopReason = llm.StopLength
+	case a.finish == "content_filter":
+		m.StopReason = llm.StopRefusal
 	default:
 		m.StopReason = llm.StopEnd
 	}

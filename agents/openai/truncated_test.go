@@ -106,3 +106,14 @@ func TestStreamToolCallNameRepeated(t *testing.T) {
 		t.Fatalf("calls %q, want %q", got, want)
 	}
 }
+
+// TestContentFilterStopReason: finish_reason "content_filter" is
+// llm.StopRefusal (the runner then tells the member the model declined).
+func TestContentFilterStopReason(t *testing.T) {
+	srv := newRawServer(t, http.StatusOK, "text/event-stream",
+		`data: {"choices":[{"delta":{"content":""},"finish_reason":"content_filter"}]}`+"\n\ndata: [DONE]\n\n")
+	msg, err := rawProvider(t, srv.URL).Stream(context.Background(), llm.Request{Model: "m", Messages: []sessions.Message{user("x")}}, nil)
+	if err != nil || msg.StopReason != llm.StopRefusal {
+		t.Fatalf("stop %q, %v; want %q", msg.StopReason, err, llm.StopRefusal)
+	}
+}
