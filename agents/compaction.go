@@ -109,6 +109,10 @@ func (r *Runner) compact(ctx context.Context, s *session, instructions string) (
 	after := llm.EstimateMessage(summaryMessage(summary)) + llm.EstimateMessages(c.Messages[p.firstKept:])
 	comp := sessions.Compaction{Summary: summary, FirstKeptEntryID: p.firstKeptID, TokensBefore: before, TokensAfter: after}
 	s.next = nil
+	// From here the compaction is written whole: a stop (/stop, a
+	// shutdown) arriving now no longer undoes it, so it is either not
+	// there at all (stopped above) or there with its counters.
+	ctx = context.WithoutCancel(ctx)
 	if _, err := s.tr.AppendCompaction(ctx, comp); err != nil {
 		return compactResult{}, fmt.Errorf("agents: compact: append: %w", err)
 	}
@@ -223,12 +227,15 @@ func entryID(c sessions.Context, i int) string {
 	return ""
 }
 
-// summarizer returns a function making one summary model call.
+// summarizer returns a function making one summary model call, down the
+// session's model chain as a turn's calls go (fallback.go): a summary
+// the primary cannot write while it is down is the fallback's to write,
+// not a plain note that loses the history for good.
 func (r *Runner) summarizer(s *session) summarizeFunc {
 	return func(ctx context.Context, prompt string) (string, error) {
 		req := llm.Request{Model: s.model, System: summarySystemPrompt,
 			Messages: []sessions.Message{sessions.UserText(prompt, r.now())}}
-		m, err := s.provider.Stream(ctx, req, nil)
+		m, err := r.stream(ctx, s, req, false, nil)
 		if err != nil {
 			return "", err
 		}

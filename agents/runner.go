@@ -465,8 +465,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		budget := int64(float64(s.window)*r.defaults.MaxHistoryShare) - fixed
 		msgs := withMemory(pruneSized(c, budget, sizes, hist), memory)
 		// Seed 004: never two turns of one role in a row (a reply appended
-		// after a failed one, an announcement beside a reply).
-		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(msgs), Tools: toolDefs(tools),
+		// after a failed one, an announcement beside a reply); every tool
+		// call answered (a turn stopped mid-tool left one without).
+		req := llm.Request{Model: s.model, System: system, Messages: llm.MergeSameRole(llm.PairToolResults(msgs)), Tools: toolDefs(tools),
 			Thinking: s.entry.ThinkingLevel, Memo: &memo.model}
 		t.step(Step{Kind: StepModel, Iteration: iter + 1})
 		msg, err := r.stream(ctx, s, req, sizes.hasImages(), t.OnDelta)
@@ -520,6 +521,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 	}
 	res.Text = last.Text()
+	if last.StopReason == llm.StopRefusal && strings.TrimSpace(res.Text) == "" {
+		res.Text = RefusalText
+	}
 	if len(res.Media) == 0 { // a reused reply's came from the transcript
 		res.Media = s.media.result()
 	}
@@ -530,6 +534,11 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	}
 	return res, nil
 }
+
+// RefusalText is the reply to a turn whose model declined with no text
+// (llm.StopRefusal): an empty reply is not sent, and the member would
+// hear nothing.
+const RefusalText = "The model declined to answer this message."
 
 // finished reports whether msgs end with a complete assistant answer.
 func finished(msgs []sessions.Message) bool {

@@ -123,6 +123,11 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 		case errors.Is(err, agents.ErrNothingToCompact):
 			c.reply(ctx, w, "Nothing to compact yet: there is no earlier history to summarise.")
 			return
+		case err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled):
+			// /stop: nothing was written (agents.Runner.CompactFor writes
+			// a compaction whole or not at all).
+			c.reply(ctx, w, "Compaction stopped: the conversation history is unchanged.")
+			return
 		case err != nil:
 			log.Warn("compaction failed", zap.Error(err))
 			c.reply(ctx, w, "Compaction failed: "+userSafe(err))

@@ -379,6 +379,10 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// no chat message either: it waits for the turn it would cancel,
 		// and a newer message does not supersede it.
 		NoInterrupt: w.Command != "" || w.Reply != nil || w.Agent != nil,
+		// And a running command is not cancelled by a newer message
+		// (interrupt mode): /compact cut short lost the compaction the
+		// member asked for. /stop still stops it.
+		NoCancel: w.Command != "",
 		// Nor is a replayed message dropped by the queue's cap: its dead
 		// turn may have appended it to the transcript, where the next turn
 		// sees it unanswered, and the drop's summary would put it before

@@ -16,7 +16,9 @@
 //   - interrupt: the active run's context is cancelled and the newest item
 //     runs next; the older queued items are dropped into Batch.Dropped.
 //     An item marked Item.NoInterrupt (a chat command) interrupts nothing
-//     and is superseded by nothing: it runs in order, as in followup.
+//     and is superseded by nothing: it runs in order, as in followup. A
+//     run whose items are all Item.NoCancel is not cancelled: the newest
+//     item runs after it.
 //   - steer-backlog: as steer, but the items handed to the active run stay
 //     queued, marked Item.Steered, and run afterwards like steer's leftovers
 //     (one batch per Group, no quiet window): the run sees them at once and

@@ -23,6 +23,7 @@ type lane[K comparable] struct {
 	running  bool               // a batch run holds a class slot
 	runClass Class              // class whose slot the run holds
 	cancel   context.CancelFunc // cancels the active run
+	noCancel bool               // the active batch's items are all NoCancel (interrupt mode does not cancel it)
 	seq      uint64             // run number, for Steer
 	group    string             // Group of the active batch
 

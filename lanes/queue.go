@@ -62,6 +62,12 @@ type Item struct {
 	// turn in order, as in followup (e.g. a chat command: /status is no
 	// newer message to answer instead of the running turn's).
 	NoInterrupt bool
+	// NoCancel keeps a newer item in interrupt mode from cancelling the
+	// run of a batch made only of NoCancel items: it finishes, then the
+	// newer item runs (e.g. a chat command: /compact is no answer for a
+	// newer message to supersede, and cutting it short lost the
+	// compaction the member asked for). Cancel (/stop) still cancels it.
+	NoCancel bool
 	// Steered is set by the Queue, never by the caller: in steer-backlog
 	// mode, an active run took the item through Batch.Steer and it stayed
 	// queued for a batch of its own, whose run can tell it was seen.
@@ -203,7 +209,7 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 		// Interrupt supersedes everything older, whatever the cap, but
 		// the NoInterrupt items, which keep their place.
 		l.supersedeLocked(len(l.items))
-		if l.cancel != nil {
+		if l.cancel != nil && !l.noCancel {
 			l.cancel()
 		}
 	case l.waitingLocked() >= s.Cap && !it.Keep:

@@ -113,6 +113,10 @@ func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 	l.running, l.runClass = true, class
 	l.seq++
 	l.group = items[0].Group
+	l.noCancel = true
+	for _, it := range items {
+		l.noCancel = l.noCancel && it.NoCancel
+	}
 	q.active[class]++
 	ctx, cancel := context.WithCancel(q.base)
 	l.cancel = cancel

@@ -12,6 +12,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,8 +167,10 @@ func (p *Provider) stream(ctx context.Context, req llm.Request, fn func(llm.Even
 	stream := p.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 	var acc sdk.Message
+	stopped := false // message_stop was read
 	for stream.Next() {
 		ev := stream.Current()
+		stopped = stopped || ev.Type == "message_stop"
 		if err := acc.Accumulate(ev); err != nil {
 			return sessions.Message{}, fmt.Errorf("anthropic: messages stream: %w", err)
 		}
@@ -177,6 +180,11 @@ func (p *Provider) stream(ctx context.Context, req llm.Request, fn func(llm.Even
 	}
 	if err := stream.Err(); err != nil {
 		return sessions.Message{}, wrapErr(err)
+	}
+	if !stopped {
+		// The connection closed mid-answer (or the body was no stream):
+		// what was read is no complete answer.
+		return sessions.Message{}, fmt.Errorf("anthropic: messages: %w", errCutShort)
 	}
 	msg := fromMessage(acc)
 	if fn != nil {
@@ -201,7 +209,52 @@ func wrapErr(err error) error {
 		return fmt.Errorf("anthropic: messages: %w: %w", llm.ErrContextOverflow, err)
 	}
 	if apiErr != nil {
-		err = llm.WithStatus(apiErr.StatusCode, err)
+		status := apiErr.StatusCode
+		if status >= 200 && status < 300 {
+			// An error event in a stream that began 200.
+			status = streamErrorStatus(apiErr.RawJSON())
+		}
+		err = llm.WithStatus(status, err)
 	}
 	return fmt.Errorf("anthropic: messages: %w", err)
+}
+
+var errCutShort = errors.New("stream ended before message_stop: the answer is incomplete")
+
+// streamErrorStatus is the HTTP status the Messages API gives the error
+// type of an error event sent mid-stream ({"type":"error","error":{"type":
+// "overloaded_error",...}}), so the failover layer weighs it as it would
+// the same error answered before the stream: overloaded and api errors
+// are the provider's trouble. 0 (unknown, also the provider's) for a type
+// it does not list.
+func streamErrorStatus(raw string) int {
+	var e struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(raw), &e)
+	switch e.Error.Type {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "api_error":
+		return http.StatusInternalServerError
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "overloaded_error":
+		return 529
+	}
+	return 0
 }

@@ -14,9 +14,11 @@ import (
 // and consecutive turns of one role are merged (the API wants them
 // alternating). Thinking blocks are sent back only with their signature
 // (the API refuses them without; one is needed to continue a tool call
-// made while thinking).
+// made while thinking), redacted ones with their encrypted data. Tool
+// call ids another provider gave are made valid here (toolids.go).
 func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 	var out []sdk.MessageParam
+	var ids toolIDs // toolids.go
 	add := func(role sdk.MessageParamRole, blocks []sdk.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
 			return
@@ -47,18 +49,20 @@ func toMessages(msgs []sessions.Message) []sdk.MessageParam {
 					blocks = append(blocks, sdk.NewTextBlock(c.Text))
 				case c.Type == sessions.BlockThinking && c.Signature != "":
 					blocks = append(blocks, sdk.NewThinkingBlock(c.Signature, c.Thinking))
+				case c.Type == sessions.BlockThinking && c.Data != "":
+					blocks = append(blocks, sdk.NewRedactedThinkingBlock(c.Data))
 				case c.Type == sessions.BlockToolCall:
 					args := c.Arguments
 					if len(args) == 0 || !json.Valid(args) {
 						args = json.RawMessage(`{}`)
 					}
-					blocks = append(blocks, sdk.NewToolUseBlock(c.ID, args, c.Name))
+					blocks = append(blocks, sdk.NewToolUseBlock(ids.call(c.ID), args, c.Name))
 				}
 			}
 			add(sdk.MessageParamRoleAssistant, blocks)
 		case sessions.RoleToolResult:
 			text := llm.ToolResultText(m) // parts kept apart (llm.PartSeparator)
-			add(sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(m.ToolCallID, text, m.IsError)})
+			add(sdk.MessageParamRoleUser, []sdk.ContentBlockParamUnion{sdk.NewToolResultBlock(ids.result(m.ToolCallID), text, m.IsError)})
 		}
 	}
 	return out
@@ -102,6 +106,11 @@ func fromMessage(m sdk.Message) sessions.Message {
 			}
 		case "thinking":
 			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockThinking, Thinking: c.Thinking, Signature: c.Signature})
+		case "redacted_thinking":
+			// Encrypted reasoning: a thinking block whose Data is the
+			// API's opaque data, sent back as it came (a tool call made
+			// after it needs it in the next request).
+			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockThinking, Data: c.Data})
 		case "tool_use":
 			args := json.RawMessage(c.Input)
 			if len(args) == 0 || !json.Valid(args) {
@@ -119,6 +128,8 @@ func fromMessage(m sdk.Message) sessions.Message {
 		out.StopReason = llm.StopToolUse
 	case "max_tokens":
 		out.StopReason = llm.StopLength
+	case "refusal":
+		out.StopReason = llm.StopRefusal
 	default:
 		out.StopReason = llm.StopEnd
 	}

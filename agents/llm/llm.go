@@ -64,4 +64,8 @@ const (
 	StopToolUse = "toolUse"
 	StopLength  = "length"
 	StopError   = "error"
+	// StopRefusal: the model or its provider's filter declined to answer
+	// (Anthropic stop_reason "refusal", OpenAI finish_reason
+	// "content_filter"); the text may be empty or cut short.
+	StopRefusal = "refusal"
 )

@@ -20,9 +20,10 @@ type HTTPDoer interface {
 
 // RetryClient retries a request on 429, 5xx and transport errors with
 // exponential backoff and jitter, honouring Retry-After (seconds or an HTTP
-// date) and retry-after-ms. Only the response head is awaited before a retry
-// decision, so it suits streaming calls: once a 2xx stream has started, no
-// retry happens. It is safe for concurrent use.
+// date) and retry-after-ms; a Retry-After longer than MaxDelay is not
+// waited for (the answer is returned at once). Only the response head is
+// awaited before a retry decision, so it suits streaming calls: once a 2xx
+// stream has started, no retry happens. It is safe for concurrent use.
 type RetryClient struct {
 	Base       HTTPDoer      // nil: http.DefaultClient
 	MaxRetries int           // retries after the first attempt
@@ -65,7 +66,10 @@ func (c *RetryClient) Do(req *http.Request) (*http.Response, error) {
 			retry = true
 			wait = retryAfter(resp.Header, time.Now())
 		}
-		if !retry || attempt >= c.MaxRetries || (req.Body != nil && req.GetBody == nil) {
+		if !retry || attempt >= c.MaxRetries || (req.Body != nil && req.GetBody == nil) || wait > c.maxDelay() {
+			// A Retry-After beyond the longest wait: the provider will not
+			// serve before then, so the answer goes up now (the fallback
+			// model is tried) rather than after capped waits.
 			return resp, err
 		}
 		if wait <= 0 {

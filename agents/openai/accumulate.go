@@ -67,8 +67,10 @@ func (a *accumulator) add(chunk *chunk) string {
 		if tc.ID != "" {
 			c.id = tc.ID
 		}
-		if tc.Function.Name != "" {
-			c.name += tc.Function.Name
+		if n := tc.Function.Name; n != "" && n != c.name {
+			// Pieces of a name are joined; a name repeated in every
+			// fragment (some servers) is kept once.
+			c.name += n
 		}
 		c.args.WriteString(tc.Function.Arguments)
 	}
@@ -95,6 +97,8 @@ func (a *accumulator) message() sessions.Message {
 		m.StopReason = llm.StopToolUse
 	case a.finish == "length":
 		m.StopReason = llm.StopLength
+	case a.finish == "content_filter":
+		m.StopReason = llm.StopRefusal
 	default:
 		m.StopReason = llm.StopEnd
 	}

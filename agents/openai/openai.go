@@ -158,6 +158,12 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Even
 			fn(llm.Event{TextDelta: d})
 		}
 	}
+	switch {
+	case acc.finish == "error":
+		return sessions.Message{}, wrapErr("chat completion stream", errors.New(`the answer ended with finish_reason "error"`))
+	case acc.finish == "" && !sr.done:
+		return sessions.Message{}, wrapErr("chat completion stream", sr.cutShort())
+	}
 	msg := acc.message()
 	if fn != nil {
 		for i := range msg.Content {

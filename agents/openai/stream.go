@@ -12,16 +12,18 @@ import (
 
 // The answer is a server-sent event stream: "data: <chunk JSON>" lines
 // separated by blank lines, ending with "data: [DONE]". Comments (":
-// keep-alive") and blank lines are skipped. An {"error":...} data payload
-// is an error the server hit mid-stream. Other lines are kept (bounded):
+// keep-alive") and blank lines are skipped. A data payload with an
+// "error" object (alone, or beside choices as OpenRouter sends it) is an
+// error the server hit mid-stream. Other lines are kept (bounded):
 // a server that answers 200 with a plain JSON error body instead of a
 // stream has that error reported at the end, as go-openai did.
 
 // chunk is what the accumulator reads of one chat.completion.chunk.
 type chunk struct {
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *chunkUsage   `json:"usage"`
+	Model   string          `json:"model"`
+	Choices []chunkChoice   `json:"choices"`
+	Usage   *chunkUsage     `json:"usage"`
+	Error   json.RawMessage `json:"error"` // a mid-stream failure; null or absent when none
 }
 
 // reset empties c for the next decode, keeping its choices' backing
@@ -78,6 +80,7 @@ type streamReader struct {
 	r     *bufio.Reader
 	long  []byte // a line longer than r's buffer, assembled
 	other []byte // non-data lines, up to maxOtherLines
+	done  bool   // "[DONE]" was read
 }
 
 func newStreamReader(body io.Reader) *streamReader {
@@ -93,8 +96,8 @@ func (s *streamReader) close() {
 	s.r = nil
 }
 
-// next decodes the next chunk into c. It returns io.EOF at "[DONE]" or at
-// the end of the body, an *APIError for an error payload, and the read
+// next decodes the next chunk into c. It returns io.EOF at "[DONE]" (done
+// is then set) or at the end of the body, an *APIError for an error payload, and the read
 // error when the body breaks.
 func (s *streamReader) next(c *chunk) error {
 	for {
@@ -106,6 +109,7 @@ func (s *streamReader) next(c *chunk) error {
 		case bytes.HasPrefix(line, dataPrefix):
 			payload := bytes.TrimSpace(line[len(dataPrefix):])
 			if bytes.Equal(payload, donePayload) {
+				s.done = true
 				return io.EOF
 			}
 			if bytes.HasPrefix(payload, errorPrefix) {
@@ -116,6 +120,12 @@ func (s *streamReader) next(c *chunk) error {
 			}
 			if err := json.Unmarshal(payload, c); err != nil {
 				return fmt.Errorf("decoding chunk: %w", err)
+			}
+			if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
+				if e := parseAPIError(payload); e != nil {
+					return e
+				}
+				return fmt.Errorf("malformed error in stream: %.512q", payload)
 			}
 			return nil
 		default:
@@ -150,3 +160,16 @@ func (s *streamReader) readLine() ([]byte, error) {
 		}
 	}
 }
+
+// cutShort is the error of a stream that ended without "[DONE]" and
+// without a finish_reason: the connection closed mid-answer, or the body
+// was no stream at all (a proxy's page). What was read is no complete
+// answer, so it is not returned as one.
+func (s *streamReader) cutShort() error {
+	if len(s.other) > 0 {
+		return fmt.Errorf("%w; the body began: %.256q", errCutShort, s.other)
+	}
+	return errCutShort
+}
+
+var errCutShort = errors.New(`stream ended before the answer was complete (no finish_reason, no "[DONE]")`)
