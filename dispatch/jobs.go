@@ -37,6 +37,9 @@ var (
 	// job's setter or its room (a reload revoked them since the job was
 	// set): the occurrence is not delivered.
 	ErrJobRefused = errors.New("refused by the access policy")
+	// ErrJobNoAgent: the job's agent is not configured (removed from
+	// agents.list): no turn can answer the occurrence.
+	ErrJobNoAgent = errors.New("the job's agent is not configured")
 )
 
 // JobInbound is the inbound message occurrence id of job j (due at at)
@@ -83,7 +86,8 @@ func jobAddress(t sessions.JobTarget) channels.Address {
 // DeliverJob journals occurrence id of job j into its session and queues
 // it. It returns nil once the occurrence is durably accepted (or was
 // already: a repeat), ErrJobNoRoom when no adapter serves the job's
-// account, ErrJobRefused when the access policy in force no longer admits
+// account, ErrJobNoAgent when its agent is not configured (any more),
+// ErrJobRefused when the access policy in force no longer admits
 // its setter or room (jobAdmitted), ErrJobThrottled when the limits refuse
 // it, and another error when the journal cannot take it now (retry later).
 func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Time, id string) error {
@@ -92,6 +96,9 @@ func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Tim
 	}
 	if d.adapter(j.Target.Channel, j.Target.AccountID) == nil {
 		return fmt.Errorf("dispatch: job %s: %w (%s/%s)", j.ID, ErrJobNoRoom, j.Target.Channel, j.Target.AccountID)
+	}
+	if !d.opts.Runner.HasAgent(j.AgentID) {
+		return fmt.Errorf("dispatch: job %s: %w (%s)", j.ID, ErrJobNoAgent, j.AgentID)
 	}
 	key, err := routing.Parse(j.SessionKey)
 	if err != nil {

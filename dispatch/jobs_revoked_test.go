@@ -68,3 +68,27 @@ func TestDeliverJobOfRevokedSetterRefused(t *testing.T) {
 		t.Errorf("%d model calls, want 1 (the operator's job while its room was admitted)", n)
 	}
 }
+
+// TestDeliverJobOfRemovedAgentRefused: a job of agent "gone", which the
+// configuration no longer lists (removed, the daemon restarted): its
+// occurrence is refused (ErrJobNoAgent: the scheduler notes it and a
+// recurring job goes on, to run again if the agent comes back) instead of
+// becoming a turn that fails and tells the room "This agent is not
+// configured." at every occurrence.
+func TestDeliverJobOfRemovedAgentRefused(t *testing.T) {
+	h := newHarness(t, "", nil)
+	now := time.Now()
+	j, err := jobs.NewJob(jobs.Spec{AgentID: "gone", SessionKey: "agent:gone:tg:group:-100", Text: "daily digest",
+		Schedule: sessions.JobSchedule{Cron: "0 9 * * *", TZ: "UTC"},
+		Target:   sessions.JobTarget{Channel: "tg", AccountID: "default", ChatID: "-100", ChatType: "group", SenderID: "2"}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.d.DeliverJob(h.ctx, j, j.NextAt, jobs.OccurrenceID(j.ID, j.NextAt)); !errors.Is(err, ErrJobNoAgent) {
+		t.Errorf("occurrence of a removed agent's job: %v, want ErrJobNoAgent", err)
+	}
+	h.drained()
+	if texts := h.tg.texts(); len(texts) != 0 {
+		t.Errorf("the room was told %q", texts)
+	}
+}

@@ -19,8 +19,8 @@ import (
 var ErrRoomGone = errors.New("room refuses delivery")
 
 // ErrRefused is wrapped by a Deliver error that refuses one occurrence on
-// purpose (the limits, or an access policy that no longer admits the
-// job's setter or room): it is settled as not delivered, its reason in the
+// purpose (the limits, an access policy that no longer admits the job's
+// setter or room, an agent no longer configured): it is settled as not delivered, its reason in the
 // job's note, and not retried; a recurring job moves to its next
 // occurrence.
 var ErrRefused = errors.New("occurrence refused")
