@@ -287,6 +287,12 @@ func (r *Runner) TakesImages(agentID string, e sessions.Entry) bool {
 	return err == nil && llm.Images(p, model)
 }
 
+// HasAgent reports whether agentID is a configured agent.
+func (r *Runner) HasAgent(agentID string) bool {
+	_, ok := r.agents[agentID]
+	return ok
+}
+
 // HasModel reports whether name ("provider/model") names a configured provider.
 func (r *Runner) HasModel(name string) bool {
 	_, _, err := r.provider(name)

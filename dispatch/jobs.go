@@ -33,6 +33,13 @@ var (
 	// ErrJobThrottled: the limits refused the occurrence (the room got
 	// their notice, as a member's message would).
 	ErrJobThrottled = errors.New("refused by the limits")
+	// ErrJobRefused: the access policy in force no longer admits the
+	// job's setter or its room (a reload revoked them since the job was
+	// set): the occurrence is not delivered.
+	ErrJobRefused = errors.New("refused by the access policy")
+	// ErrJobNoAgent: the job's agent is not configured (removed from
+	// agents.list): no turn can answer the occurrence.
+	ErrJobNoAgent = errors.New("the job's agent is not configured")
 )
 
 // JobInbound is the inbound message occurrence id of job j (due at at)
@@ -79,9 +86,10 @@ func jobAddress(t sessions.JobTarget) channels.Address {
 // DeliverJob journals occurrence id of job j into its session and queues
 // it. It returns nil once the occurrence is durably accepted (or was
 // already: a repeat), ErrJobNoRoom when no adapter serves the job's
-// account, ErrJobThrottled when the limits refuse it, and another error
-// when the journal cannot take it now (retry later). The access policy is
-// not asked again: it admitted the setter when the job was set.
+// account, ErrJobNoAgent when its agent is not configured (any more),
+// ErrJobRefused when the access policy in force no longer admits
+// its setter or room (jobAdmitted), ErrJobThrottled when the limits refuse
+// it, and another error when the journal cannot take it now (retry later).
 func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Time, id string) error {
 	if d.closing.Load() {
 		return errors.New("dispatch: job: shutting down")
@@ -89,11 +97,21 @@ func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Tim
 	if d.adapter(j.Target.Channel, j.Target.AccountID) == nil {
 		return fmt.Errorf("dispatch: job %s: %w (%s/%s)", j.ID, ErrJobNoRoom, j.Target.Channel, j.Target.AccountID)
 	}
+	if !d.opts.Runner.HasAgent(j.AgentID) {
+		return fmt.Errorf("dispatch: job %s: %w (%s)", j.ID, ErrJobNoAgent, j.AgentID)
+	}
 	key, err := routing.Parse(j.SessionKey)
 	if err != nil {
 		return fmt.Errorf("dispatch: job %s: session key: %w", j.ID, err)
 	}
 	in := JobInbound(j, at, d.jobZone(j), id, d.opts.Now())
+	if ok, reason := jobAdmitted(d.rt.Load(), in); !ok {
+		d.opts.Metrics.Refused.WithLabelValues(in.Channel).Inc()
+		d.log.Warn("job occurrence refused: the access policy in force no longer admits its setter or room",
+			zap.String("job_id", j.ID), zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+			zap.String("sender_id", in.SenderID), zap.String("reason", reason))
+		return fmt.Errorf("dispatch: job %s: %w (%s)", j.ID, ErrJobRefused, reason)
+	}
 	w := &work{RecordID: RecordID(in), AgentID: j.AgentID, Key: key,
 		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	if d.throttled(ctx, w) {
@@ -123,6 +141,21 @@ func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Tim
 		d.enqueue(ctx, w)
 	}
 	return nil
+}
+
+// jobAdmitted asks the policy in force (Runtime.Admits, no side effects)
+// whether job occurrence in may reach its agent. A job is its setter's
+// message, sent later: a member the operator has since removed from the
+// room's allowFrom, or a room since switched off, gets no more turns from
+// the jobs they set (SPEC §6: a message not allowed never reaches an
+// agent), as their messages get none. A job the operator set (no setter)
+// is judged by its room alone; in a direct chat it has no room to judge
+// and is admitted (the operator removes it with `gateway jobs remove`).
+func jobAdmitted(rt *Runtime, in channels.Inbound) (bool, string) {
+	if rt == nil || rt.Admits == nil || (in.SenderID == "" && in.ChatType == channels.Direct) {
+		return true, ""
+	}
+	return rt.Admits(in)
 }
 
 // jobOccurrence returns the job id of a journal record id that is a job

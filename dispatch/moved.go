@@ -17,10 +17,11 @@ import (
 // A chat that moved to a new id (issue 25: a Telegram group upgraded to a
 // supergroup; channels.EventMoved) keeps its conversation: the session of
 // the old chat's key moves to the new chat's key (sessions.Index.RenameKey,
-// atomic and idempotent), with the room's kept history and the room's
-// memory notes, and the old key is recorded as moved (keyMoves), so work
-// journaled or queued under it before the move — and a late message still
-// addressed to the old id — runs in the moved session. The event may come
+// atomic and idempotent), with the room's kept history, the room's memory
+// notes and its scheduled jobs (moveJobs), and the old key is recorded as
+// moved (keyMoves), so work journaled or queued under it before the move —
+// and a late message still addressed to the old id — runs in the moved
+// session. The event may come
 // several times (Telegram sends a service message in each chat; an
 // adapter replays what it knows at start); each step is a no-op when done.
 //
@@ -69,12 +70,22 @@ func (d *Dispatcher) moved(ctx context.Context, rt *Runtime, in channels.Inbound
 			return channels.ErrRejected
 		}
 	}
-	if fk == tk { // one key for both (dmScope global): nothing to move
-		return nil
+	if fk == tk { // one key for both (dmScope global): no session to move; its jobs' chat moves
+		return d.moveJobs(ctx, oldIn, newIn, "", "", log)
 	}
 	log = log.With(zap.Stringer("session_key", fk), zap.Stringer("new_session_key", tk))
-	if err := d.moveSession(ctx, fk, tk, log); err != nil {
+	moved, err := d.moveSession(ctx, fk, tk, log)
+	if err != nil {
 		return err
+	}
+	if !moved { // the new chat's own session stays; the old one keeps its key
+		fk, tk = routing.Key{}, routing.Key{}
+	}
+	if err := d.moveJobs(ctx, oldIn, newIn, fk.String(), tk.String(), log); err != nil {
+		return err
+	}
+	if !moved {
+		return nil
 	}
 	d.moveRoom(ctx, rt, oldIn, newIn, fk, tk, log)
 	d.queues.forget(fk)
@@ -84,11 +95,12 @@ func (d *Dispatcher) moved(ctx context.Context, rt *Runtime, in channels.Inbound
 	return nil
 }
 
-// moveSession moves the session of from to to and records the move.
-func (d *Dispatcher) moveSession(ctx context.Context, from, to routing.Key, log *zap.Logger) error {
+// moveSession moves the session of from to to and records the move; moved
+// is false when the new chat had a session of its own (the old one stays).
+func (d *Dispatcher) moveSession(ctx context.Context, from, to routing.Key, log *zap.Logger) (moved bool, err error) {
 	store, err := d.opts.Sessions.Store(from.Agent)
 	if err != nil {
-		return fmt.Errorf("dispatch: chat move: %w", err)
+		return false, fmt.Errorf("dispatch: chat move: %w", err)
 	}
 	e, err := store.RenameKey(ctx, from, to)
 	switch {
@@ -98,19 +110,37 @@ func (d *Dispatcher) moveSession(ctx context.Context, from, to routing.Key, log 
 		// The new chat spoke first: its session stays, and the old one
 		// stays under the old key (gateway sessions list shows both).
 		log.Error("chat moved, but the new chat already has a session of its own: the old chat's session was not moved", zap.Error(err))
-		return nil
+		return false, nil
 	case err != nil && isStorage(err):
 		d.opts.Metrics.StorageErrors.Inc()
-		return fmt.Errorf("dispatch: chat move: %w: %w", channels.ErrUnavailable, err)
+		return false, fmt.Errorf("dispatch: chat move: %w: %w", channels.ErrUnavailable, err)
 	case err != nil:
-		return fmt.Errorf("dispatch: chat move: %w", err)
+		return false, fmt.Errorf("dispatch: chat move: %w", err)
 	default:
 		log.Info("chat moved; its session follows", zap.String("session_id", e.SessionID))
 	}
 	// Recorded once the session is where it says: work of the old key
 	// that runs after this finds it.
 	if err := d.moves.record(ctx, from, to); err != nil {
-		return fmt.Errorf("dispatch: chat move: %w", err)
+		return false, fmt.Errorf("dispatch: chat move: %w", err)
+	}
+	return true, nil
+}
+
+// moveJobs re-targets the old chat's scheduled jobs to the new chat id
+// (sessions.Jobs.MoveJobs), and those of session key from to to (""
+// moves no key): /remind list and cancel in the new chat find them, and
+// their occurrences arrive there. Idempotent, as the move is.
+func (d *Dispatcher) moveJobs(ctx context.Context, oldIn, newIn channels.Inbound, from, to string, log *zap.Logger) error {
+	n, err := d.opts.Sessions.Jobs().MoveJobs(ctx, oldIn.ChatKey(), newIn.ChatID, from, to)
+	switch {
+	case err != nil && isStorage(err):
+		d.opts.Metrics.StorageErrors.Inc()
+		return fmt.Errorf("dispatch: chat move: jobs: %w: %w", channels.ErrUnavailable, err)
+	case err != nil:
+		return fmt.Errorf("dispatch: chat move: jobs: %w", err)
+	case n > 0:
+		log.Info("chat moved; its scheduled jobs follow", zap.Int("jobs", n))
 	}
 	return nil
 }

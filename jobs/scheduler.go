@@ -19,7 +19,8 @@ import (
 var ErrRoomGone = errors.New("room refuses delivery")
 
 // ErrRefused is wrapped by a Deliver error that refuses one occurrence on
-// purpose (the limits): it is settled as not delivered, its reason in the
+// purpose (the limits, an access policy that no longer admits the job's
+// setter or room, an agent no longer configured): it is settled as not delivered, its reason in the
 // job's note, and not retried; a recurring job moves to its next
 // occurrence.
 var ErrRefused = errors.New("occurrence refused")
@@ -238,10 +239,7 @@ func (s *Scheduler) handle(ctx context.Context, j sessions.Job) (outcome, bool) 
 		return outcome{st: sessions.JobSettled{ID: j.ID, JobSettle: sessions.JobSettle{State: sessions.JobDisabled, NextAt: j.NextAt,
 			Note: "disabled: its schedule no longer reads: " + err.Error()}}, what: "disabled", late: 0, log: log}, true
 	}
-	next, err := Next(j.Schedule, maxTime(due, now))
-	if err != nil {
-		next = time.Time{}
-	}
+	next := nextAfter(j.Schedule, due, now)
 	if late := now.Sub(due); late > s.GraceWindow() {
 		note := fmt.Sprintf("missed the occurrence due at %s: %s late, past the grace window of %s",
 			due.UTC().Format(time.RFC3339), late.Round(time.Second), s.GraceWindow())
@@ -353,9 +351,19 @@ func (s *Scheduler) observe(outcome string, late time.Duration) {
 	}
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+// nextAfter is the occurrence of s that follows due (the occurrence
+// handled) and is after now (zero: none). It walks on from due, not from
+// now: on the day a DST change repeats a wall-clock hour, now may lie in
+// the repeat, and Next from there would give the repeat of the wall time
+// due just had (a daily 02:30 fired late at 02:05 CET would fire again
+// at 02:30 CET).
+func nextAfter(s sessions.JobSchedule, due, now time.Time) time.Time {
+	next, err := Next(s, due)
+	if err == nil && !next.IsZero() && !next.After(now) { // Latest stopped short (maxCatchUp)
+		next, err = Next(s, now)
 	}
-	return b
+	if err != nil {
+		return time.Time{}
+	}
+	return next
 }

@@ -164,6 +164,14 @@ type Jobs interface {
 	// it (a delivered occurrence's reply was given up: the room refuses
 	// the bot). A job already ended keeps its state; no job is ErrNoJob.
 	DisableJob(ctx context.Context, id, note string) error
+	// MoveJobs re-targets the jobs of room fromChatKey (JobTarget.ChatKey)
+	// to chat toChatID of the same channel and account: the room moved to
+	// a new id (a Telegram group upgraded to a supergroup). A job
+	// delivered into session fromKey is delivered into toKey from now on
+	// (the session moved with its chat; fromKey "" moves no key). It
+	// returns how many jobs it changed; called again, it changes none
+	// (MovedJob). Claims, states and due times are kept.
+	MoveJobs(ctx context.Context, fromChatKey, toChatID, fromKey, toKey string) (int, error)
 }
 
 // Errors of Jobs.
@@ -237,6 +245,19 @@ func SettledJob(j Job, s JobSettle) Job {
 	j.State, j.NextAt, j.Note = s.State, s.NextAt, s.Note
 	j.ClaimOwner, j.ClaimUntil = "", time.Time{}
 	return j
+}
+
+// MovedJob returns j re-targeted as MoveJobs says, and whether that
+// changed it. Backends share the rule.
+func MovedJob(j Job, fromChatKey, toChatID, fromKey, toKey string) (Job, bool) {
+	if j.Target.ChatKey() != fromChatKey || toChatID == "" || j.Target.ChatID == toChatID {
+		return j, false
+	}
+	j.Target.ChatID = toChatID
+	if fromKey != "" && toKey != "" && j.SessionKey == fromKey {
+		j.SessionKey = toKey
+	}
+	return j, true
 }
 
 // SortJobs orders jobs due first (ties by id), as ListJobs returns them.

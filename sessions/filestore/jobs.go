@@ -255,6 +255,28 @@ func (s *Jobs) DisableJob(ctx context.Context, id, note string) error {
 	})
 }
 
+// MoveJobs implements sessions.Jobs: one rewrite of the file, none when
+// no job moves.
+func (s *Jobs) MoveJobs(ctx context.Context, fromChatKey, toChatID, fromKey, toKey string) (int, error) {
+	n := 0
+	err := s.update(ctx, func(js []sessions.Job) ([]sessions.Job, error) {
+		n = 0
+		for i, j := range js {
+			if m, ok := sessions.MovedJob(j, fromChatKey, toChatID, fromKey, toKey); ok {
+				js[i], n = m, n+1
+			}
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		return js, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sessions: move jobs: %w", err)
+	}
+	return n, nil
+}
+
 // read returns the jobs (from the cache when the file did not change).
 // The slice is the caller's.
 func (s *Jobs) read(ctx context.Context) ([]sessions.Job, error) {

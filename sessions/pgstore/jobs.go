@@ -214,6 +214,45 @@ func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 	return nil
 }
 
+// MoveJobs implements sessions.Jobs: one transaction, the room's rows
+// locked.
+func (s jobStore) MoveJobs(ctx context.Context, fromChatKey, toChatID, fromKey, toKey string) (int, error) {
+	ctx = withOp(ctx, OpJobs)
+	n := 0
+	err := pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE chat_key = $1 FOR UPDATE`, fromChatKey)
+		if err != nil {
+			return err
+		}
+		js, err := pgx.CollectRows(rows, scanJob)
+		if err != nil {
+			return err
+		}
+		n = 0
+		for _, j := range js {
+			m, ok := sessions.MovedJob(j, fromChatKey, toChatID, fromKey, toKey)
+			if !ok {
+				continue
+			}
+			m.ClaimOwner, m.ClaimUntil = "", time.Time{} // the columns hold the claim
+			body, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("encode: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET chat_key = $2, session_key = $3, body = $4 WHERE id = $1`,
+				m.ID, m.Target.ChatKey(), m.SessionKey, body); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: move jobs: %w", err)
+	}
+	return n, nil
+}
+
 // scanJob reads a row of jobCols: body, with the columns laid over it.
 func scanJob(row pgx.CollectableRow) (sessions.Job, error) {
 	var (

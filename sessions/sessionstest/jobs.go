@@ -34,6 +34,7 @@ func TestJobs(t *testing.T, open JobsOpener) {
 		{"SettleNextOccurrence", testJobsSettle},
 		{"DisableWhileClaimed", testJobsDisable},
 		{"SettleBatch", testJobsSettleBatch},
+		{"MoveRoom", testJobsMove},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -397,5 +398,61 @@ func testJobsSettleBatch(t *testing.T, open JobsOpener) {
 	}
 	if j, _ := s.Job(ctx, "j0000"); j.State != sessions.JobActive || j.ClaimOwner != "other" {
 		t.Errorf("the other's job: %s claim %q", j.State, j.ClaimOwner)
+	}
+}
+
+// testJobsMove moves the jobs of chat -100 to chat -1001 (a group upgraded
+// to a supergroup) from another handle: they are listed under the new
+// room and session, a claimed one keeps its claim and settles under it,
+// another room's job stays, and a second move changes nothing.
+func testJobsMove(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	a := open(t, nil)
+	b := open(t, a)
+	oldKey, newKey := "agent:main:telegram:group:-100", "agent:main:telegram:group:-1001"
+	j0, j1, other := testJob(0, "-100"), testJob(1, "-100"), testJob(2, "-200")
+	j1.SessionKey = "agent:main:telegram:group:-100:thread:7" // not the moved session: keeps its key
+	for _, j := range []sessions.Job{j0, j1, other} {
+		addJob(t, a, j)
+	}
+	if js, _, err := a.ClaimDueJobs(ctx, jobT0, "me", time.Minute, 1); err != nil || len(js) != 1 || js[0].ID != j0.ID {
+		t.Fatalf("claim: %v, %v", jobIDs(js), err)
+	}
+	n, err := b.MoveJobs(ctx, j0.Target.ChatKey(), "-1001", oldKey, newKey)
+	if err != nil || n != 2 {
+		t.Fatalf("MoveJobs: %d, %v; want 2 moved", n, err)
+	}
+	if n, err := b.MoveJobs(ctx, j0.Target.ChatKey(), "-1001", oldKey, newKey); err != nil || n != 0 {
+		t.Errorf("MoveJobs again: %d, %v; want 0", n, err)
+	}
+	newRoom := sessions.JobTarget{Channel: "telegram", AccountID: "default", ChatID: "-1001"}.ChatKey()
+	if got := listJobs(t, a, sessions.JobFilter{ChatKey: newRoom}); !cmp.Equal(got, []string{j0.ID, j1.ID}) {
+		t.Errorf("jobs of the new room: %v", got)
+	}
+	if got := listJobs(t, a, sessions.JobFilter{ChatKey: j0.Target.ChatKey()}); len(got) != 0 {
+		t.Errorf("jobs left in the old room: %v", got)
+	}
+	if got := listJobs(t, a, sessions.JobFilter{SessionKey: newKey}); !cmp.Equal(got, []string{j0.ID}) {
+		t.Errorf("jobs of the moved session: %v", got)
+	}
+	g0, err := a.Job(ctx, j0.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g0.Target.ChatID != "-1001" || g0.SessionKey != newKey || g0.ClaimOwner != "me" || g0.Text != j0.Text ||
+		!g0.NextAt.Equal(j0.NextAt) || g0.Target.SenderID != "42" {
+		t.Errorf("moved job: %+v", g0)
+	}
+	if g1, err := a.Job(ctx, j1.ID); err != nil || g1.SessionKey != j1.SessionKey || g1.Target.ChatID != "-1001" {
+		t.Errorf("moved thread job: %+v, %v", g1, err)
+	}
+	if err := a.SettleJob(ctx, j0.ID, "me", sessions.JobSettle{Fired: jobT0, State: sessions.JobDone, NextAt: jobT0}); err != nil {
+		t.Errorf("settle of a moved job under its claim: %v", err)
+	}
+	if g0, _ := b.Job(ctx, j0.ID); g0.Target.ChatID != "-1001" || g0.State != sessions.JobDone {
+		t.Errorf("moved job after its settle: chat %s state %s", g0.Target.ChatID, g0.State)
+	}
+	if got := listJobs(t, b, sessions.JobFilter{ChatKey: other.Target.ChatKey()}); !cmp.Equal(got, []string{other.ID}) {
+		t.Errorf("another room's jobs: %v", got)
 	}
 }

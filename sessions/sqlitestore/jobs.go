@@ -219,6 +219,45 @@ func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 	return nil
 }
 
+// MoveJobs implements sessions.Jobs: one writer job.
+func (s jobStore) MoveJobs(ctx context.Context, fromChatKey, toChatID, fromKey, toKey string) (int, error) {
+	n := 0
+	err := s.db.w.do(ctx, func(tx *wtx) error {
+		n = 0
+		var moved []sessions.Job
+		err := queryOn(ctx, tx, func(r *sql.Rows) error {
+			j, err := scanJob(r)
+			if err != nil {
+				return err
+			}
+			if m, ok := sessions.MovedJob(j, fromChatKey, toChatID, fromKey, toKey); ok {
+				moved = append(moved, m)
+			}
+			return nil
+		}, `SELECT `+jobCols+` FROM jobs WHERE chat_key = ?`, fromChatKey)
+		if err != nil {
+			return err
+		}
+		for _, j := range moved {
+			j.ClaimOwner, j.ClaimUntil = "", time.Time{} // the columns hold the claim
+			body, err := json.Marshal(j)
+			if err != nil {
+				return fmt.Errorf("encode: %w", err)
+			}
+			if _, err := tx.Exec(`UPDATE jobs SET chat_key = ?, session_key = ?, body = ? WHERE id = ?`,
+				j.Target.ChatKey(), j.SessionKey, string(body), j.ID); err != nil {
+				return err
+			}
+		}
+		n = len(moved)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: move jobs: %w", err)
+	}
+	return n, nil
+}
+
 // scanJob reads a row of jobCols: body, with the columns laid over it.
 func scanJob(r rowScanner) (sessions.Job, error) {
 	var (
