@@ -33,6 +33,10 @@ var (
 	// ErrJobThrottled: the limits refused the occurrence (the room got
 	// their notice, as a member's message would).
 	ErrJobThrottled = errors.New("refused by the limits")
+	// ErrJobRevoked: the access policy in force no longer admits the
+	// job's setter in its room (taken off allowFrom, the room switched
+	// off): the occurrence is not delivered.
+	ErrJobRevoked = errors.New("refused by the access policy")
 )
 
 // JobInbound is the inbound message occurrence id of job j (due at at)
@@ -79,9 +83,9 @@ func jobAddress(t sessions.JobTarget) channels.Address {
 // DeliverJob journals occurrence id of job j into its session and queues
 // it. It returns nil once the occurrence is durably accepted (or was
 // already: a repeat), ErrJobNoRoom when no adapter serves the job's
-// account, ErrJobThrottled when the limits refuse it, and another error
-// when the journal cannot take it now (retry later). The access policy is
-// not asked again: it admitted the setter when the job was set.
+// account, ErrJobThrottled when the limits refuse it, ErrJobRevoked when
+// the access policy in force refuses its setter (jobAdmitted), and another
+// error when the journal cannot take it now (retry later).
 func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Time, id string) error {
 	if d.closing.Load() {
 		return errors.New("dispatch: job: shutting down")
@@ -94,6 +98,12 @@ func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Tim
 		return fmt.Errorf("dispatch: job %s: session key: %w", j.ID, err)
 	}
 	in := JobInbound(j, at, d.jobZone(j), id, d.opts.Now())
+	if ok, reason := d.jobAdmitted(d.rt.Load(), in); !ok {
+		d.log.Warn("job occurrence refused: the access policy in force no longer admits its setter",
+			zap.String("job_id", j.ID), zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
+			zap.String("sender_id", in.SenderID), zap.String("reason", reason))
+		return fmt.Errorf("dispatch: job %s: %w (%s)", j.ID, ErrJobRevoked, reason)
+	}
 	w := &work{RecordID: RecordID(in), AgentID: j.AgentID, Key: key,
 		chatMessage: chatMessage{In: in}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	if d.throttled(ctx, w) {
@@ -123,6 +133,19 @@ func (d *Dispatcher) DeliverJob(ctx context.Context, j sessions.Job, at time.Tim
 		d.enqueue(ctx, w)
 	}
 	return nil
+}
+
+// jobAdmitted asks the policy in force (rt.Admits) whether it admits the
+// setter of a job occurrence in its room: a reminder is its setter's
+// message, delivered later, and a message from someone the policy does
+// not admit never reaches an agent. A job the operator set (the CLI, the
+// API: no sender) is judged by its room alone in a group and is not asked
+// about in a DM, where the policy only knows senders.
+func (d *Dispatcher) jobAdmitted(rt *Runtime, in channels.Inbound) (bool, string) {
+	if rt.Admits == nil || (in.SenderID == "" && in.ChatType == channels.Direct) {
+		return true, ""
+	}
+	return rt.Admits(in)
 }
 
 // jobOccurrence returns the job id of a journal record id that is a job

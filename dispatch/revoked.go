@@ -19,9 +19,9 @@ import (
 // been refused had it come now) and logged. A turn already running is not
 // cut: what it took, it answers.
 //
-// Only chat members' messages are asked again: not internal work (subagent
-// results), nor resent replies, nor job occurrences (DeliverJob: the policy
-// admitted their setter when the job was set).
+// Only chat members' messages are asked again, job occurrences included
+// (a reminder is its setter's message: jobAdmitted): not internal work
+// (subagent results), nor resent replies.
 
 // stillAdmitted reports whether the policy in force admits w (a lane item:
 // a message, the burst it leads, a command) and, when it does not, why.
@@ -32,7 +32,7 @@ func (d *Dispatcher) stillAdmitted(w *work) (ok bool, reason string) {
 		return true, "" // no reload since Handle admitted it, or not a member's message
 	}
 	if _, job := jobOccurrence(w.RecordID); job {
-		return true, ""
+		return d.jobAdmitted(rt, w.In)
 	}
 	return rt.Admits(w.In)
 }

@@ -80,7 +80,7 @@ func (d *Daemon) deliverJob(ctx context.Context, j sessions.Job, at time.Time, i
 	switch {
 	case errors.Is(err, dispatch.ErrJobNoRoom):
 		return fmt.Errorf("%w: %w", jobs.ErrRoomGone, err)
-	case errors.Is(err, dispatch.ErrJobThrottled):
+	case errors.Is(err, dispatch.ErrJobThrottled), errors.Is(err, dispatch.ErrJobRevoked):
 		return fmt.Errorf("%w: %w", jobs.ErrRefused, err)
 	}
 	return err
