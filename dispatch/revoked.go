@@ -87,3 +87,13 @@ func (c commander) stillPrivileged(ctx context.Context, w *work) bool {
 	c.reply(ctx, w, onlyAllowed(w.Command))
 	return false
 }
+
+// AccessChanged tells the dispatcher that who the policy admits changed
+// without a reload (an operator revoked a paired sender through the API):
+// the runtime in force is replaced by a copy, so every message accepted
+// before is asked again (stillAdmitted, stillPrivileged) before it reaches
+// an agent, as after a reload.
+func (d *Dispatcher) AccessChanged() {
+	rt := *d.rt.Load()
+	d.rt.Store(&rt)
+}
