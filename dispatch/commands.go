@@ -88,12 +88,27 @@ func parseCommand(text string, rc sessions.ResetConfig) (cmd, args string) {
 	if !strings.HasPrefix(t, "/") {
 		return "", ""
 	}
-	word, rest, _ := strings.Cut(t[1:], " ")
+	word, rest := cutWord(t[1:])
 	word = strings.ToLower(word)
-	if !knownCommand(word) {
+	// /new and /reset are reset triggers: the operator's list
+	// (session.resetTriggers) is the whole set, so an empty list or one
+	// that names others leaves them plain messages for the agent.
+	if !knownCommand(word) || word == "new" || word == "reset" {
 		return "", ""
 	}
-	return word, strings.TrimSpace(rest)
+	return word, rest
+}
+
+// cutWord splits s at its first run of white space of any kind (a tab, a
+// newline or a non-breaking space from a mobile keyboard as much as a
+// space): first is the word before it, rest what follows, trimmed.
+func cutWord(s string) (first, rest string) {
+	s = strings.TrimLeftFunc(s, unicode.IsSpace)
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], strings.TrimSpace(s[i:])
 }
 
 // helpText is /help's answer, from the same catalogue adapters register.
@@ -177,7 +192,7 @@ func (c commander) reply(ctx context.Context, w *work, text string) {
 // isModel reports whether s is written "provider/model" with one of
 // providers ("openai/gpt-4o"), whether or not /model offers that model.
 func isModel(providers []string, s string) bool {
-	if strings.ContainsAny(s, " \n") {
+	if strings.IndexFunc(s, unicode.IsSpace) >= 0 {
 		return false
 	}
 	p, _, ok := strings.Cut(s, "/")
@@ -201,16 +216,13 @@ func (c commander) newModel(w *work) (model, rest, refusal string) {
 	d := c.d
 	// The model is the first word, whatever white space ends it: "/new
 	// openai/gpt-4o" and the message may be on two lines.
-	first, tail := w.Args, ""
-	if i := strings.IndexFunc(w.Args, unicode.IsSpace); i >= 0 {
-		first, tail = w.Args[:i], w.Args[i:]
-	}
+	first, tail := cutWord(w.Args)
 	if w.Command != "new" || !strings.Contains(first, "/") {
 		return "", w.Args, ""
 	}
 	choices := d.opts.Runner.Models(w.AgentID)
 	if name, ok := pickModel(choices, first); ok {
-		return name, strings.TrimSpace(tail), ""
+		return name, tail, ""
 	}
 	if isModel(d.opts.Providers, first) {
 		return "", "", fmt.Sprintf("Unknown model %q: the session was not reset. Choices: %s.", firstLine(first, 60), strings.Join(choices, ", "))

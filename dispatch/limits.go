@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -25,7 +24,7 @@ func (d *Dispatcher) limitedCommand(w *work) bool {
 	case "compact":
 		return true
 	case "new", "reset":
-		first, tail, _ := strings.Cut(w.Args, " ")
+		first, tail := cutWord(w.Args)
 		return w.Args != "" && !(w.Command == "new" && tail == "" && isModel(d.opts.Providers, first))
 	}
 	return false

@@ -49,7 +49,7 @@ func privilegedRemind(cmd, args string) bool {
 	if cmd != "remind" {
 		return false
 	}
-	first, _, _ := strings.Cut(strings.TrimSpace(args), " ")
+	first, _ := cutWord(args)
 	switch strings.ToLower(first) {
 	case "list", "cancel", "remove":
 		return true
@@ -65,7 +65,7 @@ func (c commander) remind(ctx context.Context, w *work) string {
 	loc := opts.zone(w.AgentID)
 	store := d.opts.Sessions.Jobs()
 	room := w.In.ChatKey()
-	first, rest, _ := strings.Cut(strings.TrimSpace(w.Args), " ")
+	first, rest := cutWord(w.Args)
 	switch strings.ToLower(first) {
 	case "", "help":
 		return remindUsage

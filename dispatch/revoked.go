@@ -37,27 +37,40 @@ func (d *Dispatcher) stillAdmitted(w *work) (ok bool, reason string) {
 	return rt.Admits(w.In)
 }
 
-// revoked finishes w, with every part of its burst, when the policy in
-// force no longer admits it, and reports whether it did.
-func (d *Dispatcher) revoked(w *work) bool {
-	ok, reason := d.stillAdmitted(w)
-	if !ok {
-		d.dropRevoked(w, reason)
+// admitted returns w, or what is left of it once the parts whose sender
+// the policy in force no longer admits are finished without a turn (nil:
+// nothing is left). A burst's parts share their sender, but a bundle (a
+// failed turn's batch queued again, a batch split around a held record:
+// bundle) may carry several senders' messages behind one lead: each part
+// is asked for itself.
+func (d *Dispatcher) admitted(w *work) *work {
+	parts := expand(w)
+	keep := parts[:0:0]
+	for _, p := range parts {
+		if ok, reason := d.stillAdmitted(p); !ok {
+			d.dropRevoked(p, reason)
+			continue
+		}
+		keep = append(keep, p)
 	}
-	return !ok
+	switch {
+	case len(keep) == len(parts):
+		return w
+	case len(keep) == 0:
+		return nil
+	}
+	return bundle(keep)
 }
 
-// dropRevoked finishes w and its burst's parts without a turn.
-func (d *Dispatcher) dropRevoked(w *work, reason string) {
-	parts := expand(w)
-	ids := recordIDs(parts)
-	d.opts.Metrics.Refused.WithLabelValues(w.In.Channel).Add(float64(len(parts)))
+// dropRevoked finishes part, one message, without a turn.
+func (d *Dispatcher) dropRevoked(part *work, reason string) {
+	d.opts.Metrics.Refused.WithLabelValues(part.In.Channel).Inc()
 	d.log.Warn("queued message dropped: the access policy in force no longer admits it",
-		zap.String("channel", w.In.Channel), zap.String("account_id", w.In.AccountID),
-		zap.String("chat_id", w.In.ChatID), zap.String("sender_id", w.In.SenderID),
-		zap.Stringer("session_key", w.Key), zap.Strings("record_ids", ids), zap.String("reason", reason))
-	d.releaseHolds(parts...)
-	d.finish(ids...)
+		zap.String("channel", part.In.Channel), zap.String("account_id", part.In.AccountID),
+		zap.String("chat_id", part.In.ChatID), zap.String("sender_id", part.In.SenderID),
+		zap.Stringer("session_key", part.Key), zap.String("record_id", part.RecordID), zap.String("reason", reason))
+	d.releaseHolds(part)
+	d.finish(part.RecordID)
 }
 
 // stillPrivileged reports whether the sender of w, a privileged command
@@ -86,4 +99,14 @@ func (c commander) stillPrivileged(ctx context.Context, w *work) bool {
 		zap.Stringer("session_key", w.Key), zap.String("command", w.Command), zap.String("record_id", w.RecordID))
 	c.reply(ctx, w, onlyAllowed(w.Command))
 	return false
+}
+
+// AccessChanged tells the dispatcher that who the policy admits changed
+// without a reload (an operator revoked a paired sender through the API):
+// the runtime in force is replaced by a copy, so every message accepted
+// before is asked again (stillAdmitted, stillPrivileged) before it reaches
+// an agent, as after a reload.
+func (d *Dispatcher) AccessChanged() {
+	rt := *d.rt.Load()
+	d.rt.Store(&rt)
 }

@@ -213,11 +213,50 @@ func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info s
 	if len(ents) == 0 {
 		return rc
 	}
-	rc.text, rc.seq = formatHistoryWith(ents, d.tool.showsMessageIDs(addressed)), ents[len(ents)-1].Seq
+	rc.seq = ents[len(ents)-1].Seq // the turn cuts what it dropped too
+	if ents = rh.admitted(ents, addressed.In, dm, log); len(ents) == 0 {
+		return rc
+	}
+	rc.text = formatHistoryWith(ents, d.tool.showsMessageIDs(addressed))
 	for _, e := range ents {
 		rc.ids = append(rc.ids, e.MessageID)
 	}
 	return rc
+}
+
+// admitted drops the kept entries whose sender the policy in force no
+// longer admits in the room of in (a reload took them off its allowFrom
+// after their messages were kept): a message from someone the policy does
+// not admit never reaches an agent (revoked.go). Entries without a sender
+// and a DM's noted events (their sender is the DM's, asked again with its
+// message) are kept.
+func (rh roomHistory) admitted(ents []sessions.HistoryEntry, in channels.Inbound, dm bool, log *zap.Logger) []sessions.HistoryEntry {
+	rt := rh.d.rt.Load()
+	if rt.Admits == nil || dm {
+		return ents
+	}
+	verdicts := map[string]bool{}
+	out := ents[:0:0]
+	dropped := 0
+	for _, e := range ents {
+		ok, seen := verdicts[e.SenderID]
+		if !seen && e.SenderID != "" {
+			q := in
+			q.SenderID, q.SenderName, q.Text, q.Event, q.Attachments = e.SenderID, e.SenderName, "", nil, nil
+			ok, _ = rt.Admits(q)
+			verdicts[e.SenderID] = ok
+		}
+		if e.SenderID != "" && !ok {
+			dropped++
+			continue
+		}
+		out = append(out, e)
+	}
+	if dropped > 0 {
+		log.Warn("kept room messages dropped: the access policy in force no longer admits their senders",
+			zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Int("dropped", dropped))
+	}
+	return out
 }
 
 // dmEvents reports whether a DM turn of ws may find noted events: its

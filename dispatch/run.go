@@ -46,7 +46,7 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 		if seen != nil && w.Reply == nil && d.queuedTwice(w, seen) {
 			continue
 		}
-		if d.revoked(w) { // its sender lost access while it waited (revoked.go)
+		if w = d.admitted(w); w == nil { // its senders lost access while it waited (revoked.go)
 			continue
 		}
 		if w.Reply != nil {

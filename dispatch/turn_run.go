@@ -207,13 +207,19 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
 				continue // NoSteer items: lanes does not hand them out
 			}
-			if ok, reason := d.stillAdmitted(w); !ok { // revoked.go
-				if !it.Steered { // steer-backlog: its own turn drops it
-					d.dropRevoked(w, reason)
+			// Each part is asked again (revoked.go); in steer-backlog mode
+			// what is refused stays queued, and its own turn drops it.
+			var parts []*work
+			if it.Steered {
+				for _, p := range expand(w) {
+					if ok, _ := d.stillAdmitted(p); ok {
+						parts = append(parts, p)
+					}
 				}
-				continue
+			} else if w = d.admitted(w); w != nil {
+				parts = expand(w)
 			}
-			for _, p := range expand(w) {
+			for _, p := range parts {
 				if d.tool.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
 					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
 				}

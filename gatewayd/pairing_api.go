@@ -54,8 +54,15 @@ func (p pairingAPI) Approve(ctx context.Context, channel, code string) (access.A
 	return a, p.notify(ctx, a, chat), nil
 }
 
+// Revoke withdraws an approval; the dispatcher then asks again every
+// message it accepted before (the revoked sender's may be queued behind a
+// turn), as after a reload.
 func (p pairingAPI) Revoke(channel, accountID, senderID string) (bool, error) {
-	return p.d.pairing.Revoke(channel, accountID, senderID)
+	ok, err := p.d.pairing.Revoke(channel, accountID, senderID)
+	if ok {
+		p.d.disp.AccessChanged()
+	}
+	return ok, err
 }
 
 // notify sends approvedNotice to chat through a's account.

@@ -1,6 +1,10 @@
 package sessions
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // MatchTrigger reports whether text asks for a manual reset. A trigger
 // matches case-insensitively as the whole message (surrounding white space
@@ -24,17 +28,11 @@ func MatchTrigger(cfg ResetConfig, text string) (trigger string, rest string, ok
 		if len(text) == len(tr) {
 			return tr, "", true
 		}
-		if isSpace(text[len(tr)]) {
+		// Any white space ends the trigger: a non-breaking space from a
+		// mobile keyboard as much as a space, a tab or a newline.
+		if r, _ := utf8.DecodeRuneInString(text[len(tr):]); unicode.IsSpace(r) {
 			return tr, strings.TrimSpace(text[len(tr):]), true
 		}
 	}
 	return "", "", false
-}
-
-func isSpace(b byte) bool {
-	switch b {
-	case ' ', '\t', '\n', '\r', '\v', '\f':
-		return true
-	}
-	return false
 }

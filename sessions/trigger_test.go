@@ -30,6 +30,9 @@ func TestMatchTrigger(t *testing.T) {
 		{"custom replaces defaults", custom, "/new", "", "", false},
 		{"empty list disables", none, "/new", "", "", false},
 		{"unicode after trigger", ResetConfig{}, "/newé", "", "", false},
+		{"non-breaking space separator", ResetConfig{}, "/new\u00a0hello", "/new", "hello", true},
+		{"tab separator", ResetConfig{}, "/reset\thello", "/reset", "hello", true},
+		{"custom trigger, em space", custom, "/fresh\u2003start", "/fresh", "start", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
