@@ -2,10 +2,14 @@ package agents
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/sessions"
 )
 
 // TestCompactionSummaryFallsBackToTheNextModel: a compaction while the
@@ -36,5 +40,36 @@ func TestCompactionSummaryFallsBackToTheNextModel(t *testing.T) {
 	}
 	if len(rig.backup.Requests()) == 0 {
 		t.Fatal("the backup model was never asked")
+	}
+}
+
+// TestMemoryFlushFallsBackToTheNextModel: the memory flush before a
+// compaction goes down the model chain as the summary does: during a
+// primary outage the fallback model is asked to save what is about to be
+// summarised, instead of the flush failing and the notes being lost.
+func TestMemoryFlushFallsBackToTheNextModel(t *testing.T) {
+	d := Defaults{Model: Model{Primary: "fake/model-1", Fallbacks: []string{"fake/model-2"}}}
+	k := openDisk(t, t.TempDir(), d, []Agent{memAgent}, &fakeProvider{name: "fake"})
+	key := mustKey(t, "main", "main")
+	k.begin("main", key)
+	for _, text := range []string{"my dog is called Rex", "I work nights", "what time is it?"} {
+		memTurn(t, k, key, alice, text)
+	}
+	var flushedBy []string
+	k.p.summary = func(req llm.Request) (string, error) { return "they talked about a dog", nil }
+	k.p.reply = func(n int, req llm.Request) (sessions.Message, error) {
+		if req.Model == "model-1" {
+			return sessions.Message{}, llm.WithStatus(503, errors.New("primary down"))
+		}
+		if strings.Contains(lastUserText(req.Messages), "about to be compacted") {
+			flushedBy = append(flushedBy, req.Model)
+		}
+		return assistantText(memoryFlushDone), nil
+	}
+	if err := k.r.CompactFor(context.Background(), "main", key, "", alice); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(flushedBy, []string{"model-2"}) {
+		t.Fatalf("the flush was asked of %q, want the fallback model-2 once", flushedBy)
 	}
 }

@@ -64,7 +64,7 @@ func (r *Runner) flushMemory(ctx context.Context, s *session, msgs []sessions.Me
 	ran := 0
 	for range maxFlushCalls {
 		req := llm.Request{Model: s.model, System: system, Messages: convo, Tools: toolDefs(tools)}
-		m, err := s.provider.Stream(ctx, req, nil)
+		m, err := r.stream(ctx, s, req, false, nil) // down the model chain, as the summary (fallback.go)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("memory flush before compaction failed; compacting without it", zap.Error(err))
