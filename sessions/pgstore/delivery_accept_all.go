@@ -77,24 +77,8 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 		dups[i] = !found[j]
 		anyDup = anyDup || dups[i]
 	}
-	n := d.barrier.note()
-	wait = func() error {
-		ctx, cancel := context.WithTimeout(withOp(context.Background(), OpAcceptWait), deliveryOpTimeout)
-		defer cancel()
-		var err error
-		if anyDup {
-			// A duplicate's original may be a lazy commit whose wait has
-			// not run yet: one flush covers it and this batch.
-			err = d.db.flushWAL(ctx)
-		} else {
-			err = d.barrier.wait(ctx, n)
-		}
-		if err != nil {
-			return fmt.Errorf("pgstore: delivery accept %d records: %w", len(rows), d.storageErr(err))
-		}
-		return nil
-	}
-	return dups, errs, wait
+	// With a duplicate, one flush covers its original and this batch.
+	return dups, errs, d.acceptWait(anyDup, d.barrier.note(), fmt.Sprintf("%d records", len(rows)))
 }
 
 // acceptArgs is one record of AcceptDeferredAll, its payload compacted.

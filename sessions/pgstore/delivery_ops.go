@@ -41,20 +41,28 @@ func (d *Delivery) AcceptDeferred(ctx context.Context, rec sessions.Record) (dup
 	if !dup {
 		n = d.barrier.note()
 	}
-	return dup, func() error {
+	return dup, d.acceptWait(dup, n, fmt.Sprintf("%q", rec.ID)), nil
+}
+
+// acceptWait is the wait of a deferred accept (what names the records
+// accepted, for its error): the flush barrier n, or, when flush, a WAL
+// flush of its own (a duplicate's original may be a lazy commit whose
+// wait has not run yet: one flush covers it).
+func (d *Delivery) acceptWait(flush bool, n uint64, what string) func() error {
+	return func() error {
 		ctx, cancel := context.WithTimeout(withOp(context.Background(), OpAcceptWait), deliveryOpTimeout)
 		defer cancel()
 		var err error
-		if dup {
+		if flush {
 			err = d.db.flushWAL(ctx)
 		} else {
 			err = d.barrier.wait(ctx, n)
 		}
 		if err != nil {
-			return fmt.Errorf("pgstore: delivery accept %q: %w", rec.ID, d.storageErr(err))
+			return fmt.Errorf("pgstore: delivery accept %s: %w", what, d.storageErr(err))
 		}
 		return nil
-	}, nil
+	}
 }
 
 func (d *Delivery) accept(ctx context.Context, rec sessions.Record, lazy bool) (dup bool, err error) {
