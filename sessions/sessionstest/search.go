@@ -28,6 +28,7 @@ func TestSearch(t *testing.T, open BackendOpener) {
 		{"Limit", testSearchLimit},
 		{"ResetDeleteSwitch", testSearchLifecycle},
 		{"BadQueries", testSearchBadQueries},
+		{"OperatorsAreWords", testSearchOperatorsAreWords},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
@@ -279,4 +280,26 @@ func testSearchBadQueries(t *testing.T, open BackendOpener) {
 			t.Errorf("Search(%+v) = %v, want ErrBadQuery", q, err)
 		}
 	}
+}
+
+// testSearchOperatorsAreWords: a query is words, all of which must occur,
+// on every backend: "or", a leading "-", quotes and other search-box
+// syntax are not operators (a search for a chat id "-1001" or for
+// "cats or dogs" must not turn into "everything without 1001" or "either").
+func testSearchOperatorsAreWords(t *testing.T, open BackendOpener) {
+	f := newSFix(t, open)
+	g := f.group("main", "-1001", "")
+	key := g.String()
+	f.say(g, "cats only here", "dogs only here", "cats or dogs, either")
+	f.want("or is a word", sessions.SearchQuery{Text: "cats or dogs"},
+		"main|"+key+"|user|cats or dogs, either")
+	f.want("OR is a word", sessions.SearchQuery{Text: "dogs OR cats"},
+		"main|"+key+"|user|cats or dogs, either")
+	f.want("a leading minus does not negate", sessions.SearchQuery{Text: "-dogs"},
+		"main|"+key+"|user|cats or dogs, either",
+		"main|"+key+"|assistant|dogs only here")
+	f.want("quotes do not make a phrase", sessions.SearchQuery{Text: `"dogs cats"`},
+		"main|"+key+"|user|cats or dogs, either")
+	f.want("tsquery syntax is text", sessions.SearchQuery{Text: `!(dogs) & only:*`},
+		"main|"+key+"|assistant|dogs only here")
 }
