@@ -29,6 +29,7 @@ func TestSearch(t *testing.T, open BackendOpener) {
 		{"ResetDeleteSwitch", testSearchLifecycle},
 		{"BadQueries", testSearchBadQueries},
 		{"OperatorsAreWords", testSearchOperatorsAreWords},
+		{"EqualTimestamps", testSearchEqualTimestamps},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
@@ -302,4 +303,30 @@ func testSearchOperatorsAreWords(t *testing.T, open BackendOpener) {
 		"main|"+key+"|user|cats or dogs, either")
 	f.want("tsquery syntax is text", sessions.SearchQuery{Text: `!(dogs) & only:*`},
 		"main|"+key+"|assistant|dogs only here")
+}
+
+// testSearchEqualTimestamps: messages of one session with the same
+// timestamp come newest appended first, and a limit keeps the newest.
+func testSearchEqualTimestamps(t *testing.T, open BackendOpener) {
+	f := newSFix(t, open)
+	g := f.group("main", "-1001", "")
+	st := f.store("main")
+	e, _, err := st.Begin(f.ctx, g, sessions.Origin{Channel: "telegram", At: searchBase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := st.TranscriptOf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"tie one", "tie two", "tie three"} {
+		if _, err := tr.Append(f.ctx, sessions.UserText(text, searchBase)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := g.String()
+	f.want("equal times: append order, newest first", sessions.SearchQuery{Text: "tie"},
+		"main|"+key+"|user|tie three", "main|"+key+"|user|tie two", "main|"+key+"|user|tie one")
+	f.want("a limit keeps the newest", sessions.SearchQuery{Text: "tie", Limit: 1},
+		"main|"+key+"|user|tie three")
 }
