@@ -329,6 +329,13 @@ func (rh roomHistory) clear(key routing.Key, log *zap.Logger) {
 	}
 }
 
+// lineBreaks turns every other line break a model reads as one into "\n",
+// so that the indentation of continuation lines covers them too (a lone
+// "\r" or U+2028 could otherwise start an unindented line, such as a
+// forged footer).
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\v", "\n", "\f", "\n",
+	"\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
 // formatHistory frames ents, oldest first, with sender names and times.
 func formatHistory(ents []sessions.HistoryEntry) string { return formatHistoryWith(ents, false) }
 
@@ -350,7 +357,7 @@ func formatHistoryWith(ents []sessions.HistoryEntry, ids bool) string {
 			b.WriteString(" [message_id: " + e.MessageID + "]")
 		}
 		b.WriteString(": ")
-		b.WriteString(strings.ReplaceAll(strings.TrimSpace(e.Text), "\n", "\n    "))
+		b.WriteString(strings.ReplaceAll(lineBreaks.Replace(strings.TrimSpace(e.Text)), "\n", "\n    "))
 	}
 	b.WriteString("\n")
 	b.WriteString(historyFooter)

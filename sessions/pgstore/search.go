@@ -13,10 +13,12 @@ import (
 
 // Searcher is the PostgreSQL backend's transcript search: the tsvector
 // column transcript_entries.search (migration 00009, filled by a trigger on
-// insert, GIN-indexed) queried with websearch_to_tsquery('simple', text):
-// every word must occur; "quoted phrases", OR and -word work as in a web
-// search box. Only current sessions are searched (the join with entries);
-// hits are the newest messages first, like the files backend.
+// insert, GIN-indexed) queried with plainto_tsquery('simple', text): every
+// word must occur, as on the other backends; nothing in the query is an
+// operator (websearch_to_tsquery made "a or b" either word and "-1001",
+// a chat id, every message without it). Only current sessions are
+// searched (the join with entries); hits are the newest messages first,
+// like the files backend.
 type Searcher struct{ db *DB }
 
 // Search returns the searcher of db.
@@ -29,7 +31,7 @@ SELECT e.agent_id, e.session_key, t.session_id, t.id, t.search_role, t.search_at
        COALESCE((gateway_search_row(t.body)).txt, '')
   FROM transcript_entries t
   JOIN entries e ON e.session_id = t.session_id
- WHERE t.search @@ websearch_to_tsquery('simple', $1)
+ WHERE t.search @@ plainto_tsquery('simple', $1)
    AND ($2::text[] IS NULL OR e.agent_id = ANY($2))
    AND ($3::timestamptz IS NULL OR t.search_at >= $3)
    AND ($4::text[] IS NULL OR t.session_id = ANY($4))

@@ -28,6 +28,8 @@ func TestSearch(t *testing.T, open BackendOpener) {
 		{"Limit", testSearchLimit},
 		{"ResetDeleteSwitch", testSearchLifecycle},
 		{"BadQueries", testSearchBadQueries},
+		{"OperatorsAreWords", testSearchOperatorsAreWords},
+		{"EqualTimestamps", testSearchEqualTimestamps},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
@@ -279,4 +281,52 @@ func testSearchBadQueries(t *testing.T, open BackendOpener) {
 			t.Errorf("Search(%+v) = %v, want ErrBadQuery", q, err)
 		}
 	}
+}
+
+// testSearchOperatorsAreWords: a query is words, all of which must occur,
+// on every backend: "or", a leading "-", quotes and other search-box
+// syntax are not operators (a search for a chat id "-1001" or for
+// "cats or dogs" must not turn into "everything without 1001" or "either").
+func testSearchOperatorsAreWords(t *testing.T, open BackendOpener) {
+	f := newSFix(t, open)
+	g := f.group("main", "-1001", "")
+	key := g.String()
+	f.say(g, "cats only here", "dogs only here", "cats or dogs, either")
+	f.want("or is a word", sessions.SearchQuery{Text: "cats or dogs"},
+		"main|"+key+"|user|cats or dogs, either")
+	f.want("OR is a word", sessions.SearchQuery{Text: "dogs OR cats"},
+		"main|"+key+"|user|cats or dogs, either")
+	f.want("a leading minus does not negate", sessions.SearchQuery{Text: "-dogs"},
+		"main|"+key+"|user|cats or dogs, either",
+		"main|"+key+"|assistant|dogs only here")
+	f.want("quotes do not make a phrase", sessions.SearchQuery{Text: `"dogs cats"`},
+		"main|"+key+"|user|cats or dogs, either")
+	f.want("tsquery syntax is text", sessions.SearchQuery{Text: `!(dogs) & only:*`},
+		"main|"+key+"|assistant|dogs only here")
+}
+
+// testSearchEqualTimestamps: messages of one session with the same
+// timestamp come newest appended first, and a limit keeps the newest.
+func testSearchEqualTimestamps(t *testing.T, open BackendOpener) {
+	f := newSFix(t, open)
+	g := f.group("main", "-1001", "")
+	st := f.store("main")
+	e, _, err := st.Begin(f.ctx, g, sessions.Origin{Channel: "telegram", At: searchBase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := st.TranscriptOf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"tie one", "tie two", "tie three"} {
+		if _, err := tr.Append(f.ctx, sessions.UserText(text, searchBase)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := g.String()
+	f.want("equal times: append order, newest first", sessions.SearchQuery{Text: "tie"},
+		"main|"+key+"|user|tie three", "main|"+key+"|user|tie two", "main|"+key+"|user|tie one")
+	f.want("a limit keeps the newest", sessions.SearchQuery{Text: "tie", Limit: 1},
+		"main|"+key+"|user|tie three")
 }
