@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/sessions"
 )
 
 // TestPressAfterNewIsAnExpiredButton: a question's buttons pressed after
@@ -18,6 +20,30 @@ import (
 // session: the presser is told the question expired, the keyboard closes,
 // and the label never reaches the model as if typed into the new session.
 func TestPressAfterNewIsAnExpiredButton(t *testing.T) {
+	pressAfterReset(t, sessions.ResetConfig{}, func(tg *telegramtest.Server, offset *atomic.Int64) {
+		offset.Store(int64(10 * time.Minute))
+		say(tg, alice, "Alice", "/new@"+tg.BotUserName())
+		if _, err := tg.WaitSent(rigCtx(t), 3); err != nil {
+			t.Fatalf("/new's answer: %v", err)
+		}
+	})
+}
+
+// TestPressAfterIdleResetIsAnExpiredButton: the same when the session has
+// gone idle past its reset policy: the press would open a new session, so
+// it is an expired button too.
+func TestPressAfterIdleResetIsAnExpiredButton(t *testing.T) {
+	idle := 60
+	rc := sessions.ResetConfig{Reset: sessions.ResetPolicy{Mode: sessions.ResetIdle, IdleMinutes: &idle}}
+	pressAfterReset(t, rc, func(_ *telegramtest.Server, offset *atomic.Int64) {
+		offset.Store(int64(2 * time.Hour))
+	})
+}
+
+// pressAfterReset asks a question with buttons in a Telegram group, runs
+// reset (which ends the question's session) and checks that a press of the
+// question is answered as expired and reaches no model.
+func pressAfterReset(t *testing.T, rc sessions.ResetConfig, reset func(*telegramtest.Server, *atomic.Int64)) {
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
 	var offset atomic.Int64
@@ -27,7 +53,7 @@ func TestPressAfterNewIsAnExpiredButton(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram"),
-		agents: []agents.Agent{messageAgent}, choices: keys, now: clock})
+		agents: []agents.Agent{messageAgent}, choices: keys, now: clock, reset: rc})
 	ctx := rigCtx(t)
 	model.SetReply(func(n int, _ openaitest.Request) openaitest.Reply {
 		if n == 0 {
@@ -44,11 +70,7 @@ func TestPressAfterNewIsAnExpiredButton(t *testing.T) {
 	q := sent[0]
 	r.drained()
 
-	offset.Store(int64(10 * time.Minute))
-	say(tg, alice, "Alice", "/new@"+tg.BotUserName())
-	if _, err := tg.WaitSent(ctx, 3); err != nil {
-		t.Fatalf("/new's answer: %v", err)
-	}
+	reset(tg, &offset)
 	r.drained()
 	requests := len(model.Requests())
 
@@ -63,8 +85,8 @@ func TestPressAfterNewIsAnExpiredButton(t *testing.T) {
 	if n := len(model.Requests()); n != requests {
 		t.Fatalf("a press of the archived session's question reached the model (%d requests, want %d)", n, requests)
 	}
-	if users := r.transcriptUsers(tgKey); len(users) != 0 {
-		t.Fatalf("the new session's user messages = %q, want none", users)
+	if users := r.transcriptUsers(tgKey); strings.Contains(strings.Join(users, "|"), "Coffee") {
+		t.Fatalf("the session's user messages = %q: the press was taken as typed", users)
 	}
 	ans := tg.CallbackAnswers()
 	if len(ans) != 1 || ans[0].Text != channels.PressExpiredText {
