@@ -62,6 +62,11 @@ type Inbound struct {
 	// the gateway signed, MessageID the pressed message's; it is never
 	// read as a command or a reset trigger.
 	Press bool `json:",omitempty"`
+	// PressAsked is when the pressed question's buttons were issued (the
+	// minute their signed data carries; ChoiceIssued), zero when unknown:
+	// the dispatcher refuses a press of a question asked before the
+	// session was reset.
+	PressAsked time.Time `json:",omitzero"`
 	// Ambient marks the dispatcher's own batch of an ambient room's
 	// unaddressed messages (never set by an adapter): its turn answers
 	// only through the message tool, and otherwise sends nothing.

@@ -180,6 +180,20 @@ func (k *ChoiceKeys) Verify(a Address, data, label string) (nonce string, err er
 	return nonce, nil
 }
 
+// ChoiceIssued returns the minute the buttons of data were issued (its
+// signed time; call it only on data Verify accepted).
+func ChoiceIssued(data string) (time.Time, bool) {
+	parts := strings.Split(data, ".")
+	if len(parts) != 5 || parts[0] != "c1" {
+		return time.Time{}, false
+	}
+	mins, err := strconv.ParseInt(parts[3], 36, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(mins*60, 0).UTC(), true
+}
+
 // Expired reports whether the buttons of a question asked at have expired:
 // Verify refuses a press of them with ErrChoiceExpired (their data carries
 // the minute asked, so a press may be refused up to a minute before
@@ -205,6 +219,9 @@ func PressAnswer(verifyErr, handlerErr error) string {
 		return PressInvalidText
 	case errors.Is(handlerErr, ErrDuplicate):
 		return PressAnsweredText
+	case errors.Is(handlerErr, ErrChoiceExpired):
+		// The handler's verdict: a question of a session since reset.
+		return PressExpiredText
 	}
 	return ""
 }

@@ -111,8 +111,23 @@ func cutWord(s string) (first, rest string) {
 	return s[:i], strings.TrimSpace(s[i:])
 }
 
-// helpText is /help's answer, from the same catalogue adapters register.
-var helpText = channels.HelpText(channels.Commands())
+// CommandsFor is the command catalogue as the reset triggers rc leave it:
+// /new and /reset are listed only while a trigger of that spelling is
+// configured (resetTriggers: [] turns them off, so no menu offers them and
+// /help does not list them). Adapters register it; /help lists it.
+func CommandsFor(rc sessions.ResetConfig) []channels.Command {
+	all := channels.Commands()
+	out := make([]channels.Command, 0, len(all))
+	for _, c := range all {
+		if c.Name == "new" || c.Name == "reset" {
+			if name, _ := parseCommand("/"+c.Name, rc); name != c.Name {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 // run runs one chat command on the session's lane.
 func (c commander) run(ctx context.Context, w *work, b laneBatch) {
@@ -156,7 +171,7 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 	case "remind":
 		c.reply(ctx, w, c.remind(ctx, w))
 	case "help":
-		c.reply(ctx, w, helpText)
+		c.reply(ctx, w, channels.HelpText(CommandsFor(d.rt.Load().Reset)))
 	case "usage":
 		c.reply(ctx, w, c.usage(ctx, store, w))
 	case "memory", "forget":

@@ -288,6 +288,9 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		d.log.Warn("message not routable", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID), zap.Error(err))
 		return channels.ErrRejected
 	}
+	if d.pressOfEarlierSession(in, route, rt.Reset) {
+		return fmt.Errorf("dispatch: press: %w", channels.ErrChoiceExpired)
+	}
 	w := &work{RecordID: RecordID(in), AgentID: route.AgentID, Key: route.Key,
 		chatMessage: chatMessage{In: in, AdmittedBy: rt}, recordState: recordState{AcceptedAt: d.opts.Now()}}
 	if !in.Press { // a button's label is never a command

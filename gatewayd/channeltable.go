@@ -14,6 +14,7 @@ import (
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/web"
 	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/dispatch"
 )
 
 // channelRow is what the daemon knows about one channel: its accounts in
@@ -155,6 +156,9 @@ func telegramRow() channelRow {
 				OffsetStore:     newTelegramCursors(d.backend.Cursors(), filepath.Join(cfg.StateDir, "telegram"), log),
 				MentionRequired: d.dropUnmentioned,
 				Choices:         d.choices,
+				// The menu offers /new and /reset only while they are
+				// reset triggers.
+				Commands: dispatch.CommandsFor(cfg.Session.ResetConfig()),
 			})
 		},
 		access:     func(cfg *configs.Config, id string) access.Config { return accts(cfg)[id].Access() },
@@ -203,7 +207,10 @@ func discordRow() channelRow {
 				SlashAllowed:    d.slashAllowed,
 				// What was said while the bot was down is caught up from
 				// the channels' history at each connect (catchup.go).
-				Cursors: d.backend.Cursors(), Choices: d.choices})
+				Cursors: d.backend.Cursors(), Choices: d.choices,
+				// The slash commands offer /new and /reset only while they
+				// are reset triggers.
+				Commands: dispatch.CommandsFor(cfg.Session.ResetConfig())})
 		},
 		access:     acc,
 		mediaMaxMb: func(cfg *configs.Config, id string) int { return accts(cfg)[id].MediaMaxMb },

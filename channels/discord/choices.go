@@ -144,13 +144,14 @@ func (a *Adapter) press(ctx context.Context, h channels.Handler, i *discordgo.In
 		a.respondNotice(ctx, i, channels.PressAnswer(err, nil))
 		return
 	}
+	in.PressAsked, _ = channels.ChoiceIssued(data.CustomID)
 	err := h(ctx, in)
 	switch {
 	case err == nil:
 		a.respondPress(ctx, i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
 			Data: &discordgo.InteractionResponseData{Components: buttonRows(buttons, data.CustomID)}})
-	case errors.Is(err, channels.ErrDuplicate):
-		a.respondNotice(ctx, i, channels.PressAnsweredText)
+	case errors.Is(err, channels.ErrDuplicate), errors.Is(err, channels.ErrChoiceExpired):
+		a.respondNotice(ctx, i, channels.PressAnswer(nil, err))
 	case errors.Is(err, channels.ErrRejected):
 		// Refused by the access policy: acknowledged, nothing changes.
 		a.respondPress(ctx, i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})

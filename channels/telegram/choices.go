@@ -133,11 +133,13 @@ func (a *Adapter) press(ctx context.Context, h channels.Handler, q *callbackQuer
 		a.answerPress(ctx, q.ID, channels.PressAnswer(err, nil))
 		return nil
 	}
+	in.PressAsked, _ = channels.ChoiceIssued(q.Data)
 	err := h(channels.WithoutBatch(ctx), in)
 	switch {
-	case err == nil, errors.Is(err, channels.ErrDuplicate):
+	case err == nil, errors.Is(err, channels.ErrDuplicate), errors.Is(err, channels.ErrChoiceExpired):
 		// Accepted now or before (a second press, a keyboard left open by
-		// a crash): close it, and tell a late presser.
+		// a crash), or a question of a session since reset: close it, and
+		// tell a late presser.
 		a.closeKeyboard(ctx, m, log)
 		a.answerPress(ctx, q.ID, channels.PressAnswer(nil, err))
 		return nil

@@ -38,6 +38,13 @@ func newRig(t *testing.T, turnOf func(context.Context, channels.Inbound) (channe
 // newRigWith is newRig with the adapter's options.
 func newRigWith(t *testing.T, opts Options) *rig {
 	t.Helper()
+	return newRigRefusing(t, opts, nil)
+}
+
+// newRigRefusing is newRigWith whose handler answers refuse's error for
+// a message it refuses (refuse nil or answering nil: accepted).
+func newRigRefusing(t *testing.T, opts Options, refuse func(channels.Inbound) error) *rig {
+	t.Helper()
 	r := &rig{}
 	r.a = New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,6 +52,11 @@ func newRigWith(t *testing.T, opts Options) *rig {
 	go func() {
 		defer close(done)
 		_ = r.a.Run(ctx, func(ctx context.Context, in channels.Inbound) error {
+			if refuse != nil {
+				if err := refuse(in); err != nil {
+					return err
+				}
+			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			for _, seen := range r.ins {

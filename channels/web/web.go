@@ -239,6 +239,9 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, time.Now()
 	in.Principal = sender
 	in.Press = req.Choice != nil
+	if in.Press {
+		in.PressAsked, _ = channels.ChoiceIssued(req.Choice.Data)
+	}
 	l, created := a.openLog(t, agent, sender, false)
 	switch {
 	case l == nil:
@@ -265,6 +268,12 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		}
 		if errors.Is(err, channels.ErrRejected) {
 			WriteError(w, http.StatusForbidden, refused)
+			return
+		}
+		if req.Choice != nil && errors.Is(err, channels.ErrChoiceExpired) {
+			// A question of a session since reset (the dispatcher's
+			// verdict): the page draws it expired.
+			WriteError(w, http.StatusForbidden, channels.PressExpiredText)
 			return
 		}
 		a.log.Warn("chat not accepted", zap.Error(err))
