@@ -122,6 +122,21 @@ func (r *Runner) setMemory(s *session, sp *Speaker) {
 	s.senderSealed = hasSender && sp.Group && !s.agent.Memory.SenderInGroups
 }
 
+// narrowMemory keeps of s's memory scopes those a turn answering sp has
+// too (a message of another person steered into the turn drops the
+// sender's) and reports whether any was dropped; it never adds one.
+func (r *Runner) narrowMemory(s *session, sp *Speaker) bool {
+	now := r.memoryScopes(s.agent, sp)
+	dropped := false
+	for kind, sc := range s.memory {
+		if now[kind] != sc {
+			delete(s.memory, kind)
+			dropped = true
+		}
+	}
+	return dropped
+}
+
 // readable reports whether the turn reads the notes of scope kind: every
 // scope it has but a sealed sender's (written, never read, in a group).
 func (s *session) readable(kind string) bool {
