@@ -122,6 +122,21 @@ func (r *Runner) setMemory(s *session, sp *Speaker) {
 	s.senderSealed = hasSender && sp.Group && !s.agent.Memory.SenderInGroups
 }
 
+// narrowMemory keeps of s's memory scopes those a turn answering sp has
+// too (a message of another person steered into the turn drops the
+// sender's) and reports whether any was dropped; it never adds one.
+func (r *Runner) narrowMemory(s *session, sp *Speaker) bool {
+	now := r.memoryScopes(s.agent, sp)
+	dropped := false
+	for kind, sc := range s.memory {
+		if now[kind] != sc {
+			delete(s.memory, kind)
+			dropped = true
+		}
+	}
+	return dropped
+}
+
 // readable reports whether the turn reads the notes of scope kind: every
 // scope it has but a sealed sender's (written, never read, in a group).
 func (s *session) readable(kind string) bool {
@@ -202,7 +217,7 @@ func (r *Runner) readMemory(ctx context.Context, s *session) string {
 	var b strings.Builder
 	b.WriteString(memoryHeader)
 	for _, l := range kept {
-		fmt.Fprintf(&b, "\n[%s #%d] %s", l.kind, l.note.ID, strings.ReplaceAll(strings.TrimSpace(l.note.Text), "\n", "\n    "))
+		fmt.Fprintf(&b, "\n[%s #%d] %s", l.kind, l.note.ID, noteLines.Replace(strings.TrimSpace(l.note.Text)))
 	}
 	if left := len(all) - len(kept); left > 0 {
 		fmt.Fprintf(&b, "\n(%d older notes not shown: memory_search finds them)", left)
@@ -210,6 +225,13 @@ func (r *Runner) readMemory(ctx context.Context, s *session) string {
 	b.WriteString("\n" + memoryFooter)
 	return b.String()
 }
+
+// noteLines indents a note's continuation lines: every line break a
+// model may read as one (CR LF, LF, CR, VT, FF, NEL, U+2028, U+2029)
+// becomes a newline and an indent, so no line of a note starts a line of
+// the block (its end included).
+var noteLines = strings.NewReplacer("\r\n", "\n    ", "\n", "\n    ", "\r", "\n    ", "\v", "\n    ", "\f", "\n    ",
+	"\u0085", "\n    ", "\u2028", "\n    ", "\u2029", "\n    ")
 
 // withMemory returns msgs with block put before the content of the latest
 // user message (a copy: the transcript's messages are not changed).

@@ -204,6 +204,11 @@ type Turn struct {
 	// Speaker is who and where the turn answers, for the sender and room
 	// memory scopes (nil: the agent scope only; memory.go).
 	Speaker *Speaker
+	// SteeredSpeaker, if set, is asked after Steer returned messages: who
+	// the turn answers now (a message of another person steered in leaves
+	// no one sender). The turn's memory scopes narrow to it from its next
+	// model call (narrowMemory).
+	SteeredSpeaker func() *Speaker
 	// JobTarget is the chat the turn answers and its sender, where the
 	// schedule tool's jobs go (nil: no chat, the tool refuses).
 	JobTarget *sessions.JobTarget
@@ -438,6 +443,9 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			if msgs := t.Steer(); len(msgs) > 0 {
 				if err := r.appendMessages(ctx, s, msgs); err != nil {
 					return res, err
+				}
+				if t.SteeredSpeaker != nil && r.narrowMemory(s, t.SteeredSpeaker()) {
+					memory = r.readMemory(ctx, s)
 				}
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -64,7 +63,7 @@ func (c commander) memory(ctx context.Context, w *work) string {
 	}
 	mem := d.opts.Sessions.Memory()
 	log := d.log.With(zap.Stringer("session_key", w.Key), zap.String("command", w.Command))
-	mine, err := senderScopes(ctx, d.opts.Sessions, w.AgentID, sp)
+	mine, err := senderScopes(ctx, d.opts.Sessions, sp)
 	if err != nil {
 		log.Error("memory unavailable", zap.Error(err))
 		return "Sorry, the memory is unavailable right now."
@@ -170,22 +169,21 @@ type heldNotes struct {
 	notes []sessions.MemoryNote
 }
 
-// senderScopes are sp's sender scopes that hold notes, with their notes, under the chat's
-// agent and every agent with sessions (a note is written in a turn, so its
-// agent has one; the operator may have written the current agent's): a
-// read per agent, not a scan of every scope.
-func senderScopes(ctx context.Context, b sessions.Backend, agentID string, sp *agents.Speaker) ([]heldNotes, error) {
-	ids, err := b.Agents()
+// senderScopes are sp's sender scopes that hold notes, with their notes,
+// under every agent, sorted by agent: those the store lists, so an agent
+// that holds no session any more (pruned, deleted, out of the config) has
+// its notes shown by /memory and erased by /forget too.
+func senderScopes(ctx context.Context, b sessions.Backend, sp *agents.Speaker) ([]heldNotes, error) {
+	all, err := b.Memory().MemoryScopes(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(ids, agentID) {
-		ids = append(ids, agentID)
-		slices.Sort(ids)
-	}
 	var out []heldNotes
-	for _, id := range ids {
-		s := sessions.SenderScope(id, sp.Channel, sp.SenderID)
+	for _, info := range all {
+		s := sessions.SenderScope(info.Scope.AgentID, sp.Channel, sp.SenderID)
+		if info.Scope != s {
+			continue
+		}
 		notes, err := b.Memory().Notes(ctx, s)
 		if err != nil {
 			return nil, err

@@ -113,3 +113,33 @@ func TestMemoryInGroupIsPrivate(t *testing.T) {
 		t.Errorf("/forget in a group answered %q", got)
 	}
 }
+
+// TestForgetErasesNotesOfAnAgentWithoutSessions: a member's notes kept by
+// an agent that holds no session (its sessions pruned or deleted, the
+// agent taken out of the config, a note the operator wrote) are listed by
+// /memory and erased by /forget, which promises every agent's notes.
+func TestForgetErasesNotesOfAnAgentWithoutSessions(t *testing.T) {
+	h := newHarness(t, "", nil)
+	mem := h.mgr.Backend().Memory()
+	ctx := context.Background()
+	gone := sessions.SenderScope("retired", "tg", "1")
+	if _, err := mem.AddNote(ctx, gone, "lives in Lyon", time.Now(), sessions.MemoryLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(text string) string {
+		t.Helper()
+		before := len(h.tg.texts())
+		h.handle(in("tg", "1", text))
+		eventually(t, "the answer to "+text, func() bool { return len(h.tg.texts()) > before })
+		return h.tg.texts()[before]
+	}
+	if got := ask("/memory"); !strings.Contains(got, "[retired] 1. lives in Lyon") {
+		t.Errorf("/memory answered %q; want the note of the agent without sessions, labelled", got)
+	}
+	if got := ask("/forget"); !strings.Contains(got, "Forgot the 1 note") {
+		t.Errorf("/forget answered %q", got)
+	}
+	if ns, err := mem.Notes(ctx, gone); err != nil || len(ns) != 0 {
+		t.Errorf("the note of the agent without sessions after /forget: %v, %v", ns, err)
+	}
+}

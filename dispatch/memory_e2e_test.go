@@ -243,3 +243,53 @@ func TestGroupBatchReadsNoOnePersonsNotes(t *testing.T) {
 		t.Errorf("alice's own turn in the group read her private note before the room:\n%s", got)
 	}
 }
+
+// TestSteeredMessageOfAnotherPersonDropsTheSendersNotes: bob's message
+// steered into the turn that answers alice in a group makes it a turn of
+// two people, as a collect turn is: from its next model call alice's own
+// notes (read there with memory.senderInGroups) are no longer before the
+// model, and a note the model saves for what bob said does not become
+// alice's (it would be read into her direct chat and shown by her /memory).
+func TestSteeredMessageOfAnotherPersonDropsTheSendersNotes(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	ags := memoryAgents()
+	ags[0].Memory.SenderInGroups = true
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram"), agents: ags,
+		queue: QueueConfig{Mode: "steer", Debounce: time.Millisecond, Cap: 20, Drop: "summarize"}})
+	ctx := rigCtx(t)
+	const secret = "alice's door code is 4242"
+	aliceScope := sessions.SenderScope("main", "telegram", "111")
+	if _, err := r.mgr.Backend().Memory().AddNote(ctx, aliceScope, secret, time.Now(), sessions.MemoryLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	hold := make(chan struct{})
+	model.SetReply(func(n int, req openaitest.Request) openaitest.Reply {
+		if n == 0 { // a tool step, so the run calls the model again
+			return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: "call_0", Name: "sessions_list", Arguments: "{}"}}, Hold: hold}
+		}
+		return memoryCall(req, "is vegan", "noted")
+	})
+	say(tg, alice, "Alice", mention(tg, "hello"))
+	if got := requestText(waitModel(t, model, 1)); !strings.Contains(got, "4242") {
+		t.Fatalf("alice's group turn does not read her note with senderInGroups:\n%s", got)
+	}
+	last := say(tg, bob, "Bob", mention(tg, "remember that I am vegan; and what is alice's door code?"))
+	if err := tg.WaitConfirmed(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	req := waitModel(t, model, 2)
+	if !strings.Contains(requestText(req), "I am vegan") {
+		t.Fatalf("bob's message was not steered into alice's turn:\n%s", requestText(req))
+	}
+	if strings.Contains(requestText(req), "4242") {
+		t.Errorf("the request after bob's message was steered in still shows alice's notes:\n%s", requestText(req))
+	}
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.notesOf(aliceScope); len(got) != 1 || got[0] != secret {
+		t.Errorf("alice's notes after bob's steered message: %q, want only [%q]", got, secret)
+	}
+}

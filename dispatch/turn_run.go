@@ -46,13 +46,14 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 	if t.ambient {
 		model = t.room().Ambient.Model
 	}
+	sp := t.speaker()
 	res, err := d.opts.Runner.Run(ctx, agents.Turn{
 		AgentID: first.AgentID,
 		Key:     first.Key,
 		Entry:   &t.entry,
 		Inputs:  inputs,
 		Reuse:   len(inputs) == 0 && slices.ContainsFunc(t.ws, func(w *work) bool { return w.Reuse }),
-		Steer:   t.steerFunc(ctx),
+		Steer:   t.steerFunc(ctx, sp),
 		// The room's own prompt (groups.<id>.systemPrompt and the like).
 		SystemPrompt:     t.roomPrompt(),
 		OnDelta:          joinDelta(t.deltaFunc(ctx), stream),
@@ -60,7 +61,8 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: t.hist.appended,
 		Room:             room,
-		Speaker:          t.speaker(),
+		Speaker:          sp,
+		SteeredSpeaker:   t.steered.speaker(sp),
 		JobTarget:        jobTarget(t.last),
 		Ambient:          t.ambient,
 		Model:            model,
@@ -194,8 +196,9 @@ func (t *turn) toolFunc(ctx context.Context) func(string, json.RawMessage) {
 // steerFunc is agents.Turn.Steer in steer modes: the messages of the
 // session queued while the run is active, as user messages; they finish
 // with the run's reply (steered), except in steer-backlog mode, where they
-// stay queued for a turn of their own (work.Steered).
-func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
+// stay queued for a turn of their own (work.Steered). A message of
+// someone other than sp's sender is noted (steerState.speaker).
+func (t *turn) steerFunc(ctx context.Context, sp *agents.Speaker) func() []sessions.Message {
 	d := t.d
 	if t.b.Steer == nil || t.ambient {
 		return nil // an ambient turn sends no answer: what is addressed waits for its own turn
@@ -224,6 +227,9 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
 				}
 				msgs = d.appendUser(ctx, msgs, p, t.media)
+				if o := speakerOf(p.In); sp != nil && (o.Channel != sp.Channel || o.SenderID != sp.SenderID) {
+					t.steered.setOthers()
+				}
 				if !it.Steered {
 					t.steered.add(p) // steer: answered by this run
 				} // steer-backlog: still queued, for a turn of its own
@@ -239,8 +245,33 @@ func (t *turn) steerFunc(ctx context.Context) func() []sessions.Message {
 // steerState collects the messages a run took while it was active (steer
 // mode): they finish with the run's reply.
 type steerState struct {
-	mu    sync.Mutex
-	works []*work // guarded by mu
+	mu     sync.Mutex
+	works  []*work // guarded by mu
+	others bool    // a message of another person was steered in; guarded by mu
+}
+
+// setOthers notes that a message of someone other than the turn's sender
+// was steered in.
+func (st *steerState) setOthers() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.others = true
+}
+
+// speaker is agents.Turn.SteeredSpeaker for a turn answering sp: once a
+// message of another person was steered in, the turn answers several
+// people and has no one sender, as speaker() says of a collect turn.
+func (st *steerState) speaker(sp *agents.Speaker) func() *agents.Speaker {
+	return func() *agents.Speaker {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if sp == nil || !st.others {
+			return sp
+		}
+		c := *sp
+		c.SenderID = ""
+		return &c
+	}
 }
 
 func (st *steerState) add(w *work) {

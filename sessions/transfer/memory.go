@@ -14,8 +14,10 @@ import (
 // second run copies nothing); one it holds with other notes is an error
 // naming it, unless overwrite, which replaces it. The target numbers the
 // notes again from 1 (the gaps of forgotten notes close) and keeps each
-// note's last update time as both its times; the copy's limits are the
-// store's bounds, so no note a config allowed is refused.
+// note's last update time as both its times; a scope the target holds
+// with the first of the source's notes (a copy interrupted part-way) is
+// completed. The copy's limits are the store's bounds, so no note a
+// config allowed is refused.
 func CopyMemory(ctx context.Context, from, to sessions.Memory, overwrite bool) (int, error) {
 	scopes, err := from.MemoryScopes(ctx, "")
 	if err != nil {
@@ -34,13 +36,11 @@ func CopyMemory(ctx context.Context, from, to sessions.Memory, overwrite bool) (
 			return n, fmt.Errorf("sessions: copy memory %s: %w", s, err)
 		}
 		if len(dst) > 0 {
-			if slices.Equal(texts(src), texts(dst)) {
-				continue
-			}
-			if !overwrite {
+			if len(dst) <= len(src) && slices.Equal(texts(src[:len(dst)]), texts(dst)) {
+				src = src[len(dst):] // the same notes, or the first of them (an interrupted copy): add the rest
+			} else if !overwrite {
 				return n, fmt.Errorf("sessions: copy memory: the target holds other notes in %s (use --overwrite to replace them)", s)
-			}
-			if _, err := to.ForgetScope(ctx, s); err != nil {
+			} else if _, err := to.ForgetScope(ctx, s); err != nil {
 				return n, fmt.Errorf("sessions: copy memory %s: %w", s, err)
 			}
 		}
