@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -75,13 +76,15 @@ func letterID(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // writeLetterError answers 404 for a letter that is not there, 409 for
-// one a resubmit holds, 500 otherwise.
+// one a resubmit holds, 503 during a shutdown, 500 otherwise.
 func writeLetterError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, sessions.ErrNoDeadLetter):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, sessions.ErrDeadLetterClaimed):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, lanes.ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, "shutting down; try again later")
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/api"
+	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -26,6 +27,8 @@ func (f fakeLetters) DeadLetters(context.Context) ([]sessions.DeadLetter, error)
 
 func (f fakeLetters) take(id string) error {
 	switch f[id] {
+	case "closing":
+		return fmt.Errorf("dispatch: resubmit: shutting down: %w", lanes.ErrClosed)
 	case "":
 		return fmt.Errorf("%w: %q", sessions.ErrNoDeadLetter, id)
 	case sessions.DeadResubmitting:
@@ -42,9 +45,10 @@ func (f fakeLetters) Resubmit(_ context.Context, id string) (sessions.DeadLetter
 func (f fakeLetters) Discard(_ context.Context, id string) error { return f.take(id) }
 
 // TestDeliveryRoutes: the dead letter routes want the token, list, and
-// answer 200 once, then 404; a letter another resubmit holds is 409.
+// answer 200 once, then 404; a letter another resubmit holds is 409; a
+// resubmit refused by a shutdown is 503.
 func TestDeliveryRoutes(t *testing.T) {
-	letters := fakeLetters{"a": sessions.DeadFailed, "b": sessions.DeadFailed, "c": sessions.DeadResubmitting}
+	letters := fakeLetters{"a": sessions.DeadFailed, "b": sessions.DeadFailed, "c": sessions.DeadResubmitting, "d": "closing"}
 	srv := httptest.NewServer(api.New(api.Options{Token: "tok", DeadLetters: letters}))
 	defer srv.Close()
 	call := func(method, path, token string) int {
@@ -80,6 +84,9 @@ func TestDeliveryRoutes(t *testing.T) {
 		{"DELETE", "/api/deliveries/failed/c", "tok", http.StatusConflict},
 		{"DELETE", "/api/deliveries/failed/b", "tok", http.StatusOK},
 		{"DELETE", "/api/deliveries/failed/b", "tok", http.StatusNotFound},
+		// Refused while the daemon shuts down: try again later (it
+		// answered 500).
+		{"POST", "/api/deliveries/failed/d/resubmit", "tok", http.StatusServiceUnavailable},
 		// An id no letter can have is the caller's mistake on every
 		// backend (PostgreSQL answered 500 with its driver error).
 		{"DELETE", "/api/deliveries/failed/a%00b", "tok", http.StatusBadRequest},

@@ -2,13 +2,17 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/jobs"
+	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -45,13 +49,10 @@ func (s *Server) jobRoutes() {
 	s.allow("/api/jobs", "GET", "POST")
 	s.allow("/api/jobs/{id}", "DELETE")
 	s.mux.Handle("GET /api/jobs", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		f := sessions.JobFilter{AgentID: q.Get("agent"), SessionKey: q.Get("session"), Active: q.Get("all") == ""}
-		for name, v := range map[string]string{"agent": f.AgentID, "session": f.SessionKey} {
-			if err := sessions.CheckID(name, v); v != "" && err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return
-			}
+		f, err := jobFilter(r.URL.Query())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
 		}
 		js, err := store().ListJobs(r.Context(), f)
 		if err != nil {
@@ -109,4 +110,43 @@ func (s *Server) jobRoutes() {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"removed": r.PathValue("id")})
 	})))
+}
+
+// jobFilter reads GET /api/jobs's parameters: the agent id and session
+// key as every other route accepts them (any case, spaces around; the
+// store matches them as stored), all as a boolean. A parameter it does not
+// know, or a value it cannot read, is an error naming it.
+func jobFilter(q url.Values) (sessions.JobFilter, error) {
+	var f sessions.JobFilter
+	for name := range q {
+		switch name {
+		case "agent", "session", "all":
+		default:
+			return f, fmt.Errorf("unknown parameter %s; use agent, session, all", name)
+		}
+	}
+	if v := strings.TrimSpace(q.Get("agent")); v != "" {
+		a, err := routing.NormalizeID(v)
+		if err != nil || sessions.CheckID("agent", v) != nil {
+			return f, fmt.Errorf("agent %q: not an agent id", v)
+		}
+		f.AgentID = a
+	}
+	if v := strings.TrimSpace(q.Get("session")); v != "" {
+		k, err := routing.Parse(v)
+		if err != nil {
+			return f, fmt.Errorf("session: %w", err)
+		}
+		f.SessionKey = k.String()
+	}
+	all := false
+	if v := strings.TrimSpace(q.Get("all")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("all %q: want 1, 0, true or false", v)
+		}
+		all = b
+	}
+	f.Active = !all
+	return f, nil
 }

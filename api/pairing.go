@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"go.uber.org/zap"
+
 	"github.com/gateway/gateway/access"
 )
 
@@ -29,7 +31,9 @@ type Pairing interface {
 //	POST /api/pairing/{channel}/approve  {code}                -> {approved, notified, notifyError?}
 //	POST /api/pairing/{channel}/revoke   {accountId, senderId} -> {revoked: true}
 //
-// An unknown code is 404, an expired one 410, a sender not approved 404.
+// An unknown code is 404, an expired one 410, a sender not approved 404, a
+// channel that pairs nothing 400 (ErrBadRequest); the pairing state
+// failing is 500.
 func (s *Server) pairingRoutes() {
 	if s.opts.Pairing == nil {
 		return
@@ -72,7 +76,7 @@ func (s *Server) pairingRoutes() {
 			writeError(w, http.StatusGone, "code "+body.Code+" expired; ask the sender to write again for a new one")
 			return
 		case err != nil:
-			writeError(w, http.StatusBadRequest, err.Error())
+			s.pairingError(w, "approve", err)
 			return
 		}
 		out := map[string]any{"approved": a, "notified": notifyErr == nil}
@@ -95,7 +99,7 @@ func (s *Server) pairingRoutes() {
 		}
 		ok, err := p.Revoke(r.PathValue("channel"), body.AccountID, body.SenderID)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+			s.pairingError(w, "revoke", err)
 			return
 		}
 		if !ok {
@@ -104,4 +108,16 @@ func (s *Server) pairingRoutes() {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"revoked": true})
 	}))))
+}
+
+// pairingError answers a pairing failure: 400 for the caller's mistake
+// (ErrBadRequest), else 500 (logged): the pairing state is unreadable or
+// not writable, which no change of the request mends.
+func (s *Server) pairingError(w http.ResponseWriter, op string, err error) {
+	if errors.Is(err, ErrBadRequest) {
+		writeError(w, http.StatusBadRequest, userSafe(err))
+		return
+	}
+	s.log.Error("pairing "+op+" failed", zap.Error(err))
+	writeError(w, http.StatusInternalServerError, "pairing "+op+" failed: "+userSafe(err))
 }

@@ -20,13 +20,20 @@ func (f fakePairing) Approve(_ context.Context, channel, code string) (access.Ap
 	switch code {
 	case "GONE":
 		return access.Approval{}, nil, fmt.Errorf("approve: %w", access.ErrCodeExpired)
+	case "BROKEN":
+		return access.Approval{}, nil, errors.New("pairing state: read telegram.json: input/output error")
 	case "ABCD":
 		return access.Approval{Channel: channel, AccountID: "default", SenderID: "7"}, f.notifyErr, nil
 	}
 	return access.Approval{}, nil, fmt.Errorf("approve: %w", access.ErrCodeNotFound)
 }
 
-func (fakePairing) Revoke(_, _, sender string) (bool, error) { return sender == "7", nil }
+func (fakePairing) Revoke(channel, _, sender string) (bool, error) {
+	if channel != "telegram" {
+		return false, fmt.Errorf("%w: channel %q: want one of telegram", ErrBadRequest, channel)
+	}
+	return sender == "7", nil
+}
 
 // TestPairingRoutes: the answers of /api/pairing for each outcome.
 func TestPairingRoutes(t *testing.T) {
@@ -45,6 +52,10 @@ func TestPairingRoutes(t *testing.T) {
 		{"unknown field", "POST", "/api/pairing/telegram/approve", `{"cod":"x"}`, nil, 400, "unknown field"},
 		{"revoke", "POST", "/api/pairing/telegram/revoke", `{"accountId":"default","senderId":"7"}`, nil, 200, `"revoked":true`},
 		{"revoke, not approved", "POST", "/api/pairing/telegram/revoke", `{"accountId":"default","senderId":"8"}`, nil, 404, "was not approved"},
+		// The pairing state failing is no fault of the request (it
+		// answered 400); a channel that pairs nothing is.
+		{"approve, state failing", "POST", "/api/pairing/telegram/approve", `{"code":"BROKEN"}`, nil, 500, "input/output error"},
+		{"revoke, unknown channel", "POST", "/api/pairing/telegramm/revoke", `{"accountId":"default","senderId":"7"}`, nil, 400, "want one of"},
 		{"revoke, no sender", "POST", "/api/pairing/telegram/revoke", `{"accountId":"default"}`, nil, 400, "both needed"},
 	}
 	for _, tt := range tests {

@@ -81,7 +81,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 // current session, to the session's key.
 func (s *Server) sessionKey(w http.ResponseWriter, r *http.Request, st sessions.AgentStore) (routing.Key, bool) {
 	sid := r.PathValue("sid")
-	if strings.HasPrefix(sid, "agent:") {
+	if strings.HasPrefix(strings.ToLower(sid), "agent:") { // a key in any case, as routing.Parse reads it
 		key, err := routing.Parse(sid)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "session key "+sid+": "+userSafe(err))

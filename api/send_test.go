@@ -17,7 +17,7 @@ import (
 // /api/agents/{id}/sessions/{key}/messages, operator only (the token),
 // delivers the text into the session's Telegram chat through the daemon's
 // outbox, records it in the transcript and starts no agent turn; the
-// session may be named by key or id; a bad text is 400, an unknown
+// session may be named by key (in any case) or id; a bad text is 400, an unknown
 // session 404, another agent's key 404.
 func TestSendIntoSessionByKey(t *testing.T) {
 	tg := telegramtest.Start(t, telegramtest.Options{})
@@ -89,6 +89,16 @@ func TestSendIntoSessionByKey(t *testing.T) {
 	}
 	if n := tg.SentCount(); n != 3 {
 		t.Errorf("%d messages sent to Telegram, want 3 (the refused ones sent nothing)", n)
+	}
+	// A key spelt in capitals names the same session, as routing.Parse
+	// and every other route read it (it was looked up as a session id:
+	// 404).
+	caps := "/api/agents/main/sessions/" + url.PathEscape("AGENT:MAIN:TELEGRAM:DIRECT:5151") + "/messages"
+	if code, body := c.do("POST", caps, map[string]any{"text": "in capitals"}); code != 200 {
+		t.Fatalf("send by a key in capitals: %d %v, want 200", code, body)
+	}
+	if msgs, err := tg.WaitSent(ctx, 4); err != nil || msgs[3].Text != "in capitals" {
+		t.Errorf("fourth message in Telegram: %v %v", msgs, err)
 	}
 }
 

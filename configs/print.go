@@ -155,12 +155,14 @@ func withDefaults(v reflect.Value) reflect.Value {
 }
 
 // isSecretKey says whether a config key holds a secret: token, apiKey,
-// secretToken, password, an Authorization or X-Api-Key header, a *_TOKEN
-// variable... but not tokenFile (a path) or *Tokens (counts).
+// secretToken, password, an Authorization, Cookie or X-Api-Key header, a
+// *_TOKEN, *_KEY, *_PASS or *_CREDENTIALS variable... but not tokenFile (a
+// path), *Tokens (counts) or mainKey (a name).
 func isSecretKey(key string) bool {
 	k := strings.ToLower(key)
 	for _, suffix := range []string{"token", "apikey", "secret", "password", "secrettoken",
-		"authorization", "api-key", "api_key"} { // header and env names (mcp.servers.*.headers, env)
+		"authorization", "api-key", "api_key", // header and env names (mcp.servers.*.headers, env)
+		"_key", "-key", "secretkey", "privatekey", "accesskey", "_pass", "-pass", "passwd", "credentials", "cookie"} {
 		if strings.HasSuffix(k, suffix) {
 			return true
 		}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -128,7 +129,7 @@ func (d *Dispatcher) Discard(ctx context.Context, id string) error {
 // sessions.ErrNoDeadLetter.
 func (d *Dispatcher) Resubmit(ctx context.Context, id string) (sessions.DeadLetter, error) {
 	if d.closing.Load() {
-		return sessions.DeadLetter{}, errors.New("dispatch: resubmit: shutting down")
+		return sessions.DeadLetter{}, fmt.Errorf("dispatch: resubmit: shutting down: %w", lanes.ErrClosed)
 	}
 	dead := d.opts.Sessions.DeadLetters()
 	dl, err := dead.ClaimDeadLetter(ctx, id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,24 @@ func (p pairingAPI) List() ([]access.Request, []access.Approval, error) {
 	return pending, approved, err
 }
 
+// pairingChannel spells a channel of a console request as the pairing
+// state names it (lower case, as `gateway pairing` does); a name no
+// channel pairs under is the caller's mistake (api.ErrBadRequest), not an
+// empty answer, nor pairing state left for the typo.
+func pairingChannel(arg string) (string, error) {
+	ch := strings.ToLower(strings.TrimSpace(arg))
+	names := PairingChannels()
+	if !slices.Contains(names, ch) {
+		return "", fmt.Errorf("%w: channel %q: want one of %s", api.ErrBadRequest, arg, strings.Join(names, ", "))
+	}
+	return ch, nil
+}
+
 func (p pairingAPI) Approve(ctx context.Context, channel, code string) (access.Approval, error, error) {
+	channel, err := pairingChannel(channel)
+	if err != nil {
+		return access.Approval{}, nil, err
+	}
 	pending, err := p.d.pairing.List(channel)
 	if err != nil {
 		return access.Approval{}, nil, err
@@ -58,6 +76,10 @@ func (p pairingAPI) Approve(ctx context.Context, channel, code string) (access.A
 // message it accepted before (the revoked sender's may be queued behind a
 // turn), as after a reload.
 func (p pairingAPI) Revoke(channel, accountID, senderID string) (bool, error) {
+	channel, err := pairingChannel(channel)
+	if err != nil {
+		return false, err
+	}
 	ok, err := p.d.pairing.Revoke(channel, accountID, senderID)
 	if ok {
 		p.d.disp.AccessChanged()
