@@ -122,3 +122,18 @@ func limitText(s string) bool {
 	}
 	return utf8.ValidString(s)
 }
+
+// LimitLister is an optional capability of a LimitCounters (found by type
+// assertion) that `gateway storage migrate` needs: every stored counter,
+// so a member's spent budget moves with the rest of the state.
+type LimitLister interface {
+	// ListLimits returns every counter with its window end and total.
+	ListLimits(ctx context.Context) ([]LimitCounter, error)
+}
+
+// LimitCounter is one stored counter, as LimitLister lists it.
+type LimitCounter struct {
+	Key   LimitKey
+	End   int64
+	Total LimitTotal
+}

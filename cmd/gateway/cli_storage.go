@@ -39,11 +39,13 @@ postgres, in any direction), then verify the copy.
 
 It moves the sessions (index entries, archived sessions, transcripts entry
 by entry), the journal's pending records, unsent replies and drafts,
-pairing, channel cursors, room history, the usage ledger, the dead letters
-and the agents' memory notes (renumbered from 1 per scope). It verifies
+pairing, channel cursors, room history, the usage ledger, the dead letters,
+the agents' memory notes (renumbered from 1 per scope), the scheduled jobs
+and the budget counters (what each member, room and agent spent today and
+this month). It verifies
 the counts, every key's state and transcript lines, the output of ` + "`sessions show KEY --context --json`" + `
 for every session rendered from both, the journal's pending work, pairing,
-cursors and room history; any difference is printed and the exit code is 1.
+cursors, room history and the budget counters; any difference is printed and the exit code is 1.
 
 The files side is --state-dir (default: the config's stateDir); the sqlite
 side is the database file gateway.sqlite in --sqlite-state-dir (default:
@@ -130,8 +132,11 @@ type side struct {
 	// memory holds the agents' notes.
 	memory sessions.Memory
 	// jobs holds the scheduled jobs.
-	jobs  sessions.Jobs
-	close func()
+	jobs sessions.Jobs
+	// limits holds the budget counters (the source's must list them,
+	// sessions.LimitLister).
+	limits sessions.LimitCounters
+	close  func()
 }
 
 func runMigrate(ctx context.Context, out io.Writer, cfg *configs.Config, f migrateFlags) error {
@@ -219,6 +224,11 @@ func copyState(ctx context.Context, out io.Writer, from, to *side, f migrateFlag
 		return fmt.Errorf("storage migrate: %w", err)
 	}
 	fmt.Fprintf(out, "  scheduled jobs      %d copied\n", jn)
+	ln, err := transfer.CopyLimits(ctx, from.limits, to.limits, f.overwrite)
+	if err != nil {
+		return fmt.Errorf("storage migrate: %w", err)
+	}
+	fmt.Fprintf(out, "  budget counters     %d copied\n", ln)
 	return nil
 }
 
@@ -254,7 +264,7 @@ func openFilesSide(cfg *configs.Config, f migrateFlags, create bool, locks *dirL
 	}
 	b := mgr.Backend()
 	return &side{Importer: mgr.Transfer(), where: abs, store: b.Store, delivery: filesDelivery(cfg, abs),
-		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), memory: b.Memory(), jobs: b.Jobs(), close: func() {
+		pairing: b.Pairing(), cursors: b.Cursors(), rooms: b.History(), usage: b.Usage(), dead: b.DeadLetters(), memory: b.Memory(), jobs: b.Jobs(), limits: b.Limits(), close: func() {
 			_ = mgr.Close()
 			unlock()
 		}}, nil
@@ -274,7 +284,7 @@ func openPostgresSide(ctx context.Context, cfg *configs.Config, f migrateFlags, 
 		return nil, fmt.Errorf("%s: stop the daemons using it first: %w", op, err)
 	}
 	return &side{Importer: db.Transfer(), where: db.Target(), store: postgresStores(db), delivery: postgresDelivery(db),
-		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), memory: db.Memory(), jobs: db.Jobs(), close: func() {
+		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(pgstore.RoomLogOptions{Logger: zap.NewNop()}), usage: db.Usage(), dead: db.DeadLetters(), memory: db.Memory(), jobs: db.Jobs(), limits: db.Limits(), close: func() {
 			unlock()
 			db.Close()
 		}}, nil

@@ -103,7 +103,7 @@ func openSQLiteSide(ctx context.Context, cfg *configs.Config, f migrateFlags, cr
 			return db.Delivery(), func() {}, nil
 		},
 		pairing: db.Pairing(), cursors: db.Cursors(), rooms: db.RoomLog(), usage: db.Usage(), dead: db.DeadLetters(),
-		memory: db.Memory(), jobs: db.Jobs(), close: func() {
+		memory: db.Memory(), jobs: db.Jobs(), limits: db.Limits(), close: func() {
 			_ = db.Close()
 			unlock()
 		}}, nil

@@ -51,6 +51,11 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verify: %w", err)
 	}
 	diffs = append(diffs, roomDiffs...)
+	counters, limitDiffs, err := transfer.CompareLimits(ctx, from.limits, to.limits)
+	if err != nil {
+		return fmt.Errorf("storage migrate: verify: %w", err)
+	}
+	diffs = append(diffs, limitDiffs...)
 	if len(diffs) > 0 {
 		fmt.Fprintf(out, "verify: %d difference(s) between %s and %s:\n", len(diffs), from.Kind(), to.Kind())
 		for _, d := range diffs {
@@ -59,8 +64,8 @@ func verifyMigration(ctx context.Context, out io.Writer, from, to *side, workers
 		return fmt.Errorf("storage migrate: verification failed: %w", errProblems)
 	}
 	fmt.Fprintf(out, "verified: counts equal (%d session keys, %d transcript entries); `sessions show --context --json` identical for %d sessions; "+
-		"journal holds the %d pending records, %d unsent replies and %d drafts; pairing of %d channels and %d cursors equal; %d room history entries equal (%s)\n",
-		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, channels, cursors, roomEntries, time.Since(start).Round(time.Millisecond))
+		"journal holds the %d pending records, %d unsent replies and %d drafts; pairing of %d channels and %d cursors equal; %d room history entries equal; %d budget counters equal (%s)\n",
+		c.Source.Keys, c.Source.Lines, shown, dc.Pending, dc.Replies, dc.Drafts, channels, cursors, roomEntries, counters, time.Since(start).Round(time.Millisecond))
 	if c.Extra > 0 {
 		fmt.Fprintf(out, "note: the %s target also holds %d session key(s) the source does not have\n", to.Kind(), c.Extra)
 	}

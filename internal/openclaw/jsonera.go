@@ -61,7 +61,7 @@ func readJSONAgent(dir, agent string, o Options, rep *Report) (*AgentPlan, error
 		e.SessionID = sid
 		settle(&e, t, clocks{})
 		a.add(src, sessions.KeyCopy{KeyState: sessions.KeyState{Key: key, Entry: &e},
-			Transcripts: map[string][][]byte{sid: t.lines}})
+			Transcripts: map[string][][]byte{sid: t.lines}}, rep)
 	}
 	countArchivedFiles(dir, rep)
 	return a, nil

@@ -161,12 +161,30 @@ func readAgent(dir, agent, tmp string, o Options, rep *Report) (*AgentPlan, erro
 	return nil, nil
 }
 
-// add appends key k (mapped from src) to the plan.
-func (a *AgentPlan) add(src string, k sessions.KeyCopy) {
+// add appends key k (mapped from src) to the plan. A key already planned
+// (OpenClaw keys differing only in case map to one gateway key) keeps the
+// entry updated last; the other is counted in rep, not imported.
+func (a *AgentPlan) add(src string, k sessions.KeyCopy, rep *Report) {
 	it := Item{SourceKey: src, Key: k.Key, Archived: len(k.Archived)}
 	if k.Entry != nil {
 		it.SessionID, it.Messages = k.Entry.SessionID, k.Entry.MessageCount
 	}
+	if i := slices.IndexFunc(a.Keys, func(h sessions.KeyCopy) bool { return h.Key == k.Key }); i >= 0 {
+		rep.add("sessionKey.caseDuplicate", "a key differing only in case from another of the same agent (one gateway key): the one updated last is imported, this one not")
+		if updatedAt(k) > updatedAt(a.Keys[i]) {
+			a.Keys[i], a.Items[i] = k, it
+		}
+		return
+	}
 	a.Keys = append(a.Keys, k)
 	a.Items = append(a.Items, it)
+}
+
+// updatedAt is when k's entry was last updated (unix nanoseconds, 0
+// without an entry).
+func updatedAt(k sessions.KeyCopy) int64 {
+	if k.Entry == nil {
+		return 0
+	}
+	return k.Entry.UpdatedAt.UnixNano()
 }

@@ -130,7 +130,7 @@ func readSQLiteAgent(path, agent, tmp string, o Options, rep *Report) (*AgentPla
 		if err != nil {
 			return nil, err
 		}
-		a.add(n.key, k)
+		a.add(n.key, k, rep)
 	}
 	countTables(db, rep)
 	return a, nil

@@ -227,3 +227,19 @@ func (l *Limits) writeLocked(m map[sessions.LimitKey]limitRow) error {
 }
 
 var _ sessions.LimitCounters = (*Limits)(nil)
+
+// ListLimits implements sessions.LimitLister.
+func (l *Limits) ListLimits(context.Context) ([]sessions.LimitCounter, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.refreshLocked(); err != nil {
+		return nil, err
+	}
+	out := make([]sessions.LimitCounter, 0, len(l.cache))
+	for k, r := range l.cache {
+		out = append(out, sessions.LimitCounter{Key: k, End: r.End, Total: r.Total})
+	}
+	return out, nil
+}
+
+var _ sessions.LimitLister = (*Limits)(nil)

@@ -140,3 +140,26 @@ func scanLimits(rows pgx.Rows, out map[sessions.LimitKey]sessions.LimitTotal) er
 }
 
 var _ sessions.LimitCounters = limitStore{}
+
+// ListLimits implements sessions.LimitLister.
+func (l limitStore) ListLimits(ctx context.Context) ([]sessions.LimitCounter, error) {
+	ctx = withOp(ctx, OpUsage)
+	rows, err := l.db.pool.Query(ctx, `SELECT scope, subject, period, window_start, window_end, tokens, cost_usd FROM limit_counters`)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list limits: %w", err)
+	}
+	var (
+		c   sessions.LimitCounter
+		out []sessions.LimitCounter
+	)
+	_, err = pgx.ForEachRow(rows, []any{&c.Key.Scope, &c.Key.Subject, &c.Key.Period, &c.Key.Start, &c.End, &c.Total.Tokens, &c.Total.CostUSD}, func() error {
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list limits: %w", err)
+	}
+	return out, nil
+}
+
+var _ sessions.LimitLister = limitStore{}

@@ -95,8 +95,13 @@ func (r *replicaState) heartbeat(ctx context.Context, db *DB) {
 				registered = true
 				log.Info("replica registered", zap.String("host", host), zap.Int("pid", os.Getpid()))
 			}
-		} else {
-			err = beat(cctx, db, r.id)
+		} else if err = beat(cctx, db, r.id); errors.Is(err, errNotRegistered) {
+			// Its row was removed while it lived (paused past
+			// forgetReplicasAfter, or cleared by an operator): register
+			// again rather than fail every beat from now on.
+			if err = register(cctx, db, r.id, host); err == nil {
+				log.Info("replica registered again", zap.String("host", host), zap.Int("pid", os.Getpid()))
+			}
 		}
 		cancel()
 		if err != nil && ctx.Err() == nil {
@@ -125,6 +130,9 @@ func register(ctx context.Context, db *DB, id, host string) error {
 	return nil
 }
 
+// errNotRegistered is beat's error when the replica's row is gone.
+var errNotRegistered = errors.New("not registered (its row was removed)")
+
 func beat(ctx context.Context, db *DB, id string) error {
 	ctx = withOp(ctx, OpReplica)
 	tag, err := db.pool.Exec(ctx, `UPDATE replicas SET seen_at = clock_timestamp() WHERE id = $1`, id)
@@ -132,7 +140,7 @@ func beat(ctx context.Context, db *DB, id string) error {
 		return fmt.Errorf("pgstore: replica heartbeat %s: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("pgstore: replica heartbeat %s: %w", id, errors.New("not registered (its row was removed)"))
+		return fmt.Errorf("pgstore: replica heartbeat %s: %w", id, errNotRegistered)
 	}
 	return nil
 }

@@ -93,3 +93,26 @@ func (l limitStore) PruneLimits(ctx context.Context, end int64) (int, error) {
 	}
 	return int(n), nil
 }
+
+// ListLimits implements sessions.LimitLister.
+func (l limitStore) ListLimits(ctx context.Context) ([]sessions.LimitCounter, error) {
+	rows, err := l.db.read.QueryContext(ctx, `SELECT scope, subject, period, window_start, window_end, tokens, cost_usd FROM limit_counters`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: list limits: %w", storageErr(err))
+	}
+	defer rows.Close()
+	var out []sessions.LimitCounter
+	for rows.Next() {
+		var c sessions.LimitCounter
+		if err := rows.Scan(&c.Key.Scope, &c.Key.Subject, &c.Key.Period, &c.Key.Start, &c.End, &c.Total.Tokens, &c.Total.CostUSD); err != nil {
+			return nil, fmt.Errorf("sqlitestore: list limits: %w", storageErr(err))
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: list limits: %w", storageErr(err))
+	}
+	return out, nil
+}
+
+var _ sessions.LimitLister = limitStore{}
