@@ -518,11 +518,18 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			break
 		}
 		for _, call := range calls {
-			if t.OnTool != nil {
-				t.OnTool(call.Name, call.Arguments)
+			var result sessions.Message
+			if msg.StopReason == llm.StopLength {
+				// The output limit cut the answer: a call's arguments
+				// may be incomplete (a JSON prefix, or none). Run none.
+				result = r.cutShortResult(call)
+			} else {
+				if t.OnTool != nil {
+					t.OnTool(call.Name, call.Arguments)
+				}
+				t.step(Step{Kind: StepTool, Tool: call.Name})
+				result = r.runTool(ctx, s, tools, call)
 			}
-			t.step(Step{Kind: StepTool, Tool: call.Name})
-			result := r.runTool(ctx, s, tools, call)
 			if err := r.appendMessages(ctx, s, []sessions.Message{result}); err != nil {
 				return res, err
 			}

@@ -77,6 +77,17 @@ func toolDefs(ts []tool) []llm.Tool {
 	return out
 }
 
+// cutShortCall is the result of a tool call in an answer the model's
+// output limit cut short (llm.StopLength): it was not run.
+const cutShortCall = "not run: your answer was cut short by the output token limit, so this call's arguments may be incomplete; make the call again, with shorter arguments if they were long"
+
+// cutShortResult answers call, of an answer cut short, without running it.
+func (r *Runner) cutShortResult(call sessions.Content) sessions.Message {
+	b, _ := json.Marshal(map[string]string{"error": cutShortCall})
+	return sessions.Message{Role: sessions.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, IsError: true,
+		Content: []sessions.Content{{Type: sessions.BlockText, Text: string(b)}}, Timestamp: r.now().UnixMilli()}
+}
+
 // runTool runs one call and returns its toolResult message.
 func (r *Runner) runTool(ctx context.Context, s *session, ts []tool, call sessions.Content) sessions.Message {
 	res := sessions.Message{Role: sessions.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name}

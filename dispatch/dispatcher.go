@@ -330,6 +330,7 @@ func (d *Dispatcher) accepted(ctx context.Context, w *work, dup bool, err error)
 	in, m := w.In, d.opts.Metrics
 	if err != nil || dup {
 		d.releaseHolds(w)
+		d.refundRate(w)
 	}
 	if err != nil {
 		d.recovery.acceptFailed(w, err)

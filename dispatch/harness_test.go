@@ -100,6 +100,9 @@ type chat struct {
 	mu       sync.Mutex
 	got      []sent
 	failSend func(out channels.Outbound, i int) error
+	// waitSend, if set, is called before failSend without the lock held
+	// (it may block, as an adapter waiting out a rate limit does).
+	waitSend func(ctx context.Context, out channels.Outbound, i int) error
 }
 
 func (c *chat) Name() string      { return c.name }
@@ -123,6 +126,11 @@ func (c *chat) Chunks(out channels.Outbound) []string {
 	return strings.Split(out.Text, "§")
 }
 func (c *chat) SendChunk(ctx context.Context, out channels.Outbound, i int, chunk string) error {
+	if c.waitSend != nil {
+		if err := c.waitSend(ctx, out, i); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.failSend != nil {

@@ -41,7 +41,7 @@ func (d *Dispatcher) throttled(ctx context.Context, w *work) bool {
 	in := w.In
 	dec := lim.Check(ctx, limits.Subject{AgentID: w.AgentID, Channel: in.Channel, SenderID: in.LimitSender(), ChatID: in.ChatID})
 	if dec.Allow {
-		w.Hold = dec.Hold
+		w.Hold, w.Rated = dec.Hold, dec
 		return false
 	}
 	d.log.Info("message throttled", zap.String("channel", in.Channel), zap.String("chat_id", in.ChatID),
@@ -91,6 +91,15 @@ func (d *Dispatcher) releaseHolds(ws ...*work) {
 		}
 	}
 	d.opts.Limits.Release(ids...)
+}
+
+// refundRate gives back the rate tokens of w's check: w was not accepted
+// (a duplicate of a message accepted before, a journal that refused it),
+// so it does not count against the sender's, room's or agent's rate.
+func (d *Dispatcher) refundRate(w *work) {
+	if d.opts.Limits != nil {
+		d.opts.Limits.Refund(w.Rated)
+	}
 }
 
 func contains(list []string, s string) bool {

@@ -180,6 +180,11 @@ func (o *outbox) sendFrom(ctx context.Context, a channels.Adapter, rp sessions.R
 	defer cancel()
 	defer context.AfterFunc(d.life, cancel)()
 	defer context.AfterFunc(o.stop, cancel)()
+	if lane != nil {
+		// The wait of a rate limit is parked off the concurrency slot
+		// (below): the adapter returns the limit instead of waiting here.
+		ctx = channels.ReturnRateLimits(ctx)
+	}
 	out.DeliveryID = rp.ID // one message per chunk, however often it is sent
 	c, chunked := a.(channels.Chunker)
 	ic, withIDs := a.(channels.IDChunker)

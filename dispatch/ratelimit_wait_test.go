@@ -200,3 +200,55 @@ func TestStopDuringRateLimitWaitStillDelivers(t *testing.T) {
 		t.Errorf("dead letters: %+v", ls)
 	}
 }
+
+// TestRateLimitedChatHoldsNoOtherChat: a Telegram 429 the adapter would
+// wait out in place (retry_after within its MaxRetryAfter) is returned to
+// the outbox of a reply sent on its lane (channels.ReturnRateLimits), which
+// parks it outside the concurrency slot: with one slot, another chat is
+// answered while the limited chat waits. The fake adapter waits in place
+// as Telegram's does unless the context carries the mark.
+func TestRateLimitedChatHoldsNoOtherChat(t *testing.T) {
+	waits := stubRateWaits(t)
+	h := newHarness(t, "", nil, func(h *harness) {
+		h.disp = func(o *Options) { o.Caps = map[lanes.Class]int{lanes.ClassMain: 1} }
+	})
+	inPlace := make(chan struct{}) // closed: the adapter's in-place wait ends
+	tried := make(chan struct{})   // closed: chat 51's reply was tried
+	var once sync.Once
+	var mu sync.Mutex
+	limited := true
+	h.tg.waitSend = func(ctx context.Context, out channels.Outbound, i int) error {
+		mu.Lock()
+		l := limited
+		mu.Unlock()
+		if out.ChatID != "51" || !l {
+			return nil
+		}
+		once.Do(func() { close(tried) })
+		if channels.RateLimitsReturned(ctx) {
+			return floodErr{after: 30 * time.Second}
+		}
+		select { // the adapter's own wait, holding the caller's slot
+		case <-inPlace:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer close(inPlace)
+	h.handle(in("tg", "51", "limited"))
+	<-tried
+	h.handle(in("tg", "52", "other chat"))
+	eventually(t, "the other chat's answer", func() bool { return slices.Contains(h.tg.texts(), "re: other chat") })
+	mu.Lock()
+	limited = false
+	mu.Unlock()
+	close(waits.release)
+	h.drained()
+	if got := h.tg.texts(); !slices.Equal(got, []string{"re: other chat", "re: limited"}) {
+		t.Errorf("sent %q, want the other chat's answer first, then the limited chat's", got)
+	}
+	if got := waits.waits(); !slices.Equal(got, []time.Duration{30 * time.Second}) {
+		t.Errorf("outbox waits %v, want the platform's 30s once", got)
+	}
+}

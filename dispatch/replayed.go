@@ -3,9 +3,11 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -78,7 +80,7 @@ func (f *failures) recover(ctx context.Context, store sessions.AgentStore, ws []
 		f.settleReplayed(ctx, store, e, earlier[i], t, false, settled, log)
 	}
 	f.settleReplayed(ctx, store, e, latest, sessions.RecordsTurn{Answered: rs.Answered, Answer: rs.Answer,
-		EntryID: rs.EntryID, Superseded: rs.Superseded}, true, settled, log)
+		EntryID: rs.EntryID, Refused: rs.Refused, Superseded: rs.Superseded}, true, settled, log)
 	var rest []*work
 	for _, w := range ws {
 		if !settled[w] {
@@ -135,6 +137,9 @@ func (f *failures) settleReplayed(ctx context.Context, store sessions.AgentStore
 	}
 	out.Answers = answers(answered)
 	out.Text, out.SessionID = t.Answer, e.SessionID
+	if t.Refused && strings.TrimSpace(out.Text) == "" {
+		out.Text = agents.RefusalText // what the turn said (agents.Runner)
+	}
 	log.Info("replayed messages were answered before the restart; delivering the stored reply",
 		zap.Strings("record_ids", done), zap.String("entry_id", t.EntryID), zap.Bool("latest_turn", latest))
 	d.outbox.deliver(ctx, last.Key, last.AgentID, done, out, t.EntryID)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/channels"
+	"github.com/gateway/gateway/limits"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -68,7 +69,10 @@ type recordState struct {
 	Replayed bool
 	// Hold is the budget hold its check took (limits.Decision.Hold): its
 	// turn's charge drops it, and so does any end without a turn.
-	Hold     string
+	Hold string
+	// Rated is its limits check's decision: the rate tokens it took are
+	// given back when it is not accepted (Limiter.Refund).
+	Rated    limits.Decision
 	Consumed bool // the user message is already in the transcript
 	Reuse    bool // its turn's reply is in the transcript (agents.Turn.Reuse)
 }

@@ -78,6 +78,8 @@ type Decision struct {
 	// no budget applies: pass it to Charge with the turn's cost
 	// (Usage.Holds), or to Release when the message gets no turn.
 	Hold string
+	// taken are the rate buckets an allowed message took one from (Refund).
+	taken []bucketKey
 }
 
 // Limiter applies the limits of the config in force.
@@ -245,9 +247,10 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 	if d.Allow {
 		// Taken before the mutex is let go for the store's hold, so a
 		// message checked meanwhile sees the bucket without this token.
-		for _, b := range take {
+		for i, b := range take {
 			if b != nil {
 				b.tokens--
+				d.taken = append(d.taken, bucketKey{sc[i].scope, sc[i].subject})
 			}
 		}
 	}
@@ -278,6 +281,23 @@ func (l *Limiter) Check(ctx context.Context, s Subject) Decision {
 		l.rejects.WithLabelValues(d.Scope, d.Kind).Inc()
 	}
 	return d
+}
+
+// Refund gives back the rate tokens d's Check took, for an allowed
+// message that was then not accepted (a platform's redelivery dropped as
+// a duplicate, a journal that refused it): it must not count against the
+// rates. Its budget hold is Release's.
+func (l *Limiter) Refund(d Decision) {
+	if len(d.taken) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range d.taken {
+		if b := l.buckets[k]; b != nil { // a forgotten bucket is full
+			b.tokens = min(b.burst, b.tokens+1)
+		}
+	}
 }
 
 // budgetRefusal is the decision of a budget k reached.

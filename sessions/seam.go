@@ -117,6 +117,9 @@ type RecordsState struct {
 	Answered bool
 	Answer   string
 	EntryID  string
+	// Refused is true when that reply is the model's refusal (stopReason
+	// StopRefusal): the caller says so when Answer is empty.
+	Refused bool
 	// Superseded is true when a user message of other records follows them
 	// without a reply to them in between: the session moved on.
 	Superseded bool
@@ -140,8 +143,13 @@ type RecordsTurn struct {
 	Answered   bool
 	Answer     string
 	EntryID    string
+	Refused    bool
 	Superseded bool
 }
+
+// StopRefusal is the stopReason of an assistant message in which the model
+// declined to answer (Anthropic "refusal", OpenAI "content_filter").
+const StopRefusal = "refusal"
 
 // ErrNotInChain is wrapped by AppendCompaction's error when the first kept
 // entry is not an entry of the current chain.

@@ -93,10 +93,12 @@ func (a *accumulator) message() sessions.Message {
 		m.Content = append(m.Content, sessions.Content{Type: sessions.BlockToolCall, ID: c.id, Name: c.name, Arguments: rawArgs(c.args.String())})
 	}
 	switch {
+	case a.finish == "length":
+		// Before tool use: a call the limit cut may hold broken
+		// arguments, and the runner runs no call of a cut answer.
+		m.StopReason = llm.StopLength
 	case len(a.calls) > 0:
 		m.StopReason = llm.StopToolUse
-	case a.finish == "length":
-		m.StopReason = llm.StopLength
 	case a.finish == "content_filter":
 		m.StopReason = llm.StopRefusal
 	default:

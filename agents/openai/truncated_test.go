@@ -117,3 +117,20 @@ func TestContentFilterStopReason(t *testing.T) {
 		t.Fatalf("stop %q, %v; want %q", msg.StopReason, err, llm.StopRefusal)
 	}
 }
+
+// TestLengthCutToolCallSaysSo: a stream the output limit ended
+// (finish_reason "length") inside a tool call's arguments is an answer
+// cut short (llm.StopLength), not a tool-use answer whose call the runner
+// would run with the broken arguments.
+func TestLengthCutToolCallSaysSo(t *testing.T) {
+	srv := newRawServer(t, http.StatusOK, "text/event-stream",
+		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"rm","arguments":"{\"path\":\"/tmp"}}]}}]}`+"\n\n"+
+			`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`+"\n\n"+"data: [DONE]\n\n")
+	msg, err := rawProvider(t, srv.URL).Stream(context.Background(), llm.Request{Model: "m", Messages: []sessions.Message{user("x")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.StopReason != llm.StopLength {
+		t.Errorf("stop reason %q, want %q", msg.StopReason, llm.StopLength)
+	}
+}

@@ -196,7 +196,8 @@ func (a *Adapter) sendRetryingResp(ctx context.Context, method string, params tg
 
 // retrying makes call (one request of method to params' chat_id) until it
 // succeeds or fails for good, at most maxSendAttempts times: a 429 whose
-// retry_after is at most Options.MaxRetryAfter is waited out, and a
+// retry_after is at most Options.MaxRetryAfter is waited out (unless ctx
+// says the caller waits it out itself: channels.ReturnRateLimits), and a
 // group's migration to a supergroup is recorded and, for a new message,
 // followed (params' chat_id changed for the next call, a quote of the
 // group's message dropped); a call about an existing message (message_id)
@@ -218,7 +219,7 @@ func (a *Adapter) retrying(ctx context.Context, method string, params tgbotapi.P
 		}
 		switch {
 		case fix != nil && fix(ae):
-		case ae.RetryAfter > 0 && ae.RetryAfter <= a.opts.MaxRetryAfter:
+		case ae.RetryAfter > 0 && ae.RetryAfter <= a.opts.MaxRetryAfter && !channels.RateLimitsReturned(ctx):
 			a.log.Warn("telegram rate limited, waiting", zap.String("method", method),
 				zap.String("chat_id", params["chat_id"]), zap.Duration("retry_after", ae.RetryAfter))
 			if !sleep(ctx, ae.RetryAfter) {

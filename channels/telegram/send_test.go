@@ -246,3 +246,25 @@ func TestMigratedGroupMovesChat(t *testing.T) {
 		t.Errorf("first inbound after a restart = %+v, want the replayed move", in)
 	}
 }
+
+// TestRateLimitReturnedToAParkingCaller: a chunk send whose caller waits
+// rate limits out itself (the outbox on a lane, channels.ReturnRateLimits)
+// gets the 429 back at once with its retry_after: the adapter does not
+// wait it out in place, where the wait would hold the caller's
+// concurrency slot and other chats' replies would queue behind it.
+func TestRateLimitReturnedToAParkingCaller(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a := newSender(t, srv)
+	srv.FailNext("sendMessage", telegramtest.Failure{Code: 429, RetryAfter: 1})
+	ctx := channels.ReturnRateLimits(testCtx(t))
+	_, err := a.SendChunkID(ctx, channels.Outbound{Address: channels.Address{ChatID: "111"}}, 0, "hello")
+	if got := channels.RetryAfter(err); got != time.Second {
+		t.Fatalf("SendChunkID: err %v, RetryAfter %v; want the 429 with retry_after 1s", err, got)
+	}
+	if n := srv.Calls("sendMessage"); n != 1 {
+		t.Errorf("sendMessage called %d times, want 1 (no wait, no retry)", n)
+	}
+	if len(srv.Sent()) != 0 {
+		t.Errorf("sent %d messages, want none", len(srv.Sent()))
+	}
+}

@@ -227,6 +227,10 @@ func testRecords(t *testing.T, open StoreOpener) {
 			sessions.RecordsTurn{IDs: []string{"r2", "r4"}, Answered: true, Answer: "answer four", EntryID: four[0]})})
 	check("a superseded turn, then a later one", []string{"r2", "r5"}, sessions.RecordsState{
 		Consumed: consumed("r2", "r5"), HistorySeq: 9, Earlier: []sessions.RecordsTurn{{IDs: []string{"r2"}, Superseded: true}}})
+	// A refusal with no text is an answer the caller must put in words.
+	refusal := sessions.Message{Role: sessions.RoleAssistant, StopReason: sessions.StopRefusal, Provider: "echo", Model: "echo", Timestamp: at(9)}
+	refused := f.append(tr, refusal)
+	check("refused", []string{"r5"}, sessions.RecordsState{Consumed: consumed("r5"), Answered: true, EntryID: refused[0], Refused: true})
 }
 
 func testConcurrentOneSession(t *testing.T, open StoreOpener) {

@@ -77,7 +77,7 @@ func recordsOf(nodes map[string]*Node, leaf string, ids []string) sessions.Recor
 		t.ids, t.after = append(t.ids, hits...), nil
 	}
 	last := turns[len(turns)-1].outcome()
-	rs.Answered, rs.Answer, rs.EntryID, rs.Superseded = last.Answered, last.Answer, last.EntryID, last.Superseded
+	rs.Answered, rs.Answer, rs.EntryID, rs.Refused, rs.Superseded = last.Answered, last.Answer, last.EntryID, last.Refused, last.Superseded
 	for _, t := range turns[:len(turns)-1] {
 		rs.Earlier = append(rs.Earlier, t.outcome())
 	}
@@ -113,9 +113,9 @@ func (t *recordsTurn) outcome() sessions.RecordsTurn {
 			o.Superseded = !o.Answered
 			return o
 		case m.Role == sessions.RoleAssistant && !hasToolCall(*m):
-			o.Answered, o.Answer, o.EntryID = true, m.Text(), n.ID
+			o.Answered, o.Answer, o.EntryID, o.Refused = true, m.Text(), n.ID, m.StopReason == sessions.StopRefusal
 		case m.Role == sessions.RoleAssistant:
-			o.Answered, o.Answer, o.EntryID = false, "", "" // a tool step: the turn went on
+			o.Answered, o.Answer, o.EntryID, o.Refused = false, "", "", false // a tool step: the turn went on
 		}
 	}
 	return o
