@@ -11,6 +11,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // Rate limits (429). discordgo answers a 429 by sleeping its retry_after
@@ -128,11 +130,13 @@ func limitedClient(c *http.Client, h *holds) *http.Client {
 // rest makes call, a REST request on route, with discordgo's rate-limit
 // retries off and ctx applied (the options it gets): a 429 holds the
 // route and, when wait allows and the hold is within MaxRetryAfter, is
-// waited out within ctx and the call made again.
+// waited out within ctx and the call made again; a caller that waits rate
+// limits out itself, off its concurrency slot (channels.ReturnRateLimits:
+// the outbox on a lane), gets it back at once.
 func (a *Adapter) rest(ctx context.Context, route string, wait bool, call func(opts ...discordgo.RequestOption) error) error {
 	for n := 0; ; n++ {
 		if d := time.Until(a.holds.until(route)); d > 0 {
-			if !wait || d > a.maxRetryAfter() || n == maxRateLimited {
+			if !wait || d > a.maxRetryAfter() || n == maxRateLimited || channels.RateLimitsReturned(ctx) {
 				return &RateLimitError{Route: route, RetryAfter: d}
 			}
 			t := time.NewTimer(d)

@@ -151,3 +151,24 @@ func TestSlashFollowupRateLimitAnswered(t *testing.T) {
 		t.Fatalf("posted to the channel instead: %+v", s)
 	}
 }
+
+// TestSendRateLimitReturnedToAParkingCaller: a post whose caller waits
+// rate limits out itself (the outbox on a lane, channels.ReturnRateLimits)
+// gets a short 429 back at once with its retry_after: the adapter does
+// not wait it out in place, where the wait would hold the caller's
+// concurrency slot and queue other chats' replies behind this chat's.
+func TestSendRateLimitReturnedToAParkingCaller(t *testing.T) {
+	fo := fakeOptions()
+	fo.NoEcho = true
+	h := start(t, Config{}, fo)
+	h.fake.RateLimitPostsFor(1, 20*time.Second, false)
+	ctx := channels.ReturnRateLimits(ctxT(t))
+	err := returned(t, sendAsync(ctx, h.a, channelID, "hello"), "a 20 s retry_after for a caller that parks")
+	if got := channels.RetryAfter(err); got < 19*time.Second || !channels.Answered(err) {
+		t.Fatalf("Send = %v (retry after %s, answered %v), want the 429 of about 20 s at once",
+			err, got, channels.Answered(err))
+	}
+	if n, sent := h.fake.RateLimited(), h.fake.Sent(); n != 1 || len(sent) != 0 {
+		t.Fatalf("429s %d, posts %+v; want one 429 and nothing posted", n, sent)
+	}
+}
