@@ -26,8 +26,9 @@ import (
 // still finds whole words in them).
 const searchWordsVersion = 27
 
-// searchReindexBatch is the rows re-indexed per transaction.
-const searchReindexBatch = 1000
+// searchReindexBatch is the rows re-indexed per transaction (a variable
+// for the test of batches).
+var searchReindexBatch = 1000
 
 func searchWordsMigration() *goose.Migration {
 	return goose.NewGoMigration(searchWordsVersion,
