@@ -15,7 +15,8 @@ import (
 
 // Transcript search (issue 14) behind the storage seam. The files backend
 // keeps its own inverted index under <stateDir>/search (search_*.go); the
-// PostgreSQL backend uses a tsvector column (pgstore/search.go). Both
+// PostgreSQL backend uses a tsvector column of the same words
+// (searchtext.Tokens; pgstore/search.go). Both
 // search the text of the user and assistant messages (not tool results) of every
 // agent's current sessions: a reset, /delete or maintenance archive takes a
 // session's messages out of the results at once; /switch brings them back.

@@ -187,7 +187,8 @@ func (r *redacted) Unwrap() error { return r.err }
 // what a method returns equals what a later read returns.
 func (db *DB) clock() time.Time { return db.now().UTC().Truncate(time.Microsecond) }
 
-// The schema lives in versioned SQL files run by goose (pressly/goose):
+// The schema lives in versioned SQL files run by goose (pressly/goose),
+// and one Go migration (00027, migrate_search_words.go):
 // its Provider takes an fs.FS and a context, needs no global state, and
 // its Postgres session locker takes pg_advisory_lock around the run, so
 // replicas starting at once apply each migration exactly once.
@@ -212,7 +213,8 @@ func (db *DB) provider() (*goose.Provider, func() error, error) {
 	}
 	sqldb := stdlib.OpenDBFromPool(db.pool)
 	p, err := goose.NewProvider(goose.DialectPostgres, sqldb, sub,
-		goose.WithTableName(versionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+		goose.WithTableName(versionTable), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(searchWordsMigration()))
 	if err != nil {
 		sqldb.Close()
 		return nil, nil, err

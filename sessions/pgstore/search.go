@@ -12,11 +12,12 @@ import (
 )
 
 // Searcher is the PostgreSQL backend's transcript search: the tsvector
-// column transcript_entries.search (migration 00009, filled by a trigger on
-// insert, GIN-indexed) queried with plainto_tsquery('simple', text): every
-// word must occur, as on the other backends; nothing in the query is an
-// operator (websearch_to_tsquery made "a or b" either word and "-1001",
-// a chat id, every message without it). Only current sessions are
+// column transcript_entries.search (migration 00009, GIN-indexed), which
+// holds searchtext.Tokens' words as the daemon wrote them (migration
+// 00027, search_tokens.go), queried with the query's words as quoted
+// lexemes joined by &: every word must occur, as on the other backends;
+// nothing in the query is an operator (websearch_to_tsquery made "a or b"
+// either word and "-1001", a chat id, every message without it). Only current sessions are
 // searched (the join with entries); hits are the newest messages first,
 // like the files backend.
 type Searcher struct{ db *DB }
@@ -31,7 +32,7 @@ SELECT e.agent_id, e.session_key, t.session_id, t.id, t.search_role, t.search_at
        COALESCE((gateway_search_row(t.body)).txt, '')
   FROM transcript_entries t
   JOIN entries e ON e.session_id = t.session_id
- WHERE t.search @@ plainto_tsquery('simple', $1)
+ WHERE t.search @@ $1::tsquery
    AND ($2::text[] IS NULL OR e.agent_id = ANY($2))
    AND ($3::timestamptz IS NULL OR t.search_at >= $3)
    AND ($4::text[] IS NULL OR t.session_id = ANY($4))
@@ -62,11 +63,11 @@ func (s *Searcher) Search(ctx context.Context, q sessions.SearchQuery) ([]sessio
 		t := q.Since.UTC()
 		since = &t
 	}
-	rows, err := s.db.pool.Query(ctx, searchSQL, q.Text, agents, since, ids, q.Limit)
+	words := searchtext.Tokens(q.Text)
+	rows, err := s.db.pool.Query(ctx, searchSQL, searchQuery(words), agents, since, ids, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: search: %w", err)
 	}
-	words := searchtext.Tokens(q.Text)
 	hits := []sessions.SearchHit{}
 	for rows.Next() {
 		var (

@@ -21,8 +21,8 @@ type searchFields struct {
 	// role is search_role: nil leaves the row to the trigger, "" marks a
 	// message that is not searchable, else "user" or "assistant".
 	role *string
-	// text is the searchable text (to_tsvector('simple', text) on the
-	// server); nil when the row is not searchable.
+	// text is the searchable text (its searchtext words become the search
+	// column: search_tokens.go); nil when the row is not searchable.
 	text *string
 	// atMs is the message's own timestamp (ms); nil for the row's time.
 	atMs *int64

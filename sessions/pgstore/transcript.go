@@ -46,10 +46,11 @@ const appendSQL = `WITH head AS (
 		leaf_id = COALESCE(excluded.leaf_id, h.leaf_id), prev_leaf_id = COALESCE(h.leaf_id, ''),
 		messages = h.messages + excluded.messages
 	RETURNING last_seq - $2::bigint AS base)
-INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
-SELECT $1, head.base + u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at, NULLIF(u.kept, '')
-FROM head, unnest($3::text[], $4::text[], $5::text[], $6::json[], $7::timestamptz[], $10::text[])
-	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, kept, ord)
+INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id, search)
+SELECT $1, head.base + u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at, NULLIF(u.kept, ''),
+	array_to_tsvector(string_to_array(u.words, ' '))
+FROM head, unnest($3::text[], $4::text[], $5::text[], $6::json[], $7::timestamptz[], $10::text[], $11::text[])
+	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, kept, words, ord)
 RETURNING seq`
 
 // Append adds entries to the end of sessionID's transcript, durably and
@@ -107,7 +108,8 @@ func (db *DB) appendArgs(sessionID string, entries []TranscriptEntry) ([]any, er
 		}
 		leaf = e.ID
 	}
-	return []any{sessionID, n, ids, parents, types, bodies, times, leaf, messages, kept}, nil
+	return []any{sessionID, n, ids, parents, types, bodies, times, leaf, messages, kept,
+		entriesSearchWords(types, bodies)}, nil
 }
 
 func (db *DB) appendOne(ctx context.Context, sessionID string, args []any) ([]int64, error) {

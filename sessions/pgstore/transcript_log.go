@@ -61,8 +61,8 @@ func (t *TranscriptLog) SessionID() string { return t.sessionID }
 // between pre and post. The other entries' parents are in the arguments.
 // A new head row (prev NULL) means the transcript is empty: the session
 // header goes first, at seq 1. The search columns come computed
-// (search_fields.go); a row whose search_role is NULL is left to the
-// search trigger. It returns each row's seq, id and parent id, so that the
+// (search_fields.go), the words always (search_tokens.go); a row whose
+// search_role is NULL has its role and time from the search trigger. It returns each row's seq, id and parent id, so that the
 // appender can add what it wrote to its cached chain (transcript_appended.go).
 const chainSQL = `WITH head AS (
 	INSERT INTO transcript_heads AS h (session_id, last_seq, leaf_id, messages)
@@ -83,7 +83,7 @@ rows AS (
 INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id,
 	search, search_role, search_at)
 SELECT $1, rows.seq, rows.id, rows.parent_id, rows.type, rows.body::json, $13::timestamptz, rows.kept,
-	to_tsvector('simple', rows.stxt), rows.srole,
+	array_to_tsvector(string_to_array(rows.stxt, ' ')), rows.srole,
 	CASE WHEN rows.stxt IS NOT NULL THEN COALESCE(to_timestamp(rows.sat / 1000.0), $13::timestamptz) END
 FROM rows
 RETURNING seq, id, COALESCE(parent_id, '')`
@@ -308,14 +308,30 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 	}
 }
 
-// searchFields is p's search columns: computed by its encoder, else from
-// its body.
-func (p *pending) searchFields() searchFields {
+// searchColumns is p's search columns, text as the row's words
+// (searchWords): computed by its encoder, else from its body; a row left
+// to the trigger (role nil) still gets the words of its body.
+func (p *pending) searchColumns() searchFields {
+	var (
+		f    searchFields
+		body []byte
+	)
 	if p.search != nil {
-		return *p.search
+		f = *p.search
 	}
-	// The parent id is not read by the search: its null stands in.
-	return searchFieldsOf(p.typ, append(append(append([]byte(nil), p.pre...), "null"...), p.post...))
+	if p.search == nil || f.role == nil {
+		// The parent id is not read by the search: its null stands in.
+		body = append(append(append([]byte(nil), p.pre...), "null"...), p.post...)
+	}
+	if p.search == nil {
+		f = searchFieldsOf(p.typ, body)
+	}
+	if f.role == nil {
+		f.text = bodySearchWords(p.typ, body)
+		return f
+	}
+	f.text = searchWords(f.text)
+	return f
 }
 
 // chainArgs returns the statement appending entries (chainSQL, or
@@ -328,7 +344,7 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 	n := len(entries)
 	if n == 1 {
 		p := entries[0]
-		f := p.searchFields()
+		f := p.searchColumns()
 		return chainOneSQL, []any{t.sessionID, n, p.id, messages, t.sessionID, string(hdr),
 			p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept, now, f.role, f.text, f.atMs}, nil
 	}
@@ -337,7 +353,7 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 	roles, texts, ats := make([]*string, n), make([]*string, n), make([]*int64, n)
 	for i, p := range entries {
 		ids[i], parents[i], types[i], pres[i], posts[i], kept[i] = p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept
-		f := p.searchFields()
+		f := p.searchColumns()
 		roles[i], texts[i], ats[i] = f.role, f.text, f.atMs
 	}
 	return chainSQL, []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),

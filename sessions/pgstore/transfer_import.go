@@ -78,11 +78,12 @@ func toRows(sessionID string, lines [][]byte, fallback time.Time) (transcriptRow
 // order.
 // A compaction's first_kept_id is its firstKeptEntryId (” kept: it
 // keeps nothing before it); other entries have none.
-const insertTranscriptSQL = `INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id)
+const insertTranscriptSQL = `INSERT INTO transcript_entries (session_id, seq, id, parent_id, type, body, created_at, first_kept_id,
+	search)
 SELECT $1, u.ord, u.id, NULLIF(u.parent_id, ''), u.type, u.body, u.created_at,
-	CASE WHEN u.type = 'compaction' THEN u.kept END
-FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::timestamptz[], $7::text[])
-	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, kept, ord)`
+	CASE WHEN u.type = 'compaction' THEN u.kept END, array_to_tsvector(string_to_array(u.words, ' '))
+FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::timestamptz[], $7::text[], $8::text[])
+	WITH ORDINALITY AS u(id, parent_id, type, body, created_at, kept, words, ord)`
 
 // insertHeadSQL writes the head of an imported transcript as appends
 // leave it: the next seq, the leaf (the last entry that is not the
@@ -149,7 +150,8 @@ func (t *Transfer) ImportKey(ctx context.Context, agentID string, k sessions.Key
 		if err != nil {
 			return fmt.Errorf("pgstore: import %s: %w", k.Key, err)
 		}
-		b.Queue(insertTranscriptSQL, id, r.ids, r.parents, r.types, r.bodies, r.times, r.kept)
+		b.Queue(insertTranscriptSQL, id, r.ids, r.parents, r.types, r.bodies, r.times, r.kept,
+			entriesSearchWords(r.types, r.bodies))
 		b.Queue(insertHeadSQL, id, len(lines), r.leaf, r.messages)
 	}
 	err = pgx.BeginFunc(ctx, t.db.pool, func(tx pgx.Tx) error {

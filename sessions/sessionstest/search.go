@@ -30,6 +30,7 @@ func TestSearch(t *testing.T, open BackendOpener) {
 		{"BadQueries", testSearchBadQueries},
 		{"OperatorsAreWords", testSearchOperatorsAreWords},
 		{"EqualTimestamps", testSearchEqualTimestamps},
+		{"WordsInsideTokens", testSearchWordsInsideTokens},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
@@ -329,4 +330,40 @@ func testSearchEqualTimestamps(t *testing.T, open BackendOpener) {
 		"main|"+key+"|user|tie three", "main|"+key+"|user|tie two", "main|"+key+"|user|tie one")
 	f.want("a limit keeps the newest", sessions.SearchQuery{Text: "tie", Limit: 1},
 		"main|"+key+"|user|tie three")
+}
+
+// testSearchWordsInsideTokens: every backend splits text into
+// searchtext.Tokens' words, so the parts of an address, a file name, a
+// path or a version are words, and two characters of a run of Chinese or
+// Japanese text are found anywhere in it (PostgreSQL's own parser keeps
+// each of these whole).
+func testSearchWordsInsideTokens(t *testing.T, open BackendOpener) {
+	f := newSFix(t, open)
+	g := f.group("main", "-1001", "")
+	key := g.String()
+	f.say(g, "mail foo@example.com today", "run ./deploy.sh now", "cat /etc/passwd please",
+		"upgrade to v1.2.3 tonight", "这是会话存储的测试", "セッションを保存しました")
+	f.want("the domain of an address", sessions.SearchQuery{Text: "example"},
+		"main|"+key+"|user|mail foo@example.com today")
+	f.want("the user of an address", sessions.SearchQuery{Text: "FOO"},
+		"main|"+key+"|user|mail foo@example.com today")
+	f.want("a file name's stem", sessions.SearchQuery{Text: "deploy"},
+		"main|"+key+"|assistant|run ./deploy.sh now")
+	f.want("a file name's extension", sessions.SearchQuery{Text: "sh"},
+		"main|"+key+"|assistant|run ./deploy.sh now")
+	f.want("a path's part", sessions.SearchQuery{Text: "passwd"},
+		"main|"+key+"|user|cat /etc/passwd please")
+	f.want("a path queried whole is its parts", sessions.SearchQuery{Text: "/etc/passwd"},
+		"main|"+key+"|user|cat /etc/passwd please")
+	f.want("a version's part", sessions.SearchQuery{Text: "v1"},
+		"main|"+key+"|assistant|upgrade to v1.2.3 tonight")
+	f.want("a version queried whole is its parts", sessions.SearchQuery{Text: "v1.2.3"},
+		"main|"+key+"|assistant|upgrade to v1.2.3 tonight")
+	f.want("a Chinese word inside a run", sessions.SearchQuery{Text: "会话"},
+		"main|"+key+"|user|这是会话存储的测试")
+	f.want("a longer Chinese word inside a run", sessions.SearchQuery{Text: "会话存储"},
+		"main|"+key+"|user|这是会话存储的测试")
+	f.want("a Japanese word inside a run", sessions.SearchQuery{Text: "保存"},
+		"main|"+key+"|assistant|セッションを保存しました")
+	f.want("characters not adjacent in the run", sessions.SearchQuery{Text: "会存"})
 }
