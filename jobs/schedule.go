@@ -75,7 +75,9 @@ func CheckSchedule(s sessions.JobSchedule) error {
 // fires no more). Cron fields are read as wall-clock time in s.TZ, so "0
 // 9 * * *" stays at 09:00 across DST changes; a time the change skips
 // fires at the first time that exists after it, and one it repeats fires
-// once (nextWall).
+// once (nextWall) — except for an expression that fires in every hour,
+// which runs on real time (once in each real hour, both runs of a
+// repeated hour included).
 func Next(s sessions.JobSchedule, t time.Time) (time.Time, error) {
 	if s.Cron == "" {
 		if s.At.After(t) {
@@ -94,7 +96,21 @@ func Next(s sessions.JobSchedule, t time.Time) (time.Time, error) {
 	if _, ok := c.(cron.ConstantDelaySchedule); ok { // @every: elapsed time, no wall clock
 		return c.Next(t).UTC(), nil
 	}
+	if everyHour(c) {
+		// Fires in every hour: real time, as cron runs wildcard-hour
+		// jobs. Both runs of a repeated hour fire; a skipped hour has no
+		// run moved to the next one (which has its own).
+		return c.Next(t.In(loc)).UTC(), nil
+	}
 	return nextWall(c, t, loc).UTC(), nil
+}
+
+// everyHour reports whether c's hour field admits all 24 hours ("0 * * *
+// *", "every hour", "*/15 * * * *").
+func everyHour(c cron.Schedule) bool {
+	const all = 1<<24 - 1
+	spec, ok := c.(*cron.SpecSchedule)
+	return ok && spec.Hour&all == all
 }
 
 // nextWall returns the first instant after t whose wall clock in loc is

@@ -11,7 +11,8 @@ import (
 // (after MaxFailures failed turns or MaxDeaths process deaths) or a reply
 // it could not deliver is kept here, with why and when, until an operator
 // resubmits or discards it. The store is bounded: past its keep count the
-// oldest letters are dropped (Bury reports how many).
+// oldest failed letters are dropped (Bury reports how many); a letter
+// being resubmitted is never dropped.
 //
 // Resubmitting runs the message (or sends the reply) once, whoever calls
 // it how often: ClaimDeadLetter moves a letter from failed to
@@ -61,8 +62,9 @@ type DeadLetter struct {
 // pgstore's).
 type DeadLetters interface {
 	// Bury stores dl in state failed (dl.State is ignored) and drops the
-	// oldest letters beyond keep (DefaultDeadLetterKeep when <= 0),
-	// returning how many it dropped. A letter with dl.ID already stored
+	// oldest failed letters beyond keep (DefaultDeadLetterKeep when <= 0;
+	// resubmitting letters count but are never dropped), returning how
+	// many it dropped. A letter with dl.ID already stored
 	// is left as it is (a repeat after a crash).
 	Bury(ctx context.Context, dl DeadLetter, keep int) (dropped int, err error)
 	// DeadLetters lists the stored letters, newest first.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +43,7 @@ type dialer struct {
 	name    string
 	cfg     ServerConfig
 	version string
+	maxMsg  int // bytes of one message from the server at most (0: DefaultMaxMessageBytes)
 	http    *http.Client
 	log     *zap.Logger
 	// onToolsChanged is called on notifications/tools/list_changed.
@@ -79,6 +82,9 @@ func (d *dialer) connect(ctx context.Context) (*sdk.ClientSession, error) {
 }
 
 func (d *dialer) transport() (sdk.Transport, error) {
+	if d.maxMsg <= 0 {
+		d.maxMsg = DefaultMaxMessageBytes
+	}
 	if d.cfg.URL != "" {
 		headers := http.Header{}
 		for k, v := range d.cfg.Headers {
@@ -96,8 +102,9 @@ func (d *dialer) transport() (sdk.Transport, error) {
 			base = &http.Client{}
 		}
 		client := *base
-		client.Transport = &headerTransport{base: base.Transport, headers: headers}
-		return &sdk.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &client}, nil
+		client.Transport = &headerTransport{base: base.Transport, headers: headers, maxBody: d.maxMsg}
+		// MaxEventSize is set: the SDK leaves a zero uncapped.
+		return &sdk.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &client, MaxEventSize: d.maxMsg}, nil
 	}
 	cmd := exec.Command(d.cfg.Command, d.cfg.Args...)
 	cmd.Dir = d.cfg.Cwd
@@ -113,7 +120,7 @@ func (d *dialer) transport() (sdk.Transport, error) {
 	ownGroup(cmd)
 	cmd.WaitDelay = stdioWaitDelay
 	d.cmd = cmd
-	return &stdioTransport{cmd: cmd, log: d.log}, nil
+	return &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg}, nil
 }
 
 // env is the stdio server's environment: inheritedEnv, then env, then
@@ -207,10 +214,12 @@ func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) 
 	return out
 }
 
-// headerTransport adds the configured headers to every request.
+// headerTransport adds the configured headers to every request and caps
+// a JSON response body at maxBody bytes.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	maxBody int
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -222,7 +231,16 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return base.RoundTrip(r)
+	resp, err := base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	// A JSON answer is one message, which the SDK reads whole without a
+	// cap; an event stream is capped per event (MaxEventSize).
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, limit: t.maxBody, left: int64(t.maxBody)}
+	}
+	return resp, nil
 }
 
 // tailWriter keeps the last bytes a stdio server wrote to stderr and logs
@@ -270,3 +288,38 @@ func (w *tailWriter) tail() string {
 // errConnectionLost is wrapped by Call's error when the server went away
 // during the call.
 var errConnectionLost = errors.New("the server stopped during the call")
+
+// DefaultMaxMessageBytes caps one message from a server (a JSON value
+// over stdio, a JSON body or an event over Streamable HTTP) unless
+// Options.MaxMessageBytes says otherwise: 16 MiB, the SDK's own default
+// for stdio lines and events. A larger message ends the connection as it
+// arrives, before it is held whole: the call fails with an error naming
+// the server and the limit, and the server is reconnected as after any
+// other failure.
+const DefaultMaxMessageBytes = 16 << 20
+
+// errMessageTooLarge is the read error of a message over the limit.
+var errMessageTooLarge = errors.New("a message from the server exceeds the size limit")
+
+// tooLarge is errMessageTooLarge with the limit.
+func tooLarge(limit int) error { return fmt.Errorf("%w of %d bytes", errMessageTooLarge, limit) }
+
+// limitedBody is a JSON response body that fails with errMessageTooLarge
+// once more than limit bytes were read.
+type limitedBody struct {
+	io.ReadCloser
+	limit int
+	left  int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells a body of the limit from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, tooLarge(b.limit)
+	}
+	return n, err
+}

@@ -37,6 +37,9 @@ type Options struct {
 	Backoff, MaxBackoff time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// MaxMessageBytes caps one message from a server (default
+	// DefaultMaxMessageBytes); see DefaultMaxMessageBytes.
+	MaxMessageBytes int
 }
 
 // Manager keeps the configured servers connected and serves their tools.
@@ -63,6 +66,9 @@ func New(opts Options) *Manager {
 	}
 	if m.now == nil {
 		m.now = time.Now
+	}
+	if m.opts.MaxMessageBytes <= 0 {
+		m.opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if m.opts.Version == "" {
 		m.opts.Version = "dev"

@@ -85,7 +85,7 @@ func status(m *mcp.Manager, name string) mcp.Status {
 	return mcp.Status{}
 }
 
-var allTools = []string{"echo", "add", "image", "fail", "sleep", "crash", "pid", "grow", "dotted.name"}
+var allTools = []string{"echo", "add", "image", "fail", "sleep", "crash", "pid", "grow", "big", "dotted.name"}
 
 func TestStdioServer(t *testing.T) {
 	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})

@@ -28,6 +28,7 @@ type server struct {
 	name    string
 	log     *zap.Logger
 	version string
+	maxMsg  int // Options.MaxMessageBytes
 	http    *http.Client
 	backoff func(failures int) time.Duration
 	// resetAfter is how long a connection must last for the backoff to
@@ -61,7 +62,7 @@ type server struct {
 }
 
 func newServer(name string, cfg ServerConfig, m *Manager) *server {
-	s := &server{name: name, cfg: cfg, log: m.log.With(zap.String("mcp_server", name)), version: m.opts.Version,
+	s := &server{name: name, cfg: cfg, log: m.log.With(zap.String("mcp_server", name)), version: m.opts.Version, maxMsg: m.opts.MaxMessageBytes,
 		http: m.opts.HTTPClient, backoff: m.backoff, resetAfter: m.maxBackoff, now: m.now, refresh: make(chan struct{}, 1),
 		settled: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}), gone: make(chan struct{}), state: StateStarting, since: m.now()}
 	if !cfg.IsEnabled() {
@@ -79,7 +80,7 @@ func (s *server) supervise(ctx context.Context) {
 	defer s.settle()
 	failures := 0
 	for {
-		d := &dialer{name: s.name, cfg: s.config(), version: s.version, http: s.http, log: s.log,
+		d := &dialer{name: s.name, cfg: s.config(), version: s.version, maxMsg: s.maxMsg, http: s.http, log: s.log,
 			onToolsChanged: func() {
 				select {
 				case s.refresh <- struct{}{}:

@@ -22,8 +22,9 @@ import (
 // debug print) are skipped and logged, as the other SDKs' clients skip
 // them, instead of ending the session.
 type stdioTransport struct {
-	cmd *exec.Cmd
-	log *zap.Logger
+	cmd    *exec.Cmd
+	log    *zap.Logger
+	maxMsg int
 }
 
 // stdioTerminate is how long closing waits for the server to exit after
@@ -43,7 +44,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	p := &stdioProcess{cmd: t.cmd, stdin: stdin}
-	tr := &sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log}, Writer: p}
+	// jsonLines caps each message (with errMessageTooLarge, not the SDK's).
+	tr := &sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log, max: t.maxMsg}, Writer: p, MaxLineLength: -1}
 	return tr.Connect(ctx)
 }
 
@@ -94,10 +96,12 @@ func (p *stdioProcess) Close() error {
 // outside any JSON value with something else than '{' or '[' (messages
 // are objects, or arrays of them): those are dropped and logged. It
 // follows strings and nesting so a message spread over several lines
-// passes whole.
+// passes whole. A message over max bytes fails the read with
+// errMessageTooLarge (the connection ends) before it is held whole.
 type jsonLines struct {
 	r   *bufio.Reader
 	log *zap.Logger
+	max int // bytes of one message passed at most
 
 	pending []byte // passed bytes not yet returned
 	inLine  bool   // the last chunk did not end its line
@@ -106,6 +110,8 @@ type jsonLines struct {
 	inStr   bool   // inside a string of it
 	escape  bool   // after a backslash in that string
 	dropped []byte // the start of the line being dropped, for the log
+	size    int    // bytes passed of the current message
+	err     error  // errMessageTooLarge (wrapped) once a message went over max
 }
 
 // maxDroppedLog is how much of a dropped line is logged.
@@ -113,6 +119,9 @@ const maxDroppedLog = 200
 
 func (j *jsonLines) Read(p []byte) (int, error) {
 	for len(j.pending) == 0 {
+		if j.err != nil {
+			return 0, j.err
+		}
 		chunk, err := j.r.ReadSlice('\n')
 		if len(chunk) > 0 {
 			j.take(chunk)
@@ -172,7 +181,15 @@ func (j *jsonLines) take(chunk []byte) {
 			j.depth = max(j.depth-1, 0)
 		}
 	}
+	j.size += len(chunk)
+	if j.size > j.max {
+		j.err, j.pending = tooLarge(j.max), nil
+		return
+	}
 	j.pending = append(j.pending, chunk...)
+	if j.depth == 0 && !j.inLine {
+		j.size = 0 // the message ended with its line
+	}
 }
 
 func bytesTrimNewline(b []byte) []byte {

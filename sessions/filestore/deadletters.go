@@ -67,9 +67,15 @@ func (d *DeadLetters) Bury(ctx context.Context, dl sessions.DeadLetter, keep int
 		}
 		ls = append(ls, dl)
 		if len(ls) > keep {
+			// The oldest failed letters go; one being resubmitted stays
+			// (its resubmit, or the next start, settles it).
 			sortDeadLetters(ls)
-			dropped = len(ls) - keep
-			ls = ls[:keep]
+			for i := len(ls) - 1; i >= 0 && len(ls) > keep; i-- {
+				if ls[i].State == sessions.DeadFailed {
+					ls = slices.Delete(ls, i, i+1)
+					dropped++
+				}
+			}
 		}
 		return ls, nil
 	})

@@ -46,8 +46,11 @@ func (s deadLetterStore) Bury(ctx context.Context, dl sessions.DeadLetter, keep 
 			dl.ID, dl.Kind, sessions.DeadFailed, dl.Reason, dl.At.UTC(), dl.AgentID, dl.SessionKey, body); err != nil {
 			return err
 		}
+		// The oldest failed letters go; one being resubmitted stays (its
+		// resubmit, or the next start, settles it).
 		tag, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE id IN
-			(SELECT id FROM dead_letters ORDER BY at DESC, id OFFSET $1)`, keep)
+			(SELECT id FROM dead_letters WHERE state = $2 ORDER BY at DESC, id
+			 OFFSET GREATEST($1 - (SELECT count(*) FROM dead_letters WHERE state <> $2), 0))`, keep, sessions.DeadFailed)
 		dropped = int(tag.RowsAffected())
 		return err
 	})

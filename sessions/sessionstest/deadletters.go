@@ -29,6 +29,7 @@ func TestDeadLetters(t *testing.T, open DeadLettersOpener) {
 	}{
 		{"BuriedListedNewestFirst", testDeadBuryList},
 		{"BoundDropsOldest", testDeadBound},
+		{"BoundKeepsResubmitting", testDeadBoundKeepsResubmitting},
 		{"ClaimOnceAcrossHandles", testDeadClaimOnce},
 		{"DiscardAndSettle", testDeadRemove},
 		{"RefusedInput", testDeadRefused},
@@ -115,6 +116,33 @@ func testDeadBound(t *testing.T, open DeadLettersOpener) {
 	}
 	if diff := cmp.Diff([]string{"dl-007", "dl-006", "dl-005", "dl-004"}, ids); diff != "" || dropped != 3 {
 		t.Fatalf("kept (-want +got):\n%s\ndropped %d, want 3", diff, dropped)
+	}
+}
+
+// testDeadBoundKeepsResubmitting: a letter being resubmitted (claimed,
+// its work not yet in the journal: a resubmit that failed or a process
+// that died, finished at the next start) is never the one dropped to make
+// room; the oldest failed letters go instead, and the resubmit can still
+// settle it.
+func testDeadBoundKeepsResubmitting(t *testing.T, open DeadLettersOpener) {
+	d := open(t, nil)
+	for i := 1; i <= 3; i++ {
+		bury(t, d, deadMessage(i), 3)
+	}
+	if _, err := d.ClaimDeadLetter(context.Background(), "dl-001"); err != nil {
+		t.Fatalf("ClaimDeadLetter: %v", err)
+	}
+	dropped := bury(t, d, deadMessage(4), 3) + bury(t, d, deadMessage(5), 3)
+	var ids []string
+	for _, l := range listDead(t, d) {
+		ids = append(ids, l.ID+"/"+l.State)
+	}
+	want := []string{"dl-005/failed", "dl-004/failed", "dl-001/resubmitting"}
+	if diff := cmp.Diff(want, ids); diff != "" || dropped != 2 {
+		t.Fatalf("kept (-want +got):\n%s\ndropped %d, want 2", diff, dropped)
+	}
+	if err := d.RemoveDeadLetter(context.Background(), "dl-001", sessions.DeadResubmitting); err != nil {
+		t.Fatalf("settling the resubmit: %v", err)
 	}
 }
 

@@ -61,8 +61,15 @@ func (s deadLetterStore) Bury(ctx context.Context, dl sessions.DeadLetter, keep 
 			dl.AgentID, dl.SessionKey, string(body)); err != nil {
 			return err
 		}
+		// The oldest failed letters go; one being resubmitted stays (its
+		// resubmit, or the next start, settles it).
+		var claimed int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM dead_letters WHERE state <> ?`, sessions.DeadFailed).Scan(&claimed); err != nil {
+			return err
+		}
 		r, err := tx.Exec(`DELETE FROM dead_letters WHERE id IN
-			(SELECT id FROM dead_letters ORDER BY at DESC, id LIMIT -1 OFFSET ?)`, keep)
+			(SELECT id FROM dead_letters WHERE state = ? ORDER BY at DESC, id LIMIT -1 OFFSET ?)`,
+			sessions.DeadFailed, max(keep-claimed, 0))
 		if err != nil {
 			return err
 		}

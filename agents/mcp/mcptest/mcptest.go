@@ -6,7 +6,8 @@
 // Tools: echo {text} returns the text; add {a, b} the sum; image a 1×1 PNG;
 // fail a result with isError; sleep {ms} sleeps (for timeouts); crash exits
 // the process during the call (stdio); grow adds the tool "extra" (the
-// server then sends notifications/tools/list_changed); "dotted.name" has a
+// server then sends notifications/tools/list_changed); big {bytes} returns
+// that many bytes of text (for the message size cap); "dotted.name" has a
 // name outside [A-Za-z0-9_-]. With EnvBanner, the stdio server also has
 // noise, which prints a line that is not JSON to stdout before it answers.
 package mcptest
@@ -19,6 +20,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +55,10 @@ type sleepIn struct {
 }
 
 type none struct{}
+
+type bigIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes of text to return"`
+}
 
 func text(s string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
@@ -111,6 +117,10 @@ func NewServer(name string) *sdk.Server {
 				})
 			return text("grown"), nil, nil
 		})
+	sdk.AddTool(s, &sdk.Tool{Name: "big", Description: "Return bytes bytes of text."},
+		func(_ context.Context, _ *sdk.CallToolRequest, in bigIn) (*sdk.CallToolResult, any, error) {
+			return text(strings.Repeat("x", in.Bytes)), nil, nil
+		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dotted.name", Description: "A tool whose name has a dot."},
 		func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
 			return text("dotted"), nil, nil
@@ -155,8 +165,18 @@ func StdioConfig(t testing.TB) mcp.ServerConfig {
 // the endpoint is the server's URL. With header (name, value) set, a
 // request without that header value is answered 401.
 func NewHTTPServer(t testing.TB, header ...string) *httptest.Server {
+	return newHTTPServer(t, nil, header...)
+}
+
+// NewJSONHTTPServer is NewHTTPServer answering each request with one JSON
+// body (application/json) instead of an event stream.
+func NewJSONHTTPServer(t testing.TB) *httptest.Server {
+	return newHTTPServer(t, &sdk.StreamableHTTPOptions{JSONResponse: true})
+}
+
+func newHTTPServer(t testing.TB, opts *sdk.StreamableHTTPOptions, header ...string) *httptest.Server {
 	s := NewServer("mcptest-http")
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, opts)
 	if len(header) == 2 {
 		next := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
