@@ -216,7 +216,8 @@ func TestGroupModelCommandsAddressedToTheBot(t *testing.T) {
 // or its whole provider removed; set here as the entry records it) keeps
 // answering, on the agent's model, not on a model nobody prices or chose
 // and not with a refusal to every message; /model says why the choice is
-// not in force and /model default clears it.
+// not in force. The next turn tells the person, once, that the session
+// now runs on the agent's model and clears the choice.
 func TestModelOverrideNoLongerOffered(t *testing.T) {
 	for _, gone := range []string{"fake/retired", "gone/x"} {
 		tg := telegramtest.Start(t, telegramtest.Options{})
@@ -225,17 +226,25 @@ func TestModelOverrideNoLongerOffered(t *testing.T) {
 		a := &dmAsker{t: t, tg: tg}
 		a.ask("hello")
 		r.patchEntry(dmKey, func(e *sessions.Entry) { e.ModelOverride = gone })
-		if got := a.ask("which model now?"); got == "" || strings.Contains(got, "not configured") {
+		if got := a.ask("/model"); !strings.Contains(got, "Model: fake/m (the agent's: this session's "+gone+" is no longer offered)") {
+			t.Errorf("%s: /model answered %q; want the agent's model and why the choice is not in force", gone, got)
+		}
+		notice := a.ask("which model now?")
+		if !strings.Contains(notice, gone) || !strings.Contains(notice, "fake/m") {
+			t.Errorf("%s: the turn after the model went began with %q, want a notice naming it and the agent's model", gone, notice)
+		}
+		a.n++
+		if got := waitReply(t, tg, a.n); got == "" || strings.Contains(got, "not configured") {
 			t.Errorf("%s: the turn answered %q", gone, got)
 		}
 		if got := waitModel(t, model, 2).Body.Model; got != "m" {
 			t.Errorf("%s: a turn of a session overridden to a model no longer offered went to %q, want the agent's m", gone, got)
 		}
-		if got := a.ask("/model"); !strings.Contains(got, "Model: fake/m (the agent's: this session's "+gone+" is no longer offered)") {
-			t.Errorf("%s: /model answered %q; want the agent's model and why the choice is not in force", gone, got)
+		if o := r.entry(dmKey).ModelOverride; o != "" {
+			t.Errorf("%s: the override %q stays after the notice", gone, o)
 		}
-		if a.ask("/model default"); r.entry(dmKey).ModelOverride != "" {
-			t.Errorf("%s: /model default left the override %q", gone, r.entry(dmKey).ModelOverride)
+		if got := a.ask("and now?"); strings.Contains(got, gone) {
+			t.Errorf("%s: the notice came again: %q", gone, got)
 		}
 	}
 }

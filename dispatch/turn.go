@@ -142,6 +142,7 @@ func (t *turn) begin(ctx context.Context) bool {
 		d.fails.failed(ctx, t.ws, t.log, fmt.Errorf("session begin: %w", err))
 		return false
 	}
+	t.modelGone(ctx)
 	d.queues.note(t.first.Key, t.entry)
 	d.outbox.notePlaced(t.first.AgentID, t.first.Key, t.entry.DeliveryContext)
 	if t.info.ResetReason != "" {

@@ -166,6 +166,15 @@ func telegramRow() channelRow {
 		restartOnly: func(old, cfg *configs.Config) []string {
 			return changedAccounts("channels.telegram.accounts", accts(old), accts(cfg), hot)
 		},
+		// The menus follow the reset triggers: republished when the
+		// catalogue changed.
+		reload: func(a channels.Adapter, old, cfg *configs.Config) {
+			if tg, ok := a.(*telegram.Adapter); ok {
+				if cmds, changed := commandsChanged(old, cfg); changed {
+					tg.SetCommands(cmds)
+				}
+			}
+		},
 		// One poller per bot: a second one gets 409 Conflict. A webhook
 		// is served by whichever replica Telegram reaches.
 		leaderRole: func(a channels.Adapter) (string, bool) {
@@ -226,6 +235,10 @@ func discordRow() channelRow {
 			if !ok {
 				return
 			}
+			// The slash commands follow the reset triggers.
+			if cmds, changed := commandsChanged(old, cfg); changed {
+				da.SetCommands(cmds)
+			}
 			id := da.AccountID()
 			if _, ok := accts(cfg)[id]; !ok {
 				return
@@ -244,4 +257,12 @@ func discordRow() channelRow {
 			return "discord:" + a.AccountID(), true
 		},
 	}
+}
+
+// commandsChanged is the command catalogue cfg leaves and whether it
+// differs from old's (session.resetTriggers reloaded), so that menus are
+// published again only when they change.
+func commandsChanged(old, cfg *configs.Config) ([]channels.Command, bool) {
+	cmds := dispatch.CommandsFor(cfg.Session.ResetConfig())
+	return cmds, !reflect.DeepEqual(dispatch.CommandsFor(old.Session.ResetConfig()), cmds)
 }

@@ -52,12 +52,17 @@ func (p *Provider) sendWithEffort(ctx context.Context, req llm.Request) (*http.R
 	return resp, err
 }
 
-// refusesEffort reports a 400 that names the reasoning_effort parameter.
+// refusesEffort reports a 400, or the 422 of an endpoint that validates
+// its body strictly (Mistral: extra_forbidden), that names the
+// reasoning_effort parameter.
 func refusesEffort(err error) bool {
+	refused := func(status int) bool {
+		return status == http.StatusBadRequest || status == http.StatusUnprocessableEntity
+	}
 	var apiErr *APIError
-	if errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest {
+	if errors.As(err, &apiErr) && refused(apiErr.Status) {
 		return apiErr.Param == "reasoning_effort" || strings.Contains(apiErr.Message, "reasoning_effort")
 	}
 	var reqErr *RequestError
-	return errors.As(err, &reqErr) && reqErr.Status == http.StatusBadRequest && strings.Contains(string(reqErr.Body), "reasoning_effort")
+	return errors.As(err, &reqErr) && refused(reqErr.Status) && strings.Contains(string(reqErr.Body), "reasoning_effort")
 }

@@ -82,3 +82,23 @@ func TestOtherBadRequestNotRetriedWithoutEffort(t *testing.T) {
 		t.Errorf("%d requests, want 1", n)
 	}
 }
+
+// TestReasoningEffortRefusedAsUnprocessable: an OpenAI-compatible endpoint
+// that validates its body strictly answers 422 to the unknown
+// reasoning_effort field (Mistral's "extra_forbidden"): the request is
+// sent again without it, as for a 400, instead of failing every turn of a
+// session whose /think level was set for another model.
+func TestReasoningEffortRefusedAsUnprocessable(t *testing.T) {
+	srv := openaitest.NewServer(t)
+	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		if r.Body.ReasoningEffort != "" {
+			return openaitest.Reply{Status: 422, ErrorMessage: "body.reasoning_effort: Extra inputs are not permitted"}
+		}
+		return openaitest.Reply{Text: "ok"}
+	})
+	p := newProvider(t, srv, 0)
+	m, err := p.Stream(context.Background(), llm.Request{Model: "mistral-large", Messages: []sessions.Message{user("hi")}, Thinking: sessions.ThinkingHigh}, nil)
+	if err != nil || m.Text() != "ok" {
+		t.Fatalf("%q, %v; want the answer without reasoning_effort", m.Text(), err)
+	}
+}

@@ -108,6 +108,11 @@ type Adapter struct {
 	// resync tells the registration worker that the rules behind
 	// Options.SlashAllowed changed (ResyncSlash; cap 1).
 	resync chan struct{}
+	// catalogue is the command catalogue in force (SetCommands replaces
+	// it); recommand tells the registration worker to register it again
+	// where this Run registered the old one (cap 1).
+	catalogue atomic.Pointer[[]channels.Command]
+	recommand chan struct{}
 }
 
 var (
@@ -143,9 +148,14 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discord: new session: %w", err)
 	}
-	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1), heldEvery: heldRetryEvery,
+	a := &Adapter{id: accountID, cfg: cfg, opts: opts, s: s, resync: make(chan struct{}, 1), recommand: make(chan struct{}, 1), heldEvery: heldRetryEvery,
 		seen: seenCursors{first: make(chan struct{}, 1)},
 		log:  opts.Logger.With(zap.String("channel", Name), zap.String("account_id", accountID))}
+	cmds := opts.Commands
+	if cmds == nil {
+		cmds = channels.Commands()
+	}
+	a.catalogue.Store(&cmds)
 	// Run owns reconnection (discordgo's loop cannot be stopped and leaks).
 	s.ShouldReconnectOnError = false
 	s.ShouldReconnectVoiceOnSessionError = false

@@ -138,6 +138,8 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 				}
 			case <-a.resync:
 				a.resyncGuilds(ctx, registered)
+			case <-a.recommand:
+				a.reregister(ctx, registered)
 			}
 		}
 	})

@@ -457,3 +457,53 @@ func TestGuildCreateJudgedUnderStateLock(t *testing.T) {
 		t.Fatal("message in the REST channel 616 not handled")
 	}
 }
+
+// TestSlashCommandsFollowCatalogueChange: a catalogue replaced while the
+// adapter runs (a hot reload turned the reset triggers off) is registered
+// again in every guild that has the commands, without a restart, and a
+// command it no longer holds is not accepted.
+func TestSlashCommandsFollowCatalogueChange(t *testing.T) {
+	got := make(chan channels.Inbound, 8)
+	rules := newRules(t, access.Config{Groups: map[string]access.GroupRule{guildID: {}, "502": {}}})
+	fake, a := startSlashAdapter(t, Config{}, rules, multiGuildOptions(), accept(got))
+	if regs, err := fake.WaitRegistrations(ctxT(t), 2); err != nil {
+		t.Fatalf("registrations %+v: %v", regs, err)
+	}
+	barrier(t, fake, got, 0)
+	var cat []channels.Command
+	for _, c := range channels.Commands() {
+		if c.Name != "new" && c.Name != "reset" {
+			cat = append(cat, c)
+		}
+	}
+	a.SetCommands(cat)
+	regs, err := fake.WaitRegistrations(ctxT(t), 4)
+	if err != nil {
+		t.Fatalf("registrations after the change %+v: %v", regs, err)
+	}
+	guilds := map[string]bool{}
+	for _, r := range regs[2:] {
+		guilds[r.GuildID] = true
+		if len(r.Commands) != len(cat) {
+			t.Errorf("guild %s: %d commands registered, want %d", r.GuildID, len(r.Commands), len(cat))
+		}
+		for _, c := range r.Commands {
+			if c.Name == "new" || c.Name == "reset" {
+				t.Errorf("guild %s still offered /%s", r.GuildID, c.Name)
+			}
+		}
+	}
+	if !guilds[guildID] || !guilds["502"] {
+		t.Errorf("re-registered in %v, want %s and 502", guilds, guildID)
+	}
+	fake.SendInteraction(fake.SlashCommand(channelID, alice, "new", nil))
+	replies := waitReplies(t, fake, 2)
+	if !strings.Contains(replies[1].Content, "Unknown command") {
+		t.Errorf("/new after the change answered %+v, want Unknown command", replies[1])
+	}
+	select {
+	case in := <-got:
+		t.Errorf("/new reached the handler: %q", in.Text)
+	default:
+	}
+}

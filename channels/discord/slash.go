@@ -36,10 +36,32 @@ func (c Config) slashMode() string {
 
 // commands is the catalogue this adapter registers and accepts.
 func (a *Adapter) commands() []channels.Command {
-	if a.opts.Commands != nil {
-		return a.opts.Commands
+	return *a.catalogue.Load()
+}
+
+// SetCommands replaces the command catalogue (a hot reload changed the
+// reset triggers): interactions are judged by it at once, and while Run
+// runs it is registered again, in the background, everywhere this Run
+// registered the old one. Safe for concurrent use; it does not block.
+func (a *Adapter) SetCommands(cmds []channels.Command) {
+	cmds = append([]channels.Command(nil), cmds...)
+	a.catalogue.Store(&cmds)
+	select {
+	case a.recommand <- struct{}{}:
+	default: // a registration is pending; it reads the newest catalogue
 	}
-	return channels.Commands()
+}
+
+// reregister registers the catalogue in force again in every scope this
+// Run registered (SetCommands); a failure leaves the scope to be tried at
+// the next reload or reconnect.
+func (a *Adapter) reregister(ctx context.Context, registered map[string]bool) {
+	appID := a.ix.app()
+	for id, ok := range registered {
+		if ok && (id == "" || a.slashGuildNow(id)) {
+			registered[id] = a.register(ctx, appID, id)
+		}
+	}
 }
 
 // command finds name in the adapter's catalogue.

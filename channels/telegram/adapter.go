@@ -77,6 +77,10 @@ type Adapter struct {
 	admins  channels.AdminCache  // IsAdmin's answers (admin.go)
 	conn    channels.ConnTracker // connection state for `gateway status`
 	sent    channels.SentLog     // where the bot's messages went (events.go)
+	// menu is the command catalogue the menus offer (SetCommands replaces
+	// it); menuChanged wakes the menu worker to publish it again (cap 1).
+	menu        atomic.Pointer[[]channels.Command]
+	menuChanged chan struct{}
 
 	migMu sync.Mutex
 	// toNew maps group ids migrated to supergroups (old → new); guarded
@@ -135,7 +139,14 @@ func New(accountID string, cfg Config, opts Options) (*Adapter, error) {
 		client:  opts.HTTPClient,
 		bot:     tgbotapi.BotAPI{Token: token, Buffer: 100},
 		toNew:   map[int64]int64{},
+
+		menuChanged: make(chan struct{}, 1),
 	}
+	cmds := opts.Commands
+	if cmds == nil {
+		cmds = channels.Commands()
+	}
+	a.menu.Store(&cmds)
 	a.bot.SetAPIEndpoint(cfg.APIRoot + "/bot%s/%s")
 	return a, nil
 }

@@ -33,27 +33,59 @@ func menus(cmds []channels.Command) map[string][]tgbotapi.BotCommand {
 	return map[string][]tgbotapi.BotCommand{ScopePrivateChats: private, ScopeGroupChats: group}
 }
 
-// startCommandMenu publishes the command menus once, in the background,
-// and returns a function that waits for it. A failure is logged and not
-// retried: the menu is a convenience, the commands work without it.
-func (a *Adapter) startCommandMenu(ctx context.Context) (wait func()) {
-	cmds := a.opts.Commands
-	if cmds == nil {
-		cmds = channels.Commands()
+// SetCommands replaces the catalogue the command menus offer (a hot
+// reload changed the reset triggers). While Run runs the menus are
+// published again, in the background; otherwise Run publishes them. Safe
+// for concurrent use; it does not block.
+func (a *Adapter) SetCommands(cmds []channels.Command) {
+	cmds = append([]channels.Command(nil), cmds...)
+	a.menu.Store(&cmds)
+	select {
+	case a.menuChanged <- struct{}{}:
+	default: // a publication is pending; it reads the newest catalogue
 	}
-	if len(cmds) == 0 {
-		return func() {}
-	}
+}
+
+// startCommandMenu publishes the command menus in the background, at once
+// and again after each SetCommands until ctx ends, and returns a function
+// that stops it and waits (Run may return before ctx ends). A failure is logged and not retried: the menu is a
+// convenience, the commands work without it.
+func (a *Adapter) startCommandMenu(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for _, scope := range []string{ScopePrivateChats, ScopeGroupChats} {
-			err := a.setMyCommands(ctx, scope, menus(cmds)[scope])
-			if err != nil && ctx.Err() == nil {
-				a.log.Warn("command menu not published", zap.String("scope", scope), zap.Error(err))
+		select { // Run publishes the newest catalogue now
+		case <-a.menuChanged:
+		default:
+		}
+		for {
+			a.publishMenus(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.menuChanged:
 			}
 		}
 	})
-	return wg.Wait
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// publishMenus sets the menus of every scope to the catalogue in force.
+// An empty catalogue publishes nothing (as before: no menu is configured).
+func (a *Adapter) publishMenus(ctx context.Context) {
+	cmds := *a.menu.Load()
+	if len(cmds) == 0 {
+		return
+	}
+	for _, scope := range []string{ScopePrivateChats, ScopeGroupChats} {
+		err := a.setMyCommands(ctx, scope, menus(cmds)[scope])
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("command menu not published", zap.String("scope", scope), zap.Error(err))
+		}
+	}
 }
 
 // setMyCommands replaces the bot's command list for scope.
