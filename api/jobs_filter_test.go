@@ -124,3 +124,25 @@ func TestJobListAllParameterReadAsABoolean(t *testing.T) {
 		}
 	}
 }
+
+// TestJobAddTakesTheSessionKeyAsTheFiltersDo: POST /api/jobs reads its
+// session key as GET /api/jobs reads its filter: spaces around it (a key
+// pasted from a list) and capitals name the same session.
+func TestJobAddTakesTheSessionKeyAsTheFiltersDo(t *testing.T) {
+	srv, key, _, _ := jobsServer(t)
+	for _, spelt := range []string{"  " + key.String() + "\n", "AGENT:MAIN:TELEGRAM:GROUP:-100"} {
+		code, body := jobsCall(t, srv, "POST", "/api/jobs", `{"session":`+quoteJSON(t, spelt)+`,"when":"in 3 hours review"}`)
+		if code != http.StatusCreated {
+			t.Errorf("add with session %q: %d %s, want 201", spelt, code, body)
+		}
+	}
+}
+
+func quoteJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gateway/gateway/routing"
@@ -15,6 +16,7 @@ import (
 // from (its entry's lastChannel, lastAccountId, lastTo, lastThreadId).
 // The job has no sender: the operator set it. zone reads times of day.
 func ForSession(ctx context.Context, b sessions.Backend, sessionKey, whenAndText string, zone func(agentID string) *time.Location, now time.Time) (sessions.Job, error) {
+	sessionKey = strings.TrimSpace(sessionKey) // pasted from a list, as the filters read it
 	key, err := routing.Parse(sessionKey)
 	if err != nil {
 		return sessions.Job{}, fmt.Errorf("session key %q: %w", sessionKey, err)
