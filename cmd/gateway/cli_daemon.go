@@ -102,7 +102,7 @@ func (c *daemonClient) do(ctx context.Context, method, path string, body, out an
 		if e.Error == "" {
 			e.Error = http.StatusText(res.StatusCode)
 		}
-		return fmt.Errorf("daemon API %s %s: %d: %s", method, path, res.StatusCode, e.Error)
+		return &apiError{Method: method, Path: path, Status: res.StatusCode, Msg: e.Error}
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -110,4 +110,21 @@ func (c *daemonClient) do(ctx context.Context, method, path string, body, out an
 		}
 	}
 	return nil
+}
+
+// apiError is a daemon's answer other than 2xx: its status and error text.
+type apiError struct {
+	Method, Path string
+	Status       int
+	Msg          string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("daemon API %s %s: %d: %s", e.Method, e.Path, e.Status, e.Msg)
+}
+
+// isAPIStatus reports whether err is the daemon's answer with status code.
+func isAPIStatus(err error, code int) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == code
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -132,6 +134,9 @@ func pairingRevokeCmd(cfgPath *string) *cobra.Command {
 				return err
 			}
 			args[0] = channel
+			if done, err := revokeThroughDaemon(cmd, *cfgPath, args[0], args[1], args[2]); done || err != nil {
+				return err
+			}
 			return withStorage(cmd, *cfgPath, func(env *cliEnv) error {
 				ok, err := env.pairing().Revoke(args[0], args[1], args[2])
 				if err != nil {
@@ -145,6 +150,32 @@ func pairingRevokeCmd(cfgPath *string) *cobra.Command {
 			})
 		},
 	}
+}
+
+// revokeThroughDaemon revokes through the running daemon's API when one
+// answers (done true): the daemon then asks again the messages it holds
+// queued from that sender, which a revoke in the pairing state alone
+// leaves to run (the console's revoke does the same). With no daemon it
+// returns done false and the caller revokes in the state directly.
+func revokeThroughDaemon(cmd *cobra.Command, cfgPath, channel, account, sender string) (done bool, err error) {
+	err = withConfig(cmd, cfgPath, func(env *cliEnv) error {
+		dc := newDaemonClient(env.cfg)
+		if dc == nil || !dc.alive(env.ctx) {
+			return nil
+		}
+		done = true
+		err := dc.do(env.ctx, http.MethodPost, "/api/pairing/"+url.PathEscape(channel)+"/revoke",
+			map[string]string{"accountId": account, "senderId": sender}, nil)
+		switch {
+		case isAPIStatus(err, http.StatusNotFound):
+			return fmt.Errorf("pairing revoke: %s sender %s on account %s was not approved", channel, sender, account)
+		case err != nil:
+			return fmt.Errorf("pairing revoke: %w", err)
+		}
+		fmt.Fprintf(env.out, "revoked %s sender %s on account %s (through the running daemon: its queued messages from them are dropped)\n", channel, sender, account)
+		return nil
+	})
+	return done, err
 }
 
 // pairingChannel spells a CHANNEL argument as the pairing state names it
