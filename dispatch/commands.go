@@ -264,6 +264,11 @@ func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessio
 	if model != "" {
 		msg = "Started a new session with model " + model + "."
 	}
+	if n := c.stopChildren(ctx, w.Key); n > 0 {
+		// Their results belonged to the conversation just ended: they
+		// would arrive into the new session unasked.
+		msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
+	}
 	if rest == "" {
 		c.reply(ctx, w, msg)
 		return

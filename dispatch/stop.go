@@ -19,21 +19,30 @@ import (
 // answer in the chat after the person said stop.
 func (c commander) stop(ctx context.Context, w *work) {
 	dropped := c.cancelKey(w.Key)
-	children := 0
-	for _, ch := range c.children(w.Key) {
-		// A child counts when it was queued or running (its run start is
-		// recorded while it runs).
-		if items := c.cancelKey(ch.key); len(items) > 0 || ch.running {
-			children++
-			c.dropStopped(ctx, items)
-		}
-	}
+	children := c.stopChildren(ctx, w.Key)
 	c.dropStopped(ctx, dropped)
 	text := fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped))
 	if children > 0 {
 		text += fmt.Sprintf(" %d subagent(s) stopped.", children)
 	}
 	c.reply(ctx, w, text)
+}
+
+// stopChildren stops the subagents key's session started (their runs
+// cancelled, their queued work dropped) and returns how many were queued
+// or running: /stop, and /new and /reset, whose new session has nothing
+// to do with the task (its result would arrive into it unasked).
+func (c commander) stopChildren(ctx context.Context, key routing.Key) int {
+	n := 0
+	for _, ch := range c.children(key) {
+		// A child counts when it was queued or running (its run start is
+		// recorded while it runs).
+		if items := c.cancelKey(ch.key); len(items) > 0 || ch.running {
+			n++
+			c.dropStopped(ctx, items)
+		}
+	}
+	return n
 }
 
 // cancelKey cancels key's active run and takes what its lane holds, the

@@ -2,7 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,4 +72,59 @@ func spawnedChild(t *testing.T, h *harness, parent routing.Key, uuid string) rou
 		t.Fatal(err)
 	}
 	return child
+}
+
+// TestNewStopsChildren: /new (and /reset) stops the subagents the ended
+// session started: their result belonged to the conversation just ended
+// and would otherwise arrive into the new session, unasked, and be
+// answered there.
+func TestNewStopsChildren(t *testing.T) {
+	m := &model{started: make(chan struct{}, 10)}
+	h := newHarness(t, "", m, func(h *harness) {
+		h.agent = func(o *agents.Options) {
+			o.Dispatch = func(ctx context.Context, a agents.Dispatch) error { return h.d.Dispatch(ctx, a) }
+		}
+	})
+	parent := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Direct, Peer: "98"}
+	h.handle(in("tg", "98", "hello"))
+	<-m.started
+	h.drained()
+
+	child := spawnedChild(t, h, parent, "7e2d4b1a-3c9f-4a6e-9b20-1f8d5c3a7e40")
+	block := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(block) }) }
+	defer unblock()
+	m.mu.Lock()
+	m.block = block // the child's model call waits for the test
+	m.mu.Unlock()
+	if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
+		Message: sessions.UserText("the job", time.Now())}); err != nil {
+		t.Fatal(err)
+	}
+	<-m.started // the child is working
+	h.handle(in("tg", "98", "/new"))
+	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(h.tg.texts(), func(s string) bool {
+		return strings.HasPrefix(s, "Started a new session.")
+	}); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to /new: sent %q", h.tg.texts())
+		}
+	}
+	m.mu.Lock()
+	m.block = nil
+	m.mu.Unlock()
+	unblock() // a child still running would finish now and announce
+	h.drained()
+	for _, msg := range h.history(parent.String()) {
+		if strings.Contains(msg.Text(), "[subagent result]") {
+			t.Errorf("a child of the session /new ended announced into the new one: %q", msg.Text())
+		}
+	}
+	if n := len(m.requests()); n != 2 {
+		t.Errorf("the model was asked %d times, want 2 (hello, the child's one call)", n)
+	}
+	if got := h.tg.texts(); !slices.Contains(got, "Started a new session. 1 subagent(s) of the previous session stopped.") {
+		t.Errorf("sent %q, want the /new reply saying the child was stopped", got)
+	}
 }
