@@ -168,4 +168,8 @@ func TestListLimitReturnsTheMostRecent(t *testing.T) {
 	if code, _ := c.do("GET", "/api/agents/main/sessions?limit=zero", nil); code != 400 {
 		t.Errorf("bad limit: %d, want 400", code)
 	}
+	// A misspelt limit is named, not ignored (it listed every session).
+	if code, body := c.do("GET", "/api/agents/main/sessions?limt=2", nil); code != 400 || !strings.Contains(body["error"].(string), `"limt"`) {
+		t.Errorf("misspelt limit: %d %v, want 400 naming it", code, body)
+	}
 }

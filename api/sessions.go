@@ -127,6 +127,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		list []sessions.Entry
 		err  error
 	)
+	for name := range r.URL.Query() {
+		if name != "limit" {
+			// A misspelt limit (?limt=5) would list every session.
+			writeError(w, http.StatusBadRequest, "unknown parameter "+strconv.Quote(name)+"; use limit")
+			return
+		}
+	}
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > 10000 {
