@@ -91,7 +91,7 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 	for _, tl := range reqs[0].Body.Tools {
 		offered = append(offered, tl.Function.Name)
 	}
-	want := []string{"sessions_list", "sessions_history", "local__add", "local__crash", "local__dotted_name", "local__echo",
+	want := []string{"sessions_list", "sessions_history", "local__add", "local__big", "local__crash", "local__dotted_name", "local__echo",
 		"local__grow", "local__image", "local__pid", "local__sleep", "remote__echo"} // the servers list their tools by name
 	if !slices.Equal(offered, want) {
 		t.Fatalf("tools offered = %v, want %v", offered, want)

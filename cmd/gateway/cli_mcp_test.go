@@ -22,7 +22,7 @@ func TestMCPProbeAndList(t *testing.T) {
 		"    dead: {command: "+filepath.Join(t.TempDir(), "no-such-server")+", connectTimeout: 5s}\n")
 
 	r := gw(t, cfg, "mcp", "probe", "remote").want(t, 0)
-	for _, want := range []string{"server remote (http): mcptest-http 1.0.0", "7 tools offered (2 left out by tools.allow/deny)",
+	for _, want := range []string{"server remote (http): mcptest-http 1.0.0", "8 tools offered (2 left out by tools.allow/deny)",
 		"remote__echo\n  Return the text.", `"text": {`, `remote__dotted_name (server-side name "dotted.name")`} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("probe output lacks %q:\n%s", want, r.Stdout)
@@ -32,7 +32,7 @@ func TestMCPProbeAndList(t *testing.T) {
 	if err := json.Unmarshal([]byte(gw(t, cfg, "mcp", "probe", "remote", "--json").want(t, 0).Stdout), &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 7 || res.Tools[0].Name != "remote__add" || res.Tools[0].Remote != "add" || len(res.Tools[0].InputSchema) == 0 {
+	if len(res.Tools) != 8 || res.Tools[0].Name != "remote__add" || res.Tools[0].Remote != "add" || len(res.Tools[0].InputSchema) == 0 {
 		t.Fatalf("probe --json = %+v", res)
 	}
 
@@ -61,7 +61,7 @@ func TestMCPProbeAndList(t *testing.T) {
 	if err := json.Unmarshal([]byte(gw(t, ok, "mcp", "list", "--json").want(t, 0).Stdout), &body); err != nil {
 		t.Fatal(err)
 	}
-	if body.Source != "probe" || len(body.Servers) != 1 || body.Servers[0].State != mcp.StateReady || len(body.Servers[0].Tools) != 9 {
+	if body.Source != "probe" || len(body.Servers) != 1 || body.Servers[0].State != mcp.StateReady || len(body.Servers[0].Tools) != 10 {
 		t.Fatalf("list --json = %+v", body)
 	}
 }
@@ -108,7 +108,7 @@ func TestMCPListFromDaemon(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if body.Source != "daemon" || body.Servers[0].Name != "dead" || !strings.Contains(body.Servers[0].Error, "connect") || len(body.Servers[1].Tools) != 9 {
+	if body.Source != "daemon" || body.Servers[0].Name != "dead" || !strings.Contains(body.Servers[0].Error, "connect") || len(body.Servers[1].Tools) != 10 {
 		t.Fatalf("list --json = %+v", body)
 	}
 	r := gw(t, cfg, "mcp", "list").want(t, 1)
