@@ -93,8 +93,17 @@ func splitParts(text string, limit int) []part {
 	return parts
 }
 
-// trimText drops trailing white space and leading blank lines.
+// lineEnds turns CRLF and a lone CR, line endings in Markdown as LF is,
+// into LF: the splitter reads lines (and fence lines) at LF only, so a
+// lone CR left a fence line the platforms see as two lines (FuzzSplitMarkdown).
+var lineEnds = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+// trimText drops trailing white space and leading blank lines, line
+// endings made LF (lineEnds).
 func trimText(s string) string {
+	if strings.IndexByte(s, '\r') >= 0 {
+		s = lineEnds.Replace(s)
+	}
 	s = strings.TrimRightFunc(s, unicode.IsSpace)
 	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
 	if i < 0 {
