@@ -76,7 +76,14 @@ func (s fenceState) fenceAhead(text string) bool {
 func (s *fenceState) line(l string) {
 	if s.marker == "" {
 		if m, lang, ok := ParseFence(l); ok {
-			*s = fenceState{marker: m, reopen: m + lang}
+			reopen := m + lang
+			if lang != "" && lang[0] == m[0] {
+				// A tilde fence's info may start with tildes: joined to
+				// the marker they would make a longer one, which the
+				// part's closing line does not close (FuzzSplitMarkdown).
+				reopen = m + " " + lang
+			}
+			*s = fenceState{marker: m, reopen: reopen}
 		}
 		return
 	}
