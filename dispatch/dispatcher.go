@@ -81,6 +81,9 @@ type Dispatcher struct {
 	kill context.CancelFunc
 	// typingDrain overrides the const of that name when set (tests).
 	typingDrain time.Duration
+	// typingDelay overrides the const of that name when set, negative
+	// for none (tests).
+	typingDelay time.Duration
 	gate        editGate // spaces streaming edits per chat
 	// queues caches the sessions' own queue settings for the lanes
 	// (queuecache.go).

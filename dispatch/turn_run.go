@@ -21,6 +21,15 @@ import (
 // typingEvery is how often the typing indicator is refreshed during a turn.
 const typingEvery = 4 * time.Second
 
+// typingDelay is how long a turn runs before its typing indicator is
+// shown. The Bot API asks for the action only "when a response from the
+// bot will take a noticeable amount of time to arrive": a reply within it
+// costs no platform call, and never waits for one still in flight
+// (startTyping), while a turn that takes a model's usual seconds shows the
+// indicator as before, a blink later (issue 21: the call was a fifth of
+// the fakes' and a twentieth of the daemon's CPU per message at load).
+const typingDelay = 300 * time.Millisecond
+
 // typingDrain is how long the end of a turn waits for a typing action
 // still in flight before cancelling it (startTyping).
 const typingDrain = 500 * time.Millisecond
@@ -135,6 +144,15 @@ func (t *turn) startTyping(ctx context.Context, a channels.Adapter) func() {
 	// Owned by the turn; stopped by the returned func (or the turn's ctx).
 	go func() {
 		defer close(done)
+		if delay := t.d.typingWait(); delay > 0 {
+			first := time.NewTimer(delay)
+			select {
+			case <-loopCtx.Done():
+				first.Stop()
+				return
+			case <-first.C:
+			}
+		}
 		tick := time.NewTicker(typingEvery)
 		defer tick.Stop()
 		for {
@@ -164,6 +182,14 @@ func (t *turn) startTyping(ctx context.Context, a channels.Adapter) func() {
 		}
 		cancelCall()
 	}
+}
+
+// typingWait is typingDelay, or the test's override of it.
+func (d *Dispatcher) typingWait() time.Duration {
+	if d.typingDelay != 0 {
+		return max(d.typingDelay, 0)
+	}
+	return typingDelay
 }
 
 // deltaFunc is agents.Turn.OnDelta for adapters that stream the answer

@@ -68,6 +68,7 @@ func (a *typer) log() []string {
 func TestTypingInFlightFinishesBeforeReply(t *testing.T) {
 	h := newHarness(t, "", nil)
 	h.d.typingDrain = time.Minute
+	h.d.typingDelay = -1
 	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
 	h.d.Register(a)
 	h.handle(in("ty", "c1", "hi"))
@@ -91,6 +92,7 @@ func TestTypingInFlightFinishesBeforeReply(t *testing.T) {
 func TestTypingStuckIsCancelled(t *testing.T) {
 	h := newHarness(t, "", nil)
 	h.d.typingDrain = 10 * time.Millisecond
+	h.d.typingDelay = -1
 	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
 	h.d.Register(a)
 	h.handle(in("ty", "c1", "hi"))
@@ -98,5 +100,36 @@ func TestTypingStuckIsCancelled(t *testing.T) {
 	got := a.log()
 	if len(got) != 2 || got[0] != "typing-cancelled" || got[1] != "send" {
 		t.Fatalf("events %v, want [typing-cancelled send]", got)
+	}
+}
+
+// TestTypingOnlyForTurnsThatTakeTime: a turn answered within typingDelay
+// shows no typing indicator (no platform call, none for the reply to wait
+// for); a turn still running after it shows one, before its reply.
+func TestTypingOnlyForTurnsThatTakeTime(t *testing.T) {
+	m := &model{block: make(chan struct{})}
+	h := newHarness(t, "", m)
+	h.d.typingDelay = 50 * time.Millisecond
+	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
+	close(a.release)
+	h.d.Register(a)
+
+	h.handle(in("ty", "slow", "hi"))
+	select {
+	case <-a.typing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no typing indicator while the model ran past the delay")
+	}
+	close(m.block)
+	h.drained()
+	if got := a.log(); len(got) != 2 || got[0] != "typing" || got[1] != "send" {
+		t.Fatalf("slow turn: events %v, want [typing send]", got)
+	}
+
+	h.d.typingDelay = time.Minute // longer than any turn below
+	h.handle(in("ty", "fast", "hi"))
+	h.drained()
+	if got := a.log(); len(got) != 3 || got[2] != "send" {
+		t.Fatalf("fast turn: events %v, want the slow turn's then [send] alone", got)
 	}
 }

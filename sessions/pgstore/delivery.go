@@ -339,18 +339,19 @@ func (d *Delivery) apply(m mark) error {
 }
 
 // applyLater writes m with the DB's next write (a rider of the group
-// commit, writegroup.go) and returns at once. A write that fails waits in
-// the backlog, after the marks written meanwhile; one the server refuses
-// is logged and dropped. While marks wait (or with a fault hook) it is
+// commit, writegroup.go), or with the next group of lazy writes at once
+// when urgent, and returns at once. A write that fails waits in the
+// backlog, after the marks written meanwhile; one the server refuses is
+// logged and dropped. While marks wait (or with a fault hook) it is
 // apply.
-func (d *Delivery) applyLater(m mark) error {
+func (d *Delivery) applyLater(m mark, urgent bool) error {
 	if d.isClosed.Load() {
 		return fmt.Errorf("pgstore: delivery %s: %w", m.op, errClosed)
 	}
 	if d.faulted.Load() || d.fault != nil {
 		return d.apply(m)
 	}
-	d.db.writes.ride(&write{op: m.op, key: m.key, fill: m.queue, sync: d.syncMark, done: func(err error) {
+	d.db.writes.ride(&write{op: m.op, key: m.key, fill: m.queue, sync: d.syncMark, urgent: urgent, done: func(err error) {
 		if err == nil {
 			d.writes.Add(1)
 			return

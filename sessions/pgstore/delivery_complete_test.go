@@ -43,6 +43,7 @@ func TestDeliveryCompleteFinishesAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	db.writes.barrier() // the sent marks are committed (Sent does not wait)
 	want := map[string]string{"a": "done", "b": "done", "c": "done", "d": "done", "e": "done", "f": "done",
 		"g": "done", "h": "pending"}
 	rows, err := db.pool.Query(ctx, `SELECT id, state, COALESCE(reply, '') FROM delivery_records`)

@@ -168,7 +168,7 @@ func (d *Delivery) Start(ids ...string) error {
 	if ids = validIDs(ids); len(ids) == 0 {
 		return nil
 	}
-	return d.applyLater(d.countMark("start", `starts = starts + 1`, ids))
+	return d.applyLater(d.countMark("start", `starts = starts + 1`, ids), false)
 }
 
 // Fail records that a turn for ids failed and leaves them pending
@@ -356,15 +356,26 @@ func (d *Delivery) releaseMark(ids []string) mark {
 // Sent records that the platform accepted the first n chunks of reply id;
 // when that is all of them the reply and its records are done in the same
 // transaction. An unknown id is ignored.
+//
+// The mark goes to the server at once, with the next group of lazy writes
+// (an urgent rider, writegroup.go), and Sent returns without waiting for
+// its commit (issue 21: the wait was an eighth of a turn on PostgreSQL,
+// holding the session's lane and a turn slot). The window in which a crash
+// of this process loses the mark, and the reply's last chunks are sent
+// again at the next start, is the same: from the platform's answer to the
+// commit. This handle's reads that could see the reply (Replies, Pending,
+// Stats) wait for the marks handed over before them (writegroup.barrier),
+// Close writes them before it releases its rows, and other handles take
+// none of this one's rows while it lives (its owner lock and leases).
 func (d *Delivery) Sent(id string, n int) error {
 	if sessions.CheckID("reply", id) != nil {
 		return nil
 	}
 	at := d.clock()
 	d.taken.sent(id, n) // sent (or given up) whether or not the mark is written
-	return d.apply(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
+	return d.applyLater(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
 		b.Queue(sentSQL, id, at, statePending, n)
-	}})
+	}}, true)
 }
 
 // sentSQL is Sent's mark in one statement (issue 21: it was three): a

@@ -32,6 +32,7 @@ func scanRecord(row pgx.CollectableRow) (sessions.Record, error) {
 // included, are in their callers' hands and left out; what an earlier call
 // took over is returned again while it is pending.
 func (d *Delivery) Pending() ([]sessions.Record, error) {
+	d.db.writes.barrier() // the marks handed over (Sent) are written
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpClaim), deliveryOpTimeout)
 	defer cancel()
 	out, err := d.claimOrphanRecords(ctx, d.adopted.list(adoptedRecords))
@@ -50,6 +51,7 @@ func (d *Delivery) Pending() ([]sessions.Record, error) {
 // of dead handles (taken over), oldest first; those of other open handles
 // are theirs to send.
 func (d *Delivery) Replies() ([]sessions.Reply, error) {
+	d.db.writes.barrier() // the marks handed over (Sent) are written
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpClaim), deliveryOpTimeout)
 	defer cancel()
 	out, err := d.claimOrphanReplies(ctx, true)
@@ -85,6 +87,7 @@ func scanReply(row pgx.CollectableRow) (sessions.Reply, error) {
 // (answered or not) and replies. Every write is one committed transaction,
 // so Lines and Fsyncs both count them.
 func (d *Delivery) Stats() sessions.JournalStats {
+	d.db.writes.barrier() // the marks handed over (Sent) are written
 	st := sessions.JournalStats{Lines: d.writes.Load(), Fsyncs: d.writes.Load(), WriteFailures: d.failures.Load()}
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpJournal), deliveryOpTimeout)
 	defer cancel()

@@ -233,6 +233,11 @@ func (t *turnHold) end() {
 		close(t.stop)
 		<-t.done
 		t.d.fences.CompareAndDelete(t.lease.Name, t.lease.Token)
+		// The turn's sent marks do not wait for their commit (Sent):
+		// they land before the release wakes another replica's turn of
+		// the session, which would otherwise find this reply unsent and
+		// wait again (no round trip: the marks are in flight already).
+		t.d.db.writes.barrier()
 		ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 		defer cancel()
 		if err := t.d.db.Leases(t.d.holder).Release(ctx, t.lease); err != nil {

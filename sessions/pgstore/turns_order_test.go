@@ -80,6 +80,7 @@ func TestOlderReplySentThenNewerTurnRuns(t *testing.T) {
 	if err := a.Sent("rp1", 1); err != nil {
 		t.Fatal(err)
 	}
+	db.writes.barrier() // a's mark is committed (Sent does not wait for it)
 	if h := beginTurn(t, b, "r2"); !h.Held {
 		t.Fatalf("b's turn after rp1 was sent: %+v; want held", h)
 	}

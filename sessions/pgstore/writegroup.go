@@ -34,8 +34,9 @@ import (
 // throughput under load.)
 //
 // Riders are writes whose caller does not wait (a turn's start mark, its
-// usage row): one travels in the next group of lazy writes, at once when
-// any other write is waiting, else after riderDelay; every write handed
+// usage row, a reply's sent mark): one travels in the next group of lazy
+// writes, at once when any other write is waiting or the rider is urgent
+// (the sent mark), else after riderDelay; every write handed
 // over after it learns its outcome only once the rider has its own, so a
 // rider is committed when the write after it returns. A rider's outcome
 // goes to its done function, which must not block.
@@ -79,6 +80,11 @@ type write struct {
 	// riderDelay; done (if set) gets the outcome.
 	rider bool
 	done  func(error)
+	// urgent: a rider that goes at once, with the next group of lazy
+	// writes, instead of waiting riderDelay for a write to carry it (a
+	// mark nobody waits for that should be on the server as soon as any
+	// waited write would be).
+	urgent bool
 
 	queued time.Time
 	// seq numbers a rider among the riders handed over; after is, for a
@@ -281,7 +287,7 @@ func (g *writeGroup) take(all, flush bool) ([]*write, time.Duration) {
 	var first *write
 	waiter := false // a write that is not a rider: the riders before it go now
 	for _, w := range g.queue {
-		waiter = waiter || !w.rider
+		waiter = waiter || !w.rider || w.urgent
 		if !w.rider && (both || w.sync == flush) {
 			first = w
 			break

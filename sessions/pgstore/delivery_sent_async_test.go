@@ -1,0 +1,58 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// TestDeliverySentDoesNotWaitForItsCommit: Sent hands its mark to the
+// group commit and returns without waiting for the commit (issue 21: the
+// wait held the session's lane and a turn slot), and this handle's reads
+// wait for it: while another transaction holds the reply's row, Sent
+// returns; once the row is free, Replies no longer lists the reply and its
+// record is done.
+func TestDeliverySentDoesNotWaitForItsCommit(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	d := newDelivery(t, db, DeliveryOptions{})
+	mustAccept(t, d, "a")
+	if err := d.Ready(sessions.Reply{ID: "rp", Records: []string{"a"}, AgentID: "main",
+		SessionKey: "agent:main:telegram:group:1", Target: json.RawMessage(`{}`), Chunks: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed or rolled back below
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM delivery_replies WHERE id = 'rp' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- d.Sent("rp", 1) }()
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatalf("Sent: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sent waited for the reply's row, held by another transaction")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := d.Replies(); err != nil || len(rs) != 0 {
+		t.Fatalf("Replies after Sent = %+v, %v; want none", rs, err)
+	}
+	var state string
+	if err := db.pool.QueryRow(ctx, `SELECT state FROM delivery_records WHERE id = 'a'`).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	if state != "done" {
+		t.Errorf("record a is %s after its reply was sent, want done", state)
+	}
+}
