@@ -65,12 +65,16 @@ func TestOpStats(t *testing.T) {
 	if err := d.Ready(reply); err != nil { // the fence, the reply, its records: one batch
 		t.Fatal(err)
 	}
+	// Sent does not wait for its mark: each is let land alone (barrier)
+	// so that it is counted under its own operation, not a group's.
 	if err := d.Sent("r1", 1); err != nil {
 		t.Fatal(err)
 	}
+	db.writes.barrier()
 	if err := d.Sent("r1", 2); err != nil { // the last mark finishes the records in the same batch
 		t.Fatal(err)
 	}
+	db.writes.barrier()
 	h.End() // releases the lease
 	if err := d.Done("b"); err != nil {
 		t.Fatal(err)
