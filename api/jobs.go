@@ -75,7 +75,12 @@ func (s *Server) jobRoutes() {
 			return
 		}
 		j, err := jobs.ForSession(r.Context(), s.opts.Sessions, body.Session, body.When, o.Zone, now())
-		if err != nil {
+		switch {
+		case errors.Is(err, jobs.ErrStorage):
+			s.log.Error("reading the job's session failed", zap.Error(err))
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		case err != nil:
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +147,33 @@ func quoteJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// unreadableIndex is a backend whose agents' session entries cannot be
+// read (a storage failure).
+type unreadableIndex struct{ sessions.Backend }
+
+func (b unreadableIndex) Store(agentID string) (sessions.AgentStore, error) {
+	st, err := b.Backend.Store(agentID)
+	return unreadableStore{st}, err
+}
+
+type unreadableStore struct{ sessions.AgentStore }
+
+func (unreadableStore) Get(routing.Key) (sessions.Entry, bool, error) {
+	return sessions.Entry{}, false, errors.New("read sessions.json: input/output error")
+}
+
+// TestJobAddStorageFailureIsNotTheRequests: POST /api/jobs answers 500
+// naming the failure when the session cannot be read, not 400 (the
+// request is right; retrying it later may work).
+func TestJobAddStorageFailureIsNotTheRequests(t *testing.T) {
+	mgr, _ := mainStore(t)
+	srv := httptest.NewServer(api.New(api.Options{Token: "tok", Sessions: unreadableIndex{mgr.Backend()},
+		Jobs: &api.JobSettings{}}))
+	t.Cleanup(srv.Close)
+	code, body := jobsCall(t, srv, "POST", "/api/jobs", `{"session":"agent:main:telegram:group:-100","when":"in 2 hours retro"}`)
+	if code != http.StatusInternalServerError || !strings.Contains(body, "input/output error") {
+		t.Fatalf("add with the session unreadable: %d %s, want 500 naming the failure", code, body)
+	}
 }

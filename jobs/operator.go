@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,10 @@ import (
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
+
+// ErrStorage is wrapped by ForSession's error when the session could not
+// be read: no fault of the request (the API answers 500, not 400).
+var ErrStorage = errors.New("storage")
 
 // ForSession builds the job the operator asks for (`gateway jobs add`,
 // POST /api/jobs): whenAndText as /remind reads it, delivered into the
@@ -27,7 +32,7 @@ func ForSession(ctx context.Context, b sessions.Backend, sessionKey, whenAndText
 	}
 	e, ok, err := st.Get(key)
 	if err != nil {
-		return sessions.Job{}, fmt.Errorf("session %s: %w", sessionKey, err)
+		return sessions.Job{}, fmt.Errorf("session %s: %w: %w", sessionKey, ErrStorage, err)
 	}
 	if !ok {
 		return sessions.Job{}, fmt.Errorf("no session %s (`gateway sessions list` shows them)", sessionKey)
