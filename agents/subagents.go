@@ -137,7 +137,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	if err != nil {
 		return SpawnResult{}, err
 	}
-	label := strings.TrimSpace(a.Label)
+	label := strings.Join(strings.Fields(a.Label), " ") // one line, as PATCH requires of an operator's label
 	title := label
 	if title == "" {
 		title = a.Task

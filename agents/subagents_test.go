@@ -74,7 +74,8 @@ func scripted(spawnArgs map[string]any) func(int, llm.Request) (sessions.Message
 
 func TestSpawnRunsChildAndAnnounces(t *testing.T) {
 	h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
-	h.p.reply = scripted(map[string]any{"task": "count the files", "label": "files", "cleanup": "delete"})
+	// The model's label is made one line (an operator's PATCH must be).
+	h.p.reply = scripted(map[string]any{"task": "count the files", "label": " the\n files ", "cleanup": "delete"})
 	parent := h.key("main", "7")
 	res, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: parent, Inputs: []sessions.Message{user("please delegate")}})
 	if err != nil || res.Text != "started a helper" {
@@ -94,7 +95,7 @@ func TestSpawnRunsChildAndAnnounces(t *testing.T) {
 		t.Fatalf("child dispatch = %+v", ds)
 	}
 	e, _, _ := h.stores["main"].Get(child)
-	if e.SpawnedBy != parent.String() || e.Label != "files" {
+	if e.SpawnedBy != parent.String() || e.Label != "the files" {
 		t.Fatalf("child entry = %+v", e)
 	}
 	out := h.drain(0)
@@ -109,7 +110,7 @@ func TestSpawnRunsChildAndAnnounces(t *testing.T) {
 	if ann.Key != parent || ann.Subagent || !ann.Deliver || ann.AgentID != "main" {
 		t.Fatalf("announcement dispatch = %+v", ann)
 	}
-	for _, want := range []string{"status: done", "label: files", sr.ChildSessionKey, "child result for: count the files"} {
+	for _, want := range []string{"status: done", "label: the files\n", sr.ChildSessionKey, "child result for: count the files"} {
 		if !strings.Contains(ann.Message.Text(), want) {
 			t.Fatalf("announcement %q lacks %q", ann.Message.Text(), want)
 		}

@@ -348,6 +348,10 @@ func TestPatch(t *testing.T) {
 		// PostgreSQL text holds no NUL (it answered 500 with its driver
 		// error; files stored it, and `storage migrate` then failed).
 		{"NUL in label", `{"label":"a\u0000b"}`, 400},
+		// A label is one line: `gateway sessions list` prints it in a
+		// column, and a line break there forged a row of its own.
+		{"line break in label", `{"label":"ops\nagent:main:web:direct:x"}`, 400},
+		{"carriage return in label", `{"label":"ops\rx"}`, 400},
 		{"NUL in model", `{"model":"local/ec\u0000ho"}`, 400},
 		{"oversized", `{"title":"` + strings.Repeat("a", api.MaxBody) + `"}`, 413},
 	}

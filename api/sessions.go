@@ -232,6 +232,9 @@ func (s *Server) validate(p PatchRequest) error {
 	if p.Label != nil && strings.ContainsRune(*p.Label, 0) {
 		return errors.New("label: must not contain NUL bytes") // no backend's text holds them alike
 	}
+	if p.Label != nil && strings.ContainsAny(strings.TrimSpace(*p.Label), "\n\r") {
+		return errors.New("label: must be one line")
+	}
 	if p.Model != nil && *p.Model != "" {
 		prov, model, ok := strings.Cut(*p.Model, "/")
 		if !ok || prov == "" || model == "" || strings.ContainsAny(*p.Model, " \n\t") {
