@@ -126,6 +126,10 @@ type Delivery struct {
 	// taken orders the replies Orphans took over before their sessions'
 	// next turns (turns_adopted.go).
 	taken takenReplies
+	// chunks holds the number of chunks of the replies this handle
+	// stored or took over (reply id → int), until Sent marks the last:
+	// that mark is not waited for (Sent).
+	chunks sync.Map
 	// fault, set only by tests, fails writes before they reach the server.
 	fault func(op string) error
 

@@ -111,5 +111,6 @@ func (d *Delivery) ClaimReplies(ctx context.Context, n int) ([]sessions.Reply, e
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery claim replies: %w", err)
 	}
+	d.noteChunks(out...)
 	return out, nil
 }

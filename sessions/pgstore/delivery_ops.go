@@ -297,6 +297,7 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 	if fencedTurn {
 		settles = records
 	}
+	d.noteChunks(r)
 	return d.apply(mark{op: "ready", key: rowKey("d", r.ID), records: settles, queue: func(b *pgx.Batch) {
 		if fencedTurn {
 			// A turn's reply: written only while its lease is this
@@ -357,13 +358,17 @@ func (d *Delivery) releaseMark(ids []string) mark {
 // when that is all of them the reply and its records are done in the same
 // transaction. An unknown id is ignored.
 //
-// The mark goes to the server at once, with the next group of lazy writes
-// (an urgent rider, writegroup.go), and Sent returns without waiting for
-// its commit (issue 21: the wait was an eighth of a turn on PostgreSQL,
-// holding the session's lane and a turn slot). The window in which a crash
-// of this process loses the mark, and the reply's last chunks are sent
-// again at the next start, is the same: from the platform's answer to the
-// commit. This handle's reads that could see the reply (Replies, Pending,
+// The mark of a reply's last chunk (of a reply this handle stored or took
+// over) goes to the server at once, with the next group of lazy writes (an
+// urgent rider, writegroup.go), and Sent returns without waiting for its
+// commit (issue 21: the wait was an eighth of a turn on PostgreSQL, holding
+// the session's lane and a turn slot). Nothing is sent after it before it
+// lands: every later send of this process follows a write that waits for
+// the riders handed over before it (a reply's Ready, a draft), so a crash
+// still repeats at most the last thing sent to a chat. A mark with chunks
+// still to send is waited for: the next chunk goes out right after it, and
+// a mark lost behind it would send both again (the crash test caught
+// that). This handle's reads that could see the reply (Replies, Pending,
 // Stats) wait for the marks handed over before them (writegroup.barrier),
 // Close writes them before it releases its rows, and other handles take
 // none of this one's rows while it lives (its owner lock and leases).
@@ -373,9 +378,21 @@ func (d *Delivery) Sent(id string, n int) error {
 	}
 	at := d.clock()
 	d.taken.sent(id, n) // sent (or given up) whether or not the mark is written
-	return d.applyLater(mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
+	m := mark{op: "sent", key: rowKey("d", id), queue: func(b *pgx.Batch) {
 		b.Queue(sentSQL, id, at, statePending, n)
-	}}, true)
+	}}
+	if chunks, ok := d.chunks.Load(id); ok && n >= chunks.(int) {
+		d.chunks.Delete(id)
+		return d.applyLater(m, true)
+	}
+	return d.apply(m)
+}
+
+// noteChunks remembers how many chunks the replies rs have, for Sent.
+func (d *Delivery) noteChunks(rs ...sessions.Reply) {
+	for _, r := range rs {
+		d.chunks.Store(r.ID, len(r.Chunks))
+	}
 }
 
 // sentSQL is Sent's mark in one statement (issue 21: it was three): a

@@ -162,7 +162,9 @@ func (d *Delivery) claimOrphanReplies(ctx context.Context, own bool) ([]sessions
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, scanReply)
+	out, err := pgx.CollectRows(rows, scanReply)
+	d.noteChunks(out...)
+	return out, err
 }
 
 // claimOrphanDrafts takes over the drafts of dead owners; the drafts of

@@ -56,3 +56,45 @@ func TestDeliverySentDoesNotWaitForItsCommit(t *testing.T) {
 		t.Errorf("record a is %s after its reply was sent, want done", state)
 	}
 }
+
+// TestDeliverySentWaitsWhileChunksRemain: the mark of a chunk that is
+// not a reply's last is committed before Sent returns: the next chunk goes
+// out right after it, and a mark lost behind it would have a crash send
+// both again (TestCrashLosesNothingRepeatsNothingPostgres found chunks
+// delivered twice that were not the last thing sent to their chat).
+func TestDeliverySentWaitsWhileChunksRemain(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	d := newDelivery(t, db, DeliveryOptions{})
+	mustAccept(t, d, "a")
+	if err := d.Ready(sessions.Reply{ID: "rp", Records: []string{"a"}, AgentID: "main",
+		SessionKey: "agent:main:telegram:group:1", Target: json.RawMessage(`{}`), Chunks: []string{"x", "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // rolled back below
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM delivery_replies WHERE id = 'rp' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- d.Sent("rp", 1) }()
+	select {
+	case err := <-sent:
+		t.Fatalf("Sent of the first of two chunks returned (%v) while its mark could not be written", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("Sent: %v", err)
+	}
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT sent FROM delivery_replies WHERE id = 'rp'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("reply's sent count after Sent returned = %d, %v; want 1", n, err)
+	}
+}
