@@ -79,6 +79,8 @@ type Batch[K comparable] struct {
 	Key   K
 	Class Class
 	// Items are the items of this run, all of one Group, in arrival order.
+	// They are empty in a batch that carries only Dropped items (steer
+	// mode: the active run took every item queued after them).
 	Items []Item
 	// Dropped holds the items dropped with a summary since the previous
 	// batch (drop=summarize, interrupt), oldest first. They are the run's

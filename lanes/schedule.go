@@ -18,7 +18,7 @@ func (q *Queue[K]) kickLocked(l *lane[K], now time.Time) {
 		q.grantDoLocked(l)
 		return
 	}
-	if len(l.items) == 0 || q.closed {
+	if !l.pendingLocked() || q.closed {
 		q.forgetIfIdleLocked(l)
 		return
 	}
@@ -53,7 +53,7 @@ func (q *Queue[K]) pumpLocked(class Class, now time.Time) {
 		if q.keys[l.key] != l {
 			continue // forgotten while in line
 		}
-		if l.running || l.doing || len(l.items) == 0 || q.closed || len(l.doers) > 0 {
+		if l.running || l.doing || !l.pendingLocked() || q.closed || len(l.doers) > 0 {
 			// Not runnable now; whoever changes that kicks it again.
 			if !l.running && !l.doing {
 				q.kickLocked(l, now)
@@ -112,8 +112,11 @@ func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 	l.dropped = nil
 	l.running, l.runClass = true, class
 	l.seq++
-	l.group = items[0].Group
-	l.noCancel = true
+	l.group = ""
+	if len(items) > 0 {
+		l.group = items[0].Group
+	}
+	l.noCancel = len(items) > 0
 	for _, it := range items {
 		l.noCancel = l.noCancel && it.NoCancel
 	}
