@@ -106,8 +106,9 @@ type Options[K comparable] struct {
 	// Caps are the concurrent-run caps per class (default main 4,
 	// subagent 8; values <= 0 take the default).
 	Caps map[Class]int
-	// Settings returns a key's settings; it is called on each Enqueue
-	// (never with the Queue's lock held), so changes apply to the next item.
+	// Settings returns a key's settings; it is called on each Enqueue and
+	// when a run or a Do of the key ends (never with the Queue's lock
+	// held), so changes apply to the next item and to those queued.
 	// Nil means DefaultSettings.
 	Settings func(key K) Settings
 	// Run runs batches. Required.

@@ -152,10 +152,14 @@ func (q *Queue[K]) run(ctx context.Context, l *lane[K], b Batch[K], wait time.Du
 	q.opts.Run(ctx, b)
 }
 
-// finish releases the run's slot and moves the lane on.
+// finish releases the run's slot and moves the lane on, under the key's
+// settings as they are now: a reload or an override made while the run
+// was active applies to the items queued behind it.
 func (q *Queue[K]) finish(l *lane[K]) {
+	s := q.settings(l.key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	l.set = s
 	l.cancel()
 	l.cancel = nil
 	l.running = false
