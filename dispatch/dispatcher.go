@@ -384,8 +384,12 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 		// answer; a queued /reset was dropped unsaid).
 		// Internal work (a subagent's announcement into its parent) is
 		// no chat message either: it waits for the turn it would cancel,
-		// and a newer message does not supersede it.
-		NoInterrupt: w.Command != "" || w.Reply != nil || w.Agent != nil,
+		// and a newer message does not supersede it. Nor does a replayed
+		// message (queued again at start or after a failure): the
+		// messages a crash left pending are replayed in a row, and each
+		// cancelled the one before it, finished unanswered before the
+		// model saw it, though nobody had sent anything newer.
+		NoInterrupt: w.Command != "" || w.Reply != nil || w.Agent != nil || w.Replayed,
 		// And a running command is not cancelled by a newer message
 		// (interrupt mode): /compact cut short lost the compaction the
 		// member asked for. /stop still stops it.

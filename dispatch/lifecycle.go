@@ -76,12 +76,17 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 
 // Serialise runs fn on key's lane, after its active run, so operator actions
 // (API reset, delete, compact, patch) never race a turn. fn may change the
-// session's queue settings (an API patch of queueMode): the next message
-// reads them from the entry, not from the lanes' cache.
+// session's queue settings (an API patch of queueMode): the messages
+// queued behind it and the next one read them from the entry, not from
+// the lanes' cache (forgotten before the lane moves on).
 func (d *Dispatcher) Serialise(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error {
 	var ferr error
 	defer d.queues.forget(key)
-	if err := d.queue.Do(ctx, key.Canonical(), func(ctx context.Context) { ferr = fn(ctx) }); err != nil {
+	do := func(ctx context.Context) {
+		defer d.queues.forget(key.Canonical())
+		ferr = fn(ctx)
+	}
+	if err := d.queue.Do(ctx, key.Canonical(), do); err != nil {
 		return fmt.Errorf("dispatch: serialise %s: %w", key, err)
 	}
 	return ferr

@@ -248,11 +248,12 @@ func (t *turn) steerFunc(ctx context.Context, sp *agents.Speaker) func() []sessi
 			} else if w = d.admitted(w); w != nil {
 				parts = expand(w)
 			}
+			var own []sessions.Message
 			for _, p := range parts {
 				if d.tool.showsMessageIDs(p) { // the model sees its id: the message tool may act on it
 					d.tool.noteSeen(ctx, roomRecord(outboundFor(p.In)), []*work{p}, nil, d.log)
 				}
-				msgs = d.appendUser(ctx, msgs, p, t.media)
+				own = d.appendUser(ctx, own, p, t.media)
 				if o := speakerOf(p.In); sp != nil && (o.Channel != sp.Channel || o.SenderID != sp.SenderID) {
 					t.steered.setOthers()
 				}
@@ -263,6 +264,17 @@ func (t *turn) steerFunc(ctx context.Context, sp *agents.Speaker) func() []sessi
 					d.log.Error("journal start failed", zap.String("record_id", p.RecordID), zap.Error(err))
 				}
 			}
+			if it.Steered {
+				// steer-backlog: this run's reply does not answer the
+				// message (its own turn does, whose note carries its
+				// record). Appended with its record id, a restart before
+				// that turn found it answered by this run's reply and sent
+				// that reply a second time, never running its turn.
+				for i := range own {
+					own[i].RecordIDs = nil
+				}
+			}
+			msgs = append(msgs, own...)
 		}
 		return msgs
 	}

@@ -28,8 +28,9 @@
 //
 // An item reaching an idle key runs at once in every mode: the quiet window
 // applies only to items that queued behind a run (or a Do). Settings are
-// read through Options.Settings on every Enqueue, so reloads and per-session
-// overrides apply to the next item. Cap bounds the queued items per key;
+// read through Options.Settings on every Enqueue and when a run or a Do
+// ends, so reloads and per-session overrides apply to the next item and to
+// the items already queued behind the run. Cap bounds the queued items per key;
 // Drop picks what happens past it (summarize, old, new → ErrFull). Items
 // dropped with a summary (summarize, interrupt) are handed to the next
 // batch in Batch.Dropped for its run to settle, never lost on the way:

@@ -150,9 +150,20 @@ func (l *lane[K]) idle() bool {
 	return !l.running && !l.doing && len(l.items) == 0 && len(l.dropped) == 0 && len(l.doers) == 0 && l.timer == nil
 }
 
+// pendingLocked reports whether the lane has work for a batch: queued
+// items, or items dropped with a summary that no batch took yet (in steer
+// mode the active run may take every item queued after them: they then
+// run alone, in a batch of their own with no Items).
+func (l *lane[K]) pendingLocked() bool {
+	return len(l.items) > 0 || len(l.dropped) > 0
+}
+
 // takeBatchLocked removes the next batch's items from the queue according
-// to the mode.
+// to the mode (none when only dropped items wait).
 func (l *lane[K]) takeBatchLocked() (items []Item) {
+	if len(l.items) == 0 {
+		return nil
+	}
 	switch l.set.Mode {
 	case Followup, FIFO:
 		items = []Item{l.items[0]}

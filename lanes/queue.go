@@ -79,6 +79,8 @@ type Batch[K comparable] struct {
 	Key   K
 	Class Class
 	// Items are the items of this run, all of one Group, in arrival order.
+	// They are empty in a batch that carries only Dropped items (steer
+	// mode: the active run took every item queued after them).
 	Items []Item
 	// Dropped holds the items dropped with a summary since the previous
 	// batch (drop=summarize, interrupt), oldest first. They are the run's
@@ -104,8 +106,9 @@ type Options[K comparable] struct {
 	// Caps are the concurrent-run caps per class (default main 4,
 	// subagent 8; values <= 0 take the default).
 	Caps map[Class]int
-	// Settings returns a key's settings; it is called on each Enqueue
-	// (never with the Queue's lock held), so changes apply to the next item.
+	// Settings returns a key's settings; it is called on each Enqueue and
+	// when a run or a Do of the key ends (never with the Queue's lock
+	// held), so changes apply to the next item and to those queued.
 	// Nil means DefaultSettings.
 	Settings func(key K) Settings
 	// Run runs batches. Required.

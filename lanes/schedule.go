@@ -18,7 +18,7 @@ func (q *Queue[K]) kickLocked(l *lane[K], now time.Time) {
 		q.grantDoLocked(l)
 		return
 	}
-	if len(l.items) == 0 || q.closed {
+	if !l.pendingLocked() || q.closed {
 		q.forgetIfIdleLocked(l)
 		return
 	}
@@ -53,7 +53,7 @@ func (q *Queue[K]) pumpLocked(class Class, now time.Time) {
 		if q.keys[l.key] != l {
 			continue // forgotten while in line
 		}
-		if l.running || l.doing || len(l.items) == 0 || q.closed || len(l.doers) > 0 {
+		if l.running || l.doing || !l.pendingLocked() || q.closed || len(l.doers) > 0 {
 			// Not runnable now; whoever changes that kicks it again.
 			if !l.running && !l.doing {
 				q.kickLocked(l, now)
@@ -112,8 +112,11 @@ func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 	l.dropped = nil
 	l.running, l.runClass = true, class
 	l.seq++
-	l.group = items[0].Group
-	l.noCancel = true
+	l.group = ""
+	if len(items) > 0 {
+		l.group = items[0].Group
+	}
+	l.noCancel = len(items) > 0
 	for _, it := range items {
 		l.noCancel = l.noCancel && it.NoCancel
 	}
@@ -149,10 +152,14 @@ func (q *Queue[K]) run(ctx context.Context, l *lane[K], b Batch[K], wait time.Du
 	q.opts.Run(ctx, b)
 }
 
-// finish releases the run's slot and moves the lane on.
+// finish releases the run's slot and moves the lane on, under the key's
+// settings as they are now: a reload or an override made while the run
+// was active applies to the items queued behind it.
 func (q *Queue[K]) finish(l *lane[K]) {
+	s := q.settings(l.key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	l.set = s
 	l.cancel()
 	l.cancel = nil
 	l.running = false
