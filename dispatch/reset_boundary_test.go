@@ -58,7 +58,9 @@ func TestQueuedMessageBehindTurnAcrossDailyReset(t *testing.T) {
 		t.Errorf("session %s after the queued message, want %s kept", e.SessionID, e0.SessionID)
 	}
 
-	h.handle(in("tg", "70", "third")) // accepted after the boundary
+	third := in("tg", "70", "third") // sent and accepted after the boundary
+	third.Time = now()
+	h.handle(third)
 	h.drained()
 	reqs = m.requests()
 	if len(reqs) != 3 || slices.Contains(userMessages(reqs[2].Messages), "first") {

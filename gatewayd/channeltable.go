@@ -124,7 +124,7 @@ func webRow() channelRow {
 				return nil, err
 			}
 			return web.New(web.Options{Logger: d.log.Named("web"), Lookup: d.lookupWebPeer, TurnOf: d.disp.TurnOf,
-				Identity: id, Choices: d.choices}), nil
+				Identity: id, Choices: d.choices, Now: d.opts.Now}), nil
 		},
 		restartOnly: func(old, cfg *configs.Config) []string {
 			if old.Channels.Web != cfg.Channels.Web {

@@ -130,13 +130,21 @@ func StartInteraction(o Origin, now time.Time) time.Time {
 }
 
 // JudgedAt is the instant Begin evaluates the reset policy at for the
-// message o when its clock reads now: o.Arrived, or now when that is zero
-// or later.
+// message o when its clock reads now: the earlier of o.At (when the
+// platform says the message was sent) and o.Arrived (when the gateway
+// accepted it), ignoring either when it is zero or later than now. A
+// message sent ten minutes after the last one keeps its session even when
+// a gateway that was down received it hours later (Telegram's backlog
+// after a restart): the idle clock it is compared with, lastInteractionAt,
+// is the platform's time of the previous message too.
 func (o Origin) JudgedAt(now time.Time) time.Time {
-	if o.Arrived.IsZero() || o.Arrived.After(now) {
-		return now
+	at := now
+	for _, t := range [...]time.Time{o.At, o.Arrived} {
+		if !t.IsZero() && t.Before(at) {
+			at = t
+		}
 	}
-	return o.Arrived
+	return at
 }
 
 // RolledOver is the entry that replaces old when its key starts a new
@@ -297,14 +305,18 @@ type Origin struct {
 	Name      string // display name
 	Title     string // first message text (first 30 chars become the title)
 	ParentKey string
-	At        time.Time
+	// At is when the message was sent, by the platform's clock (the
+	// idle clock's reading, lastInteractionAt); zero is Begin's clock.
+	At time.Time
 	// Arrived is when the gateway accepted the message (its journal
 	// record's AcceptedAt, by the gateway's clock). Begin judges the reset
 	// policy at that instant, not when the message's turn starts: a
 	// message that arrived before 04:00 and waited behind a turn running
 	// across it, or in the journal across a restart, stays in the session
 	// it arrived in (SPEC §3.6, "evaluated when the next message arrives").
-	// Zero, or later than Begin's clock: the clock at Begin.
+	// At, when earlier, is judged instead (JudgedAt): the message arrived
+	// on its platform then. Zero, or later than Begin's clock: the clock at
+	// Begin.
 	Arrived time.Time
 	// Internal marks work of the agent runtime (a subagent's announcement):
 	// it is not user or channel input, so it does not move

@@ -78,13 +78,31 @@ func (p ResetPolicy) fill(parent ResetPolicy) ResetPolicy {
 // resetByType[key.ResetType()], then from reset, then from the defaults.
 // Every field of the result is set.
 func (c ResetConfig) Resolve(key routing.Key, channel string) ResetPolicy {
-	if channel != "" {
-		if p, ok := c.ResetByChannel[channel]; ok {
-			return p.fill(ResetPolicy{})
-		}
+	if p, ok := c.byChannel(channel); ok {
+		return p.fill(ResetPolicy{})
 	}
 	p := c.ResetByType[string(key.ResetType())]
 	return p.fill(c.Reset.fill(ResetPolicy{}))
+}
+
+// byChannel is the resetByChannel policy of channel. The channel name
+// matches whatever its case, as a binding's match.channel does: an
+// operator who writes "Telegram" means the telegram channel, and a policy
+// that never matched was ignored without a word (Validate refuses two
+// spellings of one channel).
+func (c ResetConfig) byChannel(channel string) (ResetPolicy, bool) {
+	if channel == "" {
+		return ResetPolicy{}, false
+	}
+	if p, ok := c.ResetByChannel[channel]; ok {
+		return p, true
+	}
+	for ch, p := range c.ResetByChannel {
+		if strings.EqualFold(ch, channel) {
+			return p, true
+		}
+	}
+	return ResetPolicy{}, false
 }
 
 // Validate reports the first problem of the configuration; the error names
@@ -107,12 +125,19 @@ func (c ResetConfig) Validate() error {
 		}
 		check(path, c.ResetByType[t])
 	}
+	seen := map[string]string{} // lower-cased channel -> its first spelling
 	for _, ch := range sortedKeys(c.ResetByChannel) {
 		path := "session.resetByChannel." + ch
 		if ch == "" {
 			errs = append(errs, fmt.Errorf("%s: empty channel name", path))
 			continue
 		}
+		if first, ok := seen[strings.ToLower(ch)]; ok {
+			errs = append(errs, fmt.Errorf("session.resetByChannel.%s: channel %q written twice (%q and %q)",
+				strings.ToLower(ch), strings.ToLower(ch), first, ch))
+			continue
+		}
+		seen[strings.ToLower(ch)] = ch
 		check(path, c.ResetByChannel[ch])
 	}
 	// An idle policy needs an idle time once inheritance is applied; name

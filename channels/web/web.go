@@ -42,6 +42,18 @@ type Options struct {
 	// Choices signs and verifies choice buttons (choices.go); nil: a
 	// press is refused as not valid.
 	Choices *channels.ChoiceKeys
+	// Now is the gateway's clock, the one the web channel stamps a
+	// message's sending time with (Inbound.Time): the gateway is this
+	// channel's platform. nil: time.Now.
+	Now func() time.Time
+}
+
+// now reads the gateway's clock (Options.Now).
+func (a *Adapter) now() time.Time {
+	if a.opts.Now != nil {
+		return a.opts.Now()
+	}
+	return time.Now()
 }
 
 // Adapter is the web channel. Create it with New.
@@ -236,7 +248,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		text = req.Context + "\n\n" + text
 	}
 	in := inboundOf(agent, t)
-	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, time.Now()
+	in.SenderName, in.Mentioned, in.Text, in.Attachments, in.Time = "web", true, text, atts, a.now()
 	in.Principal = sender
 	in.Press = req.Choice != nil
 	if in.Press {

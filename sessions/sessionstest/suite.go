@@ -61,6 +61,7 @@ func TestIndex(t *testing.T, open Opener) {
 		{"ResetClockIgnoresInternalWork", testResetInternal},
 		{"ResetBacklogNotBornIdle", testResetBacklog},
 		{"ResetJudgedAtArrival", testResetAtArrival},
+		{"ResetJudgedWhenSentAcrossDowntime", testResetDowntime},
 		{"ResetNeverRollsSubagentOver", testResetSubagent},
 		{"ManualReset", testManualReset},
 		{"ArchivedIsCapped", testArchivedCap},
