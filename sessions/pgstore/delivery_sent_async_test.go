@@ -16,22 +16,8 @@ import (
 // record is done.
 func TestDeliverySentDoesNotWaitForItsCommit(t *testing.T) {
 	t.Parallel()
-	db, _ := openTest(t)
+	db, d, release := lockedReply(t, "x")
 	ctx := ctxT(t)
-	d := newDelivery(t, db, DeliveryOptions{})
-	mustAccept(t, d, "a")
-	if err := d.Ready(sessions.Reply{ID: "rp", Records: []string{"a"}, AgentID: "main",
-		SessionKey: "agent:main:telegram:group:1", Target: json.RawMessage(`{}`), Chunks: []string{"x"}}); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed or rolled back below
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM delivery_replies WHERE id = 'rp' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	sent := make(chan error, 1)
 	go func() { sent <- d.Sent("rp", 1) }()
 	select {
@@ -42,9 +28,7 @@ func TestDeliverySentDoesNotWaitForItsCommit(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Sent waited for the reply's row, held by another transaction")
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if rs, err := d.Replies(); err != nil || len(rs) != 0 {
 		t.Fatalf("Replies after Sent = %+v, %v; want none", rs, err)
 	}
@@ -64,22 +48,8 @@ func TestDeliverySentDoesNotWaitForItsCommit(t *testing.T) {
 // delivered twice that were not the last thing sent to their chat).
 func TestDeliverySentWaitsWhileChunksRemain(t *testing.T) {
 	t.Parallel()
-	db, _ := openTest(t)
+	db, d, release := lockedReply(t, "x", "y")
 	ctx := ctxT(t)
-	d := newDelivery(t, db, DeliveryOptions{})
-	mustAccept(t, d, "a")
-	if err := d.Ready(sessions.Reply{ID: "rp", Records: []string{"a"}, AgentID: "main",
-		SessionKey: "agent:main:telegram:group:1", Target: json.RawMessage(`{}`), Chunks: []string{"x", "y"}}); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // rolled back below
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM delivery_replies WHERE id = 'rp' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	sent := make(chan error, 1)
 	go func() { sent <- d.Sent("rp", 1) }()
 	select {
@@ -87,14 +57,40 @@ func TestDeliverySentWaitsWhileChunksRemain(t *testing.T) {
 		t.Fatalf("Sent of the first of two chunks returned (%v) while its mark could not be written", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if err := <-sent; err != nil {
 		t.Fatalf("Sent: %v", err)
 	}
 	var n int
 	if err := db.pool.QueryRow(ctx, `SELECT sent FROM delivery_replies WHERE id = 'rp'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("reply's sent count after Sent returned = %d, %v; want 1", n, err)
+	}
+}
+
+// lockedReply stores reply "rp" of chunks, answering record "a", and has
+// another transaction hold its row (rolled back by release) so that no
+// mark of it can be written meanwhile.
+func lockedReply(t *testing.T, chunks ...string) (db *DB, d *Delivery, release func()) {
+	t.Helper()
+	db, _ = openTest(t)
+	ctx := ctxT(t)
+	d = newDelivery(t, db, DeliveryOptions{})
+	mustAccept(t, d, "a")
+	if err := d.Ready(sessions.Reply{ID: "rp", Records: []string{"a"}, AgentID: "main",
+		SessionKey: "agent:main:telegram:group:1", Target: json.RawMessage(`{}`), Chunks: chunks}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM delivery_replies WHERE id = 'rp' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	return db, d, func() {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
