@@ -2,6 +2,7 @@ package configs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gateway/gateway/limits"
@@ -11,8 +12,31 @@ import (
 // it loads: `gateway config validate` prints them and the daemon logs them
 // at start and at each reload. Today: a costUsd budget while a model an
 // agent runs has no price (its turns count 0 USD: the budget never binds
-// on them).
+// on them), and a resetByChannel policy under a name no channel has (a
+// typo: it applies to no session).
 func (c *Config) Notices() []string {
+	return append(c.costNotices(), c.resetChannelNotices()...)
+}
+
+// channelNames are the channels a session's origin can name.
+var channelNames = []string{"telegram", "discord", "web"}
+
+// resetChannelNotices names the resetByChannel keys of no channel
+// (matched in any case, as sessions.ResetConfig.Resolve does).
+func (c *Config) resetChannelNotices() []string {
+	var out []string
+	for _, ch := range sortedKeys(c.Session.ResetByChannel) {
+		if ch == "" || slices.Contains(channelNames, strings.ToLower(ch)) {
+			continue // an empty name is Validate's error
+		}
+		out = append(out, fmt.Sprintf("session.resetByChannel.%s: no channel is named %q (%s): the policy applies to no session",
+			ch, ch, strings.Join(channelNames, ", ")))
+	}
+	return out
+}
+
+// costNotices names the unpriced models of agents under a cost budget.
+func (c *Config) costNotices() []string {
 	if !costBudgets(c.Limits) {
 		return nil
 	}

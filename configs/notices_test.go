@@ -51,3 +51,24 @@ agents:
 		})
 	}
 }
+
+// A resetByChannel policy under a name no channel has (a typo) is a
+// notice naming the key and the channels; the channels in any case are
+// none (they match, as bindings do).
+func TestNoticeResetByChannelOfNoChannel(t *testing.T) {
+	c, err := LoadBytes([]byte(`
+session:
+  resetByChannel:
+    telgram: {mode: idle, idleMinutes: 30}
+    Discord: {mode: idle, idleMinutes: 60}
+    web: {mode: daily, atHour: 4}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Notices()
+	if len(got) != 1 || !strings.Contains(got[0], "session.resetByChannel.telgram") ||
+		!strings.Contains(got[0], "telegram, discord, web") {
+		t.Fatalf("notices = %q, want one naming session.resetByChannel.telgram and the channels", got)
+	}
+}
