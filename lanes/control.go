@@ -78,10 +78,12 @@ func (q *Queue[K]) Do(ctx context.Context, key K, fn func(ctx context.Context)) 
 // endDo hands the lane on after a Do or Next fn returned, under the key's
 // settings as they are now (the fn may have changed them: /queue).
 func (q *Queue[K]) endDo(l *lane[K]) {
-	s := q.settings(l.key)
+	s, fresh := q.queuedSettings(l)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	l.set = s
+	if fresh {
+		l.set = s
+	}
 	l.doing = false
 	now := time.Now()
 	q.kickLocked(l, now)

@@ -156,10 +156,12 @@ func (q *Queue[K]) run(ctx context.Context, l *lane[K], b Batch[K], wait time.Du
 // settings as they are now: a reload or an override made while the run
 // was active applies to the items queued behind it.
 func (q *Queue[K]) finish(l *lane[K]) {
-	s := q.settings(l.key)
+	s, fresh := q.queuedSettings(l)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	l.set = s
+	if fresh {
+		l.set = s
+	}
 	l.cancel()
 	l.cancel = nil
 	l.running = false
@@ -167,6 +169,20 @@ func (q *Queue[K]) finish(l *lane[K]) {
 	now := time.Now()
 	q.kickLocked(l, now)
 	q.pumpLocked(l.runClass, now)
+}
+
+// queuedSettings reads l's key's settings, outside the lock, when items
+// wait in l for them to apply to (fresh); with none waiting it reads
+// nothing (a run's end is on every message's path, and the Settings func
+// may read the session's entry): the next Enqueue reads them itself.
+func (q *Queue[K]) queuedSettings(l *lane[K]) (s Settings, fresh bool) {
+	q.mu.Lock()
+	waiting := l.pendingLocked()
+	q.mu.Unlock()
+	if !waiting {
+		return Settings{}, false
+	}
+	return q.settings(l.key), true
 }
 
 // steer hands the active run the queued items of its Group (in

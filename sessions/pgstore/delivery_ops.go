@@ -272,7 +272,7 @@ const finishAnswered = `rest AS (
 // its records are answered by it from now on (no longer Pending, done when
 // the last chunk is marked Sent), and the draft it takes over is retired.
 // A reply with the id of a stored one replaces it.
-func (d *Delivery) Ready(r sessions.Reply) error {
+func (d *Delivery) Ready(r sessions.Reply) (err error) {
 	if err := checkReply(r); err != nil {
 		return fmt.Errorf("pgstore: delivery ready: %w", err)
 	}
@@ -298,6 +298,11 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 		settles = records
 	}
 	d.noteChunks(r)
+	defer func() {
+		if err != nil { // refused (fenced, closed): no Sent will come for it
+			d.chunks.Delete(r.ID)
+		}
+	}()
 	return d.apply(mark{op: "ready", key: rowKey("d", r.ID), records: settles, queue: func(b *pgx.Batch) {
 		if fencedTurn {
 			// A turn's reply: written only while its lease is this
