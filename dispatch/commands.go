@@ -132,7 +132,17 @@ func CommandsFor(rc sessions.ResetConfig) []channels.Command {
 // run runs one chat command on the session's lane.
 func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 	d := c.d
-	defer d.finish(w.RecordID)
+	// A command's record finishes with its answer, unless /new or /reset
+	// handed it to the turn of the message that followed it ("/new
+	// hello"): that turn settles it as it settles any message (left
+	// pending for the next start when a shutdown cuts it short, kept for
+	// the retry of a failure), so finishing it here lost the message.
+	handed := false
+	defer func() {
+		if !handed {
+			d.finish(w.RecordID)
+		}
+	}()
 	// A command may change the session's queue settings (/queue, /new):
 	// the next message reads them from its entry.
 	defer d.queues.forget(w.Key)
@@ -145,7 +155,7 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 	}
 	switch w.Command {
 	case "new", "reset":
-		c.reset(ctx, w, b, store)
+		handed = c.reset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
 		err := d.opts.Runner.CompactFor(ctx, w.AgentID, w.Key, w.Args, speakerOf(w.In))
@@ -245,40 +255,58 @@ func (c commander) newModel(w *work) (model, rest, refusal string) {
 	return "", w.Args, ""
 }
 
-func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) {
+// reset runs /new and /reset. It reports whether it handed the command's
+// record to the turn of the message that followed the command ("/new
+// hello"), which then settles the record.
+func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) (handed bool) {
 	d := c.d
 	model, rest, refusal := c.newModel(w)
 	if refusal != "" {
 		c.reply(ctx, w, refusal)
-		return
+		return false
 	}
-	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
-	if err != nil {
-		d.log.Error("manual reset failed", zap.Stringer("session_key", w.Key), zap.Error(err))
-		c.reply(ctx, w, "Sorry, the session could not be reset.")
-		return
-	}
-	d.opts.Metrics.Resets.WithLabelValues(ResetManual).Inc()
-	d.history.clear(w.Key, d.log)
 	msg := "Started a new session."
 	if model != "" {
 		msg = "Started a new session with model " + model + "."
 	}
-	if n := c.stopChildren(ctx, w.Key); n > 0 {
-		// Their results belonged to the conversation just ended: they
-		// would arrive into the new session unasked.
-		msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
+	if !c.resetDone(w, store) {
+		if _, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command}); err != nil {
+			d.log.Error("manual reset failed", zap.Stringer("session_key", w.Key), zap.Error(err))
+			c.reply(ctx, w, "Sorry, the session could not be reset.")
+			return false
+		}
+		d.opts.Metrics.Resets.WithLabelValues(ResetManual).Inc()
+		d.history.clear(w.Key, d.log)
+		if n := c.stopChildren(ctx, w.Key); n > 0 {
+			// Their results belonged to the conversation just ended: they
+			// would arrive into the new session unasked.
+			msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
+		}
 	}
 	if rest == "" {
 		c.reply(ctx, w, msg)
-		return
+		return false
 	}
-	_ = e
 	next := *w
 	next.Command, next.Args = "", ""
 	// The turn's reply answers the command's record.
 	next.In.Text = rest
 	d.runTurn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
+	return true
+}
+
+// resetDone reports whether a replayed /new or /reset (journaled before a
+// restart, or queued again after its turn failed) already reset its
+// session: the session in force started after the command was accepted.
+// Resetting again archived the session the first reset started, with the
+// command's own message in it and what its turn had written, and stopped
+// the subagents that turn had started.
+func (c commander) resetDone(w *work, store sessions.AgentStore) bool {
+	if !w.Replayed || w.AcceptedAt.IsZero() {
+		return false
+	}
+	e, ok, err := store.Get(w.Key)
+	return err == nil && ok && !e.SessionStartedAt.IsZero() && !e.SessionStartedAt.Before(w.AcceptedAt)
 }
 
 func (c commander) status(store sessions.AgentStore, w *work) string {
