@@ -366,8 +366,8 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 			reset = true
 		case k == "debounce":
 			dv, err := time.ParseDuration(v)
-			if err != nil || dv < 0 {
-				return "debounce: want a duration such as 1s or 500ms"
+			if err != nil || dv < time.Millisecond || dv > maxQueueDebounce {
+				return "debounce: want a duration from 1ms to 1m, such as 1s or 500ms"
 			}
 			debounce = dv
 		case k == "cap":
@@ -422,6 +422,12 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }
+
+// maxQueueDebounce bounds /queue's quiet window. Any member of a group may
+// set it, and every message sent while a reply runs waits that long: a
+// longer one (debounce:30h, or 10m for 10s) only silences the bot. The
+// session's entry keeps whole milliseconds, the least /queue takes.
+const maxQueueDebounce = time.Minute
 
 // isMode reports whether s names a queue mode.
 func isMode(s string) bool {
