@@ -115,3 +115,23 @@ func TestReplayedNewAfterItsResetDoesNotResetAgain(t *testing.T) {
 		t.Errorf("sent %q", got)
 	}
 }
+
+// TestStopDuringNewWithMessageFinishesIt: /stop while the first turn of
+// "/new hello" runs ends it as it ends any turn: the record is finished
+// (not left for the next start, where it would run once more), and the
+// chat hears that it stopped.
+func TestStopDuringNewWithMessageFinishesIt(t *testing.T) {
+	m := &model{block: make(chan struct{}), started: make(chan struct{}, 10)}
+	h := newHarness(t, "", m)
+	h.handle(in("tg", "74", "/new hello"))
+	<-m.started
+	h.handle(in("tg", "74", "/stop"))
+	h.drained()
+	h.restart()
+	if n, err := h.d.Resume(h.ctx); err != nil || n != 0 {
+		t.Errorf("Resume = %d, %v; want nothing left to run", n, err)
+	}
+	if got := h.tg.texts(); !slices.Contains(got, "Stopped. 0 queued message(s) dropped.") {
+		t.Errorf("sent %q, want /stop's answer", got)
+	}
+}
