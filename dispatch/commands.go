@@ -283,10 +283,12 @@ func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessio
 			msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
 		}
 	}
-	if rest == "" {
+	if rest == "" && len(w.In.Attachments) == 0 {
 		c.reply(ctx, w, msg)
 		return false
 	}
+	// What follows the trigger is the new session's first message: its
+	// text, and the files of a message whose caption was the command.
 	next := *w
 	next.Command, next.Args = "", ""
 	// The turn's reply answers the command's record.
