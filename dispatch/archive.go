@@ -51,7 +51,11 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 			log.Error("switch failed", zap.Error(err))
 			return "Sorry, the session could not be switched."
 		}
-		return fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title)) + c.childrenStopped(ctx, w)
+		text := fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title))
+		if hasCur && e.SessionID == cur.SessionID { // its own id: the chat stays where it was
+			return text
+		}
+		return text + c.childrenStopped(ctx, w)
 	case "history":
 		n := 10
 		if w.Args != "" {

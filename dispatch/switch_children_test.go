@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -22,9 +23,11 @@ func TestDeleteAndSwitchStopChildren(t *testing.T) {
 	for _, tc := range []struct {
 		name, command, reply string
 		archive              bool // the chat has an archived session to switch to
+		stays                bool // the command leaves the chat in its session: the child goes on
 	}{
 		{name: "delete", command: "/delete", reply: "Deleted the current session"},
 		{name: "switch", command: "/switch 1", reply: "Switched to session", archive: true},
+		{name: "switch to the current session", command: "/switch %s", reply: "Switched to session", archive: true, stays: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &model{started: make(chan struct{}, 10)}
@@ -62,7 +65,16 @@ func TestDeleteAndSwitchStopChildren(t *testing.T) {
 			}
 			<-m.started // the child is working
 			before := len(m.requests())
-			h.handle(in("tg", "97", tc.command))
+			command := tc.command
+			if strings.Contains(command, "%s") {
+				st, err := h.mgr.Store("main")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cur, _, _ := st.Get(parent)
+				command = fmt.Sprintf(command, cur.SessionID)
+			}
+			h.handle(in("tg", "97", command))
 			eventually(t, "the answer to "+tc.command, func() bool {
 				for _, s := range h.tg.texts() {
 					if strings.HasPrefix(s, tc.reply) {
@@ -76,15 +88,20 @@ func TestDeleteAndSwitchStopChildren(t *testing.T) {
 			m.mu.Unlock()
 			unblock() // a child still running finishes now and announces
 			h.drained()
+			announced := false
 			for _, r := range m.requests()[before:] {
 				for _, msg := range r.Messages {
-					if strings.Contains(msg.Text(), "[subagent result]") {
-						t.Fatalf("a child of the session %s left announced into the chat's session: %q", tc.command, msg.Text())
-					}
+					announced = announced || strings.Contains(msg.Text(), "[subagent result]")
 				}
 			}
-			if got := h.tg.texts(); len(got) > 0 && !strings.HasPrefix(got[len(got)-1], tc.reply) {
-				t.Errorf("sent %q after %s, want its answer last", got, tc.command)
+			switch {
+			case announced && !tc.stays:
+				t.Fatalf("a child of the session %s left announced into the chat's session", command)
+			case !announced && tc.stays:
+				t.Fatalf("%s left the chat in its session but stopped its child", command)
+			}
+			if got := h.tg.texts(); !tc.stays && len(got) > 0 && !strings.HasPrefix(got[len(got)-1], tc.reply) {
+				t.Errorf("sent %q after %s, want its answer last", got, command)
 			}
 		})
 	}
