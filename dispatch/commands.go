@@ -174,6 +174,11 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 			return
 		}
 		c.reply(ctx, w, "Compacted the conversation history.")
+	case "stop":
+		// Journaled before a restart, its answer not yet stored: it
+		// stopped what it could then; what was queued behind it was
+		// accepted after it and runs.
+		c.reply(ctx, w, "Stopped.")
 	case "status":
 		c.reply(ctx, w, c.status(store, w))
 	case "queue":
