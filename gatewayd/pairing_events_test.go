@@ -74,3 +74,66 @@ func TestEditByStrangerIssuesNoSilentPairingCode(t *testing.T) {
 		t.Fatal("a stranger's message reached the model")
 	}
 }
+
+// TestRemovedAccountAdmitsNobodyUntilRestart: an account taken out of the
+// config while the daemon runs keeps its adapter until a restart (the
+// reload says so), but the config in force has no access rules for it:
+// nobody it receives reaches an agent. Its messages used to be judged by
+// the defaults of an unconfigured account: a sender approved by pairing
+// still reached the agent, and strangers were handed pairing codes.
+func TestRemovedAccountAdmitsNobodyUntilRestart(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	if err := os.WriteFile(path, []byte(pairingYAML(state, tg, model, "pairing")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := startDaemonLogged(t, path, &fakeClock{}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Sender 300 pairs and is approved.
+	tg.DM(300, "hi")
+	if _, err := tg.WaitSent(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := d.pairing.List("telegram")
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending = %v, %v", pending, err)
+	}
+	if _, err := d.pairing.Approve("telegram", pending[0].Code); err != nil {
+		t.Fatal(err)
+	}
+	// The operator removes the bot's account.
+	if err := os.WriteFile(path, []byte(reloadYAML(state, fmt.Sprintf(`providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model}
+  list: [{id: main}]
+`, model.BaseURL()))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.cfg.Channels.Telegram.Accounts) == 0
+	})
+	approved := tg.DM(300, "approved secret")
+	stranger := tg.DM(555, "stranger")
+	for _, id := range []int{approved, stranger} {
+		if err := tg.WaitConfirmed(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reachedModel(model, "approved secret") {
+		t.Fatal("a message of a removed account reached the model")
+	}
+	if n := len(tg.Sent()); n != 1 {
+		t.Fatalf("%d messages sent, want only the first pairing code: %+v", n, tg.Sent())
+	}
+	if pending, err := d.pairing.List("telegram"); err != nil || len(pending) != 0 {
+		t.Fatalf("pending after the removal = %v, %v; want none", pending, err)
+	}
+}
