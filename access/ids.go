@@ -138,3 +138,23 @@ func sortedRuleKeys(m map[string]GroupRule) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// CheckOwner checks a commands.owners entry: one that names Telegram or
+// Discord ("telegram:123", "tg:123", "discord:<@123>") must name a user by
+// number, as allowFrom entries do; a bare entry may name a sender of any
+// channel (a web sender's id is no number) and is not checked.
+func CheckOwner(entry string) error {
+	p, _, ok := strings.Cut(strings.TrimSpace(entry), ":")
+	if !ok || !isWord(p) {
+		return nil
+	}
+	for channel, rule := range idRules {
+		if !sameChannel(p, channel) {
+			continue
+		}
+		if id := normalizeEntry(channel, entry); !isNumber(id, rule.signed) {
+			return fmt.Errorf("%q is not a %s user id: owners are named by numeric ids, never usernames (%s)", entry, rule.platform, rule.hint)
+		}
+	}
+	return nil
+}

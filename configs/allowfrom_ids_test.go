@@ -79,3 +79,18 @@ func TestAllowFromThatCanMatchNoSenderIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerNamedByUsernameIsAnError: a commands.owners entry naming
+// Telegram or Discord must be a numeric id ("telegram:@alice" privileged
+// nobody, without a word); bare entries (any channel's, a web sender's
+// too) and ids load.
+func TestOwnerNamedByUsernameIsAnError(t *testing.T) {
+	for _, o := range []string{"telegram:@alice", "tg:alice", "discord:bob"} {
+		if _, err := LoadBytes([]byte(`commands: {owners: ["7", "`+o+`"]}`+"\n"), nil); err == nil || !strings.Contains(err.Error(), "commands.owners[1]:") {
+			t.Errorf("owner %q: err %v, want one naming commands.owners[1]", o, err)
+		}
+	}
+	if _, err := LoadBytes([]byte(`commands: {owners: ["telegram:7", "tg:8", "discord:<@9>", "addr-2001:db8::1", "alice"]}`+"\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+}
