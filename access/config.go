@@ -214,14 +214,15 @@ func validateList(key string, list []string) error {
 }
 
 // normalizeEntry turns an allowFrom entry into a bare sender id: it trims
-// space and strips a "<channel>:" prefix (when channel is empty, any
-// alphabetic prefix) and Discord's "<@id>" / "<@!id>" mention form.
+// space and strips a "<channel>:" prefix ("tg:" for telegram; when channel
+// is empty, any alphabetic prefix) and Discord's "<@id>" / "<@!id>"
+// mention form.
 func normalizeEntry(channel, e string) string {
 	e = strings.TrimSpace(e)
 	if e == Wildcard {
 		return e
 	}
-	if p, rest, ok := strings.Cut(e, ":"); ok && isWord(p) && (channel == "" || strings.EqualFold(p, channel)) {
+	if p, rest, ok := strings.Cut(e, ":"); ok && isWord(p) && (channel == "" || sameChannel(p, channel)) {
 		e = strings.TrimSpace(rest)
 	}
 	if strings.HasPrefix(e, "<@") && strings.HasSuffix(e, ">") {

@@ -24,8 +24,10 @@
 //
 // Decisions made here where the SPEC is silent:
 //   - allowFrom entries are sender ids, optionally written "<channel>:<id>"
-//     (or "<@id>" for Discord); "*" admits anyone. Approved pairings count as
-//     allowFrom entries of their channel account.
+//     ("tg:<id>" for Telegram, "<@id>" for Discord); "*" admits anyone.
+//     Approved pairings count as allowFrom entries of their channel
+//     account. On Telegram and Discord ids are numbers: an entry that can
+//     match no sender (a username) is an error of the config (CheckIDs).
 //   - Group rules are looked up by thread id, chat id, parent chat id, guild
 //     id and finally "*"; each field comes from the most specific rule that
 //     sets it. A rule with allow:false blocks the group under any policy.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // clock is an injected, settable clock.
@@ -293,5 +295,33 @@ func TestPairingOddSenderNameStored(t *testing.T) {
 	// A sender id the state cannot store is an error, not a code.
 	if _, _, err := s.Request("telegram", "default", "a\x00b", "", "", true); err == nil {
 		t.Error("Request with a NUL in the sender id succeeded")
+	}
+}
+
+// TestEventOfUnknownSenderCreatesNoPairingRequest: an edit or a reaction
+// of a sender whose code expired is refused without a new code (it gets
+// no answer to carry one), so the sender's next message gets the code.
+func TestEventOfUnknownSenderCreatesNoPairingRequest(t *testing.T) {
+	for _, kind := range []string{channels.EventEdit, channels.EventReaction} {
+		t.Run(kind, func(t *testing.T) {
+			clk := newClock()
+			store := newStore(t, clk)
+			p := mustPolicy(t, Config{}, store)
+			if d := p.Check(dm("u2")); d.Outcome != Pair {
+				t.Fatalf("first message: %+v, want a code", d)
+			}
+			clk.Add(2 * CodeTTL)
+			ev := dm("u2")
+			ev.Event = &channels.Event{Kind: kind, Stamp: "1"}
+			if d := p.Check(ev); d.Outcome != Deny || d.Reason != ReasonNotAllowlisted {
+				t.Fatalf("event: %+v, want a refusal without a code", d)
+			}
+			if pending, err := store.List("discord"); err != nil || len(pending) != 0 {
+				t.Fatalf("pending after the event = %v, %v; want none", pending, err)
+			}
+			if d := p.Check(dm("u2")); d.Outcome != Pair || !strings.Contains(d.Reply, d.Code) {
+				t.Fatalf("next message: %+v, want a new code", d)
+			}
+		})
 	}
 }

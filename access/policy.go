@@ -211,8 +211,11 @@ func (c *compiled) dmByPolicy(in channels.Inbound) (d Decision, done bool) {
 	return Decision{}, false
 }
 
-// Check decides on in. Under dmPolicy pairing it may create a pairing
-// request in the store (the only side effect).
+// Check decides on in. Under dmPolicy pairing a message of an unknown
+// sender may create a pairing request in the store (the only side
+// effect); an event (an edit, a reaction) is no request for access and
+// creates none: it gets no answer, so its code would reach nobody and the
+// sender's next message would be refused as pending, without a code.
 func (p *Policy) Check(in channels.Inbound) Decision {
 	c := p.account(in)
 	if in.ChatType != channels.Direct {
@@ -224,7 +227,7 @@ func (p *Policy) Check(in channels.Inbound) Decision {
 	if p.listed(c, in) {
 		return Decision{Outcome: Allow}
 	}
-	if c.cfg.DMPolicy == DMAllowlist || p.store == nil {
+	if c.cfg.DMPolicy == DMAllowlist || p.store == nil || in.Event != nil {
 		return deny(ReasonNotAllowlisted)
 	}
 	req, created, err := p.store.Request(in.Channel, in.AccountID, in.SenderID, in.SenderName, in.ChatID, in.CaseSensitive)

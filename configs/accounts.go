@@ -38,7 +38,10 @@ func (a TelegramAccount) Validate() error {
 	if err := a.Config.Validate(); err != nil {
 		return err
 	}
-	return a.Rules.Validate()
+	if err := a.Rules.Validate(); err != nil {
+		return err
+	}
+	return a.Rules.CheckIDs(telegram.Name)
 }
 
 // validateBots refuses two accounts on one bot (the same token or the same
@@ -123,5 +126,8 @@ func (a DiscordAccount) Validate() error {
 	if err := a.Config.Validate(); err != nil {
 		return err
 	}
-	return a.Access().Validate()
+	if err := a.Access().Validate(); err != nil {
+		return err
+	}
+	return a.Access().CheckIDs(discord.Name)
 }

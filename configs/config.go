@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/mcp"
@@ -58,6 +59,9 @@ func (c Commands) Validate() error {
 	for i, o := range c.Owners {
 		if strings.TrimSpace(o) == "" || strings.ContainsAny(strings.TrimSpace(o), " \t") {
 			return fmt.Errorf("commands.owners[%d]: %q is not a sender id", i, o)
+		}
+		if err := access.CheckOwner(o); err != nil {
+			return fmt.Errorf("commands.owners[%d]: %w", i, err)
 		}
 	}
 	return nil

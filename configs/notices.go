@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gateway/gateway/access"
 	"github.com/gateway/gateway/limits"
 )
 
@@ -12,10 +13,36 @@ import (
 // it loads: `gateway config validate` prints them and the daemon logs them
 // at start and at each reload. Today: a costUsd budget while a model an
 // agent runs has no price (its turns count 0 USD: the budget never binds
-// on them), and a resetByChannel policy under a name no channel has (a
-// typo: it applies to no session).
+// on them), a resetByChannel policy under a name no channel has (a
+// typo: it applies to no session), and an allowFrom list under dmPolicy
+// open (it limits nothing).
 func (c *Config) Notices() []string {
-	return append(c.costNotices(), c.resetChannelNotices()...)
+	out := append(c.costNotices(), c.resetChannelNotices()...)
+	return append(out, c.dmPolicyNotices()...)
+}
+
+// dmPolicyNotices names the accounts whose allowFrom their dmPolicy
+// ignores: under open every sender is admitted, so a list of ids there
+// (without "*") limits nothing, though it reads as if it did. (OpenClaw
+// refuses open without "*" in allowFrom.)
+func (c *Config) dmPolicyNotices() []string {
+	var out []string
+	check := func(channel, id string, rules access.Config) {
+		if rules.DMPolicy != access.DMOpen || len(rules.AllowFrom) == 0 || slices.ContainsFunc(rules.AllowFrom, func(e string) bool {
+			return strings.TrimSpace(e) == access.Wildcard
+		}) {
+			return
+		}
+		out = append(out, fmt.Sprintf("channels.%s.accounts.%s: dmPolicy open admits every sender: allowFrom %v limits nothing "+
+			"(dmPolicy allowlist admits only them; allowFrom [\"*\"] says open on purpose)", channel, id, rules.AllowFrom))
+	}
+	for _, id := range sortedKeys(c.Channels.Telegram.Accounts) {
+		check("telegram", id, c.Channels.Telegram.Accounts[id].Access())
+	}
+	for _, id := range sortedKeys(c.Channels.Discord.Accounts) {
+		check("discord", id, c.Channels.Discord.Accounts[id].Access())
+	}
+	return out
 }
 
 // channelNames are the channels a session's origin can name.

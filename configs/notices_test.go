@@ -72,3 +72,35 @@ session:
 		t.Fatalf("notices = %q, want one naming session.resetByChannel.telgram and the channels", got)
 	}
 }
+
+// An account under dmPolicy open with an allowFrom list of ids (no "*")
+// is a notice: open admits every sender, so the list restricts nothing,
+// though it reads as if only they were let in. Open with "*", open
+// without a list and allowlist with a list are none.
+func TestNoticeAllowFromUnderOpenDMs(t *testing.T) {
+	c, err := LoadBytes([]byte(`
+channels:
+  telegram:
+    accounts:
+      default: {token: "1:a", dmPolicy: open, allowFrom: ["123"]}
+      star: {token: "2:b", dmPolicy: open, allowFrom: ["123", "*"]}
+      bare: {token: "3:c", dmPolicy: open}
+      listed: {token: "4:d", dmPolicy: allowlist, allowFrom: ["123"]}
+  discord:
+    accounts:
+      default: {token: t, dmPolicy: open, allowFrom: ["<@42>"]}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Notices()
+	want := []string{"channels.telegram.accounts.default: dmPolicy open admits every sender", "channels.discord.accounts.default: dmPolicy open"}
+	if len(got) != len(want) {
+		t.Fatalf("notices %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("notice %d = %q, want it to hold %q", i, got[i], w)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,7 +24,7 @@ func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: routing: %w", err)
 	}
-	policy, err := accessPolicy(cfg, d.pairing, d.log.Named("access"))
+	policy, err := accessPolicy(cfg, d.pairing, d.log.Named("access"), d.removedAccounts(cfg)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,6 +35,24 @@ func (d *Daemon) runtime(cfg *configs.Config) (*dispatch.Runtime, *access.Policy
 	return &dispatch.Runtime{Resolver: resolver, Access: accessFunc(policy), Admits: admitsFunc(policy), Queue: cfg.Messages.Queue,
 		Inbound: cfg.Messages.Inbound, Reset: cfg.Session.ResetConfig(), Room: roomFunc(policy), Media: media,
 		ConfigNames: configNames(cfg)}, policy, nil
+}
+
+// removedAccounts are the accounts of running adapters that cfg no longer
+// configures: a reload took them out, and their adapters run until a
+// restart (restartOnly says so). The config in force gives them no access
+// rules, so they admit nobody: judged by the defaults of an account
+// without config, a sender approved by pairing would still reach an
+// agent, and strangers would be handed pairing codes.
+func (d *Daemon) removedAccounts(cfg *configs.Config) []access.Account {
+	var out []access.Account
+	for _, a := range d.adapters {
+		ch := channelOf(a.Name())
+		if ch == nil || ch.access == nil || slices.Contains(ch.accounts(cfg), a.AccountID()) {
+			continue
+		}
+		out = append(out, access.Account{Channel: a.Name(), AccountID: a.AccountID()})
+	}
+	return out
 }
 
 // RouteRuntime is the routing part of the runtime a daemon would run with
@@ -58,8 +77,12 @@ func openPairingStore(b sessions.Backend, cfg *configs.Config, log *zap.Logger) 
 }
 
 // accessPolicy builds the access policy of every channel account in cfg.
-func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logger) (*access.Policy, error) {
+// The removed accounts (still running, absent from cfg) admit nobody.
+func accessPolicy(cfg *configs.Config, store *access.PairingStore, log *zap.Logger, removed ...access.Account) (*access.Policy, error) {
 	accounts := map[access.Account]access.Config{}
+	for _, a := range removed {
+		accounts[a] = access.Config{DMPolicy: access.DMDisabled, GroupPolicy: access.GroupDisabled}
+	}
 	for _, ch := range channelTable() {
 		if ch.access == nil {
 			continue

@@ -29,3 +29,18 @@ func TestOwnersExemptUnderTheNamesAccessTakes(t *testing.T) {
 		t.Errorf("telegram:42 exempt by discord:<@42>")
 	}
 }
+
+// TestOwnerWrittenTgIsExempt: "tg:44" names Telegram's 44 as package
+// access reads it (OpenClaw's short form); limits kept "tg" as a channel
+// of its own, so such an owner was privileged but not exempt.
+func TestOwnerWrittenTgIsExempt(t *testing.T) {
+	cfg := withDefaults(Scope{Rate: "1/min"}, Scope{}, Scope{})
+	cfg.ExemptOwners = true
+	r := newRig(t, cfg, []string{"tg:44"}, time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
+	if d := r.check(Subject{AgentID: "main", Channel: "telegram", SenderID: "44", ChatID: "c"}); !d.Exempt {
+		t.Errorf("owner tg:44 not exempt: %+v", d)
+	}
+	if d := r.check(Subject{AgentID: "main", Channel: "discord", SenderID: "44", ChatID: "c"}); d.Exempt {
+		t.Errorf("discord:44 exempt by tg:44")
+	}
+}

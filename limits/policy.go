@@ -61,6 +61,8 @@ func newIDSet(lists ...[]string) idSet {
 			}
 			switch {
 			case id == "":
+			case strings.EqualFold(ch, "tg"): // Telegram's short name, as access reads it
+				s.pairs["telegram:"+id] = struct{}{}
 			case ch != "":
 				s.pairs[strings.ToLower(ch)+":"+id] = struct{}{}
 			default:

@@ -288,10 +288,15 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 				continue
 			}
 			if !fetched { // REST messages carry no guild_id
-				if ch := a.channel(ctx, channel); ch != nil {
-					guild = ch.GuildID
+				ch := a.channel(ctx, channel)
+				if ch == nil {
+					// Without its guild a guild message would be judged as
+					// a direct message: read the channel again later.
+					a.log.Warn("catch-up: channel could not be looked up; it is read again later", zap.String("chat_id", channel))
+					a.seen.hold(channel, m.ID, time.Now())
+					return n
 				}
-				fetched = true
+				guild, fetched = ch.GuildID, true
 			}
 			if m.GuildID == "" {
 				m.GuildID = guild

@@ -135,8 +135,10 @@ func (a *Adapter) press(ctx context.Context, h channels.Handler, i *discordgo.In
 		in.ChatType = channels.Direct
 	} else {
 		in.ChatType, in.GuildID = channels.Channel, i.GuildID
-		if ch := a.channel(ctx, i.ChannelID); ch != nil && ch.IsThread() && ch.ParentID != "" {
-			in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, i.ChannelID, ch.ParentID
+		if !a.place(ctx, &in, i.ChannelID) {
+			log.Warn("press not taken: its channel could not be looked up")
+			a.respondNotice(ctx, i, "The gateway cannot take this right now; please try again shortly.")
+			return
 		}
 	}
 	if _, err := a.opts.Choices.Verify(in.Address, data.CustomID, label); err != nil {

@@ -455,7 +455,13 @@ func (a *Adapter) handle(ctx context.Context, h channels.Handler, m *discordgo.M
 		a.seen.note(m.ChannelID, m.ID, time.Now())
 		return false
 	}
-	in, ok := a.inbound(ctx, m.Message)
+	in, ok, unplaced := a.inboundOf(ctx, m.Message, false)
+	if unplaced {
+		a.log.Warn("channel held at a message whose channel could not be looked up (a thread is judged by its parent's rules too): it is read again from the history",
+			zap.String("chat_id", m.ChannelID), zap.String("message_id", m.ID), zap.Duration("retry_every", a.heldEvery))
+		a.seen.hold(m.ChannelID, m.ID, time.Now())
+		return true
+	}
 	if !ok {
 		a.seen.note(m.ChannelID, m.ID, time.Now())
 		a.recent.add(m.ID)

@@ -6,8 +6,11 @@
 // channels.Inbound: DMs (ChatType direct, the peer is the author), guild
 // channels (ChatType channel, ChatID the channel, GuildID) and threads
 // (ChatID and ParentChatID the parent channel, ThreadID the thread, so that
-// routing gives the parent's key plus ":thread:<id>"). The bot's own
-// messages, other bots, webhooks and system messages are ignored. In
+// routing gives the parent's key plus ":thread:<id>"; a channel the state
+// does not know is looked up, and a message whose lookup Discord fails is
+// held and read again, never judged as a channel of its own or a DM). The
+// bot's own messages, other bots, webhooks and system messages are
+// ignored. In
 // guilds a message needs a mention of the bot user or one of its roles, or
 // a reply to one of its messages, where the access rules require one
 // (Options.MentionRequired: requireMention, default true); the mention is

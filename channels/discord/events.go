@@ -68,8 +68,8 @@ func (a *Adapter) edit(ctx context.Context, m *discordgo.MessageUpdate) (channel
 	if m.Message == nil || m.EditedTimestamp == nil || m.Author == nil {
 		return channels.Inbound{}, false
 	}
-	in, ok := a.inboundOf(ctx, m.Message, true)
-	if !ok {
+	in, ok, unplaced := a.inboundOf(ctx, m.Message, true)
+	if !ok || unplaced {
 		return in, false
 	}
 	in.Event = &channels.Event{Kind: channels.EventEdit, Stamp: strconv.FormatInt(m.EditedTimestamp.UnixMilli(), 10)}
@@ -110,8 +110,8 @@ func (a *Adapter) reaction(ctx context.Context, r *reactionAdd) (channels.Inboun
 		return in, true
 	}
 	in.ChatType, in.GuildID = channels.Channel, r.GuildID
-	if ch := a.channel(ctx, r.ChannelID); ch != nil && ch.IsThread() && ch.ParentID != "" {
-		in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, r.ChannelID, ch.ParentID
+	if !a.place(ctx, &in, r.ChannelID) {
+		return channels.Inbound{}, false // not caught up: given up (place)
 	}
 	return in, true
 }

@@ -55,22 +55,26 @@ func (q *queue) take() []any {
 
 // inbound turns a new message into a channels.Inbound; ok is false for
 // messages the bot ignores (its own, other bots, system messages, empty
-// ones, unmentioned guild messages where a mention is required).
+// ones, unmentioned guild messages where a mention is required) and for
+// a guild message whose channel could not be looked up (inboundOf).
 func (a *Adapter) inbound(ctx context.Context, m *discordgo.Message) (channels.Inbound, bool) {
-	return a.inboundOf(ctx, m, false)
+	in, ok, unplaced := a.inboundOf(ctx, m, false)
+	return in, ok && !unplaced
 }
 
 // inboundOf is inbound for a new message or, with edit, the edited
-// message of a MESSAGE_UPDATE (which opens no thread).
-func (a *Adapter) inboundOf(ctx context.Context, m *discordgo.Message, edit bool) (channels.Inbound, bool) {
+// message of a MESSAGE_UPDATE (which opens no thread). unplaced reports a
+// guild message whose channel Discord failed to look up (place): it is
+// not handed over, as it cannot be judged by the right rules.
+func (a *Adapter) inboundOf(ctx context.Context, m *discordgo.Message, edit bool) (in channels.Inbound, ok, unplaced bool) {
 	bot := a.bot()
 	if m == nil || m.Author == nil || m.Author.ID == bot || m.Author.Bot || m.WebhookID != "" {
-		return channels.Inbound{}, false
+		return channels.Inbound{}, false, false
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
-		return channels.Inbound{}, false
+		return channels.Inbound{}, false, false
 	}
-	in := channels.Inbound{
+	in = channels.Inbound{
 		Address: channels.Address{Channel: Name, AccountID: a.id, ChatID: m.ChannelID}, MessageID: m.ID,
 		SenderID: m.Author.ID, SenderName: displayName(m), CaseSensitive: true, Time: m.Timestamp,
 	}
@@ -83,8 +87,8 @@ func (a *Adapter) inboundOf(ctx context.Context, m *discordgo.Message, edit bool
 		text = stripMentions(text, bot, nil)
 	} else {
 		in.ChatType, in.GuildID = channels.Channel, m.GuildID
-		if ch := a.channel(ctx, m.ChannelID); ch != nil && ch.IsThread() && ch.ParentID != "" {
-			in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, m.ChannelID, ch.ParentID
+		if !a.place(ctx, &in, m.ChannelID) {
+			return channels.Inbound{}, false, true
 		}
 		roles := a.botRoles(m.GuildID, bot)
 		in.Mentioned = mentioned(m, bot, roles)
@@ -93,13 +97,31 @@ func (a *Adapter) inboundOf(ctx context.Context, m *discordgo.Message, edit bool
 	in.Attachments = attachments(m)
 	in.Text = strings.TrimSpace(strings.TrimSpace(text) + "\n" + stickers(m))
 	if in.Text == "" && len(in.Attachments) == 0 {
-		return channels.Inbound{}, false
+		return channels.Inbound{}, false, false
 	}
 	if in.ChatType != channels.Direct && !in.Mentioned && a.mention(in) {
 		a.log.Debug("unmentioned guild message ignored", zap.String("chat_id", in.ChatID))
-		return channels.Inbound{}, false
+		return channels.Inbound{}, false, false
 	}
-	return a.autoThread(ctx, m, in, edit), true
+	return a.autoThread(ctx, m, in, edit), true, false
+}
+
+// place sets the thread fields of in, a guild message, interaction or
+// reaction in channelID, when that channel is a thread: its parent's
+// rules then judge it too. It reports false when Discord failed the
+// channel's lookup: whether it is a thread is unknown, and judged as a
+// channel of its own a thread would escape its parent's rules (a channel
+// the rules block, or whose allowFrom lists a few), so the caller must not
+// hand it over.
+func (a *Adapter) place(ctx context.Context, in *channels.Inbound, channelID string) bool {
+	ch := a.channel(ctx, channelID)
+	if ch == nil {
+		return false
+	}
+	if ch.IsThread() && ch.ParentID != "" {
+		in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, channelID, ch.ParentID
+	}
+	return true
 }
 
 func displayName(m *discordgo.Message) string {

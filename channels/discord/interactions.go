@@ -14,6 +14,9 @@ import (
 	"github.com/gateway/gateway/channels"
 )
 
+// notTakenNotice answers an interaction the gateway could not take.
+const notTakenNotice = "The gateway cannot take commands right now; please try again shortly."
+
 // interactionTTL is how long replies go through an interaction: Discord
 // accepts its token for 15 minutes; the margin covers a slow send.
 const interactionTTL = 15*time.Minute - 30*time.Second
@@ -175,6 +178,10 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		a.respondNotice(ctx, i, "Unknown command. /help lists them.")
 		return
 	}
+	if in.GuildID != "" && !a.place(ctx, &in, i.ChannelID) {
+		a.respondNotice(ctx, i, notTakenNotice)
+		return
+	}
 	a.adminFromInteraction(i, in)
 	st := a.ix.state(i.ID, in.Interaction.Expires, true)
 	err := h(ctx, in)
@@ -196,7 +203,7 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		// Shutting down: nothing can answer it now.
 	default:
 		a.log.Warn("command not accepted", zap.String("interaction_id", i.ID), zap.Error(err))
-		a.respondNotice(ctx, i, "The gateway cannot take commands right now; please try again shortly.")
+		a.respondNotice(ctx, i, notTakenNotice)
 		st.acked = true
 	}
 }
@@ -234,9 +241,6 @@ func (a *Adapter) interactionInbound(ctx context.Context, i *discordgo.Interacti
 		return in, true
 	}
 	in.ChatType, in.GuildID = channels.Channel, i.GuildID
-	if ch := a.channel(ctx, i.ChannelID); ch != nil && ch.IsThread() && ch.ParentID != "" {
-		in.ChatID, in.ThreadID, in.ParentChatID = ch.ParentID, i.ChannelID, ch.ParentID
-	}
 	return in, true
 }
 

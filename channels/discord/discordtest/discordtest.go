@@ -107,9 +107,12 @@ type Server struct {
 	followupLimits []rateLimit        // next interaction followups to answer with 429
 	typingLimits   []rateLimit        // next typing triggers to answer with 429
 	refused        map[string]refusal // channels that refuse the bot (refuse.go)
-	refusals       int                // requests they refused
-	nonces         nonceBook
-	threads        []StartedThread
+	// channelFailures is how many next channel lookups (GET
+	// /channels/{id}) fail with 500 (FailChannelLookups).
+	channelFailures int
+	refusals        int // requests they refused
+	nonces          nonceBook
+	threads         []StartedThread
 
 	files      fileStore // attachments served as the CDN (files.go)
 	edits      []Edit
@@ -262,7 +265,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	c, ok := s.channels[r.PathValue("id")]
+	failing := s.channelFailures > 0
+	if failing {
+		s.channelFailures--
+	}
 	s.mu.Unlock()
+	if failing {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "500: Internal Server Error", "code": 0})
+		return
+	}
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Channel", "code": 10003})
 		return
@@ -354,6 +365,14 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, msg)
+}
+
+// FailChannelLookups makes the next n channel lookups (GET
+// /channels/{id}) fail with 500, as Discord does in an outage.
+func (s *Server) FailChannelLookups(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channelFailures = n
 }
 
 // AddChannel makes a channel (or thread) known to GET /channels/{id}

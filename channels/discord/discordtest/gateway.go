@@ -223,6 +223,14 @@ func (s *Server) SendMessageCreateLive(m *discordgo.Message) (id string, session
 	if m.GuildID == "" {
 		if ch, ok := s.channels[m.ChannelID]; ok {
 			m.GuildID = ch.GuildID
+		} else if m.ChannelID != "" {
+			// A channel of no guild: the DM channel with the author,
+			// which GET /channels/{id} knows from now on, as Discord's.
+			dm := &discordgo.Channel{ID: m.ChannelID, Type: discordgo.ChannelTypeDM}
+			if m.Author != nil {
+				dm.Recipients = []*discordgo.User{m.Author}
+			}
+			s.channels[m.ChannelID] = dm
 		}
 	}
 	s.keepLocked(m)
