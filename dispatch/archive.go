@@ -51,7 +51,15 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 			log.Error("switch failed", zap.Error(err))
 			return "Sorry, the session could not be switched."
 		}
-		return fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title))
+		msg = fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title))
+		if hasCur && cur.SessionID != e.SessionID {
+			// The session switched away from is archived: its subagents'
+			// results would land in this one, which never asked for them.
+			if n := c.stopChildren(ctx, w.Key); n > 0 {
+				msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
+			}
+		}
+		return msg
 	case "history":
 		n := 10
 		if w.Args != "" {
@@ -86,7 +94,12 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 			log.Error("delete failed", zap.Error(err))
 			return "Sorry, the session could not be deleted."
 		}
-		return "Deleted the current session (archived; an operator can recover it). The next message starts a new one."
+		msg := "Deleted the current session (archived; an operator can recover it). The next message starts a new one."
+		if n := c.stopChildren(ctx, w.Key); n > 0 {
+			// As for /new: their results would start that new session.
+			msg += fmt.Sprintf(" %d subagent(s) of the deleted session stopped.", n)
+		}
+		return msg
 	}
 	return "Unknown command. /help lists them."
 }

@@ -128,3 +128,78 @@ func TestNewStopsChildren(t *testing.T) {
 		t.Errorf("sent %q, want the /new reply saying the child was stopped", got)
 	}
 }
+
+// TestDeleteAndSwitchStopChildren: /delete of the current session, and
+// /switch away from it, stop the subagents it started, as /new does: a
+// child's result arriving later would start the new session /delete
+// promises (unasked, with the deleted conversation's task), or land in the
+// session switched to, which never asked for it.
+func TestDeleteAndSwitchStopChildren(t *testing.T) {
+	for _, tc := range []struct {
+		cmd, reply string
+		before     []string // messages before the child is spawned
+	}{
+		{"/delete", "Deleted the current session (archived; an operator can recover it). The next message starts a new one. 1 subagent(s) of the deleted session stopped.",
+			[]string{"hello"}},
+		{"/switch 1", " 1 subagent(s) of the previous session stopped.", []string{"hello", "/new", "second"}},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			m := &model{started: make(chan struct{}, 10)}
+			h := newHarness(t, "", m, func(h *harness) {
+				h.agent = func(o *agents.Options) {
+					o.Dispatch = func(ctx context.Context, a agents.Dispatch) error { return h.d.Dispatch(ctx, a) }
+				}
+			})
+			parent := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Direct, Peer: "98"}
+			asked := 0
+			for _, text := range tc.before {
+				h.handle(in("tg", "98", text))
+				if !strings.HasPrefix(text, "/") {
+					<-m.started
+					asked++
+				}
+				h.drained()
+			}
+
+			child := spawnedChild(t, h, parent, "0b6f2c8e-9d41-4e3a-b7c5-2a9e8d1f6c30")
+			block := make(chan struct{})
+			var once sync.Once
+			unblock := func() { once.Do(func() { close(block) }) }
+			defer unblock()
+			m.mu.Lock()
+			m.block = block // the child's model call waits for the test
+			m.mu.Unlock()
+			if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
+				Message: sessions.UserText("the job", time.Now())}); err != nil {
+				t.Fatal(err)
+			}
+			<-m.started // the child is working
+			sent := len(h.tg.texts())
+			h.handle(in("tg", "98", tc.cmd))
+			for deadline := time.Now().Add(10 * time.Second); len(h.tg.texts()) == sent; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no answer to %s: sent %q", tc.cmd, h.tg.texts())
+				}
+			}
+			m.mu.Lock()
+			m.block = nil
+			m.mu.Unlock()
+			unblock() // a child still running would finish now and announce
+			h.drained()
+			st, _ := h.mgr.Store("main")
+			if _, ok, _ := st.Get(parent); ok {
+				for _, msg := range h.history(parent.String()) {
+					if strings.Contains(msg.Text(), "[subagent result]") {
+						t.Errorf("a child of the session %s ended announced into the next one: %q", tc.cmd, msg.Text())
+					}
+				}
+			}
+			if n := len(m.requests()); n != asked+1 {
+				t.Errorf("the model was asked %d times, want %d (the chat's messages, the child's one call)", n, asked+1)
+			}
+			if got := h.tg.texts(); !strings.HasSuffix(got[sent], tc.reply) {
+				t.Errorf("%s answered %q, want it to end %q", tc.cmd, got[sent], tc.reply)
+			}
+		})
+	}
+}
