@@ -107,6 +107,9 @@ func (t *turn) begin(ctx context.Context) bool {
 			w.Key = k
 		}
 	}
+	if !t.dropEndedAnnouncements() {
+		return false
+	}
 	t.first, t.last = t.ws[0], t.ws[len(t.ws)-1]
 	t.ids = recordIDs(t.ws)
 	if t.ambient = ambientTurn(t.ws); t.ambient && !t.ambientGate(ctx) {
