@@ -163,8 +163,8 @@ type roomContext struct {
 // ws's room up to the newest mark among its new inbound messages. First the
 // history that belongs to an ended session is dropped: after an automatic
 // reset (info) what was kept before the old session expired; for a session
-// Begin created, what was kept before the key's previous session ended
-// (ended); otherwise what was sent before the session e started (a reset
+// created and not yet run (by Begin, or by a setting command), what was
+// kept before the key's previous session ended (ended); otherwise what was sent before the session e started (a reset
 // through the API or the CLI, which cannot reach the daemon's history, or a
 // switch, which starts the session again; /new clears at once).
 func (rh roomHistory) take(ws []*work, key routing.Key, st sessions.AgentStore, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
@@ -192,7 +192,10 @@ func (rh roomHistory) take(ws []*work, key routing.Key, st sessions.AgentStore, 
 		before = info.ExpiredAt
 	case info.ResetReason != "":
 		rh.clear(key, log)
-	case info.Created:
+	case info.Created || (e.MessageCount == 0 && e.CreatedAt.Equal(e.SessionStartedAt)):
+		// The key's first session since it was created (no reset or
+		// switch since), before its first turn: Begin made it now, or a
+		// setting command (/queue, /model) did, which ends nothing.
 		before = rh.ended(st, key, log)
 	default:
 		// Platform times have whole seconds: a message of the reset's own

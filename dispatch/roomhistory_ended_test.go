@@ -151,3 +151,24 @@ func TestRoomHistoryAfterPruneIsKept(t *testing.T) {
 		t.Errorf("the session after the prune holds %d user messages, want 1 (a new session)", len(u))
 	}
 }
+
+// TestRoomHistoryKeptWhenACommandStartsTheFirstSession: a room's first
+// session begun by a setting command (/queue, /model, /think, /activation
+// before anyone mentioned the bot) has ended nothing: the first mention
+// still sees what the group said before the command, as a room's first
+// mention does.
+func TestRoomHistoryKeptWhenACommandStartsTheFirstSession(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	x := &endRig{tg: tg, model: model, ctx: rigCtx(t), bot: "@" + tg.BotUserName() + " "}
+	x.r = newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: channels.DefaultRoom("telegram"),
+		now: x.now})
+	x.dated(bob, "Bob", "said before anyone asked the bot", -10*time.Minute)
+	if got := x.command("/queue followup"); !strings.HasPrefix(got, "Queue set") {
+		t.Fatalf("/queue answered %q", got)
+	}
+	got := lastUser(x.mention("so?", time.Second))
+	if !inOrder(got, historyHeader, "Bob: said before anyone asked the bot\n", historyFooter, "[Alice] so?") {
+		t.Errorf("the first mention after a setting command got:\n%s", got)
+	}
+}
