@@ -94,6 +94,8 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 			log.Error("delete failed", zap.Error(err))
 			return "Sorry, the session could not be deleted."
 		}
+		// Its settings went with its entry: the room's rule answers now.
+		d.activations.forget(w.Key)
 		msg := "Deleted the current session (archived; an operator can recover it). The next message starts a new one."
 		if n := c.stopChildren(ctx, w.Key); n > 0 {
 			// As for /new: their results would start that new session.
