@@ -227,8 +227,9 @@ func testSwitch(t *testing.T, open Opener) {
 	// switched away from ended then (its span): what the room said before
 	// the switch is not the switched-to session's (dispatch's room
 	// history), nor are the results of subagents the other one spawned.
-	if !cur.SessionStartedAt.Equal(f.clk.Now()) {
-		t.Errorf("Switch: sessionStartedAt %v, want the switch's instant %v", cur.SessionStartedAt, f.clk.Now())
+	if !cur.SessionStartedAt.Equal(f.clk.Now()) || !cur.CreatedAt.Equal(one.CreatedAt) {
+		t.Errorf("Switch: sessionStartedAt %v, createdAt %v; want the switch's instant %v and the key's creation %v",
+			cur.SessionStartedAt, cur.CreatedAt, f.clk.Now(), one.CreatedAt)
 	}
 	if len(a) == 1 && (!a[0].ArchivedAt.Equal(f.clk.Now()) || !a[0].SessionStartedAt.Equal(reset.SessionStartedAt)) {
 		t.Errorf("Switch: archived %s spans %v to %v, want %v to the switch's instant %v", two.SessionID,
