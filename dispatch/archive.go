@@ -51,15 +51,11 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 			log.Error("switch failed", zap.Error(err))
 			return "Sorry, the session could not be switched."
 		}
-		msg = fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title))
-		if hasCur && cur.SessionID != e.SessionID {
-			// The session switched away from is archived: its subagents'
-			// results would land in this one, which never asked for them.
-			if n := c.stopChildren(ctx, w.Key); n > 0 {
-				msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
-			}
+		text := fmt.Sprintf("Switched to session %s (%s).", e.SessionID, orDash(e.Title))
+		if hasCur && e.SessionID == cur.SessionID { // its own id: the chat stays where it was
+			return text
 		}
-		return msg
+		return text + c.childrenStopped(ctx, w)
 	case "history":
 		n := 10
 		if w.Args != "" {
@@ -96,14 +92,20 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 		}
 		// Its settings went with its entry: the room's rule answers now.
 		d.activations.forget(w.Key)
-		msg := "Deleted the current session (archived; an operator can recover it). The next message starts a new one."
-		if n := c.stopChildren(ctx, w.Key); n > 0 {
-			// As for /new: their results would start that new session.
-			msg += fmt.Sprintf(" %d subagent(s) of the deleted session stopped.", n)
-		}
-		return msg
+		return "Deleted the current session (archived; an operator can recover it). The next message starts a new one." + c.childrenStopped(ctx, w)
 	}
 	return "Unknown command. /help lists them."
+}
+
+// childrenStopped stops the subagents of the session /switch or /delete
+// just moved the chat away from, as /new does (their results would
+// arrive, unasked, into the session the chat is in now), and says how
+// many were stopped ("" for none).
+func (c commander) childrenStopped(ctx context.Context, w *work) string {
+	if n := c.stopChildren(ctx, w.Key); n > 0 {
+		return fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
+	}
+	return ""
 }
 
 func listSessions(cur sessions.Entry, hasCur bool, archived []sessions.Archived) string {

@@ -18,9 +18,10 @@ import (
 )
 
 // commander runs chat commands on their session's lane (SPEC §6.1): the
-// session commands here, the archive's in archive.go, /usage in
-// usage_command.go, /memory and /forget in memory_command.go; /stop runs
-// at once, outside the lane. It holds no state of its own.
+// session commands here, /new and /reset in reset_command.go, the
+// archive's in archive.go, /usage in usage_command.go, /memory and
+// /forget in memory_command.go; /stop runs at once, outside the lane
+// (stop.go). It holds no state of its own.
 type commander struct{ d *Dispatcher }
 
 // knownCommand reports a command of the catalogue (channels.Commands).
@@ -132,7 +133,17 @@ func CommandsFor(rc sessions.ResetConfig) []channels.Command {
 // run runs one chat command on the session's lane.
 func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 	d := c.d
-	defer d.finish(w.RecordID)
+	// A command's record finishes with its answer, unless /new or /reset
+	// handed it to the turn of the message that followed it ("/new
+	// hello"): that turn settles it as it settles any message (left
+	// pending for the next start when a shutdown cuts it short, kept for
+	// the retry of a failure), so finishing it here lost the message.
+	handed := false
+	defer func() {
+		if !handed {
+			d.finish(w.RecordID)
+		}
+	}()
 	// A command may change the session's queue settings (/queue, /new):
 	// the next message reads them from its entry.
 	defer d.queues.forget(w.Key)
@@ -145,7 +156,7 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 	}
 	switch w.Command {
 	case "new", "reset":
-		c.reset(ctx, w, b, store)
+		handed = c.reset(ctx, w, b, store)
 	case "compact":
 		d.opts.Metrics.Compactions.Inc()
 		err := d.opts.Runner.CompactFor(ctx, w.AgentID, w.Key, w.Args, speakerOf(w.In))
@@ -164,6 +175,11 @@ func (c commander) run(ctx context.Context, w *work, b laneBatch) {
 			return
 		}
 		c.reply(ctx, w, "Compacted the conversation history.")
+	case "stop":
+		// Journaled before a restart, its answer not yet stored: it
+		// stopped what it could then; what was queued behind it was
+		// accepted after it and runs.
+		c.reply(ctx, w, "Stopped.")
 	case "status":
 		c.reply(ctx, w, c.status(store, w))
 	case "queue":
@@ -220,65 +236,6 @@ func isModel(providers []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// newModel splits /new's arguments into a model and the rest. A first
-// word that names one of /model's choices (any case) is the model, as the
-// choice is written; one that names a configured provider but no choice
-// is refused (refusal says so), so /new cannot reach a model the operator
-// did not offer; any other first word starts the first message.
-func (c commander) newModel(w *work) (model, rest, refusal string) {
-	d := c.d
-	// The model is the first word, whatever white space ends it: "/new
-	// openai/gpt-4o" and the message may be on two lines.
-	first, tail := cutWord(w.Args)
-	if w.Command != "new" || !strings.Contains(first, "/") {
-		return "", w.Args, ""
-	}
-	choices := d.opts.Runner.Models(w.AgentID)
-	if name, ok := pickModel(choices, first); ok {
-		return name, tail, ""
-	}
-	if isModel(d.opts.Providers, first) {
-		return "", "", fmt.Sprintf("Unknown model %q: the session was not reset. Choices: %s.", firstLine(first, 60), strings.Join(choices, ", "))
-	}
-	return "", w.Args, ""
-}
-
-func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessions.AgentStore) {
-	d := c.d
-	model, rest, refusal := c.newModel(w)
-	if refusal != "" {
-		c.reply(ctx, w, refusal)
-		return
-	}
-	e, err := store.Reset(ctx, w.Key, sessions.ResetOptions{Manual: true, Model: model, Reason: w.Command})
-	if err != nil {
-		d.log.Error("manual reset failed", zap.Stringer("session_key", w.Key), zap.Error(err))
-		c.reply(ctx, w, "Sorry, the session could not be reset.")
-		return
-	}
-	d.opts.Metrics.Resets.WithLabelValues(ResetManual).Inc()
-	d.history.clear(w.Key, d.log)
-	msg := "Started a new session."
-	if model != "" {
-		msg = "Started a new session with model " + model + "."
-	}
-	if n := c.stopChildren(ctx, w.Key); n > 0 {
-		// Their results belonged to the conversation just ended: they
-		// would arrive into the new session unasked.
-		msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
-	}
-	if rest == "" {
-		c.reply(ctx, w, msg)
-		return
-	}
-	_ = e
-	next := *w
-	next.Command, next.Args = "", ""
-	// The turn's reply answers the command's record.
-	next.In.Text = rest
-	d.runTurn(ctx, []*work{&next}, laneBatch{Key: b.Key, Class: b.Class})
 }
 
 func (c commander) status(store sessions.AgentStore, w *work) string {
@@ -338,8 +295,8 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 			reset = true
 		case k == "debounce":
 			dv, err := time.ParseDuration(v)
-			if err != nil || dv < 0 {
-				return "debounce: want a duration such as 1s or 500ms"
+			if err != nil || dv < time.Millisecond || dv > maxQueueDebounce {
+				return "debounce: want a duration from 1ms to 1m, such as 1s or 500ms"
 			}
 			debounce = dv
 		case k == "cap":
@@ -394,6 +351,12 @@ func (c commander) queue(ctx context.Context, store sessions.AgentStore, w *work
 	s := d.laneSettings(w.Key)
 	return fmt.Sprintf("Queue set: %s (debounce %s, cap %d, drop %s)", s.Mode, s.Debounce, s.Cap, s.Drop)
 }
+
+// maxQueueDebounce bounds /queue's quiet window. Any member of a group may
+// set it, and every message sent while a reply runs waits that long: a
+// longer one (debounce:30h, or 10m for 10s) only silences the bot. The
+// session's entry keeps whole milliseconds, the least /queue takes.
+const maxQueueDebounce = time.Minute
 
 // isMode reports whether s names a queue mode.
 func isMode(s string) bool {

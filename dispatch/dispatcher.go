@@ -305,6 +305,10 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	}
 	if w.Command == "stop" {
 		d.flushStaged(ctx) // what came before it in its batch is queued first
+		if d.stopRepeated(ctx, w) {
+			m.Duplicates.WithLabelValues(in.Channel).Inc()
+			return channels.ErrDuplicate
+		}
 		d.cmds.stop(ctx, w)
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 
 // limitedCommand reports whether w counts against the limits: messages,
 // and the commands that run the model (/compact, /new or /reset with a
-// first message). Other commands (/status, /help, /stop, /queue, ...)
+// first message: words after the command or the files it captions). Other commands (/status, /help, /stop, /queue, ...)
 // always work, so a throttled sender can still see why and stop a run.
 func (d *Dispatcher) limitedCommand(w *work) bool {
 	switch w.Command {
@@ -24,6 +24,9 @@ func (d *Dispatcher) limitedCommand(w *work) bool {
 	case "compact":
 		return true
 	case "new", "reset":
+		if len(w.In.Attachments) > 0 { // its files are the new session's first message
+			return true
+		}
 		first, tail := cutWord(w.Args)
 		return w.Args != "" && !(w.Command == "new" && tail == "" && isModel(d.opts.Providers, first))
 	}

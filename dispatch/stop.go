@@ -2,12 +2,14 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 )
 
 // stop cancels the session's active run and queued work (it does not wait
@@ -26,6 +28,28 @@ func (c commander) stop(ctx context.Context, w *work) {
 		text += fmt.Sprintf(" %d subagent(s) stopped.", children)
 	}
 	c.reply(ctx, w, text)
+}
+
+// stopRepeated journals /stop's record and reports whether the journal
+// already had it: the platform delivered it again (Discord's catch-up
+// after a restart reads the history after a cursor written once a
+// second; Telegram repeats a batch the dead process had not confirmed).
+// Run again, it stopped the messages sent after it, which the restart had
+// resumed. Its answer finishes the record (commander.reply). A journal
+// that cannot take the record does not hold /stop up: it stops, unguarded.
+func (d *Dispatcher) stopRepeated(ctx context.Context, w *work) bool {
+	payload, err := json.Marshal(envelope{Inbound: &w.In})
+	if err == nil {
+		var dup bool
+		dup, err = d.accept(ctx, sessions.Record{ID: w.RecordID, AgentID: w.AgentID, SessionKey: w.Key.String(),
+			Payload: payload, AcceptedAt: w.AcceptedAt})
+		if err == nil {
+			return dup
+		}
+	}
+	d.log.Warn("stop not journaled; run without its duplicate check", zap.Stringer("session_key", w.Key),
+		zap.String("record_id", w.RecordID), zap.Error(err))
+	return false
 }
 
 // stopChildren stops the subagents key's session started (their runs

@@ -92,7 +92,10 @@ type write struct {
 	// it learns its outcome once they have theirs.
 	seq, after uint64
 	err        error
-	over       chan struct{} // closed when err is final (not for riders)
+	// met is the server's refusal of one of this write's own statements
+	// in the last try (writegroup_commit.go), nil if none.
+	met  error
+	over chan struct{} // closed when err is final (not for riders)
 }
 
 // writeGroup is the DB's group commit; see above.

@@ -19,7 +19,14 @@ import (
 // outcome. When the server refused a statement (the transaction surely
 // did not commit), each write is tried again alone; when the outcome is
 // unknown (the connection was lost), every write fails with that error,
-// as it would alone: trying again could apply it twice.
+// as it would alone: trying again could apply it twice. A statement that
+// waited groupLockTimeout for a row lock (lock_timeout, set on the pools)
+// fails its write and every other write of that row (write.key: they
+// would wait for it again) with that error, and the rest are committed
+// together again: a row some transaction holds for long costs every
+// other session's writes one lock timeout, not one per write tried alone
+// (each as long as the statement timeout before the pools set
+// lock_timeout, 30 s by default).
 func (g *writeGroup) commit(group []*write) {
 	var ws []*write
 	for _, w := range group {
@@ -36,7 +43,33 @@ func (g *writeGroup) commit(group []*write) {
 	}
 	sorted := slices.Clone(ws)
 	slices.SortStableFunc(sorted, func(a, b *write) int { return strings.Compare(a.key, b.key) })
-	if committed, refused := g.try(OpGroup, sorted); committed || !refused {
+	committed, refused := g.try(OpGroup, sorted)
+	for !committed && refused {
+		locked := lockedWrite(sorted)
+		if locked == nil {
+			break
+		}
+		g.db.log.Warn("group commit met a locked row; its writes fail, the others are committed again",
+			zap.String("op", locked.op), zap.Duration("lock_timeout", groupLockTimeout), zap.Error(locked.met))
+		failed := locked.met
+		lockedRow := func(w *write) bool { return w == locked || (locked.key != "" && w.key == locked.key) }
+		for _, w := range sorted {
+			if lockedRow(w) {
+				w.err = failed
+			}
+		}
+		sorted = slices.DeleteFunc(sorted, lockedRow)
+		ws = slices.DeleteFunc(ws, lockedRow)
+		switch len(sorted) {
+		case 0:
+			return
+		case 1:
+			g.try(sorted[0].op, sorted)
+			return
+		}
+		committed, refused = g.try(OpGroup, sorted)
+	}
+	if committed || !refused {
 		return
 	}
 	g.db.log.Debug("group commit refused; committing its writes one by one", zap.Int("writes", len(ws)))
@@ -44,6 +77,22 @@ func (g *writeGroup) commit(group []*write) {
 		g.try(w.op, []*write{w})
 	}
 }
+
+// lockedWrite is the first of ws whose own statement waited too long for a
+// row lock in the last try (lock_not_available); nil if none did.
+func lockedWrite(ws []*write) *write {
+	for _, w := range ws {
+		var pe *pgconn.PgError
+		if errors.As(w.met, &pe) && pe.Code == lockNotAvailable {
+			return w
+		}
+	}
+	return nil
+}
+
+// lockNotAvailable is the SQLSTATE of a statement that gave up waiting for
+// a lock (lock_timeout).
+const lockNotAvailable = "55P03"
 
 // try commits ws in one transaction and sets each write's err: its
 // callbacks' first error, or (when the transaction did not commit and the
@@ -64,25 +113,38 @@ func (g *writeGroup) commit(group []*write) {
 func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), op), groupOpTimeout)
 	defer cancel()
-	flush := false
+	flush, refusedSeen := false, false
 	for _, w := range ws {
 		flush = flush || w.sync
 	}
 	b := &pgx.Batch{}
 	for _, w := range ws {
-		w.err = nil
+		w.err, w.met = nil, nil
 		own := &pgx.Batch{}
 		w.fill(own)
 		for _, q := range own.QueuedQueries {
-			if fn := q.Fn; fn != nil {
-				// The callback's error is the write's: returned to pgx
-				// it would stop the callbacks after it.
-				q.Fn = func(br pgx.BatchResults) error {
-					if err := fn(br); err != nil && w.err == nil {
-						w.err = err
-					}
-					return nil
+			fn := q.Fn
+			if fn == nil {
+				fn = func(br pgx.BatchResults) error {
+					_, err := br.Exec()
+					return err
 				}
+			}
+			// The callback's error is the write's: returned to pgx it
+			// would stop the callbacks after it. A statement the server
+			// refused is remembered as met by the first write to see the
+			// refusal (its own statement's: those after it are skipped
+			// by the server).
+			q.Fn = func(br pgx.BatchResults) error {
+				err := fn(br)
+				if err != nil && w.err == nil {
+					w.err = err
+				}
+				var pe *pgconn.PgError
+				if !refusedSeen && errors.As(err, &pe) {
+					refusedSeen, w.met = true, err
+				}
+				return nil
 			}
 			b.QueuedQueries = append(b.QueuedQueries, q)
 		}

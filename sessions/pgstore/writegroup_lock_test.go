@@ -1,0 +1,100 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
+)
+
+// A row another transaction holds (an operator's open transaction, a
+// stuck replica) fails the group's writes of that row once they waited
+// the lock timeout — not the statement timeout, and not once more each
+// alone — and the group's other writes commit in one more round trip: one
+// session's locked row does not hold up every other session's writes.
+func TestWriteGroupLockedRowFailsOnlyItsWrites(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	db, err := Open(context.Background(), Options{URL: url, MaxConns: 20, StatementTimeout: 5 * time.Second,
+		Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	groupTable(t, db)
+	if _, err := db.pool.Exec(ctxT(t), `INSERT INTO gw_test VALUES ('locked', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctxT(t), `SELECT 1 FROM gw_test WHERE k = 'locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	// A group commit of one committer, held in a write while the writes
+	// queue, so that they all travel in one group.
+	g := newWriteGroup(db, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); g.run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	hold, started := make(chan struct{}), make(chan struct{})
+	held := &write{op: "hold", fill: func(b *pgx.Batch) {
+		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
+	}}
+	var release sync.Once
+	defer release.Do(func() { close(hold) })
+	go func() { _ = g.do(context.Background(), held) }()
+	<-started
+
+	before := opCounts(db, OpGroup, "test")
+	var ws []*write
+	for i := range 8 {
+		w := insertWrite(fmt.Sprint("k", i), i)
+		w.key = rowKey("gw", fmt.Sprint("k", i))
+		ws = append(ws, w)
+	}
+	for range 2 { // the locked row's writes, between the others in key order
+		ws = append(ws, &write{op: "test", key: rowKey("gw", "k3x"), fill: func(b *pgx.Batch) {
+			b.Queue(`UPDATE gw_test SET v = v + 1 WHERE k = 'locked'`)
+		}})
+	}
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { errs[i] = g.do(context.Background(), w) })
+	}
+	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == len(ws) })
+	release.Do(func() { close(hold) })
+	wg.Wait()
+
+	for i, err := range errs {
+		var pe *pgconn.PgError
+		switch {
+		case i >= 8 && (!errors.As(err, &pe) || pe.Code != "55P03"):
+			t.Errorf("write %d of the locked row = %v, want lock_not_available (55P03)", i, err)
+		case i < 8 && err != nil:
+			t.Errorf("write %d = %v, want committed", i, err)
+		case i < 8 && countRows(t, db, fmt.Sprint("k", i)) != 1:
+			t.Errorf("write %d is not committed", i)
+		}
+	}
+	after := opCounts(db, OpGroup, "test")
+	if d := after[OpGroup][0] - before[OpGroup][0]; d != 2 {
+		t.Errorf("%d group round trips, want 2 (the group, then the group without the locked row's writes)", d)
+	}
+	if d := after["test"][0] - before["test"][0]; d != 0 {
+		t.Errorf("%d writes tried alone, want 0", d)
+	}
+}
