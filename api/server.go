@@ -54,6 +54,10 @@ type Options struct {
 	PublicListener bool
 	// Serialise runs fn on the session's lane (nil: run directly).
 	Serialise func(ctx context.Context, key routing.Key, fn func(ctx context.Context) error) error
+	// Ended, when set, is told on the session's lane that a reset or a
+	// delete ended key's session: the daemon stops the subagents it
+	// started, as /new and /delete do in the chat.
+	Ended func(ctx context.Context, key routing.Key) int
 	// MCP reports the MCP servers' state (nil: none configured).
 	MCP func() []mcp.Status
 	// Status reports what the daemon is doing for GET /api/status, and

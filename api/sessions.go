@@ -314,6 +314,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		if err := st.Delete(ctx, key); err != nil {
 			return nil, err
 		}
+		s.ended(ctx, key)
 		return map[string]any{"sessionId": sid, "archived": true}, nil
 	})
 }
@@ -327,6 +328,7 @@ func (s *Server) resetSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
+		s.ended(ctx, key)
 		return map[string]any{"previousSessionId": sid, "session": ViewOf(e)}, nil
 	})
 }
@@ -354,6 +356,13 @@ func (s *Server) compactSession(w http.ResponseWriter, r *http.Request) {
 		}
 		return map[string]any{"session": ViewOf(e)}, nil
 	})
+}
+
+// ended tells the daemon that key's session ended (Options.Ended).
+func (s *Server) ended(ctx context.Context, key routing.Key) {
+	if s.opts.Ended != nil {
+		s.opts.Ended(ctx, key)
+	}
 }
 
 // current checks that sid is still key's session (a turn may have rolled it

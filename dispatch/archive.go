@@ -90,6 +90,8 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 			log.Error("delete failed", zap.Error(err))
 			return "Sorry, the session could not be deleted."
 		}
+		// Its settings went with its entry: the room's rule answers now.
+		d.activations.forget(w.Key)
 		return "Deleted the current session (archived; an operator can recover it). The next message starts a new one." + c.childrenStopped(ctx, w)
 	}
 	return "Unknown command. /help lists them."

@@ -217,3 +217,35 @@ func TestStatusContextShareFollowsModel(t *testing.T) {
 		t.Errorf("/status after /model big says:\n%s\nwant the share of fake/big's 1000000 window", got)
 	}
 }
+
+// TestDeleteEndsActivation: /activation always belongs to the session's
+// entry; once /delete removed it, the next session answers the room's rule
+// (mention) at once, not while the daemon's cache still holds the deleted
+// session's setting.
+func TestDeleteEndsActivation(t *testing.T) {
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	room := channels.DefaultRoom("telegram")
+	room.HistoryLimit = 0
+	r := newRoomRig(t, &roomRig{model: model, tg: tg, access: tgGroupAccess(), room: room})
+	ctx := rigCtx(t)
+	say(tg, 111, "ann", "/activation always")
+	if got := waitReply(t, tg, 1); !strings.Contains(got, "Activation: always") {
+		t.Fatalf("/activation always answered %q", got)
+	}
+	say(tg, 222, "bob", "no mention here")
+	waitModel(t, model, 1)
+	waitReply(t, tg, 2)
+	say(tg, 111, "ann", "/delete")
+	if got := waitReply(t, tg, 3); !strings.HasPrefix(got, "Deleted the current session") {
+		t.Fatalf("/delete answered %q", got)
+	}
+	quiet := say(tg, 222, "bob", "chatter after the delete")
+	if err := tg.WaitConfirmed(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	r.drained()
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d model requests; want 1 (unmentioned chatter after /delete starts none)", n)
+	}
+}

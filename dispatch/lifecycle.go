@@ -74,6 +74,21 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 	d.outbox.shutdown()
 }
 
+// Ended stops what key's session left behind when an operator reset or
+// deleted it (the HTTP API, `gateway sessions reset|delete` through the
+// daemon), as /new and /delete do in the chat: the subagents it started,
+// whose results would arrive into the next session unasked, and its group
+// activation cached here. It returns how many subagents were stopped.
+// Call it on key's lane (in Serialise's fn), after the session ended.
+func (d *Dispatcher) Ended(ctx context.Context, key routing.Key) int {
+	d.activations.forget(key) // a deleted session's activation went with its entry
+	n := commander{d}.stopChildren(ctx, key)
+	if n > 0 {
+		d.log.Info("subagents of an ended session stopped", zap.Stringer("session_key", key), zap.Int("count", n))
+	}
+	return n
+}
+
 // Serialise runs fn on key's lane, after its active run, so operator actions
 // (API reset, delete, compact, patch) never race a turn. fn may change the
 // session's queue settings (an API patch of queueMode): the messages

@@ -162,10 +162,12 @@ type roomContext struct {
 // take builds the turn's room context from the kept messages of
 // ws's room up to the newest mark among its new inbound messages. First the
 // history that belongs to an ended session is dropped: after an automatic
-// reset (info) what was kept before the old session expired; otherwise
-// what was sent before the session e started (a reset through the API or
-// the CLI, which cannot reach the daemon's history; /new clears at once).
-func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
+// reset (info) what was kept before the old session expired; for a session
+// created and not yet run (by Begin, or by a setting command), what was
+// kept before the key's previous session ended (ended); otherwise what was sent before the session e started (a reset
+// through the API or the CLI, which cannot reach the daemon's history, or a
+// switch, which starts the session again; /new clears at once).
+func (rh roomHistory) take(ws []*work, key routing.Key, st sessions.AgentStore, e sessions.Entry, info sessions.BeginInfo, log *zap.Logger) *roomContext {
 	d := rh.d
 	rc := &roomContext{d: d, key: key, log: log}
 	dm := key.Kind != routing.Group && key.Kind != routing.Channel
@@ -190,7 +192,12 @@ func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info s
 		before = info.ExpiredAt
 	case info.ResetReason != "":
 		rh.clear(key, log)
-	case !info.Created:
+	case info.Created || (e.MessageCount == 0 && e.CreatedAt.Equal(e.SessionStartedAt)):
+		// The key's first session since it was created (no reset or
+		// switch since), before its first turn: Begin made it now, or a
+		// setting command (/queue, /model) did, which ends nothing.
+		before = rh.ended(st, key, log)
+	default:
 		// Platform times have whole seconds: a message of the reset's own
 		// second is kept rather than lost.
 		before = e.SessionStartedAt.Truncate(time.Second)
@@ -222,6 +229,32 @@ func (rh roomHistory) take(ws []*work, key routing.Key, e sessions.Entry, info s
 		rc.ids = append(rc.ids, e.MessageID)
 	}
 	return rc
+}
+
+// ended is when key's previous session ended, for the session Begin just
+// created (to the second, as take's other bounds): the newest archived
+// session's end when it was deleted (/delete, the API, the CLI). Zero when
+// key never had a session, or its last one was pruned by maintenance:
+// then the room is as new, and its first turn sees what the group said
+// (the room history's point). The archive is read only here, on a
+// session's creation, never on a routine turn.
+func (rh roomHistory) ended(st sessions.AgentStore, key routing.Key, log *zap.Logger) time.Time {
+	list, err := st.Archived(key)
+	if err != nil {
+		// The turn goes on with what is kept rather than failing.
+		log.Error("session archive unreadable; room history kept as it is", zap.Error(err))
+		return time.Time{}
+	}
+	var last sessions.Archived
+	for _, a := range list {
+		if a.ArchivedAt.After(last.ArchivedAt) {
+			last = a
+		}
+	}
+	if last.SessionID == "" || last.Reason == "pruned" {
+		return time.Time{}
+	}
+	return last.ArchivedAt.Truncate(time.Second)
 }
 
 // admitted drops the kept entries whose sender the policy in force no

@@ -107,6 +107,9 @@ func (t *turn) begin(ctx context.Context) bool {
 			w.Key = k
 		}
 	}
+	if !t.dropEndedAnnouncements() {
+		return false
+	}
 	t.first, t.last = t.ws[0], t.ws[len(t.ws)-1]
 	t.ids = recordIDs(t.ws)
 	if t.ambient = ambientTurn(t.ws); t.ambient && !t.ambientGate(ctx) {
@@ -150,7 +153,7 @@ func (t *turn) begin(ctx context.Context) bool {
 		t.log.Info("session rolled over", zap.String("reason", t.info.ResetReason), zap.String("previous_session_id", t.info.Previous))
 	}
 	t.media = mediaTurn{agentID: t.first.AgentID, sessionID: t.entry.SessionID, vision: d.opts.Runner.TakesImages(t.first.AgentID, t.entry)}
-	t.hist = d.history.take(t.ws, t.first.Key, t.entry, t.info, t.log)
+	t.hist = d.history.take(t.ws, t.first.Key, t.store, t.entry, t.info, t.log)
 	if t.ambient && t.hist.seq == 0 {
 		// An addressed turn took the batch's messages: nothing to read.
 		d.opts.Metrics.Ambient.WithLabelValues(AmbientEmpty).Add(float64(len(t.ws)))

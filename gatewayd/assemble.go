@@ -161,6 +161,7 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 	server := api.New(api.Options{
 		Sessions: d.backend, Runner: runner, Web: chat, Gatherer: d.reg, Logger: d.log.Named("api"),
 		Token: cfg.HTTP.Token, Agents: agentIDs, Providers: providers, Serialise: d.disp.Serialise,
+		Ended:        d.disp.Ended,
 		Health:       d.backend.Journal().Health,
 		AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins,
 		PublicListener: !listenLoopback(cfg.HTTP.Listen),

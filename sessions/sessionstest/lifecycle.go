@@ -223,6 +223,18 @@ func testSwitch(t *testing.T, open Opener) {
 	if !slices.Equal(ids(a), []string{two.SessionID}) || a[0].Reason != "switch" || a[0].Title != "two" {
 		t.Errorf("Archived after Switch = %+v, want only %s (reason switch)", a, two.SessionID)
 	}
+	// The session switched to starts again at the switch, and the one
+	// switched away from ended then (its span): what the room said before
+	// the switch is not the switched-to session's (dispatch's room
+	// history), nor are the results of subagents the other one spawned.
+	if !cur.SessionStartedAt.Equal(f.clk.Now()) || !cur.CreatedAt.Equal(one.CreatedAt) {
+		t.Errorf("Switch: sessionStartedAt %v, createdAt %v; want the switch's instant %v and the key's creation %v",
+			cur.SessionStartedAt, cur.CreatedAt, f.clk.Now(), one.CreatedAt)
+	}
+	if len(a) == 1 && (!a[0].ArchivedAt.Equal(f.clk.Now()) || !a[0].SessionStartedAt.Equal(reset.SessionStartedAt)) {
+		t.Errorf("Switch: archived %s spans %v to %v, want %v to the switch's instant %v", two.SessionID,
+			a[0].SessionStartedAt, a[0].ArchivedAt, reset.SessionStartedAt, f.clk.Now())
+	}
 	// Switching to the current session changes nothing.
 	same, err := f.idx.Switch(f.ctx, k, one.SessionID)
 	if err != nil || same.SessionID != one.SessionID {
