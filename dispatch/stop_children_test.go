@@ -74,6 +74,27 @@ func spawnedChild(t *testing.T, h *harness, parent routing.Key, uuid string) rou
 	return child
 }
 
+// workingChild spawns subagent uuid of parent and dispatches its job,
+// whose model call waits until unblock; it returns once the child is
+// working.
+func workingChild(t *testing.T, h *harness, m *model, parent routing.Key, uuid string) (child routing.Key, unblock func()) {
+	t.Helper()
+	child = spawnedChild(t, h, parent, uuid)
+	block := make(chan struct{})
+	var once sync.Once
+	unblock = func() { once.Do(func() { close(block) }) }
+	m.mu.Lock()
+	m.block = block // the child's model call waits for the test
+	m.mu.Unlock()
+	if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
+		Message: sessions.UserText("the job", time.Now())}); err != nil {
+		unblock()
+		t.Fatal(err)
+	}
+	<-m.started // the child is working
+	return child, unblock
+}
+
 // TestNewStopsChildren: /new (and /reset) stops the subagents the ended
 // session started: their result belonged to the conversation just ended
 // and would otherwise arrive into the new session, unasked, and be
@@ -90,19 +111,8 @@ func TestNewStopsChildren(t *testing.T) {
 	<-m.started
 	h.drained()
 
-	child := spawnedChild(t, h, parent, "7e2d4b1a-3c9f-4a6e-9b20-1f8d5c3a7e40")
-	block := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(block) }) }
+	_, unblock := workingChild(t, h, m, parent, "7e2d4b1a-3c9f-4a6e-9b20-1f8d5c3a7e40")
 	defer unblock()
-	m.mu.Lock()
-	m.block = block // the child's model call waits for the test
-	m.mu.Unlock()
-	if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
-		Message: sessions.UserText("the job", time.Now())}); err != nil {
-		t.Fatal(err)
-	}
-	<-m.started // the child is working
 	h.handle(in("tg", "98", "/new"))
 	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(h.tg.texts(), func(s string) bool {
 		return strings.HasPrefix(s, "Started a new session.")

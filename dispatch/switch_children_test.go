@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/gateway/gateway/agents"
 	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions"
 )
 
 // TestDeleteAndSwitchStopChildren (SPEC §6.1): /delete of the current
@@ -51,19 +48,8 @@ func TestDeleteAndSwitchStopChildren(t *testing.T) {
 			}
 			say("hello")
 
-			child := spawnedChild(t, h, parent, "9a4c2e1b-6d3f-4b8a-8c71-2e5f0a9d3b60")
-			block := make(chan struct{})
-			var once sync.Once
-			unblock := func() { once.Do(func() { close(block) }) }
+			_, unblock := workingChild(t, h, m, parent, "9a4c2e1b-6d3f-4b8a-8c71-2e5f0a9d3b60")
 			defer unblock()
-			m.mu.Lock()
-			m.block = block // the child's model call waits for the test
-			m.mu.Unlock()
-			if err := h.d.Dispatch(h.ctx, agents.Dispatch{AgentID: "main", Key: child, Subagent: true,
-				Message: sessions.UserText("the job", time.Now())}); err != nil {
-				t.Fatal(err)
-			}
-			<-m.started // the child is working
 			before := len(m.requests())
 			command := tc.command
 			if strings.Contains(command, "%s") {

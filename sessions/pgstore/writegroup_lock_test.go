@@ -44,19 +44,7 @@ func TestWriteGroupLockedRowFailsOnlyItsWrites(t *testing.T) {
 
 	// A group commit of one committer, held in a write while the writes
 	// queue, so that they all travel in one group.
-	g := newWriteGroup(db, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); g.run(ctx) }()
-	defer func() { cancel(); <-ran }()
-	hold, started := make(chan struct{}), make(chan struct{})
-	held := &write{op: "hold", fill: func(b *pgx.Batch) {
-		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
-	}}
-	var release sync.Once
-	defer release.Do(func() { close(hold) })
-	go func() { _ = g.do(context.Background(), held) }()
-	<-started
+	g, release := heldGroup(t, db)
 
 	before := opCounts(db, OpGroup, "test")
 	var ws []*write
@@ -76,7 +64,7 @@ func TestWriteGroupLockedRowFailsOnlyItsWrites(t *testing.T) {
 		wg.Go(func() { errs[i] = g.do(context.Background(), w) })
 	}
 	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == len(ws) })
-	release.Do(func() { close(hold) })
+	release()
 	wg.Wait()
 
 	for i, err := range errs {

@@ -34,6 +34,27 @@ func countRows(t *testing.T, db *DB, k string) int {
 	return n
 }
 
+// heldGroup starts a group commit of one committer on db, held in a write
+// until release, so that the writes handed over meanwhile all travel in
+// the group after it. Both stop with the test.
+func heldGroup(t *testing.T, db *DB) (g *writeGroup, release func()) {
+	t.Helper()
+	g = newWriteGroup(db, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); g.run(ctx) }()
+	hold, started := make(chan struct{}), make(chan struct{})
+	held := &write{op: "hold", fill: func(b *pgx.Batch) {
+		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
+	}}
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(func() { release(); cancel(); <-ran }) // a failed wait leaves no committer held
+	go func() { _ = g.do(context.Background(), held) }()
+	<-started
+	return g, release
+}
+
 // Writes handed over while the groups are in flight share the next one:
 // one round trip and one commit for all. A write the server refuses fails
 // alone; the others of its group commit.
@@ -42,19 +63,7 @@ func TestWriteGroupShares(t *testing.T) {
 	db, _ := openTest(t)
 	groupTable(t, db)
 	// A group commit of one committer, held in a write while 20 queue.
-	g := newWriteGroup(db, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { defer close(ran); g.run(ctx) }()
-	defer func() { cancel(); <-ran }()
-	hold, started := make(chan struct{}), make(chan struct{})
-	held := &write{op: "hold", fill: func(b *pgx.Batch) {
-		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
-	}}
-	var release sync.Once
-	defer release.Do(func() { close(hold) }) // a failed wait leaves no committer held
-	go func() { _ = g.do(context.Background(), held) }()
-	<-started
+	g, release := heldGroup(t, db)
 	before := opCounts(db, OpGroup, "test")
 	var wg sync.WaitGroup
 	errs := make([]error, 20)
@@ -67,7 +76,7 @@ func TestWriteGroupShares(t *testing.T) {
 		wg.Go(func() { errs[i] = g.do(context.Background(), w) })
 	}
 	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 20 })
-	release.Do(func() { close(hold) })
+	release()
 	wg.Wait()
 	for i, err := range errs {
 		var pe *pgconn.PgError
