@@ -35,7 +35,9 @@
 //     lookup, a few multiplications and the counters (BenchmarkAccount).
 //     Compaction triggers on the estimated size of the whole context (system
 //     prompt included) exceeding window − reserveTokens, checked before every
-//     model call of a turn.
+//     model call of a turn; the reserve takes at most half of the window
+//     (compactAt: a 20k window with the default 20000 reserve would
+//     otherwise compact before every call).
 //   - History pruning (maxHistoryShare) only shapes what is sent: whole turns
 //     (from a user message on) are left out oldest first, the compaction
 //     summary and the last turn are always sent, the transcript is untouched.

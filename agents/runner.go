@@ -464,7 +464,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		system := withRoomPrompt(withRoomPrompt(r.systemPrompt(s), t.SystemPrompt), mcpNotes)
 		fixed := llm.EstimateText(system) + llm.EstimateText(memory)
 		hist := sizes.weigh(c.Messages)
-		if est := fixed + hist; est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
+		if est := fixed + hist; est > r.compactAt(s.window) {
 			t.step(Step{Kind: StepCompaction})
 			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
