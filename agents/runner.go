@@ -477,7 +477,11 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
 		budget := int64(float64(s.window)*r.defaults.MaxHistoryShare) - fixed
-		msgs := withMemory(pruneSized(c, budget, sizes, hist), memory)
+		msgs := pruneSized(c, budget, sizes, hist)
+		if limit := r.compactAt(s.window) - fixed; hist > limit { // the pruned history is no larger
+			msgs = fitToolResults(msgs, limit) // toolfit.go: the last turn's results
+		}
+		msgs = withMemory(msgs, memory)
 		// Seed 004: never two turns of one role in a row (a reply appended
 		// after a failed one, an announcement beside a reply); every tool
 		// call answered (a turn stopped mid-tool left one without).
