@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
@@ -57,6 +58,35 @@ func summarize(ctx context.Context, call summarizeFunc, msgs []sessions.Message,
 		}
 	}
 	return plainNote(msgs), true
+}
+
+// maxSummaryShare is the largest share of the window a stored summary
+// takes (boundSummary).
+const maxSummaryShare = 0.2
+
+// summaryCutNote ends a summary boundSummary cut.
+const summaryCutNote = "\n\n[The rest of this summary was cut: it was too long for the context window.]"
+
+// boundSummary cuts a summary larger than maxSummaryShare of the window
+// (estimated) to that size, on a line or character boundary, and notes
+// the cut. A model looping while it summarises (a local model repeating
+// itself to its output limit) returns more than the window holds; stored
+// whole, that summary goes first in every request, cannot fit, and is
+// left out of the next summary as oversized, losing what it said.
+func boundSummary(summary string, window int64) string {
+	limit := int64(float64(window) * maxSummaryShare)
+	if llm.EstimateText(summary) <= limit {
+		return summary
+	}
+	n := int(limit*10/3) - len(summaryCutNote) // bytes: tokens are 0.3 a byte
+	for n > 0 && !utf8.RuneStart(summary[n]) {
+		n--
+	}
+	cut := summary[:n]
+	if i := strings.LastIndexByte(cut, '\n'); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " \n") + summaryCutNote
 }
 
 // plainNote is the summary of last resort.

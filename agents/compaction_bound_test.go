@@ -1,0 +1,91 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/openai"
+	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/sessions"
+)
+
+// TestRunawaySummaryIsBounded: a model that loops while summarising (a
+// local model repeating itself until its output limit) returns a summary
+// larger than the window. Stored whole, it was sent first in every
+// request, could not fit, and was itself left out of the next summary as
+// oversized: what it said was lost. The stored summary is cut to a fifth
+// of the window, so the next turn is answered with its beginning in the
+// request and no second compaction.
+func TestRunawaySummaryIsBounded(t *testing.T) {
+	const window = 40000
+	srv := openaitest.NewServer(t)
+	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaries := 0
+	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		size := 0
+		for _, m := range r.Body.Messages {
+			size += len(m.Content)
+		}
+		if size/4 > window {
+			return openaitest.Reply{Status: 400, ErrorCode: "context_length_exceeded", ErrorMessage: "maximum context length is 40000 tokens"}
+		}
+		if r.Body.Messages[0].Content == summarySystemPrompt {
+			if summaries++; summaries == 1 {
+				return openaitest.Reply{Text: "The door code is 4711. " + strings.Repeat("The user likes tea. ", 15000)}
+			}
+			if strings.Contains(r.LastUserText(), "4711") {
+				return openaitest.Reply{Text: "The door code is 4711."}
+			}
+			return openaitest.Reply{Text: "Nothing to note."}
+		}
+		return openaitest.DefaultReply(n, r)
+	})
+	h := newHarnessWith(t, Defaults{ContextWindow: window}, []Agent{{ID: "main", Model: Model{Primary: "oa/gpt-test"}}}, nil,
+		map[string]llm.Provider{"oa": p})
+	k := h.key("main", "1")
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := h.r.Run(ctx, Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user(fmt.Sprintf("message %d: the door code is 4711", i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.r.Compact(ctx, "main", k, ""); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := h.transcript("main", k).Context(ctx)
+	if n := llm.EstimateText(c.Summary); n > window/5 || !strings.HasPrefix(c.Summary, "The door code is 4711.") {
+		t.Fatalf("stored summary of %d tokens (%.40q), want its start within a fifth of the %d window", n, c.Summary, window)
+	}
+	srv.Forget()
+	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		if r.Body.Messages[0].Content == summarySystemPrompt {
+			summaries++
+			return openaitest.Reply{Text: "Nothing to note."}
+		}
+		all := ""
+		for _, m := range r.Body.Messages {
+			all += m.Content
+		}
+		if len(all)/4 > window {
+			return openaitest.Reply{Status: 400, ErrorCode: "context_length_exceeded", ErrorMessage: "maximum context length is 40000 tokens"}
+		}
+		if strings.Contains(all, "4711") {
+			return openaitest.Reply{Text: "The code is 4711."}
+		}
+		return openaitest.Reply{Text: "I don't know."}
+	})
+	before := summaries
+	res, err := h.r.Run(ctx, Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user("what is the door code?")}})
+	if err != nil || res.Text != "The code is 4711." {
+		t.Fatalf("next turn: %q, %v (%q)", res.Text, err, UserMessage(err))
+	}
+	if summaries != before {
+		t.Errorf("%d more summary calls, want the bounded summary kept", summaries-before)
+	}
+}
