@@ -50,3 +50,45 @@ func TestSmallWindowKeepsItsHistory(t *testing.T) {
 		t.Errorf("context: summary %q, %d messages, want the 8 messages of the chat verbatim", c.Summary, len(c.Messages))
 	}
 }
+
+// TestCompactionLeavesRoomForTheNextTurn: in a 32k window (a local
+// model's) with keepRecentTurns: 20 (seed 000's rule), the 20 turns kept
+// were above the compaction threshold, so once a chat reached it every
+// turn compacted again (a summary call and a memory flush per
+// message, each folding one more old message in). A compaction keeps at
+// most half of what the threshold allows, so the next turn runs without
+// one.
+func TestCompactionLeavesRoomForTheNextTurn(t *testing.T) {
+	srv := openaitest.NewServer(t)
+	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summaries := 0
+	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
+		if len(r.Body.Messages) > 0 && r.Body.Messages[0].Content == summarySystemPrompt {
+			summaries++
+			return openaitest.Reply{Text: "a summary"}
+		}
+		return openaitest.DefaultReply(n, r)
+	})
+	h := newHarnessWith(t, Defaults{Compaction: Compaction{KeepRecentTurns: 20}}, []Agent{{ID: "main", Model: Model{Primary: "oa/gpt-test"}, ContextWindow: 32000}}, nil,
+		map[string]llm.Provider{"oa": p})
+	k := h.key("main", "1")
+	ctx := context.Background()
+	compacted := make([]bool, 40)
+	for i := range compacted {
+		before := summaries
+		text := fmt.Sprintf("message %d %s", i, strings.Repeat("words ", 300)) // ~550 tokens, and as much again in the reply
+		if _, err := h.r.Run(ctx, Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user(text)}}); err != nil {
+			t.Fatal(err)
+		}
+		compacted[i] = summaries > before
+		if i > 0 && compacted[i] && compacted[i-1] {
+			t.Fatalf("turns %d and %d both compacted (%v): a compaction left no room for the next turn", i-1, i, compacted[:i+1])
+		}
+	}
+	if summaries == 0 {
+		t.Fatal("40 turns of ~1.1k tokens in a 32k window never compacted")
+	}
+}
