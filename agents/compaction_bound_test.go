@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,5 +88,33 @@ func TestRunawaySummaryIsBounded(t *testing.T) {
 	}
 	if summaries != before {
 		t.Errorf("%d more summary calls, want the bounded summary kept", summaries-before)
+	}
+}
+
+// TestFailedMergeKeepsThePartialSummaries: a long history is summarised
+// in chunks and the partial summaries merged by one more call. When only
+// that merge failed (its prompt too long for the model, a timeout, an
+// empty answer), every partial summary was thrown away and the session
+// was left with the plain "Summary unavailable" note. The partial
+// summaries, joined in order, are the summary then.
+func TestFailedMergeKeepsThePartialSummaries(t *testing.T) {
+	var msgs []sessions.Message
+	for i := range 40 {
+		msgs = append(msgs, user(fmt.Sprintf("m%d %s", i, strings.Repeat("z", 4000))))
+	}
+	n := 0
+	call := func(_ context.Context, prompt string) (string, error) {
+		if strings.HasPrefix(prompt, "Merge these partial summaries") {
+			return "", errors.New("maximum context length exceeded")
+		}
+		n++
+		return fmt.Sprintf("partial %d", n), nil
+	}
+	s, fb := summarize(context.Background(), call, msgs, 40000, "")
+	if !fb || !strings.Contains(s, "partial 1") || !strings.Contains(s, fmt.Sprintf("partial %d", n)) || strings.Contains(s, "Summary unavailable") {
+		t.Fatalf("summary %q (fallback %v), want the %d partial summaries", s, fb, n)
+	}
+	if strings.Index(s, "partial 1\n") > strings.Index(s, "partial 2") {
+		t.Fatalf("partial summaries out of order: %q", s)
 	}
 }

@@ -33,13 +33,14 @@ const summarySystemPrompt = "You summarise conversations so that they can contin
 // summarizeFunc makes one summary model call.
 type summarizeFunc func(ctx context.Context, prompt string) (string, error)
 
-// summarize summarises msgs, staged when they exceed a chunk. It falls back
-// to summarising without oversized messages and finally to a plain note;
+// summarize summarises msgs, staged when they exceed a chunk (the partial
+// summaries joined when their merge fails). It falls back to summarising
+// without oversized messages and finally to a plain note;
 // fallback reports that the model's summary is incomplete or missing.
 func summarize(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (summary string, fallback bool) {
-	s, err := summarizeStaged(ctx, call, msgs, window, instructions)
+	s, complete, err := summarizeStaged(ctx, call, msgs, window, instructions)
 	if err == nil {
-		return s, false
+		return s, !complete
 	}
 	if ctx.Err() == nil {
 		var kept []sessions.Message
@@ -52,7 +53,7 @@ func summarize(ctx context.Context, call summarizeFunc, msgs []sessions.Message,
 			kept = append(kept, m)
 		}
 		if len(notes) > 0 && len(kept) > 0 {
-			if s, err := summarizeStaged(ctx, call, kept, window, instructions); err == nil {
+			if s, _, err := summarizeStaged(ctx, call, kept, window, instructions); err == nil {
 				return s + "\n\n" + strings.Join(notes, "\n"), true
 			}
 		}
@@ -95,21 +96,26 @@ func plainNote(msgs []sessions.Message) string {
 		"They are kept in the session transcript.", len(msgs), llm.EstimateMessages(msgs))
 }
 
-func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (string, error) {
+// summarizeStaged summarises msgs in chunks and merges the partial
+// summaries. When only the merge fails (its prompt too long, a timeout,
+// an empty answer) the partial summaries joined in order are the summary
+// and complete is false: they hold what the merge would have.
+func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (summary string, complete bool, err error) {
 	if len(msgs) == 0 {
-		return "", errors.New("nothing to summarise")
+		return "", false, errors.New("nothing to summarise")
 	}
 	maxChunk := int64(float64(window)*chunkRatio(msgs, window)) - summaryOverhead
 	maxChunk = max(maxChunk, 1024)
 	chunks := chunkMessages(msgs, maxChunk)
 	if len(chunks) == 1 {
-		return summarizeOnce(ctx, call, summaryPrompt(chunks[0], instructions, 0, 1))
+		s, err := summarizeOnce(ctx, call, summaryPrompt(chunks[0], instructions, 0, 1))
+		return s, err == nil, err
 	}
 	parts := make([]string, 0, len(chunks))
 	for i, ch := range chunks {
 		s, err := summarizeOnce(ctx, call, summaryPrompt(ch, instructions, i+1, len(chunks)))
 		if err != nil {
-			return "", fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
+			return "", false, fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
 		}
 		parts = append(parts, s)
 	}
@@ -121,7 +127,10 @@ func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Me
 	for i, p := range parts {
 		fmt.Fprintf(&b, "\n<partial index=\"%d\">\n%s\n</partial>\n", i+1, p)
 	}
-	return summarizeOnce(ctx, call, b.String())
+	if s, err := summarizeOnce(ctx, call, b.String()); err == nil {
+		return s, true, nil
+	}
+	return "Partial summaries of the conversation, in order:\n\n" + strings.Join(parts, "\n\n"), false, nil
 }
 
 func summarizeOnce(ctx context.Context, call summarizeFunc, prompt string) (string, error) {
