@@ -320,8 +320,11 @@ type session struct {
 	cands    []candidate
 	cur      int
 	window   int64
-	log      *zap.Logger
-	room     Room // the turn's chat (message tool); nil outside a chat turn
+	// turnWindow, when set, is the smaller window of this turn's own
+	// model (Turn.Model, ambient.go): what is sent is pruned to it.
+	turnWindow int64
+	log        *zap.Logger
+	room       Room // the turn's chat (message tool); nil outside a chat turn
 	// memory holds the turn's memory scopes by kind (memory.go); nil:
 	// the agent keeps no memory.
 	memory map[string]sessions.MemoryScope
@@ -476,9 +479,10 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
-		budget := int64(float64(s.window)*r.defaults.MaxHistoryShare) - fixed
+		send := s.sendWindow()
+		budget := int64(float64(send)*r.defaults.MaxHistoryShare) - fixed
 		msgs := pruneSized(c, budget, sizes, hist)
-		if limit := r.compactAt(s.window) - fixed; hist > limit { // the pruned history is no larger
+		if limit := r.compactAt(send) - fixed; hist > limit { // the pruned history is no larger
 			msgs = fitToolResults(msgs, limit) // toolfit.go: the last turn's results
 		}
 		msgs = withMemory(msgs, memory)
