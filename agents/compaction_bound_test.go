@@ -118,3 +118,34 @@ func TestFailedMergeKeepsThePartialSummaries(t *testing.T) {
 		t.Fatalf("partial summaries out of order: %q", s)
 	}
 }
+
+// TestFailedChunkLosesOnlyItsPart: one chunk of a staged summary is
+// refused (a provider's content filter on one stretch of a group chat)
+// while the others are summarised. The whole compaction fell back to the
+// plain "Summary unavailable" note, losing every other part; now only
+// that part is left out, and the summary says so.
+func TestFailedChunkLosesOnlyItsPart(t *testing.T) {
+	var msgs []sessions.Message
+	for i := range 40 {
+		msgs = append(msgs, user(fmt.Sprintf("m%d %s", i, strings.Repeat("z", 4000))))
+	}
+	call := func(_ context.Context, prompt string) (string, error) {
+		switch {
+		case strings.HasPrefix(prompt, "Merge these partial summaries"):
+			if strings.Contains(prompt, "facts of m0") && strings.Contains(prompt, "facts of m39") {
+				return "merged: m0 and m39", nil
+			}
+			return "merged without the ends", nil
+		case strings.Contains(prompt, "m20 "):
+			return "", errors.New("400 content_filter: the request was filtered")
+		}
+		first := prompt[strings.Index(prompt, "User: ")+6:]
+		last := prompt[strings.LastIndex(prompt, "User: ")+6:]
+		return "facts of " + first[:strings.IndexByte(first, ' ')] + " to " + last[:strings.IndexByte(last, ' ')] +
+			" and facts of " + last[:strings.IndexByte(last, ' ')], nil
+	}
+	s, fb := summarize(context.Background(), call, msgs, 40000, "")
+	if !fb || !strings.HasPrefix(s, "merged: m0 and m39") || !strings.Contains(s, "left out") {
+		t.Fatalf("summary %q (fallback %v), want the other parts merged and the failed part noted", s, fb)
+	}
+}

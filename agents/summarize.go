@@ -97,9 +97,10 @@ func plainNote(msgs []sessions.Message) string {
 }
 
 // summarizeStaged summarises msgs in chunks and merges the partial
-// summaries. When only the merge fails (its prompt too long, a timeout,
-// an empty answer) the partial summaries joined in order are the summary
-// and complete is false: they hold what the merge would have.
+// summaries. A chunk the model fails to summarise (while ctx lasts) is
+// left out with a note; when the merge fails (its prompt too long, an
+// empty answer) the partial summaries joined in order are the summary.
+// complete is false in both cases.
 func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (summary string, complete bool, err error) {
 	if len(msgs) == 0 {
 		return "", false, errors.New("nothing to summarise")
@@ -112,12 +113,29 @@ func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Me
 		return s, err == nil, err
 	}
 	parts := make([]string, 0, len(chunks))
+	var notes []string // the parts that could not be summarised
 	for i, ch := range chunks {
 		s, err := summarizeOnce(ctx, call, summaryPrompt(ch, instructions, i+1, len(chunks)))
-		if err != nil {
+		if err != nil && ctx.Err() != nil {
 			return "", false, fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
 		}
+		if err != nil {
+			// One part refused (a content filter, an oversized message)
+			// loses that part only.
+			notes = append(notes, fmt.Sprintf("[part %d of %d of the conversation (%d messages, about %d tokens) was left out of this summary: summarising it failed]",
+				i+1, len(chunks), len(ch), llm.EstimateMessages(ch)))
+			continue
+		}
 		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "", false, errors.New("no part of the conversation could be summarised")
+	}
+	withNotes := func(s string) string {
+		if len(notes) == 0 {
+			return s
+		}
+		return s + "\n\n" + strings.Join(notes, "\n")
 	}
 	var b strings.Builder
 	b.WriteString("Merge these partial summaries of one conversation, in order, into one summary. Keep every decision, fact, id and open task.\n")
@@ -128,9 +146,9 @@ func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Me
 		fmt.Fprintf(&b, "\n<partial index=\"%d\">\n%s\n</partial>\n", i+1, p)
 	}
 	if s, err := summarizeOnce(ctx, call, b.String()); err == nil {
-		return s, true, nil
+		return withNotes(s), len(notes) == 0, nil
 	}
-	return "Partial summaries of the conversation, in order:\n\n" + strings.Join(parts, "\n\n"), false, nil
+	return withNotes("Partial summaries of the conversation, in order:\n\n" + strings.Join(parts, "\n\n")), false, nil
 }
 
 func summarizeOnce(ctx context.Context, call summarizeFunc, prompt string) (string, error) {
