@@ -149,3 +149,29 @@ func TestFailedChunkLosesOnlyItsPart(t *testing.T) {
 		t.Fatalf("summary %q (fallback %v), want the other parts merged and the failed part noted", s, fb)
 	}
 }
+
+// TestSummaryTimeoutKeepsTheDoneParts: a slow model (a local one) runs
+// out of compaction.timeoutSeconds in the middle of a staged summary.
+// Every part already summarised was thrown away for the plain "Summary
+// unavailable" note, so a long history on a slow model never got a
+// summary at all; the parts done are kept, the rest noted as left out.
+func TestSummaryTimeoutKeepsTheDoneParts(t *testing.T) {
+	var msgs []sessions.Message
+	for i := range 40 {
+		msgs = append(msgs, user(fmt.Sprintf("m%d %s", i, strings.Repeat("z", 4000))))
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	n := 0
+	call := func(ctx context.Context, prompt string) (string, error) {
+		if n++; n == 3 {
+			cancel(context.DeadlineExceeded) // the compaction's time is up during the third call
+			return "", context.Cause(ctx)
+		}
+		return fmt.Sprintf("part summary %d", n), nil
+	}
+	s, fb := summarize(ctx, call, msgs, 40000, "")
+	if !fb || !strings.Contains(s, "part summary 1") || !strings.Contains(s, "part summary 2") || !strings.Contains(s, "left out") {
+		t.Fatalf("summary %q (fallback %v), want the two parts done and the rest noted", s, fb)
+	}
+}

@@ -97,10 +97,10 @@ func plainNote(msgs []sessions.Message) string {
 }
 
 // summarizeStaged summarises msgs in chunks and merges the partial
-// summaries. A chunk the model fails to summarise (while ctx lasts) is
-// left out with a note; when the merge fails (its prompt too long, an
-// empty answer) the partial summaries joined in order are the summary.
-// complete is false in both cases.
+// summaries. A chunk the model fails to summarise is left out with a
+// note (once ctx ends, every chunk left is, and there is no merge); when
+// the merge fails (its prompt too long, an empty answer) the partial
+// summaries joined in order are the summary. complete is false then.
 func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (summary string, complete bool, err error) {
 	if len(msgs) == 0 {
 		return "", false, errors.New("nothing to summarise")
@@ -117,7 +117,18 @@ func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Me
 	for i, ch := range chunks {
 		s, err := summarizeOnce(ctx, call, summaryPrompt(ch, instructions, i+1, len(chunks)))
 		if err != nil && ctx.Err() != nil {
-			return "", false, fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
+			if len(parts) == 0 {
+				return "", false, fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
+			}
+			// Out of time (compaction.timeoutSeconds): the parts done
+			// are kept, the rest noted.
+			var left []sessions.Message
+			for _, c := range chunks[i:] {
+				left = append(left, c...)
+			}
+			notes = append(notes, fmt.Sprintf("[parts %d to %d of %d of the conversation (%d messages, about %d tokens) were left out of this summary: the compaction ran out of time]",
+				i+1, len(chunks), len(chunks), len(left), llm.EstimateMessages(left)))
+			break
 		}
 		if err != nil {
 			// One part refused (a content filter, an oversized message)
@@ -145,8 +156,10 @@ func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Me
 	for i, p := range parts {
 		fmt.Fprintf(&b, "\n<partial index=\"%d\">\n%s\n</partial>\n", i+1, p)
 	}
-	if s, err := summarizeOnce(ctx, call, b.String()); err == nil {
-		return withNotes(s), len(notes) == 0, nil
+	if ctx.Err() == nil { // else no time is left for the merge
+		if s, err := summarizeOnce(ctx, call, b.String()); err == nil {
+			return withNotes(s), len(notes) == 0, nil
+		}
 	}
 	return withNotes("Partial summaries of the conversation, in order:\n\n" + strings.Join(parts, "\n\n")), false, nil
 }
