@@ -11,7 +11,8 @@ import (
 // tools.deny wins), since it is the only way the turn can speak; its
 // final text is never delivered (the dispatcher's rule). Turn.Model, a
 // room's ambientModel, replaces the session's model for the turn only;
-// the agent's fallbacks still follow it.
+// the agent's fallbacks still follow it, and when its window is smaller
+// than the session's the turn's requests are pruned to it (sendWindow).
 
 // AmbientTool reports whether an ambient turn of agentID can speak: the
 // agent exists and its policy does not deny the message tool.
@@ -43,5 +44,20 @@ func (r *Runner) useModel(s *session, name string) error {
 		return userErr("The room's ambient model "+name+" is not configured.", fmt.Errorf("ambient model: %w", err))
 	}
 	s.cands, s.cur, s.provider, s.model = cands, 0, cands[0].provider, cands[0].model
+	if w := r.windowOf(s.agent, name); w < s.window {
+		s.turnWindow = w
+	}
 	return nil
+}
+
+// sendWindow is the window the turn's requests are pruned to: the
+// session's, or the turn's own model's when that is smaller (a room's
+// ambientModel). The compaction threshold stays the session's: the
+// history is the session's, kept for its model; a smaller model reading
+// it for one turn is sent less of it, not the session compacted for it.
+func (s *session) sendWindow() int64 {
+	if s.turnWindow > 0 {
+		return s.turnWindow
+	}
+	return s.window
 }

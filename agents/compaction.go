@@ -102,6 +102,7 @@ func (r *Runner) compact(ctx context.Context, s *session, instructions string) (
 	sctx, cancel := context.WithTimeout(ctx, r.defaults.compactionTimeout())
 	summary, fallback := summarize(sctx, r.summarizer(s), p.summarize, s.window, instructions)
 	cancel()
+	summary = boundSummary(summary, s.window)
 	if ctx.Err() != nil {
 		return compactResult{}, fmt.Errorf("agents: compact: %w", ctx.Err())
 	}

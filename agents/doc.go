@@ -35,7 +35,9 @@
 //     lookup, a few multiplications and the counters (BenchmarkAccount).
 //     Compaction triggers on the estimated size of the whole context (system
 //     prompt included) exceeding window − reserveTokens, checked before every
-//     model call of a turn.
+//     model call of a turn; the reserve takes at most half of the window
+//     (compactAt: a 20k window with the default 20000 reserve would
+//     otherwise compact before every call).
 //   - History pruning (maxHistoryShare) only shapes what is sent: whole turns
 //     (from a user message on) are left out oldest first, the compaction
 //     summary and the last turn are always sent, the transcript is untouched.
@@ -44,7 +46,11 @@
 //     keepRecentTurns, keepRecentMessages, each a minimum, the longest tail
 //     wins), cut never between a tool call and its result; the previous summary is folded into the new one. A failed or
 //     timed-out summary (compaction.timeoutSeconds, default 120) becomes a
-//     plain note, so the session still shrinks and the turn goes on.
+//     plain note, so the session still shrinks and the turn goes on. A
+//     summary larger than a fifth of the window is cut to it (boundSummary).
+//   - Tool results of the turn under way that outgrow window − reserve are
+//     sent cut, largest first, with the cut noted; the transcript keeps
+//     them whole (toolfit.go).
 //   - A resumed turn (no new inputs) whose reply is already in the transcript
 //     returns that reply without calling the model.
 //   - Tools: sessions_list and sessions_history see only the calling session

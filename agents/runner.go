@@ -320,8 +320,11 @@ type session struct {
 	cands    []candidate
 	cur      int
 	window   int64
-	log      *zap.Logger
-	room     Room // the turn's chat (message tool); nil outside a chat turn
+	// turnWindow, when set, is the smaller window of this turn's own
+	// model (Turn.Model, ambient.go): what is sent is pruned to it.
+	turnWindow int64
+	log        *zap.Logger
+	room       Room // the turn's chat (message tool); nil outside a chat turn
 	// memory holds the turn's memory scopes by kind (memory.go); nil:
 	// the agent keeps no memory.
 	memory map[string]sessions.MemoryScope
@@ -464,7 +467,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		system := withRoomPrompt(withRoomPrompt(r.systemPrompt(s), t.SystemPrompt), mcpNotes)
 		fixed := llm.EstimateText(system) + llm.EstimateText(memory)
 		hist := sizes.weigh(c.Messages)
-		if est := fixed + hist; est > s.window-int64(r.defaults.Compaction.ReserveTokens) {
+		if est := fixed + hist; est > r.compactAt(s.window) {
 			t.step(Step{Kind: StepCompaction})
 			if ok := r.compactLogged(ctx, s, "", CompactThreshold, est); ok {
 				if c, err = s.tr.Context(ctx); err != nil {
@@ -476,8 +479,13 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("agents: run: %w", ctx.Err())
 		}
-		budget := int64(float64(s.window)*r.defaults.MaxHistoryShare) - fixed
-		msgs := withMemory(pruneSized(c, budget, sizes, hist), memory)
+		send := s.sendWindow()
+		budget := int64(float64(send)*r.defaults.MaxHistoryShare) - fixed
+		msgs := pruneSized(c, budget, sizes, hist)
+		if limit := r.compactAt(send) - fixed; hist > limit { // the pruned history is no larger
+			msgs = fitToolResults(msgs, limit) // toolfit.go: the last turn's results
+		}
+		msgs = withMemory(msgs, memory)
 		// Seed 004: never two turns of one role in a row (a reply appended
 		// after a failed one, an announcement beside a reply); every tool
 		// call answered (a turn stopped mid-tool left one without).

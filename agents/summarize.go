@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
@@ -32,13 +33,14 @@ const summarySystemPrompt = "You summarise conversations so that they can contin
 // summarizeFunc makes one summary model call.
 type summarizeFunc func(ctx context.Context, prompt string) (string, error)
 
-// summarize summarises msgs, staged when they exceed a chunk. It falls back
-// to summarising without oversized messages and finally to a plain note;
+// summarize summarises msgs, staged when they exceed a chunk (the partial
+// summaries joined when their merge fails). It falls back to summarising
+// without oversized messages and finally to a plain note;
 // fallback reports that the model's summary is incomplete or missing.
 func summarize(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (summary string, fallback bool) {
-	s, err := summarizeStaged(ctx, call, msgs, window, instructions)
+	s, complete, err := summarizeStaged(ctx, call, msgs, window, instructions)
 	if err == nil {
-		return s, false
+		return s, !complete
 	}
 	if ctx.Err() == nil {
 		var kept []sessions.Message
@@ -51,12 +53,41 @@ func summarize(ctx context.Context, call summarizeFunc, msgs []sessions.Message,
 			kept = append(kept, m)
 		}
 		if len(notes) > 0 && len(kept) > 0 {
-			if s, err := summarizeStaged(ctx, call, kept, window, instructions); err == nil {
+			if s, _, err := summarizeStaged(ctx, call, kept, window, instructions); err == nil {
 				return s + "\n\n" + strings.Join(notes, "\n"), true
 			}
 		}
 	}
 	return plainNote(msgs), true
+}
+
+// maxSummaryShare is the largest share of the window a stored summary
+// takes (boundSummary).
+const maxSummaryShare = 0.2
+
+// summaryCutNote ends a summary boundSummary cut.
+const summaryCutNote = "\n\n[The rest of this summary was cut: it was too long for the context window.]"
+
+// boundSummary cuts a summary larger than maxSummaryShare of the window
+// (estimated) to that size, on a line or character boundary, and notes
+// the cut. A model looping while it summarises (a local model repeating
+// itself to its output limit) returns more than the window holds; stored
+// whole, that summary goes first in every request, cannot fit, and is
+// left out of the next summary as oversized, losing what it said.
+func boundSummary(summary string, window int64) string {
+	limit := int64(float64(window) * maxSummaryShare)
+	if llm.EstimateText(summary) <= limit {
+		return summary
+	}
+	n := int(limit*10/3) - len(summaryCutNote) // bytes: tokens are 0.3 a byte
+	for n > 0 && !utf8.RuneStart(summary[n]) {
+		n--
+	}
+	cut := summary[:n]
+	if i := strings.LastIndexByte(cut, '\n'); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " \n") + summaryCutNote
 }
 
 // plainNote is the summary of last resort.
@@ -65,23 +96,57 @@ func plainNote(msgs []sessions.Message) string {
 		"They are kept in the session transcript.", len(msgs), llm.EstimateMessages(msgs))
 }
 
-func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (string, error) {
+// summarizeStaged summarises msgs in chunks and merges the partial
+// summaries. A chunk the model fails to summarise is left out with a
+// note (once ctx ends, every chunk left is, and there is no merge); when
+// the merge fails (its prompt too long, an empty answer) the partial
+// summaries joined in order are the summary. complete is false then.
+func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Message, window int64, instructions string) (summary string, complete bool, err error) {
 	if len(msgs) == 0 {
-		return "", errors.New("nothing to summarise")
+		return "", false, errors.New("nothing to summarise")
 	}
 	maxChunk := int64(float64(window)*chunkRatio(msgs, window)) - summaryOverhead
 	maxChunk = max(maxChunk, 1024)
 	chunks := chunkMessages(msgs, maxChunk)
 	if len(chunks) == 1 {
-		return summarizeOnce(ctx, call, summaryPrompt(chunks[0], instructions, 0, 1))
+		s, err := summarizeOnce(ctx, call, summaryPrompt(chunks[0], instructions, 0, 1))
+		return s, err == nil, err
 	}
 	parts := make([]string, 0, len(chunks))
+	var notes []string // the parts that could not be summarised
 	for i, ch := range chunks {
 		s, err := summarizeOnce(ctx, call, summaryPrompt(ch, instructions, i+1, len(chunks)))
+		if err != nil && ctx.Err() != nil {
+			if len(parts) == 0 {
+				return "", false, fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
+			}
+			// Out of time (compaction.timeoutSeconds): the parts done
+			// are kept, the rest noted.
+			var left []sessions.Message
+			for _, c := range chunks[i:] {
+				left = append(left, c...)
+			}
+			notes = append(notes, fmt.Sprintf("[parts %d to %d of %d of the conversation (%d messages, about %d tokens) were left out of this summary: the compaction ran out of time]",
+				i+1, len(chunks), len(chunks), len(left), llm.EstimateMessages(left)))
+			break
+		}
 		if err != nil {
-			return "", fmt.Errorf("chunk %d of %d: %w", i+1, len(chunks), err)
+			// One part refused (a content filter, an oversized message)
+			// loses that part only.
+			notes = append(notes, fmt.Sprintf("[part %d of %d of the conversation (%d messages, about %d tokens) was left out of this summary: summarising it failed]",
+				i+1, len(chunks), len(ch), llm.EstimateMessages(ch)))
+			continue
 		}
 		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "", false, errors.New("no part of the conversation could be summarised")
+	}
+	withNotes := func(s string) string {
+		if len(notes) == 0 {
+			return s
+		}
+		return s + "\n\n" + strings.Join(notes, "\n")
 	}
 	var b strings.Builder
 	b.WriteString("Merge these partial summaries of one conversation, in order, into one summary. Keep every decision, fact, id and open task.\n")
@@ -91,7 +156,12 @@ func summarizeStaged(ctx context.Context, call summarizeFunc, msgs []sessions.Me
 	for i, p := range parts {
 		fmt.Fprintf(&b, "\n<partial index=\"%d\">\n%s\n</partial>\n", i+1, p)
 	}
-	return summarizeOnce(ctx, call, b.String())
+	if ctx.Err() == nil { // else no time is left for the merge
+		if s, err := summarizeOnce(ctx, call, b.String()); err == nil {
+			return withNotes(s), len(notes) == 0, nil
+		}
+	}
+	return withNotes("Partial summaries of the conversation, in order:\n\n" + strings.Join(parts, "\n\n")), false, nil
 }
 
 func summarizeOnce(ctx context.Context, call summarizeFunc, prompt string) (string, error) {

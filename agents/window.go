@@ -55,3 +55,14 @@ func (r *Runner) windowOf(a Agent, model string) int64 {
 	}
 	return int64(r.defaults.ContextWindow)
 }
+
+// compactAt is the context size (tokens) above which a turn compacts
+// before its model call: window − reserveTokens, the reserve taking at
+// most half of the window. A window the guard lets run (16k–32k, SPEC §5)
+// may be at or below the default reserve of 20000; window − reserve would
+// then be nothing, and every model call would compact the session down to
+// its last message. Half the window is where pruning (maxHistoryShare
+// 0.5) starts leaving turns out anyway.
+func (r *Runner) compactAt(window int64) int64 {
+	return window - min(int64(r.defaults.Compaction.ReserveTokens), window/2)
+}
