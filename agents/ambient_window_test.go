@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/sessions"
 )
@@ -19,11 +18,7 @@ import (
 // is pruned to its own model's window; the session is not compacted.
 func TestAmbientModelWindowPrunesNotCompacts(t *testing.T) {
 	const small = 32000
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
 		size := 0
 		for _, m := range r.Body.Messages {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/sessions"
 )
@@ -22,11 +21,7 @@ import (
 // request and no second compaction.
 func TestRunawaySummaryIsBounded(t *testing.T) {
 	const window = 40000
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	summaries := 0
 	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
 		size := 0

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/sessions"
 )
@@ -18,11 +17,7 @@ import (
 // compaction summarises the huge one away (a note: it cannot be
 // summarised) instead of the session failing every turn until /new.
 func TestHugeFirstMessage(t *testing.T) {
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	const window = 32000
 	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
 		size := 0
@@ -39,7 +34,7 @@ func TestHugeFirstMessage(t *testing.T) {
 	k := h.key("main", "1")
 	ctx := context.Background()
 	huge := strings.Repeat("word ", window) // ~48k tokens estimated
-	_, err = h.r.Run(ctx, Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user(huge)}})
+	_, err := h.r.Run(ctx, Turn{AgentID: "main", Key: k, Inputs: []sessions.Message{user(huge)}})
 	if err == nil || !strings.Contains(UserMessage(err), "too long") {
 		t.Fatalf("err = %v (%q), want the too-long notice", err, UserMessage(err))
 	}

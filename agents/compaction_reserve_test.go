@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/sessions"
 )
@@ -20,11 +19,7 @@ import (
 // before every model call (the bot forgetting each message as the next
 // arrives, a summary call per message).
 func TestSmallWindowKeepsItsHistory(t *testing.T) {
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	summaries := 0
 	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
 		if len(r.Body.Messages) > 0 && r.Body.Messages[0].Content == summarySystemPrompt {
@@ -59,11 +54,7 @@ func TestSmallWindowKeepsItsHistory(t *testing.T) {
 // most half of what the threshold allows, so the next turn runs without
 // one.
 func TestCompactionLeavesRoomForTheNextTurn(t *testing.T) {
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	summaries := 0
 	srv.SetReply(func(n int, r openaitest.Request) openaitest.Reply {
 		if len(r.Body.Messages) > 0 && r.Body.Messages[0].Content == summarySystemPrompt {

@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/sessions"
 )
@@ -182,11 +181,7 @@ func (s slowSummary) Stream(ctx context.Context, req llm.Request, fn func(llm.Ev
 }
 
 func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	h := newHarnessWith(t, Defaults{Compaction: Compaction{KeepRecentTokens: 1}}, []Agent{{ID: "main", Model: Model{Primary: "oa/gpt-test"}}}, nil,
 		map[string]llm.Provider{"oa": p})
 	k := h.key("main", "1")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/agents/llm"
+	"github.com/gateway/gateway/agents/openai"
+	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -396,4 +398,16 @@ func checkPaired(t *testing.T, what string, msgs []sessions.Message) {
 		}
 		i += len(calls)
 	}
+}
+
+// fakeOpenAI starts the OpenAI-compatible fake and returns it with a
+// provider "oa" on it that never retries.
+func fakeOpenAI(t testing.TB) (*openaitest.Server, llm.Provider) {
+	t.Helper()
+	srv := openaitest.NewServer(t)
+	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, p
 }

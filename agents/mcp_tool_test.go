@@ -11,7 +11,6 @@ import (
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/agents/mcp"
 	"github.com/gateway/gateway/agents/mcp/mcptest"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/sessions"
 )
@@ -55,11 +54,7 @@ func TestMCPToolsThroughTurn(t *testing.T) {
 		"local":  mcptest.StdioConfig(t),
 		"remote": {URL: httpSrv.URL, Tools: mcp.Filter{Deny: []string{"crash"}}},
 	})
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	h := newHarnessWith(t, Defaults{}, []Agent{
 		{ID: "main", Model: Model{Primary: "oa/gpt-test"}, Tools: Tools{Allow: []string{"mcp:local", "remote__echo"}, Deny: []string{"local__fail"}}},
 		{ID: "plain", Model: Model{Primary: "oa/gpt-test"}},

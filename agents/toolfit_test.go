@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/sessions"
@@ -32,11 +31,7 @@ func TestOversizedToolResultsStillAnswered(t *testing.T) {
 		_, _ = w.Write([]byte(text))
 	}))
 	defer page.Close()
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	args := func(u string) string {
 		b, _ := json.Marshal(map[string]any{"url": u, "maxChars": 100000})
 		return string(b)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/gateway/gateway/agents/llm"
-	"github.com/gateway/gateway/agents/openai"
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/agents/webfetch"
 	"github.com/gateway/gateway/sessions"
@@ -29,11 +28,7 @@ func TestWebFetchToolThroughTurn(t *testing.T) {
 		_, _ = w.Write([]byte("The tide turns at 16:40 today."))
 	}))
 	defer page.Close()
-	srv := openaitest.NewServer(t)
-	p, err := openai.New(openai.Config{Name: "oa", Provider: llm.ProviderConfig{Type: "openai", BaseURL: srv.BaseURL(), APIKey: "k", MaxRetries: llm.Retry(-1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := fakeOpenAI(t)
 	h := newHarnessWith(t, Defaults{}, []Agent{{ID: "main", Model: Model{Primary: "oa/gpt-test"}, Tools: Tools{Allow: []string{"web_fetch"}}}}, nil,
 		map[string]llm.Provider{"oa": p})
 	h.r.fetch = webfetch.New(webfetch.Options{Permit: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }})
