@@ -2,7 +2,8 @@ package access
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -45,34 +46,25 @@ func (c Config) CheckIDs(channel string) error {
 	if err := rule.checkList(channel, "allowFrom", c.AllowFrom); err != nil {
 		return err
 	}
-	for _, id := range sortedRuleKeys(c.Groups) {
-		path := c.GroupsKey + "." + id
-		if !rule.isKey(strings.TrimSpace(id), rule.signed) {
-			return fmt.Errorf("%s: %q is not a %s id (a number, or \"*\")", c.GroupsKey, id, rule.platform)
-		}
-		if err := rule.checkRule(channel, path, c.Groups[id]); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Group (chat) ids are signed on Telegram; topics and channels are not.
+	return rule.checkRules(channel, c.GroupsKey, c.Groups, rule.signed)
 }
 
-func (r idRule) checkRule(channel, path string, g GroupRule) error {
-	if err := r.checkList(channel, path+".allowFrom", g.AllowFrom); err != nil {
-		return err
-	}
-	for _, sub := range []struct {
-		key   string
-		rules map[string]GroupRule
-	}{{"topics", g.Topics}, {"channels", g.Channels}} {
-		for _, id := range sortedRuleKeys(sub.rules) {
-			p := path + "." + sub.key + "." + id
-			if !r.isKey(strings.TrimSpace(id), false) {
-				return fmt.Errorf("%s: %q is not a %s id (a number, or \"*\")", path+"."+sub.key, id, r.platform)
-			}
-			if err := r.checkRule(channel, p, sub.rules[id]); err != nil {
-				return err
-			}
+// checkRules checks the keys of rules (under key) and what each rule holds.
+func (r idRule) checkRules(channel, key string, rules map[string]GroupRule, signed bool) error {
+	for _, id := range slices.Sorted(maps.Keys(rules)) {
+		if t := strings.TrimSpace(id); t != Wildcard && !isNumber(t, signed) {
+			return fmt.Errorf("%s: %q is not a %s id (a number, or \"*\")", key, id, r.platform)
+		}
+		path, g := key+"."+id, rules[id]
+		if err := r.checkList(channel, path+".allowFrom", g.AllowFrom); err != nil {
+			return err
+		}
+		if err := r.checkRules(channel, path+".topics", g.Topics, false); err != nil {
+			return err
+		}
+		if err := r.checkRules(channel, path+".channels", g.Channels, false); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -91,10 +83,6 @@ func (r idRule) checkList(channel, key string, list []string) error {
 			key, i, e, r.platform, r.hint)
 	}
 	return nil
-}
-
-func (r idRule) isKey(id string, signed bool) bool {
-	return id == Wildcard || isNumber(id, signed)
 }
 
 // otherChannel reports whether prefix names a channel other than channel.
@@ -128,15 +116,6 @@ func isNumber(s string, signed bool) bool {
 		}
 	}
 	return true
-}
-
-func sortedRuleKeys(m map[string]GroupRule) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // CheckOwner checks a commands.owners entry: one that names Telegram or

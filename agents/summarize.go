@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
@@ -79,11 +78,8 @@ func boundSummary(summary string, window int64) string {
 	if llm.EstimateText(summary) <= limit {
 		return summary
 	}
-	n := int(limit*10/3) - len(summaryCutNote) // bytes: tokens are 0.3 a byte
-	for n > 0 && !utf8.RuneStart(summary[n]) {
-		n--
-	}
-	cut := summary[:n]
+	n := int(llm.TextBytes(limit)) - len(summaryCutNote)
+	cut := runePrefix(summary, n)
 	if i := strings.LastIndexByte(cut, '\n'); i > n/2 {
 		cut = cut[:i]
 	}

@@ -39,8 +39,8 @@ func fitToolResults(msgs []sessions.Message, limit int64) []sessions.Message {
 			lens = append(lens, textBytes(msgs[i]))
 		}
 	}
-	// Tokens are estimated at 0.3 a byte; each cut adds its note.
-	excess := int((total-limit)*10/3) + 1 + len(lens)*len(toolResultCutNote)
+	// Each cut adds its note.
+	excess := int(llm.TextBytes(total-limit)) + 1 + len(lens)*len(toolResultCutNote)
 	keep := cutCap(lens, excess)
 	var out []sessions.Message
 	for i := range msgs {
@@ -113,12 +113,9 @@ func cutToolResult(m sessions.Message, keep int) sessions.Message {
 			continue
 		}
 		if len(c.Text) > keep {
-			n := keep
-			for n > 0 && !utf8.RuneStart(c.Text[n]) {
-				n--
-			}
-			cut += len(c.Text) - n
-			c.Text = c.Text[:n]
+			kept := runePrefix(c.Text, keep)
+			cut += len(c.Text) - len(kept)
+			c.Text = kept
 			keep = 0
 		} else {
 			keep -= len(c.Text)
@@ -131,4 +128,15 @@ func cutToolResult(m sessions.Message, keep int) sessions.Message {
 	}
 	m.Content = content
 	return m
+}
+
+// runePrefix is s cut to at most n bytes, on a character boundary.
+func runePrefix(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:max(n, 0)]
 }

@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/gateway/gateway/channels"
@@ -54,4 +56,15 @@ func (d *Dispatcher) accept(ctx context.Context, rec sessions.Record) (dup bool,
 		return err
 	})
 	return false, nil
+}
+
+// inboundRecord is the journal record of w, an inbound message or command
+// (its Inbound and history mark in the payload).
+func (w *work) inboundRecord() (sessions.Record, error) {
+	payload, err := json.Marshal(envelope{Inbound: &w.In, History: w.HistoryMark})
+	if err != nil {
+		return sessions.Record{}, fmt.Errorf("dispatch: encode inbound: %w", err)
+	}
+	return sessions.Record{ID: w.RecordID, AgentID: w.AgentID, SessionKey: w.Key.String(),
+		Payload: payload, AcceptedAt: w.AcceptedAt}, nil
 }

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -316,13 +315,9 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 		return channels.ErrRejected
 	}
 	w.HistoryMark = d.history.mark(in)
-	payload, err := json.Marshal(envelope{Inbound: &in, History: w.HistoryMark})
+	rec, err := w.inboundRecord()
 	if err != nil {
-		return fmt.Errorf("dispatch: encode inbound: %w", err)
-	}
-	rec := sessions.Record{
-		ID: w.RecordID, AgentID: route.AgentID, SessionKey: route.Key.String(),
-		Payload: payload, AcceptedAt: w.AcceptedAt,
+		return err
 	}
 	if d.stage(ctx, w, rec) {
 		return nil // accepted with the rest of its batch (accept_batch.go)

@@ -2,14 +2,12 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
-	"github.com/gateway/gateway/sessions"
 )
 
 // stop cancels the session's active run and queued work (it does not wait
@@ -38,12 +36,10 @@ func (c commander) stop(ctx context.Context, w *work) {
 // resumed. Its answer finishes the record (commander.reply). A journal
 // that cannot take the record does not hold /stop up: it stops, unguarded.
 func (d *Dispatcher) stopRepeated(ctx context.Context, w *work) bool {
-	payload, err := json.Marshal(envelope{Inbound: &w.In})
+	rec, err := w.inboundRecord()
 	if err == nil {
 		var dup bool
-		dup, err = d.accept(ctx, sessions.Record{ID: w.RecordID, AgentID: w.AgentID, SessionKey: w.Key.String(),
-			Payload: payload, AcceptedAt: w.AcceptedAt})
-		if err == nil {
+		if dup, err = d.accept(ctx, rec); err == nil {
 			return dup
 		}
 	}

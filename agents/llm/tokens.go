@@ -14,6 +14,12 @@ func EstimateText(s string) int64 {
 	return estimateChars(int64(len(s)))
 }
 
+// TextBytes is about how many bytes of text make tokens tokens: the
+// inverse of EstimateText's rate, for cutting text to a token budget.
+func TextBytes(tokens int64) int64 {
+	return tokens * 4 * 10 / 12
+}
+
 func estimateChars(n int64) int64 {
 	if n == 0 {
 		return 0
