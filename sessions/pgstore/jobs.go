@@ -107,47 +107,97 @@ func (s jobStore) RemoveJob(ctx context.Context, id string) error {
 	return nil
 }
 
-// ClaimDueJobs implements sessions.Jobs.
+// ClaimDueJobs implements sessions.Jobs. One statement claims the due
+// jobs and finds when the next one falls due (issue 21: a scheduler polls
+// every second on every replica, and two statements a poll were a round
+// trip more each second than the claim needs). The next-due half reads
+// the table as the statement found it, before its own claims: the jobs it
+// claims are left out by id, as the claim had committed.
 func (s jobStore) ClaimDueJobs(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]sessions.Job, time.Time, error) {
 	ctx = withOp(ctx, OpJobs)
 	if limit <= 0 {
 		limit = 1000
 	}
 	now = now.UTC()
-	rows, err := s.db.pool.Query(ctx, `WITH due AS (
-			SELECT id FROM jobs
-			WHERE state = 'active' AND next_at <= $1 AND (claim_owner = '' OR claim_until <= $1)
-			ORDER BY next_at, id LIMIT $4
-			FOR UPDATE SKIP LOCKED)
-		UPDATE jobs SET claim_owner = $2, claim_until = $3 FROM due WHERE jobs.id = due.id
-		RETURNING `+jobColsOf("jobs"), now, owner, now.Add(lease), limit)
+	rows, err := s.db.pool.Query(ctx, claimDueJobsSQL, now, owner, now.Add(lease), limit)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("pgstore: claim due jobs: %w", err)
 	}
-	claimed, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
+	var (
+		claimed []sessions.Job
+		at      time.Time
+	)
+	for rows.Next() {
+		var (
+			isNext bool
+			next   *time.Time
+		)
+		j, err := scanJobOr(rows, &isNext, &next)
+		if err != nil {
+			rows.Close()
+			return nil, time.Time{}, fmt.Errorf("pgstore: claim due jobs: %w", err)
+		}
+		switch {
+		case !isNext:
+			claimed = append(claimed, j)
+		case next != nil:
+			at = next.UTC()
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, time.Time{}, fmt.Errorf("pgstore: claim due jobs: %w", err)
-	}
-	var next *time.Time
-	err = s.db.pool.QueryRow(ctx, `SELECT least(
-		(SELECT next_at FROM jobs WHERE state = 'active' AND claim_owner = '' ORDER BY next_at, id LIMIT 1),
-		(SELECT min(greatest(claim_until, next_at)) FROM jobs
-		 WHERE state = 'active' AND claim_owner <> '' AND claim_owner <> $1))`, owner).Scan(&next)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("pgstore: next due job: %w", err)
-	}
-	var at time.Time
-	if next != nil {
-		at = next.UTC()
 	}
 	sessions.SortJobs(claimed)
 	return claimed, at, nil
 }
 
-// jobColsOf is jobCols qualified by table t (an UPDATE ... FROM names
-// columns of both).
-func jobColsOf(t string) string {
-	return t + `.body, ` + t + `.state, ` + t + `.next_at, ` + t + `.claim_owner, ` + t + `.claim_until`
+// claimDueJobsSQL claims up to $4 due jobs for owner $2 until $3 (at $1)
+// and returns them, then one row (is_next) with when the next job falls
+// due: the first unclaimed one, or the first claim of another owner to run
+// out (NULL: none).
+const claimDueJobsSQL = `WITH due AS (
+		SELECT id FROM jobs
+		WHERE state = 'active' AND next_at <= $1 AND (claim_owner = '' OR claim_until <= $1)
+		ORDER BY next_at, id LIMIT $4
+		FOR UPDATE SKIP LOCKED),
+	claimed AS (
+		UPDATE jobs SET claim_owner = $2, claim_until = $3 FROM due WHERE jobs.id = due.id
+		RETURNING jobs.id, jobs.body, jobs.state, jobs.next_at, jobs.claim_owner, jobs.claim_until)
+	SELECT false AS is_next, body, state, next_at, claim_owner, claim_until, NULL::timestamptz FROM claimed
+	UNION ALL
+	SELECT true, NULL, NULL, NULL, NULL, NULL, least(
+		(SELECT next_at FROM jobs WHERE state = 'active' AND claim_owner = ''
+			AND id NOT IN (SELECT id FROM claimed) ORDER BY next_at, id LIMIT 1),
+		(SELECT min(greatest(claim_until, next_at)) FROM jobs
+		 WHERE state = 'active' AND claim_owner <> '' AND claim_owner <> $2
+			AND id NOT IN (SELECT id FROM claimed)))`
+
+// scanJobOr reads a row of claimDueJobsSQL: a claimed job, or (*isNext)
+// the next due time.
+func scanJobOr(rows pgx.Rows, isNext *bool, next **time.Time) (sessions.Job, error) {
+	var (
+		j     sessions.Job
+		body  []byte
+		state *string
+		at    *time.Time
+		owner *string
+		until *time.Time
+	)
+	if err := rows.Scan(isNext, &body, &state, &at, &owner, &until, next); err != nil {
+		return j, err
+	}
+	if *isNext {
+		return j, nil
+	}
+	if err := json.Unmarshal(body, &j); err != nil {
+		return j, fmt.Errorf("job: decode body: %w", err)
+	}
+	j.State, j.NextAt, j.ClaimOwner = *state, at.UTC(), *owner
+	j.ClaimUntil = time.Time{}
+	if until != nil {
+		j.ClaimUntil = until.UTC()
+	}
+	return j, nil
 }
 
 // SettleJob implements sessions.Jobs.

@@ -31,6 +31,7 @@ func TestJobs(t *testing.T, open JobsOpener) {
 		{"HostileIDs", testJobsHostileIDs},
 		{"ClaimOnceAcrossHandles", testJobsClaimOnce},
 		{"ClaimRunsOut", testJobsClaimRunsOut},
+		{"ClaimNextDue", testJobsClaimNextDue},
 		{"SettleNextOccurrence", testJobsSettle},
 		{"DisableWhileClaimed", testJobsDisable},
 		{"SettleBatch", testJobsSettleBatch},
@@ -280,6 +281,34 @@ func testJobsClaimRunsOut(t *testing.T, open JobsOpener) {
 	}
 	if err := b.SettleJob(ctx, "nope", "alive", settle); !errors.Is(err, sessions.ErrNoJob) {
 		t.Fatalf("settle of no job: %v, want ErrNoJob", err)
+	}
+}
+
+// testJobsClaimNextDue: the next due time a claim returns is that of the
+// first job it left unclaimed (due already when the limit cut the claim
+// short), never one of those it just claimed; then that of the first
+// job not due yet.
+func testJobsClaimNextDue(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	s := open(t, nil)
+	for i := range 3 {
+		addJob(t, s, testJob(i, "-100"))
+	}
+	addJob(t, s, testJob(60, "-100"))
+	now := jobT0.Add(5 * time.Minute)
+	js, next, err := s.ClaimDueJobs(ctx, now, "me", time.Hour, 2)
+	if err != nil || len(js) != 2 || js[0].ID != "j0000" || js[1].ID != "j0001" {
+		t.Fatalf("claim of two: %v, %v", jobIDs(js), err)
+	}
+	if want := jobT0.Add(2 * time.Minute); !next.Equal(want) {
+		t.Errorf("next due after a claim cut short = %v, want %v (j0002, due and unclaimed)", next, want)
+	}
+	js, next, err = s.ClaimDueJobs(ctx, now, "me", time.Hour, 10)
+	if err != nil || len(js) != 1 || js[0].ID != "j0002" {
+		t.Fatalf("claim of the rest: %v, %v", jobIDs(js), err)
+	}
+	if want := jobT0.Add(time.Hour); !next.Equal(want) {
+		t.Errorf("next due after every due job is claimed = %v, want %v (j0060)", next, want)
 	}
 }
 
