@@ -66,36 +66,11 @@ func (d *Delivery) Orphans(ctx context.Context) ([]sessions.Record, []sessions.R
 const releasedDeliveryChannel = "gateway_delivery_released"
 
 // WaitOrphans sleeps for d, or until a handle closes (a notification on
-// releasedDeliveryChannel), or ctx ends. A notification sent between two
-// waits is missed: the caller's next Orphans, d later, finds the rows.
+// releasedDeliveryChannel, heard by the handle's listening connection,
+// turns_wait.go; one heard since the last wait ends this one at once), or
+// ctx ends.
 func (d *Delivery) WaitOrphans(ctx context.Context, wait time.Duration) {
-	ctx = withOp(ctx, OpClaim)
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	c, err := d.db.pool.Acquire(wctx)
-	if err != nil {
-		<-wctx.Done()
-		return
-	}
-	defer c.Release()
-	if _, err := c.Exec(wctx, "LISTEN "+releasedDeliveryChannel); err != nil {
-		_ = c.Conn().Close(context.Background())
-		<-wctx.Done()
-		return
-	}
-	err = c.Conn().PgConn().WaitForNotification(wctx)
-	uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer ucancel()
-	if c.Conn().IsClosed() {
-		return
-	}
-	if _, uerr := c.Exec(uctx, "UNLISTEN "+releasedDeliveryChannel); uerr != nil {
-		// A connection in an unknown state must not serve anyone else.
-		_ = c.Conn().Close(uctx)
-	}
-	if err != nil && wctx.Err() == nil {
-		<-wctx.Done() // broken: do not spin
-	}
+	d.waiters.waitOrphans(ctx, d.db, wait)
 }
 
 // ownLock makes sure this handle holds its owner lock before it takes

@@ -278,6 +278,53 @@ func TestWaitOrphansWokenByClose(t *testing.T) {
 	}
 }
 
+// TestWaitOrphansCloseBetweenWaitsHeard: a handle that closes while the
+// replica is between two waits for orphans (looking for them) ends the
+// next wait at once, instead of being missed until the wait's timeout;
+// and a wait costs no round trip of the pool (one listening connection
+// per handle, not a LISTEN and an UNLISTEN every two seconds).
+func TestWaitOrphansCloseBetweenWaitsHeard(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	leaving := db.Delivery(DeliveryOptions{})
+	mustAccept(t, leaving, "left")
+	waiter := newDelivery(t, db, DeliveryOptions{})
+	before := opCounts(db, OpClaim)[OpClaim]
+	waiter.WaitOrphans(ctx, 50*time.Millisecond) // starts its listener
+	if after := opCounts(db, OpClaim)[OpClaim]; after != before {
+		t.Errorf("a wait for orphans cost %v round trips and commits of the pool, want none", [2]int64{after[0] - before[0], after[1] - before[1]})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN `+releasedDeliveryChannel+`'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter's listening connection never listened")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := leaving.Close(); err != nil { // nobody waits now
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waiter.WaitOrphans(ctx, 20*time.Second)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the wait after a close heard between waits took %s, want at once", took)
+	}
+	recs, _, err := waiter.Orphans(ctx)
+	if err != nil || len(recs) != 1 || recs[0].ID != "left" {
+		t.Errorf("Orphans after the wake = %+v, %v; want the closed handle's record", recs, err)
+	}
+}
+
 // TestDeliveryCutOffOwnerNotTakenAtReturn: when the owner locks' connections
 // are cut (a database restart terminates every connection), the handle
 // that takes its lock again first does not take the other owners' rows in

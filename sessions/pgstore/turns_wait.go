@@ -22,17 +22,30 @@ import (
 // connection is down, waits end by their timeout; each time it is
 // (re)established every waiter is woken, for a release it may have missed.
 // In one process a session has at most one waiter (its lane's).
+//
+// The same connection LISTENs on releasedDeliveryChannel for the
+// dispatcher's wait between two looks for orphans (Delivery.WaitOrphans):
+// a handle that closed wakes it. Acquiring a pool connection, LISTEN and
+// UNLISTEN for every wait cost two round trips every two seconds on every
+// replica and held a pool connection between them (issue 21); and a
+// close heard while nobody waits is kept (orphansHeard) for the next wait
+// instead of being missed.
 type leaseWaiters struct {
-	// mu guards subs, asked and started.
+	// mu guards subs, asked, orphans, orphansHeard and started.
 	mu sync.Mutex
 	// subs holds each waiting turn's channel and the lease it waits for.
 	subs map[chan struct{}]string
 	// asked holds the leases a BeginTurn was sent for and not held, with
 	// whether a release of it (or a reconnection) was heard since.
-	asked   map[string]bool
-	started bool
-	stop    chan struct{} // the handle's: closed by Close
-	log     *zap.Logger
+	asked map[string]bool
+	// orphans holds the channels of the waits for orphans.
+	orphans map[chan struct{}]struct{}
+	// orphansHeard: a handle closed (or the listener reconnected) while
+	// no wait for orphans was running; the next returns at once.
+	orphansHeard bool
+	started      bool
+	stop         chan struct{} // the handle's: closed by Close
+	log          *zap.Logger
 }
 
 // ask notes that a BeginTurn for lease name is being sent: a release heard
@@ -86,6 +99,58 @@ func (w *leaseWaiters) wait(ctx context.Context, db *DB, name string, d time.Dur
 	}
 }
 
+// waitOrphans returns after d, when a handle closes (a notification on
+// releasedDeliveryChannel, also one heard since the last wait), or when
+// ctx ends or the handle closes.
+func (w *leaseWaiters) waitOrphans(ctx context.Context, db *DB, d time.Duration) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.orphansHeard {
+		w.orphansHeard = false
+		w.mu.Unlock()
+		return
+	}
+	if w.orphans == nil {
+		w.orphans = map[chan struct{}]struct{}{}
+	}
+	w.orphans[ch] = struct{}{}
+	if !w.started {
+		w.started = true
+		go w.listen(db)
+	}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.orphans, ch)
+		w.mu.Unlock()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-w.stop:
+	}
+}
+
+// orphansReleased wakes the waits for orphans, or notes the release for
+// the next one when none is running.
+func (w *leaseWaiters) orphansReleased() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.orphans) == 0 {
+		w.orphansHeard = true
+		return
+	}
+	for ch := range w.orphans {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // released wakes the waiter of lease name and notes the release for a
 // BeginTurn in flight; "" stands for every lease (a release may have been
 // missed).
@@ -123,6 +188,7 @@ func (w *leaseWaiters) listen(db *DB) {
 		if err := w.listenOnce(ctx, db); err != nil && ctx.Err() == nil {
 			w.log.Debug("session lease listener lost its connection; reconnecting", zap.Error(err))
 			w.released("") // a release may have been missed meanwhile
+			w.orphansReleased()
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -137,8 +203,10 @@ func (w *leaseWaiters) listenOnce(ctx context.Context, db *DB) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+releasedChannel); err != nil {
-		return err
+	for _, ch := range []string{releasedChannel, releasedDeliveryChannel} {
+		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+			return err
+		}
 	}
 	// A release between a waiter's start and this LISTEN was not heard:
 	// the waiters ask again now (the first WaitTurn of a handle returns
@@ -148,6 +216,10 @@ func (w *leaseWaiters) listenOnce(ctx context.Context, db *DB) error {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == releasedDeliveryChannel {
+			w.orphansReleased()
+			continue
 		}
 		w.released(n.Payload)
 	}
