@@ -67,6 +67,9 @@ type Adapter struct {
 
 	accepting     chan struct{} // closed once Run has installed the handler
 	acceptingOnce sync.Once
+
+	ended     chan struct{} // closed by EndStreams
+	endedOnce sync.Once
 }
 
 var (
@@ -81,13 +84,24 @@ func New(opts Options) *Adapter {
 		opts.Logger = zap.NewNop()
 	}
 	return &Adapter{opts: opts, log: opts.Logger.With(zap.String("channel", Name)),
-		turns: map[string]*turnLog{}, accepting: make(chan struct{})}
+		turns: map[string]*turnLog{}, accepting: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // Accepting is closed once Run has installed its handler: from then on a
 // chat request is taken instead of answered 503 "not ready". The daemon
 // waits for it before it reports ready.
 func (a *Adapter) Accepting() <-chan struct{} { return a.accepting }
+
+// EndStreams ends the chat streams still waiting for a reply (a turn the
+// shutdown left for the next start, a reconnected client waiting for a
+// pending turn): the daemon calls it as its HTTP server shuts down, after
+// the grace period in which running turns finish and stream their replies,
+// and the server's shutdown would otherwise wait for them until its
+// deadline. A stream ended so gets no final event: its client asks for
+// the rest again (Last-Event-ID), from the next process. Streams opened
+// later end as soon as they have sent what there is. Safe to call more
+// than once.
+func (a *Adapter) EndStreams() { a.endedOnce.Do(func() { close(a.ended) }) }
 
 // Name implements channels.Adapter.
 func (a *Adapter) Name() string { return Name }
@@ -297,7 +311,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Turn-Id", t.String())
-	s := startSSE(w)
+	s := startSSE(w, a.ended)
 	s.event(eventID(t, 0), "turn", map[string]string{"turnId": t.String()})
 	s.live(r.Context(), l, 0)
 }
