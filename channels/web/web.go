@@ -28,8 +28,12 @@ const MaxBody = 1 << 20
 type Options struct {
 	Logger *zap.Logger
 	// Lookup maps an existing session id of an agent to the conversation
-	// (peer) id it belongs to; nil disables continuing by session id.
-	Lookup func(agentID, sessionID string) (peer string, ok bool)
+	// (peer) id it belongs to; ok is false for a session that is not
+	// (or no longer) the current one of a web chat, err a failure to
+	// read the sessions (the request is then answered 503, not 404: the
+	// page takes a 404 for a session deleted elsewhere). nil disables
+	// continuing by session id.
+	Lookup func(agentID, sessionID string) (peer string, ok bool, err error)
 	// TurnOf reads a turn's outcome from durable state (the dispatcher's
 	// TurnOf): a client reconnecting after its turn's stream is gone (a
 	// restart, or long after) gets the reply from it. nil: only turns
@@ -235,7 +239,13 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
 			return
 		}
-		p, ok := a.opts.Lookup(agent, req.SessionID)
+		p, ok, err := a.opts.Lookup(agent, req.SessionID)
+		if err != nil {
+			a.log.Warn("session lookup failed", zap.String("session_id", req.SessionID), zap.Error(err))
+			WriteError(w, http.StatusServiceUnavailable, "session "+req.SessionID+
+				": could not be read (storage unavailable); try again later")
+			return
+		}
 		if !ok {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
 			return
