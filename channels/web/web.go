@@ -67,6 +67,7 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	handler channels.Handler    // guarded by mu; set while Run runs
+	stopped bool                // guarded by mu; Run has returned (the daemon shuts down)
 	turns   map[string]*turnLog // guarded by mu; by inbound message id (turns.go)
 
 	accepting     chan struct{} // closed once Run has installed the handler
@@ -121,7 +122,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 	a.acceptingOnce.Do(func() { close(a.accepting) })
 	<-ctx.Done()
 	a.mu.Lock()
-	a.handler = nil
+	a.handler, a.stopped = nil, true
 	a.mu.Unlock()
 	return nil
 }
@@ -261,10 +262,16 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		t.msg = msg
 	}
 	a.mu.Lock()
-	h := a.handler
+	h, stopped := a.handler, a.stopped
 	a.mu.Unlock()
 	if h == nil {
-		WriteError(w, http.StatusServiceUnavailable, "not ready")
+		// Not taken: the client may send it again, to the next process.
+		w.Header().Set("Retry-After", "1")
+		if stopped {
+			WriteError(w, http.StatusServiceUnavailable, "message not accepted: the gateway is shutting down; try again in a moment")
+			return
+		}
+		WriteError(w, http.StatusServiceUnavailable, "message not accepted: the gateway is starting; try again in a moment")
 		return
 	}
 	text := req.Message
