@@ -53,7 +53,7 @@ func (a *Adapter) ServeTurn(w http.ResponseWriter, r *http.Request) {
 // resume serves turn t's stream from pos (ServeTurn; a chat request sent
 // again with its request id).
 func (a *Adapter) resume(w http.ResponseWriter, r *http.Request, agent string, t turnID, pos position) {
-	l, created := a.openLog(t, agent, a.senderOf(w, r), true)
+	l, created := a.openLog(t, agent, a.senderOf(w, r), "", true)
 	if l == nil {
 		WriteError(w, http.StatusNotFound, notFound(agent, t))
 		return

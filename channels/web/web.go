@@ -285,7 +285,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	if in.Press {
 		in.PressAsked, _ = channels.ChoiceIssued(req.Choice.Data)
 	}
-	l, created := a.openLog(t, agent, sender, false)
+	l, created := a.openLog(t, agent, sender, req.SessionID, false)
 	switch {
 	case l == nil:
 		WriteError(w, http.StatusConflict, "requestId "+req.RequestID+" was sent before for another chat or sender")
