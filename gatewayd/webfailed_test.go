@@ -52,14 +52,13 @@ func doneOf(t *testing.T, addr, sid, text string, started func()) map[string]any
 	return nil
 }
 
-// TestWebFailedTurnKeepsItsSession: a turn of an existing web session that
-// ends in a notice — the model failed mid-answer, or /stop stopped it —
-// ends its stream with the session's id, as a reply does. It ended with
-// sessionId "", which the page takes for a session deleted by /delete: it
-// left the conversation, said "The session was deleted" and sent the next
-// message into a new chat.
-func TestWebFailedTurnKeepsItsSession(t *testing.T) {
-	var calls atomic.Int32
+// scriptedModel is an OpenAI-compatible model whose n-th call (from 1)
+// does what act says: "cut" (the connection breaks mid-answer), "hold"
+// (thinks until the call is cancelled) or anything else (answers "fine").
+// It returns the config of a daemon using it and the calls made so far.
+func scriptedModel(t *testing.T, act func(n int32) string) (path string, calls *atomic.Int32) {
+	t.Helper()
+	calls = &atomic.Int32{}
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // read: the server then notices a client gone
 		n := calls.Add(1)
@@ -68,13 +67,13 @@ func TestWebFailedTurnKeepsItsSession(t *testing.T) {
 			fmt.Fprintf(w, `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":%s}]}`+"\n\n", delta)
 			w.(http.Flusher).Flush()
 		}
-		switch n {
-		case 2: // the connection breaks mid-answer
+		switch act(n) {
+		case "cut":
 			chunk(`{"content":"The ans"}`)
 			c, _, _ := w.(http.Hijacker).Hijack()
 			c.Close()
 			return
-		case 3: // thinks until stopped
+		case "hold":
 			<-r.Context().Done()
 			return
 		}
@@ -83,7 +82,7 @@ func TestWebFailedTurnKeepsItsSession(t *testing.T) {
 	}))
 	t.Cleanup(model.Close) // after the daemon's stop
 	dir := t.TempDir()
-	path := filepath.Join(dir, "gateway.yaml")
+	path = filepath.Join(dir, "gateway.yaml")
 	yaml := reloadYAML(filepath.Join(dir, "state"), fmt.Sprintf(`providers:
   fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 0}
 agents:
@@ -93,6 +92,19 @@ agents:
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return path, calls
+}
+
+// TestWebFailedTurnKeepsItsSession: a turn of an existing web session that
+// ends in a notice — the model failed mid-answer, or /stop stopped it —
+// ends its stream with the session's id, as a reply does. It ended with
+// sessionId "", which the page takes for a session deleted by /delete: it
+// left the conversation, said "The session was deleted" and sent the next
+// message into a new chat.
+func TestWebFailedTurnKeepsItsSession(t *testing.T) {
+	path, calls := scriptedModel(t, func(n int32) string {
+		return map[int32]string{2: "cut", 3: "hold"}[n]
+	})
 	addr := startFromFile(t, path, &fakeClock{})
 	sid, _ := doneOf(t, addr, "", "first", nil)["sessionId"].(string)
 	if sid == "" {
@@ -115,5 +127,26 @@ agents:
 	}
 	if d := <-stopped; d["sessionId"] != sid {
 		t.Errorf("/stop's final event: sessionId %q, want %q", d["sessionId"], sid)
+	}
+}
+
+// TestWebFailedFirstTurnNamesItsSession: a new chat whose first turn fails
+// ends with the session its message went into, so the page's next message
+// continues it; with no session named, the page stayed a new chat and the
+// next message opened a second session beside the first.
+func TestWebFailedFirstTurnNamesItsSession(t *testing.T) {
+	path, _ := scriptedModel(t, func(n int32) string {
+		if n == 1 {
+			return "cut"
+		}
+		return ""
+	})
+	addr := startFromFile(t, path, &fakeClock{})
+	sid, _ := doneOf(t, addr, "", "first", nil)["sessionId"].(string)
+	if sid == "" {
+		t.Fatal("the failed first turn's final event names no session")
+	}
+	if got := doneOf(t, addr, sid, "again", nil)["sessionId"]; got != sid {
+		t.Errorf("the next message's session %q, want %q", got, sid)
 	}
 }
