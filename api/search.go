@@ -28,6 +28,15 @@ func (s *Server) searchRoutes() {
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
+	for name := range v {
+		switch name {
+		case "q", "agent", "room", "since", "limit":
+		default:
+			// A misspelt filter (?agnet=ops) searched everything.
+			writeError(w, http.StatusBadRequest, "unknown parameter "+strconv.Quote(name)+"; use q, agent, room, since, limit")
+			return
+		}
+	}
 	q := sessions.SearchQuery{Text: v.Get("q"), Room: v.Get("room"), Agents: s.opts.Agents}
 	if a := strings.ToLower(v.Get("agent")); a != "" {
 		if !slices.Contains(s.opts.Agents, a) {

@@ -79,6 +79,9 @@ func TestSearchAPI(t *testing.T) {
 		{"q=zeppelin&since=yesterday", http.StatusBadRequest, "since"},
 		{"q=zeppelin&room=a:b/c", http.StatusBadRequest, "room"},
 		{"q=zeppelin&agent=nobody", http.StatusNotFound, "agent nobody not found"},
+		// A misspelt filter searched every agent, room or date.
+		{"q=zeppelin&agnet=ops", http.StatusBadRequest, `unknown parameter \"agnet\"; use q, agent, room, since, limit`},
+		{"query=zeppelin", http.StatusBadRequest, `unknown parameter \"query\"`},
 	} {
 		code, _, body := c.searchHits(tc.query)
 		if code != tc.code || !strings.Contains(body, tc.msg) {

@@ -99,6 +99,8 @@ type ChatHandler interface {
 	// ServeTurn is GET /api/agents/{id}/chat/turns/{turn}: the rest of a
 	// chat's reply for a client that reconnects (Last-Event-ID).
 	ServeTurn(w http.ResponseWriter, r *http.Request)
+	// EndStreams ends the chat streams still waiting (Server.EndStreams).
+	EndStreams()
 }
 
 // Server is the HTTP handler. Create it with New.
@@ -172,10 +174,17 @@ func New(opts Options) *Server {
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 
 // EndStreams ends the answers that stream until their client goes (GET
-// /api/logs?follow=1): the daemon calls it as its HTTP server shuts down,
-// which otherwise waits for them until its deadline. Later streams end at
-// once. Safe to call more than once.
-func (s *Server) EndStreams() { s.streamsEndOnce.Do(func() { close(s.streamsEnd) }) }
+// /api/logs?follow=1) and the chat streams still waiting for a reply the
+// shutdown left for the next start (their clients resume from it): the
+// daemon calls it as its HTTP server shuts down, which otherwise waits for
+// them until its deadline. Later streams end at once. Safe to call more
+// than once.
+func (s *Server) EndStreams() {
+	s.streamsEndOnce.Do(func() { close(s.streamsEnd) })
+	if s.opts.Web != nil {
+		s.opts.Web.EndStreams()
+	}
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -425,7 +425,7 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, op string,
 }
 
 // userSafe shortens an internal error for an API answer: the first line,
-// at most 200 characters (no bodies or secrets are in our errors, but a
+// at most 200 bytes, cut between characters (no bodies or secrets are in our errors, but a
 // provider's error text can be long).
 func userSafe(err error) string {
 	msg := err.Error()
@@ -433,7 +433,11 @@ func userSafe(err error) string {
 		msg = msg[:i]
 	}
 	if len(msg) > 200 {
-		msg = msg[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut-- // between characters
+		}
+		msg = msg[:cut] + "…"
 	}
 	return msg
 }

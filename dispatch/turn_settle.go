@@ -27,6 +27,10 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 		return
 	}
 	if err != nil {
+		// A notice names the session the run was in (the web chat's
+		// final event: a new chat follows the session its message went
+		// into; none would say the chat has no session any more).
+		t.out.SessionID = res.SessionID
 		t.settleFailed(ctx, all, ids, err)
 		return
 	}

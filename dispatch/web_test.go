@@ -23,7 +23,7 @@ type webChat struct {
 
 func startWeb(t *testing.T, h *harness) *webChat {
 	t.Helper()
-	a := web.New(web.Options{Lookup: func(agentID, sessionID string) (string, bool) { return sessionID, true }})
+	a := web.New(web.Options{Lookup: func(agentID, sessionID string) (string, bool, error) { return sessionID, true, nil }})
 	h.d.Register(a)
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan struct{})

@@ -2,6 +2,7 @@ package gatewayd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"github.com/gateway/gateway/internal/mediastore"
 	"github.com/gateway/gateway/lanes"
 	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
 )
 
 // assemble builds the runner, the dispatcher with the hot-reloadable
@@ -199,21 +201,29 @@ func (d *Daemon) buildAPI(cfg *configs.Config, runner *agents.Runner, chat api.C
 	d.mu.Unlock()
 }
 
-// lookupWebPeer maps a web session id back to its conversation (peer).
-func (d *Daemon) lookupWebPeer(agentID, sessionID string) (string, bool) {
+// lookupWebPeer maps a web session id back to its conversation (peer); a
+// failure to read the index is an error (the chat answers 503), not a
+// session that is not there.
+func (d *Daemon) lookupWebPeer(agentID, sessionID string) (string, bool, error) {
+	if sessions.CheckSessionID(sessionID) != nil {
+		return "", false, nil // no session has such an id
+	}
 	st, err := d.backend.Store(strings.ToLower(agentID))
 	if err != nil {
-		return "", false
+		return "", false, fmt.Errorf("gateway: web session lookup: %w", err)
 	}
 	e, ok, err := st.GetByID(sessionID)
-	if err != nil || !ok {
-		return "", false
+	if errors.Is(err, sessions.ErrNotFound) || (err == nil && !ok) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("gateway: web session lookup: %w", err)
 	}
 	k, err := routing.Parse(e.SessionKey)
 	if err != nil || k.Channel != web.Name || k.Kind != routing.Direct {
-		return "", false
+		return "", false, nil
 	}
-	return k.Peer, true
+	return k.Peer, true, nil
 }
 
 // slashAllowed tells the Discord adapters where to offer slash commands: a

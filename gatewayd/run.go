@@ -105,7 +105,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	conns := newConnGovernor(cfg.HTTP.MaxConnections, cfg.HTTP.PerClientCap())
 	d.reg.MustRegister(conns.evicted, conns.refused)
 	httpSrv := newHTTPServer(d.server, defaultHTTPLimits)
-	httpSrv.RegisterOnShutdown(d.server.EndStreams) // a `gateway logs -f` does not hold the shutdown
+	httpSrv.RegisterOnShutdown(d.server.EndStreams) // a `gateway logs -f` or a chat stream left waiting does not hold the shutdown
 	conns.install(httpSrv)
 	ln = conns.listener(ln)
 	httpDone := make(chan error, 1)

@@ -708,8 +708,9 @@ function newRequestId() {
 }
 
 // postChat posts a chat message, sending it again (same request id) while
-// no answer comes or the daemon answers 502 or 504, or 503 a few times
-// (restarting).
+// no answer comes or the daemon answers 502 or 504, or 503 with
+// Retry-After (starting or shutting down for a restart: the message was
+// not taken), or another 503 a few times.
 async function postChat(body) {
   let wait = RESUME_FIRST_WAIT_MS;
   for (let attempt = 1; ; attempt++) {
@@ -723,8 +724,10 @@ async function postChat(body) {
     } catch (e) {
       if (attempt >= RESUME_ATTEMPTS) throw e;
     }
-    // 503 is also a refusal worth showing (storage full): a few tries only.
-    const retry = res && (res.status === 502 || res.status === 504 || (res.status === 503 && attempt < 5));
+    // 503 is also a refusal worth showing (storage full): a few tries only,
+    // unless it says when to come back.
+    const retry = res && (res.status === 502 || res.status === 504 ||
+      (res.status === 503 && (attempt < 5 || res.headers.has("Retry-After"))));
     if (res && (!retry || attempt >= RESUME_ATTEMPTS)) {
       if (attempt > 1) setStatus("");
       return res;

@@ -24,8 +24,8 @@ func TestChoicePress(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer := ""
-	r := newRigWith(t, Options{Choices: keys, Lookup: func(agent, session string) (string, bool) {
-		return peer, session == "s1" && peer != ""
+	r := newRigWith(t, Options{Choices: keys, Lookup: func(agent, session string) (string, bool, error) {
+		return peer, session == "s1" && peer != "", nil
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -26,8 +26,8 @@ func TestPressOfAnEarlierSessionIsExpired(t *testing.T) {
 	}
 	peer := ""
 	var asked time.Time
-	r := newRigRefusing(t, Options{Choices: keys, Lookup: func(agent, session string) (string, bool) {
-		return peer, session == "s1" && peer != ""
+	r := newRigRefusing(t, Options{Choices: keys, Lookup: func(agent, session string) (string, bool, error) {
+		return peer, session == "s1" && peer != "", nil
 	}}, func(in channels.Inbound) error {
 		if !in.Press {
 			return nil

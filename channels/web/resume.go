@@ -53,7 +53,7 @@ func (a *Adapter) ServeTurn(w http.ResponseWriter, r *http.Request) {
 // resume serves turn t's stream from pos (ServeTurn; a chat request sent
 // again with its request id).
 func (a *Adapter) resume(w http.ResponseWriter, r *http.Request, agent string, t turnID, pos position) {
-	l, created := a.openLog(t, agent, a.senderOf(w, r), true)
+	l, created := a.openLog(t, agent, a.senderOf(w, r), "", true)
 	if l == nil {
 		WriteError(w, http.StatusNotFound, notFound(agent, t))
 		return
@@ -88,7 +88,7 @@ func (a *Adapter) resume(w http.ResponseWriter, r *http.Request, agent string, t
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		s := startSSE(w)
+		s := startSSE(w, a.ended)
 		if st, ok := a.awaitPending(r.Context(), s, l, agent, t); ok {
 			s.whole(t, pos, st)
 		}
@@ -102,7 +102,7 @@ const pendingPoll = 2 * time.Second
 
 // awaitPending waits for a pending turn's outcome: the reply sent to its
 // late log l, or the transcript's, whichever comes first; false when the
-// client went away.
+// client went away or the server shuts down.
 func (a *Adapter) awaitPending(ctx context.Context, s *sseWriter, l *turnLog, agent string, t turnID) (channels.TurnState, bool) {
 	keepAlive := time.NewTicker(sseKeepAlive)
 	defer keepAlive.Stop()
@@ -115,6 +115,8 @@ func (a *Adapter) awaitPending(ctx context.Context, s *sseWriter, l *turnLog, ag
 		}
 		select {
 		case <-ctx.Done():
+			return channels.TurnState{}, false
+		case <-s.end:
 			return channels.TurnState{}, false
 		case <-keepAlive.C:
 			s.ping()
@@ -142,7 +144,7 @@ func (a *Adapter) resumeLive(w http.ResponseWriter, r *http.Request, l *turnLog,
 		return
 	case pos.reply:
 		// The client got the reply whole before; only the end is left.
-		s := startSSE(w)
+		s := startSSE(w, a.ended)
 		if final := s.await(r.Context(), l); final != nil {
 			s.whole(l.turn, pos, stateOf(final))
 		}
@@ -153,7 +155,7 @@ func (a *Adapter) resumeLive(w http.ResponseWriter, r *http.Request, l *turnLog,
 			eventID(l.turn, pos.n), l.turn, n, pos.n))
 		return
 	}
-	s := startSSE(w)
+	s := startSSE(w, a.ended)
 	from := pos.n
 	if from < 0 {
 		s.event(eventID(l.turn, 0), "turn", map[string]string{"turnId": l.turn.String()})
@@ -168,7 +170,7 @@ func (a *Adapter) resumeWhole(w http.ResponseWriter, t turnID, pos position, st 
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	startSSE(w).whole(t, pos, st)
+	startSSE(w, a.ended).whole(t, pos, st)
 }
 
 // durable asks durable state about turn t (TurnUnknown without TurnOf).

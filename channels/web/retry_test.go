@@ -98,7 +98,9 @@ func TestRequestIDChecked(t *testing.T) {
 		t.Errorf("bad request id: %s %s", res.Status, b)
 	}
 	// One request id, two chats: the second is refused.
-	r.a.opts.Lookup = func(agentID, sessionID string) (string, bool) { return "0d2f6a3c-9a59-4b1e-8f0e-3c2b1a0d9e8f", true }
+	r.a.opts.Lookup = func(agentID, sessionID string) (string, bool, error) {
+		return "0d2f6a3c-9a59-4b1e-8f0e-3c2b1a0d9e8f", true, nil
+	}
 	rid := uuid.NewString()
 	first := r.post(t, context.Background(), `{"message":"hi","requestId":"`+rid+`"}`)
 	defer first.res.Body.Close()

@@ -23,12 +23,17 @@ type sseWriter struct {
 	w  http.ResponseWriter
 	fl http.Flusher
 	rc *http.ResponseController
+	// end is closed when the server shuts down (Adapter.EndStreams): a
+	// stream still waiting then ends without its final event, and the
+	// client asks for the rest again (from the next process).
+	end <-chan struct{}
 }
 
-// startSSE sends the stream's headers.
-func startSSE(w http.ResponseWriter) *sseWriter {
+// startSSE sends the stream's headers; the stream gives up waiting when
+// end is closed.
+func startSSE(w http.ResponseWriter, end <-chan struct{}) *sseWriter {
 	fl, _ := w.(http.Flusher)
-	s := &sseWriter{w: w, fl: fl, rc: http.NewResponseController(w)}
+	s := &sseWriter{w: w, fl: fl, rc: http.NewResponseController(w), end: end}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -67,7 +72,8 @@ func doneData(sessionID string, tokens int64) map[string]any {
 
 // live streams l's events after the first from (the client saw events 1
 // to from), then the final event once the reply is in; it returns then, or
-// when ctx ends (the client went away: the log keeps the rest for it).
+// when ctx ends (the client went away: the log keeps the rest for it) or
+// the server shuts down (s.end).
 func (s *sseWriter) live(ctx context.Context, l *turnLog, from int) {
 	keepAlive := time.NewTicker(sseKeepAlive)
 	defer keepAlive.Stop()
@@ -86,6 +92,8 @@ func (s *sseWriter) live(ctx context.Context, l *turnLog, from int) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.end:
+			return
 		case <-keepAlive.C:
 			s.ping()
 		case <-changed:
@@ -93,7 +101,8 @@ func (s *sseWriter) live(ctx context.Context, l *turnLog, from int) {
 	}
 }
 
-// await waits for l's reply, pinging meanwhile; nil when ctx ended first.
+// await waits for l's reply, pinging meanwhile; nil when ctx ended or the
+// server shut down first.
 func (s *sseWriter) await(ctx context.Context, l *turnLog) *channels.Outbound {
 	keepAlive := time.NewTicker(sseKeepAlive)
 	defer keepAlive.Stop()
@@ -104,6 +113,8 @@ func (s *sseWriter) await(ctx context.Context, l *turnLog) *channels.Outbound {
 		}
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-s.end:
 			return nil
 		case <-keepAlive.C:
 			s.ping()

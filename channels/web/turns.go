@@ -33,7 +33,11 @@ type turnLog struct {
 	agent string // the agent the request was sent to; set once
 	// sender is the sender identity of the request (Options.Identity;
 	// "" without one); only the same sender may read the log.
-	sender  string
+	sender string
+	// session is the session the request continued ("" for a new chat
+	// and for a late log): a notice that ends the turn (a failure, /stop)
+	// names no session, but the session is still there.
+	session string
 	created time.Time
 	// late marks a log made for a reconnecting client after the turn began
 	// in another process (a restart) or after its log was dropped: its
@@ -72,6 +76,12 @@ func (l *turnLog) finish(out channels.Outbound, now time.Time) {
 	defer l.mu.Unlock()
 	if l.final != nil {
 		return
+	}
+	if out.Failed && out.SessionID == "" {
+		// A notice (the model failed, /stop): the final event names the
+		// session the request was in, or the page takes the chat for one
+		// whose session /delete ended and starts a new chat.
+		out.SessionID = l.session
 	}
 	if out.Failed {
 		l.events = append(l.events, sseEvent{name: "error", data: map[string]string{"message": out.Text}})
@@ -122,11 +132,12 @@ func (l *turnLog) finished() bool {
 }
 
 // openLog returns the log of turn t to agent from sender, creating it
-// (late as given) when there is none; created says whether it did. It
+// (late as given, continuing session) when there is none; created says
+// whether it did. It
 // returns nil when the message id is logged for another conversation,
 // agent or sender (a guessed or borrowed id must neither read nor displace
 // the real turn's log).
-func (a *Adapter) openLog(t turnID, agent, sender string, late bool) (l *turnLog, created bool) {
+func (a *Adapter) openLog(t turnID, agent, sender, session string, late bool) (l *turnLog, created bool) {
 	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -138,7 +149,7 @@ func (a *Adapter) openLog(t turnID, agent, sender string, late bool) (l *turnLog
 	}
 	a.sweepLocked(now)
 	l = newTurnLog(t, late, now)
-	l.agent, l.sender = agent, sender
+	l.agent, l.sender, l.session = agent, sender, session
 	a.turns[t.msg] = l
 	return l, true
 }

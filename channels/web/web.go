@@ -28,8 +28,12 @@ const MaxBody = 1 << 20
 type Options struct {
 	Logger *zap.Logger
 	// Lookup maps an existing session id of an agent to the conversation
-	// (peer) id it belongs to; nil disables continuing by session id.
-	Lookup func(agentID, sessionID string) (peer string, ok bool)
+	// (peer) id it belongs to; ok is false for a session that is not
+	// (or no longer) the current one of a web chat, err a failure to
+	// read the sessions (the request is then answered 503, not 404: the
+	// page takes a 404 for a session deleted elsewhere). nil disables
+	// continuing by session id.
+	Lookup func(agentID, sessionID string) (peer string, ok bool, err error)
 	// TurnOf reads a turn's outcome from durable state (the dispatcher's
 	// TurnOf): a client reconnecting after its turn's stream is gone (a
 	// restart, or long after) gets the reply from it. nil: only turns
@@ -63,10 +67,14 @@ type Adapter struct {
 
 	mu      sync.Mutex
 	handler channels.Handler    // guarded by mu; set while Run runs
+	stopped bool                // guarded by mu; Run has returned (the daemon shuts down)
 	turns   map[string]*turnLog // guarded by mu; by inbound message id (turns.go)
 
 	accepting     chan struct{} // closed once Run has installed the handler
 	acceptingOnce sync.Once
+
+	ended     chan struct{} // closed by EndStreams
+	endedOnce sync.Once
 }
 
 var (
@@ -81,13 +89,24 @@ func New(opts Options) *Adapter {
 		opts.Logger = zap.NewNop()
 	}
 	return &Adapter{opts: opts, log: opts.Logger.With(zap.String("channel", Name)),
-		turns: map[string]*turnLog{}, accepting: make(chan struct{})}
+		turns: map[string]*turnLog{}, accepting: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // Accepting is closed once Run has installed its handler: from then on a
 // chat request is taken instead of answered 503 "not ready". The daemon
 // waits for it before it reports ready.
 func (a *Adapter) Accepting() <-chan struct{} { return a.accepting }
+
+// EndStreams ends the chat streams still waiting for a reply (a turn the
+// shutdown left for the next start, a reconnected client waiting for a
+// pending turn): the daemon calls it as its HTTP server shuts down, after
+// the grace period in which running turns finish and stream their replies,
+// and the server's shutdown would otherwise wait for them until its
+// deadline. A stream ended so gets no final event: its client asks for
+// the rest again (Last-Event-ID), from the next process. Streams opened
+// later end as soon as they have sent what there is. Safe to call more
+// than once.
+func (a *Adapter) EndStreams() { a.endedOnce.Do(func() { close(a.ended) }) }
 
 // Name implements channels.Adapter.
 func (a *Adapter) Name() string { return Name }
@@ -103,7 +122,7 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 	a.acceptingOnce.Do(func() { close(a.accepting) })
 	<-ctx.Done()
 	a.mu.Lock()
-	a.handler = nil
+	a.handler, a.stopped = nil, true
 	a.mu.Unlock()
 	return nil
 }
@@ -221,7 +240,13 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
 			return
 		}
-		p, ok := a.opts.Lookup(agent, req.SessionID)
+		p, ok, err := a.opts.Lookup(agent, req.SessionID)
+		if err != nil {
+			a.log.Warn("session lookup failed", zap.String("session_id", req.SessionID), zap.Error(err))
+			WriteError(w, http.StatusServiceUnavailable, "session "+req.SessionID+
+				": could not be read (storage unavailable); try again later")
+			return
+		}
 		if !ok {
 			WriteError(w, http.StatusNotFound, "session "+req.SessionID+" not found")
 			return
@@ -237,10 +262,16 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		t.msg = msg
 	}
 	a.mu.Lock()
-	h := a.handler
+	h, stopped := a.handler, a.stopped
 	a.mu.Unlock()
 	if h == nil {
-		WriteError(w, http.StatusServiceUnavailable, "not ready")
+		// Not taken: the client may send it again, to the next process.
+		w.Header().Set("Retry-After", "1")
+		if stopped {
+			WriteError(w, http.StatusServiceUnavailable, "message not accepted: the gateway is shutting down; try again in a moment")
+			return
+		}
+		WriteError(w, http.StatusServiceUnavailable, "message not accepted: the gateway is starting; try again in a moment")
 		return
 	}
 	text := req.Message
@@ -254,7 +285,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 	if in.Press {
 		in.PressAsked, _ = channels.ChoiceIssued(req.Choice.Data)
 	}
-	l, created := a.openLog(t, agent, sender, false)
+	l, created := a.openLog(t, agent, sender, req.SessionID, false)
 	switch {
 	case l == nil:
 		WriteError(w, http.StatusConflict, "requestId "+req.RequestID+" was sent before for another chat or sender")
@@ -297,7 +328,7 @@ func (a *Adapter) ServeChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Turn-Id", t.String())
-	s := startSSE(w)
+	s := startSSE(w, a.ended)
 	s.event(eventID(t, 0), "turn", map[string]string{"turnId": t.String()})
 	s.live(r.Context(), l, 0)
 }
