@@ -45,7 +45,7 @@
 // reacted to there.
 //
 // Sending converts Markdown to Telegram HTML (retrying as plain text when
-// Telegram rejects the entities), splits at 4096 UTF-16 units without
+// Telegram rejects the entities or finds no visible text in them), splits at 4096 UTF-16 units without
 // breaking code blocks, replies into the same chat and topic (General is
 // never addressed with message_thread_id 1) and honours 429 retry_after.
 //
