@@ -171,8 +171,21 @@ func (a *Adapter) handleUpdate(ctx context.Context, h channels.Handler, u *updat
 		if reason == dropNotConfigured {
 			return errors.New("telegram: not connected")
 		}
+		if reason == dropNoMention && u.Message != nil {
+			a.albums.hold(in, u.Message.MediaGroupID) // a later file may address its album
+		}
 		a.log.Debug("telegram update dropped", zap.Int("update_id", u.UpdateID), zap.String("reason", reason))
 		return nil
+	}
+	if u.Message != nil {
+		// Files of its album seen (and held) before it addressed the album.
+		held := a.albums.release(in, u.Message.MediaGroupID)
+		for i, f := range held {
+			if err := h(ctx, f); err != nil && !errors.Is(err, channels.ErrRejected) {
+				a.albums.putBack(in, u.Message.MediaGroupID, held[i:])
+				return err
+			}
+		}
 	}
 	err := h(ctx, in)
 	if err == nil || errors.Is(err, channels.ErrRejected) {
