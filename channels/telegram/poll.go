@@ -178,10 +178,12 @@ func (a *Adapter) handleUpdate(ctx context.Context, h channels.Handler, u *updat
 		return nil
 	}
 	if u.Message != nil {
-		// Files of its album seen (and held) before it addressed the album.
+		// Files of its album seen (and held) before it addressed the
+		// album: durable before going on (their updates are acknowledged
+		// already, so a failed batch wait would not bring them back).
 		held := a.albums.release(in, u.Message.MediaGroupID)
 		for i, f := range held {
-			if err := h(ctx, f); err != nil && !errors.Is(err, channels.ErrRejected) {
+			if err := h(channels.WithoutBatch(ctx), f); err != nil && !errors.Is(err, channels.ErrRejected) {
 				a.albums.putBack(in, u.Message.MediaGroupID, held[i:])
 				return err
 			}
