@@ -68,7 +68,7 @@ func (a *Adapter) Ask(ctx context.Context, out channels.Outbound, text string, c
 	if id == "" {
 		return "", errors.New("telegram: sendMessage: no message id in the answer")
 	}
-	a.sent.Add(params["chat_id"], id, out.Address)
+	a.noteSent(params, id, out.Address)
 	return id, nil
 }
 

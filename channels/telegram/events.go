@@ -63,6 +63,15 @@ func (a *Adapter) BotName() string {
 	return ""
 }
 
+// noteSent records in the sent log that message id went to params' chat,
+// with out's address (addr) in that chat: a group's reply that followed
+// it into the supergroup it became lives there, where a reaction to it
+// comes from and where the group's session moved.
+func (a *Adapter) noteSent(params tgbotapi.Params, id string, addr channels.Address) {
+	addr.ChatID = params["chat_id"]
+	a.sent.Add(params["chat_id"], id, addr)
+}
+
 // edited normalises an edited message like a new one, marked as an edit.
 func (a *Adapter) edited(u *update) (channels.Inbound, string) {
 	m := u.EditedMessage

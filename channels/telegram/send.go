@@ -86,7 +86,7 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 	if i == 0 && out.Draft != "" {
 		if done, err := a.replaceDraft(ctx, out, chunk); done {
 			if err == nil {
-				a.sent.Add(params["chat_id"], out.Draft, out.Address)
+				a.noteSent(params, out.Draft, out.Address)
 			}
 			return out.Draft, err
 		}
@@ -97,7 +97,7 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		return "", err
 	}
 	id := sentID(resp)
-	a.sent.Add(params["chat_id"], id, out.Address)
+	a.noteSent(params, id, out.Address)
 	return id, nil
 }
 
