@@ -73,6 +73,9 @@ func (a *Adapter) noteSent(params tgbotapi.Params, id string, addr channels.Addr
 }
 
 // edited normalises an edited message like a new one, marked as an edit.
+// Its stamp is the edit's date and its update's id: the date alone is in
+// whole seconds, so two edits within one second shared it (the second a
+// duplicate to the dispatcher), while a redelivery keeps its update id.
 func (a *Adapter) edited(u *update) (channels.Inbound, string) {
 	m := u.EditedMessage
 	cp := update{UpdateID: u.UpdateID, Message: m}
@@ -80,7 +83,7 @@ func (a *Adapter) edited(u *update) (channels.Inbound, string) {
 	if reason != "" {
 		return in, reason
 	}
-	in.Event = &channels.Event{Kind: channels.EventEdit, Stamp: strconv.Itoa(m.EditDate)}
+	in.Event = &channels.Event{Kind: channels.EventEdit, Stamp: strconv.Itoa(m.EditDate) + "." + strconv.Itoa(u.UpdateID)}
 	return in, ""
 }
 
