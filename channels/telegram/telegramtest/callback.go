@@ -196,6 +196,28 @@ func (s *Server) Press(chat int64, messageID int, fromID int64, name, label stri
 	return updateID, queryID, true
 }
 
+// PressInaccessible queues the callback_query of a press on a message too
+// old for Telegram to show the bot: the query carries an
+// InaccessibleMessage (chat and message id, date 0, no keyboard).
+func (s *Server) PressInaccessible(chat int64, chatType string, messageID int, fromID int64, name, data string) (updateID int, queryID string) {
+	s.mu.Lock()
+	s.nextQuery++
+	queryID = strconv.FormatInt(int64(s.nextQuery)*7919+int64(fromID), 10)
+	if s.queries == nil {
+		s.queries = map[string]bool{}
+	}
+	s.queries[queryID] = true
+	s.mu.Unlock()
+	updateID = s.AddUpdate(map[string]any{"callback_query": map[string]any{
+		"id":            queryID,
+		"from":          map[string]any{"id": fromID, "is_bot": false, "first_name": name},
+		"message":       map[string]any{"chat": map[string]any{"id": chat, "type": chatType}, "message_id": messageID, "date": 0},
+		"chat_instance": strconv.FormatInt(-chat*31, 10),
+		"data":          data,
+	}})
+	return updateID, queryID
+}
+
 // PressData queues a callback_query with any callback_data, as a modified
 // client can send (Telegram does not check it against the buttons).
 func (s *Server) PressData(chat int64, messageID int, fromID int64, name, data string) (updateID int, queryID string) {
