@@ -308,3 +308,33 @@ func TestEditsWithinOneSecondAreDistinct(t *testing.T) {
 		t.Errorf("two edits share the stamp %q: the second is a duplicate to the dispatcher", stamps[1])
 	}
 }
+
+// A forum's topic service messages (created, renamed, closed, reopened)
+// carry no text: they never reach the Handler, even where every message
+// does (requireMention off), and the next message of the topic does.
+func TestForumTopicServiceMessagesIgnored(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a, err := telegram.New("default", baseConfig(srv), telegram.Options{
+		Logger: zaptest.NewLogger(t), HTTPClient: srv.Client(),
+		MentionRequired: func(channels.Inbound) bool { return false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	run(t, a, rec.handle)
+	for _, extra := range []map[string]any{
+		{"forum_topic_created": map[string]any{"name": "Releases", "icon_color": 7322096}},
+		{"forum_topic_edited": map[string]any{"name": "Releases 2"}},
+		{"forum_topic_closed": map[string]any{}},
+		{"forum_topic_reopened": map[string]any{}},
+	} {
+		srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 91, FromID: bob, Extra: extra})
+	}
+	u, mid := srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 91, FromID: bob, Text: "shipped"})
+	waitConfirmed(t, srv, u)
+	got := rec.accepted()
+	if len(got) != 1 || got[0].MessageID != id(mid) || got[0].ThreadID != "91" || !got[0].IsTopic {
+		t.Fatalf("accepted %+v, want only the topic's message", got)
+	}
+}
