@@ -52,7 +52,9 @@ func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text str
 	if err := json.Unmarshal(resp.Result, &m); err != nil || m.MessageID == 0 {
 		return "", fmt.Errorf("telegram: sendMessage: no message id in the answer: %w", err)
 	}
-	return strconv.Itoa(m.MessageID), nil
+	id := strconv.Itoa(m.MessageID)
+	a.noteSent(params, id, out.Address) // a reaction to the answer being written is one to the reply
+	return id, nil
 }
 
 // EditDraft implements channels.Drafter with editMessageText. An edit that

@@ -1,6 +1,7 @@
 package telegram_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,5 +76,30 @@ func TestReactionToReplyFollowedIntoSupergroup(t *testing.T) {
 	}
 	if got[0].ChatID != id(int(newID)) || got[0].MessageID != id(sent[0].MessageID) {
 		t.Errorf("reaction reported in chat %s on message %s, want chat %d message %d", got[0].ChatID, got[0].MessageID, newID, sent[0].MessageID)
+	}
+}
+
+// A reply streamed as a draft is the bot's message from its first
+// version on: a reaction to it while the answer is still being written is
+// heard like one to the finished reply (the draft was not in the sent
+// log until the reply replaced it, so the reaction was dropped).
+func TestReactionToDraftIsHeard(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a, rec := startPolling(t, srv, baseConfig(srv))
+	ctx := testCtx(t)
+	out := channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: id(int(forum)), ThreadID: "77", IsTopic: true}}
+	draft, err := a.SendDraft(ctx, out, "Thinking about")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, _ := strconv.Atoi(draft)
+	u := srv.UserReaction(forum, "supergroup", mid, bob, "Bob", "", "👀")
+	waitConfirmed(t, srv, u)
+	got := rec.accepted()
+	if len(got) != 1 || got[0].Event == nil || got[0].Event.Kind != channels.EventReaction {
+		t.Fatalf("accepted %+v, want the reaction", got)
+	}
+	if got[0].Address != out.Address || got[0].MessageID != draft {
+		t.Errorf("reaction at %+v on %s, want %+v on %s", got[0].Address, got[0].MessageID, out.Address, draft)
 	}
 }
