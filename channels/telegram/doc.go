@@ -47,9 +47,10 @@
 // reacted to there.
 //
 // Sending converts Markdown to Telegram HTML (retrying as plain text when
-// Telegram rejects the entities or finds no visible text in them), splits at 4096 UTF-16 units without
-// breaking code blocks, replies into the same chat and topic (General is
-// never addressed with message_thread_id 1) and honours 429 retry_after.
+// Telegram rejects the entities or finds no visible text in them), splits
+// at 4096 UTF-16 units without breaking code blocks, replies into the same
+// chat and topic (General is never addressed with message_thread_id 1) and
+// honours 429 retry_after.
 //
 // At start Run publishes the command catalogue (Options.Commands) as the
 // bot's command menu with setMyCommands: every command in private chats,

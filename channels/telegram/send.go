@@ -27,7 +27,8 @@ const maxSendAttempts = 4
 // Telegram HTML, splits it into messages of at most 4096 characters and
 // sends them in order to out's chat and topic, the first one as a reply to
 // out.ReplyToID. A chunk whose entities Telegram rejects, or that renders
-// to no visible text (an empty code block), is sent again as plain text. On error, chunks already sent stay sent.
+// to no visible text (an empty code block), is sent again as plain text.
+// On error, chunks already sent stay sent.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	return a.deliver(ctx, out)
 }

@@ -196,17 +196,24 @@ func (s *Server) Press(chat int64, messageID int, fromID int64, name, label stri
 	return updateID, queryID, true
 }
 
+// newQueryLocked registers a new callback query of user fromID (answered
+// by answerCallbackQuery) and returns its id. s.mu is held.
+func (s *Server) newQueryLocked(fromID int64) string {
+	s.nextQuery++
+	id := strconv.FormatInt(int64(s.nextQuery)*7919+fromID, 10)
+	if s.queries == nil {
+		s.queries = map[string]bool{}
+	}
+	s.queries[id] = true
+	return id
+}
+
 // PressInaccessible queues the callback_query of a press on a message too
 // old for Telegram to show the bot: the query carries an
 // InaccessibleMessage (chat and message id, date 0, no keyboard).
 func (s *Server) PressInaccessible(chat int64, chatType string, messageID int, fromID int64, name, data string) (updateID int, queryID string) {
 	s.mu.Lock()
-	s.nextQuery++
-	queryID = strconv.FormatInt(int64(s.nextQuery)*7919+int64(fromID), 10)
-	if s.queries == nil {
-		s.queries = map[string]bool{}
-	}
-	s.queries[queryID] = true
+	queryID = s.newQueryLocked(fromID)
 	s.mu.Unlock()
 	updateID = s.AddUpdate(map[string]any{"callback_query": map[string]any{
 		"id":            queryID,
@@ -226,12 +233,7 @@ func (s *Server) PressData(chat int64, messageID int, fromID int64, name, data s
 	if !found {
 		cur = Sent{MessageID: messageID, ChatID: chat}
 	}
-	s.nextQuery++
-	queryID = strconv.FormatInt(int64(s.nextQuery)*7919+int64(fromID), 10)
-	if s.queries == nil {
-		s.queries = map[string]bool{}
-	}
-	s.queries[queryID] = true
+	queryID = s.newQueryLocked(fromID)
 	kb := s.keyboards[msgKey{chat, messageID}]
 	s.mu.Unlock()
 	msg := s.messageJSON(cur)
