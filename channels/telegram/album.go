@@ -3,6 +3,7 @@ package telegram
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -18,12 +19,95 @@ import (
 // bounded memory of recent addressed albums is enough.
 const maxAlbumMarks = 1024
 
-// albumFollow remembers the addressed albums per chat. Safe for
-// concurrent use.
+// An album may also come split: over two getUpdates batches (a backlog
+// past the batch limit, a poll answered before its last files arrived) or
+// one file a webhook request. The files before the one that addresses it
+// are then seen unaddressed first: they are held (at most maxHeldAlbums
+// albums of maxAlbumFiles) and handed to the Handler before the file
+// that addresses the album. Held files are in memory only: a restart
+// drops them, as they were dropped before.
+const (
+	maxHeldAlbums = 256
+	maxAlbumFiles = 10
+)
+
+// albumFollow remembers the addressed albums per chat, and the files held
+// of albums not addressed yet. Safe for concurrent use.
 type albumFollow struct {
-	mu    sync.Mutex
-	marks map[string]struct{} // guarded by mu; key albumKey
-	order []string            // guarded by mu; marks oldest first, for eviction
+	mu        sync.Mutex
+	marks     map[string]struct{}           // guarded by mu; key albumKey
+	order     []string                      // guarded by mu; marks oldest first, for eviction
+	held      map[string][]channels.Inbound // guarded by mu; key albumKey
+	heldOrder []string                      // guarded by mu; held albums oldest first
+}
+
+// hold keeps in, an unaddressed group message of album group, for the
+// case a later file addresses the album.
+func (f *albumFollow) hold(in channels.Inbound, group string) {
+	if group == "" {
+		return
+	}
+	k := albumKey(in, group)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	files, ok := f.held[k]
+	if !ok {
+		if f.held == nil {
+			f.held = map[string][]channels.Inbound{}
+		}
+		if len(f.heldOrder) >= maxHeldAlbums {
+			delete(f.held, f.heldOrder[0])
+			f.heldOrder = f.heldOrder[1:]
+		}
+		f.heldOrder = append(f.heldOrder, k)
+	}
+	for _, h := range files {
+		if h.MessageID == in.MessageID {
+			return // a redelivery
+		}
+	}
+	if len(files) < maxAlbumFiles {
+		f.held[k] = append(files, in)
+	}
+}
+
+// release returns, and forgets, the files held of album group of in's
+// chat, now addressed (marked as addressed to them).
+func (f *albumFollow) release(in channels.Inbound, group string) []channels.Inbound {
+	if group == "" || in.Event != nil {
+		return nil
+	}
+	k := albumKey(in, group)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	files, ok := f.held[k]
+	if !ok {
+		return nil
+	}
+	delete(f.held, k)
+	f.heldOrder = slices.DeleteFunc(f.heldOrder, func(o string) bool { return o == k })
+	for i := range files {
+		files[i].Mentioned = true
+	}
+	return files
+}
+
+// putBack returns files release gave out that the Handler did not take,
+// so the update's retry hands them over again.
+func (f *albumFollow) putBack(in channels.Inbound, group string, files []channels.Inbound) {
+	if len(files) == 0 {
+		return
+	}
+	k := albumKey(in, group)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string][]channels.Inbound{}
+	}
+	if _, ok := f.held[k]; !ok {
+		f.heldOrder = append(f.heldOrder, k)
+	}
+	f.held[k] = append(files, f.held[k]...)
 }
 
 func albumKey(in channels.Inbound, group string) string { return in.ChatID + "/" + group }

@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"testing"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
@@ -83,5 +84,69 @@ func TestAlbumCaptionOnALaterFile(t *testing.T) {
 		if in.MessageID != id(want[i]) || len(in.Attachments) != 1 || !in.Mentioned {
 			t.Errorf("message %d: %+v, want message %d, one photo, addressed", i, in, want[i])
 		}
+	}
+}
+
+// An album whose caption is on a later file may come in two getUpdates
+// batches (a backlog past the batch limit, or a poll answered before the
+// album's last files arrived; a webhook posts each file on its own): the
+// files before the caption were dropped as unaddressed before the caption
+// was seen. They are held and handed over, in order, before the file that
+// addresses the album; an album never addressed stays dropped.
+func TestAlbumSplitAcrossBatchesKeepsEarlierFiles(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	_, rec := startPolling(t, srv, baseConfig(srv))
+	photo := func(album, caption string) telegramtest.Message {
+		return telegramtest.Message{ChatID: group, FromID: bob, Media: "photo", Caption: caption,
+			Extra: map[string]any{"media_group_id": album}}
+	}
+	u1, m1 := srv.AddMessage(photo("E5", ""))
+	uOther, _ := srv.AddMessage(photo("F6", "our holiday"))
+	waitConfirmed(t, srv, max(u1, uOther)) // first batch: nothing addressed yet
+	if got := rec.accepted(); len(got) != 0 {
+		t.Fatalf("accepted %+v before the album was addressed", got)
+	}
+	_, m2 := srv.AddMessage(photo("E5", "@"+srv.BotUserName()+" which one is sharper?"))
+	_, m3 := srv.AddMessage(photo("E5", ""))
+	u := srv.Group(group, bob, "unrelated chatter")
+	waitConfirmed(t, srv, u)
+	got := rec.accepted()
+	want := []int{m1, m2, m3}
+	if len(got) != len(want) {
+		t.Fatalf("accepted %d messages, want %d (the addressed album's three photos): %+v", len(got), len(want), got)
+	}
+	for i, in := range got {
+		if in.MessageID != id(want[i]) || len(in.Attachments) != 1 || !in.Mentioned {
+			t.Errorf("message %d: %+v, want message %d, one photo, addressed", i, in, want[i])
+		}
+	}
+}
+
+// A held file the Handler cannot take yet (the journal is down) is handed
+// over again, before its album's addressing file, when that update is
+// retried.
+func TestHeldAlbumFileRetriedBeforeItsCaption(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	photo := func(caption string) telegramtest.Message {
+		return telegramtest.Message{ChatID: group, FromID: bob, Media: "photo", Caption: caption,
+			Extra: map[string]any{"media_group_id": "G7"}}
+	}
+	u1, m1 := srv.AddMessage(photo(""))
+	rec := newRecorder()
+	failed := false
+	rec.fail = func(in channels.Inbound, _ int) error {
+		if in.MessageID == id(m1) && !failed {
+			failed = true
+			return errJournalDown
+		}
+		return nil
+	}
+	run(t, newAdapter(t, srv, baseConfig(srv), nil), rec.handle)
+	waitConfirmed(t, srv, u1)
+	u2, m2 := srv.AddMessage(photo("@" + srv.BotUserName() + " compare"))
+	waitConfirmed(t, srv, u2)
+	got := rec.accepted()
+	if len(got) != 2 || got[0].MessageID != id(m1) || got[1].MessageID != id(m2) || !failed {
+		t.Fatalf("accepted %+v, want messages %d then %d after one failure", got, m1, m2)
 	}
 }

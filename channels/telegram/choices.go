@@ -25,6 +25,8 @@ import (
 // Telegram's 15 s or the client shows an error). A press the access policy
 // refuses is answered with nothing and leaves the keyboard for those who
 // may press; a forged, expired or repeated press gets a short notice. A
+// press on a message too old for Telegram to show (date 0, no keyboard)
+// is expired: its label, which the signature covers, cannot be read. A
 // press on a question asked in a group before its upgrade to a supergroup
 // is reported under the supergroup and verified against the group's id it
 // was signed for (verifyPress).
@@ -68,7 +70,7 @@ func (a *Adapter) Ask(ctx context.Context, out channels.Outbound, text string, c
 	if id == "" {
 		return "", errors.New("telegram: sendMessage: no message id in the answer")
 	}
-	a.sent.Add(params["chat_id"], id, out.Address)
+	a.noteSent(params, id, out.Address)
 	return id, nil
 }
 
@@ -111,6 +113,16 @@ func (a *Adapter) press(ctx context.Context, h channels.Handler, q *callbackQuer
 		// query, or a button not of ours: nothing to continue.
 		log.Info("telegram press dropped", zap.String("reason", dropPressNoMessage))
 		a.answerPress(ctx, q.ID, channels.PressInvalidText)
+		return nil
+	}
+	if m.Date == 0 {
+		// An InaccessibleMessage: too old for Telegram to show the bot
+		// its keyboard, so the label the data was signed with cannot be
+		// read and the press cannot be verified. The question can no
+		// longer be answered: say so, and close its keyboard.
+		log.Info("telegram press dropped", zap.String("reason", dropPressExpired))
+		a.closeKeyboard(ctx, m, log)
+		a.answerPress(ctx, q.ID, channels.PressExpiredText)
 		return nil
 	}
 	in, ok := a.pressInbound(m, q)

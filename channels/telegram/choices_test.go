@@ -242,3 +242,42 @@ func TestButtonPressAfterSupergroupMove(t *testing.T) {
 		t.Fatal("a press on another chat's buttons reached the handler")
 	}
 }
+
+// A question too old for Telegram to show the bot its message (an
+// InaccessibleMessage: chat and id only, date 0, no keyboard) can no
+// longer be verified: the press is told the question expired and the
+// keyboard is closed. It was told "already answered", which it never was,
+// and the keyboard stayed for every later press.
+func TestPressOnInaccessibleQuestionIsExpired(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	keys := choiceKeys(t, time.Now)
+	a, err := telegram.New("default", baseConfig(srv), telegram.Options{Logger: zaptest.NewLogger(t), HTTPClient: srv.Client(),
+		Backoff: 10 * time.Millisecond, Choices: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	run(t, a, rec.handle)
+	ctx := testCtx(t)
+	out := channels.Outbound{Address: channels.Address{Channel: "telegram", AccountID: "default", ChatID: id(int(alice))}}
+	buttons, err := keys.Question(out.Address, []string{"Yes", "No"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qid, err := a.Ask(ctx, out, "Deploy?", buttons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := strconv.Atoi(qid)
+	u, _ := srv.PressInaccessible(alice, "private", msg, alice, "Alice", buttons[0].Data)
+	waitConfirmed(t, srv, u)
+	if ans, err := srv.WaitCallbackAnswers(ctx, 1); err != nil || ans[0].Text != channels.PressExpiredText {
+		t.Fatalf("press on an inaccessible question answered %+v, %v; want %q", ans, err, channels.PressExpiredText)
+	}
+	if srv.Keyboard(alice, msg) != nil {
+		t.Error("the keyboard of a question that can no longer be answered stayed open")
+	}
+	if rec.callCount() != 0 {
+		t.Errorf("handler called %d times, want 0", rec.callCount())
+	}
+}

@@ -22,8 +22,10 @@
 // it mentions the bot (@name or a text mention), replies to one of the bot's
 // messages (a topic's root message does not count) or is a bot command for
 // this bot, or follows such a message as the next fragment of a paste the
-// client split (paste.go) or another file of its album (album.go); other
-// messages are acknowledged and dropped here. The mention is
+// client split (paste.go) or another file of its album (album.go: files
+// seen before the one that addresses the album, in an earlier batch or
+// webhook request, are held and handed over before it); other messages
+// are acknowledged and dropped here. The mention is
 // stripped from the text and "/cmd@botname" becomes "/cmd"; commands for
 // another bot are ignored. Files become attachments with the caption as
 // text (media.go); stickers, locations, polls and the like become
@@ -45,9 +47,10 @@
 // reacted to there.
 //
 // Sending converts Markdown to Telegram HTML (retrying as plain text when
-// Telegram rejects the entities), splits at 4096 UTF-16 units without
-// breaking code blocks, replies into the same chat and topic (General is
-// never addressed with message_thread_id 1) and honours 429 retry_after.
+// Telegram rejects the entities or finds no visible text in them), splits
+// at 4096 UTF-16 units without breaking code blocks, replies into the same
+// chat and topic (General is never addressed with message_thread_id 1) and
+// honours 429 retry_after.
 //
 // At start Run publishes the command catalogue (Options.Commands) as the
 // bot's command menu with setMyCommands: every command in private chats,

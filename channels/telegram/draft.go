@@ -52,7 +52,9 @@ func (a *Adapter) SendDraft(ctx context.Context, out channels.Outbound, text str
 	if err := json.Unmarshal(resp.Result, &m); err != nil || m.MessageID == 0 {
 		return "", fmt.Errorf("telegram: sendMessage: no message id in the answer: %w", err)
 	}
-	return strconv.Itoa(m.MessageID), nil
+	id := strconv.Itoa(m.MessageID)
+	a.noteSent(params, id, out.Address) // a reaction to the answer being written is one to the reply
+	return id, nil
 }
 
 // EditDraft implements channels.Drafter with editMessageText. An edit that
@@ -85,13 +87,14 @@ func (a *Adapter) DeleteDraft(ctx context.Context, out channels.Outbound, id str
 }
 
 // draftCall sends md as HTML, once more as plain text if Telegram rejects
-// the entities (a half-streamed answer can end inside markup).
+// the entities or finds no visible text (a half-streamed answer can end
+// inside markup, or show only an opened code block).
 func (a *Adapter) draftCall(ctx context.Context, method string, params tgbotapi.Params, md string) (*tgbotapi.APIResponse, error) {
 	params["text"] = FormatHTML(md)
 	params["parse_mode"] = "HTML"
 	resp, err := a.call(ctx, method, params)
 	var ae *APIError
-	if errors.As(err, &ae) && ae.EntitiesRejected() {
+	if errors.As(err, &ae) && ae.plainWouldPass() {
 		delete(params, "parse_mode")
 		params["text"] = md
 		resp, err = a.call(ctx, method, params)

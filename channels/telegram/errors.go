@@ -49,6 +49,17 @@ func (e *APIError) EntitiesRejected() bool {
 	return e.Code == 400 && strings.Contains(strings.ToLower(e.Description), "can't parse entities")
 }
 
+// TextEmpty reports a 400 "message text is empty" answer: Telegram counts
+// the text its entity parsing leaves, and markup around nothing (an empty
+// code block, a quote of nothing) leaves none.
+func (e *APIError) TextEmpty() bool {
+	return e.Code == 400 && strings.Contains(strings.ToLower(e.Description), "text is empty")
+}
+
+// plainWouldPass reports an answer to formatted text that the same text
+// sent plain may not get: entities rejected, or no visible text left.
+func (e *APIError) plainWouldPass() bool { return e.EntitiesRejected() || e.TextEmpty() }
+
 // wrapErr converts the library's error into *APIError and names the method.
 // Transport errors are wrapped as they are.
 func wrapErr(method string, err error) error {

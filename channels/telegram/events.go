@@ -63,7 +63,19 @@ func (a *Adapter) BotName() string {
 	return ""
 }
 
+// noteSent records in the sent log that message id went to params' chat,
+// with out's address (addr) in that chat: a group's reply that followed
+// it into the supergroup it became lives there, where a reaction to it
+// comes from and where the group's session moved.
+func (a *Adapter) noteSent(params tgbotapi.Params, id string, addr channels.Address) {
+	addr.ChatID = params["chat_id"]
+	a.sent.Add(params["chat_id"], id, addr)
+}
+
 // edited normalises an edited message like a new one, marked as an edit.
+// Its stamp is the edit's date and its update's id: the date alone is in
+// whole seconds, so two edits within one second shared it (the second a
+// duplicate to the dispatcher), while a redelivery keeps its update id.
 func (a *Adapter) edited(u *update) (channels.Inbound, string) {
 	m := u.EditedMessage
 	cp := update{UpdateID: u.UpdateID, Message: m}
@@ -71,7 +83,7 @@ func (a *Adapter) edited(u *update) (channels.Inbound, string) {
 	if reason != "" {
 		return in, reason
 	}
-	in.Event = &channels.Event{Kind: channels.EventEdit, Stamp: strconv.Itoa(m.EditDate)}
+	in.Event = &channels.Event{Kind: channels.EventEdit, Stamp: strconv.Itoa(m.EditDate) + "." + strconv.Itoa(u.UpdateID)}
 	return in, ""
 }
 

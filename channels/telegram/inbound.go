@@ -40,7 +40,8 @@ type botIdentity struct {
 }
 
 // normalise turns an update into an Inbound, or returns a drop reason
-// for updates that must be acknowledged without calling the Handler.
+// for updates that must be acknowledged without calling the Handler (with
+// dropNoMention, the Inbound the message would have been).
 func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 	switch {
 	case u.MessageReaction != nil:
@@ -166,7 +167,7 @@ func (a *Adapter) normalise(u *update) (channels.Inbound, string) {
 		in.Mentioned = in.Mentioned || paste || album
 	}
 	if in.ChatType == channels.Group && !in.Mentioned && a.needsMention(in) {
-		return channels.Inbound{}, dropNoMention
+		return in, dropNoMention // in: for an album's later file (albumFollow.hold)
 	}
 	if strings.TrimSpace(in.Text) == "" && len(in.Attachments) == 0 {
 		return channels.Inbound{}, dropEmpty

@@ -267,3 +267,74 @@ func TestReplyThreadInGroupIsNotATopic(t *testing.T) {
 		t.Errorf("sent %+v, want chat %d, no thread (General), quoting %d", s[1:], forum, mid)
 	}
 }
+
+// Telegram dates an edit in whole seconds: two edits of one message within
+// a second (a typo fixed twice) carried the same stamp, so the dispatcher
+// journaled the second as a duplicate of the first and the agent never saw
+// the final text. Each edit update has its own stamp; a redelivery of one
+// keeps it.
+func TestEditsWithinOneSecondAreDistinct(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	rec := newRecorder()
+	failed := false
+	var stamps []string // guarded by rec.mu (fail runs under it)
+	rec.fail = func(in channels.Inbound, _ int) error {
+		if in.Event != nil {
+			stamps = append(stamps, in.Event.Stamp)
+		}
+		if in.Text == "teh cat" && !failed {
+			failed = true
+			return errJournalDown
+		}
+		return nil
+	}
+	run(t, newAdapter(t, srv, baseConfig(srv), nil), rec.handle)
+	var last int
+	for _, text := range []string{"teh cat", "the cat"} {
+		obj := srv.MessageObject(telegramtest.Message{ChatID: alice, Text: text}, 900)
+		obj["edit_date"] = 1767225600
+		last = srv.AddUpdate(map[string]any{"edited_message": obj})
+	}
+	waitConfirmed(t, srv, last)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(stamps) != 3 || !failed {
+		t.Fatalf("edit stamps %q, want three deliveries (one retried)", stamps)
+	}
+	if stamps[0] != stamps[1] {
+		t.Errorf("a redelivered edit changed its stamp: %q then %q", stamps[0], stamps[1])
+	}
+	if stamps[1] == stamps[2] {
+		t.Errorf("two edits share the stamp %q: the second is a duplicate to the dispatcher", stamps[1])
+	}
+}
+
+// A forum's topic service messages (created, renamed, closed, reopened)
+// carry no text: they never reach the Handler, even where every message
+// does (requireMention off), and the next message of the topic does.
+func TestForumTopicServiceMessagesIgnored(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a, err := telegram.New("default", baseConfig(srv), telegram.Options{
+		Logger: zaptest.NewLogger(t), HTTPClient: srv.Client(),
+		MentionRequired: func(channels.Inbound) bool { return false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	run(t, a, rec.handle)
+	for _, extra := range []map[string]any{
+		{"forum_topic_created": map[string]any{"name": "Releases", "icon_color": 7322096}},
+		{"forum_topic_edited": map[string]any{"name": "Releases 2"}},
+		{"forum_topic_closed": map[string]any{}},
+		{"forum_topic_reopened": map[string]any{}},
+	} {
+		srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 91, FromID: bob, Extra: extra})
+	}
+	u, mid := srv.AddMessage(telegramtest.Message{ChatID: forum, Forum: true, ThreadID: 91, FromID: bob, Text: "shipped"})
+	waitConfirmed(t, srv, u)
+	got := rec.accepted()
+	if len(got) != 1 || got[0].MessageID != id(mid) || got[0].ThreadID != "91" || !got[0].IsTopic {
+		t.Fatalf("accepted %+v, want only the topic's message", got)
+	}
+}

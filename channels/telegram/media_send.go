@@ -181,7 +181,7 @@ func (a *Adapter) SendMedia(ctx context.Context, out channels.Outbound, i int, c
 	}
 	ids := sentIDs(resp)
 	for _, id := range ids {
-		a.sent.Add(params["chat_id"], id, out.Address)
+		a.noteSent(params, id, out.Address)
 	}
 	return ids, nil
 }

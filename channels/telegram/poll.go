@@ -171,8 +171,23 @@ func (a *Adapter) handleUpdate(ctx context.Context, h channels.Handler, u *updat
 		if reason == dropNotConfigured {
 			return errors.New("telegram: not connected")
 		}
+		if reason == dropNoMention && u.Message != nil {
+			a.albums.hold(in, u.Message.MediaGroupID) // a later file may address its album
+		}
 		a.log.Debug("telegram update dropped", zap.Int("update_id", u.UpdateID), zap.String("reason", reason))
 		return nil
+	}
+	if u.Message != nil {
+		// Files of its album seen (and held) before it addressed the
+		// album: durable before going on (their updates are acknowledged
+		// already, so a failed batch wait would not bring them back).
+		held := a.albums.release(in, u.Message.MediaGroupID)
+		for i, f := range held {
+			if err := h(channels.WithoutBatch(ctx), f); err != nil && !errors.Is(err, channels.ErrRejected) {
+				a.albums.putBack(in, u.Message.MediaGroupID, held[i:])
+				return err
+			}
+		}
 	}
 	err := h(ctx, in)
 	if err == nil || errors.Is(err, channels.ErrRejected) {

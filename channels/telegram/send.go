@@ -26,8 +26,9 @@ const maxSendAttempts = 4
 // Send implements channels.Adapter: it converts out.Text (Markdown) to
 // Telegram HTML, splits it into messages of at most 4096 characters and
 // sends them in order to out's chat and topic, the first one as a reply to
-// out.ReplyToID. A chunk whose entities Telegram rejects is sent again as
-// plain text. On error, chunks already sent stay sent.
+// out.ReplyToID. A chunk whose entities Telegram rejects, or that renders
+// to no visible text (an empty code block), is sent again as plain text.
+// On error, chunks already sent stay sent.
 func (a *Adapter) Send(ctx context.Context, out channels.Outbound) error {
 	return a.deliver(ctx, out)
 }
@@ -86,7 +87,7 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 	if i == 0 && out.Draft != "" {
 		if done, err := a.replaceDraft(ctx, out, chunk); done {
 			if err == nil {
-				a.sent.Add(params["chat_id"], out.Draft, out.Address)
+				a.noteSent(params, out.Draft, out.Address)
 			}
 			return out.Draft, err
 		}
@@ -97,7 +98,7 @@ func (a *Adapter) SendChunkID(ctx context.Context, out channels.Outbound, i int,
 		return "", err
 	}
 	id := sentID(resp)
-	a.sent.Add(params["chat_id"], id, out.Address)
+	a.noteSent(params, id, out.Address)
 	return id, nil
 }
 
@@ -170,7 +171,7 @@ func (a *Adapter) sendChunkResp(ctx context.Context, method string, params tgbot
 	params["parse_mode"] = "HTML"
 	resp, err := a.sendRetryingResp(ctx, method, params)
 	var ae *APIError
-	if errors.As(err, &ae) && ae.EntitiesRejected() {
+	if errors.As(err, &ae) && ae.plainWouldPass() {
 		a.log.Warn("telegram rejected formatted message, resending as plain text", zap.String("chat_id", params["chat_id"]),
 			zap.String("reason", ae.Description))
 		delete(params, "parse_mode")

@@ -268,3 +268,31 @@ func TestRateLimitReturnedToAParkingCaller(t *testing.T) {
 		t.Errorf("sent %d messages, want none", len(srv.Sent()))
 	}
 }
+
+// A reply part whose Markdown renders to no visible text (an empty code
+// block, a lone ">") is refused by Telegram as an empty message: it goes
+// as plain text like a part whose entities were rejected, and the parts
+// after it follow. Before, the refusal buried the rest of the reply (and
+// disabled a scheduled job whose reply it was: the room looked refusing).
+func TestChunkWithoutVisibleTextSentAsPlainText(t *testing.T) {
+	srv := telegramtest.Start(t, telegramtest.Options{})
+	a := newSender(t, srv)
+	ctx := testCtx(t)
+	for _, md := range []string{"```\n```", ">"} {
+		if err := a.Send(ctx, channels.Outbound{Address: channels.Address{ChatID: "111"}, Text: md}); err != nil {
+			t.Fatalf("Send(%q): %v", md, err)
+		}
+	}
+	sent := srv.Sent()
+	if len(sent) != 2 || sent[0].Text != "```\n```" || sent[0].ParseMode != "" || sent[1].Text != ">" {
+		t.Fatalf("sent %+v, want the two texts as plain text", sent)
+	}
+	// A streamed draft that shows only an opened code block so far.
+	id, err := a.SendDraft(ctx, channels.Outbound{Address: channels.Address{ChatID: "111"}}, "```go\n")
+	if err != nil {
+		t.Fatalf("SendDraft: %v", err)
+	}
+	if err := a.EditDraft(ctx, channels.Outbound{Address: channels.Address{ChatID: "111"}}, id, ">"); err != nil {
+		t.Fatalf("EditDraft: %v", err)
+	}
+}

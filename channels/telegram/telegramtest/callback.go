@@ -196,6 +196,35 @@ func (s *Server) Press(chat int64, messageID int, fromID int64, name, label stri
 	return updateID, queryID, true
 }
 
+// newQueryLocked registers a new callback query of user fromID (answered
+// by answerCallbackQuery) and returns its id. s.mu is held.
+func (s *Server) newQueryLocked(fromID int64) string {
+	s.nextQuery++
+	id := strconv.FormatInt(int64(s.nextQuery)*7919+fromID, 10)
+	if s.queries == nil {
+		s.queries = map[string]bool{}
+	}
+	s.queries[id] = true
+	return id
+}
+
+// PressInaccessible queues the callback_query of a press on a message too
+// old for Telegram to show the bot: the query carries an
+// InaccessibleMessage (chat and message id, date 0, no keyboard).
+func (s *Server) PressInaccessible(chat int64, chatType string, messageID int, fromID int64, name, data string) (updateID int, queryID string) {
+	s.mu.Lock()
+	queryID = s.newQueryLocked(fromID)
+	s.mu.Unlock()
+	updateID = s.AddUpdate(map[string]any{"callback_query": map[string]any{
+		"id":            queryID,
+		"from":          map[string]any{"id": fromID, "is_bot": false, "first_name": name},
+		"message":       map[string]any{"chat": map[string]any{"id": chat, "type": chatType}, "message_id": messageID, "date": 0},
+		"chat_instance": strconv.FormatInt(-chat*31, 10),
+		"data":          data,
+	}})
+	return updateID, queryID
+}
+
 // PressData queues a callback_query with any callback_data, as a modified
 // client can send (Telegram does not check it against the buttons).
 func (s *Server) PressData(chat int64, messageID int, fromID int64, name, data string) (updateID int, queryID string) {
@@ -204,12 +233,7 @@ func (s *Server) PressData(chat int64, messageID int, fromID int64, name, data s
 	if !found {
 		cur = Sent{MessageID: messageID, ChatID: chat}
 	}
-	s.nextQuery++
-	queryID = strconv.FormatInt(int64(s.nextQuery)*7919+int64(fromID), 10)
-	if s.queries == nil {
-		s.queries = map[string]bool{}
-	}
-	s.queries[queryID] = true
+	queryID = s.newQueryLocked(fromID)
 	kb := s.keyboards[msgKey{chat, messageID}]
 	s.mu.Unlock()
 	msg := s.messageJSON(cur)

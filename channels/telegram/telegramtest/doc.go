@@ -6,8 +6,9 @@
 // It implements getMe, getUpdates (long poll with offsets and timeout;
 // updates below the offset are confirmed and forgotten; an offset past the
 // end of the queue is answered from its head, confirming nothing, as the
-// Bot API server does; a newer poll ends an older one with 409), sendMessage (validates Telegram HTML and the
-// 4096-character limit, rejects message_thread_id 1 and messages to
+// Bot API server does; a newer poll ends an older one with 409),
+// sendMessage (validates Telegram HTML, text its markup leaves empty and
+// the 4096-character limit, rejects message_thread_id 1 and messages to
 // migrated groups), sendChatAction, editMessageText, setMessageReaction
 // (recorded: Reactions), getChatMember (statuses set with SetChatMember,
 // "member" by default; calls recorded: MemberLookups), setWebhook and

@@ -64,6 +64,11 @@ func (s *Server) checkSend(chat int64, thread int, text, mode string) (Failure, 
 			return Failure{Code: 400, Description: "Bad Request: can't parse entities: " + err.Error()}, true
 		}
 		visible = v
+		if strings.TrimSpace(visible) == "" {
+			// Telegram counts the text left after its entities are parsed:
+			// markup around nothing ("<pre></pre>") is an empty message.
+			return Failure{Code: 400, Description: "Bad Request: message text is empty"}, true
+		}
 	}
 	if utf16Len(visible) > 4096 {
 		return Failure{Code: 400, Description: "Bad Request: message is too long"}, true
