@@ -3,7 +3,9 @@ package discord
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -272,14 +274,21 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			if ctx.Err() == nil {
 				a.log.Warn("catch-up: channel history not readable", zap.String("chat_id", channel), zap.Error(err))
 			}
+			if channelGone(err) {
+				// Deleted, or out of the bot's sight: a message held there
+				// cannot be read again (held.go).
+				a.passHeld(channel, "")
+			}
 			return n
 		}
 		if len(page) == 0 {
+			a.passHeld(channel, "")
 			return n
 		}
 		slices.SortFunc(page, func(x, y *discordgo.Message) int { return snowflakeCmp(x.ID, y.ID) })
 		for _, m := range page {
 			after = m.ID
+			a.passHeld(channel, m.ID)
 			if m.ChannelID == "" {
 				m.ChannelID = channel
 			}
@@ -306,6 +315,7 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			}
 		}
 		if len(page) < historyPage {
+			a.passHeld(channel, "")
 			return n
 		}
 	}
@@ -314,6 +324,17 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			zap.String("chat_id", channel), zap.Int("max_messages", max))
 	}
 	return n
+}
+
+// channelGone reports Discord's answer for a channel that was deleted
+// (404, Unknown Channel) or that the bot may no longer see (403, Missing
+// Access): reading it again will not help.
+func channelGone(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return false
+	}
+	return re.Response.StatusCode == http.StatusNotFound || re.Response.StatusCode == http.StatusForbidden
 }
 
 // all returns every channel's cursor noted by this process.
