@@ -42,7 +42,9 @@
 // Inbound of the typed command ("/history 5": the option values follow the
 // name), addressed to the bot and subject to the access policy like a
 // message, carrying a channels.Interaction. Interactions are served on
-// their own goroutine, apart from messages and registrations. Once the
+// their own goroutines, apart from messages and registrations and
+// concurrently (up to 16 at once), one member's in one channel in order:
+// one slow to be taken never eats another's 3 seconds. Once the
 // Handler accepts the command the interaction is acknowledged with a
 // deferred response, ephemeral (flag 64) for private commands (/status,
 // /sessions, /history, /help); the reply's first part then fills the

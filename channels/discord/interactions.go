@@ -78,10 +78,11 @@ func (x *interactions) state(id string, expires time.Time, fresh bool) *ixState 
 
 // startInteractions registers the handlers for slash commands (READY's
 // application id, GUILD_CREATE registrations, INTERACTION_CREATE) and
-// starts their two workers; the returned function removes the handlers
-// and waits for the workers. Interactions are served apart from messages
-// and from registrations (which a rate limit may hold up) so that nothing
-// delays their 3-second acknowledgement.
+// starts their workers; the returned function removes the handlers and
+// waits for the workers. Interactions are served apart from messages, from
+// registrations (which a rate limit may hold up) and, but for one
+// member's in one channel, from each other (interactionLines), so that
+// nothing delays their 3-second acknowledgement.
 func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	regs := make(chan string, maxInteractionsQueued) // guild ids, "" for global
@@ -147,12 +148,13 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 		}
 	})
 	wg.Go(func() {
+		lines := interactionLines{busy: map[string][]*discordgo.Interaction{}}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case i := <-ixs:
-				a.interaction(ctx, h, i)
+				lines.serve(ctx, &wg, i, func(i *discordgo.Interaction) { a.interaction(ctx, h, i) })
 			}
 		}
 	})
@@ -163,6 +165,87 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 		cancel()
 		wg.Wait()
 	}
+}
+
+// maxInteractionsServed bounds the interactions served at once.
+const maxInteractionsServed = 16
+
+// interactionLines serves interactions concurrently, except that one
+// member's interactions in one channel are served in order, one at a
+// time: Discord gives each interaction 3 seconds for its first answer, so
+// one that is slow to be taken (a command the handler answers at once,
+// such as /stop; a slow journal write) must not hold up everyone else's.
+type interactionLines struct {
+	slots chan struct{} // maxInteractionsServed; nil until first used
+
+	mu   sync.Mutex
+	busy map[string][]*discordgo.Interaction // by line; the first is being served
+}
+
+// line is the member and channel of i: interactions on one line keep
+// their order.
+func line(i *discordgo.Interaction) string {
+	user := ""
+	switch {
+	case i.Member != nil && i.Member.User != nil:
+		user = i.Member.User.ID
+	case i.User != nil:
+		user = i.User.ID
+	}
+	return i.ChannelID + "/" + user
+}
+
+// serve runs fn(i) on i's line: at once on a goroutine of wg if the line
+// is idle, else after the interactions before it. It returns at once.
+func (l *interactionLines) serve(ctx context.Context, wg *sync.WaitGroup, i *discordgo.Interaction, fn func(*discordgo.Interaction)) {
+	if l.slots == nil {
+		l.slots = make(chan struct{}, maxInteractionsServed)
+	}
+	key := line(i)
+	l.mu.Lock()
+	l.busy[key] = append(l.busy[key], i)
+	idle := len(l.busy[key]) == 1
+	l.mu.Unlock()
+	if !idle {
+		return
+	}
+	wg.Go(func() {
+		for next := i; next != nil; next = l.done(key) {
+			if ctx.Err() != nil {
+				l.drop(key)
+				return
+			}
+			select {
+			case l.slots <- struct{}{}:
+			case <-ctx.Done():
+				l.drop(key)
+				return
+			}
+			fn(next)
+			<-l.slots
+		}
+	})
+}
+
+// done takes the interaction served on key off its line and returns the
+// next one (nil: the line is idle).
+func (l *interactionLines) done(key string) *discordgo.Interaction {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.busy[key][1:]
+	if len(q) == 0 {
+		delete(l.busy, key)
+		return nil
+	}
+	l.busy[key] = q
+	return q[0]
+}
+
+// drop forgets key's line (shutting down).
+func (l *interactionLines) drop(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.busy, key)
 }
 
 // interaction hands a slash command to h as a chat command and

@@ -3,7 +3,10 @@ package discord
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -505,5 +508,60 @@ func TestSlashCommandsFollowCatalogueChange(t *testing.T) {
 	case in := <-got:
 		t.Errorf("/new reached the handler: %q", in.Text)
 	default:
+	}
+}
+
+// TestInteractionsDoNotWaitForEachOther: Discord gives every interaction
+// 3 seconds for its first answer, so one member's command that takes a
+// while to be taken (a /stop answering in the handler, a slow journal
+// write) must not hold up another member's: bob's command reaches the
+// handler while alice's is still in it. One member's commands in one
+// channel are still taken in order, one at a time (alice's second after
+// her first).
+func TestInteractionsDoNotWaitForEachOther(t *testing.T) {
+	bob := &discordgo.User{ID: "43", Username: "bob"}
+	bobReached := make(chan struct{})
+	var aliceIn, overlap atomic.Int32
+	var order []string
+	var mu sync.Mutex
+	h := func(ctx context.Context, in channels.Inbound) error {
+		mu.Lock()
+		order = append(order, in.SenderID+" "+in.Text)
+		mu.Unlock()
+		if in.SenderID == bob.ID {
+			close(bobReached)
+			return nil
+		}
+		if aliceIn.Add(1) > 1 {
+			overlap.Add(1)
+		}
+		defer aliceIn.Add(-1)
+		if in.Text == "/status" {
+			select {
+			case <-bobReached:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+				return errors.New("bob's command never reached the handler while alice's was in it")
+			}
+		}
+		return nil
+	}
+	fake, _ := startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), h)
+	first := fake.SendInteraction(fake.SlashCommand(channelID, alice, "status", nil))
+	second := fake.SendInteraction(fake.SlashCommand(channelID, alice, "help", nil))
+	third := fake.SendInteraction(fake.SlashCommand(channelID, bob, "help", nil))
+	reps := waitReplies(t, fake, 3)
+	for _, id := range []string{first, second, third} {
+		if !slices.ContainsFunc(reps, func(r discordtest.InteractionReply) bool {
+			return r.InteractionID == id && r.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource
+		}) {
+			t.Fatalf("interaction %s not deferred: %+v (handled %v)", id, reps, order)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := overlap.Load(); n != 0 || slices.Index(order, alice.ID+" /status") > slices.Index(order, alice.ID+" /help") {
+		t.Fatalf("alice's commands overlapped (%d) or out of order: %v", n, order)
 	}
 }
