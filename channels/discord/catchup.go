@@ -212,11 +212,17 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 	}
 	var todo []chanCursor
 	taken := map[string]bool{} // channels whose stored cursor was read
+	// What the new session's GUILD_CREATEs leave to read (catchup_guild.go).
+	a.plan = catchUpPlan{stored: map[string]cursor{}}
 	for ch, v := range stored {
 		c, ok := parseCursor(v)
 		if !ok {
 			a.log.Warn("catch-up cursor unreadable; channel skipped", zap.String("chat_id", ch), zap.String("cursor", v))
 			continue
+		}
+		a.plan.stored[ch] = c
+		if c.at.After(a.plan.heard) {
+			a.plan.heard = c.at
 		}
 		if mine, ok := a.seen.get(ch); ok && snowflakeCmp(mine.id, c.id) > 0 {
 			c = mine // this process saw newer (a reconnect)
@@ -233,12 +239,17 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 		if !taken[ch] && c.at.After(cutoff) {
 			todo = append(todo, chanCursor{ch, c})
 		}
+		if c.at.After(a.plan.heard) {
+			a.plan.heard = c.at
+		}
 	}
 	slices.SortFunc(todo, func(x, y chanCursor) int { return y.at.Compare(x.at) })
 	if n := a.catchUpMaxChannels(); len(todo) > n {
 		a.log.Warn("catch-up limited to the most recently active channels", zap.Int("channels", len(todo)), zap.Int("max_channels", n))
 		todo = todo[:n]
+		a.plan.warned = true
 	}
+	a.plan.budget = a.catchUpMaxChannels() - len(todo)
 	total := 0
 	for _, c := range todo {
 		if ctx.Err() != nil {

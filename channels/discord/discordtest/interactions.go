@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -102,8 +101,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, c := range cmds {
-		s.nextID++
-		c.ID, c.ApplicationID, c.GuildID = strconv.FormatInt(s.nextID, 10), s.appID(), r.PathValue("guild")
+		c.ID, c.ApplicationID, c.GuildID = s.newIDLocked(), s.appID(), r.PathValue("guild")
 	}
 	s.inter.registrations = append(s.inter.registrations, Registration{AppID: r.PathValue("app"),
 		GuildID: r.PathValue("guild"), Commands: cmds})
@@ -247,8 +245,7 @@ func (s *Server) serveFollowup(w http.ResponseWriter, r *http.Request) {
 
 // webhookMessage is the message object a webhook call answers with; s.mu is held.
 func (s *Server) webhookMessage(content string) *discordgo.Message {
-	s.nextID++
-	return &discordgo.Message{ID: strconv.FormatInt(s.nextID, 10), Content: content, Author: s.opts.BotUser,
+	return &discordgo.Message{ID: s.newIDLocked(), Content: content, Author: s.opts.BotUser,
 		Timestamp: time.Now().UTC()}
 }
 
@@ -283,9 +280,8 @@ func (s *Server) SlashCommand(channelID string, user *discordgo.User, name strin
 func (s *Server) SendInteraction(i *discordgo.Interaction) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID++
 	if i.ID == "" {
-		i.ID = strconv.FormatInt(s.nextID, 10)
+		i.ID = s.newIDLocked()
 	}
 	i.AppID, i.Version = s.appID(), 1
 	if i.Token == "" {
