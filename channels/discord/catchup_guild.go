@@ -124,6 +124,9 @@ func (a *Adapter) catchUpGuild(ctx context.Context, h channels.Handler, id strin
 		if snowflakeCmp(c.last, from) <= 0 || ctx.Err() != nil {
 			continue
 		}
+		if !a.canRead(ctx, id, c.id) {
+			continue
+		}
 		if p.budget <= 0 {
 			if !p.warned {
 				p.warned = true
@@ -140,6 +143,26 @@ func (a *Adapter) catchUpGuild(ctx context.Context, h channels.Handler, id strin
 		a.log.Info("caught up on channels new or quiet before the disconnect", zap.String("guild_id", id),
 			zap.Int("messages", total), zap.Int("channels", read))
 	}
+}
+
+// historyPermissions let the bot read a channel's history.
+const historyPermissions = discordgo.PermissionViewChannel | discordgo.PermissionReadMessageHistory
+
+// canRead reports whether the bot may read channel's history, by its
+// permissions there as the gateway's state has them (GUILD_CREATE names
+// every channel, also those hidden from the bot: asking for those would
+// only be refused).
+func (a *Adapter) canRead(ctx context.Context, guild, channel string) bool {
+	bot := a.bot()
+	if bot == "" {
+		return false
+	}
+	perms, err := a.channelPermissions(ctx, guild, channel, bot)
+	if err != nil {
+		a.log.Debug("catch-up: permissions unknown; channel read all the same", zap.String("chat_id", channel), zap.Error(err))
+		return true
+	}
+	return perms&historyPermissions == historyPermissions
 }
 
 // snowflakeAt is the smallest snowflake of time t's millisecond, less one:

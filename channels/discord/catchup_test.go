@@ -278,11 +278,15 @@ func TestResumeWithCatchUpHandsEachMessageOnce(t *testing.T) {
 // Before, such a mention (a forum post asking the bot during a restart)
 // was never answered. So is a channel quiet for longer than the catch-up
 // age before the restart (its cursor too old to be read) that got a
-// mention while down.
+// mention while down. A channel hidden from the bot is not asked for.
 func TestCatchUpThreadsOpenedWhileDown(t *testing.T) {
 	fo := fakeOptions()
+	const everyone = discordgo.PermissionViewChannel | discordgo.PermissionSendMessages | discordgo.PermissionReadMessageHistory
+	fo.Guilds[0].Roles = []*discordgo.Role{{ID: guildID, Name: "@everyone", Permissions: everyone}}
 	fo.Guilds[0].Channels = append(fo.Guilds[0].Channels, &discordgo.Channel{ID: "610", Name: "help", Type: discordgo.ChannelTypeGuildForum},
-		&discordgo.Channel{ID: "620", Name: "quiet", Type: discordgo.ChannelTypeGuildText})
+		&discordgo.Channel{ID: "620", Name: "quiet", Type: discordgo.ChannelTypeGuildText},
+		&discordgo.Channel{ID: "630", Name: "staff", Type: discordgo.ChannelTypeGuildText, PermissionOverwrites: []*discordgo.PermissionOverwrite{
+			{ID: guildID, Type: discordgo.PermissionOverwriteTypeRole, Deny: discordgo.PermissionViewChannel}}})
 	fake := discordtest.New(fo)
 	defer fake.Close()
 	store := &memCursors{}
@@ -311,6 +315,7 @@ func TestCatchUpThreadsOpenedWhileDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	inQuiet := fake.SendMessageCreate(mention("620", "in a quiet channel"))
+	fake.SendMessageCreate(mention("630", "hidden from the bot")) // the fake would show it; Discord answers 403
 
 	got2, _ := runProcess(t, fake, store)
 	if err := fake.WaitReady(ctxT(t), 2, 0); err != nil {
