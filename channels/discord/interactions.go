@@ -36,10 +36,19 @@ type interactions struct {
 // ixState is one interaction's acknowledgement; mu is held across the
 // callback so only one answer spends it.
 type ixState struct {
-	mu      sync.Mutex
-	acked   bool // guarded by mu
-	expires time.Time
+	mu    sync.Mutex
+	acked bool // guarded by mu
+	// early: deferred before the Handler returned (ackWithin); filled:
+	// the deferral's original response shows a reply since; done: the
+	// Handler returned (no early deferral after that); guarded by mu.
+	early, filled, done bool
+	expires             time.Time
 }
+
+// ackWithin is how long an interaction waits for the Handler before it is
+// deferred all the same: Discord drops one not acknowledged within 3
+// seconds of its creation.
+const ackWithin = 2 * time.Second
 
 func (x *interactions) setApp(id string) {
 	x.mu.Lock()
@@ -261,16 +270,26 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		a.respondNotice(ctx, i, "Unknown command. /help lists them.")
 		return
 	}
+	st := a.ix.state(i.ID, in.Interaction.Expires, true)
+	// Deferred all the same if the channel's lookup and the Handler take
+	// long (slow storage, permissions looked up over REST).
+	early := time.AfterFunc(ackWithin, func() { a.deferEarly(ctx, st, in.Interaction) })
+	defer early.Stop()
 	if in.GuildID != "" && !a.place(ctx, &in, i.ChannelID) {
-		a.respondNotice(ctx, i, notTakenNotice)
+		early.Stop()
+		a.answerNotTaken(ctx, st, i, in.Interaction)
 		return
 	}
 	a.adminFromInteraction(i, in)
-	st := a.ix.state(i.ID, in.Interaction.Expires, true)
 	err := h(ctx, in)
+	early.Stop() // a deferral under way holds st.mu
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.done = true
 	if st.acked {
+		if st.early && !st.filled && err != nil && ctx.Err() == nil {
+			a.withdrawDeferral(ctx, in.Interaction, err)
+		}
 		return
 	}
 	switch {
@@ -289,6 +308,54 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		a.respondNotice(ctx, i, notTakenNotice)
 		st.acked = true
 	}
+}
+
+// deferEarly acknowledges ix with its deferral while the Handler still
+// has it, unless something answered it already.
+func (a *Adapter) deferEarly(ctx context.Context, st *ixState, ix *channels.Interaction) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked || st.done || ctx.Err() != nil {
+		return
+	}
+	if err := a.deferReply(ctx, ix); err != nil {
+		a.log.Warn("interaction not acknowledged", zap.String("interaction_id", ix.ID), zap.Error(err))
+	}
+	st.acked, st.early = true, true
+}
+
+// withdrawDeferral deletes the "thinking…" of an early deferral whose
+// command was then refused (handlerErr; a notice went as an ephemeral
+// followup) or not taken (its notice follows now, ephemeral). st.mu is
+// held.
+func (a *Adapter) withdrawDeferral(ctx context.Context, ix *channels.Interaction, handlerErr error) {
+	di := &discordgo.Interaction{ID: ix.ID, AppID: ix.AppID, Token: ix.Token}
+	if !errors.Is(handlerErr, channels.ErrRejected) {
+		a.log.Warn("command not accepted", zap.String("interaction_id", ix.ID), zap.Error(handlerErr))
+		_, err := a.s.FollowupMessageCreate(di, true, &discordgo.WebhookParams{Content: notTakenNotice,
+			Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: &discordgo.MessageAllowedMentions{}}, discordgo.WithContext(ctx))
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("interaction notice not delivered", zap.String("interaction_id", ix.ID), zap.Error(err))
+		}
+	}
+	if err := a.s.InteractionResponseDelete(di, discordgo.WithContext(ctx)); err != nil && ctx.Err() == nil {
+		a.log.Warn("interaction deferral not withdrawn", zap.String("interaction_id", ix.ID), zap.Error(err))
+	}
+}
+
+// answerNotTaken answers an interaction whose channel could not be looked
+// up: with the notice, or after an early deferral with the notice as a
+// followup and the deferral withdrawn.
+func (a *Adapter) answerNotTaken(ctx context.Context, st *ixState, i *discordgo.Interaction, ix *channels.Interaction) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.done = true
+	if st.acked {
+		a.withdrawDeferral(ctx, ix, errors.New("channel not looked up"))
+		return
+	}
+	a.respondNotice(ctx, i, notTakenNotice)
+	st.acked = true
 }
 
 // interactionInbound turns an application command interaction into the

@@ -565,3 +565,69 @@ func TestInteractionsDoNotWaitForEachOther(t *testing.T) {
 		t.Fatalf("alice's commands overlapped (%d) or out of order: %v", n, order)
 	}
 }
+
+// TestSlowCommandAcknowledgedInTime: a command the handler is slow to take
+// (a journal write on slow storage, permissions looked up over REST) is
+// acknowledged with its deferral before Discord's 3 seconds are out,
+// without waiting for the handler: else the member saw "The application
+// did not respond" and the reply went to the channel. Taken, the reply
+// then fills the deferral; refused after the deferral, with or without a
+// notice, the deferral's "thinking…" is deleted (the notice stays, only
+// its caller sees it).
+func TestSlowCommandAcknowledgedInTime(t *testing.T) {
+	var fake *discordtest.Server
+	deferred := func(id string) bool {
+		return slices.ContainsFunc(fake.InteractionReplies(), func(r discordtest.InteractionReply) bool {
+			return r.InteractionID == id && r.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource
+		})
+	}
+	var a *Adapter
+	got := make(chan channels.Inbound, 8)
+	h := func(ctx context.Context, in channels.Inbound) error {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for ; !deferred(in.MessageID); time.Sleep(5 * time.Millisecond) {
+			if wctx.Err() != nil {
+				return errors.New("the handler took long and the interaction was never acknowledged meanwhile")
+			}
+		}
+		switch in.Text {
+		case "/new":
+			out := channels.Outbound{Address: in.Address, Interaction: in.Interaction, Text: "Only allowed senders may use /new here."}
+			if err := a.Notify(ctx, out); err != nil {
+				return err
+			}
+			return channels.ErrRejected
+		case "/reset":
+			return channels.ErrRejected
+		}
+		got <- in
+		return nil
+	}
+	fake, a = startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), h)
+	taken := fake.SendInteraction(fake.SlashCommand(channelID, alice, "help", nil))
+	var in channels.Inbound
+	select {
+	case in = <-got:
+	case <-ctxT(t).Done():
+		t.Fatal("slow command not taken")
+	}
+	if err := a.Send(ctxT(t), channels.Outbound{Address: in.Address, Interaction: in.Interaction, Text: "the commands"}); err != nil {
+		t.Fatal(err)
+	}
+	noticed := fake.SendInteraction(fake.SlashCommand(channelID, alice, "new", nil))
+	refused := fake.SendInteraction(fake.SlashCommand(channelID, alice, "reset", nil))
+	reps := waitReplies(t, fake, 7)
+	var kinds []string
+	for _, r := range reps {
+		kinds = append(kinds, r.InteractionID+" "+r.Kind)
+	}
+	want := []string{taken + " callback", taken + " edit", noticed + " callback", noticed + " followup", noticed + " delete",
+		refused + " callback", refused + " delete"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("answers (-want +got):\n%s\n%+v", diff, reps)
+	}
+	if reps[3].Flags != discordgo.MessageFlagsEphemeral || !strings.Contains(reps[3].Content, "Only allowed") {
+		t.Fatalf("notice %+v, want it ephemeral", reps[3])
+	}
+}

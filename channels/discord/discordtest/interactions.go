@@ -27,6 +27,7 @@ const (
 	ReplyCallback = "callback" // POST /interactions/{id}/{token}/callback
 	ReplyEdit     = "edit"     // PATCH /webhooks/{app}/{token}/messages/@original
 	ReplyFollowup = "followup" // POST /webhooks/{app}/{token}
+	ReplyDelete   = "delete"   // DELETE /webhooks/{app}/{token}/messages/@original
 )
 
 // InteractionReply is one answer the bot gave to an interaction.
@@ -66,6 +67,25 @@ func (s *Server) interactionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", s.serveCallback)
 	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/{msg}", s.serveWebhookEdit)
 	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", s.serveFollowup)
+	mux.HandleFunc("DELETE /api/v9/webhooks/{app}/{token}/messages/{msg}", s.serveWebhookDelete)
+}
+
+// serveWebhookDelete deletes the original response of an acknowledged
+// interaction (a deferral's "thinking…" too).
+func (s *Server) serveWebhookDelete(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oi, ok := s.webhookTargetLocked(w, r)
+	if !ok {
+		return
+	}
+	if r.PathValue("msg") != "@original" {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
+		return
+	}
+	s.inter.replies = append(s.inter.replies, InteractionReply{Kind: ReplyDelete, InteractionID: oi.id})
+	s.notifyLocked()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) appID() string {
