@@ -149,11 +149,14 @@ func TestChoicesDiscordEndToEnd(t *testing.T) {
 	if !ok {
 		t.Fatal("no Yes button")
 	}
-	dc.SendInteraction(i)
+	refused := dc.SendInteraction(i)
 	dc.SendInteraction(dc.ComponentPress("901", q.MessageID, carol, "c1.AAAAAAAA.0.zzzz.AAAAAAAAAAAAAAAA"))
 	reps, err := dc.WaitInteractionReplies(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reps[0].InteractionID != refused { // two members' presses are answered in either order
+		reps[0], reps[1] = reps[1], reps[0]
 	}
 	if reps[0].Type != discordgo.InteractionResponseDeferredMessageUpdate ||
 		reps[1].Type != discordgo.InteractionResponseChannelMessageWithSource || reps[1].Content != channels.PressInvalidText ||

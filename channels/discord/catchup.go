@@ -3,7 +3,9 @@ package discord
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,11 +212,17 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 	}
 	var todo []chanCursor
 	taken := map[string]bool{} // channels whose stored cursor was read
+	// What the new session's GUILD_CREATEs leave to read (catchup_guild.go).
+	a.plan = catchUpPlan{stored: map[string]cursor{}}
 	for ch, v := range stored {
 		c, ok := parseCursor(v)
 		if !ok {
 			a.log.Warn("catch-up cursor unreadable; channel skipped", zap.String("chat_id", ch), zap.String("cursor", v))
 			continue
+		}
+		a.plan.stored[ch] = c
+		if c.at.After(a.plan.heard) {
+			a.plan.heard = c.at
 		}
 		if mine, ok := a.seen.get(ch); ok && snowflakeCmp(mine.id, c.id) > 0 {
 			c = mine // this process saw newer (a reconnect)
@@ -231,12 +239,17 @@ func (a *Adapter) catchUp(ctx context.Context, h channels.Handler) {
 		if !taken[ch] && c.at.After(cutoff) {
 			todo = append(todo, chanCursor{ch, c})
 		}
+		if c.at.After(a.plan.heard) {
+			a.plan.heard = c.at
+		}
 	}
 	slices.SortFunc(todo, func(x, y chanCursor) int { return y.at.Compare(x.at) })
 	if n := a.catchUpMaxChannels(); len(todo) > n {
 		a.log.Warn("catch-up limited to the most recently active channels", zap.Int("channels", len(todo)), zap.Int("max_channels", n))
 		todo = todo[:n]
+		a.plan.warned = true
 	}
+	a.plan.budget = a.catchUpMaxChannels() - len(todo)
 	total := 0
 	for _, c := range todo {
 		if ctx.Err() != nil {
@@ -272,14 +285,21 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			if ctx.Err() == nil {
 				a.log.Warn("catch-up: channel history not readable", zap.String("chat_id", channel), zap.Error(err))
 			}
+			if channelGone(err) {
+				// Deleted, or out of the bot's sight: a message held there
+				// cannot be read again (held.go).
+				a.passHeld(channel, "")
+			}
 			return n
 		}
 		if len(page) == 0 {
+			a.passHeld(channel, "")
 			return n
 		}
 		slices.SortFunc(page, func(x, y *discordgo.Message) int { return snowflakeCmp(x.ID, y.ID) })
 		for _, m := range page {
 			after = m.ID
+			a.passHeld(channel, m.ID)
 			if m.ChannelID == "" {
 				m.ChannelID = channel
 			}
@@ -306,6 +326,7 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			}
 		}
 		if len(page) < historyPage {
+			a.passHeld(channel, "")
 			return n
 		}
 	}
@@ -314,6 +335,17 @@ func (a *Adapter) catchUpChannel(ctx context.Context, h channels.Handler, channe
 			zap.String("chat_id", channel), zap.Int("max_messages", max))
 	}
 	return n
+}
+
+// channelGone reports Discord's answer for a channel that was deleted
+// (404, Unknown Channel) or that the bot may no longer see (403, Missing
+// Access): reading it again will not help.
+func channelGone(err error) bool {
+	var re *discordgo.RESTError
+	if !errors.As(err, &re) || re.Response == nil {
+		return false
+	}
+	return re.Response.StatusCode == http.StatusNotFound || re.Response.StatusCode == http.StatusForbidden
 }
 
 // all returns every channel's cursor noted by this process.

@@ -270,3 +270,72 @@ func TestResumeWithCatchUpHandsEachMessageOnce(t *testing.T) {
 		t.Fatalf("handled %v, want %v once each", ids, want)
 	}
 }
+
+// TestCatchUpThreadsOpenedWhileDown: a thread or forum post opened while
+// no process was connected has no cursor (nothing was heard in it), yet
+// its messages are caught up like a known channel's: the next process
+// finds it in GUILD_CREATE with messages newer than the last it heard.
+// Before, such a mention (a forum post asking the bot during a restart)
+// was never answered. So is a channel quiet for longer than the catch-up
+// age before the restart (its cursor too old to be read) that got a
+// mention while down. A channel hidden from the bot is not asked for.
+func TestCatchUpThreadsOpenedWhileDown(t *testing.T) {
+	fo := fakeOptions()
+	const everyone = discordgo.PermissionViewChannel | discordgo.PermissionSendMessages | discordgo.PermissionReadMessageHistory
+	fo.Guilds[0].Roles = []*discordgo.Role{{ID: guildID, Name: "@everyone", Permissions: everyone}}
+	fo.Guilds[0].Channels = append(fo.Guilds[0].Channels, &discordgo.Channel{ID: "610", Name: "help", Type: discordgo.ChannelTypeGuildForum},
+		&discordgo.Channel{ID: "620", Name: "quiet", Type: discordgo.ChannelTypeGuildText},
+		&discordgo.Channel{ID: "630", Name: "staff", Type: discordgo.ChannelTypeGuildText, PermissionOverwrites: []*discordgo.PermissionOverwrite{
+			{ID: guildID, Type: discordgo.PermissionOverwriteTypeRole, Deny: discordgo.PermissionViewChannel}}})
+	fake := discordtest.New(fo)
+	defer fake.Close()
+	store := &memCursors{}
+	bot := fake.BotUser()
+	mention := func(channel, text string) *discordgo.Message {
+		return &discordgo.Message{ChannelID: channel, Author: alice, Content: "<@" + bot.ID + "> " + text, Mentions: []*discordgo.User{bot}}
+	}
+
+	got, stop := runProcess(t, fake, store)
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	fake.SendMessageCreate(mention(channelID, "before"))
+	nextIn(t, got)
+	stop()
+	if err := fake.WaitDisconnected(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	fake.Dispatch("THREAD_CREATE", &discordgo.Channel{ID: "711", GuildID: guildID, Type: discordgo.ChannelTypeGuildPublicThread, ParentID: channelID, Name: "t"})
+	inThread := fake.SendMessageCreate(mention("711", "in a new thread"))
+	fake.Dispatch("THREAD_CREATE", &discordgo.Channel{ID: "712", GuildID: guildID, Type: discordgo.ChannelTypeGuildPublicThread, ParentID: "610", Name: "how do I"})
+	inPost := fake.SendMessageCreate(mention("712", "in a new forum post"))
+	old := time.Now().Add(-48 * time.Hour)
+	if err := store.SetCursor(ctxT(t), "discord:default", "620", cursor{id: snowflakeAt(old), at: old}.String()); err != nil {
+		t.Fatal(err)
+	}
+	inQuiet := fake.SendMessageCreate(mention("620", "in a quiet channel"))
+	fake.SendMessageCreate(mention("630", "hidden from the bot")) // the fake would show it; Discord answers 403
+
+	got2, _ := runProcess(t, fake, store)
+	if err := fake.WaitReady(ctxT(t), 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	live := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "live"})
+	caught := map[string]channels.Inbound{}
+	for in := nextIn(t, got2); in.MessageID != live; in = nextIn(t, got2) {
+		caught[in.MessageID] = in
+	}
+	if in, ok := caught[inThread]; !ok || in.ThreadID != "711" || in.ChatID != channelID || in.GuildID != guildID || !in.Mentioned {
+		t.Errorf("message of the new thread caught up as %+v (found %v)", in, ok)
+	}
+	if in, ok := caught[inPost]; !ok || in.ThreadID != "712" || in.ChatID != "610" {
+		t.Errorf("message of the new forum post caught up as %+v (found %v)", in, ok)
+	}
+	if in, ok := caught[inQuiet]; !ok || in.ChatID != "620" || in.ThreadID != "" {
+		t.Errorf("message of the quiet channel caught up as %+v (found %v)", in, ok)
+	}
+	if len(caught) != 3 {
+		t.Errorf("caught up %d messages, want the three: %+v", len(caught), caught)
+	}
+}

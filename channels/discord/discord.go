@@ -67,8 +67,9 @@ type Options struct {
 	// Choices verifies presses of choice buttons (choices.go); nil: every
 	// press is answered as invalid.
 	Choices *channels.ChoiceKeys
-	// CatchUpMaxAge: older messages are not caught up, nor channels quiet
-	// for longer (24 h when zero).
+	// CatchUpMaxAge: older messages are not caught up, nor are channels
+	// quiet for longer read at a connect unless their guild's GUILD_CREATE
+	// shows newer messages (catchup_guild.go) (24 h when zero).
 	CatchUpMaxAge time.Duration
 	// CatchUpMaxMessages caps the messages caught up per channel and
 	// connect (500 when zero).
@@ -95,6 +96,10 @@ type Adapter struct {
 	botID   string  // guarded by mu; from READY
 	botName string  // guarded by mu; from READY
 	lastNet *gwConn // guarded by mu; the gateway's current TCP connection
+	// starting are the guilds READY announced whose GUILD_CREATE is to
+	// come (catchup_guild.go); guarded by mu.
+	starting map[string]bool
+	plan     catchUpPlan // what the last connect's catch-up left; Run's goroutine only
 
 	ix     interactions         // slash command acknowledgements (own lock)
 	admins channels.AdminCache  // IsAdmin's answers (admin.go)
@@ -276,6 +281,12 @@ func (a *Adapter) Run(ctx context.Context, h channels.Handler) error {
 				a.mu.Lock()
 				a.botID, a.botName = r.User.ID, r.User.Username
 				a.mu.Unlock()
+			}
+			a.startGuilds(r)
+		}),
+		a.s.AddHandler(func(_ *discordgo.Session, g *discordgo.GuildCreate) {
+			if g.Guild != nil && a.takeStartGuild(g.ID) && !q.push(&guildStart{id: g.ID}) {
+				a.log.Warn("inbound queue full, guild not caught up", zap.String("guild_id", g.ID))
 			}
 		}),
 		a.s.AddHandler(a.onRawEvent(q)),

@@ -42,10 +42,13 @@
 // Inbound of the typed command ("/history 5": the option values follow the
 // name), addressed to the bot and subject to the access policy like a
 // message, carrying a channels.Interaction. Interactions are served on
-// their own goroutine, apart from messages and registrations. Once the
+// their own goroutines, apart from messages and registrations and
+// concurrently (up to 16 at once), one member's in one channel in order:
+// one slow to be taken never eats another's 3 seconds. Once the
 // Handler accepts the command the interaction is acknowledged with a
 // deferred response, ephemeral (flag 64) for private commands (/status,
-// /sessions, /history, /help); the reply's first part then fills the
+// /sessions, /history, /help), or after 2 seconds while the Handler still
+// has it (withdrawn if it then refuses the command); the reply's first part then fills the
 // original response and later parts are followups. A notice sent while the
 // Handler runs (a refusal) is the interaction's ephemeral response; a
 // command refused without a notice (a guild not admitted) gets no answer.

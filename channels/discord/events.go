@@ -56,6 +56,8 @@ func (a *Adapter) handleQueued(ctx context.Context, h channels.Handler, it any) 
 		if in, ok := a.edit(ctx, x); ok {
 			_ = a.deliver(ctx, h, in) // not caught up: given up when not taken
 		}
+	case *guildStart:
+		a.catchUpGuild(ctx, h, x.id) // catchup_guild.go
 	case *reactionAdd:
 		if in, ok := a.reaction(ctx, x); ok {
 			_ = a.deliver(ctx, h, in) // not caught up: given up when not taken

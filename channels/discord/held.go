@@ -47,6 +47,31 @@ func (s *seenCursors) hold(channel, id string, now time.Time) {
 	}
 }
 
+// pass releases channel's hold when its history, read in order from the
+// cursor, reached id (a message after the one held) or, with id "", its
+// end: the message held is gone (its author deleted it) or was taken
+// meanwhile (note released it then). It reports whether it released one.
+// Without this a deleted message held its channel for good: read again
+// every heldRetryEvery, its cursor never moving on.
+func (s *seenCursors) pass(channel, id string) (released string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, held := s.held[channel]
+	if !held || (id != "" && snowflakeCmp(id, h) <= 0) {
+		return ""
+	}
+	delete(s.held, channel)
+	return h
+}
+
+// passHeld is seenCursors.pass, logged.
+func (a *Adapter) passHeld(channel, id string) {
+	if h := a.seen.pass(channel, id); h != "" {
+		a.log.Info("message held no longer in the channel's history (deleted): channel released",
+			zap.String("chat_id", channel), zap.String("message_id", h))
+	}
+}
+
 // heldChannels returns the cursors of the held channels.
 func (s *seenCursors) heldChannels() map[string]cursor {
 	s.mu.Lock()

@@ -23,7 +23,7 @@ type queue struct {
 	signal chan struct{} // one pending wake-up
 
 	mu    sync.Mutex
-	items []any // *discordgo.MessageCreate, *discordgo.MessageUpdate, *reactionAdd; guarded by mu
+	items []any // *discordgo.MessageCreate, *discordgo.MessageUpdate, *reactionAdd, *guildStart; guarded by mu
 }
 
 func newQueue(max int) *queue { return &queue{max: max, signal: make(chan struct{}, 1)} }

@@ -51,6 +51,9 @@ func (a *Adapter) sendInteraction(ctx context.Context, out channels.Outbound, i 
 	if err != nil {
 		return a.interactionFailed(ix, fmt.Errorf("discord: interaction reply (part %d): %w", i+1, err))
 	}
+	if i == 0 {
+		st.filled = true
+	}
 	return true, nil
 }
 

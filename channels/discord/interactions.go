@@ -36,10 +36,19 @@ type interactions struct {
 // ixState is one interaction's acknowledgement; mu is held across the
 // callback so only one answer spends it.
 type ixState struct {
-	mu      sync.Mutex
-	acked   bool // guarded by mu
-	expires time.Time
+	mu    sync.Mutex
+	acked bool // guarded by mu
+	// early: deferred before the Handler returned (ackWithin); filled:
+	// the deferral's original response shows a reply since; done: the
+	// Handler returned (no early deferral after that); guarded by mu.
+	early, filled, done bool
+	expires             time.Time
 }
+
+// ackWithin is how long an interaction waits for the Handler before it is
+// deferred all the same: Discord drops one not acknowledged within 3
+// seconds of its creation.
+const ackWithin = 2 * time.Second
 
 func (x *interactions) setApp(id string) {
 	x.mu.Lock()
@@ -78,10 +87,11 @@ func (x *interactions) state(id string, expires time.Time, fresh bool) *ixState 
 
 // startInteractions registers the handlers for slash commands (READY's
 // application id, GUILD_CREATE registrations, INTERACTION_CREATE) and
-// starts their two workers; the returned function removes the handlers
-// and waits for the workers. Interactions are served apart from messages
-// and from registrations (which a rate limit may hold up) so that nothing
-// delays their 3-second acknowledgement.
+// starts their workers; the returned function removes the handlers and
+// waits for the workers. Interactions are served apart from messages, from
+// registrations (which a rate limit may hold up) and, but for one
+// member's in one channel, from each other (interactionLines), so that
+// nothing delays their 3-second acknowledgement.
 func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	regs := make(chan string, maxInteractionsQueued) // guild ids, "" for global
@@ -147,12 +157,13 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 		}
 	})
 	wg.Go(func() {
+		lines := interactionLines{busy: map[string][]*discordgo.Interaction{}}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case i := <-ixs:
-				a.interaction(ctx, h, i)
+				lines.serve(ctx, &wg, i, func(i *discordgo.Interaction) { a.interaction(ctx, h, i) })
 			}
 		}
 	})
@@ -163,6 +174,87 @@ func (a *Adapter) startInteractions(ctx context.Context, h channels.Handler) (st
 		cancel()
 		wg.Wait()
 	}
+}
+
+// maxInteractionsServed bounds the interactions served at once.
+const maxInteractionsServed = 16
+
+// interactionLines serves interactions concurrently, except that one
+// member's interactions in one channel are served in order, one at a
+// time: Discord gives each interaction 3 seconds for its first answer, so
+// one that is slow to be taken (a command the handler answers at once,
+// such as /stop; a slow journal write) must not hold up everyone else's.
+type interactionLines struct {
+	slots chan struct{} // maxInteractionsServed; nil until first used
+
+	mu   sync.Mutex
+	busy map[string][]*discordgo.Interaction // by line; the first is being served
+}
+
+// line is the member and channel of i: interactions on one line keep
+// their order.
+func line(i *discordgo.Interaction) string {
+	user := ""
+	switch {
+	case i.Member != nil && i.Member.User != nil:
+		user = i.Member.User.ID
+	case i.User != nil:
+		user = i.User.ID
+	}
+	return i.ChannelID + "/" + user
+}
+
+// serve runs fn(i) on i's line: at once on a goroutine of wg if the line
+// is idle, else after the interactions before it. It returns at once.
+func (l *interactionLines) serve(ctx context.Context, wg *sync.WaitGroup, i *discordgo.Interaction, fn func(*discordgo.Interaction)) {
+	if l.slots == nil {
+		l.slots = make(chan struct{}, maxInteractionsServed)
+	}
+	key := line(i)
+	l.mu.Lock()
+	l.busy[key] = append(l.busy[key], i)
+	idle := len(l.busy[key]) == 1
+	l.mu.Unlock()
+	if !idle {
+		return
+	}
+	wg.Go(func() {
+		for next := i; next != nil; next = l.done(key) {
+			if ctx.Err() != nil {
+				l.drop(key)
+				return
+			}
+			select {
+			case l.slots <- struct{}{}:
+			case <-ctx.Done():
+				l.drop(key)
+				return
+			}
+			fn(next)
+			<-l.slots
+		}
+	})
+}
+
+// done takes the interaction served on key off its line and returns the
+// next one (nil: the line is idle).
+func (l *interactionLines) done(key string) *discordgo.Interaction {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.busy[key][1:]
+	if len(q) == 0 {
+		delete(l.busy, key)
+		return nil
+	}
+	l.busy[key] = q
+	return q[0]
+}
+
+// drop forgets key's line (shutting down).
+func (l *interactionLines) drop(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.busy, key)
 }
 
 // interaction hands a slash command to h as a chat command and
@@ -178,16 +270,26 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		a.respondNotice(ctx, i, "Unknown command. /help lists them.")
 		return
 	}
+	st := a.ix.state(i.ID, in.Interaction.Expires, true)
+	// Deferred all the same if the channel's lookup and the Handler take
+	// long (slow storage, permissions looked up over REST).
+	early := time.AfterFunc(ackWithin, func() { a.deferEarly(ctx, st, in.Interaction) })
+	defer early.Stop()
 	if in.GuildID != "" && !a.place(ctx, &in, i.ChannelID) {
-		a.respondNotice(ctx, i, notTakenNotice)
+		early.Stop()
+		a.answerNotTaken(ctx, st, i, in.Interaction)
 		return
 	}
 	a.adminFromInteraction(i, in)
-	st := a.ix.state(i.ID, in.Interaction.Expires, true)
 	err := h(ctx, in)
+	early.Stop() // a deferral under way holds st.mu
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.done = true
 	if st.acked {
+		if st.early && !st.filled && err != nil && ctx.Err() == nil {
+			a.withdrawDeferral(ctx, in.Interaction, err)
+		}
 		return
 	}
 	switch {
@@ -206,6 +308,54 @@ func (a *Adapter) interaction(ctx context.Context, h channels.Handler, i *discor
 		a.respondNotice(ctx, i, notTakenNotice)
 		st.acked = true
 	}
+}
+
+// deferEarly acknowledges ix with its deferral while the Handler still
+// has it, unless something answered it already.
+func (a *Adapter) deferEarly(ctx context.Context, st *ixState, ix *channels.Interaction) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.acked || st.done || ctx.Err() != nil {
+		return
+	}
+	if err := a.deferReply(ctx, ix); err != nil {
+		a.log.Warn("interaction not acknowledged", zap.String("interaction_id", ix.ID), zap.Error(err))
+	}
+	st.acked, st.early = true, true
+}
+
+// withdrawDeferral deletes the "thinking…" of an early deferral whose
+// command was then refused (handlerErr; a notice went as an ephemeral
+// followup) or not taken (its notice follows now, ephemeral). st.mu is
+// held.
+func (a *Adapter) withdrawDeferral(ctx context.Context, ix *channels.Interaction, handlerErr error) {
+	di := &discordgo.Interaction{ID: ix.ID, AppID: ix.AppID, Token: ix.Token}
+	if !errors.Is(handlerErr, channels.ErrRejected) {
+		a.log.Warn("command not accepted", zap.String("interaction_id", ix.ID), zap.Error(handlerErr))
+		_, err := a.s.FollowupMessageCreate(di, true, &discordgo.WebhookParams{Content: notTakenNotice,
+			Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: &discordgo.MessageAllowedMentions{}}, discordgo.WithContext(ctx))
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("interaction notice not delivered", zap.String("interaction_id", ix.ID), zap.Error(err))
+		}
+	}
+	if err := a.s.InteractionResponseDelete(di, discordgo.WithContext(ctx)); err != nil && ctx.Err() == nil {
+		a.log.Warn("interaction deferral not withdrawn", zap.String("interaction_id", ix.ID), zap.Error(err))
+	}
+}
+
+// answerNotTaken answers an interaction whose channel could not be looked
+// up: with the notice, or after an early deferral with the notice as a
+// followup and the deferral withdrawn.
+func (a *Adapter) answerNotTaken(ctx context.Context, st *ixState, i *discordgo.Interaction, ix *channels.Interaction) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.done = true
+	if st.acked {
+		a.withdrawDeferral(ctx, ix, errors.New("channel not looked up"))
+		return
+	}
+	a.respondNotice(ctx, i, notTakenNotice)
+	st.acked = true
 }
 
 // interactionInbound turns an application command interaction into the

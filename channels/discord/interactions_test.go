@@ -3,7 +3,10 @@ package discord
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -505,5 +508,126 @@ func TestSlashCommandsFollowCatalogueChange(t *testing.T) {
 	case in := <-got:
 		t.Errorf("/new reached the handler: %q", in.Text)
 	default:
+	}
+}
+
+// TestInteractionsDoNotWaitForEachOther: Discord gives every interaction
+// 3 seconds for its first answer, so one member's command that takes a
+// while to be taken (a /stop answering in the handler, a slow journal
+// write) must not hold up another member's: bob's command reaches the
+// handler while alice's is still in it. One member's commands in one
+// channel are still taken in order, one at a time (alice's second after
+// her first).
+func TestInteractionsDoNotWaitForEachOther(t *testing.T) {
+	bob := &discordgo.User{ID: "43", Username: "bob"}
+	bobReached := make(chan struct{})
+	var aliceIn, overlap atomic.Int32
+	var order []string
+	var mu sync.Mutex
+	h := func(ctx context.Context, in channels.Inbound) error {
+		mu.Lock()
+		order = append(order, in.SenderID+" "+in.Text)
+		mu.Unlock()
+		if in.SenderID == bob.ID {
+			close(bobReached)
+			return nil
+		}
+		if aliceIn.Add(1) > 1 {
+			overlap.Add(1)
+		}
+		defer aliceIn.Add(-1)
+		if in.Text == "/status" {
+			select {
+			case <-bobReached:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+				return errors.New("bob's command never reached the handler while alice's was in it")
+			}
+		}
+		return nil
+	}
+	fake, _ := startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), h)
+	first := fake.SendInteraction(fake.SlashCommand(channelID, alice, "status", nil))
+	second := fake.SendInteraction(fake.SlashCommand(channelID, alice, "help", nil))
+	third := fake.SendInteraction(fake.SlashCommand(channelID, bob, "help", nil))
+	reps := waitReplies(t, fake, 3)
+	for _, id := range []string{first, second, third} {
+		if !slices.ContainsFunc(reps, func(r discordtest.InteractionReply) bool {
+			return r.InteractionID == id && r.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource
+		}) {
+			t.Fatalf("interaction %s not deferred: %+v (handled %v)", id, reps, order)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := overlap.Load(); n != 0 || slices.Index(order, alice.ID+" /status") > slices.Index(order, alice.ID+" /help") {
+		t.Fatalf("alice's commands overlapped (%d) or out of order: %v", n, order)
+	}
+}
+
+// TestSlowCommandAcknowledgedInTime: a command the handler is slow to take
+// (a journal write on slow storage, permissions looked up over REST) is
+// acknowledged with its deferral before Discord's 3 seconds are out,
+// without waiting for the handler: else the member saw "The application
+// did not respond" and the reply went to the channel. Taken, the reply
+// then fills the deferral; refused after the deferral, with or without a
+// notice, the deferral's "thinking…" is deleted (the notice stays, only
+// its caller sees it).
+func TestSlowCommandAcknowledgedInTime(t *testing.T) {
+	var fake *discordtest.Server
+	deferred := func(id string) bool {
+		return slices.ContainsFunc(fake.InteractionReplies(), func(r discordtest.InteractionReply) bool {
+			return r.InteractionID == id && r.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource
+		})
+	}
+	var a *Adapter
+	got := make(chan channels.Inbound, 8)
+	h := func(ctx context.Context, in channels.Inbound) error {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for ; !deferred(in.MessageID); time.Sleep(5 * time.Millisecond) {
+			if wctx.Err() != nil {
+				return errors.New("the handler took long and the interaction was never acknowledged meanwhile")
+			}
+		}
+		switch in.Text {
+		case "/new":
+			out := channels.Outbound{Address: in.Address, Interaction: in.Interaction, Text: "Only allowed senders may use /new here."}
+			if err := a.Notify(ctx, out); err != nil {
+				return err
+			}
+			return channels.ErrRejected
+		case "/reset":
+			return channels.ErrRejected
+		}
+		got <- in
+		return nil
+	}
+	fake, a = startSlashAdapter(t, Config{}, newRules(t, access.Config{}), multiGuildOptions(), h)
+	taken := fake.SendInteraction(fake.SlashCommand(channelID, alice, "help", nil))
+	var in channels.Inbound
+	select {
+	case in = <-got:
+	case <-ctxT(t).Done():
+		t.Fatal("slow command not taken")
+	}
+	if err := a.Send(ctxT(t), channels.Outbound{Address: in.Address, Interaction: in.Interaction, Text: "the commands"}); err != nil {
+		t.Fatal(err)
+	}
+	noticed := fake.SendInteraction(fake.SlashCommand(channelID, alice, "new", nil))
+	refused := fake.SendInteraction(fake.SlashCommand(channelID, alice, "reset", nil))
+	reps := waitReplies(t, fake, 7)
+	var kinds []string
+	for _, r := range reps {
+		kinds = append(kinds, r.InteractionID+" "+r.Kind)
+	}
+	want := []string{taken + " callback", taken + " edit", noticed + " callback", noticed + " followup", noticed + " delete",
+		refused + " callback", refused + " delete"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("answers (-want +got):\n%s\n%+v", diff, reps)
+	}
+	if reps[3].Flags != discordgo.MessageFlagsEphemeral || !strings.Contains(reps[3].Content, "Only allowed") {
+		t.Fatalf("notice %+v, want it ephemeral", reps[3])
 	}
 }

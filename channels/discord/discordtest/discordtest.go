@@ -101,7 +101,8 @@ type Server struct {
 	comps          componentsFake // buttons (components.go)
 	typing         []string
 	reactions      []Reaction
-	nextID         int64
+	nextID         int64              // the last id given (newIDLocked)
+	hidden         map[string]bool    // channels AddChannel made known to REST only
 	postLimits     []rateLimit        // next message POSTs to answer with 429 (ratelimit.go)
 	limited        int                // requests answered with 429
 	followupLimits []rateLimit        // next interaction followups to answer with 429
@@ -147,7 +148,7 @@ func New(opts Options) *Server {
 		opts.HeartbeatInterval = 45 * time.Second
 	}
 	s := &Server{opts: opts, changed: make(chan struct{}), conns: map[*conn]struct{}{},
-		channels: map[string]*discordgo.Channel{}, nextID: 900000,
+		channels: map[string]*discordgo.Channel{}, hidden: map[string]bool{},
 		guilds: map[string]*discordgo.Guild{}, members: map[string]map[string]*discordgo.Member{}}
 	for _, g := range opts.Guilds {
 		s.guilds[g.ID] = g
@@ -331,8 +332,7 @@ func (s *Server) serveMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	channelID := r.PathValue("id")
-	s.nextID++
-	id := strconv.FormatInt(s.nextID, 10)
+	id := s.newIDLocked()
 	msg := &discordgo.Message{ID: id, ChannelID: channelID, Content: body.Content, Author: s.opts.BotUser,
 		Timestamp: time.Now().UTC(), MessageReference: body.Reference, Components: asComponents(rows),
 		Attachments: s.attachmentsOf(channelID, files)}
@@ -380,7 +380,20 @@ func (s *Server) FailChannelLookups(n int) {
 func (s *Server) AddChannel(c *discordgo.Channel) {
 	s.mu.Lock()
 	s.channels[c.ID] = c
+	s.hidden[c.ID] = true
 	s.mu.Unlock()
+}
+
+// discordEpoch is the first millisecond of 2015 (Unix ms), where
+// snowflakes count from.
+const discordEpoch = 1420070400000
+
+// newIDLocked is a new id: a snowflake of the current time, as Discord's
+// are (their creation time is in their top bits), above every id given
+// before. s.mu is held.
+func (s *Server) newIDLocked() string {
+	s.nextID = max(s.nextID+1, (time.Now().UnixMilli()-discordEpoch)<<22)
+	return strconv.FormatInt(s.nextID, 10)
 }
 
 // Sent returns the messages posted so far.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -132,13 +134,41 @@ func (s *Server) identify(c *conn, d json.RawMessage) bool {
 		"guilds": unavailable, "resume_gateway_url": s.GatewayURL(),
 		"application": map[string]any{"id": s.appID(), "flags": 0}})
 	for _, g := range s.opts.Guilds {
-		gc := *g
+		gc := s.guildNowLocked(g)
 		gc.Members = append(append([]*discordgo.Member(nil), g.Members...),
 			&discordgo.Member{User: s.opts.BotUser, Roles: s.opts.BotRoles, GuildID: g.ID})
-		s.dispatchLocked("GUILD_CREATE", &gc)
+		s.dispatchLocked("GUILD_CREATE", gc)
 	}
 	s.notifyLocked()
 	return true
+}
+
+// guildNowLocked is g as GUILD_CREATE shows it now: its channels and
+// active threads as they are (created by CHANNEL_CREATE or THREAD_CREATE
+// since, deleted ones gone; not those only AddChannel made known), each
+// with the id of its newest message (last_message_id). s.mu is held.
+func (s *Server) guildNowLocked(g *discordgo.Guild) *discordgo.Guild {
+	gc := *g
+	gc.Channels, gc.Threads = nil, nil
+	ids := slices.Sorted(maps.Keys(s.channels))
+	for _, id := range ids {
+		c := s.channels[id]
+		if c.GuildID != g.ID || s.hidden[id] {
+			continue
+		}
+		cc := *c
+		for _, m := range s.history[id] {
+			if snowflakeCmp(m.ID, cc.LastMessageID) > 0 {
+				cc.LastMessageID = m.ID
+			}
+		}
+		if cc.IsThread() {
+			gc.Threads = append(gc.Threads, &cc)
+		} else {
+			gc.Channels = append(gc.Channels, &cc)
+		}
+	}
+	return &gc
 }
 
 // resume replays the dispatches after the client's sequence number, then
@@ -214,8 +244,7 @@ func (s *Server) SendMessageCreateLive(m *discordgo.Message) (id string, session
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m.ID == "" {
-		s.nextID++
-		m.ID = strconv.FormatInt(s.nextID, 10)
+		m.ID = s.newIDLocked()
 	}
 	if m.Timestamp.IsZero() {
 		m.Timestamp = time.Now().UTC()

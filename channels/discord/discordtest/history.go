@@ -30,7 +30,8 @@ func (s *Server) keepLocked(m *discordgo.Message) {
 // serveHistory answers with the channel's messages after the `after` id
 // (or before `before`), at most limit (1–100, default 50) of them, newest
 // first as Discord does: with after, the oldest ones following it. REST
-// message objects carry no guild_id, as on Discord.
+// message objects carry no guild_id, as on Discord. A deleted channel
+// (DeleteChannel) answers 404.
 func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit := 50
@@ -45,6 +46,11 @@ func (s *Server) serveHistory(w http.ResponseWriter, r *http.Request) {
 	after, before := q.Get("after"), q.Get("before")
 	s.mu.Lock()
 	s.historyReads++
+	if ref, ok := s.refused[r.PathValue("id")]; ok && ref.status == http.StatusNotFound { // deleted (refuse.go)
+		s.mu.Unlock()
+		writeJSON(w, ref.status, ref.body)
+		return
+	}
 	var out []discordgo.Message
 	for _, m := range s.history[r.PathValue("id")] {
 		if (after != "" && snowflakeCmp(m.ID, after) <= 0) || (before != "" && snowflakeCmp(m.ID, before) >= 0) {
@@ -82,4 +88,14 @@ func snowflakeCmp(a, b string) int {
 		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
 	}
 	return cmp.Compare(x, y)
+}
+
+// DeleteMessage deletes a user's message: it leaves its channel's history
+// and MESSAGE_DELETE is dispatched, as when its author deletes it.
+func (s *Server) DeleteMessage(channel, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history[channel] = slices.DeleteFunc(s.history[channel], func(m *discordgo.Message) bool { return m.ID == id })
+	s.dispatchLocked("MESSAGE_DELETE", &discordgo.Message{ID: id, ChannelID: channel})
+	s.notifyLocked()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -28,6 +27,7 @@ const (
 	ReplyCallback = "callback" // POST /interactions/{id}/{token}/callback
 	ReplyEdit     = "edit"     // PATCH /webhooks/{app}/{token}/messages/@original
 	ReplyFollowup = "followup" // POST /webhooks/{app}/{token}
+	ReplyDelete   = "delete"   // DELETE /webhooks/{app}/{token}/messages/@original
 )
 
 // InteractionReply is one answer the bot gave to an interaction.
@@ -67,6 +67,25 @@ func (s *Server) interactionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v9/interactions/{id}/{token}/callback", s.serveCallback)
 	mux.HandleFunc("PATCH /api/v9/webhooks/{app}/{token}/messages/{msg}", s.serveWebhookEdit)
 	mux.HandleFunc("POST /api/v9/webhooks/{app}/{token}", s.serveFollowup)
+	mux.HandleFunc("DELETE /api/v9/webhooks/{app}/{token}/messages/{msg}", s.serveWebhookDelete)
+}
+
+// serveWebhookDelete deletes the original response of an acknowledged
+// interaction (a deferral's "thinking…" too).
+func (s *Server) serveWebhookDelete(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oi, ok := s.webhookTargetLocked(w, r)
+	if !ok {
+		return
+	}
+	if r.PathValue("msg") != "@original" {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "Unknown Message", "code": 10008})
+		return
+	}
+	s.inter.replies = append(s.inter.replies, InteractionReply{Kind: ReplyDelete, InteractionID: oi.id})
+	s.notifyLocked()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) appID() string {
@@ -102,8 +121,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, c := range cmds {
-		s.nextID++
-		c.ID, c.ApplicationID, c.GuildID = strconv.FormatInt(s.nextID, 10), s.appID(), r.PathValue("guild")
+		c.ID, c.ApplicationID, c.GuildID = s.newIDLocked(), s.appID(), r.PathValue("guild")
 	}
 	s.inter.registrations = append(s.inter.registrations, Registration{AppID: r.PathValue("app"),
 		GuildID: r.PathValue("guild"), Commands: cmds})
@@ -247,8 +265,7 @@ func (s *Server) serveFollowup(w http.ResponseWriter, r *http.Request) {
 
 // webhookMessage is the message object a webhook call answers with; s.mu is held.
 func (s *Server) webhookMessage(content string) *discordgo.Message {
-	s.nextID++
-	return &discordgo.Message{ID: strconv.FormatInt(s.nextID, 10), Content: content, Author: s.opts.BotUser,
+	return &discordgo.Message{ID: s.newIDLocked(), Content: content, Author: s.opts.BotUser,
 		Timestamp: time.Now().UTC()}
 }
 
@@ -283,9 +300,8 @@ func (s *Server) SlashCommand(channelID string, user *discordgo.User, name strin
 func (s *Server) SendInteraction(i *discordgo.Interaction) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID++
 	if i.ID == "" {
-		i.ID = strconv.FormatInt(s.nextID, 10)
+		i.ID = s.newIDLocked()
 	}
 	i.AppID, i.Version = s.appID(), 1
 	if i.Token == "" {
