@@ -15,17 +15,13 @@ import (
 // messages of one Telegram getUpdates batch, gathered by the dispatcher):
 // one write inserts them in their order (so their seq, the order a
 // restart replays them in, is theirs), one round trip and one commit for
-// all instead of one each. The write's commit waits for its WAL flush
-// (issue 21): a lazy commit and a flush of its own behind wait, as
-// AcceptDeferred does, cost a round trip and a commit more for every batch
-// — at a steady rate a batch is one message, so one of the seven a
-// message cost — to let the turns start a flush sooner. dups[i] and
+// all instead of one each, and one WAL flush behind wait. dups[i] and
 // errs[i] are what AcceptDeferred would have answered for recs[i]: a
 // record this store cannot hold (checkRecord, a payload that is not JSON)
 // is refused alone; a failed write fails every record it carried. wait
-// returns once every duplicate's original is durable too (the stored
-// records are when AcceptDeferredAll returns); it fails, wrapping
-// sessions.ErrStorage, when that cannot be known.
+// returns once every stored record (and every duplicate's original) is
+// durable; it fails, wrapping sessions.ErrStorage, when that cannot be
+// known.
 func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record) (dups []bool, errs []error, wait func() error) {
 	dups, errs = make([]bool, len(recs)), make([]error, len(recs))
 	wait = func() error { return nil }
@@ -81,13 +77,8 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 		dups[i] = !found[j]
 		anyDup = anyDup || dups[i]
 	}
-	if !anyDup {
-		return dups, errs, wait
-	}
-	// A duplicate's original may be a lazy commit (AcceptDeferred) whose
-	// flush has not run, and a write that stored nothing commits no WAL
-	// to wait for: one flush of its own covers the originals.
-	return dups, errs, d.acceptWait(true, 0, fmt.Sprintf("%d records", len(rows)))
+	// With a duplicate, one flush covers its original and this batch.
+	return dups, errs, d.acceptWait(anyDup, d.barrier.note(), fmt.Sprintf("%d records", len(rows)))
 }
 
 // acceptArgs is one record of AcceptDeferredAll, its payload compacted.
@@ -118,11 +109,9 @@ func (d *Delivery) acceptable(ctx context.Context) error {
 	return nil
 }
 
-// acceptRows inserts rows in their order in one write whose commit waits
-// for its WAL flush, and reports which were stored (false: the id was
-// known). The write goes at once (writeGroup.now): the poller waits for
-// it before it fetches more, and behind a group of replies' appends in
-// flight it would wait for their flush before its own.
+// acceptRows inserts rows in their order in one lazily committed write
+// (through the group commit) and reports which were stored (false: the id
+// was known).
 func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.Time) ([]bool, error) {
 	if d.fault != nil {
 		if err := d.fault("accept"); err != nil {
@@ -131,7 +120,7 @@ func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.T
 		}
 	}
 	found := make([]bool, len(rows))
-	err := d.db.writes.now(ctx, &write{op: OpAccept, key: rowKey("d", rows[0].rec.ID), sync: true, fill: func(b *pgx.Batch) {
+	err := d.db.writes.do(ctx, &write{op: OpAccept, key: rowKey("d", rows[0].rec.ID), fill: func(b *pgx.Batch) {
 		for j, r := range rows {
 			at := r.rec.AcceptedAt
 			if at.IsZero() {

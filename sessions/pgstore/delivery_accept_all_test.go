@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"errors"
-	"maps"
 	"slices"
 	"testing"
 
@@ -98,50 +97,5 @@ func TestAcceptDeferredAllFailsWhole(t *testing.T) {
 	}
 	if d.Health() == nil {
 		t.Error("Health is nil after a failed accept")
-	}
-}
-
-// A batch costs one round trip and one commit, its WAL flush included:
-// wait adds none (a lazy commit and a flush of its own cost two of each,
-// a seventh of what a message cost at a steady rate, issue 21). A batch
-// with a duplicate flushes once more in wait, for the duplicate's original.
-func TestAcceptDeferredAllOneRoundTrip(t *testing.T) {
-	t.Parallel()
-	db, _ := openTest(t)
-	d := db.Delivery(DeliveryOptions{})
-	defer d.Close()
-	ctx := ctxT(t)
-	ops := []string{OpAccept, OpAcceptWait}
-	spent := func(before map[string][2]int64) map[string][2]int64 {
-		got, now := map[string][2]int64{}, opCounts(db, ops...)
-		for _, op := range ops {
-			got[op] = [2]int64{now[op][0] - before[op][0], now[op][1] - before[op][1]}
-		}
-		return got
-	}
-	before := opCounts(db, ops...)
-	dups, errs, wait := d.AcceptDeferredAll(ctx, []sessions.Record{record("a1"), record("a2"), record("a3")})
-	if err := wait(); err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-	for i := range dups {
-		if dups[i] || errs[i] != nil {
-			t.Fatalf("record %d: dup %v, err %v", i, dups[i], errs[i])
-		}
-	}
-	if got, want := spent(before), map[string][2]int64{OpAccept: {1, 1}, OpAcceptWait: {0, 0}}; !maps.Equal(got, want) {
-		t.Errorf("a batch of three cost %v (round trips, commits), want %v", got, want)
-	}
-
-	before = opCounts(db, ops...)
-	dups, _, wait = d.AcceptDeferredAll(ctx, []sessions.Record{record("a3"), record("a4")})
-	if err := wait(); err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-	if !dups[0] || dups[1] {
-		t.Errorf("dups = %v, want [true false]", dups)
-	}
-	if got, want := spent(before), map[string][2]int64{OpAccept: {1, 1}, OpAcceptWait: {1, 1}}; !maps.Equal(got, want) {
-		t.Errorf("a batch with a duplicate cost %v (round trips, commits), want %v", got, want)
 	}
 }

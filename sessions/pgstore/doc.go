@@ -33,10 +33,9 @@
 // synchronous commit; only a crash of the server loses the last few
 // hundred milliseconds of them, as a crash of the machine loses what the
 // files backend had not fsynced yet (lazy.go). A batch of accepted records
-// shares one flush (Delivery.AcceptDeferred), and one insert write whose
-// commit waits for that flush when the dispatcher gathers it
-// (Delivery.AcceptDeferredAll: a Telegram getUpdates batch in one round
-// trip and one commit), and Context decodes only
+// shares one flush (Delivery.AcceptDeferred), and one insert write when the
+// dispatcher gathers it (Delivery.AcceptDeferredAll: a Telegram getUpdates
+// batch in one round trip), and Context decodes only
 // what was appended since it last ran (transcript_cache.go).
 //
 // Round trips (issue 21): the short writes of every caller (accepts,

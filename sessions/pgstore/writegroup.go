@@ -160,21 +160,6 @@ func (g *writeGroup) doAll(ctx context.Context, ws []*write) error {
 	return first
 }
 
-// now commits w alone at once, on the caller's goroutine and a connection
-// of its own, instead of in the next group of its kind: for a write that
-// holds up more than its caller (a Telegram batch's accept, which the
-// poller waits for before it fetches the next batch) and would otherwise
-// wait for the group in flight before its own. Its outcome does not wait
-// for the riders handed over before it (it is no send that a mark must
-// precede).
-func (g *writeGroup) now(ctx context.Context, w *write) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	g.commit([]*write{w})
-	return w.err
-}
-
 // barrier returns once every rider handed over before it is committed
 // or failed (its outcome handed to its done function). It costs no round
 // trip.

@@ -31,9 +31,8 @@ import (
 // Nothing else runs on these connections, so neither setting reaches a
 // statement of another kind. Each pool opens its connections when first
 // used and keeps at most writePoolConns (a committer uses one at a time;
-// writes committed at once (writeGroup.now), or alone after Close
-// started, take the others).
-const writePoolConns = 4
+// writes run alone after Close started may take a few).
+const writePoolConns = 2
 
 // groupLockTimeout is how long a write of the group commit waits for a row
 // lock: far above the milliseconds the daemon's own transactions hold a
