@@ -22,35 +22,9 @@ import (
 // once, without a reconnect, and the channel's cursor then moves on.
 func TestMessageNotTakenComesAgain(t *testing.T) {
 	fake := discordtest.New(fakeOptions())
-	defer fake.Close()
+	t.Cleanup(fake.Close) // after the adapter stops (runFullJournal)
 	store := &memCursors{}
-	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t), Cursors: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.heldEvery = 20 * time.Millisecond
-	var full atomic.Bool
-	failures := make(chan struct{}, 16)
-	got := make(chan channels.Inbound, 64)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.Run(ctx, func(_ context.Context, in channels.Inbound) error {
-			if in.Text == "while full" && full.Load() {
-				select {
-				case failures <- struct{}{}:
-				default:
-				}
-				return fmt.Errorf("journal: %w: no space left on device", channels.ErrUnavailable)
-			}
-			got <- in
-			return nil
-		})
-	}()
-	defer func() { cancel(); <-done }()
-	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
-		t.Fatal(err)
-	}
+	a, full, failures, got := runFullJournal(t, fake, store)
 	first := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "first"})
 	if in := nextIn(t, got); in.MessageID != first {
 		t.Fatalf("got %+v", in)
@@ -98,34 +72,8 @@ func TestMessageNotTakenComesAgain(t *testing.T) {
 // handed over again: refusal notices and pairing codes sent twice).
 func TestHeldMessageDeletedReleasesItsChannel(t *testing.T) {
 	fake := discordtest.New(fakeOptions())
-	defer fake.Close()
-	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t), Cursors: &memCursors{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.heldEvery = 20 * time.Millisecond
-	var full atomic.Bool
-	failures := make(chan struct{}, 16)
-	got := make(chan channels.Inbound, 64)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- a.Run(ctx, func(_ context.Context, in channels.Inbound) error {
-			if in.Text == "while full" && full.Load() {
-				select {
-				case failures <- struct{}{}:
-				default:
-				}
-				return fmt.Errorf("journal: %w: no space left on device", channels.ErrUnavailable)
-			}
-			got <- in
-			return nil
-		})
-	}()
-	defer func() { cancel(); <-done }()
-	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(fake.Close) // after the adapter stops (runFullJournal)
+	a, full, failures, got := runFullJournal(t, fake, &memCursors{})
 	full.Store(true)
 	lost := fake.SendMessageCreate(&discordgo.Message{ChannelID: dmID, Author: alice, Content: "while full"})
 	for range 3 { // the handler's tries
@@ -204,4 +152,41 @@ func TestHeldThreadDeletedReleasesIt(t *testing.T) {
 			t.Fatalf("held %v after the thread was deleted (history reads: %d)", a.seen.heldChannels(), fake.HistoryReads())
 		}
 	}
+}
+
+// runFullJournal runs an adapter on fake, ready, whose handler refuses a
+// message "while full" as a full disk's journal does (ErrUnavailable) while
+// full is set, signalling failures, and hands the others to got; the
+// adapter stops when the test ends.
+func runFullJournal(t *testing.T, fake *discordtest.Server, store CursorStore) (a *Adapter, full *atomic.Bool,
+	failures chan struct{}, got chan channels.Inbound) {
+	t.Helper()
+	a, err := New("default", Config{Token: "tok"}, Options{HTTPClient: fake.Client(), Logger: zaptest.NewLogger(t), Cursors: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.heldEvery = 20 * time.Millisecond
+	full = new(atomic.Bool)
+	failures = make(chan struct{}, 16)
+	got = make(chan channels.Inbound, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, func(_ context.Context, in channels.Inbound) error {
+			if in.Text == "while full" && full.Load() {
+				select {
+				case failures <- struct{}{}:
+				default:
+				}
+				return fmt.Errorf("journal: %w: no space left on device", channels.ErrUnavailable)
+			}
+			got <- in
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := fake.WaitReady(ctxT(t), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	return a, full, failures, got
 }

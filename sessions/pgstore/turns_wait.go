@@ -78,10 +78,7 @@ func (w *leaseWaiters) wait(ctx context.Context, db *DB, name string, d time.Dur
 		w.subs = map[chan struct{}]string{}
 	}
 	w.subs[ch] = name
-	if !w.started {
-		w.started = true
-		go w.listen(db)
-	}
+	w.startLocked(db)
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -89,6 +86,21 @@ func (w *leaseWaiters) wait(ctx context.Context, db *DB, name string, d time.Dur
 		delete(w.asked, name)
 		w.mu.Unlock()
 	}()
+	w.await(ctx, ch, d)
+}
+
+// startLocked starts the listening connection if it is not running; w.mu
+// is held.
+func (w *leaseWaiters) startLocked(db *DB) {
+	if !w.started {
+		w.started = true
+		go w.listen(db)
+	}
+}
+
+// await returns when ch is signalled, after d, or when ctx ends or the
+// handle closes.
+func (w *leaseWaiters) await(ctx context.Context, ch <-chan struct{}, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -114,33 +126,23 @@ func (w *leaseWaiters) waitOrphans(ctx context.Context, db *DB, d time.Duration)
 		w.orphans = map[chan struct{}]struct{}{}
 	}
 	w.orphans[ch] = struct{}{}
-	if !w.started {
-		w.started = true
-		go w.listen(db)
-	}
+	w.startLocked(db)
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
 		delete(w.orphans, ch)
 		w.mu.Unlock()
 	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-ctx.Done():
-	case <-w.stop:
-	}
+	w.await(ctx, ch, d)
 }
 
-// orphansReleased wakes the waits for orphans, or notes the release for
-// the next one when none is running.
-func (w *leaseWaiters) orphansReleased() {
+// orphansReleased wakes the waits for orphans; when none is running, a
+// release heard (keep) is noted for the next one.
+func (w *leaseWaiters) orphansReleased(keep bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.orphans) == 0 {
-		w.orphansHeard = true
+		w.orphansHeard = w.orphansHeard || keep
 		return
 	}
 	for ch := range w.orphans {
@@ -188,7 +190,6 @@ func (w *leaseWaiters) listen(db *DB) {
 		if err := w.listenOnce(ctx, db); err != nil && ctx.Err() == nil {
 			w.log.Debug("session lease listener lost its connection; reconnecting", zap.Error(err))
 			w.released("") // a release may have been missed meanwhile
-			w.orphansReleased()
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
@@ -210,15 +211,17 @@ func (w *leaseWaiters) listenOnce(ctx context.Context, db *DB) error {
 	}
 	// A release between a waiter's start and this LISTEN was not heard:
 	// the waiters ask again now (the first WaitTurn of a handle returns
-	// once its listener is up).
+	// once its listener is up, and so does a wait for orphans: the look
+	// that follows finds what a handle closed meanwhile left).
 	w.released("")
+	w.orphansReleased(false)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
 		if n.Channel == releasedDeliveryChannel {
-			w.orphansReleased()
+			w.orphansReleased(true)
 			continue
 		}
 		w.released(n.Payload)
