@@ -250,6 +250,7 @@ func (d *Delivery) Close() error {
 	d.mu.Unlock()
 	close(d.stop)
 	<-d.done
+	d.waiters.end() // its listening connection is closed
 	// Whatever happens below, the owner is dead once Close returns.
 	defer d.lock.drop()
 	d.db.writes.barrier() // the riders handed over are written or late

@@ -31,7 +31,7 @@ import (
 // close heard while nobody waits is kept (orphansHeard) for the next wait
 // instead of being missed.
 type leaseWaiters struct {
-	// mu guards subs, asked, orphans, orphansHeard and started.
+	// mu guards subs, asked, orphans, orphansHeard, started and closing.
 	mu sync.Mutex
 	// subs holds each waiting turn's channel and the lease it waits for.
 	subs map[chan struct{}]string
@@ -44,8 +44,12 @@ type leaseWaiters struct {
 	// no wait for orphans was running; the next returns at once.
 	orphansHeard bool
 	started      bool
-	stop         chan struct{} // the handle's: closed by Close
-	log          *zap.Logger
+	// closing: the handle is closing (end); no listener starts any more.
+	closing bool
+	// listening runs the listener goroutine; end waits for it.
+	listening sync.WaitGroup
+	stop      chan struct{} // the handle's: closed by Close
+	log       *zap.Logger
 }
 
 // ask notes that a BeginTurn for lease name is being sent: a release heard
@@ -92,9 +96,9 @@ func (w *leaseWaiters) wait(ctx context.Context, db *DB, name string, d time.Dur
 // startLocked starts the listening connection if it is not running; w.mu
 // is held.
 func (w *leaseWaiters) startLocked(db *DB) {
-	if !w.started {
+	if !w.started && !w.closing {
 		w.started = true
-		go w.listen(db)
+		w.listening.Go(func() { w.listen(db) })
 	}
 }
 
@@ -177,6 +181,15 @@ func (w *leaseWaiters) released(name string) {
 	}
 }
 
+// end waits for the listener to stop, once the handle's stop channel is
+// closed (Delivery.Close), and keeps another from starting.
+func (w *leaseWaiters) end() {
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	w.listening.Wait()
+}
+
 // listen holds the LISTEN connection until the handle closes, connecting
 // again a second after a failure.
 func (w *leaseWaiters) listen(db *DB) {
@@ -203,7 +216,11 @@ func (w *leaseWaiters) listenOnce(ctx context.Context, db *DB) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = conn.Close(context.Background()) }()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
 	for _, ch := range []string{releasedChannel, releasedDeliveryChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return err
