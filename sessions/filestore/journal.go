@@ -20,7 +20,8 @@ import (
 const (
 	// journalCompactMin is how much the log must have grown since its last
 	// rewrite before a fully drained journal is rewritten; journalCompactMax
-	// forces a rewrite even with records pending.
+	// forces a rewrite even with records pending. Either waits, too, until
+	// the log grew by as much as the last rewrite wrote (compactDueLocked).
 	journalCompactMin = 256 << 10
 	journalCompactMax = 32 << 20
 )
@@ -47,6 +48,7 @@ type Journal struct {
 	openErr    error // set when the journal could not be opened; every call returns it
 	doneKeep   int   // DoneKeep; smaller in tests
 	compactMin int64 // journalCompactMin; smaller in tests
+	compactMax int64 // journalCompactMax; smaller in tests
 	fl         *flock.Flock
 	// openFile opens the log for appending; tests inject faults with it.
 	openFile func(path string) (journalFile, error)
@@ -68,6 +70,11 @@ type Journal struct {
 	lineBuf   []byte   // encoding buffer reused by writeLocked
 	fault     error    // the last write failure; nil when healthy
 	closed    bool
+	// rewrites counts the log's rewrites, rewrote the bytes they wrote and
+	// grew the bytes appended before each (tests: what compaction costs
+	// against what it saves).
+	rewrites      int
+	rewrote, grew int64
 
 	syncMu sync.Mutex // serialises fsyncs; guards synced, lost, lostErr
 	synced uint64     // every line up to this sequence number is durable
@@ -142,7 +149,7 @@ func openJournalWith(dir string, now func() time.Time, log *zap.Logger, open fun
 	}
 	j := &Journal{path: filepath.Join(dir, "journal.jsonl"), log: log, now: now, openFile: open,
 		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: map[string]time.Time{},
-		doneKeep: sessions.DoneKeep, compactMin: journalCompactMin}
+		doneKeep: sessions.DoneKeep, compactMin: journalCompactMin, compactMax: journalCompactMax}
 	if err := j.open(dir); err != nil {
 		j.openErr = fmt.Errorf("sessions: journal: %w", err)
 		log.Error("ingress journal unavailable", zap.Error(err))
@@ -180,9 +187,11 @@ func (j *Journal) open(dir string) error {
 	}
 	j.f = f
 	// A log that grew under steady traffic (never drained) is rewritten to
-	// its state now, so each start replays only what is still live.
+	// its state now, so each start replays only what is still live — unless
+	// the rewrite would hold nearly as much (a day of done ids): a start
+	// then costs no write that grows with them.
 	if j.size > j.compactMin {
-		if err := j.compactLocked(); err != nil {
+		if err := j.compactAtStartLocked(); err != nil {
 			j.log.Warn("journal compaction at start failed", zap.Error(err))
 			if j.closed {
 				_ = j.fl.Unlock()

@@ -286,20 +286,50 @@ func (j *Journal) maybeCompact() {
 	}
 }
 
-// compactDueLocked reports whether the log is to be rewritten now: it grew
-// by compactMin since the last rewrite and holds nothing live, or it
-// reached journalCompactMax. The caller holds j.mu.
+// compactDueLocked reports whether the log is to be rewritten now. A
+// rewrite writes (and fsyncs, holding every write meanwhile) all that is
+// live, and that includes the done ids remembered for duplicates:
+// sessions.DoneRetention of them, a day of traffic, tens of megabytes on a
+// busy bot. So the log must first have grown by as much as the last
+// rewrite wrote, and rewriting never costs more than appending did: by
+// compactMin while nothing is live, by compactMax even with records
+// pending. (Until issue 21 the forced rewrite counted the log's size, not
+// its growth: once a day of done ids alone passed journalCompactMax, every
+// mark rewrote the whole journal.) The caller holds j.mu.
 func (j *Journal) compactDueLocked() bool {
 	if j.closed || j.fault != nil {
 		return false
 	}
-	grown := j.size-j.compacted > j.compactMin
-	return grown && len(j.recs) == 0 && len(j.replies) == 0 || j.size >= journalCompactMax
+	grown := j.size - j.compacted
+	drained := len(j.recs) == 0 && len(j.replies) == 0
+	return drained && grown > max(j.compactMin, j.compacted) || grown >= max(j.compactMax, j.compacted)
 }
 
 // compactLocked rewrites the log atomically from memory: remembered done
 // ids, pending records with their counts, outstanding replies.
 func (j *Journal) compactLocked() error {
+	b, err := j.stateLocked()
+	if err != nil {
+		return err
+	}
+	return j.rewriteLocked(b)
+}
+
+// compactAtStartLocked is compactLocked for a log just replayed, skipped
+// when the log is no more than twice what the rewrite would write.
+func (j *Journal) compactAtStartLocked() error {
+	b, err := j.stateLocked()
+	if err != nil {
+		return err
+	}
+	if j.size <= 2*int64(len(b)) {
+		return nil // replay counted the log as rewritten: it waits to double
+	}
+	return j.rewriteLocked(b)
+}
+
+// stateLocked encodes the journal's state as the lines of a rewritten log.
+func (j *Journal) stateLocked() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	if len(j.doneOrder) > 0 {
@@ -309,7 +339,7 @@ func (j *Journal) compactLocked() error {
 			ids[0] = id
 			b, err := appendJournalLine(buf.AvailableBuffer(), &journalLine{Op: "done", IDs: ids, At: j.done[id]})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			buf.Write(append(b, '\n'))
 		}
@@ -322,7 +352,7 @@ func (j *Journal) compactLocked() error {
 	for _, r := range rs {
 		rec := r.Record
 		if err := enc.Encode(journalLine{Op: "accept", Rec: &rec}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	rps := make([]*jreply, 0, len(j.replies))
@@ -333,13 +363,18 @@ func (j *Journal) compactLocked() error {
 	for _, r := range rps {
 		rp := r.Reply
 		if err := enc.Encode(journalLine{Op: "ready", Reply: &rp}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := j.encodeDraftsLocked(enc); err != nil {
-		return err
+		return nil, err
 	}
-	if err := writeFileAtomic(j.path, buf.Bytes()); err != nil {
+	return buf.Bytes(), nil
+}
+
+// rewriteLocked replaces the log by b, the journal's state.
+func (j *Journal) rewriteLocked(b []byte) error {
+	if err := writeFileAtomic(j.path, b); err != nil {
 		return err
 	}
 	f, err := j.openFile(j.path)
@@ -350,10 +385,13 @@ func (j *Journal) compactLocked() error {
 	_ = j.f.Close()
 	j.f = f
 	j.backlog = nil // the rewrite holds every mark
-	j.size, j.compacted = int64(buf.Len()), int64(buf.Len())
+	j.rewrites++
+	j.rewrote += int64(len(b))
+	j.grew += j.size - j.compacted
+	j.size, j.compacted = int64(len(b)), int64(len(b))
 	j.synced = j.written
 	j.lost, j.lostErr = 0, nil // the rewrite holds every line
-	j.log.Debug("journal compacted", zap.Int("pending", len(rs)), zap.Int("replies", len(rps)), zap.Int("done_ids", len(j.doneOrder)))
+	j.log.Debug("journal compacted", zap.Int("pending", len(j.recs)), zap.Int("replies", len(j.replies)), zap.Int("done_ids", len(j.doneOrder)))
 	return nil
 }
 
