@@ -54,6 +54,8 @@ type Journal struct {
 	openFile func(path string) (journalFile, error)
 	stop     chan struct{}
 	loopDone chan struct{}
+	// compactWake asks the loop for a rewrite (maybeCompact).
+	compactWake chan struct{}
 
 	mu        sync.Mutex // guards the fields below
 	f         journalFile
@@ -70,11 +72,18 @@ type Journal struct {
 	lineBuf   []byte   // encoding buffer reused by writeLocked
 	fault     error    // the last write failure; nil when healthy
 	closed    bool
+	// rewriting is set while a rewrite runs beside the writes
+	// (rewriteOnline); tail holds the lines written meanwhile.
+	rewriting bool
+	tail      []byte
 	// rewrites counts the log's rewrites, rewrote the bytes they wrote and
 	// grew the bytes appended before each (tests: what compaction costs
 	// against what it saves).
 	rewrites      int
 	rewrote, grew int64
+	// rewriteHook, when set, runs between a rewrite's write and its
+	// install (tests).
+	rewriteHook func()
 
 	syncMu sync.Mutex // serialises fsyncs; guards synced, lost, lostErr
 	synced uint64     // every line up to this sequence number is durable
@@ -155,7 +164,7 @@ func openJournalWith(dir string, now func() time.Time, log *zap.Logger, open fun
 		log.Error("ingress journal unavailable", zap.Error(err))
 		return j
 	}
-	j.stop, j.loopDone = make(chan struct{}), make(chan struct{})
+	j.stop, j.loopDone, j.compactWake = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 	go j.loop()
 	return j
 }
@@ -186,6 +195,7 @@ func (j *Journal) open(dir string) error {
 		return err
 	}
 	j.f = f
+	_ = os.Remove(j.path + rewriteExt) // a rewrite a crash cut short
 	// A log that grew under steady traffic (never drained) is rewritten to
 	// its state now, so each start replays only what is still live — unless
 	// the rewrite would hold nearly as much (a day of done ids): a start

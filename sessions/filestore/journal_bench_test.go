@@ -2,9 +2,15 @@ package filestore_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,4 +65,62 @@ func BenchmarkJournalAcceptDoneDayOfIDs(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = m.Close() })
 	sessionstest.BenchAcceptDone(b, m.Journal())
+}
+
+// BenchmarkJournalTurnsDuringRewrites: Accept + Done of 1 KB records from
+// 8 goroutines on a journal that remembers 100,000 done ids (7 MB of done
+// lines, a few hours of a busy bot), long enough for the log to be
+// rewritten several times; p999 and max are what a rewrite costs the
+// writes beside it.
+func BenchmarkJournalTurnsDuringRewrites(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "ingress"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now().UTC().Format(time.RFC3339Nano)
+	var buf bytes.Buffer
+	for i := range 100_000 {
+		fmt.Fprintf(&buf, `{"op":"done","ids":["telegram:main:-100123456789:%d"],"at":%q}`+"\n", i, at)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ingress", "journal.jsonl"), buf.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	m, err := filestore.Open(filestore.Options{StateDir: dir, Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close() })
+	j := m.Journal()
+	payload, _ := json.Marshal(strings.Repeat("p", 1000))
+	ctx := context.Background()
+	var n atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			id := fmt.Sprint("bench:", n.Add(1))
+			start := time.Now()
+			if _, err := j.Accept(ctx, sessions.Record{ID: id, AgentID: "main", SessionKey: "agent:main:telegram:group:-100", Payload: payload}); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := j.Done(id); err != nil {
+				b.Error(err)
+				return
+			}
+			mine = append(mine, time.Since(start))
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p999-µs")
+		b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+	}
 }

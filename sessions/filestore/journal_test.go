@@ -145,6 +145,7 @@ func TestJournalCompactsWhenDrained(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	settleRewrites(t, j)
 	fi, _ := os.Stat(filepath.Join(dir, "journal.jsonl"))
 	// Uncompacted: ~900 KB. Compacted: 800 done ids (~50 KB) plus at most
 	// compactMin written since the last rewrite.

@@ -1,9 +1,6 @@
 package filestore
 
 import (
-	"bytes"
-	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -90,6 +87,9 @@ func (j *Journal) appendLocked(b []byte) error {
 	j.size += int64(n)
 	j.written++
 	j.lines.Add(1)
+	if j.rewriting {
+		j.tail = append(j.tail, b...) // the rewrite in flight copies it
+	}
 	return nil
 }
 
@@ -163,6 +163,8 @@ func (j *Journal) loop() {
 			}
 		case <-retry.C:
 			j.recover()
+		case <-j.compactWake:
+			j.rewriteOnline()
 		}
 	}
 }
@@ -261,138 +263,6 @@ func (j *Journal) Stats() sessions.JournalStats {
 	p, r := len(j.recs), len(j.replies)
 	j.mu.Unlock()
 	return sessions.JournalStats{Lines: j.lines.Load(), Fsyncs: j.fsyncs.Load(), WriteFailures: j.failures.Load(), Pending: p, Replies: r}
-}
-
-// maybeCompact rewrites the log to the current state when it has grown.
-func (j *Journal) maybeCompact() {
-	// Nearly every call finds nothing to do, and learns it without
-	// syncMu: a turn's Sent and Done must not wait for the group fsync in
-	// flight (up to a disk stall) only to find that out.
-	j.mu.Lock()
-	due := j.compactDueLocked()
-	j.mu.Unlock()
-	if !due {
-		return
-	}
-	j.syncMu.Lock()
-	defer j.syncMu.Unlock()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if !j.compactDueLocked() {
-		return
-	}
-	if err := j.compactLocked(); err != nil {
-		j.log.Warn("journal compaction failed", zap.Error(err))
-	}
-}
-
-// compactDueLocked reports whether the log is to be rewritten now. A
-// rewrite writes (and fsyncs, holding every write meanwhile) all that is
-// live, and that includes the done ids remembered for duplicates:
-// sessions.DoneRetention of them, a day of traffic, tens of megabytes on a
-// busy bot. So the log must first have grown by as much as the last
-// rewrite wrote, and rewriting never costs more than appending did: by
-// compactMin while nothing is live, by compactMax even with records
-// pending. (Until issue 21 the forced rewrite counted the log's size, not
-// its growth: once a day of done ids alone passed journalCompactMax, every
-// mark rewrote the whole journal.) The caller holds j.mu.
-func (j *Journal) compactDueLocked() bool {
-	if j.closed || j.fault != nil {
-		return false
-	}
-	grown := j.size - j.compacted
-	drained := len(j.recs) == 0 && len(j.replies) == 0
-	return drained && grown > max(j.compactMin, j.compacted) || grown >= max(j.compactMax, j.compacted)
-}
-
-// compactLocked rewrites the log atomically from memory: remembered done
-// ids, pending records with their counts, outstanding replies.
-func (j *Journal) compactLocked() error {
-	b, err := j.stateLocked()
-	if err != nil {
-		return err
-	}
-	return j.rewriteLocked(b)
-}
-
-// compactAtStartLocked is compactLocked for a log just replayed, skipped
-// when the log is no more than twice what the rewrite would write.
-func (j *Journal) compactAtStartLocked() error {
-	b, err := j.stateLocked()
-	if err != nil {
-		return err
-	}
-	if j.size <= 2*int64(len(b)) {
-		return nil // replay counted the log as rewritten: it waits to double
-	}
-	return j.rewriteLocked(b)
-}
-
-// stateLocked encodes the journal's state as the lines of a rewritten log.
-func (j *Journal) stateLocked() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	if len(j.doneOrder) > 0 {
-		// One line per id keeps lines short and replay simple.
-		ids := []string{""}
-		for _, id := range j.doneOrder {
-			ids[0] = id
-			b, err := appendJournalLine(buf.AvailableBuffer(), &journalLine{Op: "done", IDs: ids, At: j.done[id]})
-			if err != nil {
-				return nil, err
-			}
-			buf.Write(append(b, '\n'))
-		}
-	}
-	rs := make([]*jrec, 0, len(j.recs))
-	for _, r := range j.recs {
-		rs = append(rs, r)
-	}
-	slices.SortFunc(rs, func(a, b *jrec) int { return cmp.Compare(a.seq, b.seq) })
-	for _, r := range rs {
-		rec := r.Record
-		if err := enc.Encode(journalLine{Op: "accept", Rec: &rec}); err != nil {
-			return nil, err
-		}
-	}
-	rps := make([]*jreply, 0, len(j.replies))
-	for _, r := range j.replies {
-		rps = append(rps, r)
-	}
-	slices.SortFunc(rps, func(a, b *jreply) int { return cmp.Compare(a.seq, b.seq) })
-	for _, r := range rps {
-		rp := r.Reply
-		if err := enc.Encode(journalLine{Op: "ready", Reply: &rp}); err != nil {
-			return nil, err
-		}
-	}
-	if err := j.encodeDraftsLocked(enc); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// rewriteLocked replaces the log by b, the journal's state.
-func (j *Journal) rewriteLocked(b []byte) error {
-	if err := writeFileAtomic(j.path, b); err != nil {
-		return err
-	}
-	f, err := j.openFile(j.path)
-	if err != nil {
-		j.closed = true // nothing can be appended safely any more
-		return err
-	}
-	_ = j.f.Close()
-	j.f = f
-	j.backlog = nil // the rewrite holds every mark
-	j.rewrites++
-	j.rewrote += int64(len(b))
-	j.grew += j.size - j.compacted
-	j.size, j.compacted = int64(len(b)), int64(len(b))
-	j.synced = j.written
-	j.lost, j.lostErr = 0, nil // the rewrite holds every line
-	j.log.Debug("journal compacted", zap.Int("pending", len(j.recs)), zap.Int("replies", len(j.replies)), zap.Int("done_ids", len(j.doneOrder)))
-	return nil
 }
 
 func (j *Journal) close() error {
