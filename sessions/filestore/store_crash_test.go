@@ -44,6 +44,8 @@ func runChild(role, dir, arg string) int {
 		err = childHold(arg)
 	case "start":
 		err = childStart(dir, arg)
+	case "journal":
+		err = childJournal(dir, arg)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
