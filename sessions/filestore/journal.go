@@ -222,6 +222,12 @@ func (j *Journal) replay() error {
 		return err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && len(j.done) == 0 {
+		// Most of a rewritten log is done ids, 70-odd bytes a line; an
+		// unrewritten one holds one for a kilobyte or so. Sized for a mix,
+		// the map of a day of ids grows a few times, not twenty.
+		j.done = make(map[string]time.Time, min(fi.Size()/128, 1<<22))
+	}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var off, good int64
 	for lineNo := 1; ; lineNo++ {
@@ -234,8 +240,9 @@ func (j *Journal) replay() error {
 		}
 		if len(line) > 0 {
 			if t := bytes.TrimSpace(line); len(t) > 0 {
-				var l journalLine
-				if uerr := json.Unmarshal(t, &l); uerr != nil {
+				if l, ok := parseDoneLine(t); ok {
+					j.applyLocked(l)
+				} else if l, uerr := decodeJournalLine(t); uerr != nil {
 					j.log.Warn("bad journal line skipped", zap.Int("line", lineNo), zap.Error(uerr))
 				} else {
 					j.applyLocked(l)
@@ -348,6 +355,9 @@ func (j *Journal) rememberDoneLocked(id string, at time.Time) {
 		j.doneOrder = append(j.doneOrder, id)
 	}
 	j.done[id] = at
+	if len(j.doneOrder) <= j.doneKeep {
+		return
+	}
 	cutoff := j.now().Add(-sessions.DoneRetention)
 	for len(j.doneOrder) > j.doneKeep {
 		oldest := j.doneOrder[0]

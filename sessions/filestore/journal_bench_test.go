@@ -42,29 +42,56 @@ func BenchmarkJournalAcceptParallel(b *testing.B) {
 	sessionstest.BenchAcceptParallel(b, benchJournal(b))
 }
 
-// BenchmarkJournalAcceptDoneDayOfIDs: Accept + Done on a journal that
-// remembers 500,000 done ids (a day of a bot answering ~6 messages a
-// second, sessions.DoneRetention), 36 MB of done lines. Its log is written
-// in the journal's own line format, as a rewrite leaves it.
-func BenchmarkJournalAcceptDoneDayOfIDs(b *testing.B) {
+// dayOfDoneIDs writes a journal that remembers n done ids (a day of a bot
+// answering n/86400 messages a second, sessions.DoneRetention) in the
+// journal's own line format, as a rewrite leaves it, and returns its state
+// dir.
+func dayOfDoneIDs(b *testing.B, n int) string {
+	b.Helper()
 	dir := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "ingress"), 0o700); err != nil {
 		b.Fatal(err)
 	}
 	at := time.Now().UTC().Format(time.RFC3339Nano)
 	var buf bytes.Buffer
-	for i := range 500_000 {
+	for i := range n {
 		fmt.Fprintf(&buf, `{"op":"done","ids":["telegram:main:-100123456789:%d"],"at":%q}`+"\n", i, at)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ingress", "journal.jsonl"), buf.Bytes(), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	m, err := filestore.Open(filestore.Options{StateDir: dir, Logger: zap.NewNop()})
+	return dir
+}
+
+// BenchmarkJournalAcceptDoneDayOfIDs: Accept + Done on a journal that
+// remembers 500,000 done ids (a day of ~6 messages a second), 36 MB of
+// done lines.
+func BenchmarkJournalAcceptDoneDayOfIDs(b *testing.B) {
+	m, err := filestore.Open(filestore.Options{StateDir: dayOfDoneIDs(b, 500_000), Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = m.Close() })
 	sessionstest.BenchAcceptDone(b, m.Journal())
+}
+
+// BenchmarkJournalOpenDayOfIDs: opening (replaying) a journal that
+// remembers 500,000 done ids, what a restart of a busy bot does before it
+// takes a message.
+func BenchmarkJournalOpenDayOfIDs(b *testing.B) {
+	dir := dayOfDoneIDs(b, 500_000)
+	for b.Loop() {
+		m, err := filestore.Open(filestore.Options{StateDir: dir, Logger: zap.NewNop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Journal().Health(); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkJournalTurnsDuringRewrites: Accept + Done of 1 KB records from
@@ -73,18 +100,7 @@ func BenchmarkJournalAcceptDoneDayOfIDs(b *testing.B) {
 // rewritten several times; p999 and max are what a rewrite costs the
 // writes beside it.
 func BenchmarkJournalTurnsDuringRewrites(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "ingress"), 0o700); err != nil {
-		b.Fatal(err)
-	}
-	at := time.Now().UTC().Format(time.RFC3339Nano)
-	var buf bytes.Buffer
-	for i := range 100_000 {
-		fmt.Fprintf(&buf, `{"op":"done","ids":["telegram:main:-100123456789:%d"],"at":%q}`+"\n", i, at)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ingress", "journal.jsonl"), buf.Bytes(), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	dir := dayOfDoneIDs(b, 100_000)
 	m, err := filestore.Open(filestore.Options{StateDir: dir, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,4 +132,52 @@ func FuzzPlainRaw(f *testing.F) {
 			t.Fatalf("plainRaw accepts %q; json.Marshal writes %q", got, want)
 		}
 	})
+}
+
+// The replay's done-line decoder agrees with encoding/json on every line
+// it takes, and leaves every other line to it.
+func TestParseDoneLineMatchesJSON(t *testing.T) {
+	at := time.Date(2026, 12, 1, 15, 4, 5, 123456789, time.UTC)
+	var lines [][]byte
+	for _, l := range []journalLine{
+		{Op: "done", IDs: []string{"telegram:main:-1001:42"}, At: at},
+		{Op: "done", IDs: []string{"a", "b", "c"}, At: at.Truncate(time.Second)},
+		{Op: "done", IDs: []string{"ü:é"}, At: at.In(time.FixedZone("", 5*3600+1800))},
+		{Op: "done", IDs: []string{"x"}},
+		{Op: "done", IDs: []string{`quote"d`, "<html>"}, At: at},
+		{Op: "done", IDs: []string{"tab\there"}, At: at},
+		{Op: "sent", ID: "r", N: 2, At: at},
+	} {
+		b, err := appendJournalLine(nil, &l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	lines = append(lines,
+		[]byte(`{"op":"done","ids":[],"at":"2026-12-01T15:04:05Z"}`),
+		[]byte(`{"op":"done","ids":["a"],"at":"not a time"}`),
+		[]byte(`{"op":"done","ids":["a"],"at":"2026-12-01T15:04:05Z","n":1}`),
+		[]byte(`{"op":"done","ids":["a"]`),
+		[]byte(`{"op":"done","ids":["a"`),
+	)
+	fast := 0
+	for _, b := range lines {
+		got, ok := parseDoneLine(b)
+		if !ok {
+			continue
+		}
+		fast++
+		want, err := decodeJournalLine(b)
+		if err != nil {
+			t.Errorf("%s: taken by the fast path, refused by encoding/json: %v", b, err)
+			continue
+		}
+		if got.Op != want.Op || !slices.Equal(got.IDs, want.IDs) || !got.At.Equal(want.At) || got.ID != want.ID || got.N != want.N {
+			t.Errorf("%s: fast path %+v, encoding/json %+v", b, got, want)
+		}
+	}
+	if fast != 4 {
+		t.Errorf("the fast path took %d lines; want the 4 done lines of plain ids", fast)
+	}
 }

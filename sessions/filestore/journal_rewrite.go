@@ -49,6 +49,14 @@ func (j *Journal) stateLocked() (journalState, error) {
 	for i, id := range j.doneOrder {
 		st.at[i] = j.done[id]
 	}
+	var err error
+	st.live, err = j.liveLocked()
+	return st, err
+}
+
+// liveLocked encodes the lines of the pending records, outstanding
+// replies and drafts on screen. The caller holds j.mu.
+func (j *Journal) liveLocked() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	rs := make([]*jrec, 0, len(j.recs))
@@ -59,7 +67,7 @@ func (j *Journal) stateLocked() (journalState, error) {
 	for _, r := range rs {
 		rec := r.Record
 		if err := enc.Encode(journalLine{Op: "accept", Rec: &rec}); err != nil {
-			return st, err
+			return nil, err
 		}
 	}
 	rps := make([]*jreply, 0, len(j.replies))
@@ -70,15 +78,18 @@ func (j *Journal) stateLocked() (journalState, error) {
 	for _, r := range rps {
 		rp := r.Reply
 		if err := enc.Encode(journalLine{Op: "ready", Reply: &rp}); err != nil {
-			return st, err
+			return nil, err
 		}
 	}
 	if err := j.encodeDraftsLocked(enc); err != nil {
-		return st, err
+		return nil, err
 	}
-	st.live = buf.Bytes()
-	return st, nil
+	return buf.Bytes(), nil
 }
+
+// doneLineBytes is about what a done line adds to its id's length (the
+// time's length varies with its fraction of a second).
+const doneLineBytes = int64(len(`{"op":"done","ids":[""],"at":""}`+"\n") + len("2006-01-02T15:04:05.999999Z"))
 
 // encode returns the state as the lines of a log: one line per done id
 // (short lines, simple replay), then the live lines.
@@ -256,17 +267,23 @@ func (j *Journal) compactLocked() error {
 }
 
 // compactAtStartLocked is compactLocked for a log just replayed, skipped
-// when the log is no more than twice what the rewrite would write (a day
-// of done ids would be written again at every start).
+// when the log is no more than about twice what the rewrite would write: a
+// day of done ids would be written again at every start. The done lines
+// are estimated from their ids, not encoded (a start replays half a
+// million of them on a busy bot).
 func (j *Journal) compactAtStartLocked() error {
-	b, err := j.encodeLocked()
+	live, err := j.liveLocked()
 	if err != nil {
 		return err
 	}
-	if j.size <= 2*int64(len(b)) {
+	est := int64(len(live)) + int64(len(j.doneOrder))*doneLineBytes
+	for _, id := range j.doneOrder {
+		est += int64(len(id))
+	}
+	if j.size <= 2*est {
 		return nil // replay counted the log as rewritten: it waits to double
 	}
-	return j.rewriteLocked(b)
+	return j.compactLocked()
 }
 
 // rewriteLocked replaces the log by b, the journal's state.
