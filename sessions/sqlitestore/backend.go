@@ -223,12 +223,14 @@ func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {
 	return st
 }
 
-// Close stops maintenance, commits the writes queued and closes the
+// Close stops maintenance, writes the journal marks held back by a
+// storage failure (if it can), commits the writes queued and closes the
 // database.
 func (b *Backend) Close() error {
 	b.stop()
 	<-b.done
-	if err := b.db.Close(); err != nil {
+	held := b.delivery.flushHeld()
+	if err := errors.Join(held, b.db.Close()); err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
 	}
 	return nil

@@ -1,0 +1,201 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/sessions"
+)
+
+// recoverEvery is how often a Delivery whose database refused a write
+// retries the marks it keeps and, with none waiting, probes the database
+// with a write of its own (the files journal's retry of its marks,
+// pgstore's loop).
+var recoverEvery = time.Second
+
+// heldMark is a mark the database refused (a storage failure: a full
+// disk, an I/O error, another process's lock held past the busy
+// timeout), kept to be written when it takes writes again.
+type heldMark struct {
+	op    string
+	fn    writeFn
+	after func() // what follows the mark's commit (counting completions)
+}
+
+// backlog is a Delivery's held marks, in the order they were given, and
+// the loop that writes them (SPEC §3.7: a mark is never lost while the
+// process lives, else the next start sends a delivered reply again). The
+// loop runs only while the database refuses writes; it also probes a
+// database that refused a write with no mark waiting (a refused Accept),
+// so that Health turns nil by itself once it takes writes again.
+type backlog struct {
+	held    atomic.Bool // marks wait: a later mark queues behind them
+	mu      sync.Mutex  // guards marks, lastErr; held while writing them
+	marks   []heldMark
+	lastErr error
+	fault   atomic.Pointer[error] // what Health says while marks wait
+	loop    atomic.Bool           // the recovery loop runs
+}
+
+// retryable reports whether err says the database refused the write
+// (nothing of it was kept) rather than that the write is wrong.
+func retryable(err error) bool {
+	return errors.Is(err, sessions.ErrStorage) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// writeMark runs fn as one lazy job of the writer (writer.doLazy) and
+// counts it: the marks are committed, not fsynced, when they return, as
+// the files journal's are written to the kernel and pgstore's committed
+// with synchronous_commit off; the next durable commit makes them durable.
+// A mark the database refuses is held and written, in order, when it
+// takes writes again (nil is returned: the mark is the journal's to
+// keep); after runs once the mark is committed.
+func (d *Delivery) writeMark(op string, fn writeFn, after func()) error {
+	if d.bl.held.Load() {
+		d.bl.mu.Lock()
+		d.flushLocked()
+		if len(d.bl.marks) > 0 {
+			d.bl.marks = append(d.bl.marks, heldMark{op: op, fn: fn, after: after})
+			d.bl.mu.Unlock()
+			return nil
+		}
+		d.bl.mu.Unlock()
+	}
+	ctx, cancel := opCtx()
+	err := d.db.w.doLazy(ctx, fn)
+	cancel()
+	if err != nil && retryable(err) {
+		d.bl.mu.Lock()
+		if len(d.bl.marks) == 0 {
+			d.log.Error("journal mark not written; kept in memory and retried", zap.String("op", op), zap.Error(err))
+		}
+		d.bl.marks = append(d.bl.marks, heldMark{op: op, fn: fn, after: after})
+		d.bl.lastErr = err
+		d.setFaultLocked()
+		d.bl.held.Store(true)
+		d.bl.mu.Unlock()
+		d.failures.Add(1)
+		d.recovering()
+		return nil
+	}
+	if err := d.count(err); err != nil {
+		return err
+	}
+	if after != nil {
+		after()
+	}
+	return nil
+}
+
+// flushLocked writes the held marks in order until the database refuses
+// one; a mark that fails for another reason is dropped, logged.
+func (d *Delivery) flushLocked() {
+	for len(d.bl.marks) > 0 {
+		m := d.bl.marks[0]
+		ctx, cancel := opCtx()
+		err := d.db.w.doLazy(ctx, m.fn)
+		cancel()
+		if err != nil && retryable(err) {
+			d.bl.lastErr = err
+			d.setFaultLocked()
+			return
+		}
+		d.bl.marks = d.bl.marks[1:]
+		if err != nil {
+			d.failures.Add(1)
+			d.log.Error("held journal mark dropped", zap.String("op", m.op), zap.Error(err))
+			continue
+		}
+		d.writes.Add(1)
+		if m.after != nil {
+			m.after()
+		}
+	}
+	d.bl.marks = nil
+	d.bl.lastErr = nil
+	if d.bl.held.Swap(false) {
+		d.log.Info("held journal marks written; the journal takes writes again")
+	}
+}
+
+// recovering starts the recovery loop unless it runs: every recoverEvery
+// it writes the held marks and, with none left, probes a database whose
+// last commit failed, until both are settled or the database closes.
+func (d *Delivery) recovering() {
+	if !d.bl.loop.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer d.bl.loop.Store(false)
+		t := time.NewTicker(recoverEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-d.db.w.quit:
+				return
+			case <-t.C:
+			}
+			d.bl.mu.Lock()
+			d.flushLocked()
+			waiting := len(d.bl.marks) > 0
+			d.bl.mu.Unlock()
+			if waiting {
+				continue
+			}
+			if d.db.w.health() == nil || d.probe() == nil {
+				return
+			}
+		}
+	}()
+}
+
+// probe proves that the database takes a durable write again: a commit
+// that succeeds clears the writer's failure (writer.health).
+func (d *Delivery) probe() error {
+	ctx, cancel := opCtx()
+	defer cancel()
+	return d.db.w.do(ctx, func(tx *wtx) error {
+		_, err := tx.Exec(`INSERT INTO sequences (name, value) VALUES ('health_probe', 1)
+			ON CONFLICT (name) DO UPDATE SET value = value + 1`)
+		return err
+	})
+}
+
+// setFaultLocked records what heldErr reports for the marks held now.
+func (d *Delivery) setFaultLocked() {
+	err := fmt.Errorf("%w: %d journal marks waiting: %w", sessions.ErrStorage, len(d.bl.marks), d.bl.lastErr)
+	d.bl.fault.Store(&err)
+}
+
+// heldErr is the fault of the held marks, nil when none waits. It never
+// waits for a flush in progress.
+func (d *Delivery) heldErr() error {
+	if !d.bl.held.Load() {
+		return nil
+	}
+	if p := d.bl.fault.Load(); p != nil {
+		return *p
+	}
+	return sessions.ErrStorage
+}
+
+// flushHeld writes the held marks once more (at close); the error says
+// how many could not be.
+func (d *Delivery) flushHeld() error {
+	if !d.bl.held.Load() {
+		return nil
+	}
+	d.bl.mu.Lock()
+	defer d.bl.mu.Unlock()
+	d.flushLocked()
+	if n := len(d.bl.marks); n > 0 {
+		return fmt.Errorf("sqlitestore: delivery close: %d journal marks could not be written: %w", n, d.bl.lastErr)
+	}
+	return nil
+}
