@@ -88,13 +88,18 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	return b
 }
 
-// maintain applies the maintenance policy to every agent at start and
-// then every maintenanceEvery, until ctx ends.
+// maintain applies the maintenance policy to every agent and forgets the
+// journal's completed ids past their retention, at start and then every
+// maintenanceEvery, until ctx ends. (The journal also prunes after every
+// 1000 completions; a daemon restarted before that never would.)
 func (b *Backend) maintain(ctx context.Context) {
 	defer close(b.done)
 	t := time.NewTicker(maintenanceEvery)
 	defer t.Stop()
 	for {
+		if err := b.delivery.prune(); err != nil {
+			b.log.Warn("journal pruning failed", zap.Error(err))
+		}
 		_, _ = b.MaintainAll(ctx)
 		select {
 		case <-ctx.Done():

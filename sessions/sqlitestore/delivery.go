@@ -218,18 +218,34 @@ func (d *Delivery) completed(n int) {
 	}
 }
 
+// pruneBatch bounds the rows one pruning job deletes: a journal that
+// went long unpruned is cut in several jobs, so that accepts queued
+// meanwhile wait for one of them only.
+const pruneBatch = 5000
+
 // prune forgets the done ids older than sessions.DoneRetention that are
 // not among the last sessions.DoneKeep completions.
 func (d *Delivery) prune() error {
 	cut := toNanos(d.db.clock().Add(-sessions.DoneRetention))
-	ctx, cancel := opCtx()
-	defer cancel()
-	return d.db.w.do(ctx, func(tx *wtx) error {
-		_, err := tx.Exec(`DELETE FROM journal WHERE done_at IS NOT NULL AND done_at < ? AND seq NOT IN
-			(SELECT seq FROM journal WHERE done_at IS NOT NULL ORDER BY done_at DESC, seq DESC LIMIT ?)`,
-			cut, sessions.DoneKeep)
-		return err
-	})
+	for {
+		var n int64
+		ctx, cancel := opCtx()
+		err := d.db.w.do(ctx, func(tx *wtx) error {
+			r, err := tx.Exec(`DELETE FROM journal WHERE seq IN (SELECT seq FROM journal
+				WHERE done_at IS NOT NULL AND done_at < ? AND seq NOT IN
+					(SELECT seq FROM journal WHERE done_at IS NOT NULL ORDER BY done_at DESC, seq DESC LIMIT ?)
+				LIMIT ?)`, cut, sessions.DoneKeep, pruneBatch)
+			if err != nil {
+				return err
+			}
+			n, err = r.RowsAffected()
+			return err
+		})
+		cancel()
+		if err != nil || n < pruneBatch {
+			return err
+		}
+	}
 }
 
 // Ready stores r durably before its first chunk is sent; a reply stored
