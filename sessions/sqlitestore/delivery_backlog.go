@@ -33,12 +33,15 @@ type heldMark struct {
 // process lives, else the next start sends a delivered reply again). The
 // loop runs only while the database refuses writes; it also probes a
 // database that refused a write with no mark waiting (a refused Accept),
-// so that Health turns nil by itself once it takes writes again.
+// so that Health turns nil by itself once it takes writes again. A mark
+// given while others are held queues behind them at once, without
+// waiting for the database.
 type backlog struct {
 	held    atomic.Bool // marks wait: a later mark queues behind them
-	mu      sync.Mutex  // guards marks, lastErr; held while writing them
+	mu      sync.Mutex  // guards marks, lastErr (never held across a write)
 	marks   []heldMark
 	lastErr error
+	flushMu sync.Mutex            // one flush at a time: the marks go in order
 	fault   atomic.Pointer[error] // what Health says while marks wait
 	loop    atomic.Bool           // the recovery loop runs
 }
@@ -57,31 +60,16 @@ func retryable(err error) bool {
 // takes writes again (nil is returned: the mark is the journal's to
 // keep); after runs once the mark is committed.
 func (d *Delivery) writeMark(op string, fn writeFn, after func()) error {
-	if d.bl.held.Load() {
-		d.bl.mu.Lock()
-		d.flushLocked()
-		if len(d.bl.marks) > 0 {
-			d.bl.marks = append(d.bl.marks, heldMark{op: op, fn: fn, after: after})
-			d.bl.mu.Unlock()
-			return nil
-		}
-		d.bl.mu.Unlock()
+	m := heldMark{op: op, fn: fn, after: after}
+	if d.bl.held.Load() && d.hold(m, nil) {
+		return nil
 	}
 	ctx, cancel := opCtx()
 	err := d.db.w.doLazy(ctx, fn)
 	cancel()
 	if err != nil && retryable(err) {
-		d.bl.mu.Lock()
-		if len(d.bl.marks) == 0 {
-			d.log.Error("journal mark not written; kept in memory and retried", zap.String("op", op), zap.Error(err))
-		}
-		d.bl.marks = append(d.bl.marks, heldMark{op: op, fn: fn, after: after})
-		d.bl.lastErr = err
-		d.setFaultLocked()
-		d.bl.held.Store(true)
-		d.bl.mu.Unlock()
 		d.failures.Add(1)
-		d.recovering()
+		d.hold(m, err)
 		return nil
 	}
 	if err := d.count(err); err != nil {
@@ -93,20 +81,58 @@ func (d *Delivery) writeMark(op string, fn writeFn, after func()) error {
 	return nil
 }
 
-// flushLocked writes the held marks in order until the database refuses
-// one; a mark that fails for another reason is dropped, logged.
-func (d *Delivery) flushLocked() {
-	for len(d.bl.marks) > 0 {
+// hold queues m behind the held marks: always when err (the database
+// refused m), else only while marks are held (false: none is, write m).
+func (d *Delivery) hold(m heldMark, err error) bool {
+	d.bl.mu.Lock()
+	if err == nil && len(d.bl.marks) == 0 {
+		d.bl.mu.Unlock()
+		return false
+	}
+	if err != nil {
+		if len(d.bl.marks) == 0 {
+			d.log.Error("journal mark not written; kept in memory and retried", zap.String("op", m.op), zap.Error(err))
+		}
+		d.bl.lastErr = err
+	}
+	d.bl.marks = append(d.bl.marks, m)
+	d.setFaultLocked()
+	d.bl.held.Store(true)
+	d.bl.mu.Unlock()
+	d.recovering()
+	return true
+}
+
+// flush writes the held marks in order until the database refuses one; a
+// mark that fails for another reason is dropped, logged. It reports
+// whether marks still wait.
+func (d *Delivery) flush() bool {
+	d.bl.flushMu.Lock()
+	defer d.bl.flushMu.Unlock()
+	for {
+		d.bl.mu.Lock()
+		if len(d.bl.marks) == 0 {
+			d.bl.marks, d.bl.lastErr = nil, nil
+			if d.bl.held.Swap(false) {
+				d.log.Info("held journal marks written; the journal takes writes again")
+			}
+			d.bl.mu.Unlock()
+			return false
+		}
 		m := d.bl.marks[0]
+		d.bl.mu.Unlock()
 		ctx, cancel := opCtx()
 		err := d.db.w.doLazy(ctx, m.fn)
 		cancel()
+		d.bl.mu.Lock()
 		if err != nil && retryable(err) {
 			d.bl.lastErr = err
 			d.setFaultLocked()
-			return
+			d.bl.mu.Unlock()
+			return true
 		}
 		d.bl.marks = d.bl.marks[1:]
+		d.bl.mu.Unlock()
 		if err != nil {
 			d.failures.Add(1)
 			d.log.Error("held journal mark dropped", zap.String("op", m.op), zap.Error(err))
@@ -116,11 +142,6 @@ func (d *Delivery) flushLocked() {
 		if m.after != nil {
 			m.after()
 		}
-	}
-	d.bl.marks = nil
-	d.bl.lastErr = nil
-	if d.bl.held.Swap(false) {
-		d.log.Info("held journal marks written; the journal takes writes again")
 	}
 }
 
@@ -132,23 +153,23 @@ func (d *Delivery) recovering() {
 		return
 	}
 	go func() {
-		defer d.bl.loop.Store(false)
 		t := time.NewTicker(recoverEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-d.db.w.quit:
+				d.bl.loop.Store(false)
 				return
 			case <-t.C:
 			}
-			d.bl.mu.Lock()
-			d.flushLocked()
-			waiting := len(d.bl.marks) > 0
-			d.bl.mu.Unlock()
-			if waiting {
+			if d.flush() {
 				continue
 			}
 			if d.db.w.health() == nil || d.probe() == nil {
+				d.bl.loop.Store(false)
+				if d.bl.held.Load() { // a mark held as the loop ended
+					d.recovering()
+				}
 				return
 			}
 		}
@@ -188,14 +209,10 @@ func (d *Delivery) heldErr() error {
 // flushHeld writes the held marks once more (at close); the error says
 // how many could not be.
 func (d *Delivery) flushHeld() error {
-	if !d.bl.held.Load() {
+	if !d.bl.held.Load() || !d.flush() {
 		return nil
 	}
 	d.bl.mu.Lock()
 	defer d.bl.mu.Unlock()
-	d.flushLocked()
-	if n := len(d.bl.marks); n > 0 {
-		return fmt.Errorf("sqlitestore: delivery close: %d journal marks could not be written: %w", n, d.bl.lastErr)
-	}
-	return nil
+	return fmt.Errorf("sqlitestore: delivery close: %d journal marks could not be written: %w", len(d.bl.marks), d.bl.lastErr)
 }
