@@ -45,7 +45,7 @@
 // Processes: one daemon per database file. Open does not lock (a second
 // handle on the file, as the CLI or a conformance case opens it, is
 // served: SQLite's own locks serialise writers, each waiting up to the
-// busy timeout); the daemon holds LockDaemon, a flock beside the file, and
+// busy timeout); the daemon holds its state dir's lock (gatewayd.LockStateDir), and
 // a second daemon on the same file is refused with an error naming the
 // holder. There are no replicas, so the backend implements neither
 // sessions.Turns nor sessions.Orphans (no session leases: the lanes of the
