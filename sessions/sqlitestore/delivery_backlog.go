@@ -125,7 +125,7 @@ func (d *Delivery) flush() bool {
 		err := d.db.w.doLazy(ctx, m.fn)
 		cancel()
 		d.bl.mu.Lock()
-		if err != nil && retryable(err) {
+		if err != nil && (retryable(err) || errors.Is(err, errClosed)) {
 			d.bl.lastErr = err
 			d.setFaultLocked()
 			d.bl.mu.Unlock()
