@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +160,57 @@ func TestHealthRecoversWithoutAnotherWrite(t *testing.T) {
 	}
 	release()
 	waitHealthy(t, d)
+}
+
+// A second process writing the file (a CLI command beside the daemon)
+// makes the daemon's writes wait for SQLite's lock, never fail: the
+// daemon's accepts, appends and marks and the other handle's writes, all
+// at once, every one succeeds and is read back from either handle.
+func TestTwoHandlesWriteOneFileWithoutFailures(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	daemon, err := Open(ctx, Options{Path: path, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer daemon.Close()
+	cli, err := Open(ctx, Options{Path: path, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	d := daemon.Delivery()
+	const n = 200
+	errs := make(chan error, 4*n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("m%d", i)
+			if _, err := d.Accept(ctx, sessions.Record{ID: id, Payload: json.RawMessage(`{}`)}); err != nil {
+				errs <- err
+				return
+			}
+			errs <- d.Done(id)
+		}()
+		go func() {
+			defer wg.Done()
+			errs <- cli.Cursors().SetCursor(ctx, "cli", fmt.Sprintf("c%d", i%10), fmt.Sprint(i))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a write failed beside another process's writes: %v", err)
+		}
+	}
+	if err := d.Health(); err != nil {
+		t.Errorf("unhealthy after writing beside another process: %v", err)
+	}
+	var done int
+	if err := cli.read.QueryRow(`SELECT count(*) FROM journal WHERE done_at IS NOT NULL`).Scan(&done); err != nil || done != n {
+		t.Errorf("the other handle reads %d records done (%v), want %d", done, err, n)
+	}
 }
