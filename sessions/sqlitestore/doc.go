@@ -37,6 +37,14 @@
 //     marks to the kernel and fsyncs them shortly after, and pgstore
 //     commits them with synchronous_commit off: the same boundary.
 //
+// A write the database refuses (a full disk, an I/O error, another
+// process's lock held past the busy timeout) fails with sessions.ErrStorage;
+// the journal's marks and the session counters are not lost to it: they
+// are held in memory, in order, and written once the database takes
+// writes again (delivery_backlog.go, counters_held.go), and the journal's
+// health turns nil by itself then (a probe write), as the files journal
+// and pgstore recover.
+//
 // Statements are prepared once and kept: the writer's on its connection
 // (writer_stmts.go), the readers' on the reading pool (reader.go). Reads
 // use a pool of read-only connections, which WAL lets run beside the
