@@ -275,9 +275,10 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 		var lost bool
 		lost, errs[i] = w.run1(tx, j.fn)
 		if !lost && isIOError(errs[i]) {
-			// SQLite rolled back the statement only (it had a statement
-			// journal): the job failed for want of space or I/O all the
-			// same, and says so (sessions.ErrStorage), as a lost batch does.
+			// SQLite rolled back the statement only (SQLITE_FULL with a
+			// statement journal: a full temporary directory, the page
+			// limit): the job failed for want of space all the same, and
+			// says so (sessions.ErrStorage), as a lost batch does.
 			errs[i] = storageErr(errs[i])
 			refused = errs[i]
 		}

@@ -330,13 +330,15 @@ func TestPanickingWritePanicsInItsCaller(t *testing.T) {
 }
 
 // A statement that fails for want of space while SQLite keeps the
-// transaction (it rolls back only the statement when it has a statement
-// journal: a multi-row insert, as a transcript append's search words) is
-// sessions.ErrStorage to its caller, as when the whole batch is lost: it
-// was the bare driver error, so a turn whose append met a full disk was
-// counted as a failure, retried and given up with an apology, where
-// storage failures park the work until the disk takes writes again (SPEC
-// §3.7), and Health stayed nil. The other jobs of the batch are kept.
+// transaction is sessions.ErrStorage to its caller, as when the whole
+// batch is lost. SQLite rolls back only the statement on SQLITE_FULL when
+// it has a statement journal (a multi-row insert, as a transcript
+// append's search words): the journal spilling into a full temporary
+// directory (a small /tmp), or the file's page limit (simulated here). It
+// was the bare driver error, so a turn whose append met it was counted as
+// a failure, retried and given up with an apology, where storage failures
+// park the work until the disk takes writes again (SPEC §3.7), and Health
+// stayed nil. The other jobs of the batch are kept.
 func TestStatementStorageErrorIsErrStorage(t *testing.T) {
 	db := openTestDB(t)
 	w := db.w
