@@ -276,9 +276,9 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 		lost, errs[i] = w.run1(tx, j.fn)
 		if !lost && isIOError(errs[i]) {
 			// SQLite rolled back the statement only (SQLITE_FULL with a
-			// statement journal: a full temporary directory, the page
-			// limit): the job failed for want of space all the same, and
-			// says so (sessions.ErrStorage), as a lost batch does.
+			// statement journal, the pager still sound: the page limit):
+			// the job failed for want of space all the same, and says so
+			// (sessions.ErrStorage), as a lost batch does.
 			errs[i] = storageErr(errs[i])
 			refused = errs[i]
 		}

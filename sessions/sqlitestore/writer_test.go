@@ -333,12 +333,14 @@ func TestPanickingWritePanicsInItsCaller(t *testing.T) {
 // transaction is sessions.ErrStorage to its caller, as when the whole
 // batch is lost. SQLite rolls back only the statement on SQLITE_FULL when
 // it has a statement journal (a multi-row insert, as a transcript
-// append's search words): the journal spilling into a full temporary
-// directory (a small /tmp), or the file's page limit (simulated here). It
-// was the bare driver error, so a turn whose append met it was counted as
-// a failure, retried and given up with an apology, where storage failures
-// park the work until the disk takes writes again (SPEC §3.7), and Health
-// stayed nil. The other jobs of the batch are kept.
+// append's search words) and the pager is not left in its error state:
+// the file's page limit, here (a full disk met while spilling the cache
+// takes the transaction with it, the case TestStorageErrorMidBatchFails
+// WholeBatch pins). It was the bare driver error, so a turn whose append
+// met it was counted as a failure, retried and given up with an apology,
+// where storage failures park the work until the disk takes writes again
+// (SPEC §3.7), and Health stayed nil. The other jobs of the batch are
+// kept.
 func TestStatementStorageErrorIsErrStorage(t *testing.T) {
 	db := openTestDB(t)
 	w := db.w
