@@ -88,13 +88,18 @@ func NewBackend(db *DB, o BackendOptions) *Backend {
 	return b
 }
 
-// maintain applies the maintenance policy to every agent at start and
-// then every maintenanceEvery, until ctx ends.
+// maintain applies the maintenance policy to every agent and forgets the
+// journal's completed ids past their retention, at start and then every
+// maintenanceEvery, until ctx ends. (The journal also prunes after every
+// 1000 completions; a daemon restarted before that never would.)
 func (b *Backend) maintain(ctx context.Context) {
 	defer close(b.done)
 	t := time.NewTicker(maintenanceEvery)
 	defer t.Stop()
 	for {
+		if err := b.delivery.prune(); err != nil {
+			b.log.Warn("journal pruning failed", zap.Error(err))
+		}
 		_, _ = b.MaintainAll(ctx)
 		select {
 		case <-ctx.Done():
@@ -205,8 +210,24 @@ func (b *Backend) SetMaintenance(c sessions.Maintenance) error {
 	return nil
 }
 
-// Flush has nothing to do: every write is durable when it returns.
-func (b *Backend) Flush(ctx context.Context) error { return ctx.Err() }
+// Flush writes the counters the stores hold back after a storage
+// failure; every other write is durable when it returns.
+func (b *Backend) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	stores := make([]*Store, 0, len(b.stores))
+	for _, st := range b.stores {
+		stores = append(stores, st)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, st := range stores {
+		errs = append(errs, st.Flush(ctx))
+	}
+	return errors.Join(errs...)
+}
 
 // Status reads the schema version through a reading connection.
 func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {
@@ -223,12 +244,14 @@ func (b *Backend) Status(ctx context.Context) sessions.BackendStatus {
 	return st
 }
 
-// Close stops maintenance, commits the writes queued and closes the
-// database.
+// Close stops maintenance, writes the journal marks and counters held
+// back by a storage failure (if it can), commits the writes queued and
+// closes the database.
 func (b *Backend) Close() error {
 	b.stop()
 	<-b.done
-	if err := b.db.Close(); err != nil {
+	held := errors.Join(b.delivery.flushHeld(), b.Flush(context.Background()))
+	if err := errors.Join(held, b.db.Close()); err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
 	}
 	return nil

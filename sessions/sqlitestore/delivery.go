@@ -31,14 +31,19 @@ const pruneEvery = 1000
 // death of the process, and durable with the next durable commit or
 // within lazySyncAfter (writer.doLazy): the files journal's guarantee for
 // its marks, which it writes to the kernel and fsyncs shortly after. A
-// Delivery is one process's handle: the records
+// mark the database refuses (a full disk, an I/O error, a lock held past
+// the busy timeout) is held in memory and written in order when it takes
+// writes again, as the files journal keeps its marks (delivery_backlog.go).
+// A Delivery is one process's handle: the records
 // and drafts it wrote are in its caller's hands, and Pending and Drafts
 // return those of earlier handles (a process that died or stopped). It
-// starts no goroutine and is safe for concurrent use.
+// starts a goroutine only while the database refuses writes, and is safe
+// for concurrent use.
 type Delivery struct {
 	db    *DB
 	log   *zap.Logger
 	owner string
+	bl    backlog // marks the database refused, until it takes them
 
 	writes, failures atomic.Int64
 	done             atomic.Int64 // completions since the last pruning
@@ -56,15 +61,11 @@ func (db *DB) Delivery() *Delivery {
 
 // write runs fn as one durable job of the writer and counts it.
 func (d *Delivery) write(ctx context.Context, fn writeFn) error {
-	return d.count(d.db.w.do(ctx, fn))
-}
-
-// writeMark runs fn as one lazy job of the writer (writer.doLazy) and
-// counts it: the marks are committed, not fsynced, when they return, as
-// the files journal's are written to the kernel and pgstore's committed
-// with synchronous_commit off; the next durable commit makes them durable.
-func (d *Delivery) writeMark(ctx context.Context, fn writeFn) error {
-	return d.count(d.db.w.doLazy(ctx, fn))
+	err := d.db.w.do(ctx, fn)
+	if err != nil && retryable(err) {
+		d.recovering() // Health turns nil by itself once writes pass again
+	}
+	return d.count(err)
 }
 
 func (d *Delivery) count(err error) error {
@@ -146,16 +147,14 @@ func (d *Delivery) mark(op, set string, ids []string) error {
 	if ids = validIDs(ids); len(ids) == 0 {
 		return nil
 	}
-	ctx, cancel := opCtx()
-	defer cancel()
-	err := d.writeMark(ctx, func(tx *wtx) error {
+	err := d.writeMark(op, func(tx *wtx) error {
 		for _, id := range ids {
 			if _, err := tx.Exec(`UPDATE journal SET `+set+` WHERE id = ? AND done_at IS NULL`, id); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: delivery %s: %w", op, err)
 	}
@@ -189,13 +188,11 @@ func (d *Delivery) markDone(op string, ids []string) error {
 		return nil
 	}
 	now := toNanos(d.db.clock())
-	ctx, cancel := opCtx()
-	defer cancel()
-	err := d.writeMark(ctx, func(tx *wtx) error { return doneIn(tx, ids, now) })
+	err := d.writeMark(op, func(tx *wtx) error { return doneIn(tx, ids, now) },
+		func() { d.completed(len(ids)) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore: delivery %s: %w", op, err)
 	}
-	d.completed(len(ids))
 	return nil
 }
 
@@ -221,18 +218,34 @@ func (d *Delivery) completed(n int) {
 	}
 }
 
+// pruneBatch bounds the rows one pruning job deletes: a journal that
+// went long unpruned is cut in several jobs, so that accepts queued
+// meanwhile wait for one of them only.
+const pruneBatch = 5000
+
 // prune forgets the done ids older than sessions.DoneRetention that are
 // not among the last sessions.DoneKeep completions.
 func (d *Delivery) prune() error {
 	cut := toNanos(d.db.clock().Add(-sessions.DoneRetention))
-	ctx, cancel := opCtx()
-	defer cancel()
-	return d.db.w.do(ctx, func(tx *wtx) error {
-		_, err := tx.Exec(`DELETE FROM journal WHERE done_at IS NOT NULL AND done_at < ? AND seq NOT IN
-			(SELECT seq FROM journal WHERE done_at IS NOT NULL ORDER BY done_at DESC, seq DESC LIMIT ?)`,
-			cut, sessions.DoneKeep)
-		return err
-	})
+	for {
+		var n int64
+		ctx, cancel := opCtx()
+		err := d.db.w.do(ctx, func(tx *wtx) error {
+			r, err := tx.Exec(`DELETE FROM journal WHERE seq IN (SELECT seq FROM journal
+				WHERE done_at IS NOT NULL AND done_at < ? AND seq NOT IN
+					(SELECT seq FROM journal WHERE done_at IS NOT NULL ORDER BY done_at DESC, seq DESC LIMIT ?)
+				LIMIT ?)`, cut, sessions.DoneKeep, pruneBatch)
+			if err != nil {
+				return err
+			}
+			n, err = r.RowsAffected()
+			return err
+		})
+		cancel()
+		if err != nil || n < pruneBatch {
+			return err
+		}
+	}
 }
 
 // Ready stores r durably before its first chunk is sent; a reply stored
@@ -258,9 +271,7 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 	}
 	now := toNanos(d.db.clock())
 	complete := r.Sent >= len(r.Chunks)
-	ctx, cancel := opCtx()
-	defer cancel()
-	err = d.writeMark(ctx, func(tx *wtx) error {
+	err = d.writeMark("ready", func(tx *wtx) error {
 		if _, err := tx.Exec(`DELETE FROM outbox WHERE id = ?`, r.ID); err != nil {
 			return err
 		}
@@ -282,12 +293,13 @@ func (d *Delivery) Ready(r sessions.Reply) error {
 			}
 		}
 		return nil
+	}, func() {
+		if complete {
+			d.completed(len(r.Records))
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("sqlitestore: ready %q: %w", r.ID, err)
-	}
-	if complete {
-		d.completed(len(r.Records))
 	}
 	return nil
 }
@@ -301,9 +313,7 @@ func (d *Delivery) Sent(id string, n int) error {
 	}
 	now := toNanos(d.db.clock())
 	var records int
-	ctx, cancel := opCtx()
-	defer cancel()
-	err := d.writeMark(ctx, func(tx *wtx) error {
+	err := d.writeMark("sent", func(tx *wtx) error {
 		records = 0
 		var (
 			body   string
@@ -329,11 +339,10 @@ func (d *Delivery) Sent(id string, n int) error {
 		}
 		records = len(r.Records)
 		return doneIn(tx, r.Records, now)
-	})
+	}, func() { d.completed(records) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore: sent %q: %w", id, err)
 	}
-	d.completed(records)
 	return nil
 }
 
@@ -405,13 +414,11 @@ func (d *Delivery) Draft(dr sessions.Draft) error {
 	if err != nil {
 		return fmt.Errorf("sqlitestore: draft %q: %w", dr.ID, err)
 	}
-	ctx, cancel := opCtx()
-	defer cancel()
-	err = d.writeMark(ctx, func(tx *wtx) error {
+	err = d.writeMark("draft", func(tx *wtx) error {
 		_, err := tx.Exec(`INSERT INTO drafts (id, owner, body) VALUES (?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, body = excluded.body`, dr.ID, d.owner, string(body))
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: draft %q: %w", dr.ID, err)
 	}
@@ -423,12 +430,10 @@ func (d *Delivery) DraftDone(id string) error {
 	if sessions.CheckID("draft", id) != nil {
 		return nil
 	}
-	ctx, cancel := opCtx()
-	defer cancel()
-	err := d.writeMark(ctx, func(tx *wtx) error {
+	err := d.writeMark("draft done", func(tx *wtx) error {
 		_, err := tx.Exec(`DELETE FROM drafts WHERE id = ?`, id)
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: draft done %q: %w", id, err)
 	}
@@ -475,8 +480,20 @@ func (d *Delivery) DraftLive(id string) bool {
 	return n > 0
 }
 
-// Health is nil while records can be written: the last commit's error.
-func (d *Delivery) Health() error { return d.db.w.health() }
+// Health is nil while records can be written: the held marks' fault
+// (backlog), else the last commit's error. Unhealthy, it starts the
+// recovery loop, which settles it once the database takes writes again.
+func (d *Delivery) Health() error {
+	if err := d.heldErr(); err != nil {
+		d.recovering()
+		return err
+	}
+	if err := d.db.w.health(); err != nil {
+		d.recovering()
+		return err
+	}
+	return nil
+}
 
 // Stats counts this handle's writes (Lines), the database's commits
 // (Fsyncs: one fsync of the WAL each, shared by every write of the group)

@@ -37,6 +37,14 @@
 //     marks to the kernel and fsyncs them shortly after, and pgstore
 //     commits them with synchronous_commit off: the same boundary.
 //
+// A write the database refuses (a full disk, an I/O error, another
+// process's lock held past the busy timeout) fails with sessions.ErrStorage;
+// the journal's marks and the session counters are not lost to it: they
+// are held in memory, in order, and written once the database takes
+// writes again (delivery_backlog.go, counters_held.go), and the journal's
+// health turns nil by itself then (a probe write), as the files journal
+// and pgstore recover.
+//
 // Statements are prepared once and kept: the writer's on its connection
 // (writer_stmts.go), the readers' on the reading pool (reader.go). Reads
 // use a pool of read-only connections, which WAL lets run beside the
@@ -45,7 +53,7 @@
 // Processes: one daemon per database file. Open does not lock (a second
 // handle on the file, as the CLI or a conformance case opens it, is
 // served: SQLite's own locks serialise writers, each waiting up to the
-// busy timeout); the daemon holds LockDaemon, a flock beside the file, and
+// busy timeout); the daemon holds its state dir's lock (gatewayd.LockStateDir), and
 // a second daemon on the same file is refused with an error naming the
 // holder. There are no replicas, so the backend implements neither
 // sessions.Turns nor sessions.Orphans (no session leases: the lanes of the

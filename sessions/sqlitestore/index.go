@@ -32,6 +32,7 @@ type Store struct {
 	// reset returns the reset policies Begin evaluates; nil never resets.
 	reset func() sessions.ResetConfig
 	log   *zap.Logger
+	held  heldCounters // counters the database refused, until it takes them
 }
 
 var _ sessions.AgentStore = (*Store)(nil)

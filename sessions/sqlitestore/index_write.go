@@ -253,7 +253,8 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 // concurrent calls never lose an increment) without moving
 // lastInteractionAt. ContextTokens, Model and Provider replace the stored
 // value when set. Failures are logged: usage is bookkeeping, never a
-// reason to fail a turn.
+// reason to fail a turn; counters the database refuses are held and
+// written later (counters_held.go).
 func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 	k, err := s.keyString(key)
 	if err != nil {
@@ -263,41 +264,29 @@ func (s *Store) AddCounters(key routing.Key, c sessions.Counters) {
 	ctx, cancel := call()
 	defer cancel()
 	now := s.db.clock()
+	if s.heldFor(k, c, now) {
+		return
+	}
 	// Lazy (writer.doLazy): the files backend keeps counters in memory
 	// for up to a second, pgstore commits them without the WAL flush.
-	err = s.db.w.doLazy(ctx, func(tx *wtx) error {
-		cur, ok, err := s.get(ctx, tx, k)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: %s", sessions.ErrNotFound, k)
-		}
-		cur.InputTokens += c.InputTokens
-		cur.OutputTokens += c.OutputTokens
-		cur.TotalTokens += c.TotalTokens
-		cur.MessageCount += c.Messages
-		if c.ContextTokens > 0 {
-			cur.ContextTokens = c.ContextTokens
-		}
-		if c.Model != "" {
-			cur.Model = c.Model
-		}
-		if c.Provider != "" {
-			cur.Provider = c.Provider
-		}
-		if now.After(cur.UpdatedAt) {
-			cur.UpdatedAt = now
-		}
-		return s.update(tx, cur)
-	})
+	err = s.db.w.doLazy(ctx, s.addCounters(ctx, k, "", c, now))
+	if err != nil && retryable(err) {
+		s.holdCounters(ctx, k, c, now, err)
+		return
+	}
 	if err != nil {
 		s.log.Warn("counters dropped", zap.String("session_key", k), zap.Error(err))
 	}
 }
 
-// Flush has nothing to do: every write is durable when it returns.
-func (s *Store) Flush(ctx context.Context) error { return ctx.Err() }
+// Flush writes the counters held back by a storage failure (every other
+// write is durable when it returns).
+func (s *Store) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.flushCounters()
+}
 
 func (s *Store) insert(tx *wtx, e sessions.Entry) error {
 	body, extra, err := encodeEntry(e)

@@ -11,7 +11,7 @@ import (
 // limitStore implements sessions.LimitCounters on the limit_counters
 // table: an add is one writer job of upserts that add, never overwrite.
 // It does not implement sessions.LimitReserver: one daemon owns the
-// database (LockDaemon), so package limits keeps the holds in its memory,
+// database (the state dir's lock), so package limits keeps the holds in its memory,
 // as with the files backend.
 type limitStore struct{ db *DB }
 

@@ -119,37 +119,58 @@ func (s *Store) archiveIf(ctx context.Context, k string, now time.Time, cond fun
 }
 
 // expireArchives forgets the archived sessions past retention and deletes
-// the transcripts that no entry and no remaining archive refers to.
+// the transcripts that no entry and no remaining archive refers to. Each
+// archive is one writer job (its row, and its transcript when nothing
+// else refers to it): a round that expires thousands of long transcripts
+// (a first round, a shorter archiveRetention) must not hold the writer,
+// and every accept and append behind it, for all of them at once.
 func (s *Store) expireArchives(ctx context.Context, before int64) ([]string, error) {
+	var rows []int64
+	err := s.db.query(ctx, func(r *sql.Rows) error {
+		var id int64
+		err := r.Scan(&id)
+		rows = append(rows, id)
+		return err
+	}, `SELECT id FROM archived WHERE agent_id = ? AND archived_at < ? ORDER BY id`, s.agentID, before)
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
-	err := s.db.w.do(ctx, func(tx *wtx) error {
-		ids = ids[:0]
-		err := queryOn(ctx, tx, func(r *sql.Rows) error {
-			var id string
-			err := r.Scan(&id)
-			ids = append(ids, id)
-			return err
-		}, `DELETE FROM archived WHERE agent_id = ? AND archived_at < ? RETURNING session_id`, s.agentID, before)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
+	for _, row := range rows {
+		var (
+			id   string
+			gone bool
+		)
+		err := s.db.w.do(ctx, func(tx *wtx) error {
+			gone = false
+			err := tx.QueryRow(`DELETE FROM archived WHERE id = ? AND archived_at < ? RETURNING session_id`, row, before).Scan(&id)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // switched back to meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			gone = true
 			var refs int
 			if err := tx.QueryRow(`SELECT (SELECT count(*) FROM entries WHERE session_id = ?1)
 				+ (SELECT count(*) FROM archived WHERE session_id = ?1)`, id).Scan(&refs); err != nil {
 				return err
 			}
 			if refs > 0 {
-				continue
+				return nil
 			}
-			if err := deleteTranscript(tx, id); err != nil {
-				return err
-			}
+			return deleteTranscript(tx, id)
+		})
+		if err != nil {
+			slices.Sort(ids)
+			return ids, err
 		}
-		return nil
-	})
+		if gone {
+			ids = append(ids, id)
+		}
+	}
 	slices.Sort(ids)
-	return ids, err
+	return ids, nil
 }
 
 // deleteTranscript removes session id's transcript and its search index.

@@ -152,3 +152,55 @@ func TestImportAgainReplacesSearchRows(t *testing.T) {
 		t.Errorf("an old word still finds %d messages", len(hits))
 	}
 }
+
+// Expiring archives is one writer job per archive, not one for all of
+// them: a round that forgets thousands of long transcripts (the first
+// round of a large database, a shorter archiveRetention) held the writer,
+// and so every accept, append and mark queued behind it, for the whole
+// round (about 3 s for 200 transcripts of 200 messages on a test
+// machine). Counted here as the commits the round makes, each releasing
+// the writer to the writes queued meanwhile.
+func TestExpireArchivesReleasesWriterBetweenArchives(t *testing.T) {
+	db := openTestDB(t)
+	ctx := context.Background()
+	const n = 4
+	var want []string
+	for i := range n {
+		id := "00000000-0000-4000-8000-00000000000" + strconv.Itoa(i)
+		want = append(want, id)
+		tr, err := db.Transcript(id, transcript.Header{AgentID: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Append(ctx, sessions.Message{Role: sessions.RoleUser,
+			Content: []sessions.Content{{Type: sessions.BlockText, Text: "words to forget " + id}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.w.do(ctx, func(tx *wtx) error {
+			_, err := tx.Exec(`INSERT INTO archived (agent_id, session_key, session_id, reason, archived_at,
+				session_started_at, updated_at) VALUES ('main', 'agent:main:web:direct:p', ?, 'reset', 1, 1, 1)`, id)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.w.commits.Load()
+	got, err := db.Store("main", nil).expireArchives(ctx, time.Now().UnixNano())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("expired %v, want %v", got, want)
+	}
+	if c := db.w.commits.Load() - before; c < n {
+		t.Errorf("%d archives expired in %d commits: the writer was held for several at once", n, c)
+	}
+	var rows int
+	if err := db.read.QueryRow(`SELECT (SELECT count(*) FROM transcript_entries) + (SELECT count(*) FROM search_terms)
+		+ (SELECT count(*) FROM archived)`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Errorf("%d rows of the expired sessions left", rows)
+	}
+}

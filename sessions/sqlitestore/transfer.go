@@ -19,7 +19,7 @@ import (
 // archived sessions and transcripts as rows; a transcript line becomes
 // one row whose body is the line byte for byte, so it reads back
 // identical. Each ImportKey is one writer job (one transaction), durable
-// when it returns. Use it while no daemon runs on the file (LockDaemon).
+// when it returns. Use it while no daemon runs on the file (the state dir's lock).
 type Transfer struct{ db *DB }
 
 var _ sessions.Importer = (*Transfer)(nil)

@@ -266,6 +266,7 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 	}
 	tx := &wtx{Tx: stx, c: w.stmts}
 	ran := 0
+	var refused error // a job's statement the storage refused (the transaction kept)
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			errs[i] = err
@@ -273,6 +274,14 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 		}
 		var lost bool
 		lost, errs[i] = w.run1(tx, j.fn)
+		if !lost && isIOError(errs[i]) {
+			// SQLite rolled back the statement only (SQLITE_FULL with a
+			// statement journal, the pager still sound: the page limit):
+			// the job failed for want of space all the same, and says so
+			// (sessions.ErrStorage), as a lost batch does.
+			errs[i] = storageErr(errs[i])
+			refused = errs[i]
+		}
 		if lost {
 			// SQLite rolled the whole transaction back (a full disk, an
 			// I/O error): the jobs before this one are undone, and the
@@ -301,8 +310,14 @@ func (w *writer) commitTx(batch []*job, durable bool) []error {
 		w.unsynced = true
 	}
 	w.writes.Add(int64(ran))
-	var none error
-	w.lastErr.Store(&none)
+	if refused != nil {
+		w.failures.Add(1)
+		w.lastErr.Store(&refused)
+		w.log.Warn("sqlite write refused", zap.Error(refused))
+	} else {
+		var none error
+		w.lastErr.Store(&none)
+	}
 	return errs
 }
 

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -325,5 +326,64 @@ func TestPanickingWritePanicsInItsCaller(t *testing.T) {
 	}
 	if got := cursorValues(t, db); len(got) != 1 || got["next"] != "2" {
 		t.Errorf("stored %v, want next=2 only", got)
+	}
+}
+
+// A statement that fails for want of space while SQLite keeps the
+// transaction is sessions.ErrStorage to its caller, as when the whole
+// batch is lost. SQLite rolls back only the statement on SQLITE_FULL when
+// it has a statement journal (a multi-row insert, as a transcript
+// append's search words) and the pager is not left in its error state:
+// the file's page limit, here (a full disk met while spilling the cache
+// takes the transaction with it, the case TestStorageErrorMidBatchFails
+// WholeBatch pins). It was the bare driver error, so a turn whose append
+// met it was counted as a failure, retried and given up with an apology,
+// where storage failures park the work until the disk takes writes again
+// (SPEC §3.7), and Health stayed nil. The other jobs of the batch are
+// kept.
+func TestStatementStorageErrorIsErrStorage(t *testing.T) {
+	db := openTestDB(t)
+	w := db.w
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	defer w.stmts.close()
+	var pages int
+	if err := w.db.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.db.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for i := range 2000 {
+		words = append(words, fmt.Sprintf("%s%d", strings.Repeat("w", 200), i))
+	}
+	list, err := json.Marshal(words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mk := func(fn writeFn) *job { return &job{ctx: ctx, fn: fn, done: make(chan error, 1)} }
+	batch := []*job{
+		mk(putCursor("before", "1")),
+		mk(func(tx *wtx) error {
+			_, err := tx.Exec(`INSERT INTO search_terms (token, session_id, seq) SELECT value, 's', 1 FROM json_each(?)`, string(list))
+			return err
+		}),
+		mk(putCursor("after", "3")),
+	}
+	w.commitSplit(batch)
+	errs := []error{<-batch[0].done, <-batch[1].done, <-batch[2].done}
+	if errs[0] != nil || errs[2] != nil {
+		t.Fatalf("the jobs beside it: %v, %v", errs[0], errs[2])
+	}
+	if !errors.Is(errs[1], sessions.ErrStorage) {
+		t.Errorf("a statement refused for want of space: %v, want sessions.ErrStorage", errs[1])
+	}
+	if w.health() == nil {
+		t.Error("healthy after a write was refused for want of space")
+	}
+	if got := cursorValues(t, db); len(got) != 2 {
+		t.Errorf("stored %v, want before and after", keys(got))
 	}
 }
