@@ -246,14 +246,7 @@ func TestJournalRewriteKeepsTheLogAfterAFailure(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	var full, badTrunc atomic.Bool
-	open := func(p string) (JournalFile, error) {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, err
-		}
-		return faultyFile{File: f, full: &full, badTruncate: &badTrunc}, nil
-	}
-	j := openJournalWith(dir, time.Now, zap.NewNop(), open)
+	j := openJournalWith(dir, time.Now, zap.NewNop(), faultyOpener(&full, &badTrunc))
 	if j.openErr != nil {
 		t.Fatal(j.openErr)
 	}

@@ -78,17 +78,7 @@ func TestJournalRewriteCrashAnyInstant(t *testing.T) {
 	rewrites := 0
 	for r := range rounds {
 		cmd, out := startChild(t, "journal", dir, strconv.Itoa(r))
-		lines := make(chan string, 1024)
-		go func() {
-			defer close(lines)
-			for {
-				l, err := out.ReadString('\n')
-				if err != nil {
-					return // a torn last line was not acknowledged
-				}
-				lines <- l
-			}
-		}()
+		lines := childLines(out)
 		waitReady(t, cmd, lines)
 		time.Sleep(time.Duration(30+rand.IntN(150)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)

@@ -38,6 +38,17 @@ func (f faultyFile) Truncate(n int64) error {
 	return f.File.Truncate(n)
 }
 
+// faultyOpener opens the journal's log as a faultyFile.
+func faultyOpener(full, badTruncate *atomic.Bool) func(string) (JournalFile, error) {
+	return func(p string) (JournalFile, error) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		return faultyFile{File: f, full: full, badTruncate: badTruncate}, nil
+	}
+}
+
 // TestJournalFaultsNeverGlueOrLose: with the disk full and even the
 // cut-back failing, Accept refuses (ErrStorage), marks wait in memory, and
 // once writes work again everything is written whole: a restart loads
@@ -51,13 +62,7 @@ func TestJournalFaultsNeverGlueOrLose(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			var full, badTrunc atomic.Bool
-			open := func(p string) (JournalFile, error) {
-				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-				if err != nil {
-					return nil, err
-				}
-				return faultyFile{File: f, full: &full, badTruncate: &badTrunc}, nil
-			}
+			open := faultyOpener(&full, &badTrunc)
 			ctx := context.Background()
 			j := openJournalWith(dir, time.Now, zap.NewNop(), open)
 			if j.openErr != nil {

@@ -129,6 +129,23 @@ func childCrashWriter(dir, round string) error {
 	return m.Close()
 }
 
+// childLines delivers the child's output lines until it ends; a torn last
+// line is dropped (it was not acknowledged).
+func childLines(out *bufio.Reader) <-chan string {
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		for {
+			l, err := out.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- l
+		}
+	}()
+	return lines
+}
+
 // waitReady waits for the child's READY line (a minute at most: a child
 // that never gets there has failed, and its error is on stderr).
 func waitReady(t *testing.T, cmd *exec.Cmd, lines <-chan string) {
@@ -159,17 +176,7 @@ func TestCrashSafety(t *testing.T) {
 	acked := map[string][]string{} // session id -> texts
 	for r := range rounds {
 		cmd, out := startChild(t, "crash", dir, strconv.Itoa(r))
-		lines := make(chan string, 1024)
-		go func() {
-			defer close(lines)
-			for {
-				l, err := out.ReadString('\n')
-				if err != nil {
-					return // a torn last line is dropped: it was not acknowledged
-				}
-				lines <- l
-			}
-		}()
+		lines := childLines(out)
 		// Most rounds kill the writer at a random moment of its writes,
 		// timed from its READY (starting a race-enabled child on a loaded
 		// 2-core machine can take longer than the whole window: a CI run
