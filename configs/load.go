@@ -34,6 +34,26 @@ func Load(path string) (*Config, error) {
 	return load(path, data, os.Environ())
 }
 
+// LoadSaved is Load for a file that may be read while it is being saved,
+// as a hot reload reads it: a file holding no YAML document (empty, or
+// only comments) is refused instead of loaded as the defaults. A save
+// that truncates before it writes (a shell redirect whose command is
+// still producing the config, an editor writing in place) leaves the file
+// so for as long as the writer takes; its defaults would replace the
+// running config (every channel account gone, so nobody admitted). At
+// start an empty file still means the defaults (Load).
+func LoadSaved(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err) // names the path and the operation
+	}
+	if noDocument(data) {
+		return nil, &Error{File: path, Msg: "the file is empty (no settings, at most comments): " +
+			"a save still being written, or a file emptied by mistake; the running config stays"}
+	}
+	return load(path, data, os.Environ())
+}
+
 // LoadBytes is Load over YAML bytes and an explicit environment. The file
 // is parsed keeping keys as typed and empty maps (allow-list entries such as
 // `groups: {"-100123": {}}`); unknown keys are reported with their line,

@@ -106,7 +106,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		metric.WithLabelValues("rejected").Inc()
 		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
 	}
-	cfg, err := configs.Load(d.opts.ConfigPath)
+	cfg, err := configs.LoadSaved(d.opts.ConfigPath)
 	if err != nil && quiet {
 		return // being written: its save fires an event
 	}

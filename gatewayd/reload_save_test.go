@@ -1,0 +1,73 @@
+package gatewayd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+)
+
+// TestReloadTruncatedFileKeepsRunningConfig: a save that truncates the
+// file before writing it (a shell redirect whose command is still
+// producing the config, an editor writing in place) leaves the file empty,
+// or holding only its leading comments, for as long as the writer takes.
+// A reload that reads it then must not apply the defaults over the running
+// config (the Telegram account gone, so nobody admitted and the queued
+// message dropped): it is rejected as empty, the running config stays,
+// and the queued message is answered.
+func TestReloadTruncatedFileKeepsRunningConfig(t *testing.T) {
+	for _, tc := range []struct{ name, partial string }{
+		{"empty", ""},
+		{"only its header comments", "# gateway config, deployed by ops\n# do not edit by hand\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := telegramtest.Start(t, telegramtest.Options{})
+			model, release := longTurnModel(t)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gateway.yaml")
+			full := accessReloadYAML(filepath.Join(dir, "state"), tg, model, `{requireMention: false, allowFrom: ["100"]}`)
+			if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			log, logs := observedLogger(t)
+			d, _ := startDaemonLogged(t, path, &fakeClock{}, log)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			queueBehindLongTurn(ctx, t, tg, model, "queued question")
+
+			if err := os.WriteFile(path, []byte(tc.partial), 0o600); err != nil { // the writer stalls here
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool { return logs.FilterMessageSnippet("config reload").Len() > 0 })
+			if n := logs.FilterMessage("config reloaded").Len(); n > 0 {
+				t.Fatalf("the truncated file was applied (%d reloads)", n)
+			}
+			rej := logs.FilterMessageSnippet("config reload rejected").All()
+			if len(rej) != 1 || !strings.Contains(fmt.Sprint(rej[0].ContextMap()["error"]), "empty") {
+				t.Fatalf("rejections %v, want one saying the file is empty", rej)
+			}
+			d.mu.Lock()
+			_, ok := d.cfg.Channels.Telegram.Accounts["default"]
+			d.mu.Unlock()
+			if !ok {
+				t.Fatal("the running config lost its Telegram account")
+			}
+			close(release)
+			sent, err := tg.WaitSent(ctx, 2)
+			if err != nil {
+				t.Fatalf("the running turn's answer and the queued one's: %v", err)
+			}
+			if !strings.Contains(sent[1].Text, "queued question") {
+				t.Fatalf("second reply %q, want the queued message answered", sent[1].Text)
+			}
+			if logs.FilterMessageSnippet("no longer admits").Len() > 0 {
+				t.Fatal("a queued message was dropped as no longer admitted")
+			}
+		})
+	}
+}
