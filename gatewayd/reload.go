@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -35,12 +33,9 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 
 // watchConfig reloads the config file when it changes (any save style: in
 // place, rename over, vim's backup dance, delete and recreate, a symlink
-// swapped as a Kubernetes ConfigMap is: configWatch) or on SIGHUP, until
-// ctx ends.
-func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// swapped as a Kubernetes ConfigMap is: configWatch) or on a SIGHUP (hup:
+// Run receives them), until ctx ends.
+func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec, hup <-chan os.Signal) {
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	var watch *configWatch
