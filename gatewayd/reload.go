@@ -52,13 +52,17 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec,
 			}
 		}
 	}
-	if events != nil {
-		// A save between the daemon's load of the file and the watch
-		// fired no event: read the file once now.
-		d.reload(metric, true)
-	}
 	var timer *time.Timer
 	var fire <-chan time.Time
+	// A save between the daemon's load of the file and the watch fired
+	// no event: read the file once now. One that does not load may be
+	// being written (its end fires an event) or be invalid, which no
+	// event will follow: it is read again after the debounce, reported
+	// then when still invalid.
+	if events != nil && !d.reload(metric, true) {
+		timer = time.NewTimer(reloadDebounce)
+		fire = timer.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,10 +96,11 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec,
 
 // reload loads and applies the config file; an invalid file is rejected and
 // the running config stays. quiet counts and logs nothing for a file that
-// is unchanged or does not load (the check at the watch's start).
-func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
+// is unchanged or does not load (the check at the watch's start), and
+// returns false for one that does not load; reload returns true otherwise.
+func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) bool {
 	if d.opts.ConfigPath == "" {
-		return
+		return true
 	}
 	reject := func(err error) {
 		metric.WithLabelValues("rejected").Inc()
@@ -103,11 +108,11 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	}
 	cfg, err := configs.LoadSaved(d.opts.ConfigPath)
 	if err != nil && quiet {
-		return // being written: its save fires an event
+		return false
 	}
 	if err != nil {
 		reject(err)
-		return
+		return true
 	}
 	d.mu.Lock()
 	old := d.cfg
@@ -116,24 +121,24 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 		if !quiet {
 			metric.WithLabelValues("unchanged").Inc()
 		}
-		return
+		return true
 	}
 	if err := d.routesToRunning(cfg); err != nil {
 		reject(err)
-		return
+		return true
 	}
 	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		reject(err)
-		return
+		return true
 	}
 	if err := d.backend.SetMaintenance(cfg.Session.Maintenance); err != nil {
 		reject(err)
-		return
+		return true
 	}
 	if err := d.limits.SetConfig(cfg.Limits, cfg.Commands.Owners); err != nil {
 		reject(err)
-		return
+		return true
 	}
 	d.disp.SetRuntime(rt)
 	d.policy.Store(policy)
@@ -149,6 +154,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	}
 	d.logNotices(cfg)
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
+	return true
 }
 
 // runningAgents are the ids of the agents a runner built from cfg runs.

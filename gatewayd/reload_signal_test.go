@@ -102,3 +102,53 @@ func TestSIGHUPWhileStartingOrStopping(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+// TestInvalidSaveWhileStartingIsReported: an invalid save that lands
+// while the daemon starts (after it loaded the file, before its watcher
+// runs: no event reaches the watcher) is rejected with the usual error
+// naming the key, as one saved later would be, not passed over in silence
+// with the operator believing it applied.
+func TestInvalidSaveWhileStartingIsReported(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	mode := func(m string) []byte { return []byte(reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n")) }
+	if err := os.WriteFile(path, mode("collect"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := configs.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observedLogger(t)
+	ready := make(chan string, 1)
+	d, err := New(cfg, Options{ConfigPath: path, Logger: log, OnReady: func(a string) { ready <- a },
+		OpenBackend: func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+			if err := os.WriteFile(path, mode("shout"), 0o600); err != nil { // saved while starting
+				return nil, err
+			}
+			return OpenBackend(ctx, cfg, BackendOptions{})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("daemon exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready")
+	}
+	waitFor(t, func() bool { return logs.FilterMessageSnippet("config reload rejected").Len() > 0 })
+	e := logs.FilterMessageSnippet("config reload rejected").All()[0]
+	if msg := e.ContextMap()["error"]; !strings.Contains(msg.(string), "messages.queue.mode") {
+		t.Fatalf("rejection says %q, want the key messages.queue.mode", msg)
+	}
+}
