@@ -167,15 +167,23 @@ func runningAgents(cfg *configs.Config) map[string]bool {
 }
 
 // routesToRunning checks that cfg routes messages only to agents the
-// daemon runs. Agents are built at start (agents.list needs a restart):
-// an edit that adds one and routes a chat to it (a binding, a room's
-// agentId, or the new agent listed first, so the default) would have that
-// chat answered "This agent is not configured." until the restart. It is
-// rejected instead, whole, and the running config stays.
+// daemon runs, and runs rooms' ambient turns only on its providers.
+// Agents and providers are built at start (agents.list and providers need
+// a restart): an edit that adds an agent and routes a chat to it (a
+// binding, a room's agentId, or the new agent listed first, so the
+// default) would have that chat answered "This agent is not configured."
+// until the restart, and one that adds a provider and makes a room's
+// ambientModel one of its models would have every ambient turn of the
+// room fail. It is rejected instead, whole, and the running config stays.
 func (d *Daemon) routesToRunning(cfg *configs.Config) error {
 	for _, r := range cfg.AgentRefs() {
 		if !d.running[r.AgentID] {
 			return fmt.Errorf("%s: agent %q is not running: a new agent starts only on a restart (restart the daemon to apply this edit)", r.Key, r.AgentID)
+		}
+	}
+	for _, r := range cfg.ProviderRefs() {
+		if !slices.Contains(d.providers, r.Provider) {
+			return fmt.Errorf("%s: provider %q is not running: a new provider starts only on a restart (restart the daemon to apply this edit)", r.Key, r.Provider)
 		}
 	}
 	return nil
