@@ -45,7 +45,7 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec,
 			d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 		} else {
 			defer w.Close()
-			if watch, err = newConfigWatch(w, d.opts.ConfigPath); err != nil {
+			if watch, err = newConfigWatch(w, d.opts.ConfigPath, d.log); err != nil {
 				d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 			} else {
 				events, errs = w.Events, w.Errors

@@ -71,3 +71,50 @@ func TestReloadTruncatedFileKeepsRunningConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestHotReloadConfigDirectoryReplaced: a deployment that replaces the
+// config's whole directory (moves the old one aside or deletes it, then
+// creates the new one) keeps hot reload working: the file in the new
+// directory is read, and later edits to it are too. (The watch on the
+// old directory ends with it; nothing was read again until a restart.)
+func TestHotReloadConfigDirectoryReplaced(t *testing.T) {
+	for _, style := range []string{"moved aside", "deleted"} {
+		t.Run(style, func(t *testing.T) {
+			dir := t.TempDir()
+			etc := filepath.Join(dir, "etc")
+			path := filepath.Join(etc, "gateway.yaml")
+			state := filepath.Join(dir, "state")
+			mode := func(m string) []byte { return []byte(reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n")) }
+			if err := os.Mkdir(etc, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, mode("collect"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			addr := startFromFile(t, path, &fakeClock{})
+			_, sid := chat(t, addr, "", "hello")
+			waitStatus(t, addr, sid, "Queue: collect")
+
+			var err error
+			if style == "moved aside" {
+				err = os.Rename(etc, etc+".old")
+			} else {
+				err = os.RemoveAll(etc)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(etc, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, mode("followup"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, addr, sid, "Queue: followup")
+			if err := os.WriteFile(path, mode("steer"), 0o600); err != nil { // an edit in the new directory
+				t.Fatal(err)
+			}
+			waitStatus(t, addr, sid, "Queue: steer")
+		})
+	}
+}
