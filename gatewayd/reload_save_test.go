@@ -118,3 +118,46 @@ func TestHotReloadConfigDirectoryReplaced(t *testing.T) {
 		})
 	}
 }
+
+// TestHotReloadSymlinkedDirectorySwapped: a config under a symlinked
+// directory that a deployment swaps (a release layout: current ->
+// releases/2, the link replaced by renaming a new one over it) is read
+// again when the link moves, and edits in the new release are read too.
+// (Only the file's directory was watched, through the link: the old
+// release's, forever.)
+func TestHotReloadSymlinkedDirectorySwapped(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	mode := func(m string) []byte { return []byte(reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n")) }
+	release := func(n int, m string) {
+		t.Helper()
+		rel := filepath.Join(dir, "releases", fmt.Sprint(n))
+		if err := os.MkdirAll(rel, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rel, "gateway.yaml"), mode(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, "current.tmp")
+		if err := os.Symlink(filepath.Join("releases", fmt.Sprint(n)), tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "current")); err != nil { // ln -sfn's swap
+			t.Fatal(err)
+		}
+	}
+	release(1, "collect")
+	path := filepath.Join(dir, "current", "gateway.yaml")
+	addr := startFromFile(t, path, &fakeClock{})
+	_, sid := chat(t, addr, "", "hello")
+	waitStatus(t, addr, sid, "Queue: collect")
+
+	release(2, "followup")
+	waitStatus(t, addr, sid, "Queue: followup")
+	if err := os.WriteFile(path, mode("steer"), 0o600); err != nil { // edited in the new release
+		t.Fatal(err)
+	}
+	waitStatus(t, addr, sid, "Queue: steer")
+	release(3, "interrupt")
+	waitStatus(t, addr, sid, "Queue: interrupt")
+}
