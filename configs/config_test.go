@@ -213,7 +213,7 @@ func TestLoadSavedRefusesNoDocument(t *testing.T) {
 		}
 		_, err := LoadSaved(path)
 		var ce *Error
-		if !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), "empty") {
+		if !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), "empty") || !errors.Is(err, ErrEmpty) {
 			t.Fatalf("LoadSaved(%q) = %v, want an *Error naming %s and saying it is empty", content, err, path)
 		}
 	}

@@ -34,6 +34,9 @@ func Load(path string) (*Config, error) {
 	return load(path, data, os.Environ())
 }
 
+// ErrEmpty is under LoadSaved's error for a file with no settings.
+var ErrEmpty = errors.New("config: the file holds no settings")
+
 // LoadSaved is Load for a file that may be read while it is being saved,
 // as a hot reload reads it: a file holding no YAML document (empty, or
 // only comments) is refused instead of loaded as the defaults. A save
@@ -41,7 +44,8 @@ func Load(path string) (*Config, error) {
 // still producing the config, an editor writing in place) leaves the file
 // so for as long as the writer takes; its defaults would replace the
 // running config (every channel account gone, so nobody admitted). At
-// start an empty file still means the defaults (Load).
+// start an empty file still means the defaults (Load); the error wraps
+// ErrEmpty, so that a daemon running those can tell the file unchanged.
 func LoadSaved(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -49,7 +53,7 @@ func LoadSaved(path string) (*Config, error) {
 	}
 	if noDocument(data) {
 		return nil, &Error{File: path, Msg: "the file is empty (no settings, at most comments): " +
-			"a save still being written, or a file emptied by mistake; the running config stays"}
+			"a save still being written, or a file emptied by mistake; the running config stays", cause: ErrEmpty}
 	}
 	return load(path, data, os.Environ())
 }

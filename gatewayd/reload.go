@@ -2,6 +2,7 @@ package gatewayd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -107,6 +108,16 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) bool {
 		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
 	}
 	cfg, err := configs.LoadSaved(d.opts.ConfigPath)
+	d.mu.Lock()
+	old := d.cfg
+	d.mu.Unlock()
+	if errors.Is(err, configs.ErrEmpty) {
+		// Unchanged when the daemon runs the defaults an empty file
+		// means (it started on one).
+		if def, derr := configs.LoadBytes(nil, os.Environ()); derr == nil && reflect.DeepEqual(old, def) {
+			cfg, err = def, nil
+		}
+	}
 	if err != nil && quiet {
 		return false
 	}
@@ -114,9 +125,6 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) bool {
 		reject(err)
 		return true
 	}
-	d.mu.Lock()
-	old := d.cfg
-	d.mu.Unlock()
 	if reflect.DeepEqual(old, cfg) {
 		if !quiet {
 			metric.WithLabelValues("unchanged").Inc()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,4 +161,31 @@ func TestHotReloadSymlinkedDirectorySwapped(t *testing.T) {
 	waitStatus(t, addr, sid, "Queue: steer")
 	release(3, "interrupt")
 	waitStatus(t, addr, sid, "Queue: interrupt")
+}
+
+// TestEmptyConfigFileRunsWithoutRejections: a daemon started on an empty
+// config file (the defaults, set through GATEWAY_* variables) has nothing
+// to reject when that file is looked at again (the watch's first look, a
+// SIGHUP): the empty file is what runs, unchanged; only an empty file
+// replacing settings is refused.
+func TestEmptyConfigFileRunsWithoutRejections(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GATEWAY_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("GATEWAY_HTTP_LISTEN", "127.0.0.1:0")
+	path := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, &fakeClock{}, log)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	count := func(result string) bool {
+		return strings.Contains(scrape(t, addr), `gateway_config_reloads_total{result="`+result+`"} 1`)
+	}
+	waitFor(t, func() bool { return count("unchanged") || count("rejected") })
+	if rej := logs.FilterMessageSnippet("config reload rejected").All(); len(rej) > 0 {
+		t.Fatalf("the empty file the daemon runs was rejected: %v", rej[0].ContextMap())
+	}
 }
