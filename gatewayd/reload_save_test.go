@@ -189,3 +189,28 @@ func TestEmptyConfigFileRunsWithoutRejections(t *testing.T) {
 		t.Fatalf("the empty file the daemon runs was rejected: %v", rej[0].ContextMap())
 	}
 }
+
+// TestHotReloadStormEndsOnLastSave pins that a burst of saves (a script
+// rewriting the file, a sync tool, invalid and empty states between)
+// ends with the last save in force.
+func TestHotReloadStormEndsOnLastSave(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	mode := func(m string) []byte { return []byte(reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n")) }
+	if err := os.WriteFile(path, mode("collect"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startFromFile(t, path, &fakeClock{})
+	_, sid := chat(t, addr, "", "hello")
+	saves := [][]byte{mode("followup"), nil, mode("shout"), []byte("{{{"), mode("steer")}
+	for i := range 60 {
+		if err := os.WriteFile(path, saves[i%len(saves)], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, mode("interrupt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, addr, sid, "Queue: interrupt")
+}
