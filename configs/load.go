@@ -116,7 +116,21 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, src.locate(err)
 	}
+	cfg.envShadowed = src.shadowed()
 	return cfg, nil
+}
+
+// shadowed are the notices of the keys both the file and the environment
+// set, in key order: the environment's value applies.
+func (s *source) shadowed() []string {
+	var out []string
+	for _, path := range sortedKeys(s.env) {
+		if typed, _, ok := find(s.root, strings.Split(path, ".")); ok {
+			out = append(out, fmt.Sprintf("%s: set in the file and by %s: the environment's value applies "+
+				"(editing the file changes nothing; unset the variable to let the file decide)", typed, s.env[path]))
+		}
+	}
+	return out
 }
 
 // mergeEnv lays the environment overrides (viper's settings, string

@@ -128,6 +128,11 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) bool {
 	if reflect.DeepEqual(old, cfg) {
 		if !quiet {
 			metric.WithLabelValues("unchanged").Inc()
+			// An edit that changed nothing may have been to a key the
+			// environment overrides: say so.
+			for _, n := range cfg.EnvShadowed() {
+				d.log.Warn("config notice", zap.String("notice", n))
+			}
 		}
 		return true
 	}

@@ -214,3 +214,37 @@ func TestHotReloadStormEndsOnLastSave(t *testing.T) {
 	}
 	waitStatus(t, addr, sid, "Queue: interrupt")
 }
+
+// TestReloadEditOfEnvOverriddenKeyIsTold: an edit of a key that a
+// GATEWAY_* variable overrides changes nothing (the environment's value
+// applies): the reload says so, naming the key and the variable, instead
+// of saying nothing while the edit is not in force.
+func TestReloadEditOfEnvOverriddenKeyIsTold(t *testing.T) {
+	t.Setenv("GATEWAY_MESSAGES_QUEUE_MODE", "collect")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	mode := func(m string) []byte { return []byte(reloadYAML(state, "messages: {queue: {mode: "+m+"}}\n")) }
+	if err := os.WriteFile(path, mode("collect"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, &fakeClock{}, log)
+	_, sid := chat(t, addr, "", "hello")
+	told := func() int {
+		n := 0
+		for _, e := range logs.FilterMessage("config notice").All() {
+			s := fmt.Sprint(e.ContextMap()["notice"])
+			if strings.Contains(s, "messages.queue.mode") && strings.Contains(s, "GATEWAY_MESSAGES_QUEUE_MODE") {
+				n++
+			}
+		}
+		return n
+	}
+	atStart := told() // the start's notices name it too
+	if err := os.WriteFile(path, mode("steer"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return told() > atStart })
+	waitStatus(t, addr, sid, "Queue: collect")
+}
