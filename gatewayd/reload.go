@@ -237,6 +237,14 @@ func restartOnly(a, b *configs.Config) []string {
 	if !reflect.DeepEqual(a.WebSearch, b.WebSearch) {
 		out = append(out, "webSearch")
 	}
+	// The dispatcher is made with the delivery limits, the backend and the
+	// pairing store with the lock timeout.
+	if a.Messages.Delivery != b.Messages.Delivery {
+		out = append(out, "messages.delivery")
+	}
+	if a.Session.LockTimeout != b.Session.LockTimeout {
+		out = append(out, "session.lockTimeout")
+	}
 	if a.Jobs.Lease != b.Jobs.Lease { // the scheduler is made with it at start
 		out = append(out, "jobs.lease")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -247,4 +248,34 @@ func TestReloadEditOfEnvOverriddenKeyIsTold(t *testing.T) {
 	}
 	waitFor(t, func() bool { return told() > atStart })
 	waitStatus(t, addr, sid, "Queue: collect")
+}
+
+// TestReloadStartOnlyKeysNamedAsNeedingRestart: keys read once at start
+// (messages.delivery by the dispatcher, session.lockTimeout by the
+// backend and the pairing store) are named as needing a restart when an
+// edit changes them, as stateDir or providers are; they were taken in
+// silence ("config reloaded") and never applied.
+func TestReloadStartOnlyKeysNamedAsNeedingRestart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	if err := os.WriteFile(path, []byte(reloadYAML(state, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observedLogger(t)
+	startDaemonLogged(t, path, &fakeClock{}, log)
+	edit := "messages: {delivery: {maxFailures: 7}}\nsession: {lockTimeout: 30s}\n"
+	if err := os.WriteFile(path, []byte(reloadYAML(state, edit)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return logs.FilterMessage("config reloaded").Len() > 0 })
+	var keys []string
+	for _, e := range logs.FilterMessageSnippet("needs a restart").All() {
+		keys = append(keys, fmt.Sprint(e.ContextMap()["key"]))
+	}
+	for _, want := range []string{"messages.delivery", "session.lockTimeout"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("restart warnings %v lack %s", keys, want)
+		}
+	}
 }
