@@ -34,3 +34,32 @@ func (c *Config) AgentRefs() []AgentRef {
 	}
 	return refs
 }
+
+// ProviderRef is a key of the config that hot reload applies and that
+// names a provider: a room's or an account's ambientModel.
+type ProviderRef struct {
+	Key      string // e.g. channels.telegram.accounts.default.groups.-100.ambientModel
+	Provider string // the model's provider part
+}
+
+// ProviderRefs lists, in a stable order, the ambientModel keys of c with
+// the provider each names. A running daemon checks them on a hot reload
+// against the providers it runs, since a new provider starts only on a
+// restart.
+func (c *Config) ProviderRefs() []ProviderRef {
+	var refs []ProviderRef
+	add := func(key, model string) {
+		if p, _, ok := strings.Cut(model, "/"); ok {
+			refs = append(refs, ProviderRef{Key: key, Provider: p})
+		}
+	}
+	for _, a := range c.Channels.accounts() {
+		path := "channels." + a.channel + ".accounts." + a.id
+		add(path+".ambientModel", a.access.Room.AmbientModel)
+		_ = walkRules(path+"."+a.access.WithDefaults().GroupsKey, a.access.Groups, func(p string, r access.GroupRule) error {
+			add(p+".ambientModel", r.AmbientModel)
+			return nil
+		})
+	}
+	return refs
+}

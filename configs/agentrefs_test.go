@@ -27,3 +27,27 @@ channels:
 		t.Fatalf("AgentRefs = %v\nwant %v", got, want)
 	}
 }
+
+func TestProviderRefs(t *testing.T) {
+	c, err := LoadBytes([]byte(`stateDir: /tmp/x
+providers: {cheap: {type: echo}, fast: {type: echo}}
+channels:
+  telegram:
+    accounts:
+      default: {token: t, ambientModel: cheap/mini, groups: {"-100": {ambient: true, topics: {"7": {ambientModel: fast/x}}}}}
+  discord:
+    accounts:
+      default: {token: d, guilds: {"9": {ambient: true, ambientModel: fast/y}}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ProviderRef{
+		{"channels.telegram.accounts.default.ambientModel", "cheap"},
+		{"channels.telegram.accounts.default.groups.-100.topics.7.ambientModel", "fast"},
+		{"channels.discord.accounts.default.guilds.9.ambientModel", "fast"},
+	}
+	if got := c.ProviderRefs(); !slices.Equal(got, want) {
+		t.Fatalf("ProviderRefs = %v\nwant %v", got, want)
+	}
+}

@@ -37,7 +37,17 @@ type Config struct {
 	MCP       mcp.Config                    `mapstructure:"mcp"`
 	Jobs      jobs.Config                   `mapstructure:"jobs"`
 	WebSearch websearch.Config              `mapstructure:"webSearch"`
+
+	// envShadowed are the notices of keys the file sets that a GATEWAY_*
+	// variable overrides (EnvShadowed).
+	envShadowed []string
 }
+
+// EnvShadowed names the keys the file sets that a GATEWAY_* variable
+// overrides, with the variable: the environment's value is the one in
+// force, so an edit of such a key in the file changes nothing (a reload
+// says so instead of nothing). Also among Notices.
+func (c *Config) EnvShadowed() []string { return c.envShadowed }
 
 // Commands is the commands section.
 type Commands struct {

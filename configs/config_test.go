@@ -1,6 +1,8 @@
 package configs
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +195,33 @@ func TestAmbientRoomKeys(t *testing.T) {
 	}
 	if def := acc.Room.Apply(channels.DefaultRoom("telegram")).Ambient; def.On || def.PerHour != 4 || def.MaxBatch != channels.DefaultAmbientMaxBatch {
 		t.Errorf("account room ambient = %+v, want off with perHour 4 and the default batch", def)
+	}
+}
+
+// TestLoadSavedRefusesNoDocument: LoadSaved (hot reload) refuses a file
+// with no settings, empty or only comments, naming the file, where Load
+// (the start) reads it as the defaults; a file with settings loads alike.
+func TestLoadSavedRefusesNoDocument(t *testing.T) {
+	dir := t.TempDir()
+	for i, content := range []string{"", "\n  \n", "# header only\n# more\n"} {
+		path := filepath.Join(dir, fmt.Sprintf("empty%d.yaml", i))
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); err != nil {
+			t.Fatalf("Load(%q): %v", content, err)
+		}
+		_, err := LoadSaved(path)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), "empty") || !errors.Is(err, ErrEmpty) {
+			t.Fatalf("LoadSaved(%q) = %v, want an *Error naming %s and saying it is empty", content, err, path)
+		}
+	}
+	path := filepath.Join(dir, "set.yaml")
+	if err := os.WriteFile(path, []byte("# header\nstateDir: /tmp/x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := LoadSaved(path); err != nil || c.StateDir != "/tmp/x" {
+		t.Fatalf("LoadSaved of a file with settings = %v, %v", c, err)
 	}
 }

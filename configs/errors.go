@@ -30,7 +30,12 @@ type Error struct {
 	Msg string
 	// Hint is a suggestion ("did you mean \"main\"?"), or "".
 	Hint string
+	// cause is what Unwrap returns (ErrEmpty), or nil.
+	cause error
 }
+
+// Unwrap returns the error's cause (ErrEmpty), or nil.
+func (e *Error) Unwrap() error { return e.cause }
 
 func (e *Error) Error() string {
 	var b strings.Builder

@@ -34,6 +34,30 @@ func Load(path string) (*Config, error) {
 	return load(path, data, os.Environ())
 }
 
+// ErrEmpty is under LoadSaved's error for a file with no settings.
+var ErrEmpty = errors.New("config: the file holds no settings")
+
+// LoadSaved is Load for a file that may be read while it is being saved,
+// as a hot reload reads it: a file holding no YAML document (empty, or
+// only comments) is refused instead of loaded as the defaults. A save
+// that truncates before it writes (a shell redirect whose command is
+// still producing the config, an editor writing in place) leaves the file
+// so for as long as the writer takes; its defaults would replace the
+// running config (every channel account gone, so nobody admitted). At
+// start an empty file still means the defaults (Load); the error wraps
+// ErrEmpty, so that a daemon running those can tell the file unchanged.
+func LoadSaved(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err) // names the path and the operation
+	}
+	if noDocument(data) {
+		return nil, &Error{File: path, Msg: "the file is empty (no settings, at most comments): " +
+			"a save still being written, or a file emptied by mistake; the running config stays", cause: ErrEmpty}
+	}
+	return load(path, data, os.Environ())
+}
+
 // LoadBytes is Load over YAML bytes and an explicit environment. The file
 // is parsed keeping keys as typed and empty maps (allow-list entries such as
 // `groups: {"-100123": {}}`); unknown keys are reported with their line,
@@ -92,7 +116,21 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, src.locate(err)
 	}
+	cfg.envShadowed = src.shadowed()
 	return cfg, nil
+}
+
+// shadowed are the notices of the keys both the file and the environment
+// set, in key order: the environment's value applies.
+func (s *source) shadowed() []string {
+	var out []string
+	for _, path := range sortedKeys(s.env) {
+		if typed, _, ok := find(s.root, strings.Split(path, ".")); ok {
+			out = append(out, fmt.Sprintf("%s: set in the file and by %s: the environment's value applies "+
+				"(editing the file changes nothing; unset the variable to let the file decide)", typed, s.env[path]))
+		}
+	}
+	return out
 }
 
 // mergeEnv lays the environment overrides (viper's settings, string

@@ -14,11 +14,13 @@ import (
 // at start and at each reload. Today: a costUsd budget while a model an
 // agent runs has no price (its turns count 0 USD: the budget never binds
 // on them), a resetByChannel policy under a name no channel has (a
-// typo: it applies to no session), and an allowFrom list under dmPolicy
-// open (it limits nothing).
+// typo: it applies to no session), an allowFrom list under dmPolicy
+// open (it limits nothing), and a key the file sets that a GATEWAY_*
+// variable overrides (editing it in the file changes nothing).
 func (c *Config) Notices() []string {
 	out := append(c.costNotices(), c.resetChannelNotices()...)
-	return append(out, c.dmPolicyNotices()...)
+	out = append(out, c.dmPolicyNotices()...)
+	return append(out, c.envShadowed...)
 }
 
 // dmPolicyNotices names the accounts whose allowFrom their dmPolicy

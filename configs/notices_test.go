@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,5 +103,23 @@ channels:
 		if !strings.Contains(got[i], w) {
 			t.Errorf("notice %d = %q, want it to hold %q", i, got[i], w)
 		}
+	}
+}
+
+// TestNoticeKeyTheEnvironmentOverrides: a key both the file and a
+// GATEWAY_* variable set is a notice naming the key as typed and the
+// variable; a key only the environment sets is none.
+func TestNoticeKeyTheEnvironmentOverrides(t *testing.T) {
+	c, err := LoadBytes([]byte("stateDir: /tmp/x\nmessages: {queue: {mode: steer}}\n"),
+		[]string{"GATEWAY_MESSAGES_QUEUE_MODE=collect", "GATEWAY_LOG_LEVEL=debug"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.EnvShadowed()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "messages.queue.mode: set in the file and by GATEWAY_MESSAGES_QUEUE_MODE") {
+		t.Fatalf("EnvShadowed = %q", got)
+	}
+	if !slices.Contains(c.Notices(), got[0]) {
+		t.Fatalf("Notices %q lack %q", c.Notices(), got[0])
 	}
 }

@@ -41,6 +41,14 @@ func parseYAML(data []byte) (map[string]any, *yaml.Node, error) {
 	return m, root, nil
 }
 
+// noDocument reports whether data holds no YAML document: empty, blank
+// or only comments (what parseYAML reads as no settings at all). Data that
+// does not parse holds one, wrongly: its error is parseYAML's to report.
+func noDocument(data []byte) bool {
+	var doc yaml.Node
+	return yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 0
+}
+
 // yamlLineRe finds the line in a YAML parser's message.
 var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 

@@ -38,6 +38,7 @@ func (d *Daemon) assemble(cfg *configs.Config) error {
 	}
 	d.runner, d.running = runner, runningAgents(cfg)
 	names := slices.Sorted(maps.Keys(cfg.Providers))
+	d.providers = names
 	if err := d.buildDispatcher(cfg, runner, names); err != nil {
 		return err
 	}

@@ -88,6 +88,9 @@ type Daemon struct {
 	// running are the ids of the agents the runner was built with (lower
 	// case): a reload may route only to them (reloadAgents).
 	running map[string]bool
+	// providers are the names of the providers the runner was built with,
+	// sorted: a reload's ambientModels may name only them (routesToRunning).
+	providers []string
 	// startedAt is when Run began; adapterStates are the leader roles
 	// and stops of the adapters (status.go).
 	startedAt     time.Time

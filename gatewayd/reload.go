@@ -2,13 +2,12 @@ package gatewayd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -35,12 +34,9 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 
 // watchConfig reloads the config file when it changes (any save style: in
 // place, rename over, vim's backup dance, delete and recreate, a symlink
-// swapped as a Kubernetes ConfigMap is: configWatch) or on SIGHUP, until
-// ctx ends.
-func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// swapped as a Kubernetes ConfigMap is: configWatch) or on a SIGHUP (hup:
+// Run receives them), until ctx ends.
+func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec, hup <-chan os.Signal) {
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	var watch *configWatch
@@ -50,20 +46,24 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec)
 			d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 		} else {
 			defer w.Close()
-			if watch, err = newConfigWatch(w, d.opts.ConfigPath); err != nil {
+			if watch, err = newConfigWatch(w, d.opts.ConfigPath, d.log); err != nil {
 				d.log.Error("config watcher unavailable; SIGHUP still reloads", zap.Error(err))
 			} else {
 				events, errs = w.Events, w.Errors
 			}
 		}
 	}
-	if events != nil {
-		// A save between the daemon's load of the file and the watch
-		// fired no event: read the file once now.
-		d.reload(metric, true)
-	}
 	var timer *time.Timer
 	var fire <-chan time.Time
+	// A save between the daemon's load of the file and the watch fired
+	// no event: read the file once now. One that does not load may be
+	// being written (its end fires an event) or be invalid, which no
+	// event will follow: it is read again after the debounce, reported
+	// then when still invalid.
+	if events != nil && !d.reload(metric, true) {
+		timer = time.NewTimer(reloadDebounce)
+		fire = timer.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -97,48 +97,61 @@ func (d *Daemon) watchConfig(ctx context.Context, metric *prometheus.CounterVec)
 
 // reload loads and applies the config file; an invalid file is rejected and
 // the running config stays. quiet counts and logs nothing for a file that
-// is unchanged or does not load (the check at the watch's start).
-func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
+// is unchanged or does not load (the check at the watch's start), and
+// returns false for one that does not load; reload returns true otherwise.
+func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) bool {
 	if d.opts.ConfigPath == "" {
-		return
+		return true
 	}
 	reject := func(err error) {
 		metric.WithLabelValues("rejected").Inc()
 		d.log.Error("config reload rejected; keeping the running config", zap.String("path", d.opts.ConfigPath), zap.Error(err))
 	}
-	cfg, err := configs.Load(d.opts.ConfigPath)
-	if err != nil && quiet {
-		return // being written: its save fires an event
-	}
-	if err != nil {
-		reject(err)
-		return
-	}
+	cfg, err := configs.LoadSaved(d.opts.ConfigPath)
 	d.mu.Lock()
 	old := d.cfg
 	d.mu.Unlock()
+	if errors.Is(err, configs.ErrEmpty) {
+		// Unchanged when the daemon runs the defaults an empty file
+		// means (it started on one).
+		if def, derr := configs.LoadBytes(nil, os.Environ()); derr == nil && reflect.DeepEqual(old, def) {
+			cfg, err = def, nil
+		}
+	}
+	if err != nil && quiet {
+		return false
+	}
+	if err != nil {
+		reject(err)
+		return true
+	}
 	if reflect.DeepEqual(old, cfg) {
 		if !quiet {
 			metric.WithLabelValues("unchanged").Inc()
+			// An edit that changed nothing may have been to a key the
+			// environment overrides: say so.
+			for _, n := range cfg.EnvShadowed() {
+				d.log.Warn("config notice", zap.String("notice", n))
+			}
 		}
-		return
+		return true
 	}
 	if err := d.routesToRunning(cfg); err != nil {
 		reject(err)
-		return
+		return true
 	}
 	rt, policy, err := d.runtime(cfg)
 	if err != nil {
 		reject(err)
-		return
+		return true
 	}
 	if err := d.backend.SetMaintenance(cfg.Session.Maintenance); err != nil {
 		reject(err)
-		return
+		return true
 	}
 	if err := d.limits.SetConfig(cfg.Limits, cfg.Commands.Owners); err != nil {
 		reject(err)
-		return
+		return true
 	}
 	d.disp.SetRuntime(rt)
 	d.policy.Store(policy)
@@ -154,6 +167,7 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) {
 	}
 	d.logNotices(cfg)
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))
+	return true
 }
 
 // runningAgents are the ids of the agents a runner built from cfg runs.
@@ -166,15 +180,23 @@ func runningAgents(cfg *configs.Config) map[string]bool {
 }
 
 // routesToRunning checks that cfg routes messages only to agents the
-// daemon runs. Agents are built at start (agents.list needs a restart):
-// an edit that adds one and routes a chat to it (a binding, a room's
-// agentId, or the new agent listed first, so the default) would have that
-// chat answered "This agent is not configured." until the restart. It is
-// rejected instead, whole, and the running config stays.
+// daemon runs, and runs rooms' ambient turns only on its providers.
+// Agents and providers are built at start (agents.list and providers need
+// a restart): an edit that adds an agent and routes a chat to it (a
+// binding, a room's agentId, or the new agent listed first, so the
+// default) would have that chat answered "This agent is not configured."
+// until the restart, and one that adds a provider and makes a room's
+// ambientModel one of its models would have every ambient turn of the
+// room fail. It is rejected instead, whole, and the running config stays.
 func (d *Daemon) routesToRunning(cfg *configs.Config) error {
 	for _, r := range cfg.AgentRefs() {
 		if !d.running[r.AgentID] {
 			return fmt.Errorf("%s: agent %q is not running: a new agent starts only on a restart (restart the daemon to apply this edit)", r.Key, r.AgentID)
+		}
+	}
+	for _, r := range cfg.ProviderRefs() {
+		if !slices.Contains(d.providers, r.Provider) {
+			return fmt.Errorf("%s: provider %q is not running: a new provider starts only on a restart (restart the daemon to apply this edit)", r.Key, r.Provider)
 		}
 	}
 	return nil
@@ -214,6 +236,14 @@ func restartOnly(a, b *configs.Config) []string {
 	}
 	if !reflect.DeepEqual(a.WebSearch, b.WebSearch) {
 		out = append(out, "webSearch")
+	}
+	// The dispatcher is made with the delivery limits, the backend and the
+	// pairing store with the lock timeout.
+	if a.Messages.Delivery != b.Messages.Delivery {
+		out = append(out, "messages.delivery")
+	}
+	if a.Session.LockTimeout != b.Session.LockTimeout {
+		out = append(out, "session.lockTimeout")
 	}
 	if a.Jobs.Lease != b.Jobs.Lease { // the scheduler is made with it at start
 		out = append(out, "jobs.lease")

@@ -1,76 +1,201 @@
 package gatewayd
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
 )
 
 // configWatch decides which file system events touch the config file. It
-// watches the file's directory, not the file, so it survives the file
-// being replaced (rename over, vim's backup dance, delete and recreate).
-// A config file that is a symlink changes when what it resolves to does:
-// the Kubernetes ConfigMap volume (gateway.yaml -> ..data/gateway.yaml,
-// ..data swapped to a new timestamped directory by a rename) never touches
-// the name gateway.yaml itself, and a link to a file in another directory
-// is saved there. So each event in a watched directory resolves the link
-// again, and the directory of the file it resolves to is watched too.
-// (A link in the chain that lives in a third directory is not watched:
-// SIGHUP still reloads.)
+// watches directories, not the file, so it survives the file being
+// replaced (rename over, vim's backup dance, delete and recreate): the
+// file's directory, the directory of the file it resolves to, and each
+// directory holding a symlink on the way there. So a swap of any link of
+// the chain is seen: the Kubernetes ConfigMap volume (gateway.yaml ->
+// ..data/gateway.yaml, ..data swapped to a new timestamped directory by a
+// rename, never touching the name gateway.yaml itself), a link to a file
+// in another directory saved there, a release layout whose directory link
+// is swapped (current/gateway.yaml, current -> releases/2). Each event in
+// a watched directory resolves the chain again and moves the watches
+// along. A directory watch ends with its directory: while the file's
+// directory is gone (removed or moved aside by a deployment replacing it
+// whole) its nearest existing ancestor is watched instead, until the
+// directory is back and the file is read again.
 type configWatch struct {
 	w    *fsnotify.Watcher
 	path string // the config file as configured, absolute
+	dir  string // path's directory
 	real string // what path resolves to ("" while it does not)
-	// realDir is the watched directory of real when it is not path's.
-	realDir string
+	// watched maps each watched directory, as added, to the directory it
+	// resolved to then (a directory reached through a link is watched
+	// again when the link moves).
+	watched map[string]string
+	// links are the symlinks the chain goes through (their paths).
+	links []string
+	// lost is set while dir is not there (an ancestor is watched).
+	lost bool
+	log  *zap.Logger
 }
 
-// newConfigWatch watches path's directory and, for a symlink, its
-// target's.
-func newConfigWatch(w *fsnotify.Watcher, path string) (*configWatch, error) {
+// newConfigWatch watches path's directory and, for a symlink, the
+// directories of its chain.
+func newConfigWatch(w *fsnotify.Watcher, path string, log *zap.Logger) (*configWatch, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	c := &configWatch{w: w, path: path}
-	if err := w.Add(filepath.Dir(path)); err != nil {
+	c := &configWatch{w: w, path: path, dir: filepath.Dir(path), watched: map[string]string{}, log: log}
+	if err := w.Add(c.dir); err != nil {
 		return nil, err
 	}
+	c.watched[c.dir], _ = filepath.EvalSymlinks(c.dir)
 	c.resolve()
 	return c, nil
 }
 
 // touches reports whether ev may have changed the config file's content:
 // it names the file, or the file it resolved to, or the file now resolves
-// to another one.
+// to another one, or the file's directory is back after it was gone.
 func (c *configWatch) touches(ev fsnotify.Event) bool {
-	before := c.real
+	if !c.names(ev.Name) {
+		return false // another file in a watched directory (the state's, a backup)
+	}
+	_, dirEnded := c.watched[ev.Name]
+	if dirEnded = dirEnded && ev.Has(fsnotify.Remove|fsnotify.Rename); dirEnded {
+		_ = c.w.Remove(ev.Name) // the watch ends with its directory
+		delete(c.watched, ev.Name)
+	}
+	before, wasLost := c.real, c.lost
 	c.resolve()
-	return ev.Name == c.path || (before != "" && ev.Name == before) || c.real != before
+	return ev.Name == c.path || (before != "" && ev.Name == before) || c.real != before || (wasLost && !c.lost) || dirEnded
 }
 
-// resolve follows path's symlinks again and watches the directory of the
-// file it leads to (none while it leads nowhere).
+// names reports whether name is one resolving path depends on: the file,
+// what it resolves to, a link of the chain, a watched directory, or, while
+// the file's directory is gone, that directory or one of its ancestors.
+func (c *configWatch) names(name string) bool {
+	if name == c.path || name == c.real || slices.Contains(c.links, name) {
+		return true
+	}
+	if _, ok := c.watched[name]; ok {
+		return true
+	}
+	return c.lost && strings.HasPrefix(c.dir+string(filepath.Separator), name+string(filepath.Separator))
+}
+
+// resolve follows path's symlinks again and moves the watches to the
+// directories the chain now goes through.
 func (c *configWatch) resolve() {
 	real, err := filepath.EvalSymlinks(c.path)
 	if err != nil {
 		real = ""
 	}
-	if real == c.real {
-		return
-	}
 	c.real = real
-	dir := ""
-	if real != "" && filepath.Dir(real) != filepath.Dir(c.path) {
-		dir = filepath.Dir(real)
+	want := []string{c.dir}
+	if _, err := os.Stat(c.dir); err != nil {
+		want = []string{existingAncestor(c.dir)}
+		if !c.lost {
+			c.log.Warn("config directory removed or moved; watching for it to come back (SIGHUP still reloads)",
+				zap.String("dir", c.dir))
+		}
+		c.lost = true
+	} else if c.lost {
+		c.lost = false
+		c.log.Info("config directory back; watching it", zap.String("dir", c.dir))
 	}
-	if dir == c.realDir {
-		return
+	c.links = chainLinks(c.path)
+	for _, l := range c.links {
+		want = append(want, filepath.Dir(l))
 	}
-	if c.realDir != "" {
-		_ = c.w.Remove(c.realDir) // may be gone already (a ConfigMap's old directory)
+	if real != "" {
+		want = append(want, filepath.Dir(real))
 	}
-	c.realDir = ""
-	if dir != "" && c.w.Add(dir) == nil {
-		c.realDir = dir
+	keep := map[string]bool{}
+	seen := map[string]bool{} // resolved directories: each watched once
+	for _, d := range want {
+		rd, err := filepath.EvalSymlinks(d)
+		if err != nil || seen[rd] {
+			continue
+		}
+		seen[rd] = true
+		if was, ok := c.watched[d]; ok && was != rd {
+			_ = c.w.Remove(d) // through a link that moved: watch where it leads now
+			delete(c.watched, d)
+		}
+		if _, ok := c.watched[d]; !ok {
+			if err := c.w.Add(d); err != nil {
+				continue // gone meanwhile: its parent's event comes
+			}
+			c.watched[d] = rd
+		}
+		keep[d] = true
 	}
+	for d := range c.watched {
+		if !keep[d] {
+			_ = c.w.Remove(d) // may be gone already (a ConfigMap's old directory)
+			delete(c.watched, d)
+		}
+	}
+}
+
+// existingAncestor is the nearest ancestor of dir that exists.
+func existingAncestor(dir string) string {
+	for {
+		parent := filepath.Dir(dir)
+		if _, err := os.Stat(parent); err == nil || parent == dir {
+			return parent
+		}
+		dir = parent
+	}
+}
+
+// maxLinks bounds the links linkDirs follows (a loop ends there).
+const maxLinks = 40
+
+// chainLinks lists the symlinks that resolving path (absolute) goes
+// through, in the order met, as far as path resolves.
+func chainLinks(path string) []string {
+	var links []string
+	cur, rest, hops := "/", splitPath(path), 0
+	for len(rest) > 0 {
+		comp := rest[0]
+		rest = rest[1:]
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, comp)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return links
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxLinks {
+			return links
+		}
+		links = append(links, next)
+		target, err := os.Readlink(next)
+		if err != nil {
+			return links
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(splitPath(target), rest...)
+	}
+	return links
+}
+
+// splitPath is p's components.
+func splitPath(p string) []string {
+	return strings.Split(filepath.ToSlash(p), "/")
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -31,6 +34,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.ownLog {
 		defer func() { _ = d.log.Sync() }()
 	}
+	// SIGHUP asks for a reload for the whole run, not only while the
+	// config watcher runs: unhandled, it kills the process, and systemd
+	// counts a death by SIGHUP as clean (Restart=on-failure leaves the
+	// service down). One sent while the daemon starts waits for the
+	// watcher; one sent while it stops is dropped.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	started := time.Now()
 	d.startedAt = started.UTC()
 	cfg := d.config()
@@ -56,7 +67,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.logNotices(cfg)
-	return d.serve(ctx, cfg, started)
+	return d.serve(ctx, cfg, started, hup)
 }
 
 // openState opens the configured storage backend, checks that the ingress
@@ -91,7 +102,7 @@ func (d *Daemon) openState(ctx context.Context, cfg *configs.Config) error {
 
 // serve starts the listener, the adapters and the background loops, reports
 // ready, and on ctx's end (or an HTTP server failure) shuts down in order.
-func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Time) error {
+func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Time, hup <-chan os.Signal) error {
 	log := d.log
 	stopPprof, err := startPprof(log)
 	if err != nil {
@@ -116,7 +127,7 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	if _, err := d.disp.Resume(ctx); err != nil {
 		log.Error("resuming journaled messages failed", zap.Error(err))
 	}
-	waitLoops := d.runLoops(ctx)
+	waitLoops := d.runLoops(ctx, hup)
 	stopJobs := d.runJobs(ctx, cfg)
 	stopLimits := d.runLimits(ctx)
 	d.waitAccepting(ctx)
@@ -195,15 +206,15 @@ func (d *Daemon) runMCP(ctx context.Context) (stop func()) {
 }
 
 // runLoops starts the background loops that run until ctx ends: the config
-// watcher (hot reload) and the pruning of downloaded media; wait waits for
-// them.
-func (d *Daemon) runLoops(ctx context.Context) (wait func()) {
+// watcher (hot reload, on file changes and on hup) and the pruning of
+// downloaded media; wait waits for them.
+func (d *Daemon) runLoops(ctx context.Context, hup <-chan os.Signal) (wait func()) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	reloads := reloadsTotal(d.reg) // registered before the daemon is ready
 	go func() {
 		defer wg.Done()
-		d.watchConfig(ctx, reloads)
+		d.watchConfig(ctx, reloads, hup)
 	}()
 	go func() {
 		defer wg.Done()
