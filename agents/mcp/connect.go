@@ -187,7 +187,8 @@ func listTools(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) 
 }
 
 // offered filters a server's tools and names them for the models; a tool
-// whose offered name repeats an earlier one is left out (logged).
+// whose offered name repeats an earlier one, or whose input schema is not
+// an object schema, is left out (logged).
 func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) []Tool {
 	var out []Tool
 	seen := map[string]bool{}
@@ -200,11 +201,12 @@ func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) 
 			log.Warn("mcp tool left out: its name collides with another tool's", zap.String("tool", t.Name), zap.String("offered_as", name))
 			continue
 		}
-		seen[name] = true
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || t.InputSchema == nil || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		schema, ok := inputSchema(t.InputSchema)
+		if !ok {
+			log.Warn("mcp tool left out: its input schema is not an object schema", zap.String("tool", t.Name))
+			continue
 		}
+		seen[name] = true
 		desc := t.Description
 		if desc == "" {
 			desc = t.Title
