@@ -174,16 +174,39 @@ func (d *dialer) stderrTail() string {
 	return ""
 }
 
-// listTools lists every page of the server's tools.
-func listTools(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+// maxListedTools bounds one listing of a server's tools (what it holds
+// while it lists; far more than a model is offered well).
+const maxListedTools = 2000
+
+// listTools lists every page of the server's tools. A page whose next
+// cursor was seen before ends the listing (a server that ignores the
+// cursor repeats its first page forever), and so does the page that
+// brings the tools past maxListedTools (the first of them are kept);
+// both are logged.
+func listTools(ctx context.Context, cs *sdk.ClientSession, log *zap.Logger) ([]*sdk.Tool, error) {
 	var out []*sdk.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+	seen := map[string]bool{}
+	params := &sdk.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		out = append(out, t)
+		out = append(out, res.Tools...)
+		switch next := res.NextCursor; {
+		case next == "":
+			return out, nil
+		case len(out) >= maxListedTools:
+			log.Warn("mcp tool list cut: the server lists too many tools", zap.Int("kept", maxListedTools))
+			return out[:maxListedTools], nil
+		case seen[next]:
+			log.Warn("mcp tool list ended at a repeated page cursor")
+			return out, nil
+		default:
+			seen[next] = true
+			params.Cursor = next
+		}
 	}
-	return out, nil
 }
 
 // offered filters a server's tools and names them for the models; a tool

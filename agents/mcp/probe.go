@@ -58,7 +58,7 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 			res.ServerName, res.Version = ir.ServerInfo.Name, ir.ServerInfo.Version
 		}
 	}
-	raw, err := listTools(cctx, cs)
+	raw, err := listTools(cctx, cs, log)
 	if err != nil {
 		return res, fmt.Errorf("mcp: probe %s: %w%s", name, err, d.stderrTail())
 	}

@@ -16,13 +16,15 @@ import (
 
 // rawServer is an MCP server written by hand for what the SDK's own server
 // never sends (a tool list or a result that breaks the rules, a log line
-// on stdout): it answers initialize, tools/list with Tools (a JSON array)
-// and tools/call with Result (a CallToolResult as JSON), and method not
-// found to everything else (server/discover included, so the client falls
-// back to initialize).
+// on stdout): it answers initialize, tools/list with Tools (a JSON array;
+// NextCursor, when set, as every page's nextCursor) and tools/call with
+// Result (a CallToolResult as JSON), and method not found to everything
+// else (server/discover included, so the client falls back to
+// initialize).
 type rawServer struct {
-	Tools  string
-	Result string
+	Tools      string
+	NextCursor string
+	Result     string
 }
 
 // rawMessage is a JSON-RPC message as the raw server reads it.
@@ -45,7 +47,11 @@ func (s rawServer) answer(line []byte) []byte {
 	case "initialize":
 		result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`, m.Params.ProtocolVersion)
 	case "tools/list":
-		result = `{"tools":` + s.Tools + `}`
+		result = `{"tools":` + s.Tools
+		if s.NextCursor != "" {
+			result += fmt.Sprintf(`,"nextCursor":%q`, s.NextCursor)
+		}
+		result += `}`
 	case "tools/call":
 		result = s.Result
 	case "ping":

@@ -139,7 +139,7 @@ func (s *server) open(ctx context.Context, d *dialer) (*sdk.ClientSession, error
 	case <-s.refresh:
 	default:
 	}
-	raw, err := listTools(cctx, cs)
+	raw, err := listTools(cctx, cs, s.log)
 	if err != nil {
 		_ = cs.Close()
 		return nil, err
@@ -179,7 +179,7 @@ func (s *server) serve(ctx context.Context, cs *sdk.ClientSession, d *dialer) er
 			return fmt.Errorf("session ended: %w%s", err, d.stderrTail())
 		case <-s.refresh:
 			lctx, cancel := context.WithTimeout(ctx, d.cfg.DialTimeout())
-			raw, err := listTools(lctx, cs)
+			raw, err := listTools(lctx, cs, s.log)
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
