@@ -51,8 +51,9 @@ type dialer struct {
 	// stderr keeps the tail of a stdio server's stderr for error messages.
 	stderr *tailWriter
 	// cmd is the stdio server's process (nil for HTTP), the leader of its
-	// own process group.
-	cmd *exec.Cmd
+	// own process group; stdio its transport.
+	cmd   *exec.Cmd
+	stdio *stdioTransport
 }
 
 // Stopping a stdio server's leftovers: how long Wait waits for the stderr
@@ -120,7 +121,16 @@ func (d *dialer) transport() (sdk.Transport, error) {
 	ownGroup(cmd)
 	cmd.WaitDelay = stdioWaitDelay
 	d.cmd = cmd
-	return &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg}, nil
+	d.stdio = &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg}
+	return d.stdio, nil
+}
+
+// ready records that the connection attempt succeeded (handshake and tool
+// list): a stdio server closed from now on gets its grace to exit.
+func (d *dialer) ready() {
+	if d.stdio != nil && d.stdio.proc != nil {
+		d.stdio.proc.ready.Store(true)
+	}
 }
 
 // env is the stdio server's environment: inheritedEnv, then env, then

@@ -62,6 +62,7 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 	if err != nil {
 		return res, fmt.Errorf("mcp: probe %s: %w%s", name, err, d.stderrTail())
 	}
+	d.ready()
 	res.Tools = offered(name, cfg, raw, log)
 	res.Filtered = len(raw) - len(res.Tools)
 	return res, nil

@@ -71,3 +71,37 @@ func TestStdioServerLeavesNoProcesses(t *testing.T) {
 		t.Fatalf("the server's helper process %d still runs after the manager stopped", helper)
 	}
 }
+
+// A stdio server that never answers the handshake (wedged, or not reading
+// its stdin) and ignores SIGTERM is stopped once the connect timeout
+// passed, without the grace a session's server gets: it got that grace
+// (stdin closed, 5 s, SIGTERM, 5 s, SIGKILL), so its first attempt —
+// which every turn offered its tools waits for — lasted the connect
+// timeout and 10 s more, and a shutdown during an attempt as long.
+func TestHungStdioServerStoppedAtConnectTimeout(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	m := mcp.New(mcp.Options{Backoff: time.Minute})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"hung": {Command: "/bin/sh",
+		Args: []string{"-c", `trap "" TERM; echo $$ > "$PID_FILE"; while :; do sleep 1; done`},
+		Env:  map[string]string{"PID_FILE": pidFile}, ConnectTimeout: time.Second}}})
+	run(t, m)
+	// 8 s: the connect timeout and the stop, with room for a loaded
+	// machine, and less than the 10 s of grace.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	m.Tools(ctx, nil)
+	if st := status(m, "hung"); st.State != mcp.StateRestarting || !strings.Contains(st.Error, "deadline exceeded") {
+		t.Fatalf("status after waiting for the first attempt = %+v, want restarting after the connect timeout", st)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if running(pid) {
+		t.Fatalf("the hung server %d still runs after its attempt ended", pid)
+	}
+}

@@ -144,6 +144,7 @@ func (s *server) open(ctx context.Context, d *dialer) (*sdk.ClientSession, error
 		_ = cs.Close()
 		return nil, err
 	}
+	d.ready()
 	instr := ""
 	if ir := cs.InitializeResult(); ir != nil {
 		instr = cutInstructions(ir.Instructions)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,8 @@ type stdioTransport struct {
 	cmd    *exec.Cmd
 	log    *zap.Logger
 	maxMsg int
+	// proc is the started server (nil before Connect).
+	proc *stdioProcess
 }
 
 // stdioTerminate is how long closing waits for the server to exit after
@@ -45,7 +48,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err := t.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	p := &stdioProcess{cmd: t.cmd, stdin: stdin}
+	p := &stdioProcess{cmd: t.cmd, stdin: stdin, connect: ctx}
+	t.proc = p
 	// jsonLines caps each message (with errMessageTooLarge, not the SDK's).
 	tr := &sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log, max: t.maxMsg}, Writer: p, MaxLineLength: -1}
 	return tr.Connect(ctx)
@@ -55,20 +59,28 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 type stdioProcess struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	// connect is the context of the connection attempt that started it;
+	// ready is set once the attempt succeeded (handshake and tool list).
+	connect context.Context
+	ready   atomic.Bool
 }
 
 func (p *stdioProcess) Write(b []byte) (int, error) { return p.stdin.Write(b) }
 
 // Close closes stdin and waits for the server to exit: after
-// stdioTerminate it gets SIGTERM, after as long again SIGKILL.
+// stdioTerminate it gets SIGTERM, after as long again SIGKILL. A server
+// whose connection attempt ran out of time (the connect timeout, or the
+// manager stopping) before it was ready gets no such grace — it is hung
+// or not there yet, and the attempt, which turns may be waiting for,
+// ends now: SIGTERM at once, SIGKILL after groupGrace.
 func (p *stdioProcess) Close() error {
 	if err := p.stdin.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
-	wait := func() (error, bool) {
-		t := time.NewTimer(stdioTerminate)
+	wait := func(d time.Duration) (error, bool) {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case err := <-exited:
@@ -77,18 +89,21 @@ func (p *stdioProcess) Close() error {
 			return nil, false
 		}
 	}
-	if err, ok := wait(); ok {
+	grace := stdioTerminate
+	if hurried := !p.ready.Load() && p.connect.Err() != nil; hurried {
+		grace = groupGrace
+	} else if err, ok := wait(grace); ok {
 		return err
 	}
 	if p.cmd.Process.Signal(syscall.SIGTERM) == nil {
-		if err, ok := wait(); ok {
+		if err, ok := wait(grace); ok {
 			return err
 		}
 	}
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill: %w", err)
 	}
-	if err, ok := wait(); ok {
+	if err, ok := wait(stdioTerminate); ok {
 		return err
 	}
 	return errors.New("the server process does not exit")
