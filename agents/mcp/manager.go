@@ -308,6 +308,7 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 
 // callError words a failed call for the model.
 func (m *Manager) callError(ctx, cctx context.Context, s *server, timeout time.Duration, err error) error {
+	err = s.config().redact(err)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -49,7 +49,7 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 	defer cancel()
 	cs, err := d.connect(cctx)
 	if err != nil {
-		return res, fmt.Errorf("mcp: probe %s: %w", name, err)
+		return res, fmt.Errorf("mcp: probe %s: %w", name, cfg.redact(err))
 	}
 	defer func() { _ = cs.Close() }()
 	if ir := cs.InitializeResult(); ir != nil {
@@ -60,7 +60,7 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 	}
 	raw, err := listTools(cctx, cs, log)
 	if err != nil {
-		return res, fmt.Errorf("mcp: probe %s: %w%s", name, err, d.stderrTail())
+		return res, fmt.Errorf("mcp: probe %s: %w%s", name, cfg.redact(err), d.stderrTail())
 	}
 	d.ready()
 	res.Tools = offered(name, cfg, raw, log)

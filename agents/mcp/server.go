@@ -112,6 +112,7 @@ func (s *server) supervise(ctx context.Context) {
 			}
 		}
 		failures++
+		err = d.cfg.redact(err)
 		delay := s.backoff(failures)
 		s.log.Warn("mcp server down; restarting after a pause", zap.Error(err), zap.Duration("backoff", delay), zap.Int("failures", failures))
 		s.setDown(StateRestarting, err, delay)
@@ -184,7 +185,7 @@ func (s *server) serve(ctx context.Context, cs *sdk.ClientSession, d *dialer) er
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Warn("mcp tool list refresh failed; keeping the previous list", zap.Error(err))
+					s.log.Warn("mcp tool list refresh failed; keeping the previous list", zap.Error(d.cfg.redact(err)))
 				}
 				continue
 			}
