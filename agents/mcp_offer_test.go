@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,5 +67,42 @@ func TestMCPToolsOfferedAsOpenAITakesThem(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("seq__think not offered")
+	}
+}
+
+// An agent offered more tools than OpenAI takes in one request (128: a
+// large MCP server, or several) gets the first 128 — the built-in tools
+// first — where the API refused every request ("array too long").
+func TestMCPToolsOverOpenAILimitAreCut(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "many", Version: "1"}, nil)
+	for i := range 140 {
+		sdk.AddTool(s, &sdk.Tool{Name: fmt.Sprintf("t%03d", i), Description: "a tool"},
+			func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil, nil
+			})
+	}
+	httpSrv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
+	t.Cleanup(httpSrv.Close)
+	m := startMCP(t, map[string]mcp.ServerConfig{"many": {URL: httpSrv.URL}})
+	srv, p := fakeOpenAI(t)
+	h := newHarnessWith(t, Defaults{}, []Agent{{ID: "main", Model: Model{Primary: "oa/gpt-test"}, Tools: Tools{Allow: []string{"mcp:many"}}}},
+		nil, map[string]llm.Provider{"oa": p})
+	h.r.opts.MCP = m
+	srv.Script(openaitest.Reply{Text: "ok"})
+	if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: h.key("main", "1"), Inputs: []sessions.Message{user("hi")}}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range srv.Requests()[0].Body.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	builtins := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, "many__") {
+			builtins++
+		}
+	}
+	if len(names) != 128 || builtins == 0 || strings.HasPrefix(names[0], "many__") || names[len(names)-1] != fmt.Sprintf("many__t%03d", 127-builtins) {
+		t.Fatalf("%d tools offered (%v … %v), want the first 128, built-ins first", len(names), names[:3], names[len(names)-1])
 	}
 }

@@ -96,6 +96,9 @@ func writeTools(buf *bytes.Buffer, tools []llm.Tool) error {
 	return nil
 }
 
+// maxTools is the most tools one request may offer.
+const maxTools = 128
+
 // maxToolDescription is the longest function description the API takes
 // (in characters): a longer one — MCP servers describe their tools at
 // length — fails the whole request ("string_above_max_length").
