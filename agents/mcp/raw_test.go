@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/agents/mcp"
 )
@@ -91,6 +92,10 @@ const (
 	// envRawNoise is printed to stdout before the server answers anything
 	// and before every answer to tools/call.
 	envRawNoise = "GATEWAY_MCP_RAW_NOISE"
+	// envRawSlow is how long the server takes to answer a call of the
+	// tool "slow" (a duration), holding every later message meanwhile and
+	// ignoring notifications/cancelled.
+	envRawSlow = "GATEWAY_MCP_RAW_SLOW"
 )
 
 // serveRawStdioIfAsked runs the raw server over stdin/stdout and exits
@@ -113,6 +118,9 @@ func serveRawStdioIfAsked() {
 		}
 		if noise != "" && strings.Contains(in.Text(), `"tools/call"`) {
 			fmt.Println(noise)
+		}
+		if d, err := time.ParseDuration(os.Getenv(envRawSlow)); err == nil && strings.Contains(in.Text(), `"name":"slow"`) {
+			time.Sleep(d)
 		}
 		fmt.Printf("%s\n", out)
 	}

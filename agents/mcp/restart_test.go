@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,5 +50,30 @@ func TestHTTPServerRestartCallGoesToNewSession(t *testing.T) {
 	}
 	if st := status(m, "web"); st.State != mcp.StateReady || st.Restarts != 1 {
 		t.Fatalf("status = %+v, want ready after one reconnection", st)
+	}
+}
+
+// A stdio server that ignores the cancellation of a call that timed out
+// and answers it late keeps its session: the late answer is dropped, and
+// the next call — sent while the server was still busy — is answered on
+// the same connection, with no restart.
+func TestLateAnswerAfterTimeoutKeepsSession(t *testing.T) {
+	cfg := rawStdioConfig(t, rawServer{Tools: `[{"name":"slow","inputSchema":{"type":"object"}},{"name":"fast","inputSchema":{"type":"object"}}]`,
+		Result: `{"content":[{"type":"text","text":"ok"}]}`}, "")
+	cfg.Env[envRawSlow] = "1s"
+	cfg.Timeout = 200 * time.Millisecond
+	m := mcp.New(mcp.Options{Backoff: time.Minute})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"s": cfg}})
+	run(t, m)
+	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("slow call: %v, want a timeout", err)
+	}
+	cfg.Timeout = 30 * time.Second // applies without reconnecting
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"s": cfg}})
+	if got := text(call(t, m, "s__fast", ``)); got != "ok" {
+		t.Fatalf("fast = %q", got)
+	}
+	if st := status(m, "s"); st.State != mcp.StateReady || st.Restarts != 0 {
+		t.Fatalf("status = %+v, want the same session", st)
 	}
 }
