@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"sync/atomic"
@@ -48,7 +47,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	if err := t.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
-	p := &stdioProcess{cmd: t.cmd, stdin: stdin, connect: ctx}
+	p := &stdioProcess{cmd: t.cmd, connect: ctx}
+	p.stdin = newInputQueue(stdin, t.maxMsg, func() { _ = t.cmd.Process.Kill() })
 	t.proc = p
 	// jsonLines caps each message (with errMessageTooLarge, not the SDK's).
 	tr := &sdk.IOTransport{Reader: &jsonLines{r: bufio.NewReaderSize(stdout, 64<<10), log: t.log, max: t.maxMsg}, Writer: p, MaxLineLength: -1}
@@ -58,7 +58,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 // stdioProcess is the server's stdin; closing it stops the server.
 type stdioProcess struct {
 	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	stdin *inputQueue // at most maxMsg bytes unread
 	// connect is the context of the connection attempt that started it;
 	// ready is set once the attempt succeeded (handshake and tool list).
 	connect context.Context
