@@ -105,3 +105,29 @@ func TestHungStdioServerStoppedAtConnectTimeout(t *testing.T) {
 		t.Fatalf("the hung server %d still runs after its attempt ended", pid)
 	}
 }
+
+// A stdio server that leaves more than Options.MaxMessageBytes of its
+// input unread is taken for hung: it is killed, its session ends (though
+// a helper it started holds its stdout open, as a launcher's real server
+// does) and it is restarted, instead of a session that stays "ready"
+// while every write fails.
+func TestStdioServerNotReadingIsRestarted(t *testing.T) {
+	cfg := rawStdioConfig(t, rawServer{Tools: `[{"name":"slow","inputSchema":{"type":"object"}},{"name":"fast","inputSchema":{"type":"object"}}]`,
+		Result: `{"content":[{"type":"text","text":"ok"}]}`}, "")
+	exe := cfg.Command
+	cfg.Command = "/bin/sh"
+	cfg.Args = []string{"-c", `sleep 300 & exec "$0"`, exe}
+	cfg.Env[envRawSlow] = "1h" // reads nothing more once slow is called
+	cfg.Timeout = 500 * time.Millisecond
+	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond, MaxMessageBytes: 256 << 10})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"s": cfg}})
+	run(t, m)
+	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil {
+		t.Fatal("slow answered")
+	}
+	big := []byte(`{"doc":"` + strings.Repeat("x", 200<<10) + `"}`)
+	for range 3 { // 600 KiB: the pipe's 64 KiB, then the queue's 256 KiB
+		_, _ = m.Call(context.Background(), "s__fast", big)
+	}
+	waitFor(t, "the server restarted", func() bool { return status(m, "s").Restarts >= 1 })
+}
