@@ -64,3 +64,44 @@ func TestToolSchemasAreObjectSchemas(t *testing.T) {
 		t.Fatalf("call = %+v", r)
 	}
 }
+
+// Every array in an offered tool's schema says what it holds: OpenAI
+// refuses a request with a tool whose schema has an array without "items"
+// at any depth ("array schema missing items"), which many servers send
+// for an array of anything; it is given "items": {} (anything). Values
+// that are data, not schemas (default, enum, examples), stay as sent.
+func TestToolSchemaArraysHaveItems(t *testing.T) {
+	srv := newRawHTTPServer(t, rawServer{Tools: `[{"name":"arrays","inputSchema":{"type":"object","properties":{
+"ids":{"type":"array","description":"any ids"},
+"grid":{"type":"array","items":{"type":"array"}},
+"maybe":{"type":["array","null"]},
+"tuple":{"type":"array","prefixItems":[{"type":"string"}]},
+"pick":{"anyOf":[{"type":"string"},{"type":"array"}]},
+"opt":{"type":"string","default":{"type":"array"},"enum":[{"type":"array"}]},
+"default":{"type":"array"}
+}}}]`, Result: `{"content":[{"type":"text","text":"ok"}]}`})
+	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"raw": {URL: srv.URL}}})
+	run(t, m)
+	tools := m.Tools(context.Background(), nil)
+	if len(tools) != 1 {
+		t.Fatalf("tools = %v", toolNames(tools))
+	}
+	want := `{"properties":{` +
+		`"default":{"items":{},"type":"array"},` +
+		`"grid":{"items":{"items":{},"type":"array"},"type":"array"},` +
+		`"ids":{"description":"any ids","items":{},"type":"array"},` +
+		`"maybe":{"items":{},"type":["array","null"]},` +
+		`"opt":{"default":{"type":"array"},"enum":[{"type":"array"}],"type":"string"},` +
+		`"pick":{"anyOf":[{"type":"string"},{"items":{},"type":"array"}]},` +
+		`"tuple":{"prefixItems":[{"type":"string"}],"type":"array"}` +
+		`},"type":"object"}`
+	var got, exp any
+	if err := json.Unmarshal(tools[0].InputSchema, &got); err != nil {
+		t.Fatal(err)
+	}
+	_ = json.Unmarshal([]byte(want), &exp)
+	if d := cmp.Diff(exp, got); d != "" {
+		t.Fatalf("schema (-want +got):\n%s\n%s", d, tools[0].InputSchema)
+	}
+}
