@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -103,7 +104,11 @@ func (d *dialer) transport() (sdk.Transport, error) {
 			base = &http.Client{}
 		}
 		client := *base
-		client.Transport = &headerTransport{base: base.Transport, headers: headers, maxBody: d.maxMsg}
+		origin, err := url.Parse(d.cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("url: %w", err)
+		}
+		client.Transport = &headerTransport{base: base.Transport, headers: headers, origin: origin, maxBody: d.maxMsg}
 		// MaxEventSize is set: the SDK leaves a zero uncapped.
 		return &sdk.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &client, MaxEventSize: d.maxMsg}, nil
 	}
@@ -249,18 +254,23 @@ func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) 
 	return out
 }
 
-// headerTransport adds the configured headers to every request and caps
-// a JSON response body at maxBody bytes.
+// headerTransport adds the configured headers to every request to the
+// configured server's host and caps a JSON response body at maxBody
+// bytes. A request the server redirected to another host (or from https
+// to http) goes without them: they hold its secrets (headerFiles).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	origin  *url.URL // the configured URL
 	maxBody int
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.headers {
-		r.Header[k] = v
+	if r.URL.Host == t.origin.Host && (r.URL.Scheme == t.origin.Scheme || r.URL.Scheme == "https") {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header[k] = v
+		}
 	}
 	base := t.base
 	if base == nil {
