@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -51,8 +52,9 @@ type dialer struct {
 	// stderr keeps the tail of a stdio server's stderr for error messages.
 	stderr *tailWriter
 	// cmd is the stdio server's process (nil for HTTP), the leader of its
-	// own process group.
-	cmd *exec.Cmd
+	// own process group; stdio its transport.
+	cmd   *exec.Cmd
+	stdio *stdioTransport
 }
 
 // Stopping a stdio server's leftovers: how long Wait waits for the stderr
@@ -102,7 +104,11 @@ func (d *dialer) transport() (sdk.Transport, error) {
 			base = &http.Client{}
 		}
 		client := *base
-		client.Transport = &headerTransport{base: base.Transport, headers: headers, maxBody: d.maxMsg}
+		origin, err := url.Parse(d.cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("url: %w", err)
+		}
+		client.Transport = &headerTransport{base: base.Transport, headers: headers, origin: origin, maxBody: d.maxMsg}
 		// MaxEventSize is set: the SDK leaves a zero uncapped.
 		return &sdk.StreamableClientTransport{Endpoint: d.cfg.URL, HTTPClient: &client, MaxEventSize: d.maxMsg}, nil
 	}
@@ -120,7 +126,16 @@ func (d *dialer) transport() (sdk.Transport, error) {
 	ownGroup(cmd)
 	cmd.WaitDelay = stdioWaitDelay
 	d.cmd = cmd
-	return &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg}, nil
+	d.stdio = &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg}
+	return d.stdio, nil
+}
+
+// ready records that the connection attempt succeeded (handshake and tool
+// list): a stdio server closed from now on gets its grace to exit.
+func (d *dialer) ready() {
+	if d.stdio != nil && d.stdio.proc != nil {
+		d.stdio.proc.ready.Store(true)
+	}
 }
 
 // env is the stdio server's environment: inheritedEnv, then env, then
@@ -174,20 +189,44 @@ func (d *dialer) stderrTail() string {
 	return ""
 }
 
-// listTools lists every page of the server's tools.
-func listTools(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
+// maxListedTools bounds one listing of a server's tools (what it holds
+// while it lists; far more than a model is offered well).
+const maxListedTools = 2000
+
+// listTools lists every page of the server's tools. A page whose next
+// cursor was seen before ends the listing (a server that ignores the
+// cursor repeats its first page forever), and so does the page that
+// brings the tools past maxListedTools (the first of them are kept);
+// both are logged.
+func listTools(ctx context.Context, cs *sdk.ClientSession, log *zap.Logger) ([]*sdk.Tool, error) {
 	var out []*sdk.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+	seen := map[string]bool{}
+	params := &sdk.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		out = append(out, t)
+		out = append(out, res.Tools...)
+		switch next := res.NextCursor; {
+		case next == "":
+			return out, nil
+		case len(out) >= maxListedTools:
+			log.Warn("mcp tool list cut: the server lists too many tools", zap.Int("kept", maxListedTools))
+			return out[:maxListedTools], nil
+		case seen[next]:
+			log.Warn("mcp tool list ended at a repeated page cursor")
+			return out, nil
+		default:
+			seen[next] = true
+			params.Cursor = next
+		}
 	}
-	return out, nil
 }
 
 // offered filters a server's tools and names them for the models; a tool
-// whose offered name repeats an earlier one is left out (logged).
+// whose offered name repeats an earlier one, or whose input schema is not
+// an object schema, is left out (logged).
 func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) []Tool {
 	var out []Tool
 	seen := map[string]bool{}
@@ -200,11 +239,12 @@ func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) 
 			log.Warn("mcp tool left out: its name collides with another tool's", zap.String("tool", t.Name), zap.String("offered_as", name))
 			continue
 		}
-		seen[name] = true
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || t.InputSchema == nil || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		schema, ok := inputSchema(t.InputSchema)
+		if !ok {
+			log.Warn("mcp tool left out: its input schema is not an object schema", zap.String("tool", t.Name))
+			continue
 		}
+		seen[name] = true
 		desc := t.Description
 		if desc == "" {
 			desc = t.Title
@@ -214,18 +254,23 @@ func offered(server string, cfg ServerConfig, raw []*sdk.Tool, log *zap.Logger) 
 	return out
 }
 
-// headerTransport adds the configured headers to every request and caps
-// a JSON response body at maxBody bytes.
+// headerTransport adds the configured headers to every request to the
+// configured server's host and caps a JSON response body at maxBody
+// bytes. A request the server redirected to another host (or from https
+// to http) goes without them: they hold its secrets (headerFiles).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	origin  *url.URL // the configured URL
 	maxBody int
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.headers {
-		r.Header[k] = v
+	if r.URL.Host == t.origin.Host && (r.URL.Scheme == t.origin.Scheme || r.URL.Scheme == "https") {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header[k] = v
+		}
 	}
 	base := t.base
 	if base == nil {

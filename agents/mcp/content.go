@@ -40,74 +40,121 @@ type Result struct {
 // convert turns a CallToolResult into transcript blocks: text as text,
 // images (up to MaxImageBytes each, MaxResultImageBytes in all) as pi
 // image blocks, audio, resource links and embedded resources described or
-// inlined as text. Structured content is
-// the text when the server sent no content blocks.
+// inlined as text. Structured content is the text when the server sent no
+// content blocks. The text kept is at most MaxResultText bytes however
+// many parts it came in, with one note of what was left out.
 func convert(r *sdk.CallToolResult) Result {
-	out := Result{IsError: r.IsError}
-	budget, images := MaxResultText, MaxResultImageBytes
-	addText := func(s string) {
-		if s == "" {
-			return
-		}
-		if len(s) > budget {
-			cut := budget
-			for cut > 0 && !utf8Start(s[cut]) {
-				cut--
-			}
-			s = s[:cut] + fmt.Sprintf("\n[cut: %d more bytes of the result were left out]", len(s)-cut)
-		}
-		budget -= min(len(s), budget)
-		if n := len(out.Content); n > 0 && out.Content[n-1].Type == sessions.BlockText {
-			out.Content[n-1].Text += partSeparator + s
-			return
-		}
-		out.Content = append(out.Content, sessions.Content{Type: sessions.BlockText, Text: s})
-	}
+	b := resultBuilder{budget: MaxResultText, images: MaxResultImageBytes}
 	for _, c := range r.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
-			addText(c.Text)
+			b.text(c.Text)
 		case *sdk.ImageContent:
 			if len(c.Data) > MaxImageBytes || !strings.HasPrefix(c.MIMEType, "image/") {
-				addText(fmt.Sprintf("[image: %s, %d bytes, not shown: over %d bytes or not an image type]", c.MIMEType, len(c.Data), MaxImageBytes))
+				b.text(fmt.Sprintf("[image: %s, %d bytes, not shown: over %d bytes or not an image type]", c.MIMEType, len(c.Data), MaxImageBytes))
 				continue
 			}
-			if len(c.Data) > images {
-				addText(fmt.Sprintf("[image: %s, %d bytes, not shown: the result's images are over %d bytes in all]", c.MIMEType, len(c.Data), MaxResultImageBytes))
+			if len(c.Data) > b.images {
+				b.text(fmt.Sprintf("[image: %s, %d bytes, not shown: the result's images are over %d bytes in all]", c.MIMEType, len(c.Data), MaxResultImageBytes))
 				continue
 			}
-			images -= len(c.Data)
+			b.images -= len(c.Data)
 			// The text note tells a model that reads only a tool result's
 			// text (the providers send tool results as text) what came.
-			addText(fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))
-			out.Content = append(out.Content, sessions.Content{Type: sessions.BlockImage,
-				Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: c.MIMEType})
+			b.text(fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))
+			b.block(sessions.Content{Type: sessions.BlockImage, Data: base64.StdEncoding.EncodeToString(c.Data), MimeType: c.MIMEType})
 		case *sdk.AudioContent:
-			addText(fmt.Sprintf("[audio: %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
+			b.text(fmt.Sprintf("[audio: %s, %d bytes, not shown]", c.MIMEType, len(c.Data)))
 		case *sdk.ResourceLink:
-			addText(fmt.Sprintf("[resource: %s %s%s]", c.Name, c.URI, optional(" — ", c.Description)))
+			b.text(fmt.Sprintf("[resource: %s %s%s]", c.Name, c.URI, optional(" — ", c.Description)))
 		case *sdk.EmbeddedResource:
 			if c.Resource == nil {
 				continue
 			}
 			if c.Resource.Text != "" {
-				addText(fmt.Sprintf("[resource %s]\n%s", c.Resource.URI, c.Resource.Text))
+				b.text(fmt.Sprintf("[resource %s]\n%s", c.Resource.URI, c.Resource.Text))
 			} else {
-				addText(fmt.Sprintf("[resource %s: %s, %d bytes, not shown]", c.Resource.URI, c.Resource.MIMEType, len(c.Resource.Blob)))
+				b.text(fmt.Sprintf("[resource %s: %s, %d bytes, not shown]", c.Resource.URI, c.Resource.MIMEType, len(c.Resource.Blob)))
 			}
 		default:
-			addText(fmt.Sprintf("[%T content, not shown]", c))
+			b.text(fmt.Sprintf("[%T content, not shown]", c))
 		}
 	}
-	if len(out.Content) == 0 && r.StructuredContent != nil {
-		if b, err := json.Marshal(r.StructuredContent); err == nil {
-			addText(string(b))
+	if b.empty() && r.StructuredContent != nil {
+		if j, err := json.Marshal(r.StructuredContent); err == nil {
+			b.text(string(j))
 		}
 	}
-	if len(out.Content) == 0 {
-		out.Content = []sessions.Content{{Type: sessions.BlockText, Text: "(no output)"}}
+	return Result{Content: b.finish(), IsError: r.IsError}
+}
+
+// resultBuilder collects a result's blocks: consecutive text parts are
+// joined into one text block (partSeparator between them), within a
+// budget of bytes for all of the text.
+type resultBuilder struct {
+	blocks []sessions.Content
+	parts  []string // text parts of the text block being built
+	budget int      // text bytes left (parts and separators)
+	images int      // image bytes left
+	cut    int      // text bytes left out
+	sep    bool     // the next part needs a separator (a part before it in its block)
+}
+
+// text adds one text part, cut (on a character boundary) to what the
+// budget leaves; what does not fit is counted for the note.
+func (b *resultBuilder) text(s string) {
+	if s == "" {
+		return
 	}
-	return out
+	if b.sep {
+		s = partSeparator + s
+	}
+	if len(s) > b.budget {
+		keep := b.budget
+		for keep > 0 && !utf8Start(s[keep]) {
+			keep--
+		}
+		b.cut += len(s) - keep
+		s = s[:keep]
+		b.budget = 0
+	} else {
+		b.budget -= len(s)
+	}
+	if s != "" {
+		b.parts = append(b.parts, s)
+		b.sep = true
+	}
+}
+
+// block adds a block other than text, after the text so far.
+func (b *resultBuilder) block(c sessions.Content) {
+	b.flush()
+	b.blocks = append(b.blocks, c)
+	b.sep = false
+}
+
+// flush ends the text block being built.
+func (b *resultBuilder) flush() {
+	if len(b.parts) == 0 {
+		return
+	}
+	b.blocks = append(b.blocks, sessions.Content{Type: sessions.BlockText, Text: strings.Join(b.parts, "")})
+	b.parts = nil
+}
+
+func (b *resultBuilder) empty() bool { return len(b.blocks) == 0 && len(b.parts) == 0 }
+
+// finish returns the blocks, the note of what was cut last;
+// "(no output)" when there is nothing.
+func (b *resultBuilder) finish() []sessions.Content {
+	if b.cut > 0 {
+		b.parts = append(b.parts, fmt.Sprintf("\n[cut: %d more bytes of the result were left out]", b.cut))
+	}
+	b.flush()
+	if len(b.blocks) == 0 {
+		return []sessions.Content{{Type: sessions.BlockText, Text: "(no output)"}}
+	}
+	return b.blocks
 }
 
 func optional(sep, s string) string {

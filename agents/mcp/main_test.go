@@ -10,5 +10,6 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.ServeStdioIfAsked()
+	serveRawStdioIfAsked()
 	goleak.VerifyTestMain(m)
 }

@@ -294,9 +294,11 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 		switch {
 		case err == nil:
 			return convert(res), nil
-		case errors.Is(err, sdk.ErrConnectionClosed) && cctx.Err() == nil:
-			// The session was already closing: the request was not sent.
-			// Wait for the next session and send it there.
+		case (errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)) && cctx.Err() == nil:
+			// The session was already closing: the request was not sent;
+			// or the server no longer knows the session (it restarted,
+			// and answered 404): it did not run the call. Wait for the
+			// next session and send it there.
 			dead = cs
 			continue
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || s.sessionGone(cs):
@@ -308,6 +310,7 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 
 // callError words a failed call for the model.
 func (m *Manager) callError(ctx, cctx context.Context, s *server, timeout time.Duration, err error) error {
+	err = s.config().redact(err)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -49,7 +49,7 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 	defer cancel()
 	cs, err := d.connect(cctx)
 	if err != nil {
-		return res, fmt.Errorf("mcp: probe %s: %w", name, err)
+		return res, fmt.Errorf("mcp: probe %s: %w", name, cfg.redact(err))
 	}
 	defer func() { _ = cs.Close() }()
 	if ir := cs.InitializeResult(); ir != nil {
@@ -58,10 +58,11 @@ func Probe(ctx context.Context, name string, cfg ServerConfig, opts ProbeOptions
 			res.ServerName, res.Version = ir.ServerInfo.Name, ir.ServerInfo.Version
 		}
 	}
-	raw, err := listTools(cctx, cs)
+	raw, err := listTools(cctx, cs, log)
 	if err != nil {
-		return res, fmt.Errorf("mcp: probe %s: %w%s", name, err, d.stderrTail())
+		return res, fmt.Errorf("mcp: probe %s: %w%s", name, cfg.redact(err), d.stderrTail())
 	}
+	d.ready()
 	res.Tools = offered(name, cfg, raw, log)
 	res.Filtered = len(raw) - len(res.Tools)
 	return res, nil

@@ -71,3 +71,63 @@ func TestStdioServerLeavesNoProcesses(t *testing.T) {
 		t.Fatalf("the server's helper process %d still runs after the manager stopped", helper)
 	}
 }
+
+// A stdio server that never answers the handshake (wedged, or not reading
+// its stdin) and ignores SIGTERM is stopped once the connect timeout
+// passed, without the grace a session's server gets: it got that grace
+// (stdin closed, 5 s, SIGTERM, 5 s, SIGKILL), so its first attempt —
+// which every turn offered its tools waits for — lasted the connect
+// timeout and 10 s more, and a shutdown during an attempt as long.
+func TestHungStdioServerStoppedAtConnectTimeout(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	m := mcp.New(mcp.Options{Backoff: time.Minute})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"hung": {Command: "/bin/sh",
+		Args: []string{"-c", `trap "" TERM; echo $$ > "$PID_FILE"; while :; do sleep 1; done`},
+		Env:  map[string]string{"PID_FILE": pidFile}, ConnectTimeout: time.Second}}})
+	run(t, m)
+	// 8 s: the connect timeout and the stop, with room for a loaded
+	// machine, and less than the 10 s of grace.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	m.Tools(ctx, nil)
+	if st := status(m, "hung"); st.State != mcp.StateRestarting || !strings.Contains(st.Error, "deadline exceeded") {
+		t.Fatalf("status after waiting for the first attempt = %+v, want restarting after the connect timeout", st)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if running(pid) {
+		t.Fatalf("the hung server %d still runs after its attempt ended", pid)
+	}
+}
+
+// A stdio server that leaves more than Options.MaxMessageBytes of its
+// input unread is taken for hung: it is killed, its session ends (though
+// a helper it started holds its stdout open, as a launcher's real server
+// does) and it is restarted, instead of a session that stays "ready"
+// while every write fails.
+func TestStdioServerNotReadingIsRestarted(t *testing.T) {
+	cfg := rawStdioConfig(t, rawServer{Tools: `[{"name":"slow","inputSchema":{"type":"object"}},{"name":"fast","inputSchema":{"type":"object"}}]`,
+		Result: `{"content":[{"type":"text","text":"ok"}]}`}, "")
+	exe := cfg.Command
+	cfg.Command = "/bin/sh"
+	cfg.Args = []string{"-c", `sleep 300 & exec "$0"`, exe}
+	cfg.Env[envRawSlow] = "1h" // reads nothing more once slow is called
+	cfg.Timeout = 500 * time.Millisecond
+	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond, MaxMessageBytes: 256 << 10})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"s": cfg}})
+	run(t, m)
+	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil {
+		t.Fatal("slow answered")
+	}
+	big := []byte(`{"doc":"` + strings.Repeat("x", 200<<10) + `"}`)
+	for range 3 { // 600 KiB: the pipe's 64 KiB, then the queue's 256 KiB
+		_, _ = m.Call(context.Background(), "s__fast", big)
+	}
+	waitFor(t, "the server restarted", func() bool { return status(m, "s").Restarts >= 1 })
+}

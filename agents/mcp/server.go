@@ -112,6 +112,7 @@ func (s *server) supervise(ctx context.Context) {
 			}
 		}
 		failures++
+		err = d.cfg.redact(err)
 		delay := s.backoff(failures)
 		s.log.Warn("mcp server down; restarting after a pause", zap.Error(err), zap.Duration("backoff", delay), zap.Int("failures", failures))
 		s.setDown(StateRestarting, err, delay)
@@ -139,11 +140,12 @@ func (s *server) open(ctx context.Context, d *dialer) (*sdk.ClientSession, error
 	case <-s.refresh:
 	default:
 	}
-	raw, err := listTools(cctx, cs)
+	raw, err := listTools(cctx, cs, s.log)
 	if err != nil {
 		_ = cs.Close()
 		return nil, err
 	}
+	d.ready()
 	instr := ""
 	if ir := cs.InitializeResult(); ir != nil {
 		instr = cutInstructions(ir.Instructions)
@@ -179,11 +181,11 @@ func (s *server) serve(ctx context.Context, cs *sdk.ClientSession, d *dialer) er
 			return fmt.Errorf("session ended: %w%s", err, d.stderrTail())
 		case <-s.refresh:
 			lctx, cancel := context.WithTimeout(ctx, d.cfg.DialTimeout())
-			raw, err := listTools(lctx, cs)
+			raw, err := listTools(lctx, cs, s.log)
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Warn("mcp tool list refresh failed; keeping the previous list", zap.Error(err))
+					s.log.Warn("mcp tool list refresh failed; keeping the previous list", zap.Error(d.cfg.redact(err)))
 				}
 				continue
 			}

@@ -184,6 +184,13 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, fn func(llm.Even
 // body is the stream); any other answer is read into an *APIError or a
 // *RequestError.
 func (p *Provider) send(ctx context.Context, req llm.Request) (*http.Response, error) {
+	if len(req.Tools) > maxTools {
+		// The API refuses the whole request ("array too long"); the
+		// built-in tools come first, the MCP servers' last.
+		p.log.Warn("tools left out of the request: the API takes at most 128 (narrow the agent's MCP tools with tools.allow or mcp.servers.<name>.tools)",
+			zap.Int("offered", len(req.Tools)), zap.String("first_left_out", req.Tools[maxTools].Name))
+		req.Tools = req.Tools[:maxTools]
+	}
 	body := newRequestBody()
 	defer body.release() // readers net/http still holds keep the buffer
 	if err := encodeRequest(body.buf, req); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gateway/gateway/agents/llm"
@@ -80,7 +81,7 @@ func writeTools(buf *bytes.Buffer, tools []llm.Tool) error {
 		}
 		buf.WriteString(`{"function":{"name":`)
 		writeString(buf, t.Name)
-		writeField(buf, "description", t.Description)
+		writeField(buf, "description", toolDescription(t.Description))
 		buf.WriteString(`,"parameters":`)
 		params := []byte(t.Parameters)
 		if len(params) == 0 {
@@ -93,6 +94,30 @@ func writeTools(buf *bytes.Buffer, tools []llm.Tool) error {
 	}
 	buf.WriteByte(']')
 	return nil
+}
+
+// maxTools is the most tools one request may offer.
+const maxTools = 128
+
+// maxToolDescription is the longest function description the API takes
+// (in characters): a longer one — MCP servers describe their tools at
+// length — fails the whole request ("string_above_max_length").
+const maxToolDescription = 1024
+
+// toolDescription is d cut to maxToolDescription characters, the cut
+// marked with "…".
+func toolDescription(d string) string {
+	if utf8.RuneCountInString(d) <= maxToolDescription {
+		return d
+	}
+	n := 0
+	for i := range d {
+		if n == maxToolDescription-1 {
+			return d[:i] + "…"
+		}
+		n++
+	}
+	return d
 }
 
 // writeMessage writes m if its role is sent (user, assistant, tool

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gateway/gateway/agents/llm"
 	"github.com/gateway/gateway/sessions"
@@ -197,6 +198,24 @@ func BenchmarkEncodeRequestGoOpenAI(b *testing.B) {
 	for b.Loop() {
 		if _, err := json.Marshal(goOpenAIRequest(req)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A tool description is cut to the API's 1024 characters (not bytes),
+// marked with "…"; one of 1024 is kept whole.
+func TestToolDescriptionCutToAPILimit(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{strings.Repeat("é", 1024), strings.Repeat("é", 1024)},
+		{strings.Repeat("é", 1025), strings.Repeat("é", 1023) + "…"},
+		{strings.Repeat("a", 3000), strings.Repeat("a", 1023) + "…"},
+		{"short", "short"},
+	} {
+		if got := toolDescription(tt.in); got != tt.want {
+			t.Errorf("toolDescription(%d runes) = %d runes %q…, want %d runes", utf8.RuneCountInString(tt.in), utf8.RuneCountInString(got), got[:10], utf8.RuneCountInString(tt.want))
 		}
 	}
 }
