@@ -126,8 +126,8 @@ func (j *Journal) encodeLocked() ([]byte, error) {
 // a day of done ids alone passed journalCompactMax, every mark rewrote the
 // whole journal.) The caller holds j.mu.
 func (j *Journal) compactDueLocked() bool {
-	if j.closed || j.fault != nil || j.rewriting {
-		return false
+	if j.closed || j.fault != nil || len(j.backlog) > 0 || j.rewriting {
+		return false // a mark held in memory is in the state already: its line must not follow it
 	}
 	grown := j.size - j.compacted
 	drained := len(j.recs) == 0 && len(j.replies) == 0
