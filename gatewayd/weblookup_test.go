@@ -1,6 +1,7 @@
 package gatewayd
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/sessions/filestore"
 )
@@ -24,8 +26,14 @@ func TestWebChatIntoUnreadableIndexIsNotNotFound(t *testing.T) {
 	if err := os.WriteFile(path, []byte(reloadYAML(state, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := startFromFile(t, path, &fakeClock{})
+	d, addr := startDaemonFromFile(t, path, &fakeClock{})
 	_, sid := chat(t, addr, "", "hello")
+	// The turn's coalesced updates written now: no commit of the daemon's
+	// own (which trusts its cache while it writes, holding the store's
+	// lock) runs while the index is broken below.
+	if err := d.backend.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	index, err := filepath.Glob(filepath.Join(state, "agents", "main", "*", "sessions.json"))
 	if err != nil || len(index) != 1 {
 		t.Fatalf("the index: %v %v", index, err)
@@ -36,6 +44,18 @@ func TestWebChatIntoUnreadableIndexIsNotNotFound(t *testing.T) {
 	}
 	if err := os.Mkdir(index[0], 0o700); err != nil {
 		t.Fatal(err)
+	}
+	st, err := d.backend.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, _, err := st.GetByID(sid); err != nil {
+			break // the store reads the broken index (a commit in flight had ended)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store still answers from its cache with the index broken")
+		}
 	}
 	body, _ := json.Marshal(map[string]string{"message": "again", "sessionId": sid})
 	res, err := http.Post("http://"+addr+"/api/agents/main/chat", "application/json", strings.NewReader(string(body)))

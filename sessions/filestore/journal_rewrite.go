@@ -235,25 +235,25 @@ func (j *Journal) installRewrite(tmp string, f *os.File, head int64, gen int) er
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, j.path)
-	}
 	if err != nil {
 		return fmt.Errorf("rewrite %s: %w", filepath.Base(j.path), err)
 	}
-	if err := j.reopenLocked(head, int64(len(tail))); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Dir(j.path)); err != nil {
-		// The rename may not survive a power loss, and the lines written
-		// from now on with it: treated as a failed fsync of all of them,
-		// which recover rewrites from memory (durably) before Accept
-		// takes anything again.
-		j.fault = fmt.Errorf("%w: rewrite %s: sync directory: %w", sessions.ErrStorage, j.path, err)
+	if err := renameDurable(tmp, j.path); err != nil {
+		if _, serr := os.Stat(tmp); serr == nil {
+			return fmt.Errorf("rewrite %s: %w", filepath.Base(j.path), err) // not renamed
+		}
+		// Renamed, the directory's fsync failed: the rename may not survive
+		// a power loss, and the lines written from now on with it. Treated
+		// as a failed fsync of all of them, which recover rewrites from
+		// memory (durably) before Accept takes anything again.
+		if rerr := j.reopenLocked(head, int64(len(tail))); rerr != nil {
+			return rerr
+		}
+		j.fault = fmt.Errorf("%w: rewrite %s: %w", sessions.ErrStorage, j.path, err)
 		j.lost, j.lostErr = j.written, j.fault
 		return j.fault
 	}
-	return nil
+	return j.reopenLocked(head, int64(len(tail)))
 }
 
 // compactLocked rewrites the log from memory holding the locks (start,
