@@ -223,7 +223,7 @@ func sameTranscripts(t *testing.T, a, b string) {
 	n := 0
 	err := filepath.WalkDir(filepath.Join(a, "agents"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".jsonl") || strings.HasSuffix(d.Name(), ".lock") ||
-			strings.HasPrefix(d.Name(), "sessions.") {
+			strings.HasPrefix(d.Name(), "sessions.") || strings.HasPrefix(d.Name(), "archive.") {
 			return err
 		}
 		rel, _ := filepath.Rel(a, path)

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// mergeIfDue merges every segment into one when there are more than
-// maxSegments (the writer only).
+// mergeIfDue merges the newest segments when there are more than
+// maxSegments (the writer only; mergeFrom picks them).
 func (x *searchIndex) mergeIfDue(ctx context.Context) error {
 	x.segMu.RLock()
 	n := len(x.segs)
@@ -22,7 +22,32 @@ func (x *searchIndex) mergeIfDue(ctx context.Context) error {
 	if n <= maxSegments {
 		return nil
 	}
-	return x.merge(ctx)
+	return x.mergeTail(ctx, false)
+}
+
+// mergeRatio is how much larger than the newer segments together an older
+// segment may be and still be merged with them (mergeFrom).
+const mergeRatio = 2
+
+// mergeFrom is the index of the first of the segments (of docs messages,
+// oldest first) a merge rewrites: the two newest, and each older one not
+// more than mergeRatio times as large as those after it together. The
+// segments stay of decreasing sizes and a message is rewritten a few
+// times in its life (once each time its segment's size grows by about
+// half), never once per merge: merging everything each time rewrote the
+// whole index, months of messages where the sessions never reset, every
+// maxSegments+1 flushes (TestSearchMergeCostDoesNotGrowWithIndexAge).
+func mergeFrom(docs []int) int {
+	if len(docs) < 2 {
+		return 0
+	}
+	i := len(docs) - 2
+	sum := docs[i] + docs[i+1]
+	for i > 0 && docs[i-1] <= mergeRatio*sum {
+		i--
+		sum += docs[i]
+	}
+	return i
 }
 
 // currentAll maps the rowKey of every current session to true.
@@ -50,18 +75,39 @@ func (x *searchIndex) currentAll() (map[string]bool, error) {
 
 // merge rewrites every segment as one, without the messages of sessions
 // that are no longer current or were dropped.
-func (x *searchIndex) merge(ctx context.Context) error {
+func (x *searchIndex) merge(ctx context.Context) error { return x.mergeTail(ctx, true) }
+
+// mergeTail rewrites the newest segments as one (all of them when all is
+// set or mergeFrom picks the oldest), without the messages of dropped
+// sessions. A merge of all of them also leaves out the messages of
+// sessions that are no longer current; one that keeps older segments
+// keeps those (a session switched back to must find the messages its
+// older segments hold, and its covered offset, as they were).
+func (x *searchIndex) mergeTail(ctx context.Context, all bool) error {
 	x.flushMu.Lock()
 	defer x.flushMu.Unlock()
 	x.segMu.RLock()
-	olds := append([]*segment(nil), x.segs...)
+	segs := append([]*segment(nil), x.segs...)
 	x.segMu.RUnlock()
-	if len(olds) < 2 {
+	if len(segs) < 2 {
 		return nil
 	}
-	current, err := x.currentAll()
-	if err != nil {
-		return fmt.Errorf("search: merge: %w", err)
+	from := 0
+	if !all {
+		docs := make([]int, len(segs))
+		for i, s := range segs {
+			docs[i] = s.nDocs
+		}
+		from = mergeFrom(docs)
+	}
+	kept, olds := segs[:from], segs[from:]
+	full := from == 0
+	var current map[string]bool
+	if full {
+		var err error
+		if current, err = x.currentAll(); err != nil {
+			return fmt.Errorf("search: merge: %w", err)
+		}
 	}
 	x.mu.Lock()
 	dropped := cloneDropped(x.dropped)
@@ -79,7 +125,7 @@ func (x *searchIndex) merge(ctx context.Context) error {
 		rowMap := make([]int32, len(s.rows))
 		for j, r := range s.rows {
 			k := rowKey(r.agent, r.sid)
-			if g, ok := dropped[k]; !current[k] || (ok && s.gen <= g) {
+			if g, ok := dropped[k]; (full && !current[k]) || (ok && s.gen <= g) {
 				rowMap[j] = -1
 				continue
 			}
@@ -124,9 +170,25 @@ func (x *searchIndex) merge(ctx context.Context) error {
 	if err := writeSegmentFile(path, data); err != nil {
 		return err
 	}
-	// dropped sessions are gone from the merged segment; a dropped mark
-	// newer than the merge's input (none: flushMu) would stay.
-	if err := x.writeManifest([]uint64{gen}, gen+1, nil); err != nil {
+	// The dropped marks the merged segment no longer needs go: all of them
+	// after a full merge, else those older than every kept segment (a
+	// dropped mark newer than the merge's input (none: flushMu) would
+	// stay).
+	stale := func(g uint64) bool { return g < gen && (full || g < kept[0].gen) }
+	var keepDropped map[string]uint64
+	for k, g := range dropped {
+		if !stale(g) {
+			if keepDropped == nil {
+				keepDropped = map[string]uint64{}
+			}
+			keepDropped[k] = g
+		}
+	}
+	gens := make([]uint64, 0, len(kept)+1)
+	for _, s := range kept {
+		gens = append(gens, s.gen)
+	}
+	if err := x.writeManifest(append(gens, gen), gen+1, keepDropped); err != nil {
 		_ = os.Remove(path)
 		return err
 	}
@@ -135,18 +197,20 @@ func (x *searchIndex) merge(ctx context.Context) error {
 		return err
 	}
 	x.segMu.Lock()
-	x.segs = append([]*segment{merged}, x.segs[len(olds):]...)
+	x.segs = append(append(append([]*segment(nil), kept...), merged), x.segs[len(segs):]...)
 	x.segMu.Unlock()
 	x.mu.Lock()
 	for k, g := range x.dropped {
-		if g < gen {
+		if stale(g) {
 			delete(x.dropped, k)
 		}
 	}
 	var gone []string
-	for k := range x.covered {
-		if _, kept := rowOf[k]; !kept && !current[k] {
-			gone = append(gone, k)
+	if full {
+		for k := range x.covered {
+			if _, kept := rowOf[k]; !kept && !current[k] {
+				gone = append(gone, k)
+			}
 		}
 	}
 	for _, k := range gone {
@@ -167,7 +231,7 @@ func (x *searchIndex) merge(ctx context.Context) error {
 			errs++
 		}
 	}
-	x.log.Info("search index: merged", zap.Int("segments", len(olds)), zap.Int("docs", len(w.docs)),
+	x.log.Info("search index: merged", zap.Int("segments", len(olds)), zap.Int("kept", len(kept)), zap.Int("docs", len(w.docs)),
 		zap.Int("sessions", len(w.rows)), zap.Int("file_errors", errs))
 	return nil
 }

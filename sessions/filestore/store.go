@@ -68,6 +68,9 @@ type Store struct {
 	capWarnAt atomic.Int64    // unix ns of the last warning of a cap not met (store_cap.go)
 	tcache    transcriptCache // open transcripts, shared
 
+	amu  sync.Mutex   // guards arch
+	arch archiveState // the archive list as last read or written here (store_archive.go)
+
 	cmu        sync.Mutex  // guards queue, committing
 	queue      []*commitOp // durable changes waiting for the next batch
 	committing bool        // a leader goroutine is writing batches

@@ -28,10 +28,11 @@ func (s *Store) transcriptOrArchive(sessionID string) (*transcript.File, error) 
 // archivedFile returns the newest archived transcript file of sessionID
 // that still exists ("" if none), from the archive list.
 func (s *Store) archivedFile(sessionID string) string {
-	m, err := readArchiveFile(s.archivePath)
+	arch, err := s.archiveList()
 	if err != nil {
 		return ""
 	}
+	m := arch.m
 	var best sessions.Archived
 	for _, l := range m {
 		for _, a := range l {

@@ -2,7 +2,6 @@ package filestore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -188,12 +187,8 @@ func (tx *txn) write(index, lines []byte, good int64) error {
 		}
 	}
 	if tx.archiveDirty {
-		b, err := json.Marshal(tx.archive)
-		if err != nil {
-			return fmt.Errorf("sessions: encode archive list: %w", err)
-		}
-		if _, err := writeFileAtomicIfChanged(tx.s.archivePath, b); err != nil {
-			return fmt.Errorf("sessions: %w", err)
+		if err := tx.writeArchive(); err != nil {
+			return err
 		}
 	}
 	if index != nil {

@@ -228,10 +228,11 @@ func (s *Store) Archived(key routing.Key) ([]sessions.Archived, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sessions: archived: %w", err)
 	}
-	m, err := readArchiveFile(s.archivePath)
+	arch, err := s.archiveList()
 	if err != nil {
 		return nil, err
 	}
+	m := arch.m
 	cur, ok, err := s.Get(key)
 	if err != nil {
 		return nil, err

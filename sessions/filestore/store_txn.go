@@ -3,10 +3,9 @@ package filestore
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/gateway/gateway/sessions"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,9 +18,17 @@ type txn struct {
 	ctx context.Context // carries the held store lock
 	now time.Time
 
-	archive       map[string][]sessions.Archived // archive.json, loaded on first use
+	// archive is the archive list (archive.json and its change log,
+	// store_archive.go), loaded on first use: the store's shared map
+	// until archCloned, then this batch's copy.
+	archive       map[string][]sessions.Archived
 	archiveLoaded bool
+	archCloned    bool
 	archiveDirty  bool
+	archBase      archiveState        // the list as loaded
+	archChanged   map[string]struct{} // keys whose list this batch changed
+	archLines     []byte              // the change log lines written
+	archFolded    bool                // the list was written whole
 	pre, post     []func() error
 }
 
@@ -81,27 +88,12 @@ func (tx *txn) loadArchive() error {
 	if tx.archiveLoaded {
 		return nil
 	}
-	m, err := readArchiveFile(tx.s.archivePath)
+	st, err := tx.s.archiveList()
 	if err != nil {
 		return err
 	}
-	tx.archive, tx.archiveLoaded = m, true
+	tx.archive, tx.archBase, tx.archiveLoaded = st.m, st, true
 	return nil
-}
-
-func readArchiveFile(path string) (map[string][]sessions.Archived, error) {
-	m := map[string][]sessions.Archived{}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(bytes.TrimSpace(b)) == 0) {
-		return m, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sessions: read archive list: %w", err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("sessions: read archive list %s: %w", path, err)
-	}
-	return m, nil
 }
 
 // archiveSession records e (the current session of key k) as archived and
@@ -223,7 +215,12 @@ func (o *opTx) applyLocked() error {
 		if err := o.tx.loadArchive(); err != nil {
 			return err
 		}
+		if !o.tx.archCloned {
+			o.tx.archive, o.tx.archCloned = maps.Clone(o.tx.archive), true
+			o.tx.archChanged = map[string]struct{}{}
+		}
 		for k, l := range o.arch {
+			o.tx.archChanged[k] = struct{}{}
 			if len(l) == 0 {
 				delete(o.tx.archive, k)
 			} else {

@@ -48,7 +48,7 @@ func (t *Transfer) ExportAgents(ctx context.Context) ([]string, error) {
 			continue
 		}
 		dir := filepath.Join(t.m.StateDir(), "agents", de.Name(), "sessions")
-		for _, name := range []string{indexName, deltaName, archiveName} {
+		for _, name := range []string{indexName, deltaName, archiveName, archiveLogName} {
 			if fileExists(filepath.Join(dir, name)) {
 				out = append(out, de.Name())
 				break

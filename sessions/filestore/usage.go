@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gateway/gateway/sessions"
@@ -33,9 +34,12 @@ type UsageLog struct {
 	dir string
 	log *zap.Logger
 
-	mu    sync.Mutex            // guards files, paths
-	files map[string]*os.File   // path -> descriptor opened O_APPEND
-	paths map[usageMonth]string // month file paths built so far
+	mu    sync.Mutex             // guards files, paths, marks
+	files map[string]*os.File    // path -> descriptor opened O_APPEND
+	paths map[usageMonth]string  // month file paths built so far
+	marks map[string]*usageMarks // path -> where its scans may start (usage_marks.go)
+	// scanned counts the bytes scans read (tests).
+	scanned atomic.Int64
 }
 
 // NewUsageLog returns the ledger under dir (created on the first Record).
@@ -44,7 +48,8 @@ func NewUsageLog(dir string, log *zap.Logger) *UsageLog {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &UsageLog{dir: dir, log: log, files: map[string]*os.File{}, paths: map[usageMonth]string{}}
+	return &UsageLog{dir: dir, log: log, files: map[string]*os.File{}, paths: map[usageMonth]string{},
+		marks: map[string]*usageMarks{}}
 }
 
 // usageLinePrefix is what every line starts with, before the time.

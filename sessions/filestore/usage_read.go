@@ -102,7 +102,7 @@ func (u *UsageLog) scanRows(ctx context.Context, agentID string, since, until ti
 			return err
 		}
 		for _, p := range months {
-			if err := scanUsageFile(ctx, dec, p, lo, hi, fn, u.log); err != nil {
+			if err := u.scanUsageFile(ctx, dec, p, lo, hi, fn); err != nil {
 				return err
 			}
 		}
@@ -161,8 +161,10 @@ func (u *UsageLog) months(agentID string, since, until time.Time) ([]string, err
 
 // scanUsageFile decodes the lines of path whose time is in [lo, hi) (text
 // times, "" unbounded). A torn last line is skipped; another bad line is
-// logged and skipped, so one damaged row does not hide the rest.
-func scanUsageFile(ctx context.Context, dec *usageDecoder, path, lo, hi string, fn func(sessions.UsageRow), log *zap.Logger) error {
+// logged and skipped, so one damaged row does not hide the rest. With lo
+// set it starts at the last of the file's marks (usageMarks) before which
+// every line is older than lo.
+func (u *UsageLog) scanUsageFile(ctx context.Context, dec *usageDecoder, path, lo, hi string, fn func(sessions.UsageRow)) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -171,17 +173,40 @@ func scanUsageFile(ctx context.Context, dec *usageDecoder, path, lo, hi string, 
 		return err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	marks := u.marksOf(path, fi)
+	from := marks.from(lo)
+	if from.off > 0 {
+		if _, err := f.Seek(from.off, io.SeekStart); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	const atEnd = len(usageLinePrefix) + len(usageTime)
+	off, maxAt := from.off, from.maxAt
+	defer func() { u.scanned.Add(off - from.off) }()
 	var r sessions.UsageRow // one per file: decode's fallback makes it escape
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: no row is; skip it.
+			off += int64(len(line))
 			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
+				line, err = br.ReadSlice('\n')
+				off += int64(len(line))
 			}
-			log.Warn("usage ledger: overlong line skipped", zap.String("path", path), zap.Int("line", n))
+			if errors.Is(err, io.EOF) {
+				return nil // torn at the end: as below
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+			maxAt = usageNoTime
+			marks.passed(off, maxAt)
+			u.log.Warn("usage ledger: overlong line skipped", zap.String("path", path), zap.Int("line", n))
 			continue
 		}
 		if errors.Is(err, io.EOF) {
@@ -190,17 +215,21 @@ func scanUsageFile(ctx context.Context, dec *usageDecoder, path, lo, hi string, 
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
+		off += int64(len(line))
 		if n%4096 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		at := usageNoTime // a line without the leading time: never skipped
 		if len(line) > atEnd && bytes.HasPrefix(line, []byte(usageLinePrefix)) {
-			at := string(line[len(usageLinePrefix):atEnd])
-			if (lo != "" && at < lo) || (hi != "" && at >= hi) {
-				continue
-			}
+			at = string(line[len(usageLinePrefix):atEnd])
+		}
+		maxAt = max(maxAt, at)
+		marks.passed(off, maxAt)
+		if at != usageNoTime && ((lo != "" && at < lo) || (hi != "" && at >= hi)) {
+			continue
 		}
 		if err := dec.decode(line, &r); err != nil {
-			log.Warn("usage ledger: bad line skipped", zap.String("path", path), zap.Int("line", n), zap.Error(err))
+			u.log.Warn("usage ledger: bad line skipped", zap.String("path", path), zap.Int("line", n), zap.Error(err))
 			continue
 		}
 		fn(r)
