@@ -176,7 +176,10 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 // in the child's entry — the parent (spawnedBy), the cleanup, the timeout
 // and when the run began — so a child resumed after a restart still
 // reports, is still deleted, and times out when it would have, counted
-// from its first start.
+// from its first start. An announced end is the turn's outcome (a failure
+// returned as a UserError, which the dispatcher does not run again); a
+// storage failure, or an announcement that could not be made, returns the
+// error with the child untouched, for the dispatcher to run it again.
 func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, error) {
 	timeout := r.defaults.turnTimeout()
 	if s.entry.RunTimeoutSeconds > 0 {
@@ -196,19 +199,34 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 		}
 		return res, err // stopped or shutting down: no end state yet
 	}
+	if err != nil && !timedOut && sessions.IsStorage(err) {
+		// The storage failed under the run: the dispatcher parks it and
+		// runs it again once the storage writes, so the child has no end
+		// state yet (announced now, the result of the run again would be
+		// taken for a repeat of this announcement and never heard).
+		return res, err
+	}
 	status, text := ChildDone, res.Text
 	switch {
 	case err != nil && timedOut:
 		status, text = ChildTimedOut, fmt.Sprintf("The subagent did not finish within %s.", timeout)
+		// The end state is the turn's outcome, not a failure for the
+		// dispatcher to run again.
+		err = userErr(text, err)
 	case err != nil:
 		status, text = ChildFailed, UserMessage(err)
+		var ue *UserError
+		if !errors.As(err, &ue) {
+			err = userErr(text, err) // as above: announced, so final
+		}
 	}
 	if s.entry.SpawnedBy != "" {
 		if aerr := r.announce(ctx, s, status, text); aerr != nil {
+			// Not announced: the dispatcher runs the turn again (a done
+			// child's reply reused), so the child stays as it is, its
+			// run's start too, until the parent has heard.
 			s.log.Error("subagent announcement failed", zap.Error(aerr))
-			if err == nil {
-				err = aerr
-			}
+			return res, aerr
 		}
 	}
 	if s.entry.SubagentCleanup == sessions.CleanupDelete {
