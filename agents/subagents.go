@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -313,6 +314,7 @@ func (r *Runner) announce(ctx context.Context, s *session, status, text string) 
 	if strings.TrimSpace(text) == "" {
 		text = "(no reply)"
 	}
+	text = cutResult(text, r.announceCap(parent))
 	var b strings.Builder
 	b.WriteString("[subagent result]\n")
 	if s.entry.Label != "" {
@@ -330,4 +332,42 @@ func (r *Runner) announce(ctx context.Context, s *session, status, text string) 
 	}
 	s.log.Info("subagent result announced", zap.String("status", status), zap.String("parent_session_key", parent.String()))
 	return nil
+}
+
+// announceWindowShare is the most of the parent's context window a
+// child's result takes in its announcement.
+const announceWindowShare = 0.25
+
+// resultCutNote ends a result cut to fit its parent (%d: bytes left out).
+const resultCutNote = "\n\n[… %d more bytes of the subagent's result were cut here: the whole result did not fit in this session's context window …]"
+
+// announceCap is the most bytes of a child's result announced into
+// parent: a share of the parent's context window. Whole, a result larger
+// than the window was the parent's last user message, which no
+// compaction leaves out: the parent's turn failed as too long and the
+// result never reached the chat.
+func (r *Runner) announceCap(parent routing.Key) int {
+	a, ok := r.agents[parent.Agent]
+	if !ok {
+		a = Agent{ID: parent.Agent}
+	}
+	var e sessions.Entry
+	if st, err := r.stores(parent.Agent); err == nil {
+		e, _, _ = st.Get(parent) // unknown: the agent's model
+	}
+	w := r.windowOf(a, r.modelName(a, e))
+	return int(llm.TextBytes(int64(float64(w) * announceWindowShare)))
+}
+
+// cutResult returns text cut to at most limit bytes (at a rune boundary)
+// and marked as cut, or text itself when it fits.
+func cutResult(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	keep := max(0, limit-len(resultCutNote))
+	for keep > 0 && !utf8.RuneStart(text[keep]) {
+		keep--
+	}
+	return text[:keep] + fmt.Sprintf(resultCutNote, len(text)-keep)
 }
