@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +33,11 @@ const (
 	ChildFailed   = "failed"
 	ChildTimedOut = "timed out"
 )
+
+// maxRunTimeoutSeconds caps a child's runTimeoutSeconds (about 68 years:
+// "no hurry"): more overflowed time.Duration into a negative timeout, the
+// child timing out before it ran, and PostgreSQL's integer column.
+const maxRunTimeoutSeconds = math.MaxInt32
 
 type spawnArgs struct {
 	Task              string `json:"task"`
@@ -129,6 +135,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	if a.RunTimeoutSeconds < 0 {
 		return SpawnResult{Status: SpawnError, Error: "runTimeoutSeconds must be positive"}, nil
 	}
+	a.RunTimeoutSeconds = min(a.RunTimeoutSeconds, maxRunTimeoutSeconds)
 	runID := r.newID()
 	child, err := routing.SubagentKey(target, runID)
 	if err != nil {
@@ -184,7 +191,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, error) {
 	timeout := r.defaults.turnTimeout()
 	if s.entry.RunTimeoutSeconds > 0 {
-		timeout = time.Duration(s.entry.RunTimeoutSeconds) * time.Second
+		timeout = time.Duration(min(s.entry.RunTimeoutSeconds, maxRunTimeoutSeconds)) * time.Second
 	}
 	started, err := r.childStarted(ctx, s)
 	if err != nil {
