@@ -55,3 +55,32 @@ func TestHugeChildResultFitsParentWindow(t *testing.T) {
 		t.Fatalf("parent answer = %q", res.Text)
 	}
 }
+
+// TestEmptyChildResultIsAnnounced (SPEC §5): a child whose final reply is
+// empty (or blank) still reports: the parent hears "(no reply)", never
+// an empty result or none.
+func TestEmptyChildResultIsAnnounced(t *testing.T) {
+	for _, reply := range []string{"", " \n\t "} {
+		h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, queueDispatch)
+		inner := scripted(map[string]any{"task": "say nothing"})
+		h.p.reply = func(n int, req llm.Request) (sessions.Message, error) {
+			if strings.Contains(req.System, "You are a subagent") {
+				return assistantText(reply), nil
+			}
+			return inner(n, req)
+		}
+		parent := h.key("main", "7")
+		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: parent, Inputs: []sessions.Message{user("delegate")}}); err != nil {
+			t.Fatal(err)
+		}
+		d := h.dispatches()[0]
+		if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: d.Key, Inputs: []sessions.Message{d.Message}}); err != nil {
+			t.Fatalf("reply %q: %v", reply, err)
+		}
+		ds := h.dispatches()
+		if len(ds) != 2 || ds[1].Key != parent || !strings.Contains(ds[1].Message.Text(), "status: done") ||
+			!strings.Contains(ds[1].Message.Text(), "\n(no reply)\n") {
+			t.Fatalf("reply %q: announcement = %+v", reply, ds)
+		}
+	}
+}
