@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -33,7 +32,7 @@ import (
 // A burst's parts share their sender and session: its lead answers for all.
 func (d *Dispatcher) stillAdmitted(w *work) (ok bool, reason string) {
 	rt := d.rt.Load()
-	if rt.Admits != nil && w.Agent != nil && !w.Agent.Subagent && strings.HasPrefix(w.RecordID, announcePrefix) {
+	if rt.Admits != nil && announcement(w) {
 		return d.announceAdmitted(rt, w)
 	}
 	if rt.Admits == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil {
