@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -31,6 +33,11 @@ const (
 	ChildFailed   = "failed"
 	ChildTimedOut = "timed out"
 )
+
+// maxRunTimeoutSeconds caps a child's runTimeoutSeconds (about 68 years:
+// "no hurry"): more overflowed time.Duration into a negative timeout, the
+// child timing out before it ran, and PostgreSQL's integer column.
+const maxRunTimeoutSeconds = math.MaxInt32
 
 type spawnArgs struct {
 	Task              string `json:"task"`
@@ -128,6 +135,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	if a.RunTimeoutSeconds < 0 {
 		return SpawnResult{Status: SpawnError, Error: "runTimeoutSeconds must be positive"}, nil
 	}
+	a.RunTimeoutSeconds = min(a.RunTimeoutSeconds, maxRunTimeoutSeconds)
 	runID := r.newID()
 	child, err := routing.SubagentKey(target, runID)
 	if err != nil {
@@ -176,11 +184,14 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 // in the child's entry — the parent (spawnedBy), the cleanup, the timeout
 // and when the run began — so a child resumed after a restart still
 // reports, is still deleted, and times out when it would have, counted
-// from its first start.
+// from its first start. An announced end is the turn's outcome (a failure
+// returned as a UserError, which the dispatcher does not run again); a
+// storage failure, or an announcement that could not be made, returns the
+// error with the child untouched, for the dispatcher to run it again.
 func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, error) {
 	timeout := r.defaults.turnTimeout()
 	if s.entry.RunTimeoutSeconds > 0 {
-		timeout = time.Duration(s.entry.RunTimeoutSeconds) * time.Second
+		timeout = time.Duration(min(s.entry.RunTimeoutSeconds, maxRunTimeoutSeconds)) * time.Second
 	}
 	started, err := r.childStarted(ctx, s)
 	if err != nil {
@@ -196,19 +207,34 @@ func (r *Runner) runChild(ctx context.Context, s *session, t Turn) (Result, erro
 		}
 		return res, err // stopped or shutting down: no end state yet
 	}
+	if err != nil && !timedOut && sessions.IsStorage(err) {
+		// The storage failed under the run: the dispatcher parks it and
+		// runs it again once the storage writes, so the child has no end
+		// state yet (announced now, the result of the run again would be
+		// taken for a repeat of this announcement and never heard).
+		return res, err
+	}
 	status, text := ChildDone, res.Text
 	switch {
 	case err != nil && timedOut:
 		status, text = ChildTimedOut, fmt.Sprintf("The subagent did not finish within %s.", timeout)
+		// The end state is the turn's outcome, not a failure for the
+		// dispatcher to run again.
+		err = userErr(text, err)
 	case err != nil:
 		status, text = ChildFailed, UserMessage(err)
+		var ue *UserError
+		if !errors.As(err, &ue) {
+			err = userErr(text, err) // as above: announced, so final
+		}
 	}
 	if s.entry.SpawnedBy != "" {
 		if aerr := r.announce(ctx, s, status, text); aerr != nil {
+			// Not announced: the dispatcher runs the turn again (a done
+			// child's reply reused), so the child stays as it is, its
+			// run's start too, until the parent has heard.
 			s.log.Error("subagent announcement failed", zap.Error(aerr))
-			if err == nil {
-				err = aerr
-			}
+			return res, aerr
 		}
 	}
 	if s.entry.SubagentCleanup == sessions.CleanupDelete {
@@ -295,6 +321,7 @@ func (r *Runner) announce(ctx context.Context, s *session, status, text string) 
 	if strings.TrimSpace(text) == "" {
 		text = "(no reply)"
 	}
+	text = cutResult(text, r.announceCap(parent))
 	var b strings.Builder
 	b.WriteString("[subagent result]\n")
 	if s.entry.Label != "" {
@@ -312,4 +339,42 @@ func (r *Runner) announce(ctx context.Context, s *session, status, text string) 
 	}
 	s.log.Info("subagent result announced", zap.String("status", status), zap.String("parent_session_key", parent.String()))
 	return nil
+}
+
+// announceWindowShare is the most of the parent's context window a
+// child's result takes in its announcement.
+const announceWindowShare = 0.25
+
+// resultCutNote ends a result cut to fit its parent (%d: bytes left out).
+const resultCutNote = "\n\n[… %d more bytes of the subagent's result were cut here: the whole result did not fit in this session's context window …]"
+
+// announceCap is the most bytes of a child's result announced into
+// parent: a share of the parent's context window. Whole, a result larger
+// than the window was the parent's last user message, which no
+// compaction leaves out: the parent's turn failed as too long and the
+// result never reached the chat.
+func (r *Runner) announceCap(parent routing.Key) int {
+	a, ok := r.agents[parent.Agent]
+	if !ok {
+		a = Agent{ID: parent.Agent}
+	}
+	var e sessions.Entry
+	if st, err := r.stores(parent.Agent); err == nil {
+		e, _, _ = st.Get(parent) // unknown: the agent's model
+	}
+	w := r.windowOf(a, r.modelName(a, e))
+	return int(llm.TextBytes(int64(float64(w) * announceWindowShare)))
+}
+
+// cutResult returns text cut to at most limit bytes (at a rune boundary)
+// and marked as cut, or text itself when it fits.
+func cutResult(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	keep := max(0, limit-len(resultCutNote))
+	for keep > 0 && !utf8.RuneStart(text[keep]) {
+		keep--
+	}
+	return text[:keep] + fmt.Sprintf(resultCutNote, len(text)-keep)
 }

@@ -30,7 +30,7 @@ const announcePrefix = "agent:announce:"
 func (t *turn) dropEndedAnnouncements() bool {
 	keep := t.ws[:0:0]
 	for _, w := range t.ws {
-		if w.Agent == nil || w.Agent.Subagent || !strings.HasPrefix(w.RecordID, announcePrefix) || !t.spawnerEnded(w) {
+		if !announcement(w) || !t.spawnerEnded(w) {
 			keep = append(keep, w)
 			continue
 		}

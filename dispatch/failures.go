@@ -2,9 +2,7 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,10 +33,7 @@ var (
 
 // isStorage reports whether err is the local storage failing (disk full,
 // I/O error): the work waits for it instead of counting as a failure.
-func isStorage(err error) bool {
-	return errors.Is(err, sessions.ErrStorage) || errors.Is(err, syscall.ENOSPC) ||
-		errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
-}
+func isStorage(err error) bool { return sessions.IsStorage(err) }
 
 // failed handles a turn that could not run to an outcome. A storage failure
 // parks the work until the journal writes again; another failure is

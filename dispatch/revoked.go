@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/channels"
 )
 
 // Messages whose sender a reload has revoked. Handle asks the access policy
@@ -19,15 +21,20 @@ import (
 // been refused had it come now) and logged. A turn already running is not
 // cut: what it took, it answers.
 //
-// Only chat members' messages are asked again, and job occurrences (their
-// setter's messages, sent later: jobAdmitted, also asked by DeliverJob);
-// not internal work (subagent results), nor resent replies.
+// Only chat members' messages are asked again, job occurrences (their
+// setter's messages, sent later: jobAdmitted, also asked by DeliverJob)
+// and a subagent's result announced into a direct chat's session (its
+// sender's task, reported later: announceAdmitted); not other internal
+// work, nor resent replies.
 
 // stillAdmitted reports whether the policy in force admits w (a lane item:
 // a message, the burst it leads, a command) and, when it does not, why.
 // A burst's parts share their sender and session: its lead answers for all.
 func (d *Dispatcher) stillAdmitted(w *work) (ok bool, reason string) {
 	rt := d.rt.Load()
+	if rt.Admits != nil && announcement(w) {
+		return d.announceAdmitted(rt, w)
+	}
 	if rt.Admits == nil || w.AdmittedBy == rt || w.Agent != nil || w.Reply != nil {
 		return true, "" // no reload since Handle admitted it, or not a member's message
 	}
@@ -64,7 +71,11 @@ func (d *Dispatcher) admitted(w *work) *work {
 
 // dropRevoked finishes part, one message, without a turn.
 func (d *Dispatcher) dropRevoked(part *work, reason string) {
-	d.opts.Metrics.Refused.WithLabelValues(part.In.Channel).Inc()
+	channel := part.In.Channel
+	if channel == "" {
+		channel = part.Key.Channel // an announcement: internal work
+	}
+	d.opts.Metrics.Refused.WithLabelValues(channel).Inc()
 	d.log.Warn("queued message dropped: the access policy in force no longer admits it",
 		zap.String("channel", part.In.Channel), zap.String("account_id", part.In.AccountID),
 		zap.String("chat_id", part.In.ChatID), zap.String("sender_id", part.In.SenderID),
@@ -109,4 +120,24 @@ func (c commander) stillPrivileged(ctx context.Context, w *work) bool {
 func (d *Dispatcher) AccessChanged() {
 	rt := *d.rt.Load()
 	d.rt.Store(&rt)
+}
+
+// announceAdmitted reports whether the policy in force admits the chat a
+// subagent's result announced in w would be answered into: in a direct
+// chat's session, its last sender (the one the reply goes to), who asked
+// for the task — a sender revoked while the child worked gets no turn
+// and no reply from it, as they get none from a job they set. A group
+// session is not asked (who spawned the child is not recorded), nor a
+// session the store cannot read, nor one that never spoke with a chat.
+func (d *Dispatcher) announceAdmitted(rt *Runtime, w *work) (bool, string) {
+	st, err := d.opts.Sessions.Store(w.AgentID)
+	if err != nil {
+		return true, ""
+	}
+	e, ok, err := st.Get(w.Key)
+	if err != nil || !ok || e.LastChannel == "" || e.LastFrom == "" || channels.ChatType(e.ChatType) != channels.Direct {
+		return true, ""
+	}
+	return rt.Admits(channels.Inbound{ChatType: channels.Direct, SenderID: e.LastFrom,
+		Address: channels.Address{Channel: e.LastChannel, AccountID: e.LastAccountID, ChatID: e.LastTo}})
 }

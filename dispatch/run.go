@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -62,6 +64,12 @@ func (d *Dispatcher) runItems(ctx context.Context, b laneBatch) {
 			continue
 		}
 		parts := expand(w)
+		if slices.ContainsFunc(parts, announcement) && slices.ContainsFunc(pending, announcement) {
+			// One subagent result a turn: each is cut to a share of the
+			// parent's window (agents), and several taken together
+			// outgrew it and failed, every result lost.
+			flush()
+		}
 		if it.Steered {
 			for _, p := range parts {
 				p.Steered = true
@@ -145,4 +153,10 @@ func (d *Dispatcher) replyTarget(store sessions.AgentStore, w *work) (channels.O
 		out.IsTopic = true
 	}
 	return out, d.adapter(out.Channel, out.AccountID)
+}
+
+// announcement reports whether w is a subagent's result announced into
+// its parent session (agents.Runner.announce).
+func announcement(w *work) bool {
+	return w.Agent != nil && !w.Agent.Subagent && strings.HasPrefix(w.RecordID, announcePrefix)
 }

@@ -111,6 +111,9 @@ func (t *turn) begin(ctx context.Context) bool {
 		return false
 	}
 	t.first, t.last = t.ws[0], t.ws[len(t.ws)-1]
+	if t.childGone() {
+		return false
+	}
 	t.ids = recordIDs(t.ws)
 	if t.ambient = ambientTurn(t.ws); t.ambient && !t.ambientGate(ctx) {
 		return false

@@ -3,6 +3,7 @@ package sessions
 import (
 	"encoding/json"
 	"errors"
+	"syscall"
 	"time"
 )
 
@@ -74,6 +75,14 @@ type Draft struct {
 // ErrStorage marks failures to write durable state (disk full, I/O error).
 // Callers refuse new work with a clear error while it lasts.
 var ErrStorage = errors.New("storage unavailable")
+
+// IsStorage reports whether err is the local storage failing (ErrStorage,
+// disk full, an I/O error, a read-only or over-quota file system): work
+// that met it waits for the storage instead of counting as a failure.
+func IsStorage(err error) bool {
+	return errors.Is(err, ErrStorage) || errors.Is(err, syscall.ENOSPC) ||
+		errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
+}
 
 // Journal retention of completed ids for duplicate detection: an id is
 // remembered while it is younger than DoneRetention or among the last
