@@ -87,7 +87,7 @@ func toTools(tools []llm.Tool) []goopenai.Tool {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
 		out = append(out, goopenai.Tool{Type: goopenai.ToolTypeFunction, Function: &goopenai.FunctionDefinition{
-			Name: t.Name, Description: t.Description, Parameters: params,
+			Name: t.Name, Description: toolDescription(t.Description), Parameters: params, // the API's limit, as encodeRequest cuts it
 		}})
 	}
 	return out
