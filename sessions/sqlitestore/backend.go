@@ -251,7 +251,9 @@ func (b *Backend) Close() error {
 	b.stop()
 	<-b.done
 	held := errors.Join(b.delivery.flushHeld(), b.Flush(context.Background()))
-	if err := errors.Join(held, b.db.Close()); err != nil {
+	err := errors.Join(held, b.db.Close())
+	b.delivery.wait() // the closed writer ends the recovery loop
+	if err != nil {
 		return fmt.Errorf("sqlitestore: close: %w", err)
 	}
 	return nil

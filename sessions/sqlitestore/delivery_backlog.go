@@ -44,6 +44,9 @@ type backlog struct {
 	flushMu sync.Mutex            // one flush at a time: the marks go in order
 	fault   atomic.Pointer[error] // what Health says while marks wait
 	loop    atomic.Bool           // the recovery loop runs
+	loopMu  sync.Mutex            // guards closed and loops.Add
+	closed  bool                  // wait ran: no loop starts again
+	loops   sync.WaitGroup        // the recovery loop, waited by wait
 }
 
 // retryable reports whether err says the database refused the write
@@ -149,10 +152,14 @@ func (d *Delivery) flush() bool {
 // it writes the held marks and, with none left, probes a database whose
 // last commit failed, until both are settled or the database closes.
 func (d *Delivery) recovering() {
-	if !d.bl.loop.CompareAndSwap(false, true) {
+	d.bl.loopMu.Lock()
+	defer d.bl.loopMu.Unlock()
+	if d.bl.closed || !d.bl.loop.CompareAndSwap(false, true) {
 		return
 	}
+	d.bl.loops.Add(1)
 	go func() {
+		defer d.bl.loops.Done()
 		t := time.NewTicker(recoverEvery)
 		defer t.Stop()
 		for {
@@ -174,6 +181,15 @@ func (d *Delivery) recovering() {
 			}
 		}
 	}()
+}
+
+// wait returns once the recovery loop has ended (the database closing ends
+// it) and keeps it from starting again: Backend.Close leaves no goroutine.
+func (d *Delivery) wait() {
+	d.bl.loopMu.Lock()
+	d.bl.closed = true
+	d.bl.loopMu.Unlock()
+	d.bl.loops.Wait()
 }
 
 // probe proves that the database takes a durable write again: a commit

@@ -214,3 +214,33 @@ func TestTwoHandlesWriteOneFileWithoutFailures(t *testing.T) {
 		t.Errorf("the other handle reads %d records done (%v), want %d", done, err, n)
 	}
 }
+
+// Closing the backend while the database refuses writes ends the
+// delivery's recovery loop before Close returns: no goroutine of the
+// store outlives it to write into a closed database (a daemon that stops
+// on a failing disk, or a test that closes a backend and opens the file
+// again).
+func TestCloseDuringFaultEndsRecoveryLoop(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), FileName)
+	b, err := OpenBackend(ctx, BackendOptions{Options: Options{Path: path, Logger: zaptest.NewLogger(t), BusyTimeout: 20 * time.Millisecond}, Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriteLock(t, path)
+	if _, err := b.delivery.Accept(ctx, sessions.Record{ID: "refused", Payload: json.RawMessage(`{}`)}); !errors.Is(err, sessions.ErrStorage) {
+		t.Fatalf("Accept while the database refuses writes: %v, want sessions.ErrStorage", err)
+	}
+	if !b.delivery.bl.loop.Load() {
+		t.Fatal("no recovery loop after a refused write")
+	}
+	_ = b.Close() // may report the refused flush; the loop must end either way
+	if b.delivery.bl.loop.Load() {
+		t.Error("the recovery loop still runs after Close returned")
+	}
+	b.delivery.recovering() // a late failed write after Close starts nothing
+	if b.delivery.bl.loop.Load() {
+		t.Error("a recovery loop started after Close")
+	}
+	release()
+}
