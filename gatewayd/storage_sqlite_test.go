@@ -84,7 +84,7 @@ func TestSQLiteWaitsLockTimeoutForAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	other, err := sql.Open("sqlite", "file:"+filepath.Join(cfg.StateDir, "gateway.sqlite"))
+	other, err := sql.Open("sqlite", "file:"+filepath.Join(cfg.StateDir, "gateway.sqlite")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
