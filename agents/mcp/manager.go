@@ -40,6 +40,11 @@ type Options struct {
 	// MaxMessageBytes caps one message from a server (default
 	// DefaultMaxMessageBytes); see DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// GroupsDir is where the process groups of the stdio servers this
+	// process starts are recorded, one file per process, and where Run
+	// finds those of a daemon that died without stopping them (SIGKILL),
+	// to stop them before it starts its own; empty: none recorded.
+	GroupsDir string
 }
 
 // Manager keeps the configured servers connected and serves their tools.
@@ -52,6 +57,8 @@ type Manager struct {
 	maxBackoff time.Duration
 	changed    chan struct{} // Apply wakes Run; capacity 1
 	metrics    metrics
+	groups     *groupRegistry // nil: not recorded (Options.GroupsDir empty)
+	reapOnce   sync.Once
 
 	mu      sync.Mutex         // guards servers and names
 	servers map[string]*server // by name
@@ -80,6 +87,9 @@ func New(opts Options) *Manager {
 		m.maxBackoff = DefaultMaxBackoff
 	}
 	m.metrics = newMetrics()
+	if opts.GroupsDir != "" {
+		m.groups = newGroupRegistry(opts.GroupsDir, m.log)
+	}
 	return m
 }
 
@@ -160,6 +170,7 @@ func sameConnection(a, b ServerConfig) bool {
 // was started in — processes it started — gets SIGTERM, then SIGKILL) and
 // returns nil once all supervisors returned.
 func (m *Manager) Run(ctx context.Context) error {
+	m.reapOnce.Do(func() { m.groups.reapLeft() }) // before any server of ours starts
 	var wg sync.WaitGroup
 	for {
 		m.mu.Lock()
