@@ -66,15 +66,18 @@ func (d *doneIDs) len() int { return d.live }
 
 // has reports whether id is remembered.
 func (d *doneIDs) has(id string) bool {
-	_, ok := d.find(id)
+	if d.live == 0 {
+		return false
+	}
+	_, ok := d.find(id, d.tag(id))
 	return ok
 }
 
 // add remembers id, done at at. An id remembered already moves to the back
 // when at is later, and stays as it is otherwise.
 func (d *doneIDs) add(id string, at time.Time) {
-	nanos := unixNanos(at)
-	if i, ok := d.find(id); ok {
+	nanos, tag := unixNanos(at), d.tag(id)
+	if i, ok := d.find(id, tag); ok {
 		if d.ent(uint32(d.table[i])).at >= nanos {
 			return
 		}
@@ -84,7 +87,6 @@ func (d *doneIDs) add(id string, at time.Time) {
 	if 2*(d.live+1) > len(d.table) {
 		d.resize(max(doneTableMin, 2*len(d.table)))
 	}
-	tag := d.tag(id)
 	pos := d.append(id, nanos)
 	mask := uint32(len(d.table) - 1)
 	i := tag & mask
@@ -193,12 +195,11 @@ func (d *doneIDs) tag(id string) uint32 {
 	return uint32(maphash.String(d.seed, id)) | doneSlotUsed
 }
 
-// find returns the slot of id.
-func (d *doneIDs) find(id string) (int, bool) {
-	if d.live == 0 {
+// find returns the slot of id, whose tag is tag.
+func (d *doneIDs) find(id string, tag uint32) (int, bool) {
+	if len(d.table) == 0 {
 		return 0, false
 	}
-	tag := d.tag(id)
 	mask := uint32(len(d.table) - 1)
 	for i := tag & mask; ; i = (i + 1) & mask {
 		s := d.table[i]

@@ -247,3 +247,47 @@ func lines(v doneView) []string {
 	v.each(func(id string, at time.Time) { out = append(out, fmt.Sprint(id, " ", at.UnixNano())) })
 	return out
 }
+
+// An id done twice in a log (replayed) is remembered from the later time;
+// the rewrite may write both lines, and the log it leaves replays to the
+// same ids and times.
+func TestJournalIDDoneAgainSurvivesARewrite(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	t1 := t0.Add(23 * time.Hour)
+	log := fmt.Sprintf(`{"op":"done","ids":["a"],"at":%q}
+{"op":"done","ids":["b"],"at":%q}
+{"op":"done","ids":["a"],"at":%q}
+{"op":"done","ids":["a"],"at":%q}
+`, t0.Format(time.RFC3339Nano), t0.Format(time.RFC3339Nano), t1.Format(time.RFC3339Nano), t0.Format(time.RFC3339Nano))
+	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"2 ids", fmt.Sprint("b ", t0.UnixNano()), fmt.Sprint("a ", t1.UnixNano())}
+	remembered := func(j *Journal) []string {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		got := []string{fmt.Sprint(j.done.len(), " ids")}
+		for _, id := range []string{"b", "a"} {
+			if i, ok := j.done.find(id, j.done.tag(id)); ok {
+				got = append(got, fmt.Sprint(id, " ", j.done.ent(uint32(j.done.table[i])).at))
+			}
+		}
+		return got
+	}
+	j := openTestJournal(t, dir, nil)
+	if got := remembered(j); !slices.Equal(got, want) {
+		t.Fatalf("replayed: %q; want %q", got, want)
+	}
+	j.mu.Lock()
+	err := j.compactLocked()
+	j.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = j.close()
+	j2 := openTestJournal(t, dir, nil)
+	if got := remembered(j2); !slices.Equal(got, want) {
+		t.Errorf("after a rewrite: %q; want %q", got, want)
+	}
+}
