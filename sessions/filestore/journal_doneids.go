@@ -13,11 +13,14 @@ import (
 // A day of a busy bot is half a million ids (issue 21), so the set is
 // built for its bytes and for the rewrite's copy. The ids' bytes and their
 // times are appended to chunks, never written again once appended, and
-// dropped whole from the front; an open-addressing table of 8-byte slots
-// finds an id. About 70 heap bytes an id (a map of id strings to times
+// dropped whole from the front; open-addressing tables of 8-byte slots
+// find an id. About 70 heap bytes an id (a map of id strings to times
 // beside an order slice took 130 to 166), no pointer an id for the
 // collector to trace, and view, the rewrite's copy, holds a few words a
-// chunk, not the ids.
+// chunk, not the ids. The ids are spread over doneTables tables by their
+// hash, each resized on its own: a resize under the Journal's lock moves
+// a 256th of the slots (a single table of half a million ids took 60 to
+// 190 ms to double).
 //
 // An id done again later (a log replayed with two done lines of it) moves
 // to the back with the later time: its first entry stays in its chunk,
@@ -31,11 +34,17 @@ type doneIDs struct {
 	head   int          // entries of chunks[0] already forgotten
 	first  uint32       // position of chunks[0].ents[0]
 	live   int          // ids remembered (entries a slot names)
-	// table holds a slot per remembered id, by linear probing from its
-	// hash: the hash's low 31 bits (the top bit set) above the entry's
-	// position; 0 is empty. Positions count entries mod 2^32.
-	table []uint64
-	seed  maphash.Seed
+	tables [doneTables]doneTable
+	seed   maphash.Seed
+}
+
+// doneTable holds a slot per remembered id whose hash's top byte is the
+// table's, by linear probing from the hash: its low 31 bits (the top bit
+// set: the tag) above the entry's position; 0 is empty. Positions count
+// entries mod 2^32.
+type doneTable struct {
+	slots []uint64
+	n     int // slots in use
 }
 
 // doneChunk holds up to doneChunkLen entries and their ids' bytes.
@@ -56,7 +65,9 @@ const (
 	// which a chunk takes no more (one longer id has a chunk to itself).
 	doneChunkLen   = 1 << 12
 	doneChunkBytes = 128 << 10
-	doneTableMin   = 16
+	doneTableBits  = 8 // the hash's top bits that pick a table
+	doneTables     = 1 << doneTableBits
+	doneTableMin   = 8
 	doneSlotUsed   = 1 << 31
 )
 
@@ -69,31 +80,34 @@ func (d *doneIDs) has(id string) bool {
 	if d.live == 0 {
 		return false
 	}
-	_, ok := d.find(id, d.tag(id))
+	t, tag := d.table(maphash.String(d.seed, id))
+	_, ok := d.find(t, id, tag)
 	return ok
 }
 
 // add remembers id, done at at. An id remembered already moves to the back
 // when at is later, and stays as it is otherwise.
 func (d *doneIDs) add(id string, at time.Time) {
-	nanos, tag := unixNanos(at), d.tag(id)
-	if i, ok := d.find(id, tag); ok {
-		if d.ent(uint32(d.table[i])).at >= nanos {
+	nanos := unixNanos(at)
+	t, tag := d.table(maphash.String(d.seed, id))
+	if i, ok := d.find(t, id, tag); ok {
+		if d.ent(uint32(t.slots[i])).at >= nanos {
 			return
 		}
-		d.table[i] = d.table[i]&^math.MaxUint32 | uint64(d.append(id, nanos))
+		t.slots[i] = t.slots[i]&^math.MaxUint32 | uint64(d.append(id, nanos))
 		return
 	}
-	if 2*(d.live+1) > len(d.table) {
-		d.resize(max(doneTableMin, 2*len(d.table)))
+	if 2*(t.n+1) > len(t.slots) {
+		t.resize(max(doneTableMin, 2*len(t.slots)))
 	}
 	pos := d.append(id, nanos)
-	mask := uint32(len(d.table) - 1)
+	mask := uint32(len(t.slots) - 1)
 	i := tag & mask
-	for d.table[i] != 0 {
+	for t.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
-	d.table[i] = uint64(tag)<<32 | uint64(pos)
+	t.slots[i] = uint64(tag)<<32 | uint64(pos)
+	t.n++
 	d.live++
 }
 
@@ -105,12 +119,16 @@ func (d *doneIDs) forget(keep int, cutoff time.Time) {
 		c := d.chunks[0]
 		e := c.ents[d.head]
 		pos := d.first + uint32(d.head)
-		if i, ok := d.slotOf(c.ids[e.off:e.off+e.n], pos); ok {
+		t, tag := d.table(maphash.Bytes(d.seed, c.ids[e.off:e.off+e.n]))
+		if i, ok := t.slotOf(uint64(tag)<<32 | uint64(pos)); ok {
 			if e.at > limit {
 				return
 			}
-			d.remove(i)
+			t.remove(i)
 			d.live--
+			if len(t.slots) > doneTableMin && 8*t.n < len(t.slots) {
+				t.resize(len(t.slots) / 2)
+			}
 		}
 		d.head++
 		if d.head == len(c.ents) && len(d.chunks) > 1 {
@@ -118,9 +136,6 @@ func (d *doneIDs) forget(keep int, cutoff time.Time) {
 			d.chunks = d.chunks[1:]
 			d.head, d.first = 0, d.first+doneChunkLen
 		}
-	}
-	if len(d.table) > doneTableMin && 8*d.live < len(d.table) {
-		d.resize(len(d.table) / 2)
 	}
 }
 
@@ -191,18 +206,19 @@ func (d *doneIDs) idAt(pos uint32) []byte {
 	return c.ids[e.off : e.off+e.n]
 }
 
-func (d *doneIDs) tag(id string) uint32 {
-	return uint32(maphash.String(d.seed, id)) | doneSlotUsed
+// table returns the table of an id hashed to h, and the id's tag.
+func (d *doneIDs) table(h uint64) (*doneTable, uint32) {
+	return &d.tables[h>>(64-doneTableBits)], uint32(h) | doneSlotUsed
 }
 
-// find returns the slot of id, whose tag is tag.
-func (d *doneIDs) find(id string, tag uint32) (int, bool) {
-	if len(d.table) == 0 {
+// find returns the slot of id, whose tag is tag, in t.
+func (d *doneIDs) find(t *doneTable, id string, tag uint32) (int, bool) {
+	if t.n == 0 {
 		return 0, false
 	}
-	mask := uint32(len(d.table) - 1)
+	mask := uint32(len(t.slots) - 1)
 	for i := tag & mask; ; i = (i + 1) & mask {
-		s := d.table[i]
+		s := t.slots[i]
 		if s == 0 {
 			return 0, false
 		}
@@ -212,13 +228,12 @@ func (d *doneIDs) find(id string, tag uint32) (int, bool) {
 	}
 }
 
-// slotOf returns the slot naming the entry at pos, whose id is id: none
-// when the id moved on to a later entry.
-func (d *doneIDs) slotOf(id []byte, pos uint32) (int, bool) {
-	want := uint64(uint32(maphash.Bytes(d.seed, id))|doneSlotUsed)<<32 | uint64(pos)
-	mask := uint32(len(d.table) - 1)
+// slotOf returns the slot holding want: none when its id moved on to a
+// later entry.
+func (t *doneTable) slotOf(want uint64) (int, bool) {
+	mask := uint32(len(t.slots) - 1)
 	for i := uint32(want>>32) & mask; ; i = (i + 1) & mask {
-		switch d.table[i] {
+		switch t.slots[i] {
 		case 0:
 			return 0, false
 		case want:
@@ -229,36 +244,37 @@ func (d *doneIDs) slotOf(id []byte, pos uint32) (int, bool) {
 
 // remove empties slot i, moving back the slots after it that probed past
 // it (linear probing's deletion: no tombstones).
-func (d *doneIDs) remove(i int) {
-	mask := uint32(len(d.table) - 1)
+func (t *doneTable) remove(i int) {
+	mask := uint32(len(t.slots) - 1)
 	hole := uint32(i)
-	for j := (hole + 1) & mask; d.table[j] != 0; j = (j + 1) & mask {
-		home := uint32(d.table[j]>>32) & mask
+	for j := (hole + 1) & mask; t.slots[j] != 0; j = (j + 1) & mask {
+		home := uint32(t.slots[j]>>32) & mask
 		// The slot at j stays when its home lies cyclically in (hole, j].
 		if (j-home)&mask < (j-hole)&mask {
 			continue
 		}
-		d.table[hole] = d.table[j]
+		t.slots[hole] = t.slots[j]
 		hole = j
 	}
-	d.table[hole] = 0
+	t.slots[hole] = 0
+	t.n--
 }
 
-// resize rebuilds the table with n slots (a power of two) from the slots'
-// hashes, without reading an id.
-func (d *doneIDs) resize(n int) {
-	old := d.table
-	d.table = make([]uint64, n)
+// resize rebuilds t with n slots (a power of two) from the slots' tags,
+// without reading an id.
+func (t *doneTable) resize(n int) {
+	old := t.slots
+	t.slots = make([]uint64, n)
 	mask := uint32(n - 1)
 	for _, s := range old {
 		if s == 0 {
 			continue
 		}
 		i := uint32(s>>32) & mask
-		for d.table[i] != 0 {
+		for t.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		d.table[i] = s
+		t.slots[i] = s
 	}
 }
 

@@ -3,6 +3,7 @@ package filestore
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -204,6 +205,32 @@ func checkDoneView(t *testing.T, d *doneIDs, m *doneModel) {
 	if n := d.view().len(); n != i {
 		t.Fatalf("view len %d; each gave %d", n, i)
 	}
+	// Each slot names the live entry of an id of its table.
+	slots := 0
+	for k := range d.tables {
+		tb := &d.tables[k]
+		n := 0
+		for _, s := range tb.slots {
+			if s == 0 {
+				continue
+			}
+			n++
+			id := string(d.idAt(uint32(s)))
+			if got, tag := d.table(maphash.String(d.seed, id)); got != tb || uint32(s>>32) != tag {
+				t.Fatalf("table %d holds %.40q of another table or tag", k, id)
+			}
+			if at, ok := m.at[id]; !ok || m.order[at-m.base].at != d.ent(uint32(s)).at {
+				t.Fatalf("table %d names an entry of %.40q the model does not hold live", k, id)
+			}
+		}
+		if n != tb.n {
+			t.Fatalf("table %d counts %d slots; holds %d", k, tb.n, n)
+		}
+		slots += n
+	}
+	if slots != d.live {
+		t.Fatalf("%d slots for %d ids", slots, d.live)
+	}
 }
 
 // A rewrite encodes its view of the done ids without the journal's lock
@@ -242,6 +269,16 @@ func TestDoneViewUnchangedByLaterChanges(t *testing.T) {
 	}
 }
 
+// doneAt is when d has id done.
+func doneAt(d *doneIDs, id string) (int64, bool) {
+	t, tag := d.table(maphash.String(d.seed, id))
+	i, ok := d.find(t, id, tag)
+	if !ok {
+		return 0, false
+	}
+	return d.ent(uint32(t.slots[i])).at, true
+}
+
 func lines(v doneView) []string {
 	var out []string
 	v.each(func(id string, at time.Time) { out = append(out, fmt.Sprint(id, " ", at.UnixNano())) })
@@ -269,8 +306,8 @@ func TestJournalIDDoneAgainSurvivesARewrite(t *testing.T) {
 		defer j.mu.Unlock()
 		got := []string{fmt.Sprint(j.done.len(), " ids")}
 		for _, id := range []string{"b", "a"} {
-			if i, ok := j.done.find(id, j.done.tag(id)); ok {
-				got = append(got, fmt.Sprint(id, " ", j.done.ent(uint32(j.done.table[i])).at))
+			if at, ok := doneAt(j.done, id); ok {
+				got = append(got, fmt.Sprint(id, " ", at))
 			}
 		}
 		return got
