@@ -116,6 +116,11 @@ func (d *doneIDs) add(id string, at time.Time) {
 func (d *doneIDs) forget(keep int, cutoff time.Time) {
 	limit := unixNanos(cutoff)
 	for d.live > keep {
+		if d.head == len(d.chunks[0].ents) {
+			// The front chunk was used up while it was the only one;
+			// the ids remembered are in the later ones.
+			d.dropFront()
+		}
 		c := d.chunks[0]
 		e := c.ents[d.head]
 		pos := d.first + uint32(d.head)
@@ -132,11 +137,16 @@ func (d *doneIDs) forget(keep int, cutoff time.Time) {
 		}
 		d.head++
 		if d.head == len(c.ents) && len(d.chunks) > 1 {
-			d.chunks[0] = nil
-			d.chunks = d.chunks[1:]
-			d.head, d.first = 0, d.first+doneChunkLen
+			d.dropFront()
 		}
 	}
+}
+
+// dropFront drops the front chunk, all of whose entries are forgotten.
+func (d *doneIDs) dropFront() {
+	d.chunks[0] = nil
+	d.chunks = d.chunks[1:]
+	d.head, d.first = 0, d.first+doneChunkLen
 }
 
 // doneView is the done ids as they were when view returned, oldest first:

@@ -328,3 +328,33 @@ func TestJournalIDDoneAgainSurvivesARewrite(t *testing.T) {
 		t.Errorf("after a rewrite: %q; want %q", got, want)
 	}
 }
+
+// Forgetting every id of a set whose only chunk is full, then adding and
+// forgetting again (a journal whose doneKeep is below a chunk's length):
+// the used-up front chunk is dropped when a later one holds the ids (an
+// index past its entries panicked).
+func TestDoneIDsForgetAfterTheOnlyChunkWasUsedUp(t *testing.T) {
+	d := newDoneIDs()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i := range doneChunkLen {
+		d.add(fmt.Sprint("a", i), now)
+	}
+	d.forget(0, now.Add(time.Hour))
+	if d.len() != 0 {
+		t.Fatalf("%d ids left, want none", d.len())
+	}
+	d.add("b", now)
+	d.add("c", now.Add(2*time.Hour))
+	if !d.has("b") || !d.has("c") || d.has("a1") {
+		t.Fatal("after the front chunk was used up: b and c not found, or a1 still there")
+	}
+	d.forget(0, now.Add(time.Hour))
+	if d.len() != 1 || d.has("b") || !d.has("c") {
+		t.Fatalf("after forgetting b: %d ids, b %v, c %v; want c alone", d.len(), d.has("b"), d.has("c"))
+	}
+	var ids []string
+	d.view().each(func(id string, _ time.Time) { ids = append(ids, id) })
+	if len(ids) != 1 || ids[0] != "c" {
+		t.Fatalf("view = %v, want [c]", ids)
+	}
+}
