@@ -2,10 +2,8 @@ package configs
 
 import (
 	"encoding"
-	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"time"
 
@@ -234,37 +232,6 @@ func kindWord(t reflect.Type) string {
 	default:
 		return "a whole number"
 	}
-}
-
-// checkEnv checks each environment override's value as checkNode checks
-// the file's (typed as YAML would type it; a list or mapping is taken as
-// text, as the loader takes it): the error names the variable.
-func checkEnv(names, values map[string]string) error {
-	paths := make([]string, 0, len(values))
-	for p := range values {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths) // the same error first every time
-	for _, path := range paths {
-		val := values[path]
-		t, key, ok := typeAt(reflect.TypeOf(Config{}), strings.Split(path, "."))
-		if !ok {
-			continue
-		}
-		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(val), &doc); err == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.ScalarNode {
-			n = doc.Content[0]
-		}
-		if err := checkNode(nil, n, t, key); err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				e.Env, e.Line, e.Column = names[path], 0, 0
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // typeAt is the type of the key at segs below t, and the key's path with
