@@ -112,6 +112,13 @@ func checkStruct(v *yaml.Node, t reflect.Type, path string, fail func(msg, hint 
 	fields := structKeys(t)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kn := v.Content[i]
+		for j := 0; j < i; j += 2 {
+			if prev := v.Content[j]; strings.EqualFold(prev.Value, kn.Value) {
+				return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
+					Msg:  fmt.Sprintf("set twice, also as %s at line %d: keys are read without case", prev.Value, prev.Line),
+					Hint: "keep one of them"}
+			}
+		}
 		ft, ok := fieldType(fields, kn.Value)
 		if !ok {
 			e := &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value), Msg: "unknown key"}
@@ -159,12 +166,32 @@ func checkScalar(v *yaml.Node, t reflect.Type, fail func(msg, hint string) error
 		return fail("expected a number, got "+describe(v), numberHint(v))
 	case reflect.String:
 		switch tag {
-		case "!!str", "!!int", "!!float", "!!timestamp":
+		case "!!int", "!!float":
+			if s := numberText(v); s != v.Value {
+				return fail(fmt.Sprintf("the number %s reads as %s", v.Value, s), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
+			}
+			return nil
+		case "!!str", "!!timestamp":
 			return nil
 		}
 		return fail("expected text, got "+describe(v), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
 	}
 	return nil
+}
+
+// numberText is the text a number fills a text key with (numberToString):
+// its digits as YAML reads it, which is not always as written (0123 is
+// octal 83, 0x1F is 31, 1e3 is 1000).
+func numberText(v *yaml.Node) string {
+	var x any
+	if err := v.Decode(&x); err != nil {
+		return v.Value
+	}
+	s, err := numberToString(nil, reflect.TypeOf(""), x)
+	if str, ok := s.(string); ok && err == nil {
+		return str
+	}
+	return v.Value
 }
 
 // checkDuration checks a duration: text such as 90s, 5m or 1h30m. A bare

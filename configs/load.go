@@ -86,6 +86,7 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 	if err := checkEnv(ovs); err != nil {
 		return nil, src.locate(err)
 	}
+	replaced := replaceSecrets(m, root, ovs)
 	applyEnv(m, ovs)
 	cfg := Default()
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
@@ -112,7 +113,7 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, src.locate(err)
 	}
-	cfg.envShadowed = src.shadowed(ovs)
+	cfg.envShadowed = append(src.shadowed(ovs), replaced...)
 	cfg.envUnknown = unknownNotices(unknown)
 	return cfg, nil
 }
@@ -135,7 +136,10 @@ func (s *source) shadowed(ovs []override) []string {
 }
 
 func (c *Config) readSecrets() error {
-	if c.HTTP.TokenFile != "" && c.HTTP.Token == "" {
+	if c.HTTP.TokenFile != "" {
+		if c.HTTP.Token != "" { // which one wins would be a guess
+			return errors.New("http.tokenFile: set either token or tokenFile, not both")
+		}
 		t, err := secret.ReadFile(c.HTTP.TokenFile)
 		if err != nil {
 			return fmt.Errorf("config: http.tokenFile: %w", err)

@@ -1,0 +1,117 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTokenAndTokenFileBothRefused: http.token and http.tokenFile (and a
+// Telegram account's token and tokenFile) both in the file are refused,
+// as storage.postgres.url/urlFile and a Discord account's are: the token
+// won and the file was ignored in silence.
+func TestTokenAndTokenFileBothRefused(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"http", "http: {token: old, tokenFile: /run/secrets/http}\n",
+			"config: line 1 column 20: http.tokenFile: set either token or tokenFile, not both"},
+		{"telegram", "channels: {telegram: {accounts: {default: {token: \"1:old\", tokenFile: /run/secrets/tg}}}}\n",
+			"config: line 1 column 60: channels.telegram.accounts.default.tokenFile: set either token or tokenFile, not both"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadBytes([]byte(tt.yaml), nil)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestEnvSecretReplacesTheFilesOtherWay: a secret the environment gives
+// one way replaces the file's other way of giving it, as the environment
+// overrides any key, with a notice. The file's token won over
+// GATEWAY_HTTP_TOKEN_FILE (and GATEWAY_CHANNELS_TELEGRAM_ACCOUNTS_*_TOKEN_FILE)
+// in silence, so moving a token out of the YAML with the deploy units'
+// variable kept the old one in force; a provider's apiKey beside
+// GATEWAY_PROVIDERS_*_API_KEY_FILE was refused. GATEWAY_HTTP_TOKEN (the
+// CLI's, README) still wins over the file's tokenFile.
+func TestEnvSecretReplacesTheFilesOtherWay(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("123:new\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yaml := []byte(`
+http: {token: old}
+channels: {telegram: {accounts: {default: {token: "1:old"}}}}
+providers: {oa: {type: openai, baseURL: "https://api.example.com/v1", apiKey: old}}
+`)
+	c, err := LoadBytes(yaml, []string{"GATEWAY_HTTP_TOKEN_FILE=" + secret,
+		"GATEWAY_CHANNELS_TELEGRAM_ACCOUNTS_DEFAULT_TOKEN_FILE=" + secret, "GATEWAY_PROVIDERS_OA_API_KEY_FILE=" + secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Token != "123:new" {
+		t.Errorf("http token %q, want the file's 123:new", c.HTTP.Token)
+	}
+	tg := c.Channels.Telegram.Accounts["default"].Config
+	if tok, err := tg.ResolveToken(); err != nil || tok != "123:new" {
+		t.Errorf("telegram token %q (%v), want 123:new", tok, err)
+	}
+	if p := c.Providers["oa"]; p.APIKey != "" || p.APIKeyFile != secret {
+		t.Errorf("provider apiKey %q, apiKeyFile %q", p.APIKey, p.APIKeyFile)
+	}
+	notices := strings.Join(c.Notices(), "\n")
+	for _, w := range []string{"http.token: set in the file, but GATEWAY_HTTP_TOKEN_FILE gives this secret another way",
+		"channels.telegram.accounts.default.token: set in the file, but GATEWAY_CHANNELS_TELEGRAM_ACCOUNTS_DEFAULT_TOKEN_FILE",
+		"providers.oa.apiKey: set in the file, but GATEWAY_PROVIDERS_OA_API_KEY_FILE"} {
+		if !strings.Contains(notices, w) {
+			t.Errorf("notices lack %q:\n%s", w, notices)
+		}
+	}
+
+	c, err = LoadBytes([]byte("http: {tokenFile: /run/credentials/gateway.service/http-token}\n"), []string{"GATEWAY_HTTP_TOKEN=cli"})
+	if err != nil || c.HTTP.Token != "cli" {
+		t.Fatalf("GATEWAY_HTTP_TOKEN over the file's tokenFile: %v, token %q", err, c.HTTP.Token)
+	}
+	_, err = LoadBytes(nil, []string{"GATEWAY_HTTP_TOKEN=a", "GATEWAY_HTTP_TOKEN_FILE=" + secret})
+	if err == nil || !strings.Contains(err.Error(), "set either token or tokenFile, not both") {
+		t.Fatalf("both from the environment: %v", err)
+	}
+}
+
+// TestNumberLiteralInTextKeyRefused: a number the YAML reads differently
+// from how it is written (0123 is octal 83, 0x1F is 31, 1e3 is 1000)
+// filled a text key with the number's digits, silently not what the file
+// says; it is refused with the quoted text as the fix. Numbers written as
+// their digits (ids) still fill text keys.
+func TestNumberLiteralInTextKeyRefused(t *testing.T) {
+	for _, lit := range []string{"0123", "0x1F", "1e3", "+5", "1.50", "0o17"} {
+		_, err := LoadBytes([]byte("http: {token: "+lit+"}\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), "http.token") || !strings.Contains(err.Error(), `"`+lit+`"`) {
+			t.Errorf("token: %s: err = %v", lit, err)
+		}
+	}
+	c, err := LoadBytes([]byte("http: {token: 12345}\nchannels: {telegram: {accounts: {default: {token: \"1:a\", groups: {-100123: {}}, allowFrom: [42, -7]}}}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Token != "12345" || len(c.Channels.Telegram.Accounts["default"].Rules.AllowFrom) != 2 {
+		t.Fatalf("token %q, account %+v", c.HTTP.Token, c.Channels.Telegram.Accounts["default"])
+	}
+}
+
+// TestKeyTwiceInOtherCaseRefused: a key written twice in different case
+// (the decoder reads keys without case) is refused at the second, naming
+// the first; it was "http: has invalid keys: LISTEN" at the section, and
+// which of two spellings neither matching exactly was named varied from
+// run to run.
+func TestKeyTwiceInOtherCaseRefused(t *testing.T) {
+	_, err := LoadBytes([]byte("http:\n  Listen: 127.0.0.1:1\n  LISTEN: 127.0.0.1:2\n"), nil)
+	want := "config: line 3 column 3: http.LISTEN: set twice, also as Listen at line 2: keys are read without case (keep one of them)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}
