@@ -121,19 +121,22 @@ func TestEnvListOfNumbers(t *testing.T) {
 func TestEnvNamingNoKeyIsANotice(t *testing.T) {
 	c, err := LoadBytes(nil, []string{"GATEWAY_AGENTS_MY_BOT_MODEL=oa/x", "GATEWAY_HTTP_LISTN=127.0.0.1:1",
 		"GATEWAY_CONFIG=/etc/gateway/gateway.yaml", "GATEWAY_PPROF_LISTEN=127.0.0.1:6060",
-		"GATEWAY_SESSION_CACHE_TTL_MS=0", "GATEWAYX=1"})
+		"GATEWAY_SESSION_CACHE_TTL_MS=0", "GATEWAYX=1", "GATEWAY_log_level=debug"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := c.Notices()
-	if len(got) != 2 {
-		t.Fatalf("notices %q, want 2", got)
+	if len(got) != 3 {
+		t.Fatalf("notices %q, want 3", got)
 	}
 	if !strings.Contains(got[0], "GATEWAY_AGENTS_MY_BOT_MODEL") || !strings.Contains(got[0], "names no config key") {
 		t.Errorf("notice %q", got[0])
 	}
 	if !strings.Contains(got[1], "GATEWAY_HTTP_LISTN") || !strings.Contains(got[1], "did you mean GATEWAY_HTTP_LISTEN?") {
 		t.Errorf("notice %q", got[1])
+	}
+	if !strings.Contains(got[2], "GATEWAY_log_level") || !strings.Contains(got[2], "did you mean GATEWAY_LOG_LEVEL?") {
+		t.Errorf("notice %q", got[2])
 	}
 }
 

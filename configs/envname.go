@@ -146,7 +146,7 @@ func nearestEnv(name string) string {
 			toks = append(toks, snake(s)...)
 		}
 		v := EnvPrefix + strings.Join(toks, "_")
-		if d := editDistance(name, v); d < bestD {
+		if d := editDistance(strings.ToUpper(name), v); d < bestD { // GATEWAY_http_listen: names are upper case
 			best, bestD = v, d
 		}
 	}

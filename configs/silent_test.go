@@ -115,3 +115,21 @@ func TestKeyTwiceInOtherCaseRefused(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
+
+// TestTimezoneByAgentNamesAnAgent: jobs.timezoneByAgent keyed by an id
+// that is no agent (a typo, or Main for main: the lookup is by the
+// normalised id) applied to nobody in silence; it is refused, as
+// limits.agents is.
+func TestTimezoneByAgentNamesAnAgent(t *testing.T) {
+	for _, id := range []string{"mian", "Main"} {
+		_, err := LoadBytes([]byte("jobs: {timezoneByAgent: {"+id+": Europe/Berlin}}\n"), nil)
+		want := "jobs.timezoneByAgent." + id + `: no agent "` + id + `" in agents.list`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", id, err, want)
+		}
+	}
+	c, err := LoadBytes([]byte("jobs: {timezoneByAgent: {main: Europe/Berlin}}\n"), nil)
+	if err != nil || c.Jobs.TimeZoneByAgent["main"] != "Europe/Berlin" {
+		t.Fatalf("main: %v", err)
+	}
+}
