@@ -77,6 +77,11 @@ func checkNode(k, v *yaml.Node, t reflect.Type, path string) error {
 		}
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			kn := v.Content[i]
+			if tag := kn.ShortTag(); (tag == "!!int" || tag == "!!float") && numberText(kn) != kn.Value {
+				return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
+					Msg:  fmt.Sprintf("the key %s reads as the number %s", kn.Value, numberText(kn)),
+					Hint: fmt.Sprintf("quote it if you mean the text: %q", kn.Value)}
+			}
 			if err := checkNode(kn, v.Content[i+1], t.Elem(), join(path, kn.Value)); err != nil {
 				return err
 			}
@@ -171,8 +176,10 @@ func checkScalar(v *yaml.Node, t reflect.Type, fail func(msg, hint string) error
 				return fail(fmt.Sprintf("the number %s reads as %s", v.Value, s), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
 			}
 			return nil
-		case "!!str", "!!timestamp":
+		case "!!str":
 			return nil
+		case "!!timestamp":
+			return fail(fmt.Sprintf("expected text, got the date %s", v.Value), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
 		}
 		return fail("expected text, got "+describe(v), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
 	}

@@ -133,3 +133,29 @@ func TestTimezoneByAgentNamesAnAgent(t *testing.T) {
 		t.Fatalf("main: %v", err)
 	}
 }
+
+// TestNumberOrDateKeyOrTextRefused: a map key YAML reads as a number
+// other than as written (groups: {0123: {}} was the group "83") is refused
+// with the quoted key as the fix; a date in a text key is refused saying
+// so (it was "expected type 'string', got unconvertible type 'time.Time'").
+func TestNumberOrDateKeyOrTextRefused(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"channels: {telegram: {accounts: {default: {token: '1:a', groups: {0123: {}}}}}}\n",
+			`config: line 1 column 67: channels.telegram.accounts.default.groups.0123: the key 0123 reads as the number 83 (quote it if you mean the text: "0123")`},
+		{"http: {token: 2024-01-01}\n",
+			`config: line 1 column 8: http.token: expected text, got the date 2024-01-01 (quote it if you mean the text: "2024-01-01")`},
+	}
+	for _, tt := range tests {
+		_, err := LoadBytes([]byte(tt.yaml), nil)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%q: err = %v\nwant %s", tt.yaml, err, tt.want)
+		}
+	}
+	c, err := LoadBytes([]byte("channels: {telegram: {accounts: {default: {token: '1:a', groups: {-100123: {}, \"0123\": {}}}}}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := c.Channels.Telegram.Accounts["default"].Rules.Groups; len(g) != 2 {
+		t.Fatalf("groups %v", g)
+	}
+}
