@@ -77,6 +77,12 @@ func checkNode(k, v *yaml.Node, t reflect.Type, path string) error {
 		}
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			kn := v.Content[i]
+			if kn.ShortTag() == "!!merge" {
+				if err := checkMerge(kn, v.Content[i+1], t, path); err != nil {
+					return err
+				}
+				continue
+			}
 			if tag := kn.ShortTag(); (tag == "!!int" || tag == "!!float") && numberText(kn) != kn.Value {
 				return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
 					Msg:  fmt.Sprintf("the key %s reads as the number %s", kn.Value, numberText(kn)),
@@ -117,6 +123,12 @@ func checkStruct(v *yaml.Node, t reflect.Type, path string, fail func(msg, hint 
 	fields := structKeys(t)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kn := v.Content[i]
+		if kn.ShortTag() == "!!merge" {
+			if err := checkMerge(kn, v.Content[i+1], t, path); err != nil {
+				return err
+			}
+			continue
+		}
 		for j := 0; j < i; j += 2 {
 			if prev := v.Content[j]; strings.EqualFold(prev.Value, kn.Value) {
 				return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
@@ -133,6 +145,26 @@ func checkStruct(v *yaml.Node, t reflect.Type, path string, fail func(msg, hint 
 			return e
 		}
 		if err := checkNode(kn, v.Content[i+1], ft, join(path, kn.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMerge checks what a YAML merge key (<<: *defaults, or a list of
+// such) brings into a mapping of type t: its keys are the mapping's.
+func checkMerge(kn, v *yaml.Node, t reflect.Type, path string) error {
+	v = deref(v)
+	items := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		items = v.Content
+	}
+	for _, it := range items {
+		if it = deref(it); it.Kind != yaml.MappingNode {
+			return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
+				Msg: "a merge key takes a mapping or a list of mappings, got " + describe(it)}
+		}
+		if err := checkNode(kn, it, t, path); err != nil {
 			return err
 		}
 	}

@@ -159,3 +159,36 @@ func TestNumberOrDateKeyOrTextRefused(t *testing.T) {
 		t.Fatalf("groups %v", g)
 	}
 }
+
+// TestYAMLMergeKeys: a YAML merge key (<<: *anchor) shares settings
+// between accounts as YAML means it to; it was refused as "unknown key".
+// What it merges is checked like the mapping's own keys.
+func TestYAMLMergeKeys(t *testing.T) {
+	c, err := LoadBytes([]byte(`
+channels:
+  telegram:
+    accounts:
+      default: &bot {token: "1:a", dmPolicy: allowlist, allowFrom: ["42"]}
+      second: {<<: *bot, token: "2:b"}
+      third:
+        <<: [*bot]
+        token: "3:c"
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, tok := range map[string]string{"second": "2:b", "third": "3:c"} {
+		a := c.Channels.Telegram.Accounts[id]
+		if a.Token != tok || a.Rules.DMPolicy != "allowlist" || len(a.Rules.AllowFrom) != 1 {
+			t.Errorf("%s: token %q, rules %+v", id, a.Token, a.Rules)
+		}
+	}
+	_, err = LoadBytes([]byte("x: &d {requireMentoin: true}\n"), nil)
+	if err == nil {
+		t.Fatal("an unknown top key loaded")
+	}
+	_, err = LoadBytes([]byte("channels: {telegram: {accounts: {default: {<<: {requireMentoin: true}, token: '1:a'}}}}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "requireMentoin: unknown key") {
+		t.Fatalf("a misspelled merged key: %v", err)
+	}
+}
