@@ -357,7 +357,7 @@ func replaceSecrets(m map[string]any, root *yaml.Node, ovs []override) []string 
 	var out []string
 	for _, o := range ovs {
 		last := o.segs[len(o.segs)-1]
-		if last.mapKey {
+		if last.mapKey || o.value == "" { // an empty variable gives no secret
 			continue
 		}
 		parent := o.segs[:len(o.segs)-1]

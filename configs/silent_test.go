@@ -76,6 +76,12 @@ providers: {oa: {type: openai, baseURL: "https://api.example.com/v1", apiKey: ol
 	if err != nil || c.HTTP.Token != "cli" {
 		t.Fatalf("GATEWAY_HTTP_TOKEN over the file's tokenFile: %v, token %q", err, c.HTTP.Token)
 	}
+	// An empty variable (compose's ${UNSET}) gives no secret: the file's
+	// tokenFile is not dropped for it.
+	c, err = LoadBytes([]byte("http: {tokenFile: "+secret+"}\n"), []string{"GATEWAY_HTTP_TOKEN="})
+	if err != nil || c.HTTP.Token != "123:new" {
+		t.Fatalf("empty GATEWAY_HTTP_TOKEN beside the file's tokenFile: %v, token %q", err, c.HTTP.Token)
+	}
 	_, err = LoadBytes(nil, []string{"GATEWAY_HTTP_TOKEN=a", "GATEWAY_HTTP_TOKEN_FILE=" + secret})
 	if err == nil || !strings.Contains(err.Error(), "set either token or tokenFile, not both") {
 		t.Fatalf("both from the environment: %v", err)
