@@ -122,6 +122,8 @@ func resolve(m map[string]any, name string, fits [][]keySeg) ([]keySeg, error) {
 		"declare the entry it is for in the file, and only that one", strings.Join(keys, " or "))}
 }
 
+// newOverride is the variable name=value setting the key segs, with the
+// key's type.
 func newOverride(name, value string, segs []keySeg) override {
 	names := make([]string, len(segs))
 	for i, s := range segs {
