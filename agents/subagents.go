@@ -164,7 +164,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	}); err != nil {
 		return SpawnResult{}, fmt.Errorf("record spawn: %w", err)
 	}
-	if err := r.opts.Dispatch(ctx, Dispatch{AgentID: target, Key: child, Subagent: true,
+	if err := r.opts.Dispatch(ctx, Dispatch{AgentID: target, Key: child, Parent: s.key, Subagent: true,
 		Message: sessions.UserText(a.Task, r.now()), Deliver: false}); err != nil {
 		s.log.Error("subagent dispatch failed", zap.String("child_session_key", child.String()), zap.Error(err))
 		if derr := st.Delete(ctx, child); derr != nil {
