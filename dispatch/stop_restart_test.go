@@ -13,13 +13,16 @@ import (
 	"github.com/gateway/gateway/sessions"
 )
 
-// lateStopModel is a provider whose subagent calls notice a cancellation
-// late: the first one returns only once release is closed (then with the
-// context's error, as a provider tearing a request down does), the later
-// ones at once. Other calls answer "re: ..." at once.
+// lateStopModel is a provider whose first subagent call (or, with
+// parent set, first call of a chat's session) notices a cancellation
+// late: it returns only once release is closed, then with the context's
+// error, as a provider tearing a request down does. Other calls answer at
+// once: a subagent "child result", a chat "re: ...".
 type lateStopModel struct {
+	parent   bool
 	mu       sync.Mutex
 	child    int
+	chat     int
 	started  chan struct{}
 	release  chan struct{}
 	released sync.Once
@@ -29,19 +32,22 @@ func (m *lateStopModel) Name() string { return "fake" }
 
 func (m *lateStopModel) Stream(ctx context.Context, req llm.Request, _ func(llm.Event)) (sessions.Message, error) {
 	msg := textMsg("re: " + strings.Join(lastUserTexts(req.Messages), " + "))
-	if strings.Contains(req.System, "You are a subagent") {
-		m.mu.Lock()
+	sub := strings.Contains(req.System, "You are a subagent")
+	m.mu.Lock()
+	if sub {
 		m.child++
-		first := m.child == 1
-		m.mu.Unlock()
-		if first {
-			close(m.started)
-			<-m.release
-			if err := ctx.Err(); err != nil {
-				return sessions.Message{}, err
-			}
-		}
 		msg = textMsg("child result")
+	} else {
+		m.chat++
+	}
+	late := (sub && !m.parent && m.child == 1) || (!sub && m.parent && m.chat == 1)
+	m.mu.Unlock()
+	if late {
+		close(m.started)
+		<-m.release
+		if err := ctx.Err(); err != nil {
+			return sessions.Message{}, err
+		}
 	}
 	msg.Usage = &sessions.Usage{Input: 1, Output: 1, TotalTokens: 2}
 	return msg, nil
@@ -53,6 +59,12 @@ func (m *lateStopModel) childCalls() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.child
+}
+
+func (m *lateStopModel) chatCalls() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.chat
 }
 
 // TestStoppedChildNotRunAfterRestart (SPEC §4 /stop, §3.7): a child /stop
@@ -103,5 +115,39 @@ func TestStoppedChildNotRunAfterRestart(t *testing.T) {
 		if strings.Contains(msg.Text(), "[subagent result]") {
 			t.Errorf("the stopped child announced after a restart: %q", msg.Text())
 		}
+	}
+}
+
+// TestStoppedTurnNotRunAfterRestart (SPEC §4 /stop, §3.7): a message
+// whose turn /stop stopped stays unanswered when the daemon stops before
+// the turn has ended (its provider call still tearing down): the turn,
+// cancelled under a shutdown, was taken for one the shutdown interrupted,
+// its record left pending, and at the next start the message the person
+// had stopped was answered.
+func TestStoppedTurnNotRunAfterRestart(t *testing.T) {
+	m := &lateStopModel{parent: true, started: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(m.open)
+	h := newHarness(t, "", nil, func(h *harness) {
+		h.agent = func(o *agents.Options) { o.Providers = map[string]llm.Provider{"fake": m} }
+	})
+	h.handle(in("tg", "45", "write me a long essay"))
+	<-m.started
+	h.handle(in("tg", "45", "/stop"))
+	d := h.d
+	closed := make(chan struct{})
+	go func() { h.close(); close(closed) }()
+	eventually(t, "the shutdown to begin", func() bool { return d.closing.Load() })
+	m.open() // the stopped turn's run ends now, cancelled
+	<-closed
+	h.start()
+	if _, err := h.d.Resume(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.drained()
+	if n := m.chatCalls(); n != 1 {
+		t.Errorf("the stopped message went to the model %d times, want once", n)
+	}
+	if got := h.tg.texts(); len(got) != 1 || !strings.HasPrefix(got[0], "Stopped.") {
+		t.Errorf("chat got %q, want only the answer to /stop", got)
 	}
 }
