@@ -378,8 +378,12 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	err := d.queue.Enqueue(w.Key, class, lanes.Item{
 		ID: id, Payload: w, At: d.opts.Now(), Summary: summary,
 		// A replayed message is never steered into a running turn: its own
-		// turn first checks what the transcript already holds of it.
-		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
+		// turn first checks what the transcript already holds of it. Nor
+		// is internal work (a subagent's result): the steer path takes
+		// chat messages, so a result was handed in as an empty one and
+		// lost, and several whole results outgrew the window; each gets
+		// a turn of its own once the running one ends (runItems).
+		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed || w.Agent != nil,
 		// Nor does a command or a reply to resend interrupt the active run
 		// in interrupt mode, or get superseded there by a newer message:
 		// neither is a message for the model to answer instead (a /status
