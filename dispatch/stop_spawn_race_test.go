@@ -17,7 +17,7 @@ import (
 // gatedAccept is a backend whose journal, once, holds the Accept of the
 // first record match picks after writing it, until release is closed:
 // the instant between a record being journaled and its work being queued
-// (the journal's fsync).
+// (the journal's fsync). Its stores refuse a Delete whose context is done.
 type gatedAccept struct {
 	sessions.Backend
 	match    func(sessions.Record) bool
@@ -38,6 +38,25 @@ func (b *gatedAccept) open() { b.released.Do(func() { close(b.release) }) }
 
 func (b *gatedAccept) Journal() sessions.Delivery {
 	return gatedJournal{Delivery: b.Backend.Journal(), b: b}
+}
+
+// Store's stores refuse a Delete whose context is done, as PostgreSQL's
+// queries do.
+func (b *gatedAccept) Store(agentID string) (sessions.AgentStore, error) {
+	st, err := b.Backend.Store(agentID)
+	if err != nil {
+		return nil, err
+	}
+	return ctxDeleteStore{AgentStore: st}, nil
+}
+
+type ctxDeleteStore struct{ sessions.AgentStore }
+
+func (s ctxDeleteStore) Delete(ctx context.Context, key routing.Key) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.AgentStore.Delete(ctx, key)
 }
 
 type gatedJournal struct {
@@ -147,6 +166,19 @@ func TestStopDuringSpawnStopsTheChild(t *testing.T) {
 		t.Errorf("chat got %q, want /stop to count the child it stopped", got)
 	}
 	pendingNone(t, h)
+	st, err := h.mgr.Store("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		if strings.Contains(e.SessionKey, ":subagent:") {
+			t.Errorf("the child that never ran was left as a session: %s", e.SessionKey)
+		}
+	}
 }
 
 // TestStopDuringAnnouncementDropsIt (SPEC §4 /stop, §5): /stop arriving
