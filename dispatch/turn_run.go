@@ -75,8 +75,9 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		JobTarget:        jobTarget(t.last),
 		Ambient:          t.ambient,
 		Model:            model,
-		// A stop for good: neither the daemon stopping nor the lease lost
-		// (another replica resumes the run).
+		// A stop for good (/stop, interrupt mode: stoppedForGood, also
+		// once the daemon is stopping): not the daemon stopping, nor the
+		// lease lost (another replica resumes the run).
 		Stopped: func() bool { return (!d.closing.Load() || stoppedForGood(ctx)) && !leaseLost(ctx, nil) },
 	})
 	if !d.recordUsageLater(last, res, t.log) {
