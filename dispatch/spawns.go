@@ -122,6 +122,28 @@ func (s *spawns) done(ids ...string) {
 	}
 }
 
+// moved files the children of from, and its work being journaled, under
+// to: its chat moved (moved.go), and /stop comes from the new chat.
+func (s *spawns) moved(from, to routing.Key) {
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	for _, p := range s.pending {
+		if p.parent == from {
+			p.parent = to
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for child, id := range s.kids[from] {
+		if s.kids[to] == nil {
+			s.kids[to] = map[routing.Key]string{}
+		}
+		s.kids[to][child] = id
+		s.kin[id] = family{parent: to, child: child}
+	}
+	delete(s.kids, from)
+}
+
 // stopLocked stops parent's subagent work, the caller holding gate: the
 // spawns and announcements being journaled are marked not to be queued,
 // and the children with work are taken out of the index and returned
@@ -163,11 +185,12 @@ func (c commander) stopChildren(ctx context.Context, key routing.Key, within fun
 		}
 		return 0 // a subagent starts none
 	}
+	parent := d.moves.resolve(key.Canonical())
 	d.spawns.gate.Lock()
 	if within != nil {
 		within()
 	}
-	kids, n := d.spawns.stopLocked(key.Canonical())
+	kids, n := d.spawns.stopLocked(parent)
 	var items []lanes.Item
 	ids := make([]string, 0, len(kids))
 	for child, id := range kids {
@@ -183,7 +206,8 @@ func (c commander) stopChildren(ctx context.Context, key routing.Key, within fun
 // familyOf is the family of agent work a being journaled as id, for the
 // gate: a child's task (its parent the session that spawned it: a.Parent,
 // or its entry's spawnedBy) or a child's result announced into its parent.
-// Other work, and a child whose parent is unknown, have none.
+// Other work, and a child whose parent is unknown, have none. A parent
+// whose chat moved is filed under its key now.
 func (d *Dispatcher) familyOf(a agents.Dispatch, id string) (family, bool) {
 	switch {
 	case a.Subagent && a.Key.IsSubagent():
@@ -191,9 +215,12 @@ func (d *Dispatcher) familyOf(a agents.Dispatch, id string) (family, bool) {
 		if parent.IsZero() {
 			parent = d.spawnerOf(a.Key)
 		}
-		return family{parent: parent.Canonical(), child: a.Key.Canonical()}, !parent.IsZero()
+		if parent.IsZero() {
+			return family{}, false
+		}
+		return family{parent: d.moves.resolve(parent.Canonical()), child: a.Key.Canonical()}, true
 	case strings.HasPrefix(id, announcePrefix):
-		return family{parent: a.Key.Canonical()}, true
+		return family{parent: d.moves.resolve(a.Key.Canonical())}, true
 	}
 	return family{}, false
 }
@@ -211,7 +238,7 @@ func (d *Dispatcher) indexChild(w *work) {
 	if parent.IsZero() {
 		return
 	}
-	d.spawns.add(family{parent: parent.Canonical(), child: w.Key.Canonical()}, w.RecordID)
+	d.spawns.add(family{parent: d.moves.resolve(parent.Canonical()), child: w.Key.Canonical()}, w.RecordID)
 }
 
 // spawnerOf is the session that spawned child, from its entry; zero when

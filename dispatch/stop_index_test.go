@@ -99,3 +99,44 @@ func TestStopReadsNoUnrelatedSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestStopInMovedGroupStopsChildren (SPEC §4 /stop): a group that moved
+// to a new chat id (upgraded to a supergroup) while its session's child
+// worked: /stop in the moved chat stops that child. The child was found
+// by the key its parent had when it spawned, the old chat's, and ran on;
+// its result followed the move and was answered after the stop.
+func TestStopInMovedGroupStopsChildren(t *testing.T) {
+	m := &model{started: make(chan struct{}, 10)}
+	h := newHarness(t, "", m, func(h *harness) {
+		h.agent = func(o *agents.Options) {
+			o.Dispatch = func(ctx context.Context, a agents.Dispatch) error { return h.d.Dispatch(ctx, a) }
+		}
+	})
+	const oldChat, newChat = "-200", "-2001"
+	oldKey := routing.Key{Agent: "main", Channel: "tg", Kind: routing.Group, Peer: oldChat}
+	h.handle(groupIn(oldChat, "hello"))
+	<-m.started
+	h.drained()
+	_, unblock := workingChild(t, h, m, oldKey, "5e9b3d7f-2a4c-4e1b-8f60-3c7a1d5e9b20")
+	defer unblock()
+	h.handle(movedIn(oldChat, newChat))
+	h.handle(groupIn(newChat, "/stop"))
+	eventually(t, "the answer to /stop", func() bool {
+		return slices.ContainsFunc(h.tg.texts(), func(s string) bool { return strings.HasPrefix(s, "Stopped.") })
+	})
+	m.mu.Lock()
+	m.block = nil
+	m.mu.Unlock()
+	unblock() // a child still running finishes now and announces
+	h.drained()
+	if got := h.tg.texts(); !slices.Contains(got, "Stopped. 0 queued message(s) dropped. 1 subagent(s) stopped.") {
+		t.Errorf("chat got %q, want /stop to stop the moved session's child", got)
+	}
+	for _, r := range m.requests() {
+		for _, msg := range r.Messages {
+			if strings.Contains(msg.Text(), "[subagent result]") {
+				t.Fatalf("a child /stop should have stopped announced: %q", msg.Text())
+			}
+		}
+	}
+}
