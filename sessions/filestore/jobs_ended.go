@@ -24,7 +24,7 @@ import (
 //
 //	{"endedAt":T,"job":{...}}  the job ended at T (or changed after it ended: MoveJobs)
 //	{"removed":"<id>"}          the ended job was removed (RemoveJob)
-//	{"forgetBefore":T}          jobs that ended before T are past their retention
+//	{"forgetBefore":T}          the jobs above it that ended before T are past their retention
 //
 // A job ends by an append here (fsynced) and then a rewrite of jobs.json
 // without it. A crash between the two leaves the job in both files: an
@@ -48,17 +48,29 @@ type endedLine struct {
 
 // endedRec is the last record of one id.
 type endedRec struct {
-	job     sessions.Job
-	at      time.Time // when the job ended
-	removed bool
-	n       int64 // bytes of its line
+	job       sessions.Job
+	at        time.Time // when the job ended
+	removed   bool
+	forgotten bool  // a forgetBefore line after it covers it
+	n         int64 // bytes of its line
+	line      int   // its line's number
 }
 
 // endedLog is the ended jobs' file as read.
 type endedLog struct {
-	size   int64 // bytes of its complete lines (a torn tail excluded)
-	forget time.Time
-	recs   map[string]endedRec
+	size  int64 // bytes of its complete lines (a torn tail excluded)
+	lines int
+	recs  map[string]endedRec
+	// forgets are the forgetBefore lines met while reading the file,
+	// applied once it is read (finish).
+	forgets []forgetMark
+}
+
+// forgetMark is a forgetBefore line: it covers the lines above it only,
+// so a clock once set ahead does not make every job ended later forgotten.
+type forgetMark struct {
+	line   int
+	before time.Time
 }
 
 func newEndedLog() *endedLog { return &endedLog{recs: map[string]endedRec{}} }
@@ -67,7 +79,7 @@ func newEndedLog() *endedLog { return &endedLog{recs: map[string]endedRec{}} }
 // forgotten.
 func (l *endedLog) ended(id string) (endedRec, bool) {
 	r, ok := l.recs[id]
-	if !ok || r.removed || r.at.Before(l.forget) {
+	if !ok || r.removed || r.forgotten {
 		return endedRec{}, false
 	}
 	return r, true
@@ -91,17 +103,49 @@ func (l *endedLog) visible() []endedRec {
 	return out
 }
 
-// apply takes in one decoded line of n bytes.
-func (l *endedLog) apply(ln endedLine, n int64) {
+// apply takes in one decoded line of n bytes. A forgetBefore line is
+// applied at once (reading, it waits for finish: one pass for all).
+func (l *endedLog) apply(ln endedLine, n int64, reading bool) {
 	l.size += n
+	l.lines++
 	switch {
 	case ln.Job != nil:
-		l.recs[ln.Job.ID] = endedRec{job: *ln.Job, at: ln.EndedAt, n: n}
+		l.recs[ln.Job.ID] = endedRec{job: *ln.Job, at: ln.EndedAt, n: n, line: l.lines}
 	case ln.Removed != "":
-		l.recs[ln.Removed] = endedRec{removed: true, n: n}
-	case ln.ForgetBefore.After(l.forget):
-		l.forget = ln.ForgetBefore
+		l.recs[ln.Removed] = endedRec{removed: true, n: n, line: l.lines}
+	case !ln.ForgetBefore.IsZero() && reading:
+		l.forgets = append(l.forgets, forgetMark{line: l.lines, before: ln.ForgetBefore})
+	case !ln.ForgetBefore.IsZero():
+		for id, r := range l.recs {
+			if !r.removed && !r.forgotten && r.at.Before(ln.ForgetBefore) {
+				r.forgotten = true
+				l.recs[id] = r
+			}
+		}
 	}
+}
+
+// finish applies the forgetBefore lines read: a job is forgotten if one
+// below its line forgets what ended before its end.
+func (l *endedLog) finish() {
+	if len(l.forgets) == 0 {
+		return
+	}
+	latest := make([]time.Time, len(l.forgets)) // latest[k]: the latest time of forgets[k:]
+	for k := len(l.forgets) - 1; k >= 0; k-- {
+		latest[k] = l.forgets[k].before
+		if k+1 < len(l.forgets) && latest[k+1].After(latest[k]) {
+			latest[k] = latest[k+1]
+		}
+	}
+	for id, r := range l.recs {
+		k, _ := slices.BinarySearchFunc(l.forgets, r.line, func(f forgetMark, line int) int { return cmp.Compare(f.line, line) })
+		if !r.removed && k < len(l.forgets) && r.at.Before(latest[k]) {
+			r.forgotten = true
+			l.recs[id] = r
+		}
+	}
+	l.forgets = nil
 }
 
 // readEndedLog reads the ended jobs' file at path (none: empty).
@@ -119,6 +163,7 @@ func readEndedLog(path string) (*endedLog, error) {
 	for lineNo := 1; ; lineNo++ {
 		b, err := r.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
+			l.finish()
 			return l, nil // b, if any, is a line a crash cut short
 		}
 		if err != nil {
@@ -130,7 +175,7 @@ func readEndedLog(path string) (*endedLog, error) {
 				return nil, fmt.Errorf("sessions: jobs: decode %s line %d: %w", path, lineNo, err)
 			}
 		}
-		l.apply(ln, int64(len(b)))
+		l.apply(ln, int64(len(b)), true)
 	}
 }
 
@@ -177,17 +222,18 @@ func appendEnded(path string, l *endedLog, lines []endedLine) error {
 		return fmt.Errorf("sessions: jobs: append %s: %w", path, err)
 	}
 	for i, ln := range lines {
-		l.apply(ln, sizes[i])
+		l.apply(ln, sizes[i], false)
 	}
 	return nil
 }
 
-// rewriteEnded replaces the ended jobs' file with the jobs of l that
-// ended at or after cutoff, oldest first, and returns what it holds now.
+// rewriteEnded replaces the ended jobs' file with the jobs of l not
+// forgotten that ended at or after cutoff, oldest first, and returns what
+// it holds now.
 func rewriteEnded(path string, l *endedLog, cutoff time.Time) (*endedLog, error) {
 	keep := []endedRec{}
 	for _, r := range l.recs {
-		if !r.removed && !r.at.Before(cutoff) {
+		if !r.removed && !r.forgotten && !r.at.Before(cutoff) {
 			keep = append(keep, r)
 		}
 	}
@@ -205,7 +251,7 @@ func rewriteEnded(path string, l *endedLog, cutoff time.Time) (*endedLog, error)
 		}
 		buf.Write(b)
 		buf.WriteByte('\n')
-		out.apply(ln, int64(len(b)+1))
+		out.apply(ln, int64(len(b)+1), false)
 	}
 	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("sessions: jobs: rewrite %s: %w", path, err)

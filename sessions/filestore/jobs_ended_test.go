@@ -373,3 +373,46 @@ func TestRetentionForgetsOldEndedJobs(t *testing.T) {
 		t.Errorf("AddJob of a forgotten job's id: %v", err)
 	}
 }
+
+// TestForgetWithClockAheadSparesLaterJobs: maintenance run while the
+// clock was a year ahead forgets what ended before that clock's cutoff;
+// jobs that end once the clock is set right are listed, not forgotten at
+// once by that cutoff (it covers the jobs that had ended when it ran).
+func TestForgetWithClockAheadSparesLaterJobs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := endedT0
+	m := openJobsManager(t, dir, &now, sessions.Maintenance{})
+	s := m.Backend().Jobs()
+	endAt := func(at time.Time, ids ...string) {
+		now = at
+		for _, id := range ids {
+			if err := s.AddJob(ctx, endedTestJob(id, at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fire(t, s, at)
+	}
+	endAt(endedT0, "jreal")
+	ahead := endedT0.Add(365 * 24 * time.Hour)
+	var aheadIDs []string
+	for i := range 10 {
+		aheadIDs = append(aheadIDs, fmt.Sprintf("jahead%02d", i))
+	}
+	endAt(ahead, aheadIDs...)
+	if _, err := m.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	endAt(endedT0.Add(time.Hour), "jlater") // the clock set right
+	for name, h := range map[string]sessions.Jobs{"same handle": s, "restarted": filestore.NewJobs(filepath.Join(dir, "jobs"), 0)} {
+		if j, err := h.Job(ctx, "jlater"); err != nil || j.State != sessions.JobDone {
+			t.Errorf("%s: the job ended after the clock was set right: %+v, %v", name, j, err)
+		}
+		if _, err := h.Job(ctx, "jreal"); err == nil {
+			t.Errorf("%s: the job the maintenance forgot is back", name)
+		}
+		if js, err := h.ListJobs(ctx, sessions.JobFilter{}); err != nil || len(js) != 11 {
+			t.Errorf("%s: %d jobs listed, %v; want 11", name, len(js), err)
+		}
+	}
+}

@@ -25,17 +25,14 @@ func (s *Jobs) ForgetEnded(ctx context.Context, cutoff time.Time, dry bool) (int
 			return err
 		}
 		log := v.log
-		if log.forget.After(cutoff) {
-			cutoff = log.forget
-		}
 		var keep int64 // bytes of the jobs kept
 		for _, r := range log.recs {
 			switch {
-			case r.removed:
-			case !r.at.Before(cutoff):
-				keep += r.n
-			case !r.at.Before(log.forget):
+			case r.removed || r.forgotten:
+			case r.at.Before(cutoff):
 				n++
+			default:
+				keep += r.n
 			}
 		}
 		if dry || log.size == 0 {
