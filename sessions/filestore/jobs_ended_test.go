@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -414,5 +415,54 @@ func TestForgetWithClockAheadSparesLaterJobs(t *testing.T) {
 		if js, err := h.ListJobs(ctx, sessions.JobFilter{}); err != nil || len(js) != 11 {
 			t.Errorf("%s: %d jobs listed, %v; want 11", name, len(js), err)
 		}
+	}
+}
+
+// TestSnapshotKeepsJobEndingDuringCopy: a job that ends while a backup's
+// snapshot copies the jobs is in the copy (ended), never in neither file:
+// jobs.json is copied before the ended jobs' file it moves jobs to.
+func TestSnapshotKeepsJobEndingDuringCopy(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	dir := filepath.Join(state, "jobs")
+	s := filestore.NewJobs(dir, 0)
+	for _, j := range []sessions.Job{endedTestJob("jbefore", endedT0), endedTestJob("jduring", endedT0.Add(time.Hour))} {
+		if err := s.AddJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fire(t, s, endedT0) // jbefore ended: both files exist
+	copyDir := t.TempDir()
+	ended := false
+	_, err := filestore.Snapshot(ctx, state, 0, func(f filestore.SnapshotFile) error {
+		b := make([]byte, f.Size)
+		if _, err := io.ReadFull(f.Body, b); err != nil {
+			return err
+		}
+		if !ended && strings.HasPrefix(f.Path, "jobs/") {
+			ended = true
+			if got := fire(t, filestore.NewJobs(dir, 0), endedT0.Add(time.Hour)); len(got) != 1 {
+				t.Fatalf("fired %d jobs during the copy", len(got))
+			}
+		}
+		path := filepath.Join(copyDir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(path, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := filestore.NewJobs(filepath.Join(copyDir, "jobs"), 0)
+	for _, id := range []string{"jbefore", "jduring"} {
+		if j, err := restored.Job(ctx, id); err != nil {
+			t.Errorf("%s is not in the copy: %v", id, err)
+		} else if j.State == sessions.JobActive && id == "jbefore" {
+			t.Errorf("%s is active again in the copy", id)
+		}
+	}
+	if js, _, err := restored.ClaimDueJobs(ctx, endedT0.Add(2*time.Hour), "me", time.Minute, 10); err != nil || len(js) > 1 {
+		t.Errorf("the copy fires %v, %v", js, err)
 	}
 }
