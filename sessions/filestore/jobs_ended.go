@@ -204,8 +204,12 @@ func appendEnded(path string, l *endedLog, lines []endedLine) error {
 		return fmt.Errorf("sessions: jobs: append %s: %w", path, err)
 	}
 	err = func() error {
-		if err := f.Truncate(l.size); err != nil { // a torn tail, if any
+		if fi, err := f.Stat(); err != nil {
 			return err
+		} else if fi.Size() != l.size {
+			if err := f.Truncate(l.size); err != nil { // a torn tail
+				return err
+			}
 		}
 		if _, err := f.WriteAt(buf.Bytes(), l.size); err != nil {
 			return err
