@@ -26,6 +26,11 @@ func (db *DB) ForgetEndedJobs(ctx context.Context, before time.Time, dry bool) (
 		}
 		return n, nil
 	}
+	// A job ended by a gateway older than migration 00028 (a replica not
+	// yet upgraded) has no end time: its retention starts now.
+	if _, err := db.pool.Exec(ctx, `UPDATE jobs SET ended_at = $1 WHERE state <> 'active' AND ended_at IS NULL`, db.clock()); err != nil {
+		return 0, fmt.Errorf("pgstore: forget ended jobs: %w", err)
+	}
 	total := 0
 	for {
 		tag, err := db.pool.Exec(ctx, `DELETE FROM jobs WHERE id IN (

@@ -115,6 +115,12 @@ func TestMaintenanceForgetsOldEndedJobs(t *testing.T) {
 	if err := s.AddJob(ctx, pruneTestJob("jlive", pruneT0.Add(90*24*time.Hour))); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.AddJob(ctx, pruneTestJob("jolder", pruneT0.Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(ctx, `UPDATE jobs SET state = 'done' WHERE id = 'jolder'`); err != nil { // as a gateway before 00028 ends it
+		t.Fatal(err)
+	}
 	ids := func() string {
 		js, err := s.ListJobs(ctx, sessions.JobFilter{})
 		if err != nil {
@@ -141,15 +147,22 @@ func TestMaintenanceForgetsOldEndedJobs(t *testing.T) {
 	if _, err := warn.MaintainAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ids(), "jolddisabled jolddone jrecent jlive"; got != want {
+	if got, want := ids(), "jolddisabled jolddone jolder jrecent jlive"; got != want {
 		t.Errorf("after maintenance in warn mode: %s, want %s", got, want)
 	}
 	b := backend(sessions.Maintenance{})
 	if _, err := b.MaintainAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ids(), "jrecent jlive"; got != want {
-		t.Errorf("31 days after the first ended: %s, want %s", got, want)
+	if got, want := ids(), "jolder jrecent jlive"; got != want {
+		t.Errorf("31 days after the first ended: %s, want %s (jolder's end unknown: kept from now)", got, want)
+	}
+	clk.t = pruneT0.Add(62 * 24 * time.Hour)
+	if _, err := b.MaintainAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(), "jlive"; got != want {
+		t.Errorf("62 days after the first ended: %s, want %s", got, want)
 	}
 	if err := s.AddJob(ctx, pruneTestJob("jolddone", clk.t)); err != nil {
 		t.Errorf("AddJob of a forgotten job's id: %v", err)

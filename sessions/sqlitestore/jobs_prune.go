@@ -23,6 +23,16 @@ func (db *DB) ForgetEndedJobs(ctx context.Context, before time.Time, dry bool) (
 		}
 		return n, nil
 	}
+	// A job ended by a gateway older than migration 00002 (another
+	// process on the file not yet upgraded) has no end time: its
+	// retention starts now.
+	err := db.w.do(ctx, func(tx *wtx) error {
+		_, err := tx.Exec(`UPDATE jobs SET ended_at = ? WHERE state <> 'active' AND ended_at IS NULL`, toNanos(db.clock()))
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: forget ended jobs: %w", err)
+	}
 	total := 0
 	for {
 		var n int64
