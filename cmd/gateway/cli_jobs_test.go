@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/filestore"
 )
 
 // TestJobsAddListRemove: `gateway jobs add` schedules into a session's
@@ -87,5 +89,40 @@ func TestJobsListFilters(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "agents", "mian")); err == nil {
 		t.Errorf("jobs add into a typo'd agent left its store directory behind")
+	}
+}
+
+// TestJobsListAllShowsEndedJobs: a job that fired for the last time
+// (moved out of jobs.json into the ended jobs' file) is listed by `jobs
+// list --all` with its state, not by `jobs list`, and `jobs remove`
+// forgets it, as when jobs.json kept it.
+func TestJobsListAllShowsEndedJobs(t *testing.T) {
+	state := t.TempDir()
+	keys := seed(t, state, time.Now(), []string{"hello"})
+	cfg := writeConfig(t, state, "", "")
+	r := gw(t, cfg, "jobs", "add", "--session", keys[0].String(), "in", "2", "hours", "Call", "Ann").want(t, 0)
+	id := strings.TrimSuffix(strings.Fields(r.Stdout)[1], ":")
+	store := filestore.NewJobs(filepath.Join(state, "jobs"), 0)
+	due := time.Now().Add(3 * time.Hour)
+	ctx := context.Background()
+	if js, _, err := store.ClaimDueJobs(ctx, due, "test", time.Minute, 10); err != nil || len(js) != 1 {
+		t.Fatalf("claim: %v, %v", js, err)
+	}
+	if err := store.SettleJob(ctx, id, "test", sessions.JobSettle{Fired: due, State: sessions.JobDone, NextAt: due}); err != nil {
+		t.Fatal(err)
+	}
+	all := listAllJobs(t, cfg)
+	if j, ok := all[id]; !ok || len(all) != 1 || j.State != sessions.JobDone || j.Fires != 1 || j.Text != "Call Ann" {
+		t.Fatalf("jobs list --all: %+v", all)
+	}
+	if out := gw(t, cfg, "jobs", "list", "--all").want(t, 0).Stdout; !strings.Contains(out, id) || !strings.Contains(out, "done") {
+		t.Errorf("jobs list --all:\n%s", out)
+	}
+	if out := gw(t, cfg, "jobs", "list").want(t, 0).Stdout; strings.TrimSpace(out) != "no jobs" {
+		t.Errorf("jobs list shows the ended job:\n%s", out)
+	}
+	gw(t, cfg, "jobs", "remove", id).want(t, 0)
+	if all := listAllJobs(t, cfg); len(all) != 0 {
+		t.Errorf("jobs list --all after remove: %+v", all)
 	}
 }

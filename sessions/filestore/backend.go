@@ -169,6 +169,7 @@ func (m *Manager) jobFiles() *Jobs {
 	defer m.smu.Unlock()
 	if m.jobs == nil {
 		m.jobs = NewJobs(filepath.Join(m.opts.StateDir, "jobs"), m.opts.LockTimeout)
+		m.jobs.now = m.now
 	}
 	return m.jobs
 }

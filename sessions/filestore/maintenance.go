@@ -21,7 +21,8 @@ const (
 	staleTempAge = time.Hour
 )
 
-// Maintain runs maintenance on every agent store on disk.
+// Maintain runs maintenance on every agent store on disk, then on the
+// ended jobs (maintainJobs).
 func (m *Manager) Maintain(ctx context.Context) ([]sessions.MaintenanceReport, error) {
 	agents, err := m.Agents()
 	if err != nil {
@@ -45,6 +46,11 @@ func (m *Manager) Maintain(ctx context.Context) ([]sessions.MaintenanceReport, e
 			errs = append(errs, err)
 		}
 		out = append(out, r)
+	}
+	if ctx.Err() == nil {
+		if err := m.maintainJobs(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return out, errors.Join(errs...)
 }

@@ -137,6 +137,17 @@ func (s *snapshotter) tree(rel, stop string) error {
 		if err != nil {
 			return fmt.Errorf("sessions: snapshot: %w", err)
 		}
+		if rel == "jobs" {
+			// jobs.json before the ended jobs' file its jobs move to: a
+			// job that ends between the two reads is in the later one.
+			first := func(de fs.DirEntry) int {
+				if de.Name() == "jobs.json" {
+					return 0
+				}
+				return 1
+			}
+			slices.SortStableFunc(des, func(a, b fs.DirEntry) int { return first(a) - first(b) })
+		}
 		for _, de := range des {
 			if err := s.tree(rel+"/"+de.Name(), stop); err != nil {
 				return err

@@ -36,9 +36,9 @@ func (s jobStore) AddJob(ctx context.Context, j sessions.Job) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: add job %q: encode: %w", j.ID, err)
 	}
-	tag, err := s.db.pool.Exec(ctx, `INSERT INTO jobs (id, agent_id, session_key, chat_key, state, next_at, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-		j.ID, j.AgentID, j.SessionKey, j.Target.ChatKey(), j.State, j.NextAt.UTC(), body)
+	tag, err := s.db.pool.Exec(ctx, `INSERT INTO jobs (id, agent_id, session_key, chat_key, state, next_at, body, ended_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+		j.ID, j.AgentID, j.SessionKey, j.Target.ChatKey(), j.State, j.NextAt.UTC(), body, s.endedAt(j.State))
 	if err != nil {
 		return fmt.Errorf("pgstore: add job %q: %w", j.ID, err)
 	}
@@ -223,8 +223,8 @@ func (s jobStore) SettleJob(ctx context.Context, id, owner string, st sessions.J
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		_, err = tx.Exec(ctx, `UPDATE jobs SET state = $2, next_at = $3, claim_owner = '', claim_until = NULL, body = $4
-			WHERE id = $1`, id, j.State, j.NextAt.UTC(), body)
+		_, err = tx.Exec(ctx, `UPDATE jobs SET state = $2, next_at = $3, claim_owner = '', claim_until = NULL, body = $4,
+			ended_at = $5 WHERE id = $1`, id, j.State, j.NextAt.UTC(), body, s.endedAt(j.State))
 		return err
 	})
 	if err != nil {
@@ -250,8 +250,8 @@ func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 		return fmt.Errorf("pgstore: disable job: %w: %q", sessions.ErrNoJob, id)
 	}
 	tag, err := s.db.pool.Exec(ctx, `UPDATE jobs SET state = $2, claim_owner = '', claim_until = NULL,
-			body = jsonb_set(body, '{note}', to_jsonb($3::text))
-		WHERE id = $1 AND state = 'active'`, id, sessions.JobDisabled, note)
+			body = jsonb_set(body, '{note}', to_jsonb($3::text)), ended_at = $4
+		WHERE id = $1 AND state = 'active'`, id, sessions.JobDisabled, note, s.db.clock())
 	if err != nil {
 		return fmt.Errorf("pgstore: disable job %q: %w", id, err)
 	}
@@ -301,6 +301,16 @@ func (s jobStore) MoveJobs(ctx context.Context, fromChatKey, toChatID, fromKey, 
 		return 0, fmt.Errorf("pgstore: move jobs: %w", err)
 	}
 	return n, nil
+}
+
+// endedAt is the ended_at of a job in state: now once it ended, NULL
+// while it is active.
+func (s jobStore) endedAt(state string) *time.Time {
+	if state == sessions.JobActive {
+		return nil
+	}
+	now := s.db.clock()
+	return &now
 }
 
 // scanJob reads a row of jobCols: body, with the columns laid over it.

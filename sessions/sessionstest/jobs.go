@@ -36,6 +36,7 @@ func TestJobs(t *testing.T, open JobsOpener) {
 		{"DisableWhileClaimed", testJobsDisable},
 		{"SettleBatch", testJobsSettleBatch},
 		{"MoveRoom", testJobsMove},
+		{"EndedJobs", testJobsEnded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -483,5 +484,69 @@ func testJobsMove(t *testing.T, open JobsOpener) {
 	}
 	if got := listJobs(t, b, sessions.JobFilter{ChatKey: other.Target.ChatKey()}); !cmp.Equal(got, []string{other.ID}) {
 		t.Errorf("another room's jobs: %v", got)
+	}
+}
+
+// testJobsEnded: a job that ended (settled done, or added ended as a copy
+// brings it) is listed with the ended ones only, read from another
+// handle, holds no claim, keeps its state when disabled, moves with its
+// room, and is removed once; its id may then be added again, live.
+func testJobsEnded(t *testing.T, open JobsOpener) {
+	ctx := context.Background()
+	a := open(t, nil)
+	fired, copied, live := testJob(0, "-100"), testJob(1, "-100"), testJob(60, "-100")
+	copied.State, copied.Fires, copied.LastFiredAt, copied.Note = sessions.JobMissed, 0, time.Time{}, "missed while down"
+	for _, j := range []sessions.Job{fired, copied, live} {
+		addJob(t, a, j)
+	}
+	if js, _, err := a.ClaimDueJobs(ctx, jobT0.Add(5*time.Minute), "me", time.Minute, 10); err != nil || len(js) != 1 || js[0].ID != fired.ID {
+		t.Fatalf("claim: %v, %v; want only %s (the copied job ended)", jobIDs(js), err, fired.ID)
+	}
+	done := sessions.JobSettle{Fired: jobT0, State: sessions.JobDone, NextAt: jobT0}
+	if err := a.SettleJob(ctx, fired.ID, "me", done); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, a)
+	if got := listJobs(t, b, sessions.JobFilter{}); !cmp.Equal(got, []string{fired.ID, copied.ID, live.ID}) {
+		t.Errorf("all jobs: %v", got)
+	}
+	if got := listJobs(t, b, sessions.JobFilter{Active: true}); !cmp.Equal(got, []string{live.ID}) {
+		t.Errorf("active jobs: %v", got)
+	}
+	if g, err := b.Job(ctx, fired.ID); err != nil || g.State != sessions.JobDone || g.Fires != 1 || g.ClaimOwner != "" {
+		t.Errorf("the fired job: %+v, %v", g, err)
+	}
+	if g, err := b.Job(ctx, copied.ID); err != nil || g.State != sessions.JobMissed || g.Note != copied.Note {
+		t.Errorf("the copied ended job: %+v, %v", g, err)
+	}
+	if err := b.SettleJob(ctx, fired.ID, "me", done); !errors.Is(err, sessions.ErrJobClaimLost) {
+		t.Errorf("a second settle of the ended job: %v, want ErrJobClaimLost", err)
+	}
+	if err := b.DisableJob(ctx, fired.ID, "x"); err != nil {
+		t.Errorf("DisableJob of an ended job: %v", err)
+	}
+	if err := a.AddJob(ctx, fired); !errors.Is(err, sessions.ErrJobExists) {
+		t.Errorf("AddJob of the ended job's id: %v, want ErrJobExists", err)
+	}
+	if n, err := b.MoveJobs(ctx, fired.Target.ChatKey(), "-1001", "", ""); err != nil || n != 3 {
+		t.Errorf("MoveJobs: %d, %v; want the 3 jobs of the room, ended ones too", n, err)
+	}
+	if g, err := a.Job(ctx, fired.ID); err != nil || g.State != sessions.JobDone || g.Target.ChatID != "-1001" {
+		t.Errorf("the moved ended job: %+v, %v", g, err)
+	}
+	if err := b.RemoveJob(ctx, fired.ID); err != nil {
+		t.Fatalf("RemoveJob of the ended job: %v", err)
+	}
+	if err := a.RemoveJob(ctx, fired.ID); !errors.Is(err, sessions.ErrNoJob) {
+		t.Errorf("RemoveJob again: %v, want ErrNoJob", err)
+	}
+	if got := listJobs(t, a, sessions.JobFilter{}); !cmp.Equal(got, []string{copied.ID, live.ID}) {
+		t.Errorf("all jobs after the remove: %v", got)
+	}
+	again := fired
+	again.NextAt = jobT0.Add(2 * time.Hour)
+	addJob(t, b, again)
+	if js, _, err := a.ClaimDueJobs(ctx, again.NextAt, "me", time.Minute, 10); err != nil || len(js) != 2 {
+		t.Errorf("claim after the id was added again: %v, %v; want it and %s", jobIDs(js), err, live.ID)
 	}
 }

@@ -110,7 +110,8 @@ func (b *Backend) maintain(ctx context.Context) {
 }
 
 // MaintainAll applies the maintenance policy in force to every agent with
-// stored sessions; failures are logged and reported.
+// stored sessions, then to the ended jobs; failures are logged and
+// reported.
 func (b *Backend) MaintainAll(ctx context.Context) ([]sessions.MaintenanceReport, error) {
 	agents, err := b.Agents()
 	if err != nil {
@@ -118,9 +119,13 @@ func (b *Backend) MaintainAll(ctx context.Context) ([]sessions.MaintenanceReport
 		return nil, err
 	}
 	cfg := *b.maint.Load()
-	return sessions.MaintainAgents(ctx, b.log, agents, func(ctx context.Context, a string) (sessions.MaintenanceReport, error) {
+	reps, err := sessions.MaintainAgents(ctx, b.log, agents, func(ctx context.Context, a string) (sessions.MaintenanceReport, error) {
 		return b.db.Store(a, b.ResetConfig).Maintain(ctx, cfg)
 	})
+	if ctx.Err() != nil {
+		return reps, err
+	}
+	return reps, errors.Join(err, b.maintainJobs(ctx, cfg))
 }
 
 // DB is the database behind b.

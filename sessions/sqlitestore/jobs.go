@@ -36,9 +36,10 @@ func (s jobStore) AddJob(ctx context.Context, j sessions.Job) error {
 	}
 	var n int64
 	err = s.db.w.do(ctx, func(tx *wtx) error {
-		r, err := tx.Exec(`INSERT INTO jobs (id, agent_id, session_key, chat_key, state, next_at, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			j.ID, j.AgentID, j.SessionKey, j.Target.ChatKey(), j.State, toNanos(j.NextAt.UTC()), string(body))
+		r, err := tx.Exec(`INSERT INTO jobs (id, agent_id, session_key, chat_key, state, next_at, body, ended_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			j.ID, j.AgentID, j.SessionKey, j.Target.ChatKey(), j.State, toNanos(j.NextAt.UTC()), string(body),
+			s.endedAt(j.State))
 		if err != nil {
 			return err
 		}
@@ -119,18 +120,12 @@ func (s jobStore) ClaimDueJobs(ctx context.Context, now time.Time, owner string,
 			j, err := scanJob(r)
 			claimed = append(claimed, j)
 			return err
-		}, `UPDATE jobs SET claim_owner = ?2, claim_until = ?3 WHERE id IN (
-				SELECT id FROM jobs WHERE state = 'active' AND next_at <= ?1 AND (claim_owner = '' OR claim_until <= ?1)
-				ORDER BY next_at, id LIMIT ?4)
-			RETURNING `+jobCols, toNanos(now), owner, toNanos(now.Add(lease)), limit)
+		}, claimJobsSQL, toNanos(now), owner, toNanos(now.Add(lease)), limit)
 		if err != nil {
 			return err
 		}
 		var free, held sql.NullInt64
-		if err := tx.QueryRow(`SELECT
-			(SELECT min(next_at) FROM jobs WHERE state = 'active' AND claim_owner = ''),
-			(SELECT min(max(claim_until, next_at)) FROM jobs WHERE state = 'active' AND claim_owner <> '' AND claim_owner <> ?)`,
-			owner).Scan(&free, &held); err != nil {
+		if err := tx.QueryRow(nextJobSQL, owner).Scan(&free, &held); err != nil {
 			return err
 		}
 		switch {
@@ -150,16 +145,31 @@ func (s jobStore) ClaimDueJobs(ctx context.Context, now time.Time, owner string,
 	return claimed, next, nil
 }
 
+// The statements of a poll: claimJobsSQL claims for owner ?2 until ?3
+// at most ?4 jobs due at ?1 and returns them; nextJobSQL finds when the
+// next one not claimed by owner ?1 falls due. Both read active jobs only,
+// through the partial index jobs_due (ended jobs are not read at a fire,
+// however many the table holds: TestJobFireReadsNoEndedRows).
+const (
+	claimJobsSQL = `UPDATE jobs SET claim_owner = ?2, claim_until = ?3 WHERE id IN (
+			SELECT id FROM jobs WHERE state = 'active' AND next_at <= ?1 AND (claim_owner = '' OR claim_until <= ?1)
+			ORDER BY next_at, id LIMIT ?4)
+		RETURNING ` + jobCols
+	nextJobSQL = `SELECT
+		(SELECT min(next_at) FROM jobs WHERE state = 'active' AND claim_owner = ''),
+		(SELECT min(max(claim_until, next_at)) FROM jobs WHERE state = 'active' AND claim_owner <> '' AND claim_owner <> ?)`
+)
+
 // SettleJob implements sessions.Jobs.
 func (s jobStore) SettleJob(ctx context.Context, id, owner string, st sessions.JobSettle) error {
-	err := s.db.w.do(ctx, func(tx *wtx) error { return settleIn(tx, id, owner, st) })
+	err := s.db.w.do(ctx, func(tx *wtx) error { return settleIn(tx, id, owner, st, s.endedAt(st.State)) })
 	if err != nil {
 		return fmt.Errorf("sqlitestore: settle job %q: %w", id, err)
 	}
 	return nil
 }
 
-func settleIn(tx *wtx, id, owner string, st sessions.JobSettle) error {
+func settleIn(tx *wtx, id, owner string, st sessions.JobSettle, endedAt any) error {
 	j, err := scanJob(tx.QueryRow(`SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%w: %q", sessions.ErrNoJob, id)
@@ -175,9 +185,18 @@ func settleIn(tx *wtx, id, owner string, st sessions.JobSettle) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	_, err = tx.Exec(`UPDATE jobs SET state = ?, next_at = ?, claim_owner = '', claim_until = 0, body = ? WHERE id = ?`,
-		j.State, toNanos(j.NextAt.UTC()), string(body), id)
+	_, err = tx.Exec(`UPDATE jobs SET state = ?, next_at = ?, claim_owner = '', claim_until = 0, body = ?, ended_at = ?
+		WHERE id = ?`, j.State, toNanos(j.NextAt.UTC()), string(body), endedAt, id)
 	return err
+}
+
+// endedAt is the ended_at of a job in state: now once it ended, NULL
+// while it is active.
+func (s jobStore) endedAt(state string) any {
+	if state == sessions.JobActive {
+		return nil
+	}
+	return toNanos(s.db.clock())
 }
 
 // SettleJobs implements sessions.Jobs: one writer job per settle, all
@@ -206,8 +225,8 @@ func (s jobStore) DisableJob(ctx context.Context, id, note string) error {
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		_, err = tx.Exec(`UPDATE jobs SET state = ?, claim_owner = '', claim_until = 0, body = ? WHERE id = ?`,
-			j.State, string(body), id)
+		_, err = tx.Exec(`UPDATE jobs SET state = ?, claim_owner = '', claim_until = 0, body = ?, ended_at = ? WHERE id = ?`,
+			j.State, string(body), s.endedAt(j.State), id)
 		return err
 	})
 	switch {

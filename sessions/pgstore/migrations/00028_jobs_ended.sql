@@ -1,0 +1,13 @@
+-- +goose Up
+-- When a scheduled job ended (NULL while it is active): maintenance
+-- forgets ended jobs past the retention (archiveRetention), found through
+-- jobs_ended, which holds ended jobs only. A job that ended before this
+-- column existed is taken to have ended at its last due time, or now if
+-- that is later.
+ALTER TABLE jobs ADD COLUMN ended_at timestamptz;
+UPDATE jobs SET ended_at = least(next_at, now()) WHERE state <> 'active';
+CREATE INDEX jobs_ended ON jobs (ended_at) WHERE state <> 'active';
+
+-- +goose Down
+DROP INDEX jobs_ended;
+ALTER TABLE jobs DROP COLUMN ended_at;
