@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/gateway/gateway/sessions"
 )
 
@@ -63,22 +61,7 @@ func (s *Jobs) ForgetEnded(ctx context.Context, cutoff time.Time, dry bool) (int
 }
 
 // maintainJobs forgets the ended jobs past the maintenance policy's
-// archiveRetention (pruneAfter unless set, 30 days by default): an ended
-// job is kept, and listed by `gateway jobs list --all`, as long as an
-// archived transcript is. In warn mode it only reports.
+// archiveRetention (sessions.MaintainEndedJobs), as the other backends do.
 func (m *Manager) maintainJobs(ctx context.Context) error {
-	cfg := m.maint.Load().WithDefaults()
-	warn := cfg.Mode == sessions.MaintenanceWarn
-	n, err := m.jobFiles().ForgetEnded(ctx, m.now().Add(-cfg.ArchiveRetention), warn)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		msg := "job maintenance forgot ended jobs"
-		if warn {
-			msg = "job maintenance would forget ended jobs (mode warn)"
-		}
-		m.log.Info(msg, zap.Int("ended_jobs", n), zap.Duration("retention", cfg.ArchiveRetention))
-	}
-	return nil
+	return sessions.MaintainEndedJobs(ctx, *m.maint.Load(), m.now(), m.jobFiles().ForgetEnded, m.log)
 }

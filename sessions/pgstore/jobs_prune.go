@@ -46,22 +46,11 @@ func (db *DB) ForgetEndedJobs(ctx context.Context, before time.Time, dry bool) (
 }
 
 // maintainJobs forgets the ended jobs past the policy's archiveRetention
-// (pruneAfter unless set, 30 days by default), as the files backend does:
-// an ended job is kept, and listed, as long as an archived transcript is.
+// (sessions.MaintainEndedJobs), as the other backends do.
 func (b *Backend) maintainJobs(ctx context.Context, cfg sessions.Maintenance) error {
-	cfg = cfg.WithDefaults()
-	warn := cfg.Mode == sessions.MaintenanceWarn
-	n, err := b.db.ForgetEndedJobs(ctx, b.db.clock().Add(-cfg.ArchiveRetention), warn)
-	if err != nil {
+	if err := sessions.MaintainEndedJobs(ctx, cfg, b.db.clock(), b.db.ForgetEndedJobs, b.log); err != nil {
 		b.log.Warn("job maintenance failed", zap.Error(err))
 		return err
-	}
-	if n > 0 {
-		msg := "job maintenance forgot ended jobs"
-		if warn {
-			msg = "job maintenance would forget ended jobs (mode warn)"
-		}
-		b.log.Info(msg, zap.Int("ended_jobs", n), zap.Duration("retention", cfg.ArchiveRetention))
 	}
 	return nil
 }
