@@ -209,3 +209,41 @@ func TestReplyAheadWithdrawnWhenOutcomeUnknown(t *testing.T) {
 		t.Errorf("Pending at the next start = %+v, %v; want r1 to run again", ps, err)
 	}
 }
+
+// TestReplyAheadRefusedStillAppendsTheAnswer: when the server refuses the
+// reply's statements for what they hold, the answer is appended alone and
+// the reply left to the turn's Ready (which reports the refusal without
+// failing the turn, as before): a reply the outbox cannot take never
+// costs the transcript its answer.
+func TestReplyAheadRefusedStillAppendsTheAnswer(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	d := newDelivery(t, db, DeliveryOptions{})
+	mustAccept(t, d, "r1")
+	if _, err := db.pool.Exec(ctx, `CREATE FUNCTION refuse_reply() RETURNS trigger LANGUAGE plpgsql AS
+		$$BEGIN RAISE EXCEPTION 'reply refused' USING ERRCODE = '22023'; END$$;
+		CREATE TRIGGER refuse_reply BEFORE INSERT ON delivery_replies FOR EACH ROW EXECUTE FUNCTION refuse_reply()`); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := db.Transcript(sidA, transcript.Header{SessionKey: turnKey, AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := ahead(d, reply("rp1", "r1"))
+	ids, err := tr.Append(sessions.WithReplyAhead(ctx, ra), text(sessions.RoleAssistant, "answer"))
+	if err != nil {
+		t.Fatalf("answer with a refused reply: %v", err)
+	}
+	if _, ok := ra.Taken(); ok {
+		t.Error("a refused reply is taken")
+	}
+	h, err := tr.History(ctx)
+	if err != nil || len(h) != 1 || h[0].Text() != "answer" {
+		t.Errorf("transcript = %+v, %v; want the answer", h, err)
+	}
+	var usage int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM usage WHERE entry_id = $1`, ids[0]).Scan(&usage); err != nil || usage != 0 {
+		t.Errorf("usage rows stored with a refused reply: %d, %v; want none (the turn records it)", usage, err)
+	}
+}

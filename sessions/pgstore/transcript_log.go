@@ -326,10 +326,12 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		if attempt < idAttempts && errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "transcript_entries" {
 			continue // an entry id is taken: draw others
 		}
-		if ahead != nil && errors.As(err, &pe) {
-			// Refused, perhaps for the reply's statements: alone, Ready
-			// (the turn's, after) would report that without failing the
-			// answer. Once more without them.
+		if ahead != nil && permanent(err) {
+			// Refused for what it holds, perhaps the reply's statements:
+			// alone, Ready (the turn's, after) would report that without
+			// failing the answer. Once more without them. (A fenced
+			// append is no longer a PgError here; a lock timeout or an
+			// outage is not permanent: it fails the append as before.)
 			t.db.log.Warn("append with its reply refused; appending alone, the turn stores the reply", zap.String("session_id", t.sessionID), zap.Error(err))
 			ahead = nil
 			continue
