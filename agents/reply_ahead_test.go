@@ -51,3 +51,26 @@ func TestReplyAheadWithTheFinalAnswerOnly(t *testing.T) {
 		t.Errorf("taken = %+v, %v; want the reply of entry %q", rp, ok, res.EntryID)
 	}
 }
+
+// TestReplyAheadNotForAChild: a subagent's turn ends with its
+// announcement, which may fail after the answer was appended and have the
+// dispatcher run the turn again (TestChildWhoseAnnouncementFailedIsKeptToRetry):
+// its reply is never stored with the answer, where it would answer the
+// child's record before the parent heard.
+func TestReplyAheadNotForAChild(t *testing.T) {
+	h := newHarness(t, Defaults{}, []Agent{{ID: "main"}}, func(*harness, Dispatch) error { return nil })
+	h.p.reply = scripted(map[string]any{"task": "count the files"})
+	if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: h.key("main", "7"),
+		Inputs: []sessions.Message{user("please delegate")}}); err != nil {
+		t.Fatal(err)
+	}
+	d := h.dispatches()[0]
+	asked := 0
+	if _, err := h.r.Run(context.Background(), Turn{AgentID: "main", Key: d.Key, Inputs: []sessions.Message{d.Message},
+		ReplyAhead: func(Result) *sessions.ReplyAhead { asked++; return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 0 {
+		t.Errorf("ReplyAhead asked %d times for a child's turn, want never", asked)
+	}
+}
