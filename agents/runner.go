@@ -66,10 +66,15 @@ type Options struct {
 // ID, when set, makes it idempotent: work with an ID already journaled
 // (pending, or done within the journal's retention) is not queued again —
 // a child's run replayed after a crash announces its result once.
+// Parent is the session that spawned a subagent (Subagent=true). ctx is
+// the run that queues it (the parent's for a spawn, the child's for an
+// announcement): the dispatcher refuses work whose session was stopped
+// meanwhile (/stop), returning an error.
 type Dispatch struct {
 	ID       string
 	AgentID  string
 	Key      routing.Key
+	Parent   routing.Key
 	Subagent bool
 	Message  sessions.Message
 	Deliver  bool

@@ -164,10 +164,14 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	}); err != nil {
 		return SpawnResult{}, fmt.Errorf("record spawn: %w", err)
 	}
-	if err := r.opts.Dispatch(ctx, Dispatch{AgentID: target, Key: child, Subagent: true,
+	if err := r.opts.Dispatch(ctx, Dispatch{AgentID: target, Key: child, Parent: s.key, Subagent: true,
 		Message: sessions.UserText(a.Task, r.now()), Deliver: false}); err != nil {
 		s.log.Error("subagent dispatch failed", zap.String("child_session_key", child.String()), zap.Error(err))
-		if derr := st.Delete(ctx, child); derr != nil {
+		// Removed even when ctx is done (a /stop refused the child):
+		// left, the session that never ran stayed listed.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropUnstartedTimeout)
+		defer cancel()
+		if derr := st.Delete(dctx, child); derr != nil {
 			s.log.Warn("removing the unstarted child failed", zap.Error(derr))
 		}
 		return SpawnResult{Status: SpawnError, Error: "the subagent could not be queued"}, nil
@@ -176,6 +180,10 @@ func (r *Runner) spawn(ctx context.Context, s *session, raw json.RawMessage) (Sp
 	return SpawnResult{Status: SpawnAccepted, ChildSessionKey: child.String(), RunID: runID,
 		ModelApplied: a.Model != "", Warning: warning}, nil
 }
+
+// dropUnstartedTimeout bounds removing the session of a child that could
+// not be queued.
+const dropUnstartedTimeout = 10 * time.Second
 
 // runChild runs a subagent turn under its run timeout and, when it ends
 // (done, failed or timed out, but not when the daemon stops it), announces

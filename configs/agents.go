@@ -89,7 +89,7 @@ func (a Agents) ids() map[string]bool {
 
 // validateAgentRefs checks what the agents section shares with others:
 // every model (defaults and each agent's) names a configured provider, and
-// every binding a configured agent.
+// every binding and jobs.timezoneByAgent entry a configured agent.
 func (c *Config) validateAgentRefs() error {
 	if err := c.checkModels("agents.defaults.model", c.Agents.Defaults.Model); err != nil {
 		return err
@@ -106,6 +106,11 @@ func (c *Config) validateAgentRefs() error {
 	for i, b := range c.Bindings {
 		if !ids[strings.ToLower(b.AgentID)] {
 			return fmt.Errorf("bindings[%d].agentId: agent %q is not in agents.list", i, b.AgentID)
+		}
+	}
+	for _, id := range sortedKeys(c.Jobs.TimeZoneByAgent) {
+		if !ids[id] { // looked up by the agent's id, which is lower case
+			return fmt.Errorf("jobs.timezoneByAgent.%s: no agent %q in agents.list", id, id)
 		}
 	}
 	return nil

@@ -2,10 +2,8 @@ package configs
 
 import (
 	"encoding"
-	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"time"
 
@@ -79,6 +77,17 @@ func checkNode(k, v *yaml.Node, t reflect.Type, path string) error {
 		}
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			kn := v.Content[i]
+			if kn.ShortTag() == "!!merge" {
+				if err := checkMerge(kn, v.Content[i+1], t, path); err != nil {
+					return err
+				}
+				continue
+			}
+			if tag := kn.ShortTag(); (tag == "!!int" || tag == "!!float") && numberText(kn) != kn.Value {
+				return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
+					Msg:  fmt.Sprintf("the key %s reads as the number %s", kn.Value, numberText(kn)),
+					Hint: fmt.Sprintf("quote it if you mean the text: %q", kn.Value)}
+			}
 			if err := checkNode(kn, v.Content[i+1], t.Elem(), join(path, kn.Value)); err != nil {
 				return err
 			}
@@ -114,6 +123,19 @@ func checkStruct(v *yaml.Node, t reflect.Type, path string, fail func(msg, hint 
 	fields := structKeys(t)
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kn := v.Content[i]
+		if kn.ShortTag() == "!!merge" {
+			if err := checkMerge(kn, v.Content[i+1], t, path); err != nil {
+				return err
+			}
+			continue
+		}
+		for j := 0; j < i; j += 2 {
+			if prev := v.Content[j]; strings.EqualFold(prev.Value, kn.Value) {
+				return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
+					Msg:  fmt.Sprintf("set twice, also as %s at line %d: keys are read without case", prev.Value, prev.Line),
+					Hint: "keep one of them"}
+			}
+		}
 		ft, ok := fieldType(fields, kn.Value)
 		if !ok {
 			e := &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value), Msg: "unknown key"}
@@ -123,6 +145,26 @@ func checkStruct(v *yaml.Node, t reflect.Type, path string, fail func(msg, hint 
 			return e
 		}
 		if err := checkNode(kn, v.Content[i+1], ft, join(path, kn.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMerge checks what a YAML merge key (<<: *defaults, or a list of
+// such) brings into a mapping of type t: its keys are the mapping's.
+func checkMerge(kn, v *yaml.Node, t reflect.Type, path string) error {
+	v = deref(v)
+	items := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		items = v.Content
+	}
+	for _, it := range items {
+		if it = deref(it); it.Kind != yaml.MappingNode {
+			return &Error{Line: kn.Line, Column: kn.Column, Key: join(path, kn.Value),
+				Msg: "a merge key takes a mapping or a list of mappings, got " + describe(it)}
+		}
+		if err := checkNode(kn, it, t, path); err != nil {
 			return err
 		}
 	}
@@ -161,12 +203,34 @@ func checkScalar(v *yaml.Node, t reflect.Type, fail func(msg, hint string) error
 		return fail("expected a number, got "+describe(v), numberHint(v))
 	case reflect.String:
 		switch tag {
-		case "!!str", "!!int", "!!float", "!!timestamp":
+		case "!!int", "!!float":
+			if s := numberText(v); s != v.Value {
+				return fail(fmt.Sprintf("the number %s reads as %s", v.Value, s), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
+			}
 			return nil
+		case "!!str":
+			return nil
+		case "!!timestamp":
+			return fail(fmt.Sprintf("expected text, got the date %s", v.Value), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
 		}
 		return fail("expected text, got "+describe(v), fmt.Sprintf("quote it if you mean the text: %q", v.Value))
 	}
 	return nil
+}
+
+// numberText is the text a number fills a text key with (numberToString):
+// its digits as YAML reads it, which is not always as written (0123 is
+// octal 83, 0x1F is 31, 1e3 is 1000).
+func numberText(v *yaml.Node) string {
+	var x any
+	if err := v.Decode(&x); err != nil {
+		return v.Value
+	}
+	s, err := numberToString(nil, reflect.TypeOf(""), x)
+	if str, ok := s.(string); ok && err == nil {
+		return str
+	}
+	return v.Value
 }
 
 // checkDuration checks a duration: text such as 90s, 5m or 1h30m. A bare
@@ -234,37 +298,6 @@ func kindWord(t reflect.Type) string {
 	default:
 		return "a whole number"
 	}
-}
-
-// checkEnv checks each environment override's value as checkNode checks
-// the file's (typed as YAML would type it; a list or mapping is taken as
-// text, as the loader takes it): the error names the variable.
-func checkEnv(names, values map[string]string) error {
-	paths := make([]string, 0, len(values))
-	for p := range values {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths) // the same error first every time
-	for _, path := range paths {
-		val := values[path]
-		t, key, ok := typeAt(reflect.TypeOf(Config{}), strings.Split(path, "."))
-		if !ok {
-			continue
-		}
-		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(val), &doc); err == nil && len(doc.Content) == 1 && doc.Content[0].Kind == yaml.ScalarNode {
-			n = doc.Content[0]
-		}
-		if err := checkNode(nil, n, t, key); err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				e.Env, e.Line, e.Column = names[path], 0, 0
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // typeAt is the type of the key at segs below t, and the key's path with

@@ -41,6 +41,9 @@ type Config struct {
 	// envShadowed are the notices of keys the file sets that a GATEWAY_*
 	// variable overrides (EnvShadowed).
 	envShadowed []string
+	// envUnknown are the notices of GATEWAY_* variables that name no key
+	// (among Notices).
+	envUnknown []string
 }
 
 // EnvShadowed names the keys the file sets that a GATEWAY_* variable

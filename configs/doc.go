@@ -1,6 +1,11 @@
 // Package configs holds the gateway's top-level configuration: the example
-// and quick-start YAML files beside it, and the loader that reads them with
-// viper (SPEC §9).
+// and quick-start YAML files beside it, and the loader that reads them
+// (SPEC §9): the YAML parsed keeping keys as typed, GATEWAY_* environment
+// overrides laid over it (env.go: how a variable's name maps onto a key),
+// then decoded strictly with mapstructure. viper resolves the command
+// line's settings (cmd/gateway: --config or GATEWAY_CONFIG) but holds none
+// of the file's keys: it lower-cases keys, and an env var name in
+// mcp.servers.*.env keeps its case (LIBNOTES: viper).
 //
 // Each package owns its typed config with defaults and Validate; Config is
 // made of them, and so are its own sections (http.go, agents.go,

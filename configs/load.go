@@ -1,23 +1,15 @@
 package configs
 
 import (
-	"encoding"
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"strings"
-	"time"
-	"unicode"
 
 	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
 
 	"github.com/gateway/gateway/internal/secret"
 )
-
-// EnvPrefix prefixes every environment override.
-const EnvPrefix = "GATEWAY_"
 
 // Load reads the YAML file at path (empty: defaults only), applies
 // GATEWAY_* environment overrides, decodes strictly over the defaults,
@@ -84,13 +76,18 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 	if err := checkTree(root); err != nil {
 		return nil, src.locate(err)
 	}
-	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-	values := map[string]string{}
-	applyEnv(v, environ, src.env, values)
-	if err := checkEnv(src.env, values); err != nil {
+	ovs, unknown, err := envOverrides(m, environ)
+	if err != nil {
 		return nil, src.locate(err)
 	}
-	mergeEnv(m, v.AllSettings(), nil)
+	for _, o := range ovs {
+		src.env[strings.ToLower(o.path())] = o.name
+	}
+	if err := checkEnv(ovs); err != nil {
+		return nil, src.locate(err)
+	}
+	replaced := replaceSecrets(m, root, ovs)
+	applyEnv(m, ovs)
 	cfg := Default()
 	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
 		Result:      cfg,
@@ -116,41 +113,33 @@ func load(file string, data []byte, environ []string) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, src.locate(err)
 	}
-	cfg.envShadowed = src.shadowed()
+	cfg.envShadowed = append(src.shadowed(ovs), replaced...)
+	cfg.envUnknown = unknownNotices(unknown)
 	return cfg, nil
 }
 
 // shadowed are the notices of the keys both the file and the environment
-// set, in key order: the environment's value applies.
-func (s *source) shadowed() []string {
+// set, in the variables' order: the environment's value applies.
+func (s *source) shadowed(ovs []override) []string {
 	var out []string
-	for _, path := range sortedKeys(s.env) {
-		if typed, _, ok := find(s.root, strings.Split(path, ".")); ok {
+	for _, o := range ovs {
+		segs := make([]string, len(o.segs))
+		for i, sg := range o.segs {
+			segs[i] = sg.name
+		}
+		if typed, _, ok := find(s.root, segs); ok {
 			out = append(out, fmt.Sprintf("%s: set in the file and by %s: the environment's value applies "+
-				"(editing the file changes nothing; unset the variable to let the file decide)", typed, s.env[path]))
+				"(editing the file changes nothing; unset the variable to let the file decide)", typed, o.name))
 		}
 	}
 	return out
 }
 
-// mergeEnv lays the environment overrides (viper's settings, string
-// leaves) over the file's map, typing each value as YAML would.
-func mergeEnv(m map[string]any, env map[string]any, path []string) {
-	for k, v := range env {
-		p := append(append([]string{}, path...), k)
-		switch x := v.(type) {
-		case map[string]any:
-			mergeEnv(m, x, p)
-		case string:
-			setPath(m, p, envValue(x))
-		default:
-			setPath(m, p, x)
-		}
-	}
-}
-
 func (c *Config) readSecrets() error {
-	if c.HTTP.TokenFile != "" && c.HTTP.Token == "" {
+	if c.HTTP.TokenFile != "" {
+		if c.HTTP.Token != "" { // which one wins would be a guess
+			return errors.New("http.tokenFile: set either token or tokenFile, not both")
+		}
 		t, err := secret.ReadFile(c.HTTP.TokenFile)
 		if err != nil {
 			return fmt.Errorf("config: http.tokenFile: %w", err)
@@ -173,160 +162,4 @@ func expandHome(p string) string {
 		}
 	}
 	return p
-}
-
-// envAliases are documented shortcuts for the default account.
-var envAliases = map[string]string{
-	"CHANNELS_TELEGRAM_TOKEN": "channels::telegram::accounts::default::token",
-	"CHANNELS_DISCORD_TOKEN":  "channels::discord::accounts::default::token",
-}
-
-// applyEnv maps GATEWAY_<PATH> variables onto config keys. PATH is the key's
-// camelCase segments in SNAKE_CASE joined by '_' (stateDir -> STATE_DIR,
-// channels.telegram.accounts.default.token -> CHANNELS_TELEGRAM_ACCOUNTS_DEFAULT_TOKEN).
-// set records which variable set each key (lower case, "." between
-// segments) for errors, values its value.
-func applyEnv(v *viper.Viper, environ []string, set, values map[string]string) {
-	patterns := keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{})
-	for _, kv := range environ {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		if key, ok := envKey(patterns, name); ok {
-			v.Set(key, val)
-			path := strings.ToLower(strings.ReplaceAll(key, "::", "."))
-			set[path], values[path] = name, val
-		}
-	}
-}
-
-// EnvKey returns the config key (segments joined by "::") that the
-// environment variable name overrides, and false when it names none: Load
-// ignores such a variable, so a deployment that sets one (a renamed key)
-// can be caught by a test (internal/deploytest).
-func EnvKey(name string) (string, bool) {
-	return envKey(keyPatterns(reflect.TypeOf(Config{}), nil, map[reflect.Type]bool{}), name)
-}
-
-func envKey(patterns [][]string, name string) (string, bool) {
-	suffix, ok := strings.CutPrefix(name, EnvPrefix)
-	if !ok {
-		return "", false
-	}
-	if key, ok := envAliases[suffix]; ok {
-		return key, true
-	}
-	// A map key may hold '_' (an account id), so one name can fit several
-	// keys: ..._DEFAULT_WEBHOOK_SECRET_TOKEN is the account "default"'s
-	// webhook.secretToken, or the token of an account named
-	// "default_webhook_secret". The fit whose map keys take the fewest
-	// tokens wins (then the first in field order).
-	best, bestWild, found := "", 0, false
-	for _, p := range patterns {
-		if key, wild, ok := matchEnv(p, strings.Split(suffix, "_")); ok && (!found || wild < bestWild) {
-			best, bestWild, found = key, wild, true
-		}
-	}
-	return best, found
-}
-
-// keyPatterns lists every leaf key path of t; "*" stands for a map key.
-// onPath breaks recursive types (messages.queue.byChannel holds queues).
-func keyPatterns(t reflect.Type, prefix []string, onPath map[reflect.Type]bool) [][]string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() == reflect.Struct {
-		if onPath[t] {
-			return nil
-		}
-		onPath[t] = true
-		defer delete(onPath, t)
-	}
-	if t.Implements(reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()) ||
-		reflect.PointerTo(t).Implements(reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()) ||
-		t == reflect.TypeOf(time.Duration(0)) {
-		return [][]string{prefix}
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		var out [][]string
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			parts := strings.Split(f.Tag.Get("mapstructure"), ",")
-			tag := parts[0]
-			if tag == "-" || !f.IsExported() {
-				continue
-			}
-			if len(parts) > 1 && parts[1] == "squash" { // its keys are the parent's
-				out = append(out, keyPatterns(f.Type, prefix, onPath)...)
-				continue
-			}
-			if tag == "" {
-				tag = f.Name
-			}
-			out = append(out, keyPatterns(f.Type, append(append([]string{}, prefix...), tag), onPath)...)
-		}
-		return out
-	case reflect.Map:
-		return keyPatterns(t.Elem(), append(append([]string{}, prefix...), "*"), onPath)
-	default:
-		return [][]string{prefix}
-	}
-}
-
-// snake turns a camelCase segment into SNAKE tokens: stateDir -> [STATE DIR].
-func snake(seg string) []string {
-	var toks []string
-	var cur strings.Builder
-	for i, r := range seg {
-		if unicode.IsUpper(r) && i > 0 {
-			toks = append(toks, cur.String())
-			cur.Reset()
-		}
-		cur.WriteRune(unicode.ToUpper(r))
-	}
-	return append(toks, cur.String())
-}
-
-// matchEnv matches env tokens against a key pattern; a "*" segment takes one
-// or more tokens (lower-cased, joined with '_') as the map key. wild is how
-// many tokens the "*" segments took (the fewest that fit).
-func matchEnv(pattern []string, toks []string) (key string, wild int, ok bool) {
-	if len(pattern) == 0 {
-		return "", 0, len(toks) == 0
-	}
-	seg := pattern[0]
-	if seg == "*" {
-		for n := 1; n < len(toks); n++ {
-			rest, w, ok := matchEnv(pattern[1:], toks[n:])
-			if ok {
-				key := strings.ToLower(strings.Join(toks[:n], "_"))
-				return joinKey(key, rest), w + n, true
-			}
-		}
-		return "", 0, false
-	}
-	want := snake(seg)
-	if len(toks) < len(want) {
-		return "", 0, false
-	}
-	for i, w := range want {
-		if toks[i] != w {
-			return "", 0, false
-		}
-	}
-	rest, w, ok := matchEnv(pattern[1:], toks[len(want):])
-	if !ok {
-		return "", 0, false
-	}
-	return joinKey(strings.ToLower(seg), rest), w, true
-}
-
-func joinKey(a, b string) string {
-	if b == "" {
-		return a
-	}
-	return a + "::" + b
 }

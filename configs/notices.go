@@ -15,12 +15,14 @@ import (
 // agent runs has no price (its turns count 0 USD: the budget never binds
 // on them), a resetByChannel policy under a name no channel has (a
 // typo: it applies to no session), an allowFrom list under dmPolicy
-// open (it limits nothing), and a key the file sets that a GATEWAY_*
-// variable overrides (editing it in the file changes nothing).
+// open (it limits nothing), a key the file sets that a GATEWAY_*
+// variable overrides (editing it in the file changes nothing), and a
+// GATEWAY_* variable that names no key (a typo: it is ignored).
 func (c *Config) Notices() []string {
 	out := append(c.costNotices(), c.resetChannelNotices()...)
 	out = append(out, c.dmPolicyNotices()...)
-	return append(out, c.envShadowed...)
+	out = append(out, c.envShadowed...)
+	return append(out, c.envUnknown...)
 }
 
 // dmPolicyNotices names the accounts whose allowFrom their dmPolicy

@@ -149,44 +149,6 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// setPath sets a dotted key (segments) in m, reusing existing keys that
-// differ only in case, creating maps on the way.
-func setPath(m map[string]any, segs []string, v any) {
-	for i, s := range segs {
-		k := s
-		for existing := range m {
-			if strings.EqualFold(existing, s) {
-				k = existing
-				break
-			}
-		}
-		if i == len(segs)-1 {
-			m[k] = v
-			return
-		}
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[k] = next
-		}
-		m = next
-	}
-}
-
-// envValue types an environment value as YAML would (10 → int, true →
-// bool, 1s → string), so env overrides decode like the file.
-func envValue(s string) any {
-	var v any
-	if err := yaml.Unmarshal([]byte(s), &v); err != nil || v == nil {
-		return s
-	}
-	switch v.(type) {
-	case map[string]any, []any:
-		return s // structured values come as comma lists or not at all
-	}
-	return v
-}
-
 // numberToString lets numeric YAML values fill string fields (Telegram
 // ids written as numbers); other type mismatches stay errors.
 func numberToString(from, to reflect.Type, data any) (any, error) {

@@ -102,7 +102,7 @@ func (c commander) archive(ctx context.Context, store sessions.AgentStore, w *wo
 // arrive, unasked, into the session the chat is in now), and says how
 // many were stopped ("" for none).
 func (c commander) childrenStopped(ctx context.Context, w *work) string {
-	if n := c.stopChildren(ctx, w.Key); n > 0 {
+	if n := c.stopChildren(ctx, w.Key, nil); n > 0 {
 		return fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)
 	}
 	return ""

@@ -104,6 +104,9 @@ type Dispatcher struct {
 	tool    messageTool  // the message tool's room (message_room.go)
 	// activations caches sessions' group activation (activation.go).
 	activations activationCache
+	// spawns are the subagents with work here by their parent, and the
+	// gate ordering their queueing with /stop (spawns.go).
+	spawns spawns
 	// moves are the session keys whose session moved to another key
 	// (moved.go).
 	moves keyMoves
@@ -360,6 +363,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	// Once queued, w belongs to its lane item (whose turn may update its
 	// key): only key is read below.
 	key := w.Key
+	d.indexChild(w) // /stop finds it by its parent (spawns.go)
 	class := lanes.ClassMain
 	if w.Key.IsSubagent() {
 		class = lanes.ClassSubagent
@@ -374,8 +378,12 @@ func (d *Dispatcher) enqueue(ctx context.Context, w *work) {
 	err := d.queue.Enqueue(w.Key, class, lanes.Item{
 		ID: id, Payload: w, At: d.opts.Now(), Summary: summary,
 		// A replayed message is never steered into a running turn: its own
-		// turn first checks what the transcript already holds of it.
-		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed,
+		// turn first checks what the transcript already holds of it. Nor
+		// is internal work (a subagent's result): the steer path takes
+		// chat messages, so a result was handed in as an empty one and
+		// lost, and several whole results outgrew the window; each gets
+		// a turn of its own once the running one ends (runItems).
+		NoSteer: w.Command != "" || w.Reply != nil || w.Replayed || w.Agent != nil,
 		// Nor does a command or a reply to resend interrupt the active run
 		// in interrupt mode, or get superseded there by a newer message:
 		// neither is a message for the model to answer instead (a /status
@@ -425,6 +433,11 @@ func (d *Dispatcher) MaxQueueDepth() int { return d.queue.MaxDepth() }
 func (d *Dispatcher) finish(ids ...string) {
 	if len(ids) == 0 {
 		return
+	}
+	for _, id := range ids {
+		if strings.HasPrefix(id, "agent:") { // agent work: a child's task maybe
+			d.spawns.done(id)
+		}
 	}
 	if err := d.journal.Done(ids...); err != nil {
 		d.log.Error("journal done failed", zap.Strings("record_ids", ids), zap.Error(err))

@@ -23,26 +23,50 @@ func (d *Dispatcher) Resume(ctx context.Context) (int, error) { return d.recover
 // under it and queued once: a repeat is dropped (a child's announcement
 // made again by its run replayed after a crash).
 func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
-	aw := &agentWork{AgentID: a.AgentID, Key: a.Key.String(), Subagent: a.Subagent, Message: a.Message, Deliver: a.Deliver}
-	payload, err := json.Marshal(envelope{Agent: aw})
-	if err != nil {
-		return fmt.Errorf("dispatch: encode agent work: %w", err)
-	}
 	id := "agent:" + uuid.NewString()
 	if a.ID != "" {
 		id = "agent:" + a.ID
 	}
+	aw := &agentWork{AgentID: a.AgentID, Key: a.Key.String(), Subagent: a.Subagent, Message: a.Message, Deliver: a.Deliver}
+	// A child's task or result is queued under the gate /stop takes
+	// (spawns.go): one its session's /stop came before, or came while it
+	// was journaled, is not queued.
+	f, gated := d.familyOf(a, id)
+	if gated && !f.child.IsZero() {
+		aw.Parent = f.parent.String()
+	}
+	payload, err := json.Marshal(envelope{Agent: aw})
+	if err != nil {
+		return fmt.Errorf("dispatch: encode agent work: %w", err)
+	}
+	if gated {
+		if err := d.spawns.begin(ctx, id, f); err != nil {
+			return fmt.Errorf("dispatch: queue agent work for %s: %w", aw.Key, err)
+		}
+	}
 	dup, err := d.journal.Accept(ctx, sessions.Record{
 		ID: id, AgentID: a.AgentID, SessionKey: aw.Key, Payload: payload, AcceptedAt: d.opts.Now(),
 	})
-	if err != nil {
-		return fmt.Errorf("dispatch: journal agent work: %w", err)
-	}
-	if dup {
+	if err != nil || dup {
+		if gated {
+			d.spawns.abandon(id)
+		}
+		if err != nil {
+			return fmt.Errorf("dispatch: journal agent work: %w", err)
+		}
 		d.log.Info("agent work already journaled; not queued again", zap.String("record_id", id), zap.String("session_key", aw.Key))
 		return nil
 	}
-	d.enqueue(ctx, &work{RecordID: id, AgentID: a.AgentID, Key: a.Key, Agent: aw})
+	w := &work{RecordID: id, AgentID: a.AgentID, Key: a.Key, Agent: aw}
+	if !gated {
+		d.enqueue(ctx, w)
+		return nil
+	}
+	if !d.spawns.settle(id, func() { d.enqueue(ctx, w) }) {
+		d.finish(id)
+		d.log.Info("agent work not queued: its session was stopped meanwhile", zap.String("record_id", id), zap.String("session_key", aw.Key))
+		return fmt.Errorf("dispatch: queue agent work for %s: %w", aw.Key, errStopped)
+	}
 	return nil
 }
 
@@ -82,7 +106,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 // Call it on key's lane (in Serialise's fn), after the session ended.
 func (d *Dispatcher) Ended(ctx context.Context, key routing.Key) int {
 	d.activations.forget(key) // a deleted session's activation went with its entry
-	n := commander{d}.stopChildren(ctx, key)
+	n := commander{d}.stopChildren(ctx, key, nil)
 	if n > 0 {
 		d.log.Info("subagents of an ended session stopped", zap.Stringer("session_key", key), zap.Int("count", n))
 	}

@@ -124,6 +124,7 @@ func (d *Dispatcher) moveSession(ctx context.Context, from, to routing.Key, log 
 	if err := d.moves.record(ctx, from, to); err != nil {
 		return false, fmt.Errorf("dispatch: chat move: %w", err)
 	}
+	d.spawns.moved(from, to) // /stop in the new chat finds them
 	return true, nil
 }
 

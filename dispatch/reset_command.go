@@ -55,7 +55,7 @@ func (c commander) reset(ctx context.Context, w *work, b laneBatch, store sessio
 		}
 		d.opts.Metrics.Resets.WithLabelValues(ResetManual).Inc()
 		d.history.clear(w.Key, d.log)
-		if n := c.stopChildren(ctx, w.Key); n > 0 {
+		if n := c.stopChildren(ctx, w.Key, nil); n > 0 {
 			// Their results belonged to the conversation just ended: they
 			// would arrive into the new session unasked.
 			msg += fmt.Sprintf(" %d subagent(s) of the previous session stopped.", n)

@@ -16,10 +16,13 @@ import (
 // The subagents the session started are stopped too (their runs
 // cancelled, their queued work dropped): a child left working would
 // announce its result into this session afterwards, and the parent would
-// answer in the chat after the person said stop.
+// answer in the chat after the person said stop. The session's run is
+// cancelled under the gate that orders the children's queueing with it
+// (spawns.go): a child its run was spawning, or a result being announced
+// into it, is stopped as well.
 func (c commander) stop(ctx context.Context, w *work) {
-	dropped := c.cancelKey(w.Key)
-	children := c.stopChildren(ctx, w.Key)
+	var dropped []lanes.Item
+	children := c.stopChildren(ctx, w.Key, func() { dropped = c.cancelKey(w.Key) })
 	c.dropStopped(ctx, dropped)
 	text := fmt.Sprintf("Stopped. %d queued message(s) dropped.", len(dropped))
 	if children > 0 {
@@ -48,23 +51,6 @@ func (d *Dispatcher) stopRepeated(ctx context.Context, w *work) bool {
 	return false
 }
 
-// stopChildren stops the subagents key's session started (their runs
-// cancelled, their queued work dropped) and returns how many were queued
-// or running: /stop, and /new and /reset, whose new session has nothing
-// to do with the task (its result would arrive into it unasked).
-func (c commander) stopChildren(ctx context.Context, key routing.Key) int {
-	n := 0
-	for _, ch := range c.children(key) {
-		// A child counts when it was queued or running (its run start is
-		// recorded while it runs).
-		if items := c.cancelKey(ch.key); len(items) > 0 || ch.running {
-			n++
-			c.dropStopped(ctx, items)
-		}
-	}
-	return n
-}
-
 // cancelKey cancels key's active run and takes what its lane holds, the
 // burst being held and failed turns' work waiting to run again.
 func (c commander) cancelKey(key routing.Key) []lanes.Item {
@@ -77,50 +63,6 @@ func (c commander) cancelKey(key routing.Key) []lanes.Item {
 		dropped = append(dropped, lanes.Item{Payload: bundle(ws)})
 	}
 	return dropped
-}
-
-// children are the keys of the subagent sessions key started (a
-// subagent starts none). A store that cannot be read is logged and
-// skipped: the parent's own stop does not wait on it.
-func (c commander) children(key routing.Key) []child {
-	d := c.d
-	if key.IsSubagent() {
-		return nil
-	}
-	ids, err := d.opts.Sessions.Agents()
-	if err != nil {
-		d.log.Warn("stop: listing agents for subagents failed", zap.Stringer("session_key", key), zap.Error(err))
-		return nil
-	}
-	parent := key.String()
-	var out []child
-	for _, id := range ids {
-		st, err := d.opts.Sessions.Store(id)
-		if err != nil {
-			d.log.Warn("stop: opening an agent's sessions failed", zap.String("agent_id", id), zap.Error(err))
-			continue
-		}
-		list, err := st.List()
-		if err != nil {
-			d.log.Warn("stop: listing an agent's sessions failed", zap.String("agent_id", id), zap.Error(err))
-			continue
-		}
-		for _, e := range list {
-			if e.SpawnedBy != parent {
-				continue
-			}
-			if k, err := routing.Parse(e.SessionKey); err == nil && k.IsSubagent() {
-				out = append(out, child{key: k.Canonical(), running: e.RunStartedAt > 0})
-			}
-		}
-	}
-	return out
-}
-
-// child is a subagent session /stop stops.
-type child struct {
-	key     routing.Key
-	running bool
 }
 
 // dropStopped finishes work /stop took off its lanes, without a turn.

@@ -75,9 +75,10 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		JobTarget:        jobTarget(t.last),
 		Ambient:          t.ambient,
 		Model:            model,
-		// A stop for good: neither the daemon stopping nor the lease lost
-		// (another replica resumes the run).
-		Stopped:    func() bool { return !d.closing.Load() && !leaseLost(ctx, nil) },
+		// A stop for good (/stop, interrupt mode: stoppedForGood, also
+		// once the daemon is stopping): not the daemon stopping, nor the
+		// lease lost (another replica resumes the run).
+		Stopped:    func() bool { return (!d.closing.Load() || stoppedForGood(ctx)) && !leaseLost(ctx, nil) },
 		ReplyAhead: t.replyAhead(stream),
 	})
 	// A usage row stored with the reply (in the answer's append) is not
@@ -236,7 +237,7 @@ func (t *turn) steerFunc(ctx context.Context, sp *agents.Speaker) func() []sessi
 		var msgs []sessions.Message
 		for _, it := range t.b.Steer() {
 			w, ok := it.Payload.(*work)
-			if !ok || w.Command != "" || w.Reply != nil || w.Replayed {
+			if !ok || w.Command != "" || w.Reply != nil || w.Replayed || w.Agent != nil {
 				continue // NoSteer items: lanes does not hand them out
 			}
 			// Each part is asked again (revoked.go); in steer-backlog mode

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/agents"
+	"github.com/gateway/gateway/lanes"
 )
 
 // The settle step of a turn: its outcome recorded for every message it
@@ -91,16 +92,17 @@ func (t *turn) settleFailed(ctx context.Context, all []*work, ids []string, err 
 }
 
 // cancelled ends a turn over ws (record ids ids) whose context was
-// cancelled before its outcome: at shutdown the records stay pending for
-// the next start; otherwise (/stop, interrupt) they are finished and
-// waiting web clients told.
+// cancelled before its outcome: by the shutdown, the records stay pending
+// for the next start; by /stop or interrupt mode (also when the run ended
+// only once a shutdown had begun), they are finished and waiting web
+// clients told.
 func (t *turn) cancelled(ctx context.Context, ws []*work, ids []string) {
 	d := t.d
 	if leaseLost(ctx, nil) {
 		d.leases.lostTurn(ws, t.log)
 		return
 	}
-	if ctx.Err() != nil && d.closing.Load() {
+	if ctx.Err() != nil && d.closing.Load() && !stoppedForGood(ctx) {
 		t.log.Info("turn interrupted by shutdown; will resume at next start")
 		_ = d.journal.Abort(ids...)
 		return
@@ -108,4 +110,13 @@ func (t *turn) cancelled(ctx context.Context, ws []*work, ids []string) {
 	t.log.Info("turn cancelled")
 	d.finish(ids...)
 	d.fails.release(ctx, ws, "Stopped before an answer was ready.")
+}
+
+// stoppedForGood reports whether ctx, a turn's, was cancelled by /stop or
+// interrupt mode (its lane's Cancel), whatever happened after: a run
+// stopped that ended only once a shutdown had begun was taken for one the
+// shutdown interrupted, and the message the person had stopped was
+// answered after the next start.
+func stoppedForGood(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), lanes.ErrCancelled)
 }

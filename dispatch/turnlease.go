@@ -52,7 +52,7 @@ func (tl turnLeases) run(ctx context.Context, t sessions.Turns, b laneBatch) {
 			return
 		}
 		b = rest
-	case ctx.Err() != nil && d.closing.Load():
+	case ctx.Err() != nil && d.closing.Load() && !stoppedForGood(ctx):
 		return // shutdown: the records stay pending for the next start
 	case ctx.Err() != nil:
 		tl.stopped(b) // /stop, interrupt: as a turn cancelled later is
@@ -115,7 +115,7 @@ func (tl turnLeases) awaitTurn(ctx context.Context, t sessions.Turns, b laneBatc
 		b = rest
 		_, ids, _ = batchScope(b)
 	}
-	if ctx.Err() != nil && !d.closing.Load() {
+	if ctx.Err() != nil && (!d.closing.Load() || stoppedForGood(ctx)) {
 		tl.stopped(b) // /stop (lanes.Queue.Cancel ends a Next fn's wait)
 	}
 	// Shutdown: the records stay pending for the next start or another

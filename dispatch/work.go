@@ -88,11 +88,14 @@ type burstLinks struct {
 
 // agentWork is an internal message from the agent runtime.
 type agentWork struct {
-	AgentID  string           `json:"agentId"`
-	Key      string           `json:"key"`
-	Subagent bool             `json:"subagent"`
-	Message  sessions.Message `json:"message"`
-	Deliver  bool             `json:"deliver"`
+	AgentID  string `json:"agentId"`
+	Key      string `json:"key"`
+	Subagent bool   `json:"subagent"`
+	// Parent is the session that spawned a subagent ("" for other work,
+	// and in records journaled before it was kept).
+	Parent  string           `json:"parent,omitempty"`
+	Message sessions.Message `json:"message"`
+	Deliver bool             `json:"deliver"`
 }
 
 // envelope is the journal payload.

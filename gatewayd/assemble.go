@@ -64,7 +64,8 @@ func (d *Daemon) buildRunner(cfg *configs.Config) (*agents.Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: providers: %w", err)
 	}
-	d.mcp = mcp.New(mcp.Options{Logger: d.log.Named("mcp")})
+	// A SIGKILLed daemon's stdio servers' leftovers are stopped at start.
+	d.mcp = mcp.New(mcp.Options{Logger: d.log.Named("mcp"), GroupsDir: filepath.Join(cfg.StateDir, "mcp-processes")})
 	if err := d.mcp.Register(d.reg); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

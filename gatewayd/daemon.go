@@ -98,6 +98,10 @@ type Daemon struct {
 
 	mu  sync.Mutex
 	cfg *configs.Config // guarded by mu; swapped by hot reload
+	// startCfg is the config the daemon started on: what the keys hot
+	// reload does not apply (restartOnly) still run with.
+	startCfg       *configs.Config
+	restartPending prometheus.Gauge // keys of the file that wait for a restart
 }
 
 // New returns a daemon for cfg (loaded by configs.Load or LoadBytes). It
@@ -109,7 +113,7 @@ func New(cfg *configs.Config, opts Options) (*Daemon, error) {
 	if err := cfg.Storage.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: new daemon: %w", err)
 	}
-	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, reg: prometheus.NewRegistry(), logs: logring.New(0)}
+	d := &Daemon{opts: opts, log: opts.Logger, cfg: cfg, startCfg: cfg, reg: prometheus.NewRegistry(), logs: logring.New(0)}
 	if d.log == nil {
 		log, err := newLogger(cfg.Log)
 		if err != nil {

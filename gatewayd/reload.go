@@ -32,6 +32,19 @@ var reloadsTotal = func(reg *prometheus.Registry) *prometheus.CounterVec {
 	return c
 }
 
+// restartPendingGauge counts the keys whose value in the applied file
+// differs from the one the daemon runs with until a restart (restartOnly
+// against the config it started on): 0 once the file and the running
+// daemon agree again, by a restart or by an edit that reverts them.
+func restartPendingGauge(reg *prometheus.Registry) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gateway_config_restart_pending",
+		Help: "Config keys changed by a hot reload that apply only after a restart (they still run with their start-up value).",
+	})
+	reg.MustRegister(g)
+	return g
+}
+
 // watchConfig reloads the config file when it changes (any save style: in
 // place, rename over, vim's backup dance, delete and recreate, a symlink
 // swapped as a Kubernetes ConfigMap is: configWatch) or on a SIGHUP (hup:
@@ -162,8 +175,15 @@ func (d *Daemon) reload(metric *prometheus.CounterVec, quiet bool) bool {
 	d.cfg = cfg
 	d.mu.Unlock()
 	metric.WithLabelValues("applied").Inc()
-	for _, k := range restartOnly(old, cfg) {
+	// Against the config the daemon started on, not the last one applied:
+	// a key changed two edits ago still waits for its restart (said again),
+	// and one edited back to its running value no longer does.
+	pending := restartOnly(d.startCfg, cfg)
+	for _, k := range pending {
 		d.log.Warn("config key changed but needs a restart to apply", zap.String("key", k))
+	}
+	if d.restartPending != nil {
+		d.restartPending.Set(float64(len(pending)))
 	}
 	d.logNotices(cfg)
 	d.log.Info("config reloaded", zap.String("path", d.opts.ConfigPath))

@@ -279,3 +279,55 @@ func TestReloadStartOnlyKeysNamedAsNeedingRestart(t *testing.T) {
 		}
 	}
 }
+
+// A key that needs a restart is judged against the value the daemon runs
+// with, not the last file applied: after a reload changed it, a later
+// unrelated edit says again that it waits for a restart (it still does),
+// and an edit back to the running value says nothing of it;
+// gateway_config_restart_pending counts the keys waiting.
+func TestReloadRestartWarningsAgainstTheRunningValue(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	state := filepath.Join(dir, "state")
+	if err := os.WriteFile(path, []byte(reloadYAML(state, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, logs := observedLogger(t)
+	_, addr := startDaemonLogged(t, path, &fakeClock{}, log)
+	step := func(edit string) (warned []string) {
+		t.Helper()
+		before := logs.FilterMessage("config reloaded").Len()
+		skip := len(logs.FilterMessageSnippet("needs a restart").All())
+		if err := os.WriteFile(path, []byte(reloadYAML(state, edit)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return logs.FilterMessage("config reloaded").Len() > before })
+		for _, e := range logs.FilterMessageSnippet("needs a restart").All()[skip:] {
+			warned = append(warned, fmt.Sprint(e.ContextMap()["key"]))
+		}
+		return warned
+	}
+	pending := func() string {
+		for _, l := range strings.Split(scrape(t, addr), "\n") {
+			if strings.HasPrefix(l, "gateway_config_restart_pending ") {
+				return strings.TrimPrefix(l, "gateway_config_restart_pending ")
+			}
+		}
+		return "absent"
+	}
+	if got := step("session: {lockTimeout: 30s}\n"); !slices.Equal(got, []string{"session.lockTimeout"}) {
+		t.Errorf("lockTimeout changed: warnings %v, want session.lockTimeout", got)
+	}
+	if p := pending(); p != "1" {
+		t.Errorf("gateway_config_restart_pending = %s after the change, want 1", p)
+	}
+	if got := step("session: {lockTimeout: 30s}\nmessages: {queue: {mode: steer}}\n"); !slices.Equal(got, []string{"session.lockTimeout"}) {
+		t.Errorf("an unrelated edit after it: warnings %v, want session.lockTimeout again (it still waits)", got)
+	}
+	if got := step("messages: {queue: {mode: steer}}\n"); len(got) != 0 {
+		t.Errorf("lockTimeout edited back to its running value: warnings %v, want none", got)
+	}
+	if p := pending(); p != "0" {
+		t.Errorf("gateway_config_restart_pending = %s after the revert, want 0", p)
+	}
+}

@@ -212,6 +212,7 @@ func (d *Daemon) runLoops(ctx context.Context, hup <-chan os.Signal) (wait func(
 	var wg sync.WaitGroup
 	wg.Add(2)
 	reloads := reloadsTotal(d.reg) // registered before the daemon is ready
+	d.restartPending = restartPendingGauge(d.reg)
 	go func() {
 		defer wg.Done()
 		d.watchConfig(ctx, reloads, hup)

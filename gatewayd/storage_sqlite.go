@@ -25,7 +25,7 @@ func openSQLite(ctx context.Context, cfg *configs.Config, o BackendOptions) (ses
 		}
 	}
 	b, err := sqlitestore.OpenBackend(ctx, sqlitestore.BackendOptions{
-		Options:     sqlitestore.Options{Path: path, Logger: o.Logger, Now: o.Now},
+		Options:     sqlitestore.Options{Path: path, Logger: o.Logger, Now: o.Now, BusyTimeout: cfg.Session.LockTimeout},
 		Reset:       cfg.Session.ResetConfig(),
 		Maintenance: cfg.Session.Maintenance,
 		Passive:     o.Passive,

@@ -2,6 +2,8 @@ package gatewayd
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,5 +68,40 @@ func TestOpenBackendSQLite(t *testing.T) {
 		if err := x.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// session.lockTimeout bounds how long a write waits for another process
+// holding the SQLite database's lock (a CLI command writing beside the
+// daemon), as it bounds the files backend's lock: an operator who set
+// 50ms gets a refused write (sessions.ErrStorage, parked and retried)
+// after about that, not after SQLite's default of 10 s.
+func TestSQLiteWaitsLockTimeoutForAnotherWriter(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t, "storage: {backend: sqlite}\nsession: {lockTimeout: 50ms}\n")
+	b, err := OpenBackend(ctx, cfg, BackendOptions{Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	other, err := sql.Open("sqlite", "file:"+filepath.Join(cfg.StateDir, "gateway.sqlite")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(ctx, `ROLLBACK`) //nolint:errcheck // the test's end
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err = b.Journal().Accept(wctx, sessions.Record{ID: "held", Payload: json.RawMessage(`{}`)})
+	if !errors.Is(err, sessions.ErrStorage) || wctx.Err() != nil {
+		t.Fatalf("Accept while another process holds the lock: %v (context: %v), want sessions.ErrStorage well before 3 s", err, wctx.Err())
 	}
 }

@@ -12,8 +12,9 @@ import (
 // Cancel cancels key's active run (its ctx) and the contexts of the fns
 // Next registered for key (running or waiting: a run's work handed on is
 // that run's), and drops its queued items, returning them with the
-// dropped ones no batch took yet (Batch.Dropped), oldest first. It does
-// not wait for the run or the fns to return.
+// dropped ones no batch took yet (Batch.Dropped), oldest first. The
+// contexts' cause is ErrCancelled. It does not wait for the run or the fns
+// to return.
 func (q *Queue[K]) Cancel(key K) []Item {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -22,10 +23,10 @@ func (q *Queue[K]) Cancel(key K) []Item {
 		return nil
 	}
 	if l.cancel != nil {
-		l.cancel()
+		l.cancel(ErrCancelled)
 	}
 	for _, cancel := range l.nexts {
-		cancel()
+		cancel(ErrCancelled)
 	}
 	items := append(l.dropped, l.items...)
 	l.items, l.dropped, l.behind = nil, nil, false
@@ -162,11 +163,11 @@ func (q *Queue[K]) Next(ctx context.Context, key K, fn func(ctx context.Context)
 		l.doing = true
 		close(ch)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	q.nextN++
 	id := q.nextN
 	if l.nexts == nil {
-		l.nexts = map[uint64]context.CancelFunc{}
+		l.nexts = map[uint64]context.CancelCauseFunc{}
 	}
 	l.nexts[id] = cancel
 	q.mu.Unlock()
@@ -177,7 +178,7 @@ func (q *Queue[K]) Next(ctx context.Context, key K, fn func(ctx context.Context)
 			q.mu.Lock()
 			delete(l.nexts, id)
 			q.mu.Unlock()
-			cancel()
+			cancel(nil)
 		}()
 		defer func() {
 			if r := recover(); r != nil { // as a run's: never wedge the lane

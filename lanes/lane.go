@@ -20,18 +20,18 @@ type lane[K comparable] struct {
 	// collect debounce applies to them.
 	behind bool
 
-	running  bool               // a batch run holds a class slot
-	runClass Class              // class whose slot the run holds
-	cancel   context.CancelFunc // cancels the active run
-	noCancel bool               // the active batch's items are all NoCancel (interrupt mode does not cancel it)
-	seq      uint64             // run number, for Steer
-	group    string             // Group of the active batch
+	running  bool                    // a batch run holds a class slot
+	runClass Class                   // class whose slot the run holds
+	cancel   context.CancelCauseFunc // cancels the active run
+	noCancel bool                    // the active batch's items are all NoCancel (interrupt mode does not cancel it)
+	seq      uint64                  // run number, for Steer
+	group    string                  // Group of the active batch
 
 	doing bool            // a Do fn runs
 	doers []chan struct{} // Do calls waiting, closed to grant
 	// nexts cancel the contexts of the Next fns registered and not
 	// returned yet, by registration number (Cancel calls them).
-	nexts map[uint64]context.CancelFunc
+	nexts map[uint64]context.CancelCauseFunc
 
 	inWait    bool // in the class waitList
 	waitSince time.Time

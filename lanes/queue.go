@@ -33,6 +33,11 @@ var ErrFull = errors.New("lanes: queue full")
 // ErrClosed is returned by Enqueue and Do after Shutdown began.
 var ErrClosed = errors.New("lanes: queue closed")
 
+// ErrCancelled is the cause (context.Cause) of a run's context, and of a
+// Next fn's, cancelled by Cancel or by interrupt mode: stopped for good,
+// not by Shutdown (whose cancellation leaves the work for the next start).
+var ErrCancelled = errors.New("lanes: run cancelled")
+
 // Item is one unit of work for a key.
 type Item struct {
 	ID string
@@ -213,7 +218,7 @@ func (q *Queue[K]) Enqueue(key K, class Class, it Item) error {
 		// the NoInterrupt items, which keep their place.
 		l.supersedeLocked(len(l.items))
 		if l.cancel != nil && !l.noCancel {
-			l.cancel()
+			l.cancel(ErrCancelled)
 		}
 	case l.waitingLocked() >= s.Cap && !it.Keep:
 		if s.Drop == DropNew {

@@ -121,7 +121,7 @@ func (q *Queue[K]) startLocked(l *lane[K], class Class, now time.Time) {
 		l.noCancel = l.noCancel && it.NoCancel
 	}
 	q.active[class]++
-	ctx, cancel := context.WithCancel(q.base)
+	ctx, cancel := context.WithCancelCause(q.base)
 	l.cancel = cancel
 	if l.set.Mode == Steer || l.set.Mode == SteerBacklog {
 		seq := l.seq
@@ -162,7 +162,7 @@ func (q *Queue[K]) finish(l *lane[K]) {
 	if fresh {
 		l.set = s
 	}
-	l.cancel()
+	l.cancel(nil)
 	l.cancel = nil
 	l.running = false
 	q.active[l.runClass]--

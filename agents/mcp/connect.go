@@ -55,6 +55,9 @@ type dialer struct {
 	// own process group; stdio its transport.
 	cmd   *exec.Cmd
 	stdio *stdioTransport
+	// groups records the stdio server's process group while it may run
+	// (nil: not recorded).
+	groups *groupRegistry
 }
 
 // Stopping a stdio server's leftovers: how long Wait waits for the stderr
@@ -126,7 +129,7 @@ func (d *dialer) transport() (sdk.Transport, error) {
 	ownGroup(cmd)
 	cmd.WaitDelay = stdioWaitDelay
 	d.cmd = cmd
-	d.stdio = &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg}
+	d.stdio = &stdioTransport{cmd: cmd, log: d.log, maxMsg: d.maxMsg, started: d.groups.add}
 	return d.stdio, nil
 }
 
@@ -176,6 +179,7 @@ func (d *dialer) reap() {
 		return
 	}
 	killGroup(d.cmd.Process.Pid, groupGrace)
+	d.groups.remove(d.cmd.Process.Pid)
 }
 
 // stderrTail is ": stderr: <last lines>" of a stdio server, or "".

@@ -40,6 +40,11 @@ type Options struct {
 	// MaxMessageBytes caps one message from a server (default
 	// DefaultMaxMessageBytes); see DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// GroupsDir is where the process groups of the stdio servers this
+	// process starts are recorded, one file per process, and where Run
+	// finds those of a daemon that died without stopping them (SIGKILL),
+	// to stop them before it starts its own; empty: none recorded.
+	GroupsDir string
 }
 
 // Manager keeps the configured servers connected and serves their tools.
@@ -52,6 +57,8 @@ type Manager struct {
 	maxBackoff time.Duration
 	changed    chan struct{} // Apply wakes Run; capacity 1
 	metrics    metrics
+	groups     *groupRegistry // nil: not recorded (Options.GroupsDir empty)
+	reapOnce   sync.Once
 
 	mu      sync.Mutex         // guards servers and names
 	servers map[string]*server // by name
@@ -80,6 +87,9 @@ func New(opts Options) *Manager {
 		m.maxBackoff = DefaultMaxBackoff
 	}
 	m.metrics = newMetrics()
+	if opts.GroupsDir != "" {
+		m.groups = newGroupRegistry(opts.GroupsDir, m.log)
+	}
 	return m
 }
 
@@ -160,6 +170,7 @@ func sameConnection(a, b ServerConfig) bool {
 // was started in — processes it started — gets SIGTERM, then SIGKILL) and
 // returns nil once all supervisors returned.
 func (m *Manager) Run(ctx context.Context) error {
+	m.reapOnce.Do(func() { m.groups.reapLeft() }) // before any server of ours starts
 	var wg sync.WaitGroup
 	for {
 		m.mu.Lock()
@@ -262,23 +273,12 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 	timeout := s.config().CallTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	select { // a server making its first connection has no tool list yet
-	case <-s.settled:
-	case <-cctx.Done():
-		return Result{}, m.callError(ctx, cctx, s, timeout, errors.New("the server did not start"))
-	}
-	var tool *Tool
-	for _, t := range s.toolList() {
-		if t.Name == name {
-			tool = &t
-			break
-		}
-	}
-	if tool == nil {
-		return Result{}, fmt.Errorf("MCP server %s offers no tool %q", serverName, name)
-	}
 	if len(args) == 0 {
 		args = []byte(`{}`)
+	}
+	tool, err := m.findTool(ctx, cctx, s, timeout, name)
+	if err != nil {
+		return Result{}, err
 	}
 	var dead *sdk.ClientSession
 	for {
@@ -286,6 +286,16 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 		if err != nil {
 			if ctx.Err() != nil {
 				return Result{}, ctx.Err()
+			}
+			if next, ok := m.server(serverName); ok && next != s {
+				// A reload replaced the server (its settings changed)
+				// before the call was sent: send it to the new one,
+				// within the same timeout, if it offers the tool.
+				s, dead = next, nil
+				if tool, err = m.findTool(ctx, cctx, s, timeout, name); err != nil {
+					return Result{}, err
+				}
+				continue
 			}
 			s.log.Warn("mcp tool call: the server is not connected", zap.Error(err))
 			return Result{}, fmt.Errorf("MCP server %s is not connected: %w", s.name, err)
@@ -298,7 +308,8 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 			// The session was already closing: the request was not sent;
 			// or the server no longer knows the session (it restarted,
 			// and answered 404): it did not run the call. Wait for the
-			// next session and send it there.
+			// next session (or the server a reload put in its place) and
+			// send it there.
 			dead = cs
 			continue
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || s.sessionGone(cs):
@@ -306,6 +317,22 @@ func (m *Manager) call(ctx context.Context, name string, args []byte) (Result, e
 		}
 		return Result{}, m.callError(ctx, cctx, s, timeout, err)
 	}
+}
+
+// findTool waits until s has made its first connection (a server that
+// just started has no tool list yet) and returns its tool called name.
+func (m *Manager) findTool(ctx, cctx context.Context, s *server, timeout time.Duration, name string) (*Tool, error) {
+	select {
+	case <-s.settled:
+	case <-cctx.Done():
+		return nil, m.callError(ctx, cctx, s, timeout, errors.New("the server did not start"))
+	}
+	for _, t := range s.toolList() {
+		if t.Name == name {
+			return &t, nil
+		}
+	}
+	return nil, fmt.Errorf("MCP server %s offers no tool %q", s.name, name)
 }
 
 // callError words a failed call for the model.

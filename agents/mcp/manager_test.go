@@ -257,6 +257,47 @@ func TestApplyReload(t *testing.T) {
 	}
 }
 
+// A call waiting for a server that is down (it crashed, and its restart
+// is a backoff away) when the operator changes the server's settings is
+// sent to the server the reload starts, within the call's timeout, not
+// failed with "the server is stopped": the old server never got it.
+func TestCallWaitingWhenReloadReplacesServer(t *testing.T) {
+	m := mcp.New(mcp.Options{Backoff: 15 * time.Second, MaxBackoff: 15 * time.Second})
+	cfg := mcptest.StdioConfig(t)
+	cfg.Timeout = 30 * time.Second
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"a": cfg}})
+	run(t, m)
+	pid := text(call(t, m, "a__pid", ``))
+	if _, err := m.Call(context.Background(), "a__crash", nil); err == nil {
+		t.Fatal("the crash call succeeded")
+	}
+	waitFor(t, "the server down", func() bool { return status(m, "a").State == mcp.StateRestarting })
+
+	type answer struct {
+		res mcp.Result
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := m.Call(context.Background(), "a__pid", nil)
+		got <- answer{res, err}
+	}()
+	time.Sleep(200 * time.Millisecond) // the call waits for the restart, 15 s away
+	cfg.Env = map[string]string{mcptest.EnvStdio: "1", "RELOADED": "1"}
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"a": cfg}})
+	select {
+	case a := <-got:
+		if a.err != nil {
+			t.Fatalf("call waiting across the reload: %v", a.err)
+		}
+		if text(a.res) == pid {
+			t.Fatalf("answered by the old process %s", pid)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not return within 10 s of the reload (the old server's restart was 15 s away)")
+	}
+}
+
 func TestConnectFailureBacksOff(t *testing.T) {
 	m := mcp.New(mcp.Options{Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond})
 	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"gone": {Command: filepath.Join(t.TempDir(), "missing")}}})

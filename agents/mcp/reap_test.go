@@ -131,3 +131,35 @@ func TestStdioServerNotReadingIsRestarted(t *testing.T) {
 	}
 	waitFor(t, "the server restarted", func() bool { return status(m, "s").Restarts >= 1 })
 }
+
+// While a stdio server runs, its process group is recorded in GroupsDir
+// (for the daemon started after a SIGKILL of this one to stop it); once
+// the manager stopped it, the record is gone.
+func TestStdioServerGroupRecordedWhileItRuns(t *testing.T) {
+	dir := t.TempDir()
+	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond, GroupsDir: dir})
+	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"a": mcptest.StdioConfig(t)}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = m.Run(ctx)
+	}()
+	pid := text(call(t, m, "a__pid", ``))
+	rec := filepath.Join(dir, "groups-"+strconv.Itoa(os.Getpid())+".json")
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		t.Fatalf("no record of the running server's group: %v", err)
+	}
+	if !strings.Contains(string(b), `"pid":`+pid+`,`) {
+		t.Errorf("record %s does not name the server's group %s", b, pid)
+	}
+	cancel()
+	wg.Wait()
+	if _, err := os.Stat(rec); !os.IsNotExist(err) {
+		t.Errorf("record after the manager stopped: %v, want it removed", err)
+	}
+}

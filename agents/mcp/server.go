@@ -29,6 +29,7 @@ type server struct {
 	log     *zap.Logger
 	version string
 	maxMsg  int // Options.MaxMessageBytes
+	groups  *groupRegistry
 	http    *http.Client
 	backoff func(failures int) time.Duration
 	// resetAfter is how long a connection must last for the backoff to
@@ -62,7 +63,7 @@ type server struct {
 }
 
 func newServer(name string, cfg ServerConfig, m *Manager) *server {
-	s := &server{name: name, cfg: cfg, log: m.log.With(zap.String("mcp_server", name)), version: m.opts.Version, maxMsg: m.opts.MaxMessageBytes,
+	s := &server{name: name, cfg: cfg, log: m.log.With(zap.String("mcp_server", name)), version: m.opts.Version, maxMsg: m.opts.MaxMessageBytes, groups: m.groups,
 		http: m.opts.HTTPClient, backoff: m.backoff, resetAfter: m.maxBackoff, now: m.now, refresh: make(chan struct{}, 1),
 		settled: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{}), gone: make(chan struct{}), state: StateStarting, since: m.now()}
 	if !cfg.IsEnabled() {
@@ -80,7 +81,7 @@ func (s *server) supervise(ctx context.Context) {
 	defer s.settle()
 	failures := 0
 	for {
-		d := &dialer{name: s.name, cfg: s.config(), version: s.version, maxMsg: s.maxMsg, http: s.http, log: s.log,
+		d := &dialer{name: s.name, cfg: s.config(), version: s.version, maxMsg: s.maxMsg, http: s.http, log: s.log, groups: s.groups,
 			onToolsChanged: func() {
 				select {
 				case s.refresh <- struct{}{}:

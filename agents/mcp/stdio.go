@@ -29,6 +29,8 @@ type stdioTransport struct {
 	maxMsg int
 	// proc is the started server (nil before Connect).
 	proc *stdioProcess
+	// started is told the server's pid once it runs (groupRegistry.add).
+	started func(pid int)
 }
 
 // stdioTerminate is how long closing waits for the server to exit after
@@ -46,6 +48,9 @@ func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	}
 	if err := t.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
+	}
+	if t.started != nil {
+		t.started(t.cmd.Process.Pid)
 	}
 	p := &stdioProcess{cmd: t.cmd, connect: ctx}
 	p.stdin = newInputQueue(stdin, t.maxMsg, func() { _ = t.cmd.Process.Kill() })

@@ -98,6 +98,9 @@ func (c Config) Validate() error {
 	if c.Token == "" && c.TokenFile == "" {
 		return fmt.Errorf("token: required (or tokenFile)")
 	}
+	if c.Token != "" && c.TokenFile != "" { // which one wins would be a guess
+		return fmt.Errorf("tokenFile: set either token or tokenFile, not both")
+	}
 	if strings.ContainsAny(c.Token, " \t\r\n/") {
 		return fmt.Errorf("token: must not contain spaces or '/'")
 	}

@@ -92,7 +92,7 @@ func openSQLiteSide(ctx context.Context, cfg *configs.Config, f migrateFlags, cr
 			return nil, fmt.Errorf("%s: sqlite database %s: %w", locks.op, path, err)
 		}
 	}
-	db, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: path, Logger: zap.NewNop()})
+	db, err := sqlitestore.Open(ctx, sqlitestore.Options{Path: path, Logger: zap.NewNop(), BusyTimeout: cfg.Session.LockTimeout})
 	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("%s: %w", locks.op, err)

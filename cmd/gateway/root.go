@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 
 	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/gatewayd"
@@ -44,8 +45,20 @@ func newRootCmd() *cobra.Command {
 			return runDaemon(cmd.Context(), cfgPath)
 		},
 	}
-	root.PersistentFlags().StringVarP(&cfgPath, "config", "c", envOr("GATEWAY_CONFIG", ""),
-		"YAML config file (default: built-in defaults; env GATEWAY_CONFIG)")
+	root.PersistentFlags().StringP("config", "c", "", "YAML config file (default: built-in defaults; env GATEWAY_CONFIG)")
+	// The command line's settings: a flag wins over its GATEWAY_ variable
+	// (viper binds both). The config file's own keys and their GATEWAY_*
+	// overrides are configs.Load's: viper lower-cases keys, and map keys
+	// such as an MCP server's env names keep their case there.
+	settings := viper.New()
+	settings.SetEnvPrefix("GATEWAY")
+	if err := errors.Join(settings.BindEnv("config"), settings.BindPFlag("config", root.PersistentFlags().Lookup("config"))); err != nil {
+		panic(fmt.Sprintf("gateway: binding the command line's settings: %v", err)) // a programming error
+	}
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		cfgPath = settings.GetString("config")
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
@@ -68,13 +81,6 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(memoryCmd(&cfgPath))
 	root.AddCommand(mcpCmd(&cfgPath))
 	return root
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // runDaemon loads the config file and runs the daemon until ctx ends; the

@@ -66,11 +66,10 @@ type Journal struct {
 	recs      map[string]*jrec
 	replies   map[string]*jreply
 	drafts    map[string]*jdraft // made on first use
-	done      map[string]time.Time
-	doneOrder []string // done ids, oldest first
-	backlog   [][]byte // marks not yet written, in order
-	lineBuf   []byte   // encoding buffer reused by writeLocked
-	fault     error    // the last write failure; nil when healthy
+	done      *doneIDs           // finished ids remembered for duplicates
+	backlog   [][]byte           // marks not yet written, in order
+	lineBuf   []byte             // encoding buffer reused by writeLocked
+	fault     error              // the last write failure; nil when healthy
 	closed    bool
 	// rewriting is set while a rewrite runs beside the writes
 	// (rewriteOnline); tail holds the lines written meanwhile.
@@ -157,7 +156,7 @@ func openJournalWith(dir string, now func() time.Time, log *zap.Logger, open fun
 		}
 	}
 	j := &Journal{path: filepath.Join(dir, "journal.jsonl"), log: log, now: now, openFile: open,
-		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: map[string]time.Time{},
+		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: newDoneIDs(),
 		doneKeep: sessions.DoneKeep, compactMin: journalCompactMin, compactMax: journalCompactMax}
 	if err := j.open(dir); err != nil {
 		j.openErr = fmt.Errorf("sessions: journal: %w", err)
@@ -222,12 +221,6 @@ func (j *Journal) replay() error {
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && len(j.done) == 0 {
-		// Most of a rewritten log is done ids, 70-odd bytes a line; an
-		// unrewritten one holds one for a kilobyte or so. Sized for a mix,
-		// the map of a day of ids grows a few times, not twenty.
-		j.done = make(map[string]time.Time, min(fi.Size()/128, 1<<22))
-	}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var off, good int64
 	for lineNo := 1; ; lineNo++ {
@@ -280,7 +273,7 @@ func (j *Journal) applyLocked(l journalLine) {
 		if l.Rec == nil {
 			return
 		}
-		if _, done := j.done[l.Rec.ID]; done {
+		if j.done.has(l.Rec.ID) {
 			return
 		}
 		j.seq++
@@ -350,22 +343,12 @@ func (j *Journal) completeLocked(rp *jreply, at time.Time) {
 	}
 }
 
+// rememberDoneLocked remembers id, done at at, and forgets the oldest ids
+// past the retention beyond the last doneKeep.
 func (j *Journal) rememberDoneLocked(id string, at time.Time) {
-	if _, ok := j.done[id]; !ok {
-		j.doneOrder = append(j.doneOrder, id)
-	}
-	j.done[id] = at
-	if len(j.doneOrder) <= j.doneKeep {
-		return
-	}
-	cutoff := j.now().Add(-sessions.DoneRetention)
-	for len(j.doneOrder) > j.doneKeep {
-		oldest := j.doneOrder[0]
-		if j.done[oldest].After(cutoff) {
-			break
-		}
-		delete(j.done, oldest)
-		j.doneOrder = j.doneOrder[1:]
+	j.done.add(id, at)
+	if j.done.len() > j.doneKeep {
+		j.done.forget(j.doneKeep, j.now().Add(-sessions.DoneRetention))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -92,6 +93,39 @@ func BenchmarkJournalOpenDayOfIDs(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkJournalDoneIDsMemory: the live heap a journal that remembers
+// 500,000 done ids holds for each (B/id), measured after a collection
+// around its opening; -benchmem adds what the replay allocates.
+func BenchmarkJournalDoneIDsMemory(b *testing.B) {
+	const n = 500_000
+	dir := dayOfDoneIDs(b, n)
+	var perID float64
+	for b.Loop() {
+		before := liveHeap()
+		m, err := filestore.Open(filestore.Options{StateDir: dir, Logger: zap.NewNop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Journal().Health(); err != nil {
+			b.Fatal(err)
+		}
+		perID = float64(int64(liveHeap())-int64(before)) / n
+		if err := m.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(perID, "B/id")
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // BenchmarkJournalTurnsDuringRewrites: Accept + Done of 1 KB records from

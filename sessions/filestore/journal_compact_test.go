@@ -93,7 +93,7 @@ func TestJournalStartRewritesOnlyWhatItShrinks(t *testing.T) {
 		_ = j.close()
 		j2 := openTestJournal(t, dir, nil)
 		if j2.rewrites != 1 {
-			t.Errorf("start rewrote the journal %d times; want 1 (%d bytes, %d done ids)", j2.rewrites, j2.compacted, len(j2.doneOrder))
+			t.Errorf("start rewrote the journal %d times; want 1 (%d bytes, %d done ids)", j2.rewrites, j2.compacted, j2.done.len())
 		}
 	})
 	t.Run("mostly done ids", func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestJournalStartRewritesOnlyWhatItShrinks(t *testing.T) {
 		}
 		j2 := openTestJournal(t, dir, nil)
 		if j2.rewrites != 0 {
-			t.Errorf("start rewrote a %d-byte journal of %d done ids", size, len(j2.doneOrder))
+			t.Errorf("start rewrote a %d-byte journal of %d done ids", size, j2.done.len())
 		}
 		if dup, err := j2.Accept(context.Background(), sessions.Record{ID: "d:0"}); err != nil || !dup {
 			t.Errorf("Accept(d:0) after the start = %v, %v; want a duplicate", dup, err)

@@ -48,7 +48,7 @@ func InspectJournal(stateDir string) (JournalReport, error) {
 	}
 	defer f.Close()
 	j := &Journal{path: path, log: zap.NewNop(), now: time.Now, recs: map[string]*jrec{},
-		replies: map[string]*jreply{}, done: map[string]time.Time{}, doneKeep: sessions.DoneKeep}
+		replies: map[string]*jreply{}, done: newDoneIDs(), doneKeep: sessions.DoneKeep}
 	r := bufio.NewReaderSize(f, 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')

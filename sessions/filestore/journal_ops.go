@@ -73,7 +73,7 @@ func (j *Journal) acceptWrite(ctx context.Context, rec sessions.Record) (dup boo
 		// acknowledge once the original is durable.
 		return true, nil, r.wseq, nil
 	}
-	if _, ok := j.done[rec.ID]; ok {
+	if j.done.has(rec.ID) {
 		return true, nil, 0, nil
 	}
 	if rec.AcceptedAt.IsZero() {

@@ -38,17 +38,15 @@ const rewriteExt = ".rewrite"
 // journalState is what a rewrite writes: done ids with their times, and
 // the other live lines already encoded.
 type journalState struct {
-	done []string
-	at   []time.Time
+	done doneView
 	live []byte
 }
 
-// stateLocked copies the journal's state. The caller holds j.mu.
+// stateLocked copies the journal's state: the done ids' chunks, not the
+// ids (a day of them is half a million, and every write waits for the
+// copy). The caller holds j.mu.
 func (j *Journal) stateLocked() (journalState, error) {
-	st := journalState{done: slices.Clone(j.doneOrder), at: make([]time.Time, len(j.doneOrder))}
-	for i, id := range j.doneOrder {
-		st.at[i] = j.done[id]
-	}
+	st := journalState{done: j.done.view()}
 	var err error
 	st.live, err = j.liveLocked()
 	return st, err
@@ -94,15 +92,20 @@ const doneLineBytes = int64(len(`{"op":"done","ids":[""],"at":""}`+"\n") + len("
 // encode returns the state as the lines of a log: one line per done id
 // (short lines, simple replay), then the live lines.
 func (st journalState) encode() ([]byte, error) {
-	b := make([]byte, 0, len(st.done)*80+len(st.live))
-	ids := []string{""}
-	for i, id := range st.done {
-		ids[0] = id
-		var err error
-		if b, err = appendJournalLine(b, &journalLine{Op: "done", IDs: ids, At: st.at[i]}); err != nil {
-			return nil, err
+	b := make([]byte, 0, st.done.len()*80+len(st.live))
+	l := journalLine{Op: "done", IDs: []string{""}}
+	var err error
+	st.done.each(func(id string, at time.Time) {
+		if err != nil {
+			return
 		}
-		b = append(b, '\n')
+		l.IDs[0], l.At = id, at
+		if b, err = appendJournalLine(b, &l); err == nil {
+			b = append(b, '\n')
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return append(b, st.live...), nil
 }
@@ -276,10 +279,8 @@ func (j *Journal) compactAtStartLocked() error {
 	if err != nil {
 		return err
 	}
-	est := int64(len(live)) + int64(len(j.doneOrder))*doneLineBytes
-	for _, id := range j.doneOrder {
-		est += int64(len(id))
-	}
+	est := int64(len(live))
+	j.done.view().each(func(id string, _ time.Time) { est += doneLineBytes + int64(len(id)) })
 	if j.size <= 2*est {
 		return nil // replay counted the log as rewritten: it waits to double
 	}
@@ -311,6 +312,6 @@ func (j *Journal) reopenLocked(head, tail int64) error {
 	j.size, j.compacted = head+tail, head+tail
 	j.synced = j.written
 	j.lost, j.lostErr = 0, nil // the rewrite holds every line
-	j.log.Debug("journal compacted", zap.Int("pending", len(j.recs)), zap.Int("replies", len(j.replies)), zap.Int("done_ids", len(j.doneOrder)))
+	j.log.Debug("journal compacted", zap.Int("pending", len(j.recs)), zap.Int("replies", len(j.replies)), zap.Int("done_ids", j.done.len()))
 	return nil
 }

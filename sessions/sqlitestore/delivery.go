@@ -196,10 +196,13 @@ func (d *Delivery) markDone(op string, ids []string) error {
 	return nil
 }
 
-// doneIn marks ids done at now in tx.
+// doneIn marks ids done at now in tx. A done record is kept only as its
+// id (a redelivery of it is dropped for sessions.DoneRetention): its
+// payload, which nothing reads again, goes now, not at the pruning a day
+// later (a day of updates kept whole, as pgstore's doneSet clears it).
 func doneIn(tx *wtx, ids []string, now int64) error {
 	for _, id := range ids {
-		if _, err := tx.Exec(`UPDATE journal SET done_at = ?, reply = NULL WHERE id = ? AND done_at IS NULL`, now, id); err != nil {
+		if _, err := tx.Exec(`UPDATE journal SET done_at = ?, reply = NULL, payload = '' WHERE id = ? AND done_at IS NULL`, now, id); err != nil {
 			return err
 		}
 	}

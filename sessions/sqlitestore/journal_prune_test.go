@@ -2,7 +2,10 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +61,51 @@ func TestDaemonStartPrunesOldDoneIDs(t *testing.T) {
 	}
 	if n != sessions.DoneKeep {
 		t.Errorf("%d completed ids kept after a daemon's start, want the last %d", n, sessions.DoneKeep)
+	}
+}
+
+// A finished record keeps its id (redeliveries within the retention are
+// dropped) but not its payload: a day of traffic is not a day of updates
+// kept whole in the database until the pruning. Done directly, and
+// through a reply sent to its last chunk.
+func TestDoneRecordsKeepNoPayload(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, Options{Path: filepath.Join(t.TempDir(), FileName), Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := db.Delivery()
+	payload := json.RawMessage(`{"text":"` + strings.Repeat("x", 2000) + `"}`)
+	for i := range 20 {
+		if _, err := d.Accept(ctx, sessions.Record{ID: fmt.Sprintf("m%d", i), Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := d.Done(fmt.Sprintf("m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 10; i < 20; i++ {
+		id := fmt.Sprintf("r%d", i)
+		if err := d.Ready(sessions.Reply{ID: id, Records: []string{fmt.Sprintf("m%d", i)}, Chunks: []string{"a"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Sent(id, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var done, kept int
+	if err := db.read.QueryRow(`SELECT count(*), coalesce(sum(length(payload)), 0) FROM journal WHERE done_at IS NOT NULL`).Scan(&done, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if done != 20 || kept != 0 {
+		t.Errorf("%d done records keep %d bytes of payload, want 20 keeping none", done, kept)
+	}
+	for i := range 20 {
+		if dup, err := d.Accept(ctx, sessions.Record{ID: fmt.Sprintf("m%d", i), Payload: payload}); err != nil || !dup {
+			t.Errorf("redelivery of done m%d: duplicate %v, %v; want it dropped", i, dup, err)
+		}
 	}
 }
