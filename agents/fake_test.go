@@ -132,10 +132,13 @@ type memTranscript struct {
 }
 
 func (t *memTranscript) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.Append(ctx, msgs...)
+	return t.Append(sessions.WithReplyAhead(ctx, nil), msgs...) // a lazy append stores no reply
 }
 
-func (t *memTranscript) Append(_ context.Context, msgs ...sessions.Message) ([]string, error) {
+// Append appends msgs; a sessions.ReplyAhead in ctx (one message) is
+// taken with it, as a backend storing the reply in the append's
+// transaction does.
+func (t *memTranscript) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var ids []string
@@ -144,6 +147,10 @@ func (t *memTranscript) Append(_ context.Context, msgs ...sessions.Message) ([]s
 		id := fmt.Sprintf("%08x", len(t.lines)+1)
 		t.lines = append(t.lines, memLine{id: id, msg: &m})
 		ids = append(ids, id)
+	}
+	if ra := sessions.ReplyAheadFrom(ctx); ra != nil && len(ids) == 1 {
+		rp, _ := ra.Build(ids[0])
+		ra.Take(rp)
 	}
 	return ids, nil
 }

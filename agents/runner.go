@@ -229,6 +229,12 @@ type Turn struct {
 	// stopped for good forgets its run's start, so a later run counts its
 	// timeout afresh. Nil: never stopped for good.
 	Stopped func() bool
+	// ReplyAhead, if set, is asked before the final answer is appended,
+	// with the result the turn will return (EntryID still empty): what it
+	// returns (nil: nothing) goes with that append's context, so that a
+	// backend may store the reply in the append's transaction
+	// (sessions.ReplyAhead).
+	ReplyAhead func(Result) *sessions.ReplyAhead
 }
 
 // Result is the outcome of a turn.
@@ -405,6 +411,10 @@ func (r *Runner) Run(ctx context.Context, t Turn) (Result, error) {
 	}
 	if t.Key.Subagent != "" {
 		r.setMemory(s, nil)
+		// A child's turn ends with its announcement, which may fail
+		// after the answer was appended and run the turn again: its
+		// reply is stored only once the turn's outcome is known.
+		t.ReplyAhead = nil
 		return r.runChild(ctx, s, t)
 	}
 	r.setMemory(s, t.Speaker)
@@ -518,7 +528,14 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		iter++
 		msg = r.stamp(s, msg, req)
 		addUsage(&res.Usage, *msg.Usage) // paid for even if the append fails
-		id, err := r.appendAssistant(ctx, s, msg)
+		calls := toolCalls(msg)
+		actx := ctx
+		if len(calls) == 0 && t.ReplyAhead != nil && msg.Usage.Input+msg.Usage.Output > 0 { // else the estimate is read after
+			if a := t.ReplyAhead(r.answered(s, res, msg)); a != nil {
+				actx = sessions.WithReplyAhead(ctx, a)
+			}
+		}
+		id, err := r.appendAssistant(actx, s, msg)
 		if err != nil {
 			return res, err
 		}
@@ -526,7 +543,6 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		res.AnsweredAt = time.UnixMilli(msg.Timestamp)
 		last = msg
 		res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
-		calls := toolCalls(msg)
 		if len(calls) == 0 {
 			break
 		}
@@ -554,10 +570,7 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 			return res, nil
 		}
 	}
-	res.Text = last.Text()
-	if last.StopReason == llm.StopRefusal && strings.TrimSpace(res.Text) == "" {
-		res.Text = RefusalText
-	}
+	res.Text = answerText(last)
 	if len(res.Media) == 0 { // a reused reply's came from the transcript
 		res.Media = s.media.result()
 	}
@@ -567,6 +580,27 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// answerText is the reply's text of the final answer m.
+func answerText(m sessions.Message) string {
+	if text := m.Text(); m.StopReason != llm.StopRefusal || strings.TrimSpace(text) != "" {
+		return text
+	}
+	return RefusalText
+}
+
+// answered is the result run returns once msg, the final answer (no
+// tool calls), is appended, but its EntryID: what Turn.ReplyAhead is
+// given before the append.
+func (r *Runner) answered(s *session, res Result, msg sessions.Message) Result {
+	res.EntryID = "" // an earlier answer's (one that called tools)
+	res.Model = msg.Provider + "/" + msg.Model
+	res.AnsweredAt = time.UnixMilli(msg.Timestamp)
+	res.TokenEstimate = msg.Usage.Input + msg.Usage.Output
+	res.Text = answerText(msg)
+	res.Media = s.media.result()
+	return res
 }
 
 // RefusalText is the reply to a turn whose model declined with no text

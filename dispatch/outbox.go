@@ -115,27 +115,13 @@ func chunksFor(a channels.Adapter, out channels.Outbound) []string {
 func (o *outbox) deliver(ctx context.Context, key routing.Key, agentID string, records []string, out channels.Outbound, entryID string) bool {
 	d := o.d
 	a := d.adapter(out.Channel, out.AccountID)
-	var chunks []string
-	if a != nil && out.Channel != "" {
-		chunks = chunksFor(a, out)
-	}
-	if len(chunks) == 0 {
-		d.finish(records...)
-		return true
-	}
-	text := out.Text
-	out.Text = ""
-	target, err := json.Marshal(out)
+	rp, ok, err := o.reply(a, key, agentID, records, out, entryID)
 	if err != nil {
 		d.log.Error("reply target not encodable; reply dropped", zap.Error(err))
+	}
+	if !ok {
 		d.finish(records...)
 		return true
-	}
-	out.Text = text
-	rp := sessions.Reply{
-		ID: uuid.NewString(), Records: records, AgentID: agentID, SessionKey: key.String(),
-		Target: target, Chunks: chunks, EntryID: entryID, CreatedAt: d.opts.Now(),
-		Draft: draftRecord(out), // chunk 0 edits a streamed draft: its record ends here
 	}
 	err = d.journal.Ready(rp)
 	if errors.Is(err, sessions.ErrFenced) {
@@ -151,6 +137,31 @@ func (o *outbox) deliver(ctx context.Context, key routing.Key, agentID string, r
 	lane := key.Canonical()
 	o.sendReply(ctx, a, rp, out, &lane)
 	return true
+}
+
+// reply is out, sent through a, as the reply answering records (entry
+// entryID of the transcript): split into the chunks the adapter sends,
+// with its target. ok is false when there is nothing to send (no adapter,
+// no chunks) or the target cannot be encoded (err).
+func (o *outbox) reply(a channels.Adapter, key routing.Key, agentID string, records []string, out channels.Outbound, entryID string) (rp sessions.Reply, ok bool, err error) {
+	d := o.d
+	var chunks []string
+	if a != nil && out.Channel != "" {
+		chunks = chunksFor(a, out)
+	}
+	if len(chunks) == 0 {
+		return sessions.Reply{}, false, nil
+	}
+	out.Text = ""
+	target, err := json.Marshal(out)
+	if err != nil {
+		return sessions.Reply{}, false, fmt.Errorf("dispatch: reply target: %w", err)
+	}
+	return sessions.Reply{
+		ID: uuid.NewString(), Records: records, AgentID: agentID, SessionKey: key.String(),
+		Target: target, Chunks: chunks, EntryID: entryID, CreatedAt: d.opts.Now(),
+		Draft: draftRecord(out), // chunk 0 edits a streamed draft: its record ends here
+	}, true, nil
 }
 
 // sendReply sends rp's chunks from the first not yet sent. A stored reply

@@ -55,6 +55,9 @@ type turn struct {
 	adapter channels.Adapter
 	deliver bool
 	steered steerState // messages the run took while active (steer mode)
+	// ahead is the reply handed to the final answer's append (nil: none;
+	// turn_ahead.go); set by the runner's call of replyAhead.
+	ahead *aheadReply
 
 	// ends are undone, last first, once the turn is settled (the ack
 	// reaction, the draft stream, the usage row).

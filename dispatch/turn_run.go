@@ -78,9 +78,12 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		// A stop for good (/stop, interrupt mode: stoppedForGood, also
 		// once the daemon is stopping): not the daemon stopping, nor the
 		// lease lost (another replica resumes the run).
-		Stopped: func() bool { return (!d.closing.Load() || stoppedForGood(ctx)) && !leaseLost(ctx, nil) },
+		Stopped:    func() bool { return (!d.closing.Load() || stoppedForGood(ctx)) && !leaseLost(ctx, nil) },
+		ReplyAhead: t.replyAhead(stream),
 	})
-	if !d.recordUsageLater(last, res, t.log) {
+	// A usage row stored with the reply (in the answer's append) is not
+	// recorded again.
+	if !t.ahead.usageTaken() && !d.recordUsageLater(last, res, t.log) {
 		t.atEnd(func() { d.recordUsage(ctx, last, res, t.log) }) // after the reply: never delays it
 	}
 	stopTyping()

@@ -23,6 +23,9 @@ func (t *turn) settle(ctx context.Context, res agents.Result, err error) {
 	d.charge(all, first.AgentID, res.Usage)
 	ids := recordIDs(all)
 	t.out.Answers = answers(all)
+	if t.sendAhead(ctx) {
+		return // stored with the answer (turn_ahead.go)
+	}
 	if err != nil && t.ambient && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 		t.ambientSettle(ids, err, false) // nobody asked: nobody is told
 		return

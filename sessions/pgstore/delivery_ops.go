@@ -273,16 +273,34 @@ const finishAnswered = `rest AS (
 // the last chunk is marked Sent), and the draft it takes over is retired.
 // A reply with the id of a stored one replaces it.
 func (d *Delivery) Ready(r sessions.Reply) (err error) {
+	m, err := d.readyMark(r, nil)
+	if err != nil {
+		return err
+	}
+	d.noteChunks(r)
+	defer func() {
+		if err != nil { // refused (fenced, closed): no Sent will come for it
+			d.chunks.Delete(r.ID)
+		}
+	}()
+	return d.apply(m)
+}
+
+// readyMark is Ready's mark storing r. Under a turn's session lease it
+// checks the lease's fence first, unless the transaction checks that
+// very fence already (queued, as a transcript append queues its own:
+// reply_ahead.go).
+func (d *Delivery) readyMark(r sessions.Reply, queued *sessions.Fence) (mark, error) {
 	if err := checkReply(r); err != nil {
-		return fmt.Errorf("pgstore: delivery ready: %w", err)
+		return mark{}, fmt.Errorf("pgstore: delivery ready: %w", err)
 	}
 	target, err := compactJSON("target", r.Target)
 	if err != nil {
-		return fmt.Errorf("pgstore: delivery ready %q: %w", r.ID, err)
+		return mark{}, fmt.Errorf("pgstore: delivery ready %q: %w", r.ID, err)
 	}
 	chunks, err := json.Marshal(r.Chunks)
 	if err != nil {
-		return fmt.Errorf("pgstore: delivery ready %q: chunks: %w", r.ID, err)
+		return mark{}, fmt.Errorf("pgstore: delivery ready %q: chunks: %w", r.ID, err)
 	}
 	now := d.clock()
 	if r.CreatedAt.IsZero() {
@@ -297,17 +315,16 @@ func (d *Delivery) Ready(r sessions.Reply) (err error) {
 	if fencedTurn {
 		settles = records
 	}
-	d.noteChunks(r)
-	defer func() {
-		if err != nil { // refused (fenced, closed): no Sent will come for it
-			d.chunks.Delete(r.ID)
-		}
-	}()
-	return d.apply(mark{op: "ready", key: rowKey("d", r.ID), records: settles, queue: func(b *pgx.Batch) {
-		if fencedTurn {
+	fence := sessions.Fence{Lease: SessionLease(r.SessionKey)}
+	if fencedTurn {
+		fence.Token = tok.(int64)
+	}
+	checked := queued != nil && queued.Lease == fence.Lease && queued.Token == fence.Token
+	return mark{op: "ready", key: rowKey("d", r.ID), records: settles, queue: func(b *pgx.Batch) {
+		if fencedTurn && !checked {
 			// A turn's reply: written only while its lease is this
 			// handle's (turns.go).
-			queueFence(b, sessions.Fence{Lease: SessionLease(r.SessionKey), Token: tok.(int64)})
+			queueFence(b, fence)
 		}
 		if r.Draft != "" {
 			b.Queue(`DELETE FROM delivery_drafts WHERE id = $1`, r.Draft)
@@ -335,7 +352,7 @@ func (d *Delivery) Ready(r sessions.Reply) (err error) {
 		if r.Sent >= len(r.Chunks) {
 			queueComplete(b, r.ID, now)
 		}
-	}})
+	}}, nil
 }
 
 // releasedOwner is the owner a released record is given: no handle's, so

@@ -27,9 +27,11 @@ import (
 
 // Operations of the counters. Per message the daemon runs accept,
 // begin_turn (replicas only), start, begin, context, append, ready, sent
-// and done; the counters and the accept's WAL flush serve several
-// messages at once. A Delivery's marks are labelled by their own names
-// (start, fail, abort, done, ready, sent, draft, undraft, probe).
+// and done (a turn's reply stored with its answer's append costs no ready
+// of its own: reply_ahead.go); the counters and the accept's WAL flush
+// serve several messages at once. A Delivery's marks are labelled by
+// their own names (start, fail, abort, done, ready, unready, sent, draft,
+// undraft, probe).
 const (
 	OpAccept     = "accept"      // Delivery.Accept, AcceptDeferred
 	OpAcceptWait = "accept_wait" // the WAL flush an AcceptDeferred waits for

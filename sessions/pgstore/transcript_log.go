@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
@@ -137,15 +138,19 @@ func split(body []byte) (pre, post []byte, err error) {
 // Append writes complete messages as a chain continuing the current leaf
 // and returns their entry ids, once committed (durable). A message without
 // a timestamp gets the current time.
+//
+// A sessions.ReplyAhead in ctx (one message: a turn's final answer) is
+// stored in the append's transaction when this DB's Delivery can take it
+// (reply_ahead.go).
 func (t *TranscriptLog) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.appendMessages(ctx, false, nil, msgs)
+	return t.appendMessages(ctx, false, nil, t.db.replyAhead(ctx, len(msgs)), msgs)
 }
 
-func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *contextRead, msgs []sessions.Message) ([]string, error) {
+func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *contextRead, ahead *aheadWrite, msgs []sessions.Message) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.appendChain(ctx, len(msgs), lazy, read, func(now time.Time) ([]pending, error) {
+	return t.appendChain(ctx, len(msgs), lazy, read, ahead, func(now time.Time) ([]pending, error) {
 		out := make([]pending, len(msgs))
 		for i, m := range msgs {
 			out[i] = pending{id: t.newID(out[:i]), typ: TypeMessage}
@@ -177,7 +182,7 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *con
 // journal holds durably and which the turn's reply, a synchronous Append,
 // flushes.
 func (t *TranscriptLog) AppendLazy(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	return t.appendMessages(ctx, true, nil, msgs)
+	return t.appendMessages(ctx, true, nil, nil, msgs)
 }
 
 // AppendLazyContext is AppendLazy followed by Context, in one round trip:
@@ -192,7 +197,7 @@ func (t *TranscriptLog) AppendLazyContext(ctx context.Context, msgs ...sessions.
 		return nil, c, err
 	}
 	r := t.contextRead()
-	ids, err := t.appendMessages(ctx, true, r, msgs)
+	ids, err := t.appendMessages(ctx, true, r, nil, msgs)
 	if err != nil {
 		return nil, sessions.Context{}, err
 	}
@@ -218,7 +223,7 @@ func (t *TranscriptLog) AppendCompaction(ctx context.Context, c sessions.Compact
 			return "", transcript.ErrFirstKeptNotInChain(c.FirstKeptEntryID)
 		}
 	}
-	ids, err := t.appendChain(ctx, 0, false, nil, func(now time.Time) ([]pending, error) {
+	ids, err := t.appendChain(ctx, 0, false, nil, nil, func(now time.Time) ([]pending, error) {
 		p := pending{id: t.newID(nil), typ: TypeCompaction, kept: c.FirstKeptEntryID}
 		body, err := transcript.EncodeCompaction(p.id, "", c, now)
 		if err != nil {
@@ -250,8 +255,10 @@ func (t *TranscriptLog) newID(taken []pending) string {
 
 // appendChain encodes entries with enc and appends them through the group
 // commit, drawing new ids if one collides with an entry of the transcript.
-// messages is how many of them are message entries; lazy commits lazily.
-func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool, read *contextRead, enc func(now time.Time) ([]pending, error)) ([]string, error) {
+// messages is how many of them are message entries; lazy commits lazily;
+// ahead, if set, is a reply stored in the same transaction, built for
+// the last entry's id of each try.
+func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool, read *contextRead, ahead *aheadWrite, enc func(now time.Time) ([]pending, error)) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		// A cancelled turn writes nothing (the group commit might still
 		// take a request whose context already ended).
@@ -274,6 +281,12 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		if read != nil {
 			read.exclude(entries) // this try's ids
 		}
+		if ahead != nil {
+			if err := ahead.prepare(entries[len(entries)-1].id, fence); err != nil {
+				t.db.log.Warn("reply not stored with its answer; the turn stores it", zap.String("session_id", t.sessionID), zap.Error(err))
+				ahead = nil
+			}
+		}
 		var written []writtenRow
 		err = t.db.writes.do(withOp(ctx, OpAppend), &write{op: OpAppend, key: rowKey("t", t.sessionID), sync: !lazy, fill: func(b *pgx.Batch) {
 			written = nil // a try's rows only
@@ -288,11 +301,20 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 				sql, args := read.statement()
 				b.Queue(sql, args...).Query(read.scan)
 			}
+			if ahead != nil {
+				ahead.fill(b)
+			}
 		}})
+		if err != nil && ahead != nil {
+			ahead.failed(ctx, err)
+		}
 		if ferr, ok := fenced(err); ok {
 			err = ferr
 		}
 		if err == nil {
+			if ahead != nil {
+				ahead.committed()
+			}
 			t.appended(read, entries, written)
 			ids := make([]string, len(entries))
 			for i, p := range entries {
@@ -303,6 +325,16 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		var pe *pgconn.PgError
 		if attempt < idAttempts && errors.As(err, &pe) && pe.Code == "23505" && pe.TableName == "transcript_entries" {
 			continue // an entry id is taken: draw others
+		}
+		if ahead != nil && permanent(err) {
+			// Refused for what it holds, perhaps the reply's statements:
+			// alone, Ready (the turn's, after) would report that without
+			// failing the answer. Once more without them. (A fenced
+			// append is no longer a PgError here; a lock timeout or an
+			// outage is not permanent: it fails the append as before.)
+			t.db.log.Warn("append with its reply refused; appending alone, the turn stores the reply", zap.String("session_id", t.sessionID), zap.Error(err))
+			ahead = nil
+			continue
 		}
 		return nil, fmt.Errorf("transcript: append %s: %w", t.sessionID, err)
 	}

@@ -1,0 +1,181 @@
+package gatewayd
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/configs"
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/pgstore"
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
+)
+
+// messageOps are the operations of a message's path (pgstore's labels;
+// a group of several writes is "group"); the others run on the daemon's
+// own clock whatever the traffic (lease renewals, the leader lease, the
+// replica's heartbeat, orphan and job polls, the Telegram offset, session
+// counters flushed once a second). "usage" is left out too: it labels the
+// limit counters, flushed once a second, as well as the turns' usage rows
+// (which the test counts in the table instead).
+var messageOps = map[string]bool{
+	pgstore.OpAccept: true, pgstore.OpAcceptWait: true, pgstore.OpBeginTurn: true, pgstore.OpStart: true,
+	pgstore.OpBegin: true, pgstore.OpIndex: true, pgstore.OpContext: true, pgstore.OpAppend: true,
+	pgstore.OpReady: true, pgstore.OpSent: true, pgstore.OpDone: true, pgstore.OpGroup: true,
+	pgstore.OpRooms: true,
+}
+
+// messageTrips sums the round trips of the operations a message costs.
+func messageTrips(st []pgstore.OpStats) (int64, map[string]int64) {
+	var n int64
+	by := map[string]int64{}
+	for _, s := range st {
+		if messageOps[s.Op] {
+			n += s.RoundTrips
+			by[s.Op] = s.RoundTrips
+		}
+	}
+	return n, by
+}
+
+// TestSteadyMessageCostsAtMostSixRoundTrips (issue 21): a daemon on
+// PostgreSQL answering one existing session's messages at a steady pace
+// (each sent after the previous reply arrived) costs at most 6 of its own
+// storage round trips a message: the reply's outbox record is written in
+// the transaction of the reply's transcript append, not in one of its own
+// (7 before). Counted by the daemon's own counters, not timed.
+func TestSteadyMessageCostsAtMostSixRoundTrips(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	yaml := fmt.Sprintf(`stateDir: %s
+http: {listen: "127.0.0.1:0"}
+storage: {backend: postgres, postgres: {url: %q}}
+channels:
+  telegram:
+    accounts:
+      default:
+        token: %q
+        apiRoot: %q
+        dmPolicy: open
+        pollTimeoutSeconds: 1
+        streaming: {mode: "off"}
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model}
+  list: [{id: main}]
+`, filepath.Join(t.TempDir(), "state"), url, tg.Token(), tg.URL, model.BaseURL())
+	cfg, err := configs.LoadBytes([]byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type opStatser interface{ OpStats() []pgstore.OpStats }
+	var (
+		mu sync.Mutex
+		be opStatser
+	)
+	open := func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+		b, err := OpenBackend(ctx, cfg, BackendOptions{Logger: zaptest.NewLogger(t)})
+		if err != nil {
+			return nil, err
+		}
+		st, ok := b.(opStatser)
+		if !ok {
+			_ = b.Close()
+			return nil, fmt.Errorf("backend %T counts no round trips", b)
+		}
+		mu.Lock()
+		be = st
+		mu.Unlock()
+		return b, nil
+	}
+	ready := make(chan string, 1)
+	d, err := New(cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open, OnReady: func(addr string) { ready <- addr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("daemon exited: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon not ready")
+	}
+
+	// settled waits until the daemon has written everything of the
+	// messages answered so far: no record pending, no reply stored (the
+	// last chunk's sent mark retires both). Read on a connection of the
+	// test's own, so it is not counted.
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	settled := func() {
+		waitUntil(t, 30*time.Second, "the journal settled", func() bool {
+			var n int
+			err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM delivery_records WHERE state = 'pending')
+				+ (SELECT count(*) FROM delivery_replies)`).Scan(&n)
+			return err == nil && n == 0
+		})
+	}
+	say := func(i int) {
+		before := tg.SentCount()
+		tg.DM(5001, fmt.Sprintf("message %d", i))
+		waitUntil(t, 30*time.Second, fmt.Sprintf("the reply to message %d", i), func() bool { return tg.SentCount() > before })
+		settled()
+	}
+
+	say(0) // the session exists from here on
+	mu.Lock()
+	db := be
+	mu.Unlock()
+	before, _ := messageTrips(db.OpStats())
+	_, byBefore := messageTrips(db.OpStats())
+	const n = 20
+	for i := 1; i <= n; i++ {
+		say(i)
+	}
+	after, byAfter := messageTrips(db.OpStats())
+	var ops []string
+	for op, v := range byAfter {
+		ops = append(ops, fmt.Sprintf("%s=%.2f", op, float64(v-byBefore[op])/n))
+	}
+	sort.Strings(ops)
+	per := float64(after-before) / n
+	t.Logf("%.2f round trips a message: %s", per, strings.Join(ops, " "))
+	if per > 6 {
+		t.Errorf("%.2f storage round trips a message to an existing session at a steady pace, want at most 6: %s",
+			per, strings.Join(ops, " "))
+	}
+	if got := tg.SentCount(); got != n+1 {
+		t.Errorf("%d replies sent, want %d", got, n+1)
+	}
+	var rows int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM usage`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n+1 {
+		t.Errorf("%d usage rows, want one a turn: %d", rows, n+1)
+	}
+}
