@@ -51,6 +51,9 @@ func (t *turn) replyAhead(stream *draftStream) func(agents.Result) *sessions.Rep
 	if t.ambient || t.adapter == nil || (stream != nil && stream.mode == channels.StreamPartial) {
 		return nil
 	}
+	if tk, ok := t.d.journal.(sessions.ReplyAheadTaker); !ok || !tk.TakesReplyAhead() {
+		return nil // files, SQLite: deliver builds the reply once, after the run
+	}
 	return func(res agents.Result) *sessions.ReplyAhead {
 		d := t.d
 		// settle's reply: every message the run answered (steered ones

@@ -50,6 +50,15 @@ func (a *ReplyAhead) Taken() (Reply, bool) {
 	return *a.taken, true
 }
 
+// ReplyAheadTaker is a Delivery that stores a ReplyAhead with the append
+// that carries it (pgstore's). A caller offers one only to such a
+// Delivery: building the reply ahead costs a turn work that a backend
+// ignoring it (files, SQLite) would see done twice.
+type ReplyAheadTaker interface {
+	Delivery
+	TakesReplyAhead() bool
+}
+
 type replyAheadKey struct{}
 
 // WithReplyAhead returns ctx carrying a for the transcript append made

@@ -48,6 +48,10 @@ func (db *DB) replyAhead(ctx context.Context, n int) *aheadWrite {
 	return &aheadWrite{d: d, ra: ra}
 }
 
+// TakesReplyAhead reports that d stores a sessions.ReplyAhead with the
+// append of its database that carries it (sessions.ReplyAheadTaker).
+func (d *Delivery) TakesReplyAhead() bool { return true }
+
 // prepare builds the reply of entry entryID and its statements for a try
 // of the append; queued is the fence the append checks already. An error
 // (a reply or usage row the store refuses) leaves the reply to the
