@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/gateway/gateway/internal/atomicfile"
 )
 
 // groupRegistry records the process groups of the stdio servers this
@@ -111,17 +113,13 @@ func (r *groupRegistry) saveLocked() {
 	}
 }
 
-// writeReplace writes b to path through a temporary file renamed over it.
+// writeReplace writes b to path atomically (internal/atomicfile).
 func writeReplace(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("mcp: groups dir: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("mcp: write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("mcp: rename %s: %w", tmp, err)
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("mcp: record groups: %w", err)
 	}
 	return nil
 }

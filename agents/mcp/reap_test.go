@@ -122,8 +122,10 @@ func TestStdioServerNotReadingIsRestarted(t *testing.T) {
 	m := mcp.New(mcp.Options{Backoff: 20 * time.Millisecond, MaxMessageBytes: 256 << 10})
 	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"s": cfg}})
 	run(t, m)
-	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil {
-		t.Fatal("slow answered")
+	// Up and reading first (see TestStdioCallTimesOutWhileServerNotReading).
+	waitFor(t, "the server ready", func() bool { return status(m, "s").State == mcp.StateReady })
+	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("slow: %v, want its timeout", err)
 	}
 	big := []byte(`{"doc":"` + strings.Repeat("x", 200<<10) + `"}`)
 	for range 3 { // 600 KiB: the pipe's 64 KiB, then the queue's 256 KiB

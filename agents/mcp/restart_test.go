@@ -65,6 +65,9 @@ func TestLateAnswerAfterTimeoutKeepsSession(t *testing.T) {
 	m := mcp.New(mcp.Options{Backoff: time.Minute})
 	m.Apply(mcp.Config{Servers: map[string]mcp.ServerConfig{"s": cfg}})
 	run(t, m)
+	// Up first: a start slower than the call's 200 ms (a loaded machine)
+	// fails slow as timed out without sending it.
+	waitFor(t, "the server ready", func() bool { return status(m, "s").State == mcp.StateReady })
 	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("slow call: %v, want a timeout", err)
 	}

@@ -27,8 +27,12 @@ func TestStdioCallTimesOutWhileServerNotReading(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- m.Run(ctx) }()
 	defer stop()
-	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil {
-		t.Fatal("slow answered")
+	// Up and reading first: under load the server's start can take longer
+	// than the call's 500 ms, and slow, failing with "did not start",
+	// never reached it (the server then read fast's request and answered).
+	waitFor(t, "the server ready", func() bool { return status(m, "s").State == mcp.StateReady })
+	if _, err := m.Call(context.Background(), "s__slow", nil); err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("slow: %v, want its timeout", err)
 	}
 	// More than the pipe holds (64 KiB), as a model passing a document.
 	done := make(chan error, 1)
