@@ -100,27 +100,7 @@ agents:
 		mu.Unlock()
 		return b, nil
 	}
-	ready := make(chan string, 1)
-	d, err := New(cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open, OnReady: func(addr string) { ready <- addr }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon exited: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("daemon not ready")
-	}
+	runTestDaemon(t, cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open})
 
 	// settled waits until the daemon has written everything of the
 	// messages answered so far: no record pending, no reply stored (the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/configs"
 	"github.com/gateway/gateway/sessions/pgstore"
 	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 )
@@ -141,8 +142,17 @@ func startFilesDaemon(t *testing.T) string {
 providers: {local: {type: echo}}
 agents: {defaults: {model: local/echo}, list: [{id: main}]}
 `)
+	return runTestDaemon(t, cfg, Options{Logger: zaptest.NewLogger(t)})
+}
+
+// runTestDaemon runs a daemon of cfg and opts (its OnReady set here) until
+// the test ends, and returns its HTTP address once it is ready; the
+// test's cleanup stops it and reports an error Run returns.
+func runTestDaemon(t *testing.T, cfg *configs.Config, opts Options) string {
+	t.Helper()
 	ready := make(chan string, 1)
-	d, err := New(cfg, Options{Logger: zaptest.NewLogger(t), OnReady: func(addr string) { ready <- addr }})
+	opts.OnReady = func(addr string) { ready <- addr }
+	d, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,16 +162,16 @@ agents: {defaults: {model: local/echo}, list: [{id: main}]}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("files daemon: Run = %v", err)
+			t.Errorf("Run = %v", err)
 		}
 	})
 	select {
 	case addr := <-ready:
 		return addr
 	case err := <-done:
-		t.Fatalf("files daemon exited: %v", err)
+		t.Fatalf("daemon exited: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("files daemon not ready")
+		t.Fatal("daemon not ready")
 	}
 	return ""
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/gateway/gateway/sessions"
@@ -30,15 +29,9 @@ type jobsView struct {
 // jobsCache is the files as last read and the stats they were read at.
 type jobsCache struct {
 	ok            bool
-	jsonID, endID fileID
+	jsonID, endID fileStamp
 	raw           []sessions.Job // jobs.json as decoded
 	view          jobsView
-}
-
-// fileID tells one version of a file from another.
-type fileID struct {
-	ino, size int64
-	mtime     time.Time
 }
 
 // jobFile is the on-disk form of jobs.json.
@@ -241,30 +234,16 @@ func readJobFile(path string) ([]sessions.Job, error) {
 	return f.Jobs, nil
 }
 
-// stat identifies the current versions of jobs.json and the ended file.
-func (s *Jobs) stat() (jsonID, endID fileID, err error) {
-	if jsonID, err = statID(s.path); err != nil {
-		return
+// stat stamps the current versions of jobs.json and the ended file
+// (statStamp: a change replaces jobs.json by rename, so its inode tells
+// its versions apart; size and mtime tell an append, and an editor
+// writing in place).
+func (s *Jobs) stat() (jsonID, endID fileStamp, err error) {
+	if jsonID, err = statStamp(s.path); err != nil {
+		return jsonID, endID, fmt.Errorf("sessions: jobs: stat %s: %w", s.path, err)
 	}
-	endID, err = statID(s.ended)
-	return
-}
-
-// statID identifies the file's current version (the zero fileID when it
-// does not exist). A change replaces jobs.json by rename, so the inode
-// alone tells its versions apart; size and mtime tell an append, and
-// guard against an editor writing in place.
-func statID(path string) (fileID, error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fileID{}, nil
+	if endID, err = statStamp(s.ended); err != nil {
+		return jsonID, endID, fmt.Errorf("sessions: jobs: stat %s: %w", s.ended, err)
 	}
-	if err != nil {
-		return fileID{}, fmt.Errorf("sessions: jobs: stat %s: %w", path, err)
-	}
-	id := fileID{size: fi.Size(), mtime: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino = int64(st.Ino)
-	}
-	return id, nil
+	return jsonID, endID, nil
 }

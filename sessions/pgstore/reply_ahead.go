@@ -85,15 +85,17 @@ func (w *aheadWrite) committed() {
 
 // failed follows an append that failed with err. When the server may
 // have committed it all the same (the connection was lost before the
-// answer, a result not read back), the caller sees a failed turn and
-// runs its records again, which stores a reply of its own: the one that
-// may be stored here is removed and its records unanswered, through the
-// Delivery's marks (retried in order until the server answers), so that
-// no start sends it beside that one.
-func (w *aheadWrite) failed(ctx context.Context, err error) {
+// answer, a result not read back, or the turn's context ended while the
+// group commit held the write: it may still commit it), the caller sees a
+// failed or cancelled turn, whose records run again or are finished by
+// /stop: the reply that may be stored here is removed and its records
+// unanswered, through the Delivery's marks (retried in order until the
+// server answers), so that no start sends it beside the records' next
+// reply, or after a /stop. Where nothing was stored it removes nothing.
+func (w *aheadWrite) failed(err error) {
 	var pe *pgconn.PgError
-	if w.fill == nil || errors.As(err, &pe) || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
-		return // refused, or never handed over: nothing was stored
+	if w.fill == nil || errors.As(err, &pe) {
+		return // never prepared, or refused by the server: nothing was stored
 	}
 	id, records := w.reply.ID, w.reply.Records
 	if records == nil {

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -168,45 +169,52 @@ func TestReplyAheadNotTakenByAnotherDelivery(t *testing.T) {
 
 // TestReplyAheadWithdrawnWhenOutcomeUnknown: when the answer's append
 // fails without the server's refusal (the connection lost before the
-// commit's answer), the reply it may have stored is withdrawn and its
-// records unanswered: the turn counts as failed and runs them again, with
-// a reply of its own, which must be the only one a start finds.
+// commit's answer, or the turn's context ended while the group commit
+// held the write), the reply it may have stored is withdrawn and its
+// records unanswered: the turn counts as failed (or stopped) and runs
+// them again with a reply of its own, which must be the only one a start
+// finds, or finishes them, after which no start may send it.
 func TestReplyAheadWithdrawnWhenOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	db, _ := openTest(t)
-	ctx := ctxT(t)
-	d := newDelivery(t, db, DeliveryOptions{})
-	mustAccept(t, d, "r1")
-	tr, err := db.Transcript(sidA, transcript.Header{SessionKey: turnKey, AgentID: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ra := ahead(d, reply("rp1", "r1"))
-	if _, err := tr.Append(sessions.WithReplyAhead(ctx, ra), text(sessions.RoleAssistant, "answer")); err != nil {
-		t.Fatal(err)
-	}
-	rp, ok := ra.Taken()
-	if !ok {
-		t.Fatal("reply not taken")
-	}
-	// The same commit, as its caller sees it when the answer is lost.
-	w := &aheadWrite{d: d, ra: ra, reply: rp, fill: func(*pgx.Batch) {}}
-	w.failed(ctx, errors.New("unexpected EOF"))
-	var replies int
-	var answered bool
-	if err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM delivery_replies),
-		(SELECT reply IS NOT NULL FROM delivery_records WHERE id = 'r1')`).Scan(&replies, &answered); err != nil {
-		t.Fatal(err)
-	}
-	if replies != 0 || answered {
-		t.Errorf("after an unknown outcome: %d replies, r1 answered %v; want the reply withdrawn", replies, answered)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	next := newDelivery(t, db, DeliveryOptions{})
-	if ps, err := next.Pending(); err != nil || len(ps) != 1 || ps[0].ID != "r1" {
-		t.Errorf("Pending at the next start = %+v, %v; want r1 to run again", ps, err)
+	for _, lost := range []error{errors.New("unexpected EOF"), context.Canceled} {
+		t.Run(lost.Error(), func(t *testing.T) {
+			t.Parallel()
+			db, _ := openTest(t)
+			ctx := ctxT(t)
+			d := newDelivery(t, db, DeliveryOptions{})
+			mustAccept(t, d, "r1")
+			tr, err := db.Transcript(sidA, transcript.Header{SessionKey: turnKey, AgentID: "main"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ra := ahead(d, reply("rp1", "r1"))
+			if _, err := tr.Append(sessions.WithReplyAhead(ctx, ra), text(sessions.RoleAssistant, "answer")); err != nil {
+				t.Fatal(err)
+			}
+			rp, ok := ra.Taken()
+			if !ok {
+				t.Fatal("reply not taken")
+			}
+			// The same commit, as its caller sees it when the answer is lost.
+			w := &aheadWrite{d: d, ra: ra, reply: rp, fill: func(*pgx.Batch) {}}
+			w.failed(lost)
+			var replies int
+			var answered bool
+			if err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM delivery_replies),
+				(SELECT reply IS NOT NULL FROM delivery_records WHERE id = 'r1')`).Scan(&replies, &answered); err != nil {
+				t.Fatal(err)
+			}
+			if replies != 0 || answered {
+				t.Errorf("after an unknown outcome: %d replies, r1 answered %v; want the reply withdrawn", replies, answered)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			next := newDelivery(t, db, DeliveryOptions{})
+			if ps, err := next.Pending(); err != nil || len(ps) != 1 || ps[0].ID != "r1" {
+				t.Errorf("Pending at the next start = %+v, %v; want r1 to run again", ps, err)
+			}
+		})
 	}
 }
 

@@ -306,7 +306,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 			}
 		}})
 		if err != nil && ahead != nil {
-			ahead.failed(ctx, err)
+			ahead.failed(err)
 		}
 		if ferr, ok := fenced(err); ok {
 			err = ferr
