@@ -39,6 +39,9 @@ type configWatch struct {
 	// lost is set while dir is not there (an ancestor is watched).
 	lost bool
 	log  *zap.Logger
+	// testGone, when set (tests), runs when dir was found gone, before
+	// its ancestor is watched.
+	testGone func()
 }
 
 // newConfigWatch watches path's directory and, for a symlink, the
@@ -65,7 +68,10 @@ func (c *configWatch) touches(ev fsnotify.Event) bool {
 	}
 	_, dirEnded := c.watched[ev.Name]
 	if dirEnded = dirEnded && ev.Has(fsnotify.Remove|fsnotify.Rename); dirEnded {
-		_ = c.w.Remove(ev.Name) // the watch ends with its directory
+		// The watch ended with its directory, and fsnotify dropped it
+		// then. Not removed here: the event may come after the
+		// directory made again under the same name is watched (a
+		// removal by name would end that watch).
 		delete(c.watched, ev.Name)
 	}
 	before, wasLost := c.real, c.lost
@@ -87,8 +93,27 @@ func (c *configWatch) names(name string) bool {
 }
 
 // resolve follows path's symlinks again and moves the watches to the
-// directories the chain now goes through.
+// directories the chain now goes through. A directory that came back
+// while its ancestor's watch was being added sent that watch no event:
+// it is looked for again once the watch is in place.
 func (c *configWatch) resolve() {
+	for range resolveRetries {
+		c.resolveOnce()
+		if !c.lost {
+			return
+		}
+		if _, err := os.Stat(c.dir); err != nil {
+			return // still gone: the ancestor's watch sees it come back
+		}
+	}
+}
+
+// resolveRetries bounds resolve's passes (a directory removed and made
+// again over and over while they run).
+const resolveRetries = 8
+
+// resolveOnce is one pass of resolve.
+func (c *configWatch) resolveOnce() {
 	real, err := filepath.EvalSymlinks(c.path)
 	if err != nil {
 		real = ""
@@ -96,6 +121,9 @@ func (c *configWatch) resolve() {
 	c.real = real
 	want := []string{c.dir}
 	if _, err := os.Stat(c.dir); err != nil {
+		if c.testGone != nil {
+			c.testGone()
+		}
 		want = []string{existingAncestor(c.dir)}
 		if !c.lost {
 			c.log.Warn("config directory removed or moved; watching for it to come back (SIGHUP still reloads)",

@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
 )
 
 // TestChainLinks: the links a path resolves through, relative and
@@ -42,5 +46,75 @@ func TestChainLinks(t *testing.T) {
 	}
 	if got := chainLinks(filepath.Join(dir, "current", "missing", "x")); !slices.Equal(got, want[:1]) {
 		t.Fatalf("a missing part gave %v", got)
+	}
+}
+
+// TestConfigWatchDirectoryBackBeforeAncestorWatched: the config's
+// directory deleted and made again in the instant between the watch
+// finding it gone and its ancestor's watch being added (the make sends
+// that watch no event) is still found back, and the next edit of the file
+// is seen. (The watch stayed on the ancestor, waiting for a directory
+// that was already there: no edit was read again until a restart; the
+// hot-reload tests failed so under load in CI.)
+func TestConfigWatchDirectoryBackBeforeAncestorWatched(t *testing.T) {
+	dir := t.TempDir()
+	etc := filepath.Join(dir, "etc")
+	path := filepath.Join(etc, "gateway.yaml")
+	if err := os.Mkdir(etc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("a: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := newConfigWatch(w, path, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	came := false
+	c.testGone = func() {
+		if came {
+			return
+		}
+		came = true
+		if err := os.Mkdir(etc, 0o700); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(path, []byte("a: 2\n"), 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := os.RemoveAll(etc); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for !came || c.lost {
+		select {
+		case ev := <-w.Events:
+			c.touches(ev)
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-deadline:
+			t.Fatalf("the directory made again was never found back (lost %v, watching %v)", c.lost, w.WatchList())
+		}
+	}
+	if err := os.WriteFile(path, []byte("a: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case ev := <-w.Events:
+			if c.touches(ev) && ev.Name == path && ev.Has(fsnotify.Write) {
+				return
+			}
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-deadline:
+			t.Fatalf("the edit in the directory made again was not seen (watching %v)", w.WatchList())
+		}
 	}
 }
