@@ -29,15 +29,20 @@ type groupRegistry struct {
 	self procID
 
 	mu     sync.Mutex
-	groups map[int]uint64 // process group id (its leader's pid) → the leader's start time
+	groups map[int]procID // by process group id (its leader's pid)
 }
 
 // procID names a process across pid reuse: its pid and its start time (in
-// clock ticks since boot) on this boot.
+// clock ticks since boot) on this boot, in this pid namespace (a pid names
+// another process, or none, in another container's); Session is its
+// session id, which every process of its group shares (0: not recorded,
+// by a gateway older than the field).
 type procID struct {
-	PID   int    `json:"pid"`
-	Start uint64 `json:"start"`
-	Boot  string `json:"boot"`
+	PID     int    `json:"pid"`
+	Start   uint64 `json:"start"`
+	Boot    string `json:"boot"`
+	PIDNS   string `json:"pidns,omitempty"`
+	Session int    `json:"session,omitempty"`
 }
 
 // groupsFile is what a registry file holds.
@@ -54,7 +59,7 @@ func newGroupRegistry(dir string, log *zap.Logger) *groupRegistry {
 		log.Info("mcp: stdio servers' process groups not recorded (no /proc)", zap.Error(err))
 		return nil
 	}
-	return &groupRegistry{dir: dir, log: log, self: self, groups: map[int]uint64{}}
+	return &groupRegistry{dir: dir, log: log, self: self, groups: map[int]procID{}}
 }
 
 func (r *groupRegistry) path() string {
@@ -72,7 +77,7 @@ func (r *groupRegistry) add(pid int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.groups[pid] = id.Start
+	r.groups[pid] = id
 	r.saveLocked()
 }
 
@@ -101,8 +106,8 @@ func (r *groupRegistry) saveLocked() {
 		return
 	}
 	f := groupsFile{Owner: r.self}
-	for pid, start := range r.groups {
-		f.Groups = append(f.Groups, procID{PID: pid, Start: start, Boot: r.self.Boot})
+	for _, g := range r.groups {
+		f.Groups = append(f.Groups, g)
 	}
 	b, err := json.Marshal(f)
 	if err == nil {
@@ -125,11 +130,9 @@ func writeReplace(path string, b []byte) error {
 }
 
 // reapLeft stops the process groups recorded by daemons that no longer
-// run (on this boot), and removes their files; it returns how many groups
-// it stopped. A group is stopped only while it is provably the one
-// recorded: its leader runs with the recorded start time, or the leader
-// is gone and the group's processes all started after it (a group id is
-// not given to a new group while a process of the old one lives).
+// run (on this boot, in this pid namespace), and removes their files; it
+// returns how many groups it stopped. A group is stopped only while it is
+// provably the one recorded (see leftGroup).
 func (r *groupRegistry) reapLeft() int {
 	if r == nil {
 		return 0
@@ -158,7 +161,7 @@ func (r *groupRegistry) reapLeft() int {
 			_ = os.Remove(path)
 			continue
 		}
-		if f.Owner.Boot == r.self.Boot {
+		if f.Owner.Boot == r.self.Boot && f.Owner.PIDNS == r.self.PIDNS {
 			if cur, err := thisProcess(f.Owner.PID); err == nil && cur.Start == f.Owner.Start {
 				continue // a live daemon's servers
 			}
