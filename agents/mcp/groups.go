@@ -144,6 +144,16 @@ func (r *groupRegistry) reapLeft() int {
 		}
 		return 0
 	}
+	// Every process of this pid namespace started at or after its first
+	// one: a record of anything older is another namespace's that was
+	// given this one's id again (a container restarted: its namespace
+	// ended with every process in it, and the new one's id is the lowest
+	// free, often the old one's).
+	first, err := readStat(1)
+	if err != nil {
+		r.log.Info("mcp: process group records not reaped (pid 1 unreadable)", zap.Error(err))
+		return 0
+	}
 	reaped := 0
 	for _, e := range entries {
 		name := e.Name()
@@ -161,12 +171,12 @@ func (r *groupRegistry) reapLeft() int {
 			_ = os.Remove(path)
 			continue
 		}
-		if f.Owner.Boot == r.self.Boot && f.Owner.PIDNS == r.self.PIDNS {
+		if f.Owner.Boot == r.self.Boot && f.Owner.PIDNS == r.self.PIDNS && f.Owner.Start >= first.start {
 			if cur, err := thisProcess(f.Owner.PID); err == nil && cur.Start == f.Owner.Start {
 				continue // a live daemon's servers
 			}
 			for _, g := range f.Groups {
-				if leftGroup(g) {
+				if g.Start >= first.start && leftGroup(g) {
 					r.log.Warn("mcp: stopping what a stdio server of a daemon that died left running",
 						zap.Int("process_group", g.PID), zap.Int("daemon_pid", f.Owner.PID))
 					killGroup(g.PID, groupGrace)

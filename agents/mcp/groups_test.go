@@ -281,3 +281,34 @@ func TestReapIgnoresRecordsOfAnotherPIDNamespace(t *testing.T) {
 		t.Errorf("the other namespace's record: %v, want it removed", err)
 	}
 }
+
+// A container restarted (the state dir on a volume) runs in a new pid
+// namespace, often given the old one's id (the lowest free): its records
+// look like this namespace's. Every process the old one recorded started
+// before this namespace's first process; a group of that id here, whose
+// leader left it, in the container's one session, is another: it is not
+// stopped, whatever started after.
+func TestReapSparesGroupsRecordedBeforeThisNamespaceBegan(t *testing.T) {
+	pid1, err := readStat(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid1.start == 0 {
+		t.Fatal("pid 1 started at tick 0: no time before it to record")
+	}
+	dir := t.TempDir()
+	me := self(t)
+	leader, bg := startLeftGroup(t, false, false)
+	dead := me
+	dead.Start++
+	old := leader
+	old.Start = pid1.start - 1 // the old container's server
+	writeRecord(t, dir, "groups-999999.json", dead, old)
+	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+	if n := m.groups.reapLeft(); n != 0 {
+		t.Errorf("reaped %d groups, want none", n)
+	}
+	if !alive(bg) {
+		t.Fatal("a group recorded before this pid namespace began was stopped")
+	}
+}
