@@ -157,8 +157,8 @@ func (r *groupRegistry) reapLeft() int {
 	reaped := 0
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, "groups-") || !strings.HasSuffix(name, ".json") || name == filepath.Base(r.path()) {
-			continue
+		if !strings.HasPrefix(name, "groups-") || !strings.HasSuffix(name, ".json") {
+			continue // this daemon's own file is told by its owner (a dead one may have had its pid)
 		}
 		path := filepath.Join(r.dir, name)
 		b, err := os.ReadFile(path)

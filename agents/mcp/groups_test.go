@@ -312,3 +312,27 @@ func TestReapSparesGroupsRecordedBeforeThisNamespaceBegan(t *testing.T) {
 		t.Fatal("a group recorded before this pid namespace began was stopped")
 	}
 }
+
+// A daemon that died may have had the pid this one has (pid reuse: its
+// record has this daemon's file name). Its groups are stopped like any
+// dead daemon's, not taken for this daemon's own and written over at its
+// first server's start.
+func TestReapStopsGroupsOfADeadDaemonThatHadOurPID(t *testing.T) {
+	dir := t.TempDir()
+	leader, bg := startGroup(t)
+	lid, err := thisProcess(leader.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := self(t)
+	dead.Start-- // this pid's earlier process
+	path := writeRecord(t, dir, "groups-"+strconv.Itoa(dead.PID)+".json", dead, lid)
+	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+	if n := m.groups.reapLeft(); n != 1 {
+		t.Errorf("reaped %d groups, want 1", n)
+	}
+	waitGone(t, "the process the dead daemon's server left", bg)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the dead daemon's record: %v, want it removed", err)
+	}
+}
