@@ -29,15 +29,20 @@ type groupRegistry struct {
 	self procID
 
 	mu     sync.Mutex
-	groups map[int]uint64 // process group id (its leader's pid) → the leader's start time
+	groups map[int]procID // by process group id (its leader's pid)
 }
 
 // procID names a process across pid reuse: its pid and its start time (in
-// clock ticks since boot) on this boot.
+// clock ticks since boot) on this boot, in this pid namespace (a pid names
+// another process, or none, in another container's); Session is its
+// session id, which every process of its group shares (0: not recorded,
+// by a gateway older than the field).
 type procID struct {
-	PID   int    `json:"pid"`
-	Start uint64 `json:"start"`
-	Boot  string `json:"boot"`
+	PID     int    `json:"pid"`
+	Start   uint64 `json:"start"`
+	Boot    string `json:"boot"`
+	PIDNS   string `json:"pidns,omitempty"`
+	Session int    `json:"session,omitempty"`
 }
 
 // groupsFile is what a registry file holds.
@@ -54,7 +59,7 @@ func newGroupRegistry(dir string, log *zap.Logger) *groupRegistry {
 		log.Info("mcp: stdio servers' process groups not recorded (no /proc)", zap.Error(err))
 		return nil
 	}
-	return &groupRegistry{dir: dir, log: log, self: self, groups: map[int]uint64{}}
+	return &groupRegistry{dir: dir, log: log, self: self, groups: map[int]procID{}}
 }
 
 func (r *groupRegistry) path() string {
@@ -72,7 +77,7 @@ func (r *groupRegistry) add(pid int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.groups[pid] = id.Start
+	r.groups[pid] = id
 	r.saveLocked()
 }
 
@@ -101,8 +106,8 @@ func (r *groupRegistry) saveLocked() {
 		return
 	}
 	f := groupsFile{Owner: r.self}
-	for pid, start := range r.groups {
-		f.Groups = append(f.Groups, procID{PID: pid, Start: start, Boot: r.self.Boot})
+	for _, g := range r.groups {
+		f.Groups = append(f.Groups, g)
 	}
 	b, err := json.Marshal(f)
 	if err == nil {
@@ -125,11 +130,9 @@ func writeReplace(path string, b []byte) error {
 }
 
 // reapLeft stops the process groups recorded by daemons that no longer
-// run (on this boot), and removes their files; it returns how many groups
-// it stopped. A group is stopped only while it is provably the one
-// recorded: its leader runs with the recorded start time, or the leader
-// is gone and the group's processes all started after it (a group id is
-// not given to a new group while a process of the old one lives).
+// run (on this boot, in this pid namespace), and removes their files; it
+// returns how many groups it stopped. A group is stopped only while it is
+// provably the one recorded (see leftGroup).
 func (r *groupRegistry) reapLeft() int {
 	if r == nil {
 		return 0
@@ -141,11 +144,21 @@ func (r *groupRegistry) reapLeft() int {
 		}
 		return 0
 	}
+	// Every process of this pid namespace started at or after its first
+	// one: a record of anything older is another namespace's that was
+	// given this one's id again (a container restarted: its namespace
+	// ended with every process in it, and the new one's id is the lowest
+	// free, often the old one's).
+	first, err := readStat(1)
+	if err != nil {
+		r.log.Info("mcp: process group records not reaped (pid 1 unreadable)", zap.Error(err))
+		return 0
+	}
 	reaped := 0
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, "groups-") || !strings.HasSuffix(name, ".json") || name == filepath.Base(r.path()) {
-			continue
+		if !strings.HasPrefix(name, "groups-") || !strings.HasSuffix(name, ".json") {
+			continue // this daemon's own file is told by its owner (a dead one may have had its pid)
 		}
 		path := filepath.Join(r.dir, name)
 		b, err := os.ReadFile(path)
@@ -158,12 +171,12 @@ func (r *groupRegistry) reapLeft() int {
 			_ = os.Remove(path)
 			continue
 		}
-		if f.Owner.Boot == r.self.Boot {
+		if f.Owner.Boot == r.self.Boot && f.Owner.PIDNS == r.self.PIDNS && f.Owner.Start >= first.start {
 			if cur, err := thisProcess(f.Owner.PID); err == nil && cur.Start == f.Owner.Start {
 				continue // a live daemon's servers
 			}
 			for _, g := range f.Groups {
-				if leftGroup(g) {
+				if g.Start >= first.start && leftGroup(g) {
 					r.log.Warn("mcp: stopping what a stdio server of a daemon that died left running",
 						zap.Int("process_group", g.PID), zap.Int("daemon_pid", f.Owner.PID))
 					killGroup(g.PID, groupGrace)

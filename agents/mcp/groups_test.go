@@ -98,7 +98,8 @@ func TestRunStopsGroupsLeftByADeadDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	me := self(t)
-	dead := procID{PID: me.PID, Start: me.Start + 1, Boot: me.Boot} // its pid is someone else's now
+	dead := me
+	dead.Start++ // its pid is someone else's now
 	path := writeRecord(t, dir, "groups-999999.json", dead, lid)
 	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
 	if n := m.groups.reapLeft(); n != 1 {
@@ -129,8 +130,10 @@ func TestRunLeavesLiveDaemonsAndReusedIDs(t *testing.T) {
 	}
 	me := self(t)
 	live := writeRecord(t, dir, "groups-1.json", me, lid)
-	reused := procID{PID: lid.PID, Start: lid.Start - 1, Boot: lid.Boot}
-	dead := procID{PID: me.PID, Start: me.Start + 1, Boot: me.Boot}
+	reused := lid
+	reused.Start--
+	dead := me
+	dead.Start++
 	gone := writeRecord(t, dir, "groups-999999.json", dead, reused)
 	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
 	if n := m.groups.reapLeft(); n != 0 {
@@ -143,6 +146,193 @@ func TestRunLeavesLiveDaemonsAndReusedIDs(t *testing.T) {
 		t.Errorf("the live daemon's record: %v, want it kept", err)
 	}
 	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("the dead daemon's record: %v, want it removed", err)
+	}
+}
+
+// startLeftGroup starts a shell that runs a background sleep and exits, in
+// a process group of its own (a new session too when session), and waits
+// for the shell unless zombie: the group left without its leader, as a
+// launcher's or a daemon's first fork leaves it. It returns the leader's
+// id, read while it ran, and the background pid.
+func startLeftGroup(t *testing.T, session, zombie bool) (procID, int) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `sleep 300 & echo $!; read _`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: !session, Setsid: session}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := thisProcess(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = in.Close() // the shell exits
+	if zombie {
+		deadline := time.Now().Add(10 * time.Second)
+		for alive(cmd.Process.Pid) {
+			if time.Now().After(deadline) {
+				t.Fatal("the group's leader did not exit")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	} else {
+		_ = cmd.Wait()
+	}
+	return id, bg
+}
+
+// A recorded group whose processes all ended may have its id taken by
+// another process's group (pid reuse) that outlives its own leader: a
+// daemon forked after setsid, a shell job whose first process exited, or
+// one whose leader is still a zombie. Its processes started after the
+// recorded leader, as the recorded group's would have: the reap stopped
+// them, processes the gateway never started. A zombie leader of another
+// start time, or a session not the recorded one, tells them apart.
+func TestReapSparesAnotherGroupGivenTheRecordedID(t *testing.T) {
+	me := self(t)
+	dead := me
+	dead.Start++
+	for _, tc := range []struct {
+		name            string
+		session, zombie bool
+	}{
+		{"daemon's session, its first fork gone", true, false},
+		{"our session, its leader a zombie", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			leader, bg := startLeftGroup(t, tc.session, tc.zombie)
+			// What the dead daemon recorded: an earlier process of that pid,
+			// in the daemon's session.
+			recorded := procID{PID: leader.PID, Start: leader.Start - 1, Boot: leader.Boot, PIDNS: me.PIDNS, Session: me.Session}
+			writeRecord(t, dir, "groups-999999.json", dead, recorded)
+			m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+			if n := m.groups.reapLeft(); n != 0 {
+				t.Errorf("reaped %d groups, want none", n)
+			}
+			if !alive(bg) {
+				t.Fatal("a process of another group that was given the recorded id was stopped")
+			}
+		})
+	}
+}
+
+// The group a dead daemon's server left once the server itself exited
+// (npx's node after npx): its leader gone, its processes in the daemon's
+// session, started after it. It is stopped.
+func TestReapStopsAGroupWhoseLeaderLeft(t *testing.T) {
+	dir := t.TempDir()
+	me := self(t)
+	leader, bg := startLeftGroup(t, false, false)
+	dead := me
+	dead.Start++
+	writeRecord(t, dir, "groups-999999.json", dead, leader)
+	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+	if n := m.groups.reapLeft(); n != 1 {
+		t.Errorf("reaped %d groups, want 1", n)
+	}
+	waitGone(t, "the process the dead daemon's server left", bg)
+}
+
+// A record written in another pid namespace (a container's daemon, the
+// state dir shared with the host or another container on this boot)
+// names processes by that namespace's pids: here they name other
+// processes, or none. Its groups are never stopped; the record goes.
+func TestReapIgnoresRecordsOfAnotherPIDNamespace(t *testing.T) {
+	dir := t.TempDir()
+	leader, bg := startGroup(t)
+	lid, err := thisProcess(leader.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := self(t)
+	other := "pid:[1]"
+	dead := procID{PID: me.PID, Start: me.Start + 1, Boot: me.Boot, PIDNS: other, Session: me.Session}
+	lid.PIDNS = other
+	path := writeRecord(t, dir, "groups-999999.json", dead, lid)
+	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+	if n := m.groups.reapLeft(); n != 0 {
+		t.Errorf("reaped %d groups, want none", n)
+	}
+	if !alive(leader.Process.Pid) || !alive(bg) {
+		t.Fatal("a group named by another pid namespace's record was stopped")
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the other namespace's record: %v, want it removed", err)
+	}
+}
+
+// A container restarted (the state dir on a volume) runs in a new pid
+// namespace, often given the old one's id (the lowest free): its records
+// look like this namespace's. Every process the old one recorded started
+// before this namespace's first process; a group of that id here, whose
+// leader left it, in the container's one session, is another: it is not
+// stopped, whatever started after.
+func TestReapSparesGroupsRecordedBeforeThisNamespaceBegan(t *testing.T) {
+	pid1, err := readStat(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid1.start == 0 {
+		t.Fatal("pid 1 started at tick 0: no time before it to record")
+	}
+	dir := t.TempDir()
+	me := self(t)
+	leader, bg := startLeftGroup(t, false, false)
+	dead := me
+	dead.Start++
+	old := leader
+	old.Start = pid1.start - 1 // the old container's server
+	writeRecord(t, dir, "groups-999999.json", dead, old)
+	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+	if n := m.groups.reapLeft(); n != 0 {
+		t.Errorf("reaped %d groups, want none", n)
+	}
+	if !alive(bg) {
+		t.Fatal("a group recorded before this pid namespace began was stopped")
+	}
+}
+
+// A daemon that died may have had the pid this one has (pid reuse: its
+// record has this daemon's file name). Its groups are stopped like any
+// dead daemon's, not taken for this daemon's own and written over at its
+// first server's start.
+func TestReapStopsGroupsOfADeadDaemonThatHadOurPID(t *testing.T) {
+	dir := t.TempDir()
+	leader, bg := startGroup(t)
+	lid, err := thisProcess(leader.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := self(t)
+	dead.Start-- // this pid's earlier process
+	path := writeRecord(t, dir, "groups-"+strconv.Itoa(dead.PID)+".json", dead, lid)
+	m := New(Options{Logger: zaptest.NewLogger(t), GroupsDir: dir})
+	if n := m.groups.reapLeft(); n != 1 {
+		t.Errorf("reaped %d groups, want 1", n)
+	}
+	waitGone(t, "the process the dead daemon's server left", bg)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the dead daemon's record: %v, want it removed", err)
 	}
 }

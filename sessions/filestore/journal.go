@@ -344,12 +344,18 @@ func (j *Journal) completeLocked(rp *jreply, at time.Time) {
 }
 
 // rememberDoneLocked remembers id, done at at, and forgets the oldest ids
-// past the retention beyond the last doneKeep.
+// past the retention (or done at a time the clock has not reached yet:
+// doneClockAhead) beyond the last doneKeep.
 func (j *Journal) rememberDoneLocked(id string, at time.Time) {
 	j.done.add(id, at)
 	if j.done.len() > j.doneKeep {
-		j.done.forget(j.doneKeep, j.now().Add(-sessions.DoneRetention))
+		now := j.now()
+		j.done.forget(j.doneKeep, now.Add(-sessions.DoneRetention), now.Add(doneClockAhead))
 	}
 }
+
+// doneClockAhead is how far after the clock's now a done id's time may be
+// and still be believed (doneIDs.forget): a clock's small steps back.
+const doneClockAhead = time.Hour
 
 var _ sessions.Delivery = (*Journal)(nil)

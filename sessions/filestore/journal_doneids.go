@@ -111,10 +111,14 @@ func (d *doneIDs) add(id string, at time.Time) {
 	d.live++
 }
 
-// forget drops the oldest ids done before cutoff while more than keep are
-// remembered.
-func (d *doneIDs) forget(keep int, cutoff time.Time) {
-	limit := unixNanos(cutoff)
+// forget drops the oldest ids done before cutoff, or after ahead, while
+// more than keep are remembered. A time after ahead (the clock's now, and
+// a little) was taken while the clock was ahead, then set back: the
+// front's oldest id kept every later one (all of them, for as long as the
+// clock had been ahead: a year ahead for a minute, a year of ids), so the
+// newest keep ids alone hold it.
+func (d *doneIDs) forget(keep int, cutoff, ahead time.Time) {
+	limit, future := unixNanos(cutoff), unixNanos(ahead)
 	for d.live > keep {
 		if d.head == len(d.chunks[0].ents) {
 			// The front chunk was used up while it was the only one;
@@ -126,7 +130,7 @@ func (d *doneIDs) forget(keep int, cutoff time.Time) {
 		pos := d.first + uint32(d.head)
 		t, tag := d.table(maphash.Bytes(d.seed, c.ids[e.off:e.off+e.n]))
 		if i, ok := t.slotOf(uint64(tag)<<32 | uint64(pos)); ok {
-			if e.at > limit {
+			if e.at > limit && e.at <= future {
 				return
 			}
 			t.remove(i)

@@ -116,11 +116,11 @@ func (m *doneModel) add(id string, at int64) {
 	m.at[id] = m.base + len(m.order) - 1
 }
 
-func (m *doneModel) forget(keep int, cutoff int64) {
+func (m *doneModel) forget(keep int, cutoff, ahead int64) {
 	for len(m.at) > keep {
 		e := m.order[0]
 		if !e.dead {
-			if e.at > cutoff {
+			if e.at > cutoff && e.at <= ahead {
 				return
 			}
 			delete(m.at, e.id)
@@ -162,8 +162,9 @@ func TestDoneIDsMatchesModel(t *testing.T) {
 					// A burst of forgetting now and then, so the set grows
 					// and shrinks.
 					keep, cutoff := rng.IntN(3000), clock-int64(rng.IntN(20_000))
-					d.forget(keep, time.Unix(0, cutoff))
-					m.forget(keep, cutoff)
+					ahead := cutoff + int64(rng.IntN(40_000)) // at times before some ids' (the clock set back)
+					d.forget(keep, time.Unix(0, cutoff), time.Unix(0, ahead))
+					m.forget(keep, cutoff, ahead)
 				}
 				if d.len() != len(m.at) {
 					t.Fatalf("step %d: %d ids; the model has %d", step, d.len(), len(m.at))
@@ -256,7 +257,7 @@ func TestDoneViewUnchangedByLaterChanges(t *testing.T) {
 					mu.Lock()
 					d.add(fmt.Sprint("id:", i%(n+7)), time.Unix(0, int64(n+i))) // done again, or new
 					d.add(fmt.Sprint("new:", i), time.Unix(0, int64(n+i)))
-					d.forget(n/2, time.Unix(0, int64(n+i)))
+					d.forget(n/2, time.Unix(0, int64(n+i)), time.Unix(0, math.MaxInt64))
 					mu.Unlock()
 				}
 			}()
@@ -339,7 +340,7 @@ func TestDoneIDsForgetAfterTheOnlyChunkWasUsedUp(t *testing.T) {
 	for i := range doneChunkLen {
 		d.add(fmt.Sprint("a", i), now)
 	}
-	d.forget(0, now.Add(time.Hour))
+	d.forget(0, now.Add(time.Hour), now.Add(2*time.Hour))
 	if d.len() != 0 {
 		t.Fatalf("%d ids left, want none", d.len())
 	}
@@ -348,7 +349,7 @@ func TestDoneIDsForgetAfterTheOnlyChunkWasUsedUp(t *testing.T) {
 	if !d.has("b") || !d.has("c") || d.has("a1") {
 		t.Fatal("after the front chunk was used up: b and c not found, or a1 still there")
 	}
-	d.forget(0, now.Add(time.Hour))
+	d.forget(0, now.Add(time.Hour), now.Add(2*time.Hour))
 	if d.len() != 1 || d.has("b") || !d.has("c") {
 		t.Fatalf("after forgetting b: %d ids, b %v, c %v; want c alone", d.len(), d.has("b"), d.has("c"))
 	}
@@ -356,5 +357,36 @@ func TestDoneIDsForgetAfterTheOnlyChunkWasUsedUp(t *testing.T) {
 	d.view().each(func(id string, _ time.Time) { ids = append(ids, id) })
 	if len(ids) != 1 || ids[0] != "c" {
 		t.Fatalf("view = %v, want [c]", ids)
+	}
+}
+
+// A day of ids done while the clock was a year ahead (a board without a
+// clock battery, a wrong NTP server), then the clock set right: the front
+// id, done "next year", held every later one, forgotten at no cutoff for
+// a year (the set and every rewrite of the log grew all that time). Once
+// more than doneKeep are remembered, an id done at a time the clock has
+// not reached goes as if old; the newest doneKeep stay.
+func TestDoneIDsForgottenAfterTheClockWasSetBack(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UTC()
+	var b strings.Builder
+	line := func(id string, at time.Time) {
+		fmt.Fprintf(&b, `{"op":"done","ids":[%q],"at":%q}`+"\n", id, at.Format(time.RFC3339Nano))
+	}
+	line("ahead", now.AddDate(1, 0, 0))
+	for i := range 20 {
+		line(fmt.Sprint("old:", i), now.Add(-48*time.Hour)) // the clock set right, two days ago
+	}
+	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := openTestJournal(t, dir, nil)
+	j.mu.Lock()
+	j.doneKeep = 5
+	j.rememberDoneLocked("new", now)
+	n, ahead, latest := j.done.len(), j.done.has("ahead"), j.done.has("old:19")
+	j.mu.Unlock()
+	if n != 5 || ahead || !latest {
+		t.Fatalf("after the clock was set back: %d ids, the one done ahead remembered %v, the latest old one %v; want 5, false, true", n, ahead, latest)
 	}
 }
