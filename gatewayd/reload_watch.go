@@ -39,9 +39,9 @@ type configWatch struct {
 	// lost is set while dir is not there (an ancestor is watched).
 	lost bool
 	log  *zap.Logger
-	// testGone, when set (tests), runs when dir was found gone, before
-	// its ancestor is watched.
-	testGone func()
+	// testLooked, when set (tests), runs after a pass of resolve looked
+	// for dir (found or not), before the watches move.
+	testLooked func(found bool)
 }
 
 // newConfigWatch watches path's directory and, for a symlink, the
@@ -93,17 +93,21 @@ func (c *configWatch) names(name string) bool {
 }
 
 // resolve follows path's symlinks again and moves the watches to the
-// directories the chain now goes through. A directory that came back
-// while its ancestor's watch was being added sent that watch no event:
-// it is looked for again once the watch is in place.
+// directories the chain now goes through, until they match what it finds
+// (a directory that came back while its ancestor's watch was being added
+// sent that watch no event; one removed between the look and its watch
+// ended that watch).
 func (c *configWatch) resolve() {
 	for range resolveRetries {
 		c.resolveOnce()
-		if !c.lost {
+		// Settled when the watches match what is there now: the
+		// directory watched, or gone with its ancestor watched (whose
+		// watch sees it come back). Not when it went between the pass's
+		// look and its watch (its watch then ended), or came back.
+		_, err := os.Stat(c.dir)
+		_, watching := c.watched[c.dir]
+		if c.lost == (err != nil) && (c.lost || watching) {
 			return
-		}
-		if _, err := os.Stat(c.dir); err != nil {
-			return // still gone: the ancestor's watch sees it come back
 		}
 	}
 }
@@ -120,10 +124,11 @@ func (c *configWatch) resolveOnce() {
 	}
 	c.real = real
 	want := []string{c.dir}
-	if _, err := os.Stat(c.dir); err != nil {
-		if c.testGone != nil {
-			c.testGone()
-		}
+	_, err = os.Stat(c.dir)
+	if c.testLooked != nil {
+		c.testLooked(err == nil)
+	}
+	if err != nil {
 		want = []string{existingAncestor(c.dir)}
 		if !c.lost {
 			c.log.Warn("config directory removed or moved; watching for it to come back (SIGHUP still reloads)",
@@ -153,12 +158,16 @@ func (c *configWatch) resolveOnce() {
 			_ = c.w.Remove(d) // through a link that moved: watch where it leads now
 			delete(c.watched, d)
 		}
-		if _, ok := c.watched[d]; !ok {
-			if err := c.w.Add(d); err != nil {
-				continue // gone meanwhile: its parent's event comes
-			}
-			c.watched[d] = rd
+		// Added again when watched already: the directory under the
+		// name may be another one (removed or moved aside and made
+		// again) whose old one's end is not reported yet, or never will
+		// be; fsnotify then moves the name's watch to it, and keeps the
+		// watch of the same one as it is. (Its identity cannot tell:
+		// a directory made again may have the removed one's inode.)
+		if err := c.w.Add(d); err != nil {
+			continue // gone meanwhile: resolve looks again
 		}
+		c.watched[d] = rd
 		keep[d] = true
 	}
 	for d := range c.watched {
