@@ -86,13 +86,28 @@ func (d *Dispatcher) admit(ctx context.Context, w *work) {
 	}
 	k := holdKeyOf(w)
 	rule := d.rt.Load().Inbound.rule(w.In.Channel)
-	fire := func(gen uint64) {
+	if !rule.on() {
+		// No bursts on this channel: what add would do (a burst held
+		// under an earlier rule goes first, then w), without the window's
+		// closure or a result slice for every message.
+		if lead := d.hold.take(k); lead != nil {
+			d.enqueue(ctx, lead)
+		}
+		d.enqueue(ctx, w)
+		return
+	}
+	for _, r := range d.hold.add(k, w, rule, d.holdFire(k)) {
+		d.enqueue(ctx, r)
+	}
+}
+
+// holdFire is the window timer's action for burst k: the burst is queued
+// if no part came since the timer was armed (gen).
+func (d *Dispatcher) holdFire(k holdKey) func(gen uint64) {
+	return func(gen uint64) {
 		if lead := d.hold.takeGen(k, gen); lead != nil {
 			d.enqueue(context.Background(), lead)
 		}
-	}
-	for _, r := range d.hold.add(k, w, rule, fire) {
-		d.enqueue(ctx, r)
 	}
 }
 

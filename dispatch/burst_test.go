@@ -271,3 +271,31 @@ func TestBurstCaps(t *testing.T) {
 		}
 	})
 }
+
+// TestBurstHeldWhenTurnedOffGoesFirst: a burst held when a reload turns
+// assembly off on its channel is not left to its window: the sender's next
+// message queues it first, then itself, as two turns in order, and the
+// window passing afterwards does not run it again.
+func TestBurstHeldWhenTurnedOffGoesFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, "", nil)
+		setInbound(h, burstCfg(time.Hour, 0))
+		h.handle(in("tg", "33", "held"))
+		synctest.Wait()
+		if n := len(h.m.requests()); n != 0 {
+			t.Fatalf("%d model calls while the burst is held, want 0", n)
+		}
+		setInbound(h, burstCfg(0, 0))
+		h.handle(in("tg", "33", "after"))
+		h.drained()
+		time.Sleep(time.Hour)
+		h.drained()
+		var got []string
+		for _, r := range h.m.requests() {
+			got = append(got, lastUserTexts(r.Messages)...)
+		}
+		if !slices.Equal(got, []string{"held", "after"}) {
+			t.Errorf("model inputs %q, want [held after]", got)
+		}
+	})
+}

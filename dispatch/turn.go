@@ -60,8 +60,10 @@ type turn struct {
 	ahead *aheadReply
 
 	// ends are undone, last first, once the turn is settled (the ack
-	// reaction, the draft stream, the usage row).
-	ends []func()
+	// reaction, the draft stream, the usage row); endsBuf holds the usual
+	// few in the turn itself, not in a slice grown per message.
+	ends    []func()
+	endsBuf [4]func()
 }
 
 // runTurn runs one agent turn for ws (all of one session; b is the lane
@@ -69,6 +71,7 @@ type turn struct {
 func (d *Dispatcher) runTurn(ctx context.Context, ws []*work, b laneBatch) {
 	t := &turn{d: d, b: b, ws: ws, first: ws[0],
 		log: d.log.WithLazy(zap.Stringer("session_key", ws[0].Key), zap.String("agent_id", ws[0].AgentID))}
+	t.ends = t.endsBuf[:0]
 	defer t.end()
 	// Whatever way the turn ends, its messages' budget holds go (settle's
 	// charge drops them first when it gets there).

@@ -128,66 +128,6 @@ func (t *turn) roomPrompt() string {
 	return t.d.rt.Load().RoomFor(t.last.In).SystemPrompt
 }
 
-// startTyping shows the typing indicator in the reply's chat until the
-// returned func is called (it waits for the loop to end).
-func (t *turn) startTyping(ctx context.Context, a channels.Adapter) func() {
-	ty, ok := a.(channels.Typer)
-	if a == nil || !ok {
-		return func() {}
-	}
-	out := t.out
-	// The loop stops when the turn ends (stopLoop); a call in flight then
-	// is let finish (up to typingDrain) rather than cancelled: cancelling
-	// an HTTP request closes its connection, so the reply would pay a new
-	// connection (a TLS handshake on the real Bot API) for a typing
-	// action that would have completed. Waiting for it keeps the order:
-	// the action never lands after the reply.
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	callCtx, cancelCall := context.WithCancel(ctx)
-	done := make(chan struct{})
-	// Owned by the turn; stopped by the returned func (or the turn's ctx).
-	go func() {
-		defer close(done)
-		if delay := t.d.typingWait(); delay > 0 {
-			first := time.NewTimer(delay)
-			select {
-			case <-loopCtx.Done():
-				first.Stop()
-				return
-			case <-first.C:
-			}
-		}
-		tick := time.NewTicker(typingEvery)
-		defer tick.Stop()
-		for {
-			if err := ty.Typing(callCtx, out); err != nil && callCtx.Err() == nil {
-				t.d.log.Debug("typing indicator failed", zap.Error(err))
-			}
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() {
-		stopLoop()
-		wait := typingDrain
-		if t.d.typingDrain > 0 {
-			wait = t.d.typingDrain
-		}
-		drain := time.NewTimer(wait)
-		defer drain.Stop()
-		select {
-		case <-done:
-		case <-drain.C:
-			cancelCall()
-			<-done
-		}
-		cancelCall()
-	}
-}
-
 // typingWait is typingDelay, or the test's override of it.
 func (d *Dispatcher) typingWait() time.Duration {
 	if d.typingDelay != 0 {

@@ -13,7 +13,7 @@ import (
 	"github.com/gateway/gateway/configs"
 )
 
-func testConfig(t *testing.T, yaml string) *configs.Config {
+func testConfig(t testing.TB, yaml string) *configs.Config {
 	t.Helper()
 	cfg, err := configs.LoadBytes([]byte("stateDir: "+filepath.Join(t.TempDir(), "state")+"\n"+yaml), nil)
 	if err != nil {

@@ -148,7 +148,7 @@ agents: {defaults: {model: local/echo}, list: [{id: main}]}
 // runTestDaemon runs a daemon of cfg and opts (its OnReady set here) until
 // the test ends, and returns its HTTP address once it is ready; the
 // test's cleanup stops it and reports an error Run returns.
-func runTestDaemon(t *testing.T, cfg *configs.Config, opts Options) string {
+func runTestDaemon(t testing.TB, cfg *configs.Config, opts Options) string {
 	t.Helper()
 	ready := make(chan string, 1)
 	opts.OnReady = func(addr string) { ready <- addr }

@@ -70,6 +70,9 @@ func NormalizeID(s string) (string, error) {
 // JSON index or a PostgreSQL text column stores it unchanged). Decoding is
 // exact, so two distinct ids never collide.
 func escapePeer(s string) string {
+	if !needsEscape(s) {
+		return s // the usual id (digits): the key's builder copies it, nothing else to allocate
+	}
 	var b strings.Builder
 	prevDot := false
 	for i := 0; i < len(s); i++ {
@@ -90,6 +93,26 @@ func escapePeer(s string) string {
 		prevDot = c == '.'
 	}
 	return b.String()
+}
+
+// needsEscape reports whether escapePeer would change s.
+func needsEscape(s string) bool {
+	prevDot := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' || c == ':' || c == '/' || c == '\\' || c < 0x20 || c == 0x7f || (c == '.' && prevDot):
+			return true
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return true
+			}
+			i += n - 1
+		}
+		prevDot = c == '.'
+	}
+	return false
 }
 
 func unescapePeer(s string) (string, error) {

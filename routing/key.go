@@ -190,8 +190,12 @@ func (k Key) ResetType() ResetType {
 
 // String renders the key; it is the inverse of Parse.
 func (k Key) String() string {
+	peer, thread := escapePeer(k.Peer), escapePeer(k.Thread)
 	var b strings.Builder
-	b.Grow(64)
+	// One allocation: the words, and the separators of the longest form
+	// (16 bytes of a subagent key; a peer key has 12, a main thread 15).
+	b.Grow(len("agent::subagent:") + len(k.Agent) + len(k.Main) + len(k.Subagent) + len(k.Channel) + len(k.Account) +
+		len(k.Kind) + len(peer) + len(k.ThreadKind) + len(thread))
 	b.WriteString("agent:")
 	b.WriteString(k.Agent)
 	switch {
@@ -200,7 +204,7 @@ func (k Key) String() string {
 		b.WriteString(k.Main)
 		if k.Thread != "" {
 			b.WriteString(":thread:")
-			b.WriteString(escapePeer(k.Thread))
+			b.WriteString(thread)
 		}
 	case k.Subagent != "":
 		b.WriteString(":subagent:")
@@ -217,12 +221,12 @@ func (k Key) String() string {
 		b.WriteByte(':')
 		b.WriteString(string(k.Kind))
 		b.WriteByte(':')
-		b.WriteString(escapePeer(k.Peer))
+		b.WriteString(peer)
 		if k.Thread != "" {
 			b.WriteByte(':')
 			b.WriteString(string(k.ThreadKind))
 			b.WriteByte(':')
-			b.WriteString(escapePeer(k.Thread))
+			b.WriteString(thread)
 		}
 	}
 	return b.String()

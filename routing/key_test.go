@@ -196,3 +196,26 @@ func TestCanonicalKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyStringAllocatesOnce: rendering a key is one allocation, the
+// string itself, whatever its form; an id that needs no escaping is not
+// copied on the way (issue 21: keys are rendered several times a message).
+func TestKeyStringAllocatesOnce(t *testing.T) {
+	keys := []Key{
+		{Agent: "main", Channel: "telegram", Kind: Direct, Peer: "123456789"},
+		{Agent: "main", Channel: "discord", Account: "work", Kind: Channel, Peer: "98765", ThreadKind: Topic, Thread: "77"},
+		{Agent: "main", Main: "main", Thread: "42"},
+		{Agent: "main", Subagent: "0b7c3a9e-1f2d-4c5b-8a6e-9d0f1e2a3b4c"},
+		{Agent: "main", Channel: "web", Kind: Direct, Peer: "näme.with.dots"},
+	}
+	for _, k := range keys {
+		var s string
+		if n := testing.AllocsPerRun(100, func() { s = k.String() }); n != 1 {
+			t.Errorf("%s: %v allocations, want 1", s, n)
+		}
+	}
+	k := Key{Agent: "main", Channel: "web", Kind: Direct, Peer: "a:b..c%"}
+	if got, want := k.String(), "agent:main:web:direct:a%3Ab.%2Ec%25"; got != want {
+		t.Errorf("escaped peer: %s, want %s", got, want)
+	}
+}

@@ -23,7 +23,7 @@ import (
 // appendJournalLine appends l's JSON (without '\n') to dst.
 func appendJournalLine(dst []byte, l *journalLine) ([]byte, error) {
 	if l.Draft != nil || !simpleTime(l.At) || (l.Rec != nil && !plainRecord(l.Rec)) || (l.Reply != nil && !plainReply(l.Reply)) {
-		b, err := json.Marshal(l)
+		b, err := marshalJournalLine(*l)
 		if err != nil {
 			return nil, err
 		}
@@ -50,6 +50,11 @@ func appendJournalLine(dst []byte, l *journalLine) ([]byte, error) {
 	}
 	return append(dst, '}'), nil
 }
+
+// marshalJournalLine is json.Marshal of a copy of l: apart, so that only
+// the rare line that takes it is copied to the heap, not every line a
+// message writes (the caller's line stays on its stack).
+func marshalJournalLine(l journalLine) ([]byte, error) { return json.Marshal(&l) }
 
 // plainRecord reports whether appendRecord writes r as json.Marshal does.
 func plainRecord(r *sessions.Record) bool {

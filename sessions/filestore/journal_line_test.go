@@ -181,3 +181,22 @@ func TestParseDoneLineMatchesJSON(t *testing.T) {
 		t.Errorf("the fast path took %d lines; want the 4 done lines of plain ids", fast)
 	}
 }
+
+// TestJournalLineEncodeKeepsLineOnStack: encoding a plain line (a mark, as
+// every message writes several) allocates nothing: the line a caller
+// builds stays on its stack (issue 21: the json.Marshal fallback took its
+// address, so every line was copied to the heap first).
+func TestJournalLineEncodeKeepsLineOnStack(t *testing.T) {
+	at := time.Date(2026, 11, 30, 3, 4, 5, 123456789, time.UTC)
+	buf := make([]byte, 0, 256)
+	n := testing.AllocsPerRun(100, func() {
+		l := journalLine{Op: "sent", ID: "9f1c2a7e", N: 1, At: at}
+		var err error
+		if buf, err = appendJournalLine(buf[:0], &l); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("a mark's line: %v allocations, want 0", n)
+	}
+}

@@ -136,7 +136,11 @@ type heldLock struct {
 	next *heldLock
 	lock *fileLock
 	gen  uint64
+	once sync.Once // release's: the unlock Acquire returns is idempotent
 }
+
+// release lets go of the hold h records, once.
+func (h *heldLock) release() { h.once.Do(func() { h.lock.release(h.gen) }) }
 
 func (l *fileLock) heldIn(ctx context.Context) bool {
 	h, _ := ctx.Value(heldKey{}).(*heldLock)
@@ -239,9 +243,8 @@ func (l *fileLock) acquireWithin(ctx context.Context, timeout time.Duration) (co
 		l.timer = time.AfterFunc(lockMetaAfter, func() { l.writeMeta(gen, acquired) })
 	}
 	l.mu.Unlock()
-	var once sync.Once
-	unlock := func() { once.Do(func() { l.release(gen) }) }
-	return context.WithValue(ctx, heldKey{}, &heldLock{next: ctxHeld(ctx), lock: l, gen: gen}), unlock, nil
+	h := &heldLock{next: ctxHeld(ctx), lock: l, gen: gen}
+	return context.WithValue(ctx, heldKey{}, h), h.release, nil
 }
 
 func ctxHeld(ctx context.Context) *heldLock {

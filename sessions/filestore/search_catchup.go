@@ -59,7 +59,8 @@ func pendingOf(n *transcript.Node) (pendingDoc, bool) {
 // nodes (just written, the file now ends at end).
 func (x *searchIndex) appended(agent, sid string, nodes []*transcript.Node, end int64) {
 	x.ensureStarted()
-	docs := make([]pendingDoc, 0, len(nodes))
+	var buf [2]pendingDoc // a turn's append: its input, or its answer
+	docs := buf[:0]
 	for _, n := range nodes {
 		if d, ok := pendingOf(n); ok {
 			docs = append(docs, d)

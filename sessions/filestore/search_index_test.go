@@ -311,3 +311,22 @@ func TestSearchNewestFirstWhateverTheAppendOrder(t *testing.T) {
 	must(t, x.merge(ctx))
 	check("merged")
 }
+
+// TestSearchRowOfKnownSessionAllocatesNothing: finding the row of a
+// session the index already holds (every append after its first) builds
+// no key string; a new session gets its row once, and keeps it.
+func TestSearchRowOfKnownSessionAllocatesNothing(t *testing.T) {
+	m := newMemSegment()
+	sid := "0b7c3a9e-1f2d-4c5b-8a6e-9d0f1e2a3b4c"
+	first := m.row("main", sid)
+	if n := testing.AllocsPerRun(100, func() {
+		if r := m.row("main", sid); r != first {
+			t.Fatalf("row %d, want %d", r, first)
+		}
+	}); n != 0 {
+		t.Errorf("row of a known session: %v allocations, want 0", n)
+	}
+	if other := m.row("other", sid); other == first || m.row("other", sid) != other {
+		t.Errorf("another agent's session: row %d (first %d)", other, first)
+	}
+}

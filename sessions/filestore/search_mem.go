@@ -30,13 +30,14 @@ func newMemSegment() *memSegment {
 }
 
 func (m *memSegment) row(agent, sid string) uint32 {
-	k := rowKey(agent, sid)
-	if r, ok := m.rowOf[k]; ok {
+	var buf [96]byte // an agent id and a UUID fit: the lookup allocates nothing
+	k := append(append(append(buf[:0], agent...), '/'), sid...)
+	if r, ok := m.rowOf[string(k)]; ok {
 		return r
 	}
 	r := uint32(len(m.rows))
 	m.rows = append(m.rows, sessRow{agent: agent, sid: sid})
-	m.rowOf[k] = r
+	m.rowOf[rowKey(agent, sid)] = r
 	return r
 }
 

@@ -44,12 +44,19 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 		}
 	}
 	s.mu.Unlock()
+	return s.beginCommit(ctx, k, key, o, cfg, judged)
+}
 
+// beginCommit is Begin's durable path: a key with no session, or whose
+// session expired (or looked so), under the store lock. It is apart so
+// that what its commit's closure captures is copied to the heap only when
+// it runs, not on every message's Begin.
+func (s *Store) beginCommit(ctx context.Context, k string, key routing.Key, o sessions.Origin, cfg sessions.ResetConfig, judged time.Time) (sessions.Entry, sessions.BeginInfo, error) {
 	var (
 		e    sessions.Entry
 		info sessions.BeginInfo
 	)
-	err = s.commit(ctx, func(tx *opTx) error {
+	err := s.commit(ctx, func(tx *opTx) error {
 		cur, ok := tx.get(k)
 		info = sessions.BeginInfo{}
 		switch {
