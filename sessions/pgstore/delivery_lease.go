@@ -25,14 +25,7 @@ import (
 func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) {
 	ctx = withOp(ctx, OpClaim)
 	now := d.clock()
-	rows, err := d.db.pool.Query(ctx, `UPDATE delivery_records r SET owner = $1, lease_until = $3
-		FROM (SELECT id FROM delivery_records
-			WHERE state = 'pending' AND reply IS NULL AND owner <> $1
-				AND (lease_until IS NULL OR lease_until <= $4)
-			ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) c
-		WHERE r.id = c.id
-		RETURNING r.seq, r.id, r.agent_id, r.session_key, r.payload::text, r.starts, r.failures, r.attempts,
-			r.consumed, r.accepted_at`, d.owner, n, now.Add(d.lease), now)
+	rows, err := d.db.pool.Query(ctx, claimRecordsSQL, d.owner, n, now.Add(d.lease), now)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery claim: %w", err)
 	}
@@ -42,6 +35,17 @@ func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) 
 	}
 	return out, nil
 }
+
+// claimRecordsSQL hands handle $1 up to $2 pending, unanswered records
+// of others whose lease ran out at $4, leased until $3.
+const claimRecordsSQL = `UPDATE delivery_records r SET owner = $1, lease_until = $3
+	FROM (SELECT id FROM delivery_records
+		WHERE state = 'pending' AND reply IS NULL AND owner <> $1
+			AND (lease_until IS NULL OR lease_until <= $4)
+		ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) c
+	WHERE r.id = c.id
+	RETURNING r.seq, r.id, r.agent_id, r.session_key, r.payload::text, r.starts, r.failures, r.attempts,
+		r.consumed, r.accepted_at`
 
 // collectSeqRecords reads rows of seq followed by recordCols and returns
 // the records in accept (seq) order: RETURNING follows no ORDER BY.
@@ -72,6 +76,11 @@ func collectSeqRecords(rows pgx.Rows) ([]sessions.Record, error) {
 	return out, nil
 }
 
+// renewRecordsSQL extends to $2 the lease of handle $1's pending records
+// that no other transaction holds.
+const renewRecordsSQL = `UPDATE delivery_records SET lease_until = $2 WHERE id IN (
+	SELECT id FROM delivery_records WHERE owner = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED)`
+
 // Renew extends the lease of the pending records and replies this handle
 // holds. The loop calls it every Lease/3.
 func (d *Delivery) Renew(ctx context.Context) error {
@@ -81,8 +90,7 @@ func (d *Delivery) Renew(ctx context.Context) error {
 	// not waited for: waiting on rows locked in another order deadlocked
 	// under several replicas (SQLSTATE 40P01). They are renewed by the
 	// next call, a third of the lease later.
-	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE id IN (
-		SELECT id FROM delivery_records WHERE owner = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED)`, d.owner, until)
+	b.Queue(renewRecordsSQL, d.owner, until)
 	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE id IN (
 		SELECT id FROM delivery_replies WHERE owner = $1 FOR UPDATE SKIP LOCKED)`, d.owner, until)
 	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil && !errors.Is(err, context.Canceled) {

@@ -203,11 +203,11 @@ func (d *Delivery) countMark(op, set string, ids []string) mark {
 // statePending is a pending record's state, passed as a parameter to the
 // marks that find records by id or reply: with 'pending' written in the
 // statement, its generic plan (writegroup_pools.go) may scan a partial
-// index of the pending records (delivery_records_pending,
-// delivery_records_session_pending) for the one record, and does when
-// the plan is made while the table is small: every mark then read every
-// pending record, quadratic in a backlog (issue 21: auto_explain in
-// cmd/gateway-bench). A parameter cannot match a partial index's
+// index of the pending records (delivery_records_session_pending, and
+// delivery_records_pending before migration 00030) for the one record,
+// and does when the plan is made while the table is small: every mark
+// then read every pending record, quadratic in a backlog (issue 21:
+// auto_explain in cmd/gateway-bench). A parameter cannot match a partial index's
 // predicate in a generic plan, so the plan looks records up by key.
 const statePending = "pending"
 

@@ -83,6 +83,11 @@ func scanReply(row pgx.CollectableRow) (sessions.Reply, error) {
 	return r, nil
 }
 
+// journalStatsSQL counts the pending records and the stored replies.
+const journalStatsSQL = `SELECT
+	(SELECT count(*) FROM delivery_records WHERE state = 'pending'),
+	(SELECT count(*) FROM delivery_replies)`
+
 // Stats counts this handle's writes and the stored pending records
 // (answered or not) and replies. Every write is one committed transaction,
 // so Lines and Fsyncs both count them.
@@ -91,9 +96,7 @@ func (d *Delivery) Stats() sessions.JournalStats {
 	st := sessions.JournalStats{Lines: d.writes.Load(), Fsyncs: d.writes.Load(), WriteFailures: d.failures.Load()}
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpJournal), deliveryOpTimeout)
 	defer cancel()
-	err := d.db.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM delivery_records WHERE state = 'pending'),
-		(SELECT count(*) FROM delivery_replies)`).Scan(&st.Pending, &st.Replies)
+	err := d.db.pool.QueryRow(ctx, journalStatsSQL).Scan(&st.Pending, &st.Replies)
 	if err != nil {
 		d.log.Warn("delivery stats unavailable", zap.Error(err))
 	}

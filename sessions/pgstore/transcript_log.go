@@ -55,22 +55,32 @@ func (db *DB) Transcript(sessionID string, hdr transcript.Header) (*TranscriptLo
 // SessionID is the session whose transcript t is.
 func (t *TranscriptLog) SessionID() string { return t.sessionID }
 
-// chainSQL appends entries that continue the chain: the upsert of the
+// chainSQL appends entries that continue the chain: the update of the
 // head row takes its lock (concurrent appends to the session queue there),
 // reserves seq numbers, and returns the leaf before this append (prev), the
 // parent of the first entry, which the statement splices into its body
 // between pre and post. The other entries' parents are in the arguments.
 // A new head row (prev NULL) means the transcript is empty: the session
-// header goes first, at seq 1. The search columns come computed
+// header goes first, at seq 1. The head is updated by an UPDATE (moved),
+// and inserted (made) only when there was none to update, with an upsert
+// for a head another append made meanwhile: an upsert that finds the row
+// locks it first, one WAL record more than the update's own (issue 21:
+// two of a message's ~38, heap LOCK on transcript_heads in pg_waldump). The search columns come computed
 // (search_fields.go), the words always (search_tokens.go); a row whose
 // search_role is NULL has its role and time from the search trigger. It returns each row's seq, id and parent id, so that the
 // appender can add what it wrote to its cached chain (transcript_appended.go).
-const chainSQL = `WITH head AS (
+const chainSQL = `WITH moved AS (
+	UPDATE transcript_heads AS h SET last_seq = h.last_seq + $2::bigint, leaf_id = $3,
+		prev_leaf_id = COALESCE(h.leaf_id, ''), messages = h.messages + $4::bigint
+	WHERE h.session_id = $1
+	RETURNING last_seq - $2::bigint AS base, prev_leaf_id AS prev),
+made AS (
 	INSERT INTO transcript_heads AS h (session_id, last_seq, leaf_id, messages)
-	VALUES ($1, $2::bigint + 1, $3, $4::bigint)
+	SELECT $1, $2::bigint + 1, $3, $4::bigint WHERE NOT EXISTS (SELECT FROM moved)
 	ON CONFLICT (session_id) DO UPDATE SET last_seq = h.last_seq + $2::bigint, leaf_id = excluded.leaf_id,
 		prev_leaf_id = COALESCE(h.leaf_id, ''), messages = h.messages + excluded.messages
 	RETURNING last_seq - $2::bigint AS base, prev_leaf_id AS prev),
+head AS (SELECT base, prev FROM moved UNION ALL SELECT base, prev FROM made),
 rows AS (
 	SELECT 1::bigint AS seq, $5::text AS id, NULL::text AS parent_id, 'session'::text AS type,
 		$6::text AS body, NULL::text AS kept, NULL::text AS srole, NULL::text AS stxt, NULL::bigint AS sat
