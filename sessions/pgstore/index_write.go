@@ -116,6 +116,17 @@ func (x *Index) beginSession(ctx context.Context, key routing.Key, o sessions.Or
 	}
 	if ok {
 		if stale, _ := sessions.Evaluate(cfg, key, cur, judged); !stale {
+			// The inputs handed over go with the touch, to the session
+			// just read (begin_inputs.go): zero bounds are no condition.
+			if in := sessions.InputsAheadFrom(ctx); in != nil && len(in.Msgs) > 0 && !o.Internal {
+				e, touched, refused, err := x.touchAhead(ctx, k, cur.SessionID, o, now, time.Time{}, time.Time{}, nil, in)
+				switch {
+				case err == nil && touched:
+					return e, sessions.BeginInfo{}, nil
+				case err != nil && !refused:
+					return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+				}
+			}
 			e, ok, err := x.touchLazy(ctx, touchSQL, nil, k, cur.SessionID, o, now, nil)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
