@@ -123,12 +123,12 @@ func (r rowsScan) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.ex
 // touchAhead is Begin's fresh touch (touchFreshSQL's bounds started and
 // last) of the session sessionID expected for key k, with in's inputs
 // appended to it and the context read after them, in one write (with the
-// counters queued for the key, before it). touched reports that the
-// session was fresh and still sessionID (then e is its entry and the
-// inputs are appended, in.Take called); written reports that the write
-// committed (the counters with it). An error with written false and a
-// server's refusal (refused) wrote nothing; other errors leave the
-// outcome unknown.
+// counters queued for the key, before it). With no error the write
+// committed (the counters with it), and touched reports that the session
+// was fresh and still sessionID: then e is its entry and the inputs are
+// appended (in.Take called). An error with refused (the server refused
+// the write, the lease moved on, or nothing was sent) wrote nothing;
+// other errors leave the outcome unknown.
 func (x *Index) touchAhead(ctx context.Context, k, sessionID string, o sessions.Origin, now, started, last time.Time,
 	counters []counterReq, in *sessions.InputsAhead) (e sessions.Entry, touched, refused bool, err error) {
 	t, err := x.db.Transcript(sessionID, transcript.Header{SessionKey: k, AgentID: x.agentID})
