@@ -191,6 +191,10 @@ type Turn struct {
 	// transcript first (then calls OnInputsAppended).
 	Inputs           []sessions.Message
 	OnInputsAppended func()
+	// InputsIn, when it was taken (sessions.InputsAhead.Taken), says the
+	// Inputs are in the transcript already: appended with Begin's touch,
+	// the context after them read. The runner does not append them again.
+	InputsIn *sessions.InputsAhead
 	// Reuse says the caller found this turn's complete reply already in the
 	// transcript (a restart after it was written, SPEC §3.7): the runner
 	// returns it instead of calling the model again. Only with no Inputs.
@@ -443,7 +447,10 @@ func (r *Runner) run(ctx context.Context, s *session, t Turn) (Result, error) {
 	memo := r.memos.take(s.entry.SessionID)
 	defer r.memos.put(s.entry.SessionID, memo)
 	sizes := &memo.sizes
-	if len(t.Inputs) > 0 {
+	if _, c, in := t.InputsIn.Taken(); in && len(t.Inputs) > 0 {
+		s.next = c // nil: read at the model call
+		s.st.AddCounters(s.key, sessions.Counters{Messages: len(t.Inputs)})
+	} else if len(t.Inputs) > 0 {
 		if err := r.appendMessages(ctx, s, t.Inputs); err != nil {
 			return res, err
 		}

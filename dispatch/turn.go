@@ -58,6 +58,8 @@ type turn struct {
 	// ahead is the reply handed to the final answer's append (nil: none;
 	// turn_ahead.go); set by the runner's call of replyAhead.
 	ahead *aheadReply
+	// pre are the inputs handed to Begin (nil: none; turn_inputs_ahead.go).
+	pre *sessions.InputsAhead
 
 	// ends are undone, last first, once the turn is settled (the ack
 	// reaction, the draft stream, the usage row); endsBuf holds the usual
@@ -79,7 +81,7 @@ func (d *Dispatcher) runTurn(ctx context.Context, ws []*work, b laneBatch) {
 	if !t.begin(ctx) {
 		return
 	}
-	res, err := t.run(ctx, t.inputs(ctx))
+	res, err := t.run(ctx, t.turnInputs(ctx))
 	t.settle(ctx, res, err)
 }
 
@@ -143,7 +145,11 @@ func (t *turn) begin(ctx context.Context) bool {
 	if t.origin.At.IsZero() {
 		t.origin.At = d.opts.Now()
 	}
-	t.entry, t.info, err = store.Begin(ctx, t.first.Key, t.origin)
+	bctx := ctx
+	if t.pre = t.inputsAhead(ctx); t.pre != nil {
+		bctx = sessions.WithInputsAhead(ctx, t.pre)
+	}
+	t.entry, t.info, err = store.Begin(bctx, t.first.Key, t.origin)
 	if err != nil && ctx.Err() != nil {
 		// Cancelled while the session began (a backend that waits on a
 		// database): what a cancelled run does, not a failure.

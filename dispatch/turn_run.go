@@ -69,6 +69,7 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 		OnTool:           t.toolFunc(ctx),
 		OnStep:           stream.stepFunc(),
 		OnInputsAppended: t.hist.appended,
+		InputsIn:         t.pre,
 		Room:             room,
 		Speaker:          sp,
 		SteeredSpeaker:   t.steered.speaker(sp),

@@ -59,6 +59,10 @@ type DB struct {
 	afterArchive func(ctx context.Context, tx pgx.Tx)
 	// chains caches parsed transcript chains for Context.
 	chains chainCache
+	// heads remembers the session each key had when this process last
+	// began it: Begin appends a turn's inputs ahead only to that one
+	// (begin_inputs.go).
+	heads lastSessions
 	// counters writes Store.AddCounters in the background; it runs from
 	// Open until Close (see startCounters).
 	counters     *counterWriter

@@ -44,10 +44,14 @@
 // handed to it meanwhile as one transaction in one pipelined batch, and
 // whose riders (a turn's start mark and usage row) cost no round trip of
 // their own; a session's queued counters are written by its next Begin,
-// and the inputs of a turn are appended and the context read back in one
-// statement batch (AppendLazyContext). A message then waits for six
-// writes (its accept; its turn's start and Begin, inputs and context, the
-// reply's append, its outbox row, the last chunk's mark) instead of about
+// the inputs of a turn are appended with Begin's touch of the session and
+// the context read back in the same write (sessions.InputsAhead,
+// begin_inputs.go; AppendLazyContext when Begin cannot take them: a
+// session created or rolled over), and the reply's outbox row goes with
+// the reply's append (sessions.ReplyAhead, reply_ahead.go). A message to
+// an existing session then waits for five round trips (its accept and the
+// accept's flush; its turn's start, Begin, inputs and context; the reply's
+// append with its outbox row; the last chunk's mark) instead of about
 // thirteen, and shares most of them with other messages' writes. A DB
 // counts its round trips and commits by operation (OpStats,
 // roundtrips.go): the daemon's metrics gateway_storage_roundtrips_total

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -34,8 +35,17 @@ func (x *Index) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 }
 
 // begin is Begin writing counters (taken from the counter writer) in the
-// transaction of its first statement, before the touch.
+// transaction of its first statement, before the touch. It remembers the
+// session it returns for the key (begin_inputs.go).
 func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, counters []counterReq) (sessions.Entry, sessions.BeginInfo, error) {
+	e, info, err := x.beginSession(ctx, key, o, counters)
+	if err == nil {
+		x.db.heads.set(x.agentID, e.SessionKey, e.SessionID)
+	}
+	return e, info, err
+}
+
+func (x *Index) beginSession(ctx context.Context, key routing.Key, o sessions.Origin, counters []counterReq) (sessions.Entry, sessions.BeginInfo, error) {
 	ctx = withOp(ctx, OpBegin)
 	k, err := x.keyString(key)
 	if err != nil {
@@ -53,6 +63,25 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 	// one UPDATE touches the session if its own clocks prove it fresh
 	// (sessions.FreshBounds), all in one lazy commit.
 	if started, last, ok := sessions.FreshBounds(cfg, key, judged); ok {
+		// The turn's inputs, handed over, go with the touch of the session
+		// this process began last for the key, if it is still the key's
+		// and fresh (begin_inputs.go).
+		if in := sessions.InputsAheadFrom(ctx); in != nil && len(in.Msgs) > 0 && !o.Internal {
+			if expected := x.db.heads.get(x.agentID, k); expected != "" {
+				e, touched, refused, err := x.touchAhead(ctx, k, expected, o, now, started, last, counters, in)
+				switch {
+				case err == nil:
+					counters = nil // written
+					if touched {
+						return e, sessions.BeginInfo{}, nil
+					}
+				case !refused:
+					return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+				default:
+					x.db.log.Debug("inputs not appended with the touch; the turn appends them", zap.Error(err))
+				}
+			}
+		}
 		e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now, counters)
 		counters = nil
 		if err != nil {
@@ -87,6 +116,17 @@ func (x *Index) begin(ctx context.Context, key routing.Key, o sessions.Origin, c
 	}
 	if ok {
 		if stale, _ := sessions.Evaluate(cfg, key, cur, judged); !stale {
+			// The inputs handed over go with the touch, to the session
+			// just read (begin_inputs.go): zero bounds are no condition.
+			if in := sessions.InputsAheadFrom(ctx); in != nil && len(in.Msgs) > 0 && !o.Internal {
+				e, touched, refused, err := x.touchAhead(ctx, k, cur.SessionID, o, now, time.Time{}, time.Time{}, nil, in)
+				switch {
+				case err == nil && touched:
+					return e, sessions.BeginInfo{}, nil
+				case err != nil && !refused:
+					return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+				}
+			}
 			e, ok, err := x.touchLazy(ctx, touchSQL, nil, k, cur.SessionID, o, now, nil)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)

@@ -123,12 +123,19 @@ func (s *Store) Begin(ctx context.Context, key routing.Key, o sessions.Origin) (
 	return e, info, s.x.db.storageErr(err)
 }
 
+// TakesInputsAhead reports that Begin appends a sessions.InputsAhead
+// (begin_inputs.go).
+func (s *Store) TakesInputsAhead() bool { return true }
+
 // Reset is Index.Reset.
 func (s *Store) Reset(ctx context.Context, key routing.Key, o sessions.ResetOptions) (sessions.Entry, error) {
 	if err := s.settle(ctx, key); err != nil {
 		return sessions.Entry{}, s.x.db.storageErr(err)
 	}
 	e, err := s.x.Reset(ctx, key, o)
+	if err == nil {
+		s.x.db.heads.set(s.x.agentID, e.SessionKey, e.SessionID)
+	}
 	return e, s.x.db.storageErr(err)
 }
 
@@ -163,6 +170,9 @@ func (s *Store) Switch(ctx context.Context, key routing.Key, sessionID string) (
 		return sessions.Entry{}, s.x.db.storageErr(err)
 	}
 	e, err := s.x.Switch(ctx, key, sessionID)
+	if err == nil {
+		s.x.db.heads.set(s.x.agentID, e.SessionKey, e.SessionID)
+	}
 	return e, s.x.db.storageErr(err)
 }
 

@@ -161,27 +161,32 @@ func (t *TranscriptLog) appendMessages(ctx context.Context, lazy bool, read *con
 		return nil, nil
 	}
 	return t.appendChain(ctx, len(msgs), lazy, read, ahead, func(now time.Time) ([]pending, error) {
-		out := make([]pending, len(msgs))
-		for i, m := range msgs {
-			out[i] = pending{id: t.newID(out[:i]), typ: TypeMessage}
-			if i > 0 {
-				out[i].parent = out[i-1].id
-			}
-			body, norm, err := transcript.EncodeMessage(out[i].id, "", m, now)
-			if err != nil {
-				return nil, err
-			}
-			f := searchFieldsOfMessage(&norm, body)
-			out[i].search = &f
-			if transcript.MessageRoundTrips(&norm) {
-				out[i].msg = &norm
-			}
-			if out[i].pre, out[i].post, err = split(body); err != nil {
-				return nil, fmt.Errorf("transcript: append: %w", err)
-			}
-		}
-		return out, nil
+		return t.encodeMessages(msgs, now)
 	})
+}
+
+// encodeMessages encodes msgs as a chain of entries with new ids.
+func (t *TranscriptLog) encodeMessages(msgs []sessions.Message, now time.Time) ([]pending, error) {
+	out := make([]pending, len(msgs))
+	for i, m := range msgs {
+		out[i] = pending{id: t.newID(out[:i]), typ: TypeMessage}
+		if i > 0 {
+			out[i].parent = out[i-1].id
+		}
+		body, norm, err := transcript.EncodeMessage(out[i].id, "", m, now)
+		if err != nil {
+			return nil, err
+		}
+		f := searchFieldsOfMessage(&norm, body)
+		out[i].search = &f
+		if transcript.MessageRoundTrips(&norm) {
+			out[i].msg = &norm
+		}
+		if out[i].pre, out[i].post, err = split(body); err != nil {
+			return nil, fmt.Errorf("transcript: append: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // AppendLazy is Append committed lazily (lazy.go): committed and visible

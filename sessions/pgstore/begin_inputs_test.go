@@ -1,0 +1,287 @@
+package pgstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
+)
+
+// dmKey is a Telegram DM's session key of agent main.
+func dmKey(t *testing.T) routing.Key {
+	t.Helper()
+	k, err := routing.PeerKey("main", "telegram", "", routing.Direct, "5001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// inputsIndex is agent main's index on db under an idle reset of 10
+// minutes, on a clock the test moves.
+func inputsIndex(db *DB) (*Index, *fakeClock) {
+	clk := &fakeClock{t: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	db.now = clk.now
+	return db.Index("main", idle), clk
+}
+
+// beginWith is Begin carrying inputs texts; it returns what Begin
+// returned and the InputsAhead.
+func beginWith(t *testing.T, ctx context.Context, x *Index, key routing.Key, texts ...string) (sessions.Entry, sessions.BeginInfo, *sessions.InputsAhead) {
+	t.Helper()
+	in := &sessions.InputsAhead{}
+	for _, s := range texts {
+		in.Msgs = append(in.Msgs, text(sessions.RoleUser, s))
+	}
+	e, info, err := x.Begin(sessions.WithInputsAhead(ctx, in), key, sessions.Origin{Channel: "telegram", ChatType: "direct", From: "5001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, info, in
+}
+
+// userTexts is the text of every user message in session id's transcript,
+// in order.
+func userTexts(t *testing.T, db *DB, id string) []string {
+	t.Helper()
+	rows, err := db.pool.Query(ctxT(t), `SELECT body->'message'->'content'->0->>'text' FROM transcript_entries
+		WHERE session_id = $1 AND type = 'message' AND body->'message'->>'role' = 'user' ORDER BY seq`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func sameTexts(a []string, b ...string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBeginAppendsInputsWithTheTouch (issue 21): Begin of a fresh session
+// this process began before appends the turn's inputs handed to it in the
+// touch's one round trip, and hands back their ids and the context after
+// them; the entry is touched as a plain Begin touches it.
+func TestBeginAppendsInputsWithTheTouch(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key := dmKey(t)
+	first, info, in := beginWith(t, ctx, x, key, "hello")
+	if !info.Created {
+		t.Fatalf("first Begin: %+v", info)
+	}
+	if _, _, ok := in.Taken(); ok {
+		t.Fatal("the inputs of a session Begin created were taken")
+	}
+	tr, err := db.Transcript(first.SessionID, transcript.Header{SessionKey: key.String(), AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.AppendLazy(ctx, text(sessions.RoleUser, "hello"), text(sessions.RoleAssistant, "hi")); err != nil {
+		t.Fatal(err)
+	}
+	db.writes.barrier()
+	clk.t = clk.t.Add(time.Minute)
+	before := appendTrips(db)
+	e, info, in := beginWith(t, ctx, x, key, "second", "third")
+	if n := appendTrips(db) - before; n != 1 {
+		t.Errorf("Begin with its inputs took %d round trips, want 1", n)
+	}
+	if info != (sessions.BeginInfo{}) || e.SessionID != first.SessionID || !e.LastInteractionAt.Equal(clk.t) {
+		t.Fatalf("Begin = %+v, %+v; want the session touched at %v", e, info, clk.t)
+	}
+	ids, c, ok := in.Taken()
+	if !ok || len(ids) != 2 || c == nil {
+		t.Fatalf("Taken = %v, %v, %v; want two ids and the context", ids, c, ok)
+	}
+	if got := userTexts(t, db, first.SessionID); !sameTexts(got, "hello", "second", "third") {
+		t.Errorf("user messages of the session: %q", got)
+	}
+	cold, err := db.Transcript(first.SessionID, transcript.Header{SessionKey: key.String(), AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.chains.drop(first.SessionID) // read from the rows, not the chain the append cached
+	want, err := cold.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, *c); d != "" || !strings.Contains(c.Messages[len(c.Messages)-1].Text(), "third") {
+		t.Errorf("context handed back (-read +handed):\n%s", d)
+	}
+}
+
+// TestBeginInputsAheadNotTakenByARolledOverSession: a session that went
+// stale between two messages (the idle reset) rolls over as before, and
+// the inputs handed over land nowhere: not in the old session, and the
+// caller appends them to the new one.
+func TestBeginInputsAheadNotTakenByARolledOverSession(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key := dmKey(t)
+	first, _, _ := beginWith(t, ctx, x, key, "hello")
+	clk.t = clk.t.Add(11 * time.Minute)
+	e, info, in := beginWith(t, ctx, x, key, "after the break")
+	if info.ResetReason == "" || info.Previous != first.SessionID || e.SessionID == first.SessionID {
+		t.Fatalf("Begin after the idle time: %+v, %+v; want a rollover of %s", e, info, first.SessionID)
+	}
+	if _, _, ok := in.Taken(); ok {
+		t.Error("inputs taken by a Begin that rolled the session over")
+	}
+	for _, id := range []string{first.SessionID, e.SessionID} {
+		if got := userTexts(t, db, id); len(got) != 0 {
+			t.Errorf("session %s holds %q; want nothing", id, got)
+		}
+	}
+	// The next message, in time, goes with the touch of the new session.
+	clk.t = clk.t.Add(time.Minute)
+	e2, _, in := beginWith(t, ctx, x, key, "next")
+	if _, _, ok := in.Taken(); !ok || e2.SessionID != e.SessionID {
+		t.Fatalf("next Begin: session %s, taken %v; want %s, taken", e2.SessionID, ok, e.SessionID)
+	}
+	if got := userTexts(t, db, e.SessionID); !sameTexts(got, "next") {
+		t.Errorf("new session holds %q; want [next]", got)
+	}
+}
+
+// TestBeginInputsAheadAfterAResetElsewhere: another process (a replica,
+// the CLI) reset the session since this one began it: Begin returns the
+// new session and takes no inputs (they would have gone to the session
+// this process remembers); once this process began the new one, the next
+// message's inputs go to it. A /new here moves the inputs with it at once.
+func TestBeginInputsAheadAfterAResetElsewhere(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key := dmKey(t)
+	first, _, _ := beginWith(t, ctx, x, key, "hello")
+	other, err := Open(ctx, Options{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	reset, err := other.Store("main", idle).Reset(ctx, key, sessions.ResetOptions{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.t = clk.t.Add(time.Minute)
+	e, _, in := beginWith(t, ctx, x, key, "after the reset")
+	if e.SessionID != reset.SessionID {
+		t.Fatalf("Begin after a reset elsewhere: session %s; want %s", e.SessionID, reset.SessionID)
+	}
+	if _, _, ok := in.Taken(); ok {
+		t.Error("inputs taken for the session this process remembered")
+	}
+	if got := userTexts(t, db, first.SessionID); len(got) != 0 {
+		t.Errorf("the reset session holds %q; want nothing", got)
+	}
+
+	st := db.Store("main", idle)
+	renewed, err := st.Reset(ctx, key, sessions.ResetOptions{Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.t = clk.t.Add(time.Minute)
+	in = &sessions.InputsAhead{Msgs: []sessions.Message{text(sessions.RoleUser, "after /new")}}
+	e, _, err = st.Begin(sessions.WithInputsAhead(ctx, in), key, sessions.Origin{Channel: "telegram", ChatType: "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := in.Taken(); !ok || e.SessionID != renewed.SessionID {
+		t.Fatalf("Begin after /new here: session %s, taken %v; want %s, taken", e.SessionID, ok, renewed.SessionID)
+	}
+	for id, want := range map[string][]string{renewed.SessionID: {"after /new"}, reset.SessionID: nil, first.SessionID: nil} {
+		if got := userTexts(t, db, id); !sameTexts(got, want...) {
+			t.Errorf("session %s holds %q; want %q", id, got, want)
+		}
+	}
+}
+
+// TestBeginInputsAheadFencedStoresNothing: under a lease another process
+// took, Begin still begins the session (as without inputs) and appends
+// nothing: the turn's own append then meets the fence.
+func TestBeginInputsAheadFencedStoresNothing(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key := dmKey(t)
+	first, _, _ := beginWith(t, ctx, x, key, "hello")
+	d := newDelivery(t, db, DeliveryOptions{Holder: "replica-a"})
+	mustAccept(t, d, "r1")
+	h := beginTurn(t, d, "r1")
+	if !h.Held {
+		t.Fatal("turn not held")
+	}
+	if _, err := db.pool.Exec(ctx, `UPDATE leases SET expires_at = clock_timestamp() WHERE name = $1`, h.Fence.Lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := db.Leases("replica-b").Acquire(ctx, h.Fence.Lease, time.Minute); err != nil || !ok {
+		t.Fatalf("another holder's Acquire = %v, %v", ok, err)
+	}
+	clk.t = clk.t.Add(time.Minute)
+	e, info, in := beginWith(t, sessions.WithFence(ctx, h.Fence), x, key, "stale")
+	if e.SessionID != first.SessionID || info != (sessions.BeginInfo{}) || !e.LastInteractionAt.Equal(clk.t) {
+		t.Fatalf("fenced Begin = %+v, %+v; want the session touched", e, info)
+	}
+	if _, _, ok := in.Taken(); ok {
+		t.Error("inputs taken under a lost lease")
+	}
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM transcript_entries`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d transcript entries after the fenced Begin (%v); want none", n, err)
+	}
+}
+
+// TestBeginInputsAheadOnAMainSession: a key whose reset policy needs its
+// entry (the main session) reads it first, then touches it with the
+// inputs: the session just read, no memory of an earlier Begin needed.
+func TestBeginInputsAheadOnAMainSession(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key, err := routing.MainKey("main", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := beginWith(t, ctx, x, key, "hello")
+	fresh := db.Index("main", idle) // a process that began nothing yet
+	db.heads.mu.Lock()
+	db.heads.m = nil
+	db.heads.mu.Unlock()
+	clk.t = clk.t.Add(time.Minute)
+	e, _, in := beginWith(t, ctx, fresh, key, "again")
+	if _, _, ok := in.Taken(); !ok || e.SessionID != first.SessionID {
+		t.Fatalf("Begin: session %s, taken %v; want %s, taken", e.SessionID, ok, first.SessionID)
+	}
+	if got := userTexts(t, db, first.SessionID); !sameTexts(got, "again") {
+		t.Errorf("session holds %q; want [again]", got)
+	}
+}
