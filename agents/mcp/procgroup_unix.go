@@ -18,9 +18,11 @@ func ownGroup(cmd *exec.Cmd) {
 
 // killGroup stops what is left of the process group led by pid once the
 // server's session closed (the leader was already waited for): SIGTERM,
-// then SIGKILL to whatever is still there after grace.
+// then SIGKILL to whatever is still there after grace. pid 1 is never a
+// server's group (init's): kill(-1) would signal every process the daemon
+// may signal, so a record naming it (damaged, or not ours) stops nothing.
 func killGroup(pid int, grace time.Duration) {
-	if pid <= 0 || syscall.Kill(-pid, syscall.SIGTERM) != nil {
+	if pid <= 1 || syscall.Kill(-pid, syscall.SIGTERM) != nil {
 		return // ESRCH: nothing left
 	}
 	deadline := time.Now().Add(grace)
