@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -132,11 +133,18 @@ agents:
 	mu.Lock()
 	db := be
 	mu.Unlock()
-	before, _ := messageTrips(db.OpStats())
-	_, byBefore := messageTrips(db.OpStats())
+	before, byBefore := messageTrips(db.OpStats())
 	const n = 20
+	// Each message's own count: a rider (the turn's start mark) waits a
+	// few milliseconds for a write to join, and on a loaded machine the
+	// touch may come after it left (one round trip more, that message
+	// only). The median message is the path's cost; the timing is not.
+	each := make([]int64, 0, n)
 	for i := 1; i <= n; i++ {
+		was, _ := messageTrips(db.OpStats())
 		say(i)
+		now, _ := messageTrips(db.OpStats())
+		each = append(each, now-was)
 	}
 	after, byAfter := messageTrips(db.OpStats())
 	var ops []string
@@ -145,10 +153,12 @@ agents:
 	}
 	sort.Strings(ops)
 	per := float64(after-before) / n
-	t.Logf("%.2f round trips a message: %s", per, strings.Join(ops, " "))
-	if per > 5 {
-		t.Errorf("%.2f storage round trips a message to an existing session at a steady pace, want at most 5: %s",
-			per, strings.Join(ops, " "))
+	sorted := slices.Sorted(slices.Values(each))
+	median := sorted[n/2]
+	t.Logf("%.2f round trips a message (median %d; each %v): %s", per, median, each, strings.Join(ops, " "))
+	if median > 5 {
+		t.Errorf("%d storage round trips the median message to an existing session at a steady pace, want at most 5 (each %v): %s",
+			median, each, strings.Join(ops, " "))
 	}
 	if got := tg.SentCount(); got != n+1 {
 		t.Errorf("%d replies sent, want %d", got, n+1)
