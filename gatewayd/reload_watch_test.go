@@ -57,24 +57,7 @@ func TestChainLinks(t *testing.T) {
 // that was already there: no edit was read again until a restart; the
 // hot-reload tests failed so under load in CI.)
 func TestConfigWatchDirectoryBackBeforeAncestorWatched(t *testing.T) {
-	dir := t.TempDir()
-	etc := filepath.Join(dir, "etc")
-	path := filepath.Join(etc, "gateway.yaml")
-	if err := os.Mkdir(etc, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("a: 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := newConfigWatch(w, path, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	etc, path, w, c := watchedConfig(t)
 	came := false
 	c.testLooked = func(found bool) {
 		if came || found {
@@ -126,24 +109,7 @@ func TestConfigWatchDirectoryBackBeforeAncestorWatched(t *testing.T) {
 // removed directory until its end was reported: an edit in between, or
 // every edit if the report never came, was not read.)
 func TestConfigWatchDirectoryReplacedEndNotReported(t *testing.T) {
-	dir := t.TempDir()
-	etc := filepath.Join(dir, "etc")
-	path := filepath.Join(etc, "gateway.yaml")
-	if err := os.Mkdir(etc, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("a: 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := newConfigWatch(w, path, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	etc, path, w, c := watchedConfig(t)
 	if err := os.RemoveAll(etc); err != nil {
 		t.Fatal(err)
 	}
@@ -188,24 +154,7 @@ func TestConfigWatchDirectoryReplacedEndNotReported(t *testing.T) {
 // stopped until a restart; TestHotReloadConfigDirectoryReplaced failed so
 // in CI.)
 func TestConfigWatchDirectoryGoneBeforeItsWatch(t *testing.T) {
-	dir := t.TempDir()
-	etc := filepath.Join(dir, "etc")
-	path := filepath.Join(etc, "gateway.yaml")
-	if err := os.Mkdir(etc, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("a: 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c, err := newConfigWatch(w, path, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	etc, path, w, c := watchedConfig(t)
 	gone := false
 	c.testLooked = func(found bool) {
 		if gone || !found {
@@ -252,4 +201,27 @@ func TestConfigWatchDirectoryGoneBeforeItsWatch(t *testing.T) {
 			return
 		}
 	}
+}
+
+// watchedConfig makes <tmp>/etc/gateway.yaml and a configWatch of it on a
+// real fsnotify watcher (closed at the test's end).
+func watchedConfig(t *testing.T) (etc, path string, w *fsnotify.Watcher, c *configWatch) {
+	t.Helper()
+	etc = filepath.Join(t.TempDir(), "etc")
+	path = filepath.Join(etc, "gateway.yaml")
+	if err := os.Mkdir(etc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("a: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	if c, err = newConfigWatch(w, path, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	return etc, path, w, c
 }
