@@ -35,14 +35,16 @@ type groupRegistry struct {
 // procID names a process across pid reuse: its pid and its start time (in
 // clock ticks since boot) on this boot, in this pid namespace (a pid names
 // another process, or none, in another container's); Session is its
-// session id, which every process of its group shares (0: not recorded,
-// by a gateway older than the field).
+// session id, which every process of its group shares (nil: not recorded,
+// by a gateway older than the field). 0 is a session id too: the one /proc
+// shows for a session whose leader is outside this pid namespace (a
+// container's or a CI runner's processes that never called setsid).
 type procID struct {
 	PID     int    `json:"pid"`
 	Start   uint64 `json:"start"`
 	Boot    string `json:"boot"`
 	PIDNS   string `json:"pidns,omitempty"`
-	Session int    `json:"session,omitempty"`
+	Session *int   `json:"session,omitempty"`
 }
 
 // groupsFile is what a registry file holds.

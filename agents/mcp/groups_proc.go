@@ -25,7 +25,8 @@ func thisProcess(pid int) (procID, error) {
 	if err != nil {
 		return procID{}, fmt.Errorf("mcp: pid namespace: %w", err)
 	}
-	return procID{PID: pid, Start: st.start, Boot: strings.TrimSpace(string(boot)), PIDNS: ns, Session: st.session}, nil
+	session := st.session
+	return procID{PID: pid, Start: st.start, Boot: strings.TrimSpace(string(boot)), PIDNS: ns, Session: &session}, nil
 }
 
 // procStat is what reaping needs of /proc/<pid>/stat.
@@ -80,7 +81,7 @@ func leftGroup(g procID) bool {
 			return leader.pgrp == g.PID
 		}
 	}
-	if g.Session == 0 {
+	if g.Session == nil {
 		return false // recorded without its session: not provably ours
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
@@ -94,7 +95,7 @@ func leftGroup(g procID) bool {
 		if err != nil || st.pgrp != g.PID || st.zombie {
 			continue
 		}
-		if st.start < g.Start || st.session != g.Session {
+		if st.start < g.Start || st.session != *g.Session {
 			return false // older than the recorded leader, or of another session: not its group
 		}
 		found = true

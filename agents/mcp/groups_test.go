@@ -336,3 +336,39 @@ func TestReapStopsGroupsOfADeadDaemonThatHadOurPID(t *testing.T) {
 		t.Errorf("the dead daemon's record: %v, want it removed", err)
 	}
 }
+
+// A CI runner's or a container's processes that never called setsid are
+// in a session whose leader is outside their pid namespace: /proc shows
+// its id as 0, a session as real as any other (the daemon's, its
+// servers'). The reaping tests run again in a pid namespace of their own
+// (unshare, as root), where this process's session reads 0: a left group
+// is stopped there too, and the others spared.
+func TestReapWhereTheSessionIsOutsideTheNamespace(t *testing.T) {
+	if os.Getenv("GATEWAY_MCP_HIDDEN_SESSION") != "" {
+		me := self(t)
+		if me.Session == nil || *me.Session != 0 {
+			t.Fatalf("session %v in a new pid namespace, want 0", me.Session)
+		}
+		return
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs unshare(1) and root to make a pid namespace")
+	}
+	if out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("no pid namespace here (a sandbox that forbids them): %v: %s", err, out)
+	}
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", os.Args[0],
+		"-test.run", "^(TestReapWhereTheSessionIsOutsideTheNamespace|TestReapStopsAGroupWhoseLeaderLeft|TestReapSparesAnotherGroupGivenTheRecordedID|TestRunStopsGroupsLeftByADeadDaemon)$",
+		"-test.count", "1", "-test.v")
+	cmd.Env = append(os.Environ(), "GATEWAY_MCP_HIDDEN_SESSION=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the reaping tests in a pid namespace of their own: %v\n%s", err, out)
+	}
+	for _, name := range []string{"TestReapStopsAGroupWhoseLeaderLeft", "TestReapSparesAnotherGroupGivenTheRecordedID", "TestRunStopsGroupsLeftByADeadDaemon"} {
+		if !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Errorf("%s did not pass in the pid namespace:\n%s", name, out)
+		}
+	}
+}
