@@ -81,6 +81,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, a agents.Dispatch) error {
 // in the outbox for the next start).
 func (d *Dispatcher) Shutdown(ctx context.Context) {
 	d.closing.Store(true)
+	d.outbox.endParking() // a parked reply's wait holds its lane: the lanes' shutdown waits for it
 	if n := d.hold.close(); n > 0 {
 		d.log.Info("held burst messages left for the next start", zap.Int("count", n))
 	}

@@ -55,7 +55,12 @@ type outbox struct {
 	// for the next start (sendReply returns without marking it).
 	stop   context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // counts goResend goroutines
+	// closing ends the rate-limit waits of parked replies (outbox_park.go)
+	// as soon as the dispatcher's shutdown begins: they wait on a lane,
+	// and the lanes' shutdown waits for them; their replies stay stored.
+	closing    context.Context
+	endParking context.CancelFunc
+	wg         sync.WaitGroup // counts goResend goroutines
 	// placed remembers the delivery context last seen stored per session
 	// key (deliveryContext.go), so a reply to the place its session
 	// replied to before reads no entry (a round trip on PostgreSQL).
@@ -69,7 +74,8 @@ type outbox struct {
 
 func newOutbox(d *Dispatcher) *outbox {
 	stop, cancel := context.WithCancel(context.Background())
-	return &outbox{d: d, stop: stop, cancel: cancel}
+	closing, endParking := context.WithCancel(stop)
+	return &outbox{d: d, stop: stop, cancel: cancel, closing: closing, endParking: endParking}
 }
 
 // goResend resends rp on a goroutine of its own, counted for shutdown. It is

@@ -48,8 +48,9 @@ func (o *outbox) behindParked(lane routing.Key, p parkedReply) bool {
 // caller's run, where it waits wait out and is sent, then what queued
 // behind it. The continuation has no turn's values (its session lease ends
 // with the turn; the reply's records, pending until it is sent, keep the
-// session's order across replicas); the outbox's shutdown waits for it and
-// cuts its wait short (the replies stay stored). It reports false when the
+// session's order across replicas); the dispatcher's shutdown cuts its
+// wait short as it begins (the replies stay stored) and the lanes' waits
+// for it to end. It reports false when the
 // lane takes nothing more (shutdown began): the caller waits in place.
 func (o *outbox) park(lane routing.Key, p parkedReply, wait time.Duration) bool {
 	d := o.d
@@ -64,7 +65,7 @@ func (o *outbox) park(lane routing.Key, p parkedReply, wait time.Duration) bool 
 		defer o.wg.Done()
 		wctx, cancel := context.WithCancel(lctx)
 		defer cancel()
-		defer context.AfterFunc(o.stop, cancel)()
+		defer context.AfterFunc(o.closing, cancel)()
 		switch {
 		case rateLimitWait(wctx, wait):
 			o.sendParked(lane, p)

@@ -104,9 +104,10 @@ func (q *Queue[K]) grantDoLocked(l *lane[K]) {
 	close(ch)
 }
 
-// Shutdown stops accepting work (Enqueue and Do return ErrClosed), lets the
-// active runs finish until ctx ends, then cancels their contexts and waits
-// for them to return. The items still queued are returned, oldest first,
+// Shutdown stops accepting work (Enqueue, Do and Next return ErrClosed),
+// lets the active runs and the fns Next registered finish until ctx ends,
+// then cancels their contexts (a Next fn's with cause ErrClosed) and waits
+// for them to return: once it returns, nothing the queue started runs. The items still queued are returned, oldest first,
 // with the dropped ones no batch took yet (their durable copies live
 // elsewhere). Do calls already waiting still run.
 func (q *Queue[K]) Shutdown(ctx context.Context) []Item {
@@ -134,6 +135,13 @@ func (q *Queue[K]) Shutdown(ctx context.Context) []Item {
 	case <-done:
 	case <-ctx.Done():
 		q.baseCancel()
+		q.mu.Lock()
+		for _, l := range q.keys {
+			for _, cancel := range l.nexts {
+				cancel(ErrClosed)
+			}
+		}
+		q.mu.Unlock()
 		<-done
 	}
 	q.baseCancel()
@@ -170,8 +178,10 @@ func (q *Queue[K]) Next(ctx context.Context, key K, fn func(ctx context.Context)
 		l.nexts = map[uint64]context.CancelCauseFunc{}
 	}
 	l.nexts[id] = cancel
+	q.wg.Add(1) // under mu, with closed false: before Shutdown's Wait
 	q.mu.Unlock()
 	go func() {
+		defer q.wg.Done()
 		<-ch
 		defer q.endDo(l)
 		defer func() {

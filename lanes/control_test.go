@@ -227,6 +227,48 @@ func TestShutdownCancelsAfterGrace(t *testing.T) {
 	})
 }
 
+// A run's work handed on with Next is the queue's too: Shutdown waits for
+// a Next fn as for a run (one that finishes within the grace period runs
+// to its end, its lane forgotten once Shutdown returns), and at the end of
+// the grace period cancels one still running, with cause ErrClosed.
+func TestShutdownWaitsForNextFns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := New(Options[string]{})
+		var quickDone bool
+		if err := q.Next(t.Context(), "quick", func(ctx context.Context) {
+			time.Sleep(time.Second)
+			quickDone = true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var cause error
+		if err := q.Next(t.Context(), "slow", func(ctx context.Context) {
+			<-ctx.Done()
+			time.Sleep(100 * time.Millisecond) // returns soon after, not at once
+			cause = context.Cause(ctx)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		q.Shutdown(ctx)
+		if d := time.Since(t0); d != 2100*time.Millisecond {
+			t.Errorf("Shutdown took %v, want the 2s grace period and the slow fn's 100ms", d)
+		}
+		if !quickDone {
+			t.Error("Shutdown returned before a Next fn within the grace period ended")
+		}
+		if !errors.Is(cause, ErrClosed) {
+			t.Errorf("a Next fn past the grace period saw cause %v, want ErrClosed", cause)
+		}
+		assertForgotten(t, q)
+		if err := q.Next(t.Context(), "late", func(context.Context) { t.Error("a Next after Shutdown ran") }); !errors.Is(err, ErrClosed) {
+			t.Errorf("Next after Shutdown: %v, want ErrClosed", err)
+		}
+	})
+}
+
 func TestSlowWaitLoggedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)

@@ -30,7 +30,8 @@ const SlowWait = 2 * time.Second
 // ErrFull is returned by Enqueue when drop=new rejects an item.
 var ErrFull = errors.New("lanes: queue full")
 
-// ErrClosed is returned by Enqueue and Do after Shutdown began.
+// ErrClosed is returned by Enqueue, Do and Next after Shutdown began, and
+// is the cause of a Next fn's context that Shutdown cancelled.
 var ErrClosed = errors.New("lanes: queue closed")
 
 // ErrCancelled is the cause (context.Cause) of a run's context, and of a
@@ -141,7 +142,7 @@ type Queue[K comparable] struct {
 	base       context.Context
 	baseCancel context.CancelFunc
 
-	// wg counts run goroutines and armed debounce timers.
+	// wg counts run goroutines, Next fns and armed debounce timers.
 	wg sync.WaitGroup
 
 	mu sync.Mutex // guards the fields below and every lane's fields
