@@ -192,7 +192,13 @@ func (r *recovery) resolveUnsure(probe sessions.AcceptProbe, id string) {
 			if w := r.unsure.takeToRun(id, time.Now()); w != nil {
 				log.Info("a message whose journal write failed was stored after all; running it")
 				d.opts.Metrics.UnsureStored.Inc()
-				d.admit(d.life, w)
+				// Queued as it is, never joined to its sender's burst:
+				// what that burst holds came after the failure (the
+				// redelivery, a duplicate, was answered before the next
+				// message was sent) and would come first in the joined
+				// input, where no accept order sorts it (sortBatch orders
+				// a batch's items, not a burst's parts).
+				d.enqueue(d.life, w)
 			}
 			return
 		case err == nil && time.Since(failed) >= unsureSettled:
