@@ -192,7 +192,15 @@ func (r *recovery) resolveUnsure(probe sessions.AcceptProbe, id string) {
 			if w := r.unsure.takeToRun(id, time.Now()); w != nil {
 				log.Info("a message whose journal write failed was stored after all; running it")
 				d.opts.Metrics.UnsureStored.Inc()
-				d.admit(d.life, w)
+				// Queued as it is, never joined to its sender's burst:
+				// what that burst holds came after the failure (its
+				// redelivery, a duplicate, was answered before the next
+				// message was sent), and a burst's parts run in the order
+				// they joined (sortBatch orders a batch's lane items by
+				// accept order, not the parts of one). An item of its own
+				// is ordered: BeginTurn's Behind and Order put it before
+				// newer work of the session.
+				d.enqueue(d.life, w)
 			}
 			return
 		case err == nil && time.Since(failed) >= unsureSettled:
