@@ -33,13 +33,22 @@ import (
 // replay deliver the stored reply after the resolver's run had answered),
 // and a redelivery that stores it again is not queued.
 
-// unsureEvery spaces the questions; unsureGiveUp bounds them while the
-// journal does not answer; unsureSettled is how long after the failure
-// answers of "not stored" are believed (a commit in flight lands first).
+// unsureEvery spaces the questions; after unsureSlow without an answer
+// (a long outage) they are spaced unsureSlowEvery apart, and go on until
+// the journal answers: a record stored and this process's, never run,
+// would hold its session (on a shared database BeginTurn makes the
+// session's newer messages wait behind it) until a restart. unsureSettled
+// is how long after the failure answers of "not stored" are believed (a
+// commit in flight lands first).
 var (
-	unsureEvery   = time.Second
-	unsureGiveUp  = 10 * time.Minute
-	unsureSettled = 5 * time.Second
+	unsureEvery     = time.Second
+	unsureSlow      = 10 * time.Minute
+	unsureSlowEvery = 30 * time.Second
+	unsureSettled   = 5 * time.Second
+	// unsureMarkKeep is how long the ids the resolver ran, or held, are
+	// remembered for a redelivery (one that came as a duplicate never
+	// settles its mark).
+	unsureMarkKeep = 10 * time.Minute
 )
 
 // unsureSet is the work whose journal write failed, by record id.
@@ -82,7 +91,7 @@ func (u *unsureSet) take(id string) *work {
 
 // takeToRun is take for the resolver about to run the work: it remembers
 // that id runs, so a redelivery of it accepted meanwhile is not queued
-// again (settle). Marks older than unsureGiveUp are dropped here: a
+// again (settle). Marks older than unsureMarkKeep are dropped here: a
 // redelivery that came as a duplicate never settles its mark.
 func (u *unsureSet) takeToRun(id string, now time.Time) *work {
 	u.mu.Lock()
@@ -96,7 +105,7 @@ func (u *unsureSet) takeToRun(id string, now time.Time) *work {
 		u.ran = map[string]time.Time{}
 	}
 	for k, at := range u.ran {
-		if now.Sub(at) > unsureGiveUp {
+		if now.Sub(at) > unsureMarkKeep {
 			delete(u.ran, k)
 		}
 	}
@@ -106,7 +115,7 @@ func (u *unsureSet) takeToRun(id string, now time.Time) *work {
 
 // hold remembers that id's work is queued in this process although the
 // durability wait of its (deferred) accept failed. Marks older than
-// unsureGiveUp are dropped here: a redelivery that came as a duplicate
+// unsureMarkKeep are dropped here: a redelivery that came as a duplicate
 // never settles its mark.
 func (u *unsureSet) hold(id string, now time.Time) {
 	u.mu.Lock()
@@ -115,7 +124,7 @@ func (u *unsureSet) hold(id string, now time.Time) {
 		u.held = map[string]time.Time{}
 	}
 	for k, at := range u.held {
-		if now.Sub(at) > unsureGiveUp {
+		if now.Sub(at) > unsureMarkKeep {
 			delete(u.held, k)
 		}
 	}
@@ -173,6 +182,7 @@ func (r *recovery) resolveUnsure(probe sessions.AcceptProbe, id string) {
 	d := r.d
 	log := d.log.With(zap.String("record_id", id))
 	failed := time.Now()
+	slow := false
 	t := time.NewTicker(unsureEvery)
 	defer t.Stop()
 	for {
@@ -206,10 +216,11 @@ func (r *recovery) resolveUnsure(probe sessions.AcceptProbe, id string) {
 		case err == nil && time.Since(failed) >= unsureSettled:
 			r.unsure.take(id) // not stored (or another replica's): its redelivery brings it
 			return
-		case err != nil && time.Since(failed) >= unsureGiveUp:
-			r.unsure.take(id)
-			log.Warn("could not learn whether a refused message was stored; if it was, it runs when this process restarts or stops", zap.Error(err))
-			return
+		case err != nil && !slow && time.Since(failed) >= unsureSlow:
+			slow = true
+			t.Reset(unsureSlowEvery)
+			log.Warn("still cannot learn whether a refused message was stored; asking less often until the journal answers",
+				zap.Duration("every", unsureSlowEvery), zap.Error(err))
 		}
 	}
 }

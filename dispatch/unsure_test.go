@@ -43,6 +43,9 @@ type unsureJournal struct {
 	// probe before it returns: the accept waits for a probe that saw it.
 	slow map[string]bool
 	seen chan struct{} // closed by the first probe that sees a slow record
+	// down makes Stored fail, as a journal that does not answer (an
+	// outage).
+	down bool
 }
 
 func (j *unsureJournal) Accept(ctx context.Context, rec sessions.Record) (bool, error) {
@@ -105,6 +108,9 @@ func (j *unsureJournal) Stored(_ context.Context, id string) (bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.probes++
+	if j.down {
+		return false, fmt.Errorf("journal stored: %w: the database does not answer", sessions.ErrStorage)
+	}
 	if j.stored[id] && j.seen != nil {
 		select {
 		case <-j.seen:
@@ -149,6 +155,42 @@ func TestAcceptFailedAfterStoreRunsOnce(t *testing.T) {
 	h.drained()
 	time.Sleep(3 * unsureSettled)
 	if got := fmt.Sprint(h.tg.texts()); got != "[re: lost answer]" {
+		t.Errorf("chat got %s, want one answer", got)
+	}
+	if n := len(m.requests()); n != 1 {
+		t.Errorf("the model ran %d times, want 1", n)
+	}
+}
+
+// A journal that does not answer for longer than the resolver asks at
+// its first pace (a long outage) is asked less often, never given up on:
+// the message its failed write stored runs once the journal answers. Given
+// up, it stayed pending and this process's, never run, and on a shared
+// database held its session's newer messages behind it until a restart.
+func TestAcceptFailedAfterStoreRunsAfterALongOutage(t *testing.T) {
+	fastUnsure(t)
+	slowAfter, slowEvery := unsureSlow, unsureSlowEvery
+	unsureSlow, unsureSlowEvery = 100*time.Millisecond, 50*time.Millisecond
+	t.Cleanup(func() { unsureSlow, unsureSlowEvery = slowAfter, slowEvery })
+	j := &unsureJournal{fail: map[string]bool{"lost in the outage": true}, store: true, stored: map[string]bool{}, down: true}
+	m := &model{}
+	h := newHarness(t, "", m, func(h *harness) {
+		h.wrap = func(b sessions.Backend) sessions.Backend { return &unsureBackend{Backend: b, j: j} }
+	})
+	if err := h.d.Handle(h.ctx, in("tg", "c1", "lost in the outage")); !errors.Is(err, sessions.ErrStorage) {
+		t.Fatalf("Handle = %v, want the storage failure", err)
+	}
+	time.Sleep(5 * unsureSlow) // the journal does not answer meanwhile
+	if got := h.tg.texts(); len(got) != 0 {
+		t.Fatalf("chat got %v while the journal could not say whether the message was stored", got)
+	}
+	j.mu.Lock()
+	j.down = false
+	j.mu.Unlock()
+	eventually(t, "the stored message to be answered once the journal answers", func() bool { return len(h.tg.texts()) == 1 })
+	h.drained()
+	time.Sleep(3 * unsureSettled)
+	if got := fmt.Sprint(h.tg.texts()); got != "[re: lost in the outage]" {
 		t.Errorf("chat got %s, want one answer", got)
 	}
 	if n := len(m.requests()); n != 1 {
