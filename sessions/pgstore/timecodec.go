@@ -3,18 +3,69 @@ package pgstore
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// timeCodec is pgx's timestamptz codec with an encode plan of its own for
-// a time.Time argument in the binary format, the daemon's every timestamp
-// argument: pgx's plan wraps the time in a type of its own and boxes it,
-// an allocation per argument, a dozen a message (issue 21). The bytes are
-// pgx's: microseconds since 2000-01-01 UTC, big-endian.
+// timeCodec is pgx's timestamptz codec with plans of its own for a
+// time.Time argument and a *time.Time destination in the binary format,
+// the daemon's every timestamp: pgx's encode plan wraps the time in a type
+// of its own and boxes it, an allocation per argument, and its scan plan
+// is two allocated plans per column and query (issue 21). The bytes and
+// the times are pgx's: microseconds since 2000-01-01 UTC, big-endian,
+// scanned in the local zone; NULL and infinities are errors.
 type timeCodec struct{ pgtype.TimestamptzCodec }
+
+// PlanScan is scanTimeBinary for a *time.Time in the binary format, else
+// pgx's plan.
+func (c *timeCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
+	if _, ok := target.(*time.Time); ok && format == pgtype.BinaryFormatCode {
+		return scanTimeBinary{}
+	}
+	return c.TimestamptzCodec.PlanScan(m, oid, format, target)
+}
+
+// The range of timestamptz pgx scans (pgtype's minDateTime and
+// endTimestamp), and its infinities.
+var (
+	minScanTime = time.Date(-4713, 11, 24, 0, 0, 0, 0, time.UTC)
+	endScanTime = time.Date(294277, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const (
+	infinityMicros         = math.MaxInt64
+	negativeInfinityMicros = math.MinInt64
+)
+
+// scanTimeBinary scans a binary timestamptz into a *time.Time.
+type scanTimeBinary struct{}
+
+func (scanTimeBinary) Scan(src []byte, dst any) error {
+	if src == nil {
+		return errors.New("cannot scan NULL into *time.Time")
+	}
+	if len(src) != 8 {
+		return fmt.Errorf("timestamptz: invalid length: expected 8 bytes, got %d", len(src))
+	}
+	us := int64(binary.BigEndian.Uint64(src))
+	switch us {
+	case infinityMicros:
+		return errors.New("cannot scan Infinity into *time.Time")
+	case negativeInfinityMicros:
+		return errors.New("cannot scan -Infinity into *time.Time")
+	}
+	t := time.Unix(y2kMicros/1_000_000+us/1_000_000, (y2kMicros%1_000_000*1_000)+(us%1_000_000*1_000))
+	if t.Before(minScanTime) || !t.Before(endScanTime) {
+		return fmt.Errorf("timestamptz %d microseconds from 2000-01-01 is out of range", us)
+	}
+	*dst.(*time.Time) = t
+	return nil
+}
 
 // PlanEncode is encodeTimeBinary for a time.Time in the binary format,
 // else pgx's plan.

@@ -3,6 +3,8 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"math"
 	"testing"
 	"time"
 
@@ -59,6 +61,40 @@ func TestTimeArgumentsEncodeAsPgxDoes(t *testing.T) {
 	}
 }
 
+// TestTimeColumnsScanAsPgxDoes: timeCodec's scan of a binary timestamptz
+// into a *time.Time gives pgx's time (same instant, same zone) or, for
+// NULL, the infinities, a wrong length and a time out of pgx's range, an
+// error as pgx's does; other destinations still scan.
+func TestTimeColumnsScanAsPgxDoes(t *testing.T) {
+	pgx, ours := pgtype.NewMap(), pgtype.NewMap()
+	registerTimeCodec(ours)
+	be := func(us int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(us)) }
+	srcs := [][]byte{nil, {1, 2, 3}, be(0), be(1), be(-1), be(-946_684_800_000_001), be(1_000_000_123_456),
+		be(-1_000_000_000_000_000), be(math.MaxInt64), be(math.MinInt64), be(math.MaxInt64 - 1), be(-211_813_488_000_000_001),
+		be(-211_813_488_000_000_000), be(9_223_371_331_199_999_999), be(9_223_371_331_200_000_000)}
+	for _, src := range srcs {
+		var got, want time.Time
+		werr := pgx.Scan(pgtype.TimestamptzOID, pgtype.BinaryFormatCode, src, &want)
+		gerr := ours.Scan(pgtype.TimestamptzOID, pgtype.BinaryFormatCode, src, &got)
+		if (gerr == nil) != (werr == nil) || !got.Equal(want) || got.Location() != want.Location() {
+			t.Errorf("%x: %v, %v; pgx %v, %v", src, got, gerr, want, werr)
+		}
+		var gotTS, wantTS pgtype.Timestamptz
+		werr = pgx.Scan(pgtype.TimestamptzOID, pgtype.BinaryFormatCode, src, &wantTS)
+		gerr = ours.Scan(pgtype.TimestamptzOID, pgtype.BinaryFormatCode, src, &gotTS)
+		if (gerr == nil) != (werr == nil) || gotTS != wantTS {
+			t.Errorf("%x into Timestamptz: %v, %v; pgx %v, %v", src, gotTS, gerr, wantTS, werr)
+		}
+	}
+	var p *time.Time
+	if err := ours.Scan(pgtype.TimestamptzOID, pgtype.BinaryFormatCode, be(42), &p); err != nil || p == nil || !p.Equal(time.Date(2000, 1, 1, 0, 0, 0, 42_000, time.UTC)) {
+		t.Errorf("into **time.Time: %v, %v", p, err)
+	}
+	if err := ours.Scan(pgtype.TimestamptzOID, pgtype.BinaryFormatCode, nil, &p); err != nil || p != nil {
+		t.Errorf("NULL into **time.Time: %v, %v", p, err)
+	}
+}
+
 // TestTimeArgumentsRoundTrip: through the DB's connections (the codec
 // registered on each), a time argument is the instant the server stores
 // and gives back, to the microsecond.
@@ -88,5 +124,9 @@ func TestTimeArgumentsRoundTrip(t *testing.T) {
 	}
 	if want := in.Truncate(time.Microsecond); !back.Equal(want) || text != "1969-07-20 19:17:40.123456" {
 		t.Errorf("got %v (%s), want %v", back, text, want)
+	}
+	err = db.pool.QueryRow(context.Background(), `SELECT NULL::timestamptz`).Scan(&back)
+	if err == nil {
+		t.Error("NULL scanned into a time.Time")
 	}
 }
