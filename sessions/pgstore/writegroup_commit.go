@@ -175,7 +175,10 @@ func (c *tryCalls) call(br pgx.BatchResults) error {
 	} else {
 		_, err = br.Exec()
 	}
-	if err != nil && w.err == nil {
+	if err == nil {
+		return nil // (errors.As's target would cost an allocation a statement)
+	}
+	if w.err == nil {
 		w.err = err
 	}
 	var pe *pgconn.PgError
@@ -189,7 +192,22 @@ func (c *tryCalls) call(br pgx.BatchResults) error {
 // that name it. Rows of different tables never conflict; the order
 // between tables only needs to be the same for every group.
 func rowKey(table string, id ...string) string {
-	return table + "\x00" + strings.Join(id, "\x00")
+	// table + "\x00" + strings.Join(id, "\x00"), in one allocation.
+	n := len(table) + 1
+	for _, s := range id {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(table)
+	b.WriteByte(0)
+	for i, s := range id {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // startWrites starts the DB's group commit; stopWrites (called by Close)
