@@ -2,6 +2,7 @@ package gatewayd
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
+	"github.com/gateway/gateway/sessions/pgstore/pgtest"
 )
 
 // BenchmarkTurnFiles measures the whole per-message path of the daemon on
@@ -31,6 +33,25 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkTurnFiles -benchmem -benchtime 3000x -count 3 ./gatewayd
 func BenchmarkTurnFiles(b *testing.B) {
+	benchmarkTurn(b, "")
+}
+
+// BenchmarkTurnPostgres is BenchmarkTurnFiles on the postgres backend, on
+// a fresh database of the server GATEWAY_TEST_POSTGRES_URL names (skipped
+// without it). cpu-ns/op is this process's CPU only: the PostgreSQL
+// server's work for a message is not in it.
+//
+//	go test -run '^$' -bench BenchmarkTurnPostgres -benchmem -benchtime 2000x -count 3 ./gatewayd
+func BenchmarkTurnPostgres(b *testing.B) {
+	if os.Getenv(pgtest.EnvURL) == "" {
+		b.Skip(pgtest.EnvURL + " is not set: export it (./scripts/postgres prints one) to measure the postgres backend")
+	}
+	benchmarkTurn(b, fmt.Sprintf("storage: {backend: postgres, postgres: {url: %q}}\n", pgtest.NewDatabase(b)))
+}
+
+// benchmarkTurn runs the per-message benchmark on the daemon configured by
+// storage (a YAML storage section; empty for the default, files).
+func benchmarkTurn(b *testing.B, storage string) {
 	const chats = 100
 	var replies, want atomic.Int64
 	done := make(chan struct{}, 1)
@@ -39,7 +60,7 @@ func BenchmarkTurnFiles(b *testing.B) {
 			done <- struct{}{}
 		}
 	}})
-	cfg := testConfig(b, fmt.Sprintf(`http: {listen: "127.0.0.1:0"}
+	cfg := testConfig(b, storage+fmt.Sprintf(`http: {listen: "127.0.0.1:0"}
 channels:
   telegram:
     accounts:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
@@ -141,7 +142,7 @@ func (x *Index) touchAhead(ctx context.Context, k, sessionID string, o sessions.
 	if err != nil {
 		return sessions.Entry{}, false, true, err
 	}
-	sql, args, err := t.chainArgs(entries, len(msgs), now)
+	sql, args, err := t.chainArgs(entries, len(msgs), now, touchArgCount)
 	if err != nil {
 		return sessions.Entry{}, false, true, err
 	}
@@ -153,7 +154,7 @@ func (x *Index) touchAhead(ctx context.Context, k, sessionID string, o sessions.
 	if len(args) != chainArgCount {
 		return sessions.Entry{}, false, true, fmt.Errorf("append statement takes %d arguments, not %d", len(args), chainArgCount)
 	}
-	args = append(append(args, x.touchArgs(k, sessionID, o, now)...), started, last)
+	args = append(x.appendTouchArgs(args, k, sessionID, o, now), started, last)
 	read := t.contextRead()
 	read.exclude(entries)
 	var fence *sessions.Fence
@@ -172,18 +173,21 @@ func (x *Index) touchAhead(ctx context.Context, k, sessionID string, o sessions.
 		x.db.counters.queueBatch(b, counters)
 		b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 			defer rows.Close()
+			// Value types, not pointers: pgx allocates nothing for them
+			// (issue 21); each row sets them all.
+			var w struct {
+				seq        pgtype.Int8
+				id, parent pgtype.Text
+			}
+			extra := []any{&w.seq, &w.id, &w.parent}
 			for rows.Next() {
-				var (
-					seq        *int64
-					id, parent *string
-				)
-				got, err := scanEntry(rowsScan{rows, []any{&seq, &id, &parent}})
+				got, err := scanEntry(rowsScan{rows, extra})
 				if err != nil {
 					return err
 				}
 				e, found = got, true
-				if seq != nil && id != nil && parent != nil {
-					written = append(written, writtenRow{seq: *seq, id: *id, parent: *parent})
+				if w.seq.Valid && w.id.Valid && w.parent.Valid {
+					written = append(written, writtenRow{seq: w.seq.Int64, id: w.id.String, parent: w.parent.String})
 				}
 			}
 			return rows.Err()

@@ -110,6 +110,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	target := describe(cfg.ConnConfig.Config)
 	trips := &tripTracer{}
 	cfg.ConnConfig.Tracer = trips
+	cfg.AfterConnect = useTimeCodec // the write pools' copies too
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}

@@ -228,7 +228,7 @@ func (x *Index) touchLazy(ctx context.Context, sql string, extra []any, k, sessi
 	together := sql == touchFreshSQL && len(merged) == 1 && merged[0].agentID == x.agentID && merged[0].key == k
 	err := x.db.writes.do(ctx, &write{op: opOf(ctx), key: rowKey("e", x.agentID, k), fill: func(b *pgx.Batch) {
 		none = false
-		args := append(x.touchArgs(k, sessionID, o, now), extra...)
+		args := append(x.appendTouchArgs(make([]any, 0, touchArgCount+len(extra)), k, sessionID, o, now), extra...)
 		if together { // one UPDATE (index_touch_counters.go)
 			queueTouchCounters(b, args, merged[0], &e, &none)
 			return
@@ -247,12 +247,17 @@ func (x *Index) touchLazy(ctx context.Context, sql string, extra []any, k, sessi
 }
 
 func (x *Index) touchArgs(k, sessionID string, o sessions.Origin, now time.Time) []any {
-	var last *time.Time
+	return x.appendTouchArgs(make([]any, 0, touchArgCount), k, sessionID, o, now) // (room for touchAheadSQL's two more)
+}
+
+// appendTouchArgs appends touchArgs's arguments to args.
+func (x *Index) appendTouchArgs(args []any, k, sessionID string, o sessions.Origin, now time.Time) []any {
+	var last any // NULL for an internal origin
 	if !o.Internal {
-		last = &o.At
+		last = o.At
 	}
-	return []any{x.agentID, k, sessionID, last, now,
-		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title)}
+	return append(args, x.agentID, k, sessionID, last, now,
+		o.Channel, o.ThreadID, o.ChatType, o.To, o.AccountID, o.From, o.Name, o.ParentKey, sessions.MakeTitle(o.Title))
 }
 
 // locked runs fn in a transaction holding the row lock of key k (or, for

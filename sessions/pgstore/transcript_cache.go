@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
@@ -275,22 +275,24 @@ func (t *TranscriptLog) extendCached(r *contextRead) (out sessions.Context, ok b
 // body).
 func scanSince(rows pgx.Rows) (head int64, entries []TranscriptEntry, err error) {
 	defer rows.Close()
+	// Value types, not pointers: pgx allocates nothing for their NULLs
+	// and plans (issue 21); each row sets them all.
+	var r struct {
+		seq             pgtype.Int8
+		id, parent, typ pgtype.Text
+		body            pgtype.Text
+		at              pgtype.Timestamptz
+	}
 	for rows.Next() {
-		var (
-			seq             *int64
-			id, parent, typ *string
-			body            *string
-			at              *time.Time
-		)
-		if err := rows.Scan(&head, &seq, &id, &parent, &typ, &body, &at); err != nil {
+		if err := rows.Scan(&head, &r.seq, &r.id, &r.parent, &r.typ, &r.body, &r.at); err != nil {
 			return 0, nil, err
 		}
-		if seq == nil {
+		if !r.seq.Valid {
 			continue // the head alone: no entry from the seq asked for
 		}
-		e := TranscriptEntry{Seq: *seq, ID: *id, ParentID: *parent, Type: *typ, CreatedAt: at.UTC()}
-		if body != nil {
-			e.Body = json.RawMessage(*body)
+		e := TranscriptEntry{Seq: r.seq.Int64, ID: r.id.String, ParentID: r.parent.String, Type: r.typ.String, CreatedAt: r.at.Time.UTC()}
+		if r.body.Valid {
+			e.Body = json.RawMessage(r.body.String)
 		}
 		entries = append(entries, e)
 	}

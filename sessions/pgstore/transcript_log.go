@@ -289,7 +289,7 @@ func (t *TranscriptLog) appendChain(ctx context.Context, messages int, lazy bool
 		if err != nil {
 			return nil, err
 		}
-		sql, args, err := t.chainArgs(entries, messages, now)
+		sql, args, err := t.chainArgs(entries, messages, now, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -382,8 +382,9 @@ func (p *pending) searchColumns() searchFields {
 }
 
 // chainArgs returns the statement appending entries (chainSQL, or
-// chainOneSQL for one) and its arguments.
-func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time) (string, []any, error) {
+// chainOneSQL for one) and its arguments, in a slice with room for extra
+// more.
+func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time, extra int) (string, []any, error) {
 	hdr, err := transcript.EncodeHeader(t.sessionID, t.hdr, now)
 	if err != nil {
 		return "", nil, err
@@ -392,8 +393,8 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 	if n == 1 {
 		p := entries[0]
 		f := p.searchColumns()
-		return chainOneSQL, []any{t.sessionID, n, p.id, messages, t.sessionID, string(hdr),
-			p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept, now, f.role, f.text, f.atMs}, nil
+		return chainOneSQL, append(make([]any, 0, chainArgCount+extra), t.sessionID, n, p.id, messages, t.sessionID, string(hdr),
+			p.id, p.parent, p.typ, string(p.pre), string(p.post), p.kept, now, f.role, f.text, f.atMs), nil
 	}
 	ids, parents, types := make([]string, n), make([]string, n), make([]string, n)
 	pres, posts, kept := make([]string, n), make([]string, n), make([]string, n)
@@ -403,6 +404,6 @@ func (t *TranscriptLog) chainArgs(entries []pending, messages int, now time.Time
 		f := p.searchColumns()
 		roles[i], texts[i], ats[i] = f.role, f.text, f.atMs
 	}
-	return chainSQL, []any{t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
-		ids, parents, types, pres, posts, kept, now, roles, texts, ats}, nil
+	return chainSQL, append(make([]any, 0, chainArgCount+extra), t.sessionID, n, ids[n-1], messages, t.sessionID, string(hdr),
+		ids, parents, types, pres, posts, kept, now, roles, texts, ats), nil
 }

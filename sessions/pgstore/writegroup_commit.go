@@ -113,40 +113,25 @@ const lockNotAvailable = "55P03"
 func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), op), groupOpTimeout)
 	defer cancel()
-	flush, refusedSeen := false, false
+	flush := false
 	for _, w := range ws {
 		flush = flush || w.sync
 	}
+	// Each write fills the group's batch directly; its statements'
+	// callbacks are then replaced by one that runs them in turn (pgx
+	// calls a batch's callbacks in order, once each), so a group costs
+	// the same few allocations whatever its statements (issue 21).
 	b := &pgx.Batch{}
+	c := &tryCalls{}
+	call := c.call
 	for _, w := range ws {
 		w.err, w.met = nil, nil
-		own := &pgx.Batch{}
-		w.fill(own)
-		for _, q := range own.QueuedQueries {
-			fn := q.Fn
-			if fn == nil {
-				fn = func(br pgx.BatchResults) error {
-					_, err := br.Exec()
-					return err
-				}
-			}
-			// The callback's error is the write's: returned to pgx it
-			// would stop the callbacks after it. A statement the server
-			// refused is remembered as met by the first write to see the
-			// refusal (its own statement's: those after it are skipped
-			// by the server).
-			q.Fn = func(br pgx.BatchResults) error {
-				err := fn(br)
-				if err != nil && w.err == nil {
-					w.err = err
-				}
-				var pe *pgconn.PgError
-				if !refusedSeen && errors.As(err, &pe) {
-					refusedSeen, w.met = true, err
-				}
-				return nil
-			}
-			b.QueuedQueries = append(b.QueuedQueries, q)
+		from := len(b.QueuedQueries)
+		w.fill(b)
+		for _, q := range b.QueuedQueries[from:] {
+			c.fns = append(c.fns, q.Fn)
+			c.owners = append(c.owners, w)
+			q.Fn = call
 		}
 	}
 	err := g.db.writePool(flush).SendBatch(ctx, b).Close()
@@ -163,11 +148,66 @@ func (g *writeGroup) try(op string, ws []*write) (committed, refused bool) {
 	return false, refused
 }
 
+// tryCalls runs the callbacks of a try's statements, in the batch's order:
+// fns[i] (nil: the statement's result is read and dropped) on behalf of
+// owners[i].
+type tryCalls struct {
+	fns    []func(pgx.BatchResults) error
+	owners []*write
+	next   int
+	// refusedSeen: a statement's refusal was met (by the write that
+	// owns it; those after it are skipped by the server).
+	refusedSeen bool
+}
+
+// call runs the next statement's callback. Its error is the write's:
+// returned to pgx it would stop the callbacks after it. A statement the
+// server refused is remembered as met by the first write to see the
+// refusal (its own statement's: those after it are skipped by the
+// server).
+func (c *tryCalls) call(br pgx.BatchResults) error {
+	i := c.next
+	c.next++
+	w := c.owners[i]
+	var err error
+	if fn := c.fns[i]; fn != nil {
+		err = fn(br)
+	} else {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		return nil // (errors.As's target would cost an allocation a statement)
+	}
+	if w.err == nil {
+		w.err = err
+	}
+	var pe *pgconn.PgError
+	if !c.refusedSeen && errors.As(err, &pe) {
+		c.refusedSeen, w.met = true, err
+	}
+	return nil
+}
+
 // rowKey names a row for write.key: its table's letter and the columns
 // that name it. Rows of different tables never conflict; the order
 // between tables only needs to be the same for every group.
 func rowKey(table string, id ...string) string {
-	return table + "\x00" + strings.Join(id, "\x00")
+	// table + "\x00" + strings.Join(id, "\x00"), in one allocation.
+	n := len(table) + 1
+	for _, s := range id {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(table)
+	b.WriteByte(0)
+	for i, s := range id {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // startWrites starts the DB's group commit; stopWrites (called by Close)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -42,13 +43,32 @@ func NewEntryID(r uint32) string {
 }
 
 // EncodeHeader returns the session line that starts a transcript written
-// at now (without the trailing newline).
+// at now (without the trailing newline): encodeHeader's line, built by
+// hand, as the database backends send it with every append (issue 21).
 func EncodeHeader(sessionID string, h Header, now time.Time) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encodeHeader(&buf, sessionID, h, now); err != nil {
-		return nil, err
+	return appendHeaderLine(make([]byte, 0, 96+len(sessionID)+len(h.Cwd)+len(h.SessionKey)+len(h.AgentID)), sessionID, h, now), nil
+}
+
+// appendHeaderLine appends the session line of encodeHeader (outHeader's
+// fields, in its order) without its newline to dst.
+func appendHeaderLine(dst []byte, sessionID string, h Header, now time.Time) []byte {
+	dst = append(dst, `{"type":"`+entrySession+`","version":`...)
+	dst = strconv.AppendInt(dst, transcriptVersion, 10)
+	dst = append(dst, `,"id":`...)
+	dst = appendJSONString(dst, sessionID)
+	dst = append(dst, `,"timestamp":`...)
+	dst = appendTimestamp(dst, now)
+	dst = append(dst, `,"cwd":`...)
+	dst = appendJSONString(dst, h.Cwd)
+	if h.SessionKey != "" {
+		dst = append(dst, `,"sessionKey":`...)
+		dst = appendJSONString(dst, h.SessionKey)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	if h.AgentID != "" {
+		dst = append(dst, `,"agentId":`...)
+		dst = appendJSONString(dst, h.AgentID)
+	}
+	return append(dst, '}')
 }
 
 // EncodeMessage normalises m as Append does (timestamp, usage, stop
