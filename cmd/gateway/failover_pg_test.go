@@ -262,7 +262,15 @@ func (r *failoverRun) finish(o failoverOutcome) {
 		t.Errorf("%d messages never answered (%d counted superseded, none may be): %v", len(rep.unanswered), rep.superseded, firstN(rep.unanswered, 20))
 	}
 	if len(outside) > 0 {
-		t.Errorf("%d reply chunks delivered twice outside the disrupted replica's window: %v", len(outside), firstN(outside, 5))
+		t.Errorf("%d reply chunks delivered twice outside the disrupted replica's window (it ends %s): %v",
+			len(outside), o.cut.Format(time.StampMilli), firstN(outside, 5))
+		// Who sent what around it: each replica's take-overs, lost
+		// leases, resends and send retries.
+		for name, d := range r.replicas {
+			t.Logf("%s's log around the outbox and its leases:\n%s", name, strings.Join(grepLines(d.daemonLog(), 40,
+				"took over", "lease lost", "lease was lost", "leader role", "lease renewal", "resen", "not delivered",
+				"retrying", "given up", "left to"), "\n"))
+		}
 	}
 	if len(conflicts) > failoverMax409 {
 		t.Errorf("%d 409 Conflict answers to getUpdates (a storm), want at most %d: %+v", len(conflicts), failoverMax409, firstN(conflicts, 10))
