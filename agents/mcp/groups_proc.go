@@ -9,6 +9,10 @@ import (
 	"strings"
 )
 
+// procDir is where the processes' stat files are read (a test points it
+// at a process table of its own).
+var procDir = "/proc"
+
 // thisProcess reads pid's start time, session, and the boot and pid
 // namespace it belongs to from /proc.
 func thisProcess(pid int) (procID, error) {
@@ -40,7 +44,7 @@ type procStat struct {
 // readStat parses /proc/<pid>/stat (the command, in parentheses, may hold
 // spaces and parentheses: the fields start after the last ')').
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := os.ReadFile(procDir + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return procStat{}, fmt.Errorf("mcp: process %d: %w", pid, err)
 	}
@@ -84,7 +88,7 @@ func leftGroup(g procID) bool {
 	if g.Session == nil {
 		return false // recorded without its session: not provably ours
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*")
+	procs, _ := filepath.Glob(procDir + "/[0-9]*")
 	found := false
 	for _, p := range procs {
 		pid, err := strconv.Atoi(filepath.Base(p))
