@@ -26,7 +26,10 @@
 // gateway_storage_commits_total, by operation: storagestats.go);
 // -roundtrips also counts the round trips with a proxy on the wire
 // (roundtrips.go). -mode takeover SIGKILLs a replica in the middle of a
-// turn and times how long another takes to run it (takeover.go).
+// turn and times how long another takes to run it (takeover.go); -mode
+// restart SIGKILLs the one polling daemon under traffic and starts it
+// again on the same state, -runs times, and times how long until it polls
+// Telegram again (restart.go; -replicas 1: under the same replica id).
 //
 // -floor runs, in place of the gateway, the floor it is compared with
 // (issue 21): a bot that keeps nothing (floorbot.go), the bench binary

@@ -72,7 +72,7 @@ func main() {
 	}
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "path to the built gateway binary (required)")
-	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained, webrounds or takeover (-postgres: SIGKILL a replica mid-turn, time until another answers)")
+	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained, webrounds, takeover (-postgres: SIGKILL a replica mid-turn, time until another answers) or restart (SIGKILL the daemon under traffic and start it again, -runs times: time until it polls again)")
 	flag.IntVar(&o.rounds, "rounds", 10, "webrounds: rounds of new web chats")
 	flag.IntVar(&o.concurrency, "concurrency", 200, "webrounds: chats in flight")
 	flag.IntVar(&o.n, "n", 1000, "burst: number of messages")
@@ -88,7 +88,7 @@ func main() {
 	flag.BoolVar(&o.sqlite, "sqlite", false, "run the daemon on the sqlite backend (stateDir/gateway.sqlite)")
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
-	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure")
+	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure; restart: how many restarts")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent", 8, "agents.defaults.maxConcurrent of each daemon: the turns it runs at once")
 	flag.BoolVar(&o.floor, "floor", false, "run the floor instead of the gateway: a bot that keeps nothing (no disk, no history) on the same fakes, measured the same way (burst or sustained; no -gateway)")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
@@ -96,11 +96,11 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the fakes and the load, not the daemon) to this file")
 	flag.Parse()
 	o.byChat = *spread == "chat"
-	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true}
+	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true, "restart": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
-	floorOK := !o.floor || (o.mode != "webrounds" && o.mode != "takeover" && o.postgres == "" && !o.sqlite && o.replicas == 0 && o.tools == 0 && o.streaming == "off")
+	floorOK := !o.floor || (o.mode != "webrounds" && o.mode != "takeover" && o.mode != "restart" && o.postgres == "" && !o.sqlite && o.replicas == 0 && o.tools == 0 && o.streaming == "off")
 	if (o.gateway == "" && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
-		(o.signal != "kill" && o.signal != "stop") || (*spread != "roundrobin" && *spread != "chat") {
+		(o.signal != "kill" && o.signal != "stop") || (o.mode == "restart" && o.replicas > 1) || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -141,8 +141,11 @@ func listen() (net.Listener, string, error) {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	if o.mode == "takeover" {
+	switch o.mode {
+	case "takeover":
 		return takeover(ctx, o)
+	case "restart":
+		return restartBench(ctx, o)
 	}
 	res := newResults()
 	var drafts atomic.Int64 // status/draft posts: sendMessage without an answer

@@ -30,6 +30,9 @@ type daemonSpec struct {
 	// dbURL (storage.postgres.replicas) with Telegram in webhook mode:
 	// every replica accepts updates (polling would run on the leader only).
 	replicaID string
+	// poll keeps Telegram long polling on a daemon with a replicaID (the
+	// leader of one, restarted in place: -mode restart -replicas 1).
+	poll bool
 	// maxConcurrent is agents.defaults.maxConcurrent: the turns a daemon
 	// runs at once (0: 8).
 	maxConcurrent int
@@ -43,7 +46,7 @@ type daemonSpec struct {
 // config is the daemon's YAML.
 func (s daemonSpec) config() string {
 	telegram := ""
-	if s.replicaID != "" {
+	if s.replicaID != "" && !s.poll {
 		telegram = fmt.Sprintf(`
         mode: webhook
         webhook: {url: "https://bench.invalid/telegram/webhook", secretToken: %s}`, webhookSecret)
