@@ -123,10 +123,17 @@ func (d *Daemon) serve(ctx context.Context, cfg *configs.Config, started time.Ti
 	go func() { httpDone <- httpSrv.Serve(ln) }()
 
 	stopMCP := d.runMCP(ctx)
-	stopAdapters := d.runAdapters(ctx)
+	// What the last run (or a dead predecessor, on PostgreSQL) left is
+	// queued before any channel takes a message: each session's older work
+	// is then ahead of its newer messages on the lanes. With the channels
+	// first, a chat's message polled right after a restart ran before the
+	// chat's message the killed process had accepted and not answered, and
+	// one reply answered both (PostgreSQL, where Resume's take-over is a
+	// query; files won the race, as a rule).
 	if _, err := d.disp.Resume(ctx); err != nil {
 		log.Error("resuming journaled messages failed", zap.Error(err))
 	}
+	stopAdapters := d.runAdapters(ctx)
 	waitLoops := d.runLoops(ctx, hup)
 	stopJobs := d.runJobs(ctx, cfg)
 	stopLimits := d.runLimits(ctx)
