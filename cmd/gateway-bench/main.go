@@ -92,7 +92,7 @@ func main() {
 	flag.IntVar(&o.maxConcurrent, "max-concurrent", 8, "agents.defaults.maxConcurrent of each daemon: the turns it runs at once")
 	flag.BoolVar(&o.floor, "floor", false, "run the floor instead of the gateway: a bot that keeps nothing (no disk, no history) on the same fakes, measured the same way (burst or sustained; no -gateway)")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
-	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn")
+	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn; restart: kill (SIGKILL) or term (SIGTERM, a clean stop)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the fakes and the load, not the daemon) to this file")
 	flag.Parse()
 	o.byChat = *spread == "chat"
@@ -100,7 +100,7 @@ func main() {
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
 	floorOK := !o.floor || (o.mode != "webrounds" && o.mode != "takeover" && o.mode != "restart" && o.postgres == "" && !o.sqlite && o.replicas == 0 && o.tools == 0 && o.streaming == "off")
 	if (o.gateway == "" && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
-		(o.signal != "kill" && o.signal != "stop") || (o.mode == "restart" && o.replicas > 1) || (*spread != "roundrobin" && *spread != "chat") {
+		(o.signal != "kill" && o.signal != "stop" && o.signal != "term") || (o.signal == "stop" && o.mode == "restart") || (o.signal == "term" && o.mode != "restart") || (o.mode == "restart" && o.replicas > 1) || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -25,7 +25,9 @@ import (
 // and from the kill to the first getUpdates. At the end the traffic stops
 // and every message must be answered (lost fails the run); a reply sent
 // twice is counted apart: a kill between a chunk's send and its mark
-// sends it again after the restart, the documented window.
+// sends it again after the restart, the documented window. With -signal
+// term each stop is a SIGTERM (a deploy's restart), waited for: kill_to_poll
+// then includes the shutdown.
 
 // restartPause bounds the random time a daemon runs before its kill.
 const (
@@ -103,7 +105,12 @@ func restartBench(ctx context.Context, o options) (err error) {
 			break
 		}
 		time.Sleep(restartMinRun + rand.N(restartMaxRun-restartMinRun))
-		killAt = d.Kill()
+		if o.signal == "term" { // a clean stop: what a deploy does
+			killAt = time.Now()
+			d.Stop()
+		} else {
+			killAt = d.Kill()
+		}
 	}
 	defer d.Stop()
 	stopTraffic()
@@ -124,8 +131,8 @@ func restartBench(ctx context.Context, o options) (err error) {
 	slices.Sort(toPoll)
 	slices.Sort(toReady)
 	slices.Sort(killToPoll)
-	fmt.Printf("mode=restart backend=%s same_replica_id=%t restarts=%d messages=%d chats=%d rate=%d\n",
-		backend, spec.replicaID != "", len(toPoll), total, o.chats, o.rate)
+	fmt.Printf("mode=restart backend=%s signal=%s same_replica_id=%t restarts=%d messages=%d chats=%d rate=%d\n",
+		backend, o.signal, spec.replicaID != "", len(toPoll), total, o.chats, o.rate)
 	fmt.Printf("start_to_poll min=%s p50=%s max=%s\n", pct(toPoll, 0), pct(toPoll, 50), pct(toPoll, 100))
 	fmt.Printf("start_to_ready min=%s p50=%s max=%s\n", pct(toReady, 0), pct(toReady, 50), pct(toReady, 100))
 	fmt.Printf("kill_to_poll min=%s p50=%s max=%s\n", pct(killToPoll, 0), pct(killToPoll, 50), pct(killToPoll, 100))
