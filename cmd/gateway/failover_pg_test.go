@@ -222,6 +222,7 @@ func (r *failoverRun) waitPoll(from time.Time) time.Time {
 type failoverOutcome struct {
 	what      string        // the disruption, for messages
 	gap       time.Duration // disruption to the standby's first poll
+	at        time.Time     // the disruption (SIGKILL or SIGSTOP sent)
 	cut       time.Time     // the disrupted replica sent nothing from then on
 	conflicts int           // 409 answers before the disrupted replica came back
 	// sameSessionTurns says the transcripts are read too: every record
@@ -249,7 +250,7 @@ func (r *failoverRun) finish(o failoverOutcome) {
 	recs := r.records()
 	rep = countReplies(plain(recs), total)
 	conflicts := r.tg.ErrorAnswers("getUpdates", 409)
-	outside := outsideKillWindow(recs, o.cut)
+	outside := outsideKillWindow(recs, o.at, o.cut)
 
 	t.Logf("%s: the standby polled %s later (budget %s); %d messages, %d reply chunks, %d chunks twice (in the disrupted replica's window), "+
 		"409 Conflict answers: %d at the switch, %d in all (bound %d); %d getUpdates calls",
@@ -333,7 +334,7 @@ func TestPollingFailoverPostgres(t *testing.T) {
 	if now := r.leader(ctx, conn); now != other {
 		t.Errorf("after %s restarted, %q holds %s, want %s still", first, now, failoverRole, other)
 	}
-	r.finish(failoverOutcome{what: "leader " + first + " SIGKILLed", gap: gap, cut: cut, conflicts: conflicts, sameSessionTurns: true})
+	r.finish(failoverOutcome{what: "leader " + first + " SIGKILLed", gap: gap, at: killAt, cut: cut, conflicts: conflicts, sameSessionTurns: true})
 }
 
 // failoverPause is how long TestPollingLeaderPausedPostgres keeps the
@@ -382,7 +383,7 @@ func TestPollingLeaderPausedPostgres(t *testing.T) {
 	t.Logf("after %s woke: %d 409 answers; its log: %d turns or replies stopped by a lost session lease, %d batches left to the other replica",
 		first, len(r.tg.ErrorAnswers("getUpdates", 409))-conflicts,
 		strings.Count(log, "the session's lease was lost"), strings.Count(log, "messages taken over by another replica; left to it"))
-	r.finish(failoverOutcome{what: fmt.Sprintf("leader %s SIGSTOPped for %s", first, failoverPause), gap: gap, cut: cut, conflicts: conflicts,
+	r.finish(failoverOutcome{what: fmt.Sprintf("leader %s SIGSTOPped for %s", first, failoverPause), gap: gap, at: stopAt, cut: cut, conflicts: conflicts,
 		sameSessionTurns: true})
 }
 
@@ -390,10 +391,14 @@ func TestPollingLeaderPausedPostgres(t *testing.T) {
 // documented window does not explain: a chunk may reach a chat twice only
 // when the process that sent it died (or froze) right after Telegram
 // accepted it, before its mark. So its first copy was recorded before
-// that process was gone (cut) and was the last message sent to that chat
-// before then (until the disruption only the leader, which accepts every
-// update, runs turns), and the second copy came after.
-func outsideKillWindow(recs []sentRecord, cut time.Time) []string {
+// that process was gone (cut: the disruption at, plus the fake's grace to
+// record a request sent before it) and was the last message sent to that
+// chat before then (until the disruption only the leader, which accepts
+// every update, runs turns), and the second copy came after the
+// disruption: from the replica that took the reply over, which may be
+// within the grace (a killed replica's owner lock goes with it, and the
+// other's look for orphans can come at once).
+func outsideKillWindow(recs []sentRecord, at, cut time.Time) []string {
 	firstAt := map[string]int{}
 	var out []string
 	for i, s := range recs {
@@ -407,8 +412,8 @@ func outsideKillWindow(recs []sentRecord, cut time.Time) []string {
 			continue
 		}
 		f := recs[j]
-		ok := !f.at.After(cut) && s.at.After(cut)
-		for k := j + 1; ok && k < len(recs) && !recs[k].at.After(cut); k++ {
+		ok := !f.at.After(cut) && s.at.After(at)
+		for k := j + 1; ok && k < i && !recs[k].at.After(cut); k++ {
 			if recs[k].ChatID == s.ChatID && recs[k].Method == "sendMessage" {
 				ok = false // more was sent to that chat before the cut
 			}
@@ -462,6 +467,39 @@ func checkSurvivorReports(t *testing.T, d *crashDaemon, id string) {
 	} {
 		if !strings.Contains(doc.Stdout, want) {
 			t.Errorf("doctor with %s's config lacks %q:\n%s\n%s", id, want, doc.Stdout, doc.Stderr)
+		}
+	}
+}
+
+// TestOutsideKillWindow pins the rule failover tests judge a chunk sent
+// twice by: its first copy was the chat's last message before the cut and
+// its second came after the disruption, even within the fake's grace (a
+// SIGKILLed replica's replies are taken over as soon as the other looks
+// for orphans: the old rule, second copy after the cut, flagged a copy 32
+// ms after the kill).
+func TestOutsideKillWindow(t *testing.T) {
+	at := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	cut := at.Add(failoverGrace)
+	ms := func(d int) time.Time { return at.Add(time.Duration(d) * time.Millisecond) }
+	rec := func(chat int64, text string, when time.Time) sentRecord {
+		return sentRecord{Sent: telegramtest.Sent{Method: "sendMessage", ChatID: chat, Text: text}, at: when}
+	}
+	for _, tc := range []struct {
+		name    string
+		recs    []sentRecord
+		outside int
+	}{
+		{"taken over within the grace", []sentRecord{rec(1, "[m1] a", ms(-5)), rec(1, "[m1] a", ms(27))}, 0},
+		{"taken over after the grace", []sentRecord{rec(1, "[m1] a", ms(-5)), rec(1, "[m1] a", ms(900))}, 0},
+		{"sent twice before the disruption", []sentRecord{rec(1, "[m1] a", ms(-40)), rec(1, "[m1] a", ms(-8))}, 1},
+		{"first copy after the cut", []sentRecord{rec(1, "[m1] a", ms(400)), rec(1, "[m1] a", ms(900))}, 1},
+		{"not the chat's last before the cut", []sentRecord{rec(1, "[m1] a", ms(-30)), rec(1, "[m2] b", ms(-10)),
+			rec(1, "[m1] a", ms(900))}, 1},
+		{"another chat between", []sentRecord{rec(1, "[m1] a", ms(-30)), rec(2, "[m2] b", ms(-10)),
+			rec(1, "[m1] a", ms(50))}, 0},
+	} {
+		if got := outsideKillWindow(tc.recs, at, cut); len(got) != tc.outside {
+			t.Errorf("%s: %d outside the window (%v), want %d", tc.name, len(got), got, tc.outside)
 		}
 	}
 }
