@@ -67,7 +67,7 @@ func TestDeliveryRenewWritesOneRow(t *testing.T) {
 	}
 	var ownerBefore string
 	if err := db.pool.QueryRow(ctx, `SELECT xmin::text FROM delivery_owners WHERE owner = $1`, d.Owner()).Scan(&ownerBefore); err != nil {
-		t.Fatalf("the handle's owner row after open: %v", err)
+		t.Errorf("the handle's owner row after open: %v", err)
 	}
 
 	if err := d.Renew(ctx); err != nil {
