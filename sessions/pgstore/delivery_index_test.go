@@ -48,6 +48,7 @@ func TestPendingSetReadersUseAnIndex(t *testing.T) {
 	}{
 		{"claim", claimRecordsSQL, []any{"o1", 10, now}},
 		{"release", releaseRecordsSQL, []any{"o1", now}},
+		{"prune owners", pruneOwnersSQL, []any{now}},
 		{"stats", journalStatsSQL, nil},
 		{"doctor backlog", checkBacklogSQL, nil},
 		{"replica status", replicaStatusSQL, []any{"r1", SessionLease("")}},

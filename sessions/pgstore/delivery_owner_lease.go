@@ -74,11 +74,14 @@ func (d *Delivery) ensureOwnerRow(ctx context.Context) error {
 // keeps its row) and that hold no pending record and no reply. The owner
 // rows are few (the live handles and those of a day's restarts); the
 // pending records and the replies are read only when one of them is a
-// candidate (the subplans run for the rows reaching them).
+// candidate, about once a dead handle: EXISTS (SELECT FROM old) is a
+// one-time filter over the whole statement (without it the planner
+// filtered every owner row by the pending set before joining the
+// candidates, reading every pending record each minute).
 const pruneOwnersSQL = `WITH ` + liveOwnersCTE + `,
 	old AS MATERIALIZED (SELECT owner FROM delivery_owners
 		WHERE lease_until < $1 AND hashtextextended(owner, 0) NOT IN (SELECT k FROM live))
-	DELETE FROM delivery_owners WHERE owner IN (SELECT owner FROM old)
+	DELETE FROM delivery_owners WHERE EXISTS (SELECT FROM old) AND owner IN (SELECT owner FROM old)
 		AND owner NOT IN (SELECT owner FROM delivery_records WHERE state = 'pending' AND owner IN (SELECT owner FROM old))
 		AND owner NOT IN (SELECT owner FROM delivery_replies WHERE owner IN (SELECT owner FROM old))`
 
