@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -52,6 +53,9 @@ const renewOwnerSQL = `INSERT INTO delivery_owners (owner, lease_until) VALUES (
 // Lease/3.
 func (d *Delivery) Renew(ctx context.Context) error {
 	if _, err := d.db.pool.Exec(ctx, renewOwnerSQL, d.owner, d.clock().Add(d.lease)); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil // the caller gave up; the next renewal writes it
+		}
 		return fmt.Errorf("pgstore: delivery renew: %w", err)
 	}
 	d.ownerRow.Store(true)
