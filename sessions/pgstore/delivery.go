@@ -107,8 +107,10 @@ const DefaultLease = 10 * time.Second
 // when the process dies or Close ends it, and from then on Pending,
 // Replies, Drafts and Orphans of any other handle take its rows over, each
 // row by one of them (FOR UPDATE SKIP LOCKED). Rows are also leased
-// (DeliveryOptions.Lease, renewed by its loop, released by Close): Claim
-// and ClaimReplies hand over those whose lease ran out. A Delivery is safe
+// (DeliveryOptions.Lease), by one owner row of the handle whatever it
+// holds (delivery_owner_lease.go: renewed by its loop, released by
+// Close): Claim and ClaimReplies hand over those whose lease ran out, and
+// Orphans those of a live handle that stopped renewing. A Delivery is safe
 // for concurrent use; Close stops its loop.
 type Delivery struct {
 	db       *DB
@@ -121,6 +123,9 @@ type Delivery struct {
 	// lock is the owner's advisory lock: while it is held the handle's
 	// rows are not taken over (delivery_owner.go).
 	lock *ownerLock
+	// ownerRow is set once a renewal wrote the owner row that leases the
+	// handle's rows (delivery_owner_lease.go).
+	ownerRow atomic.Bool
 	// adopted is what Pending and Drafts took over.
 	adopted adoption
 	// taken orders the replies Orphans took over before their sessions'
@@ -226,6 +231,11 @@ func (db *DB) Delivery(o DeliveryOptions) *Delivery {
 		// Pending and Orphans refuse until the loop takes it.
 		log.Warn("delivery owner lock not taken; retried every second", zap.Error(err))
 	}
+	// The lease of what it will hold, before it holds anything; accepts
+	// and claims write it first while it is not written (ensureOwnerRow).
+	if err := d.Renew(withOp(ctx, OpRenew)); err != nil {
+		log.Warn("delivery owner lease not written; written before the first accept", zap.Error(err))
+	}
 	cancel()
 	go d.loop()
 	return d
@@ -263,8 +273,11 @@ func (d *Delivery) Close() error {
 	// What this handle held is claimable at once.
 	ctx, cancel := context.WithTimeout(withOp(context.Background(), OpRenew), deliveryOpTimeout)
 	defer cancel()
+	// Its owner row for this release, its rows' own leases for the one
+	// before (delivery_owner_lease.go).
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`, d.owner, d.clock())
+	b.Queue(`UPDATE delivery_owners SET lease_until = $2 WHERE owner = $1`, d.owner, d.clock())
+	b.Queue(releaseRecordsSQL, d.owner, d.clock())
 	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE owner = $1`, d.owner, d.clock())
 	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("pgstore: delivery close: release leases: %w", err)
@@ -276,6 +289,9 @@ func (d *Delivery) Close() error {
 	}
 	return nil
 }
+
+// releaseRecordsSQL ends the lease of handle $1's pending records at $2.
+const releaseRecordsSQL = `UPDATE delivery_records SET lease_until = $2 WHERE owner = $1 AND state = 'pending'`
 
 // write runs m in one transaction.
 func (d *Delivery) write(m mark) error {
@@ -525,14 +541,15 @@ func (d *Delivery) recover() {
 }
 
 // Prune forgets completed ids older than sessions.DoneRetention that are
-// not among the newest DoneKeep completions. The loop runs it every
-// minute.
+// not among the newest DoneKeep completions, and the owner rows of dead
+// handles expired for a day that hold nothing (pruneOwnersSQL). The loop
+// runs it every minute.
 func (d *Delivery) Prune(ctx context.Context) error {
 	cutoff := d.clock().Add(-sessions.DoneRetention)
 	if _, err := d.db.pool.Exec(ctx, pruneDoneSQL, cutoff, d.doneKeep); err != nil {
 		return fmt.Errorf("pgstore: delivery prune: %w", err)
 	}
-	return nil
+	return d.pruneOwners(ctx)
 }
 
 // pruneDoneSQL deletes the done records completed before $1 that are not

@@ -128,7 +128,7 @@ func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.T
 			}
 			found[j] = false
 			b.Queue(acceptSQL, r.rec.ID, r.rec.AgentID, r.rec.SessionKey, r.payload, r.rec.Starts, r.rec.Failures,
-				r.rec.Attempts, r.rec.Consumed, at.UTC(), d.owner, now.Add(d.lease)).QueryRow(func(row pgx.Row) error {
+				r.rec.Attempts, r.rec.Consumed, at.UTC(), d.owner).QueryRow(func(row pgx.Row) error {
 				var seq int64
 				var dup bool
 				if err := noRows(row.Scan(&seq), &dup); err != nil {

@@ -46,8 +46,9 @@ func TestPendingSetReadersUseAnIndex(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{"claim", claimRecordsSQL, []any{"o1", 10, now.Add(time.Minute), now}},
-		{"renew", renewRecordsSQL, []any{"o1", now.Add(time.Minute)}},
+		{"claim", claimRecordsSQL, []any{"o1", 10, now}},
+		{"release", releaseRecordsSQL, []any{"o1", now}},
+		{"prune owners", pruneOwnersSQL, []any{now}},
 		{"stats", journalStatsSQL, nil},
 		{"doctor backlog", checkBacklogSQL, nil},
 		{"replica status", replicaStatusSQL, []any{"r1", SessionLease("")}},

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -14,8 +13,8 @@ import (
 )
 
 // Leases: what a handle accepts or stores is its own until its lease runs
-// out (renewed by its loop, released by Close); then another handle, a
-// replica, may claim it.
+// out (its owner row, delivery_owner_lease.go: renewed by its loop,
+// released by Close); then another handle, a replica, may claim it.
 
 // Claim hands up to n pending, unanswered records to this handle for its
 // lease, oldest first: records of other handles whose lease ran out (their
@@ -24,8 +23,10 @@ import (
 // count as this handle's own: Pending leaves them out.
 func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) {
 	ctx = withOp(ctx, OpClaim)
-	now := d.clock()
-	rows, err := d.db.pool.Query(ctx, claimRecordsSQL, d.owner, n, now.Add(d.lease), now)
+	if err := d.ensureOwnerRow(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: delivery claim: %w", err)
+	}
+	rows, err := d.db.pool.Query(ctx, claimRecordsSQL, d.owner, n, d.clock())
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery claim: %w", err)
 	}
@@ -37,11 +38,13 @@ func (d *Delivery) Claim(ctx context.Context, n int) ([]sessions.Record, error) 
 }
 
 // claimRecordsSQL hands handle $1 up to $2 pending, unanswered records
-// of others whose lease ran out at $4, leased until $3.
-const claimRecordsSQL = `UPDATE delivery_records r SET owner = $1, lease_until = $3
+// of others whose lease ran out at $3 (leaseRanOut; a record without a
+// lease counts as run out), leased by $1's owner row from then on.
+var claimRecordsSQL = `WITH ` + ownerLeasesCTE + `
+	UPDATE delivery_records r SET owner = $1, lease_until = ` + rowLease + `
 	FROM (SELECT id FROM delivery_records
 		WHERE state = 'pending' AND reply IS NULL AND owner <> $1
-			AND (lease_until IS NULL OR lease_until <= $4)
+			AND ` + leaseRanOut("$3", "(lease_until IS NULL OR lease_until <= $3)") + `
 		ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) c
 	WHERE r.id = c.id
 	RETURNING r.seq, r.id, r.agent_id, r.session_key, r.payload::text, r.starts, r.failures, r.attempts,
@@ -76,42 +79,21 @@ func collectSeqRecords(rows pgx.Rows) ([]sessions.Record, error) {
 	return out, nil
 }
 
-// renewRecordsSQL extends to $2 the lease of handle $1's pending records
-// that no other transaction holds.
-const renewRecordsSQL = `UPDATE delivery_records SET lease_until = $2 WHERE id IN (
-	SELECT id FROM delivery_records WHERE owner = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED)`
-
-// Renew extends the lease of the pending records and replies this handle
-// holds. The loop calls it every Lease/3.
-func (d *Delivery) Renew(ctx context.Context) error {
-	b := &pgx.Batch{}
-	until := d.clock().Add(d.lease)
-	// Rows another transaction holds (a mark being written) are skipped,
-	// not waited for: waiting on rows locked in another order deadlocked
-	// under several replicas (SQLSTATE 40P01). They are renewed by the
-	// next call, a third of the lease later.
-	b.Queue(renewRecordsSQL, d.owner, until)
-	b.Queue(`UPDATE delivery_replies SET lease_until = $2 WHERE id IN (
-		SELECT id FROM delivery_replies WHERE owner = $1 FOR UPDATE SKIP LOCKED)`, d.owner, until)
-	if err := d.db.pool.SendBatch(ctx, b).Close(); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("pgstore: delivery renew: %w", err)
-	}
-	return nil
-}
-
 // ClaimReplies hands up to n replies not completely delivered to this
 // handle for its lease, oldest first: replies of other handles whose lease
 // ran out. As Claim, with FOR UPDATE SKIP LOCKED.
 func (d *Delivery) ClaimReplies(ctx context.Context, n int) ([]sessions.Reply, error) {
 	ctx = withOp(ctx, OpClaim)
-	now := d.clock()
-	rows, err := d.db.pool.Query(ctx, `WITH c AS (
-			UPDATE delivery_replies r SET owner = $1, lease_until = $3
+	if err := d.ensureOwnerRow(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: delivery claim replies: %w", err)
+	}
+	rows, err := d.db.pool.Query(ctx, `WITH `+ownerLeasesCTE+`, c AS (
+			UPDATE delivery_replies r SET owner = $1, lease_until = `+rowLease+`
 			FROM (SELECT id FROM delivery_replies
-				WHERE owner <> $1 AND (lease_until IS NULL OR lease_until <= $4)
+				WHERE owner <> $1 AND `+leaseRanOut("$3", "(lease_until IS NULL OR lease_until <= $3)")+`
 				ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED) c
 			WHERE r.id = c.id RETURNING r.*)
-		SELECT `+replyCols+` FROM c ORDER BY seq`, d.owner, n, now.Add(d.lease), now)
+		SELECT `+replyCols+` FROM c ORDER BY seq`, d.owner, n, d.clock())
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: delivery claim replies: %w", err)
 	}

@@ -115,7 +115,7 @@ func (d *Delivery) accept(ctx context.Context, rec sessions.Record, lazy bool) (
 // acceptSQL inserts a record; no row back means the id is known.
 const acceptSQL = `INSERT INTO delivery_records
 	(id, seq, agent_id, session_key, payload, starts, failures, attempts, consumed, accepted_at, owner, lease_until)
-	VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, ` + rowLease + `)
 	ON CONFLICT (id) DO NOTHING RETURNING seq`
 
 // acceptRow inserts the record, lazily committed if lazy (lazy.go);
@@ -128,7 +128,7 @@ func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload s
 		}
 	}
 	args := []any{rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
-		at, d.owner, now.Add(d.lease)}
+		at, d.owner}
 	var seq int64
 	var dupErr bool
 	// Through the group commit (writegroup.go): accepts arriving together
@@ -336,19 +336,19 @@ func (d *Delivery) readyMark(r sessions.Reply, queued *sessions.Fence) (mark, er
 		// owner lock connection dropped while it lived): the lease holder
 		// is the one that runs the session, and an answered record is no
 		// one else's to run.
-		cond, arg := byID("$16", records)
+		cond, arg := byID("$15", records)
 		b.Queue(`WITH reply AS (INSERT INTO delivery_replies
 			(id, seq, records, agent_id, session_key, target, chunks, n_chunks, sent, entry_id, draft, created_at, owner, lease_until)
-			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			VALUES ($1, nextval('delivery_seq'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, `+rowLease+`)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, records = excluded.records,
 				agent_id = excluded.agent_id, session_key = excluded.session_key, target = excluded.target,
 				chunks = excluded.chunks, n_chunks = excluded.n_chunks, sent = excluded.sent,
 				entry_id = excluded.entry_id, draft = excluded.draft, created_at = excluded.created_at,
 				owner = excluded.owner, lease_until = excluded.lease_until)
-			UPDATE delivery_records SET reply = $1, owner = $12, lease_until = $13
-				WHERE `+cond+` AND state = $15 AND (owner = $12 OR $14)`,
+			UPDATE delivery_records SET reply = $1, owner = $12, lease_until = `+rowLease+`
+				WHERE `+cond+` AND state = $14 AND (owner = $12 OR $13)`,
 			r.ID, records, r.AgentID, r.SessionKey, target, string(chunks), len(r.Chunks), r.Sent,
-			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, now.Add(d.lease), fencedTurn, statePending, arg)
+			r.EntryID, r.Draft, r.CreatedAt.UTC(), d.owner, fencedTurn, statePending, arg)
 		if r.Sent >= len(r.Chunks) {
 			queueComplete(b, r.ID, now)
 		}

@@ -28,10 +28,12 @@ const liveOwnersCTE = `live AS MATERIALIZED (
 const orphanOwner = `owner <> $1 AND hashtextextended(owner, 0) NOT IN (SELECT k FROM live)`
 
 // orphanLeased is orphanOwner for rows with a lease (records and replies):
-// also those of a live handle whose lease ran out by $4 (its process is
-// stopped or cut off from the database: it no longer renews them; should
-// it come back, its session leases are gone too and fence its writes).
-const orphanLeased = `owner <> $1 AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live) OR lease_until <= $4)`
+// also those of a live handle whose lease ran out by $3 (leaseRanOut, under
+// ownerLeasesCTE: its process is stopped or cut off from the database and
+// no longer renews its owner row; should it come back, its session leases
+// are gone too and fence its writes).
+var orphanLeased = `owner <> $1 AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live) OR ` +
+	leaseRanOut("$3", "lease_until <= $3") + `)`
 
 var _ sessions.Orphans = (*Delivery)(nil)
 
@@ -101,17 +103,19 @@ func (d *Delivery) claimOrphanRecords(ctx context.Context, again []string) ([]se
 	if err != nil {
 		return nil, err
 	}
-	now := d.clock()
-	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
-			UPDATE delivery_records r SET owner = $1, lease_until = $2
+	if err := d.ensureOwnerRow(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, `+ownerLeasesCTE+`, c AS (
+			UPDATE delivery_records r SET owner = $1, lease_until = `+rowLease+`
 			FROM (SELECT id FROM delivery_records
 				WHERE `+gate+` AND state = 'pending' AND reply IS NULL AND `+orphanLeased+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT seq, `+recordCols+` FROM delivery_records
 		WHERE id IN (SELECT id FROM c)
-			OR (id = ANY($3) AND owner = $1 AND state = 'pending' AND reply IS NULL)
-		ORDER BY seq`, d.owner, now.Add(d.lease), again, now)
+			OR (id = ANY($2) AND owner = $1 AND state = 'pending' AND reply IS NULL)
+		ORDER BY seq`, d.owner, again, d.clock())
 	if err != nil {
 		return nil, err
 	}
@@ -125,15 +129,17 @@ func (d *Delivery) claimOrphanReplies(ctx context.Context, own bool) ([]sessions
 	if err != nil {
 		return nil, err
 	}
-	now := d.clock()
-	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, c AS (
-			UPDATE delivery_replies r SET owner = $1, lease_until = $2
+	if err := d.ensureOwnerRow(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := d.db.pool.Query(ctx, `WITH `+liveOwnersCTE+`, `+ownerLeasesCTE+`, c AS (
+			UPDATE delivery_replies r SET owner = $1, lease_until = `+rowLease+`
 			FROM (SELECT id FROM delivery_replies WHERE `+gate+` AND `+orphanLeased+`
 				ORDER BY seq FOR UPDATE SKIP LOCKED) o
 			WHERE r.id = o.id RETURNING r.id)
 		SELECT `+replyCols+` FROM delivery_replies
-		WHERE id IN (SELECT id FROM c) OR ($3 AND owner = $1) ORDER BY seq`,
-		d.owner, now.Add(d.lease), own, now)
+		WHERE id IN (SELECT id FROM c) OR ($2 AND owner = $1) ORDER BY seq`,
+		d.owner, own, d.clock())
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,8 @@
 // transcript are serialised by the row of transcript_heads that hands out
 // sequence numbers, so none is lost and seq order is commit order. A
 // Delivery runs one goroutine (retrying marks after a failed write,
-// renewing its leases, forgetting old completed ids) until Close; a
+// renewing its lease, one owner row whatever it holds, forgetting old
+// completed ids and dead handles' owner rows) until Close; a
 // RoomLog runs none, and its writes to one room queue on that room's
 // advisory lock.
 //
@@ -81,7 +82,7 @@
 // non-passive Backend registers its replica with a heartbeat goroutine
 // until Close (replica.go). ReplicaStatus reads, in one statement, the
 // leases a replica holds and the ingress nobody works on (a dead owner's
-// or an expired lease's pending records) for its metrics and gateway
+// or an expired owner lease's pending records) for its metrics and gateway
 // doctor (replica_status.go).
 //
 // Check and Repair are gateway doctor's knowledge of this backend (issue

@@ -56,16 +56,17 @@ type ReplicaStatus struct {
 // replicaStatusSQL reads the leases replica $1 holds (its leader roles
 // under its id, its session leases under "<id>/<owner>") and the
 // unclaimed ingress: the rows the take-over loop would take (orphanLeased).
-// A record's lease_until is written by its owner's clock and compared
-// with the database's: replicas' clocks are assumed in step (NTP) here,
-// as for the take-over of delivery records.
-const replicaStatusSQL = `WITH ` + liveOwnersCTE + `,
+// A record's lease (its owner row's, leaseRanOut) is written by its
+// owner's clock and compared with the database's: replicas' clocks are
+// assumed in step (NTP) here, as for the take-over of delivery records.
+var replicaStatusSQL = `WITH ` + liveOwnersCTE + `, ` + ownerLeasesCTE + `,
 	held AS (SELECT name FROM leases
 		WHERE expires_at > clock_timestamp() AND CASE WHEN name LIKE $2 || '%'
 			THEN regexp_replace(holder, '/[^/]*$', '') = $1 ELSE holder = $1 END),
 	unclaimed AS (SELECT accepted_at FROM delivery_records
 		WHERE state = 'pending' AND reply IS NULL
-			AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live) OR lease_until <= clock_timestamp()))
+			AND (hashtextextended(owner, 0) NOT IN (SELECT k FROM live)
+				OR ` + leaseRanOut("clock_timestamp()", "lease_until <= clock_timestamp()") + `))
 	SELECT
 		coalesce((SELECT array_agg(name ORDER BY name) FROM held WHERE name NOT LIKE $2 || '%'), '{}'),
 		(SELECT count(*) FROM held WHERE name LIKE $2 || '%'),

@@ -78,10 +78,10 @@ func TestReplicaStatus(t *testing.T) {
 	}
 	dead.lock.drop() // the process died: its lock connection ended
 	// The stalled handle stopped renewing a minute ago (SIGSTOP): its
-	// lock is held, its lease ran out. The oldest record is dead-1, an
-	// hour old.
-	if _, err := db.pool.Exec(ctx, `UPDATE delivery_records SET lease_until = clock_timestamp() - interval '1 minute'
-		WHERE id = 'stalled-1'`); err != nil {
+	// lock is held, its lease (its owner row) ran out. The oldest record
+	// is dead-1, an hour old.
+	if _, err := db.pool.Exec(ctx, `UPDATE delivery_owners SET lease_until = clock_timestamp() - interval '1 minute'
+		WHERE owner = $1`, stalled.Owner()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.pool.Exec(ctx, `UPDATE delivery_records SET accepted_at = clock_timestamp() - interval '1 hour'
