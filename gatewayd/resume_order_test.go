@@ -65,7 +65,7 @@ messages:
 
 	// The first run accepts "old" and is stopped while its model thinks:
 	// the record stays for the next start.
-	stop := startOrderDaemon(t, cfg(), Options{Grace: 200 * time.Millisecond})
+	_, stop := startTestDaemon(t, cfg(), Options{Logger: zaptest.NewLogger(t), Grace: 200 * time.Millisecond})
 	tg.DM(chat, "old")
 	select {
 	case <-asked:
@@ -91,7 +91,7 @@ messages:
 			_ = tg.WaitConfirmed(wctx, newID)
 		}}, nil
 	}
-	stop = startOrderDaemon(t, cfg(), Options{OpenBackend: open})
+	_, stop = startTestDaemon(t, cfg(), Options{Logger: zaptest.NewLogger(t), OpenBackend: open})
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -111,47 +111,6 @@ messages:
 	if len(got) != 2 || got[0] != "ack old" || got[1] != "ack new" {
 		t.Fatalf("replies %q, want [\"ack old\" \"ack new\"]: the resumed message first, each answered on its own", got)
 	}
-}
-
-// startOrderDaemon runs a daemon on cfg until the returned stop (which
-// waits for Run to return) or the test's end.
-func startOrderDaemon(t *testing.T, cfg *configs.Config, opts Options) (stop func()) {
-	t.Helper()
-	ready := make(chan string, 1)
-	opts.Logger = zaptest.NewLogger(t)
-	opts.OnReady = func(addr string) { ready <- addr }
-	d, err := New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("daemon did not stop")
-		}
-	}
-	t.Cleanup(stop)
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon exited: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("daemon not ready")
-	}
-	return stop
 }
 
 // heldPendingBackend is a backend whose journal calls before at the start

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,6 +151,15 @@ agents: {defaults: {model: local/echo}, list: [{id: main}]}
 // test's cleanup stops it and reports an error Run returns.
 func runTestDaemon(t testing.TB, cfg *configs.Config, opts Options) string {
 	t.Helper()
+	addr, _ := startTestDaemon(t, cfg, opts)
+	return addr
+}
+
+// startTestDaemon is runTestDaemon that also returns stop, which ends the
+// daemon and waits for Run to return (the test's cleanup calls it too;
+// only the first call stops).
+func startTestDaemon(t testing.TB, cfg *configs.Config, opts Options) (addr string, stop func()) {
+	t.Helper()
 	ready := make(chan string, 1)
 	opts.OnReady = func(addr string) { ready <- addr }
 	d, err := New(cfg, opts)
@@ -159,19 +169,25 @@ func runTestDaemon(t testing.TB, cfg *configs.Config, opts Options) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("daemon did not stop within 30 s")
 		}
 	})
+	t.Cleanup(stop)
 	select {
-	case addr := <-ready:
-		return addr
+	case addr = <-ready:
+		return addr, stop
 	case err := <-done:
 		t.Fatalf("daemon exited: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("daemon not ready")
 	}
-	return ""
+	return "", stop
 }
