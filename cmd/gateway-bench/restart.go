@@ -29,7 +29,8 @@ import (
 // term each stop is a SIGTERM (a deploy's restart), waited for: kill_to_poll
 // then includes the shutdown.
 
-// restartPause bounds the random time a daemon runs before its kill.
+// restartMinRun and restartMaxRun bound the random time a daemon runs
+// before its kill.
 const (
 	restartMinRun = 500 * time.Millisecond
 	restartMaxRun = 1500 * time.Millisecond
