@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -73,10 +74,15 @@ func restartBench(ctx context.Context, o options) (err error) {
 		spec.replicaID, spec.poll = "restart-1", true
 	}
 
+	// The traffic goroutine is this function's: stopTraffic ends it and
+	// every return waits for it (traffic.done).
 	traffic := newSteadyTraffic(tg, res, o.rate, o.chats)
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
-	defer stopTraffic()
 	go traffic.run(trafficCtx)
+	defer func() {
+		stopTraffic()
+		traffic.done()
+	}()
 
 	var toPoll, toReady, killToPoll []time.Duration
 	var killAt time.Time
@@ -105,7 +111,12 @@ func restartBench(ctx context.Context, o options) (err error) {
 		if k == o.runs {
 			break
 		}
-		time.Sleep(restartMinRun + rand.N(restartMaxRun-restartMinRun))
+		select {
+		case <-ctx.Done(): // interrupted: stop the daemon cleanly
+			d.Stop()
+			return ctx.Err()
+		case <-time.After(restartMinRun + rand.N(restartMaxRun-restartMinRun)):
+		}
 		if o.signal == "term" { // a clean stop: what a deploy does
 			killAt = time.Now()
 			d.Stop()
@@ -142,6 +153,23 @@ func restartBench(ctx context.Context, o options) (err error) {
 	if lost > 0 {
 		fmt.Println(res.misses(total, o.chats, 5))
 		return fmt.Errorf("%d messages never answered (logs: %s)", lost, dir)
+	}
+	return nil
+}
+
+// restartFlags names what -mode restart and -signal term do not take:
+// one daemon (-replicas 0, or 1 for the same replica id), SIGKILL or
+// SIGTERM (term only here).
+func restartFlags(o options) error {
+	switch {
+	case o.mode == "restart" && o.replicas > 1:
+		return fmt.Errorf("-mode restart runs one daemon: -replicas %d is neither 0 nor 1 (1: a replica restarted under its id)", o.replicas)
+	case o.mode == "restart" && o.replicas == 1 && o.postgres == "":
+		return errors.New("-mode restart -replicas 1 needs -postgres")
+	case o.mode == "restart" && o.signal == "stop":
+		return errors.New("-mode restart takes -signal kill or term, not stop")
+	case o.signal == "term" && o.mode != "restart":
+		return fmt.Errorf("-signal term is for -mode restart (not %s)", o.mode)
 	}
 	return nil
 }
