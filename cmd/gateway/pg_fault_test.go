@@ -83,11 +83,7 @@ func TestPostgresStatementTimeoutNeverWedges(t *testing.T) {
 		{"entries", `SELECT 1 FROM entries WHERE agent_id = 'main' AND session_key = $1 AND session_id = $2 FOR UPDATE`},
 		{"transcript_heads", `SELECT 1 FROM transcript_heads WHERE session_id = $2 AND $1 <> '' FOR UPDATE`},
 	} {
-		// Held 6 s: under the lock each group of the commit that meets the
-		// locked write waits its 1 s timeout before the others go on alone,
-		// so the other session's writes may wait ~2 s behind it more than
-		// once; 3 s failed on loaded 2-core CI runs (stops 46 and 50).
-		t.Run(tc.name, func(t *testing.T) { lockedRowCase(t, tc.lock, "1s", 6*time.Second) })
+		t.Run(tc.name, func(t *testing.T) { lockedRowCase(t, tc.lock, "1s") })
 	}
 }
 
@@ -99,13 +95,32 @@ func TestPostgresStatementTimeoutNeverWedges(t *testing.T) {
 // Once the lock is gone the locked session's message is answered once.
 func TestPostgresLockedRowHoldsUpNoOtherSession(t *testing.T) {
 	lockedRowCase(t, `SELECT 1 FROM entries WHERE agent_id = 'main' AND session_key = $1 AND session_id = $2 FOR UPDATE`,
-		"30s", 6*time.Second)
+		"30s")
 }
 
+// How long lockedRowCase holds the row: until the other session is
+// answered, and at least minLockHold (the locked turn's statement waits
+// and gives up at least once: lock_timeout is 1 s), at most maxLockHold
+// (below the default statement timeout, 30 s: a group commit that waited
+// for the locked row as long as its statements may would not answer the
+// other session in time). Not a fixed hold: under the lock a group that
+// meets the locked write waits its 1 s lock timeout before the others go
+// on, so on a loaded 2-core machine the other session's reply may come a
+// few seconds later. (A fixed 3 s, then 6 s, failed there in stops 46, 50
+// and 53; the cause was the daemon's: with statementTimeout 1s the
+// statement timeout, not the lock timeout, ended the wait, and the group
+// commit then tried each write again alone, the locked one waiting again —
+// writegroup_commit.go's lockedWrite now takes either.)
+const (
+	minLockHold = 3 * time.Second
+	maxLockHold = 20 * time.Second
+)
+
 // lockedRowCase runs a daemon of statement timeout stmt, holds the row
-// lockSQL locks for hold and checks that the other session is answered
-// meanwhile and every message exactly once in the end.
-func lockedRowCase(t *testing.T, lockSQL, stmt string, hold time.Duration) {
+// lockSQL locks (see minLockHold) and checks that the other session is
+// answered meanwhile, the locked one only once the lock is gone, and every
+// message exactly once in the end.
+func lockedRowCase(t *testing.T, lockSQL, stmt string) {
 	url := pgtest.NewDatabase(t)
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
@@ -155,13 +170,11 @@ func lockedRowCase(t *testing.T, lockSQL, stmt string, hold time.Duration) {
 		}
 		return n > 0
 	})
-	waitFor(t, hold, "the other session's reply while the row is locked", func() bool {
+	waitFor(t, maxLockHold-time.Since(lockedAt), "the other session's reply while the row is locked", func() bool {
 		return repliesTo(tg, other, "b2") == 1
 	})
-	if held := time.Since(lockedAt); held >= hold {
-		t.Fatalf("the other session was answered only after %s: the test could not hold the lock meanwhile", held)
-	}
-	time.Sleep(time.Until(lockedAt.Add(hold)))
+	t.Logf("the other session answered %s after the row was locked", time.Since(lockedAt).Round(10*time.Millisecond))
+	time.Sleep(time.Until(lockedAt.Add(minLockHold)))
 	if n := repliesTo(tg, locked, "a2"); n != 0 {
 		t.Fatalf("a2 answered %d times while its session's row was locked", n)
 	}

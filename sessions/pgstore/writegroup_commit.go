@@ -20,8 +20,8 @@ import (
 // did not commit), each write is tried again alone; when the outcome is
 // unknown (the connection was lost), every write fails with that error,
 // as it would alone: trying again could apply it twice. A statement that
-// waited groupLockTimeout for a row lock (lock_timeout, set on the pools)
-// fails its write and every other write of that row (write.key: they
+// waited groupLockTimeout for a row lock (lock_timeout, set on the pools),
+// or that the statement timeout cancelled (lockedWrite), fails its write and every other write of that row (write.key: they
 // would wait for it again) with that error, and the rest are committed
 // together again: a row some transaction holds for long costs every
 // other session's writes one lock timeout, not one per write tried alone
@@ -38,7 +38,7 @@ func (g *writeGroup) commit(group []*write) {
 	case 0:
 		return
 	case 1:
-		g.try(ws[0].op, ws)
+		g.tryAlone(ws[0])
 		return
 	}
 	sorted := slices.Clone(ws)
@@ -49,7 +49,7 @@ func (g *writeGroup) commit(group []*write) {
 		if locked == nil {
 			break
 		}
-		g.db.log.Warn("group commit met a locked row; its writes fail, the others are committed again",
+		g.db.log.Warn("group commit met a locked row or a statement timeout; its writes fail, the others are committed again",
 			zap.String("op", locked.op), zap.Duration("lock_timeout", groupLockTimeout), zap.Error(locked.met))
 		failed := locked.met
 		lockedRow := func(w *write) bool { return w == locked || (locked.key != "" && w.key == locked.key) }
@@ -64,7 +64,7 @@ func (g *writeGroup) commit(group []*write) {
 		case 0:
 			return
 		case 1:
-			g.try(sorted[0].op, sorted)
+			g.tryAlone(sorted[0])
 			return
 		}
 		committed, refused = g.try(OpGroup, sorted)
@@ -74,25 +74,46 @@ func (g *writeGroup) commit(group []*write) {
 	}
 	g.db.log.Debug("group commit refused; committing its writes one by one", zap.Int("writes", len(ws)))
 	for _, w := range ws {
-		g.try(w.op, []*write{w})
+		g.tryAlone(w)
 	}
 }
 
-// lockedWrite is the first of ws whose own statement waited too long for a
-// row lock in the last try (lock_not_available); nil if none did.
+// tryAlone commits w in a transaction of its own. A write that waited
+// too long (lockedWrite) is logged, as a group that met one is:
+// its caller may drop it (counters) or try again later (a turn), and an
+// operator whose transaction holds a session's row should find why that
+// session's writes fail.
+func (g *writeGroup) tryAlone(w *write) {
+	g.try(w.op, []*write{w})
+	if lockedWrite([]*write{w}) != nil {
+		g.db.log.Warn("write met a locked row or a statement timeout and failed", zap.String("op", w.op),
+			zap.Duration("lock_timeout", groupLockTimeout), zap.Error(w.met))
+	}
+}
+
+// lockedWrite is the first of ws whose own statement waited too long in
+// the last try: for a row lock (lock_not_available), or as long as the
+// statement timeout allows (query_canceled: with a statementTimeout no
+// longer than groupLockTimeout it ends a wait for a row lock first; and a
+// write whose statement ran that long alone would run as long again, to
+// the same end, tried alone); nil if none did.
 func lockedWrite(ws []*write) *write {
 	for _, w := range ws {
 		var pe *pgconn.PgError
-		if errors.As(w.met, &pe) && pe.Code == lockNotAvailable {
+		if errors.As(w.met, &pe) && (pe.Code == lockNotAvailable || pe.Code == queryCanceled) {
 			return w
 		}
 	}
 	return nil
 }
 
-// lockNotAvailable is the SQLSTATE of a statement that gave up waiting for
-// a lock (lock_timeout).
-const lockNotAvailable = "55P03"
+// The SQLSTATEs of a statement that gave up waiting for a lock
+// (lock_timeout) and of one cancelled (statement_timeout, or a cancel
+// request).
+const (
+	lockNotAvailable = "55P03"
+	queryCanceled    = "57014"
+)
 
 // try commits ws in one transaction and sets each write's err: its
 // callbacks' first error, or (when the transaction did not commit and the
