@@ -78,7 +78,8 @@ const DefaultLease = 10 * time.Second
 //     AcceptDeferred is Accept for an adapter acknowledging a batch: the
 //     record is committed at once, and its wait returns once it is durable,
 //     one WAL flush serving the whole batch (lazy.go); AcceptDeferredAll
-//     stores such a batch's records in one write, in their order.
+//     stores such a batch's records in one write, in their order (a batch
+//     of one with its flush, so that its wait has nothing to do).
 //   - Start, Fail, Abort, Done, Ready, Sent, Draft and DraftDone are marks:
 //     each is one transaction, committed without waiting for its WAL flush
 //     unless DeliveryOptions.SyncMarks (see there). A mark that cannot be written (the server

@@ -21,7 +21,10 @@ import (
 // is refused alone; a failed write fails every record it carried. wait
 // returns once every stored record (and every duplicate's original) is
 // durable; it fails, wrapping sessions.ErrStorage, when that cannot be
-// known.
+// known. A batch of one record (a steady trickle of messages, long-polled
+// one at a time) is committed with its WAL flush instead: one round trip,
+// not a lazy commit and a flush (issue 21), at the cost of its turn
+// starting one flush later; wait then has nothing left to do.
 func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record) (dups []bool, errs []error, wait func() error) {
 	dups, errs = make([]bool, len(recs)), make([]error, len(recs))
 	wait = func() error { return nil }
@@ -53,7 +56,8 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 		return dups, errs, wait
 	}
 	now := d.clock()
-	found, err := d.acceptRows(withOp(ctx, OpAccept), rows, now)
+	sync := len(rows) == 1
+	found, err := d.acceptRows(withOp(ctx, OpAccept), rows, now, sync)
 	if err != nil {
 		if ctx.Err() == nil && !permanent(err) {
 			d.mu.Lock()
@@ -77,8 +81,16 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 		dups[i] = !found[j]
 		anyDup = anyDup || dups[i]
 	}
-	// With a duplicate, one flush covers its original and this batch.
-	return dups, errs, d.acceptWait(anyDup, d.barrier.note(), fmt.Sprintf("%d records", len(rows)))
+	if sync && !anyDup {
+		return dups, errs, wait // durable already
+	}
+	// With a duplicate, one flush covers its original (perhaps a lazy
+	// commit not flushed yet) and this batch.
+	var n uint64
+	if !sync {
+		n = d.barrier.note()
+	}
+	return dups, errs, d.acceptWait(anyDup, n, fmt.Sprintf("%d records", len(rows)))
 }
 
 // acceptArgs is one record of AcceptDeferredAll, its payload compacted.
@@ -109,10 +121,10 @@ func (d *Delivery) acceptable(ctx context.Context) error {
 	return nil
 }
 
-// acceptRows inserts rows in their order in one lazily committed write
-// (through the group commit) and reports which were stored (false: the id
-// was known).
-func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.Time) ([]bool, error) {
+// acceptRows inserts rows in their order in one write through the group
+// commit, lazily committed unless sync (then committed with its WAL flush),
+// and reports which were stored (false: the id was known).
+func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.Time, sync bool) ([]bool, error) {
 	if d.fault != nil {
 		if err := d.fault("accept"); err != nil {
 			d.failures.Add(1)
@@ -120,7 +132,7 @@ func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.T
 		}
 	}
 	found := make([]bool, len(rows))
-	err := d.db.writes.do(ctx, &write{op: OpAccept, key: rowKey("d", rows[0].rec.ID), fill: func(b *pgx.Batch) {
+	err := d.db.writes.do(ctx, &write{op: OpAccept, key: rowKey("d", rows[0].rec.ID), sync: sync, fill: func(b *pgx.Batch) {
 		for j, r := range rows {
 			at := r.rec.AcceptedAt
 			if at.IsZero() {

@@ -99,3 +99,48 @@ func TestAcceptDeferredAllFailsWhole(t *testing.T) {
 		t.Error("Health is nil after a failed accept")
 	}
 }
+
+// A batch of one record is committed with its WAL flush: one round trip,
+// its wait costs none (before: a lazy commit, then a flush). A batch of
+// several keeps its lazy commit and one flush for all; a batch of one
+// that is a duplicate flushes on its own (its original may be a lazy
+// commit not flushed yet).
+func TestAcceptDeferredAllOneRecordOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	d := db.Delivery(DeliveryOptions{})
+	defer d.Close()
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		name          string
+		recs          []string
+		accept, flush int64
+	}{
+		{"one record", []string{"a1"}, 1, 0},
+		{"two records", []string{"b1", "b2"}, 1, 1},
+		{"one duplicate", []string{"b2"}, 1, 1},
+	} {
+		var recs []sessions.Record
+		for _, id := range tc.recs {
+			recs = append(recs, record(id))
+		}
+		before := opCounts(db, OpAccept, OpAcceptWait)
+		_, errs, wait := d.AcceptDeferredAll(ctx, recs)
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err := wait(); err != nil {
+			t.Fatalf("%s: wait: %v", tc.name, err)
+		}
+		after := opCounts(db, OpAccept, OpAcceptWait)
+		accept := after[OpAccept][0] - before[OpAccept][0]
+		flush := after[OpAcceptWait][0] - before[OpAcceptWait][0]
+		if accept != tc.accept || flush != tc.flush {
+			t.Errorf("%s: %d accept and %d accept_wait round trips, want %d and %d", tc.name, accept, flush, tc.accept, tc.flush)
+		}
+	}
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM delivery_records WHERE state = 'pending'`).Scan(&n); err != nil || n != 3 {
+		t.Errorf("%d records pending (%v), want 3", n, err)
+	}
+}

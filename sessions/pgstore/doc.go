@@ -35,7 +35,8 @@
 // files backend had not fsynced yet (lazy.go). A batch of accepted records
 // shares one flush (Delivery.AcceptDeferred), and one insert write when the
 // dispatcher gathers it (Delivery.AcceptDeferredAll: a Telegram getUpdates
-// batch in one round trip), and Context decodes only
+// batch in one round trip and its flush in one more; a batch of one record
+// in one round trip with its flush), and Context decodes only
 // what was appended since it last ran (transcript_cache.go).
 //
 // Round trips (issue 21): the short writes of every caller (accepts,
