@@ -48,6 +48,21 @@ func (l *lastSessions) get(agentID, k string) string {
 	return l.m[agentID+"\x00"+k]
 }
 
+// note sets k's session to sessionID unless one is set already: a read's
+// (Store.Get) may predate a Begin's, whose is the one to keep. Either is
+// only a guess: touchAheadSQL checks the session id itself.
+func (l *lastSessions) note(agentID, k, sessionID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.m[agentID+"\x00"+k]; ok {
+		return
+	}
+	if l.m == nil || len(l.m) >= maxHeads {
+		l.m = map[string]string{}
+	}
+	l.m[agentID+"\x00"+k] = sessionID
+}
+
 func (l *lastSessions) set(agentID, k, sessionID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

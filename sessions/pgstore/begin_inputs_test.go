@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +284,52 @@ func TestBeginInputsAheadOnAMainSession(t *testing.T) {
 	}
 	if got := userTexts(t, db, first.SessionID); !sameTexts(got, "again") {
 		t.Errorf("session holds %q; want [again]", got)
+	}
+}
+
+// TestBeginInputsAheadAfterARead: a process that never began a session
+// (another replica, or this daemon after a restart) takes a message's
+// inputs with its first Begin of it once it has read the session's entry
+// (Store.Get: the dispatcher reads it at the message's enqueue for its
+// queue settings) — one round trip, not a Begin and an append; without
+// the read, the inputs are not taken.
+func TestBeginInputsAheadAfterARead(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key := dmKey(t)
+	first, _, _ := beginWith(t, ctx, x, key, "hello")
+
+	for _, read := range []bool{false, true} {
+		other, err := Open(ctx, Options{URL: url, MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ox, _ := inputsIndex(other)
+		clk.t = clk.t.Add(time.Minute)
+		other.now = func() time.Time { return clk.t }
+		if read {
+			if e, ok, err := other.Store("main", idle).Get(key); err != nil || !ok || e.SessionID != first.SessionID {
+				t.Fatalf("Get = %v, %v, %v", e.SessionID, ok, err)
+			}
+		}
+		before := appendTrips(other)
+		e, _, in := beginWith(t, ctx, ox, key, fmt.Sprintf("read %v", read))
+		_, _, taken := in.Taken()
+		trips := appendTrips(other) - before
+		other.Close()
+		if e.SessionID != first.SessionID {
+			t.Fatalf("read %v: Begin returned session %s, want %s", read, e.SessionID, first.SessionID)
+		}
+		if taken != read {
+			t.Errorf("read %v: inputs taken %v, want %v", read, taken, read)
+		}
+		if read && trips != 1 {
+			t.Errorf("Begin with its inputs after a read took %d round trips, want 1", trips)
+		}
+	}
+	if got := userTexts(t, db, first.SessionID); !sameTexts(got, "read true") {
+		t.Errorf("user messages of the session: %q; want the one taken with the touch", got)
 	}
 }

@@ -51,7 +51,12 @@ func call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), CallTimeout)
 }
 
-// Get returns the entry for key.
+// Get returns the entry for key. A key this process has not begun a
+// session for yet remembers the session read (begin_inputs.go): the
+// dispatcher reads a session's entry at its first message here (its queue
+// settings), so that message's Begin can carry the turn's inputs, as a
+// later one's does — on a replica, a session's first message there costs
+// no append of its own (issue 21).
 func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()
@@ -59,6 +64,9 @@ func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 		return sessions.Entry{}, false, s.x.db.storageErr(err)
 	}
 	e, ok, err := s.x.Get(ctx, key)
+	if err == nil && ok {
+		s.x.db.heads.note(s.x.agentID, e.SessionKey, e.SessionID)
+	}
 	return e, ok, s.x.db.storageErr(err)
 }
 
