@@ -113,7 +113,7 @@ func (d *Dispatcher) flushStage(b *channels.Batch, s *staged) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), acceptTimeout)
 	defer cancel()
-	dups, errs, wait := d.journal.(batchAcceptor).AcceptDeferredAll(ctx, recs)
+	dups, errs, wait := d.journal.(batchAcceptor).AcceptDeferredAll(d.peekQueues(ctx, items), recs)
 	var failed []error
 	for i, it := range items {
 		err := d.accepted(it.ctx, it.w, dups[i], errs[i])

@@ -325,7 +325,7 @@ func (d *Dispatcher) Handle(ctx context.Context, in channels.Inbound) error {
 	if d.stage(ctx, w, rec) {
 		return nil // accepted with the rest of its batch (accept_batch.go)
 	}
-	dup, err := d.accept(ctx, rec)
+	dup, err := d.accept(d.peekQueue(ctx, w), rec)
 	return d.accepted(ctx, w, dup, err)
 }
 

@@ -131,29 +131,34 @@ func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.T
 			return nil, err
 		}
 	}
-	found := make([]bool, len(rows))
+	dups := make([]bool, len(rows))
+	peek := sessions.QueuePeekFrom(ctx)
+	var peeks []peeked
 	err := d.db.writes.do(ctx, &write{op: OpAccept, key: rowKey("d", rows[0].rec.ID), sync: sync, fill: func(b *pgx.Batch) {
+		peeks = peeks[:0]
 		for j, r := range rows {
 			at := r.rec.AcceptedAt
 			if at.IsZero() {
 				at = now
 			}
-			found[j] = false
-			b.Queue(acceptSQL, r.rec.ID, r.rec.AgentID, r.rec.SessionKey, r.payload, r.rec.Starts, r.rec.Failures,
-				r.rec.Attempts, r.rec.Consumed, at.UTC(), d.owner).QueryRow(func(row pgx.Row) error {
-				var seq int64
-				var dup bool
-				if err := noRows(row.Scan(&seq), &dup); err != nil {
-					return err
-				}
-				found[j] = !dup
-				return nil
-			})
+			queueAccept(b, peek, r.rec, []any{r.rec.ID, r.rec.AgentID, r.rec.SessionKey, r.payload, r.rec.Starts,
+				r.rec.Failures, r.rec.Attempts, r.rec.Consumed, at.UTC(), d.owner}, &dups[j], &peeks)
 		}
 	}})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		d.failures.Add(1)
 		return nil, err
+	}
+	if len(peeks) > 0 {
+		agents := make(map[string]string, len(rows))
+		for _, r := range rows {
+			agents[r.rec.ID] = r.rec.AgentID
+		}
+		d.deliverPeeks(peek, func(id string) string { return agents[id] }, peeks)
+	}
+	found := make([]bool, len(rows))
+	for j := range rows {
+		found[j] = !dups[j]
 	}
 	d.writes.Add(1)
 	return found, nil

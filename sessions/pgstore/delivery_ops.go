@@ -129,17 +129,21 @@ func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload s
 	}
 	args := []any{rec.ID, rec.AgentID, rec.SessionKey, payload, rec.Starts, rec.Failures, rec.Attempts, rec.Consumed,
 		at, d.owner}
-	var seq int64
 	var dupErr bool
+	peek := sessions.QueuePeekFrom(ctx)
+	var peeks []peeked
 	// Through the group commit (writegroup.go): accepts arriving together
 	// (webhook posts) share a round trip. Accept's commit waits for its WAL
 	// flush; AcceptDeferred's is lazy (lazy.go). ErrNoRows is answered
 	// inside the callback: an error out of a batch makes pgx drop the
 	// statements from its cache.
 	err := d.db.writes.do(ctx, &write{op: OpAccept, key: rowKey("d", rec.ID), sync: !lazy, fill: func(b *pgx.Batch) {
-		dupErr = false
-		b.Queue(acceptSQL, args...).QueryRow(func(row pgx.Row) error { return noRows(row.Scan(&seq), &dupErr) })
+		peeks = peeks[:0]
+		queueAccept(b, peek, rec, args, &dupErr, &peeks)
 	}})
+	if err == nil && len(peeks) > 0 {
+		d.deliverPeeks(peek, func(string) string { return rec.AgentID }, peeks)
+	}
 	if err == nil && dupErr {
 		err = pgx.ErrNoRows
 	}
