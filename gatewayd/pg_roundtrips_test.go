@@ -64,67 +64,9 @@ func TestSteadyMessageCostsAtMostFourRoundTrips(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	tg := telegramtest.Start(t, telegramtest.Options{})
 	model := openaitest.NewServer(t)
-	yaml := fmt.Sprintf(`stateDir: %s
-http: {listen: "127.0.0.1:0"}
-storage: {backend: postgres, postgres: {url: %q}}
-channels:
-  telegram:
-    accounts:
-      default:
-        token: %q
-        apiRoot: %q
-        dmPolicy: open
-        pollTimeoutSeconds: 1
-        streaming: {mode: "off"}
-providers:
-  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
-agents:
-  defaults: {model: fake/test-model}
-  list: [{id: main}]
-`, filepath.Join(t.TempDir(), "state"), url, tg.Token(), tg.URL, model.BaseURL())
-	cfg, err := configs.LoadBytes([]byte(yaml), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type opStatser interface{ OpStats() []pgstore.OpStats }
-	var (
-		mu sync.Mutex
-		be opStatser
-	)
-	open := func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
-		b, err := OpenBackend(ctx, cfg, BackendOptions{Logger: zaptest.NewLogger(t)})
-		if err != nil {
-			return nil, err
-		}
-		st, ok := b.(opStatser)
-		if !ok {
-			_ = b.Close()
-			return nil, fmt.Errorf("backend %T counts no round trips", b)
-		}
-		mu.Lock()
-		be = st
-		mu.Unlock()
-		return b, nil
-	}
-	runTestDaemon(t, cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open})
-
-	// settled waits until the daemon has written everything of the
-	// messages answered so far: no record pending, no reply stored (the
-	// last chunk's sent mark retires both). Read on a connection of the
-	// test's own, so it is not counted.
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	settled := func() {
-		waitUntil(t, 30*time.Second, "the journal settled", func() bool {
-			var n int
-			err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM delivery_records WHERE state = 'pending')
-				+ (SELECT count(*) FROM delivery_replies)`).Scan(&n)
-			return err == nil && n == 0
-		})
-	}
+	cfg := tripsConfig(t, url, tg, model)
+	db, _ := startTripsDaemon(t, cfg)
+	conn, settled := tripsSettled(t, url)
 	say := func(i int) {
 		before := tg.SentCount()
 		tg.DM(5001, fmt.Sprintf("message %d", i))
@@ -133,10 +75,7 @@ agents:
 	}
 
 	say(0) // the session exists from here on
-	mu.Lock()
-	db := be
-	mu.Unlock()
-	before, byBefore := messageTrips(db.OpStats())
+	before, byBefore := messageTrips(db())
 	const n = 20
 	// Each message's own count: a rider (the turn's start mark) waits a
 	// few milliseconds for a write to join, and on a loaded machine the
@@ -144,12 +83,12 @@ agents:
 	// only). The median message is the path's cost; the timing is not.
 	each := make([]int64, 0, n)
 	for i := 1; i <= n; i++ {
-		was, _ := messageTrips(db.OpStats())
+		was, _ := messageTrips(db())
 		say(i)
-		now, _ := messageTrips(db.OpStats())
+		now, _ := messageTrips(db())
 		each = append(each, now-was)
 	}
-	after, byAfter := messageTrips(db.OpStats())
+	after, byAfter := messageTrips(db())
 	var ops []string
 	for op, v := range byAfter {
 		ops = append(ops, fmt.Sprintf("%s=%.2f", op, float64(v-byBefore[op])/n))
@@ -184,5 +123,144 @@ agents:
 	if sessionsN != 1 || users != n+1 || replies != n+1 || distinct != n+1 {
 		t.Errorf("transcripts hold %d sessions, %d user messages (%d distinct), %d replies; want 1 session, %d of each",
 			sessionsN, users, distinct, replies, n+1)
+	}
+}
+
+// tripsConfig is the config of a daemon on database url against the fakes
+// (a Telegram account long-polling, one agent).
+func tripsConfig(t *testing.T, url string, tg *telegramtest.Server, model *openaitest.Server) *configs.Config {
+	t.Helper()
+	yaml := fmt.Sprintf(`stateDir: %s
+http: {listen: "127.0.0.1:0"}
+storage: {backend: postgres, postgres: {url: %q}}
+channels:
+  telegram:
+    accounts:
+      default:
+        token: %q
+        apiRoot: %q
+        dmPolicy: open
+        pollTimeoutSeconds: 1
+        streaming: {mode: "off"}
+providers:
+  fake: {type: openai, baseURL: %q, apiKey: test-key, maxRetries: 1}
+agents:
+  defaults: {model: fake/test-model}
+  list: [{id: main}]
+`, filepath.Join(t.TempDir(), "state"), url, tg.Token(), tg.URL, model.BaseURL())
+	cfg, err := configs.LoadBytes([]byte(yaml), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// startTripsDaemon starts a daemon of cfg and returns its backend's round
+// trips by operation (read once the daemon is ready) and its stop.
+func startTripsDaemon(t *testing.T, cfg *configs.Config) (stats func() []pgstore.OpStats, stop func()) {
+	t.Helper()
+	type opStatser interface{ OpStats() []pgstore.OpStats }
+	var (
+		mu sync.Mutex
+		be opStatser
+	)
+	open := func(ctx context.Context, cfg *configs.Config) (sessions.Backend, error) {
+		b, err := OpenBackend(ctx, cfg, BackendOptions{Logger: zaptest.NewLogger(t)})
+		if err != nil {
+			return nil, err
+		}
+		st, ok := b.(opStatser)
+		if !ok {
+			_ = b.Close()
+			return nil, fmt.Errorf("backend %T counts no round trips", b)
+		}
+		mu.Lock()
+		be = st
+		mu.Unlock()
+		return b, nil
+	}
+	_, stop = startTestDaemon(t, cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open})
+	return func() []pgstore.OpStats {
+		mu.Lock()
+		defer mu.Unlock()
+		return be.OpStats()
+	}, stop
+}
+
+// tripsSettled returns a connection of the test's own (its queries are
+// not counted) and settled, which waits until the daemon has written
+// everything of the messages answered so far: no record pending, no reply
+// stored (the last chunk's sent mark retires both).
+func tripsSettled(t *testing.T, url string) (*pgx.Conn, func()) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, func() {
+		waitUntil(t, 30*time.Second, "the journal settled", func() bool {
+			var n int
+			err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM delivery_records WHERE state = 'pending')
+				+ (SELECT count(*) FROM delivery_replies)`).Scan(&n)
+			return err == nil && n == 0
+		})
+	}
+}
+
+// TestFirstMessageAfterRestartCostsFourRoundTrips (issue 21): the first
+// message to an existing session after a restart — nothing of it cached:
+// not its queue settings, not the session this process began — costs what
+// a steady message does, 4 round trips and no read of the session's entry:
+// its accept reads the queue settings (sessions.QueuePeek) and names the
+// session, so Begin carries its inputs (before: 6, the entry read and the
+// inputs' own append). Five sessions, one such message each; the median
+// message is the path's cost (a rider's timing may add one round trip to
+// a message on a loaded machine, see above).
+func TestFirstMessageAfterRestartCostsFourRoundTrips(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
+	cfg := tripsConfig(t, url, tg, model)
+	_, settled := tripsSettled(t, url)
+	say := func(chat int64, text string) {
+		before := tg.SentCount()
+		tg.DM(chat, text)
+		waitUntil(t, 30*time.Second, "the reply to "+text, func() bool { return tg.SentCount() > before })
+		settled()
+	}
+	const chats = 5
+	_, stop := startTripsDaemon(t, cfg)
+	for c := range int64(chats) {
+		say(6000+c, fmt.Sprintf("before the restart %d", c))
+	}
+	stop()
+
+	stats, _ := startTripsDaemon(t, cfg)
+	var total, index []int64
+	var ops []string
+	for c := range int64(chats) {
+		was, byWas := messageTrips(stats())
+		say(6000+c, fmt.Sprintf("after the restart %d", c))
+		now, byNow := messageTrips(stats())
+		total = append(total, now-was)
+		index = append(index, byNow[pgstore.OpIndex]-byWas[pgstore.OpIndex])
+		var these []string
+		for op, v := range byNow {
+			if d := v - byWas[op]; d != 0 {
+				these = append(these, fmt.Sprintf("%s=%d", op, d))
+			}
+		}
+		sort.Strings(these)
+		ops = append(ops, strings.Join(these, " "))
+	}
+	t.Logf("round trips of each first message after the restart: %v (%s)", total, strings.Join(ops, "; "))
+	if m := slices.Sorted(slices.Values(index))[chats/2]; m != 0 {
+		t.Errorf("the median first message after a restart read the session index in %d round trips, want 0 (each %v): %s",
+			m, index, strings.Join(ops, "; "))
+	}
+	if m := slices.Sorted(slices.Values(total))[chats/2]; m > 4 {
+		t.Errorf("the median first message after a restart cost %d storage round trips, want at most 4 (each %v): %s",
+			m, total, strings.Join(ops, "; "))
 	}
 }
