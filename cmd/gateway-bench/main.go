@@ -473,6 +473,20 @@ func (r *results) latencies(avail []time.Time, total int) (lat []time.Duration, 
 	return lat, lost, dups
 }
 
+// firstCopies returns when the first copy of each message answered more
+// than once reached the fake.
+func (r *results) firstCopies(total int) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Time
+	for i := 0; i < total; i++ {
+		if ts := r.got[i]; len(ts) > 1 {
+			out = append(out, ts[0])
+		}
+	}
+	return out
+}
+
 // misses names up to limit lost and duplicated messages with their chats
 // (message i is in chat i mod chats), to tell a lost message from one
 // answered with another's reply.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gateway/gateway/channels/telegram"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
@@ -70,5 +71,23 @@ func TestReplicaFor(t *testing.T) {
 				t.Fatalf("n=%d, by chat: message %d of chat %d on replica %d, its first on %d", n, i, i%chats, r, first)
 			}
 		}
+	}
+}
+
+// TestKillOffsets: a duplicate's first copy after a kill signal (within
+// killSlack) counts as after it, one before the next kill as before it
+// with its distance, and one long after every kill is not placed.
+func TestKillOffsets(t *testing.T) {
+	base := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	kills := []time.Time{base, base.Add(time.Second)}
+	firsts := []time.Time{
+		base.Add(2 * time.Millisecond),             // after the first kill (in the socket)
+		base.Add(-300 * time.Microsecond),          // just before it
+		base.Add(time.Second - 5*time.Millisecond), // before the second
+		base.Add(3 * time.Second),                  // after every kill
+	}
+	after, before, longest := killOffsets(firsts, kills)
+	if after != 1 || before != 2 || longest != 5*time.Millisecond {
+		t.Errorf("killOffsets = %d after, %d before, longest %s; want 1, 2, 5ms", after, before, longest)
 	}
 }

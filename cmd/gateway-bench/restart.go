@@ -86,6 +86,7 @@ func restartBench(ctx context.Context, o options) (err error) {
 
 	var toPoll, toReady, killToPoll []time.Duration
 	var killAt time.Time
+	var kills []time.Time // when each kill (or stop) was sent
 	var d *daemon
 	for k := 0; k <= o.runs; k++ {
 		if d, err = startDaemon(o.gateway, "gateway", spec); err != nil {
@@ -123,6 +124,7 @@ func restartBench(ctx context.Context, o options) (err error) {
 		} else {
 			killAt = d.Kill()
 		}
+		kills = append(kills, killAt)
 	}
 	defer d.Stop()
 	stopTraffic()
@@ -150,6 +152,11 @@ func restartBench(ctx context.Context, o options) (err error) {
 	fmt.Printf("kill_to_poll min=%s p50=%s max=%s\n", pct(killToPoll, 0), pct(killToPoll, 50), pct(killToPoll, 100))
 	fmt.Printf("latency p50=%s p99=%s max=%s\n", pct(lat, 50), pct(lat, 99), pct(lat, 100))
 	fmt.Printf("lost=%d duplicated=%d (a chunk sent again after a kill between its send and its mark)\n", lost, dups)
+	if dups > 0 {
+		after, before, longest := killOffsets(res.firstCopies(total), kills)
+		fmt.Printf("duplicates_first_copy: %d reached the Bot API after the kill signal, %d before it (at most %s before)\n",
+			after, before, longest.Round(10*time.Microsecond))
+	}
 	if lost > 0 {
 		fmt.Println(res.misses(total, o.chats, 5))
 		return fmt.Errorf("%d messages never answered (logs: %s)", lost, dir)
@@ -237,3 +244,33 @@ func (s *steadyTraffic) done() (int, []time.Time) {
 	defer s.mu.Unlock()
 	return len(s.avail), slices.Clone(s.avail)
 }
+
+// killOffsets places the first copy of each duplicated chunk against the
+// kills: how many reached the fake Bot API after the kill signal nearest
+// after them (within killSlack: the request was in the socket when the
+// process died), how many before it, and the longest time before. A copy
+// at or just before a kill was in flight (sent, its answer never read);
+// one long before it was answered and its mark lost.
+func killOffsets(firsts, kills []time.Time) (after, before int, longest time.Duration) {
+	for _, f := range firsts {
+		best, found := time.Duration(0), false
+		for _, k := range kills {
+			if d := k.Sub(f); d >= -killSlack && (!found || d < best) {
+				best, found = d, true
+			}
+		}
+		switch {
+		case !found:
+		case best < 0:
+			after++
+		default:
+			before++
+			longest = max(longest, best)
+		}
+	}
+	return after, before, longest
+}
+
+// killSlack is how long after a kill signal a request of the killed
+// process may still reach the fake (it was written to the socket before).
+const killSlack = 100 * time.Millisecond
