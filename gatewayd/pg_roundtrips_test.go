@@ -61,18 +61,10 @@ func messageTrips(st []pgstore.OpStats) (int64, map[string]int64) {
 // counters, not timed. Every message and reply is in the session's
 // transcript once.
 func TestSteadyMessageCostsAtMostFourRoundTrips(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	tg := telegramtest.Start(t, telegramtest.Options{})
-	model := openaitest.NewServer(t)
-	cfg := tripsConfig(t, url, tg, model)
-	db, _ := startTripsDaemon(t, cfg)
-	conn, settled := tripsSettled(t, url)
-	say := func(i int) {
-		before := tg.SentCount()
-		tg.DM(5001, fmt.Sprintf("message %d", i))
-		waitUntil(t, 30*time.Second, fmt.Sprintf("the reply to message %d", i), func() bool { return tg.SentCount() > before })
-		settled()
-	}
+	f := newTripsFixture(t)
+	tg, conn := f.tg, f.conn
+	db, _ := f.start()
+	say := func(i int) { f.say(5001, fmt.Sprintf("message %d", i)) }
 
 	say(0) // the session exists from here on
 	before, byBefore := messageTrips(db())
@@ -126,10 +118,22 @@ func TestSteadyMessageCostsAtMostFourRoundTrips(t *testing.T) {
 	}
 }
 
-// tripsConfig is the config of a daemon on database url against the fakes
-// (a Telegram account long-polling, one agent).
-func tripsConfig(t *testing.T, url string, tg *telegramtest.Server, model *openaitest.Server) *configs.Config {
+// tripsFixture is what a round-trip test's daemons run on: a database,
+// the fakes, the daemon's config (a Telegram account long-polling, one
+// agent), and a connection of the test's own (its queries are not
+// counted).
+type tripsFixture struct {
+	t    *testing.T
+	tg   *telegramtest.Server
+	cfg  *configs.Config
+	conn *pgx.Conn
+}
+
+func newTripsFixture(t *testing.T) *tripsFixture {
 	t.Helper()
+	url := pgtest.NewDatabase(t)
+	tg := telegramtest.Start(t, telegramtest.Options{})
+	model := openaitest.NewServer(t)
 	yaml := fmt.Sprintf(`stateDir: %s
 http: {listen: "127.0.0.1:0"}
 storage: {backend: postgres, postgres: {url: %q}}
@@ -152,12 +156,18 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return &tripsFixture{t: t, tg: tg, cfg: cfg, conn: conn}
 }
 
-// startTripsDaemon starts a daemon of cfg and returns its backend's round
-// trips by operation (read once the daemon is ready) and its stop.
-func startTripsDaemon(t *testing.T, cfg *configs.Config) (stats func() []pgstore.OpStats, stop func()) {
+// start starts a daemon and returns its backend's round trips by
+// operation (read once the daemon is ready) and its stop.
+func (f *tripsFixture) start() (stats func() []pgstore.OpStats, stop func()) {
+	t := f.t
 	t.Helper()
 	type opStatser interface{ OpStats() []pgstore.OpStats }
 	var (
@@ -179,7 +189,7 @@ func startTripsDaemon(t *testing.T, cfg *configs.Config) (stats func() []pgstore
 		mu.Unlock()
 		return b, nil
 	}
-	_, stop = startTestDaemon(t, cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open})
+	_, stop = startTestDaemon(t, f.cfg, Options{Logger: zaptest.NewLogger(t), OpenBackend: open})
 	return func() []pgstore.OpStats {
 		mu.Lock()
 		defer mu.Unlock()
@@ -187,25 +197,21 @@ func startTripsDaemon(t *testing.T, cfg *configs.Config) (stats func() []pgstore
 	}, stop
 }
 
-// tripsSettled returns a connection of the test's own (its queries are
-// not counted) and settled, which waits until the daemon has written
-// everything of the messages answered so far: no record pending, no reply
-// stored (the last chunk's sent mark retires both).
-func tripsSettled(t *testing.T, url string) (*pgx.Conn, func()) {
+// say sends text from chat, waits for its reply and then until the
+// daemon has written everything of it: no record pending, no reply stored
+// (the last chunk's sent mark retires both).
+func (f *tripsFixture) say(chat int64, text string) {
+	t := f.t
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn, func() {
-		waitUntil(t, 30*time.Second, "the journal settled", func() bool {
-			var n int
-			err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM delivery_records WHERE state = 'pending')
-				+ (SELECT count(*) FROM delivery_replies)`).Scan(&n)
-			return err == nil && n == 0
-		})
-	}
+	before := f.tg.SentCount()
+	f.tg.DM(chat, text)
+	waitUntil(t, 30*time.Second, "the reply to "+text, func() bool { return f.tg.SentCount() > before })
+	waitUntil(t, 30*time.Second, "the journal settled", func() bool {
+		var n int
+		err := f.conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM delivery_records WHERE state = 'pending')
+			+ (SELECT count(*) FROM delivery_replies)`).Scan(&n)
+		return err == nil && n == 0
+	})
 }
 
 // TestFirstMessageAfterRestartCostsFourRoundTrips (issue 21): the first
@@ -218,30 +224,20 @@ func tripsSettled(t *testing.T, url string) (*pgx.Conn, func()) {
 // message is the path's cost (a rider's timing may add one round trip to
 // a message on a loaded machine, see above).
 func TestFirstMessageAfterRestartCostsFourRoundTrips(t *testing.T) {
-	url := pgtest.NewDatabase(t)
-	tg := telegramtest.Start(t, telegramtest.Options{})
-	model := openaitest.NewServer(t)
-	cfg := tripsConfig(t, url, tg, model)
-	_, settled := tripsSettled(t, url)
-	say := func(chat int64, text string) {
-		before := tg.SentCount()
-		tg.DM(chat, text)
-		waitUntil(t, 30*time.Second, "the reply to "+text, func() bool { return tg.SentCount() > before })
-		settled()
-	}
+	f := newTripsFixture(t)
 	const chats = 5
-	_, stop := startTripsDaemon(t, cfg)
+	_, stop := f.start()
 	for c := range int64(chats) {
-		say(6000+c, fmt.Sprintf("before the restart %d", c))
+		f.say(6000+c, fmt.Sprintf("before the restart %d", c))
 	}
 	stop()
 
-	stats, _ := startTripsDaemon(t, cfg)
+	stats, _ := f.start()
 	var total, index []int64
 	var ops []string
 	for c := range int64(chats) {
 		was, byWas := messageTrips(stats())
-		say(6000+c, fmt.Sprintf("after the restart %d", c))
+		f.say(6000+c, fmt.Sprintf("after the restart %d", c))
 		now, byNow := messageTrips(stats())
 		total = append(total, now-was)
 		index = append(index, byNow[pgstore.OpIndex]-byWas[pgstore.OpIndex])

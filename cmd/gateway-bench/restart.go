@@ -85,7 +85,6 @@ func restartBench(ctx context.Context, o options) (err error) {
 	}()
 
 	var toPoll, toReady, killToPoll []time.Duration
-	var killAt time.Time
 	var kills []time.Time // when each kill (or stop) was sent
 	var d *daemon
 	for k := 0; k <= o.runs; k++ {
@@ -104,6 +103,7 @@ func restartBench(ctx context.Context, o options) (err error) {
 				return fmt.Errorf("restart %d: no getUpdates within 10 s of the start (log: %s)", k, d.logPath)
 			}
 			toPoll = append(toPoll, poll.Sub(d.started))
+			killAt := kills[len(kills)-1]
 			killToPoll = append(killToPoll, poll.Sub(killAt))
 			toReady = append(toReady, ready)
 			fmt.Printf("restart=%d start_to_poll=%s start_to_ready=%s kill_to_poll=%s\n", k,
@@ -119,12 +119,11 @@ func restartBench(ctx context.Context, o options) (err error) {
 		case <-time.After(restartMinRun + rand.N(restartMaxRun-restartMinRun)):
 		}
 		if o.signal == "term" { // a clean stop: what a deploy does
-			killAt = time.Now()
+			kills = append(kills, time.Now())
 			d.Stop()
 		} else {
-			killAt = d.Kill()
+			kills = append(kills, d.Kill())
 		}
-		kills = append(kills, killAt)
 	}
 	defer d.Stop()
 	stopTraffic()

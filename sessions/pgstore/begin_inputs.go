@@ -49,27 +49,25 @@ func (l *lastSessions) get(agentID, k string) string {
 }
 
 // note sets k's session to sessionID unless one is set already: a read's
-// (Store.Get) may predate a Begin's, whose is the one to keep. Either is
-// only a guess: touchAheadSQL checks the session id itself.
-func (l *lastSessions) note(agentID, k, sessionID string) {
+// (Store.Get, an accept's QueuePeek) may predate a Begin's, whose is the
+// one to keep. Either is only a guess: touchAheadSQL checks the session id
+// itself.
+func (l *lastSessions) note(agentID, k, sessionID string) { l.put(agentID, k, sessionID, false) }
+
+func (l *lastSessions) set(agentID, k, sessionID string) { l.put(agentID, k, sessionID, true) }
+
+// put sets k's session to sessionID, over one already set if replace.
+func (l *lastSessions) put(agentID, k, sessionID string, replace bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.m[agentID+"\x00"+k]; ok {
+	key := agentID + "\x00" + k
+	if _, ok := l.m[key]; ok && !replace {
 		return
 	}
 	if l.m == nil || len(l.m) >= maxHeads {
 		l.m = map[string]string{}
 	}
-	l.m[agentID+"\x00"+k] = sessionID
-}
-
-func (l *lastSessions) set(agentID, k, sessionID string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil || len(l.m) >= maxHeads {
-		l.m = map[string]string{}
-	}
-	l.m[agentID+"\x00"+k] = sessionID
+	l.m[key] = sessionID
 }
 
 // touchAheadSQL is touchSQL restricted to touchFreshSQL's bounds: $1 agent,

@@ -290,9 +290,9 @@ func TestBeginInputsAheadOnAMainSession(t *testing.T) {
 // TestBeginInputsAheadAfterARead: a process that never began a session
 // (another replica, or this daemon after a restart) takes a message's
 // inputs with its first Begin of it once it has read the session's entry
-// (Store.Get: the dispatcher reads it at the message's enqueue for its
-// queue settings) — one round trip, not a Begin and an append; without
-// the read, the inputs are not taken.
+// (Store.Get; the accept's QueuePeek notes it the same way) — one round
+// trip, not a Begin and an append; without the read, the inputs are not
+// taken.
 func TestBeginInputsAheadAfterARead(t *testing.T) {
 	t.Parallel()
 	db, url := openTest(t)

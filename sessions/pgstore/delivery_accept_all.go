@@ -57,7 +57,7 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 	}
 	now := d.clock()
 	sync := len(rows) == 1
-	found, err := d.acceptRows(withOp(ctx, OpAccept), rows, now, sync)
+	known, err := d.acceptRows(withOp(ctx, OpAccept), rows, now, sync)
 	if err != nil {
 		if ctx.Err() == nil && !permanent(err) {
 			d.mu.Lock()
@@ -78,19 +78,20 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 	}
 	anyDup := false
 	for j, i := range idx {
-		dups[i] = !found[j]
+		dups[i] = known[j]
 		anyDup = anyDup || dups[i]
 	}
-	if sync && !anyDup {
+	what := fmt.Sprintf("%d records", len(rows))
+	switch {
+	case sync && !anyDup:
 		return dups, errs, wait // durable already
+	case sync:
+		// A duplicate's original may be a lazy commit not flushed yet:
+		// a flush of its own covers it.
+		return dups, errs, d.acceptWait(true, 0, what)
 	}
-	// With a duplicate, one flush covers its original (perhaps a lazy
-	// commit not flushed yet) and this batch.
-	var n uint64
-	if !sync {
-		n = d.barrier.note()
-	}
-	return dups, errs, d.acceptWait(anyDup, n, fmt.Sprintf("%d records", len(rows)))
+	// One flush covers the batch (and, with a duplicate, its original).
+	return dups, errs, d.acceptWait(anyDup, d.barrier.note(), what)
 }
 
 // acceptArgs is one record of AcceptDeferredAll, its payload compacted.
@@ -123,7 +124,7 @@ func (d *Delivery) acceptable(ctx context.Context) error {
 
 // acceptRows inserts rows in their order in one write through the group
 // commit, lazily committed unless sync (then committed with its WAL flush),
-// and reports which were stored (false: the id was known).
+// and reports which ids were known (nothing stored for them).
 func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.Time, sync bool) ([]bool, error) {
 	if d.fault != nil {
 		if err := d.fault("accept"); err != nil {
@@ -150,16 +151,8 @@ func (d *Delivery) acceptRows(ctx context.Context, rows []acceptArgs, now time.T
 		return nil, err
 	}
 	if len(peeks) > 0 {
-		agents := make(map[string]string, len(rows))
-		for _, r := range rows {
-			agents[r.rec.ID] = r.rec.AgentID
-		}
-		d.deliverPeeks(peek, func(id string) string { return agents[id] }, peeks)
-	}
-	found := make([]bool, len(rows))
-	for j := range rows {
-		found[j] = !dups[j]
+		d.deliverPeeks(peek, peeks)
 	}
 	d.writes.Add(1)
-	return found, nil
+	return dups, nil
 }

@@ -142,7 +142,7 @@ func (d *Delivery) acceptRow(ctx context.Context, rec sessions.Record, payload s
 		queueAccept(b, peek, rec, args, &dupErr, &peeks)
 	}})
 	if err == nil && len(peeks) > 0 {
-		d.deliverPeeks(peek, func(string) string { return rec.AgentID }, peeks)
+		d.deliverPeeks(peek, peeks)
 	}
 	if err == nil && dupErr {
 		err = pgx.ErrNoRows

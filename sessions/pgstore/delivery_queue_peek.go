@@ -21,11 +21,11 @@ const acceptPeekSQL = `WITH ins AS (` + acceptSQL + `)
 	SELECT (SELECT seq FROM ins), e.session_id, e.queue_mode, e.queue_debounce_ms, e.queue_cap, e.queue_drop
 	FROM (VALUES (1)) AS one (x) LEFT JOIN entries e ON e.agent_id = $2 AND e.session_key = $3`
 
-// peeked is what acceptPeekSQL read for one record.
+// peeked is what acceptPeekSQL read for record id of agent agentID.
 type peeked struct {
-	id    string
-	entry sessions.Entry
-	found bool
+	id, agentID string
+	entry       sessions.Entry
+	found       bool
 }
 
 // queueAccept queues the accept of record id (args: acceptSQL's) into b;
@@ -51,7 +51,7 @@ func queueAccept(b *pgx.Batch, peek *sessions.QueuePeek, rec sessions.Record, ar
 			return err
 		}
 		*dup = !seq.Valid
-		p := peeked{id: rec.ID, found: sid.Valid}
+		p := peeked{id: rec.ID, agentID: rec.AgentID, found: sid.Valid}
 		if p.found {
 			p.entry = sessions.Entry{SessionKey: rec.SessionKey, SessionID: sid.String, QueueMode: mode.String,
 				QueueDebounceMs: debounce.Int64, QueueCap: int(queueLimit.Int64), QueueDrop: drop.String}
@@ -64,10 +64,10 @@ func queueAccept(b *pgx.Batch, peek *sessions.QueuePeek, rec sessions.Record, ar
 // deliverPeeks hands what the accepts read to peek once their write
 // committed, and remembers each session found for the key (as Store.Get
 // does: begin_inputs.go).
-func (d *Delivery) deliverPeeks(peek *sessions.QueuePeek, agentOf func(recordID string) string, ps []peeked) {
+func (d *Delivery) deliverPeeks(peek *sessions.QueuePeek, ps []peeked) {
 	for _, p := range ps {
 		if p.found {
-			d.db.heads.note(agentOf(p.id), p.entry.SessionKey, p.entry.SessionID)
+			d.db.heads.note(p.agentID, p.entry.SessionKey, p.entry.SessionID)
 		}
 		if peek.Got != nil {
 			peek.Got(p.id, p.entry, p.found)

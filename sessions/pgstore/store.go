@@ -52,11 +52,9 @@ func call() (context.Context, context.CancelFunc) {
 }
 
 // Get returns the entry for key. A key this process has not begun a
-// session for yet remembers the session read (begin_inputs.go): the
-// dispatcher reads a session's entry at its first message here (its queue
-// settings), so that message's Begin can carry the turn's inputs, as a
-// later one's does — on a replica, a session's first message there costs
-// no append of its own (issue 21).
+// session for yet remembers the session read (begin_inputs.go), as an
+// accept's QueuePeek does: the next Begin of the key can then carry the
+// turn's inputs, as a later one's does (issue 21).
 func (s *Store) Get(key routing.Key) (sessions.Entry, bool, error) {
 	ctx, cancel := call()
 	defer cancel()

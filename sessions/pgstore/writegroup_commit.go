@@ -21,8 +21,9 @@ import (
 // unknown (the connection was lost), every write fails with that error,
 // as it would alone: trying again could apply it twice. A statement that
 // waited groupLockTimeout for a row lock (lock_timeout, set on the pools),
-// or that the statement timeout cancelled (lockedWrite), fails its write and every other write of that row (write.key: they
-// would wait for it again) with that error, and the rest are committed
+// or that the statement timeout cancelled (timedOut), fails its write and
+// every other write of that row (write.key: they would wait for it again)
+// with that error, and the rest are committed
 // together again: a row some transaction holds for long costs every
 // other session's writes one lock timeout, not one per write tried alone
 // (each as long as the statement timeout before the pools set
@@ -79,32 +80,38 @@ func (g *writeGroup) commit(group []*write) {
 }
 
 // tryAlone commits w in a transaction of its own. A write that waited
-// too long (lockedWrite) is logged, as a group that met one is:
+// too long (timedOut) is logged, as a group that met one is:
 // its caller may drop it (counters) or try again later (a turn), and an
 // operator whose transaction holds a session's row should find why that
 // session's writes fail.
 func (g *writeGroup) tryAlone(w *write) {
 	g.try(w.op, []*write{w})
-	if lockedWrite([]*write{w}) != nil {
+	if timedOut(w) {
 		g.db.log.Warn("write met a locked row or a statement timeout and failed", zap.String("op", w.op),
 			zap.Duration("lock_timeout", groupLockTimeout), zap.Error(w.met))
 	}
 }
 
-// lockedWrite is the first of ws whose own statement waited too long in
-// the last try: for a row lock (lock_not_available), or as long as the
-// statement timeout allows (query_canceled: with a statementTimeout no
-// longer than groupLockTimeout it ends a wait for a row lock first; and a
-// write whose statement ran that long alone would run as long again, to
-// the same end, tried alone); nil if none did.
+// lockedWrite is the first of ws that timedOut in the last try; nil if
+// none did.
 func lockedWrite(ws []*write) *write {
 	for _, w := range ws {
-		var pe *pgconn.PgError
-		if errors.As(w.met, &pe) && (pe.Code == lockNotAvailable || pe.Code == queryCanceled) {
+		if timedOut(w) {
 			return w
 		}
 	}
 	return nil
+}
+
+// timedOut reports whether w's own statement waited too long in the last
+// try: for a row lock (lock_not_available), or as long as the statement
+// timeout allows (query_canceled: with a statementTimeout no longer than
+// groupLockTimeout it ends a wait for a row lock first; and a write whose
+// statement ran that long would run as long again, to the same end, tried
+// alone).
+func timedOut(w *write) bool {
+	var pe *pgconn.PgError
+	return errors.As(w.met, &pe) && (pe.Code == lockNotAvailable || pe.Code == queryCanceled)
 }
 
 // The SQLSTATEs of a statement that gave up waiting for a lock
