@@ -11,8 +11,9 @@ import (
 )
 
 // aheadBackend is a backend whose stores take a turn's inputs with Begin
-// (sessions.InputsAhead), as pgstore's: appended to a session Begin
-// neither created nor rolled over.
+// (sessions.InputsAhead), as pgstore's: appended to a session Begin did
+// not roll over, and to one it created only when the inputs say they hold
+// for a created session.
 type aheadBackend struct {
 	sessions.Backend
 	offered, taken atomic.Int32
@@ -39,7 +40,7 @@ func (s aheadStore) Begin(ctx context.Context, key routing.Key, o sessions.Origi
 	if in != nil {
 		s.b.offered.Add(1)
 	}
-	if err != nil || in == nil || info.Created || info.ResetReason != "" {
+	if err != nil || in == nil || (info.Created && !in.Created) || info.ResetReason != "" {
 		return e, info, err
 	}
 	tr, err := s.AgentStore.TranscriptOf(e)
@@ -58,7 +59,8 @@ func (s aheadStore) Begin(ctx context.Context, key routing.Key, o sessions.Origi
 // TestInputsAppendedWithBeginOnce (issue 21): with a store that appends a
 // turn's inputs with Begin, a DM's message to its existing session is
 // handed over and is in the transcript once (the runner does not append
-// it again), and the model sees it; a message that creates the session, a
+// it again), and the model sees it; so is the message that creates the
+// session (a DM inherits nothing: its inputs hold for a new session). A
 // group's (its room history depends on the session) and one with an
 // attachment are not handed over, and are appended by the turn as before.
 func TestInputsAppendedWithBeginOnce(t *testing.T) {
@@ -69,13 +71,13 @@ func TestInputsAppendedWithBeginOnce(t *testing.T) {
 	first, second := in("tg", "7", "hello"), in("tg", "7", "again")
 	h.handle(first)
 	h.drained()
-	if n := b.taken.Load(); n != 0 {
-		t.Fatalf("inputs of the message creating the session taken (%d)", n)
+	if n := b.taken.Load(); n != 1 {
+		t.Fatalf("inputs of the message creating the session taken %d times, want once", n)
 	}
 	h.handle(second)
 	h.drained()
-	if n := b.taken.Load(); n != 1 {
-		t.Fatalf("inputs taken %d times, want once (the second message)", n)
+	if n := b.taken.Load(); n != 2 {
+		t.Fatalf("inputs taken %d times, want twice (each message once)", n)
 	}
 	route, _ := h.d.Route(second)
 	users := userEntries(h, route.Key.String())

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 
+	"github.com/gateway/gateway/channels"
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 )
@@ -13,9 +14,9 @@ import (
 // built ahead: a DM's or main session's text (no room history, no noted
 // events, no attachments, which are stored under the session's id), no
 // internal work, no ambient batch, no subagent (the runner runs its turns
-// on their own). A session created or rolled over takes none: Begin
-// appends only to the session it expects, and the turn then builds and
-// appends its inputs as before.
+// on their own). A session rolled over takes none, nor a created one whose
+// turn inherits from a parent session (its inputs start with the parent's
+// context): the turn then builds and appends its inputs as before.
 
 // inputsAhead returns the turn's inputs for Begin to append, nil when the
 // store does not take them or the turn's inputs depend on the session.
@@ -36,7 +37,8 @@ func (t *turn) inputsAhead(ctx context.Context) *sessions.InputsAhead {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return &sessions.InputsAhead{Msgs: msgs}
+	// A new session of a key that inherits nothing takes the same inputs.
+	return &sessions.InputsAhead{Msgs: msgs, Created: t.inheritMode() == channels.InheritNone}
 }
 
 // turnInputs are the inputs the turn runs on: those Begin appended, or

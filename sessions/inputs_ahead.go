@@ -9,16 +9,21 @@ import (
 // on its context), so that a backend that can (PostgreSQL) appends them
 // to the session Begin touches in the touch's own write: one round trip
 // instead of two (issue 21). The backend appends them only when Begin
-// keeps the session it expects (the one it touched last for the key):
-// a session created, rolled over (a daily or idle reset, /new) or not the
-// expected one takes nothing, and the caller appends the inputs itself
-// after Begin, as before, to the session Begin returned. The touch and the
-// append commit together or not at all. A backend that appended them
-// calls Take; the others ignore it.
+// continues a fresh session (the one it touched last for the key, or one
+// created or reset elsewhere), or, with Created, creates the key's first
+// session; a session rolled over (a daily or idle reset, /new) takes
+// nothing, nor does a created one without Created, and the caller appends
+// the inputs itself after Begin, as before, to the session Begin
+// returned. Begin's write and the append commit together or not at all.
+// A backend that appended them calls Take; the others ignore it.
 type InputsAhead struct {
 	// Msgs are the inputs, built before Begin: they must not depend on the
 	// entry Begin returns.
 	Msgs []Message
+	// Created says the inputs hold for a session Begin creates as well
+	// (a turn that takes nothing from a parent session when its session
+	// is new): a backend may then append them with the creation.
+	Created bool
 
 	mu    sync.Mutex
 	taken bool

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,7 +18,13 @@ import (
 // dmKey is a Telegram DM's session key of agent main.
 func dmKey(t *testing.T) routing.Key {
 	t.Helper()
-	k, err := routing.PeerKey("main", "telegram", "", routing.Direct, "5001")
+	return dmKeyOf(t, "5001")
+}
+
+// dmKeyOf is the Telegram DM session key of agent main with peer.
+func dmKeyOf(t *testing.T, peer string) routing.Key {
+	t.Helper()
+	k, err := routing.PeerKey("main", "telegram", "", routing.Direct, peer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +179,8 @@ func TestBeginInputsAheadNotTakenByARolledOverSession(t *testing.T) {
 
 // TestBeginInputsAheadAfterAResetElsewhere: another process (a replica,
 // the CLI) reset the session since this one began it: Begin returns the
-// new session and takes no inputs (they would have gone to the session
-// this process remembers); once this process began the new one, the next
-// message's inputs go to it. A /new here moves the inputs with it at once.
+// new session with the inputs in it (not in the session this process
+// remembers). A /new here moves the inputs with it at once.
 func TestBeginInputsAheadAfterAResetElsewhere(t *testing.T) {
 	t.Parallel()
 	db, url := openTest(t)
@@ -196,11 +202,11 @@ func TestBeginInputsAheadAfterAResetElsewhere(t *testing.T) {
 	if e.SessionID != reset.SessionID {
 		t.Fatalf("Begin after a reset elsewhere: session %s; want %s", e.SessionID, reset.SessionID)
 	}
-	if _, _, ok := in.Taken(); ok {
-		t.Error("inputs taken for the session this process remembered")
+	if _, _, ok := in.Taken(); !ok {
+		t.Error("inputs not taken for the session reset elsewhere")
 	}
 	if got := userTexts(t, db, first.SessionID); len(got) != 0 {
-		t.Errorf("the reset session holds %q; want nothing", got)
+		t.Errorf("the session reset holds %q; want nothing", got)
 	}
 
 	st := db.Store("main", idle)
@@ -217,7 +223,7 @@ func TestBeginInputsAheadAfterAResetElsewhere(t *testing.T) {
 	if _, _, ok := in.Taken(); !ok || e.SessionID != renewed.SessionID {
 		t.Fatalf("Begin after /new here: session %s, taken %v; want %s, taken", e.SessionID, ok, renewed.SessionID)
 	}
-	for id, want := range map[string][]string{renewed.SessionID: {"after /new"}, reset.SessionID: nil, first.SessionID: nil} {
+	for id, want := range map[string][]string{renewed.SessionID: {"after /new"}, reset.SessionID: {"after the reset"}, first.SessionID: nil} {
 		if got := userTexts(t, db, id); !sameTexts(got, want...) {
 			t.Errorf("session %s holds %q; want %q", id, got, want)
 		}
@@ -287,20 +293,22 @@ func TestBeginInputsAheadOnAMainSession(t *testing.T) {
 	}
 }
 
-// TestBeginInputsAheadAfterARead: a process that never began a session
-// (another replica, or this daemon after a restart) takes a message's
-// inputs with its first Begin of it once it has read the session's entry
-// (Store.Get; the accept's QueuePeek notes it the same way) — one round
-// trip, not a Begin and an append; without the read, the inputs are not
-// taken.
-func TestBeginInputsAheadAfterARead(t *testing.T) {
+// TestBeginInputsAheadForASessionBegunElsewhere: a process that never
+// began a session (another replica, or this daemon after a restart) takes
+// a message's inputs with its first Begin of it in one round trip, with or
+// without a read of the entry first (Store.Get; the accept's QueuePeek
+// notes it the same way), and hands back the context after them. A
+// session whose transcript is still empty (created elsewhere, its first
+// turn not yet appended) gets its session header, naming its id, first —
+// as a transcript's first append by id writes it.
+func TestBeginInputsAheadForASessionBegunElsewhere(t *testing.T) {
 	t.Parallel()
 	db, url := openTest(t)
 	ctx := ctxT(t)
 	x, clk := inputsIndex(db)
 	key := dmKey(t)
-	first, _, _ := beginWith(t, ctx, x, key, "hello")
-
+	first, _, _ := beginWith(t, ctx, x, key, "hello") // created: its transcript stays empty
+	var wanted []string
 	for _, read := range []bool{false, true} {
 		other, err := Open(ctx, Options{URL: url, MaxConns: 4})
 		if err != nil {
@@ -315,21 +323,43 @@ func TestBeginInputsAheadAfterARead(t *testing.T) {
 			}
 		}
 		before := appendTrips(other)
-		e, _, in := beginWith(t, ctx, ox, key, fmt.Sprintf("read %v", read))
-		_, _, taken := in.Taken()
+		msg := fmt.Sprintf("read %v", read)
+		e, info, in := beginWith(t, ctx, ox, key, msg)
+		ids, c, taken := in.Taken()
 		trips := appendTrips(other) - before
 		other.Close()
-		if e.SessionID != first.SessionID {
-			t.Fatalf("read %v: Begin returned session %s, want %s", read, e.SessionID, first.SessionID)
+		if e.SessionID != first.SessionID || info != (sessions.BeginInfo{}) {
+			t.Fatalf("read %v: Begin returned session %s, %+v; want %s touched", read, e.SessionID, info, first.SessionID)
 		}
-		if taken != read {
-			t.Errorf("read %v: inputs taken %v, want %v", read, taken, read)
+		if !taken || len(ids) != 1 || c == nil {
+			t.Fatalf("read %v: Taken = %v, %v, %v; want the inputs taken with the context", read, ids, c, taken)
 		}
-		if read && trips != 1 {
-			t.Errorf("Begin with its inputs after a read took %d round trips, want 1", trips)
+		if trips != 1 {
+			t.Errorf("read %v: Begin with its inputs took %d round trips, want 1", read, trips)
+		}
+		wanted = append(wanted, msg)
+		if got := c.Messages[len(c.Messages)-1].Text(); !strings.HasSuffix(got, msg) || !strings.Contains(got, wanted[0]) {
+			t.Errorf("read %v: context handed back ends %q; want %q", read, got, strings.Join(wanted, "\n\n"))
 		}
 	}
-	if got := userTexts(t, db, first.SessionID); !sameTexts(got, "read true") {
-		t.Errorf("user messages of the session: %q; want the one taken with the touch", got)
+	if got := userTexts(t, db, first.SessionID); !sameTexts(got, wanted...) {
+		t.Errorf("user messages of the session: %q; want %q", got, wanted)
+	}
+	var seq int64
+	var typ, id string
+	if err := db.pool.QueryRow(ctx, `SELECT seq, type, body->>'id' FROM transcript_entries WHERE session_id = $1 ORDER BY seq LIMIT 1`,
+		first.SessionID).Scan(&seq, &typ, &id); err != nil {
+		t.Fatal(err)
+	}
+	if seq != 1 || typ != TypeSession || id != first.SessionID {
+		t.Errorf("first entry: seq %d, type %q, id %q; want the session header naming %s", seq, typ, id, first.SessionID)
+	}
+	all, err := db.Load(ctx, first.SessionID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr map[string]any
+	if err := json.Unmarshal(all[0].Body, &hdr); err != nil || hdr["sessionKey"] != key.String() || hdr["agentId"] != "main" {
+		t.Errorf("session header %s (%v); want its key and agent", all[0].Body, err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"go.uber.org/zap"
 
 	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
@@ -63,37 +62,37 @@ func (x *Index) beginSession(ctx context.Context, key routing.Key, o sessions.Or
 	// one UPDATE touches the session if its own clocks prove it fresh
 	// (sessions.FreshBounds), all in one lazy commit.
 	if started, last, ok := sessions.FreshBounds(cfg, key, judged); ok {
-		// The turn's inputs, handed over, go with the touch of the session
-		// this process began last for the key, if it is still the key's
-		// and fresh (begin_inputs.go).
-		if in := sessions.InputsAheadFrom(ctx); in != nil && len(in.Msgs) > 0 && !o.Internal {
-			if expected := x.db.heads.get(x.agentID, k); expected != "" {
-				e, touched, refused, err := x.touchAhead(ctx, k, expected, o, now, started, last, counters, in)
-				switch {
-				case err == nil:
-					counters = nil // written
-					if touched {
-						return e, sessions.BeginInfo{}, nil
-					}
-				case !refused:
-					return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
-				default:
-					x.db.log.Debug("inputs not appended with the touch; the turn appends them", zap.Error(err))
-				}
+		// none: nothing under the key is fresh. The accept's read may have
+		// found the key without a session (begin_inputs.go): then Begin
+		// creates it at once (a key created since inserts nothing, and
+		// Begin goes on below) unless counters queued for the key say a
+		// session was there. The turn's inputs, handed over, go with the
+		// touch, or with the creation.
+		none := x.db.heads.takeAbsent(x.agentID, k) && len(counters) == 0
+		if in := sessions.InputsAheadFrom(ctx); !none && in != nil && len(in.Msgs) > 0 && !o.Internal {
+			e, done, n, err := x.beginAhead(ctx, k, o, now, started, last, &counters, in)
+			if err != nil {
+				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 			}
+			if done {
+				return e, sessions.BeginInfo{}, nil
+			}
+			none = n
 		}
-		e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now, counters)
-		counters = nil
-		if err != nil {
-			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
-		}
-		if ok {
-			return e, sessions.BeginInfo{}, nil
+		if !none {
+			e, ok, err := x.touchLazy(ctx, touchFreshSQL, []any{started, last}, k, "", o, now, counters)
+			counters = nil
+			if err != nil {
+				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
+			}
+			if ok {
+				return e, sessions.BeginInfo{}, nil
+			}
 		}
 		// Not fresh, or new: a new key is created by one insert (it
 		// waits for its WAL flush); an existing one takes the paths below.
-		e = sessions.NewEntry(key, o, now)
-		created, count, err := x.create(ctx, &e)
+		e := sessions.NewEntry(key, o, now)
+		created, count, err := x.createWith(ctx, &e, o, now)
 		if err != nil {
 			return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
 		}

@@ -1,0 +1,143 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gateway/gateway/routing"
+	"github.com/gateway/gateway/sessions"
+	"github.com/gateway/gateway/sessions/transcript"
+)
+
+// TestBeginCreatesWithTheInputs (issue 21): a key's first Begin, with
+// inputs that hold for a created session, creates the session, writes its
+// transcript's header and the inputs and reads the context in the
+// creation's write — two round trips in all (the touch that finds no
+// session, the creation), where the creation and the turn's append took
+// three — and hands back the inputs' ids and a context equal to a cold
+// read. Inputs not marked for a created session are not taken.
+func TestBeginCreatesWithTheInputs(t *testing.T) {
+	t.Parallel()
+	db, _ := openTest(t)
+	ctx := ctxT(t)
+	x, _ := inputsIndex(db)
+	key := dmKey(t)
+
+	in := &sessions.InputsAhead{Msgs: []sessions.Message{text(sessions.RoleUser, "first words")}, Created: true}
+	before := appendTrips(db)
+	e, info, err := x.Begin(sessions.WithInputsAhead(ctx, in), key, sessions.Origin{Channel: "telegram", ChatType: "direct", From: "5001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := appendTrips(db) - before; n != 2 {
+		t.Errorf("a new session's Begin with its inputs took %d round trips, want 2", n)
+	}
+	if !info.Created {
+		t.Fatalf("Begin = %+v; want the session created", info)
+	}
+	ids, c, ok := in.Taken()
+	if !ok || len(ids) != 1 || c == nil {
+		t.Fatalf("Taken = %v, %v, %v; want the input's id and the context", ids, c, ok)
+	}
+	got, ok, err := db.Store("main", idle).Get(key)
+	if err != nil || !ok || got.SessionID != e.SessionID {
+		t.Fatalf("Get = %s, %v, %v; want %s", got.SessionID, ok, err, e.SessionID)
+	}
+	all, err := db.Load(ctx, e.SessionID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].Type != TypeSession || all[0].ID != e.SessionID || all[1].ID != ids[0] {
+		t.Fatalf("transcript %+v; want the header and the input %s", all, ids[0])
+	}
+	cold, err := db.Transcript(e.SessionID, transcript.Header{SessionKey: key.String(), AgentID: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.chains.drop(e.SessionID)
+	want, err := cold.Context(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, *c); d != "" || !strings.Contains(c.Messages[len(c.Messages)-1].Text(), "first words") {
+		t.Errorf("context handed back (-read +handed):\n%s", d)
+	}
+
+	other := dmKeyOf(t, "5002")
+	in = &sessions.InputsAhead{Msgs: []sessions.Message{text(sessions.RoleUser, "inherits")}}
+	if _, info, err = x.Begin(sessions.WithInputsAhead(ctx, in), other, sessions.Origin{Channel: "telegram", ChatType: "direct"}); err != nil || !info.Created {
+		t.Fatalf("Begin of another key = %+v, %v", info, err)
+	}
+	if _, _, ok := in.Taken(); ok {
+		t.Error("inputs not marked for a created session were taken by its creation")
+	}
+}
+
+// TestBeginCreatesAtOnceAfterTheAcceptFoundNoSession (issue 21): when the
+// accept's queue-settings read found the key without a session (a new
+// chat), Begin creates the session with the inputs in one round trip, with
+// no touch before it. A key created elsewhere after that read still gets
+// its session: the creation inserts nothing and Begin touches the other's
+// session with the inputs.
+func TestBeginCreatesAtOnceAfterTheAcceptFoundNoSession(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	d := db.Delivery(DeliveryOptions{})
+	defer d.Close()
+	ctx := ctxT(t)
+	x, _ := inputsIndex(db)
+	accept := func(id string, key routing.Key) {
+		t.Helper()
+		r := &peekRecorder{}
+		rec := sessions.Record{ID: id, AgentID: "main", SessionKey: key.String(), Payload: json.RawMessage(`{"text":"hi"}`)}
+		if dup, err := d.Accept(sessions.WithQueuePeek(ctx, r.peek(id)), rec); err != nil || dup {
+			t.Fatalf("Accept = %v, %v", dup, err)
+		}
+		if found, ok := r.found[id]; !ok || found {
+			t.Fatalf("accept's read of %s: found %v, read %v; want a key without a session", key, found, ok)
+		}
+	}
+	begin := func(key routing.Key, msg string) (sessions.Entry, sessions.BeginInfo, *sessions.InputsAhead, int64) {
+		t.Helper()
+		in := &sessions.InputsAhead{Msgs: []sessions.Message{text(sessions.RoleUser, msg)}, Created: true}
+		before := appendTrips(db)
+		e, info, err := x.Begin(sessions.WithInputsAhead(ctx, in), key, sessions.Origin{Channel: "telegram", ChatType: "direct"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, info, in, appendTrips(db) - before
+	}
+
+	key := dmKeyOf(t, "5101")
+	accept("n1", key)
+	e, info, in, trips := begin(key, "new chat")
+	if _, _, ok := in.Taken(); !ok || !info.Created || trips != 1 {
+		t.Errorf("Begin after the accept found no session: created %v, taken %v, %d round trips; want created, taken, 1", info.Created, ok, trips)
+	}
+	if got := userTexts(t, db, e.SessionID); !sameTexts(got, "new chat") {
+		t.Errorf("the new session holds %q", got)
+	}
+
+	late := dmKeyOf(t, "5102")
+	accept("n2", late)
+	other, err := Open(ctx, Options{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	theirs, _, err := other.Store("main", idle).Begin(ctx, late, sessions.Origin{Channel: "telegram", ChatType: "direct"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, info, in, _ = begin(late, "after theirs")
+	if _, _, ok := in.Taken(); !ok || info.Created || e.SessionID != theirs.SessionID {
+		t.Errorf("Begin of a key created elsewhere after the read: session %s (created %v, taken %v); want %s, taken",
+			e.SessionID, info.Created, ok, theirs.SessionID)
+	}
+	if got := userTexts(t, db, theirs.SessionID); !sameTexts(got, "after theirs") {
+		t.Errorf("the session created elsewhere holds %q", got)
+	}
+}
