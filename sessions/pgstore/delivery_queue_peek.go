@@ -24,8 +24,8 @@ const acceptPeekSQL = `WITH ins AS (` + acceptSQL + `)
 // peeked is what acceptPeekSQL read for record id of agent agentID.
 type peeked struct {
 	id, agentID, key string
-	entry       sessions.Entry
-	found       bool
+	entry            sessions.Entry
+	found            bool
 }
 
 // queueAccept queues the accept of record id (args: acceptSQL's) into b;
