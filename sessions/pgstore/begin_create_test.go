@@ -1,13 +1,11 @@
 package pgstore
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gateway/gateway/routing"
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
 )
@@ -73,71 +71,5 @@ func TestBeginCreatesWithTheInputs(t *testing.T) {
 	}
 	if _, _, ok := in.Taken(); ok {
 		t.Error("inputs not marked for a created session were taken by its creation")
-	}
-}
-
-// TestBeginCreatesAtOnceAfterTheAcceptFoundNoSession (issue 21): when the
-// accept's queue-settings read found the key without a session (a new
-// chat), Begin creates the session with the inputs in one round trip, with
-// no touch before it. A key created elsewhere after that read still gets
-// its session: the creation inserts nothing and Begin touches the other's
-// session with the inputs.
-func TestBeginCreatesAtOnceAfterTheAcceptFoundNoSession(t *testing.T) {
-	t.Parallel()
-	db, url := openTest(t)
-	d := db.Delivery(DeliveryOptions{})
-	defer d.Close()
-	ctx := ctxT(t)
-	x, _ := inputsIndex(db)
-	accept := func(id string, key routing.Key) {
-		t.Helper()
-		r := &peekRecorder{}
-		rec := sessions.Record{ID: id, AgentID: "main", SessionKey: key.String(), Payload: json.RawMessage(`{"text":"hi"}`)}
-		if dup, err := d.Accept(sessions.WithQueuePeek(ctx, r.peek(id)), rec); err != nil || dup {
-			t.Fatalf("Accept = %v, %v", dup, err)
-		}
-		if found, ok := r.found[id]; !ok || found {
-			t.Fatalf("accept's read of %s: found %v, read %v; want a key without a session", key, found, ok)
-		}
-	}
-	begin := func(key routing.Key, msg string) (sessions.Entry, sessions.BeginInfo, *sessions.InputsAhead, int64) {
-		t.Helper()
-		in := &sessions.InputsAhead{Msgs: []sessions.Message{text(sessions.RoleUser, msg)}, Created: true}
-		before := appendTrips(db)
-		e, info, err := x.Begin(sessions.WithInputsAhead(ctx, in), key, sessions.Origin{Channel: "telegram", ChatType: "direct"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, info, in, appendTrips(db) - before
-	}
-
-	key := dmKeyOf(t, "5101")
-	accept("n1", key)
-	e, info, in, trips := begin(key, "new chat")
-	if _, _, ok := in.Taken(); !ok || !info.Created || trips != 1 {
-		t.Errorf("Begin after the accept found no session: created %v, taken %v, %d round trips; want created, taken, 1", info.Created, ok, trips)
-	}
-	if got := userTexts(t, db, e.SessionID); !sameTexts(got, "new chat") {
-		t.Errorf("the new session holds %q", got)
-	}
-
-	late := dmKeyOf(t, "5102")
-	accept("n2", late)
-	other, err := Open(ctx, Options{URL: url, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	theirs, _, err := other.Store("main", idle).Begin(ctx, late, sessions.Origin{Channel: "telegram", ChatType: "direct"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, info, in, _ = begin(late, "after theirs")
-	if _, _, ok := in.Taken(); !ok || info.Created || e.SessionID != theirs.SessionID {
-		t.Errorf("Begin of a key created elsewhere after the read: session %s (created %v, taken %v); want %s, taken",
-			e.SessionID, info.Created, ok, theirs.SessionID)
-	}
-	if got := userTexts(t, db, theirs.SessionID); !sameTexts(got, "after theirs") {
-		t.Errorf("the session created elsewhere holds %q", got)
 	}
 }

@@ -38,24 +38,16 @@ import (
 const maxHeads = 100_000
 
 // lastSessions maps agent and key to the session id this process last
-// saw Begin return (or Reset, Switch make current) for them, or to
-// noSession when a read found the key without a session.
+// saw Begin return (or Reset, Switch make current) for them.
 type lastSessions struct {
 	mu sync.Mutex
 	m  map[string]string
 }
 
-// noSession marks a key a read found without a session (an accept's
-// QueuePeek: a new chat), until Begin takes the mark (takeAbsent).
-const noSession = "\x00"
-
 func (l *lastSessions) get(agentID, k string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if id := l.m[agentID+"\x00"+k]; id != noSession {
-		return id
-	}
-	return ""
+	return l.m[agentID+"\x00"+k]
 }
 
 // note sets k's session to sessionID unless one is set already: a read's
@@ -64,32 +56,14 @@ func (l *lastSessions) get(agentID, k string) string {
 // itself.
 func (l *lastSessions) note(agentID, k, sessionID string) { l.put(agentID, k, sessionID, false) }
 
-// noteAbsent marks k as without a session unless a session is set.
-func (l *lastSessions) noteAbsent(agentID, k string) { l.put(agentID, k, noSession, false) }
-
-// takeAbsent reports whether k is marked without a session, and clears
-// the mark: a guess Begin uses once (the key may have been created since,
-// elsewhere).
-func (l *lastSessions) takeAbsent(agentID, k string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := agentID + "\x00" + k
-	if l.m[key] != noSession {
-		return false
-	}
-	delete(l.m, key)
-	return true
-}
-
 func (l *lastSessions) set(agentID, k, sessionID string) { l.put(agentID, k, sessionID, true) }
 
-// put sets k's session to sessionID, over one already set if replace (a
-// noSession mark always gives way to a session).
+// put sets k's session to sessionID, over one already set if replace.
 func (l *lastSessions) put(agentID, k, sessionID string, replace bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := agentID + "\x00" + k
-	if cur, ok := l.m[key]; ok && !replace && (cur != noSession || sessionID == noSession) {
+	if _, ok := l.m[key]; ok && !replace {
 		return
 	}
 	if l.m == nil || len(l.m) >= maxHeads {
@@ -188,9 +162,13 @@ var (
 )
 
 // loadTailKeySQL is loadTailSQL for the session the entry of ($1 agent,
-// $2 key) holds: run after a touch of any session in the same
-// transaction, it reads the session the touch found.
-var loadTailKeySQL = strings.ReplaceAll(loadTailSQL, "$1", "(SELECT session_id FROM entries WHERE agent_id = $1 AND session_key = $2)")
+// $2 key) holds if its updated_at is $3: run after a touch of any session
+// at $3 in the same transaction, it reads the session the touch found, and
+// nothing when the touch found none (a stale session about to roll over,
+// whose tail is of no use). A clock ahead of $3 where the entry was last
+// written skips the read too: the turn then reads the context itself.
+var loadTailKeySQL = strings.ReplaceAll(loadTailSQL, "$1",
+	"(SELECT session_id FROM entries WHERE agent_id = $1 AND session_key = $2 AND updated_at = $3::timestamptz)")
 
 // chainArgCount is how many arguments chainSQL and chainOneSQL take.
 const chainArgCount = 16
@@ -235,7 +213,7 @@ func (x *Index) touchAhead(ctx context.Context, k, sessionID string, o sessions.
 		if w.args[4], w.args[5], err = splitHeader(w.t.hdr, now); err != nil {
 			return sessions.Entry{}, false, true, err
 		}
-		w.read, w.rs, w.rargs = &contextRead{}, loadTailKeySQL, []any{x.agentID, k}
+		w.read, w.rs, w.rargs = &contextRead{}, loadTailKeySQL, []any{x.agentID, k, now}
 	}
 	w.args = append(x.appendTouchArgs(w.args, k, sessionID, o, now), started, last)
 	w.before = func(b *pgx.Batch) { x.db.counters.queueBatch(b, counters) }
@@ -356,8 +334,10 @@ func (x *Index) writeInputs(ctx context.Context, k string, w *inputsWrite, in *s
 		ids[i] = p.id
 	}
 	var cp *sessions.Context
-	if c, cerr := w.t.contextFrom(withOp(ctx, OpContext), w.read); cerr == nil {
-		cp = &c
+	if w.read.cc != nil || len(w.read.tail.Entries) > 0 { // a tail read that found nothing did not read (loadTailKeySQL)
+		if c, cerr := w.t.contextFrom(withOp(ctx, OpContext), w.read); cerr == nil {
+			cp = &c
+		}
 	}
 	in.Take(ids, cp)
 	return e, true, false, nil

@@ -363,3 +363,36 @@ func TestBeginInputsAheadForASessionBegunElsewhere(t *testing.T) {
 		t.Errorf("session header %s (%v); want its key and agent", all[0].Body, err)
 	}
 }
+
+// TestBeginInputsAheadClockBehind: a process whose clock is behind the
+// one that last wrote the entry (its updated_at ahead) still appends the
+// inputs with the touch of a session it has not begun, but does not read
+// the context there (its read is of the session the touch updated at its
+// own time): it hands back no context, and the turn reads it.
+func TestBeginInputsAheadClockBehind(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	x, clk := inputsIndex(db)
+	key := dmKey(t)
+	first, _, _ := beginWith(t, ctx, x, key, "hello")
+	if _, err := db.pool.Exec(ctx, `UPDATE entries SET updated_at = $1 WHERE session_id = $2`, clk.t.Add(time.Hour), first.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, Options{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ox, _ := inputsIndex(other)
+	clk.t = clk.t.Add(time.Minute)
+	other.now = func() time.Time { return clk.t }
+	e, _, in := beginWith(t, ctx, ox, key, "behind")
+	ids, c, ok := in.Taken()
+	if e.SessionID != first.SessionID || !ok || len(ids) != 1 || c != nil {
+		t.Fatalf("Begin: session %s, Taken = %v, %v, %v; want %s, the input taken, no context", e.SessionID, ids, c, ok, first.SessionID)
+	}
+	if got := userTexts(t, db, first.SessionID); !sameTexts(got, "behind") {
+		t.Errorf("user messages of the session: %q", got)
+	}
+}

@@ -23,9 +23,9 @@ const acceptPeekSQL = `WITH ins AS (` + acceptSQL + `)
 
 // peeked is what acceptPeekSQL read for record id of agent agentID.
 type peeked struct {
-	id, agentID, key string
-	entry            sessions.Entry
-	found            bool
+	id, agentID string
+	entry       sessions.Entry
+	found       bool
 }
 
 // queueAccept queues the accept of record id (args: acceptSQL's) into b;
@@ -51,7 +51,7 @@ func queueAccept(b *pgx.Batch, peek *sessions.QueuePeek, rec sessions.Record, ar
 			return err
 		}
 		*dup = !seq.Valid
-		p := peeked{id: rec.ID, agentID: rec.AgentID, key: rec.SessionKey, found: sid.Valid}
+		p := peeked{id: rec.ID, agentID: rec.AgentID, found: sid.Valid}
 		if p.found {
 			p.entry = sessions.Entry{SessionKey: rec.SessionKey, SessionID: sid.String, QueueMode: mode.String,
 				QueueDebounceMs: debounce.Int64, QueueCap: int(queueLimit.Int64), QueueDrop: drop.String}
@@ -63,13 +63,11 @@ func queueAccept(b *pgx.Batch, peek *sessions.QueuePeek, rec sessions.Record, ar
 
 // deliverPeeks hands what the accepts read to peek once their write
 // committed, and remembers each session found for the key (as Store.Get
-// does: begin_inputs.go), or that the key had none.
+// does: begin_inputs.go).
 func (d *Delivery) deliverPeeks(peek *sessions.QueuePeek, ps []peeked) {
 	for _, p := range ps {
 		if p.found {
 			d.db.heads.note(p.agentID, p.entry.SessionKey, p.entry.SessionID)
-		} else {
-			d.db.heads.noteAbsent(p.agentID, p.key) // Begin creates it without a touch first
 		}
 		if peek.Got != nil {
 			peek.Got(p.id, p.entry, p.found)

@@ -62,14 +62,10 @@ func (x *Index) beginSession(ctx context.Context, key routing.Key, o sessions.Or
 	// one UPDATE touches the session if its own clocks prove it fresh
 	// (sessions.FreshBounds), all in one lazy commit.
 	if started, last, ok := sessions.FreshBounds(cfg, key, judged); ok {
-		// none: nothing under the key is fresh. The accept's read may have
-		// found the key without a session (begin_inputs.go): then Begin
-		// creates it at once (a key created since inserts nothing, and
-		// Begin goes on below) unless counters queued for the key say a
-		// session was there. The turn's inputs, handed over, go with the
-		// touch, or with the creation.
-		none := x.db.heads.takeAbsent(x.agentID, k) && len(counters) == 0
-		if in := sessions.InputsAheadFrom(ctx); !none && in != nil && len(in.Msgs) > 0 && !o.Internal {
+		// The turn's inputs, handed over, go with the touch, or with the
+		// creation (begin_inputs.go, begin_create.go).
+		none := false // nothing under the key is fresh
+		if in := sessions.InputsAheadFrom(ctx); in != nil && len(in.Msgs) > 0 && !o.Internal {
 			e, done, n, err := x.beginAhead(ctx, k, o, now, started, last, &counters, in)
 			if err != nil {
 				return sessions.Entry{}, sessions.BeginInfo{}, fmt.Errorf("pgstore: begin: %w", err)
