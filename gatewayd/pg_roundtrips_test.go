@@ -214,6 +214,32 @@ func (f *tripsFixture) say(chat int64, text string) {
 	})
 }
 
+// sayEach says one message ("<text> <n>") from each of chats chats from
+// first on, as say does, and returns each message's round trips (stats:
+// the daemon's), its round trips by operation, and those as a line each
+// for a test's log.
+func (f *tripsFixture) sayEach(stats func() []pgstore.OpStats, first int64, chats int, text string) (total []int64, byOp []map[string]int64, ops []string) {
+	f.t.Helper()
+	for c := range int64(chats) {
+		was, byWas := messageTrips(stats())
+		f.say(first+c, fmt.Sprintf("%s %d", text, c))
+		now, byNow := messageTrips(stats())
+		total = append(total, now-was)
+		by := map[string]int64{}
+		var these []string
+		for op, v := range byNow {
+			if d := v - byWas[op]; d != 0 {
+				by[op] = d
+				these = append(these, fmt.Sprintf("%s=%d", op, d))
+			}
+		}
+		sort.Strings(these)
+		byOp = append(byOp, by)
+		ops = append(ops, strings.Join(these, " "))
+	}
+	return total, byOp, ops
+}
+
 // TestFirstMessageAfterRestartCostsFourRoundTrips (issue 21): the first
 // message to an existing session after a restart — nothing of it cached:
 // not its queue settings, not the session this process began — costs what
@@ -233,22 +259,10 @@ func TestFirstMessageAfterRestartCostsFourRoundTrips(t *testing.T) {
 	stop()
 
 	stats, _ := f.start()
-	var total, index []int64
-	var ops []string
-	for c := range int64(chats) {
-		was, byWas := messageTrips(stats())
-		f.say(6000+c, fmt.Sprintf("after the restart %d", c))
-		now, byNow := messageTrips(stats())
-		total = append(total, now-was)
-		index = append(index, byNow[pgstore.OpIndex]-byWas[pgstore.OpIndex])
-		var these []string
-		for op, v := range byNow {
-			if d := v - byWas[op]; d != 0 {
-				these = append(these, fmt.Sprintf("%s=%d", op, d))
-			}
-		}
-		sort.Strings(these)
-		ops = append(ops, strings.Join(these, " "))
+	total, byOp, ops := f.sayEach(stats, 6000, chats, "after the restart")
+	index := make([]int64, chats)
+	for i, by := range byOp {
+		index[i] = by[pgstore.OpIndex]
 	}
 	t.Logf("round trips of each first message after the restart: %v (%s)", total, strings.Join(ops, "; "))
 	if m := slices.Sorted(slices.Values(index))[chats/2]; m != 0 {
@@ -272,22 +286,7 @@ func TestNewChatFirstMessageCostsFiveRoundTrips(t *testing.T) {
 	f := newTripsFixture(t)
 	const chats = 5
 	stats, _ := f.start()
-	var total []int64
-	var ops []string
-	for c := range int64(chats) {
-		was, byWas := messageTrips(stats())
-		f.say(7000+c, fmt.Sprintf("hello %d", c))
-		now, byNow := messageTrips(stats())
-		total = append(total, now-was)
-		var these []string
-		for op, v := range byNow {
-			if d := v - byWas[op]; d != 0 {
-				these = append(these, fmt.Sprintf("%s=%d", op, d))
-			}
-		}
-		sort.Strings(these)
-		ops = append(ops, strings.Join(these, " "))
-	}
+	total, _, ops := f.sayEach(stats, 7000, chats, "hello")
 	t.Logf("round trips of each new chat's first message: %v (%s)", total, strings.Join(ops, "; "))
 	if m := slices.Sorted(slices.Values(total))[chats/2]; m > 5 {
 		t.Errorf("the median new chat's first message cost %d storage round trips, want at most 5 (each %v): %s",

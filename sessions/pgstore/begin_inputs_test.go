@@ -39,6 +39,21 @@ func inputsIndex(db *DB) (*Index, *fakeClock) {
 	return db.Index("main", idle), clk
 }
 
+// otherProcess opens a second handle on url (another replica, or this
+// daemon after a restart), its index as inputsIndex's on the clock clk,
+// moved a minute on. The caller closes it.
+func otherProcess(t *testing.T, url string, clk *fakeClock) (*DB, *Index) {
+	t.Helper()
+	other, err := Open(ctxT(t), Options{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := other.Index("main", idle)
+	clk.t = clk.t.Add(time.Minute)
+	other.now = clk.now
+	return other, x
+}
+
 // beginWith is Begin carrying inputs texts; it returns what Begin
 // returned and the InputsAhead.
 func beginWith(t *testing.T, ctx context.Context, x *Index, key routing.Key, texts ...string) (sessions.Entry, sessions.BeginInfo, *sessions.InputsAhead) {
@@ -310,13 +325,7 @@ func TestBeginInputsAheadForASessionBegunElsewhere(t *testing.T) {
 	first, _, _ := beginWith(t, ctx, x, key, "hello") // created: its transcript stays empty
 	var wanted []string
 	for _, read := range []bool{false, true} {
-		other, err := Open(ctx, Options{URL: url, MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ox, _ := inputsIndex(other)
-		clk.t = clk.t.Add(time.Minute)
-		other.now = func() time.Time { return clk.t }
+		other, ox := otherProcess(t, url, clk)
 		if read {
 			if e, ok, err := other.Store("main", idle).Get(key); err != nil || !ok || e.SessionID != first.SessionID {
 				t.Fatalf("Get = %v, %v, %v", e.SessionID, ok, err)
@@ -379,14 +388,8 @@ func TestBeginInputsAheadClockBehind(t *testing.T) {
 	if _, err := db.pool.Exec(ctx, `UPDATE entries SET updated_at = $1 WHERE session_id = $2`, clk.t.Add(time.Hour), first.SessionID); err != nil {
 		t.Fatal(err)
 	}
-	other, err := Open(ctx, Options{URL: url, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+	other, ox := otherProcess(t, url, clk)
 	defer other.Close()
-	ox, _ := inputsIndex(other)
-	clk.t = clk.t.Add(time.Minute)
-	other.now = func() time.Time { return clk.t }
 	e, _, in := beginWith(t, ctx, ox, key, "behind")
 	ids, c, ok := in.Taken()
 	if e.SessionID != first.SessionID || !ok || len(ids) != 1 || c != nil {
