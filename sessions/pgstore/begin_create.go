@@ -11,8 +11,8 @@ import (
 )
 
 // A new session's first inputs go with its creation (issue 21): a new
-// chat, and a key whose session is no longer fresh but has no row, cost
-// Begin's insert and then the turn's append, two round trips; when the
+// chat, or a key whose entry was deleted, cost Begin's insert and then
+// the turn's append, two round trips; when the
 // turn's inputs hold for a created session too (sessions.InputsAhead's
 // Created: nothing inherited from a parent), the insert, the transcript's
 // header and the inputs commit together, with the context read after them,
