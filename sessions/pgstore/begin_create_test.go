@@ -1,10 +1,12 @@
 package pgstore
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/gateway/gateway/sessions"
 	"github.com/gateway/gateway/sessions/transcript"
@@ -71,5 +73,76 @@ func TestBeginCreatesWithTheInputs(t *testing.T) {
 	}
 	if _, _, ok := in.Taken(); ok {
 		t.Error("inputs not marked for a created session were taken by its creation")
+	}
+}
+
+// TestConcurrentBeginsWithInputsLoseNothing: two processes (replicas) begin
+// one new key at once, many times each, every Begin carrying its own input
+// (marked for a created session): one session results, its transcript
+// holds one header first and then every input exactly once, in seqs
+// without a gap, whichever path took each (the creation, the touch of the
+// session remembered, the touch of any session) or the turn's own append
+// when Begin took none.
+func TestConcurrentBeginsWithInputsLoseNothing(t *testing.T) {
+	t.Parallel()
+	db, url := openTest(t)
+	ctx := ctxT(t)
+	other, err := Open(ctx, Options{URL: url, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	key := dmKeyOf(t, "5201")
+	stores := []*Store{db.Store("main", idle), other.Store("main", idle)}
+	const n = 40
+	run(t, n, func(i int) error {
+		st := stores[i%2]
+		msg := fmt.Sprintf("input %d", i)
+		in := &sessions.InputsAhead{Msgs: []sessions.Message{text(sessions.RoleUser, msg)}, Created: true}
+		e, _, err := st.Begin(sessions.WithInputsAhead(ctx, in), key, sessions.Origin{Channel: "telegram", ChatType: "direct"})
+		if err != nil {
+			return err
+		}
+		if _, _, ok := in.Taken(); ok {
+			return nil
+		}
+		tr, err := st.TranscriptOf(e)
+		if err != nil {
+			return err
+		}
+		_, err = tr.AppendLazy(ctx, in.Msgs...) // what the turn does when Begin took none
+		return err
+	})
+	rows, err := db.pool.Query(ctx, `SELECT DISTINCT session_id FROM transcript_entries`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("transcripts of sessions %v (%v); want one", ids, err)
+	}
+	all, err := db.Load(ctx, ids[0], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n+1 || all[0].Type != TypeSession || all[0].ID != ids[0] {
+		t.Fatalf("%d entries, first %+v; want the header and %d inputs", len(all), all[0], n)
+	}
+	seen := map[string]int{}
+	for i, e := range all {
+		if e.Seq != int64(i+1) {
+			t.Errorf("entry %d at seq %d", i, e.Seq)
+		}
+		if i > 0 && e.Type == TypeSession {
+			t.Errorf("a second header at seq %d", e.Seq)
+		}
+	}
+	for _, s := range userTexts(t, db, ids[0]) {
+		seen[s]++
+	}
+	for i := range n {
+		if c := seen[fmt.Sprintf("input %d", i)]; c != 1 {
+			t.Errorf("input %d stored %d times", i, c)
+		}
 	}
 }
