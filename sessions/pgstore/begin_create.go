@@ -23,10 +23,7 @@ import (
 // the key has one.
 const createEntrySQL = insertEntry + ` ON CONFLICT (agent_id, session_key) DO NOTHING RETURNING ` + entryColumns
 
-var (
-	chainCreateSQL    = withTouch(chainSQL, createEntrySQL, false)
-	chainOneCreateSQL = withTouch(chainOneSQL, createEntrySQL, false)
-)
+var chainCreate = gate(createEntrySQL, false)
 
 // createAhead creates e's row with in's inputs appended to its new
 // transcript and the context read after them, in one synchronous write
@@ -39,11 +36,7 @@ func (x *Index) createAhead(ctx context.Context, e *sessions.Entry, in *sessions
 	if err != nil {
 		return false, -1, true, err
 	}
-	if w.sql == chainOneSQL {
-		w.sql = chainOneCreateSQL
-	} else {
-		w.sql = chainCreateSQL
-	}
+	w.sql = chainCreate.of(w.sql)
 	w.args = append(w.args, entryArgs(x.agentID, e)...)
 	count = -1
 	if x.capLimit() > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -154,11 +153,25 @@ func splitHeader(hdr transcript.Header, now time.Time) (before, after string, er
 	return before, after, nil
 }
 
+// gated is an append statement made conditional on Begin's own
+// (withTouch), for one entry (chainOneSQL's) and for several (chainSQL's).
+type gated struct{ one, many string }
+
+func gate(touch string, anyID bool) gated {
+	return gated{one: withTouch(chainOneSQL, touch, anyID), many: withTouch(chainSQL, touch, anyID)}
+}
+
+// of is g's statement for the append chainArgs chose (sql).
+func (g gated) of(sql string) string {
+	if sql == chainOneSQL {
+		return g.one
+	}
+	return g.many
+}
+
 var (
-	chainTouchSQL       = withTouch(chainSQL, touchAheadSQL, false)
-	chainOneTouchSQL    = withTouch(chainOneSQL, touchAheadSQL, false)
-	chainTouchAnySQL    = withTouch(chainSQL, touchFreshSQL, true)
-	chainOneTouchAnySQL = withTouch(chainOneSQL, touchFreshSQL, true)
+	chainTouch    = gate(touchAheadSQL, false) // the session expected
+	chainTouchAny = gate(touchFreshSQL, true)  // whatever fresh session the key holds
 )
 
 // loadTailKeySQL is loadTailSQL for the session the entry of ($1 agent,
@@ -167,7 +180,7 @@ var (
 // nothing when the touch found none (a stale session about to roll over,
 // whose tail is of no use). A clock ahead of $3 where the entry was last
 // written skips the read too: the turn then reads the context itself.
-var loadTailKeySQL = strings.ReplaceAll(loadTailSQL, "$1",
+var loadTailKeySQL = regexp.MustCompile(`\$1\b`).ReplaceAllLiteralString(loadTailSQL,
 	"(SELECT session_id FROM entries WHERE agent_id = $1 AND session_key = $2 AND updated_at = $3::timestamptz)")
 
 // chainArgCount is how many arguments chainSQL and chainOneSQL take.
@@ -199,22 +212,11 @@ func (x *Index) touchAhead(ctx context.Context, k, sessionID string, o sessions.
 	if err != nil {
 		return sessions.Entry{}, false, true, err
 	}
-	switch {
-	case w.sql == chainOneSQL && sessionID == "":
-		w.sql = chainOneTouchAnySQL
-	case w.sql == chainOneSQL:
-		w.sql = chainOneTouchSQL
-	case sessionID == "":
-		w.sql = chainTouchAnySQL
-	default:
-		w.sql = chainTouchSQL
+	g := chainTouch
+	if sessionID == "" {
+		g = chainTouchAny
 	}
-	if sessionID == "" { // the header's text around the id the touch finds
-		if w.args[4], w.args[5], err = splitHeader(w.t.hdr, now); err != nil {
-			return sessions.Entry{}, false, true, err
-		}
-		w.read, w.rs, w.rargs = &contextRead{}, loadTailKeySQL, []any{x.agentID, k, now}
-	}
+	w.sql = g.of(w.sql)
 	w.args = append(x.appendTouchArgs(w.args, k, sessionID, o, now), started, last)
 	w.before = func(b *pgx.Batch) { x.db.counters.queueBatch(b, counters) }
 	return x.writeInputs(ctx, k, w, in, false)
@@ -236,18 +238,21 @@ type inputsWrite struct {
 }
 
 // newInputsWrite encodes in's inputs for the session sessionID of key k
-// (empty: the session is not known yet) and plans the context read after
-// them; the append statement is chainSQL's or chainOneSQL's, for the
-// caller to make conditional and add its own arguments to.
+// and plans the context read after them; the append statement is
+// chainSQL's or chainOneSQL's, for the caller to make conditional (a
+// gated's of) and add its own arguments to. With sessionID empty the
+// session is the one Begin's statement finds (chainTouchAny): the header's
+// text goes as the two parts around its id (splitHeader) and the read is
+// of the key's session (loadTailKeySQL).
 func (x *Index) newInputsWrite(k, sessionID string, in *sessions.InputsAhead, now time.Time) (*inputsWrite, error) {
 	hdr := transcript.Header{SessionKey: k, AgentID: x.agentID}
-	w := &inputsWrite{t: &TranscriptLog{db: x.db, hdr: hdr, rand: rand.Uint32}}
-	var err error
+	w := &inputsWrite{t: x.db.transcriptLog(sessionID, hdr)}
 	if sessionID != "" {
-		if w.t, err = x.db.Transcript(sessionID, hdr); err != nil {
+		if err := sessions.CheckSessionID(sessionID); err != nil {
 			return nil, err
 		}
 	}
+	var err error
 	if w.entries, err = w.t.encodeMessages(in.Msgs, now); err != nil {
 		return nil, err
 	}
@@ -257,11 +262,16 @@ func (x *Index) newInputsWrite(k, sessionID string, in *sessions.InputsAhead, no
 	if len(w.args) != chainArgCount {
 		return nil, fmt.Errorf("append statement takes %d arguments, not %d", len(w.args), chainArgCount)
 	}
-	if sessionID != "" {
-		w.read = w.t.contextRead()
-		w.read.exclude(w.entries)
-		w.rs, w.rargs = w.read.statement()
+	if sessionID == "" {
+		if w.args[4], w.args[5], err = splitHeader(hdr, now); err != nil {
+			return nil, err
+		}
+		w.read, w.rs, w.rargs = &contextRead{}, loadTailKeySQL, []any{x.agentID, k, now}
+		return w, nil
 	}
+	w.read = w.t.contextRead()
+	w.read.exclude(w.entries)
+	w.rs, w.rargs = w.read.statement()
 	return w, nil
 }
 

@@ -81,11 +81,11 @@ func (d *Delivery) AcceptDeferredAll(ctx context.Context, recs []sessions.Record
 		dups[i] = known[j]
 		anyDup = anyDup || dups[i]
 	}
+	if sync && !anyDup {
+		return dups, errs, wait // durable already (no Sprintf on this path: most batches at a steady pace)
+	}
 	what := fmt.Sprintf("%d records", len(rows))
-	switch {
-	case sync && !anyDup:
-		return dups, errs, wait // durable already
-	case sync:
+	if sync {
 		// A duplicate's original may be a lazy commit not flushed yet:
 		// a flush of its own covers it.
 		return dups, errs, d.acceptWait(true, 0, what)

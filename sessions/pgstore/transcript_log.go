@@ -49,7 +49,14 @@ func (db *DB) Transcript(sessionID string, hdr transcript.Header) (*TranscriptLo
 	if err := sessions.CheckSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("pgstore: transcript: %w", err)
 	}
-	return &TranscriptLog{db: db, sessionID: sessionID, hdr: hdr, rand: rand.Uint32}, nil
+	return db.transcriptLog(sessionID, hdr), nil
+}
+
+// transcriptLog is Transcript without the id's check: Begin's write of a
+// turn's inputs to a session it learns only from the write takes one with
+// no id yet (begin_inputs.go).
+func (db *DB) transcriptLog(sessionID string, hdr transcript.Header) *TranscriptLog {
+	return &TranscriptLog{db: db, sessionID: sessionID, hdr: hdr, rand: rand.Uint32}
 }
 
 // SessionID is the session whose transcript t is.
