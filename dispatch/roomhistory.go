@@ -332,8 +332,7 @@ func (rc *roomContext) appended() {
 
 // cut drops the taken entries from the room's history once the run ended
 // with its input in the transcript. It runs after the run, not at append:
-// the reply's append makes the transcript's lines durable (an fsync, or on
-// files the reply's journal line holding them), so the cut is never durable
+// the reply's append fsyncs the transcript, so the cut is never durable
 // while the entry holding the messages could still be lost to a power
 // failure. A process that dies before it leaves the cut to recovery (the
 // entry's historySeq).

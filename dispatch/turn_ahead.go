@@ -14,15 +14,12 @@ import (
 
 // The reply stored ahead (issue 21): a turn's reply is handed to the
 // transcript append of its final answer (sessions.ReplyAhead), so that a
-// backend that can stores its outbox record with that append: PostgreSQL
-// in the append's transaction, with the turn's usage row (one commit a
-// message fewer); files in the journal line that also holds the answer's
-// transcript lines (one group fsync shared with other turns instead of an
-// fsync of the transcript). settle then sends the stored reply without a
-// Ready of its own; with a backend that ignores it (SQLite) nothing
-// changes. The reply is what settle and deliver would store: the same
-// records, text, chunks and target, built before the append instead of
-// after it.
+// backend that can (PostgreSQL) stores its outbox record, and the turn's
+// usage row, in that append's transaction: one commit a message fewer.
+// settle then sends the stored reply without a Ready of its own; with a
+// backend that ignores it (files, SQLite) nothing changes. The reply is
+// what settle and deliver would store: the same records, text, chunks and
+// target, built before the append instead of after it.
 
 // aheadReply is the reply a turn handed to its answer's append.
 type aheadReply struct {
@@ -55,7 +52,7 @@ func (t *turn) replyAhead(stream *draftStream) func(agents.Result) *sessions.Rep
 		return nil
 	}
 	if tk, ok := t.d.journal.(sessions.ReplyAheadTaker); !ok || !tk.TakesReplyAhead() {
-		return nil // SQLite: deliver builds the reply once, after the run
+		return nil // files, SQLite: deliver builds the reply once, after the run
 	}
 	return func(res agents.Result) *sessions.ReplyAhead {
 		d := t.d

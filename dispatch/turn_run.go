@@ -89,7 +89,7 @@ func (t *turn) run(ctx context.Context, inputs []sessions.Message) (agents.Resul
 	}
 	stopTyping()
 	stream.stop()
-	t.hist.cut() // the reply's durable write made the inputs durable: drop the history they took
+	t.hist.cut() // the reply's fsync made the inputs durable: drop the history they took
 	t.out = stream.handOver(ctx, t.out)
 	d.opts.Metrics.RunLatency.WithLabelValues(first.AgentID).Observe(time.Since(start).Seconds())
 	return res, err

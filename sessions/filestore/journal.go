@@ -66,15 +66,11 @@ type Journal struct {
 	recs      map[string]*jrec
 	replies   map[string]*jreply
 	drafts    map[string]*jdraft // made on first use
-	// tails names the transcripts (journalTail.Path) whose lines ready
-	// lines of the log hold: a rewrite fsyncs them before it drops those
-	// lines (journal_tail.go).
-	tails   map[string]struct{}
-	done    *doneIDs // finished ids remembered for duplicates
-	backlog [][]byte // marks not yet written, in order
-	lineBuf []byte   // encoding buffer reused by writeLocked
-	fault   error    // the last write failure; nil when healthy
-	closed  bool
+	done      *doneIDs           // finished ids remembered for duplicates
+	backlog   [][]byte           // marks not yet written, in order
+	lineBuf   []byte             // encoding buffer reused by writeLocked
+	fault     error              // the last write failure; nil when healthy
+	closed    bool
 	// rewriting is set while a rewrite runs beside the writes
 	// (rewriteOnline); tail holds the lines written meanwhile.
 	rewriting bool
@@ -135,8 +131,6 @@ type journalLine struct {
 	Rec   *sessions.Record `json:"rec,omitempty"`
 	Reply *sessions.Reply  `json:"reply,omitempty"`
 	Draft *sessions.Draft  `json:"draft,omitempty"`
-	// Tail is the transcript lines a ready line holds (ReadyWithLines).
-	Tail *journalTail `json:"tail,omitempty"`
 }
 
 // Journal returns the durable ingress journal, opening it on first use. If
@@ -162,7 +156,7 @@ func openJournalWith(dir string, now func() time.Time, log *zap.Logger, open fun
 		}
 	}
 	j := &Journal{path: filepath.Join(dir, "journal.jsonl"), log: log, now: now, openFile: open,
-		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: newDoneIDs(), tails: map[string]struct{}{},
+		recs: map[string]*jrec{}, replies: map[string]*jreply{}, done: newDoneIDs(),
 		doneKeep: sessions.DoneKeep, compactMin: journalCompactMin, compactMax: journalCompactMax}
 	if err := j.open(dir); err != nil {
 		j.openErr = fmt.Errorf("sessions: journal: %w", err)
@@ -229,7 +223,6 @@ func (j *Journal) replay() error {
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	var off, good int64
-	var tails []journalTail
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')
 		off += int64(len(line))
@@ -246,9 +239,6 @@ func (j *Journal) replay() error {
 					j.log.Warn("bad journal line skipped", zap.Int("line", lineNo), zap.Error(uerr))
 				} else {
 					j.applyLocked(l)
-					if l.Tail != nil {
-						tails = append(tails, *l.Tail)
-					}
 				}
 			}
 			good = off
@@ -269,7 +259,6 @@ func (j *Journal) replay() error {
 		}
 	}
 	j.size, j.compacted = good, good
-	j.restoreTails(tails)
 	return nil
 }
 
@@ -304,9 +293,6 @@ func (j *Journal) applyLocked(l journalLine) {
 			return
 		}
 		j.applyDraftLocked(l)
-		if l.Tail != nil {
-			j.tails[l.Tail.Path] = struct{}{}
-		}
 		j.seq++
 		rp := &jreply{Reply: *l.Reply, seq: j.seq}
 		j.replies[rp.ID] = rp

@@ -2,7 +2,6 @@ package filestore
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -49,9 +48,6 @@ func appendJournalLine(dst []byte, l *journalLine) ([]byte, error) {
 	if l.Reply != nil {
 		dst = appendReply(append(dst, `,"reply":`...), l.Reply)
 	}
-	if l.Tail != nil {
-		dst = appendTail(append(dst, `,"tail":`...), l.Tail)
-	}
 	return append(dst, '}'), nil
 }
 
@@ -59,18 +55,6 @@ func appendJournalLine(dst []byte, l *journalLine) ([]byte, error) {
 // the rare line that takes it is copied to the heap, not every line a
 // message writes (the caller's line stays on its stack).
 func marshalJournalLine(l journalLine) ([]byte, error) { return json.Marshal(&l) }
-
-// appendTail writes t as json.Marshal does (Lines in standard base64).
-func appendTail(dst []byte, t *journalTail) []byte {
-	dst = appendHTMLSafeString(append(dst, `{"path":`...), t.Path)
-	dst = strconv.AppendInt(append(dst, `,"off":`...), t.Off, 10)
-	if t.Lines == nil {
-		return append(dst, `,"lines":null}`...)
-	}
-	dst = append(dst, `,"lines":"`...)
-	dst = base64.StdEncoding.AppendEncode(dst, t.Lines)
-	return append(dst, `"}`...)
-}
 
 // plainRecord reports whether appendRecord writes r as json.Marshal does.
 func plainRecord(r *sessions.Record) bool {

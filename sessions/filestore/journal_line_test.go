@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,12 +53,7 @@ func TestJournalLineMatchesMarshal(t *testing.T) {
 			journalLine{Op: "ready", Reply: &sessions.Reply{ID: "p", CreatedAt: at}},
 		)
 	}
-	for i, s := range odd { // a reply with transcript lines (ReadyWithLines)
-		lines = append(lines, journalLine{Op: "ready", Reply: &sessions.Reply{ID: s, Chunks: []string{s}},
-			Tail: &journalTail{Path: s, Off: int64(i * 1000), Lines: []byte(strings.Repeat(s, i))}})
-	}
 	lines = append(lines,
-		journalLine{Op: "ready", Reply: &sessions.Reply{ID: "p"}, Tail: &journalTail{}},
 		journalLine{Op: "accept", Rec: &sessions.Record{ID: "r<1>"}},
 		journalLine{Op: "ready", Reply: &sessions.Reply{ID: "p", Records: []string{"r"}}},
 		journalLine{Op: "draft", Draft: &sessions.Draft{ID: "d"}},

@@ -165,26 +165,18 @@ func (j *Journal) Done(ids ...string) error {
 // answered by it from now on: they are no longer Pending, and they are done
 // when the last chunk is marked Sent.
 func (j *Journal) Ready(r sessions.Reply) error {
-	if err := checkReply(r); err != nil {
+	if err := sessions.CheckID("reply", r.ID); err != nil {
 		return fmt.Errorf("sessions: journal ready: %w", err)
+	}
+	for _, id := range r.Records {
+		if err := sessions.CheckID("record", id); err != nil {
+			return fmt.Errorf("sessions: journal ready: %w", err)
+		}
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = j.now()
 	}
 	return j.mark("ready", journalLine{Reply: &r})
-}
-
-// checkReply checks the ids of a reply to store.
-func checkReply(r sessions.Reply) error {
-	if err := sessions.CheckID("reply", r.ID); err != nil {
-		return err
-	}
-	for _, id := range r.Records {
-		if err := sessions.CheckID("record", id); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Sent records that the platform accepted the first n chunks of reply id.

@@ -161,23 +161,11 @@ func (j *Journal) rewriteOnline() {
 	}
 	st, err := j.stateLocked()
 	gen := j.rewrites
-	var tails []string
 	if err == nil {
 		j.rewriting, j.tail = true, nil
-		tails = j.takeTailsLocked()
 	}
 	j.mu.Unlock()
 	if err != nil {
-		j.log.Warn("journal compaction failed", zap.Error(err))
-		return
-	}
-	// The state holds no transcript lines: the transcripts the log's ready
-	// lines hold lines of are made durable before the log loses them.
-	if err := j.syncTailFiles(tails); err != nil {
-		j.mu.Lock()
-		j.giveTailsLocked(tails)
-		j.mu.Unlock()
-		j.endRewrite()
 		j.log.Warn("journal compaction failed", zap.Error(err))
 		return
 	}
@@ -274,19 +262,11 @@ func (j *Journal) installRewrite(tmp string, f *os.File, head int64, gen int) er
 // compactLocked rewrites the log from memory holding the locks (start,
 // recovery after a failed fsync, a log deleted under the journal).
 func (j *Journal) compactLocked() error {
-	tails := j.takeTailsLocked()
-	err := j.syncTailFiles(tails) // as in rewriteOnline
-	var b []byte
-	if err == nil {
-		b, err = j.encodeLocked()
-	}
-	if err == nil {
-		err = j.rewriteLocked(b)
-	}
+	b, err := j.encodeLocked()
 	if err != nil {
-		j.giveTailsLocked(tails)
+		return err
 	}
-	return err
+	return j.rewriteLocked(b)
 }
 
 // compactAtStartLocked is compactLocked for a log just replayed, skipped

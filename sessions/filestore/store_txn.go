@@ -130,13 +130,6 @@ func (o *opTx) archiveSession(k string, e sessions.Entry, reason string, deleted
 	o.post = append(o.post, func() error {
 		tcache.drop(e.SessionID)
 		if fileExists(src) {
-			// Its last lines may be durable only in the journal's ready
-			// lines, which restore them to the name they were written
-			// under (journal_tail.go): make them durable in the file
-			// before it takes its archive name.
-			if err := syncFileIfThere(src); err != nil {
-				return fmt.Errorf("archive transcript %s: %w", e.SessionID, err)
-			}
 			if err := renameDurable(src, dst); err != nil {
 				return fmt.Errorf("archive transcript %s: %w", e.SessionID, err)
 			}

@@ -17,17 +17,7 @@ import (
 // Append writes complete messages durably, as a chain continuing the
 // current leaf, and returns their entry ids. A message without a timestamp
 // gets the current time.
-//
-// A sessions.ReplyAhead in ctx whose journal is a ReplyJournal (the files
-// backend's) and one message (a turn's final answer) make the append
-// durable through the reply's outbox line instead of an fsync of this
-// file (append_reply.go); the reply is then taken.
 func (t *File) Append(ctx context.Context, msgs ...sessions.Message) ([]string, error) {
-	if len(msgs) == 1 {
-		if rj := replyJournalFrom(ctx); rj != nil {
-			return t.appendMessagesContextHow(ctx, durability{sync: true, reply: rj}, msgs, nil)
-		}
-	}
 	return t.appendMessages(ctx, true, msgs)
 }
 
@@ -70,15 +60,10 @@ func (t *File) appendMessages(ctx context.Context, sync bool, msgs []sessions.Me
 // appendMessagesContext appends msgs; after (nil: no) sees the state the
 // write left, under the File's lock.
 func (t *File) appendMessagesContext(ctx context.Context, sync bool, msgs []sessions.Message, after func(*fileState)) ([]string, error) {
-	return t.appendMessagesContextHow(ctx, durability{sync: sync}, msgs, after)
-}
-
-// appendMessagesContextHow is appendMessagesContext made durable as how says.
-func (t *File) appendMessagesContextHow(ctx context.Context, how durability, msgs []sessions.Message, after func(*fileState)) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	return t.append(ctx, how, after, func(st *fileState, _ handle, buf *bytes.Buffer) ([]*Node, error) {
+	return t.append(ctx, sync, after, func(st *fileState, _ handle, buf *bytes.Buffer) ([]*Node, error) {
 		nodes := make([]*Node, 0, len(msgs))
 		parent := st.leaf
 		now := t.now()
@@ -112,7 +97,7 @@ func (t *File) appendMessagesContextHow(ctx context.Context, how durability, msg
 // AppendCompaction appends a compaction entry. FirstKeptEntryID must be an
 // entry of the current chain ("" keeps nothing before the compaction).
 func (t *File) AppendCompaction(ctx context.Context, c sessions.Compaction) (string, error) {
-	ids, err := t.append(ctx, durability{sync: true}, nil, func(st *fileState, f handle, buf *bytes.Buffer) ([]*Node, error) {
+	ids, err := t.append(ctx, true, nil, func(st *fileState, f handle, buf *bytes.Buffer) ([]*Node, error) {
 		if c.FirstKeptEntryID != "" {
 			in, err := st.inChain(f, c.FirstKeptEntryID)
 			if err != nil {
@@ -156,10 +141,9 @@ func (t *File) newIDLocked(st *fileState, pending []*Node) string {
 // append runs one locked write: it brings the state up to date, cuts a torn
 // tail, writes the header when the file has none, then the lines enc
 // produces, and records the new entries. fsync happens after the lock is
-// released, grouped with concurrent appends (or, how.reply, the lines ride
-// the reply's journal line: append_reply.go). after (if not nil) sees the
+// released, grouped with concurrent appends. after (if not nil) sees the
 // state the write left, under t.mu.
-func (t *File) append(ctx context.Context, how durability, after func(*fileState), enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
+func (t *File) append(ctx context.Context, sync bool, after func(*fileState), enc func(*fileState, handle, *bytes.Buffer) ([]*Node, error)) ([]string, error) {
 	if t.lock == nil {
 		return nil, errors.New("transcript: append: opened read-only")
 	}
@@ -187,14 +171,10 @@ func (t *File) append(ctx context.Context, how durability, after func(*fileState
 	t.mu.Lock()
 	seq, nodes, err := t.writeLocked(f, fi, enc)
 	var end int64
-	var tail *pendingTail
 	if err == nil && t.st != nil {
 		end = t.st.end
 		if after != nil {
 			after(t.st)
-		}
-		if how.reply != nil && !t.noSync {
-			tail = t.tailLocked(f, end)
 		}
 	}
 	t.mu.Unlock()
@@ -206,12 +186,10 @@ func (t *File) append(ctx context.Context, how durability, after func(*fileState
 	if t.onAppend != nil {
 		t.onAppend(nodes, end)
 	}
-	if how.sync && !t.noSync && !t.journaled(how.reply, tail, nodes) {
+	if sync && !t.noSync {
 		if err := t.sync.wait(f, seq, t.written.Load); err != nil {
-			t.untail(tail)
 			return nil, fmt.Errorf("transcript: append: fsync: %w", err)
 		}
-		t.synced(seq, end)
 	}
 	ids := make([]string, len(nodes))
 	for i, n := range nodes {
@@ -256,9 +234,6 @@ func (t *File) writeLocked(f handle, fi os.FileInfo, enc func(*fileState, handle
 	at := st.end
 	if writeHeader {
 		at = 0
-	}
-	if at < t.covered {
-		t.covered = at // the bytes from at on are rewritten: not known durable
 	}
 	if st.tornAt >= 0 || writeHeader {
 		if err := f.Truncate(at); err != nil {

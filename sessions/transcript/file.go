@@ -56,10 +56,6 @@ type File struct {
 	prefixLo   int64 // prefixIDs and prefixMsgs cover [headerEnd, prefixLo)
 	prefixMsgs int
 	wbuf       bytes.Buffer // write buffer reused by appends
-	// covered is the offset up to which the file's bytes are known
-	// durable: fsynced, or held by reply journal lines (append_reply.go);
-	// -1 until an fsync of this File established it.
-	covered int64
 }
 
 // The files backend hands a File out as its TranscriptLog.
@@ -100,7 +96,6 @@ func Open(path, sessionID string, hdr Header, lock Locker, log *zap.Logger, opts
 	t := &File{
 		path: path, sessionID: sessionID, hdr: hdr, lock: lock,
 		log: log.With(zap.String("session_id", sessionID)), now: time.Now, rand: rand.Uint32, open: openOS, stat: os.Stat,
-		covered: -1,
 	}
 	for _, o := range opts {
 		o(t)
