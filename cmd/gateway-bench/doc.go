@@ -41,6 +41,13 @@
 //
 //	go run ./cmd/gateway-bench -floor -mode burst -n 1000 -chats 100
 //
+// -mode compare measures issue 21's two ratios (files against the floor,
+// postgres against files) in -runs rounds of bursts run one right after
+// the other, and prints each round's ratios and their medians
+// (compare.go): a single pair of runs minutes apart on a shared machine
+// measures the drift of its load as much as the daemon. State directories
+// go under $TMPDIR (TMPDIR=/dev/shm takes the disk out of a files run).
+//
 // All traffic stays on 127.0.0.1 (and the database's socket); every loop is
 // bounded in count and time.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -72,7 +73,7 @@ func main() {
 	}
 	var o options
 	flag.StringVar(&o.gateway, "gateway", "", "path to the built gateway binary (required)")
-	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained, webrounds, takeover (-postgres: SIGKILL a replica mid-turn, time until another answers) or restart (SIGKILL the daemon under traffic and start it again, -runs times: time until it polls again)")
+	flag.StringVar(&o.mode, "mode", "burst", "burst, sustained, webrounds, takeover (-postgres: SIGKILL a replica mid-turn, time until another answers), restart (SIGKILL the daemon under traffic and start it again, -runs times: time until it polls again) or compare (-runs rounds of a burst of the floor, files and, with -postgres, postgres, one after the other: the ratios of issue 21, their medians)")
 	flag.IntVar(&o.rounds, "rounds", 10, "webrounds: rounds of new web chats")
 	flag.IntVar(&o.concurrency, "concurrency", 200, "webrounds: chats in flight")
 	flag.IntVar(&o.n, "n", 1000, "burst: number of messages")
@@ -88,7 +89,7 @@ func main() {
 	flag.BoolVar(&o.sqlite, "sqlite", false, "run the daemon on the sqlite backend (stateDir/gateway.sqlite)")
 	flag.IntVar(&o.replicas, "replicas", 0, "run this many replicas on the -postgres database (Telegram in webhook mode, updates round robin); 0: one daemon polling")
 	flag.BoolVar(&o.roundTrips, "roundtrips", false, "count database round trips per message (a counting proxy between the daemons and -postgres)")
-	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure; restart: how many restarts")
+	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure; restart: how many restarts; compare: how many rounds")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent", 8, "agents.defaults.maxConcurrent of each daemon: the turns it runs at once")
 	flag.BoolVar(&o.floor, "floor", false, "run the floor instead of the gateway: a bot that keeps nothing (no disk, no history) on the same fakes, measured the same way (burst or sustained; no -gateway)")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
@@ -96,10 +97,10 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the fakes and the load, not the daemon) to this file")
 	flag.Parse()
 	o.byChat = *spread == "chat"
-	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true, "restart": true}
+	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true, "restart": true, "compare": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
 	floorOK := !o.floor || (o.mode != "webrounds" && o.mode != "takeover" && o.mode != "restart" && o.postgres == "" && !o.sqlite && o.replicas == 0 && o.tools == 0 && o.streaming == "off")
-	if err := restartFlags(o); err != nil {
+	if err := errors.Join(restartFlags(o), compareFlags(o)); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-bench:", err)
 		os.Exit(2)
 	}
@@ -144,13 +145,28 @@ func listen() (net.Listener, string, error) {
 	return ln, ln.Addr().String(), nil
 }
 
-func run(ctx context.Context, o options) (err error) {
+// summary is what compare (compare.go) takes from a burst run: its
+// throughput and the CPU a message cost the daemons and this process.
+type summary struct {
+	throughput, cpuPerMsg, harnessPerMsg float64
+}
+
+func run(ctx context.Context, o options) error {
 	switch o.mode {
 	case "takeover":
 		return takeover(ctx, o)
 	case "restart":
 		return restartBench(ctx, o)
+	case "compare":
+		return compare(ctx, o)
 	}
+	_, err := runTraffic(ctx, o)
+	return err
+}
+
+// runTraffic runs one burst, sustained or webrounds run and prints its
+// report.
+func runTraffic(ctx context.Context, o options) (sum summary, err error) {
 	res := newResults()
 	var drafts atomic.Int64 // status/draft posts: sendMessage without an answer
 	tg := telegramtest.NewServer(telegramtest.Options{OnSent: func(m telegramtest.Sent, at time.Time) {
@@ -170,7 +186,7 @@ func run(ctx context.Context, o options) (err error) {
 
 	dir, err := os.MkdirTemp("", "gateway-bench-")
 	if err != nil {
-		return fmt.Errorf("state dir: %w", err)
+		return sum, fmt.Errorf("state dir: %w", err)
 	}
 	defer func() {
 		if !o.keep && err == nil { // a failed run keeps its logs
@@ -179,7 +195,7 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 	db, err := openBenchDB(ctx, o)
 	if err != nil {
-		return err
+		return sum, err
 	}
 	defer db.Close()
 	daemons, startup, err := startDaemons(ctx, o, dir, tg, model.BaseURL(), db.daemonURL)
@@ -187,7 +203,7 @@ func run(ctx context.Context, o options) (err error) {
 		defer d.Stop()
 	}
 	if err != nil {
-		return err
+		return sum, err
 	}
 	stopAll := func() {
 		for _, d := range daemons {
@@ -198,7 +214,7 @@ func run(ctx context.Context, o options) (err error) {
 		fmt.Printf("start_to_ready=%s\n", startup.Round(time.Millisecond))
 		err := webRounds(ctx, "http://"+daemons[0].httpAddr, o.rounds, o.n, o.concurrency)
 		fmt.Printf("peak_rss=%.1f MB\n", float64(peakRSS(daemons[0].Pid()))/1024)
-		return err
+		return sum, err
 	}
 
 	journalCounters := []string{"gateway_journal_lines_total", "gateway_journal_fsyncs_total"}
@@ -217,7 +233,7 @@ func run(ctx context.Context, o options) (err error) {
 		defer webhook.Close()
 	}
 	if err != nil {
-		return err
+		return sum, err
 	}
 	sendEnd := time.Now()
 	deadline := time.Now().Add(o.timeout)
@@ -260,8 +276,11 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	fmt.Printf("latency p50=%s p90=%s p99=%s max=%s\n", pct(lat, 50), pct(lat, 90), pct(lat, 99), pct(lat, 100))
 	fmt.Printf("peak_rss=%.1f MB (largest replica)\n", float64(rss)/1024)
-	fmt.Printf("cpu=%s cpu_per_msg=%.3f ms (all replicas)\n", cpuUsed, float64(cpuUsed.Microseconds())/1000/float64(max(total, 1)))
-	fmt.Printf("harness_cpu_per_msg=%.3f ms (this process: the fakes and the load, on the same cores)\n", float64(harnessUsed.Microseconds())/1000/float64(max(total, 1)))
+	sum = summary{throughput: float64(total-lost) / elapsed.Seconds(),
+		cpuPerMsg:     float64(cpuUsed.Microseconds()) / 1000 / float64(max(total, 1)),
+		harnessPerMsg: float64(harnessUsed.Microseconds()) / 1000 / float64(max(total, 1))}
+	fmt.Printf("cpu=%s cpu_per_msg=%.3f ms (all replicas)\n", cpuUsed, sum.cpuPerMsg)
+	fmt.Printf("harness_cpu_per_msg=%.3f ms (this process: the fakes and the load, on the same cores)\n", sum.harnessPerMsg)
 	fmt.Printf("journal_lines_per_msg=%s journal_fsyncs_per_msg=%s\n",
 		perMessage(countersBefore, countersAfter, journalCounters[0], total),
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
@@ -293,9 +312,9 @@ func run(ctx context.Context, o options) (err error) {
 		fmt.Println(res.misses(total, o.chats, 5))
 	}
 	if lost > 0 || dups > 0 {
-		return fmt.Errorf("%d lost, %d duplicated replies (logs: %s)", lost, dups, dir)
+		return sum, fmt.Errorf("%d lost, %d duplicated replies (logs: %s)", lost, dups, dir)
 	}
-	return nil
+	return sum, nil
 }
 
 // startDaemons starts the run's gateway processes (one, or -replicas of

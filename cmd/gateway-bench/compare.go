@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// -mode compare measures the two ratios issue 21 sets targets for — the
+// files backend's burst against the floor's (≥ 0.6×) and the postgres
+// backend's against the files backend's (≥ 0.7×) — the way they can be
+// trusted on a shared machine: -runs rounds, each a burst of the floor,
+// then of the files backend, then (with -postgres) of the postgres
+// backend, one right after the other. Each round's ratios compare runs
+// made seconds apart, so a load that drifts over minutes (other tenants'
+// CPU, the disk's fsync latency, which moved the files backend between
+// 1100 and 1650 msgs/s within ten minutes on 2026-12-02) moves both sides
+// of a ratio; the medians of the rounds' ratios are the figures to quote.
+// Every run prints its whole report as -mode burst does.
+//
+//	go run ./cmd/gateway-bench -gateway /tmp/gateway -mode compare -runs 5 -n 2000 -chats 100 \
+//		-postgres 'postgres:///postgres?host=/var/run/postgresql'
+
+// compareKinds are the runs of a round, in order.
+func compareKinds(o options) []string {
+	if o.postgres != "" {
+		return []string{"floor", "files", "postgres"}
+	}
+	return []string{"floor", "files"}
+}
+
+// compareFlags names what -mode compare does not take: it runs the floor
+// and the backends itself, one daemon each, as bursts.
+func compareFlags(o options) error {
+	switch {
+	case o.mode != "compare":
+		return nil
+	case o.floor:
+		return errors.New("-mode compare runs the floor itself: drop -floor")
+	case o.replicas > 0 || o.sqlite:
+		return errors.New("-mode compare runs one daemon on files and, with -postgres, one on postgres: drop -replicas and -sqlite")
+	case o.tools > 0 || o.streaming != "off":
+		return errors.New("-mode compare runs what the floor can: no -tools, -streaming off")
+	case o.runs < 1:
+		return fmt.Errorf("-mode compare: -runs %d: want at least 1", o.runs)
+	}
+	return nil
+}
+
+// compare runs o.runs rounds (see the top of this file) and prints each
+// round's line and the medians.
+func compare(ctx context.Context, o options) error {
+	kinds := compareKinds(o)
+	var rounds []map[string]summary
+	for i := range o.runs {
+		r := map[string]summary{}
+		for _, k := range kinds {
+			so := o
+			so.mode, so.floor = "burst", k == "floor"
+			if k != "postgres" {
+				so.postgres, so.roundTrips = "", false
+			}
+			fmt.Printf("--- compare round %d of %d: %s\n", i+1, o.runs, k)
+			s, err := runTraffic(ctx, so)
+			if err != nil {
+				return fmt.Errorf("compare round %d, %s: %w", i+1, k, err)
+			}
+			r[k] = s
+		}
+		rounds = append(rounds, r)
+		fmt.Println(compareRound(i+1, r, kinds))
+	}
+	fmt.Println(compareMedians(rounds, kinds))
+	return nil
+}
+
+// ratios are the ratios a round gives, by name: files/floor, and
+// postgres/files when postgres ran.
+func ratios(r map[string]summary) map[string]float64 {
+	out := map[string]float64{}
+	if f, ok := r["floor"]; ok && f.throughput > 0 {
+		out["files/floor"] = r["files"].throughput / f.throughput
+	}
+	if p, ok := r["postgres"]; ok && r["files"].throughput > 0 {
+		out["postgres/files"] = p.throughput / r["files"].throughput
+	}
+	return out
+}
+
+// ratioTargets are issue 21's targets for the ratios.
+var ratioTargets = map[string]float64{"files/floor": 0.6, "postgres/files": 0.7}
+
+// compareRound is one round's line: throughputs and ratios.
+func compareRound(n int, r map[string]summary, kinds []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "compare round=%d", n)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, " %s=%.0f", k, r[k].throughput)
+	}
+	b.WriteString(" msgs/s")
+	rs := ratios(r)
+	for _, name := range []string{"files/floor", "postgres/files"} {
+		if v, ok := rs[name]; ok {
+			fmt.Fprintf(&b, " %s=%.2f", name, v)
+		}
+	}
+	return b.String()
+}
+
+// compareMedians is the closing line: the medians over the rounds of each
+// kind's throughput, daemon and harness CPU per message, and of each
+// round's ratios, with the targets.
+func compareMedians(rounds []map[string]summary, kinds []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "compare medians of %d rounds:", len(rounds))
+	for _, k := range kinds {
+		fmt.Fprintf(&b, " %s=%.0f msgs/s (cpu %.3f, harness %.3f ms/msg)", k,
+			median(rounds, func(r map[string]summary) float64 { return r[k].throughput }),
+			median(rounds, func(r map[string]summary) float64 { return r[k].cpuPerMsg }),
+			median(rounds, func(r map[string]summary) float64 { return r[k].harnessPerMsg }))
+	}
+	for _, name := range []string{"files/floor", "postgres/files"} {
+		if name == "postgres/files" && !slices.Contains(kinds, "postgres") {
+			continue
+		}
+		fmt.Fprintf(&b, " %s=%.2f (target %.1f)", name,
+			median(rounds, func(r map[string]summary) float64 { return ratios(r)[name] }), ratioTargets[name])
+	}
+	return b.String()
+}
+
+// median is the median of f over rounds (the mean of the middle two for an
+// even count); 0 for none.
+func median(rounds []map[string]summary, f func(map[string]summary) float64) float64 {
+	if len(rounds) == 0 {
+		return 0
+	}
+	vs := make([]float64, len(rounds))
+	for i, r := range rounds {
+		vs[i] = f(r)
+	}
+	slices.Sort(vs)
+	m := len(vs) / 2
+	if len(vs)%2 == 1 {
+		return vs[m]
+	}
+	return (vs[m-1] + vs[m]) / 2
+}
