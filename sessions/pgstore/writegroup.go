@@ -111,15 +111,21 @@ type writeGroup struct {
 	pending map[uint64]struct{} // riders without their outcome yet, by seq
 	held    []*write            // writes done, waiting for the riders before them
 
+	// lockedKeys holds the rows (write.key) that met a lock lately, side
+	// their writes on the side path (writegroup_side.go).
+	lockedKeys map[string]time.Time
+	side       []*write
+
 	// wake[0] wakes a committer of lazy writes and riders, wake[1] one of
 	// writes waiting for a flush (the same channel with one committer);
-	// capacity 1.
-	wake [2]chan struct{}
+	// capacity 1. sideWake wakes the side path.
+	wake     [2]chan struct{}
+	sideWake chan struct{}
 }
 
 // newWriteGroup returns a group commit of n committers; run starts them.
 func newWriteGroup(db *DB, n int) *writeGroup {
-	g := &writeGroup{db: db, committers: n}
+	g := &writeGroup{db: db, committers: n, sideWake: make(chan struct{}, 1)}
 	g.wake[0] = make(chan struct{}, 1)
 	g.wake[1] = g.wake[0]
 	if n > 1 {
@@ -229,6 +235,7 @@ func (g *writeGroup) run(ctx context.Context) {
 		}
 		wg.Go(func() { g.loop(ctx, flush) })
 	}
+	wg.Go(func() { g.sideLoop(ctx) })
 	wg.Wait()
 }
 
@@ -283,6 +290,9 @@ func (g *writeGroup) loop(ctx context.Context, flush bool) {
 func (g *writeGroup) take(all, flush bool) ([]*write, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !all {
+		g.sideLocked() // the writes of a held row wait on the side
+	}
 	if len(g.queue) == 0 {
 		return nil, 0
 	}

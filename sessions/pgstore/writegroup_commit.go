@@ -27,7 +27,8 @@ import (
 // together again: a row some transaction holds for long costs every
 // other session's writes one lock timeout, not one per write tried alone
 // (each as long as the statement timeout before the pools set
-// lock_timeout, 30 s by default).
+// lock_timeout, 30 s by default) — and only when it is first met: the
+// row's later writes wait for it on the side path (writegroup_side.go).
 func (g *writeGroup) commit(group []*write) {
 	var ws []*write
 	for _, w := range group {
@@ -52,6 +53,7 @@ func (g *writeGroup) commit(group []*write) {
 		}
 		g.db.log.Warn("group commit met a locked row or a statement timeout; its writes fail, the others are committed again",
 			zap.String("op", locked.op), zap.Duration("lock_timeout", groupLockTimeout), zap.Error(locked.met))
+		g.noteLocked(locked) // its next writes wait on the side (writegroup_side.go)
 		failed := locked.met
 		lockedRow := func(w *write) bool { return w == locked || (locked.key != "" && w.key == locked.key) }
 		for _, w := range sorted {
@@ -87,6 +89,7 @@ func (g *writeGroup) commit(group []*write) {
 func (g *writeGroup) tryAlone(w *write) {
 	g.try(w.op, []*write{w})
 	if timedOut(w) {
+		g.noteLocked(w)
 		g.db.log.Warn("write met a locked row or a statement timeout and failed", zap.String("op", w.op),
 			zap.Duration("lock_timeout", groupLockTimeout), zap.Error(w.met))
 	}

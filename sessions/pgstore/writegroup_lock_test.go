@@ -108,3 +108,97 @@ func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
 		t.Errorf("%d writes tried alone, want 0", d)
 	}
 }
+
+// TestWriteGroupHeldRowWaitsOnTheSide: once a write met a held row, the
+// row's next writes wait for it on the side path, alone, and the next
+// group of the other writes commits in one round trip without meeting it
+// (before: the held row's write joined that group too, which waited the
+// lock timeout and was committed a second time without it, each time the
+// row's session tried again). Once the row is free, a write of it commits
+// on the side and the row's writes travel in the groups again.
+func TestWriteGroupHeldRowWaitsOnTheSide(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	db, err := Open(context.Background(), Options{URL: url, MaxConns: 20, StatementTimeout: 5 * time.Second,
+		Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	groupTable(t, db)
+	if _, err := db.pool.Exec(ctxT(t), `INSERT INTO gw_test VALUES ('locked', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.pool.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctxT(t), `SELECT 1 FROM gw_test WHERE k = 'locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	g, release := heldGroup(t, db)
+
+	// round hands over four inserts and a write of the held row while the
+	// committer is held, then lets it go; it returns the held row's
+	// write's error and the group round trips and writes tried alone it
+	// cost.
+	next := 0
+	round := func(release func()) (error, int64, int64) {
+		t.Helper()
+		before := opCounts(db, OpGroup, "test")
+		ws := []*write{{op: "test", key: rowKey("gw", "k3x"), fill: func(b *pgx.Batch) {
+			b.Queue(`UPDATE gw_test SET v = v + 1 WHERE k = 'locked'`)
+		}}}
+		for range 4 {
+			k := fmt.Sprint("k", next)
+			next++
+			w := insertWrite(k, 1)
+			w.key = rowKey("gw", k)
+			ws = append(ws, w)
+		}
+		errs := make([]error, len(ws))
+		var wg sync.WaitGroup
+		for i, w := range ws {
+			wg.Go(func() { errs[i] = g.do(context.Background(), w) })
+		}
+		waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == len(ws) })
+		release()
+		wg.Wait()
+		for i, err := range errs[1:] {
+			if err != nil {
+				t.Errorf("insert %d = %v, want committed", i, err)
+			}
+		}
+		after := opCounts(db, OpGroup, "test")
+		return errs[0], after[OpGroup][0] - before[OpGroup][0], after["test"][0] - before["test"][0]
+	}
+	isLock := func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == lockNotAvailable
+	}
+
+	// The first meeting: the group waits once, as before.
+	if err, groups, alone := round(release); !isLock(err) || groups != 2 || alone != 0 {
+		t.Fatalf("first meeting: held row's write %v, %d group round trips, %d alone; want lock_not_available, 2, 0", err, groups, alone)
+	}
+	// The row still held: its write waits on the side, the group does not.
+	if err, groups, alone := round(holdCommitter(t, g)); !isLock(err) || groups != 1 || alone != 1 {
+		t.Errorf("row still held: held row's write %v, %d group round trips, %d alone; want lock_not_available, 1, 1", err, groups, alone)
+	}
+	// The row free: its write commits on the side, which lets the row go.
+	if err := tx.Rollback(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err, groups, alone := round(holdCommitter(t, g)); err != nil || groups != 1 || alone != 1 {
+		t.Errorf("row freed: held row's write %v, %d group round trips, %d alone; want committed, 1, 1", err, groups, alone)
+	}
+	// And its writes travel in the groups again.
+	if err, groups, alone := round(holdCommitter(t, g)); err != nil || groups != 1 || alone != 0 {
+		t.Errorf("row let go: its write %v, %d group round trips, %d alone; want committed, 1, 0", err, groups, alone)
+	}
+	var v int
+	if err := db.pool.QueryRow(ctxT(t), `SELECT v FROM gw_test WHERE k = 'locked'`).Scan(&v); err != nil || v != 3 {
+		t.Errorf("held row's value %d (%v), want 3: the two writes after it was freed", v, err)
+	}
+}

@@ -43,16 +43,25 @@ func heldGroup(t *testing.T, db *DB) (g *writeGroup, release func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); g.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	return g, holdCommitter(t, g)
+}
+
+// holdCommitter holds g's committer in a write until release (called at
+// the latest when the test ends), so that the writes handed over
+// meanwhile travel in the group after it.
+func holdCommitter(t *testing.T, g *writeGroup) (release func()) {
+	t.Helper()
 	hold, started := make(chan struct{}), make(chan struct{})
 	held := &write{op: "hold", fill: func(b *pgx.Batch) {
 		b.Queue(`SELECT 1`).Exec(func(pgconn.CommandTag) error { close(started); <-hold; return nil })
 	}}
 	var once sync.Once
 	release = func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(func() { release(); cancel(); <-ran }) // a failed wait leaves no committer held
+	t.Cleanup(release) // a failed wait leaves no committer held (runs before heldGroup's stop)
 	go func() { _ = g.do(context.Background(), held) }()
 	<-started
-	return g, release
+	return release
 }
 
 // Writes handed over while the groups are in flight share the next one:

@@ -1,0 +1,120 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+)
+
+// The side path of a held row (issue 21). A write that meets a row another
+// transaction holds (an operator's open transaction in psql, a replica
+// frozen inside one) waits groupLockTimeout and fails with its row's other
+// writes, and the rest of its group commits without them
+// (writegroup_commit.go): the group, and every write queued behind it (all
+// sessions'), waits one lock timeout. While the row stays held, its
+// session's turn runs again every few seconds and its write would cost
+// another group the same wait each time. So a row that met a lock is
+// remembered (lockedKeys, by write.key) for lockedKeyFor, and the writes
+// of that row that are not riders go to a side path meanwhile: one
+// goroutine that commits them one at a time, alone, in the order they
+// were handed over, on a connection of the pools' second; they wait for
+// the row there, and the groups go on without them. The row leaves the
+// side path when a write of it commits there, or lockedKeyFor after it
+// last met the lock. Riders keep to the groups (a rider's outcome comes
+// before those of the writes handed over after it: a rider waiting for a
+// row on the side would hold them all). Once the group commit stops,
+// nothing is sent to the side; what is there is committed first.
+
+// lockedKeyFor is how long a row that met a lock keeps its writes on the
+// side path without one of them committing there.
+const lockedKeyFor = 30 * time.Second
+
+// lockedLocked reports whether key's row met a lock within lockedKeyFor
+// (forgetting it when longer ago). The caller holds g.mu.
+func (g *writeGroup) lockedLocked(key string, now time.Time) bool {
+	at, ok := g.lockedKeys[key]
+	if ok && now.Sub(at) > lockedKeyFor {
+		delete(g.lockedKeys, key)
+		return false
+	}
+	return ok
+}
+
+// noteLocked remembers that w's row met a lock now (w timedOut).
+func (g *writeGroup) noteLocked(w *write) {
+	if w.key == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lockedKeys == nil {
+		g.lockedKeys = map[string]time.Time{}
+	}
+	g.lockedKeys[w.key] = time.Now()
+}
+
+// sideLocked moves the queued writes of rows that met a lock (not riders)
+// to the side path, in their order, and wakes it. Not once the group
+// commit stopped. The caller holds g.mu.
+func (g *writeGroup) sideLocked() {
+	if len(g.lockedKeys) == 0 || g.stopped {
+		return
+	}
+	now := time.Now()
+	moved := false
+	rest := g.queue[:0]
+	for _, w := range g.queue {
+		if !w.rider && w.key != "" && g.lockedLocked(w.key, now) {
+			g.side = append(g.side, w)
+			moved = true
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	clear(g.queue[len(rest):])
+	g.queue = rest
+	if moved {
+		select {
+		case g.sideWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sideLoop commits the side path's writes one at a time until the group
+// commit stopped and none is left (run starts it beside the committers).
+func (g *writeGroup) sideLoop(ctx context.Context) {
+	for {
+		g.mu.Lock()
+		var w *write
+		if len(g.side) > 0 {
+			w = g.side[0]
+			g.side[0] = nil
+			g.side = g.side[1:]
+		}
+		stopped := g.stopped
+		g.mu.Unlock()
+		if w == nil {
+			if stopped {
+				return
+			}
+			select {
+			case <-g.sideWake:
+			case <-ctx.Done():
+				g.mu.Lock()
+				g.stopped = true // as the committers do: nothing more comes to the side
+				g.mu.Unlock()
+			}
+			continue
+		}
+		g.tryAlone(w)
+		g.mu.Lock()
+		switch {
+		case w.err == nil:
+			delete(g.lockedKeys, w.key) // the row is free again
+		case timedOut(w):
+			g.lockedKeys[w.key] = time.Now()
+		}
+		g.mu.Unlock()
+		g.release([]*write{w})
+	}
+}
