@@ -225,7 +225,9 @@ func (g *writeGroup) signal(flush bool) {
 	}
 }
 
-// run commits groups until ctx ends, then what is still queued.
+// run commits groups until ctx ends, then what is still queued; beside
+// the committers, the side path commits the writes of held rows
+// (writegroup_side.go).
 func (g *writeGroup) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range g.committers {
