@@ -41,11 +41,12 @@ func TestWriteGroupLockedRowFailsOnlyItsWrites(t *testing.T) {
 	}
 }
 
-// lockedRowGroup runs TestWriteGroupLockedRowFailsOnlyItsWrites on a DB
-// of statement timeout stmt; the locked row's writes must fail with code.
-func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
-	url := pgtest.NewDatabase(t)
-	db, err := Open(context.Background(), Options{URL: url, MaxConns: 20, StatementTimeout: stmt,
+// heldRowDB opens a DB of statement timeout stmt with the test table and
+// its row 'locked' held by the transaction it returns (rolled back when
+// the test ends, if not before).
+func heldRowDB(t *testing.T, stmt time.Duration) (*DB, pgx.Tx) {
+	t.Helper()
+	db, err := Open(context.Background(), Options{URL: pgtest.NewDatabase(t), MaxConns: 20, StatementTimeout: stmt,
 		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +60,17 @@ func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	if _, err := tx.Exec(ctxT(t), `SELECT 1 FROM gw_test WHERE k = 'locked' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
+	return db, tx
+}
+
+// lockedRowGroup runs TestWriteGroupLockedRowFailsOnlyItsWrites on a DB
+// of statement timeout stmt; the locked row's writes must fail with code.
+func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
+	db, _ := heldRowDB(t, stmt)
 
 	// A group commit of one committer, held in a write while the writes
 	// queue, so that they all travel in one group.
@@ -118,25 +126,7 @@ func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
 // on the side and the row's writes travel in the groups again.
 func TestWriteGroupHeldRowWaitsOnTheSide(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
-	db, err := Open(context.Background(), Options{URL: url, MaxConns: 20, StatementTimeout: 5 * time.Second,
-		Logger: zaptest.NewLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	groupTable(t, db)
-	if _, err := db.pool.Exec(ctxT(t), `INSERT INTO gw_test VALUES ('locked', 1)`); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.pool.Begin(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctxT(t), `SELECT 1 FROM gw_test WHERE k = 'locked' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	db, tx := heldRowDB(t, 5*time.Second)
 	g, release := heldGroup(t, db)
 
 	// round hands over four inserts and a write of the held row while the
