@@ -2,7 +2,10 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // The side path of a held row (issue 21). A write that meets a row another
@@ -39,18 +42,27 @@ func (g *writeGroup) lockedLocked(key string, now time.Time) bool {
 	return ok
 }
 
-// noteLocked remembers that w's row met a lock now (w timedOut).
+// noteLocked remembers that w's row met a lock now (w timedOut); a row
+// that was not on the side path yet is logged going there.
 func (g *writeGroup) noteLocked(w *write) {
 	if w.key == "" {
 		return
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.lockedKeys == nil {
 		g.lockedKeys = map[string]time.Time{}
 	}
+	_, known := g.lockedKeys[w.key]
 	g.lockedKeys[w.key] = time.Now()
+	g.mu.Unlock()
+	if !known {
+		g.db.log.Warn("a row another transaction holds: its writes wait for it alone until it is free",
+			zap.String("row", keyText(w.key)), zap.String("op", w.op))
+	}
 }
+
+// keyText is a write.key for a log: its parts joined by ":".
+func keyText(key string) string { return strings.ReplaceAll(key, "\x00", ":") }
 
 // sideLocked moves the queued writes of rows that met a lock (not riders)
 // to the side path, in their order, and wakes it. Not once the group
@@ -108,6 +120,8 @@ func (g *writeGroup) sideLoop(ctx context.Context) {
 		}
 		g.tryAlone(w)
 		g.mu.Lock()
+		_, held := g.lockedKeys[w.key]
+		freed := w.err == nil && held
 		switch {
 		case w.err == nil:
 			delete(g.lockedKeys, w.key) // the row is free again
@@ -115,6 +129,9 @@ func (g *writeGroup) sideLoop(ctx context.Context) {
 			g.lockedKeys[w.key] = time.Now()
 		}
 		g.mu.Unlock()
+		if freed {
+			g.db.log.Info("a held row is free again; its writes go with the others", zap.String("row", keyText(w.key)))
+		}
 		g.release([]*write{w})
 	}
 }
