@@ -66,15 +66,23 @@ func (a *typer) log() []string {
 // open again), and the reply goes out only after it: the indicator never
 // lands after the answer.
 func TestTypingInFlightFinishesBeforeReply(t *testing.T) {
-	h := newHarness(t, "", nil)
+	m := &model{block: make(chan struct{})}
+	h := newHarness(t, "", m)
 	h.d.typingDrain = time.Minute
 	h.d.typingDelay = -1
 	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
 	h.d.Register(a)
 	h.handle(in("ty", "c1", "hi"))
-	<-a.typing
-	// The instant model answers while the typing call blocks; the reply
-	// must wait for it.
+	// The model answers only once the typing call is in flight (a turn
+	// that ends before its typing loop started sends none, and this would
+	// wait for it forever), and then while it blocks: the reply must wait
+	// for it.
+	select {
+	case <-a.typing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no typing action while the model ran")
+	}
+	close(m.block)
 	time.Sleep(100 * time.Millisecond)
 	if got := a.log(); len(got) != 0 {
 		t.Fatalf("before the typing call ended: %v, want nothing", got)
@@ -88,14 +96,24 @@ func TestTypingInFlightFinishesBeforeReply(t *testing.T) {
 }
 
 // TestTypingStuckIsCancelled: a typing action that does not end within
-// the drain is cancelled, and the reply still goes out.
+// the drain is cancelled, and the reply still goes out. The model answers
+// only once the action is in flight: a turn that ends before its typing
+// loop started sends none (typingLoop.run), which under load an instant
+// model's turn did (CI, 2026-12-02: events [send]).
 func TestTypingStuckIsCancelled(t *testing.T) {
-	h := newHarness(t, "", nil)
+	m := &model{block: make(chan struct{})}
+	h := newHarness(t, "", m)
 	h.d.typingDrain = 10 * time.Millisecond
 	h.d.typingDelay = -1
 	a := &typer{chat: chat{name: "ty"}, release: make(chan struct{}), typing: make(chan struct{}, 1)}
 	h.d.Register(a)
 	h.handle(in("ty", "c1", "hi"))
+	select {
+	case <-a.typing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no typing action while the model ran")
+	}
+	close(m.block)
 	h.drained()
 	got := a.log()
 	if len(got) != 2 || got[0] != "typing-cancelled" || got[1] != "send" {
