@@ -111,8 +111,9 @@ type writeGroup struct {
 	pending map[uint64]struct{} // riders without their outcome yet, by seq
 	held    []*write            // writes done, waiting for the riders before them
 
-	// lockedKeys holds the rows (write.key) that met a lock lately, side
-	// their writes on the side path (writegroup_side.go).
+	// lockedKeys holds the rows (write.key) that met a lock lately and
+	// when; side, the writes of those rows waiting on the side path
+	// (writegroup_side.go).
 	lockedKeys map[string]time.Time
 	side       []*write
 
