@@ -67,6 +67,30 @@ func heldRowDB(t *testing.T, stmt time.Duration) (*DB, pgx.Tx) {
 	return db, tx
 }
 
+// heldRowWrite is a write of the row heldRowDB holds (key gw/k3x: between
+// the others' keys k0..k9 in key order).
+func heldRowWrite() *write {
+	return &write{op: "test", key: rowKey("gw", "k3x"), fill: func(b *pgx.Batch) {
+		b.Queue(`UPDATE gw_test SET v = v + 1 WHERE k = 'locked'`)
+	}}
+}
+
+// handOverHeld hands ws over to g while its committer is held, waits
+// until all are queued, releases the committer and returns their
+// outcomes.
+func handOverHeld(t *testing.T, g *writeGroup, ws []*write, release func()) []error {
+	t.Helper()
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { errs[i] = g.do(context.Background(), w) })
+	}
+	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == len(ws) })
+	release()
+	wg.Wait()
+	return errs
+}
+
 // lockedRowGroup runs TestWriteGroupLockedRowFailsOnlyItsWrites on a DB
 // of statement timeout stmt; the locked row's writes must fail with code.
 func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
@@ -84,18 +108,9 @@ func lockedRowGroup(t *testing.T, stmt time.Duration, code string) {
 		ws = append(ws, w)
 	}
 	for range 2 { // the locked row's writes, between the others in key order
-		ws = append(ws, &write{op: "test", key: rowKey("gw", "k3x"), fill: func(b *pgx.Batch) {
-			b.Queue(`UPDATE gw_test SET v = v + 1 WHERE k = 'locked'`)
-		}})
+		ws = append(ws, heldRowWrite())
 	}
-	errs := make([]error, len(ws))
-	var wg sync.WaitGroup
-	for i, w := range ws {
-		wg.Go(func() { errs[i] = g.do(context.Background(), w) })
-	}
-	waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == len(ws) })
-	release()
-	wg.Wait()
+	errs := handOverHeld(t, g, ws, release)
 
 	for i, err := range errs {
 		var pe *pgconn.PgError
@@ -137,9 +152,7 @@ func TestWriteGroupHeldRowWaitsOnTheSide(t *testing.T) {
 	round := func(release func()) (error, int64, int64) {
 		t.Helper()
 		before := opCounts(db, OpGroup, "test")
-		ws := []*write{{op: "test", key: rowKey("gw", "k3x"), fill: func(b *pgx.Batch) {
-			b.Queue(`UPDATE gw_test SET v = v + 1 WHERE k = 'locked'`)
-		}}}
+		ws := []*write{heldRowWrite()}
 		for range 4 {
 			k := fmt.Sprint("k", next)
 			next++
@@ -147,14 +160,7 @@ func TestWriteGroupHeldRowWaitsOnTheSide(t *testing.T) {
 			w.key = rowKey("gw", k)
 			ws = append(ws, w)
 		}
-		errs := make([]error, len(ws))
-		var wg sync.WaitGroup
-		for i, w := range ws {
-			wg.Go(func() { errs[i] = g.do(context.Background(), w) })
-		}
-		waitFor(t, 10*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == len(ws) })
-		release()
-		wg.Wait()
+		errs := handOverHeld(t, g, ws, release)
 		for i, err := range errs[1:] {
 			if err != nil {
 				t.Errorf("insert %d = %v, want committed", i, err)
