@@ -76,21 +76,27 @@ func compare(ctx context.Context, o options) error {
 	return nil
 }
 
-// ratios are the ratios a round gives, by name: files/floor, and
-// postgres/files when postgres ran.
-func ratios(r map[string]summary) map[string]float64 {
-	out := map[string]float64{}
-	if f, ok := r["floor"]; ok && f.throughput > 0 {
-		out["files/floor"] = r["files"].throughput / f.throughput
-	}
-	if p, ok := r["postgres"]; ok && r["files"].throughput > 0 {
-		out["postgres/files"] = p.throughput / r["files"].throughput
-	}
-	return out
+// ratio is one of issue 21's ratios: num's throughput over den's, and
+// its target.
+type ratio struct {
+	num, den string
+	target   float64
 }
 
-// ratioTargets are issue 21's targets for the ratios.
-var ratioTargets = map[string]float64{"files/floor": 0.6, "postgres/files": 0.7}
+func (q ratio) name() string { return q.num + "/" + q.den }
+
+// of is q in round r; false when r lacks either side.
+func (q ratio) of(r map[string]summary) (float64, bool) {
+	n, okN := r[q.num]
+	d, okD := r[q.den]
+	if !okN || !okD || d.throughput <= 0 {
+		return 0, false
+	}
+	return n.throughput / d.throughput, true
+}
+
+// ratios are issue 21's ratios, in the order printed.
+var ratios = []ratio{{"files", "floor", 0.6}, {"postgres", "files", 0.7}}
 
 // compareRound is one round's line: throughputs and ratios.
 func compareRound(n int, r map[string]summary, kinds []string) string {
@@ -100,10 +106,9 @@ func compareRound(n int, r map[string]summary, kinds []string) string {
 		fmt.Fprintf(&b, " %s=%.0f", k, r[k].throughput)
 	}
 	b.WriteString(" msgs/s")
-	rs := ratios(r)
-	for _, name := range []string{"files/floor", "postgres/files"} {
-		if v, ok := rs[name]; ok {
-			fmt.Fprintf(&b, " %s=%.2f", name, v)
+	for _, q := range ratios {
+		if v, ok := q.of(r); ok {
+			fmt.Fprintf(&b, " %s=%.2f", q.name(), v)
 		}
 	}
 	return b.String()
@@ -121,12 +126,12 @@ func compareMedians(rounds []map[string]summary, kinds []string) string {
 			median(rounds, func(r map[string]summary) float64 { return r[k].cpuPerMsg }),
 			median(rounds, func(r map[string]summary) float64 { return r[k].harnessPerMsg }))
 	}
-	for _, name := range []string{"files/floor", "postgres/files"} {
-		if name == "postgres/files" && !slices.Contains(kinds, "postgres") {
+	for _, q := range ratios {
+		if !slices.Contains(kinds, q.num) || !slices.Contains(kinds, q.den) {
 			continue
 		}
-		fmt.Fprintf(&b, " %s=%.2f (target %.1f)", name,
-			median(rounds, func(r map[string]summary) float64 { return ratios(r)[name] }), ratioTargets[name])
+		fmt.Fprintf(&b, " %s=%.2f (target %.1f)", q.name(),
+			median(rounds, func(r map[string]summary) float64 { v, _ := q.of(r); return v }), q.target)
 	}
 	return b.String()
 }

@@ -64,7 +64,7 @@ func (x *Index) beginSession(ctx context.Context, key routing.Key, o sessions.Or
 	if started, last, ok := sessions.FreshBounds(cfg, key, judged); ok {
 		// The turn's inputs, handed over, go with the touch, or with the
 		// creation (begin_inputs.go, begin_create.go).
-		none := false // nothing under the key is fresh
+		none := false // beginAhead's touch found nothing fresh under the key
 		if in := sessions.InputsAheadFrom(ctx); in != nil && len(in.Msgs) > 0 && !o.Internal {
 			e, done, n, err := x.beginAhead(ctx, k, o, now, started, last, &counters, in)
 			if err != nil {

@@ -111,11 +111,11 @@ type writeGroup struct {
 	pending map[uint64]struct{} // riders without their outcome yet, by seq
 	held    []*write            // writes done, waiting for the riders before them
 
-	// lockedKeys holds the rows (write.key) that met a lock lately and
+	// heldRows holds the rows (write.key) that met a lock lately and
 	// when; side, the writes of those rows waiting on the side path
 	// (writegroup_side.go).
-	lockedKeys map[string]time.Time
-	side       []*write
+	heldRows map[string]time.Time
+	side     []*write
 
 	// wake[0] wakes a committer of lazy writes and riders, wake[1] one of
 	// writes waiting for a flush (the same channel with one committer);

@@ -16,30 +16,32 @@ import (
 // sessions'), waits one lock timeout. While the row stays held, its
 // session's turn runs again every few seconds and its write would cost
 // another group the same wait each time. So a row that met a lock is
-// remembered (lockedKeys, by write.key) for lockedKeyFor, and the writes
+// remembered (heldRows, by write.key) for heldRowFor, and the writes
 // of that row that are not riders go to a side path meanwhile: one
 // goroutine that commits them one at a time, alone, in the order they
 // were handed over, on a connection of the pools' second; they wait for
 // the row there, and the groups go on without them. The row leaves the
-// side path when a write of it commits there, or lockedKeyFor after it
+// side path when a write of it commits there, or heldRowFor after it
 // last met the lock. Riders keep to the groups (a rider's outcome comes
 // before those of the writes handed over after it: a rider waiting for a
 // row on the side would hold them all). Once the group commit stops,
 // nothing is sent to the side; what is there is committed first.
 
-// lockedKeyFor is how long a row that met a lock keeps its writes on the
+// heldRowFor is how long a row that met a lock keeps its writes on the
 // side path without one of them committing there.
-const lockedKeyFor = 30 * time.Second
+const heldRowFor = 30 * time.Second
 
-// lockedLocked reports whether key's row met a lock within lockedKeyFor
-// (forgetting it when longer ago). The caller holds g.mu.
-func (g *writeGroup) lockedLocked(key string, now time.Time) bool {
-	at, ok := g.lockedKeys[key]
-	if ok && now.Sub(at) > lockedKeyFor {
-		delete(g.lockedKeys, key)
-		return false
+// pruneHeldLocked forgets the rows that last met a lock longer than
+// heldRowFor ago, so that once none is held the queue is not scanned
+// (sideLocked's length check) — a row a write never came back for would
+// otherwise cost every group's take that scan forever. The caller holds
+// g.mu.
+func (g *writeGroup) pruneHeldLocked(now time.Time) {
+	for key, at := range g.heldRows {
+		if now.Sub(at) > heldRowFor {
+			delete(g.heldRows, key)
+		}
 	}
-	return ok
 }
 
 // noteLocked remembers that w's row met a lock now (w timedOut); a row
@@ -49,11 +51,11 @@ func (g *writeGroup) noteLocked(w *write) {
 		return
 	}
 	g.mu.Lock()
-	if g.lockedKeys == nil {
-		g.lockedKeys = map[string]time.Time{}
+	if g.heldRows == nil {
+		g.heldRows = map[string]time.Time{}
 	}
-	_, known := g.lockedKeys[w.key]
-	g.lockedKeys[w.key] = time.Now()
+	_, known := g.heldRows[w.key]
+	g.heldRows[w.key] = time.Now()
 	g.mu.Unlock()
 	if !known {
 		g.db.log.Warn("a row another transaction holds: its writes wait for it alone until it is free",
@@ -68,14 +70,17 @@ func keyText(key string) string { return strings.ReplaceAll(key, "\x00", ":") }
 // to the side path, in their order, and wakes it. Not once the group
 // commit stopped. The caller holds g.mu.
 func (g *writeGroup) sideLocked() {
-	if len(g.lockedKeys) == 0 || g.stopped {
+	if len(g.heldRows) == 0 || g.stopped {
 		return
 	}
-	now := time.Now()
+	g.pruneHeldLocked(time.Now())
+	if len(g.heldRows) == 0 {
+		return
+	}
 	moved := false
 	rest := g.queue[:0]
 	for _, w := range g.queue {
-		if !w.rider && w.key != "" && g.lockedLocked(w.key, now) {
+		if _, held := g.heldRows[w.key]; held && !w.rider && w.key != "" {
 			g.side = append(g.side, w)
 			moved = true
 		} else {
@@ -118,15 +123,12 @@ func (g *writeGroup) sideLoop(ctx context.Context) {
 			}
 			continue
 		}
-		g.tryAlone(w)
+		g.tryAlone(w) // one that met the lock again is noted again there (noteLocked)
 		g.mu.Lock()
-		_, held := g.lockedKeys[w.key]
-		freed := w.err == nil && held
-		switch {
-		case w.err == nil:
-			delete(g.lockedKeys, w.key) // the row is free again
-		case timedOut(w):
-			g.lockedKeys[w.key] = time.Now()
+		_, freed := g.heldRows[w.key]
+		freed = freed && w.err == nil
+		if freed {
+			delete(g.heldRows, w.key) // the row is free again
 		}
 		g.mu.Unlock()
 		if freed {
