@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
@@ -12,8 +13,8 @@ import (
 // files backend's burst against the floor's (≥ 0.6×) and the postgres
 // backend's against the files backend's (≥ 0.7×) — the way they can be
 // trusted on a shared machine: -runs rounds, each a burst of the floor,
-// then of the files backend, then (with -postgres) of the postgres
-// backend, one right after the other. Each round's ratios compare runs
+// of the context floor (floorcontext.go), then of the files backend, then
+// (with -postgres) of the postgres backend, one right after the other. Each round's ratios compare runs
 // made seconds apart, so a load that drifts over minutes (other tenants'
 // CPU, the disk's fsync latency, which moved the files backend between
 // 1100 and 1650 msgs/s within ten minutes on 2026-12-02) moves both sides
@@ -26,9 +27,9 @@ import (
 // compareKinds are the runs of a round, in order.
 func compareKinds(o options) []string {
 	if o.postgres != "" {
-		return []string{"floor", "files", "postgres"}
+		return []string{"floor", "floor-context", "files", "postgres"}
 	}
-	return []string{"floor", "files"}
+	return []string{"floor", "floor-context", "files"}
 }
 
 // compareFlags names what -mode compare does not take: it runs the floor
@@ -53,12 +54,22 @@ func compareFlags(o options) error {
 // round's line and the medians.
 func compare(ctx context.Context, o options) error {
 	kinds := compareKinds(o)
+	dir, err := os.MkdirTemp("", "gateway-bench-capture-")
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	contextFile, err := captureContext(ctx, o, dir)
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
 	var rounds []map[string]summary
 	for i := range o.runs {
 		r := map[string]summary{}
 		for _, k := range kinds {
 			so := o
-			so.mode, so.floor = "burst", k == "floor"
+			so.mode, so.floor = "burst", strings.HasPrefix(k, "floor")
+			so.floorContext, so.contextFile = k == "floor-context", contextFile
 			if k != "postgres" {
 				so.postgres, so.roundTrips = "", false
 			}
@@ -77,7 +88,7 @@ func compare(ctx context.Context, o options) error {
 }
 
 // ratio is one of issue 21's ratios: num's throughput over den's, and
-// its target.
+// its target (0: none, a ratio printed to explain the others).
 type ratio struct {
 	num, den string
 	target   float64
@@ -95,8 +106,9 @@ func (q ratio) of(r map[string]summary) (float64, bool) {
 	return n.throughput / d.throughput, true
 }
 
-// ratios are issue 21's ratios, in the order printed.
-var ratios = []ratio{{"files", "floor", 0.6}, {"postgres", "files", 0.7}}
+// ratios are issue 21's ratios, in the order printed, then the files
+// backend's against the context floor: what keeping costs alone.
+var ratios = []ratio{{"files", "floor", 0.6}, {"postgres", "files", 0.7}, {"files", "floor-context", 0}}
 
 // compareRound is one round's line: throughputs and ratios.
 func compareRound(n int, r map[string]summary, kinds []string) string {
@@ -130,8 +142,10 @@ func compareMedians(rounds []map[string]summary, kinds []string) string {
 		if !slices.Contains(kinds, q.num) || !slices.Contains(kinds, q.den) {
 			continue
 		}
-		fmt.Fprintf(&b, " %s=%.2f (target %.1f)", q.name(),
-			median(rounds, func(r map[string]summary) float64 { v, _ := q.of(r); return v }), q.target)
+		fmt.Fprintf(&b, " %s=%.2f", q.name(), median(rounds, func(r map[string]summary) float64 { v, _ := q.of(r); return v }))
+		if q.target > 0 {
+			fmt.Fprintf(&b, " (target %.1f)", q.target)
+		}
 	}
 	return b.String()
 }

@@ -7,22 +7,27 @@ import (
 
 // TestCompareMediansOfRoundRatios: the closing line's ratios are the
 // medians of each round's own ratios (runs seconds apart), not ratios of
-// the kinds' medians, and each names its target.
+// the kinds' medians, and each names its target (the context floor's has
+// none).
 func TestCompareMediansOfRoundRatios(t *testing.T) {
 	round := func(floor, files, pg float64) map[string]summary {
-		return map[string]summary{"floor": {throughput: floor}, "files": {throughput: files, cpuPerMsg: 0.7}, "postgres": {throughput: pg}}
+		return map[string]summary{"floor": {throughput: floor}, "floor-context": {throughput: floor / 2},
+			"files": {throughput: files, cpuPerMsg: 0.7}, "postgres": {throughput: pg}}
 	}
 	// A load that drifts: the ratios hold while the throughputs move.
 	rounds := []map[string]summary{round(4000, 2000, 1000), round(2000, 1200, 900), round(3000, 900, 300)}
-	kinds := []string{"floor", "files", "postgres"}
+	kinds := []string{"floor", "floor-context", "files", "postgres"}
 	got := compareMedians(rounds, kinds)
 	for _, want := range []string{"compare medians of 3 rounds:", "floor=3000 msgs/s", "files=1200 msgs/s (cpu 0.700",
-		"files/floor=0.50 (target 0.6)", "postgres/files=0.50 (target 0.7)"} {
+		"files/floor=0.50 (target 0.6)", "postgres/files=0.50 (target 0.7)", "files/floor-context=1.00"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("medians line %q lacks %q", got, want)
 		}
 	}
-	if line := compareRound(2, rounds[1], kinds); line != "compare round=2 floor=2000 files=1200 postgres=900 msgs/s files/floor=0.60 postgres/files=0.75" {
+	if strings.Contains(got, "floor-context=1.00 (target") {
+		t.Errorf("medians line %q gives the context floor's ratio a target", got)
+	}
+	if line := compareRound(2, rounds[1], kinds); line != "compare round=2 floor=2000 floor-context=1000 files=1200 postgres=900 msgs/s files/floor=0.60 postgres/files=0.75 files/floor-context=1.20" {
 		t.Errorf("round line %q", line)
 	}
 	// Without postgres there is no postgres ratio.

@@ -34,6 +34,9 @@ func isFloorChild() bool { return os.Getenv(floorRoleEnv) == floorRole }
 type floorConfig struct {
 	apiRoot, token, modelURL, listen string
 	maxConcurrent                    int
+	// context is the template file of the context floor (floorcontext.go);
+	// "" runs the plain floor.
+	context string
 }
 
 // floorMain parses the child's command line and runs the floor bot until
@@ -46,6 +49,7 @@ func floorMain(ctx context.Context, args []string) int {
 	fs.StringVar(&c.modelURL, "model-url", "", "OpenAI-compatible base URL (the fake model's)")
 	fs.StringVar(&c.listen, "listen", "", "address of the /readyz listener")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", 8, "turns at once")
+	fs.StringVar(&c.context, "context", "", "template of the context floor (what the gateway asks the model)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -67,6 +71,10 @@ type floorBot struct {
 	model *goopenai.Client
 	slots chan struct{} // one token per turn running
 	wg    sync.WaitGroup
+	// tmpl, for the context floor, is what the gateway asks the model
+	// around a chat's history, kept in history; nil for the plain floor.
+	tmpl    *floorTemplate
+	history chatHistory
 
 	mu     sync.Mutex
 	queues map[int64][]*tgbotapi.Message // guarded by mu; a chat present has a drain running
@@ -87,6 +95,11 @@ func runFloorBot(ctx context.Context, c floorConfig) error {
 	mcfg.HTTPClient = httpclient.New()
 	f := &floorBot{bot: bot, model: goopenai.NewClientWithConfig(mcfg),
 		slots: make(chan struct{}, c.maxConcurrent), queues: map[int64][]*tgbotapi.Message{}}
+	if c.context != "" {
+		if f.tmpl, err = loadTemplate(c.context); err != nil {
+			return err
+		}
+	}
 
 	stopReady, err := serveReady(c.listen)
 	if err != nil {
@@ -154,15 +167,20 @@ func (f *floorBot) drain(ctx context.Context, chat int64) {
 	}
 }
 
-// turn asks the model about m alone (streamed, as the daemon asks) and
-// sends the answer as a reply to m.
+// turn asks the model about m (streamed, as the daemon asks) and sends
+// the answer as a reply to m: m alone, or for the context floor what the
+// gateway would ask, the chat's history kept in memory.
 func (f *floorBot) turn(ctx context.Context, m *tgbotapi.Message) error {
-	stream, err := f.model.CreateChatCompletionStream(ctx, goopenai.ChatCompletionRequest{
+	req := goopenai.ChatCompletionRequest{
 		Model:         "bench",
 		Messages:      []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: m.Text}},
 		Stream:        true,
 		StreamOptions: &goopenai.StreamOptions{IncludeUsage: true},
-	})
+	}
+	if f.tmpl != nil {
+		req = f.history.request(f.tmpl, m.Chat.ID, m.Text)
+	}
+	stream, err := f.model.CreateChatCompletionStream(ctx, req)
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
@@ -179,6 +197,9 @@ func (f *floorBot) turn(ctx context.Context, m *tgbotapi.Message) error {
 		for _, c := range chunk.Choices {
 			answer.WriteString(c.Delta.Content)
 		}
+	}
+	if f.tmpl != nil {
+		f.history.add(f.tmpl, m.Chat.ID, m.Text, answer.String())
 	}
 	reply := tgbotapi.NewMessage(m.Chat.ID, answer.String())
 	reply.ReplyToMessageID = m.MessageID

@@ -60,8 +60,13 @@ type options struct {
 	signal string
 	// maxConcurrent is each daemon's agents.defaults.maxConcurrent.
 	maxConcurrent int
-	// floor runs the floor bot (floorbot.go) in place of the gateway.
-	floor bool
+	// floor runs the floor bot (floorbot.go) in place of the gateway;
+	// floorContext makes it the context floor (floorcontext.go), asking
+	// the model what the gateway asks, from the template in contextFile
+	// (captured from the gateway when "").
+	floor        bool
+	floorContext bool
+	contextFile  string
 }
 
 func main() {
@@ -92,6 +97,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 5, "takeover: how many take-overs to measure; restart: how many restarts; compare: how many rounds")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent", 8, "agents.defaults.maxConcurrent of each daemon: the turns it runs at once")
 	flag.BoolVar(&o.floor, "floor", false, "run the floor instead of the gateway: a bot that keeps nothing (no disk, no history) on the same fakes, measured the same way (burst or sustained; no -gateway)")
+	flag.BoolVar(&o.floorContext, "floor-context", false, "with -floor: the context floor, asking the model what the gateway asks (its system messages, tools and options, captured from -gateway; each chat's history kept in memory)")
 	spread := flag.String("spread", "roundrobin", "replicas: how updates are spread over them, roundrobin or chat (each chat's to one replica)")
 	flag.StringVar(&o.signal, "signal", "kill", "takeover: kill (SIGKILL) or stop (SIGSTOP) the replica in its turn; restart: kill (SIGKILL) or term (SIGTERM, a clean stop)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the fakes and the load, not the daemon) to this file")
@@ -104,7 +110,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway-bench:", err)
 		os.Exit(2)
 	}
-	if (o.gateway == "" && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
+	if (o.gateway == "" && (!o.floor || o.floorContext)) || (o.floorContext && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
 		(o.signal != "kill" && o.signal != "stop" && o.signal != "term") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)
@@ -193,6 +199,11 @@ func runTraffic(ctx context.Context, o options) (sum summary, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	if o.floorContext && o.floor && o.contextFile == "" {
+		if o.contextFile, err = captureContext(ctx, o, dir); err != nil {
+			return sum, err
+		}
+	}
 	db, err := openBenchDB(ctx, o)
 	if err != nil {
 		return sum, err
@@ -256,6 +267,8 @@ func runTraffic(ctx context.Context, o options) (sum summary, err error) {
 	elapsed := lastReply.Sub(sendStart)
 	backend := "files"
 	switch {
+	case o.floor && o.floorContext:
+		backend = "floor-context"
 	case o.floor:
 		backend = "floor"
 	case o.postgres != "":
@@ -331,6 +344,9 @@ func startDaemons(ctx context.Context, o options, dir string, tg *telegramtest.S
 		}
 		spec := daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: modelURL, streaming: o.streaming, dbURL: dbURL,
 			maxConcurrent: o.maxConcurrent, sqlite: o.sqlite, floor: o.floor}
+		if o.floor && o.floorContext {
+			spec.floorContext = o.contextFile
+		}
 		name := "gateway"
 		if o.replicas > 0 {
 			name = fmt.Sprintf("replica-%d", i+1)

@@ -39,8 +39,10 @@ type daemonSpec struct {
 	// sqlite runs the daemon on the sqlite backend (dbURL "").
 	sqlite bool
 	// floor runs the floor bot (floorbot.go, this binary re-executed)
-	// instead of the gateway: nothing kept, same fakes, same measures.
-	floor bool
+	// instead of the gateway: nothing kept, same fakes, same measures;
+	// floorContext, when set, is the context floor's template file.
+	floor        bool
+	floorContext string
 }
 
 // config is the daemon's YAML.
@@ -102,7 +104,7 @@ func (s daemonSpec) command(gateway, cfgPath string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("floor: own executable: %w", err)
 	}
 	cmd := exec.Command(self, "-api-root", s.tg.URL, "-token", s.tg.Token(), "-model-url", s.modelURL,
-		"-listen", s.httpAddr, "-max-concurrent", strconv.Itoa(s.turnsAtOnce()))
+		"-listen", s.httpAddr, "-max-concurrent", strconv.Itoa(s.turnsAtOnce()), "-context", s.floorContext)
 	cmd.Env = append(os.Environ(), floorRoleEnv+"="+floorRole)
 	return cmd, nil
 }
