@@ -43,6 +43,7 @@ func TestResumedWorkRunsBeforeNewMessages(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	cfg := func() *configs.Config {
 		c, err := configs.LoadBytes([]byte(fmt.Sprintf(`stateDir: %s
+http: {listen: "127.0.0.1:0"}
 channels:
   telegram:
     accounts:

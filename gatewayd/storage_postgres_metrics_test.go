@@ -160,6 +160,11 @@ func runTestDaemon(t testing.TB, cfg *configs.Config, opts Options) string {
 // only the first call stops).
 func startTestDaemon(t testing.TB, cfg *configs.Config, opts Options) (addr string, stop func()) {
 	t.Helper()
+	if !strings.HasSuffix(cfg.HTTP.Listen, ":0") {
+		// The default 127.0.0.1:8787 is taken by a running gateway, or by
+		// this test in another run on the machine (two CIs side by side).
+		t.Fatalf("test daemon listens on %q: give its config http: {listen: \"127.0.0.1:0\"}", cfg.HTTP.Listen)
+	}
 	ready := make(chan string, 1)
 	opts.OnReady = func(addr string) { ready <- addr }
 	d, err := New(cfg, opts)

@@ -41,9 +41,18 @@
 //
 //	go run ./cmd/gateway-bench -floor -mode burst -n 1000 -chats 100
 //
+// -floor -floor-context runs the context floor (floorcontext.go): the
+// floor bot asking the model what the gateway asks — the system messages,
+// tools and request options captured from two turns of -gateway on the
+// same fakes, each chat's history kept in memory. Still nothing on disk;
+// against it the gateway's ratio is what keeping costs, not what the fake
+// model spends decoding a longer request on the same cores.
+//
+//	go run ./cmd/gateway-bench -gateway /tmp/gateway -floor -floor-context -mode burst -n 1000 -chats 100
+//
 // -mode compare measures issue 21's two ratios (files against the floor,
-// postgres against files) in -runs rounds of bursts run one right after
-// the other, and prints each round's ratios and their medians
+// postgres against files), and files against the context floor, in -runs
+// rounds of bursts run one right after the other, and prints each round's ratios and their medians
 // (compare.go): a single pair of runs minutes apart on a shared machine
 // measures the drift of its load as much as the daemon. State directories
 // go under $TMPDIR (TMPDIR=/dev/shm takes the disk out of a files run).
