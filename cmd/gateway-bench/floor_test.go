@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gateway/gateway/agents/openai/openaitest"
 	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
@@ -31,24 +30,17 @@ func TestMain(m *testing.M) {
 // reply to it, and in order within its chat.
 func TestFloorBurst(t *testing.T) {
 	const n, chats = 50, 5
-	tg := telegramtest.NewServer(telegramtest.Options{})
+	tg, model := newFakes()
 	defer tg.Close()
-	model := openaitest.New()
 	defer model.Close()
-	model.SetReply(benchReply(0, 0))
-	addr, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon("", "floor", daemonSpec{dir: t.TempDir(), httpAddr: addr, tg: tg, modelURL: model.BaseURL(),
-		streaming: "off", maxConcurrent: 3, floor: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := d.Ready(ctx); err != nil {
+	d, err := startReady(ctx, "", "floor", daemonSpec{dir: t.TempDir(), tg: tg, modelURL: model.BaseURL(),
+		streaming: "off", maxConcurrent: 3, floor: true})
+	if d != nil {
+		defer d.Stop()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	msgID := map[string]int{} // text → message id

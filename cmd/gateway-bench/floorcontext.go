@@ -12,9 +12,6 @@ import (
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
-
-	"github.com/gateway/gateway/agents/openai/openaitest"
-	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
 // The context floor (-floor -floor-context) is the floor bot asking the
@@ -53,24 +50,17 @@ func captureContext(ctx context.Context, o options, dir string) (string, error) 
 	if o.gateway == "" {
 		return "", errors.New("-floor-context: the gateway's request is captured from -gateway: set it")
 	}
-	tg := telegramtest.NewServer(telegramtest.Options{})
+	tg, model := newFakes()
 	defer tg.Close()
-	model := openaitest.New()
 	defer model.Close()
-	model.SetReply(benchReply(0, 0))
-	addr, err := freeAddr()
-	if err != nil {
-		return "", fmt.Errorf("capture: %w", err)
-	}
-	d, err := startDaemon(o.gateway, "capture", daemonSpec{dir: filepath.Join(dir, "capture"), httpAddr: addr, tg: tg,
-		modelURL: model.BaseURL(), streaming: "off", maxConcurrent: o.maxConcurrent})
-	if err != nil {
-		return "", fmt.Errorf("capture: %w", err)
-	}
-	defer d.Stop()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := d.Ready(wctx); err != nil {
+	d, err := startReady(wctx, o.gateway, "capture", daemonSpec{dir: filepath.Join(dir, "capture"), tg: tg,
+		modelURL: model.BaseURL(), streaming: "off", maxConcurrent: o.maxConcurrent})
+	if d != nil {
+		defer d.Stop()
+	}
+	if err != nil {
 		return "", fmt.Errorf("capture: %w", err)
 	}
 	for i, text := range []string{"m0", captureProbe} {

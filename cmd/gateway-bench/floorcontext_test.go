@@ -12,9 +12,6 @@ import (
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
-
-	"github.com/gateway/gateway/agents/openai/openaitest"
-	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
 // TestTemplateOf: the template keeps the request's options, tools and
@@ -80,24 +77,17 @@ func TestFloorContextAsksWhatTheGatewayAsks(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tg := telegramtest.NewServer(telegramtest.Options{})
+	tg, model := newFakes()
 	defer tg.Close()
-	model := openaitest.New()
 	defer model.Close()
-	model.SetReply(benchReply(0, 0))
-	addr, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := startDaemon("", "floor", daemonSpec{dir: dir, httpAddr: addr, tg: tg, modelURL: model.BaseURL(),
-		streaming: "off", maxConcurrent: 2, floor: true, floorContext: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := d.Ready(ctx); err != nil {
+	d, err := startReady(ctx, "", "floor", daemonSpec{dir: dir, tg: tg, modelURL: model.BaseURL(),
+		streaming: "off", maxConcurrent: 2, floor: true, floorContext: path})
+	if d != nil {
+		defer d.Stop()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {

@@ -7,6 +7,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/gateway/gateway/agents/openai/openaitest"
+	"github.com/gateway/gateway/channels/telegram/telegramtest"
 )
 
 // benchTool is the built-in tool the fake model calls with -tools: cheap,
@@ -26,6 +27,14 @@ func benchReply(think time.Duration, tools int) openaitest.ReplyFunc {
 		}
 		return openaitest.Reply{Text: "ack " + r.LastUserText(), Deltas: 1, Delay: think}
 	}
+}
+
+// newFakes starts a fake Bot API and a fake model answering as in a run
+// with no -think and no -tools; the caller closes both.
+func newFakes() (*telegramtest.Server, *openaitest.Server) {
+	model := openaitest.New()
+	model.SetReply(benchReply(0, 0))
+	return telegramtest.NewServer(telegramtest.Options{}), model
 }
 
 // toolResultsSinceUser counts the tool results after the request's last

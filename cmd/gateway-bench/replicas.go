@@ -162,6 +162,25 @@ func startDaemon(gateway, name string, spec daemonSpec) (*daemon, error) {
 	return d, nil
 }
 
+// startReady starts spec on a free loopback address (its httpAddr is
+// picked here) and waits until it is ready; the daemon is returned, to be
+// stopped, even when it never became ready.
+func startReady(ctx context.Context, gateway, name string, spec daemonSpec) (*daemon, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	spec.httpAddr = addr
+	d, err := startDaemon(gateway, name, spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.Ready(ctx); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
 // Ready waits for /readyz and returns the time from start to ready.
 func (d *daemon) Ready(ctx context.Context) (time.Duration, error) {
 	at, err := waitReady(ctx, "http://"+d.httpAddr+"/readyz", 30*time.Second)
