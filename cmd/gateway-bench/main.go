@@ -299,6 +299,10 @@ func runTraffic(ctx context.Context, o options) (sum summary, err error) {
 		perMessage(countersBefore, countersAfter, journalCounters[1], total))
 	fmt.Printf("streaming=%s tools_per_turn=%d model_calls=%d draft_posts=%d draft_edits=%d draft_deletes=%d\n", o.streaming,
 		o.tools, model.Calls(), drafts.Load(), tg.Calls("editMessageText"), tg.Calls("deleteMessage"))
+	// What the fake Bot API served: a harness that costs one run more than
+	// another (fakes and daemon share the cores) shows it here first.
+	fmt.Printf("telegram_calls getUpdates=%d sendMessage=%d sendChatAction=%d\n",
+		tg.Calls("getUpdates"), tg.Calls("sendMessage"), tg.Calls("sendChatAction"))
 	if webhook != nil {
 		fmt.Printf("webhook_retries=%d webhook_failed=%d\n", webhook.retries.Load(), webhook.failed.Load())
 	}
