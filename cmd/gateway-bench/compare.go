@@ -14,11 +14,12 @@ import (
 // backend's against the files backend's (≥ 0.7×) — the way they can be
 // trusted on a shared machine: -runs rounds, each a burst of the floor,
 // of the context floor (floorcontext.go), then of the files backend, then
-// (with -postgres) of the postgres backend, one right after the other. Each round's ratios compare runs
-// made seconds apart, so a load that drifts over minutes (other tenants'
-// CPU, the disk's fsync latency, which moved the files backend between
-// 1100 and 1650 msgs/s within ten minutes on 2026-12-02) moves both sides
-// of a ratio; the medians of the rounds' ratios are the figures to quote.
+// (with -postgres) of the postgres backend, one right after the other.
+// Each round's ratios compare runs made seconds apart, so a load that
+// drifts over minutes (other tenants' CPU, the disk's fsync latency, which
+// moved the files backend between 1100 and 1650 msgs/s within ten minutes
+// on 2026-12-02) moves both sides of a ratio; the medians of the rounds'
+// ratios are the figures to quote.
 // Every run prints its whole report as -mode burst does.
 //
 //	go run ./cmd/gateway-bench -gateway /tmp/gateway -mode compare -runs 5 -n 2000 -chats 100 \
