@@ -39,17 +39,27 @@ type floorTemplate struct {
 	UserSuffix string `json:"userSuffix"`
 }
 
+// floorContextFlags names what -floor-context lacks: it is a kind of
+// floor, and its template is captured from the gateway.
+func floorContextFlags(o options) error {
+	switch {
+	case o.floorContext && !o.floor:
+		return errors.New("-floor-context runs the context floor: add -floor")
+	case o.floorContext && o.gateway == "":
+		return errors.New("-floor-context captures what the gateway asks the model: set -gateway")
+	}
+	return nil
+}
+
 // captureProbe is the text of the captured turns' second message; the
 // framing of a user message is what surrounds it.
 const captureProbe = "m1"
 
 // captureContext runs the gateway (files backend, in a directory of its
 // own) on fresh fakes for two messages of one chat, and writes the
-// template taken from its second model request to a file in dir.
+// template taken from its second model request to a file in dir. o.gateway
+// is set (floorContextFlags, or -mode compare's own check).
 func captureContext(ctx context.Context, o options, dir string) (string, error) {
-	if o.gateway == "" {
-		return "", errors.New("-floor-context: the gateway's request is captured from -gateway: set it")
-	}
 	tg, model := newFakes()
 	defer tg.Close()
 	defer model.Close()
@@ -122,6 +132,9 @@ func loadTemplate(path string) (*floorTemplate, error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("floor context %s: %w", path, err)
 	}
+	if t.Request.Model == "" || !t.Request.Stream {
+		return nil, fmt.Errorf("floor context %s: the request names no model or is not streamed: not a template captureContext wrote", path)
+	}
 	for i, tool := range t.Request.Tools {
 		if tool.Function == nil {
 			continue
@@ -139,6 +152,9 @@ func loadTemplate(path string) (*floorTemplate, error) {
 	return &t, nil
 }
 
+// frame is text as the gateway frames a user's message.
+func (t *floorTemplate) frame(text string) string { return t.UserPrefix + text + t.UserSuffix }
+
 // chatHistory is the context floor's memory: each chat's turns so far.
 type chatHistory struct {
 	mu sync.Mutex
@@ -155,7 +171,7 @@ func (h *chatHistory) request(t *floorTemplate, chat int64, text string) goopena
 	msgs := make([]goopenai.ChatCompletionMessage, 0, len(req.Messages)+len(past)+1)
 	msgs = append(msgs, req.Messages...)
 	msgs = append(msgs, past...)
-	req.Messages = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: t.UserPrefix + text + t.UserSuffix})
+	req.Messages = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: t.frame(text)})
 	return req
 }
 
@@ -167,6 +183,6 @@ func (h *chatHistory) add(t *floorTemplate, chat int64, text, answer string) {
 		h.m = map[int64][]goopenai.ChatCompletionMessage{}
 	}
 	h.m[chat] = append(h.m[chat],
-		goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: t.UserPrefix + text + t.UserSuffix},
+		goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: t.frame(text)},
 		goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleAssistant, Content: answer})
 }

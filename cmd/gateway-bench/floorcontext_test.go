@@ -157,3 +157,27 @@ func TestCompareCapturesTheGatewaysRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFloorContextFlags: -floor-context without -floor or without
+// -gateway is refused with an error naming the flag to add; a template
+// file that is not one captureContext wrote is refused when loaded.
+func TestFloorContextFlags(t *testing.T) {
+	for o, want := range map[options]string{
+		{floorContext: true, gateway: "/tmp/gateway"}: "add -floor",
+		{floorContext: true, floor: true}:             "set -gateway",
+	} {
+		if err := floorContextFlags(o); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: err %v, want one saying %q", o, err, want)
+		}
+	}
+	if err := floorContextFlags(options{floorContext: true, floor: true, gateway: "/tmp/gateway"}); err != nil {
+		t.Errorf("a whole -floor -floor-context -gateway refused: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "t.json")
+	if err := os.WriteFile(path, []byte(`{"request":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadTemplate(path); err == nil || !strings.Contains(err.Error(), "no model") {
+		t.Errorf("a template without a model: err %v, want one saying so", err)
+	}
+}

@@ -106,11 +106,11 @@ func main() {
 	modes := map[string]bool{"burst": true, "sustained": true, "webrounds": true, "takeover": true, "restart": true, "compare": true}
 	needPG := o.replicas > 0 || o.roundTrips || o.mode == "takeover"
 	floorOK := !o.floor || (o.mode != "webrounds" && o.mode != "takeover" && o.mode != "restart" && o.postgres == "" && !o.sqlite && o.replicas == 0 && o.tools == 0 && o.streaming == "off")
-	if err := errors.Join(restartFlags(o), compareFlags(o)); err != nil {
+	if err := errors.Join(restartFlags(o), compareFlags(o), floorContextFlags(o)); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-bench:", err)
 		os.Exit(2)
 	}
-	if (o.gateway == "" && (!o.floor || o.floorContext)) || (o.floorContext && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
+	if (o.gateway == "" && !o.floor) || !floorOK || !modes[o.mode] || o.chats < 1 || o.replicas < 0 || o.tools < 0 || (needPG && o.postgres == "") || (o.sqlite && o.postgres != "") ||
 		(o.signal != "kill" && o.signal != "stop" && o.signal != "term") || (*spread != "roundrobin" && *spread != "chat") {
 		flag.Usage()
 		os.Exit(2)

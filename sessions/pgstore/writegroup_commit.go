@@ -53,7 +53,7 @@ func (g *writeGroup) commit(group []*write) {
 		}
 		g.db.log.Warn("group commit met a locked row or a statement timeout; its writes fail, the others are committed again",
 			zap.String("op", locked.op), zap.Duration("lock_timeout", groupLockTimeout), zap.Error(locked.met))
-		g.noteLocked(locked) // its next writes wait on the side (writegroup_side.go)
+		g.noteHeld(locked) // its next writes wait on the side (writegroup_side.go)
 		failed := locked.met
 		lockedRow := func(w *write) bool { return w == locked || (locked.key != "" && w.key == locked.key) }
 		for _, w := range sorted {
@@ -89,7 +89,7 @@ func (g *writeGroup) commit(group []*write) {
 func (g *writeGroup) tryAlone(w *write) {
 	g.try(w.op, []*write{w})
 	if timedOut(w) {
-		g.noteLocked(w)
+		g.noteHeld(w)
 		g.db.log.Warn("write met a locked row or a statement timeout and failed", zap.String("op", w.op),
 			zap.Duration("lock_timeout", groupLockTimeout), zap.Error(w.met))
 	}

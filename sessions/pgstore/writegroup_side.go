@@ -44,9 +44,10 @@ func (g *writeGroup) pruneHeldLocked(now time.Time) {
 	}
 }
 
-// noteLocked remembers that w's row met a lock now (w timedOut); a row
-// that was not on the side path yet is logged going there.
-func (g *writeGroup) noteLocked(w *write) {
+// noteHeld remembers that w's row met a lock now (w timedOut); a row
+// that was not on the side path yet is logged going there. It takes g.mu
+// itself: the caller must not hold it.
+func (g *writeGroup) noteHeld(w *write) {
 	if w.key == "" {
 		return
 	}
@@ -123,7 +124,7 @@ func (g *writeGroup) sideLoop(ctx context.Context) {
 			}
 			continue
 		}
-		g.tryAlone(w) // one that met the lock again is noted again there (noteLocked)
+		g.tryAlone(w) // one that met the lock again is noted again there (noteHeld)
 		g.mu.Lock()
 		_, freed := g.heldRows[w.key]
 		freed = freed && w.err == nil
